@@ -1,0 +1,1 @@
+//! Application message formats (to be written).

@@ -1,0 +1,1 @@
+//! SockJS framing and JSON escaping (to be written).

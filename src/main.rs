@@ -1,0 +1,43 @@
+//! The `switchboard` binary: parses flags and hands them to the crate that does the job.
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "switchboard", version, about = "Real-time messaging server and the lab that measures it")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the real-time messaging server.
+    Serve(server::Args),
+    /// Drive a real-time server with a workload and measure it.
+    Bench(bench::Args),
+    /// Run a constrained-link emulator (rate, delay, jitter, loss) as a TCP proxy.
+    Link(link::Args),
+    /// Turn bench result files into one HTML report with charts.
+    Report(report::Args),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => server::run_cli(args).await?,
+            Command::Bench(args) => bench::run(args).await?,
+            Command::Link(args) => link::run(args).await?,
+            Command::Report(args) => report::run(args).await?,
+        }
+        Ok(())
+    })
+}
