@@ -1,1 +1,229 @@
-//! Application message formats (to be written).
+//! The application message formats: what clients of the `chat` and `count`
+//! apps send and receive, whatever transport carries them. `echo` and
+//! `broadcast` carry opaque text and need no format.
+//!
+//! Decoders return a typed [`AppError`] whose message is safe to send back to
+//! the client inside `{"error":"..."}`.
+
+use serde::{Deserialize, Serialize};
+
+/// Longest user or room name the chat app accepts, in bytes.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// A message a client sent that its app could not accept. The connection stays
+/// open; the client is told why with [`AppError::to_json`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AppError {
+    /// The text is not JSON, or not the JSON object the app expects.
+    #[error("malformed message: {0}")]
+    Malformed(String),
+    /// A chat join whose name or room is empty or too long.
+    #[error("invalid {field}: must be 1 to {MAX_NAME_LEN} bytes")]
+    InvalidName { field: &'static str },
+    /// A chat join for a name already present in the room.
+    #[error("name {name:?} is already taken in room {room:?}")]
+    NameTaken { name: String, room: String },
+    /// A chat message sent before joining.
+    #[error("join a room first: {{\"name\":\"...\",\"room\":\"...\"}}")]
+    NotJoined,
+    /// A count whose answer would not fit in a 64-bit integer.
+    #[error("count out of range")]
+    CountOutOfRange,
+}
+
+impl AppError {
+    /// The error as the JSON object sent to the client: `{"error":"..."}`.
+    pub fn to_json(&self) -> String {
+        serde_json::json!({ "error": self.to_string() }).to_string()
+    }
+}
+
+/// First message of a chat client: `{"name":"alice","room":"lobby"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Join {
+    pub name: String,
+    pub room: String,
+}
+
+impl Join {
+    /// Parses and validates a join request.
+    pub fn parse(text: &str) -> Result<Join, AppError> {
+        let join: Join = serde_json::from_str(text).map_err(|e| {
+            AppError::Malformed(format!(r#"expected {{"name":"...","room":"..."}}: {e}"#))
+        })?;
+        for (field, value) in [("name", &join.name), ("room", &join.room)] {
+            if value.is_empty() || value.len() > MAX_NAME_LEN {
+                return Err(AppError::InvalidName { field });
+            }
+        }
+        Ok(join)
+    }
+}
+
+/// A chat message from a joined client: `{"message":"hi"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Say {
+    pub message: String,
+}
+
+impl Say {
+    /// Parses a chat message.
+    pub fn parse(text: &str) -> Result<Say, AppError> {
+        serde_json::from_str(text)
+            .map_err(|e| AppError::Malformed(format!(r#"expected {{"message":"..."}}: {e}"#)))
+    }
+}
+
+/// What the chat app sends to the members of a room.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ChatEvent {
+    /// A member's message: `{"name":"alice","room":"lobby","message":"hi"}`.
+    Message { name: String, room: String, message: String },
+    /// Someone joined or left: `{"event":"join","name":"alice","room":"lobby"}`.
+    Presence { event: Presence, name: String, room: String },
+    /// Sent to a new member only, before its own join event:
+    /// `{"event":"members","room":"lobby","members":["bob","alice"]}`.
+    Members { event: MembersTag, room: String, members: Vec<String> },
+    /// `{"error":"..."}`.
+    Error { error: String },
+}
+
+/// The `event` field of a presence event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Presence {
+    Join,
+    Leave,
+}
+
+/// The `event` field of the members list (always `"members"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MembersTag {
+    Members,
+}
+
+impl ChatEvent {
+    /// Encodes the event as compact JSON.
+    pub fn to_json(&self) -> String {
+        // Serialising these plain structs cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Decodes an event (used by clients such as the bench).
+    pub fn parse(text: &str) -> Result<ChatEvent, AppError> {
+        serde_json::from_str(text).map_err(|e| AppError::Malformed(e.to_string()))
+    }
+}
+
+/// Encodes `{"name":...,"room":...,"message":...}` without building a
+/// [`ChatEvent`], for the hot path where the strings are borrowed.
+pub fn chat_message_json(name: &str, room: &str, message: &str) -> String {
+    #[derive(Serialize)]
+    struct Borrowed<'a> {
+        name: &'a str,
+        room: &'a str,
+        message: &'a str,
+    }
+    serde_json::to_string(&Borrowed { name, room, message }).unwrap_or_default()
+}
+
+/// A count-down step, `{"count":N}`, in both directions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Count {
+    pub count: i64,
+}
+
+impl Count {
+    /// Parses `{"count":N}`.
+    pub fn parse(text: &str) -> Result<Count, AppError> {
+        serde_json::from_str(text)
+            .map_err(|e| AppError::Malformed(format!(r#"expected {{"count":N}}: {e}"#)))
+    }
+
+    /// The answer to this count: one less.
+    pub fn answer(self) -> Result<Count, AppError> {
+        self.count
+            .checked_sub(1)
+            .map(|count| Count { count })
+            .ok_or(AppError::CountOutOfRange)
+    }
+
+    /// Encodes `{"count":N}`.
+    pub fn to_json(self) -> String {
+        format!(r#"{{"count":{}}}"#, self.count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn join_parses_and_validates() {
+        let join = Join::parse(r#"{"name":"alice","room":"lobby"}"#).unwrap();
+        assert_eq!(join, Join { name: "alice".into(), room: "lobby".into() });
+        assert!(matches!(Join::parse("nope"), Err(AppError::Malformed(_))));
+        assert!(matches!(Join::parse(r#"{"name":"a"}"#), Err(AppError::Malformed(_))));
+        assert_eq!(
+            Join::parse(r#"{"name":"","room":"lobby"}"#),
+            Err(AppError::InvalidName { field: "name" })
+        );
+        let long = "x".repeat(MAX_NAME_LEN + 1);
+        assert_eq!(
+            Join::parse(&format!(r#"{{"name":"a","room":"{long}"}}"#)),
+            Err(AppError::InvalidName { field: "room" })
+        );
+    }
+
+    #[test]
+    fn chat_events_have_the_documented_bytes() {
+        assert_eq!(
+            chat_message_json("alice", "lobby", "hi \"you\""),
+            r#"{"name":"alice","room":"lobby","message":"hi \"you\""}"#
+        );
+        let join = ChatEvent::Presence {
+            event: Presence::Join,
+            name: "alice".into(),
+            room: "lobby".into(),
+        };
+        assert_eq!(join.to_json(), r#"{"event":"join","name":"alice","room":"lobby"}"#);
+        let members = ChatEvent::Members {
+            event: MembersTag::Members,
+            room: "lobby".into(),
+            members: vec!["bob".into(), "alice".into()],
+        };
+        assert_eq!(
+            members.to_json(),
+            r#"{"event":"members","room":"lobby","members":["bob","alice"]}"#
+        );
+        assert_eq!(ChatEvent::parse(&members.to_json()).unwrap(), members);
+        assert_eq!(ChatEvent::parse(&join.to_json()).unwrap(), join);
+        let msg = chat_message_json("a", "b", "c");
+        assert!(matches!(ChatEvent::parse(&msg).unwrap(), ChatEvent::Message { .. }));
+    }
+
+    #[test]
+    fn errors_are_json_objects() {
+        let err = AppError::NameTaken { name: "alice".into(), room: "lobby".into() };
+        assert_eq!(
+            err.to_json(),
+            r#"{"error":"name \"alice\" is already taken in room \"lobby\""}"#
+        );
+    }
+
+    #[test]
+    fn count_answers_one_less() {
+        let c = Count::parse(r#"{"count":10}"#).unwrap();
+        assert_eq!(c.answer().unwrap().to_json(), r#"{"count":9}"#);
+        assert_eq!(Count { count: 0 }.answer().unwrap().to_json(), r#"{"count":-1}"#);
+        assert_eq!(Count { count: i64::MIN }.answer(), Err(AppError::CountOutOfRange));
+        assert!(Count::parse(r#"{"count":"x"}"#).is_err());
+        assert!(Count::parse(r#"{"count":1.5}"#).is_err());
+        assert!(Count::parse("[").is_err());
+    }
+}
