@@ -1,0 +1,15 @@
+//! Rooms, sessions' outbound queues, and fan-out.
+//!
+//! A session owns one bounded [`Outbox`]; its transport's writer drains it.
+//! The [`Hub`] maps room names to members (sharded by name) and publishes a
+//! [`Payload`] to every member by pushing a reference-counted pointer, so a
+//! message sent to 2,000 members is encoded once per wire framing, never per
+//! member. The hub knows nothing of transports or apps.
+
+mod outbox;
+mod payload;
+mod rooms;
+
+pub use outbox::{Close, Drained, Outbox, PushError};
+pub use payload::Payload;
+pub use rooms::{Delivery, Hub, JoinError, Member, MemberId};

@@ -1,0 +1,291 @@
+//! A session's bounded outbound queue.
+//!
+//! Publishers push without waiting; the session's writer takes everything
+//! queued at once and sends it in one write. The queue is bounded in bytes:
+//! a push that would pass the bound closes the session as a slow consumer
+//! and frees what was queued, so a client that stops reading cannot grow the
+//! server's memory, and the publisher is never slowed by it.
+
+use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::pin::pin;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::Payload;
+
+/// What each queued message costs beyond its text, so that a flood of empty
+/// messages is bounded too (roughly the queue slot plus the shared header).
+const PER_MESSAGE_COST: usize = 64;
+
+/// Why a session is being closed, as a WebSocket-style code and reason.
+/// Transports map it to their own framing (close frame, SockJS `c[...]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Close {
+    pub code: u16,
+    pub reason: Cow<'static, str>,
+}
+
+impl Close {
+    /// The client fell behind: its queue passed the bound (1008, policy violation).
+    pub const SLOW_CONSUMER: Close =
+        Close { code: 1008, reason: Cow::Borrowed("slow consumer: outbound queue limit exceeded") };
+    /// The server is shutting down (1001, going away).
+    pub const GOING_AWAY: Close =
+        Close { code: 1001, reason: Cow::Borrowed("server shutting down") };
+    /// The peer closed or vanished; nothing more can be sent.
+    pub const PEER_GONE: Close = Close { code: 1006, reason: Cow::Borrowed("peer gone") };
+
+    /// A close with any code and reason.
+    pub fn new(code: u16, reason: impl Into<Cow<'static, str>>) -> Close {
+        Close { code, reason: reason.into() }
+    }
+
+    /// Whether this close was caused by the queue bound.
+    pub fn is_slow_consumer(&self) -> bool {
+        *self == Close::SLOW_CONSUMER
+    }
+}
+
+/// Why a push was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PushError {
+    /// The session is already closed; the message is dropped.
+    #[error("session closed")]
+    Closed,
+    /// This push passed the bound: the session is now closed as a slow consumer.
+    #[error("outbound queue full")]
+    Full,
+}
+
+/// What [`Outbox::drain`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Drained {
+    /// Messages were moved into the caller's buffer.
+    Messages,
+    /// The session is closed; any messages queued before the close were
+    /// moved into the buffer and should be sent before the close.
+    Closed(Close),
+}
+
+/// A session's bounded outbound queue; see the module docs.
+#[derive(Debug)]
+pub struct Outbox {
+    state: Mutex<State>,
+    /// Wakes the writer: signalled when the queue goes from empty to not
+    /// empty, and on close. `notify_one` keeps a permit, so a wake that
+    /// happens before the writer waits is not lost.
+    ready: Notify,
+    /// Wakes everyone waiting in [`Outbox::closed`].
+    closing: Notify,
+    limit: usize,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    queue: VecDeque<Payload>,
+    cost: usize,
+    close: Option<Close>,
+}
+
+impl Outbox {
+    /// A queue that holds at most `limit_bytes` of messages (text length plus
+    /// a small fixed cost each). A single message larger than the bound is
+    /// still accepted into an empty queue, so every message can be sent.
+    pub fn new(limit_bytes: usize) -> Outbox {
+        Outbox {
+            state: Mutex::new(State::default()),
+            ready: Notify::new(),
+            closing: Notify::new(),
+            limit: limit_bytes,
+        }
+    }
+
+    /// Queues a message for the writer. Never waits.
+    pub fn push(&self, payload: Payload) -> Result<(), PushError> {
+        let mut state = self.state.lock();
+        if state.close.is_some() {
+            return Err(PushError::Closed);
+        }
+        let cost = payload.len() + PER_MESSAGE_COST;
+        if state.cost + cost > self.limit && !state.queue.is_empty() {
+            // Free the backlog now: the client will never get it anyway.
+            state.queue = VecDeque::new();
+            state.cost = 0;
+            state.close = Some(Close::SLOW_CONSUMER);
+            drop(state);
+            self.wake_closed();
+            return Err(PushError::Full);
+        }
+        let was_empty = state.queue.is_empty();
+        state.queue.push_back(payload);
+        state.cost += cost;
+        drop(state);
+        if was_empty {
+            self.ready.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Closes the session: later pushes are refused, and the writer gets
+    /// what was queued before, then the close. The first close wins.
+    pub fn close(&self, close: Close) {
+        let mut state = self.state.lock();
+        if state.close.is_none() {
+            state.close = Some(close);
+            drop(state);
+            self.wake_closed();
+        }
+    }
+
+    /// The close, if the session is closed.
+    pub fn close_reason(&self) -> Option<Close> {
+        self.state.lock().close.clone()
+    }
+
+    /// Whether the session is closed.
+    pub fn is_closed(&self) -> bool {
+        self.state.lock().close.is_some()
+    }
+
+    /// Number of queued messages.
+    pub fn len(&self) -> usize {
+        self.state.lock().queue.len()
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.state.lock().queue.is_empty()
+    }
+
+    /// Waits until there is something to send or the session is closed, then
+    /// moves every queued message into `out`. Cancel-safe: messages are taken
+    /// only in the step that returns, so a dropped call loses nothing.
+    pub async fn drain(&self, out: &mut Vec<Payload>) -> Drained {
+        loop {
+            if let Some(drained) = self.try_drain(out) {
+                return drained;
+            }
+            self.ready.notified().await;
+        }
+    }
+
+    /// Like [`Outbox::drain`] but never waits: `None` when there is nothing
+    /// to send and the session is open.
+    pub fn try_drain(&self, out: &mut Vec<Payload>) -> Option<Drained> {
+        let mut state = self.state.lock();
+        let had_messages = !state.queue.is_empty();
+        out.extend(state.queue.drain(..));
+        state.cost = 0;
+        match &state.close {
+            Some(close) => Some(Drained::Closed(close.clone())),
+            None if had_messages => Some(Drained::Messages),
+            None => None,
+        }
+    }
+
+    /// Resolves once the session is closed (at once if it already is).
+    pub async fn closed(&self) -> Close {
+        loop {
+            let mut notified = pin!(self.closing.notified());
+            notified.as_mut().enable();
+            if let Some(close) = self.close_reason() {
+                return close;
+            }
+            notified.await;
+        }
+    }
+
+    fn wake_closed(&self) {
+        self.ready.notify_one();
+        self.closing.notify_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(s: &'static str) -> Payload {
+        Payload::from(s)
+    }
+
+    #[tokio::test]
+    async fn drain_takes_everything_queued_in_order() {
+        let outbox = Outbox::new(1 << 20);
+        for s in ["a", "b", "c"] {
+            outbox.push(msg(s)).unwrap();
+        }
+        let mut out = Vec::new();
+        assert_eq!(outbox.drain(&mut out).await, Drained::Messages);
+        let texts: Vec<_> = out.iter().map(Payload::as_str).collect();
+        assert_eq!(texts, ["a", "b", "c"]);
+        assert!(outbox.try_drain(&mut out).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_push_wakes_a_waiting_writer() {
+        let outbox = std::sync::Arc::new(Outbox::new(1 << 20));
+        let writer = tokio::spawn({
+            let outbox = outbox.clone();
+            async move {
+                let mut out = Vec::new();
+                outbox.drain(&mut out).await;
+                out.len()
+            }
+        });
+        tokio::task::yield_now().await;
+        outbox.push(msg("x")).unwrap();
+        assert_eq!(writer.await.unwrap(), 1);
+    }
+
+    #[tokio::test]
+    async fn passing_the_bound_closes_as_slow_consumer_and_frees_the_queue() {
+        let outbox = Outbox::new(3 * (PER_MESSAGE_COST + 1));
+        for _ in 0..3 {
+            outbox.push(msg("x")).unwrap();
+        }
+        assert_eq!(outbox.push(msg("x")), Err(PushError::Full));
+        assert_eq!(outbox.len(), 0);
+        assert_eq!(outbox.push(msg("x")), Err(PushError::Closed));
+        let mut out = Vec::new();
+        assert_eq!(outbox.drain(&mut out).await, Drained::Closed(Close::SLOW_CONSUMER));
+        assert!(out.is_empty());
+        assert!(outbox.closed().await.is_slow_consumer());
+    }
+
+    #[tokio::test]
+    async fn a_message_larger_than_the_bound_still_fits_an_empty_queue() {
+        let outbox = Outbox::new(10);
+        outbox.push(Payload::new("x".repeat(100))).unwrap();
+        assert_eq!(outbox.push(msg("y")), Err(PushError::Full));
+    }
+
+    #[tokio::test]
+    async fn close_delivers_what_was_queued_first() {
+        let outbox = Outbox::new(1 << 20);
+        outbox.push(msg("last words")).unwrap();
+        outbox.close(Close::GOING_AWAY);
+        outbox.close(Close::new(4000, "second close loses"));
+        let mut out = Vec::new();
+        assert_eq!(outbox.drain(&mut out).await, Drained::Closed(Close::GOING_AWAY));
+        assert_eq!(out.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn closed_wakes_every_waiter() {
+        let outbox = std::sync::Arc::new(Outbox::new(1 << 20));
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let outbox = outbox.clone();
+                tokio::spawn(async move { outbox.closed().await })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        outbox.close(Close::GOING_AWAY);
+        for w in waiters {
+            assert_eq!(w.await.unwrap(), Close::GOING_AWAY);
+        }
+    }
+}
