@@ -1,17 +1,208 @@
-//! Placeholder: `switchboard bench` is not built yet.
+//! `switchboard bench`: drives any real-time server with the classic workloads
+//! (pingpong, countdown, chat, broadcast) over native WebSocket, SockJS and plain HTTP,
+//! and records latency (HdrHistogram, coordinated omission corrected), throughput,
+//! saturation, and the CPU and memory of the server and of the bench itself.
+//!
+//! `run` is thin: flags become a `Plan` of plain values, `measure` builds the real
+//! objects and runs the scenario, then the table and the result file are written.
+//! Tests call `run` and `measure` exactly as the binary does.
 
-/// Flags of `switchboard bench`.
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+mod error;
+pub mod flags;
+pub mod latency;
+mod output;
+mod progress;
+pub mod resources;
+pub mod result;
+mod scenario;
+pub mod stamp;
+mod target;
+pub mod transport;
 
-/// Errors of `switchboard bench`.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("switchboard bench is not implemented yet")]
-    NotImplemented,
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+
+pub use error::Error;
+pub use flags::{Args, Plan};
+pub use result::ResultFile;
+pub use target::Target;
+
+use flags::{Settings, TransportChoice};
+use result::{Outcome, Run};
+use scenario::Ctx;
+use transport::TransportKind;
+
+/// Runs `switchboard bench …`: measures, prints the table, writes `--out`.
+/// Ctrl-C stops the scenario; what was measured is still printed and written.
+pub async fn run(args: Args) -> Result<(), Error> {
+    let plan = Plan::from_args(args)?;
+    raise_open_file_limit();
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = cancel.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_ctrl_c.cancel();
+        }
+    });
+    let command: Vec<String> = std::env::args().collect();
+    let (file, failure) = measure(&plan, command, cancel).await;
+    ctrl_c.abort();
+    output::print_table(&file, &mut std::io::stdout().lock()).map_err(|e| Error::io(format!("stdout: {e}")))?;
+    if let Some(path) = &plan.out {
+        write_file(&file, path)?;
+    }
+    match failure {
+        Some(e) if !e.is_cancelled() => Err(e),
+        _ => Ok(()),
+    }
 }
 
-/// Runs `switchboard bench`.
-pub async fn run(_args: Args) -> Result<(), Error> {
-    Err(Error::NotImplemented)
+/// Writes a result file as pretty JSON.
+pub fn write_file(file: &ResultFile, path: &std::path::Path) -> Result<(), Error> {
+    let json = serde_json::to_vec_pretty(file).map_err(|e| Error::io(format!("encoding results: {e}")))?;
+    std::fs::write(path, json).map_err(|e| Error::io(format!("writing {}: {e}", path.display())))
+}
+
+/// Carries out a plan and returns the result file, plus the error that stopped it
+/// early if any (the file then holds a run marked `partial`).
+pub async fn measure(plan: &Plan, command: Vec<String>, cancel: CancellationToken) -> (ResultFile, Option<Error>) {
+    let started_at = result::now_rfc3339();
+    let mut file = ResultFile {
+        format: result::FORMAT.to_string(),
+        command,
+        started_at: started_at.clone(),
+        versions: result::Versions {
+            switchboard: env!("CARGO_PKG_VERSION").to_string(),
+            format: result::FORMAT.to_string(),
+        },
+        machine: result::Machine::this(),
+        runs: Vec::new(),
+    };
+    let target = match Target::parse(&plan.target) {
+        Ok(t) => t,
+        Err(e) => return (file, Some(e)),
+    };
+    let server_pid = plan.server_pid.or_else(|| target.is_local().then(|| resources::pid_listening_on(target.port())).flatten());
+    let start = Instant::now();
+    let ctx = Ctx {
+        monitor: resources::Monitor::start(server_pid, start),
+        target,
+        clock: stamp::Clock::new(),
+        cancel,
+        progress: progress::Progress::new(plan.progress),
+        timeout: plan.timeout,
+    };
+    let mut run = Run {
+        target_name: plan.target_name.clone(),
+        target: plan.target.clone(),
+        started_at,
+        duration_s: 0.0,
+        partial: false,
+        error: None,
+        bench_cpu_bound: false,
+        server_pid,
+        transports: Vec::new(),
+        outcome: empty_outcome(&plan.settings),
+    };
+    let failure = match resolve_transports(&ctx, &plan.transports, &plan.settings).await {
+        Ok(kinds) => {
+            run.transports = kinds.clone();
+            run_scenario(&ctx, &plan.settings, &kinds, &mut run.outcome).await.err()
+        }
+        Err(e) => Some(e),
+    };
+    ctx.progress.finish();
+    run.duration_s = (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+    run.bench_cpu_bound = outcome_cpu_bound(&run.outcome);
+    if let Some(e) = &failure {
+        run.partial = true;
+        if !e.is_cancelled() {
+            run.error = Some(e.to_string());
+        }
+    }
+    file.runs.push(run);
+    (file, failure)
+}
+
+fn empty_outcome(settings: &Settings) -> Outcome {
+    match settings.clone() {
+        Settings::Pingpong(settings) => Outcome::Pingpong { settings, results: Vec::new() },
+        Settings::Countdown(settings) => Outcome::Countdown { settings, results: Vec::new() },
+        Settings::Chat(settings) => Outcome::Chat { settings, results: Vec::new() },
+        Settings::Broadcast(settings) if settings.selftest => {
+            Outcome::Selftest { settings, levels: Vec::new(), summary: Vec::new() }
+        }
+        Settings::Broadcast(settings) => Outcome::Broadcast { settings, levels: Vec::new(), summary: Vec::new() },
+    }
+}
+
+async fn run_scenario(ctx: &Ctx, settings: &Settings, kinds: &[TransportKind], outcome: &mut Outcome) -> Result<(), Error> {
+    match (settings, outcome) {
+        (Settings::Pingpong(s), Outcome::Pingpong { results, .. }) => scenario::pingpong::run(ctx, s, kinds, results).await,
+        (Settings::Countdown(s), Outcome::Countdown { results, .. }) => {
+            scenario::countdown::run(ctx, s, kinds, results).await
+        }
+        (Settings::Chat(s), Outcome::Chat { results, .. }) => scenario::chat::run(ctx, s, kinds, results).await,
+        (Settings::Broadcast(s), Outcome::Broadcast { levels, summary, .. } | Outcome::Selftest { levels, summary, .. }) => {
+            let r = scenario::broadcast::run(ctx, s, kinds, levels).await;
+            *summary = scenario::broadcast::summarise(levels);
+            r
+        }
+        _ => Err(Error::usage("internal: settings and outcome disagree")),
+    }
+}
+
+fn outcome_cpu_bound(outcome: &Outcome) -> bool {
+    match outcome {
+        Outcome::Pingpong { results, .. } => results.iter().any(|r| r.resources.bench_cpu_bound),
+        Outcome::Countdown { results, .. } => results.iter().any(|r| r.resources.bench_cpu_bound),
+        Outcome::Chat { results, .. } => results.iter().any(|r| r.resources.bench_cpu_bound),
+        Outcome::Broadcast { levels, .. } | Outcome::Selftest { levels, .. } => {
+            levels.iter().flat_map(|l| &l.steps).any(|s| s.resources.bench_cpu_bound)
+        }
+    }
+}
+
+/// Which transports a scenario can use at all: `http` only carries count-down.
+fn applies(kind: TransportKind, settings: &Settings) -> bool {
+    kind != TransportKind::Http || matches!(settings, Settings::Countdown(_))
+}
+
+/// Turns `--transport` into the list to run, probing the target for `all`.
+async fn resolve_transports(ctx: &Ctx, choice: &TransportChoice, settings: &Settings) -> Result<Vec<TransportKind>, Error> {
+    match choice {
+        TransportChoice::List(kinds) => {
+            for &k in kinds {
+                if !applies(k, settings) {
+                    return Err(Error::usage(format!("the {k} transport only carries the countdown scenario")));
+                }
+                if !k.is_available() {
+                    return Err(Error::usage(format!("the {k} transport is not available in this build yet")));
+                }
+                if ctx.target.is_exact_websocket() && k != TransportKind::Websocket {
+                    return Err(Error::usage(format!("the {k} transport needs an http:// --target, not a ws:// URL")));
+                }
+            }
+            Ok(kinds.clone())
+        }
+        TransportChoice::All => {
+            if ctx.target.is_exact_websocket() {
+                return Ok(vec![TransportKind::Websocket]);
+            }
+            let sockjs = transport::probe_sockjs(&ctx.target, ctx.timeout).await?;
+            Ok(TransportKind::ALL
+                .into_iter()
+                .filter(|&k| applies(k, settings) && k.is_available())
+                .filter(|&k| !k.is_sockjs() || sockjs.is_some_and(|info| info.websocket || k != TransportKind::SockjsWebsocket))
+                .collect())
+        }
+    }
+}
+
+/// Lets thousands of client sockets open: raises the soft RLIMIT_NOFILE to the hard one.
+fn raise_open_file_limit() {
+    if let Err(e) = rlimit::increase_nofile_limit(u64::MAX) {
+        eprintln!("warning: could not raise the open-file limit: {e}");
+    }
 }

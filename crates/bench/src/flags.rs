@@ -1,0 +1,429 @@
+//! Flags of `switchboard bench`, and the plain values they are parsed into.
+//!
+//! clap structs stay here; everything after `Plan::from_args` works on plain,
+//! serialisable settings, which are also written verbatim into the result file.
+//! Every default is stated once, on its flag.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+use crate::transport::TransportKind;
+
+/// Flags of `switchboard bench`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub scenario: ScenarioArgs,
+}
+
+/// The workloads.
+#[derive(Debug, clap::Subcommand)]
+pub enum ScenarioArgs {
+    /// Sequential round trips to an echo app: connect time, total time, per-round-trip percentiles.
+    Pingpong(PingpongArgs),
+    /// Count down from N to 0 against a count app, one request or message at a time.
+    Countdown(CountdownArgs),
+    /// Chat rooms: every user sends M messages at a fixed interval; every receiver measures latency.
+    Chat(ChatArgs),
+    /// Broadcast sweep: per connection level, ramp the send rate until the server saturates.
+    Broadcast(BroadcastArgs),
+    /// Measure the bench's own maximum receive rate against a local `switchboard serve`.
+    Selftest(SelftestArgs),
+}
+
+/// Flags every scenario takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CommonArgs {
+    /// App base URL (http://host:port/<app>), optionally `name=url`; a ws:// URL is used
+    /// exactly as given [default: http://127.0.0.1:8080/<the scenario's app>]
+    #[arg(long, value_name = "[NAME=]URL")]
+    pub target: Option<String>,
+    /// Transports, comma-separated, or `all` for every one the target supports
+    /// [default: websocket; countdown: http,websocket]
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub transport: Vec<String>,
+    /// Write the result JSON (schema: crates/bench/schema.json) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Pid of the server, for its CPU% and RSS [default: the process listening on the
+    /// target's port, when the target is on this machine]
+    #[arg(long, value_name = "PID")]
+    pub server_pid: Option<u32>,
+    /// Longest wait for a connection or an expected reply.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Duration,
+    /// No progress bar on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PingpongArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Round trips per transport.
+    #[arg(long, default_value_t = 100)]
+    pub count: u64,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CountdownArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Count down from this number to 0.
+    #[arg(long, default_value_t = 1000)]
+    pub count: u64,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Room counts to run, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    pub rooms: Vec<u32>,
+    /// Users per room to run, comma-separated; every rooms × users pair is one run.
+    #[arg(long, value_delimiter = ',', default_value = "10,20,30,40,50,60")]
+    pub users: Vec<u32>,
+    /// Messages each user sends.
+    #[arg(long, default_value_t = 500)]
+    pub messages: u64,
+    /// Time between two messages of one user (e.g. 10ms, 1s; a bare number is ms).
+    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// How long to wait for missing messages after the last send before counting them lost.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub drain: Duration,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct RampArgs {
+    /// Total send rate of the first step, messages per second over all clients.
+    #[arg(long, default_value_t = 20.0)]
+    pub start_rate: f64,
+    /// Rate increase per step: `N` adds N msgs/s, `N%` multiplies by 1+N/100.
+    #[arg(long, default_value = "50%", value_parser = parse_step)]
+    pub step: RateStep,
+    /// Length of one rate step (e.g. 3s; a bare number is seconds).
+    #[arg(long, default_value = "3s", value_parser = parse_seconds)]
+    pub step_seconds: Duration,
+    /// Highest total send rate tried.
+    #[arg(long, default_value_t = 100_000.0)]
+    pub max_rate: f64,
+    /// Saturation: a message not back at its sender within this time is lost.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub loss_timeout: Duration,
+    /// Saturation: more dropped connections than this ends the level.
+    #[arg(long, default_value_t = 0)]
+    pub max_dropped: u64,
+    /// Saturation: a step whose mean round trip exceeds this ends the level.
+    #[arg(long, default_value = "1500ms", value_parser = parse_duration)]
+    pub max_mean: Duration,
+    /// Report the highest received rate whose mean round trip stays under this.
+    #[arg(long, default_value = "200ms", value_parser = parse_duration)]
+    pub good_mean: Duration,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BroadcastArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Connection levels, comma-separated; all clients connect before a level's ramp starts.
+    #[arg(long, value_delimiter = ',', default_value = "25,50,100,200,500,1000,2000")]
+    pub levels: Vec<u32>,
+    #[command(flatten)]
+    pub ramp: RampArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SelftestArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Connections that receive every broadcast message.
+    #[arg(long, default_value_t = 200)]
+    pub connections: u32,
+    #[command(flatten)]
+    pub ramp: RampArgs,
+}
+
+/// How the send rate grows from one step to the next.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateStep {
+    /// Add this many msgs/s.
+    Add(f64),
+    /// Grow by this many percent.
+    Percent(f64),
+}
+
+impl RateStep {
+    pub fn next(self, rate: f64) -> f64 {
+        match self {
+            RateStep::Add(n) => rate + n,
+            RateStep::Percent(p) => rate * (1.0 + p / 100.0),
+        }
+    }
+}
+
+fn parse_step(s: &str) -> Result<RateStep, String> {
+    let bad = || format!("{s:?}: expected a number (msgs/s added) or a percentage like 50%");
+    let step = match s.strip_suffix('%') {
+        Some(p) => RateStep::Percent(p.trim().parse().map_err(|_| bad())?),
+        None => RateStep::Add(s.trim().parse().map_err(|_| bad())?),
+    };
+    match step {
+        RateStep::Add(n) | RateStep::Percent(n) if n > 0.0 && n.is_finite() => Ok(step),
+        _ => Err(format!("{s:?}: the step must be positive")),
+    }
+}
+
+/// `250ms`, `1.5s`, `2m`, `800us`; a bare number is milliseconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    parse_duration_unit(s, 1e-3)
+}
+
+/// Like `parse_duration`, but a bare number is seconds.
+fn parse_seconds(s: &str) -> Result<Duration, String> {
+    parse_duration_unit(s, 1.0)
+}
+
+fn parse_duration_unit(s: &str, bare: f64) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration (try 10ms, 3s)"))?;
+    let scale = match unit.trim() {
+        "" => bare,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        other => return Err(format!("{s:?}: unknown unit {other:?} (use us, ms, s, m)")),
+    };
+    Ok(Duration::from_secs_f64(n * scale))
+}
+
+/// Which transports to run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransportChoice {
+    /// Every transport the target supports (probed).
+    All,
+    /// Exactly these, in this order.
+    List(Vec<TransportKind>),
+}
+
+/// Plain values for one bench invocation.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The name the run is tagged with in the result file.
+    pub target_name: String,
+    pub target: String,
+    pub transports: TransportChoice,
+    pub out: Option<PathBuf>,
+    pub server_pid: Option<u32>,
+    pub timeout: Duration,
+    pub progress: bool,
+    pub settings: Settings,
+}
+
+/// Per-scenario plain values; each is written into the result file as `settings`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Settings {
+    Pingpong(PingpongSettings),
+    Countdown(CountdownSettings),
+    Chat(ChatSettings),
+    Broadcast(BroadcastSettings),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PingpongSettings {
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CountdownSettings {
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatSettings {
+    pub rooms: Vec<u32>,
+    pub users: Vec<u32>,
+    pub messages: u64,
+    pub interval_us: u64,
+    pub drain_us: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BroadcastSettings {
+    pub levels: Vec<u32>,
+    pub start_rate: f64,
+    pub step: RateStep,
+    pub step_us: u64,
+    pub max_rate: f64,
+    pub loss_timeout_us: u64,
+    pub max_dropped: u64,
+    pub max_mean_us: u64,
+    pub good_mean_us: u64,
+    /// True for `selftest`: the figure of interest is the bench's own receive rate.
+    pub selftest: bool,
+}
+
+impl Plan {
+    /// Turns parsed flags into plain values, checking what clap cannot.
+    pub fn from_args(args: Args) -> Result<Plan, Error> {
+        let (common, app, settings, default_transports) = match args.scenario {
+            ScenarioArgs::Pingpong(a) => {
+                positive(a.count, "--count")?;
+                (a.common, "echo", Settings::Pingpong(PingpongSettings { count: a.count }), vec![TransportKind::Websocket])
+            }
+            ScenarioArgs::Countdown(a) => {
+                positive(a.count, "--count")?;
+                let t = vec![TransportKind::Http, TransportKind::Websocket];
+                (a.common, "count", Settings::Countdown(CountdownSettings { count: a.count }), t)
+            }
+            ScenarioArgs::Chat(a) => {
+                positive(a.messages, "--messages")?;
+                if a.rooms.contains(&0) || a.users.contains(&0) || a.rooms.is_empty() || a.users.is_empty() {
+                    return Err(Error::usage("--rooms and --users need positive numbers"));
+                }
+                let s = ChatSettings {
+                    rooms: a.rooms,
+                    users: a.users,
+                    messages: a.messages,
+                    interval_us: a.interval.as_micros() as u64,
+                    drain_us: a.drain.as_micros() as u64,
+                };
+                (a.common, "chat", Settings::Chat(s), vec![TransportKind::Websocket])
+            }
+            ScenarioArgs::Broadcast(a) => {
+                if a.levels.is_empty() || a.levels.contains(&0) {
+                    return Err(Error::usage("--levels needs positive connection counts"));
+                }
+                let s = broadcast_settings(a.levels, &a.ramp, false)?;
+                (a.common, "broadcast", Settings::Broadcast(s), vec![TransportKind::Websocket])
+            }
+            ScenarioArgs::Selftest(a) => {
+                positive(a.connections as u64, "--connections")?;
+                let s = broadcast_settings(vec![a.connections], &a.ramp, true)?;
+                (a.common, "broadcast", Settings::Broadcast(s), vec![TransportKind::Websocket])
+            }
+        };
+        let raw_target = common.target.unwrap_or_else(|| format!("http://127.0.0.1:8080/{app}"));
+        let (target_name, target) = split_name(&raw_target);
+        let transports = parse_transports(&common.transport, default_transports)?;
+        Ok(Plan {
+            target_name,
+            target,
+            transports,
+            out: common.out,
+            server_pid: common.server_pid,
+            timeout: common.timeout,
+            progress: !common.quiet,
+            settings,
+        })
+    }
+
+    /// The scenario's name as written in the result file.
+    pub fn scenario_name(&self) -> &'static str {
+        match &self.settings {
+            Settings::Pingpong(_) => "pingpong",
+            Settings::Countdown(_) => "countdown",
+            Settings::Chat(_) => "chat",
+            Settings::Broadcast(b) if b.selftest => "selftest",
+            Settings::Broadcast(_) => "broadcast",
+        }
+    }
+}
+
+fn positive(n: u64, flag: &str) -> Result<(), Error> {
+    if n == 0 { Err(Error::usage(format!("{flag} must be at least 1"))) } else { Ok(()) }
+}
+
+fn broadcast_settings(levels: Vec<u32>, r: &RampArgs, selftest: bool) -> Result<BroadcastSettings, Error> {
+    if !(r.start_rate > 0.0 && r.start_rate.is_finite()) || r.max_rate < r.start_rate {
+        return Err(Error::usage("--start-rate must be positive and not above --max-rate"));
+    }
+    if r.step_seconds.is_zero() {
+        return Err(Error::usage("--step-seconds must be positive"));
+    }
+    Ok(BroadcastSettings {
+        levels,
+        start_rate: r.start_rate,
+        step: r.step,
+        step_us: r.step_seconds.as_micros() as u64,
+        max_rate: r.max_rate,
+        loss_timeout_us: r.loss_timeout.as_micros() as u64,
+        max_dropped: r.max_dropped,
+        max_mean_us: r.max_mean.as_micros() as u64,
+        good_mean_us: r.good_mean.as_micros() as u64,
+        selftest,
+    })
+}
+
+/// `name=url` → (name, url); a bare URL is named `default`.
+fn split_name(raw: &str) -> (String, String) {
+    match raw.split_once('=') {
+        Some((name, url)) if !name.contains("://") && !name.contains('/') => (name.to_string(), url.to_string()),
+        _ => ("default".to_string(), raw.to_string()),
+    }
+}
+
+fn parse_transports(names: &[String], default: Vec<TransportKind>) -> Result<TransportChoice, Error> {
+    if names.is_empty() {
+        return Ok(TransportChoice::List(default));
+    }
+    if names.iter().any(|n| n == "all") {
+        return Ok(TransportChoice::All);
+    }
+    let mut kinds = Vec::new();
+    for name in names {
+        let kind = TransportKind::from_name(name.trim()).ok_or_else(|| {
+            let known: Vec<&str> = TransportKind::ALL.iter().map(|k| k.name()).collect();
+            Error::usage(format!("unknown transport {name:?}; known: {}, all", known.join(", ")))
+        })?;
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    Ok(TransportChoice::List(kinds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10ms"), Ok(Duration::from_millis(10)));
+        assert_eq!(parse_duration("10"), Ok(Duration::from_millis(10)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_seconds("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("3h").is_err());
+    }
+
+    #[test]
+    fn steps() {
+        assert_eq!(parse_step("50%"), Ok(RateStep::Percent(50.0)));
+        assert_eq!(parse_step("25"), Ok(RateStep::Add(25.0)));
+        assert!(parse_step("-5").is_err());
+        assert_eq!(RateStep::Percent(50.0).next(20.0), 30.0);
+    }
+
+    #[test]
+    fn names_and_transports() {
+        assert_eq!(split_name("ours=http://h/echo"), ("ours".into(), "http://h/echo".into()));
+        assert_eq!(split_name("ws://h/x?a=b"), ("default".into(), "ws://h/x?a=b".into()));
+        assert_eq!(
+            parse_transports(&["xhr-polling".into(), "websocket".into()], vec![]).expect("known"),
+            TransportChoice::List(vec![TransportKind::XhrPolling, TransportKind::Websocket])
+        );
+        assert_eq!(parse_transports(&["all".into()], vec![]).expect("all"), TransportChoice::All);
+        assert!(parse_transports(&["carrier-pigeon".into()], vec![]).expect_err("unknown").is_usage());
+    }
+}

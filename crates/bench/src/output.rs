@@ -1,0 +1,186 @@
+//! The readable table on stdout. Every row that was measured while the bench itself
+//! was CPU-bound says so, so nobody mistakes the bench's limit for the server's.
+
+use std::io::{self, Write};
+
+use crate::latency::{LatencySummary, human_us};
+use crate::resources::Resources;
+use crate::result::{Outcome, ResultFile};
+
+pub(crate) fn print_table(file: &ResultFile, w: &mut impl Write) -> io::Result<()> {
+    writeln!(w, "machine: {} ({} cores), switchboard {}", file.machine.cpu_model, file.machine.cores, file.versions.switchboard)?;
+    for run in &file.runs {
+        let state = if run.partial { " [PARTIAL]" } else { "" };
+        let pid = run.server_pid.map_or("server pid unknown".to_string(), |p| format!("server pid {p}"));
+        writeln!(w, "\n{} → {} ({}){state}", run.target_name, run.target, pid)?;
+        if let Some(e) = &run.error {
+            writeln!(w, "stopped: {e}")?;
+        }
+        let mut t = Table::default();
+        match &run.outcome {
+            Outcome::Pingpong { settings, results } => {
+                writeln!(w, "pingpong: {} sequential round trips", settings.count)?;
+                t.header(&["transport", "connect", "round trips", "total", "mean", "p50", "p90", "p99", "max", "server cpu", "note"]);
+                for r in results {
+                    let rt = &r.round_trip;
+                    t.row(vec![
+                        r.transport.to_string(),
+                        human_us(r.connect_us as f64),
+                        r.count.to_string(),
+                        human_us(r.total_us as f64),
+                        human_us(rt.mean_us),
+                        human_us(rt.p50_us as f64),
+                        human_us(rt.p90_us as f64),
+                        human_us(rt.p99_us as f64),
+                        human_us(rt.max_us as f64),
+                        cpu(&r.resources),
+                        note(&r.resources),
+                    ]);
+                }
+            }
+            Outcome::Countdown { settings, results } => {
+                writeln!(w, "countdown: from {} to 0", settings.count)?;
+                t.header(&["transport", "connect", "iterations", "total", "per iteration", "ratio to websocket", "server cpu", "note"]);
+                for r in results {
+                    t.row(vec![
+                        r.transport.to_string(),
+                        human_us(r.connect_us as f64),
+                        r.iterations.to_string(),
+                        human_us(r.total_us as f64),
+                        human_us(r.per_iteration_us),
+                        r.ratio_to_websocket.map_or("-".into(), |x| format!("{x:.2}×")),
+                        cpu(&r.resources),
+                        note(&r.resources),
+                    ]);
+                }
+            }
+            Outcome::Chat { settings, results } => {
+                writeln!(w, "chat: {} messages per user every {}", settings.messages, human_us(settings.interval_us as f64))?;
+                t.header(&[
+                    "transport", "rooms", "users", "expected", "received", "late sends", "mean", "p50", "p99", "max",
+                    "uncorr. p99", "server cpu", "server rss", "note",
+                ]);
+                for r in results {
+                    let l = &r.latency;
+                    t.row(vec![
+                        r.transport.to_string(),
+                        r.rooms.to_string(),
+                        r.users.to_string(),
+                        r.expected.to_string(),
+                        r.received.to_string(),
+                        r.late_sends.to_string(),
+                        human_us(l.mean_us),
+                        human_us(l.p50_us as f64),
+                        human_us(l.p99_us as f64),
+                        human_us(l.max_us as f64),
+                        human_us(r.latency_uncorrected.p99_us as f64),
+                        cpu(&r.resources),
+                        rss(&r.resources),
+                        note(&r.resources),
+                    ]);
+                }
+            }
+            Outcome::Broadcast { levels, summary, .. } | Outcome::Selftest { levels, summary, .. } => {
+                writeln!(w, "broadcast: round trip measured at the sender from the scheduled send time")?;
+                t.header(&[
+                    "transport", "conns", "rate", "sent/s", "recv/s", "lost", "missing", "late", "mean", "stddev", "p50",
+                    "p90", "p99", "max", "uncorr. p99", "server cpu", "note",
+                ]);
+                for l in levels {
+                    for s in &l.steps {
+                        let rt: &LatencySummary = &s.round_trip;
+                        t.row(vec![
+                            l.transport.to_string(),
+                            l.connections.to_string(),
+                            format!("{:.0}", s.rate),
+                            format!("{:.0}", s.sent_per_s),
+                            format!("{:.0}", s.received_per_s),
+                            s.lost.to_string(),
+                            s.missing.to_string(),
+                            s.late_sends.to_string(),
+                            human_us(rt.mean_us),
+                            human_us(rt.stddev_us),
+                            human_us(rt.p50_us as f64),
+                            human_us(rt.p90_us as f64),
+                            human_us(rt.p99_us as f64),
+                            human_us(rt.max_us as f64),
+                            human_us(s.round_trip_uncorrected.p99_us as f64),
+                            cpu(&s.resources),
+                            note(&s.resources),
+                        ]);
+                    }
+                    if let Some(sat) = &l.saturation {
+                        t.note(format!("  {} conns: saturated at {:.0} msgs/s ({}): {}", l.connections, sat.rate, sat.reason, sat.detail));
+                    }
+                }
+                t.print(w)?;
+                writeln!(w, "\nsummary: max sustainable received msgs/s per level")?;
+                t = Table::default();
+                t.header(&["transport", "conns", "max sustainable recv/s", "max recv/s with good mean", "saturated", "note"]);
+                for s in summary {
+                    t.row(vec![
+                        s.transport.to_string(),
+                        s.connections.to_string(),
+                        s.max_sustainable_received_per_s.map_or("-".into(), |x| format!("{x:.0}")),
+                        s.max_received_per_s_good_mean.map_or("-".into(), |x| format!("{x:.0}")),
+                        if s.saturated { "yes".into() } else { "no".into() },
+                        if s.bench_cpu_bound { "BENCH CPU-BOUND".into() } else { String::new() },
+                    ]);
+                }
+            }
+        }
+        t.print(w)?;
+        if run.bench_cpu_bound {
+            writeln!(w, "WARNING: the bench was CPU-bound during this run; the marked figures show the bench's limit, not the server's.")?;
+        }
+    }
+    Ok(())
+}
+
+fn cpu(r: &Resources) -> String {
+    r.server_cpu_pct.map_or("-".into(), |p| format!("{p:.0}%"))
+}
+
+fn rss(r: &Resources) -> String {
+    r.server_rss_max_bytes.map_or("-".into(), |b| format!("{:.1}MiB", b as f64 / 1_048_576.0))
+}
+
+fn note(r: &Resources) -> String {
+    match (r.bench_cpu_bound, r.host_saturated) {
+        (true, _) => "BENCH CPU-BOUND".into(),
+        (false, true) => "host saturated".into(),
+        _ => String::new(),
+    }
+}
+
+/// Left-aligned columns sized to their widest cell.
+#[derive(Default)]
+struct Table {
+    rows: Vec<Vec<String>>,
+    notes: Vec<String>,
+}
+
+impl Table {
+    fn header(&mut self, cells: &[&str]) {
+        self.rows.push(cells.iter().map(|c| c.to_string()).collect());
+    }
+    fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+    fn note(&mut self, line: String) {
+        self.notes.push(line);
+    }
+    fn print(&mut self, w: &mut impl Write) -> io::Result<()> {
+        let cols = self.rows.iter().map(Vec::len).max().unwrap_or(0);
+        let widths: Vec<usize> =
+            (0..cols).map(|i| self.rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0)).collect();
+        for row in self.rows.drain(..) {
+            let line: Vec<String> = row.iter().enumerate().map(|(i, c)| format!("{c:<w$}", w = widths[i])).collect();
+            writeln!(w, "{}", line.join("  ").trim_end())?;
+        }
+        for n in self.notes.drain(..) {
+            writeln!(w, "{n}")?;
+        }
+        Ok(())
+    }
+}

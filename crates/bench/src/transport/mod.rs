@@ -1,0 +1,169 @@
+//! Client transports: one small adapter per wire protocol behind one `connect`, a
+//! `Sender` and a `Receiver`, so each scenario is written once against this module.
+//!
+//! The halves are separate so open-loop scenarios can send on schedule from one task
+//! while another task receives; a sender never waits for a reply.
+
+mod http;
+mod websocket;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Target};
+
+/// One application message as received (cheaply clonable, derefs to `&str`).
+pub type Text = tokio_tungstenite::tungstenite::Utf8Bytes;
+
+/// The client transports the bench speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransportKind {
+    /// Native WebSocket at `<target>/websocket`, one text frame per message.
+    Websocket,
+    /// SockJS over its raw WebSocket endpoint (`a[...]` frames).
+    SockjsWebsocket,
+    /// SockJS xhr_streaming receive + xhr_send.
+    XhrStreaming,
+    /// SockJS xhr polling + xhr_send.
+    XhrPolling,
+    /// SockJS eventsource receive + xhr_send.
+    Eventsource,
+    /// SockJS jsonp polling + jsonp_send.
+    JsonpPolling,
+    /// Plain keep-alive HTTP requests: a message is the query string of
+    /// `GET <target>/xhr?<message>`, the reply is the response body (count-down).
+    Http,
+}
+
+impl TransportKind {
+    /// Every transport, in table order.
+    pub const ALL: [TransportKind; 7] = [
+        TransportKind::Websocket,
+        TransportKind::SockjsWebsocket,
+        TransportKind::XhrStreaming,
+        TransportKind::XhrPolling,
+        TransportKind::Eventsource,
+        TransportKind::JsonpPolling,
+        TransportKind::Http,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TransportKind::Websocket => "websocket",
+            TransportKind::SockjsWebsocket => "sockjs-websocket",
+            TransportKind::XhrStreaming => "xhr-streaming",
+            TransportKind::XhrPolling => "xhr-polling",
+            TransportKind::Eventsource => "eventsource",
+            TransportKind::JsonpPolling => "jsonp-polling",
+            TransportKind::Http => "http",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<TransportKind> {
+        TransportKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    pub fn is_sockjs(self) -> bool {
+        !matches!(self, TransportKind::Websocket | TransportKind::Http)
+    }
+
+    /// Whether this build can speak the transport yet.
+    pub fn is_available(self) -> bool {
+        matches!(self, TransportKind::Websocket | TransportKind::Http)
+    }
+}
+
+impl std::fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Both halves of one client connection.
+pub struct Connection {
+    pub sender: Sender,
+    pub receiver: Receiver,
+}
+
+/// Opens one client connection (session) of `kind` to `target`, within `timeout`.
+pub async fn connect(target: &Target, kind: TransportKind, timeout: Duration) -> Result<Connection, Error> {
+    let open = async {
+        match kind {
+            TransportKind::Websocket => websocket::connect(&target.websocket_url()).await,
+            TransportKind::Http => http::connect(target).await,
+            other => Err(Error::usage(format!("the {other} transport is not available in this build yet"))),
+        }
+    };
+    match tokio::time::timeout(timeout, open).await {
+        Ok(result) => result,
+        Err(_) => Err(Error::timeout(format!("connecting {kind} to {} took over {timeout:?}", target.as_str()))),
+    }
+}
+
+/// The sending half of a connection.
+pub enum Sender {
+    Websocket(websocket::Sender),
+    Http(http::Sender),
+}
+
+impl Sender {
+    /// Hands one application message to the transport.
+    pub async fn send(&mut self, text: &str) -> Result<(), Error> {
+        match self {
+            Sender::Websocket(s) => s.send(text).await,
+            Sender::Http(s) => s.send(text).await,
+        }
+    }
+
+    /// Closes the connection politely (best effort).
+    pub async fn close(&mut self) {
+        match self {
+            Sender::Websocket(s) => s.close().await,
+            Sender::Http(_) => {}
+        }
+    }
+}
+
+/// The receiving half of a connection.
+pub enum Receiver {
+    Websocket(websocket::Receiver),
+    Http(http::Receiver),
+}
+
+impl Receiver {
+    /// The next application message; `None` once the server closed the session.
+    pub async fn recv(&mut self) -> Result<Option<Text>, Error> {
+        match self {
+            Receiver::Websocket(r) => r.recv().await,
+            Receiver::Http(r) => r.recv().await,
+        }
+    }
+}
+
+/// What a SockJS server says about itself at `<target>/info`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SockjsInfo {
+    /// Whether its raw WebSocket endpoint is enabled.
+    pub websocket: bool,
+}
+
+/// Asks `<target>/info`; `None` when the target does not speak SockJS there.
+/// Fails only when the target cannot be reached at all.
+pub async fn probe_sockjs(target: &Target, timeout: Duration) -> Result<Option<SockjsInfo>, Error> {
+    let path = target.path("/info");
+    let get = http::get(target, &path);
+    let (status, body) = match tokio::time::timeout(timeout, get).await {
+        Ok(r) => r?,
+        Err(_) => return Err(Error::timeout(format!("{}/info did not answer within {timeout:?}", target.as_str()))),
+    };
+    if !status.is_success() {
+        return Ok(None);
+    }
+    let info: serde_json::Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(_) => return Ok(None),
+    };
+    Ok(info.get("websocket").and_then(|w| w.as_bool()).map(|websocket| SockjsInfo { websocket }))
+}

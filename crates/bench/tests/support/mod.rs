@@ -1,0 +1,273 @@
+//! Small servers the bench is tested against: echo (optionally delaying every reply),
+//! count (WebSocket and `GET /count/xhr`), broadcast (optionally slow or lossy) and chat,
+//! mounted like `switchboard serve` mounts its apps. They exist to make the bench's
+//! failure paths happen on purpose; the happy paths also run against the real server.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::{Mutex, broadcast, mpsc};
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::Role;
+use tokio_util::sync::CancellationToken;
+
+/// How the test server misbehaves.
+#[derive(Debug, Clone, Default)]
+pub struct Behaviour {
+    /// Every echo reply waits this long.
+    pub echo_delay: Duration,
+    /// The broadcast app handles messages one at a time, each taking this long.
+    pub broadcast_cost: Duration,
+    /// The broadcast app silently drops the n-th message it receives (1-based).
+    pub broadcast_drop_nth: Option<u64>,
+}
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    stop: CancellationToken,
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl TestServer {
+    pub async fn start(behaviour: Behaviour) -> TestServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let stop = CancellationToken::new();
+        let state = Arc::new(State::new(behaviour));
+        let stopped = stop.clone();
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = tokio::select! {
+                    _ = stopped.cancelled() => return,
+                    a = listener.accept() => match a { Ok(a) => a, Err(_) => continue },
+                };
+                let _ = stream.set_nodelay(true);
+                let state = state.clone();
+                let stopped = stopped.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| handle(req, state.clone(), stopped.clone()));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .with_upgrades()
+                        .await;
+                });
+            }
+        });
+        TestServer { addr, stop }
+    }
+
+    /// The base URL of one app, e.g. `http://127.0.0.1:PORT/echo`.
+    pub fn url(&self, app: &str) -> String {
+        format!("http://{}/{app}", self.addr)
+    }
+}
+
+struct State {
+    behaviour: Behaviour,
+    broadcast: broadcast::Sender<String>,
+    /// Serialises broadcast handling so `broadcast_cost` is a server-wide capacity.
+    broadcast_lock: Mutex<()>,
+    broadcast_seen: AtomicU64,
+    chat: Mutex<Vec<ChatMember>>,
+}
+
+struct ChatMember {
+    name: String,
+    room: String,
+    tx: mpsc::UnboundedSender<String>,
+}
+
+impl State {
+    fn new(behaviour: Behaviour) -> State {
+        State {
+            behaviour,
+            broadcast: broadcast::channel(1 << 16).0,
+            broadcast_lock: Mutex::new(()),
+            broadcast_seen: AtomicU64::new(0),
+            chat: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+type Body = Full<Bytes>;
+
+fn respond(status: StatusCode, body: &str) -> Response<Body> {
+    let mut r = Response::new(Full::new(Bytes::from(body.to_string())));
+    *r.status_mut() = status;
+    r
+}
+
+async fn handle(req: Request<Incoming>, state: Arc<State>, stop: CancellationToken) -> Result<Response<Body>, Infallible> {
+    let path = req.uri().path().to_string();
+    if path == "/count/xhr" {
+        let n: Option<i64> = req.uri().query().and_then(|q| q.strip_prefix("count=")).and_then(|n| n.parse().ok());
+        return Ok(match n {
+            Some(n) => respond(StatusCode::OK, &format!("{{\"count\":{}}}", n - 1)),
+            None => respond(StatusCode::BAD_REQUEST, "{\"error\":\"count missing\"}"),
+        });
+    }
+    let app = match path.as_str() {
+        "/echo/websocket" => App::Echo,
+        "/count/websocket" => App::Count,
+        "/broadcast/websocket" => App::Broadcast,
+        "/chat/websocket" => App::Chat,
+        _ => return Ok(respond(StatusCode::NOT_FOUND, "not found")),
+    };
+    let Some(key) = req.headers().get("sec-websocket-key") else {
+        return Ok(respond(StatusCode::BAD_REQUEST, "websocket only"));
+    };
+    let accept = derive_accept_key(key.as_bytes());
+    tokio::spawn(async move {
+        let Ok(upgraded) = hyper::upgrade::on(req).await else { return };
+        let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        tokio::select! {
+            _ = stop.cancelled() => {}
+            _ = serve_app(app, ws, state) => {}
+        }
+    });
+    let resp = Response::builder()
+        .status(StatusCode::SWITCHING_PROTOCOLS)
+        .header("upgrade", "websocket")
+        .header("connection", "Upgrade")
+        .header("sec-websocket-accept", accept)
+        .body(Full::new(Bytes::new()))
+        .expect("static response");
+    Ok(resp)
+}
+
+#[derive(Clone, Copy)]
+enum App {
+    Echo,
+    Count,
+    Broadcast,
+    Chat,
+}
+
+type Ws = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
+
+async fn serve_app(app: App, ws: Ws, state: Arc<State>) {
+    match app {
+        App::Echo => echo(ws, state.behaviour.echo_delay).await,
+        App::Count => count(ws).await,
+        App::Broadcast => broadcast_app(ws, state).await,
+        App::Chat => chat(ws, state).await,
+    }
+}
+
+async fn echo(mut ws: Ws, delay: Duration) {
+    while let Some(Ok(msg)) = ws.next().await {
+        if let Message::Text(t) = msg {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            if ws.send(Message::Text(t)).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+async fn count(mut ws: Ws) {
+    while let Some(Ok(msg)) = ws.next().await {
+        if let Message::Text(t) = msg {
+            let v: serde_json::Value = serde_json::from_str(&t).unwrap_or_default();
+            let reply = match v.get("count").and_then(|c| c.as_i64()) {
+                Some(n) => format!("{{\"count\":{}}}", n - 1),
+                None => "{\"error\":\"count missing\"}".to_string(),
+            };
+            if ws.send(Message::text(reply)).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+async fn broadcast_app(ws: Ws, state: Arc<State>) {
+    let (mut sink, mut stream) = ws.split();
+    let mut rx = state.broadcast.subscribe();
+    let writer = tokio::spawn(async move {
+        while let Ok(text) = rx.recv().await {
+            if sink.send(Message::text(text)).await.is_err() {
+                return;
+            }
+        }
+    });
+    while let Some(Ok(msg)) = stream.next().await {
+        if let Message::Text(t) = msg {
+            let _guard = state.broadcast_lock.lock().await;
+            let nth = state.broadcast_seen.fetch_add(1, Ordering::SeqCst) + 1;
+            if !state.behaviour.broadcast_cost.is_zero() {
+                tokio::time::sleep(state.behaviour.broadcast_cost).await;
+            }
+            if state.behaviour.broadcast_drop_nth == Some(nth) {
+                continue;
+            }
+            let _ = state.broadcast.send(t.to_string());
+        }
+    }
+    writer.abort();
+}
+
+async fn chat(ws: Ws, state: Arc<State>) {
+    let (mut sink, mut stream) = ws.split();
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(async move {
+        while let Some(text) = rx.recv().await {
+            if sink.send(Message::text(text)).await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut me: Option<(String, String)> = None;
+    while let Some(Ok(msg)) = stream.next().await {
+        let Message::Text(t) = msg else { continue };
+        let v: serde_json::Value = serde_json::from_str(&t).unwrap_or_default();
+        match &me {
+            None => {
+                let (Some(name), Some(room)) = (v["name"].as_str(), v["room"].as_str()) else {
+                    let _ = tx.send("{\"error\":\"join with name and room first\"}".into());
+                    continue;
+                };
+                let mut members = state.chat.lock().await;
+                let names: Vec<&str> = members.iter().filter(|m| m.room == room).map(|m| m.name.as_str()).collect();
+                let _ = tx.send(serde_json::json!({"event":"members","room":room,"members":names}).to_string());
+                members.push(ChatMember { name: name.into(), room: room.into(), tx: tx.clone() });
+                let join = serde_json::json!({"event":"join","name":name,"room":room}).to_string();
+                for m in members.iter().filter(|m| m.room == room) {
+                    let _ = m.tx.send(join.clone());
+                }
+                me = Some((name.into(), room.into()));
+            }
+            Some((name, room)) => {
+                let Some(text) = v["message"].as_str() else { continue };
+                let out = serde_json::json!({"name":name,"room":room,"message":text}).to_string();
+                let members = state.chat.lock().await;
+                for m in members.iter().filter(|m| &m.room == room) {
+                    let _ = m.tx.send(out.clone());
+                }
+            }
+        }
+    }
+    if let Some((name, room)) = me {
+        let mut members = state.chat.lock().await;
+        members.retain(|m| !(m.name == name && m.room == room));
+    }
+    writer.abort();
+}
