@@ -1,17 +1,93 @@
-//! Placeholder while the server is written.
+//! `switchboard serve`: the real-time messaging server.
+//!
+//! A request enters through [`server::serve`]'s accept loop, is routed by
+//! path in `http`, and a transport (`transport::websocket`, …) adapts its
+//! wire format to an app session (`apps`). Apps publish through their own
+//! `hub::Hub`; each connection's writer drains its bounded outbox.
 
-/// Flags of `switchboard serve`.
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+mod apps;
+mod config;
+mod http;
+mod metrics;
+mod server;
+mod shutdown;
+mod transport;
 
-/// Errors of the server.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("not implemented yet")]
-    NotImplemented,
+pub use apps::AppKind;
+pub use config::{Args, Config, Mount, SockjsOptions, markdown_table};
+pub use server::serve;
+
+/// An error that stops the server: bad configuration or a socket that
+/// cannot be bound.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
 }
 
-/// Runs `switchboard serve`.
-pub async fn run_cli(_args: Args) -> Result<(), Error> {
-    Err(Error::NotImplemented)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ErrorKind {
+    Config,
+    Io,
+}
+
+impl Error {
+    fn config(message: impl Into<String>) -> Error {
+        Error { kind: ErrorKind::Config, message: message.into() }
+    }
+
+    fn io(message: impl Into<String>) -> Error {
+        Error { kind: ErrorKind::Io, message: message.into() }
+    }
+
+    /// Whether the configuration was invalid.
+    pub fn is_config(&self) -> bool {
+        self.kind == ErrorKind::Config
+    }
+
+    /// Whether a socket operation failed.
+    pub fn is_io(&self) -> bool {
+        self.kind == ErrorKind::Io
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.kind {
+            ErrorKind::Config => write!(f, "configuration: {}", self.message),
+            ErrorKind::Io => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Runs `switchboard serve` from its flags until SIGINT or SIGTERM.
+pub async fn run_cli(args: Args) -> Result<(), Error> {
+    let config = Config::resolve(&args)?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| Error::io(format!("cannot listen on {}: {e}", config.listen)))?;
+    let local = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
+    let apps: Vec<String> = config
+        .mounts
+        .iter()
+        .map(|m| if m.prefix.trim_start_matches('/') == m.app.name() { m.prefix.clone() } else { format!("{} ({})", m.prefix, m.app.name()) })
+        .collect();
+    println!("switchboard listening on http://{local}/ with apps {}", apps.join(", "));
+    serve(listener, config, signal()).await
+}
+
+/// Resolves on the first SIGINT or SIGTERM.
+async fn signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        // Without signal handlers the server runs until killed.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    tracing::info!("shutting down");
 }

@@ -1,0 +1,162 @@
+//! The apps: what the server does with a client's messages. An app sees a
+//! [`Session`] (an id and an outbox) and never knows which transport carries it.
+
+mod chat;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use hub::{Close, Hub, Member, MemberId, Outbox, Payload};
+use serde::Deserialize;
+use tokio_tungstenite::tungstenite::Utf8Bytes;
+use wire::app::{AppError, Count};
+
+/// The apps a mount can serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AppKind {
+    /// Sends every message back to its sender.
+    Echo,
+    /// Sends every message to every connected client, the sender included.
+    Broadcast,
+    /// Named members in rooms; see `wire::app`.
+    Chat,
+    /// Answers `{"count":N}` with `{"count":N-1}`.
+    Count,
+    /// Closes every session at once with 3000 "Go away!" (for the SockJS
+    /// protocol suite).
+    Close,
+}
+
+impl AppKind {
+    /// The apps mounted when the configuration names none.
+    pub const ALL: [AppKind; 4] = [AppKind::Echo, AppKind::Broadcast, AppKind::Chat, AppKind::Count];
+
+    /// The app's name, also its default prefix.
+    pub fn name(self) -> &'static str {
+        match self {
+            AppKind::Echo => "echo",
+            AppKind::Broadcast => "broadcast",
+            AppKind::Chat => "chat",
+            AppKind::Count => "count",
+            AppKind::Close => "close",
+        }
+    }
+}
+
+/// The room every client of a broadcast mount is in.
+const BROADCAST_ROOM: &str = "broadcast";
+
+/// An app mounted at one prefix: its kind and its own rooms.
+#[derive(Debug)]
+pub struct App {
+    kind: AppKind,
+    hub: Hub,
+}
+
+static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
+
+impl App {
+    /// A new instance of the app with empty rooms.
+    pub fn new(kind: AppKind) -> App {
+        App { kind, hub: Hub::new(16) }
+    }
+
+    /// The app's kind.
+    pub fn kind(&self) -> AppKind {
+        self.kind
+    }
+
+    /// Starts a session for a newly connected client whose messages go to
+    /// `outbox`. Dropping the returned value ends it (leaves its rooms).
+    pub fn open(self: &Arc<App>, outbox: Arc<Outbox>) -> AppSession {
+        let id = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
+        let session = Session { id, outbox };
+        let state = match self.kind {
+            AppKind::Broadcast => {
+                let member = Member { id, name: None, outbox: session.outbox.clone() };
+                // Anonymous members cannot collide, so this join cannot fail.
+                let _ = self.hub.join(BROADCAST_ROOM, member);
+                State::Broadcast
+            }
+            AppKind::Close => {
+                session.outbox.close(Close::new(3000, "Go away!"));
+                State::Stateless
+            }
+            AppKind::Chat => State::Chat(None),
+            AppKind::Echo | AppKind::Count => State::Stateless,
+        };
+        AppSession { app: self.clone(), session, state }
+    }
+}
+
+/// A connected client as an app sees it.
+#[derive(Debug)]
+pub struct Session {
+    pub id: MemberId,
+    pub outbox: Arc<Outbox>,
+}
+
+impl Session {
+    /// Queues a message for this client only.
+    pub fn send(&self, payload: Payload) {
+        // A refused push has already closed the session (slow consumer) or
+        // the session was closed; either way there is nobody to tell.
+        let _ = self.outbox.push(payload);
+    }
+
+    fn send_error(&self, error: &AppError) {
+        self.send(Payload::from(error.to_json()));
+    }
+}
+
+/// One client's session in an app.
+#[derive(Debug)]
+pub struct AppSession {
+    app: Arc<App>,
+    session: Session,
+    state: State,
+}
+
+#[derive(Debug)]
+enum State {
+    Stateless,
+    Broadcast,
+    Chat(Option<chat::Joined>),
+}
+
+impl AppSession {
+    /// The session's outbox, which the transport's writer drains.
+    pub fn outbox(&self) -> &Arc<Outbox> {
+        &self.session.outbox
+    }
+
+    /// Handles one message from the client.
+    pub fn on_message(&mut self, text: Utf8Bytes) {
+        match (&mut self.state, self.app.kind) {
+            (_, AppKind::Echo) => self.session.send(Payload::new(text)),
+            (_, AppKind::Broadcast) => {
+                self.app.hub.publish(BROADCAST_ROOM, &Payload::new(text));
+            }
+            (_, AppKind::Count) => match Count::parse(&text).and_then(Count::answer) {
+                Ok(answer) => self.session.send(Payload::from(answer.to_json())),
+                Err(e) => self.session.send_error(&e),
+            },
+            (State::Chat(joined), _) => chat::on_message(&self.app.hub, &self.session, joined, &text),
+            // The close app's sessions are closed before any message.
+            _ => {}
+        }
+    }
+}
+
+impl Drop for AppSession {
+    fn drop(&mut self) {
+        match &mut self.state {
+            State::Broadcast => {
+                self.app.hub.leave(BROADCAST_ROOM, self.session.id);
+            }
+            State::Chat(joined) => chat::leave(&self.app.hub, &self.session, joined.take()),
+            State::Stateless => {}
+        }
+    }
+}

@@ -1,0 +1,379 @@
+//! Configuration of `switchboard serve`: flags, environment and a TOML file,
+//! resolved into one plain [`Config`]. Flags win over the environment, the
+//! environment over the file, the file over the defaults.
+//!
+//! Every knob's default lives in [`Config::default`] and [`SockjsOptions::default`];
+//! the flags' help texts and the README's table are checked against them by
+//! tests, so the three cannot drift apart.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::Error;
+use crate::apps::AppKind;
+
+/// Flags of `switchboard serve`. Unset flags fall back to the environment,
+/// then the `--config` file, then the default shown.
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct Args {
+    /// Address to listen on [default: 127.0.0.1:8080]
+    #[arg(long, env = "SWITCHBOARD_LISTEN")]
+    pub listen: Option<SocketAddr>,
+
+    /// TOML file with settings and app mounts (see conformance/sockjs-protocol.toml)
+    #[arg(long, env = "SWITCHBOARD_CONFIG")]
+    pub config: Option<PathBuf>,
+
+    /// Largest message a client may send, in bytes; larger ones close the connection with 1009 [default: 65536]
+    #[arg(long, env = "SWITCHBOARD_MAX_MESSAGE_SIZE")]
+    pub max_message_size: Option<usize>,
+
+    /// Bytes a client's outbound queue may hold before it is closed as a slow consumer (1008) [default: 1048576]
+    #[arg(long, env = "SWITCHBOARD_QUEUE_LIMIT")]
+    pub queue_limit: Option<usize>,
+
+    /// Most simultaneous TCP connections; more wait in the listen backlog [default: 100000]
+    #[arg(long, env = "SWITCHBOARD_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+
+    /// How long shutdown waits for clients to take their close before exiting [default: 4s]
+    #[arg(long, env = "SWITCHBOARD_SHUTDOWN_GRACE", value_parser = humantime::parse_duration)]
+    pub shutdown_grace: Option<Duration>,
+}
+
+/// The resolved configuration the server runs with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// Largest accepted client message, in bytes.
+    pub max_message_size: usize,
+    /// Outbound queue bound per client, in bytes.
+    pub queue_limit: usize,
+    /// Most simultaneous TCP connections.
+    pub max_connections: usize,
+    /// How long shutdown waits for clients.
+    pub shutdown_grace: Duration,
+    /// The apps and where they are mounted.
+    pub mounts: Vec<Mount>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            max_message_size: 64 * 1024,
+            queue_limit: 1024 * 1024,
+            max_connections: 100_000,
+            // Under the 5 s a supervisor usually allows before it kills.
+            shutdown_grace: Duration::from_secs(4),
+            mounts: AppKind::ALL.iter().map(|&app| Mount::new(app)).collect(),
+        }
+    }
+}
+
+/// One app mounted at a path prefix, with its SockJS options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mount {
+    /// Path prefix without a trailing slash, e.g. `/echo`.
+    pub prefix: String,
+    /// Which app serves it.
+    pub app: AppKind,
+    /// SockJS settings of this mount.
+    pub sockjs: SockjsOptions,
+}
+
+impl Mount {
+    /// The app at its default prefix (`/<app>`) with default options.
+    pub fn new(app: AppKind) -> Mount {
+        Mount { prefix: format!("/{}", app.name()), app, sockjs: SockjsOptions::default() }
+    }
+
+    /// The mount's name for logs and metrics: its prefix without the slash.
+    pub fn name(&self) -> &str {
+        self.prefix.trim_start_matches('/')
+    }
+}
+
+/// SockJS settings of one mount.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SockjsOptions {
+    /// Whether the websocket transports are offered (default true).
+    pub websocket: bool,
+    /// Whether `/info` asks clients for a JSESSIONID cookie (default false).
+    pub cookie_needed: bool,
+    /// Interval between heartbeat frames (default 25 s).
+    pub heartbeat: Duration,
+    /// How long a session outlives its last receiving request (default 5 s).
+    pub disconnect_delay: Duration,
+    /// Bytes a streaming response carries before it ends (default 128 KiB).
+    pub response_limit: usize,
+    /// Origins allowed, as `host:port` patterns with `*` (default `*:*`).
+    pub origins: Vec<String>,
+}
+
+impl Default for SockjsOptions {
+    fn default() -> SockjsOptions {
+        SockjsOptions {
+            websocket: true,
+            cookie_needed: false,
+            heartbeat: Duration::from_secs(25),
+            disconnect_delay: Duration::from_secs(5),
+            response_limit: 128 * 1024,
+            origins: vec!["*:*".to_owned()],
+        }
+    }
+}
+
+/// The TOML file's shape: every field optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    listen: Option<SocketAddr>,
+    max_message_size: Option<usize>,
+    queue_limit: Option<usize>,
+    max_connections: Option<usize>,
+    #[serde(default, with = "humantime_serde")]
+    shutdown_grace: Option<Duration>,
+    /// Defaults for every mount's SockJS options.
+    #[serde(default)]
+    sockjs: FileSockjs,
+    /// Replaces the default mounts when present.
+    #[serde(default, rename = "mount")]
+    mounts: Option<Vec<FileMount>>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSockjs {
+    websocket: Option<bool>,
+    cookie_needed: Option<bool>,
+    #[serde(default, with = "humantime_serde")]
+    heartbeat: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    disconnect_delay: Option<Duration>,
+    response_limit: Option<usize>,
+    origins: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileMount {
+    app: AppKind,
+    prefix: Option<String>,
+    #[serde(flatten)]
+    sockjs: FileSockjs,
+}
+
+impl FileSockjs {
+    fn apply(&self, to: &mut SockjsOptions) {
+        let d = self.clone();
+        to.websocket = d.websocket.unwrap_or(to.websocket);
+        to.cookie_needed = d.cookie_needed.unwrap_or(to.cookie_needed);
+        to.heartbeat = d.heartbeat.unwrap_or(to.heartbeat);
+        to.disconnect_delay = d.disconnect_delay.unwrap_or(to.disconnect_delay);
+        to.response_limit = d.response_limit.unwrap_or(to.response_limit);
+        if let Some(origins) = d.origins {
+            to.origins = origins;
+        }
+    }
+}
+
+impl Config {
+    /// Resolves flags (already merged with the environment by clap) over the
+    /// `--config` file, if any, over the defaults.
+    pub fn resolve(args: &Args) -> Result<Config, Error> {
+        let file = match &args.config {
+            Some(path) => read_file(path)?,
+            None => File::default(),
+        };
+        let d = Config::default();
+        let mut sockjs = SockjsOptions::default();
+        file.sockjs.apply(&mut sockjs);
+        let mounts = match file.mounts {
+            None => d.mounts.iter().map(|m| Mount { sockjs: sockjs.clone(), ..m.clone() }).collect(),
+            Some(mounts) => mounts
+                .into_iter()
+                .map(|m| {
+                    let mut options = sockjs.clone();
+                    m.sockjs.apply(&mut options);
+                    let prefix = m.prefix.unwrap_or_else(|| format!("/{}", m.app.name()));
+                    Mount { prefix: normalise_prefix(&prefix), app: m.app, sockjs: options }
+                })
+                .collect(),
+        };
+        let config = Config {
+            listen: args.listen.or(file.listen).unwrap_or(d.listen),
+            max_message_size: args.max_message_size.or(file.max_message_size).unwrap_or(d.max_message_size),
+            queue_limit: args.queue_limit.or(file.queue_limit).unwrap_or(d.queue_limit),
+            max_connections: args.max_connections.or(file.max_connections).unwrap_or(d.max_connections),
+            shutdown_grace: args.shutdown_grace.or(file.shutdown_grace).unwrap_or(d.shutdown_grace),
+            mounts,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        let bad = |msg: String| Err(Error::config(msg));
+        if self.max_message_size == 0 {
+            return bad("max_message_size must be at least 1".into());
+        }
+        if self.max_connections == 0 {
+            return bad("max_connections must be at least 1".into());
+        }
+        for (i, m) in self.mounts.iter().enumerate() {
+            if m.prefix.is_empty() || m.prefix.matches('/').count() != 1 {
+                return bad(format!("mount prefix {:?} must be one path segment like \"/echo\"", m.prefix));
+            }
+            if self.mounts[..i].iter().any(|o| o.prefix == m.prefix) {
+                return bad(format!("mount prefix {:?} is used twice", m.prefix));
+            }
+            if m.sockjs.heartbeat.is_zero() {
+                return bad(format!("{}: heartbeat must be above zero", m.prefix));
+            }
+        }
+        Ok(())
+    }
+
+    /// The mount whose prefix is `prefix`.
+    pub fn mount(&self, prefix: &str) -> Option<&Mount> {
+        self.mounts.iter().find(|m| m.prefix == prefix)
+    }
+}
+
+fn normalise_prefix(prefix: &str) -> String {
+    format!("/{}", prefix.trim_matches('/'))
+}
+
+fn read_file(path: &Path) -> Result<File, Error> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::config(format!("cannot read {}: {e}", path.display())))?;
+    toml::from_str(&text).map_err(|e| Error::config(format!("{}: {e}", path.display())))
+}
+
+/// The README's configuration table, generated from the flags' definitions.
+pub fn markdown_table() -> String {
+    use clap::CommandFactory;
+    #[derive(clap::Parser)]
+    struct Serve {
+        #[command(flatten)]
+        args: Args,
+    }
+    let mut out = String::from("| flag | environment | meaning |\n|---|---|---|\n");
+    for arg in Serve::command().get_arguments() {
+        let Some(long) = arg.get_long() else { continue };
+        let env = arg.get_env().map(|e| e.to_string_lossy().into_owned()).unwrap_or_default();
+        let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+        out.push_str(&format!("| `--{long}` | `{env}` | {help} |\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_toml(text: &str) -> PathBuf {
+        let path = std::env::temp_dir()
+            .join(format!("switchboard-config-{}-{}.toml", std::process::id(), text.len()));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn defaults_apply_when_nothing_is_set() {
+        let config = Config::resolve(&Args::default()).unwrap();
+        assert_eq!(config, Config::default());
+        let prefixes: Vec<_> = config.mounts.iter().map(|m| m.prefix.as_str()).collect();
+        assert_eq!(prefixes, ["/echo", "/broadcast", "/chat", "/count"]);
+    }
+
+    #[test]
+    fn flags_win_over_the_file_and_the_file_over_defaults() {
+        let path = write_toml(
+            r#"
+listen = "127.0.0.1:9999"
+queue_limit = 2048
+shutdown_grace = "2s"
+[sockjs]
+heartbeat = "10s"
+[[mount]]
+app = "echo"
+response_limit = 4096
+[[mount]]
+app = "echo"
+prefix = "disabled_websocket_echo"
+websocket = false
+"#,
+        );
+        let args = Args {
+            config: Some(path.clone()),
+            listen: Some("127.0.0.1:1234".parse().unwrap()),
+            ..Args::default()
+        };
+        let config = Config::resolve(&args).unwrap();
+        std::fs::remove_file(path).ok();
+        assert_eq!(config.listen.port(), 1234);
+        assert_eq!(config.queue_limit, 2048);
+        assert_eq!(config.shutdown_grace, Duration::from_secs(2));
+        assert_eq!(config.max_message_size, 65536);
+        assert_eq!(config.mounts.len(), 2);
+        let echo = config.mount("/echo").unwrap();
+        assert_eq!(echo.sockjs.response_limit, 4096);
+        assert_eq!(echo.sockjs.heartbeat, Duration::from_secs(10));
+        assert!(echo.sockjs.websocket);
+        let disabled = config.mount("/disabled_websocket_echo").unwrap();
+        assert!(!disabled.sockjs.websocket);
+        assert_eq!(disabled.sockjs.response_limit, 128 * 1024);
+    }
+
+    #[test]
+    fn bad_files_name_the_problem() {
+        let path = write_toml("listen = 5\nunknown_knob = 1\n");
+        let err = Config::resolve(&Args { config: Some(path.clone()), ..Args::default() })
+            .unwrap_err()
+            .to_string();
+        std::fs::remove_file(path).ok();
+        assert!(err.contains("switchboard-config"), "{err}");
+
+        let path = write_toml("[[mount]]\napp = \"echo\"\n[[mount]]\napp = \"echo\"\n");
+        let err = Config::resolve(&Args { config: Some(path.clone()), ..Args::default() })
+            .unwrap_err()
+            .to_string();
+        std::fs::remove_file(path).ok();
+        assert!(err.contains("used twice"), "{err}");
+
+        let missing = Args { config: Some("/nonexistent/x.toml".into()), ..Args::default() };
+        assert!(Config::resolve(&missing).unwrap_err().to_string().contains("cannot read"));
+    }
+
+    #[test]
+    fn every_flag_documents_the_real_default() {
+        let d = Config::default();
+        let table = markdown_table();
+        for expected in [
+            format!("[default: {}]", d.listen),
+            format!("[default: {}]", d.max_message_size),
+            format!("[default: {}]", d.queue_limit),
+            format!("[default: {}]", d.max_connections),
+            format!("[default: {}]", humantime::format_duration(d.shutdown_grace)),
+        ] {
+            assert!(table.contains(&expected), "missing {expected} in\n{table}");
+        }
+    }
+
+    #[test]
+    fn the_readme_table_matches_the_flags() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+            .expect("README.md at the repository root");
+        let table = markdown_table();
+        assert!(
+            readme.contains(&table),
+            "README.md's configuration table is stale; replace it with:\n{table}"
+        );
+    }
+}

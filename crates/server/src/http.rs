@@ -1,0 +1,132 @@
+//! HTTP routing: every request is dispatched by path to a page, a metrics
+//! endpoint, a plain HTTP app endpoint or a transport of a mounted app.
+//!
+//! | path | what |
+//! |---|---|
+//! | `/` | the chat demo page |
+//! | `/healthz`, `/metrics` | liveness, Prometheus text |
+//! | `/<app>/websocket` | native WebSocket |
+//! | `/count/xhr?count=N` | plain HTTP count-down (`{"count":N-1}`) |
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use hub::Outbox;
+use wire::app::{AppError, Count};
+
+use crate::apps::AppKind;
+use crate::server::{MountState, ServerState};
+use crate::transport::websocket;
+
+/// The body of every response: a whole buffer or a stream of frames.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// A response with a text body.
+pub fn text_response(status: StatusCode, text: impl Into<Bytes>) -> Response<Body> {
+    bytes_response(status, "text/plain; charset=UTF-8", text)
+}
+
+/// A response with a body of the given content type.
+pub fn bytes_response(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<Body> {
+    let mut res = Response::new(Full::new(body.into()).boxed());
+    *res.status_mut() = status;
+    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    res
+}
+
+fn not_found() -> Response<Body> {
+    text_response(StatusCode::NOT_FOUND, "Not found\n")
+}
+
+const INDEX_HTML: &str = include_str!("../../../web/index.html");
+
+/// Handles one request.
+pub async fn route(req: Request<Incoming>, server: Arc<ServerState>, permit: Arc<dyn Send + Sync>) -> Result<Response<Body>, Infallible> {
+    let path = req.uri().path().to_owned();
+    let res = match path.as_str() {
+        "/" | "/index.html" => bytes_response(StatusCode::OK, "text/html; charset=UTF-8", INDEX_HTML),
+        "/healthz" => text_response(StatusCode::OK, "ok\n"),
+        "/metrics" => bytes_response(
+            StatusCode::OK,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            server.metrics.encode(),
+        ),
+        _ => {
+            let (prefix, rest) = match path[1..].find('/') {
+                Some(i) => path.split_at(i + 1),
+                None => (path.as_str(), ""),
+            };
+            match server.mount(prefix) {
+                Some(mount) => route_mount(req, rest, mount, &server, permit),
+                None => not_found(),
+            }
+        }
+    };
+    Ok(res)
+}
+
+fn route_mount(
+    mut req: Request<Incoming>,
+    rest: &str,
+    mount: &Arc<MountState>,
+    server: &Arc<ServerState>,
+    permit: Arc<dyn Send + Sync>,
+) -> Response<Body> {
+    match rest {
+        "/websocket" if mount.config.sockjs.websocket => {
+            let accept = match websocket::check_handshake(&req) {
+                Ok(accept) => accept,
+                Err(res) => return res,
+            };
+            let on_upgrade = hyper::upgrade::on(&mut req);
+            let (mount, server2) = (mount.clone(), server.clone());
+            server.tracker.spawn(async move {
+                let Ok(upgraded) = on_upgrade.await else { return };
+                let outbox = Arc::new(Outbox::new(server2.config.queue_limit));
+                let session = mount.app.open(outbox);
+                let metrics = server2.metrics.connection(mount.config.name(), "websocket");
+                websocket::run(
+                    TokioIo::new(upgraded),
+                    session,
+                    websocket::Raw,
+                    websocket::Raw,
+                    server2.websocket_limits(),
+                    metrics,
+                    server2.shutdown.clone(),
+                )
+                .await;
+                drop(permit);
+            });
+            websocket::switching_protocols(accept)
+        }
+        "/xhr" if mount.app.kind() == AppKind::Count => count_xhr(&req, server, mount),
+        _ => not_found(),
+    }
+}
+
+/// `GET /count/xhr?count=N` → `{"count":N-1}`.
+fn count_xhr(req: &Request<Incoming>, server: &ServerState, mount: &MountState) -> Response<Body> {
+    let metrics = server.metrics.connection(mount.config.name(), "http");
+    let query = req.uri().query().unwrap_or("");
+    let count = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("count="))
+        .ok_or_else(|| AppError::Malformed("expected ?count=N".into()))
+        .and_then(|n| n.parse().map_err(|_| AppError::Malformed(format!("count {n:?} is not an integer"))))
+        .and_then(|count| Count { count }.answer());
+    metrics.received(query.len());
+    let (status, body) = match count {
+        Ok(answer) => (StatusCode::OK, answer.to_json()),
+        Err(e) => (StatusCode::BAD_REQUEST, e.to_json()),
+    };
+    metrics.sent(1, body.len());
+    let mut res = bytes_response(status, "application/json", body);
+    res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
+}

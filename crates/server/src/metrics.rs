@@ -1,0 +1,145 @@
+//! Prometheus metrics. A connection takes its labelled counters once when it
+//! opens and bumps them directly, so the hot path never looks up a label set.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// The labels of every per-connection metric.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Labels {
+    app: String,
+    transport: String,
+}
+
+/// All of the server's metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    connections: Family<Labels, Gauge>,
+    connections_total: Family<Labels, Counter>,
+    messages_in: Family<Labels, Counter>,
+    messages_out: Family<Labels, Counter>,
+    bytes_in: Family<Labels, Counter>,
+    bytes_out: Family<Labels, Counter>,
+    slow_consumers: Family<Labels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        let mut registry = Registry::with_prefix("switchboard");
+        let m = Metrics {
+            connections: Family::default(),
+            connections_total: Family::default(),
+            messages_in: Family::default(),
+            messages_out: Family::default(),
+            bytes_in: Family::default(),
+            bytes_out: Family::default(),
+            slow_consumers: Family::default(),
+            registry: Registry::default(),
+        };
+        registry.register("connections", "Open client connections", m.connections.clone());
+        registry.register("connections_accepted", "Client connections accepted", m.connections_total.clone());
+        registry.register("messages_in", "Application messages received from clients", m.messages_in.clone());
+        registry.register("messages_out", "Application messages sent to clients", m.messages_out.clone());
+        registry.register("bytes_in", "Application payload bytes received from clients", m.bytes_in.clone());
+        registry.register("bytes_out", "Application payload bytes sent to clients", m.bytes_out.clone());
+        registry.register(
+            "slow_consumer_disconnects",
+            "Clients closed because their outbound queue passed its bound",
+            m.slow_consumers.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+}
+
+impl Metrics {
+    /// Counts a new connection and hands it its counters.
+    pub fn connection(&self, app: &str, transport: &str) -> ConnectionMetrics {
+        let labels = Labels { app: app.to_owned(), transport: transport.to_owned() };
+        let connections = self.connections.get_or_create(&labels).clone();
+        connections.inc();
+        self.connections_total.get_or_create(&labels).inc();
+        ConnectionMetrics {
+            messages_in: self.messages_in.get_or_create(&labels).clone(),
+            messages_out: self.messages_out.get_or_create(&labels).clone(),
+            bytes_in: self.bytes_in.get_or_create(&labels).clone(),
+            bytes_out: self.bytes_out.get_or_create(&labels).clone(),
+            slow_consumers: self.slow_consumers.get_or_create(&labels).clone(),
+            connections,
+        }
+    }
+
+    /// The metrics in Prometheus text format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// One connection's counters; dropping it counts the connection as closed.
+#[derive(Debug)]
+pub struct ConnectionMetrics {
+    connections: Gauge,
+    messages_in: Counter,
+    messages_out: Counter,
+    bytes_in: Counter,
+    bytes_out: Counter,
+    slow_consumers: Counter,
+}
+
+impl ConnectionMetrics {
+    /// Counts one message received.
+    pub fn received(&self, bytes: usize) {
+        self.messages_in.inc();
+        self.bytes_in.inc_by(bytes as u64);
+    }
+
+    /// Counts a batch of messages sent.
+    pub fn sent(&self, messages: usize, bytes: usize) {
+        self.messages_out.inc_by(messages as u64);
+        self.bytes_out.inc_by(bytes as u64);
+    }
+
+    /// Counts a slow-consumer disconnect.
+    pub fn slow_consumer(&self) {
+        self.slow_consumers.inc();
+    }
+}
+
+impl Drop for ConnectionMetrics {
+    fn drop(&mut self) {
+        self.connections.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_appear_with_their_labels() {
+        let metrics = Metrics::default();
+        let conn = metrics.connection("echo", "websocket");
+        conn.received(5);
+        conn.sent(2, 10);
+        conn.slow_consumer();
+        let text = metrics.encode();
+        for line in [
+            r#"switchboard_connections{app="echo",transport="websocket"} 1"#,
+            r#"switchboard_messages_in_total{app="echo",transport="websocket"} 1"#,
+            r#"switchboard_messages_out_total{app="echo",transport="websocket"} 2"#,
+            r#"switchboard_bytes_in_total{app="echo",transport="websocket"} 5"#,
+            r#"switchboard_bytes_out_total{app="echo",transport="websocket"} 10"#,
+            r#"switchboard_slow_consumer_disconnects_total{app="echo",transport="websocket"} 1"#,
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
+        drop(conn);
+        assert!(metrics.encode().contains(r#"switchboard_connections{app="echo",transport="websocket"} 0"#));
+    }
+}

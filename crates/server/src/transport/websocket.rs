@@ -1,0 +1,292 @@
+//! Native WebSocket (RFC 6455) at `/<app>/websocket`: one text frame is one
+//! application message. Framing, masking and control frames are
+//! tokio-tungstenite's; this module maps its events to an app session and
+//! runs the connection's writer.
+//!
+//! The writer takes everything waiting in the session's outbox at once,
+//! serialises it as one frame per message into the connection's write buffer,
+//! and flushes once, so a burst of broadcasts costs one write call.
+
+use std::pin::pin;
+use std::time::Duration;
+
+use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use hub::{Close, Drained, Outbox, Payload};
+use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::apps::AppSession;
+use crate::http::{Body, text_response};
+use crate::metrics::ConnectionMetrics;
+use crate::shutdown::Shutdown;
+
+/// Why a handshake request cannot be upgraded, answered with an HTTP status.
+/// The texts are those the SockJS protocol suite expects of this endpoint.
+pub fn check_handshake(req: &Request<impl Sized>) -> Result<HeaderValue, Response<Body>> {
+    if req.method() != Method::GET {
+        let mut res = text_response(StatusCode::METHOD_NOT_ALLOWED, "");
+        res.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET"));
+        return Err(res);
+    }
+    let headers = req.headers();
+    if !header_has_token(headers, header::UPGRADE, "websocket") {
+        return Err(text_response(StatusCode::BAD_REQUEST, "Can \"Upgrade\" only to \"WebSocket\"."));
+    }
+    if !header_has_token(headers, header::CONNECTION, "upgrade") {
+        return Err(text_response(StatusCode::BAD_REQUEST, "\"Connection\" must be \"Upgrade\"."));
+    }
+    if headers.get(header::SEC_WEBSOCKET_VERSION).map(HeaderValue::as_bytes) != Some(b"13") {
+        let mut res = text_response(StatusCode::UPGRADE_REQUIRED, "Unsupported WebSocket version; use 13.");
+        res.headers_mut().insert(header::SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
+        return Err(res);
+    }
+    let Some(key) = headers.get(header::SEC_WEBSOCKET_KEY) else {
+        return Err(text_response(StatusCode::BAD_REQUEST, "Missing Sec-WebSocket-Key."));
+    };
+    let accept = derive_accept_key(key.as_bytes());
+    HeaderValue::from_str(&accept).map_err(|_| text_response(StatusCode::BAD_REQUEST, "Bad key."))
+}
+
+/// The 101 response that completes a handshake.
+pub fn switching_protocols(accept: HeaderValue) -> Response<Body> {
+    let mut res = text_response(StatusCode::SWITCHING_PROTOCOLS, "");
+    let h = res.headers_mut();
+    h.remove(header::CONTENT_TYPE);
+    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    h.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
+    res
+}
+
+fn header_has_token(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool {
+    headers.get_all(name).iter().any(|v| {
+        v.to_str().is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+    })
+}
+
+/// Limits of one WebSocket connection.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest message accepted from the client, in bytes.
+    pub max_message_size: usize,
+    /// How long to wait for the client to take our close frame and answer it.
+    pub close_grace: Duration,
+}
+
+/// How the client's messages reach the app. Native WebSocket hands each text
+/// frame to the app as it is; SockJS over WebSocket decodes a JSON array first.
+pub trait Inbound: Send {
+    /// Handles one text frame; `Err` closes the connection with that close.
+    fn on_text(&mut self, session: &mut AppSession, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<(), Close>;
+}
+
+/// Native framing: the frame payload is the message.
+#[derive(Debug, Default)]
+pub struct Raw;
+
+impl Inbound for Raw {
+    fn on_text(&mut self, session: &mut AppSession, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<(), Close> {
+        session.on_message(text);
+        Ok(())
+    }
+}
+
+/// How the app's messages are framed on the way out.
+pub trait Outbound: Send {
+    /// Appends the frames for `batch` to `frames`.
+    fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Message>);
+    /// The final frames before the WebSocket close frame for `close`.
+    fn closing(&mut self, _close: &Close, _frames: &mut Vec<Message>) {}
+}
+
+impl Outbound for Raw {
+    fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Message>) {
+        frames.extend(batch.iter().map(|p| Message::Text(p.ws_text())));
+    }
+}
+
+/// Runs a WebSocket connection over an upgraded stream until it closes.
+pub async fn run<S>(
+    io: S,
+    mut session: AppSession,
+    inbound: impl Inbound,
+    outbound: impl Outbound,
+    limits: Limits,
+    metrics: ConnectionMetrics,
+    shutdown: Shutdown,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(limits.max_message_size))
+        .max_frame_size(Some(limits.max_message_size));
+    let ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
+    let (sink, stream) = ws.split();
+    let outbox = session.outbox().clone();
+
+    // The reader and the writer run side by side in this one task; the
+    // reader owns the app session so that it is dropped (rooms left) as soon
+    // as the client stops talking.
+    let reader = async {
+        read(stream, &mut session, inbound, &metrics, &shutdown, limits).await;
+        drop(session);
+    };
+    let writer = write(sink, &outbox, outbound, &metrics, limits);
+    tokio::join!(reader, writer);
+}
+
+async fn read<St>(
+    mut stream: St,
+    session: &mut AppSession,
+    mut framing: impl Inbound,
+    metrics: &ConnectionMetrics,
+    shutdown: &Shutdown,
+    limits: Limits,
+) where
+    St: Stream<Item = Result<Message, WsError>> + Unpin,
+{
+    let outbox = session.outbox().clone();
+    loop {
+        let message = tokio::select! {
+            message = stream.next() => message,
+            _ = shutdown.wait() => {
+                outbox.close(Close::GOING_AWAY);
+                break;
+            }
+            _ = outbox.closed() => break,
+        };
+        let close = match message {
+            Some(Ok(Message::Text(text))) => {
+                metrics.received(text.len());
+                match framing.on_text(session, text) {
+                    Ok(()) => continue,
+                    Err(close) => close,
+                }
+            }
+            Some(Ok(Message::Binary(_))) => Close::new(1003, "binary frames are not accepted; send text"),
+            Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
+            // tungstenite answers the peer's close itself.
+            Some(Ok(Message::Close(_))) | None => Close::PEER_GONE,
+            Some(Err(e)) => close_for(&e),
+        };
+        outbox.close(close);
+        if outbox.close_reason().is_some_and(|c| c == Close::PEER_GONE) {
+            return;
+        }
+        break;
+    }
+    // We are closing: keep reading (and discarding) so the client's answer
+    // to our close frame completes the handshake, but not forever.
+    let drain = async { while let Some(Ok(_)) = stream.next().await {} };
+    let _ = tokio::time::timeout(limits.close_grace, drain).await;
+}
+
+/// The close that answers a read error.
+fn close_for(error: &WsError) -> Close {
+    match error {
+        WsError::Capacity(CapacityError::MessageTooLong { .. }) => {
+            Close::new(1009, "message too big")
+        }
+        WsError::Capacity(_) => Close::new(1009, "frame too big"),
+        WsError::Utf8(_) => Close::new(1007, "invalid UTF-8 in text frame"),
+        WsError::Protocol(_) => Close::new(1002, "protocol error"),
+        _ => Close::PEER_GONE,
+    }
+}
+
+async fn write<Si>(
+    mut sink: Si,
+    outbox: &Outbox,
+    mut framing: impl Outbound,
+    metrics: &ConnectionMetrics,
+    limits: Limits,
+) where
+    Si: Sink<Message, Error = WsError> + Unpin,
+{
+    let mut batch = Vec::new();
+    let mut frames = Vec::new();
+    let close = loop {
+        let drained = outbox.drain(&mut batch).await;
+        if let Drained::Closed(close) = &drained {
+            if *close == Close::PEER_GONE || close.is_slow_consumer() {
+                // Nothing queued is wanted any more.
+                break close.clone();
+            }
+        }
+        framing.frame(&batch, &mut frames);
+        let bytes = batch.iter().map(Payload::len).sum();
+        let count = batch.len();
+        batch.clear();
+        if !frames.is_empty() {
+            match send_batch(&mut sink, &mut frames, outbox).await {
+                Ok(()) => metrics.sent(count, bytes),
+                Err(Abandoned::Closed) => break outbox.close_reason().unwrap_or(Close::PEER_GONE),
+                Err(Abandoned::Io) => {
+                    outbox.close(Close::PEER_GONE);
+                    return;
+                }
+            }
+        }
+        if let Drained::Closed(close) = drained {
+            break close;
+        }
+    };
+    if close == Close::PEER_GONE {
+        return;
+    }
+    if close.is_slow_consumer() {
+        metrics.slow_consumer();
+    }
+    framing.closing(&close, &mut frames);
+    let frame = CloseFrame { code: CloseCode::from(close.code), reason: close.reason.to_string().into() };
+    frames.push(Message::Close(Some(frame)));
+    let goodbye = async {
+        for frame in frames.drain(..) {
+            sink.feed(frame).await?;
+        }
+        sink.flush().await
+    };
+    let _ = tokio::time::timeout(limits.close_grace, goodbye).await;
+}
+
+enum Abandoned {
+    /// The session was closed as a slow consumer while the write waited.
+    Closed,
+    /// The connection failed.
+    Io,
+}
+
+/// Writes the frames with one flush. A client that stops reading blocks this
+/// write; its queue then overflows, and the write is abandoned.
+async fn send_batch<Si>(sink: &mut Si, frames: &mut Vec<Message>, outbox: &Outbox) -> Result<(), Abandoned>
+where
+    Si: Sink<Message, Error = WsError> + Unpin,
+{
+    let write = async {
+        for frame in frames.drain(..) {
+            sink.feed(frame).await?;
+        }
+        sink.flush().await
+    };
+    let mut write = pin!(write);
+    loop {
+        tokio::select! {
+            biased;
+            result = &mut write => return result.map_err(|_| Abandoned::Io),
+            close = outbox.closed() => {
+                if close.is_slow_consumer() {
+                    return Err(Abandoned::Closed);
+                }
+                // Any other close waits for this write to finish.
+                return (&mut write).await.map_err(|_| Abandoned::Io);
+            }
+        }
+    }
+}

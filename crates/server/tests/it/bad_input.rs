@@ -1,0 +1,63 @@
+//! Bad input gets its documented answer and harms no other client.
+
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+use tokio_tungstenite::tungstenite::protocol::frame::{Frame, FrameHeader};
+
+use crate::support::TestServer;
+
+#[tokio::test]
+async fn a_message_over_the_size_limit_closes_with_1009() {
+    let server = TestServer::start().await;
+    let mut bystander = server.ws("/echo/websocket").await;
+    let mut ws = server.ws("/echo/websocket").await;
+    ws.send(&"x".repeat(64 * 1024)).await;
+    assert_eq!(ws.recv().await.len(), 64 * 1024, "exactly the limit is accepted");
+    ws.send(&"x".repeat(64 * 1024 + 1)).await;
+    assert_eq!(u16::from(ws.closed().await.code), 1009);
+    bystander.send("still fine").await;
+    assert_eq!(bystander.recv().await, "still fine");
+}
+
+#[tokio::test]
+async fn invalid_utf8_in_a_text_frame_closes_with_1007() {
+    let server = TestServer::start().await;
+    let mut ws = server.ws("/echo/websocket").await;
+    let header = FrameHeader { opcode: OpCode::Data(Data::Text), ..FrameHeader::default() };
+    ws.send_raw(Message::Frame(Frame::from_payload(header, vec![b'o', b'k', 0xff, 0xfe].into()))).await;
+    assert_eq!(u16::from(ws.closed().await.code), 1007);
+}
+
+#[tokio::test]
+async fn a_binary_frame_closes_with_1003() {
+    let server = TestServer::start().await;
+    let mut ws = server.ws("/broadcast/websocket").await;
+    ws.send_raw(Message::binary(vec![1, 2, 3])).await;
+    assert_eq!(u16::from(ws.closed().await.code), 1003);
+}
+
+#[tokio::test]
+async fn unknown_paths_and_bad_handshakes_get_http_errors() {
+    let server = TestServer::start().await;
+    assert_eq!(server.get("/nope").await.0, 404);
+    assert_eq!(server.get("/echo/nope").await.0, 404);
+    assert_eq!(server.get("/nope/websocket").await.0, 404);
+    let (status, body) = server.get("/echo/websocket").await;
+    assert_eq!((status, body.as_str()), (400, "Can \"Upgrade\" only to \"WebSocket\"."));
+    assert_eq!(server.get("/healthz").await, (200, "ok\n".to_owned()));
+}
+
+#[tokio::test]
+async fn garbage_on_the_socket_harms_no_one() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = TestServer::start().await;
+    let mut ws = server.ws("/echo/websocket").await;
+    // Not HTTP at all.
+    let mut raw = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    raw.write_all(b"\x16\x03\x01\x02\x00garbage\r\n\r\n").await.unwrap();
+    let mut buf = Vec::new();
+    let _ = raw.read_to_end(&mut buf).await;
+    assert!(buf.is_empty() || buf.starts_with(b"HTTP/1.1 400"), "{:?}", String::from_utf8_lossy(&buf));
+    ws.send("after garbage").await;
+    assert_eq!(ws.recv().await, "after garbage");
+}

@@ -1,0 +1,8 @@
+//! Integration tests: a real server on port 0, real WebSocket and HTTP clients.
+//! One target, a module per area (issue 2: the server core).
+
+mod support;
+
+mod apps;
+mod bad_input;
+mod lifecycle;
