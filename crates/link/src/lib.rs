@@ -43,36 +43,36 @@ pub struct Args {
 
     /// Line rate of each direction: 2400bit, 19.2kbit, 1mbit (bit, kbit,
     /// mbit, gbit per second). Default: unlimited.
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
     pub rate: Option<Rate>,
 
     /// One-way delay of each direction: 500ms, 1s, 0.5s (us, ms, s).
     /// Default: 0ms.
-    #[arg(long, value_name = "TIME", default_value = "0ms", hide_default_value = true,
+    #[arg(long, value_name = "TIME", default_value = "0ms", hide_default_value = true, allow_hyphen_values = true,
           value_parser = parse_duration)]
     pub delay: Duration,
 
     /// Each packet's delay varies uniformly within ± this; bytes are never
     /// reordered. Default: 0ms.
-    #[arg(long, value_name = "TIME", default_value = "0ms", hide_default_value = true,
+    #[arg(long, value_name = "TIME", default_value = "0ms", hide_default_value = true, allow_hyphen_values = true,
           value_parser = parse_duration)]
     pub jitter: Duration,
 
     /// Chance a packet is lost, e.g. 0.5%; emulated as the retransmission
     /// stall TCP would suffer, never as missing bytes. Default: 0%.
-    #[arg(long, value_name = "PERCENT", default_value = "0%", hide_default_value = true)]
+    #[arg(long, value_name = "PERCENT", default_value = "0%", hide_default_value = true, allow_hyphen_values = true)]
     pub loss: Loss,
 
     /// Bytes each packet costs on the line beyond its payload (40: IPv4 +
     /// TCP headers; add 12 for TCP timestamps, 8 for PPP framing).
     /// Default: 40.
-    #[arg(long, value_name = "BYTES", default_value = "40", hide_default_value = true,
+    #[arg(long, value_name = "BYTES", default_value = "40", hide_default_value = true, allow_hyphen_values = true,
           value_parser = parse_u32)]
     pub overhead: u32,
 
     /// Largest payload of one packet (TCP's MSS); each read is cut into
     /// packets of at most this size. Default: 1460.
-    #[arg(long, value_name = "BYTES", default_value = "1460", hide_default_value = true,
+    #[arg(long, value_name = "BYTES", default_value = "1460", hide_default_value = true, allow_hyphen_values = true,
           value_parser = parse_mss)]
     pub mss: NonZeroU32,
 
@@ -82,13 +82,13 @@ pub struct Args {
     pub shared: bool,
 
     /// Seed of the jitter and loss draws, so runs repeat. Default: 0.
-    #[arg(long, value_name = "N", default_value = "0", hide_default_value = true,
+    #[arg(long, value_name = "N", default_value = "0", hide_default_value = true, allow_hyphen_values = true,
           value_parser = parse_u64)]
     pub seed: u64,
 
     /// Most bytes held in the link per connection and direction; reading
     /// stops at the bound, holding the sender back. Default: 1048576.
-    #[arg(long, value_name = "BYTES", default_value = "1048576", hide_default_value = true,
+    #[arg(long, value_name = "BYTES", default_value = "1048576", hide_default_value = true, allow_hyphen_values = true,
           value_parser = parse_buffer)]
     pub buffer: usize,
 }
@@ -186,8 +186,9 @@ pub fn flags_markdown() -> String {
     let mut table = String::from("| flag | default | meaning |\n|---|---|---|\n");
     for arg in command.get_arguments() {
         let Some(long) = arg.get_long() else { continue };
-        let value = arg
-            .get_value_names()
+        let value = Some(arg)
+            .filter(|arg| arg.get_action().takes_values())
+            .and_then(clap::Arg::get_value_names)
             .and_then(|names| names.first())
             .map(|name| format!(" <{name}>"))
             .unwrap_or_default();
@@ -238,9 +239,12 @@ mod tests {
     #[test]
     fn the_flags_table_lists_every_flag() {
         let table = flags_markdown();
+        // `cargo test -p switchboard-link flags_table -- --nocapture` shows it.
+        eprintln!("{table}");
         for flag in ["listen", "upstream", "rate", "delay", "jitter", "loss", "overhead", "mss", "shared", "seed", "buffer"] {
             assert!(table.contains(&format!("`--{flag}")), "{flag} missing:\n{table}");
         }
         assert!(table.contains("| `--rate <RATE>` | unlimited |"), "{table}");
+        assert!(table.contains("| `--shared` | off |"), "{table}");
     }
 }
