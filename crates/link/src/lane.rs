@@ -93,7 +93,9 @@ impl Lane {
 
     /// Hands `len` payload bytes to the link at `now` and says when the last
     /// one arrives. `len` is cut into packets of at most `mss` bytes; 0 is
-    /// one empty packet (a SYN or a FIN). Calls must not go back in time.
+    /// one empty packet (a SYN or a FIN). Times should not go backwards
+    /// (threads racing to a shared lane may make them, slightly); if they do
+    /// the packet still queues behind the line and arrives in order.
     pub fn send(&mut self, now: Instant, len: usize) -> Transmission {
         let mut tx = Transmission {
             arrival: now,
