@@ -23,7 +23,12 @@ async fn out_file_matches_the_schema() {
     let server = TestServer::start(Behaviour::default()).await;
     let dir = std::env::temp_dir().join(format!("bench-schema-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp dir");
-    for (name, app, extra) in [("pingpong", "echo", vec!["--count", "5"]), ("countdown", "count", vec!["--count", "5"])] {
+    let cases = [
+        ("pingpong", "echo", vec!["--count", "5"]),
+        ("countdown", "count", vec!["--count", "5"]),
+        ("broadcast", "broadcast", vec!["--levels", "2", "--start-rate", "20", "--max-rate", "20", "--step-seconds", "0.2"]),
+    ];
+    for (name, app, extra) in cases {
         let out = dir.join(format!("{name}.json"));
         let url = format!("results={}", server.url(app));
         let mut argv = vec![name, "--quiet", "--target", &url, "--out", out.to_str().expect("utf-8")];

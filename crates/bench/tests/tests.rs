@@ -3,6 +3,7 @@
 
 mod support;
 
+mod broadcast;
 mod countdown;
 mod errors;
 mod pingpong;

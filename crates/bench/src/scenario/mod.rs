@@ -75,3 +75,89 @@ pub(crate) fn excerpt(text: &str) -> String {
     }
     format!("{:?}…", &text[..end])
 }
+
+/// Opens `n` connections at most `CONNECT_AT_ONCE` at a time; returns them in order with
+/// the distribution of their connect times. The first failure is returned with how many
+/// had connected before it.
+pub(crate) async fn connect_fleet(
+    ctx: &Ctx,
+    kind: TransportKind,
+    n: u32,
+) -> Result<(Vec<transport::Connection>, crate::latency::Latency), (u32, Error)> {
+    use futures_util::StreamExt;
+    /// Enough parallel handshakes to be quick, few enough not to look like a SYN flood.
+    const CONNECT_AT_ONCE: usize = 64;
+    let mut slots: Vec<Option<transport::Connection>> = (0..n).map(|_| None).collect();
+    let mut connect = crate::latency::Latency::new();
+    let mut opened = futures_util::stream::iter(0..n)
+        .map(|i| async move { (i, ctx.connect(kind).await) })
+        .buffer_unordered(CONNECT_AT_ONCE);
+    let mut done = 0;
+    while let Some((i, result)) = opened.next().await {
+        match result {
+            Ok((conn, us)) => {
+                connect.record(us);
+                slots[i as usize] = Some(conn);
+                done += 1;
+                ctx.progress.set(done as u64);
+            }
+            Err(e) => return Err((done, e)),
+        }
+    }
+    Ok((slots.into_iter().flatten().collect(), connect))
+}
+
+/// Latency figures of one step, merged from every shard.
+#[derive(Default)]
+pub(crate) struct StepLatency {
+    /// From the scheduled send time (coordinated omission corrected).
+    pub corrected: crate::latency::Latency,
+    /// From the actual send time.
+    pub uncorrected: crate::latency::Latency,
+    /// Messages back within the loss timeout (all of them where no timeout applies).
+    pub in_time: u64,
+}
+
+/// Per-step latency histograms, sharded by client so receivers on different runtime
+/// threads rarely touch the same lock; the lock is never held across an `.await`.
+pub(crate) struct Recorder {
+    shards: Vec<parking_lot::Mutex<Vec<StepLatency>>>,
+    steps: usize,
+}
+
+impl Recorder {
+    pub fn new(steps: usize) -> Recorder {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        Recorder { shards: (0..cores).map(|_| parking_lot::Mutex::new(Vec::new())).collect(), steps }
+    }
+
+    /// Records one message; a step index outside the plan (a peer's garbage) is ignored.
+    pub fn record(&self, client: u32, step: u32, corrected_us: u64, uncorrected_us: u64, in_time: bool) -> bool {
+        let step = step as usize;
+        if step >= self.steps {
+            return false;
+        }
+        let mut shard = self.shards[client as usize % self.shards.len()].lock();
+        if shard.len() <= step {
+            shard.resize_with(step + 1, StepLatency::default);
+        }
+        let s = &mut shard[step];
+        s.corrected.record(corrected_us);
+        s.uncorrected.record(uncorrected_us);
+        s.in_time += u64::from(in_time);
+        true
+    }
+
+    /// The merged figures of one step so far.
+    pub fn step(&self, step: usize) -> StepLatency {
+        let mut merged = StepLatency::default();
+        for shard in &self.shards {
+            if let Some(s) = shard.lock().get(step) {
+                merged.corrected.merge(&s.corrected);
+                merged.uncorrected.merge(&s.uncorrected);
+                merged.in_time += s.in_time;
+            }
+        }
+        merged
+    }
+}
