@@ -1,16 +1,39 @@
 # The project's two commands: `make run` and `make test`.
+# `make test` installs what the tests need (npm packages into web/, Debian's
+# chromium for the browser tests) and runs every test: Rust unit and
+# integration tests, then the browser conformance tests in conformance/.
 SHELL := /bin/bash
 CARGO ?= cargo
+NPM ?= npm
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+WEB_DEPS := web/node_modules/.package-lock.json
 
-.PHONY: run test build test-rust
+.PHONY: run build test test-rust test-conformance deps chromium
 
 run: build
 	./target/release/switchboard serve
 
-build:
+build: $(WEB_DEPS)
 	$(CARGO) build --release
 
-test: test-rust
+deps: $(WEB_DEPS) chromium
 
-test-rust:
+# npm packages the build embeds (sockjs-client, Chart.js) and the browser
+# tests drive (playwright-core), pinned by web/package-lock.json.
+$(WEB_DEPS): web/package.json web/package-lock.json
+	$(NPM) ci --prefix web --no-audit --no-fund
+	@touch $@
+
+# Debian's Chromium; playwright's own browser download cannot work offline.
+chromium:
+	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+test: deps test-rust test-conformance
+
+test-rust: $(WEB_DEPS)
 	$(CARGO) test --workspace
+
+test-conformance: $(WEB_DEPS) chromium
+	$(CARGO) build
+	ulimit -n 65536 2>/dev/null || true; \
+	SWITCHBOARD_BIN=$(CURDIR)/target/debug/switchboard node --test --test-concurrency=1 conformance/

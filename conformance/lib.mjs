@@ -1,0 +1,81 @@
+// Shared by the browser conformance tests: start `switchboard serve` (or any
+// switchboard command) on a free port, launch Debian's Chromium through
+// playwright-core, and serve a page from a second origin.
+//
+// The tests run under `node --test conformance/`; `make test` builds the
+// binary, installs Chromium and the npm packages, and sets SWITCHBOARD_BIN.
+
+import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import http from "node:http";
+import readline from "node:readline";
+
+const require = createRequire(new URL("../web/package.json", import.meta.url));
+const { chromium } = require("playwright-core");
+
+export const BIN = process.env.SWITCHBOARD_BIN ?? new URL("../target/debug/switchboard", import.meta.url).pathname;
+export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+
+/** Runs `switchboard serve` on 127.0.0.1:0 and resolves once it listens. */
+export async function startServer(extraArgs = []) {
+  const proc = spawn(BIN, ["serve", "--listen", "127.0.0.1:0", ...extraArgs], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const lines = readline.createInterface({ input: proc.stdout });
+  const url = await new Promise((resolve, reject) => {
+    proc.once("exit", (code) => reject(new Error(`switchboard serve exited with ${code}`)));
+    lines.once("line", (line) => {
+      const m = line.match(/listening on (http:\/\/[^/\s]+)\//);
+      m ? resolve(m[1]) : reject(new Error(`unexpected first line: ${line}`));
+    });
+  });
+  return {
+    url,
+    proc,
+    async stop() {
+      if (proc.exitCode !== null) return proc.exitCode;
+      const exited = new Promise((resolve) => proc.once("exit", (code, signal) => resolve(code ?? signal)));
+      proc.kill("SIGTERM");
+      return exited;
+    },
+  };
+}
+
+/** Runs a switchboard command to completion: { code, stdout, stderr }. */
+export function runSwitchboard(args, options = {}) {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(BIN, args, { stdio: ["ignore", "pipe", "pipe"], ...options });
+    let stdout = "", stderr = "";
+    proc.stdout.on("data", (d) => (stdout += d));
+    proc.stderr.on("data", (d) => (stderr += d));
+    proc.once("error", reject);
+    proc.once("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Launches headless Chromium with the flags this machine needs. */
+export function launchBrowser() {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+      "--disable-background-networking", "--disable-component-update",
+      "--disable-sync", "--no-first-run",
+    ],
+  });
+}
+
+/** Serves `pages` ({path: {type, body}}) from 127.0.0.1 on a free port: a
+ *  second origin, so pages loaded from it talk to the server cross-origin. */
+export async function servePages(pages) {
+  const server = http.createServer((req, res) => {
+    const page = pages[new URL(req.url, "http://x").pathname];
+    if (!page) { res.writeHead(404).end(); return; }
+    res.writeHead(200, { "content-type": page.type ?? "text/html; charset=utf-8" }).end(page.body);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
