@@ -26,6 +26,7 @@ async fn out_file_matches_the_schema() {
     let cases = [
         ("pingpong", "echo", vec!["--count", "5"]),
         ("countdown", "count", vec!["--count", "5"]),
+        ("chat", "chat", vec!["--rooms", "1", "--users", "2", "--messages", "3", "--interval", "1ms"]),
         ("broadcast", "broadcast", vec!["--levels", "2", "--start-rate", "20", "--max-rate", "20", "--step-seconds", "0.2"]),
     ];
     for (name, app, extra) in cases {

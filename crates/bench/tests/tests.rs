@@ -4,6 +4,7 @@
 mod support;
 
 mod broadcast;
+mod chat;
 mod countdown;
 mod errors;
 mod pingpong;
