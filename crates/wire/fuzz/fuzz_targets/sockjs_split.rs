@@ -1,0 +1,4 @@
+//! libFuzzer entry for `wire::sockjs::fuzz::split` (see its docs).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| wire::sockjs::fuzz::split(data));
