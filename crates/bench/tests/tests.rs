@@ -9,6 +9,7 @@ mod countdown;
 mod errors;
 mod pingpong;
 mod schema;
+mod serve;
 
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
