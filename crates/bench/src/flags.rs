@@ -30,7 +30,8 @@ pub enum ScenarioArgs {
     Chat(ChatArgs),
     /// Broadcast sweep: per connection level, ramp the send rate until the server saturates.
     Broadcast(BroadcastArgs),
-    /// Measure the bench's own maximum receive rate against a local `switchboard serve`.
+    /// Measure the bench's own maximum receive rate against `switchboard serve` (started as a
+    /// child process on a free local port unless --target is given).
     Selftest(SelftestArgs),
 }
 
@@ -227,6 +228,8 @@ pub struct Plan {
     pub server_pid: Option<u32>,
     pub timeout: Duration,
     pub progress: bool,
+    /// selftest without --target: start `switchboard serve` as a child process.
+    pub spawn_server: bool,
     pub settings: Settings,
 }
 
@@ -276,6 +279,7 @@ pub struct BroadcastSettings {
 impl Plan {
     /// Turns parsed flags into plain values, checking what clap cannot.
     pub fn from_args(args: Args) -> Result<Plan, Error> {
+        let mut spawn_server = false;
         let (common, app, settings, default_transports) = match args.scenario {
             ScenarioArgs::Pingpong(a) => {
                 positive(a.count, "--count")?;
@@ -309,6 +313,7 @@ impl Plan {
             }
             ScenarioArgs::Selftest(a) => {
                 positive(a.connections as u64, "--connections")?;
+                spawn_server = a.common.target.is_none();
                 let s = broadcast_settings(vec![a.connections], &a.ramp, true)?;
                 (a.common, "broadcast", Settings::Broadcast(s), vec![TransportKind::Websocket])
             }
@@ -324,6 +329,7 @@ impl Plan {
             server_pid: common.server_pid,
             timeout: common.timeout,
             progress: !common.quiet,
+            spawn_server,
             settings,
         })
     }

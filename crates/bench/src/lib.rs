@@ -15,6 +15,7 @@ mod progress;
 pub mod resources;
 pub mod result;
 mod scenario;
+mod selftest;
 pub mod stamp;
 mod target;
 pub mod transport;
@@ -79,11 +80,27 @@ pub async fn measure(plan: &Plan, command: Vec<String>, cancel: CancellationToke
         machine: result::Machine::this(),
         runs: Vec::new(),
     };
-    let target = match Target::parse(&plan.target) {
+    // selftest without --target measures against its own child `switchboard serve`.
+    let mut child = None;
+    let target_url = if plan.spawn_server {
+        match selftest::spawn_serve(plan.timeout).await {
+            Ok((c, url)) => {
+                child = Some(c);
+                url
+            }
+            Err(e) => return (file, Some(e)),
+        }
+    } else {
+        plan.target.clone()
+    };
+    let target = match Target::parse(&target_url) {
         Ok(t) => t,
         Err(e) => return (file, Some(e)),
     };
-    let server_pid = plan.server_pid.or_else(|| target.is_local().then(|| resources::pid_listening_on(target.port())).flatten());
+    let server_pid = plan
+        .server_pid
+        .or_else(|| child.as_ref().and_then(|c: &tokio::process::Child| c.id()))
+        .or_else(|| target.is_local().then(|| resources::pid_listening_on(target.port())).flatten());
     let start = Instant::now();
     let ctx = Ctx {
         monitor: resources::Monitor::start(server_pid, start),
@@ -95,7 +112,7 @@ pub async fn measure(plan: &Plan, command: Vec<String>, cancel: CancellationToke
     };
     let mut run = Run {
         target_name: plan.target_name.clone(),
-        target: plan.target.clone(),
+        target: target_url.clone(),
         started_at,
         duration_s: 0.0,
         partial: false,
@@ -122,6 +139,9 @@ pub async fn measure(plan: &Plan, command: Vec<String>, cancel: CancellationToke
         }
     }
     file.runs.push(run);
+    if let Some(mut c) = child {
+        let _ = c.kill().await;
+    }
     (file, failure)
 }
 

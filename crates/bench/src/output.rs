@@ -130,11 +130,31 @@ pub(crate) fn print_table(file: &ResultFile, w: &mut impl Write) -> io::Result<(
             }
         }
         t.print(w)?;
+        if let Outcome::Selftest { levels, .. } = &run.outcome {
+            selftest_verdict(levels, w)?;
+        }
         if run.bench_cpu_bound {
             writeln!(w, "WARNING: the bench was CPU-bound during this run; the marked figures show the bench's limit, not the server's.")?;
         }
     }
     Ok(())
+}
+
+/// The selftest's answer: the highest receive rate seen, and whether the bench or the
+/// server was the limit there.
+fn selftest_verdict(levels: &[crate::result::BroadcastLevel], w: &mut impl Write) -> io::Result<()> {
+    let best = levels
+        .iter()
+        .flat_map(|l| l.steps.iter())
+        .max_by(|a, b| a.received_per_s.total_cmp(&b.received_per_s));
+    let Some(best) = best else { return Ok(()) };
+    let bench = best.resources.bench_cpu_pct.map_or("unknown".into(), |p| format!("{p:.0}%"));
+    writeln!(w, "\nselftest: the bench received up to {:.0} msgs/s (bench CPU {bench} at that step).", best.received_per_s)?;
+    if best.resources.bench_cpu_bound {
+        writeln!(w, "The bench was CPU-bound there: this is the bench's own ceiling on this machine.")
+    } else {
+        writeln!(w, "The bench was not CPU-bound there: the server saturated first, so the bench's ceiling is higher than this.")
+    }
 }
 
 fn cpu(r: &Resources) -> String {

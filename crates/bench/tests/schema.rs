@@ -27,6 +27,7 @@ async fn out_file_matches_the_schema() {
         ("pingpong", "echo", vec!["--count", "5"]),
         ("countdown", "count", vec!["--count", "5"]),
         ("chat", "chat", vec!["--rooms", "1", "--users", "2", "--messages", "3", "--interval", "1ms"]),
+        ("selftest", "broadcast", vec!["--connections", "3", "--start-rate", "20", "--max-rate", "40", "--step-seconds", "0.2"]),
         ("broadcast", "broadcast", vec!["--levels", "2", "--start-rate", "20", "--max-rate", "20", "--step-seconds", "0.2"]),
     ];
     for (name, app, extra) in cases {
