@@ -8,8 +8,9 @@ use bytes::BytesMut;
 
 use super::json;
 use super::{
-    Callback, Frame, Framing, PayloadError, Split, SplitError, Splitter, Stream, decode_jsonp_send,
-    decode_websocket, decode_xhr_send, encode_strings, jsonp_into, parse_frame, quote,
+    Callback, Frame, Framing, PayloadError, Split, SplitError, Splitter, Wrapping,
+    decode_jsonp_send, decode_websocket, decode_xhr_send, encode_strings, jsonp_into, parse_frame,
+    quote,
 };
 
 /// Client payloads and server frames from arbitrary bytes: whatever the
@@ -52,7 +53,7 @@ pub fn client_payload(data: &[u8]) {
 /// Everything a splitter yields for `body` pushed in the given pieces: the
 /// frames, then `Ok(())` if it ended wanting more or the error it hit.
 fn split_all<'a>(
-    stream: Stream,
+    stream: Wrapping,
     pieces: impl IntoIterator<Item = &'a [u8]>,
 ) -> (Vec<bytes::Bytes>, Result<(), SplitError>) {
     let mut s = Splitter::new(stream);
@@ -78,10 +79,10 @@ pub fn split(data: &[u8]) {
         return;
     };
     let stream = [
-        Stream::Xhr,
-        Stream::EventSource,
-        Stream::HtmlFile,
-        Stream::Jsonp,
+        Wrapping::Xhr,
+        Wrapping::EventSource,
+        Wrapping::HtmlFile,
+        Wrapping::Jsonp,
     ][usize::from(kind % 4)];
     let whole = split_all(stream, [body]);
     let step = usize::from(cut_seed % 16) + 1;
@@ -118,9 +119,9 @@ pub fn round_trip(data: &[u8]) {
     encode_strings(&messages, &mut frame);
     let want = Frame::Messages(messages.iter().map(|m| (*m).to_owned()).collect());
     let streams = [
-        (Framing::Xhr, Stream::Xhr),
-        (Framing::EventSource, Stream::EventSource),
-        (Framing::HtmlFile, Stream::HtmlFile),
+        (Framing::Xhr, Wrapping::Xhr),
+        (Framing::EventSource, Wrapping::EventSource),
+        (Framing::HtmlFile, Wrapping::HtmlFile),
     ];
     for (framing, stream) in streams {
         let mut body = BytesMut::new();
@@ -135,7 +136,7 @@ pub fn round_trip(data: &[u8]) {
     if let Ok(callback) = Callback::parse(Some("cb")) {
         jsonp_into(callback, &frame, &mut body);
     }
-    let (frames, _) = split_all(Stream::Jsonp, [&body[..]]);
+    let (frames, _) = split_all(Wrapping::Jsonp, [&body[..]]);
     assert_eq!(frames.first().map(|f| parse_frame(f)), Some(Ok(want)));
 }
 

@@ -39,8 +39,10 @@ const fn escape_classes() -> [u8; 256] {
     t[b'\\' as usize] = ASCII;
     t[0xE2] = LEAD3;
     t[0xEF] = LEAD3;
+    // Only 0xF0..=0xF4 occur in UTF-8; the rest of the range is marked
+    // too so the table and the word scan agree on every byte.
     let mut b = 0xF0;
-    while b <= 0xF4 {
+    while b <= 0xFF {
         t[b] = LEAD4;
         b += 1;
     }
@@ -52,17 +54,48 @@ static CLASS: [u8; 256] = escape_classes();
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// True when any of the eight bytes in `w` needs a closer look: a control
-/// character, `"`, `\`, or any non-ASCII byte. Exact (no false negatives), so
-/// the scanner can skip a clean word without looking at its bytes.
+/// High bit set in each byte of `w` that equals `byte`. Bytes above the
+/// first match may be flagged falsely (a borrow), never the first one, so
+/// the lowest flag is exact.
 #[inline]
-fn word_needs_attention(w: u64) -> bool {
-    let below_space = w.wrapping_sub(ONES * 0x20) & !w;
-    let q = w ^ (ONES * u64::from(b'"'));
-    let quote = q.wrapping_sub(ONES) & !q;
-    let b = w ^ (ONES * u64::from(b'\\'));
-    let backslash = b.wrapping_sub(ONES) & !b;
-    (below_space | quote | backslash | w) & HIGHS != 0
+fn eq_mask(w: u64, byte: u8) -> u64 {
+    let x = w ^ (ONES * u64::from(byte));
+    x.wrapping_sub(ONES) & !x & HIGHS
+}
+
+/// Flags (high bit per byte, little-endian order) the bytes of an 8-byte
+/// word the escaper must look at: C0 controls, `"`, `\`, 0xE2 and 0xEF
+/// (leads of U+2000..U+2FFF and U+F000..U+FFFF) and 0xF0.. (leads of astral
+/// characters). The lowest flag is exact, so `trailing_zeros / 8` is the
+/// offset of the first such byte; Latin, Cyrillic, most CJK and all other
+/// text the escaper leaves alone passes eight bytes at a time.
+#[inline]
+fn attention_mask(w: u64) -> u64 {
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
+    let astral_lead = w & (w << 1) & (w << 2) & (w << 3) & HIGHS;
+    below_space
+        | eq_mask(w, b'"')
+        | eq_mask(w, b'\\')
+        | eq_mask(w, 0xE2)
+        | eq_mask(w, 0xEF)
+        | astral_lead
+}
+
+/// Offset of the first byte at or after `from` the escaper must look at,
+/// or `None` if the rest is clean.
+#[inline]
+fn next_candidate(bytes: &[u8], mut from: usize) -> Option<usize> {
+    while let Some(word) = bytes.get(from..).and_then(<[u8]>::first_chunk::<8>) {
+        let mask = attention_mask(u64::from_le_bytes(*word));
+        if mask != 0 {
+            return Some(from + (mask.trailing_zeros() / 8) as usize);
+        }
+        from += 8;
+    }
+    let tail = bytes.get(from..)?;
+    tail.iter()
+        .position(|&b| CLASS[usize::from(b)] != PASS)
+        .map(|at| from + at)
 }
 
 /// True for the code points SockJS sends as `\uXXXX` although JSON allows
@@ -126,15 +159,9 @@ pub fn quote_into(s: &str, out: &mut (impl BufMut + ?Sized)) {
     // `run` is where the not-yet-copied clean run starts.
     let mut run = 0;
     let mut i = 0;
-    while i < bytes.len() {
-        // Skip clean words; typical chat text is mostly this loop.
-        while let Some(word) = bytes.get(i..).and_then(<[u8]>::first_chunk::<8>) {
-            if word_needs_attention(u64::from_le_bytes(*word)) {
-                break;
-            }
-            i += 8;
-        }
-        let Some(&b) = bytes.get(i) else { break };
+    while let Some(at) = next_candidate(bytes, i) {
+        i = at;
+        let b = bytes[i];
         match CLASS[usize::from(b)] {
             ASCII => {
                 out.put_slice(&bytes[run..i]);
@@ -144,12 +171,12 @@ pub fn quote_into(s: &str, out: &mut (impl BufMut + ?Sized)) {
             }
             LEAD3 => {
                 // A `str` is valid UTF-8, so the two continuation bytes exist.
-                let Some(&[b1, b2]) = bytes.get(i + 1..i + 3).and_then(<[u8]>::first_chunk::<2>)
-                else {
+                let Some(&[b1, b2]) = bytes.get(i + 1..).and_then(<[u8]>::first_chunk::<2>) else {
                     break;
                 };
-                let cp =
-                    u32::from(b & 0x0F) << 12 | u32::from(b1 & 0x3F) << 6 | u32::from(b2 & 0x3F);
+                let cp = (u32::from(b & 0x0F) << 12)
+                    | (u32::from(b1 & 0x3F) << 6)
+                    | u32::from(b2 & 0x3F);
                 if is_mangled_by_browsers(cp) {
                     out.put_slice(&bytes[run..i]);
                     put_u_escape(out, cp);
@@ -157,24 +184,22 @@ pub fn quote_into(s: &str, out: &mut (impl BufMut + ?Sized)) {
                 }
                 i += 3;
             }
-            LEAD4 => {
-                let Some(&[b1, b2, b3]) =
-                    bytes.get(i + 1..i + 4).and_then(<[u8]>::first_chunk::<3>)
+            _ => {
+                let Some(&[b1, b2, b3]) = bytes.get(i + 1..).and_then(<[u8]>::first_chunk::<3>)
                 else {
                     break;
                 };
-                let cp = u32::from(b & 0x07) << 18
-                    | u32::from(b1 & 0x3F) << 12
-                    | u32::from(b2 & 0x3F) << 6
+                let cp = (u32::from(b & 0x07) << 18)
+                    | (u32::from(b1 & 0x3F) << 12)
+                    | (u32::from(b2 & 0x3F) << 6)
                     | u32::from(b3 & 0x3F);
                 let v = cp.wrapping_sub(0x1_0000);
                 out.put_slice(&bytes[run..i]);
-                put_u_escape(out, 0xD800 | v >> 10);
+                put_u_escape(out, 0xD800 | (v >> 10));
                 put_u_escape(out, 0xDC00 | (v & 0x3FF));
                 i += 4;
                 run = i;
             }
-            _ => i += 1,
         }
     }
     out.put_slice(&bytes[run..]);
@@ -543,6 +568,24 @@ mod tests {
         assert_eq!(parse_string(&quote(&s)), Ok(s));
     }
 
+    /// Covers `test_xhr_server_decodes`: sockjs-client may send any BMP
+    /// character as `\uXXXX`, in either case of hex.
+    #[test]
+    fn decodes_every_bmp_escape() {
+        for unit in 0..=0xFFFF_u32 {
+            let want = char::from_u32(unit)
+                .unwrap_or(char::REPLACEMENT_CHARACTER)
+                .to_string();
+            for literal in [format!("\"\\u{unit:04x}\""), format!("\"\\u{unit:04X}\"")] {
+                assert_eq!(
+                    parse_string(literal.as_bytes()),
+                    Ok(want.clone()),
+                    "{literal}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn lone_surrogate_escapes_become_replacement_characters() {
         assert_eq!(parse_string(br#""a\ud800b""#).as_deref(), Ok("a\u{fffd}b"));
@@ -598,18 +641,37 @@ mod tests {
         assert_eq!(out, br#""a[\"\u003c/script>\"]\u0001""#);
     }
 
+    /// The word scan finds the first candidate byte exactly where the byte
+    /// table does: every byte value, in every lane, among fillers that
+    /// must pass and fillers that must not, on the word path and the tail.
     #[test]
-    fn word_check_agrees_with_byte_check() {
+    fn word_scan_agrees_with_byte_table() {
+        let reference = |bytes: &[u8]| bytes.iter().position(|&x| CLASS[usize::from(x)] != PASS);
+        let fillers = [
+            b'a', 0x7F, 0x80, 0xBF, 0xC3, 0xD0, 0xE1, 0xE3, 0xEE, 0x00, b'"', 0xF4,
+        ];
         for b in 0..=255u8 {
-            for lane in 0..8 {
-                let mut w = [b'a'; 8];
-                w[lane] = b;
-                let special = b < 0x20 || b == b'"' || b == b'\\' || b >= 0x80;
-                assert_eq!(
-                    word_needs_attention(u64::from_le_bytes(w)),
-                    special,
-                    "byte {b:#x} lane {lane}"
-                );
+            for filler in fillers {
+                for lane in 0..8 {
+                    let mut w = [filler; 8];
+                    w[lane] = b;
+                    let mask = attention_mask(u64::from_le_bytes(w));
+                    let found = (mask != 0).then(|| (mask.trailing_zeros() / 8) as usize);
+                    assert_eq!(
+                        found,
+                        reference(&w),
+                        "byte {b:#x} lane {lane} filler {filler:#x}"
+                    );
+                    let mut long = [b'z'; 19];
+                    long[3 + lane] = b;
+                    long[11 + lane] = filler;
+                    assert_eq!(next_candidate(&long, 0), reference(&long));
+                    assert_eq!(
+                        next_candidate(&long, 5),
+                        reference(&long[5..]).map(|at| at + 5)
+                    );
+                    assert_eq!(next_candidate(&w[lane..], 0), reference(&w[lane..]));
+                }
             }
         }
     }

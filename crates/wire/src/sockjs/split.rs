@@ -7,9 +7,9 @@ use bytes::{Buf, Bytes, BytesMut};
 
 use super::json;
 
-/// Which transport's wrapping to take off.
+/// Which transport's wrapping a [`Splitter`] takes off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Stream {
+pub enum Wrapping {
     /// `xhr` and `xhr_streaming`: one frame per `\n`-terminated line. The
     /// streaming prelude comes out as a frame of 2048 `h` (a heartbeat).
     Xhr,
@@ -63,7 +63,7 @@ enum Wrapped {
 /// [`Split::NeedMore`].
 #[derive(Debug)]
 pub struct Splitter {
-    stream: Stream,
+    wrapping: Wrapping,
     buf: BytesMut,
     /// Bytes at the front of `buf` known not to hold what we look for next.
     scanned: usize,
@@ -82,10 +82,10 @@ impl Splitter {
     /// streaming response after 128 KiB), low enough to stop a runaway.
     pub const DEFAULT_MAX_FRAME_LEN: usize = 16 << 20;
 
-    /// A splitter for one response body of `stream`.
-    pub fn new(stream: Stream) -> Self {
+    /// A splitter for one response body wrapped as `wrapping`.
+    pub fn new(wrapping: Wrapping) -> Self {
         Splitter {
-            stream,
+            wrapping,
             buf: BytesMut::new(),
             scanned: 0,
             wrapped: Wrapped::Seek,
@@ -113,11 +113,11 @@ impl Splitter {
         if let Some(e) = self.failed {
             return Err(e);
         }
-        let step = match self.stream {
-            Stream::Xhr => self.next_line_frame(),
-            Stream::EventSource => self.next_event_frame(),
-            Stream::HtmlFile => self.next_call_frame(b"p(\""),
-            Stream::Jsonp => self.next_call_frame(b"(\""),
+        let step = match self.wrapping {
+            Wrapping::Xhr => self.next_line_frame(),
+            Wrapping::EventSource => self.next_event_frame(),
+            Wrapping::HtmlFile => self.next_call_frame(b"p(\""),
+            Wrapping::Jsonp => self.next_call_frame(b"(\""),
         };
         if let Err(e) = step {
             self.failed = Some(e);
@@ -312,7 +312,7 @@ mod tests {
 
     /// Feeds `body` cut at every `cuts` position and collects the frames.
     fn split_with_cuts(
-        stream: Stream,
+        stream: Wrapping,
         body: &[u8],
         cuts: &[usize],
     ) -> Result<Vec<Bytes>, SplitError> {
@@ -330,7 +330,7 @@ mod tests {
     }
 
     /// Every way of cutting `body` once, and many of cutting it twice, give `want`.
-    fn assert_splits(stream: Stream, body: &[u8], want: &[&[u8]]) {
+    fn assert_splits(stream: Wrapping, body: &[u8], want: &[&[u8]]) {
         let whole = split_with_cuts(stream, body, &[]).expect("splits");
         assert_eq!(whole, want, "{stream:?} whole");
         for a in 0..=body.len() {
@@ -377,7 +377,7 @@ mod tests {
         }
         let mut want = vec![&XHR_STREAMING_PRELUDE[..2048]];
         want.extend(frames());
-        assert_splits(Stream::Xhr, &body, &want);
+        assert_splits(Wrapping::Xhr, &body, &want);
     }
 
     #[test]
@@ -386,21 +386,21 @@ mod tests {
         for f in frames() {
             Framing::EventSource.wrap(f, &mut body);
         }
-        assert_splits(Stream::EventSource, &body, &frames());
+        assert_splits(Wrapping::EventSource, &body, &frames());
     }
 
     #[test]
     fn eventsource_follows_the_event_stream_rules() {
         let body = b": comment\nid: 1\ndata:o\r\rdata: a\ndata\r\ndata:  b\nevent: x\n\ndata: %2 %0G %41%2F\n\n";
         assert_splits(
-            Stream::EventSource,
+            Wrapping::EventSource,
             body,
             &[b"o", b"a\n\n b", b"%2 %0G A%2F"],
         );
         // sockjs-client only decodes `%` + digit + hex: `%C3` stays text,
         // `%85` (a lone UTF-8 continuation byte) makes decodeURI throw.
-        assert_splits(Stream::EventSource, b"data: %C3%A9\n\n", &[b"%C3%A9"]);
-        let mut s = Splitter::new(Stream::EventSource);
+        assert_splits(Wrapping::EventSource, b"data: %C3%A9\n\n", &[b"%C3%A9"]);
+        let mut s = Splitter::new(Wrapping::EventSource);
         s.push(b"data: %85\n\n");
         assert_eq!(s.next_frame(), Err(SplitError::Malformed));
         assert_eq!(s.next_frame(), Err(SplitError::Malformed), "stays failed");
@@ -413,7 +413,7 @@ mod tests {
         for f in frames() {
             Framing::HtmlFile.wrap(f, &mut body);
         }
-        assert_splits(Stream::HtmlFile, &body, &frames());
+        assert_splits(Wrapping::HtmlFile, &body, &frames());
     }
 
     #[test]
@@ -425,11 +425,11 @@ mod tests {
                 f,
                 &mut body,
             );
-            assert_splits(Stream::Jsonp, &body, &[f]);
+            assert_splits(Wrapping::Jsonp, &body, &[f]);
         }
         // As sockjs-node writes it, with JSON.stringify.
         assert_splits(
-            Stream::Jsonp,
+            Wrapping::Jsonp,
             b"/**/x(\"a[\\\"b\\\"]\");\r\n",
             &[br#"a["b"]"#],
         );
@@ -437,10 +437,10 @@ mod tests {
 
     #[test]
     fn broken_wrappings() {
-        let mut s = Splitter::new(Stream::Jsonp);
+        let mut s = Splitter::new(Wrapping::Jsonp);
         s.push(b"x(\"o\";");
         assert_eq!(s.next_frame(), Err(SplitError::Malformed));
-        let mut s = Splitter::new(Stream::HtmlFile);
+        let mut s = Splitter::new(Wrapping::HtmlFile);
         s.push(b"<script>\np(\"\\q\");");
         assert_eq!(s.next_frame(), Err(SplitError::Malformed));
     }
@@ -448,10 +448,10 @@ mod tests {
     #[test]
     fn frame_length_limit() {
         for stream in [
-            Stream::Xhr,
-            Stream::EventSource,
-            Stream::HtmlFile,
-            Stream::Jsonp,
+            Wrapping::Xhr,
+            Wrapping::EventSource,
+            Wrapping::HtmlFile,
+            Wrapping::Jsonp,
         ] {
             let mut s = Splitter::new(stream).with_max_frame_len(8);
             s.push(b"data: p(\"");
@@ -459,7 +459,7 @@ mod tests {
             assert_eq!(s.next_frame(), Err(SplitError::TooLong(8)), "{stream:?}");
         }
         // Junk before the first call is dropped, not buffered.
-        let mut s = Splitter::new(Stream::HtmlFile).with_max_frame_len(8);
+        let mut s = Splitter::new(Wrapping::HtmlFile).with_max_frame_len(8);
         for _ in 0..100 {
             s.push(&[b' '; 100]);
             assert_eq!(s.next_frame(), Ok(Split::NeedMore));
