@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Smoke check of every peer (or the ones named): starts it on a free port of
+# 127.0.0.1, drives each app it hosts over each of its transports with
+# check/smoke.js (echo round trip, broadcast to two clients in one order, chat
+# join/members/message/taken name/leave, count over WebSocket and HTTP with
+# keep-alive, SockJS /info and an xhr-polling round trip), stops it, and prints
+# one verdict line per peer. Bounded in time: 30 s to start, 60 s of checks.
+#
+# Usage: peers/check.sh [PEER...]
+# Exit status: 0 if every peer checked passed (peers not installed are
+# reported, and count as failures). Server logs: peers/.logs/check-PEER.log.
+set -uo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ALL_PEERS="sockjs-node sockjs-tornado sockjs-tornado-pypy socketio ws tornado"
+START_S=30
+CHECK_S=60
+peers=("$@")
+[ ${#peers[@]} -gt 0 ] || read -r -a peers <<<"$ALL_PEERS"
+
+mkdir -p "$HERE/.logs"
+(PEER=check; . "$HERE/lib/common.sh"; npm_install "$HERE/check") >"$HERE/.logs/install-check.log" 2>&1 \
+  || { echo "check: FAILED: cannot install the smoke-check client (peers/.logs/install-check.log)"; exit 1; }
+
+server_pid=""
+cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; }
+trap cleanup EXIT
+
+failed=0
+for p in "${peers[@]}"; do
+  log="$HERE/.logs/check-$p.log"
+  if [ ! -x "$HERE/$p/start.sh" ]; then
+    echo "$p: FAILED: no such peer"; failed=$((failed + 1)); continue
+  fi
+  # Port 0: the server binds a free port and names it in its ready line.
+  "$HERE/$p/start.sh" 0 >"$log" 2>&1 &
+  server_pid=$!
+  port=""
+  for _ in $(seq $((START_S * 10))); do
+    port="$(sed -n 's#^listening on http://127\.0\.0\.1:\([0-9][0-9]*\)/$#\1#p' "$log" | head -n1)"
+    [ -n "$port" ] && break
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$port" ]; then
+    if kill -0 "$server_pid" 2>/dev/null; then
+      echo "$p: FAILED: not ready within ${START_S} s (log: peers/.logs/check-$p.log)"
+    else
+      echo "$p: FAILED: did not start: $(tail -n1 "$log")"
+    fi
+    kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null
+    server_pid=""; failed=$((failed + 1)); continue
+  fi
+  if ! timeout "$CHECK_S" node "$HERE/check/smoke.js" "$p" "$port"; then
+    [ $? = 124 ] && echo "$p: FAILED: checks did not finish within ${CHECK_S} s"
+    failed=$((failed + 1))
+  fi
+  kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null
+  server_pid=""
+done
+[ "$failed" = 0 ]
