@@ -1,0 +1,332 @@
+//! Result files as the report reads them (written by `switchboard bench … --out FILE`,
+//! schema in crates/bench/schema.json).
+//!
+//! Tolerant on purpose: the report does not depend on the bench crate, every field has
+//! a default and unknown fields are ignored, so files from older or newer benches still
+//! render. Only a file that is not JSON, or has no `runs` array, is refused.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use crate::Error;
+use crate::json::Json;
+
+/// One result file: its header and its runs.
+#[derive(Debug)]
+pub struct ResultFile {
+    /// The file name as given on the command line, for headings and fallbacks.
+    pub name: String,
+    pub format: Option<String>,
+    pub command: Vec<String>,
+    pub started_at: Option<String>,
+    /// `versions` as written (`switchboard`, `format`, whatever newer benches add).
+    pub versions: Vec<(String, String)>,
+    pub machine: Machine,
+    pub runs: Vec<Run>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Machine {
+    pub cpu_model: Option<String>,
+    pub cores: Option<f64>,
+    pub os: Option<String>,
+    pub kernel: Option<String>,
+    pub memory_bytes: Option<f64>,
+}
+
+/// One scenario against one target.
+#[derive(Debug)]
+pub struct Run {
+    pub target_name: String,
+    pub target: String,
+    pub started_at: Option<String>,
+    pub duration_s: Option<f64>,
+    /// The run stopped early; its figures cover what was measured.
+    pub partial: bool,
+    pub error: Option<String>,
+    pub bench_cpu_bound: bool,
+    pub scenario: String,
+    /// The whole run object, for the scenario's own reader or the generic tables.
+    pub raw: Json,
+    /// Index into the report's sources, set by `sources`.
+    pub source: usize,
+}
+
+impl Run {
+    /// Reads the run into a scenario's own tolerant type.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, String> {
+        serde_json::from_value(self.raw.to_value()).map_err(|e| e.to_string())
+    }
+}
+
+/// A latency summary; microseconds.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct Latency {
+    pub count: Option<f64>,
+    pub mean_us: Option<f64>,
+    pub stddev_us: Option<f64>,
+    pub min_us: Option<f64>,
+    pub p50_us: Option<f64>,
+    pub p90_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub p999_us: Option<f64>,
+    pub max_us: Option<f64>,
+}
+
+impl Latency {
+    /// The summary had samples: an empty histogram is written as all zeros.
+    pub fn has_samples(&self) -> bool {
+        self.count.is_some_and(|c| c > 0.0) || (self.count.is_none() && self.mean_us.is_some_and(|m| m > 0.0))
+    }
+
+    pub fn mean_ms(&self) -> Option<f64> {
+        self.mean_us.filter(|_| self.has_samples()).map(|us| us / 1000.0)
+    }
+
+    pub fn p99_ms(&self) -> Option<f64> {
+        self.p99_us.filter(|_| self.has_samples()).map(|us| us / 1000.0)
+    }
+}
+
+/// CPU and memory over one measurement window.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct Resources {
+    /// % of one core.
+    pub server_cpu_pct: Option<f64>,
+    pub server_cpu_max_pct: Option<f64>,
+    pub server_rss_max_bytes: Option<f64>,
+    pub bench_cpu_pct: Option<f64>,
+    pub bench_rss_bytes: Option<f64>,
+    pub host_cpu_pct: Option<f64>,
+    pub bench_cpu_bound: bool,
+    pub host_saturated: bool,
+}
+
+impl Resources {
+    pub fn server_rss_mib(&self) -> Option<f64> {
+        self.server_rss_max_bytes.map(|b| b / (1024.0 * 1024.0))
+    }
+}
+
+/// Caveats of one measurement window, as shown in tables and chart subtitles.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Caveats {
+    /// The bench used ≥ 90 % of its cores: the figure is the bench's limit, not the server's.
+    pub bench_cpu_bound: bool,
+    /// Less than 5 % of the machine was idle.
+    pub host_saturated: bool,
+    /// The run stopped early.
+    pub partial: bool,
+}
+
+impl Caveats {
+    pub fn of(run: &Run, resources: &Resources) -> Caveats {
+        Caveats { bench_cpu_bound: resources.bench_cpu_bound, host_saturated: resources.host_saturated, partial: run.partial }
+    }
+
+    pub fn any(&self) -> bool {
+        self.bench_cpu_bound || self.host_saturated || self.partial
+    }
+
+    /// "⚠ bench CPU-bound, partial run", or empty.
+    pub fn text(&self) -> String {
+        let mut parts = Vec::new();
+        if self.bench_cpu_bound {
+            parts.push("bench CPU-bound");
+        }
+        if self.host_saturated {
+            parts.push("host saturated");
+        }
+        if self.partial {
+            parts.push("partial run");
+        }
+        if parts.is_empty() { String::new() } else { format!("⚠ {}", parts.join(", ")) }
+    }
+}
+
+/// Reads one result file.
+pub fn load(path: &Path) -> Result<ResultFile, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read { path: path.to_path_buf(), source })?;
+    let json: Json = serde_json::from_str(&text).map_err(|source| Error::Json { path: path.to_path_buf(), source })?;
+    let refuse = |reason: &str| Error::Format { path: path.to_path_buf(), reason: reason.to_string() };
+    if !matches!(json, Json::Object(_)) {
+        return Err(refuse("the top level is not a JSON object"));
+    }
+    match json.get("format") {
+        None | Some(Json::Null) => {}
+        Some(Json::String(f)) if f.starts_with("switchboard-bench/") => {}
+        Some(other) => {
+            return Err(refuse(&format!("its format is {}, not switchboard-bench/…", other.to_value())));
+        }
+    }
+    let runs = match json.get("runs") {
+        Some(Json::Array(runs)) => runs,
+        Some(_) => return Err(refuse("`runs` is not an array")),
+        None => return Err(refuse("it has no `runs` array")),
+    };
+    let mut parsed = Vec::with_capacity(runs.len());
+    for (i, raw) in runs.iter().enumerate() {
+        if !matches!(raw, Json::Object(_)) {
+            return Err(refuse(&format!("run {} is not a JSON object", i + 1)));
+        }
+        parsed.push(Run {
+            target_name: field::<String>(raw, "target_name").unwrap_or_default(),
+            target: field::<String>(raw, "target").unwrap_or_default(),
+            started_at: field(raw, "started_at"),
+            duration_s: field(raw, "duration_s"),
+            partial: field(raw, "partial").unwrap_or(false),
+            error: field(raw, "error"),
+            bench_cpu_bound: field(raw, "bench_cpu_bound").unwrap_or(false),
+            scenario: field::<String>(raw, "scenario").unwrap_or_else(|| "unnamed".to_string()),
+            raw: raw.clone(),
+            source: 0,
+        });
+    }
+    let versions = match json.get("versions") {
+        Some(Json::Object(fields)) => fields.iter().map(|(k, v)| (k.clone(), v.to_cell())).collect(),
+        _ => Vec::new(),
+    };
+    Ok(ResultFile {
+        name: path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned()),
+        format: field(&json, "format"),
+        command: field(&json, "command").unwrap_or_default(),
+        started_at: field(&json, "started_at"),
+        versions,
+        machine: field(&json, "machine").unwrap_or_default(),
+        runs: parsed,
+    })
+}
+
+/// One field read leniently: missing or of another type reads as `None`.
+fn field<T: DeserializeOwned>(object: &Json, key: &str) -> Option<T> {
+    serde_json::from_value(object.get(key)?.to_value()).ok()
+}
+
+/// Where a series comes from: one server, that is the runs of one target in one file
+/// or, when the bench wrote one file per scenario, in several files.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The target name, or the file stem when the run has none (`default`); made unique.
+    pub label: String,
+    pub target_name: String,
+    /// The files its runs come from, by index.
+    pub files: Vec<usize>,
+    /// The scenarios it has runs of.
+    scenarios: Vec<String>,
+}
+
+/// Groups the runs of all files into sources, in order of appearance, and tags each run
+/// with its source.
+///
+/// Each (file, target) is a series source. Sources with the same name join into one
+/// server when they hold different scenarios (`switchboard-chat.json` and
+/// `switchboard-broadcast.json`), so the summary has one column per server; the same
+/// scenario twice (two runs of one server) stays apart, labelled by file name.
+pub fn sources(files: &mut [ResultFile]) -> Vec<Source> {
+    let mut sources: Vec<Source> = Vec::new();
+    for (f, file) in files.iter_mut().enumerate() {
+        let stem = Path::new(&file.name).file_stem().map_or_else(|| file.name.clone(), |s| s.to_string_lossy().into_owned());
+        // The (file, target) pairs of this file and the scenarios each holds.
+        let mut pairs: Vec<(String, Vec<String>)> = Vec::new();
+        for run in &file.runs {
+            match pairs.iter_mut().find(|(t, _)| *t == run.target_name) {
+                Some((_, scenarios)) => scenarios.push(run.scenario.clone()),
+                None => pairs.push((run.target_name.clone(), vec![run.scenario.clone()])),
+            }
+        }
+        for (target_name, scenarios) in pairs {
+            let named = !target_name.is_empty() && target_name != "default";
+            let label = if named { target_name.clone() } else { stem.clone() };
+            let joins = sources.iter().position(|s| {
+                s.target_name == target_name && s.label == label && !scenarios.iter().any(|sc| s.scenarios.contains(sc))
+            });
+            let index = match joins {
+                Some(i) => {
+                    sources[i].files.push(f);
+                    sources[i].scenarios.extend(scenarios);
+                    i
+                }
+                None => {
+                    sources.push(Source { label, target_name: target_name.clone(), files: vec![f], scenarios });
+                    sources.len() - 1
+                }
+            };
+            for run in file.runs.iter_mut().filter(|r| r.target_name == target_name) {
+                run.source = index;
+            }
+        }
+    }
+    // The same server twice keeps its first file's name to tell the two apart.
+    let labels: Vec<String> = sources.iter().map(|s| s.label.clone()).collect();
+    for (i, source) in sources.iter_mut().enumerate() {
+        if labels.iter().filter(|l| **l == labels[i]).count() > 1 {
+            source.label = format!("{} ({})", labels[i], files[source.files[0]].name);
+        }
+    }
+    sources
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, runs: &[(&str, &str)]) -> ResultFile {
+        ResultFile {
+            name: name.to_string(),
+            format: None,
+            command: Vec::new(),
+            started_at: None,
+            versions: Vec::new(),
+            machine: Machine::default(),
+            runs: runs
+                .iter()
+                .map(|(target, scenario)| Run {
+                    target_name: target.to_string(),
+                    target: String::new(),
+                    started_at: None,
+                    duration_s: None,
+                    partial: false,
+                    error: None,
+                    bench_cpu_bound: false,
+                    scenario: scenario.to_string(),
+                    raw: Json::Null,
+                    source: usize::MAX,
+                })
+                .collect(),
+        }
+    }
+
+    fn labels(files: &mut [ResultFile]) -> Vec<String> {
+        sources(files).into_iter().map(|s| s.label).collect()
+    }
+
+    #[test]
+    fn one_server_per_target_across_scenario_files() {
+        let mut files = [
+            file("sb-chat.json", &[("switchboard", "chat")]),
+            file("sb-pingpong.json", &[("switchboard", "pingpong")]),
+            file("rival.json", &[("rival", "chat"), ("switchboard", "broadcast")]),
+        ];
+        assert_eq!(labels(&mut files), ["switchboard", "rival"]);
+        assert_eq!(files[2].runs[0].source, 1);
+        assert_eq!(files[2].runs[1].source, 0);
+    }
+
+    #[test]
+    fn the_same_scenario_twice_stays_apart() {
+        let mut files = [file("monday.json", &[("switchboard", "chat")]), file("tuesday.json", &[("switchboard", "chat")])];
+        assert_eq!(labels(&mut files), ["switchboard (monday.json)", "switchboard (tuesday.json)"]);
+    }
+
+    #[test]
+    fn unnamed_targets_take_the_file_name() {
+        let mut files = [file("results/a.json", &[("default", "chat")]), file("b.json", &[("", "chat")])];
+        files[0].name = "a.json".to_string();
+        assert_eq!(labels(&mut files), ["a", "b"]);
+    }
+}

@@ -1,0 +1,182 @@
+//! chat: rooms of users, every user sending at a fixed interval; latency, server CPU and
+//! RSS against users per room, one series per (server, room count).
+
+use serde::Deserialize;
+
+use super::{Ctx, Section, Warnings, parse_runs, transport_name};
+use crate::chart::{self, Chart, Point, Series};
+use crate::input::{Caveats, Latency, Resources, Run};
+use crate::table::{Table, mib, ms, num};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ChatRun {
+    pub results: Vec<ChatResult>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ChatResult {
+    pub transport: String,
+    pub rooms: Option<f64>,
+    pub users: Option<f64>,
+    pub messages: Option<f64>,
+    pub joined: Option<f64>,
+    pub connect: Latency,
+    pub sent: Option<f64>,
+    pub expected: Option<f64>,
+    pub received: Option<f64>,
+    pub late_sends: Option<f64>,
+    pub latency: Latency,
+    pub latency_uncorrected: Latency,
+    pub duration_s: Option<f64>,
+    pub resources: Resources,
+}
+
+/// The four charts: what each plots from a result.
+const CHARTS: [(&str, &str, &str, fn(&ChatResult) -> Option<f64>); 4] = [
+    ("mean", "Chat: mean latency vs users per room", "mean latency (ms)", |r| r.latency.mean_ms()),
+    ("p99", "Chat: p99 latency vs users per room", "p99 latency (ms)", |r| r.latency.p99_ms()),
+    ("cpu", "Chat: server CPU vs users per room", "server CPU (% of one core)", |r| r.resources.server_cpu_pct),
+    ("rss", "Chat: server memory vs users per room", "server RSS, peak (MiB)", |r| r.resources.server_rss_mib()),
+];
+
+pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
+    let mut section = Section {
+        id: id.to_string(),
+        title: "Chat".to_string(),
+        about: "Rooms of users; every user sends messages at a fixed interval and every member receives them. Latency is measured from the scheduled send time (corrected for coordinated omission).".to_string(),
+        ..Section::default()
+    };
+    let parsed: Vec<(&Run, ChatRun)> = parse_runs(ctx, runs, &mut section);
+    let mut transports: Vec<&str> = parsed.iter().flat_map(|(_, c)| c.results.iter().map(|r| r.transport.as_str())).collect();
+    transports.sort_unstable();
+    transports.dedup();
+
+    // One series per (run, transport, rooms), x = users per room in ascending order.
+    struct Group<'a> {
+        run: &'a Run,
+        label: String,
+        results: Vec<&'a ChatResult>,
+    }
+    let mut groups: Vec<Group> = Vec::new();
+    for (run, data) in &parsed {
+        let first = groups.len();
+        for r in &data.results {
+            let rooms = num(r.rooms, 0);
+            let room_word = if r.rooms == Some(1.0) { "room" } else { "rooms" };
+            let mut label = format!("{} · {rooms} {room_word}", ctx.label(run));
+            if transports.len() > 1 {
+                label = format!("{label} · {}", transport_name(&r.transport));
+            }
+            match groups[first..].iter_mut().find(|g| g.label == label) {
+                Some(g) => g.results.push(r),
+                None => groups.push(Group { run, label, results: vec![r] }),
+            }
+        }
+    }
+    for g in &mut groups {
+        g.results.sort_by(|a, b| a.users.unwrap_or(0.0).total_cmp(&b.users.unwrap_or(0.0)));
+    }
+
+    for (key, title, y, value) in CHARTS {
+        let mut chart = Chart::line(format!("{id}-{key}"), title, "users per room", y);
+        let mut warnings = Warnings::default();
+        for (i, g) in groups.iter().enumerate() {
+            // Shade and point style follow the group's place among its source's groups.
+            let siblings: Vec<&Group> = groups.iter().filter(|o| o.run.source == g.run.source).collect();
+            let k = groups[..i].iter().filter(|o| o.run.source == g.run.source).count();
+            let points = g
+                .results
+                .iter()
+                .map(|r| {
+                    let c = Caveats::of(g.run, &r.resources);
+                    warnings.note(&g.label, c);
+                    Point { x: r.users, y: value(r), flag: c.bench_cpu_bound.then(|| c.text()) }
+                })
+                .collect();
+            chart.series.push(Series {
+                label: g.label.clone(),
+                color: chart::color(g.run.source, k, siblings.len()),
+                point_style: chart::point_style(k),
+                points,
+            });
+        }
+        chart.warnings = warnings.lines();
+        chart.subtitle = warnings.short();
+        let chart = chart.finish();
+        if chart.is_empty() {
+            if !groups.is_empty() {
+                section.notes.push(format!(
+                    "No {y} figures: {}",
+                    if key == "cpu" || key == "rss" {
+                        "the bench did not know the server's pid (give --server-pid, or run the server on this machine)"
+                    } else {
+                        "no message was received"
+                    }
+                ));
+            }
+        } else {
+            section.charts.push(chart);
+        }
+    }
+
+    let mut table = Table::new(
+        "Every rooms × users run",
+        &[
+            "server",
+            "transport",
+            "#rooms",
+            "#users/room",
+            "#msgs/user",
+            "#joined",
+            "#sent",
+            "#received (% of expected)",
+            "#late sends",
+            "#mean (ms)",
+            "#p50 (ms)",
+            "#p99 (ms)",
+            "#max (ms)",
+            "#mean uncorrected (ms)",
+            "#server CPU (%)",
+            "#server RSS (MiB)",
+            "caveats",
+        ],
+    );
+    for g in &groups {
+        for r in &g.results {
+            let c = Caveats::of(g.run, &r.resources);
+            let share = match (r.received, r.expected) {
+                (Some(got), Some(want)) if want > 0.0 => format!("{} ({}%)", num(Some(got), 0), num(Some(got * 100.0 / want), 1)),
+                (got, _) => num(got, 0),
+            };
+            let lat = |v: Option<f64>, l: &Latency| ms(v.filter(|_| l.has_samples()));
+            table.push(
+                vec![
+                    ctx.label(g.run).to_string(),
+                    transport_name(&r.transport).to_string(),
+                    num(r.rooms, 0),
+                    num(r.users, 0),
+                    num(r.messages, 0),
+                    num(r.joined, 0),
+                    num(r.sent, 0),
+                    share,
+                    num(r.late_sends, 0),
+                    lat(r.latency.mean_us, &r.latency),
+                    lat(r.latency.p50_us, &r.latency),
+                    lat(r.latency.p99_us, &r.latency),
+                    lat(r.latency.max_us, &r.latency),
+                    lat(r.latency_uncorrected.mean_us, &r.latency_uncorrected),
+                    num(r.resources.server_cpu_pct, 0),
+                    mib(r.resources.server_rss_max_bytes),
+                    c.text(),
+                ],
+                c.any(),
+            );
+        }
+    }
+    if !table.rows.is_empty() {
+        section.tables.push(table);
+    }
+    section
+}

@@ -1,0 +1,189 @@
+//! One section of the report per scenario: charts and tables built from every run of
+//! that scenario, all sources together. Scenarios the report does not know (newer
+//! benches) become generic tables, so their figures still appear.
+
+pub mod broadcast;
+pub mod chat;
+pub mod countdown;
+pub mod generic;
+pub mod pingpong;
+
+use serde::de::DeserializeOwned;
+
+use crate::chart::Chart;
+use crate::input::{Caveats, ResultFile, Run, Source};
+use crate::table::Table;
+
+/// A part of the page: a heading, caveats, charts, then the tables of their figures.
+#[derive(Debug, Clone, Default)]
+pub struct Section {
+    /// The HTML id, also the prefix of its charts' ids.
+    pub id: String,
+    pub title: String,
+    /// One sentence: what the scenario measures.
+    pub about: String,
+    /// Shown in red: partial runs, runs that could not be read.
+    pub warnings: Vec<String>,
+    /// Shown plainly: figures that were not recorded, and why.
+    pub notes: Vec<String>,
+    pub charts: Vec<Chart>,
+    pub tables: Vec<Table>,
+}
+
+/// What every section builder reads.
+pub struct Ctx<'a> {
+    pub files: &'a [ResultFile],
+    pub sources: &'a [Source],
+}
+
+impl Ctx<'_> {
+    pub fn label(&self, run: &Run) -> &str {
+        &self.sources[run.source].label
+    }
+
+    /// Every run, in file order.
+    pub fn runs(&self) -> impl Iterator<Item = &Run> {
+        self.files.iter().flat_map(|f| f.runs.iter())
+    }
+}
+
+/// The order known scenarios appear in; unknown ones follow in order of appearance.
+const ORDER: [&str; 5] = ["broadcast", "chat", "pingpong", "countdown", "selftest"];
+
+/// The sections of the report, one per scenario present in the files.
+pub fn sections(ctx: &Ctx) -> Vec<Section> {
+    let mut scenarios: Vec<&str> = ORDER.iter().copied().filter(|s| ctx.runs().any(|r| r.scenario == *s)).collect();
+    for run in ctx.runs() {
+        if !scenarios.contains(&run.scenario.as_str()) {
+            scenarios.push(&run.scenario);
+        }
+    }
+    let mut ids: Vec<String> = Vec::new();
+    scenarios
+        .into_iter()
+        .map(|scenario| {
+            let runs: Vec<&Run> = ctx.runs().filter(|r| r.scenario == scenario).collect();
+            let id = unique_id(scenario, &mut ids);
+            let mut section = match scenario {
+                "broadcast" => broadcast::section(ctx, &id, &runs, false),
+                "selftest" => broadcast::section(ctx, &id, &runs, true),
+                "chat" => chat::section(ctx, &id, &runs),
+                "pingpong" => pingpong::section(ctx, &id, &runs),
+                "countdown" => countdown::section(ctx, &id, &runs),
+                _ => generic::section(ctx, &id, scenario, &runs),
+            };
+            for run in &runs {
+                if run.partial {
+                    let why = run.error.as_deref().map_or_else(String::new, |e| format!(": {e}"));
+                    section.warnings.push(format!("⚠ {}: partial run, stopped early{why}", ctx.label(run)));
+                }
+            }
+            section
+        })
+        .collect()
+}
+
+/// An HTML id made of [a-z0-9-] from a scenario name (which comes from a file).
+fn unique_id(scenario: &str, taken: &mut Vec<String>) -> String {
+    let mut base: String =
+        scenario.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    if base.is_empty() || !base.starts_with(|c: char| c.is_ascii_lowercase()) {
+        base.insert_str(0, "s-");
+    }
+    let mut id = base.clone();
+    let mut n = 1;
+    while taken.contains(&id) || id == "files" || id == "summary" {
+        n += 1;
+        id = format!("{base}-{n}");
+    }
+    taken.push(id.clone());
+    id
+}
+
+/// Reads each run into the scenario's type; a run that does not read is shown as
+/// generic tables with a warning, so its figures are not lost.
+pub fn parse_runs<'r, T: DeserializeOwned>(
+    ctx: &Ctx,
+    runs: &[&'r Run],
+    section: &mut Section,
+) -> Vec<(&'r Run, T)> {
+    let mut parsed = Vec::new();
+    for run in runs {
+        match run.parse::<T>() {
+            Ok(data) => parsed.push((*run, data)),
+            Err(e) => {
+                section.warnings.push(format!(
+                    "⚠ {}: this {} run could not be read ({e}); its figures are shown as plain tables",
+                    ctx.label(run),
+                    run.scenario
+                ));
+                section.tables.extend(generic::run_tables(ctx, run));
+            }
+        }
+    }
+    parsed
+}
+
+/// Collects which series had caveats and turns them into a chart's warning lines.
+#[derive(Debug, Default)]
+pub struct Warnings {
+    cpu_bound: Vec<String>,
+    partial: Vec<String>,
+}
+
+impl Warnings {
+    pub fn note(&mut self, series: &str, caveats: Caveats) {
+        if caveats.bench_cpu_bound && !self.cpu_bound.iter().any(|s| s == series) {
+            self.cpu_bound.push(series.to_string());
+        }
+        if caveats.partial && !self.partial.iter().any(|s| s == series) {
+            self.partial.push(series.to_string());
+        }
+    }
+
+    /// One short line for the chart's subtitle (drawn in the canvas, which does not wrap).
+    pub fn short(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.cpu_bound.is_empty() {
+            parts.push("bench CPU-bound in some series (✕ points)");
+        }
+        if !self.partial.is_empty() {
+            parts.push("partial runs");
+        }
+        (!parts.is_empty()).then(|| format!("⚠ {}", parts.join(" · ")))
+    }
+
+    /// The full lines, naming the series, shown under the chart.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if !self.cpu_bound.is_empty() {
+            lines.push(format!(
+                "⚠ bench was CPU-bound (✕ points; they show the bench's limit, not the server's): {}",
+                self.cpu_bound.join(", ")
+            ));
+        }
+        if !self.partial.is_empty() {
+            lines.push(format!("⚠ partial run (stopped early): {}", self.partial.join(", ")));
+        }
+        lines
+    }
+}
+
+/// "websocket" → "websocket"; a missing transport reads as "?".
+pub fn transport_name(t: &str) -> &str {
+    if t.is_empty() { "?" } else { t }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_safe_and_unique() {
+        let mut taken = Vec::new();
+        assert_eq!(unique_id("link", &mut taken), "link");
+        assert_eq!(unique_id("link", &mut taken), "link-2");
+        assert_eq!(unique_id("</script>", &mut taken), "s---script-");
+        assert_eq!(unique_id("summary", &mut taken), "summary-2");
+    }
+}

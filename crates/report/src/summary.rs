@@ -1,0 +1,187 @@
+//! The shootout summary: one column per server, one row per headline figure, so
+//! servers can be compared at a glance. The baseline for ratios is the server named
+//! `switchboard`, else the first one.
+
+use crate::input::{Caveats, Run};
+use crate::scenario::broadcast::BroadcastRun;
+use crate::scenario::chat::{ChatResult, ChatRun};
+use crate::scenario::countdown::CountdownRun;
+use crate::scenario::pingpong::{PingpongRun, categories};
+use crate::scenario::{Ctx, transport_name};
+use crate::table::{Column, Row, Table, num};
+
+/// A figure of one server, with its caveats.
+#[derive(Clone, Copy)]
+struct Cell {
+    value: f64,
+    caveats: Caveats,
+}
+
+/// The summary table, or `None` when no run has a headline figure.
+pub fn table(ctx: &Ctx) -> Option<Table> {
+    let n = ctx.sources.len();
+    let baseline = ctx.sources.iter().position(|s| s.target_name == "switchboard" || s.label == "switchboard").unwrap_or(0);
+    let mut rows: Vec<Row> = Vec::new();
+    let row = |title: String, cells: &[Option<Cell>], decimals: usize, ratio: bool| -> Row {
+        let base = cells.get(baseline).copied().flatten().map(|c| c.value);
+        let mut out = vec![title];
+        let mut flagged = false;
+        for cell in cells {
+            out.push(match cell {
+                None => "–".to_string(),
+                Some(c) => {
+                    flagged |= c.caveats.any();
+                    let mut text = num(Some(c.value), decimals);
+                    if let Some(b) = base.filter(|b| ratio && *b > 0.0) {
+                        text.push_str(&format!(" (×{})", num(Some(c.value / b), 2)));
+                    }
+                    if c.caveats.bench_cpu_bound || c.caveats.partial {
+                        text.push_str(" ⚠");
+                    }
+                    text
+                }
+            });
+        }
+        Row { cells: out, flagged }
+    };
+
+    // Broadcast: per level, and the best over all levels.
+    let broadcast: Vec<(&Run, BroadcastRun)> =
+        ctx.runs().filter(|r| r.scenario == "broadcast").filter_map(|r| Some((r, r.parse::<BroadcastRun>().ok()?))).collect();
+    let mut levels: Vec<(String, f64)> = Vec::new();
+    for (_, b) in &broadcast {
+        for l in &b.levels {
+            let key = (transport_name(&l.transport).to_string(), l.connections.unwrap_or(0.0));
+            if !levels.contains(&key) {
+                levels.push(key);
+            }
+        }
+    }
+    levels.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let many_transports = levels.iter().any(|l| l.0 != levels[0].0);
+    let mut best: Vec<Option<(Cell, f64)>> = vec![None; n];
+    for (transport, conns) in &levels {
+        let mut cells: Vec<Option<Cell>> = vec![None; n];
+        for (run, b) in &broadcast {
+            for l in &b.levels {
+                if transport_name(&l.transport) != transport || l.connections.unwrap_or(0.0) != *conns {
+                    continue;
+                }
+                let Some(value) = l.max_sustainable_received_per_s else { continue };
+                let cell = Cell { value, caveats: l.caveats(run, &b.summary) };
+                cells[run.source] = Some(cell);
+                if best[run.source].is_none_or(|(b, _)| b.value < value) {
+                    best[run.source] = Some((cell, *conns));
+                }
+            }
+        }
+        let at = if many_transports { format!("{} conns, {transport}", num(Some(*conns), 0)) } else { format!("{} conns", num(Some(*conns), 0)) };
+        rows.push(row(format!("broadcast: max sustainable received msgs/s, {at}"), &cells, 0, true));
+    }
+    if levels.len() > 1 {
+        let cells: Vec<Option<Cell>> = best.iter().map(|b| b.map(|(c, _)| c)).collect();
+        let mut r = row("broadcast: max sustainable received msgs/s, best level".to_string(), &cells, 0, true);
+        for (cell, b) in r.cells.iter_mut().skip(1).zip(&best) {
+            if let Some((_, conns)) = b {
+                cell.push_str(&format!(" at {} conns", num(Some(*conns), 0)));
+            }
+        }
+        rows.push(r);
+    }
+
+    // Chat: at the heaviest load every server ran, else each server's heaviest.
+    let chat: Vec<(&Run, ChatRun)> =
+        ctx.runs().filter(|r| r.scenario == "chat").filter_map(|r| Some((r, r.parse::<ChatRun>().ok()?))).collect();
+    if !chat.is_empty() {
+        let load = |r: &ChatResult| (r.rooms.unwrap_or(0.0), r.users.unwrap_or(0.0));
+        let mut loads: Vec<(f64, f64)> = chat.iter().flat_map(|(_, c)| c.results.iter().map(load)).collect();
+        loads.sort_by(|a, b| (a.0 * a.1).total_cmp(&(b.0 * b.1)).then(a.0.total_cmp(&b.0)));
+        loads.dedup();
+        let servers: Vec<usize> = chat.iter().map(|(r, _)| r.source).collect();
+        let common = loads.iter().rev().find(|l| {
+            servers.iter().all(|s| chat.iter().any(|(r, c)| r.source == *s && c.results.iter().any(|x| load(x) == **l)))
+        });
+        let mut picked: Vec<Option<(&Run, &ChatResult)>> = vec![None; n];
+        for (run, c) in &chat {
+            for r in &c.results {
+                let better = match common {
+                    Some(l) => load(r) == *l,
+                    None => picked[run.source].is_none_or(|(_, p)| load(r).0 * load(r).1 > load(p).0 * load(p).1),
+                };
+                if better {
+                    picked[run.source] = Some((run, r));
+                }
+            }
+        }
+        let at = match common {
+            Some((rooms, users)) => format!("{} rooms × {} users", num(Some(*rooms), 0), num(Some(*users), 0)),
+            None => "each server's heaviest load".to_string(),
+        };
+        let figures: [(&str, fn(&ChatResult) -> Option<f64>, usize); 4] = [
+            ("mean latency (ms)", |r| r.latency.mean_ms(), 2),
+            ("p99 latency (ms)", |r| r.latency.p99_ms(), 2),
+            ("server CPU (%)", |r| r.resources.server_cpu_pct, 0),
+            ("server RSS (MiB)", |r| r.resources.server_rss_mib(), 1),
+        ];
+        for (what, value, decimals) in figures {
+            let cells: Vec<Option<Cell>> = picked
+                .iter()
+                .map(|p| p.and_then(|(run, r)| Some(Cell { value: value(r)?, caveats: Caveats::of(run, &r.resources) })))
+                .collect();
+            if cells.iter().all(Option::is_none) {
+                continue;
+            }
+            let mut r = row(format!("chat at {at}: {what}"), &cells, decimals, false);
+            if common.is_none() {
+                for (cell, p) in r.cells.iter_mut().skip(1).zip(&picked) {
+                    if let Some((_, c)) = p {
+                        cell.push_str(&format!(" at {}×{}", num(c.rooms, 0), num(c.users, 0)));
+                    }
+                }
+            }
+            rows.push(r);
+        }
+    }
+
+    // Ping-pong and count-down: one row per transport.
+    let pingpong: Vec<(&Run, PingpongRun)> =
+        ctx.runs().filter(|r| r.scenario == "pingpong").filter_map(|r| Some((r, r.parse::<PingpongRun>().ok()?))).collect();
+    for t in categories(pingpong.iter().flat_map(|(_, p)| p.results.iter().map(|r| r.transport.as_str()))) {
+        let mut cells: Vec<Option<Cell>> = vec![None; n];
+        for (run, p) in &pingpong {
+            for r in p.results.iter().filter(|r| transport_name(&r.transport) == t && r.round_trip.has_samples()) {
+                if let Some(value) = r.round_trip.mean_us {
+                    cells[run.source] = Some(Cell { value, caveats: Caveats::of(run, &r.resources) });
+                }
+            }
+        }
+        rows.push(row(format!("pingpong: mean round trip, {t} (µs)"), &cells, 0, false));
+    }
+    let countdown: Vec<(&Run, CountdownRun)> =
+        ctx.runs().filter(|r| r.scenario == "countdown").filter_map(|r| Some((r, r.parse::<CountdownRun>().ok()?))).collect();
+    for t in categories(countdown.iter().flat_map(|(_, p)| p.results.iter().map(|r| r.transport.as_str()))) {
+        let mut cells: Vec<Option<Cell>> = vec![None; n];
+        for (run, p) in &countdown {
+            for r in p.results.iter().filter(|r| transport_name(&r.transport) == t && r.iterations.is_some_and(|i| i > 0.0)) {
+                if let Some(value) = r.per_iteration_us {
+                    cells[run.source] = Some(Cell { value, caveats: Caveats::of(run, &r.resources) });
+                }
+            }
+        }
+        rows.push(row(format!("countdown: time per step, {t} (µs)"), &cells, 1, false));
+    }
+
+    if rows.is_empty() {
+        return None;
+    }
+    let mut columns = vec![Column { title: "figure".to_string(), numeric: false }];
+    columns.extend(ctx.sources.iter().enumerate().map(|(i, s)| Column {
+        title: if i == baseline && n > 1 { format!("{} (baseline)", s.label) } else { s.label.clone() },
+        numeric: true,
+    }));
+    Some(Table {
+        caption: "Headline figures per server; ×: ratio to the baseline; ⚠: bench CPU-bound or partial run, see the section".to_string(),
+        columns,
+        rows,
+    })
+}
