@@ -5,8 +5,10 @@
 //! |---|---|
 //! | `/` | the chat demo page |
 //! | `/healthz`, `/metrics` | liveness, Prometheus text |
+//! | `/sockjs.min.js` | the sockjs-client script, for the pages and the SockJS iframe |
 //! | `/<app>/websocket` | native WebSocket |
 //! | `/count/xhr?count=N` | plain HTTP count-down (`{"count":N-1}`) |
+//! | `/<app>`, `/<app>/info`, `/<app>/iframe*.html`, `/<app>/<server>/<session>/<transport>` | SockJS (`transport::sockjs`) |
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -16,13 +18,11 @@ use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use hub::Outbox;
 use wire::app::{AppError, Count};
 
 use crate::apps::AppKind;
 use crate::server::{MountState, ServerState};
-use crate::transport::websocket;
+use crate::transport::{sockjs, websocket};
 
 /// The body of every response: a whole buffer or a stream of frames.
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -40,8 +40,23 @@ pub fn bytes_response(status: StatusCode, content_type: &'static str, body: impl
     res
 }
 
-fn not_found() -> Response<Body> {
+/// An empty body.
+pub fn empty() -> Body {
+    Full::new(Bytes::new()).boxed()
+}
+
+/// 404 for a path nothing is served at.
+pub fn not_found() -> Response<Body> {
     text_response(StatusCode::NOT_FOUND, "Not found\n")
+}
+
+/// 405 naming the methods that are allowed, with no body and no content type
+/// (as the SockJS protocol suite checks).
+pub fn method_not_allowed(allow: &'static str) -> Response<Body> {
+    let mut res = Response::new(empty());
+    *res.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+    res.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
+    res
 }
 
 const INDEX_HTML: &str = include_str!("../../../web/index.html");
@@ -52,6 +67,7 @@ pub async fn route(req: Request<Incoming>, server: Arc<ServerState>, permit: Arc
     let res = match path.as_str() {
         "/" | "/index.html" => bytes_response(StatusCode::OK, "text/html; charset=UTF-8", INDEX_HTML),
         "/healthz" => text_response(StatusCode::OK, "ok\n"),
+        sockjs::CLIENT_SCRIPT_PATH => sockjs::client_script(&req),
         "/metrics" => bytes_response(
             StatusCode::OK,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
@@ -63,7 +79,7 @@ pub async fn route(req: Request<Incoming>, server: Arc<ServerState>, permit: Arc
                 None => (path.as_str(), ""),
             };
             match server.mount(prefix) {
-                Some(mount) => route_mount(req, rest, mount, &server, permit),
+                Some(mount) => route_mount(req, rest, mount, &server, permit).await,
                 None => not_found(),
             }
         }
@@ -71,7 +87,7 @@ pub async fn route(req: Request<Incoming>, server: Arc<ServerState>, permit: Arc
     Ok(res)
 }
 
-fn route_mount(
+async fn route_mount(
     mut req: Request<Incoming>,
     rest: &str,
     mount: &Arc<MountState>,
@@ -80,33 +96,10 @@ fn route_mount(
 ) -> Response<Body> {
     match rest {
         "/websocket" if mount.config.sockjs.websocket => {
-            let accept = match websocket::check_handshake(&req) {
-                Ok(accept) => accept,
-                Err(res) => return res,
-            };
-            let on_upgrade = hyper::upgrade::on(&mut req);
-            let (mount, server2) = (mount.clone(), server.clone());
-            server.tracker.spawn(async move {
-                let Ok(upgraded) = on_upgrade.await else { return };
-                let outbox = Arc::new(Outbox::new(server2.config.queue_limit));
-                let session = mount.app.open(outbox);
-                let metrics = server2.metrics.connection(mount.config.name(), "websocket");
-                websocket::run(
-                    TokioIo::new(upgraded),
-                    session,
-                    websocket::Raw,
-                    websocket::Raw,
-                    server2.websocket_limits(),
-                    metrics,
-                    server2.shutdown.clone(),
-                )
-                .await;
-                drop(permit);
-            });
-            websocket::switching_protocols(accept)
+            websocket::upgrade(&mut req, mount, server, permit, "websocket", || (websocket::Raw, websocket::Raw))
         }
         "/xhr" if mount.app.kind() == AppKind::Count => count_xhr(&req, server, mount),
-        _ => not_found(),
+        _ => sockjs::route(req, rest, mount, server, permit).await,
     }
 }
 

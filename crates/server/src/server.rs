@@ -20,7 +20,7 @@ use crate::apps::App;
 use crate::config::{Config, Mount};
 use crate::metrics::Metrics;
 use crate::shutdown::Shutdown;
-use crate::transport::websocket;
+use crate::transport::{sockjs, websocket};
 use crate::{Error, http};
 
 /// What every connection of one server shares.
@@ -39,6 +39,8 @@ pub struct ServerState {
 pub struct MountState {
     pub config: Mount,
     pub app: Arc<App>,
+    /// The mount's SockJS sessions over HTTP, by session id.
+    pub sessions: Arc<sockjs::Registry>,
 }
 
 impl ServerState {
@@ -46,7 +48,13 @@ impl ServerState {
         let mounts = config
             .mounts
             .iter()
-            .map(|m| Arc::new(MountState { config: m.clone(), app: Arc::new(App::new(m.app)) }))
+            .map(|m| {
+                Arc::new(MountState {
+                    config: m.clone(),
+                    app: Arc::new(App::new(m.app)),
+                    sessions: Arc::new(sockjs::Registry::new(16)),
+                })
+            })
             .collect();
         ServerState {
             config,

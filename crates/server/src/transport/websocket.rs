@@ -1,20 +1,26 @@
 //! Native WebSocket (RFC 6455) at `/<app>/websocket`: one text frame is one
 //! application message. Framing, masking and control frames are
 //! tokio-tungstenite's; this module maps its events to an app session and
-//! runs the connection's writer.
+//! runs the connection's writer. SockJS over WebSocket
+//! (`transport::sockjs`) runs the same loop with its own [`Inbound`] and
+//! [`Outbound`] framing.
 //!
 //! The writer takes everything waiting in the session's outbox at once,
 //! serialises it as one frame per message into the connection's write buffer,
 //! and flushes once, so a burst of broadcasts costs one write call.
 
 use std::pin::pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use hub::{Close, Drained, Outbox, Payload};
 use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::time::Instant;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
@@ -23,17 +29,16 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::apps::AppSession;
-use crate::http::{Body, text_response};
+use crate::http::{Body, method_not_allowed, text_response};
 use crate::metrics::ConnectionMetrics;
+use crate::server::{MountState, ServerState};
 use crate::shutdown::Shutdown;
 
 /// Why a handshake request cannot be upgraded, answered with an HTTP status.
 /// The texts are those the SockJS protocol suite expects of this endpoint.
 pub fn check_handshake(req: &Request<impl Sized>) -> Result<HeaderValue, Response<Body>> {
     if req.method() != Method::GET {
-        let mut res = text_response(StatusCode::METHOD_NOT_ALLOWED, "");
-        res.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET"));
-        return Err(res);
+        return Err(method_not_allowed("GET"));
     }
     let headers = req.headers();
     if !header_has_token(headers, header::UPGRADE, "websocket") {
@@ -52,6 +57,49 @@ pub fn check_handshake(req: &Request<impl Sized>) -> Result<HeaderValue, Respons
     };
     let accept = derive_accept_key(key.as_bytes());
     HeaderValue::from_str(&accept).map_err(|_| text_response(StatusCode::BAD_REQUEST, "Bad key."))
+}
+
+/// Answers a WebSocket handshake on `mount`: checks it, and once the
+/// connection is upgraded runs it with the framing `framing` makes, opening
+/// a new app session; `label` names the transport in metrics. The connection
+/// permit is held until the connection ends.
+pub fn upgrade<I, O>(
+    req: &mut Request<Incoming>,
+    mount: &Arc<MountState>,
+    server: &Arc<ServerState>,
+    permit: Arc<dyn Send + Sync>,
+    label: &'static str,
+    framing: impl FnOnce() -> (I, O) + Send + 'static,
+) -> Response<Body>
+where
+    I: Inbound + 'static,
+    O: Outbound + 'static,
+{
+    let accept = match check_handshake(req) {
+        Ok(accept) => accept,
+        Err(res) => return res,
+    };
+    let on_upgrade = hyper::upgrade::on(req);
+    let (mount, server2) = (mount.clone(), server.clone());
+    server.tracker.spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else { return };
+        let outbox = Arc::new(Outbox::new(server2.config.queue_limit));
+        let session = mount.app.open(outbox);
+        let metrics = server2.metrics.connection(mount.config.name(), label);
+        let (inbound, outbound) = framing();
+        run(
+            TokioIo::new(upgraded),
+            session,
+            inbound,
+            outbound,
+            server2.websocket_limits(),
+            metrics,
+            server2.shutdown.clone(),
+        )
+        .await;
+        drop(permit);
+    });
+    switching_protocols(accept)
 }
 
 /// The 101 response that completes a handshake.
@@ -98,10 +146,21 @@ impl Inbound for Raw {
     }
 }
 
-/// How the app's messages are framed on the way out.
+/// How the app's messages are framed on the way out. Native WebSocket sends
+/// each message as it is; SockJS opens with `o`, batches into `a[...]`,
+/// keeps proxies awake with `h` and says goodbye with `c[code,"reason"]`.
 pub trait Outbound: Send {
+    /// The frames sent as soon as the connection is up, before any message.
+    fn opening(&mut self, _frames: &mut Vec<Message>) {}
     /// Appends the frames for `batch` to `frames`.
     fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Message>);
+    /// How long the writer may stay silent before it sends [`Outbound::heartbeat`];
+    /// `None` (native WebSocket) sends none.
+    fn heartbeat_interval(&self) -> Option<Duration> {
+        None
+    }
+    /// The frames that keep an idle connection alive.
+    fn heartbeat(&mut self, _frames: &mut Vec<Message>) {}
     /// The final frames before the WebSocket close frame for `close`.
     fn closing(&mut self, _close: &Close, _frames: &mut Vec<Message>) {}
 }
@@ -212,21 +271,20 @@ async fn write<Si>(
 {
     let mut batch = Vec::new();
     let mut frames = Vec::new();
+    framing.opening(&mut frames);
+    let heartbeat = framing.heartbeat_interval();
+    let mut silent_since = Instant::now();
+    // What the frames about to be sent carry, for the metrics.
+    let (mut count, mut bytes) = (0, 0);
+    // Set once the outbox is closed: the frames still to send are the last.
+    let mut last = None;
     let close = loop {
-        let drained = outbox.drain(&mut batch).await;
-        if let Drained::Closed(close) = &drained {
-            if *close == Close::PEER_GONE || close.is_slow_consumer() {
-                // Nothing queued is wanted any more.
-                break close.clone();
-            }
-        }
-        framing.frame(&batch, &mut frames);
-        let bytes = batch.iter().map(Payload::len).sum();
-        let count = batch.len();
-        batch.clear();
         if !frames.is_empty() {
             match send_batch(&mut sink, &mut frames, outbox).await {
-                Ok(()) => metrics.sent(count, bytes),
+                Ok(()) => {
+                    metrics.sent(count, bytes);
+                    silent_since = Instant::now();
+                }
                 Err(Abandoned::Closed) => break outbox.close_reason().unwrap_or(Close::PEER_GONE),
                 Err(Abandoned::Io) => {
                     outbox.close(Close::PEER_GONE);
@@ -234,8 +292,33 @@ async fn write<Si>(
                 }
             }
         }
-        if let Drained::Closed(close) = drained {
+        if let Some(close) = last.take() {
             break close;
+        }
+        let drained = match heartbeat {
+            None => outbox.drain(&mut batch).await,
+            Some(every) => tokio::select! {
+                // `drain` is cancel-safe: a heartbeat loses no message.
+                drained = outbox.drain(&mut batch) => drained,
+                () = tokio::time::sleep_until(silent_since + every) => {
+                    framing.heartbeat(&mut frames);
+                    (count, bytes) = (0, 0);
+                    continue;
+                }
+            },
+        };
+        if let Drained::Closed(close) = &drained {
+            if *close == Close::PEER_GONE || close.is_slow_consumer() {
+                // Nothing queued is wanted any more.
+                break close.clone();
+            }
+        }
+        framing.frame(&batch, &mut frames);
+        bytes = batch.iter().map(Payload::len).sum();
+        count = batch.len();
+        batch.clear();
+        if let Drained::Closed(close) = drained {
+            last = Some(close);
         }
     };
     if close == Close::PEER_GONE {

@@ -1,0 +1,223 @@
+//! SockJS 0.3 — the protocol sockjs-client 1.x speaks — at every mount, so a
+//! browser whose proxy blocks WebSocket still gets real-time messaging over
+//! plain HTTP. The codec (escaping, frames, transport wrappers, client
+//! payloads) is `wire::sockjs`; this module is the HTTP side.
+//!
+//! | path under the mount | methods | what |
+//! |---|---|---|
+//! | (none), `/` | GET | `Welcome to SockJS!` |
+//! | `/info` | GET, OPTIONS | capabilities and entropy (`pages`) |
+//! | `/iframe.html`, `/iframe-<version>.html` | GET | the iframe page (`pages`) |
+//! | `/<server>/<session>/websocket` | GET | SockJS over WebSocket (`websocket`) |
+//! | `/<server>/<session>/xhr`, `/jsonp` | POST, GET | polling receivers (`polling`) |
+//! | `/<server>/<session>/xhr_streaming`, `/eventsource`, `/htmlfile` | POST, GET, GET | streaming receivers (`streaming`) |
+//! | `/<server>/<session>/xhr_send`, `/jsonp_send` | POST | client messages (`send`) |
+//!
+//! The HTTP transports share one session per session id (`session`): a
+//! receiving request opens it or attaches to it, a send request delivers
+//! into it, and it expires after the mount's disconnect delay without a
+//! receiving request. Each WebSocket connection is its own session.
+
+mod headers;
+mod pages;
+mod polling;
+mod send;
+mod session;
+mod streaming;
+mod websocket;
+
+use std::sync::Arc;
+
+use hub::Outbox;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+
+use self::headers::Echo;
+use self::session::{Attach, Receiver, Session};
+use crate::http::{Body, method_not_allowed, not_found, text_response};
+use crate::server::{MountState, ServerState};
+
+pub use self::pages::{CLIENT_SCRIPT_PATH, client_script};
+pub use self::session::Registry;
+
+/// The transports of a session URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Transport {
+    WebSocket,
+    Xhr,
+    XhrSend,
+    XhrStreaming,
+    EventSource,
+    HtmlFile,
+    Jsonp,
+    JsonpSend,
+}
+
+impl Transport {
+    fn parse(name: &str) -> Option<Transport> {
+        Some(match name {
+            "websocket" => Transport::WebSocket,
+            "xhr" => Transport::Xhr,
+            "xhr_send" => Transport::XhrSend,
+            "xhr_streaming" => Transport::XhrStreaming,
+            "eventsource" => Transport::EventSource,
+            "htmlfile" => Transport::HtmlFile,
+            "jsonp" => Transport::Jsonp,
+            "jsonp_send" => Transport::JsonpSend,
+            _ => return None,
+        })
+    }
+
+    /// The transport's name in metrics, for the sessions it opens.
+    fn label(self) -> &'static str {
+        match self {
+            Transport::WebSocket => "sockjs-websocket",
+            Transport::Xhr | Transport::XhrSend => "xhr-polling",
+            Transport::XhrStreaming => "xhr-streaming",
+            Transport::EventSource => "eventsource",
+            Transport::HtmlFile => "htmlfile",
+            Transport::Jsonp | Transport::JsonpSend => "jsonp-polling",
+        }
+    }
+
+    /// The methods the URL takes, for `Allow` and CORS preflights.
+    fn methods(self) -> &'static str {
+        match self {
+            Transport::Xhr | Transport::XhrSend | Transport::XhrStreaming => "OPTIONS, POST",
+            Transport::JsonpSend => "POST",
+            Transport::WebSocket | Transport::EventSource | Transport::HtmlFile | Transport::Jsonp => "GET",
+        }
+    }
+}
+
+/// Splits `/<server>/<session>/<transport>`. The server id only steers load
+/// balancers and is ignored; neither id may be empty or hold a dot.
+fn session_path(rest: &str) -> Option<(&str, Transport)> {
+    let mut parts = rest.strip_prefix('/')?.split('/');
+    let (server, session, transport) = (parts.next()?, parts.next()?, parts.next()?);
+    let valid = |id: &str| !id.is_empty() && !id.contains('.');
+    if parts.next().is_some() || !valid(server) || !valid(session) {
+        return None;
+    }
+    Some((session, Transport::parse(transport)?))
+}
+
+/// Handles a request under a mount that no other route took: `rest` is the
+/// path after the mount's prefix.
+pub async fn route(
+    mut req: Request<Incoming>,
+    rest: &str,
+    mount: &Arc<MountState>,
+    server: &Arc<ServerState>,
+    permit: Arc<dyn Send + Sync>,
+) -> Response<Body> {
+    let options = &mount.config.sockjs;
+    match rest {
+        "" | "/" => return pages::greeting(&req),
+        _ if pages::is_iframe(rest) => return pages::iframe(&req),
+        _ => {}
+    }
+    if !headers::origin_allowed(req.headers(), &options.origins) {
+        return text_response(StatusCode::FORBIDDEN, "Origin not allowed.\n");
+    }
+    if rest == "/info" {
+        return pages::info(&req, options);
+    }
+    let Some((id, transport)) = session_path(rest) else { return not_found() };
+    if transport == Transport::WebSocket {
+        if !options.websocket {
+            return not_found();
+        }
+        let framing = websocket::Sockjs::new(options.heartbeat);
+        return crate::transport::websocket::upgrade(&mut req, mount, server, permit, transport.label(), move || {
+            (framing.clone(), framing)
+        });
+    }
+    let echo = Echo::new(&req, options.cookie_needed);
+    let receiving = Receiving { id, transport, mount, server };
+    match (transport, req.method().clone()) {
+        (Transport::Xhr | Transport::XhrSend | Transport::XhrStreaming, Method::OPTIONS) => {
+            headers::preflight(&echo, transport.methods())
+        }
+        (Transport::Xhr, Method::POST) => polling::xhr(&echo, receiving).await,
+        (Transport::Jsonp, Method::GET) => polling::jsonp(&req, &echo, receiving).await,
+        (Transport::XhrStreaming, Method::POST) => streaming::xhr_streaming(&echo, receiving),
+        (Transport::EventSource, Method::GET) => streaming::eventsource(&echo, receiving),
+        (Transport::HtmlFile, Method::GET) => streaming::htmlfile(&req, &echo, receiving),
+        (Transport::XhrSend, Method::POST) => send::xhr_send(req, &echo, id, mount, server).await,
+        (Transport::JsonpSend, Method::POST) => send::jsonp_send(req, &echo, id, mount, server).await,
+        _ => method_not_allowed(transport.methods()),
+    }
+}
+
+/// A receiving request: which session it names, by which transport.
+#[derive(Clone, Copy)]
+struct Receiving<'a> {
+    id: &'a str,
+    transport: Transport,
+    mount: &'a Arc<MountState>,
+    server: &'a Arc<ServerState>,
+}
+
+impl Receiving<'_> {
+    /// Opens the session (a new id starts one, with a fresh app session)
+    /// or attaches to it; `None` when another request is already receiving.
+    fn attach(self) -> Option<Receiver> {
+        let Receiving { id, transport, mount, server } = self;
+        loop {
+            let (session, created) = mount.sessions.get_or_open(id, |id| {
+                let outbox = Arc::new(Outbox::new(server.config.queue_limit));
+                let metrics = server.metrics.connection(mount.config.name(), transport.label());
+                Session::new(id, mount.app.open(outbox), metrics)
+            });
+            if created {
+                server.tracker.spawn(session::reap(
+                    mount.sessions.clone(),
+                    session.clone(),
+                    mount.config.sockjs.disconnect_delay,
+                    server.shutdown.clone(),
+                ));
+            }
+            match session.attach() {
+                Attach::Receiver(receiver) => return Some(receiver),
+                Attach::Busy => return None,
+                // It expired between the lookup and now: the next lookup
+                // opens a new session.
+                Attach::Expired => {}
+            }
+        }
+    }
+
+    fn heartbeat(self) -> std::time::Duration {
+        self.mount.config.sockjs.heartbeat
+    }
+}
+
+/// The `c` (or `callback`) query parameter of `jsonp` and `htmlfile`,
+/// percent-decoded.
+fn callback_param<B>(req: &Request<B>) -> Option<String> {
+    let query = req.uri().query()?;
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "c" || k == "callback")
+        .map(|(_, v)| v.into_owned())
+}
+
+/// `c[2010,"Another connection still open"]`.
+fn another_connection_still_open(out: &mut Vec<u8>) {
+    let (code, reason) = wire::sockjs::ANOTHER_CONNECTION_STILL_OPEN;
+    wire::sockjs::encode_close(code, reason, out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_paths() {
+        assert_eq!(session_path("/000/abc/xhr"), Some(("abc", Transport::Xhr)));
+        assert_eq!(session_path("/a/abcdefgh_i-j%20/jsonp_send"), Some(("abcdefgh_i-j%20", Transport::JsonpSend)));
+        for bad in ["//xhr", "/a./a/xhr", "/a/a./xhr", "/././xhr", "/xhr", "///xhr", "/a/a/xhr/", "/a/a/nope", "/a/a", ""] {
+            assert_eq!(session_path(bad), None, "{bad}");
+        }
+    }
+}

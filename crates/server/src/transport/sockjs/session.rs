@@ -1,0 +1,466 @@
+//! SockJS sessions: what outlives the HTTP requests that carry them.
+//!
+//! A session is an app session, its bounded outbox, and which request (if
+//! any) is receiving its frames. Receiving requests come and go: one
+//! attaches, takes frames, and detaches; between requests the outbox keeps
+//! the app's messages in order (bounded, so a client that stops polling is
+//! closed as a slow consumer and told so by a `c[1008,...]` frame). A
+//! session with no receiving request for the mount's disconnect delay
+//! expires: its reaper task removes it from the mount's [`Registry`] and
+//! drops the app session, which leaves its rooms.
+//!
+//! Locks: a registry shard's lock may be taken before a session's state
+//! lock, never the other way round, and neither is held across an await.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::pin::pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hub::{Close, Drained, Outbox, Payload};
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::Utf8Bytes;
+use wire::sockjs::{HEARTBEAT, encode_close, encode_messages, quote};
+
+use crate::apps::AppSession;
+use crate::metrics::ConnectionMetrics;
+use crate::shutdown::Shutdown;
+
+/// The close a session gets when its receiving request vanishes mid-way
+/// (the client went away, or a proxy cut the request): what was in flight
+/// may be lost, so the session cannot simply carry on.
+pub fn interrupted() -> Close {
+    Close::new(1002, "Connection interrupted")
+}
+
+/// One lock's worth of a registry's sessions.
+type Shard = Mutex<HashMap<Arc<str>, Arc<Session>>>;
+
+/// The sessions of one mount, by session id, sharded so that requests for
+/// different sessions rarely meet on a lock.
+#[derive(Debug)]
+pub struct Registry {
+    shards: Box<[Shard]>,
+    hasher: RandomState,
+}
+
+impl Registry {
+    /// An empty registry with `shards` independently locked shards (at least one).
+    pub fn new(shards: usize) -> Registry {
+        Registry {
+            shards: (0..shards.max(1)).map(|_| Mutex::new(HashMap::new())).collect(),
+            hasher: RandomState::new(),
+        }
+    }
+
+    fn shard(&self, id: &str) -> &Shard {
+        // The modulo keeps the index in range, so the cast cannot lose it.
+        let i = (self.hasher.hash_one(id) % self.shards.len() as u64) as usize;
+        &self.shards[i]
+    }
+
+    /// The live session `id`, if there is one.
+    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
+        self.shard(id).lock().get(id).cloned()
+    }
+
+    /// The session `id`, or a new one built by `open` if there is none; the
+    /// flag says whether it is new. `open` runs under the shard's lock, so it
+    /// must only build (joining an app's rooms is fine: the hub never calls back).
+    pub fn get_or_open(&self, id: &str, open: impl FnOnce(Arc<str>) -> Session) -> (Arc<Session>, bool) {
+        let mut shard = self.shard(id).lock();
+        if let Some(session) = shard.get(id) {
+            return (session.clone(), false);
+        }
+        let id: Arc<str> = Arc::from(id);
+        let session = Arc::new(open(id.clone()));
+        shard.insert(id, session.clone());
+        (session, true)
+    }
+
+    /// Removes `session` if it has had no receiving request for `delay`.
+    /// Done under the shard's lock, so a lookup never returns a session that
+    /// has already expired.
+    fn expire_if_idle(&self, session: &Arc<Session>, delay: Duration) -> bool {
+        let mut shard = self.shard(&session.id).lock();
+        let mut state = session.state.lock();
+        if state.receiver.is_some() || state.idle_since + delay > Instant::now() {
+            return false;
+        }
+        state.expired = true;
+        if shard.get(&session.id).is_some_and(|s| Arc::ptr_eq(s, session)) {
+            shard.remove(&session.id);
+        }
+        true
+    }
+
+    fn remove(&self, session: &Arc<Session>) {
+        let mut shard = self.shard(&session.id).lock();
+        session.state.lock().expired = true;
+        if shard.get(&session.id).is_some_and(|s| Arc::ptr_eq(s, session)) {
+            shard.remove(&session.id);
+        }
+    }
+
+    /// Number of live sessions.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().len()).sum()
+    }
+}
+
+/// One SockJS session; see the module docs.
+#[derive(Debug)]
+pub struct Session {
+    id: Arc<str>,
+    outbox: Arc<Outbox>,
+    /// `None` once the session is closed or expired: the app is done with it.
+    app: Mutex<Option<AppSession>>,
+    state: Mutex<State>,
+    /// Signalled whenever a receiver attaches or detaches, for the reaper.
+    changed: Notify,
+    /// Counted as one connection for as long as the session lives.
+    metrics: ConnectionMetrics,
+}
+
+#[derive(Debug)]
+struct State {
+    /// The token of the attached receiving request.
+    receiver: Option<u64>,
+    next_token: u64,
+    /// Whether the open frame has been sent.
+    opened: bool,
+    /// When the last receiving request ended (or the session began).
+    idle_since: Instant,
+    /// Set once the session has left the registry.
+    expired: bool,
+}
+
+/// What a receiving request gets when it asks for a session.
+#[derive(Debug)]
+pub enum Attach {
+    /// It receives the session's frames.
+    Receiver(Receiver),
+    /// Another request is receiving: answer `c[2010,...]` and end.
+    Busy,
+    /// The session expired since it was looked up: look again.
+    Expired,
+}
+
+impl Session {
+    /// A session for `app`, whose outbox the session's frames come from.
+    pub fn new(id: Arc<str>, app: AppSession, metrics: ConnectionMetrics) -> Session {
+        Session {
+            id,
+            outbox: app.outbox().clone(),
+            app: Mutex::new(Some(app)),
+            state: Mutex::new(State {
+                receiver: None,
+                next_token: 0,
+                opened: false,
+                idle_since: Instant::now(),
+                expired: false,
+            }),
+            changed: Notify::new(),
+            metrics,
+        }
+    }
+
+    /// The session's outbox.
+    pub fn outbox(&self) -> &Arc<Outbox> {
+        &self.outbox
+    }
+
+    /// Makes a receiving request this session's receiver. A closed session
+    /// answers every request with its close frame (after anything still
+    /// queued) and never counts as busy, so a client asking again learns
+    /// why the session ended rather than "another connection still open".
+    pub fn attach(self: &Arc<Session>) -> Attach {
+        let mut state = self.state.lock();
+        if state.expired {
+            return Attach::Expired;
+        }
+        let closed = self.outbox.is_closed();
+        if !closed && state.receiver.is_some() {
+            return Attach::Busy;
+        }
+        let opening = !std::mem::replace(&mut state.opened, true);
+        let token = if closed {
+            None
+        } else {
+            let token = state.next_token;
+            state.next_token += 1;
+            state.receiver = Some(token);
+            Some(token)
+        };
+        drop(state);
+        self.changed.notify_waiters();
+        Attach::Receiver(Receiver {
+            session: self.clone(),
+            token,
+            opening,
+            batch: Vec::new(),
+            close: None,
+            finished: false,
+        })
+    }
+
+    /// Hands messages a client sent to the app, in order. A message over
+    /// `max_message_size` closes the session with 1009, as over WebSocket.
+    /// Messages to a closed session are dropped: nobody is listening.
+    pub fn deliver(&self, messages: Vec<String>, max_message_size: usize) {
+        let mut app = self.app.lock();
+        let Some(app) = app.as_mut() else { return };
+        for message in messages {
+            if message.len() > max_message_size {
+                self.outbox.close(Close::new(1009, "message too big"));
+                return;
+            }
+            self.metrics.received(message.len());
+            app.on_message(Utf8Bytes::from(message));
+        }
+    }
+
+    /// When the session will expire if no request attaches; `None` while
+    /// one is attached.
+    fn idle_deadline(&self, delay: Duration) -> Option<Instant> {
+        let state = self.state.lock();
+        state.receiver.is_none().then_some(state.idle_since + delay)
+    }
+}
+
+/// Runs for the life of a session: drops the app session as soon as the
+/// session is closed (so a chat member leaves its room at once), expires
+/// the session after `delay` without a receiving request, and closes it
+/// with 1001 when the server shuts down.
+pub async fn reap(registry: Arc<Registry>, session: Arc<Session>, delay: Duration, shutdown: Shutdown) {
+    let mut app_open = true;
+    loop {
+        let mut changed = pin!(session.changed.notified());
+        changed.as_mut().enable();
+        let deadline = session.idle_deadline(delay);
+        // A far deadline stands for "none": the branch is disabled then anyway.
+        let sleep = tokio::time::sleep_until(deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400)));
+        tokio::select! {
+            () = changed => {}
+            () = sleep, if deadline.is_some() => {
+                if registry.expire_if_idle(&session, delay) {
+                    break;
+                }
+            }
+            close = session.outbox.closed(), if app_open => {
+                app_open = false;
+                if close.is_slow_consumer() {
+                    session.metrics.slow_consumer();
+                }
+                session.app.lock().take();
+            }
+            () = shutdown.wait() => {
+                session.outbox.close(Close::GOING_AWAY);
+                registry.remove(&session);
+                break;
+            }
+        }
+    }
+    session.app.lock().take();
+}
+
+/// What [`Receiver::next`] produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// An `a[...]` frame.
+    Messages,
+    /// An `h` frame: nothing happened for a heartbeat interval.
+    Heartbeat,
+    /// A `c[code,"reason"]` frame: the session is closed; end the response.
+    Close,
+}
+
+/// A request receiving a session's frames. Dropping it without
+/// [`Receiver::finish`] means the request was cut off mid-way: the session
+/// is then closed with 1002 "Connection interrupted".
+#[derive(Debug)]
+pub struct Receiver {
+    session: Arc<Session>,
+    /// `None` for a request on a closed session, which holds no slot.
+    token: Option<u64>,
+    opening: bool,
+    batch: Vec<Payload>,
+    /// A close to send after the messages just sent.
+    close: Option<Close>,
+    finished: bool,
+}
+
+impl Receiver {
+    /// Whether the session is new and this request must send the open frame
+    /// (`o`) first.
+    pub fn opening(&self) -> bool {
+        self.opening
+    }
+
+    /// Waits for the session's next frame and appends it, unwrapped, to
+    /// `out`: every message queued (one `a[...]`), else the close, else a
+    /// heartbeat once `heartbeat` has passed with nothing to send. Cancel-safe
+    /// until it returns: nothing is taken from the outbox before then.
+    pub async fn next(&mut self, heartbeat: Duration, out: &mut Vec<u8>) -> Step {
+        if let Some(close) = self.close.take() {
+            encode_close(close.code, &close.reason, out);
+            return Step::Close;
+        }
+        let outbox = self.session.outbox.clone();
+        let sleep = tokio::time::sleep(heartbeat);
+        let mut sleep = pin!(sleep);
+        loop {
+            let drained = tokio::select! {
+                drained = outbox.drain(&mut self.batch) => drained,
+                () = sleep.as_mut() => {
+                    out.extend_from_slice(HEARTBEAT);
+                    return Step::Heartbeat;
+                }
+            };
+            let close = match drained {
+                Drained::Messages => None,
+                Drained::Closed(close) => Some(close),
+            };
+            if !self.batch.is_empty() {
+                encode_messages(self.batch.iter().map(|p| p.sockjs_json(quote)), out);
+                let bytes = self.batch.iter().map(Payload::len).sum();
+                self.session.metrics.sent(self.batch.len(), bytes);
+                self.batch.clear();
+                self.close = close;
+                return Step::Messages;
+            }
+            if let Some(close) = close {
+                encode_close(close.code, &close.reason, out);
+                return Step::Close;
+            }
+        }
+    }
+
+    /// Ends the request normally: the session's disconnect delay starts.
+    pub fn finish(mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.session.outbox.close(interrupted());
+        }
+        let mut state = self.session.state.lock();
+        if self.token.is_some() && state.receiver == self.token {
+            state.receiver = None;
+        }
+        if state.receiver.is_none() {
+            state.idle_since = Instant::now();
+        }
+        drop(state);
+        self.session.changed.notify_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apps::{App, AppKind};
+    use crate::metrics::Metrics;
+
+    fn session(kind: AppKind) -> Arc<Session> {
+        let app = Arc::new(App::new(kind));
+        let metrics = Metrics::default();
+        let outbox = Arc::new(Outbox::new(1 << 20));
+        Arc::new(Session::new(Arc::from("s"), app.open(outbox), metrics.connection("echo", "xhr")))
+    }
+
+    fn receiver(session: &Arc<Session>) -> Receiver {
+        match session.attach() {
+            Attach::Receiver(r) => r,
+            other => panic!("expected a receiver, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn one_receiver_at_a_time_and_open_only_once() {
+        let s = session(AppKind::Echo);
+        let first = receiver(&s);
+        assert!(first.opening());
+        assert!(matches!(s.attach(), Attach::Busy));
+        first.finish();
+        let second = receiver(&s);
+        assert!(!second.opening());
+        second.finish();
+    }
+
+    #[tokio::test]
+    async fn messages_then_close_then_close_again() {
+        let s = session(AppKind::Echo);
+        s.deliver(vec!["a".into(), "b\u{2028}".into()], 100);
+        s.outbox().close(Close::new(3000, "Go away!"));
+        let mut r = receiver(&s);
+        let mut out = Vec::new();
+        assert_eq!(r.next(Duration::from_secs(60), &mut out).await, Step::Messages);
+        assert_eq!(out, br#"a["a","b\u2028"]"#);
+        out.clear();
+        assert_eq!(r.next(Duration::from_secs(60), &mut out).await, Step::Close);
+        assert_eq!(out, br#"c[3000,"Go away!"]"#);
+        r.finish();
+        // A closed session never answers busy, and repeats its close.
+        let mut again = receiver(&s);
+        let _other = receiver(&s);
+        out.clear();
+        assert_eq!(again.next(Duration::from_secs(60), &mut out).await, Step::Close);
+        assert_eq!(out, br#"c[3000,"Go away!"]"#);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn heartbeat_when_idle() {
+        let s = session(AppKind::Echo);
+        let mut r = receiver(&s);
+        let mut out = Vec::new();
+        assert_eq!(r.next(Duration::from_secs(25), &mut out).await, Step::Heartbeat);
+        assert_eq!(out, b"h");
+        r.finish();
+    }
+
+    #[tokio::test]
+    async fn a_dropped_receiver_interrupts_the_session() {
+        let s = session(AppKind::Echo);
+        drop(receiver(&s));
+        assert_eq!(s.outbox().close_reason(), Some(interrupted()));
+    }
+
+    #[tokio::test]
+    async fn oversized_messages_close_with_1009() {
+        let s = session(AppKind::Echo);
+        s.deliver(vec!["ok".into(), "x".repeat(11), "never".into()], 10);
+        assert_eq!(s.outbox().close_reason().map(|c| c.code), Some(1009));
+        assert_eq!(s.outbox().len(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_reaper_expires_an_idle_session_and_keeps_a_busy_one() {
+        let registry = Arc::new(Registry::new(4));
+        let app = Arc::new(App::new(AppKind::Echo));
+        let metrics = Metrics::default();
+        let (s, created) = registry.get_or_open("abc", |id| {
+            Session::new(id, app.open(Arc::new(Outbox::new(1 << 20))), metrics.connection("echo", "xhr"))
+        });
+        assert!(created);
+        let delay = Duration::from_secs(5);
+        let reaper = tokio::spawn(reap(registry.clone(), s.clone(), delay, Shutdown::default()));
+        let r = receiver(&s);
+        tokio::time::sleep(delay * 3).await;
+        assert_eq!(registry.len(), 1, "a session with a receiver never expires");
+        r.finish();
+        tokio::time::sleep(delay / 2).await;
+        assert!(registry.get("abc").is_some());
+        reaper.await.unwrap();
+        assert!(registry.get("abc").is_none());
+        assert!(matches!(s.attach(), Attach::Expired));
+        assert!(s.app.lock().is_none());
+    }
+}
