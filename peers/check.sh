@@ -45,7 +45,7 @@ for p in "${peers[@]}"; do
     if kill -0 "$server_pid" 2>/dev/null; then
       echo "$p: FAILED: not ready within ${START_S} s (log: peers/.logs/check-$p.log)"
     else
-      echo "$p: FAILED: did not start: $(tail -n1 "$log")"
+      echo "$p: FAILED: did not start: $(tail -n1 "$log" | sed "s/^$p: FAILED: //")"
     fi
     kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null
     server_pid=""; failed=$((failed + 1)); continue

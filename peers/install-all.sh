@@ -35,7 +35,8 @@ for p in "${peers[@]}"; do
     echo "${out/#$p: installed/$p: ok, installed}"
   else
     reason="$(grep -m1 'FAILED' "$log" || tail -n1 "$log")"
-    echo "$p: FAILED: ${reason#"$p: FAILED: "} (log: peers/.logs/install-$p.log)"
+    reason="${reason#"$p: FAILED: "}"; [ ${#reason} -le 300 ] || reason="${reason:0:300}…"
+    echo "$p: FAILED: $reason (log: peers/.logs/install-$p.log)"
     failed=$((failed + 1))
   fi
 done

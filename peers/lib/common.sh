@@ -61,8 +61,14 @@ venv_install() {
     make_venv "$venv" "$python"
   fi
   say "pip install -r $req"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req" >&2 \
-    || die "pip install -r $req failed (see above)"
+  local errs
+  errs="$(mktemp)"
+  if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req" 2>"$errs" >&2; then
+    cat "$errs" >&2
+    die "pip install -r $req failed: $(grep -m1 '^ERROR' "$errs" || tail -n1 "$errs")"
+  fi
+  cat "$errs" >&2
+  rm -f "$errs"
   cp "$req" "$stamp"
 }
 
@@ -85,7 +91,7 @@ make_venv() {
   pyver="$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
   tmp="$(mktemp -d)"
   "$host_py" -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-    --python-version "$pyver" -d "$tmp" pip setuptools wheel >&2 || die "could not download pip from PyPI"
+    --python-version "$pyver" -d "$tmp" pip setuptools >&2 || die "could not download pip from PyPI"
   "$venv/bin/python" "$(ls "$tmp"/pip-*.whl)/pip" install --quiet --no-index "$tmp"/*.whl >&2 \
     || die "could not install pip into $venv"
   rm -rf "$tmp"

@@ -31,6 +31,9 @@ for (const name of APP_NAMES) {
     heartbeat_delay: 25000,
     disconnect_delay: 5000,
     response_limit: 128 * 1024,
+    // Largest WebSocket message faye-websocket accepts (default 64 MiB): the
+    // 64 KiB of Switchboard's --max-message-size, as on every peer but socket.io.
+    faye_server_options: { maxLength: 64 * 1024 },
   });
   service.on('connection', (conn) => {
     if (!conn) return; // sockjs emits null for a session closed before it opened
