@@ -98,6 +98,26 @@ fn next_candidate(bytes: &[u8], mut from: usize) -> Option<usize> {
         .map(|at| from + at)
 }
 
+/// Offset of the first byte at or after `from` that ends a run of plain
+/// characters inside a JSON string (`"`, `\\` or a raw control, which is an
+/// error), eight bytes at a time; `None` if the input ends first.
+#[inline]
+fn next_in_string_special(bytes: &[u8], mut from: usize) -> Option<usize> {
+    while let Some(word) = bytes.get(from..).and_then(<[u8]>::first_chunk::<8>) {
+        let w = u64::from_le_bytes(*word);
+        let mask =
+            (w.wrapping_sub(ONES * 0x20) & !w & HIGHS) | eq_mask(w, b'"') | eq_mask(w, b'\\');
+        if mask != 0 {
+            return Some(from + (mask.trailing_zeros() / 8) as usize);
+        }
+        from += 8;
+    }
+    let tail = bytes.get(from..)?;
+    tail.iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|at| from + at)
+}
+
 /// True for the code points SockJS sends as `\uXXXX` although JSON allows
 /// them raw: browsers drop or rewrite them on some transports. This is the
 /// set in sockjs-node's `quote` (`lib/utils.js`), which the protocol suite's
@@ -345,10 +365,11 @@ impl<'a> Reader<'a> {
         let mut out = String::new();
         let mut run = self.pos;
         loop {
-            let Some(&b) = input.get(self.pos) else {
+            let Some(at) = next_in_string_special(input, self.pos) else {
                 return Err(JsonError::Syntax);
             };
-            match b {
+            self.pos = at;
+            match input[at] {
                 b'"' => {
                     push_lossy(&mut out, &input[run..self.pos]);
                     self.pos += 1;
@@ -360,8 +381,7 @@ impl<'a> Reader<'a> {
                     self.escape(&mut out)?;
                     run = self.pos;
                 }
-                0x00..=0x1F => return Err(JsonError::Syntax),
-                _ => self.pos += 1,
+                _ => return Err(JsonError::Syntax),
             }
         }
     }
@@ -671,6 +691,33 @@ mod tests {
                         reference(&long[5..]).map(|at| at + 5)
                     );
                     assert_eq!(next_candidate(&w[lane..], 0), reference(&w[lane..]));
+                }
+            }
+        }
+    }
+
+    /// Same check for the decoder's scan inside a string.
+    #[test]
+    fn string_scan_agrees_with_byte_check() {
+        let reference = |bytes: &[u8]| {
+            bytes
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        };
+        for b in 0..=255u8 {
+            for filler in [b'a', 0x7F, 0x80, 0xE2, 0xFF, b'"', 0x00] {
+                for lane in 0..8 {
+                    let mut long = [b'z'; 19];
+                    long[3 + lane] = b;
+                    long[11 + lane] = filler;
+                    for from in [0, 5, 13] {
+                        let want = reference(&long[from..]).map(|at| at + from);
+                        assert_eq!(
+                            next_in_string_special(&long, from),
+                            want,
+                            "{b:#x} {filler:#x} {lane}"
+                        );
+                    }
                 }
             }
         }

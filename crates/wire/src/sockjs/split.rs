@@ -48,7 +48,7 @@ pub enum SplitError {
 
 /// Where an htmlfile/JSONP splitter is.
 #[derive(Debug, Clone, Copy)]
-enum Wrapped {
+enum CallState {
     /// Looking for the call that starts the next string; `buf[..scanned]`
     /// holds no start of it.
     Seek,
@@ -67,7 +67,7 @@ pub struct Splitter {
     buf: BytesMut,
     /// Bytes at the front of `buf` known not to hold what we look for next.
     scanned: usize,
-    wrapped: Wrapped,
+    call: CallState,
     /// EventSource: the data lines of the event being read, joined with LF.
     data: BytesMut,
     /// EventSource: whether the current event has had a `data` line.
@@ -88,7 +88,7 @@ impl Splitter {
             wrapping,
             buf: BytesMut::new(),
             scanned: 0,
-            wrapped: Wrapped::Seek,
+            call: CallState::Seek,
             data: BytesMut::new(),
             has_data: false,
             max_frame_len: Self::DEFAULT_MAX_FRAME_LEN,
@@ -201,7 +201,7 @@ impl Splitter {
     /// htmlfile and JSONP: skips to `marker` (which ends with the string's
     /// opening quote), reads the JS string and its closing `)`.
     fn next_call_frame(&mut self, marker: &[u8]) -> Result<Split, SplitError> {
-        if let Wrapped::Seek = self.wrapped {
+        if let CallState::Seek = self.call {
             let from = self.scanned;
             let found = self.buf[from..]
                 .windows(marker.len())
@@ -216,15 +216,15 @@ impl Splitter {
             // Keep the opening quote: the string starts at buf[0].
             self.buf.advance(at + marker.len() - 1);
             self.scanned = 0;
-            self.wrapped = Wrapped::InString {
+            self.call = CallState::InString {
                 pos: 1,
                 escaped: false,
             };
         }
-        let Wrapped::InString {
+        let CallState::InString {
             mut pos,
             mut escaped,
-        } = self.wrapped
+        } = self.call
         else {
             return Ok(Split::NeedMore);
         };
@@ -241,12 +241,12 @@ impl Splitter {
             pos += 1;
         }
         let Some(end) = end else {
-            self.wrapped = Wrapped::InString { pos, escaped };
+            self.call = CallState::InString { pos, escaped };
             self.too_long(self.buf.len())?;
             return Ok(Split::NeedMore);
         };
         // Stay on the closing quote until we can see what follows it.
-        self.wrapped = Wrapped::InString {
+        self.call = CallState::InString {
             pos: end,
             escaped: false,
         };
@@ -257,7 +257,7 @@ impl Splitter {
         }
         let frame = json::parse_string(&self.buf[..=end]).map_err(|_| SplitError::Malformed)?;
         self.buf.advance(end + 2);
-        self.wrapped = Wrapped::Seek;
+        self.call = CallState::Seek;
         Ok(Split::Frame(Bytes::from(frame.into_bytes())))
     }
 }
