@@ -32,7 +32,10 @@ for p in "${peers[@]}"; do
     echo "$p: FAILED: no such peer"; failed=$((failed + 1)); continue
   fi
   # Port 0: the server binds a free port and names it in its ready line.
-  "$HERE/$p/start.sh" 0 >"$log" 2>&1 &
+  # Empty the log here, not in the background job: its redirection runs after
+  # the fork, and the loop below must not read the last run's ready line.
+  : >"$log"
+  "$HERE/$p/start.sh" 0 >>"$log" 2>&1 &
   server_pid=$!
   port=""
   for _ in $(seq $((START_S * 10))); do
