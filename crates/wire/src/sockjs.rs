@@ -25,7 +25,7 @@ pub use frame::{
 };
 pub use json::{quote, quote_into};
 pub use payload::{PayloadError, decode_jsonp_send, decode_websocket, decode_xhr_send};
-pub use split::{Split, SplitError, Splitter, Stream};
+pub use split::{Split, SplitError, Splitter, Wrapping};
 pub use transport::{
     Callback, CallbackError, EVENTSOURCE_PRELUDE, Framing, XHR_STREAMING_PRELUDE, eventsource_into,
     htmlfile_into, htmlfile_prelude_into, jsonp_into, xhr_into,
