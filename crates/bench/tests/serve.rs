@@ -81,3 +81,29 @@ async fn broadcast_reaches_every_client() {
         }
     }
 }
+
+#[tokio::test]
+async fn sockjs_transports_against_serve() {
+    let serve = Serve::start().await;
+    let argv = ["pingpong", "--quiet", "--target", &serve.url("echo"), "--count", "10", "--transport", "all"];
+    let (file, err) = measure(&argv).await;
+    assert!(err.is_none(), "{err:?}");
+    let v = json(&file);
+    let results = v["runs"][0]["results"].as_array().expect("results");
+    assert_eq!(results.len(), 6, "{results:#?}");
+    for r in results {
+        assert_eq!(r["round_trip"]["count"], 10, "{r:#}");
+    }
+    let argv = [
+        "broadcast", "--quiet", "--target", &serve.url("broadcast"), "--levels", "3", "--start-rate", "20",
+        "--max-rate", "20", "--step-seconds", "0.3", "--transport", "xhr-streaming,xhr-polling,eventsource,jsonp-polling,sockjs-websocket",
+    ];
+    let (file, err) = measure(&argv).await;
+    assert!(err.is_none(), "{err:?}");
+    let v = json(&file);
+    for level in v["runs"][0]["levels"].as_array().expect("levels") {
+        for step in level["steps"].as_array().expect("steps") {
+            assert_eq!(step["received"], step["expected"], "{level:#}");
+        }
+    }
+}

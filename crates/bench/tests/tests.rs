@@ -10,6 +10,7 @@ mod errors;
 mod pingpong;
 mod schema;
 mod serve;
+mod sockjs;
 
 use clap::Parser;
 use tokio_util::sync::CancellationToken;

@@ -68,6 +68,8 @@ impl Sender {
             .header(hyper::header::HOST, &self.authority)
             .body(Empty::new())
             .map_err(|e| Error::usage(format!("bad request {uri}: {e}")))?;
+        // hyper hands a request to the connection only once it is idle again.
+        self.request.ready().await.map_err(|e| Error::closed(format!("GET {uri}: {e}")))?;
         let resp = self
             .request
             .send_request(req)

@@ -5,6 +5,7 @@
 //! while another task receives; a sender never waits for a reply.
 
 mod http;
+mod sockjs;
 mod websocket;
 
 use std::time::Duration;
@@ -69,9 +70,10 @@ impl TransportKind {
         !matches!(self, TransportKind::Websocket | TransportKind::Http)
     }
 
-    /// Whether this build can speak the transport yet.
+    /// Whether this build can speak the transport (all of them now; kept so a later
+    /// transport can land before its adapter).
     pub fn is_available(self) -> bool {
-        matches!(self, TransportKind::Websocket | TransportKind::Http)
+        true
     }
 }
 
@@ -91,9 +93,18 @@ pub struct Connection {
 pub async fn connect(target: &Target, kind: TransportKind, timeout: Duration) -> Result<Connection, Error> {
     let open = async {
         match kind {
-            TransportKind::Websocket => websocket::connect(&target.websocket_url()).await,
+            TransportKind::Websocket => websocket::connect(&target.websocket_url(), false).await,
             TransportKind::Http => http::connect(target).await,
-            other => Err(Error::usage(format!("the {other} transport is not available in this build yet"))),
+            _ if target.is_exact_websocket() => {
+                Err(Error::usage(format!("the {kind} transport needs an http:// --target, not a ws:// URL")))
+            }
+            TransportKind::SockjsWebsocket => {
+                websocket::connect(&target.ws_url(&format!("{}/websocket", sockjs::session_path())), true).await
+            }
+            TransportKind::XhrStreaming
+            | TransportKind::XhrPolling
+            | TransportKind::Eventsource
+            | TransportKind::JsonpPolling => sockjs::connect(target, kind).await,
         }
     };
     match tokio::time::timeout(timeout, open).await {
@@ -106,6 +117,7 @@ pub async fn connect(target: &Target, kind: TransportKind, timeout: Duration) ->
 pub enum Sender {
     Websocket(websocket::Sender),
     Http(http::Sender),
+    Sockjs(sockjs::Sender),
 }
 
 impl Sender {
@@ -114,6 +126,7 @@ impl Sender {
         match self {
             Sender::Websocket(s) => s.send(text).await,
             Sender::Http(s) => s.send(text).await,
+            Sender::Sockjs(s) => s.send(text).await,
         }
     }
 
@@ -121,7 +134,7 @@ impl Sender {
     pub async fn close(&mut self) {
         match self {
             Sender::Websocket(s) => s.close().await,
-            Sender::Http(_) => {}
+            Sender::Http(_) | Sender::Sockjs(_) => {}
         }
     }
 }
@@ -130,6 +143,7 @@ impl Sender {
 pub enum Receiver {
     Websocket(websocket::Receiver),
     Http(http::Receiver),
+    Sockjs(sockjs::Receiver),
 }
 
 impl Receiver {
@@ -138,6 +152,7 @@ impl Receiver {
         match self {
             Receiver::Websocket(r) => r.recv().await,
             Receiver::Http(r) => r.recv().await,
+            Receiver::Sockjs(r) => r.recv().await,
         }
     }
 }

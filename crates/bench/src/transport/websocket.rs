@@ -1,4 +1,8 @@
-//! Native WebSocket adapter (tokio-tungstenite): one text frame per application message.
+//! WebSocket adapter (tokio-tungstenite). Native framing: one text frame per application
+//! message. SockJS framing (its raw WebSocket endpoint): the server sends `o`, `h`,
+//! `a[...]` and `c[...]` frames, the client sends JSON arrays of strings.
+
+use std::collections::VecDeque;
 
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
@@ -14,22 +18,39 @@ type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 pub struct Sender {
     sink: SplitSink<Ws, Message>,
     url: String,
+    sockjs: bool,
 }
 
 pub struct Receiver {
     stream: SplitStream<Ws>,
     url: String,
+    sockjs: bool,
+    /// SockJS: messages of an `a[...]` frame not yet handed out.
+    pending: VecDeque<Text>,
+    opened: bool,
 }
 
-pub(super) async fn connect(url: &str) -> Result<super::Connection, Error> {
+/// Connects; with `sockjs`, the connection counts as open once the `o` frame arrived.
+pub(super) async fn connect(url: &str, sockjs: bool) -> Result<super::Connection, Error> {
     // Nagle off: a latency benchmark must not wait 40 ms for a delayed ACK.
     let (ws, _response) = tokio_tungstenite::connect_async_with_config(url, None, true)
         .await
         .map_err(|e| handshake_error(url, e))?;
     let (sink, stream) = ws.split();
+    let mut receiver = Receiver { stream, url: url.to_string(), sockjs, pending: VecDeque::new(), opened: false };
+    if sockjs {
+        while !receiver.opened {
+            let Some(frame) = receiver.next_frame().await? else {
+                return Err(Error::closed(format!("{url}: closed before the SockJS open frame")));
+            };
+            let mut batch = Vec::new();
+            super::sockjs::on_frame(frame.as_bytes(), url, &mut receiver.opened, &mut batch)?;
+            receiver.pending.extend(batch);
+        }
+    }
     Ok(super::Connection {
-        sender: super::Sender::Websocket(Sender { sink, url: url.to_string() }),
-        receiver: super::Receiver::Websocket(Receiver { stream, url: url.to_string() }),
+        sender: super::Sender::Websocket(Sender { sink, url: url.to_string(), sockjs }),
+        receiver: super::Receiver::Websocket(receiver),
     })
 }
 
@@ -49,8 +70,16 @@ fn handshake_error(url: &str, e: tungstenite::Error) -> Error {
 
 impl Sender {
     pub async fn send(&mut self, text: &str) -> Result<(), Error> {
+        let message = if self.sockjs {
+            let mut buf = bytes::BytesMut::with_capacity(text.len() + 8);
+            super::sockjs::encode_send(text, &mut buf);
+            // Quoting yields valid UTF-8 from valid UTF-8.
+            Message::text(String::from_utf8_lossy(&buf).into_owned())
+        } else {
+            Message::text(text)
+        };
         self.sink
-            .send(Message::text(text))
+            .send(message)
             .await
             .map_err(|e| Error::closed(format!("{}: send failed: {e}", self.url)))
     }
@@ -62,6 +91,24 @@ impl Sender {
 
 impl Receiver {
     pub async fn recv(&mut self) -> Result<Option<Text>, Error> {
+        if !self.sockjs {
+            return self.next_frame().await;
+        }
+        loop {
+            if let Some(text) = self.pending.pop_front() {
+                return Ok(Some(text));
+            }
+            let Some(frame) = self.next_frame().await? else { return Ok(None) };
+            let mut batch = Vec::new();
+            if !super::sockjs::on_frame(frame.as_bytes(), &self.url, &mut self.opened, &mut batch)? {
+                return Ok(None);
+            }
+            self.pending.extend(batch);
+        }
+    }
+
+    /// The next text frame as it came off the wire.
+    async fn next_frame(&mut self) -> Result<Option<Text>, Error> {
         loop {
             match self.stream.next().await {
                 None | Some(Ok(Message::Close(_))) => return Ok(None),

@@ -2,6 +2,9 @@
 //! count (WebSocket and `GET /count/xhr`), broadcast (optionally slow or lossy) and chat,
 //! mounted like `switchboard serve` mounts its apps. They exist to make the bench's
 //! failure paths happen on purpose; the happy paths also run against the real server.
+//! `/echo` also speaks SockJS (every transport), for the bench's SockJS client adapters.
+
+mod sockjs;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -11,7 +14,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use http_body_util::Full;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -86,6 +90,7 @@ struct State {
     broadcast_lock: Mutex<()>,
     broadcast_seen: AtomicU64,
     chat: Mutex<Vec<ChatMember>>,
+    sockjs: sockjs::Sessions,
 }
 
 struct ChatMember {
@@ -102,14 +107,15 @@ impl State {
             broadcast_lock: Mutex::new(()),
             broadcast_seen: AtomicU64::new(0),
             chat: Mutex::new(Vec::new()),
+            sockjs: sockjs::Sessions::default(),
         }
     }
 }
 
-type Body = Full<Bytes>;
+type Body = BoxBody<Bytes, Infallible>;
 
 fn respond(status: StatusCode, body: &str) -> Response<Body> {
-    let mut r = Response::new(Full::new(Bytes::from(body.to_string())));
+    let mut r = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
     *r.status_mut() = status;
     r
 }
@@ -122,6 +128,13 @@ async fn handle(req: Request<Incoming>, state: Arc<State>, stop: CancellationTok
             Some(n) => respond(StatusCode::OK, &format!("{{\"count\":{}}}", n - 1)),
             None => respond(StatusCode::BAD_REQUEST, "{\"error\":\"count missing\"}"),
         });
+    }
+    if path == "/echo/info" {
+        return Ok(respond(StatusCode::OK, r#"{"websocket":true,"cookie_needed":false,"origins":["*:*"],"entropy":1}"#));
+    }
+    let parts: Vec<&str> = path.split('/').collect();
+    if let ["", "echo", _server, session, transport] = parts[..] {
+        return Ok(sockjs::handle(req, &state.sockjs, session.to_string(), transport.to_string(), stop).await);
     }
     let app = match path.as_str() {
         "/echo/websocket" => App::Echo,
@@ -147,7 +160,7 @@ async fn handle(req: Request<Incoming>, state: Arc<State>, stop: CancellationTok
         .header("upgrade", "websocket")
         .header("connection", "Upgrade")
         .header("sec-websocket-accept", accept)
-        .body(Full::new(Bytes::new()))
+        .body(Full::new(Bytes::new()).boxed())
         .expect("static response");
     Ok(resp)
 }
