@@ -7,6 +7,17 @@
   const body = getComputedStyle(document.body);
   Chart.defaults.font.family = body.fontFamily;
   Chart.defaults.color = body.color;
+  // 1, 2, 5, 10, 20, 50 …: the ticks a log axis labels.
+  const isStep125 = (v) => {
+    const m = v / Math.pow(10, Math.floor(Math.log10(v) + 1e-9));
+    return [1, 2, 5].some((k) => Math.abs(m - k) < 1e-6);
+  };
+  // The 1-2-5 value at or below (round = Math.floor) or above (Math.ceil) v.
+  const step125 = (v, round) => {
+    const decade = Math.pow(10, Math.floor(Math.log10(v)));
+    const steps = [1, 2, 5, 10].map((k) => k * decade);
+    return round === Math.floor ? steps.filter((s) => s <= v * (1 + 1e-9)).pop() : steps.find((s) => s >= v * (1 - 1e-9));
+  };
   let drawn = 0;
   for (const spec of data.charts) {
     const canvas = document.getElementById(spec.id);
@@ -24,11 +35,23 @@
       pointRadius: (ctx) => (flagged(ctx) ? 7 : 3.5),
       pointBorderWidth: (ctx) => (flagged(ctx) ? 2.5 : 1),
     }));
-    const axis = (a, type) => ({
-      type,
-      title: { display: true, text: a.title },
-      beginAtZero: type === "linear",
-    });
+    // Values start at zero on y (bars and latencies read as sizes); x follows the data.
+    const axis = (a, type, values, zero) => {
+      const options = { type, title: { display: true, text: a.title }, beginAtZero: zero && type === "linear" };
+      if (type === "logarithmic") {
+        // Start and end on a 1-2-5 value around the data (so no point sits on the
+        // axis line) and label only those ticks.
+        const positive = values.filter((v) => v > 0);
+        options.min = step125(Math.min(...positive), Math.floor);
+        options.max = step125(Math.max(...positive), Math.ceil);
+        options.ticks = {
+          callback: (v) => (isStep125(v) ? Number(v).toLocaleString("en-US", { maximumFractionDigits: 3 }) : ""),
+        };
+      }
+      return options;
+    };
+    const xs = bar ? [] : spec.series.flatMap((s) => s.points.filter((p) => p.y != null).map((p) => p.x));
+    const ys = spec.series.flatMap((s) => s.points.map((p) => p.y)).filter((y) => y != null);
     try {
       new Chart(canvas, {
         type: bar ? "bar" : "line",
@@ -39,8 +62,8 @@
           animation: false,
           interaction: bar ? { mode: "index", intersect: false } : { mode: "nearest", intersect: false },
           scales: {
-            x: axis(spec.x, bar ? "category" : spec.x.log ? "logarithmic" : "linear"),
-            y: axis(spec.y, spec.y.log ? "logarithmic" : "linear"),
+            x: axis(spec.x, bar ? "category" : spec.x.log ? "logarithmic" : "linear", xs, false),
+            y: axis(spec.y, spec.y.log ? "logarithmic" : "linear", ys, true),
           },
           plugins: {
             title: { display: true, text: spec.title, font: { size: 15, weight: "bold" } },

@@ -116,7 +116,7 @@ const HUES: [u16; 8] = [212, 28, 140, 354, 271, 190, 45, 320];
 /// that hue for the source's several lines (broadcast levels, chat room counts).
 pub fn color(source: usize, shade: usize, shades: usize) -> String {
     let hue = HUES[source % HUES.len()];
-    let light = if shades <= 1 { 42 } else { 30 + (32 * shade / (shades - 1)) as u16 };
+    let light = if shades <= 1 { 45 } else { 34 + (30 * shade / (shades - 1)) as u16 };
     format!("hsl({hue} 65% {light}%)")
 }
 
@@ -155,7 +155,7 @@ mod tests {
 
     #[test]
     fn shades_stay_in_range() {
-        assert_eq!(color(0, 0, 3), "hsl(212 65% 30%)");
-        assert_eq!(color(9, 2, 3), "hsl(28 65% 62%)");
+        assert_eq!(color(0, 0, 3), "hsl(212 65% 34%)");
+        assert_eq!(color(9, 2, 3), "hsl(28 65% 64%)");
     }
 }

@@ -112,48 +112,70 @@ impl Page<'_> {
         h.push_str("</nav>\n</header>\n");
     }
 
+    /// One row per file: when it started, the exact command, its runs; the machine and
+    /// versions once when every file shares them, else per file.
     fn files_section(&self, h: &mut String) {
         h.push_str("<section id=\"files\">\n<h2>Result files</h2>\n");
-        for file in self.files {
-            let _ = write!(h, "<article class=\"file\">\n<h3>{}</h3>\n<dl>\n", escape(&file.name));
-            let started = file.started_at.as_deref().unwrap_or("unknown");
-            let _ = write!(h, "<dt>started</dt><dd>{}</dd>\n", escape(started));
+        let machines: Vec<String> = self.files.iter().map(machine).collect();
+        let versions: Vec<String> = self.files.iter().map(versions).collect();
+        let same_machine = machines.windows(2).all(|w| w[0] == w[1]);
+        let same_versions = versions.windows(2).all(|w| w[0] == w[1]);
+        if same_machine && !machines.is_empty() {
+            let _ = write!(h, "<p class=\"common\"><b>Machine</b> {}</p>\n", escape(&machines[0]));
+        }
+        if same_versions && !versions.is_empty() {
+            let _ = write!(h, "<p class=\"common\"><b>Versions</b> {}</p>\n", escape(&versions[0]));
+        }
+        h.push_str("<div class=\"table-wrap\"><table class=\"files\">\n<thead><tr><th>file</th><th>started</th>");
+        if !same_machine {
+            h.push_str("<th>machine</th>");
+        }
+        if !same_versions {
+            h.push_str("<th>versions</th>");
+        }
+        h.push_str("<th>command</th><th>runs</th></tr></thead>\n<tbody>\n");
+        for (i, file) in self.files.iter().enumerate() {
+            let flagged = file.runs.iter().any(|r| r.partial || r.bench_cpu_bound);
+            h.push_str(if flagged { "<tr class=\"flagged\">" } else { "<tr>" });
+            let _ = write!(
+                h,
+                "<td>{}</td><td>{}</td>",
+                escape(&file.name),
+                escape(file.started_at.as_deref().unwrap_or("unknown"))
+            );
+            if !same_machine {
+                let _ = write!(h, "<td>{}</td>", escape(&machines[i]));
+            }
+            if !same_versions {
+                let _ = write!(h, "<td>{}</td>", escape(&versions[i]));
+            }
             let command = if file.command.is_empty() { "unknown".to_string() } else { shell_words(&file.command) };
-            let _ = write!(h, "<dt>command</dt><dd><code>{}</code></dd>\n", escape(&command));
-            let versions: Vec<String> = file.versions.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            let versions = if versions.is_empty() { file.format.clone().unwrap_or_else(|| "unknown".to_string()) } else { versions.join(", ") };
-            let _ = write!(h, "<dt>versions</dt><dd>{}</dd>\n", escape(&versions));
-            let _ = write!(h, "<dt>machine</dt><dd>{}</dd>\n</dl>\n", escape(&machine(file)));
-            let mut runs = Table::new("Runs", &["server", "target", "scenario", "started", "#duration (s)", "caveats"]);
-            for run in &file.runs {
-                let mut caveats = Vec::new();
+            let _ = write!(h, "<td><code>{}</code></td><td>", escape(&command));
+            for (k, run) in file.runs.iter().enumerate() {
+                if k > 0 {
+                    h.push_str("<br>");
+                }
+                let _ = write!(
+                    h,
+                    "{}: {} against {}",
+                    escape(&self.sources[run.source].label),
+                    escape(&run.scenario),
+                    escape(&run.target)
+                );
+                if let Some(d) = run.duration_s {
+                    let _ = write!(h, ", {} s", num(Some(d), 1));
+                }
                 if run.partial {
-                    caveats.push("⚠ partial run".to_string());
+                    let why = run.error.as_deref().map_or_else(String::new, |e| format!(" ({e})"));
+                    let _ = write!(h, " <span class=\"caveat\">⚠ partial run{}</span>", escape(&why));
                 }
                 if run.bench_cpu_bound {
-                    caveats.push("⚠ bench CPU-bound in some windows".to_string());
+                    h.push_str(" <span class=\"caveat\">⚠ bench CPU-bound in some windows</span>");
                 }
-                if let Some(e) = &run.error {
-                    caveats.push(format!("error: {e}"));
-                }
-                runs.push(
-                    vec![
-                        self.sources[run.source].label.clone(),
-                        run.target.clone(),
-                        run.scenario.clone(),
-                        run.started_at.clone().unwrap_or_default(),
-                        num(run.duration_s, 1),
-                        caveats.join("; "),
-                    ],
-                    run.partial || run.bench_cpu_bound,
-                );
             }
-            if !runs.rows.is_empty() {
-                table(h, &runs, false);
-            }
-            h.push_str("</article>\n");
+            h.push_str("</td></tr>\n");
         }
-        h.push_str("</section>\n");
+        h.push_str("</tbody>\n</table></div>\n</section>\n");
     }
 
     fn section(&self, h: &mut String, s: &Section) {
@@ -208,7 +230,11 @@ fn table(h: &mut String, t: &Table, fold: bool) {
     for row in &t.rows {
         h.push_str(if row.flagged { "<tr class=\"flagged\">" } else { "<tr>" });
         for (i, cell) in row.cells.iter().enumerate() {
-            let class = if t.columns.get(i).is_some_and(|c| c.numeric) { " class=\"num\"" } else { "" };
+            let class = match t.columns.get(i) {
+                Some(c) if c.numeric => " class=\"num\"",
+                Some(c) if c.title == "caveats" => " class=\"caveat\"",
+                _ => "",
+            };
             let _ = write!(h, "<td{class}>{}</td>", escape(cell));
         }
         h.push_str("</tr>\n");
@@ -221,6 +247,14 @@ fn table(h: &mut String, t: &Table, fold: bool) {
 
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// "switchboard 0.1.0, format switchboard-bench/1".
+fn versions(file: &ResultFile) -> String {
+    if file.versions.is_empty() {
+        return file.format.clone().unwrap_or_else(|| "unknown".to_string());
+    }
+    file.versions.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
 }
 
 /// "Intel Xeon …, 2 cores, linux 6.1.0, 7.8 GiB".

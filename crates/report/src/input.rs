@@ -42,7 +42,6 @@ pub struct Machine {
 pub struct Run {
     pub target_name: String,
     pub target: String,
-    pub started_at: Option<String>,
     pub duration_s: Option<f64>,
     /// The run stopped early; its figures cover what was measured.
     pub partial: bool,
@@ -129,23 +128,25 @@ impl Caveats {
         Caveats { bench_cpu_bound: resources.bench_cpu_bound, host_saturated: resources.host_saturated, partial: run.partial }
     }
 
-    pub fn any(&self) -> bool {
-        self.bench_cpu_bound || self.host_saturated || self.partial
+    /// A caveat that changes what the figure means: the row is highlighted.
+    pub fn serious(&self) -> bool {
+        self.bench_cpu_bound || self.partial
     }
 
-    /// "⚠ bench CPU-bound, partial run", or empty.
+    /// "⚠ bench CPU-bound, partial run · host saturated", or empty.
     pub fn text(&self) -> String {
-        let mut parts = Vec::new();
+        let mut serious = Vec::new();
         if self.bench_cpu_bound {
-            parts.push("bench CPU-bound");
-        }
-        if self.host_saturated {
-            parts.push("host saturated");
+            serious.push("bench CPU-bound");
         }
         if self.partial {
-            parts.push("partial run");
+            serious.push("partial run");
         }
-        if parts.is_empty() { String::new() } else { format!("⚠ {}", parts.join(", ")) }
+        let mut text = if serious.is_empty() { String::new() } else { format!("⚠ {}", serious.join(", ")) };
+        if self.host_saturated {
+            text.push_str(if text.is_empty() { "host saturated" } else { " · host saturated" });
+        }
+        text
     }
 }
 
@@ -177,7 +178,6 @@ pub fn load(path: &Path) -> Result<ResultFile, Error> {
         parsed.push(Run {
             target_name: field::<String>(raw, "target_name").unwrap_or_default(),
             target: field::<String>(raw, "target").unwrap_or_default(),
-            started_at: field(raw, "started_at"),
             duration_s: field(raw, "duration_s"),
             partial: field(raw, "partial").unwrap_or(false),
             error: field(raw, "error"),
@@ -261,6 +261,18 @@ pub fn sources(files: &mut [ResultFile]) -> Vec<Source> {
             }
         }
     }
+    // Switchboard is the baseline of the summary: its column and colour come first.
+    if let Some(i) = sources.iter().position(|s| s.target_name == "switchboard" || s.label == "switchboard") {
+        let moved = sources.remove(i);
+        sources.insert(0, moved);
+        for run in files.iter_mut().flat_map(|f| f.runs.iter_mut()) {
+            run.source = match run.source {
+                s if s == i => 0,
+                s if s < i => s + 1,
+                s => s,
+            };
+        }
+    }
     // The same server twice keeps its first file's name to tell the two apart.
     let labels: Vec<String> = sources.iter().map(|s| s.label.clone()).collect();
     for (i, source) in sources.iter_mut().enumerate() {
@@ -288,7 +300,6 @@ mod tests {
                 .map(|(target, scenario)| Run {
                     target_name: target.to_string(),
                     target: String::new(),
-                    started_at: None,
                     duration_s: None,
                     partial: false,
                     error: None,
@@ -318,6 +329,13 @@ mod tests {
     }
 
     #[test]
+    fn switchboard_comes_first() {
+        let mut files = [file("rival.json", &[("rival", "chat")]), file("a.json", &[("other", "chat"), ("switchboard", "chat")])];
+        assert_eq!(labels(&mut files), ["switchboard", "rival", "other"]);
+        assert_eq!([files[0].runs[0].source, files[1].runs[0].source, files[1].runs[1].source], [1, 2, 0]);
+    }
+
+    #[test]
     fn the_same_scenario_twice_stays_apart() {
         let mut files = [file("monday.json", &[("switchboard", "chat")]), file("tuesday.json", &[("switchboard", "chat")])];
         assert_eq!(labels(&mut files), ["switchboard (monday.json)", "switchboard (tuesday.json)"]);
@@ -328,5 +346,19 @@ mod tests {
         let mut files = [file("results/a.json", &[("default", "chat")]), file("b.json", &[("", "chat")])];
         files[0].name = "a.json".to_string();
         assert_eq!(labels(&mut files), ["a", "b"]);
+    }
+}
+
+#[cfg(test)]
+mod caveat_tests {
+    use super::Caveats;
+
+    #[test]
+    fn caveat_text() {
+        let c = Caveats { bench_cpu_bound: true, host_saturated: true, partial: true };
+        assert_eq!(c.text(), "⚠ bench CPU-bound, partial run · host saturated");
+        let c = Caveats { host_saturated: true, ..Caveats::default() };
+        assert_eq!(c.text(), "host saturated");
+        assert!(!c.serious());
     }
 }

@@ -22,27 +22,27 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
     let n = ctx.sources.len();
     let baseline = ctx.sources.iter().position(|s| s.target_name == "switchboard" || s.label == "switchboard").unwrap_or(0);
     let mut rows: Vec<Row> = Vec::new();
+    // Caveats are marked in the cell (⚠), not by highlighting the row: the row holds
+    // every server's figure.
     let row = |title: String, cells: &[Option<Cell>], decimals: usize, ratio: bool| -> Row {
         let base = cells.get(baseline).copied().flatten().map(|c| c.value);
         let mut out = vec![title];
-        let mut flagged = false;
-        for cell in cells {
+        for (i, cell) in cells.iter().enumerate() {
             out.push(match cell {
                 None => "–".to_string(),
                 Some(c) => {
-                    flagged |= c.caveats.any();
                     let mut text = num(Some(c.value), decimals);
-                    if let Some(b) = base.filter(|b| ratio && *b > 0.0) {
+                    if let Some(b) = base.filter(|b| ratio && i != baseline && *b > 0.0) {
                         text.push_str(&format!(" (×{})", num(Some(c.value / b), 2)));
                     }
-                    if c.caveats.bench_cpu_bound || c.caveats.partial {
+                    if c.caveats.serious() {
                         text.push_str(" ⚠");
                     }
                     text
                 }
             });
         }
-        Row { cells: out, flagged }
+        Row { cells: out, flagged: false }
     };
 
     // Broadcast: per level, and the best over all levels.

@@ -118,6 +118,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
         "Per level: the highest rate the server sustained",
         &[
             "server",
+            "caveats",
             "transport",
             "#connections",
             "#connect p50 (ms)",
@@ -125,13 +126,13 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
             "#max sustainable received msgs/s",
             "#max received msgs/s with a good mean",
             "saturation",
-            "caveats",
         ],
     );
     let mut steps_table = Table::new(
         "Every step",
         &[
             "server",
+            "caveats",
             "#connections",
             "#target msgs/s",
             "#sent/s",
@@ -144,7 +145,6 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
             "#server CPU (%)",
             "#server RSS (MiB)",
             "#bench CPU (%)",
-            "caveats",
         ],
     );
 
@@ -163,7 +163,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
             let mut points = Vec::new();
             for step in &level.steps {
                 let c = Caveats::of(run, &step.resources);
-                warnings.note(&series_label, c);
+                warnings.note(label, &series_label, c);
                 points.push(Point {
                     x: step.received_per_s,
                     y: step.round_trip.mean_ms(),
@@ -172,6 +172,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
                 steps_table.push(
                     vec![
                         label.to_string(),
+                        c.text(),
                         conns.clone(),
                         num(step.rate, 0),
                         num(step.sent_per_s, 0),
@@ -184,12 +185,11 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
                         num(step.resources.server_cpu_pct, 0),
                         mib(step.resources.server_rss_max_bytes),
                         num(step.resources.bench_cpu_pct, 0),
-                        c.text(),
                     ],
-                    c.any(),
+                    c.serious(),
                 );
             }
-            warnings.note(&series_label, caveats);
+            warnings.note(label, &series_label, caveats);
             rt.series.push(Series {
                 label: series_label,
                 color: chart::color(run.source, k, shades),
@@ -206,6 +206,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
             levels_table.push(
                 vec![
                     label.to_string(),
+                    caveats.text(),
                     transport_name(&level.transport).to_string(),
                     conns,
                     ms(level.connect.p50_us.filter(|_| level.connect.has_samples())),
@@ -213,14 +214,14 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
                     num(level.max_sustainable_received_per_s, 0),
                     num(level.max_received_per_s_good_mean, 0),
                     saturation,
-                    caveats.text(),
                 ],
-                caveats.any(),
+                caveats.serious(),
             );
         }
     }
     if let Some(good) = parsed.iter().find_map(|(_, d)| d.settings.good_mean_us) {
-        levels_table.columns[6].title = format!("max received msgs/s with mean < {} ms", num(Some(good / 1000.0), 0));
+        let column = levels_table.columns.iter_mut().find(|c| c.title.starts_with("max received msgs/s with"));
+        column.expect("the column exists").title = format!("max received msgs/s with mean < {} ms", num(Some(good / 1000.0), 0));
     }
     rt.warnings = warnings.lines();
     rt.subtitle = warnings.short();

@@ -91,7 +91,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
                 .iter()
                 .map(|r| {
                     let c = Caveats::of(g.run, &r.resources);
-                    warnings.note(&g.label, c);
+                    warnings.note(ctx.label(g.run), &g.label, c);
                     Point { x: r.users, y: value(r), flag: c.bench_cpu_bound.then(|| c.text()) }
                 })
                 .collect();
@@ -125,6 +125,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
         "Every rooms × users run",
         &[
             "server",
+            "caveats",
             "transport",
             "#rooms",
             "#users/room",
@@ -140,7 +141,6 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
             "#mean uncorrected (ms)",
             "#server CPU (%)",
             "#server RSS (MiB)",
-            "caveats",
         ],
     );
     for g in &groups {
@@ -154,6 +154,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
             table.push(
                 vec![
                     ctx.label(g.run).to_string(),
+                    c.text(),
                     transport_name(&r.transport).to_string(),
                     num(r.rooms, 0),
                     num(r.users, 0),
@@ -169,9 +170,8 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
                     lat(r.latency_uncorrected.mean_us, &r.latency_uncorrected),
                     num(r.resources.server_cpu_pct, 0),
                     mib(r.resources.server_rss_max_bytes),
-                    c.text(),
                 ],
-                c.any(),
+                c.serious(),
             );
         }
     }

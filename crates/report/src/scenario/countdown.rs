@@ -54,7 +54,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
                     return Point { x: None, y: None, flag: None };
                 };
                 let c = Caveats::of(run, &r.resources);
-                warnings.note(label, c);
+                warnings.note(label, label, c);
                 let y = r.per_iteration_us.filter(|_| r.iterations.is_some_and(|n| n > 0.0));
                 Point { x: None, y, flag: c.bench_cpu_bound.then(|| c.text()) }
             })
@@ -73,6 +73,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
         "Every transport",
         &[
             "server",
+            "caveats",
             "transport",
             "#from",
             "#steps done",
@@ -81,7 +82,6 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
             "#× websocket",
             "#connect (ms)",
             "#server CPU (%)",
-            "caveats",
         ],
     );
     for (run, data) in &parsed {
@@ -90,6 +90,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
             table.push(
                 vec![
                     ctx.label(run).to_string(),
+                    c.text(),
                     transport_name(&r.transport).to_string(),
                     num(r.from, 0),
                     num(r.iterations, 0),
@@ -98,9 +99,8 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
                     num(r.ratio_to_websocket, 2),
                     ms(r.connect_us),
                     num(r.resources.server_cpu_pct, 0),
-                    c.text(),
                 ],
-                c.any(),
+                c.serious(),
             );
         }
     }

@@ -62,7 +62,9 @@ pub fn sections(ctx: &Ctx) -> Vec<Section> {
     scenarios
         .into_iter()
         .map(|scenario| {
-            let runs: Vec<&Run> = ctx.runs().filter(|r| r.scenario == scenario).collect();
+            // Series in server order (switchboard first), whatever the order of the files.
+            let mut runs: Vec<&Run> = ctx.runs().filter(|r| r.scenario == scenario).collect();
+            runs.sort_by_key(|r| r.source);
             let id = unique_id(scenario, &mut ids);
             let mut section = match scenario {
                 "broadcast" => broadcast::section(ctx, &id, &runs, false),
@@ -127,45 +129,51 @@ pub fn parse_runs<'r, T: DeserializeOwned>(
 /// Collects which series had caveats and turns them into a chart's warning lines.
 #[derive(Debug, Default)]
 pub struct Warnings {
+    /// Series with CPU-bound points, and the servers they belong to.
     cpu_bound: Vec<String>,
+    cpu_bound_servers: Vec<String>,
+    /// Servers with partial runs.
     partial: Vec<String>,
 }
 
 impl Warnings {
-    pub fn note(&mut self, series: &str, caveats: Caveats) {
-        if caveats.bench_cpu_bound && !self.cpu_bound.iter().any(|s| s == series) {
-            self.cpu_bound.push(series.to_string());
+    pub fn note(&mut self, server: &str, series: &str, caveats: Caveats) {
+        fn add(list: &mut Vec<String>, item: &str) {
+            if !list.iter().any(|s| s == item) {
+                list.push(item.to_string());
+            }
         }
-        if caveats.partial && !self.partial.iter().any(|s| s == series) {
-            self.partial.push(series.to_string());
+        if caveats.bench_cpu_bound {
+            add(&mut self.cpu_bound, series);
+            add(&mut self.cpu_bound_servers, server);
+        }
+        if caveats.partial {
+            add(&mut self.partial, server);
         }
     }
 
     /// One short line for the chart's subtitle (drawn in the canvas, which does not wrap).
     pub fn short(&self) -> Option<String> {
         let mut parts = Vec::new();
-        if !self.cpu_bound.is_empty() {
-            parts.push("bench CPU-bound in some series (✕ points)");
+        if !self.cpu_bound_servers.is_empty() {
+            parts.push(format!("bench CPU-bound (✕ points): {}", self.cpu_bound_servers.join(", ")));
         }
         if !self.partial.is_empty() {
-            parts.push("partial runs");
+            parts.push(format!("partial run: {}", self.partial.join(", ")));
         }
         (!parts.is_empty()).then(|| format!("⚠ {}", parts.join(" · ")))
     }
 
-    /// The full lines, naming the series, shown under the chart.
+    /// The series with CPU-bound points, named in full under the chart; partial runs
+    /// are explained once, at the top of the section.
     pub fn lines(&self) -> Vec<String> {
-        let mut lines = Vec::new();
-        if !self.cpu_bound.is_empty() {
-            lines.push(format!(
-                "⚠ bench was CPU-bound (✕ points; they show the bench's limit, not the server's): {}",
-                self.cpu_bound.join(", ")
-            ));
+        if self.cpu_bound.is_empty() {
+            return Vec::new();
         }
-        if !self.partial.is_empty() {
-            lines.push(format!("⚠ partial run (stopped early): {}", self.partial.join(", ")));
-        }
-        lines
+        vec![format!(
+            "⚠ The bench was CPU-bound at the ✕ points of {}: there the figures show the bench's limit, not the server's.",
+            self.cpu_bound.join(", ")
+        )]
     }
 }
 

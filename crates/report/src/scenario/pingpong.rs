@@ -62,7 +62,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
                         return Point { x: None, y: None, flag: None };
                     };
                     let c = Caveats::of(run, &r.resources);
-                    warnings.note(label, c);
+                    warnings.note(label, label, c);
                     let y = value(&r.round_trip).filter(|_| r.round_trip.has_samples());
                     Point { x: None, y, flag: c.bench_cpu_bound.then(|| c.text()) }
                 })
@@ -80,6 +80,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
         "Every transport",
         &[
             "server",
+            "caveats",
             "transport",
             "#round trips",
             "#connect (ms)",
@@ -91,7 +92,6 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
             "#p99.9 (µs)",
             "#max (µs)",
             "#server CPU (%)",
-            "caveats",
         ],
     );
     for (run, data) in &parsed {
@@ -102,6 +102,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
             table.push(
                 vec![
                     ctx.label(run).to_string(),
+                    c.text(),
                     transport_name(&r.transport).to_string(),
                     num(r.count, 0),
                     ms(r.connect_us),
@@ -113,9 +114,8 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
                     us(l.p999_us),
                     us(l.max_us),
                     num(r.resources.server_cpu_pct, 0),
-                    c.text(),
                 ],
-                c.any(),
+                c.serious(),
             );
         }
     }
