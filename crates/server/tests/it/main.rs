@@ -1,8 +1,10 @@
 //! Integration tests: a real server on port 0, real WebSocket and HTTP clients.
-//! One target, a module per area (issue 2: the server core).
+//! One target, a module per area (issue 2: the server core; issue 3: SockJS).
 
 mod support;
 
 mod apps;
 mod bad_input;
 mod lifecycle;
+mod sockjs_http;
+mod sockjs_ws;

@@ -2,11 +2,15 @@
 
 #![allow(dead_code)] // each test module uses a different part of this
 
+mod raw;
+
+pub use raw::{Raw, Reply};
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use server::Config;
+use server::{Args, Config, SockjsOptions};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -58,6 +62,16 @@ impl TestServer {
     pub async fn get(&self, path: &str) -> (u16, String) {
         let mut client = HttpClient::connect(self.addr).await;
         client.get(path).await
+    }
+
+    /// One HTTP/1.1 request on a fresh connection, read whole.
+    pub async fn http(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+        raw::request(self.addr, method, path, headers, body).await
+    }
+
+    /// A fresh raw connection, for exact bytes and HTTP/1.0.
+    pub async fn raw(&self) -> Raw {
+        Raw::connect(self.addr).await
     }
 
     /// The value of one metric line, e.g.
@@ -153,4 +167,42 @@ impl Ws {
 
 pub fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap()
+}
+
+/// The configuration the SockJS protocol suite runs against
+/// (conformance/sockjs-protocol.toml: `/echo` with a 4 KiB response limit,
+/// `/close`, `/disabled_websocket_echo`, `/cookie_needed_echo`), plus the
+/// default `/broadcast` and `/chat`, with `tune` applied to every mount's
+/// SockJS options.
+pub fn sockjs_config(tune: impl Fn(&mut SockjsOptions)) -> Config {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../conformance/sockjs-protocol.toml");
+    let mut config = Config::resolve(&Args { config: Some(path.into()), ..Args::default() }).unwrap();
+    config.mounts.extend(
+        Config::default().mounts.into_iter().filter(|m| ["/broadcast", "/chat"].contains(&m.prefix.as_str())),
+    );
+    for mount in &mut config.mounts {
+        tune(&mut mount.sockjs);
+    }
+    config
+}
+
+/// A session id no other test uses.
+pub fn session_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("s{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Retries `attempt` until it gives `Some`, for conditions a test can only
+/// observe by asking (a session's expiry); each attempt is a round trip to
+/// the server, and the whole wait is bounded by [`PATIENCE`].
+pub async fn until<T, F: std::future::Future<Output = Option<T>>>(mut attempt: impl FnMut() -> F) -> T {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(value) = attempt().await {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "condition not met within {PATIENCE:?}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
