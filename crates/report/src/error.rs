@@ -1,4 +1,7 @@
 //! What can go wrong in `switchboard report`: every error names the file it is about.
+//!
+//! The underlying I/O or JSON error is part of the message, not a `source`, so the
+//! binary prints one line instead of repeating it under "Caused by".
 
 use std::path::PathBuf;
 
@@ -8,17 +11,17 @@ pub enum Error {
     #[error("no result files given: switchboard report RESULT.json [RESULT.json …] -o report.html")]
     NoInput,
     /// A result file could not be read (missing, unreadable).
-    #[error("cannot read result file {}: {source}", path.display())]
-    Read { path: PathBuf, source: std::io::Error },
+    #[error("cannot read result file {}: {error}", path.display())]
+    Read { path: PathBuf, error: std::io::Error },
     /// A result file is not JSON.
-    #[error("result file {} is not valid JSON: {source}", path.display())]
-    Json { path: PathBuf, source: serde_json::Error },
+    #[error("result file {} is not valid JSON: {error}", path.display())]
+    Json { path: PathBuf, error: serde_json::Error },
     /// A result file is JSON but not a bench result (no `runs`, another format).
     #[error("{} is not a switchboard bench result file: {reason}", path.display())]
     Format { path: PathBuf, reason: String },
     /// The report could not be written.
-    #[error("cannot write report {}: {source}", path.display())]
-    Write { path: PathBuf, source: std::io::Error },
+    #[error("cannot write report {}: {error}", path.display())]
+    Write { path: PathBuf, error: std::io::Error },
 }
 
 impl Error {

@@ -152,8 +152,8 @@ impl Caveats {
 
 /// Reads one result file.
 pub fn load(path: &Path) -> Result<ResultFile, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Read { path: path.to_path_buf(), source })?;
-    let json: Json = serde_json::from_str(&text).map_err(|source| Error::Json { path: path.to_path_buf(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|error| Error::Read { path: path.to_path_buf(), error })?;
+    let json: Json = serde_json::from_str(&text).map_err(|error| Error::Json { path: path.to_path_buf(), error })?;
     let refuse = |reason: &str| Error::Format { path: path.to_path_buf(), reason: reason.to_string() };
     if !matches!(json, Json::Object(_)) {
         return Err(refuse("the top level is not a JSON object"));

@@ -74,7 +74,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
     // A few small files read and one written: plain blocking I/O is simpler than
     // spawn_blocking and holds a runtime thread for milliseconds.
     let report = generate(&args.files, &args.title)?;
-    std::fs::write(&args.out, &report.html).map_err(|source| Error::Write { path: args.out.clone(), source })?;
+    std::fs::write(&args.out, &report.html).map_err(|error| Error::Write { path: args.out.clone(), error })?;
     println!(
         "wrote {}: {} charts, {} sections, servers: {}",
         args.out.display(),
