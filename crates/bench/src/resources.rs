@@ -21,6 +21,9 @@ const BENCH_BOUND_SHARE: f64 = 0.9;
 /// The host counts as saturated when less than this share of all CPU time was idle.
 const HOST_IDLE_FLOOR: f64 = 0.05;
 
+/// Windows shorter than this report CPU figures but raise no CPU-bound or saturated flag.
+const MIN_JUDGED_SECS: f64 = 0.5;
+
 /// One reading of everything we watch.
 #[derive(Debug, Clone, Copy)]
 struct Reading {
@@ -141,6 +144,8 @@ impl Monitor {
         let samples: Vec<Sample> =
             self.inner.samples.lock().iter().copied().filter(|s| s.t_s > from && s.t_s <= from + secs + 0.01).collect();
         let bench_cpu_pct = cpu_pct(start.bench_ticks, end.bench_ticks, secs);
+        // /proc counts CPU in 10 ms ticks: shorter windows are too coarse to judge by.
+        let judged = secs >= MIN_JUDGED_SECS;
         let host_cpu_pct = match (start.host, end.host) {
             (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => Some(round1(100.0 * (b1 - b0) as f64 / (t1 - t0) as f64)),
             _ => None,
@@ -158,8 +163,8 @@ impl Monitor {
             bench_cpu_pct,
             bench_rss_bytes: end.bench_rss,
             host_cpu_pct,
-            bench_cpu_bound: bench_cpu_pct.is_some_and(|p| p >= BENCH_BOUND_SHARE * 100.0 * self.inner.cores as f64),
-            host_saturated: host_cpu_pct.is_some_and(|p| p >= 100.0 * (1.0 - HOST_IDLE_FLOOR)),
+            bench_cpu_bound: judged && bench_cpu_pct.is_some_and(|p| p >= BENCH_BOUND_SHARE * 100.0 * self.inner.cores as f64),
+            host_saturated: judged && host_cpu_pct.is_some_and(|p| p >= 100.0 * (1.0 - HOST_IDLE_FLOOR)),
             samples,
         }
     }

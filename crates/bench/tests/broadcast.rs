@@ -79,6 +79,10 @@ async fn a_swallowed_message_is_lost() {
     assert_eq!(total(level, "lost"), 1, "{level:#}");
     assert_eq!(total(level, "missing"), 3, "{level:#}");
     assert_eq!(level["saturation"]["reason"], "timeout", "{level:#}");
+    // The saturation is pinned to the step that sent the lost message, not the step
+    // running when its loss timeout expired.
+    let lossy = steps(level).iter().find(|s| s["lost"] == 1).expect("the lossy step");
+    assert_eq!(level["saturation"]["rate"], lossy["rate"], "{level:#}");
 }
 
 #[tokio::test]

@@ -67,8 +67,8 @@ struct Shared {
     step_us: u64,
     loss_timeout_us: u64,
     recorder: Recorder,
-    /// Per client: (seq, actual send µs) of own messages not yet back, oldest first.
-    outstanding: Vec<Mutex<VecDeque<(u64, u64)>>>,
+    /// Per client: (seq, actual send µs, step) of own messages not yet back, oldest first.
+    outstanding: Vec<Mutex<VecDeque<(u64, u64, usize)>>>,
     /// Deliveries of measured messages counted by all receivers (for the drain and progress).
     received: AtomicU64,
     /// Clients that have seen at least one barrier probe.
@@ -93,9 +93,9 @@ impl Shared {
         self.first_drop.lock().get_or_insert_with(|| format!("client {client}: {why}"));
     }
 
-    /// Send time of the oldest own message still not back, over all clients.
-    fn oldest_outstanding_us(&self) -> Option<u64> {
-        self.outstanding.iter().filter_map(|q| q.lock().front().map(|&(_, sent)| sent)).min()
+    /// Send time and step of the oldest own message still not back, over all clients.
+    fn oldest_outstanding(&self) -> Option<(u64, usize)> {
+        self.outstanding.iter().filter_map(|q| q.lock().front().map(|&(_, sent, step)| (sent, step))).min()
     }
 }
 
@@ -171,7 +171,7 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, n: u32
     shared.t0_us.store(t0_us, Ordering::Relaxed);
     let sender_tasks: Vec<_> =
         senders.into_iter().enumerate().map(|(i, tx)| tokio::spawn(send(i as u32, tx, shared.clone()))).collect();
-    let (failure, last_step, ended_us) = watch_steps(ctx, s, kind, &shared, &mut level).await;
+    let (failure, last_step, ended_us, saturated_step) = watch_steps(ctx, s, kind, &shared, &mut level).await;
 
     // Stop sending, then give what is in flight up to the loss timeout to arrive.
     shared.stop_sending.cancel();
@@ -230,7 +230,6 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, n: u32
         step.round_trip = lat.corrected.summary();
         step.round_trip_uncorrected = lat.uncorrected.summary();
     }
-    let saturated_step = level.saturation.as_ref().map(|_| last_step);
     let good_mean = s.good_mean_us as f64;
     level.max_received_per_s_good_mean = level
         .steps
@@ -243,7 +242,7 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, n: u32
         .iter()
         .enumerate()
         .filter(|(k, st)| {
-            Some(*k) != saturated_step && st.lost == 0 && st.missing == 0 && st.round_trip.mean_us <= s.max_mean_us as f64
+            saturated_step.is_none_or(|sat| *k < sat) && st.lost == 0 && st.missing == 0 && st.round_trip.mean_us <= s.max_mean_us as f64
         })
         .map(|(_, st)| st.received_per_s)
         .fold(None, max_opt);
@@ -298,14 +297,16 @@ async fn barrier(ctx: &Ctx, sender: &mut Sender, sh: &Shared) -> Result<(), Erro
 }
 
 /// Runs the ramp: one step per rate until saturation, Ctrl-C or --max-rate.
-/// Returns the error that stopped it (Ctrl-C), the last step index, and when it ended.
+/// Returns the error that stopped it (Ctrl-C), the last step run, when it ended, and the
+/// step whose messages saturated the server (it may be earlier than the last step: a
+/// message is only known to be lost a loss-timeout after it was sent).
 async fn watch_steps(
     ctx: &Ctx,
     s: &BroadcastSettings,
     kind: TransportKind,
     sh: &Shared,
     level: &mut BroadcastLevel,
-) -> (Option<Error>, usize, u64) {
+) -> (Option<Error>, usize, u64, Option<usize>) {
     let t0 = sh.t0_us.load(Ordering::Relaxed);
     let steps = sh.rates.len();
     for (k, &rate) in sh.rates.iter().enumerate() {
@@ -314,7 +315,7 @@ async fn watch_steps(
         ctx.progress.set(k as u64);
         level.steps.push(empty_step(rate));
         let window = ctx.monitor.window();
-        let mut saturation = None;
+        let mut saturation: Option<(&str, String, usize)> = None;
         loop {
             let now = ctx.clock.now_us();
             if now >= end {
@@ -324,37 +325,44 @@ async fn watch_steps(
             tokio::select! {
                 _ = ctx.cancel.cancelled() => {
                     level.steps[k].resources = ctx.monitor.finish(window);
-                    return (Some(Error::cancelled()), k, ctx.clock.now_us());
+                    return (Some(Error::cancelled()), k, ctx.clock.now_us(), None);
                 }
                 _ = tokio::time::sleep(wait) => {}
             }
             let dropped = sh.dropped.load(Ordering::Relaxed);
             if dropped > s.max_dropped {
                 let why = sh.first_drop.lock().clone().unwrap_or_default();
-                saturation = Some(("dropped", format!("{dropped} connection(s) dropped; first: {why}")));
+                saturation = Some(("dropped", format!("{dropped} connection(s) dropped; first: {why}"), k));
                 break;
             }
             let now = ctx.clock.now_us();
-            if let Some(sent) = sh.oldest_outstanding_us()
+            if let Some((sent, step)) = sh.oldest_outstanding()
                 && now.saturating_sub(sent) > s.loss_timeout_us
             {
-                let age = now - sent;
-                saturation = Some(("timeout", format!("a message was not back after {:.1}s", age as f64 / 1e6)));
+                let age = (now - sent) as f64 / 1e6;
+                saturation = Some(("timeout", format!("a message sent at this rate was not back after {age:.1}s"), step));
                 break;
             }
         }
         level.steps[k].resources = ctx.monitor.finish(window);
-        let mean = sh.recorder.step(k).corrected.mean_us();
-        if saturation.is_none() && mean > s.max_mean_us as f64 {
-            saturation =
-                Some(("mean", format!("mean round trip {:.1}ms above {:.1}ms", mean / 1e3, s.max_mean_us as f64 / 1e3)));
+        // The previous step's messages are (nearly) all back by now, so its mean is the
+        // reliable one; this step's is checked too, on what has returned so far.
+        if saturation.is_none() {
+            for j in k.saturating_sub(1)..=k {
+                let mean = sh.recorder.step(j).corrected.mean_us();
+                if mean > s.max_mean_us as f64 {
+                    let detail = format!("mean round trip {:.1}ms above {:.1}ms", mean / 1e3, s.max_mean_us as f64 / 1e3);
+                    saturation = Some(("mean", detail, j));
+                    break;
+                }
+            }
         }
-        if let Some((reason, detail)) = saturation {
-            level.saturation = Some(Saturation { reason: reason.into(), rate, detail });
-            return (None, k, ctx.clock.now_us().min(end));
+        if let Some((reason, detail, step)) = saturation {
+            level.saturation = Some(Saturation { reason: reason.into(), rate: round1(sh.rates[step]), detail });
+            return (None, k, ctx.clock.now_us().min(end), Some(step));
         }
     }
-    (None, steps.saturating_sub(1), t0 + steps as u64 * s.step_us)
+    (None, steps.saturating_sub(1), t0 + steps as u64 * s.step_us, None)
 }
 
 /// One client's open-loop sender: client `i` of `n` sends at `start + (i + j·n)/rate`, so
@@ -382,7 +390,7 @@ async fn send(i: u32, mut tx: Sender, sh: Arc<Shared>) -> (SendCounts, Sender) {
             let now = sh.clock.now_us();
             text.clear();
             Stamp { step: k as u32, sender: i, seq, intended_us: t, sent_us: now }.write(&mut text);
-            sh.outstanding[i as usize].lock().push_back((seq, now));
+            sh.outstanding[i as usize].lock().push_back((seq, now, k));
             let sent = tokio::select! {
                 biased;
                 _ = sh.stop_sending.cancelled() => break 'steps,
@@ -443,7 +451,7 @@ async fn receive(i: u32, mut rx: Receiver, sh: Arc<Shared>) -> Vec<u64> {
             sh.recorder.record(i, stamp.step, corrected, rtt, rtt <= sh.loss_timeout_us);
             let mut q = sh.outstanding[i as usize].lock();
             // Usually the front; a skipped message stays queued until it times out.
-            if let Some(pos) = q.iter().position(|&(seq, _)| seq == stamp.seq) {
+            if let Some(pos) = q.iter().position(|&(seq, _, _)| seq == stamp.seq) {
                 q.remove(pos);
             }
         }
