@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 fn main() {
-    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let manifest = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
+    );
     let package = manifest.join("../../web/node_modules/chart.js");
     let script = package.join("dist/chart.umd.min.js");
     let package_json = package.join("package.json");
@@ -23,10 +25,18 @@ fn main() {
     let text = std::fs::read_to_string(&script).expect("Chart.js is readable UTF-8");
     let lower = text.to_ascii_lowercase();
     if lower.contains("</script") || lower.contains("<!--") {
-        panic!("{} contains \"</script\" or \"<!--\"; it cannot be inlined as is", script.display());
+        panic!(
+            "{} contains \"</script\" or \"<!--\"; it cannot be inlined as is",
+            script.display()
+        );
     }
-    let script = script.canonicalize().expect("an existing file has a canonical path");
-    println!("cargo:rustc-env=SWITCHBOARD_CHARTJS_PATH={}", script.display());
+    let script = script
+        .canonicalize()
+        .expect("an existing file has a canonical path");
+    println!(
+        "cargo:rustc-env=SWITCHBOARD_CHARTJS_PATH={}",
+        script.display()
+    );
     // The version is shown in the report's footer; a missing field is not worth failing for.
     let version = std::fs::read_to_string(&package_json)
         .ok()

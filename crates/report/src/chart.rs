@@ -68,29 +68,56 @@ impl Chart {
             title: title.into(),
             subtitle: None,
             warnings: Vec::new(),
-            x: Axis { title: x.to_string(), log: false },
-            y: Axis { title: y.to_string(), log: false },
+            x: Axis {
+                title: x.to_string(),
+                log: false,
+            },
+            y: Axis {
+                title: y.to_string(),
+                log: false,
+            },
             categories: Vec::new(),
             series: Vec::new(),
         }
     }
 
-    pub fn bar(id: String, title: impl Into<String>, categories: Vec<String>, x: &str, y: &str) -> Chart {
-        Chart { kind: Kind::Bar, categories, ..Chart::line(id, title, x, y) }
+    pub fn bar(
+        id: String,
+        title: impl Into<String>,
+        categories: Vec<String>,
+        x: &str,
+        y: &str,
+    ) -> Chart {
+        Chart {
+            kind: Kind::Bar,
+            categories,
+            ..Chart::line(id, title, x, y)
+        }
     }
 
     /// True when no series has a value to draw.
     pub fn is_empty(&self) -> bool {
-        self.series.iter().all(|s| s.points.iter().all(|p| p.y.is_none()))
+        self.series
+            .iter()
+            .all(|s| s.points.iter().all(|p| p.y.is_none()))
     }
 
     /// Drops series without values and switches axes whose values span two or more
     /// decades to a log scale (broadcast rates grow geometrically).
     pub fn finish(mut self) -> Chart {
-        self.series.retain(|s| s.points.iter().any(|p| p.y.is_some()));
-        let xs = self.series.iter().flat_map(|s| s.points.iter().filter(|p| p.y.is_some()).filter_map(|p| p.x));
+        self.series
+            .retain(|s| s.points.iter().any(|p| p.y.is_some()));
+        let xs = self.series.iter().flat_map(|s| {
+            s.points
+                .iter()
+                .filter(|p| p.y.is_some())
+                .filter_map(|p| p.x)
+        });
         self.x.log = self.kind == Kind::Line && spans_decades(xs);
-        let ys = self.series.iter().flat_map(|s| s.points.iter().filter_map(|p| p.y));
+        let ys = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().filter_map(|p| p.y));
         self.y.log = spans_decades(ys);
         self
     }
@@ -116,12 +143,23 @@ const HUES: [u16; 8] = [212, 28, 140, 354, 271, 190, 45, 320];
 /// that hue for the source's several lines (broadcast levels, chat room counts).
 pub fn color(source: usize, shade: usize, shades: usize) -> String {
     let hue = HUES[source % HUES.len()];
-    let light = if shades <= 1 { 45 } else { 34 + (30 * shade / (shades - 1)) as u16 };
+    let light = if shades <= 1 {
+        45
+    } else {
+        34 + (30 * shade / (shades - 1)) as u16
+    };
     format!("hsl({hue} 65% {light}%)")
 }
 
 /// Point styles told apart in the legend; the cross is kept for flagged points.
-const POINT_STYLES: [&str; 6] = ["circle", "rect", "triangle", "rectRot", "star", "rectRounded"];
+const POINT_STYLES: [&str; 6] = [
+    "circle",
+    "rect",
+    "triangle",
+    "rectRot",
+    "star",
+    "rectRounded",
+];
 
 pub fn point_style(i: usize) -> &'static str {
     POINT_STYLES[i % POINT_STYLES.len()]
@@ -132,13 +170,22 @@ mod tests {
     use super::*;
 
     fn point(x: f64, y: f64) -> Point {
-        Point { x: Some(x), y: Some(y), flag: None }
+        Point {
+            x: Some(x),
+            y: Some(y),
+            flag: None,
+        }
     }
 
     #[test]
     fn log_axes_only_for_wide_positive_ranges() {
         let mut c = Chart::line("c".into(), "t", "x", "y");
-        c.series.push(Series { label: "a".into(), color: color(0, 0, 1), point_style: "circle", points: vec![point(20.0, 1.0), point(30_000.0, 50.0)] });
+        c.series.push(Series {
+            label: "a".into(),
+            color: color(0, 0, 1),
+            point_style: "circle",
+            points: vec![point(20.0, 1.0), point(30_000.0, 50.0)],
+        });
         let c = c.finish();
         assert!(c.x.log);
         assert!(!c.y.log);
@@ -148,7 +195,16 @@ mod tests {
     #[test]
     fn empty_series_are_dropped() {
         let mut c = Chart::bar("c".into(), "t", vec!["websocket".into()], "x", "y");
-        c.series.push(Series { label: "a".into(), color: color(1, 0, 1), point_style: "circle", points: vec![Point { x: None, y: None, flag: None }] });
+        c.series.push(Series {
+            label: "a".into(),
+            color: color(1, 0, 1),
+            point_style: "circle",
+            points: vec![Point {
+                x: None,
+                y: None,
+                flag: None,
+            }],
+        });
         assert!(c.is_empty());
         assert!(c.finish().series.is_empty());
     }

@@ -12,16 +12,25 @@ pub enum Error {
     NoInput,
     /// A result file could not be read (missing, unreadable).
     #[error("cannot read result file {}: {error}", path.display())]
-    Read { path: PathBuf, error: std::io::Error },
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
     /// A result file is not JSON.
     #[error("result file {} is not valid JSON: {error}", path.display())]
-    Json { path: PathBuf, error: serde_json::Error },
+    Json {
+        path: PathBuf,
+        error: serde_json::Error,
+    },
     /// A result file is JSON but not a bench result (no `runs`, another format).
     #[error("{} is not a switchboard bench result file: {reason}", path.display())]
     Format { path: PathBuf, reason: String },
     /// The report could not be written.
     #[error("cannot write report {}: {error}", path.display())]
-    Write { path: PathBuf, error: std::io::Error },
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
 }
 
 impl Error {
@@ -29,14 +38,18 @@ impl Error {
     pub fn path(&self) -> Option<&std::path::Path> {
         match self {
             Error::NoInput => None,
-            Error::Read { path, .. } | Error::Json { path, .. } | Error::Format { path, .. } | Error::Write { path, .. } => {
-                Some(path)
-            }
+            Error::Read { path, .. }
+            | Error::Json { path, .. }
+            | Error::Format { path, .. }
+            | Error::Write { path, .. } => Some(path),
         }
     }
 
     /// True when an input file was missing, unreadable or not a result file.
     pub fn is_input(&self) -> bool {
-        matches!(self, Error::Read { .. } | Error::Json { .. } | Error::Format { .. })
+        matches!(
+            self,
+            Error::Read { .. } | Error::Json { .. } | Error::Format { .. }
+        )
     }
 }

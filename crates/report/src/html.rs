@@ -42,7 +42,9 @@ pub fn escape(text: &str) -> String {
 /// a file can end or derail the element.
 pub fn script_json<T: Serialize>(value: &T) -> String {
     let json = serde_json::to_string(value).unwrap_or_else(|_| "{}".to_string());
-    json.replace('<', "\\u003c").replace('>', "\\u003e").replace('&', "\\u0026")
+    json.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
 }
 
 #[derive(Serialize)]
@@ -81,15 +83,24 @@ impl Page<'_> {
             self.section(&mut h, section);
         }
         h.push_str("</main>\n");
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<footer>Made by <code>switchboard report</code> {} with Chart.js {}, inlined: this file works offline.</footer>\n",
+            "<footer>Made by <code>switchboard report</code> {} with Chart.js {}, inlined: this file works offline.</footer>",
             escape(env!("CARGO_PKG_VERSION")),
             escape(CHARTJS_VERSION)
         );
-        let data = Data { charts: self.sections.iter().flat_map(|s| s.charts.iter()).collect() };
-        let _ = write!(h, "<script type=\"application/json\" id=\"report-data\">{}</script>\n", script_json(&data));
-        let _ = write!(h, "<script>\n{CHARTJS}\n</script>\n<script>\n{SCRIPT}</script>\n</body>\n</html>\n");
+        let data = Data {
+            charts: self.sections.iter().flat_map(|s| s.charts.iter()).collect(),
+        };
+        let _ = writeln!(
+            h,
+            "<script type=\"application/json\" id=\"report-data\">{}</script>",
+            script_json(&data)
+        );
+        let _ = writeln!(
+            h,
+            "<script>\n{CHARTJS}\n</script>\n<script>\n{SCRIPT}</script>\n</body>\n</html>"
+        );
         h
     }
 
@@ -100,14 +111,27 @@ impl Page<'_> {
             "<header>\n<h1>{title}</h1>\n<p class=\"lede\">{} from {} result {}: {}.</p>\n<nav><a href=\"#files\">Result files</a>",
             plural(self.sources.len(), "server", "servers"),
             self.files.len(),
-            if self.files.len() == 1 { "file" } else { "files" },
-            if servers.is_empty() { "no runs".to_string() } else { servers.join(", ") },
+            if self.files.len() == 1 {
+                "file"
+            } else {
+                "files"
+            },
+            if servers.is_empty() {
+                "no runs".to_string()
+            } else {
+                servers.join(", ")
+            },
         );
         if self.summary.is_some() {
             h.push_str(" · <a href=\"#summary\">Summary</a>");
         }
         for s in self.sections {
-            let _ = write!(h, " · <a href=\"#{}\">{}</a>", escape(&s.id), escape(&s.title));
+            let _ = write!(
+                h,
+                " · <a href=\"#{}\">{}</a>",
+                escape(&s.id),
+                escape(&s.title)
+            );
         }
         h.push_str("</nav>\n</header>\n");
     }
@@ -121,10 +145,18 @@ impl Page<'_> {
         let same_machine = machines.windows(2).all(|w| w[0] == w[1]);
         let same_versions = versions.windows(2).all(|w| w[0] == w[1]);
         if same_machine && !machines.is_empty() {
-            let _ = write!(h, "<p class=\"common\"><b>Machine</b> {}</p>\n", escape(&machines[0]));
+            let _ = writeln!(
+                h,
+                "<p class=\"common\"><b>Machine</b> {}</p>",
+                escape(&machines[0])
+            );
         }
         if same_versions && !versions.is_empty() {
-            let _ = write!(h, "<p class=\"common\"><b>Versions</b> {}</p>\n", escape(&versions[0]));
+            let _ = writeln!(
+                h,
+                "<p class=\"common\"><b>Versions</b> {}</p>",
+                escape(&versions[0])
+            );
         }
         h.push_str("<div class=\"table-wrap\"><table class=\"files\">\n<thead><tr><th>file</th><th>started</th>");
         if !same_machine {
@@ -136,7 +168,11 @@ impl Page<'_> {
         h.push_str("<th>command</th><th>runs</th></tr></thead>\n<tbody>\n");
         for (i, file) in self.files.iter().enumerate() {
             let flagged = file.runs.iter().any(|r| r.partial || r.bench_cpu_bound);
-            h.push_str(if flagged { "<tr class=\"flagged\">" } else { "<tr>" });
+            h.push_str(if flagged {
+                "<tr class=\"flagged\">"
+            } else {
+                "<tr>"
+            });
             let _ = write!(
                 h,
                 "<td>{}</td><td>{}</td>",
@@ -149,7 +185,11 @@ impl Page<'_> {
             if !same_versions {
                 let _ = write!(h, "<td>{}</td>", escape(&versions[i]));
             }
-            let command = if file.command.is_empty() { "unknown".to_string() } else { shell_words(&file.command) };
+            let command = if file.command.is_empty() {
+                "unknown".to_string()
+            } else {
+                shell_words(&file.command)
+            };
             let _ = write!(h, "<td><code>{}</code></td><td>", escape(&command));
             for (k, run) in file.runs.iter().enumerate() {
                 if k > 0 {
@@ -166,8 +206,15 @@ impl Page<'_> {
                     let _ = write!(h, ", {} s", num(Some(d), 1));
                 }
                 if run.partial {
-                    let why = run.error.as_deref().map_or_else(String::new, |e| format!(" ({e})"));
-                    let _ = write!(h, " <span class=\"caveat\">⚠ partial run{}</span>", escape(&why));
+                    let why = run
+                        .error
+                        .as_deref()
+                        .map_or_else(String::new, |e| format!(" ({e})"));
+                    let _ = write!(
+                        h,
+                        " <span class=\"caveat\">⚠ partial run{}</span>",
+                        escape(&why)
+                    );
                 }
                 if run.bench_cpu_bound {
                     h.push_str(" <span class=\"caveat\">⚠ bench CPU-bound in some windows</span>");
@@ -179,32 +226,43 @@ impl Page<'_> {
     }
 
     fn section(&self, h: &mut String, s: &Section) {
-        let _ = write!(h, "<section id=\"{}\">\n<h2>{}</h2>\n", escape(&s.id), escape(&s.title));
+        let _ = writeln!(
+            h,
+            "<section id=\"{}\">\n<h2>{}</h2>",
+            escape(&s.id),
+            escape(&s.title)
+        );
         if !s.about.is_empty() {
-            let _ = write!(h, "<p class=\"about\">{}</p>\n", escape(&s.about));
+            let _ = writeln!(h, "<p class=\"about\">{}</p>", escape(&s.about));
         }
         for w in &s.warnings {
-            let _ = write!(h, "<p class=\"warning\">{}</p>\n", escape(w));
+            let _ = writeln!(h, "<p class=\"warning\">{}</p>", escape(w));
         }
         for n in &s.notes {
-            let _ = write!(h, "<p class=\"note\">{}</p>\n", escape(n));
+            let _ = writeln!(h, "<p class=\"note\">{}</p>", escape(n));
         }
         if !s.charts.is_empty() {
             let wide = if s.charts.len() == 1 { " one" } else { "" };
-            let _ = write!(h, "<div class=\"charts{wide}\">\n");
+            let _ = writeln!(h, "<div class=\"charts{wide}\">");
             for c in &s.charts {
-                let _ = write!(
+                let _ = writeln!(
                     h,
-                    "<figure class=\"chart\">\n<div class=\"canvas-box\"><canvas id=\"{}\" role=\"img\" aria-label=\"{}\"></canvas></div>\n",
+                    "<figure class=\"chart\">\n<div class=\"canvas-box\"><canvas id=\"{}\" role=\"img\" aria-label=\"{}\"></canvas></div>",
                     escape(&c.id),
                     escape(&c.title)
                 );
                 for w in &c.warnings {
-                    let _ = write!(h, "<figcaption class=\"warning\">{}</figcaption>\n", escape(w));
+                    let _ = writeln!(
+                        h,
+                        "<figcaption class=\"warning\">{}</figcaption>",
+                        escape(w)
+                    );
                 }
                 h.push_str("</figure>\n");
             }
-            h.push_str("</div>\n<p class=\"hint\">Click a legend entry to hide or show its series.</p>\n");
+            h.push_str(
+                "</div>\n<p class=\"hint\">Click a legend entry to hide or show its series.</p>\n",
+            );
         }
         for t in &s.tables {
             table(h, t, t.rows.len() > FOLD_ROWS);
@@ -215,11 +273,16 @@ impl Page<'_> {
 
 fn table(h: &mut String, t: &Table, fold: bool) {
     if fold {
-        let _ = write!(h, "<details>\n<summary>{} ({} rows)</summary>\n", escape(&t.caption), t.rows.len());
+        let _ = writeln!(
+            h,
+            "<details>\n<summary>{} ({} rows)</summary>",
+            escape(&t.caption),
+            t.rows.len()
+        );
     }
     h.push_str("<div class=\"table-wrap\"><table>\n");
     if !fold {
-        let _ = write!(h, "<caption>{}</caption>\n", escape(&t.caption));
+        let _ = writeln!(h, "<caption>{}</caption>", escape(&t.caption));
     }
     h.push_str("<thead><tr>");
     for c in &t.columns {
@@ -228,7 +291,11 @@ fn table(h: &mut String, t: &Table, fold: bool) {
     }
     h.push_str("</tr></thead>\n<tbody>\n");
     for row in &t.rows {
-        h.push_str(if row.flagged { "<tr class=\"flagged\">" } else { "<tr>" });
+        h.push_str(if row.flagged {
+            "<tr class=\"flagged\">"
+        } else {
+            "<tr>"
+        });
         for (i, cell) in row.cells.iter().enumerate() {
             let class = match t.columns.get(i) {
                 Some(c) if c.numeric => " class=\"num\"",
@@ -254,7 +321,11 @@ fn versions(file: &ResultFile) -> String {
     if file.versions.is_empty() {
         return file.format.clone().unwrap_or_else(|| "unknown".to_string());
     }
-    file.versions.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+    file.versions
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// "Intel Xeon …, 2 cores, linux 6.1.0, 7.8 GiB".
@@ -274,9 +345,16 @@ fn machine(file: &ResultFile) -> String {
         (None, None) => {}
     }
     if let Some(bytes) = m.memory_bytes {
-        parts.push(format!("{} GiB RAM", num(Some(bytes / (1024.0 * 1024.0 * 1024.0)), 1)));
+        parts.push(format!(
+            "{} GiB RAM",
+            num(Some(bytes / (1024.0 * 1024.0 * 1024.0)), 1)
+        ));
     }
-    if parts.is_empty() { "unknown".to_string() } else { parts.join(", ") }
+    if parts.is_empty() {
+        "unknown".to_string()
+    } else {
+        parts.join(", ")
+    }
 }
 
 /// The command as a person would type it: words with spaces or quotes are quoted.
@@ -284,8 +362,14 @@ fn shell_words(words: &[String]) -> String {
     words
         .iter()
         .map(|w| {
-            let plain = !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c));
-            if plain { w.clone() } else { format!("'{}'", w.replace('\'', "'\\''")) }
+            let plain = !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c));
+            if plain {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -297,7 +381,10 @@ mod tests {
 
     #[test]
     fn escapes_text() {
-        assert_eq!(escape(r#"<a href="x">'&'</a>"#), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+        assert_eq!(
+            escape(r#"<a href="x">'&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
     }
 
     #[test]
@@ -319,7 +406,19 @@ mod tests {
 
     #[test]
     fn commands_are_quoted_like_a_shell() {
-        let words: Vec<String> = ["switchboard", "bench", "chat", "--target", "a b=http://x/chat", "it's"].map(String::from).to_vec();
-        assert_eq!(shell_words(&words), r#"switchboard bench chat --target 'a b=http://x/chat' 'it'\''s'"#);
+        let words: Vec<String> = [
+            "switchboard",
+            "bench",
+            "chat",
+            "--target",
+            "a b=http://x/chat",
+            "it's",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            shell_words(&words),
+            r#"switchboard bench chat --target 'a b=http://x/chat' 'it'\''s'"#
+        );
     }
 }

@@ -79,15 +79,20 @@ pub struct Latency {
 impl Latency {
     /// The summary had samples: an empty histogram is written as all zeros.
     pub fn has_samples(&self) -> bool {
-        self.count.is_some_and(|c| c > 0.0) || (self.count.is_none() && self.mean_us.is_some_and(|m| m > 0.0))
+        self.count.is_some_and(|c| c > 0.0)
+            || (self.count.is_none() && self.mean_us.is_some_and(|m| m > 0.0))
     }
 
     pub fn mean_ms(&self) -> Option<f64> {
-        self.mean_us.filter(|_| self.has_samples()).map(|us| us / 1000.0)
+        self.mean_us
+            .filter(|_| self.has_samples())
+            .map(|us| us / 1000.0)
     }
 
     pub fn p99_ms(&self) -> Option<f64> {
-        self.p99_us.filter(|_| self.has_samples()).map(|us| us / 1000.0)
+        self.p99_us
+            .filter(|_| self.has_samples())
+            .map(|us| us / 1000.0)
     }
 }
 
@@ -125,7 +130,11 @@ pub struct Caveats {
 
 impl Caveats {
     pub fn of(run: &Run, resources: &Resources) -> Caveats {
-        Caveats { bench_cpu_bound: resources.bench_cpu_bound, host_saturated: resources.host_saturated, partial: run.partial }
+        Caveats {
+            bench_cpu_bound: resources.bench_cpu_bound,
+            host_saturated: resources.host_saturated,
+            partial: run.partial,
+        }
     }
 
     /// A caveat that changes what the figure means: the row is highlighted.
@@ -142,9 +151,17 @@ impl Caveats {
         if self.partial {
             serious.push("partial run");
         }
-        let mut text = if serious.is_empty() { String::new() } else { format!("⚠ {}", serious.join(", ")) };
+        let mut text = if serious.is_empty() {
+            String::new()
+        } else {
+            format!("⚠ {}", serious.join(", "))
+        };
         if self.host_saturated {
-            text.push_str(if text.is_empty() { "host saturated" } else { " · host saturated" });
+            text.push_str(if text.is_empty() {
+                "host saturated"
+            } else {
+                " · host saturated"
+            });
         }
         text
     }
@@ -152,9 +169,18 @@ impl Caveats {
 
 /// Reads one result file.
 pub fn load(path: &Path) -> Result<ResultFile, Error> {
-    let text = std::fs::read_to_string(path).map_err(|error| Error::Read { path: path.to_path_buf(), error })?;
-    let json: Json = serde_json::from_str(&text).map_err(|error| Error::Json { path: path.to_path_buf(), error })?;
-    let refuse = |reason: &str| Error::Format { path: path.to_path_buf(), reason: reason.to_string() };
+    let text = std::fs::read_to_string(path).map_err(|error| Error::Read {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    let json: Json = serde_json::from_str(&text).map_err(|error| Error::Json {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    let refuse = |reason: &str| Error::Format {
+        path: path.to_path_buf(),
+        reason: reason.to_string(),
+    };
     if !matches!(json, Json::Object(_)) {
         return Err(refuse("the top level is not a JSON object"));
     }
@@ -162,7 +188,10 @@ pub fn load(path: &Path) -> Result<ResultFile, Error> {
         None | Some(Json::Null) => {}
         Some(Json::String(f)) if f.starts_with("switchboard-bench/") => {}
         Some(other) => {
-            return Err(refuse(&format!("its format is {}, not switchboard-bench/…", other.to_value())));
+            return Err(refuse(&format!(
+                "its format is {}, not switchboard-bench/…",
+                other.to_value()
+            )));
         }
     }
     let runs = match json.get("runs") {
@@ -188,11 +217,17 @@ pub fn load(path: &Path) -> Result<ResultFile, Error> {
         });
     }
     let versions = match json.get("versions") {
-        Some(Json::Object(fields)) => fields.iter().map(|(k, v)| (k.clone(), v.to_cell())).collect(),
+        Some(Json::Object(fields)) => fields
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_cell()))
+            .collect(),
         _ => Vec::new(),
     };
     Ok(ResultFile {
-        name: path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned()),
+        name: path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
         format: field(&json, "format"),
         command: field(&json, "command").unwrap_or_default(),
         started_at: field(&json, "started_at"),
@@ -230,7 +265,9 @@ pub struct Source {
 pub fn sources(files: &mut [ResultFile]) -> Vec<Source> {
     let mut sources: Vec<Source> = Vec::new();
     for (f, file) in files.iter_mut().enumerate() {
-        let stem = Path::new(&file.name).file_stem().map_or_else(|| file.name.clone(), |s| s.to_string_lossy().into_owned());
+        let stem = Path::new(&file.name)
+            .file_stem()
+            .map_or_else(|| file.name.clone(), |s| s.to_string_lossy().into_owned());
         // The (file, target) pairs of this file and the scenarios each holds.
         let mut pairs: Vec<(String, Vec<String>)> = Vec::new();
         for run in &file.runs {
@@ -241,9 +278,15 @@ pub fn sources(files: &mut [ResultFile]) -> Vec<Source> {
         }
         for (target_name, scenarios) in pairs {
             let named = !target_name.is_empty() && target_name != "default";
-            let label = if named { target_name.clone() } else { stem.clone() };
+            let label = if named {
+                target_name.clone()
+            } else {
+                stem.clone()
+            };
             let joins = sources.iter().position(|s| {
-                s.target_name == target_name && s.label == label && !scenarios.iter().any(|sc| s.scenarios.contains(sc))
+                s.target_name == target_name
+                    && s.label == label
+                    && !scenarios.iter().any(|sc| s.scenarios.contains(sc))
             });
             let index = match joins {
                 Some(i) => {
@@ -252,17 +295,29 @@ pub fn sources(files: &mut [ResultFile]) -> Vec<Source> {
                     i
                 }
                 None => {
-                    sources.push(Source { label, target_name: target_name.clone(), files: vec![f], scenarios });
+                    sources.push(Source {
+                        label,
+                        target_name: target_name.clone(),
+                        files: vec![f],
+                        scenarios,
+                    });
                     sources.len() - 1
                 }
             };
-            for run in file.runs.iter_mut().filter(|r| r.target_name == target_name) {
+            for run in file
+                .runs
+                .iter_mut()
+                .filter(|r| r.target_name == target_name)
+            {
                 run.source = index;
             }
         }
     }
     // Switchboard is the baseline of the summary: its column and colour come first.
-    if let Some(i) = sources.iter().position(|s| s.target_name == "switchboard" || s.label == "switchboard") {
+    if let Some(i) = sources
+        .iter()
+        .position(|s| s.target_name == "switchboard" || s.label == "switchboard")
+    {
         let moved = sources.remove(i);
         sources.insert(0, moved);
         for run in files.iter_mut().flat_map(|f| f.runs.iter_mut()) {
@@ -321,7 +376,10 @@ mod tests {
         let mut files = [
             file("sb-chat.json", &[("switchboard", "chat")]),
             file("sb-pingpong.json", &[("switchboard", "pingpong")]),
-            file("rival.json", &[("rival", "chat"), ("switchboard", "broadcast")]),
+            file(
+                "rival.json",
+                &[("rival", "chat"), ("switchboard", "broadcast")],
+            ),
         ];
         assert_eq!(labels(&mut files), ["switchboard", "rival"]);
         assert_eq!(files[2].runs[0].source, 1);
@@ -330,20 +388,39 @@ mod tests {
 
     #[test]
     fn switchboard_comes_first() {
-        let mut files = [file("rival.json", &[("rival", "chat")]), file("a.json", &[("other", "chat"), ("switchboard", "chat")])];
+        let mut files = [
+            file("rival.json", &[("rival", "chat")]),
+            file("a.json", &[("other", "chat"), ("switchboard", "chat")]),
+        ];
         assert_eq!(labels(&mut files), ["switchboard", "rival", "other"]);
-        assert_eq!([files[0].runs[0].source, files[1].runs[0].source, files[1].runs[1].source], [1, 2, 0]);
+        assert_eq!(
+            [
+                files[0].runs[0].source,
+                files[1].runs[0].source,
+                files[1].runs[1].source
+            ],
+            [1, 2, 0]
+        );
     }
 
     #[test]
     fn the_same_scenario_twice_stays_apart() {
-        let mut files = [file("monday.json", &[("switchboard", "chat")]), file("tuesday.json", &[("switchboard", "chat")])];
-        assert_eq!(labels(&mut files), ["switchboard (monday.json)", "switchboard (tuesday.json)"]);
+        let mut files = [
+            file("monday.json", &[("switchboard", "chat")]),
+            file("tuesday.json", &[("switchboard", "chat")]),
+        ];
+        assert_eq!(
+            labels(&mut files),
+            ["switchboard (monday.json)", "switchboard (tuesday.json)"]
+        );
     }
 
     #[test]
     fn unnamed_targets_take_the_file_name() {
-        let mut files = [file("results/a.json", &[("default", "chat")]), file("b.json", &[("", "chat")])];
+        let mut files = [
+            file("results/a.json", &[("default", "chat")]),
+            file("b.json", &[("", "chat")]),
+        ];
         files[0].name = "a.json".to_string();
         assert_eq!(labels(&mut files), ["a", "b"]);
     }
@@ -355,9 +432,16 @@ mod caveat_tests {
 
     #[test]
     fn caveat_text() {
-        let c = Caveats { bench_cpu_bound: true, host_saturated: true, partial: true };
+        let c = Caveats {
+            bench_cpu_bound: true,
+            host_saturated: true,
+            partial: true,
+        };
         assert_eq!(c.text(), "⚠ bench CPU-bound, partial run · host saturated");
-        let c = Caveats { host_saturated: true, ..Caveats::default() };
+        let c = Caveats {
+            host_saturated: true,
+            ..Caveats::default()
+        };
         assert_eq!(c.text(), "host saturated");
         assert!(!c.serious());
     }

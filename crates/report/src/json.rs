@@ -34,7 +34,12 @@ impl Json {
             Json::Number(n) => Value::Number(n.clone()),
             Json::String(s) => Value::String(s.clone()),
             Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
-            Json::Object(fields) => Value::Object(fields.iter().map(|(k, v)| (k.clone(), v.to_value())).collect()),
+            Json::Object(fields) => Value::Object(
+                fields
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_value()))
+                    .collect(),
+            ),
         }
     }
 
@@ -46,9 +51,11 @@ impl Json {
             Json::Bool(b) => b.to_string(),
             Json::Number(n) => n.to_string(),
             Json::String(s) => s.clone(),
-            Json::Array(items) if items.iter().all(Json::is_scalar) => {
-                items.iter().map(Json::to_cell).collect::<Vec<_>>().join(", ")
-            }
+            Json::Array(items) if items.iter().all(Json::is_scalar) => items
+                .iter()
+                .map(Json::to_cell)
+                .collect::<Vec<_>>()
+                .join(", "),
             other => other.to_value().to_string(),
         }
     }
@@ -132,12 +139,27 @@ mod tests {
 
     #[test]
     fn keeps_key_order_and_reads_every_kind() {
-        let j: Json = serde_json::from_str(r#"{"z":1,"a":[true,null,"s",-2,1.5],"m":{"k":{}}}"#).expect("valid JSON");
-        let Json::Object(fields) = &j else { panic!("an object") };
+        let j: Json = serde_json::from_str(r#"{"z":1,"a":[true,null,"s",-2,1.5],"m":{"k":{}}}"#)
+            .expect("valid JSON");
+        let Json::Object(fields) = &j else {
+            panic!("an object")
+        };
         let keys: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["z", "a", "m"]);
-        assert_eq!(j.get("a").map(Json::to_cell).as_deref(), Some("true, , s, -2, 1.5"));
-        assert_eq!(j.get("m").map(Json::to_cell).as_deref(), Some(r#"{"k":{}}"#));
-        assert_eq!(j.to_value(), serde_json::from_str::<serde_json::Value>(r#"{"z":1,"a":[true,null,"s",-2,1.5],"m":{"k":{}}}"#).expect("valid"));
+        assert_eq!(
+            j.get("a").map(Json::to_cell).as_deref(),
+            Some("true, , s, -2, 1.5")
+        );
+        assert_eq!(
+            j.get("m").map(Json::to_cell).as_deref(),
+            Some(r#"{"k":{}}"#)
+        );
+        assert_eq!(
+            j.to_value(),
+            serde_json::from_str::<serde_json::Value>(
+                r#"{"z":1,"a":[true,null,"s",-2,1.5],"m":{"k":{}}}"#
+            )
+            .expect("valid")
+        );
     }
 }

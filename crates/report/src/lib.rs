@@ -51,12 +51,25 @@ pub fn generate(files: &[PathBuf], title: &str) -> Result<Report, Error> {
     if files.is_empty() {
         return Err(Error::NoInput);
     }
-    let mut loaded = files.iter().map(|p| input::load(p)).collect::<Result<Vec<_>, _>>()?;
+    let mut loaded = files
+        .iter()
+        .map(|p| input::load(p))
+        .collect::<Result<Vec<_>, _>>()?;
     let sources = input::sources(&mut loaded);
-    let ctx = scenario::Ctx { files: &loaded, sources: &sources };
+    let ctx = scenario::Ctx {
+        files: &loaded,
+        sources: &sources,
+    };
     let sections = scenario::sections(&ctx);
     let summary = summary::table(&ctx);
-    let html = html::Page { title, files: &loaded, sources: &sources, summary: summary.as_ref(), sections: &sections }.render();
+    let html = html::Page {
+        title,
+        files: &loaded,
+        sources: &sources,
+        summary: summary.as_ref(),
+        sections: &sections,
+    }
+    .render();
     let mut ids: Vec<String> = sections.iter().map(|s| s.id.clone()).collect();
     if summary.is_some() {
         ids.push("summary".to_string());
@@ -64,7 +77,10 @@ pub fn generate(files: &[PathBuf], title: &str) -> Result<Report, Error> {
     Ok(Report {
         html,
         sections: ids,
-        charts: sections.iter().flat_map(|s| s.charts.iter().map(|c| c.id.clone())).collect(),
+        charts: sections
+            .iter()
+            .flat_map(|s| s.charts.iter().map(|c| c.id.clone()))
+            .collect(),
         servers: sources.iter().map(|s| s.label.clone()).collect(),
     })
 }
@@ -74,7 +90,10 @@ pub async fn run(args: Args) -> Result<(), Error> {
     // A few small files read and one written: plain blocking I/O is simpler than
     // spawn_blocking and holds a runtime thread for milliseconds.
     let report = generate(&args.files, &args.title)?;
-    std::fs::write(&args.out, &report.html).map_err(|error| Error::Write { path: args.out.clone(), error })?;
+    std::fs::write(&args.out, &report.html).map_err(|error| Error::Write {
+        path: args.out.clone(),
+        error,
+    })?;
     println!(
         "wrote {}: {} charts, {} sections, servers: {}",
         args.out.display(),

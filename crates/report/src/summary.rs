@@ -17,10 +17,21 @@ struct Cell {
     caveats: Caveats,
 }
 
+/// A chat figure of the summary and how it is written.
+struct ChatFigure {
+    what: &'static str,
+    value: fn(&ChatResult) -> Option<f64>,
+    decimals: usize,
+}
+
 /// The summary table, or `None` when no run has a headline figure.
 pub fn table(ctx: &Ctx) -> Option<Table> {
     let n = ctx.sources.len();
-    let baseline = ctx.sources.iter().position(|s| s.target_name == "switchboard" || s.label == "switchboard").unwrap_or(0);
+    let baseline = ctx
+        .sources
+        .iter()
+        .position(|s| s.target_name == "switchboard" || s.label == "switchboard")
+        .unwrap_or(0);
     let mut rows: Vec<Row> = Vec::new();
     // Caveats are marked in the cell (⚠), not by highlighting the row: the row holds
     // every server's figure.
@@ -42,16 +53,25 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
                 }
             });
         }
-        Row { cells: out, flagged: false }
+        Row {
+            cells: out,
+            flagged: false,
+        }
     };
 
     // Broadcast: per level, and the best over all levels.
-    let broadcast: Vec<(&Run, BroadcastRun)> =
-        ctx.runs().filter(|r| r.scenario == "broadcast").filter_map(|r| Some((r, r.parse::<BroadcastRun>().ok()?))).collect();
+    let broadcast: Vec<(&Run, BroadcastRun)> = ctx
+        .runs()
+        .filter(|r| r.scenario == "broadcast")
+        .filter_map(|r| Some((r, r.parse::<BroadcastRun>().ok()?)))
+        .collect();
     let mut levels: Vec<(String, f64)> = Vec::new();
     for (_, b) in &broadcast {
         for l in &b.levels {
-            let key = (transport_name(&l.transport).to_string(), l.connections.unwrap_or(0.0));
+            let key = (
+                transport_name(&l.transport).to_string(),
+                l.connections.unwrap_or(0.0),
+            );
             if !levels.contains(&key) {
                 levels.push(key);
             }
@@ -64,23 +84,44 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
         let mut cells: Vec<Option<Cell>> = vec![None; n];
         for (run, b) in &broadcast {
             for l in &b.levels {
-                if transport_name(&l.transport) != transport || l.connections.unwrap_or(0.0) != *conns {
+                if transport_name(&l.transport) != transport
+                    || l.connections.unwrap_or(0.0) != *conns
+                {
                     continue;
                 }
-                let Some(value) = l.max_sustainable_received_per_s else { continue };
-                let cell = Cell { value, caveats: l.caveats(run, &b.summary) };
+                let Some(value) = l.max_sustainable_received_per_s else {
+                    continue;
+                };
+                let cell = Cell {
+                    value,
+                    caveats: l.caveats(run, &b.summary),
+                };
                 cells[run.source] = Some(cell);
                 if best[run.source].is_none_or(|(b, _)| b.value < value) {
                     best[run.source] = Some((cell, *conns));
                 }
             }
         }
-        let at = if many_transports { format!("{} conns, {transport}", num(Some(*conns), 0)) } else { format!("{} conns", num(Some(*conns), 0)) };
-        rows.push(row(format!("broadcast: max sustainable received msgs/s, {at}"), &cells, 0, true));
+        let at = if many_transports {
+            format!("{} conns, {transport}", num(Some(*conns), 0))
+        } else {
+            format!("{} conns", num(Some(*conns), 0))
+        };
+        rows.push(row(
+            format!("broadcast: max sustainable received msgs/s, {at}"),
+            &cells,
+            0,
+            true,
+        ));
     }
     if levels.len() > 1 {
         let cells: Vec<Option<Cell>> = best.iter().map(|b| b.map(|(c, _)| c)).collect();
-        let mut r = row("broadcast: max sustainable received msgs/s, best level".to_string(), &cells, 0, true);
+        let mut r = row(
+            "broadcast: max sustainable received msgs/s, best level".to_string(),
+            &cells,
+            0,
+            true,
+        );
         for (cell, b) in r.cells.iter_mut().skip(1).zip(&best) {
             if let Some((_, conns)) = b {
                 cell.push_str(&format!(" at {} conns", num(Some(*conns), 0)));
@@ -90,23 +131,37 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
     }
 
     // Chat: at the heaviest load every server ran, else each server's heaviest.
-    let chat: Vec<(&Run, ChatRun)> =
-        ctx.runs().filter(|r| r.scenario == "chat").filter_map(|r| Some((r, r.parse::<ChatRun>().ok()?))).collect();
+    let chat: Vec<(&Run, ChatRun)> = ctx
+        .runs()
+        .filter(|r| r.scenario == "chat")
+        .filter_map(|r| Some((r, r.parse::<ChatRun>().ok()?)))
+        .collect();
     if !chat.is_empty() {
         let load = |r: &ChatResult| (r.rooms.unwrap_or(0.0), r.users.unwrap_or(0.0));
-        let mut loads: Vec<(f64, f64)> = chat.iter().flat_map(|(_, c)| c.results.iter().map(load)).collect();
-        loads.sort_by(|a, b| (a.0 * a.1).total_cmp(&(b.0 * b.1)).then(a.0.total_cmp(&b.0)));
+        let mut loads: Vec<(f64, f64)> = chat
+            .iter()
+            .flat_map(|(_, c)| c.results.iter().map(load))
+            .collect();
+        loads.sort_by(|a, b| {
+            (a.0 * a.1)
+                .total_cmp(&(b.0 * b.1))
+                .then(a.0.total_cmp(&b.0))
+        });
         loads.dedup();
         let servers: Vec<usize> = chat.iter().map(|(r, _)| r.source).collect();
         let common = loads.iter().rev().find(|l| {
-            servers.iter().all(|s| chat.iter().any(|(r, c)| r.source == *s && c.results.iter().any(|x| load(x) == **l)))
+            servers.iter().all(|s| {
+                chat.iter()
+                    .any(|(r, c)| r.source == *s && c.results.iter().any(|x| load(x) == **l))
+            })
         });
         let mut picked: Vec<Option<(&Run, &ChatResult)>> = vec![None; n];
         for (run, c) in &chat {
             for r in &c.results {
                 let better = match common {
                     Some(l) => load(r) == *l,
-                    None => picked[run.source].is_none_or(|(_, p)| load(r).0 * load(r).1 > load(p).0 * load(p).1),
+                    None => picked[run.source]
+                        .is_none_or(|(_, p)| load(r).0 * load(r).1 > load(p).0 * load(p).1),
                 };
                 if better {
                     picked[run.source] = Some((run, r));
@@ -114,19 +169,51 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
             }
         }
         let at = match common {
-            Some((rooms, users)) => format!("{} rooms × {} users", num(Some(*rooms), 0), num(Some(*users), 0)),
+            Some((rooms, users)) => format!(
+                "{} rooms × {} users",
+                num(Some(*rooms), 0),
+                num(Some(*users), 0)
+            ),
             None => "each server's heaviest load".to_string(),
         };
-        let figures: [(&str, fn(&ChatResult) -> Option<f64>, usize); 4] = [
-            ("mean latency (ms)", |r| r.latency.mean_ms(), 2),
-            ("p99 latency (ms)", |r| r.latency.p99_ms(), 2),
-            ("server CPU (%)", |r| r.resources.server_cpu_pct, 0),
-            ("server RSS (MiB)", |r| r.resources.server_rss_mib(), 1),
+        let figures = [
+            ChatFigure {
+                what: "mean latency (ms)",
+                value: |r| r.latency.mean_ms(),
+                decimals: 2,
+            },
+            ChatFigure {
+                what: "p99 latency (ms)",
+                value: |r| r.latency.p99_ms(),
+                decimals: 2,
+            },
+            ChatFigure {
+                what: "server CPU (%)",
+                value: |r| r.resources.server_cpu_pct,
+                decimals: 0,
+            },
+            ChatFigure {
+                what: "server RSS (MiB)",
+                value: |r| r.resources.server_rss_mib(),
+                decimals: 1,
+            },
         ];
-        for (what, value, decimals) in figures {
+        for ChatFigure {
+            what,
+            value,
+            decimals,
+        } in figures
+        {
             let cells: Vec<Option<Cell>> = picked
                 .iter()
-                .map(|p| p.and_then(|(run, r)| Some(Cell { value: value(r)?, caveats: Caveats::of(run, &r.resources) })))
+                .map(|p| {
+                    p.and_then(|(run, r)| {
+                        Some(Cell {
+                            value: value(r)?,
+                            caveats: Caveats::of(run, &r.resources),
+                        })
+                    })
+                })
                 .collect();
             if cells.iter().all(Option::is_none) {
                 continue;
@@ -144,39 +231,82 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
     }
 
     // Ping-pong and count-down: one row per transport.
-    let pingpong: Vec<(&Run, PingpongRun)> =
-        ctx.runs().filter(|r| r.scenario == "pingpong").filter_map(|r| Some((r, r.parse::<PingpongRun>().ok()?))).collect();
-    for t in categories(pingpong.iter().flat_map(|(_, p)| p.results.iter().map(|r| r.transport.as_str()))) {
+    let pingpong: Vec<(&Run, PingpongRun)> = ctx
+        .runs()
+        .filter(|r| r.scenario == "pingpong")
+        .filter_map(|r| Some((r, r.parse::<PingpongRun>().ok()?)))
+        .collect();
+    for t in categories(
+        pingpong
+            .iter()
+            .flat_map(|(_, p)| p.results.iter().map(|r| r.transport.as_str())),
+    ) {
         let mut cells: Vec<Option<Cell>> = vec![None; n];
         for (run, p) in &pingpong {
-            for r in p.results.iter().filter(|r| transport_name(&r.transport) == t && r.round_trip.has_samples()) {
+            for r in p
+                .results
+                .iter()
+                .filter(|r| transport_name(&r.transport) == t && r.round_trip.has_samples())
+            {
                 if let Some(value) = r.round_trip.mean_us {
-                    cells[run.source] = Some(Cell { value, caveats: Caveats::of(run, &r.resources) });
+                    cells[run.source] = Some(Cell {
+                        value,
+                        caveats: Caveats::of(run, &r.resources),
+                    });
                 }
             }
         }
-        rows.push(row(format!("pingpong: mean round trip, {t} (µs)"), &cells, 0, false));
+        rows.push(row(
+            format!("pingpong: mean round trip, {t} (µs)"),
+            &cells,
+            0,
+            false,
+        ));
     }
-    let countdown: Vec<(&Run, CountdownRun)> =
-        ctx.runs().filter(|r| r.scenario == "countdown").filter_map(|r| Some((r, r.parse::<CountdownRun>().ok()?))).collect();
-    for t in categories(countdown.iter().flat_map(|(_, p)| p.results.iter().map(|r| r.transport.as_str()))) {
+    let countdown: Vec<(&Run, CountdownRun)> = ctx
+        .runs()
+        .filter(|r| r.scenario == "countdown")
+        .filter_map(|r| Some((r, r.parse::<CountdownRun>().ok()?)))
+        .collect();
+    for t in categories(
+        countdown
+            .iter()
+            .flat_map(|(_, p)| p.results.iter().map(|r| r.transport.as_str())),
+    ) {
         let mut cells: Vec<Option<Cell>> = vec![None; n];
         for (run, p) in &countdown {
-            for r in p.results.iter().filter(|r| transport_name(&r.transport) == t && r.iterations.is_some_and(|i| i > 0.0)) {
+            for r in p.results.iter().filter(|r| {
+                transport_name(&r.transport) == t && r.iterations.is_some_and(|i| i > 0.0)
+            }) {
                 if let Some(value) = r.per_iteration_us {
-                    cells[run.source] = Some(Cell { value, caveats: Caveats::of(run, &r.resources) });
+                    cells[run.source] = Some(Cell {
+                        value,
+                        caveats: Caveats::of(run, &r.resources),
+                    });
                 }
             }
         }
-        rows.push(row(format!("countdown: time per step, {t} (µs)"), &cells, 1, false));
+        rows.push(row(
+            format!("countdown: time per step, {t} (µs)"),
+            &cells,
+            1,
+            false,
+        ));
     }
 
     if rows.is_empty() {
         return None;
     }
-    let mut columns = vec![Column { title: "figure".to_string(), numeric: false }];
+    let mut columns = vec![Column {
+        title: "figure".to_string(),
+        numeric: false,
+    }];
     columns.extend(ctx.sources.iter().enumerate().map(|(i, s)| Column {
-        title: if i == baseline && n > 1 { format!("{} (baseline)", s.label) } else { s.label.clone() },
+        title: if i == baseline && n > 1 {
+            format!("{} (baseline)", s.label)
+        } else {
+            s.label.clone()
+        },
         numeric: true,
     }));
     Some(Table {

@@ -28,11 +28,21 @@ impl Table {
         let columns = columns
             .iter()
             .map(|c| match c.strip_prefix('#') {
-                Some(title) => Column { title: title.to_string(), numeric: true },
-                None => Column { title: c.to_string(), numeric: false },
+                Some(title) => Column {
+                    title: title.to_string(),
+                    numeric: true,
+                },
+                None => Column {
+                    title: c.to_string(),
+                    numeric: false,
+                },
             })
             .collect();
-        Table { caption: caption.into(), columns, rows: Vec::new() }
+        Table {
+            caption: caption.into(),
+            columns,
+            rows: Vec::new(),
+        }
     }
 
     pub fn push(&mut self, cells: Vec<String>, flagged: bool) {
@@ -43,9 +53,13 @@ impl Table {
 /// A figure with `decimals` digits after the point and thousands separated by commas;
 /// a missing figure is a dash.
 pub fn num(value: Option<f64>, decimals: usize) -> String {
-    let Some(v) = value.filter(|v| v.is_finite()) else { return "–".to_string() };
+    let Some(v) = value.filter(|v| v.is_finite()) else {
+        return "–".to_string();
+    };
     let text = format!("{:.*}", decimals, v.abs());
-    let (int, frac) = text.split_once('.').map_or((text.as_str(), None), |(i, f)| (i, Some(f)));
+    let (int, frac) = text
+        .split_once('.')
+        .map_or((text.as_str(), None), |(i, f)| (i, Some(f)));
     let mut grouped = String::with_capacity(text.len() + int.len() / 3);
     for (i, c) in int.chars().enumerate() {
         if i > 0 && (int.len() - i) % 3 == 0 {
@@ -53,7 +67,11 @@ pub fn num(value: Option<f64>, decimals: usize) -> String {
         }
         grouped.push(c);
     }
-    let sign = if v < 0.0 && text.chars().any(|c| c.is_ascii_digit() && c != '0') { "-" } else { "" };
+    let sign = if v < 0.0 && text.chars().any(|c| c.is_ascii_digit() && c != '0') {
+        "-"
+    } else {
+        ""
+    };
     match frac {
         Some(f) => format!("{sign}{grouped}.{f}"),
         None => format!("{sign}{grouped}"),

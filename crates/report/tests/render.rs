@@ -16,19 +16,23 @@ fn fixtures() -> Vec<PathBuf> {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 /// A fresh directory under the system temp dir.
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("switchboard-report-{name}-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("switchboard-report-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
 
 fn edit(src: &Path, dst: &Path, f: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
-    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(src).expect("read")).expect("json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(src).expect("read")).expect("json");
     f(&mut v);
     std::fs::write(dst, serde_json::to_string_pretty(&v).expect("serialize")).expect("write");
     dst.to_path_buf()
@@ -37,24 +41,46 @@ fn edit(src: &Path, dst: &Path, f: impl FnOnce(&mut serde_json::Value)) -> PathB
 #[test]
 fn fixtures_follow_the_bench_schema() {
     let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/schema.json");
-    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(schema_path).expect("bench schema")).expect("schema is JSON");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).expect("bench schema"))
+            .expect("schema is JSON");
     let validator = jsonschema::validator_for(&schema).expect("valid schema");
     let files = fixtures();
     assert_eq!(files.len(), 8, "two servers × four scenarios");
     for file in files {
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("JSON");
-        let errors: Vec<String> = validator.iter_errors(&v).map(|e| format!("{e} at {}", e.instance_path())).collect();
-        assert!(errors.is_empty(), "{} does not match crates/bench/schema.json:\n{}", file.display(), errors.join("\n"));
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("JSON");
+        let errors: Vec<String> = validator
+            .iter_errors(&v)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{} does not match crates/bench/schema.json:\n{}",
+            file.display(),
+            errors.join("\n")
+        );
     }
 }
 
 #[test]
 fn fixtures_render_every_scenario() {
     let r = report::generate(&fixtures(), "Fixtures").expect("renders");
-    assert_eq!(r.servers, ["switchboard", "sockjs-node"], "labelled by target name, switchboard first");
+    assert_eq!(
+        r.servers,
+        ["switchboard", "sockjs-node"],
+        "labelled by target name, switchboard first"
+    );
     for id in ["broadcast", "chat", "pingpong", "countdown", "summary"] {
-        assert!(r.sections.iter().any(|s| s == id), "section {id} in {:?}", r.sections);
-        assert!(r.html.contains(&format!("<section id=\"{id}\">")), "section {id} in the page");
+        assert!(
+            r.sections.iter().any(|s| s == id),
+            "section {id} in {:?}",
+            r.sections
+        );
+        assert!(
+            r.html.contains(&format!("<section id=\"{id}\">")),
+            "section {id} in the page"
+        );
     }
     let expected = [
         "broadcast-rt",
@@ -68,16 +94,34 @@ fn fixtures_render_every_scenario() {
     ];
     assert_eq!(r.charts, expected);
     for id in expected {
-        assert!(r.html.contains(&format!("<canvas id=\"{id}\"")), "canvas {id}");
+        assert!(
+            r.html.contains(&format!("<canvas id=\"{id}\"")),
+            "canvas {id}"
+        );
     }
     // Self-contained: Chart.js inline, nothing fetched.
     assert!(r.html.contains("Chart.js v4"));
-    for external in ["<script src", "<link", "@import", "url(", "src=\"http", "href=\"http", "<iframe", "<img"] {
+    for external in [
+        "<script src",
+        "<link",
+        "@import",
+        "url(",
+        "src=\"http",
+        "href=\"http",
+        "<iframe",
+        "<img",
+    ] {
         assert!(!r.html.contains(external), "{external} in the page");
     }
     // The header names machine, versions, command and start time of each file.
-    assert!(r.html.contains("AMD EPYC 7B13, 2 cores, linux 6.1.0-13-cloud-amd64, 8.0 GiB RAM"));
-    assert!(r.html.contains("switchboard 0.1.0, format switchboard-bench/1"));
+    assert!(
+        r.html
+            .contains("AMD EPYC 7B13, 2 cores, linux 6.1.0-13-cloud-amd64, 8.0 GiB RAM")
+    );
+    assert!(
+        r.html
+            .contains("switchboard 0.1.0, format switchboard-bench/1")
+    );
     assert!(r.html.contains("switchboard bench broadcast --target switchboard=http://127.0.0.1:8080/broadcast --levels 25,100,500 --out switchboard-broadcast.json"));
     assert!(r.html.contains("2026-01-12T09:05:00.000Z"));
     // Caveats are visible: the CPU-bound level and the partial chat run.
@@ -85,10 +129,20 @@ fn fixtures_render_every_scenario() {
     assert!(r.html.contains(
         "<tr class=\"flagged\"><td>sockjs-node</td><td class=\"caveat\">⚠ bench CPU-bound · host saturated</td><td>websocket</td><td class=\"num\">500</td>"
     ));
-    assert!(r.html.contains("⚠ sockjs-node: partial run, stopped early: connection reset by peer"));
+    assert!(
+        r.html
+            .contains("⚠ sockjs-node: partial run, stopped early: connection reset by peer")
+    );
     // One line per (server, level) in broadcast.
-    for label in ["switchboard · 25 conns", "switchboard · 500 conns", "sockjs-node · 100 conns"] {
-        assert!(r.html.contains(&format!("\"label\":\"{label}\"")), "series {label}");
+    for label in [
+        "switchboard · 25 conns",
+        "switchboard · 500 conns",
+        "sockjs-node · 100 conns",
+    ] {
+        assert!(
+            r.html.contains(&format!("\"label\":\"{label}\"")),
+            "series {label}"
+        );
     }
 }
 
@@ -97,12 +151,18 @@ fn summary_compares_to_switchboard() {
     let r = report::generate(&fixtures(), "Fixtures").expect("renders");
     let summary = &r.html[r.html.find("<section id=\"summary\">").expect("summary")..];
     let summary = &summary[..summary.find("</section>").expect("end")];
-    assert!(summary.contains("switchboard (baseline)"), "switchboard is the baseline");
+    assert!(
+        summary.contains("switchboard (baseline)"),
+        "switchboard is the baseline"
+    );
     assert!(summary.contains("broadcast: max sustainable received msgs/s, 25 conns"));
     assert!(summary.contains("<td class=\"num\">218,947</td>"));
     assert!(summary.contains("97,310 (×0.44)"));
     assert!(summary.contains("best level"));
-    assert!(summary.contains("chat at 4 rooms × 20 users: mean latency (ms)"), "heaviest load both servers ran");
+    assert!(
+        summary.contains("chat at 4 rooms × 20 users: mean latency (ms)"),
+        "heaviest load both servers ran"
+    );
     assert!(summary.contains("pingpong: mean round trip, websocket (µs)"));
     assert!(summary.contains("countdown: time per step, http (µs)"));
 }
@@ -111,22 +171,40 @@ fn summary_compares_to_switchboard() {
 fn hostile_strings_are_escaped() {
     let dir = temp_dir("hostile");
     let evil = "</script><img src=x onerror=alert(1)>";
-    let file = edit(&fixture("switchboard-pingpong.json"), &dir.join("evil.json"), |v| {
-        v["runs"][0]["target_name"] = evil.into();
-        v["runs"][0]["results"][0]["transport"] = evil.into();
-        v["command"][2] = evil.into();
-        v["machine"]["cpu_model"] = evil.into();
-    });
-    let unknown = edit(&fixture("switchboard-countdown.json"), &dir.join("evil-scenario.json"), |v| {
-        v["runs"][0]["scenario"] = evil.into();
-        v["runs"][0]["target_name"] = "<!--<script>".into();
-    });
+    let file = edit(
+        &fixture("switchboard-pingpong.json"),
+        &dir.join("evil.json"),
+        |v| {
+            v["runs"][0]["target_name"] = evil.into();
+            v["runs"][0]["results"][0]["transport"] = evil.into();
+            v["command"][2] = evil.into();
+            v["machine"]["cpu_model"] = evil.into();
+        },
+    );
+    let unknown = edit(
+        &fixture("switchboard-countdown.json"),
+        &dir.join("evil-scenario.json"),
+        |v| {
+            v["runs"][0]["scenario"] = evil.into();
+            v["runs"][0]["target_name"] = "<!--<script>".into();
+        },
+    );
     let r = report::generate(&[file, unknown], evil).expect("renders");
     assert!(!r.html.contains("<img"), "no element from a file");
     assert!(!r.html.contains("<!--<script>"));
-    assert!(r.html.contains("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"));
-    assert_eq!(r.html.matches("</script>").count(), 3, "only our three script elements close");
-    assert!(r.html.contains("\\u003c/script\\u003e\\u003cimg"), "the data blob keeps the name, escaped");
+    assert!(
+        r.html
+            .contains("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;")
+    );
+    assert_eq!(
+        r.html.matches("</script>").count(),
+        3,
+        "only our three script elements close"
+    );
+    assert!(
+        r.html.contains("\\u003c/script\\u003e\\u003cimg"),
+        "the data blob keeps the name, escaped"
+    );
 }
 
 #[test]
@@ -134,7 +212,11 @@ fn unknown_scenarios_become_tables() {
     let r = report::generate(&[fixture("other/link.json")], "Link").expect("renders");
     assert_eq!(r.sections, ["link"]);
     assert!(r.charts.is_empty());
-    assert_eq!(r.servers, ["switchboard", "sockjs-node"], "two targets in one file are two servers");
+    assert_eq!(
+        r.servers,
+        ["switchboard", "sockjs-node"],
+        "two targets in one file are two servers"
+    );
     for text in [
         "switchboard · link: fields",
         "<td>settings.rate_bps</td><td>1000000</td>",
@@ -146,14 +228,18 @@ fn unknown_scenarios_become_tables() {
     ] {
         assert!(r.html.contains(text), "{text}");
     }
-    assert!(!r.html.contains("server_rss_bytes"), "resource samples are left out");
+    assert!(
+        !r.html.contains("server_rss_bytes"),
+        "resource samples are left out"
+    );
 }
 
 #[test]
 fn bad_files_are_named() {
     let dir = temp_dir("bad");
     let missing = dir.join("missing.json");
-    let e = report::generate(&[fixture("switchboard-chat.json"), missing.clone()], "x").expect_err("missing file");
+    let e = report::generate(&[fixture("switchboard-chat.json"), missing.clone()], "x")
+        .expect_err("missing file");
     assert!(e.is_input());
     assert_eq!(e.path(), Some(missing.as_path()));
     assert!(e.to_string().contains("missing.json"), "{e}");
@@ -161,18 +247,39 @@ fn bad_files_are_named() {
     let malformed = dir.join("malformed.json");
     std::fs::write(&malformed, "{\"runs\": [").expect("write");
     let e = report::generate(&[malformed], "x").expect_err("malformed");
-    assert!(e.to_string().starts_with(&format!("result file {} is not valid JSON", dir.join("malformed.json").display())), "{e}");
+    assert!(
+        e.to_string().starts_with(&format!(
+            "result file {} is not valid JSON",
+            dir.join("malformed.json").display()
+        )),
+        "{e}"
+    );
 
     for (name, text, why) in [
-        ("no-runs.json", "{\"format\":\"switchboard-bench/1\"}", "it has no `runs` array"),
+        (
+            "no-runs.json",
+            "{\"format\":\"switchboard-bench/1\"}",
+            "it has no `runs` array",
+        ),
         ("array.json", "[1,2]", "the top level is not a JSON object"),
-        ("other-format.json", "{\"format\":\"k6/1\",\"runs\":[]}", "its format is \"k6/1\""),
-        ("bad-run.json", "{\"runs\":[3]}", "run 1 is not a JSON object"),
+        (
+            "other-format.json",
+            "{\"format\":\"k6/1\",\"runs\":[]}",
+            "its format is \"k6/1\"",
+        ),
+        (
+            "bad-run.json",
+            "{\"runs\":[3]}",
+            "run 1 is not a JSON object",
+        ),
     ] {
         let path = dir.join(name);
         std::fs::write(&path, text).expect("write");
         let e = report::generate(std::slice::from_ref(&path), "x").expect_err(name);
-        assert!(e.to_string().contains(name) && e.to_string().contains(why), "{e}");
+        assert!(
+            e.to_string().contains(name) && e.to_string().contains(why),
+            "{e}"
+        );
     }
 }
 
@@ -180,30 +287,48 @@ fn bad_files_are_named() {
 fn older_and_newer_files_still_render() {
     let dir = temp_dir("tolerant");
     // Newer: a format bump, new fields everywhere. Older: figures missing.
-    let newer = edit(&fixture("switchboard-pingpong.json"), &dir.join("newer.json"), |v| {
-        v["format"] = "switchboard-bench/2".into();
-        v["versions"]["tokio"] = "1.48".into();
-        v["runs"][0]["new_field"] = serde_json::json!({"a": [1, 2]});
-        v["runs"][0]["results"][0]["jitter_us"] = 12.into();
-    });
-    let older = edit(&fixture("switchboard-chat.json"), &dir.join("older.json"), |v| {
-        let run = v["runs"][0].as_object_mut().expect("run");
-        run.remove("bench_cpu_bound");
-        run.remove("target_name");
-        for r in run["results"].as_array_mut().expect("results") {
-            r.as_object_mut().expect("result").remove("resources");
-        }
-    });
+    let newer = edit(
+        &fixture("switchboard-pingpong.json"),
+        &dir.join("newer.json"),
+        |v| {
+            v["format"] = "switchboard-bench/2".into();
+            v["versions"]["tokio"] = "1.48".into();
+            v["runs"][0]["new_field"] = serde_json::json!({"a": [1, 2]});
+            v["runs"][0]["results"][0]["jitter_us"] = 12.into();
+        },
+    );
+    let older = edit(
+        &fixture("switchboard-chat.json"),
+        &dir.join("older.json"),
+        |v| {
+            let run = v["runs"][0].as_object_mut().expect("run");
+            run.remove("bench_cpu_bound");
+            run.remove("target_name");
+            for r in run["results"].as_array_mut().expect("results") {
+                r.as_object_mut().expect("result").remove("resources");
+            }
+        },
+    );
     // A run whose figures have the wrong type is shown as tables, with a warning.
-    let broken = edit(&fixture("switchboard-countdown.json"), &dir.join("broken.json"), |v| {
-        v["runs"][0]["results"] = "not a list".into();
-    });
+    let broken = edit(
+        &fixture("switchboard-countdown.json"),
+        &dir.join("broken.json"),
+        |v| {
+            v["runs"][0]["results"] = "not a list".into();
+        },
+    );
     let r = report::generate(&[newer, older, broken], "x").expect("renders");
     assert!(r.charts.iter().any(|c| c == "pingpong-mean"));
     assert!(r.charts.iter().any(|c| c == "chat-mean"));
-    assert!(!r.charts.iter().any(|c| c == "chat-rss"), "no RSS figures, no RSS chart");
+    assert!(
+        !r.charts.iter().any(|c| c == "chat-rss"),
+        "no RSS figures, no RSS chart"
+    );
     assert!(r.html.contains("No server RSS, peak (MiB) figures"));
-    assert!(r.servers.contains(&"older".to_string()), "a run without target name is labelled by its file");
+    assert!(
+        r.servers.contains(&"older".to_string()),
+        "a run without target name is labelled by its file"
+    );
     assert!(r.html.contains("tokio 1.48"));
     assert!(r.html.contains("this countdown run could not be read"));
     assert!(r.html.contains("<td>results</td><td>not a list</td>"));
@@ -212,22 +337,40 @@ fn older_and_newer_files_still_render() {
 #[test]
 fn same_target_in_two_files_keeps_both_apart() {
     let dir = temp_dir("twice");
-    let again = edit(&fixture("switchboard-pingpong.json"), &dir.join("again.json"), |_| {});
+    let again = edit(
+        &fixture("switchboard-pingpong.json"),
+        &dir.join("again.json"),
+        |_| {},
+    );
     let r = report::generate(&[fixture("switchboard-pingpong.json"), again], "x").expect("renders");
-    assert_eq!(r.servers, ["switchboard (switchboard-pingpong.json)", "switchboard (again.json)"]);
+    assert_eq!(
+        r.servers,
+        [
+            "switchboard (switchboard-pingpong.json)",
+            "switchboard (again.json)"
+        ]
+    );
 }
 
 #[tokio::test]
 async fn run_writes_the_page() {
     let dir = temp_dir("run");
     let out = dir.join("report.html");
-    let args = report::Args { files: fixtures(), out: out.clone(), title: "Switchboard bench report".to_string() };
+    let args = report::Args {
+        files: fixtures(),
+        out: out.clone(),
+        title: "Switchboard bench report".to_string(),
+    };
     report::run(args).await.expect("run");
     let html = std::fs::read_to_string(&out).expect("written");
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.trim_end().ends_with("</html>"));
 
-    let args = report::Args { files: fixtures(), out: dir.join("no/such/dir/r.html"), title: String::new() };
+    let args = report::Args {
+        files: fixtures(),
+        out: dir.join("no/such/dir/r.html"),
+        title: String::new(),
+    };
     let e = report::run(args).await.expect_err("unwritable");
     assert!(e.to_string().contains("no/such/dir/r.html"), "{e}");
 }

@@ -73,14 +73,17 @@ pub struct LevelSummary {
 impl Level {
     /// Caveats of the level: any step's, or the bench's summary of the level.
     pub fn caveats(&self, run: &Run, summary: &[LevelSummary]) -> Caveats {
-        let mut c = Caveats { partial: run.partial, ..Caveats::default() };
+        let mut c = Caveats {
+            partial: run.partial,
+            ..Caveats::default()
+        };
         for step in &self.steps {
             c.bench_cpu_bound |= step.resources.bench_cpu_bound;
             c.host_saturated |= step.resources.host_saturated;
         }
-        c.bench_cpu_bound |= summary
-            .iter()
-            .any(|s| s.bench_cpu_bound && s.transport == self.transport && s.connections == self.connections);
+        c.bench_cpu_bound |= summary.iter().any(|s| {
+            s.bench_cpu_bound && s.transport == self.transport && s.connections == self.connections
+        });
         c
     }
 }
@@ -102,14 +105,21 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
         }
     };
     let parsed: Vec<(&Run, BroadcastRun)> = parse_runs(ctx, runs, &mut section);
-    let mut transports: Vec<&str> = parsed.iter().flat_map(|(_, b)| b.levels.iter().map(|l| l.transport.as_str())).collect();
+    let mut transports: Vec<&str> = parsed
+        .iter()
+        .flat_map(|(_, b)| b.levels.iter().map(|l| l.transport.as_str()))
+        .collect();
     transports.sort_unstable();
     transports.dedup();
     let many_transports = transports.len() > 1;
 
     let mut rt = Chart::line(
         format!("{id}-rt"),
-        if selftest { "Selftest: mean round trip vs received msgs/s" } else { "Broadcast: mean round trip vs received msgs/s" },
+        if selftest {
+            "Selftest: mean round trip vs received msgs/s"
+        } else {
+            "Broadcast: mean round trip vs received msgs/s"
+        },
         "received messages per second (all clients)",
         "mean round trip (ms)",
     );
@@ -156,7 +166,10 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
             let caveats = level.caveats(run, &data.summary);
             let conns = num(level.connections, 0);
             let series_label = if many_transports {
-                format!("{label} · {conns} conns · {}", transport_name(&level.transport))
+                format!(
+                    "{label} · {conns} conns · {}",
+                    transport_name(&level.transport)
+                )
             } else {
                 format!("{label} · {conns} conns")
             };
@@ -177,8 +190,14 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
                         num(step.rate, 0),
                         num(step.sent_per_s, 0),
                         num(step.received_per_s, 0),
-                        ms(step.round_trip.mean_us.filter(|_| step.round_trip.has_samples())),
-                        ms(step.round_trip.p99_us.filter(|_| step.round_trip.has_samples())),
+                        ms(step
+                            .round_trip
+                            .mean_us
+                            .filter(|_| step.round_trip.has_samples())),
+                        ms(step
+                            .round_trip
+                            .p99_us
+                            .filter(|_| step.round_trip.has_samples())),
                         num(step.lost, 0),
                         num(step.missing, 0),
                         num(step.late_sends, 0),
@@ -199,7 +218,11 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
             let saturation = level.saturation.as_ref().map_or_else(
                 || "none up to --max-rate".to_string(),
                 |s| {
-                    let detail = if s.detail.is_empty() { String::new() } else { format!(": {}", s.detail) };
+                    let detail = if s.detail.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", s.detail)
+                    };
                     format!("{} at {} msgs/s{detail}", s.reason, num(s.rate, 0))
                 },
             );
@@ -220,14 +243,22 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
         }
     }
     if let Some(good) = parsed.iter().find_map(|(_, d)| d.settings.good_mean_us) {
-        let column = levels_table.columns.iter_mut().find(|c| c.title.starts_with("max received msgs/s with"));
-        column.expect("the column exists").title = format!("max received msgs/s with mean < {} ms", num(Some(good / 1000.0), 0));
+        let column = levels_table
+            .columns
+            .iter_mut()
+            .find(|c| c.title.starts_with("max received msgs/s with"));
+        column.expect("the column exists").title = format!(
+            "max received msgs/s with mean < {} ms",
+            num(Some(good / 1000.0), 0)
+        );
     }
     rt.warnings = warnings.lines();
     rt.subtitle = warnings.short();
     let rt = rt.finish();
     if rt.is_empty() {
-        section.notes.push("No step has a round trip to plot.".to_string());
+        section
+            .notes
+            .push("No step has a round trip to plot.".to_string());
     } else {
         section.charts.push(rt);
     }

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::{Ctx, Section, Warnings, parse_runs, transport_name};
+use super::{Ctx, Plot, Section, Warnings, parse_runs, transport_name};
 use crate::chart::{self, Chart, Point, Series};
 use crate::input::{Caveats, Latency, Resources, Run};
 use crate::table::{Table, mib, ms, num};
@@ -34,11 +34,31 @@ pub struct ChatResult {
 }
 
 /// The four charts: what each plots from a result.
-const CHARTS: [(&str, &str, &str, fn(&ChatResult) -> Option<f64>); 4] = [
-    ("mean", "Chat: mean latency vs users per room", "mean latency (ms)", |r| r.latency.mean_ms()),
-    ("p99", "Chat: p99 latency vs users per room", "p99 latency (ms)", |r| r.latency.p99_ms()),
-    ("cpu", "Chat: server CPU vs users per room", "server CPU (% of one core)", |r| r.resources.server_cpu_pct),
-    ("rss", "Chat: server memory vs users per room", "server RSS, peak (MiB)", |r| r.resources.server_rss_mib()),
+const CHARTS: [Plot<ChatResult>; 4] = [
+    Plot {
+        key: "mean",
+        title: "Chat: mean latency vs users per room",
+        y: "mean latency (ms)",
+        value: |r| r.latency.mean_ms(),
+    },
+    Plot {
+        key: "p99",
+        title: "Chat: p99 latency vs users per room",
+        y: "p99 latency (ms)",
+        value: |r| r.latency.p99_ms(),
+    },
+    Plot {
+        key: "cpu",
+        title: "Chat: server CPU vs users per room",
+        y: "server CPU (% of one core)",
+        value: |r| r.resources.server_cpu_pct,
+    },
+    Plot {
+        key: "rss",
+        title: "Chat: server memory vs users per room",
+        y: "server RSS, peak (MiB)",
+        value: |r| r.resources.server_rss_mib(),
+    },
 ];
 
 pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
@@ -49,7 +69,10 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
         ..Section::default()
     };
     let parsed: Vec<(&Run, ChatRun)> = parse_runs(ctx, runs, &mut section);
-    let mut transports: Vec<&str> = parsed.iter().flat_map(|(_, c)| c.results.iter().map(|r| r.transport.as_str())).collect();
+    let mut transports: Vec<&str> = parsed
+        .iter()
+        .flat_map(|(_, c)| c.results.iter().map(|r| r.transport.as_str()))
+        .collect();
     transports.sort_unstable();
     transports.dedup();
 
@@ -64,35 +87,60 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
         let first = groups.len();
         for r in &data.results {
             let rooms = num(r.rooms, 0);
-            let room_word = if r.rooms == Some(1.0) { "room" } else { "rooms" };
+            let room_word = if r.rooms == Some(1.0) {
+                "room"
+            } else {
+                "rooms"
+            };
             let mut label = format!("{} · {rooms} {room_word}", ctx.label(run));
             if transports.len() > 1 {
                 label = format!("{label} · {}", transport_name(&r.transport));
             }
             match groups[first..].iter_mut().find(|g| g.label == label) {
                 Some(g) => g.results.push(r),
-                None => groups.push(Group { run, label, results: vec![r] }),
+                None => groups.push(Group {
+                    run,
+                    label,
+                    results: vec![r],
+                }),
             }
         }
     }
     for g in &mut groups {
-        g.results.sort_by(|a, b| a.users.unwrap_or(0.0).total_cmp(&b.users.unwrap_or(0.0)));
+        g.results
+            .sort_by(|a, b| a.users.unwrap_or(0.0).total_cmp(&b.users.unwrap_or(0.0)));
     }
 
-    for (key, title, y, value) in CHARTS {
+    for Plot {
+        key,
+        title,
+        y,
+        value,
+    } in CHARTS
+    {
         let mut chart = Chart::line(format!("{id}-{key}"), title, "users per room", y);
         let mut warnings = Warnings::default();
         for (i, g) in groups.iter().enumerate() {
             // Shade and point style follow the group's place among its source's groups.
-            let siblings: Vec<&Group> = groups.iter().filter(|o| o.run.source == g.run.source).collect();
-            let k = groups[..i].iter().filter(|o| o.run.source == g.run.source).count();
+            let siblings: Vec<&Group> = groups
+                .iter()
+                .filter(|o| o.run.source == g.run.source)
+                .collect();
+            let k = groups[..i]
+                .iter()
+                .filter(|o| o.run.source == g.run.source)
+                .count();
             let points = g
                 .results
                 .iter()
                 .map(|r| {
                     let c = Caveats::of(g.run, &r.resources);
                     warnings.note(ctx.label(g.run), &g.label, c);
-                    Point { x: r.users, y: value(r), flag: c.bench_cpu_bound.then(|| c.text()) }
+                    Point {
+                        x: r.users,
+                        y: value(r),
+                        flag: c.bench_cpu_bound.then(|| c.text()),
+                    }
                 })
                 .collect();
             chart.series.push(Series {
@@ -147,7 +195,11 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
         for r in &g.results {
             let c = Caveats::of(g.run, &r.resources);
             let share = match (r.received, r.expected) {
-                (Some(got), Some(want)) if want > 0.0 => format!("{} ({}%)", num(Some(got), 0), num(Some(got * 100.0 / want), 1)),
+                (Some(got), Some(want)) if want > 0.0 => format!(
+                    "{} ({}%)",
+                    num(Some(got), 0),
+                    num(Some(got * 100.0 / want), 1)
+                ),
                 (got, _) => num(got, 0),
             };
             let lat = |v: Option<f64>, l: &Latency| ms(v.filter(|_| l.has_samples()));

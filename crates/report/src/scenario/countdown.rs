@@ -36,7 +36,11 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
         ..Section::default()
     };
     let parsed: Vec<(&Run, CountdownRun)> = parse_runs(ctx, runs, &mut section);
-    let categories = categories(parsed.iter().flat_map(|(_, p)| p.results.iter().map(|r| r.transport.as_str())));
+    let categories = categories(
+        parsed
+            .iter()
+            .flat_map(|(_, p)| p.results.iter().map(|r| r.transport.as_str())),
+    );
     let mut chart = Chart::bar(
         format!("{id}-step"),
         "Count-down: time per step per transport",
@@ -50,16 +54,36 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
         let points = categories
             .iter()
             .map(|cat| {
-                let Some(r) = data.results.iter().rev().find(|r| transport_name(&r.transport) == cat) else {
-                    return Point { x: None, y: None, flag: None };
+                let Some(r) = data
+                    .results
+                    .iter()
+                    .rev()
+                    .find(|r| transport_name(&r.transport) == cat)
+                else {
+                    return Point {
+                        x: None,
+                        y: None,
+                        flag: None,
+                    };
                 };
                 let c = Caveats::of(run, &r.resources);
                 warnings.note(label, label, c);
-                let y = r.per_iteration_us.filter(|_| r.iterations.is_some_and(|n| n > 0.0));
-                Point { x: None, y, flag: c.bench_cpu_bound.then(|| c.text()) }
+                let y = r
+                    .per_iteration_us
+                    .filter(|_| r.iterations.is_some_and(|n| n > 0.0));
+                Point {
+                    x: None,
+                    y,
+                    flag: c.bench_cpu_bound.then(|| c.text()),
+                }
             })
             .collect();
-        chart.series.push(Series { label: label.to_string(), color: chart::color(run.source, 0, 1), point_style: "rect", points });
+        chart.series.push(Series {
+            label: label.to_string(),
+            color: chart::color(run.source, 0, 1),
+            point_style: "rect",
+            points,
+        });
     }
     chart.warnings = warnings.lines();
     chart.subtitle = warnings.short();
@@ -67,7 +91,9 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
     if !chart.is_empty() {
         section.charts.push(chart);
     } else if !parsed.is_empty() {
-        section.notes.push("No count-down step completed.".to_string());
+        section
+            .notes
+            .push("No count-down step completed.".to_string());
     }
     let mut table = Table::new(
         "Every transport",

@@ -9,8 +9,17 @@ use crate::json::Json;
 use crate::table::{Column, Row, Table};
 
 /// Run fields the file header and section warnings already show.
-const META: [&str; 9] =
-    ["target_name", "target", "started_at", "duration_s", "partial", "error", "bench_cpu_bound", "server_pid", "scenario"];
+const META: [&str; 9] = [
+    "target_name",
+    "target",
+    "started_at",
+    "duration_s",
+    "partial",
+    "error",
+    "bench_cpu_bound",
+    "server_pid",
+    "scenario",
+];
 
 /// Per-second resource samples: a time series, too long and too detailed for a table.
 const SKIPPED: [&str; 1] = ["samples"];
@@ -28,8 +37,13 @@ pub fn section(ctx: &Ctx, id: &str, scenario: &str, runs: &[&Run]) -> Section {
 /// The tables of one run: its scalar fields, then one table per array of objects.
 pub fn run_tables(ctx: &Ctx, run: &Run) -> Vec<Table> {
     let label = ctx.label(run);
-    let Json::Object(fields) = &run.raw else { return Vec::new() };
-    let mut scalars = Table::new(format!("{label} · {}: fields", run.scenario), &["field", "value"]);
+    let Json::Object(fields) = &run.raw else {
+        return Vec::new();
+    };
+    let mut scalars = Table::new(
+        format!("{label} · {}: fields", run.scenario),
+        &["field", "value"],
+    );
     let mut tables = Vec::new();
     for (key, value) in fields {
         if META.contains(&key.as_str()) {
@@ -42,7 +56,11 @@ pub fn run_tables(ctx: &Ctx, run: &Run) -> Vec<Table> {
             scalars.push(vec![k, v.to_cell()], false);
         }
         for (k, items) in nested {
-            let rows: Vec<(String, &Json)> = items.iter().enumerate().map(|(i, item)| ((i + 1).to_string(), item)).collect();
+            let rows: Vec<(String, &Json)> = items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| ((i + 1).to_string(), item))
+                .collect();
             rows_tables(&format!("{label} · {k}"), &rows, &mut tables);
         }
     }
@@ -54,7 +72,10 @@ pub fn run_tables(ctx: &Ctx, run: &Run) -> Vec<Table> {
 
 /// One table for `rows` (each with its number), then tables for arrays inside them.
 fn rows_tables(caption: &str, rows: &[(String, &Json)], out: &mut Vec<Table>) {
-    let mut columns: Vec<Column> = vec![Column { title: "#".to_string(), numeric: false }];
+    let mut columns: Vec<Column> = vec![Column {
+        title: "#".to_string(),
+        numeric: false,
+    }];
     let mut table_rows: Vec<(String, Vec<(String, &Json)>)> = Vec::new();
     let mut nested: Vec<(String, Vec<(String, &Json)>)> = Vec::new();
     for (number, item) in rows {
@@ -64,11 +85,17 @@ fn rows_tables(caption: &str, rows: &[(String, &Json)], out: &mut Vec<Table>) {
         for (key, value) in &cells {
             match columns.iter_mut().find(|c| c.title == *key) {
                 Some(c) => c.numeric &= matches!(value, Json::Number(_) | Json::Null),
-                None => columns.push(Column { title: key.clone(), numeric: matches!(value, Json::Number(_) | Json::Null) }),
+                None => columns.push(Column {
+                    title: key.clone(),
+                    numeric: matches!(value, Json::Number(_) | Json::Null),
+                }),
             }
         }
         for (key, items) in inner {
-            let numbered = items.iter().enumerate().map(|(i, it)| (format!("{number}.{}", i + 1), it));
+            let numbered = items
+                .iter()
+                .enumerate()
+                .map(|(i, it)| (format!("{number}.{}", i + 1), it));
             match nested.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, all)) => all.extend(numbered),
                 None => nested.push((key, numbered.collect())),
@@ -76,10 +103,15 @@ fn rows_tables(caption: &str, rows: &[(String, &Json)], out: &mut Vec<Table>) {
         }
         table_rows.push((number.clone(), cells));
     }
-    let mut table = Table { caption: caption.to_string(), columns, rows: Vec::new() };
+    let mut table = Table {
+        caption: caption.to_string(),
+        columns,
+        rows: Vec::new(),
+    };
     for (number, cells) in table_rows {
         let flagged = cells.iter().any(|(k, v)| {
-            (k.ends_with("bench_cpu_bound") || k.ends_with("partial")) && matches!(v, Json::Bool(true))
+            (k.ends_with("bench_cpu_bound") || k.ends_with("partial"))
+                && matches!(v, Json::Bool(true))
         });
         let mut row = vec![String::new(); table.columns.len()];
         row[0] = number;
@@ -88,7 +120,10 @@ fn rows_tables(caption: &str, rows: &[(String, &Json)], out: &mut Vec<Table>) {
                 row[i] = value.to_cell();
             }
         }
-        table.rows.push(Row { cells: row, flagged });
+        table.rows.push(Row {
+            cells: row,
+            flagged,
+        });
     }
     out.push(table);
     for (key, items) in nested {
@@ -98,8 +133,19 @@ fn rows_tables(caption: &str, rows: &[(String, &Json)], out: &mut Vec<Table>) {
 
 /// Scalars (and arrays of scalars) into `cells` under dotted keys; arrays holding
 /// objects into `nested`.
-fn flatten<'a>(prefix: &str, value: &'a Json, cells: &mut Vec<(String, &'a Json)>, nested: &mut Vec<(String, &'a [Json])>) {
-    let join = |k: &str| if prefix.is_empty() { k.to_string() } else { format!("{prefix}.{k}") };
+fn flatten<'a>(
+    prefix: &str,
+    value: &'a Json,
+    cells: &mut Vec<(String, &'a Json)>,
+    nested: &mut Vec<(String, &'a [Json])>,
+) {
+    let join = |k: &str| {
+        if prefix.is_empty() {
+            k.to_string()
+        } else {
+            format!("{prefix}.{k}")
+        }
+    };
     match value {
         Json::Object(fields) => {
             for (k, v) in fields {

@@ -52,7 +52,11 @@ const ORDER: [&str; 5] = ["broadcast", "chat", "pingpong", "countdown", "selftes
 
 /// The sections of the report, one per scenario present in the files.
 pub fn sections(ctx: &Ctx) -> Vec<Section> {
-    let mut scenarios: Vec<&str> = ORDER.iter().copied().filter(|s| ctx.runs().any(|r| r.scenario == *s)).collect();
+    let mut scenarios: Vec<&str> = ORDER
+        .iter()
+        .copied()
+        .filter(|s| ctx.runs().any(|r| r.scenario == *s))
+        .collect();
     for run in ctx.runs() {
         if !scenarios.contains(&run.scenario.as_str()) {
             scenarios.push(&run.scenario);
@@ -76,8 +80,14 @@ pub fn sections(ctx: &Ctx) -> Vec<Section> {
             };
             for run in &runs {
                 if run.partial {
-                    let why = run.error.as_deref().map_or_else(String::new, |e| format!(": {e}"));
-                    section.warnings.push(format!("⚠ {}: partial run, stopped early{why}", ctx.label(run)));
+                    let why = run
+                        .error
+                        .as_deref()
+                        .map_or_else(String::new, |e| format!(": {e}"));
+                    section.warnings.push(format!(
+                        "⚠ {}: partial run, stopped early{why}",
+                        ctx.label(run)
+                    ));
                 }
             }
             section
@@ -87,8 +97,16 @@ pub fn sections(ctx: &Ctx) -> Vec<Section> {
 
 /// An HTML id made of [a-z0-9-] from a scenario name (which comes from a file).
 fn unique_id(scenario: &str, taken: &mut Vec<String>) -> String {
-    let mut base: String =
-        scenario.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    let mut base: String = scenario
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
     if base.is_empty() || !base.starts_with(|c: char| c.is_ascii_lowercase()) {
         base.insert_str(0, "s-");
     }
@@ -156,7 +174,10 @@ impl Warnings {
     pub fn short(&self) -> Option<String> {
         let mut parts = Vec::new();
         if !self.cpu_bound_servers.is_empty() {
-            parts.push(format!("bench CPU-bound (✕ points): {}", self.cpu_bound_servers.join(", ")));
+            parts.push(format!(
+                "bench CPU-bound (✕ points): {}",
+                self.cpu_bound_servers.join(", ")
+            ));
         }
         if !self.partial.is_empty() {
             parts.push(format!("partial run: {}", self.partial.join(", ")));
@@ -175,6 +196,14 @@ impl Warnings {
             self.cpu_bound.join(", ")
         )]
     }
+}
+
+/// One chart of a section: its id suffix, title, y axis and the figure it plots.
+pub struct Plot<T> {
+    pub key: &'static str,
+    pub title: &'static str,
+    pub y: &'static str,
+    pub value: fn(&T) -> Option<f64>,
 }
 
 /// "websocket" → "websocket"; a missing transport reads as "?".

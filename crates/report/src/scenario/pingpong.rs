@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::{Ctx, Section, Warnings, parse_runs, transport_name};
+use super::{Ctx, Plot, Section, Warnings, parse_runs, transport_name};
 use crate::chart::{self, Chart, Point, Series};
 use crate::input::{Caveats, Latency, Resources, Run};
 use crate::table::{Table, ms, num};
@@ -45,29 +45,73 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
         ..Section::default()
     };
     let parsed: Vec<(&Run, PingpongRun)> = parse_runs(ctx, runs, &mut section);
-    let categories = categories(parsed.iter().flat_map(|(_, p)| p.results.iter().map(|r| r.transport.as_str())));
-    let charts: [(&str, &str, &str, fn(&Latency) -> Option<f64>); 2] = [
-        ("mean", "Ping-pong: mean round trip per transport", "mean round trip (µs)", |l| l.mean_us),
-        ("p99", "Ping-pong: p99 round trip per transport", "p99 round trip (µs)", |l| l.p99_us),
+    let categories = categories(
+        parsed
+            .iter()
+            .flat_map(|(_, p)| p.results.iter().map(|r| r.transport.as_str())),
+    );
+    let charts: [Plot<Latency>; 2] = [
+        Plot {
+            key: "mean",
+            title: "Ping-pong: mean round trip per transport",
+            y: "mean round trip (µs)",
+            value: |l| l.mean_us,
+        },
+        Plot {
+            key: "p99",
+            title: "Ping-pong: p99 round trip per transport",
+            y: "p99 round trip (µs)",
+            value: |l| l.p99_us,
+        },
     ];
-    for (key, title, y, value) in charts {
-        let mut chart = Chart::bar(format!("{id}-{key}"), title, categories.clone(), "transport", y);
+    for Plot {
+        key,
+        title,
+        y,
+        value,
+    } in charts
+    {
+        let mut chart = Chart::bar(
+            format!("{id}-{key}"),
+            title,
+            categories.clone(),
+            "transport",
+            y,
+        );
         let mut warnings = Warnings::default();
         for (run, data) in &parsed {
             let label = ctx.label(run);
             let points = categories
                 .iter()
                 .map(|cat| {
-                    let Some(r) = data.results.iter().rev().find(|r| transport_name(&r.transport) == cat) else {
-                        return Point { x: None, y: None, flag: None };
+                    let Some(r) = data
+                        .results
+                        .iter()
+                        .rev()
+                        .find(|r| transport_name(&r.transport) == cat)
+                    else {
+                        return Point {
+                            x: None,
+                            y: None,
+                            flag: None,
+                        };
                     };
                     let c = Caveats::of(run, &r.resources);
                     warnings.note(label, label, c);
                     let y = value(&r.round_trip).filter(|_| r.round_trip.has_samples());
-                    Point { x: None, y, flag: c.bench_cpu_bound.then(|| c.text()) }
+                    Point {
+                        x: None,
+                        y,
+                        flag: c.bench_cpu_bound.then(|| c.text()),
+                    }
                 })
                 .collect();
-            chart.series.push(Series { label: label.to_string(), color: chart::color(run.source, 0, 1), point_style: "rect", points });
+            chart.series.push(Series {
+                label: label.to_string(),
+                color: chart::color(run.source, 0, 1),
+                point_style: "rect",
+                points,
+            });
         }
         chart.warnings = warnings.lines();
         chart.subtitle = warnings.short();
