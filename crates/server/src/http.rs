@@ -96,6 +96,9 @@ async fn route_mount(
 ) -> Response<Body> {
     match rest {
         "/websocket" if mount.config.sockjs.websocket => {
+            if !sockjs::origin_allowed(req.headers(), &mount.config.sockjs.origins) {
+                return text_response(StatusCode::FORBIDDEN, "Origin not allowed.\n");
+            }
             websocket::upgrade(&mut req, mount, server, permit, "websocket", || (websocket::Raw, websocket::Raw))
         }
         "/xhr" if mount.app.kind() == AppKind::Count => count_xhr(&req, server, mount),

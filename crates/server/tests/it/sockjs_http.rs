@@ -699,6 +699,14 @@ async fn origins_outside_the_allowed_list_are_refused() {
     assert_eq!(serde_json::from_str::<Value>(info.text()).unwrap()["origins"], serde_json::json!(["example.com:*"]));
     assert_eq!(server.http("POST", &format!("{url}/xhr"), &[good], b"").await.text(), "o\n");
     assert_eq!(server.http("POST", &format!("{url}/xhr_send"), &[], b"[]").await.status(), 204, "no Origin: not a browser");
+    let handshake = [("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Version", "13"), ("Sec-WebSocket-Key", "x3JJHMbDL1EzLkh9GBhXDw==")];
+    for path in ["/echo/websocket".to_owned(), format!("{url}/websocket")] {
+        let refused = server.http("GET", &path, &[handshake[0], handshake[1], handshake[2], handshake[3], evil], b"").await;
+        assert_eq!(refused.status(), 403, "{path}");
+        let mut raw = server.raw().await;
+        raw.send("GET", &path, "1.1", &[handshake[0], handshake[1], handshake[2], handshake[3], good], b"").await;
+        assert_eq!(raw.head().await.status, 101, "{path}");
+    }
 }
 
 #[tokio::test]

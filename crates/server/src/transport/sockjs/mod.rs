@@ -37,6 +37,7 @@ use self::session::{Attach, Receiver, Session};
 use crate::http::{Body, method_not_allowed, not_found, text_response};
 use crate::server::{MountState, ServerState};
 
+pub use self::headers::origin_allowed;
 pub use self::pages::{CLIENT_SCRIPT_PATH, client_script};
 pub use self::session::Registry;
 
