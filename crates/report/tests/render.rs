@@ -63,6 +63,41 @@ fn fixtures_follow_the_bench_schema() {
     }
 }
 
+/// Files written by the real `switchboard bench … --out` against `switchboard serve`
+/// (debug build, two shared cores), so the reader is checked against the writer.
+fn real_files() -> Vec<PathBuf> {
+    ["pingpong", "countdown", "chat", "broadcast", "selftest"]
+        .iter()
+        .map(|s| fixture(&format!("real/{s}.json")))
+        .collect()
+}
+
+#[test]
+fn real_bench_files_render() {
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).expect("bench schema"))
+            .expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("valid schema");
+    for file in real_files() {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("JSON");
+        assert!(validator.is_valid(&v), "{} matches the schema", file.display());
+    }
+    let r = report::generate(&real_files(), "Real").expect("renders");
+    assert_eq!(
+        r.sections,
+        ["broadcast", "chat", "pingpong", "countdown", "selftest", "summary"]
+    );
+    assert_eq!(r.charts.len(), 9, "{:?}", r.charts);
+    assert_eq!(
+        r.servers,
+        ["switchboard", "selftest"],
+        "selftest's target has no name: the file names it"
+    );
+    assert!(!r.html.contains("could not be read"));
+}
+
 #[test]
 fn fixtures_render_every_scenario() {
     let r = report::generate(&fixtures(), "Fixtures").expect("renders");
