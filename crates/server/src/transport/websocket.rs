@@ -359,17 +359,15 @@ where
         sink.flush().await
     };
     let mut write = pin!(write);
-    loop {
-        tokio::select! {
-            biased;
-            result = &mut write => return result.map_err(|_| Abandoned::Io),
-            close = outbox.closed() => {
-                if close.is_slow_consumer() {
-                    return Err(Abandoned::Closed);
-                }
-                // Any other close waits for this write to finish.
-                return (&mut write).await.map_err(|_| Abandoned::Io);
+    tokio::select! {
+        biased;
+        result = &mut write => result.map_err(|_| Abandoned::Io),
+        close = outbox.closed() => {
+            if close.is_slow_consumer() {
+                return Err(Abandoned::Closed);
             }
+            // Any other close waits for this write to finish.
+            (&mut write).await.map_err(|_| Abandoned::Io)
         }
     }
 }
