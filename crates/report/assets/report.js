@@ -31,6 +31,7 @@
       borderColor: s.color,
       backgroundColor: s.color,
       borderWidth: bar ? 0 : 2,
+      maxBarThickness: 90,
       pointStyle: (ctx) => (flagged(ctx) ? "crossRot" : s.point_style),
       pointRadius: (ctx) => (flagged(ctx) ? 7 : 3.5),
       pointBorderWidth: (ctx) => (flagged(ctx) ? 2.5 : 1),

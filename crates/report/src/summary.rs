@@ -297,12 +297,24 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
     if rows.is_empty() {
         return None;
     }
+    // Servers without any headline figure (a selftest, say) get no column.
+    let keep: Vec<bool> = (0..n)
+        .map(|i| rows.iter().any(|r| r.cells[i + 1] != "–"))
+        .collect();
+    for r in &mut rows {
+        let mut column = 0;
+        r.cells.retain(|_| {
+            column += 1;
+            column == 1 || keep[column - 2]
+        });
+    }
     let mut columns = vec![Column {
         title: "figure".to_string(),
         numeric: false,
     }];
-    columns.extend(ctx.sources.iter().enumerate().map(|(i, s)| Column {
-        title: if i == baseline && n > 1 {
+    let kept = ctx.sources.iter().enumerate().filter(|(i, _)| keep[*i]);
+    columns.extend(kept.map(|(i, s)| Column {
+        title: if i == baseline && keep.iter().filter(|k| **k).count() > 1 {
             format!("{} (baseline)", s.label)
         } else {
             s.label.clone()

@@ -82,12 +82,23 @@ fn real_bench_files_render() {
     for file in real_files() {
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("JSON");
-        assert!(validator.is_valid(&v), "{} matches the schema", file.display());
+        assert!(
+            validator.is_valid(&v),
+            "{} matches the schema",
+            file.display()
+        );
     }
     let r = report::generate(&real_files(), "Real").expect("renders");
     assert_eq!(
         r.sections,
-        ["broadcast", "chat", "pingpong", "countdown", "selftest", "summary"]
+        [
+            "broadcast",
+            "chat",
+            "pingpong",
+            "countdown",
+            "selftest",
+            "summary"
+        ]
     );
     assert_eq!(r.charts.len(), 9, "{:?}", r.charts);
     assert_eq!(
@@ -96,6 +107,10 @@ fn real_bench_files_render() {
         "selftest's target has no name: the file names it"
     );
     assert!(!r.html.contains("could not be read"));
+    assert!(
+        !r.html.contains("<th class=\"num\">selftest</th>"),
+        "no summary column without figures"
+    );
 }
 
 #[test]
