@@ -7,7 +7,10 @@ fn main() {
     let manifest = PathBuf::from(
         std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
     );
-    let package = manifest.join("../../web/node_modules/chart.js");
+    // The workspace root, spelled without `..` so the message below reads well.
+    let root = manifest.join("../..");
+    let root = root.canonicalize().unwrap_or(root);
+    let package = root.join("web/node_modules/chart.js");
     let script = package.join("dist/chart.umd.min.js");
     let package_json = package.join("package.json");
     println!("cargo:rerun-if-changed={}", script.display());
