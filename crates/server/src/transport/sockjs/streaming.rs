@@ -103,13 +103,11 @@ struct Frames {
 
 impl Frames {
     /// Queues `frame`, wrapped for the transport, as the next chunk.
-    fn push(&mut self, frame: &[u8]) -> usize {
+    fn push(&mut self, frame: &[u8]) {
         let mut chunk = Vec::with_capacity(frame.len() + 16);
         self.framing.wrap(frame, &mut chunk);
-        let len = chunk.len();
-        self.left = self.left.saturating_sub(len);
+        self.left = self.left.saturating_sub(chunk.len());
         self.chunks.push_back(Bytes::from(chunk));
-        len
     }
 
     async fn next(&mut self) -> Option<Bytes> {
