@@ -1,18 +1,28 @@
-// The chat page in a real browser: two tabs in one room see each other.
+// The chat page in a real browser: two tabs in one room see each other,
+// over the default transport and with SockJS fallbacks forced by ?transport=.
 
-import { test } from "node:test";
+import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { launchBrowser, startServer } from "./lib.mjs";
 
-test("two tabs in the same room chat through the demo page", async () => {
-  const server = await startServer();
-  const browser = await launchBrowser();
-  try {
+let server, browser;
+before(async () => {
+  server = await startServer();
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+  assert.equal(await server?.stop(), 0);
+});
+
+for (const transport of ["", "xhr-polling", "jsonp-polling", "iframe-htmlfile"]) {
+  test(`two tabs chat through the demo page (${transport || "default transport"})`, async () => {
+    const room = `room-${transport || "default"}`;
     const tab = async (name) => {
       const page = await browser.newPage();
-      await page.goto(server.url + "/");
+      await page.goto(server.url + "/" + (transport ? `?transport=${transport}` : ""));
       await page.fill("#name", name);
-      await page.fill("#room", "lobby");
+      await page.fill("#room", room);
       await page.click("#join button");
       await page.waitForSelector("#say:not([hidden])");
       return page;
@@ -25,8 +35,7 @@ test("two tabs in the same room chat through the demo page", async () => {
     await alice.waitForSelector("#log >> text=hello from bob");
     const members = await alice.locator("#members li").allTextContents();
     assert.deepEqual(members.sort(), ["alice", "bob"]);
-  } finally {
-    await browser.close();
-    assert.equal(await server.stop(), 0);
-  }
-});
+    await alice.close();
+    await bob.close();
+  });
+}
