@@ -212,14 +212,17 @@ async fn read<St>(
     St: Stream<Item = Result<Message, WsError>> + Unpin,
 {
     let outbox = session.outbox().clone();
+    // Made once, not per message: each registers a waiter when first polled.
+    let mut shutting_down = pin!(shutdown.wait());
+    let mut closed = pin!(outbox.closed());
     loop {
         let message = tokio::select! {
             message = stream.next() => message,
-            _ = shutdown.wait() => {
+            _ = &mut shutting_down => {
                 outbox.close(Close::GOING_AWAY);
                 break;
             }
-            _ = outbox.closed() => break,
+            _ = &mut closed => break,
         };
         let close = match message {
             Some(Ok(Message::Text(text))) => {
