@@ -213,7 +213,8 @@ async fn resolve_transports(ctx: &Ctx, choice: &TransportChoice, settings: &Sett
             let sockjs = transport::probe_sockjs(&ctx.target, ctx.timeout).await?;
             Ok(TransportKind::ALL
                 .into_iter()
-                .filter(|&k| applies(k, settings) && k.is_available())
+                // socket.io is another protocol family, never probed: only when named.
+                .filter(|&k| applies(k, settings) && k.is_available() && k != TransportKind::Socketio)
                 .filter(|&k| !k.is_sockjs() || sockjs.is_some_and(|info| info.websocket || k != TransportKind::SockjsWebsocket))
                 .collect())
         }

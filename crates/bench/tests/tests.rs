@@ -10,6 +10,7 @@ mod errors;
 mod pingpong;
 mod schema;
 mod serve;
+mod socketio;
 mod sockjs;
 
 use clap::Parser;

@@ -5,6 +5,7 @@
 //! while another task receives; a sender never waits for a reply.
 
 mod http;
+mod socketio;
 mod sockjs;
 mod websocket;
 
@@ -33,6 +34,9 @@ pub enum TransportKind {
     Eventsource,
     /// SockJS jsonp polling + jsonp_send.
     JsonpPolling,
+    /// socket.io 4 (engine.io v4 over WebSocket at `/socket.io/`), namespace `/<app>`,
+    /// app messages as the `message` event. Only when named: `all` never picks it.
+    Socketio,
     /// Plain keep-alive HTTP requests: a message is the query string of
     /// `GET <target>/xhr?<message>`, the reply is the response body (count-down).
     Http,
@@ -40,13 +44,14 @@ pub enum TransportKind {
 
 impl TransportKind {
     /// Every transport, in table order.
-    pub const ALL: [TransportKind; 7] = [
+    pub const ALL: [TransportKind; 8] = [
         TransportKind::Websocket,
         TransportKind::SockjsWebsocket,
         TransportKind::XhrStreaming,
         TransportKind::XhrPolling,
         TransportKind::Eventsource,
         TransportKind::JsonpPolling,
+        TransportKind::Socketio,
         TransportKind::Http,
     ];
 
@@ -58,6 +63,7 @@ impl TransportKind {
             TransportKind::XhrPolling => "xhr-polling",
             TransportKind::Eventsource => "eventsource",
             TransportKind::JsonpPolling => "jsonp-polling",
+            TransportKind::Socketio => "socketio",
             TransportKind::Http => "http",
         }
     }
@@ -67,7 +73,7 @@ impl TransportKind {
     }
 
     pub fn is_sockjs(self) -> bool {
-        !matches!(self, TransportKind::Websocket | TransportKind::Http)
+        !matches!(self, TransportKind::Websocket | TransportKind::Http | TransportKind::Socketio)
     }
 
     /// Whether this build can speak the transport (all of them now; kept so a later
@@ -98,6 +104,7 @@ pub async fn connect(target: &Target, kind: TransportKind, timeout: Duration) ->
             _ if target.is_exact_websocket() => {
                 Err(Error::usage(format!("the {kind} transport needs an http:// --target, not a ws:// URL")))
             }
+            TransportKind::Socketio => socketio::connect(target).await,
             TransportKind::SockjsWebsocket => {
                 websocket::connect(&target.ws_url(&format!("{}/websocket", sockjs::session_path())), true).await
             }
@@ -118,6 +125,7 @@ pub enum Sender {
     Websocket(websocket::Sender),
     Http(http::Sender),
     Sockjs(sockjs::Sender),
+    Socketio(socketio::Sender),
 }
 
 impl Sender {
@@ -127,6 +135,7 @@ impl Sender {
             Sender::Websocket(s) => s.send(text).await,
             Sender::Http(s) => s.send(text).await,
             Sender::Sockjs(s) => s.send(text).await,
+            Sender::Socketio(s) => s.send(text).await,
         }
     }
 
@@ -134,6 +143,7 @@ impl Sender {
     pub async fn close(&mut self) {
         match self {
             Sender::Websocket(s) => s.close().await,
+            Sender::Socketio(s) => s.close().await,
             Sender::Http(_) | Sender::Sockjs(_) => {}
         }
     }
@@ -144,6 +154,7 @@ pub enum Receiver {
     Websocket(websocket::Receiver),
     Http(http::Receiver),
     Sockjs(sockjs::Receiver),
+    Socketio(socketio::Receiver),
 }
 
 impl Receiver {
@@ -153,6 +164,7 @@ impl Receiver {
             Receiver::Websocket(r) => r.recv().await,
             Receiver::Http(r) => r.recv().await,
             Receiver::Sockjs(r) => r.recv().await,
+            Receiver::Socketio(r) => r.recv().await,
         }
     }
 }

@@ -55,7 +55,7 @@ pub(super) async fn connect(url: &str, sockjs: bool) -> Result<super::Connection
 }
 
 /// Maps handshake failures to what a person needs to know: down, wrong path, or not a WebSocket.
-fn handshake_error(url: &str, e: tungstenite::Error) -> Error {
+pub(super) fn handshake_error(url: &str, e: tungstenite::Error) -> Error {
     match e {
         tungstenite::Error::Io(io) => Error::connect(format!("{url}: {io}")),
         tungstenite::Error::Http(resp) if resp.status() == http::StatusCode::NOT_FOUND => {
