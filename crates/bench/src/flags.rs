@@ -39,9 +39,10 @@ pub enum ScenarioArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct CommonArgs {
     /// App base URL (http://host:port/<app>), optionally `name=url`; a ws:// URL is used
-    /// exactly as given [default: http://127.0.0.1:8080/<the scenario's app>]
+    /// exactly as given. Repeatable: several servers, each with its own name, are measured
+    /// one after another into one result file [default: http://127.0.0.1:8080/<the scenario's app>]
     #[arg(long, value_name = "[NAME=]URL")]
-    pub target: Option<String>,
+    pub target: Vec<String>,
     /// Transports, comma-separated, or `all` for every one the target supports
     /// [default: websocket; countdown: http,websocket]
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
@@ -49,8 +50,8 @@ pub struct CommonArgs {
     /// Write the result JSON (schema: crates/bench/schema.json) to this file.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Pid of the server, for its CPU% and RSS [default: the process listening on the
-    /// target's port, when the target is on this machine]
+    /// Pid of the server, for its CPU% and RSS; only with one --target [default: the
+    /// process listening on each target's port, when the target is on this machine]
     #[arg(long, value_name = "PID")]
     pub server_pid: Option<u32>,
     /// Longest wait for a connection or an expected reply.
@@ -217,12 +218,19 @@ pub enum TransportChoice {
     List(Vec<TransportKind>),
 }
 
+/// One `--target`: the name its runs are tagged with in the result file, and its URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedTarget {
+    pub name: String,
+    pub url: String,
+}
+
 /// Plain values for one bench invocation.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// The name the run is tagged with in the result file.
-    pub target_name: String,
-    pub target: String,
+    /// The servers to measure, one after another, in flag order (at least one, unless
+    /// `spawn_server`).
+    pub targets: Vec<NamedTarget>,
     pub transports: TransportChoice,
     pub out: Option<PathBuf>,
     pub server_pid: Option<u32>,
@@ -313,17 +321,24 @@ impl Plan {
             }
             ScenarioArgs::Selftest(a) => {
                 positive(a.connections as u64, "--connections")?;
-                spawn_server = a.common.target.is_none();
+                spawn_server = a.common.target.is_empty();
                 let s = broadcast_settings(vec![a.connections], &a.ramp, true)?;
                 (a.common, "broadcast", Settings::Broadcast(s), vec![TransportKind::Websocket])
             }
         };
-        let raw_target = common.target.unwrap_or_else(|| format!("http://127.0.0.1:8080/{app}"));
-        let (target_name, target) = split_name(&raw_target);
+        let mut raw_targets = common.target;
+        if raw_targets.is_empty() {
+            raw_targets.push(format!("http://127.0.0.1:8080/{app}"));
+        }
+        let targets = named_targets(&raw_targets)?;
+        if targets.len() > 1 && common.server_pid.is_some() {
+            return Err(Error::usage(
+                "--server-pid names one server; with several --target each server's pid is found from its port",
+            ));
+        }
         let transports = parse_transports(&common.transport, default_transports)?;
         Ok(Plan {
-            target_name,
-            target,
+            targets,
             transports,
             out: common.out,
             server_pid: common.server_pid,
@@ -369,6 +384,26 @@ fn broadcast_settings(levels: Vec<u32>, r: &RampArgs, selftest: bool) -> Result<
         good_mean_us: r.good_mean.as_micros() as u64,
         selftest,
     })
+}
+
+/// The `--target` values as named targets; names must tell the servers apart.
+fn named_targets(raw: &[String]) -> Result<Vec<NamedTarget>, Error> {
+    let mut targets: Vec<NamedTarget> = Vec::with_capacity(raw.len());
+    for r in raw {
+        let (name, url) = split_name(r);
+        if name.is_empty() {
+            return Err(Error::usage(format!("--target {r:?}: the name before '=' is empty")));
+        }
+        if targets.iter().any(|t| t.name == name) {
+            return Err(Error::usage(format!(
+                "two --target values are named {name:?}; with several targets give each its own name (name=url)"
+            )));
+        }
+        // A bad URL is a usage error before any server is measured.
+        crate::Target::parse(&url)?;
+        targets.push(NamedTarget { name, url });
+    }
+    Ok(targets)
 }
 
 /// `name=url` → (name, url); a bare URL is named `default`.
@@ -425,6 +460,10 @@ mod tests {
     fn names_and_transports() {
         assert_eq!(split_name("ours=http://h/echo"), ("ours".into(), "http://h/echo".into()));
         assert_eq!(split_name("ws://h/x?a=b"), ("default".into(), "ws://h/x?a=b".into()));
+        let two = named_targets(&["a=http://h/echo".into(), "b=http://g/echo".into()]).expect("distinct");
+        assert_eq!(two.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        assert!(named_targets(&["http://h/echo".into(), "http://g/echo".into()]).expect_err("both default").is_usage());
+        assert!(named_targets(&["=http://h/echo".into()]).expect_err("empty name").is_usage());
         assert_eq!(
             parse_transports(&["xhr-polling".into(), "websocket".into()], vec![]).expect("known"),
             TransportChoice::List(vec![TransportKind::XhrPolling, TransportKind::Websocket])

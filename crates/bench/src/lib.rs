@@ -66,13 +66,16 @@ pub fn write_file(file: &ResultFile, path: &std::path::Path) -> Result<(), Error
 }
 
 /// Carries out a plan and returns the result file, plus the error that stopped it
-/// early if any (the file then holds a run marked `partial`).
+/// early if any (the file then holds a run marked `partial`). Several targets are
+/// measured one after another, one run each; a target that fails is recorded as a
+/// partial run with its error and the next one still runs (Ctrl-C stops them all).
+/// The error returned is the first one.
 pub async fn measure(plan: &Plan, command: Vec<String>, cancel: CancellationToken) -> (ResultFile, Option<Error>) {
     let started_at = result::now_rfc3339();
     let mut file = ResultFile {
         format: result::FORMAT.to_string(),
         command,
-        started_at: started_at.clone(),
+        started_at,
         versions: result::Versions {
             switchboard: env!("CARGO_PKG_VERSION").to_string(),
             format: result::FORMAT.to_string(),
@@ -81,39 +84,58 @@ pub async fn measure(plan: &Plan, command: Vec<String>, cancel: CancellationToke
         runs: Vec::new(),
     };
     // selftest without --target measures against its own child `switchboard serve`.
-    let mut child = None;
-    let target_url = if plan.spawn_server {
-        match selftest::spawn_serve(plan.timeout).await {
-            Ok((c, url)) => {
-                child = Some(c);
-                url
-            }
+    if plan.spawn_server {
+        let (mut child, url) = match selftest::spawn_serve(plan.timeout).await {
+            Ok(spawned) => spawned,
             Err(e) => return (file, Some(e)),
+        };
+        let pid = plan.server_pid.or_else(|| child.id());
+        let failure = measure_target(plan, "default", &url, pid, &cancel, &mut file).await;
+        let _ = child.kill().await;
+        return (file, failure);
+    }
+    let mut first_failure = None;
+    for target in &plan.targets {
+        let failure = measure_target(plan, &target.name, &target.url, plan.server_pid, &cancel, &mut file).await;
+        match failure {
+            Some(e) if e.is_cancelled() => return (file, Some(e)),
+            Some(e) => {
+                first_failure.get_or_insert(e);
+            }
+            None => {}
         }
-    } else {
-        plan.target.clone()
-    };
-    let target = match Target::parse(&target_url) {
+    }
+    (file, first_failure)
+}
+
+/// Runs the plan's scenario against one target and appends its run to `file`.
+async fn measure_target(
+    plan: &Plan,
+    name: &str,
+    url: &str,
+    server_pid: Option<u32>,
+    cancel: &CancellationToken,
+    file: &mut ResultFile,
+) -> Option<Error> {
+    let target = match Target::parse(url) {
         Ok(t) => t,
-        Err(e) => return (file, Some(e)),
+        Err(e) => return Some(e),
     };
-    let server_pid = plan
-        .server_pid
-        .or_else(|| child.as_ref().and_then(|c: &tokio::process::Child| c.id()))
-        .or_else(|| target.is_local().then(|| resources::pid_listening_on(target.port())).flatten());
+    let server_pid =
+        server_pid.or_else(|| target.is_local().then(|| resources::pid_listening_on(target.port())).flatten());
     let start = Instant::now();
     let ctx = Ctx {
         monitor: resources::Monitor::start(server_pid, start),
         target,
         clock: stamp::Clock::new(),
-        cancel,
+        cancel: cancel.clone(),
         progress: progress::Progress::new(plan.progress),
         timeout: plan.timeout,
     };
     let mut run = Run {
-        target_name: plan.target_name.clone(),
-        target: target_url.clone(),
-        started_at,
+        target_name: name.to_string(),
+        target: url.to_string(),
+        started_at: result::now_rfc3339(),
         duration_s: 0.0,
         partial: false,
         error: None,
@@ -139,10 +161,7 @@ pub async fn measure(plan: &Plan, command: Vec<String>, cancel: CancellationToke
         }
     }
     file.runs.push(run);
-    if let Some(mut c) = child {
-        let _ = c.kill().await;
-    }
-    (file, failure)
+    failure
 }
 
 fn empty_outcome(settings: &Settings) -> Outcome {

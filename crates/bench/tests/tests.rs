@@ -12,6 +12,7 @@ mod schema;
 mod serve;
 mod socketio;
 mod sockjs;
+mod targets;
 
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
