@@ -33,6 +33,9 @@ pub enum ScenarioArgs {
     /// Measure the bench's own maximum receive rate against `switchboard serve` (started as a
     /// child process on a free local port unless --target is given).
     Selftest(SelftestArgs),
+    /// Constrained links against an echo app: round trip vs payload size and vs delay, link
+    /// utilisation, bytes on the wire per set-up and per message (links started in-process).
+    Link(crate::linked::LinkArgs),
 }
 
 /// Flags every scenario takes.
@@ -60,6 +63,11 @@ pub struct CommonArgs {
     /// No progress bar on stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// Put an emulated link between the bench and the target, e.g.
+    /// rate=2400bit,delay=500ms[,jitter=20ms,loss=0.5%,overhead=40,mss=1460,seed=0,shared]
+    /// (as `switchboard link`; one link per connection unless `shared`) [default: none]
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
+    pub link: Option<crate::linked::LinkFlag>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -238,6 +246,9 @@ pub struct Plan {
     pub progress: bool,
     /// selftest without --target: start `switchboard serve` as a child process.
     pub spawn_server: bool,
+    /// `--link`: every connection to the target goes through this emulated link (for
+    /// `bench link` it is instead the base of the links the scenario builds).
+    pub link: Option<crate::linked::LinkFlag>,
     pub settings: Settings,
 }
 
@@ -248,6 +259,7 @@ pub enum Settings {
     Countdown(CountdownSettings),
     Chat(ChatSettings),
     Broadcast(BroadcastSettings),
+    Link(crate::linked::LinkSettings),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -325,6 +337,10 @@ impl Plan {
                 let s = broadcast_settings(vec![a.connections], &a.ramp, true)?;
                 (a.common, "broadcast", Settings::Broadcast(s), vec![TransportKind::Websocket])
             }
+            ScenarioArgs::Link(a) => {
+                let s = a.settings(a.common.link.as_ref())?;
+                (a.common, "echo", Settings::Link(s), vec![TransportKind::Websocket])
+            }
         };
         let mut raw_targets = common.target;
         if raw_targets.is_empty() {
@@ -336,7 +352,12 @@ impl Plan {
                 "--server-pid names one server; with several --target each server's pid is found from its port",
             ));
         }
-        let transports = parse_transports(&common.transport, default_transports)?;
+        let mut transports = parse_transports(&common.transport, default_transports)?;
+        if let Settings::Link(_) = settings
+            && transports == TransportChoice::All
+        {
+            transports = TransportChoice::List(crate::linked::ALL_TRANSPORTS.to_vec());
+        }
         Ok(Plan {
             targets,
             transports,
@@ -345,6 +366,7 @@ impl Plan {
             timeout: common.timeout,
             progress: !common.quiet,
             spawn_server,
+            link: common.link,
             settings,
         })
     }
@@ -357,6 +379,7 @@ impl Plan {
             Settings::Chat(_) => "chat",
             Settings::Broadcast(b) if b.selftest => "selftest",
             Settings::Broadcast(_) => "broadcast",
+            Settings::Link(_) => "link",
         }
     }
 }

@@ -10,6 +10,7 @@
 mod error;
 pub mod flags;
 pub mod latency;
+pub mod linked;
 mod output;
 mod progress;
 pub mod resources;
@@ -123,6 +124,14 @@ async fn measure_target(
     };
     let server_pid =
         server_pid.or_else(|| target.is_local().then(|| resources::pid_listening_on(target.port())).flatten());
+    // --link: every connection goes through an in-process link (`bench link` builds its own).
+    let (link_proxy, target) = match &plan.link {
+        Some(flag) if !matches!(plan.settings, Settings::Link(_)) => match linked::insert(flag.config.clone(), &target).await {
+            Ok((proxy, through)) => (Some(proxy), through),
+            Err(e) => return Some(e),
+        },
+        _ => (None, target),
+    };
     let start = Instant::now();
     let ctx = Ctx {
         monitor: resources::Monitor::start(server_pid, start),
@@ -142,6 +151,7 @@ async fn measure_target(
         bench_cpu_bound: false,
         server_pid,
         transports: Vec::new(),
+        link: link_proxy.as_ref().and(plan.link.as_ref()).map(|f| linked::LinkRecord::new(&f.text, &f.config)),
         outcome: empty_outcome(&plan.settings),
     };
     let failure = match resolve_transports(&ctx, &plan.transports, &plan.settings).await {
@@ -173,6 +183,7 @@ fn empty_outcome(settings: &Settings) -> Outcome {
             Outcome::Selftest { settings, levels: Vec::new(), summary: Vec::new() }
         }
         Settings::Broadcast(settings) => Outcome::Broadcast { settings, levels: Vec::new(), summary: Vec::new() },
+        Settings::Link(settings) => Outcome::Link { settings: Box::new(settings), tables: Default::default() },
     }
 }
 
@@ -188,6 +199,7 @@ async fn run_scenario(ctx: &Ctx, settings: &Settings, kinds: &[TransportKind], o
             *summary = scenario::broadcast::summarise(levels);
             r
         }
+        (Settings::Link(s), Outcome::Link { tables, .. }) => scenario::link::run(ctx, s, kinds, tables).await,
         _ => Err(Error::usage("internal: settings and outcome disagree")),
     }
 }
@@ -200,6 +212,8 @@ fn outcome_cpu_bound(outcome: &Outcome) -> bool {
         Outcome::Broadcast { levels, .. } | Outcome::Selftest { levels, .. } => {
             levels.iter().flat_map(|l| &l.steps).any(|s| s.resources.bench_cpu_bound)
         }
+        // One client at a time on a slow link: the bench idles.
+        Outcome::Link { .. } => false,
     }
 }
 

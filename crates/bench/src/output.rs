@@ -16,6 +16,9 @@ pub(crate) fn print_table(file: &ResultFile, w: &mut impl Write) -> io::Result<(
         if let Some(e) = &run.error {
             writeln!(w, "stopped: {e}")?;
         }
+        if let Some(link) = &run.link {
+            writeln!(w, "over an emulated link: {}", link.description)?;
+        }
         let mut t = Table::default();
         match &run.outcome {
             Outcome::Pingpong { settings, results } => {
@@ -128,6 +131,7 @@ pub(crate) fn print_table(file: &ResultFile, w: &mut impl Write) -> io::Result<(
                     ]);
                 }
             }
+            Outcome::Link { settings, tables } => crate::linked::print(settings, tables, w)?,
         }
         t.print(w)?;
         if let Outcome::Selftest { levels, .. } = &run.outcome {
@@ -175,22 +179,22 @@ fn note(r: &Resources) -> String {
 
 /// Left-aligned columns sized to their widest cell.
 #[derive(Default)]
-struct Table {
+pub(crate) struct Table {
     rows: Vec<Vec<String>>,
     notes: Vec<String>,
 }
 
 impl Table {
-    fn header(&mut self, cells: &[&str]) {
+    pub(crate) fn header(&mut self, cells: &[&str]) {
         self.rows.push(cells.iter().map(|c| c.to_string()).collect());
     }
-    fn row(&mut self, cells: Vec<String>) {
+    pub(crate) fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
     }
-    fn note(&mut self, line: String) {
+    pub(crate) fn note(&mut self, line: String) {
         self.notes.push(line);
     }
-    fn print(&mut self, w: &mut impl Write) -> io::Result<()> {
+    pub(crate) fn print(&mut self, w: &mut impl Write) -> io::Result<()> {
         let cols = self.rows.iter().map(Vec::len).max().unwrap_or(0);
         let widths: Vec<usize> =
             (0..cols).map(|i| self.rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0)).collect();

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::flags::{BroadcastSettings, ChatSettings, CountdownSettings, PingpongSettings};
 use crate::latency::LatencySummary;
+pub use crate::linked::{BytesRow, DelayRow, LinkRecord, LinkSettings, LinkTables, SizeRow, ThroughputRow};
 use crate::resources::Resources;
 use crate::transport::TransportKind;
 
@@ -62,6 +63,9 @@ pub struct Run {
     pub server_pid: Option<u32>,
     /// The transports requested (`all` or a list) and those that ran.
     pub transports: Vec<TransportKind>,
+    /// The emulated link every connection crossed (`--link`); absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkRecord>,
     #[serde(flatten)]
     pub outcome: Outcome,
 }
@@ -75,6 +79,13 @@ pub enum Outcome {
     Chat { settings: ChatSettings, results: Vec<ChatResult> },
     Broadcast { settings: BroadcastSettings, levels: Vec<BroadcastLevel>, summary: Vec<LevelSummary> },
     Selftest { settings: BroadcastSettings, levels: Vec<BroadcastLevel>, summary: Vec<LevelSummary> },
+    /// `bench link`: four tables of rows (see `crate::linked`).
+    Link {
+        // Boxed: the settings are large beside the other scenarios'.
+        settings: Box<LinkSettings>,
+        #[serde(flatten)]
+        tables: LinkTables,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

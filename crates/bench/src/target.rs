@@ -14,6 +14,9 @@ pub struct Target {
     port: u16,
     /// The app prefix without a trailing slash, e.g. `/echo` (empty for the root).
     path: String,
+    /// Where TCP connections go instead of host:port (an emulated link in front of the
+    /// target); URLs and the Host header still name the target.
+    connect_to: Option<std::net::SocketAddr>,
 }
 
 impl Target {
@@ -38,7 +41,7 @@ impl Target {
             .to_string();
         let port = uri.port_u16().unwrap_or(default_port);
         let path = uri.path().trim_end_matches('/').to_string();
-        Ok(Target { raw: raw.to_string(), exact_websocket, host, port, path })
+        Ok(Target { raw: raw.to_string(), exact_websocket, host, port, path, connect_to: None })
     }
 
     /// The URL exactly as the user gave it.
@@ -86,6 +89,23 @@ impl Target {
     /// A full `ws://` URL below the app prefix (SockJS raw websocket transport).
     pub fn ws_url(&self, suffix: &str) -> String {
         format!("ws://{}{}{}", self.authority(), self.path, suffix)
+    }
+
+    /// The same target reached over TCP at `addr` (e.g. a `--link` proxy in front of it).
+    pub fn via(&self, addr: std::net::SocketAddr) -> Target {
+        Target { connect_to: Some(addr), ..self.clone() }
+    }
+
+    /// Opens a TCP connection to the target (or to where `via` sends it), Nagle off: a
+    /// latency benchmark must not wait 40 ms for a delayed ACK. Every transport connects
+    /// through here.
+    pub(crate) async fn dial(&self) -> std::io::Result<tokio::net::TcpStream> {
+        let stream = match self.connect_to {
+            Some(addr) => tokio::net::TcpStream::connect(addr).await?,
+            None => tokio::net::TcpStream::connect((self.host.as_str(), self.port)).await?,
+        };
+        stream.set_nodelay(true)?;
+        Ok(stream)
     }
 
     /// Whether the target is on this machine, so its pid can be found from the port.

@@ -6,7 +6,6 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use super::Text;
@@ -47,10 +46,7 @@ where
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let stream = TcpStream::connect((target.host(), target.port()))
-        .await
-        .map_err(|e| Error::connect(format!("{}: {e}", target.as_str())))?;
-    let _ = stream.set_nodelay(true);
+    let stream = target.dial().await.map_err(|e| Error::connect(format!("{}: {e}", target.as_str())))?;
     let (request, conn) = http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| Error::connect(format!("{}: {e}", target.as_str())))?;

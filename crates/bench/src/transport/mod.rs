@@ -99,14 +99,14 @@ pub struct Connection {
 pub async fn connect(target: &Target, kind: TransportKind, timeout: Duration) -> Result<Connection, Error> {
     let open = async {
         match kind {
-            TransportKind::Websocket => websocket::connect(&target.websocket_url(), false).await,
+            TransportKind::Websocket => websocket::connect(target, &target.websocket_url(), false).await,
             TransportKind::Http => http::connect(target).await,
             _ if target.is_exact_websocket() => {
                 Err(Error::usage(format!("the {kind} transport needs an http:// --target, not a ws:// URL")))
             }
             TransportKind::Socketio => socketio::connect(target).await,
             TransportKind::SockjsWebsocket => {
-                websocket::connect(&target.ws_url(&format!("{}/websocket", sockjs::session_path())), true).await
+                websocket::connect(target, &target.ws_url(&format!("{}/websocket", sockjs::session_path())), true).await
             }
             TransportKind::XhrStreaming
             | TransportKind::XhrPolling

@@ -62,10 +62,7 @@ pub struct Receiver {
 
 pub(super) async fn connect(target: &Target) -> Result<super::Connection, Error> {
     let (url, namespace) = endpoint(target);
-    // Nagle off: a latency benchmark must not wait 40 ms for a delayed ACK.
-    let (ws, _response) = tokio_tungstenite::connect_async_with_config(&url, None, true)
-        .await
-        .map_err(|e| super::websocket::handshake_error(&url, e))?;
+    let ws = super::websocket::open(target, &url).await?;
     let (sink, stream) = ws.split();
     let sink = Arc::new(Mutex::new(sink));
     let ns = namespace_prefix(&namespace);

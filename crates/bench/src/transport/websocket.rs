@@ -11,7 +11,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::Text;
-use crate::Error;
+use crate::{Error, Target};
 
 type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -31,11 +31,8 @@ pub struct Receiver {
 }
 
 /// Connects; with `sockjs`, the connection counts as open once the `o` frame arrived.
-pub(super) async fn connect(url: &str, sockjs: bool) -> Result<super::Connection, Error> {
-    // Nagle off: a latency benchmark must not wait 40 ms for a delayed ACK.
-    let (ws, _response) = tokio_tungstenite::connect_async_with_config(url, None, true)
-        .await
-        .map_err(|e| handshake_error(url, e))?;
+pub(super) async fn connect(target: &Target, url: &str, sockjs: bool) -> Result<super::Connection, Error> {
+    let ws = open(target, url).await?;
     let (sink, stream) = ws.split();
     let mut receiver = Receiver { stream, url: url.to_string(), sockjs, pending: VecDeque::new(), opened: false };
     if sockjs {
@@ -52,6 +49,16 @@ pub(super) async fn connect(url: &str, sockjs: bool) -> Result<super::Connection
         sender: super::Sender::Websocket(Sender { sink, url: url.to_string(), sockjs }),
         receiver: super::Receiver::Websocket(receiver),
     })
+}
+
+/// The WebSocket handshake for `url` over a TCP connection from `target.dial()`, so a
+/// `--link` in front of the target carries it while the URL and Host stay the target's.
+pub(super) async fn open(target: &Target, url: &str) -> Result<Ws, Error> {
+    let stream = target.dial().await.map_err(|e| Error::connect(format!("{url}: {e}")))?;
+    let (ws, _response) = tokio_tungstenite::client_async_with_config(url, MaybeTlsStream::Plain(stream), None)
+        .await
+        .map_err(|e| handshake_error(url, e))?;
+    Ok(ws)
 }
 
 /// Maps handshake failures to what a person needs to know: down, wrong path, or not a WebSocket.
