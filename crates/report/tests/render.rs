@@ -424,3 +424,45 @@ async fn run_writes_the_page() {
     let e = report::run(args).await.expect_err("unwritable");
     assert!(e.to_string().contains("no/such/dir/r.html"), "{e}");
 }
+
+#[test]
+fn link_runs_get_their_charts_and_tables() {
+    // Written by the real `switchboard bench link --transport all` (fast, short links).
+    let file = fixture("real/link.json");
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).expect("bench schema"))
+            .expect("schema is JSON");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("JSON");
+    assert!(
+        jsonschema::validator_for(&schema)
+            .expect("schema")
+            .is_valid(&v)
+    );
+    let r = report::generate(&[file], "Link").expect("renders");
+    assert_eq!(r.sections, ["link"]);
+    assert_eq!(
+        r.charts,
+        [
+            "link-size",
+            "link-first",
+            "link-stable",
+            "link-utilisation",
+            "link-bytes"
+        ]
+    );
+    for text in [
+        "Constrained links",
+        "theoretical minimum (payload bits both ways / rate + 2 × delay)",
+        "(a) Round trip vs payload size",
+        "(b) Round trip vs one-way delay",
+        "(c) Throughput",
+        "(d) Bytes on the wire",
+        "switchboard · xhr-polling · 4 Mbit/s",
+        "40 B overhead per packet",
+    ] {
+        assert!(r.html.contains(text), "{text}");
+    }
+    assert!(!r.html.contains("could not be read"));
+}

@@ -1,4 +1,4 @@
-//! Scenarios the report has no chart for (a newer bench, say `link`) still appear: each
+//! Scenarios the report has no chart for (a newer bench's) still appear: each
 //! run becomes tables of its figures. Nested objects flatten into dotted columns
 //! (`round_trip.mean_us`); arrays of objects become tables of their own, their rows
 //! numbered after their parent row (`2.3` is the third item of row 2).

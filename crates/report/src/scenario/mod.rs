@@ -6,6 +6,7 @@ pub mod broadcast;
 pub mod chat;
 pub mod countdown;
 pub mod generic;
+pub mod link;
 pub mod pingpong;
 
 use serde::de::DeserializeOwned;
@@ -48,7 +49,14 @@ impl Ctx<'_> {
 }
 
 /// The order known scenarios appear in; unknown ones follow in order of appearance.
-const ORDER: [&str; 5] = ["broadcast", "chat", "pingpong", "countdown", "selftest"];
+const ORDER: [&str; 6] = [
+    "broadcast",
+    "chat",
+    "pingpong",
+    "countdown",
+    "selftest",
+    "link",
+];
 
 /// The sections of the report, one per scenario present in the files.
 pub fn sections(ctx: &Ctx) -> Vec<Section> {
@@ -76,6 +84,7 @@ pub fn sections(ctx: &Ctx) -> Vec<Section> {
                 "chat" => chat::section(ctx, &id, &runs),
                 "pingpong" => pingpong::section(ctx, &id, &runs),
                 "countdown" => countdown::section(ctx, &id, &runs),
+                "link" => link::section(ctx, &id, &runs),
                 _ => generic::section(ctx, &id, scenario, &runs),
             };
             for run in &runs {
