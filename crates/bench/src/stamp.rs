@@ -68,19 +68,31 @@ impl Stamp {
     }
 
     /// Finds and parses the first stamp in `text` (it may sit inside a JSON envelope).
+    /// Every received message goes through here, so it is one pass over the bytes: a
+    /// message that starts with the stamp (broadcast) needs no search at all.
     pub fn find(text: &str) -> Option<Stamp> {
-        let start = text.find(PREFIX)? + PREFIX.len();
-        let rest = &text[start..];
-        let body = &rest[..rest.find(';')?];
-        let mut it = body.split(':');
-        let stamp = Stamp {
-            step: it.next()?.parse().ok()?,
-            sender: it.next()?.parse().ok()?,
-            seq: it.next()?.parse().ok()?,
-            intended_us: it.next()?.parse().ok()?,
-            sent_us: it.next()?.parse().ok()?,
-        };
-        it.next().is_none().then_some(stamp)
+        let bytes = text.as_bytes();
+        let start = if bytes.starts_with(PREFIX.as_bytes()) { 0 } else { text.find(PREFIX)? };
+        let mut fields = [0u64; 5];
+        let mut at = start + PREFIX.len();
+        for (i, field) in fields.iter_mut().enumerate() {
+            let end = if i == 4 { b';' } else { b':' };
+            let digits = bytes[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+            // At most 19 digits: never overflows a u64.
+            if digits == 0 || digits > 19 || bytes.get(at + digits) != Some(&end) {
+                return None;
+            }
+            *field = bytes[at..at + digits].iter().fold(0, |n, d| n * 10 + u64::from(d - b'0'));
+            at += digits + 1;
+        }
+        let [step, sender, seq, intended_us, sent_us] = fields;
+        Some(Stamp {
+            step: u32::try_from(step).ok()?,
+            sender: u32::try_from(sender).ok()?,
+            seq,
+            intended_us,
+            sent_us,
+        })
     }
 }
 
@@ -102,5 +114,11 @@ mod tests {
         assert_eq!(Stamp::find("sb:1:2:3;"), None);
         assert_eq!(Stamp::find("sb:1:2:3:4:5"), None);
         assert_eq!(Stamp::find("sb:1:2:3:4:x;"), None);
+        assert_eq!(Stamp::find("sb:1:2:3:4:5:6;"), None);
+        assert_eq!(Stamp::find("sb:4294967296:2:3:4:5;"), None);
+        assert_eq!(Stamp::find("sb:1:2:3:4:99999999999999999999;"), None);
+        assert_eq!(Stamp::find("sb::2:3:4:5;"), None);
+        assert_eq!(Stamp::find("sb:1:2:3:4:5").map(|s| s.seq), None);
+        assert_eq!(Stamp::find("x sb:1:2:3:4:5;").map(|s| s.seq), Some(3));
     }
 }
