@@ -15,7 +15,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 
 use super::{Ctx, excerpt};
 use crate::Error;
@@ -304,47 +304,59 @@ struct Stream {
 async fn stream(ctx: &Ctx, link: &Linked, conn: &mut Connection, s: &LinkSettings, size: u32) -> Result<Stream, Error> {
     // In flight: what the line carries while a message's echo comes back (2 × delay, plus
     // 200 ms for the server and the bench), plus two messages, so the line never waits
-    // for an echo; more would only lengthen the drain after the last send.
+    // for an echo. But no more than the stream time needs: a message that takes longer
+    // than that to cross only lengthens the run (two are enough to time the line).
+    let size_f = f64::from(size);
     let round_trip_s = 2.0 * link.delay_us as f64 / 1e6 + 0.2;
-    let bytes_in_flight = link.rate_bps as f64 / 8.0 * round_trip_s + 2.0 * f64::from(size);
-    let window = ((bytes_in_flight / f64::from(size)).ceil() as usize).clamp(2, 10_000);
+    let bytes_in_flight = link.rate_bps as f64 / 8.0 * round_trip_s + 2.0 * size_f;
+    let packets = (size_f / f64::from(s.link.mss_bytes.max(1))).ceil().max(1.0);
+    let message_s = (size_f + packets * f64::from(s.link.overhead_bytes)) * 8.0 / link.rate_bps as f64;
+    let needed = (s.stream_us as f64 / 1e6 / message_s).ceil() + 1.0;
+    let window = ((bytes_in_flight / size_f).ceil().min(needed) as usize).clamp(2, 10_000);
     let credit = Semaphore::new(window);
     let stop_at = Instant::now() + Duration::from_micros(s.stream_us);
-    // Set before the last message is sent, so the receiver knows when it has them all
-    // (0 until then: at least two are always sent).
+    // How many messages the stream has, once the sender has decided (0 until then: at
+    // least two are always sent); `decided` wakes a receiver that already has them all.
     let total = AtomicU64::new(0);
+    let decided = Notify::new();
     let allowance = link.allowance(ctx, (window as u64 + 1) * (u64::from(size) + 1024));
     let Connection { sender, receiver } = conn;
     let send = async {
         let mut sent = 0u64;
+        let time_up = |sent: u64| sent >= 2 && Instant::now() >= stop_at;
         loop {
             ctx.check_cancel()?;
-            credit.acquire().await.map_err(|_| Error::cancelled())?.forget();
-            let last = sent >= 1 && Instant::now() >= stop_at;
-            if last {
-                total.store(sent + 1, Ordering::Relaxed);
+            if !time_up(sent) {
+                credit.acquire().await.map_err(|_| Error::cancelled())?.forget();
+            }
+            // Checked again after waiting for credit: no message is sent late.
+            if time_up(sent) {
+                total.store(sent, Ordering::Relaxed);
+                decided.notify_one();
+                return Ok::<(), Error>(());
             }
             sender.send(&payload(sent, size)).await?;
             sent += 1;
-            if last {
-                return Ok::<(), Error>(());
-            }
         }
     };
     let receive = async {
         let mut received = 0u64;
         let mut first = None;
+        let mut last = Instant::now();
         loop {
-            let text = recv(ctx, receiver, allowance).await?;
-            let now = Instant::now();
-            check_echo(ctx, &payload(received, size), &text)?;
-            first.get_or_insert(now);
-            received += 1;
-            credit.add_permits(1);
-            if total.load(Ordering::Relaxed) == received {
-                let duration = first.map_or(Duration::ZERO, |f| now - f);
+            if total.load(Ordering::Relaxed) == received && received > 0 {
+                let duration = first.map_or(Duration::ZERO, |f| last - f);
                 return Ok(Stream { messages: received, duration_us: duration.as_micros() as u64 });
             }
+            let text = tokio::select! {
+                text = recv(ctx, receiver, allowance) => text?,
+                () = decided.notified() => continue,
+            };
+            last = Instant::now();
+            check_echo(ctx, &payload(received, size), &text)?;
+            first.get_or_insert(last);
+            received += 1;
+            credit.add_permits(1);
         }
     };
     let ((), stream) = tokio::try_join!(send, receive)?;
