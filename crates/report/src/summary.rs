@@ -24,6 +24,32 @@ struct ChatFigure {
     decimals: usize,
 }
 
+/// "ok" or "failed (scenario): error" per server, or `None` when nothing failed.
+fn status_row(ctx: &Ctx) -> Option<Row> {
+    const MAX: usize = 100;
+    let mut cells = vec!["status".to_string()];
+    let mut any = false;
+    for i in 0..ctx.sources.len() {
+        let failed = ctx.runs().find(|r| r.source == i && r.error.is_some());
+        cells.push(match failed {
+            None => "ok".to_string(),
+            Some(run) => {
+                any = true;
+                let error = run.error.as_deref().unwrap_or_default();
+                let mut text: String = error.chars().take(MAX).collect();
+                if error.chars().count() > MAX {
+                    text.push('…');
+                }
+                format!("failed ({}): {text}", run.scenario)
+            }
+        });
+    }
+    any.then_some(Row {
+        cells,
+        flagged: true,
+    })
+}
+
 /// The summary table, or `None` when no run has a headline figure.
 pub fn table(ctx: &Ctx) -> Option<Table> {
     let n = ctx.sources.len();
@@ -294,6 +320,11 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
         ));
     }
 
+    // A server that failed (did not install, start, or answer) is shown as failed, so
+    // it never silently drops out of a comparison.
+    if let Some(status) = status_row(ctx) {
+        rows.insert(0, status);
+    }
     if rows.is_empty() {
         return None;
     }

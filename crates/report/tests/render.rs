@@ -218,6 +218,38 @@ fn summary_compares_to_switchboard() {
 }
 
 #[test]
+fn a_failed_server_appears_as_failed_in_the_summary() {
+    // What the shootout writes for a peer that did not install or start (issue 6).
+    let dir = temp_dir("failed");
+    let failed = edit(
+        &fixture("switchboard-broadcast.json"),
+        &dir.join("tornado-failed.json"),
+        |v| {
+            let run = &mut v["runs"][0];
+            run["target_name"] = "tornado".into();
+            run["partial"] = true.into();
+            run["error"] = "did not start: tornado: FAILED: not installed".into();
+            run["levels"] = serde_json::json!([]);
+            run["summary"] = serde_json::json!([]);
+        },
+    );
+    let mut files = fixtures();
+    files.push(failed);
+    let r = report::generate(&files, "Failed").expect("renders");
+    let summary = &r.html[r.html.find("<section id=\"summary\">").expect("summary")..];
+    let summary = &summary[..summary.find("</section>").expect("end")];
+    assert!(
+        summary.contains("<th>tornado</th>") || summary.contains(">tornado<"),
+        "a column for the failed server"
+    );
+    assert!(summary.contains("failed (broadcast): did not start: tornado: FAILED: not installed"));
+    assert!(
+        summary.contains("<td class=\"num\">ok</td>") || summary.contains(">ok<"),
+        "the others are ok"
+    );
+}
+
+#[test]
 fn hostile_strings_are_escaped() {
     let dir = temp_dir("hostile");
     let evil = "</script><img src=x onerror=alert(1)>";
