@@ -174,7 +174,12 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
                 .then(a.0.total_cmp(&b.0))
         });
         loads.dedup();
-        let servers: Vec<usize> = chat.iter().map(|(r, _)| r.source).collect();
+        // Servers whose chat run failed without results do not veto the common load.
+        let servers: Vec<usize> = chat
+            .iter()
+            .filter(|(_, c)| !c.results.is_empty())
+            .map(|(r, _)| r.source)
+            .collect();
         let common = loads.iter().rev().find(|l| {
             servers.iter().all(|s| {
                 chat.iter()

@@ -233,8 +233,20 @@ fn a_failed_server_appears_as_failed_in_the_summary() {
             run["summary"] = serde_json::json!([]);
         },
     );
+    let failed_chat = edit(
+        &fixture("switchboard-chat.json"),
+        &dir.join("tornado-chat-failed.json"),
+        |v| {
+            let run = &mut v["runs"][0];
+            run["target_name"] = "tornado".into();
+            run["partial"] = true.into();
+            run["error"] = "did not start: tornado: FAILED: not installed".into();
+            run["results"] = serde_json::json!([]);
+        },
+    );
     let mut files = fixtures();
     files.push(failed);
+    files.push(failed_chat);
     let r = report::generate(&files, "Failed").expect("renders");
     let summary = &r.html[r.html.find("<section id=\"summary\">").expect("summary")..];
     let summary = &summary[..summary.find("</section>").expect("end")];
@@ -243,6 +255,10 @@ fn a_failed_server_appears_as_failed_in_the_summary() {
         "a column for the failed server"
     );
     assert!(summary.contains("failed (broadcast): did not start: tornado: FAILED: not installed"));
+    assert!(
+        summary.contains("chat at 4 rooms × 20 users"),
+        "a failed server does not veto the load the others share"
+    );
     assert!(
         summary.contains("<td class=\"num\">ok</td>") || summary.contains(">ok<"),
         "the others are ok"
