@@ -8,7 +8,7 @@ NPM ?= npm
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 WEB_DEPS := web/node_modules/.package-lock.json
 
-.PHONY: run build test test-rust test-conformance deps chromium
+.PHONY: run build test test-rust test-conformance deps chromium shootout peers
 
 run: build
 	./target/release/switchboard serve
@@ -37,3 +37,15 @@ test-conformance: $(WEB_DEPS) chromium
 	$(CARGO) build
 	ulimit -n 65536 2>/dev/null || true; \
 	SWITCHBOARD_BIN=$(CURDIR)/target/debug/switchboard node --test --test-concurrency=1 conformance/
+
+# Installs every peer server (peers/) and smoke-checks it; a failure is reported
+# and the others still run.
+peers:
+	peers/install-all.sh
+	peers/check.sh
+
+# Switchboard and every peer under the same workloads, one server at a time,
+# pinned to one core; writes shootout/results/<time>/report.html and prints its
+# path. `make shootout QUICK=1` is the profile that finishes in under 10 minutes.
+shootout: build
+	QUICK=$(QUICK) SHOOTOUT_SKIP_BUILD=1 shootout/run.sh

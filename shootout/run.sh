@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# The shootout (issue 6): the same workloads against Switchboard and every peer
+# in peers/, on this machine, in one run, on the same charts.
+#
+# For each server in turn: start it pinned to one core (taskset -c 0), wait for
+# its ready line, warm it up (PyPy's JIT needs it; every server gets the same),
+# run pingpong, countdown, chat and broadcast with the bench pinned to the other
+# core (taskset -c 1, --server-pid so its CPU and RSS are sampled), stop it.
+# Then the bench's own receive ceiling (selftest) and Switchboard's RSS per idle
+# WebSocket connection at 10,000 connections; finally `switchboard report` over
+# every result file, and a text summary with the broadcast table and the bar.
+# A peer that fails to install, start or answer is recorded as failed (its
+# result file carries the error, so the report's summary shows it) and the run
+# goes on. Traffic goes to 127.0.0.1 only.
+#
+# Usage: shootout/run.sh            (or: make shootout [QUICK=1])
+# Environment:
+#   QUICK=1                  the quick profile: under 10 minutes on 2 cores
+#   SHOOTOUT_SERVERS="switchboard ws …"   which servers [default: switchboard and every peer]
+#   SHOOTOUT_OUT=DIR         where results go [default: shootout/results/<UTC time>]
+#   SHOOTOUT_SKIP_INSTALL=1  do not run peers/install-all.sh
+#   SHOOTOUT_SKIP_BUILD=1    do not run cargo build --release
+# Output: DIR/report.html, DIR/summary.txt (also printed), DIR/bench/*.json and
+# *.txt (one result file and table per server and scenario), DIR/logs/.
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+case "${QUICK:-0}" in ""|0|no|false) QUICK=0 ;; *) QUICK=1 ;; esac
+BIN="$ROOT/target/release/switchboard"
+STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
+OUT="${SHOOTOUT_OUT:-$ROOT/shootout/results/$STAMP}"
+START_S=30          # longest wait for a server's ready line
+STOP_S=5            # grace after SIGTERM before SIGKILL
+
+# --- the two profiles --------------------------------------------------------
+# Broadcast: every server gets the same ramp. QUICK uses one level of 200
+# clients in 1 s steps growing 25% from 100 msgs/s (fine enough to place a
+# peer's limit within 25%); the ramp stops at 15,000 msgs/s sent (its last
+# step is 13,553: 2.7 M received), which is well over 10× what sockjs-node
+# sustains on one core and under the bench's own ceiling (selftest, reported
+# beside it). A level ends when a message is not back within 2 s or a step's
+# mean round trip passes 250 ms, so "sustainable" means every message
+# delivered with a mean round trip under that.
+if [ "$QUICK" = 1 ]; then
+  PROFILE="quick"
+  WARMUP=(--levels 50 --start-rate 200 --max-rate 200 --step-seconds 3)
+  PINGPONG=(--count 200)
+  COUNTDOWN=(--count 500)
+  CHAT=(--rooms 4 --users 20 --messages 20 --interval 200ms --drain 2s)
+  BROADCAST=(--levels 200 --start-rate 100 --step 25% --step-seconds 1 --max-rate 15000 --loss-timeout 2s --max-mean 250ms)
+  SELFTEST=(--connections 200 --start-rate 2000 --step 50% --step-seconds 1 --max-rate 100000 --loss-timeout 2s --max-mean 250ms)
+  IDLE_PEERS=0      # idle RSS of Switchboard only
+  BENCH_TIMEOUT=240 # per bench invocation, seconds
+else
+  PROFILE="full"
+  WARMUP=(--levels 50 --start-rate 200 --max-rate 200 --step-seconds 10)
+  PINGPONG=(--count 2000)
+  COUNTDOWN=(--count 2000)
+  CHAT=(--rooms 1,4 --users 10,25,50 --messages 100 --interval 100ms --drain 3s)
+  BROADCAST=(--levels 100,500,2000 --start-rate 10 --step 25% --step-seconds 2 --max-rate 30000 --loss-timeout 3s --max-mean 250ms)
+  SELFTEST=(--connections 500 --start-rate 1000 --step 40% --step-seconds 2 --max-rate 100000 --loss-timeout 3s --max-mean 250ms)
+  IDLE_PEERS=1      # idle RSS of every server with a native WebSocket endpoint
+  BENCH_TIMEOUT=1800
+fi
+IDLE_CONNECTIONS=10000
+
+mkdir -p "$OUT/bench" "$OUT/logs" "$OUT/idle-rss"
+STATUS="$OUT/status.tsv"   # server <TAB> ok|failed <TAB> detail
+: >"$STATUS"
+T0=$(date +%s)
+say() { printf '[%4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*" | tee -a "$OUT/shootout.log" >&2; }
+
+# --- pinning and limits ------------------------------------------------------
+SERVER_PIN=(); BENCH_PIN=()
+if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+  SERVER_PIN=(taskset -c 0); BENCH_PIN=(taskset -c 1)
+else
+  say "WARNING: no taskset or fewer than 2 CPUs: server and bench are not pinned"
+fi
+# Thousands of sockets on both sides; children inherit the limit.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((IDLE_CONNECTIONS + 500)) ]; then
+  say "WARNING: open-file limit $(ulimit -n) is below $((IDLE_CONNECTIONS + 500)); the idle-connection count may fail"
+fi
+
+# --- build and install -------------------------------------------------------
+if [ "${SHOOTOUT_SKIP_BUILD:-0}" != 1 ]; then
+  say "building release"
+  cargo build --release --quiet >"$OUT/logs/build.log" 2>&1 || { say "FAILED: cargo build --release (see $OUT/logs/build.log)"; exit 1; }
+fi
+[ -x "$BIN" ] || { say "FAILED: $BIN missing"; exit 1; }
+
+ALL_PEERS="$(python3 -c 'import json,sys; print(" ".join(p["name"] for p in json.load(open(sys.argv[1]))["peers"]))' peers/peers.json)"
+SERVERS="${SHOOTOUT_SERVERS:-switchboard $ALL_PEERS}"
+PEERS=""
+for s in $SERVERS; do [ "$s" = switchboard ] || PEERS="$PEERS $s"; done
+
+declare -A INSTALL_FAILED=()
+if [ -n "$PEERS" ] && [ "${SHOOTOUT_SKIP_INSTALL:-0}" != 1 ]; then
+  say "installing peers:$PEERS"
+  # shellcheck disable=SC2086
+  peers/install-all.sh $PEERS >"$OUT/logs/install.txt" 2>"$OUT/logs/install.err"
+  while IFS= read -r line; do
+    case "$line" in
+      *": FAILED: "*) INSTALL_FAILED["${line%%: FAILED: *}"]="did not install: ${line#*: FAILED: }" ;;
+    esac
+  done <"$OUT/logs/install.txt"
+  sed 's/^/    /' "$OUT/logs/install.txt" >&2
+fi
+
+# --- one server --------------------------------------------------------------
+PID=""; BASE=""
+cleanup() { [ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null; }
+trap cleanup EXIT
+
+# start_server NAME: starts it pinned on a free port; sets PID and BASE, or
+# returns 1 with the reason in START_ERROR.
+start_server() {
+  local name="$1" log="$OUT/logs/$1.out"
+  # Emptied here, not by the background job's redirection (that runs after the
+  # fork), so the poll below never reads a previous run's ready line.
+  : >"$log"
+  if [ "$name" = switchboard ]; then
+    "${SERVER_PIN[@]}" "$BIN" serve --listen 127.0.0.1:0 >>"$log" 2>"$OUT/logs/$name.err" &
+  else
+    "${SERVER_PIN[@]}" "peers/$name/start.sh" 0 >>"$log" 2>"$OUT/logs/$name.err" &
+  fi
+  PID=$!   # start.sh and taskset exec, so this is the server's own pid
+  local port=""
+  for _ in $(seq $((START_S * 10))); do
+    port="$(sed -n 's#^.*listening on http://127\.0\.0\.1:\([0-9][0-9]*\)/.*$#\1#p' "$log" | head -n1)"
+    [ -n "$port" ] && break
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$port" ]; then
+    if kill -0 "$PID" 2>/dev/null; then
+      START_ERROR="not ready within ${START_S} s"
+    else
+      START_ERROR="did not start: $(tail -n1 "$OUT/logs/$name.err" "$log" 2>/dev/null | grep -v '^==>' | grep . | tail -n1)"
+    fi
+    stop_server
+    return 1
+  fi
+  BASE="http://127.0.0.1:$port"
+}
+
+stop_server() {
+  [ -n "$PID" ] || return 0
+  kill -TERM "$PID" 2>/dev/null
+  for _ in $(seq $((STOP_S * 10))); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$PID" 2>/dev/null
+  wait "$PID" 2>/dev/null
+  PID=""
+}
+
+# failed_file NAME SCENARIO ERROR: a result file holding one failed run, so the
+# report shows the server as failed instead of leaving it out.
+failed_file() {
+  python3 - "$OUT/bench/$1-$2.json" "$1" "$2" "$3" <<'EOF'
+import json, sys, datetime
+path, name, scenario, error = sys.argv[1:5]
+now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+outcome = {"pingpong": {"settings": {"count": 0}, "results": []},
+           "countdown": {"settings": {"count": 0}, "results": []},
+           "chat": {"settings": {"rooms": [], "users": [], "messages": 0, "interval_us": 0, "drain_us": 0}, "results": []}}
+run = {"target_name": name, "target": "", "started_at": now, "duration_s": 0.0, "partial": True,
+       "error": error, "bench_cpu_bound": False, "server_pid": None, "transports": [], "scenario": scenario}
+run.update(outcome.get(scenario, {"settings": {}, "levels": [], "summary": []}))
+json.dump({"format": "switchboard-bench/1", "command": ["shootout/run.sh"], "started_at": now,
+           "versions": {"switchboard": "", "format": "switchboard-bench/1"},
+           "machine": {"cpu_model": "", "cores": 0, "os": "linux", "kernel": None, "memory_bytes": None},
+           "runs": [run]}, open(path, "w"), indent=2)
+EOF
+}
+
+# bench NAME SCENARIO APP ARGS…: one bench run against the current server,
+# pinned, writing bench/NAME-SCENARIO.json and .txt. Returns the bench's status.
+bench() {
+  local name="$1" scenario="$2" app="$3"; shift 3
+  local out="$OUT/bench/$name-$scenario"
+  "${BENCH_PIN[@]}" timeout "$BENCH_TIMEOUT" "$BIN" bench "$scenario" --quiet \
+    --target "$name=$BASE/$app" --server-pid "$PID" --out "$out.json" "$@" >"$out.txt" 2>&1
+  local rc=$?
+  if [ ! -s "$out.json" ]; then
+    failed_file "$name" "$scenario" "bench exited with status $rc: $(tail -n1 "$out.txt")"
+  fi
+  return $rc
+}
+
+transport_of() {   # socketio for the socket.io peer, else native websocket
+  python3 -c 'import json,sys; p=[p for p in json.load(open(sys.argv[1]))["peers"] if p["name"]==sys.argv[2]]; print("socketio" if p and "socketio" in p[0] else "websocket")' peers/peers.json "$1"
+}
+
+SCENARIOS="pingpong countdown chat broadcast"
+run_server() {
+  local name="$1" t="websocket" pp="all"
+  if [ "$name" != switchboard ]; then
+    t="$(transport_of "$name")"
+    [ "$t" = socketio ] && pp="socketio"
+  fi
+  if [ -n "${INSTALL_FAILED[$name]:-}" ]; then
+    say "$name: ${INSTALL_FAILED[$name]}"
+    for sc in $SCENARIOS; do failed_file "$name" "$sc" "${INSTALL_FAILED[$name]}"; done
+    printf '%s\tfailed\t%s\n' "$name" "${INSTALL_FAILED[$name]}" >>"$STATUS"
+    return
+  fi
+  if ! start_server "$name"; then
+    say "$name: FAILED: $START_ERROR"
+    for sc in $SCENARIOS; do failed_file "$name" "$sc" "$START_ERROR"; done
+    printf '%s\tfailed\t%s\n' "$name" "$START_ERROR" >>"$STATUS"
+    return
+  fi
+  say "$name: pid $PID at $BASE (pinned: ${SERVER_PIN[*]:-none}); warming up"
+  "${BENCH_PIN[@]}" timeout "$BENCH_TIMEOUT" "$BIN" bench broadcast --quiet --transport "$t" \
+    --target "$name=$BASE/broadcast" --server-pid "$PID" "${WARMUP[@]}" >"$OUT/logs/$name-warmup.txt" 2>&1
+  "${BENCH_PIN[@]}" timeout "$BENCH_TIMEOUT" "$BIN" bench pingpong --quiet --transport "$t" \
+    --target "$name=$BASE/echo" --server-pid "$PID" "${PINGPONG[@]}" >>"$OUT/logs/$name-warmup.txt" 2>&1
+  local failures=""
+  for sc in $SCENARIOS; do
+    if ! kill -0 "$PID" 2>/dev/null; then
+      failed_file "$name" "$sc" "the server exited before $sc (log: logs/$name.err)"
+      failures="$failures $sc"
+      continue
+    fi
+    say "$name: $sc"
+    case "$sc" in
+      pingpong) bench "$name" pingpong echo --transport "$pp" "${PINGPONG[@]}" ;;
+      countdown) bench "$name" countdown count --transport "http,$t" "${COUNTDOWN[@]}" ;;
+      chat) bench "$name" chat chat --transport "$t" "${CHAT[@]}" ;;
+      broadcast) bench "$name" broadcast broadcast --transport "$t" "${BROADCAST[@]}" ;;
+    esac || failures="$failures $sc"
+  done
+  if [ "$name" = switchboard ]; then
+    say "$name: bench selftest (the bench's own receive ceiling)"
+    "${BENCH_PIN[@]}" timeout "$BENCH_TIMEOUT" "$BIN" bench selftest --quiet --target "bench-selftest=$BASE/broadcast" \
+      --server-pid "$PID" --out "$OUT/bench/bench-selftest.json" "${SELFTEST[@]}" >"$OUT/bench/bench-selftest.txt" 2>&1
+  fi
+  stop_server
+  if [ -n "$failures" ]; then
+    printf '%s\tfailed\t%s\n' "$name" "failed:$failures (see bench/$name-*.txt)" >>"$STATUS"
+  else
+    printf '%s\tok\t\n' "$name" >>"$STATUS"
+  fi
+}
+
+# idle_rss NAME: RSS per idle native WebSocket connection, on a fresh server.
+idle_rss() {
+  local name="$1" path="/echo/websocket"
+  start_server "$name" || { say "$name: idle RSS skipped: $START_ERROR"; return; }
+  say "$name: RSS with $IDLE_CONNECTIONS idle WebSocket connections"
+  "${BENCH_PIN[@]}" python3 shootout/idle-rss.py --url "ws://${BASE#http://}$path" --pid "$PID" \
+    --connections "$IDLE_CONNECTIONS" >"$OUT/idle-rss/$name.json" 2>"$OUT/logs/$name-idle-rss.err" \
+    || say "$name: idle RSS failed: $(tail -n1 "$OUT/logs/$name-idle-rss.err")"
+  stop_server
+}
+
+say "shootout ($PROFILE profile): $SERVERS -> $OUT"
+for s in $SERVERS; do run_server "$s"; done
+for s in $SERVERS; do
+  if [ "$s" = switchboard ]; then
+    idle_rss switchboard
+  elif [ "$IDLE_PEERS" = 1 ] && [ -z "${INSTALL_FAILED[$s]:-}" ] && [ "$(transport_of "$s")" = websocket ]; then
+    idle_rss "$s"
+  fi
+done
+
+say "writing the report"
+"$BIN" report "$OUT"/bench/*.json -o "$OUT/report.html" \
+  --title "Switchboard shootout ($PROFILE, $(date -u +%Y-%m-%d))" >"$OUT/logs/report.txt" 2>&1 \
+  || say "report FAILED: $(tail -n1 "$OUT/logs/report.txt")"
+python3 shootout/summary.py "$OUT" --profile "$PROFILE" --elapsed "$(( $(date +%s) - T0 ))" | tee "$OUT/summary.txt"
+ln -sfn "$OUT" "$ROOT/shootout/results/latest" 2>/dev/null || true
+echo "report: $OUT/report.html"
