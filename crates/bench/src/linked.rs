@@ -266,6 +266,22 @@ pub struct LinkTables {
     pub throughput: Vec<ThroughputRow>,
     /// (d) Bytes on the wire per connection set-up and per message.
     pub wire_bytes: Vec<BytesRow>,
+    /// Rows that could not be measured, and why (e.g. a SockJS session that expired
+    /// while a long poll response crossed a slow link); the tables go on without them.
+    /// Optional in the schema: files from before it existed have none.
+    #[serde(default)]
+    pub failures: Vec<FailedRow>,
+}
+
+/// A row of one of the tables that could not be measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FailedRow {
+    pub table: LinkTable,
+    pub transport: TransportKind,
+    pub rate_bps: u64,
+    pub delay_us: u64,
+    pub payload_bytes: u32,
+    pub error: String,
 }
 
 /// (a) Round trips of one payload size, beside the least they could take.
@@ -463,6 +479,26 @@ pub(crate) fn print(settings: &LinkSettings, tables: &LinkTables, w: &mut impl s
         }
         t.note("  a message = one echoed round trip: the send up and the echo down; overhead = wire bytes both ways − 2 × payload".into());
         t.print(w)?;
+    }
+    if !tables.failures.is_empty() {
+        writeln!(w, "\nnot measured:")?;
+        for f in &tables.failures {
+            let table = match f.table {
+                LinkTable::Size => "(a)",
+                LinkTable::Delay => "(b)",
+                LinkTable::Throughput => "(c)",
+                LinkTable::Bytes => "(d)",
+            };
+            writeln!(
+                w,
+                "  {table} {} at {}, {} delay, {} B: {}",
+                f.transport,
+                rate(f.rate_bps),
+                us(f.delay_us),
+                f.payload_bytes,
+                f.error
+            )?;
+        }
     }
     Ok(())
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::flags::{BroadcastSettings, ChatSettings, CountdownSettings, PingpongSettings};
 use crate::latency::LatencySummary;
-pub use crate::linked::{BytesRow, DelayRow, LinkRecord, LinkSettings, LinkTables, SizeRow, ThroughputRow};
+pub use crate::linked::{BytesRow, DelayRow, FailedRow, LinkRecord, LinkSettings, LinkTables, SizeRow, ThroughputRow};
 use crate::resources::Resources;
 use crate::transport::TransportKind;
 

@@ -182,4 +182,30 @@ async fn bench_link_produces_all_four_tables_against_serve() {
     assert!(u(ws, "setup_packets_up") >= 2 && u(ws, "setup_packets_down") >= 2, "{ws:#}");
     let polling = bytes.iter().find(|r| r["transport"] == "xhr-polling").expect("polling row");
     assert!(f(polling, "message_overhead_bytes") > f(ws, "message_overhead_bytes") * 3.0, "{polling:#}");
+    assert_eq!(run["failures"], serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn a_row_that_fails_is_recorded_and_the_table_goes_on() {
+    // switchboard serve closes a connection whose message is over 64 KiB (1009).
+    let serve = Serve::start().await;
+    let target = format!("http://{}/echo", serve.addr);
+    let argv = [
+        "link", "--quiet", "--target", &target, "--tables", "size", "--rate", "10mbit", "--delay", "5ms", "--sizes",
+        "70000,2", "--round-trips", "1",
+    ];
+    let (file, err) = measure(&argv).await;
+    assert!(err.is_none(), "{err:?}");
+    let v = json(&file);
+    let run = &v["runs"][0];
+    assert_eq!(run["partial"], false);
+    let failures = run["failures"].as_array().expect("failures");
+    assert_eq!(failures.len(), 1, "{failures:#?}");
+    assert_eq!(failures[0]["table"], "size");
+    assert_eq!(failures[0]["payload_bytes"], 70_000);
+    assert!(failures[0]["error"].as_str().expect("error").contains("closed"), "{failures:#?}");
+    // The next size is measured on a fresh connection.
+    let rows = run["round_trip_vs_size"].as_array().expect("rows");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["payload_bytes"], 2);
 }

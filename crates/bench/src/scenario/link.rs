@@ -19,7 +19,7 @@ use tokio::sync::{Notify, Semaphore};
 
 use super::{Ctx, excerpt};
 use crate::Error;
-use crate::linked::{self, BytesRow, DelayRow, LinkSettings, LinkTable, LinkTables, SizeRow, ThroughputRow};
+use crate::linked::{self, BytesRow, DelayRow, FailedRow, LinkSettings, LinkTable, LinkTables, SizeRow, ThroughputRow};
 use crate::target::Target;
 use crate::transport::{self, Connection, Receiver, Text, TransportKind};
 
@@ -35,10 +35,10 @@ pub(crate) async fn run(ctx: &Ctx, s: &LinkSettings, kinds: &[TransportKind], ou
     for &table in &s.tables {
         for &kind in kinds {
             match table {
-                LinkTable::Size => size_table(ctx, s, kind, &mut out.round_trip_vs_size).await?,
-                LinkTable::Delay => delay_table(ctx, s, kind, &mut out.round_trip_vs_delay).await?,
-                LinkTable::Throughput => throughput_table(ctx, s, kind, &mut out.throughput).await?,
-                LinkTable::Bytes => bytes_table(ctx, s, kind, &mut out.wire_bytes).await?,
+                LinkTable::Size => size_table(ctx, s, kind, out).await?,
+                LinkTable::Delay => delay_table(ctx, s, kind, out).await?,
+                LinkTable::Throughput => throughput_table(ctx, s, kind, out).await?,
+                LinkTable::Bytes => bytes_table(ctx, s, kind, out).await?,
             }
         }
     }
@@ -173,126 +173,198 @@ fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
 
-/// (a) Round trip vs payload size, on one connection per transport.
-async fn size_table(ctx: &Ctx, s: &LinkSettings, kind: TransportKind, out: &mut Vec<SizeRow>) -> Result<(), Error> {
-    let link = Linked::start(ctx, s, s.rate_bps, s.delay_us).await?;
-    ctx.progress.step(format!("link: round trip vs size, {kind}"), s.sizes_bytes.len() as u64 * u64::from(s.round_trips));
-    let (mut conn, _) = link.open(ctx, kind).await?;
-    // A first message opens what the transport opens lazily (SockJS's sending connection).
-    let mut seq = 0;
-    link.round_trip(ctx, &mut conn, &payload(seq, 2)).await?;
-    for &size in &s.sizes_bytes {
-        let mut times = Vec::new();
-        let (mut up, mut down) = (0, 0);
-        for _ in 0..s.round_trips {
-            seq += 1;
-            let before = link.idle(ctx).await?;
-            times.push(link.round_trip(ctx, &mut conn, &payload(seq, size)).await?);
-            let at_reply = link.counts();
-            up += at_reply.up.wire_bytes - before.up.wire_bytes;
-            down += at_reply.down.wire_bytes - before.down.wire_bytes;
-            ctx.progress.inc(1);
-        }
-        let n = f64::from(s.round_trips);
-        let (min, mean, max) = spread(&times);
-        let (up, down) = (round1(up as f64 / n), round1(down as f64 / n));
-        out.push(SizeRow {
-            transport: kind,
-            rate_bps: s.rate_bps,
-            delay_us: s.delay_us,
-            payload_bytes: size,
-            round_trips: s.round_trips,
-            round_trip_min_us: min,
-            round_trip_mean_us: mean,
-            round_trip_max_us: max,
-            min_payload_us: linked::line_time_us(2.0 * f64::from(size), s.rate_bps, 2, s.delay_us),
-            wire_up_bytes: up,
-            wire_down_bytes: down,
-            min_wire_us: linked::line_time_us(up + down, s.rate_bps, 2, s.delay_us),
-        });
+/// Records a row that could not be measured (the table goes on with the next row);
+/// Ctrl-C is passed on.
+fn failed(out: &mut LinkTables, e: Error, row: FailedRow) -> Result<(), Error> {
+    if e.is_cancelled() {
+        return Err(e);
     }
-    conn.sender.close().await;
+    out.failures.push(FailedRow { error: e.to_string(), ..row });
     Ok(())
+}
+
+/// A failed row of `table` for `kind`; the error is filled in by `failed`.
+fn failure(table: LinkTable, kind: TransportKind, rate_bps: u64, delay_us: u64, payload_bytes: u32) -> FailedRow {
+    FailedRow { table, transport: kind, rate_bps, delay_us, payload_bytes, error: String::new() }
+}
+
+/// A link at `--rate`/`--delay` and a connection through it that has carried one
+/// message, so what the transport opens lazily (SockJS's sending connection) is open.
+async fn warm(ctx: &Ctx, s: &LinkSettings, kind: TransportKind) -> Result<(Linked, Connection), Error> {
+    let link = Linked::start(ctx, s, s.rate_bps, s.delay_us).await?;
+    let (mut conn, _) = link.open(ctx, kind).await?;
+    link.round_trip(ctx, &mut conn, &payload(0, 2)).await?;
+    Ok((link, conn))
+}
+
+/// (a) Round trip vs payload size, on one connection per transport (a fresh one after
+/// a row failed).
+async fn size_table(ctx: &Ctx, s: &LinkSettings, kind: TransportKind, out: &mut LinkTables) -> Result<(), Error> {
+    ctx.progress.step(format!("link: round trip vs size, {kind}"), s.sizes_bytes.len() as u64 * u64::from(s.round_trips));
+    let mut open: Option<(Linked, Connection)> = None;
+    for &size in &s.sizes_bytes {
+        let row = async {
+            let (link, conn) = match &mut open {
+                Some(open) => open,
+                None => open.insert(warm(ctx, s, kind).await?),
+            };
+            size_row(ctx, s, kind, link, conn, size).await
+        };
+        match row.await {
+            Ok(row) => out.round_trip_vs_size.push(row),
+            Err(e) => {
+                open = None;
+                failed(out, e, failure(LinkTable::Size, kind, s.rate_bps, s.delay_us, size))?;
+            }
+        }
+    }
+    if let Some((_, mut conn)) = open {
+        conn.sender.close().await;
+    }
+    Ok(())
+}
+
+async fn size_row(
+    ctx: &Ctx,
+    s: &LinkSettings,
+    kind: TransportKind,
+    link: &Linked,
+    conn: &mut Connection,
+    size: u32,
+) -> Result<SizeRow, Error> {
+    let mut times = Vec::new();
+    let (mut up, mut down) = (0, 0);
+    for seq in 1..=u64::from(s.round_trips) {
+        let before = link.idle(ctx).await?;
+        times.push(link.round_trip(ctx, conn, &payload(seq, size)).await?);
+        let at_reply = link.counts();
+        up += at_reply.up.wire_bytes - before.up.wire_bytes;
+        down += at_reply.down.wire_bytes - before.down.wire_bytes;
+        ctx.progress.inc(1);
+    }
+    let n = f64::from(s.round_trips);
+    let (min, mean, max) = spread(&times);
+    let (up, down) = (round1(up as f64 / n), round1(down as f64 / n));
+    Ok(SizeRow {
+        transport: kind,
+        rate_bps: s.rate_bps,
+        delay_us: s.delay_us,
+        payload_bytes: size,
+        round_trips: s.round_trips,
+        round_trip_min_us: min,
+        round_trip_mean_us: mean,
+        round_trip_max_us: max,
+        min_payload_us: linked::line_time_us(2.0 * f64::from(size), s.rate_bps, 2, s.delay_us),
+        wire_up_bytes: up,
+        wire_down_bytes: down,
+        min_wire_us: linked::line_time_us(up + down, s.rate_bps, 2, s.delay_us),
+    })
 }
 
 /// (b) Per rate and delay, on a fresh link and connection each: the first round trip
 /// from cold (connect included), then the stable round trips.
-async fn delay_table(ctx: &Ctx, s: &LinkSettings, kind: TransportKind, out: &mut Vec<DelayRow>) -> Result<(), Error> {
+async fn delay_table(ctx: &Ctx, s: &LinkSettings, kind: TransportKind, out: &mut LinkTables) -> Result<(), Error> {
     let rows = (s.rates_bps.len() * s.delays_us.len()) as u64;
     ctx.progress.step(format!("link: round trip vs delay, {kind}"), rows * (1 + u64::from(s.round_trips)));
     for &rate_bps in &s.rates_bps {
         for &delay_us in &s.delays_us {
-            let link = Linked::start(ctx, s, rate_bps, delay_us).await?;
-            let t0 = Instant::now();
-            let (mut conn, connect_us) = link.open(ctx, kind).await?;
-            link.round_trip(ctx, &mut conn, &payload(0, s.payload_bytes)).await?;
-            let first_round_trip_us = t0.elapsed().as_micros() as u64;
-            ctx.progress.inc(1);
-            let mut times = Vec::new();
-            for seq in 1..=u64::from(s.round_trips) {
-                link.idle(ctx).await?;
-                times.push(link.round_trip(ctx, &mut conn, &payload(seq, s.payload_bytes)).await?);
-                ctx.progress.inc(1);
+            match delay_row(ctx, s, kind, rate_bps, delay_us).await {
+                Ok(row) => out.round_trip_vs_delay.push(row),
+                Err(e) => failed(out, e, failure(LinkTable::Delay, kind, rate_bps, delay_us, s.payload_bytes))?,
             }
-            conn.sender.close().await;
-            let (min, mean, max) = spread(&times);
-            out.push(DelayRow {
-                transport: kind,
-                rate_bps,
-                delay_us,
-                payload_bytes: s.payload_bytes,
-                connect_us,
-                first_round_trip_us,
-                stable_round_trips: s.round_trips,
-                stable_round_trip_min_us: min,
-                stable_round_trip_mean_us: mean,
-                stable_round_trip_max_us: max,
-                min_payload_us: linked::line_time_us(2.0 * f64::from(s.payload_bytes), rate_bps, 2, delay_us),
-            });
         }
     }
     Ok(())
+}
+
+async fn delay_row(ctx: &Ctx, s: &LinkSettings, kind: TransportKind, rate_bps: u64, delay_us: u64) -> Result<DelayRow, Error> {
+    let link = Linked::start(ctx, s, rate_bps, delay_us).await?;
+    let t0 = Instant::now();
+    let (mut conn, connect_us) = link.open(ctx, kind).await?;
+    link.round_trip(ctx, &mut conn, &payload(0, s.payload_bytes)).await?;
+    let first_round_trip_us = t0.elapsed().as_micros() as u64;
+    ctx.progress.inc(1);
+    let mut times = Vec::new();
+    for seq in 1..=u64::from(s.round_trips) {
+        link.idle(ctx).await?;
+        times.push(link.round_trip(ctx, &mut conn, &payload(seq, s.payload_bytes)).await?);
+        ctx.progress.inc(1);
+    }
+    conn.sender.close().await;
+    let (min, mean, max) = spread(&times);
+    Ok(DelayRow {
+        transport: kind,
+        rate_bps,
+        delay_us,
+        payload_bytes: s.payload_bytes,
+        connect_us,
+        first_round_trip_us,
+        stable_round_trips: s.round_trips,
+        stable_round_trip_min_us: min,
+        stable_round_trip_mean_us: mean,
+        stable_round_trip_max_us: max,
+        min_payload_us: linked::line_time_us(2.0 * f64::from(s.payload_bytes), rate_bps, 2, delay_us),
+    })
 }
 
 /// (c) Per payload size: messages sent back to back for `stream_us` (at least two),
 /// with enough of them in flight to keep the line busy; the echo app sends each back.
 /// Both lines carry the stream, the client's (WebSocket masks its frames) the slower.
-async fn throughput_table(
+async fn throughput_table(ctx: &Ctx, s: &LinkSettings, kind: TransportKind, out: &mut LinkTables) -> Result<(), Error> {
+    ctx.progress.step(format!("link: throughput, {kind}"), s.stream_sizes_bytes.len() as u64);
+    let mut open: Option<(Linked, Connection)> = None;
+    for &size in &s.stream_sizes_bytes {
+        let row = async {
+            let (link, conn) = match &mut open {
+                Some(open) => open,
+                None => open.insert(warm(ctx, s, kind).await?),
+            };
+            throughput_row(ctx, s, kind, link, conn, size).await
+        };
+        match row.await {
+            Ok(row) => out.throughput.push(row),
+            Err(e) => {
+                open = None;
+                failed(out, e, failure(LinkTable::Throughput, kind, s.rate_bps, s.delay_us, size))?;
+            }
+        }
+        ctx.progress.inc(1);
+    }
+    if let Some((_, mut conn)) = open {
+        conn.sender.close().await;
+    }
+    Ok(())
+}
+
+async fn throughput_row(
     ctx: &Ctx,
     s: &LinkSettings,
     kind: TransportKind,
-    out: &mut Vec<ThroughputRow>,
-) -> Result<(), Error> {
-    let link = Linked::start(ctx, s, s.rate_bps, s.delay_us).await?;
-    ctx.progress.step(format!("link: throughput, {kind}"), s.stream_sizes_bytes.len() as u64);
-    let (mut conn, _) = link.open(ctx, kind).await?;
-    link.round_trip(ctx, &mut conn, &payload(0, 2)).await?;
-    for &size in &s.stream_sizes_bytes {
-        let before = link.idle(ctx).await?;
-        let stream = stream(ctx, &link, &mut conn, s, size).await?;
-        let after = link.idle(ctx).await?;
-        let n = stream.messages as f64;
-        let payload_bps = if stream.duration_us == 0 {
-            0.0
-        } else {
-            (stream.messages - 1) as f64 * f64::from(size) * 8.0 * 1e6 / stream.duration_us as f64
-        };
-        out.push(ThroughputRow {
-            transport: kind,
-            rate_bps: s.rate_bps,
-            delay_us: s.delay_us,
-            payload_bytes: size,
-            messages: stream.messages,
-            duration_us: stream.duration_us,
-            payload_bps: round1(payload_bps),
-            utilisation_pct: round1(payload_bps / s.rate_bps as f64 * 100.0),
-            wire_up_bytes: round1((after.up.wire_bytes - before.up.wire_bytes) as f64 / n),
-            wire_down_bytes: round1((after.down.wire_bytes - before.down.wire_bytes) as f64 / n),
-        });
-        ctx.progress.inc(1);
-    }
-    conn.sender.close().await;
-    Ok(())
+    link: &Linked,
+    conn: &mut Connection,
+    size: u32,
+) -> Result<ThroughputRow, Error> {
+    let before = link.idle(ctx).await?;
+    let stream = stream(ctx, link, conn, s, size).await?;
+    let after = link.idle(ctx).await?;
+    let n = stream.messages as f64;
+    let payload_bps = if stream.duration_us == 0 {
+        0.0
+    } else {
+        (stream.messages - 1) as f64 * f64::from(size) * 8.0 * 1e6 / stream.duration_us as f64
+    };
+    Ok(ThroughputRow {
+        transport: kind,
+        rate_bps: s.rate_bps,
+        delay_us: s.delay_us,
+        payload_bytes: size,
+        messages: stream.messages,
+        duration_us: stream.duration_us,
+        payload_bps: round1(payload_bps),
+        utilisation_pct: round1(payload_bps / s.rate_bps as f64 * 100.0),
+        wire_up_bytes: round1((after.up.wire_bytes - before.up.wire_bytes) as f64 / n),
+        wire_down_bytes: round1((after.down.wire_bytes - before.down.wire_bytes) as f64 / n),
+    })
 }
 
 struct Stream {
@@ -365,9 +437,17 @@ async fn stream(ctx: &Ctx, link: &Linked, conn: &mut Connection, s: &LinkSetting
 
 /// (d) Bytes on the wire: connection set-up on a fresh link, the first message, then
 /// `round_trips` messages, each counted until the link is idle again.
-async fn bytes_table(ctx: &Ctx, s: &LinkSettings, kind: TransportKind, out: &mut Vec<BytesRow>) -> Result<(), Error> {
-    let link = Linked::start(ctx, s, s.rate_bps, s.delay_us).await?;
+async fn bytes_table(ctx: &Ctx, s: &LinkSettings, kind: TransportKind, out: &mut LinkTables) -> Result<(), Error> {
     ctx.progress.step(format!("link: bytes on the wire, {kind}"), 1 + u64::from(s.round_trips));
+    match bytes_row(ctx, s, kind).await {
+        Ok(row) => out.wire_bytes.push(row),
+        Err(e) => failed(out, e, failure(LinkTable::Bytes, kind, s.rate_bps, s.delay_us, s.payload_bytes))?,
+    }
+    Ok(())
+}
+
+async fn bytes_row(ctx: &Ctx, s: &LinkSettings, kind: TransportKind) -> Result<BytesRow, Error> {
+    let link = Linked::start(ctx, s, s.rate_bps, s.delay_us).await?;
     let start = link.counts();
     let (mut conn, _) = link.open(ctx, kind).await?;
     let setup = link.idle(ctx).await?;
@@ -388,7 +468,7 @@ async fn bytes_table(ctx: &Ctx, s: &LinkSettings, kind: TransportKind, out: &mut
     let n = f64::from(s.round_trips);
     let per = |x: u64| round1(x as f64 / n);
     let (setup_up, setup_down) = (setup.up.since(&start.up), setup.down.since(&start.down));
-    out.push(BytesRow {
+    Ok(BytesRow {
         transport: kind,
         rate_bps: s.rate_bps,
         delay_us: s.delay_us,
@@ -405,8 +485,7 @@ async fn bytes_table(ctx: &Ctx, s: &LinkSettings, kind: TransportKind, out: &mut
         message_packets_up: per(up.packets),
         message_packets_down: per(down.packets),
         message_overhead_bytes: round1(per(up.wire_bytes) + per(down.wire_bytes) - 2.0 * f64::from(s.payload_bytes)),
-    });
-    Ok(())
+    })
 }
 
 fn add(sum: &mut link::DirectionCounts, d: &link::DirectionCounts) {
