@@ -166,7 +166,10 @@ outcome = {"pingpong": {"settings": {"count": 0}, "results": []},
            "chat": {"settings": {"rooms": [], "users": [], "messages": 0, "interval_us": 0, "drain_us": 0}, "results": []}}
 run = {"target_name": name, "target": "", "started_at": now, "duration_s": 0.0, "partial": True,
        "error": error, "bench_cpu_bound": False, "server_pid": None, "transports": [], "scenario": scenario}
-run.update(outcome.get(scenario, {"settings": {}, "levels": [], "summary": []}))
+broadcast = {"settings": {"levels": [], "start_rate": 0, "step": {"percent": 0}, "step_us": 0, "max_rate": 0,
+                          "loss_timeout_us": 0, "max_dropped": 0, "max_mean_us": 0, "good_mean_us": 0,
+                          "selftest": False}, "levels": [], "summary": []}
+run.update(outcome.get(scenario, broadcast))
 json.dump({"format": "switchboard-bench/1", "command": ["shootout/run.sh"], "started_at": now,
            "versions": {"switchboard": "", "format": "switchboard-bench/1"},
            "machine": {"cpu_model": "", "cores": 0, "os": "linux", "kernel": None, "memory_bytes": None},
