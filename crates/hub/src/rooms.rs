@@ -44,9 +44,12 @@ pub struct Delivery {
 /// room sees the room's messages in the same order.
 #[derive(Debug)]
 pub struct Hub {
-    shards: Box<[Mutex<HashMap<Arc<str>, Room>>]>,
+    shards: Box<[Shard]>,
     hasher: RandomState,
 }
+
+/// One independently locked part of the rooms.
+type Shard = Mutex<HashMap<Arc<str>, Room>>;
 
 #[derive(Debug, Default)]
 struct Room {
@@ -63,7 +66,7 @@ impl Hub {
         }
     }
 
-    fn shard(&self, room: &str) -> &Mutex<HashMap<Arc<str>, Room>> {
+    fn shard(&self, room: &str) -> &Shard {
         let i = self.hasher.hash_one(room) as usize % self.shards.len();
         &self.shards[i]
     }
@@ -77,10 +80,10 @@ impl Hub {
             Some(entry) => entry,
             None => rooms.entry(Arc::from(room)).or_default(),
         };
-        if let Some(name) = &member.name {
-            if !entry.names.insert(name.clone()) {
-                return Err(JoinError::NameTaken);
-            }
+        if let Some(name) = &member.name
+            && !entry.names.insert(name.clone())
+        {
+            return Err(JoinError::NameTaken);
         }
         entry.members.push(member);
         Ok(entry.members.iter().filter_map(|m| m.name.clone()).collect())

@@ -36,6 +36,9 @@ use crate::shutdown::Shutdown;
 
 /// Why a handshake request cannot be upgraded, answered with an HTTP status.
 /// The texts are those the SockJS protocol suite expects of this endpoint.
+// The error is the response to send, built once per refused handshake; its
+// size on the stack does not matter there.
+#[allow(clippy::result_large_err)]
 pub fn check_handshake(req: &Request<impl Sized>) -> Result<HeaderValue, Response<Body>> {
     if req.method() != Method::GET {
         return Err(method_not_allowed("GET"));
@@ -318,11 +321,11 @@ async fn write<Si>(
                 }
             },
         };
-        if let Drained::Closed(close) = &drained {
-            if *close == Close::PEER_GONE || close.is_slow_consumer() {
-                // Nothing queued is wanted any more.
-                break close.clone();
-            }
+        if let Drained::Closed(close) = &drained
+            && (*close == Close::PEER_GONE || close.is_slow_consumer())
+        {
+            // Nothing queued is wanted any more.
+            break close.clone();
         }
         framing.frame(&batch, &mut frames);
         bytes = batch.iter().map(Payload::len).sum();

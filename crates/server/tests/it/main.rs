@@ -1,6 +1,9 @@
 //! Integration tests: a real server on port 0, real WebSocket and HTTP clients.
 //! One target, a module per area (issue 2: the server core; issue 3: SockJS).
 
+// Test helpers unwrap: a panic there is a failing test, not a crashed server.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 mod apps;
