@@ -335,11 +335,12 @@ pub struct ThroughputRow {
     pub rate_bps: u64,
     pub delay_us: u64,
     pub payload_bytes: u32,
-    /// Messages sent, every one echoed back.
+    /// Messages sent, every one echoed back (the echoes pace the sender).
     pub messages: u64,
-    /// From the first echo to the last.
+    /// How long the client's line carried them: from the first send, on an idle link,
+    /// until the last byte left the line (its arrival at the server less the delay).
     pub duration_us: u64,
-    /// Payload bits per second delivered: the echoes after the first over `duration_us`.
+    /// Payload bits per second delivered one way: messages × payload bits / `duration_us`.
     pub payload_bps: f64,
     /// payload_bps / rate × 100: the share of the line that carried payload.
     pub utilisation_pct: f64,
@@ -437,7 +438,7 @@ pub(crate) fn print(settings: &LinkSettings, tables: &LinkTables, w: &mut impl s
         t.print(w)?;
     }
     if !tables.throughput.is_empty() {
-        writeln!(w, "\n(c) throughput: messages streamed back to back to the echo app")?;
+        writeln!(w, "\n(c) throughput: messages streamed back to back, one way (the echoes pace the sender)")?;
         t.header(&["transport", "rate", "delay", "payload", "messages", "time", "payload bit/s", "utilisation", "wire up/msg", "wire down/msg"]);
         for r in &tables.throughput {
             t.row(vec![
@@ -453,7 +454,7 @@ pub(crate) fn print(settings: &LinkSettings, tables: &LinkTables, w: &mut impl s
                 format!("{:.0} B", r.wire_down_bytes),
             ]);
         }
-        t.note("  utilisation = payload bits of the echoes after the first / time from the first echo to the last / rate".into());
+        t.note("  utilisation = payload bits sent one way / time the client's line carried them (first send to last byte off the line) / rate".into());
         t.print(w)?;
     }
     if !tables.wire_bytes.is_empty() {

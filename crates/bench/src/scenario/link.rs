@@ -308,8 +308,9 @@ async fn delay_row(ctx: &Ctx, s: &LinkSettings, kind: TransportKind, rate_bps: u
 }
 
 /// (c) Per payload size: messages sent back to back for `stream_us` (at least two),
-/// with enough of them in flight to keep the line busy; the echo app sends each back.
-/// Both lines carry the stream, the client's (WebSocket masks its frames) the slower.
+/// with enough of them in flight to keep the line busy; the echo app sends each back,
+/// which paces the sender. Utilisation is taken one way: the payload bits over the time
+/// the client's line carried them, from the first send until the last byte left it.
 async fn throughput_table(ctx: &Ctx, s: &LinkSettings, kind: TransportKind, out: &mut LinkTables) -> Result<(), Error> {
     ctx.progress.step(format!("link: throughput, {kind}"), s.stream_sizes_bytes.len() as u64);
     let mut open: Option<(Linked, Connection)> = None;
@@ -351,7 +352,7 @@ async fn throughput_row(
     let payload_bps = if stream.duration_us == 0 {
         0.0
     } else {
-        (stream.messages - 1) as f64 * f64::from(size) * 8.0 * 1e6 / stream.duration_us as f64
+        stream.messages as f64 * f64::from(size) * 8.0 * 1e6 / stream.duration_us as f64
     };
     Ok(ThroughputRow {
         transport: kind,
@@ -369,22 +370,24 @@ async fn throughput_row(
 
 struct Stream {
     messages: u64,
-    /// From the first echo to the last.
+    /// How long the client's line carried the stream: from the first send (on an idle
+    /// link) until the last byte left the line, i.e. its arrival at the server less the
+    /// one-way delay.
     duration_us: u64,
 }
 
+/// How often the link's delivered-bytes counter is read while a stream runs: the time
+/// of the last delivery to the server is known to within this.
+const WATCH: Duration = Duration::from_millis(1);
+
 async fn stream(ctx: &Ctx, link: &Linked, conn: &mut Connection, s: &LinkSettings, size: u32) -> Result<Stream, Error> {
-    // In flight: what the line carries while a message's echo comes back (2 × delay, plus
-    // 200 ms for the server and the bench), plus two messages, so the line never waits
-    // for an echo. But no more than the stream time needs: a message that takes longer
-    // than that to cross only lengthens the run (two are enough to time the line).
+    // In flight: as many messages as fill the stream time on the line (at least two), so
+    // the line is never idle waiting for an echo. They are written at once and the link
+    // packs them into packets of up to the MSS, as TCP does with a full send buffer.
     let size_f = f64::from(size);
-    let round_trip_s = 2.0 * link.delay_us as f64 / 1e6 + 0.2;
-    let bytes_in_flight = link.rate_bps as f64 / 8.0 * round_trip_s + 2.0 * size_f;
     let packets = (size_f / f64::from(s.link.mss_bytes.max(1))).ceil().max(1.0);
     let message_s = (size_f + packets * f64::from(s.link.overhead_bytes)) * 8.0 / link.rate_bps as f64;
-    let needed = (s.stream_us as f64 / 1e6 / message_s).ceil() + 1.0;
-    let window = ((bytes_in_flight / size_f).ceil().min(needed) as usize).clamp(2, 10_000);
+    let window = ((s.stream_us as f64 / 1e6 / message_s).ceil() as usize).clamp(2, 10_000);
     let credit = Semaphore::new(window);
     let stop_at = Instant::now() + Duration::from_micros(s.stream_us);
     // How many messages the stream has, once the sender has decided (0 until then: at
@@ -413,26 +416,40 @@ async fn stream(ctx: &Ctx, link: &Linked, conn: &mut Connection, s: &LinkSetting
     };
     let receive = async {
         let mut received = 0u64;
-        let mut first = None;
-        let mut last = Instant::now();
         loop {
             if total.load(Ordering::Relaxed) == received && received > 0 {
-                let duration = first.map_or(Duration::ZERO, |f| last - f);
-                return Ok(Stream { messages: received, duration_us: duration.as_micros() as u64 });
+                return Ok::<u64, Error>(received);
             }
             let text = tokio::select! {
                 text = recv(ctx, receiver, allowance) => text?,
                 () = decided.notified() => continue,
             };
-            last = Instant::now();
             check_echo(ctx, &payload(received, size), &text)?;
-            first.get_or_insert(last);
             received += 1;
             credit.add_permits(1);
         }
     };
-    let ((), stream) = tokio::try_join!(send, receive)?;
-    Ok(stream)
+    // The echoes pace the sender; the figure is taken one way, at the link: when did the
+    // last byte reach the server? Every message has, once its echo is back.
+    let start = Instant::now();
+    let mut delivered = link.counts().up.delivered_bytes;
+    let mut last_delivery = start;
+    let both = async { tokio::try_join!(send, receive) };
+    tokio::pin!(both);
+    let messages = loop {
+        tokio::select! {
+            r = &mut both => break r?.1,
+            () = tokio::time::sleep(WATCH) => {
+                let now = link.counts().up.delivered_bytes;
+                if now != delivered {
+                    delivered = now;
+                    last_delivery = Instant::now();
+                }
+            }
+        }
+    };
+    let line_done = last_delivery.saturating_duration_since(start + Duration::from_micros(link.delay_us));
+    Ok(Stream { messages, duration_us: line_done.as_micros() as u64 })
 }
 
 /// (d) Bytes on the wire: connection set-up on a fresh link, the first message, then
