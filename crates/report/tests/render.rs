@@ -475,7 +475,7 @@ async fn run_writes_the_page() {
 
 #[test]
 fn link_runs_get_their_charts_and_tables() {
-    // Written by the real `switchboard bench link --transport all` (fast, short links).
+    // Written by the real `switchboard bench link --transport all` with its defaults.
     let file = fixture("real/link.json");
     let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/schema.json");
     let schema: serde_json::Value =
@@ -507,8 +507,10 @@ fn link_runs_get_their_charts_and_tables() {
         "(b) Round trip vs one-way delay",
         "(c) Throughput",
         "(d) Bytes on the wire",
-        "switchboard · xhr-polling · 4 Mbit/s",
+        "switchboard · xhr-polling · 19.2 kbit/s",
         "40 B overhead per packet",
+        // Two rows xhr-polling could not carry at 2400 bit/s are warnings.
+        "(c) xhr-polling at 2.4 kbit/s, 500.00 ms delay, 1,024 B not measured",
     ] {
         assert!(r.html.contains(text), "{text}");
     }

@@ -20,6 +20,20 @@ pub struct LinkRun {
     pub round_trip_vs_delay: Vec<Row>,
     pub throughput: Vec<Row>,
     pub wire_bytes: Vec<Row>,
+    /// Rows the bench could not measure, and why.
+    #[serde(default)]
+    pub failures: Vec<Failure>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Failure {
+    pub table: String,
+    pub transport: String,
+    pub rate_bps: Option<f64>,
+    pub delay_us: Option<f64>,
+    pub payload_bytes: Option<f64>,
+    pub error: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -165,6 +179,24 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
     for (run, data) in &parsed {
         if let Some(d) = &data.settings.link.description {
             section.notes.push(format!("{}: {d}.", ctx.label(run)));
+        }
+        for f in &data.failures {
+            let table = match f.table.as_str() {
+                "size" => "(a)",
+                "delay" => "(b)",
+                "throughput" => "(c)",
+                "bytes" => "(d)",
+                other => other,
+            };
+            section.warnings.push(format!(
+                "⚠ {}: {table} {} at {}, {} ms delay, {} B not measured: {}",
+                ctx.label(run),
+                transport_name(&f.transport),
+                rate(f.rate_bps),
+                ms(f.delay_us),
+                num(f.payload_bytes, 0),
+                f.error
+            ));
         }
     }
 
