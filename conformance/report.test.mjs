@@ -70,22 +70,29 @@ test("the report of the fixtures draws every chart, offline", async (t) => {
     // Broadcast: one line per (server, level).
     assert.equal(canvases[0].datasets, 6);
 
-    // A click on a legend entry hides its series, a second click shows it again.
-    const legendItem = async () =>
+    // A click on a legend entry hides its series, a second click shows it
+    // again. The click is dispatched at the legend item's hit box in the same
+    // tick its position is read: charts further down may still be resizing,
+    // which moves the page under a mouse click aimed a moment earlier.
+    await page.locator("#broadcast-rt").scrollIntoViewIfNeeded();
+    const clickLegend = () =>
       page.evaluate(() => {
         const chart = Chart.getChart("broadcast-rt");
         const box = chart.legend.legendHitBoxes[0];
         const rect = chart.canvas.getBoundingClientRect();
-        return { x: rect.left + box.left + box.width / 2, y: rect.top + box.top + box.height / 2 };
+        const at = { clientX: rect.left + box.left + box.width / 2, clientY: rect.top + box.top + box.height / 2 };
+        for (const type of ["mousemove", "click"]) {
+          chart.canvas.dispatchEvent(new MouseEvent(type, { ...at, bubbles: true }));
+        }
       });
-    await page.locator("#broadcast-rt").scrollIntoViewIfNeeded();
-    const visible = () => page.evaluate(() => Chart.getChart("broadcast-rt").isDatasetVisible(0));
-    let at = await legendItem();
-    await page.mouse.click(at.x, at.y);
-    assert.equal(await visible(), false, "legend click hides the series");
-    at = await legendItem();
-    await page.mouse.click(at.x, at.y);
-    assert.equal(await visible(), true, "second click shows it again");
+    const visibleBecomes = (want, message) =>
+      page
+        .waitForFunction((w) => Chart.getChart("broadcast-rt").isDatasetVisible(0) === w, want, { timeout: 5000 })
+        .catch(() => assert.fail(message));
+    await clickLegend();
+    await visibleBecomes(false, "legend click hides the series");
+    await clickLegend();
+    await visibleBecomes(true, "second click shows it again");
 
     // The unknown scenario is there as tables, the caveats are visible.
     assert.ok(await page.locator("section#link table").count() >= 2);
