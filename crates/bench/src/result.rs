@@ -212,9 +212,17 @@ impl Machine {
             let line = m.lines().find(|l| l.starts_with("MemTotal:"))?.to_string();
             Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
         });
+        // The machine's cores, not the bench's: under `taskset` the bench's
+        // own parallelism is smaller than the machine it runs on.
+        let online = cpuinfo.lines().filter(|l| l.starts_with("processor")).count();
+        let cores = if online > 0 {
+            online
+        } else {
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+        };
         Machine {
             cpu_model,
-            cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            cores,
             os: std::env::consts::OS.to_string(),
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|s| s.trim().to_string()),
             memory_bytes,
