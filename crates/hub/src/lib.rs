@@ -9,7 +9,9 @@
 mod outbox;
 mod payload;
 mod rooms;
+mod shards;
 
 pub use outbox::{Close, Drained, Outbox, PushError};
 pub use payload::Payload;
 pub use rooms::{Delivery, Hub, JoinError, Member, MemberId};
+pub use shards::Shards;

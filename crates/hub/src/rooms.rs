@@ -1,12 +1,11 @@
 //! The hub: rooms of members, sharded by room name, and fan-out.
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::{Outbox, Payload, PushError};
+use crate::{Outbox, Payload, PushError, Shards};
 
 /// Identifies a session for as long as the process runs.
 pub type MemberId = u64;
@@ -44,12 +43,8 @@ pub struct Delivery {
 /// room sees the room's messages in the same order.
 #[derive(Debug)]
 pub struct Hub {
-    shards: Box<[Shard]>,
-    hasher: RandomState,
+    rooms: Shards<HashMap<Arc<str>, Room>>,
 }
-
-/// One independently locked part of the rooms.
-type Shard = Mutex<HashMap<Arc<str>, Room>>;
 
 #[derive(Debug, Default)]
 struct Room {
@@ -60,15 +55,11 @@ struct Room {
 impl Hub {
     /// A hub with `shards` independently locked shards (at least one).
     pub fn new(shards: usize) -> Hub {
-        Hub {
-            shards: (0..shards.max(1)).map(|_| Mutex::new(HashMap::new())).collect(),
-            hasher: RandomState::new(),
-        }
+        Hub { rooms: Shards::new(shards) }
     }
 
-    fn shard(&self, room: &str) -> &Shard {
-        let i = self.hasher.hash_one(room) as usize % self.shards.len();
-        &self.shards[i]
+    fn shard(&self, room: &str) -> &Mutex<HashMap<Arc<str>, Room>> {
+        self.rooms.get(room)
     }
 
     /// Adds a member to a room, creating the room if needed. Fails if the
@@ -193,6 +184,6 @@ mod tests {
         assert!(hub.leave("r", 2).is_none());
         assert!(hub.leave("r", 1).is_some());
         assert_eq!(hub.room_len("r"), 0);
-        assert!(hub.shards.iter().all(|s| s.lock().is_empty()));
+        assert!(hub.rooms.iter().all(|s| s.lock().is_empty()));
     }
 }

@@ -13,12 +13,11 @@
 //! lock, never the other way round, and neither is held across an await.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hub::{Close, Drained, Outbox, Payload};
+use hub::{Close, Drained, Outbox, Payload, Shards};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -36,42 +35,29 @@ pub fn interrupted() -> Close {
     Close::new(1002, "Connection interrupted")
 }
 
-/// One lock's worth of a registry's sessions.
-type Shard = Mutex<HashMap<Arc<str>, Arc<Session>>>;
-
 /// The sessions of one mount, by session id, sharded so that requests for
 /// different sessions rarely meet on a lock.
 #[derive(Debug)]
 pub struct Registry {
-    shards: Box<[Shard]>,
-    hasher: RandomState,
+    sessions: Shards<HashMap<Arc<str>, Arc<Session>>>,
 }
 
 impl Registry {
     /// An empty registry with `shards` independently locked shards (at least one).
     pub fn new(shards: usize) -> Registry {
-        Registry {
-            shards: (0..shards.max(1)).map(|_| Mutex::new(HashMap::new())).collect(),
-            hasher: RandomState::new(),
-        }
-    }
-
-    fn shard(&self, id: &str) -> &Shard {
-        // The modulo keeps the index in range, so the cast cannot lose it.
-        let i = (self.hasher.hash_one(id) % self.shards.len() as u64) as usize;
-        &self.shards[i]
+        Registry { sessions: Shards::new(shards) }
     }
 
     /// The live session `id`, if there is one.
     pub fn get(&self, id: &str) -> Option<Arc<Session>> {
-        self.shard(id).lock().get(id).cloned()
+        self.sessions.get(id).lock().get(id).cloned()
     }
 
     /// The session `id`, or a new one built by `open` if there is none; the
     /// flag says whether it is new. `open` runs under the shard's lock, so it
     /// must only build (joining an app's rooms is fine: the hub never calls back).
     pub fn get_or_open(&self, id: &str, open: impl FnOnce(Arc<str>) -> Session) -> (Arc<Session>, bool) {
-        let mut shard = self.shard(id).lock();
+        let mut shard = self.sessions.get(id).lock();
         if let Some(session) = shard.get(id) {
             return (session.clone(), false);
         }
@@ -85,9 +71,19 @@ impl Registry {
     /// Done under the shard's lock, so a lookup never returns a session that
     /// has already expired.
     fn expire_if_idle(&self, session: &Arc<Session>, delay: Duration) -> bool {
-        let mut shard = self.shard(&session.id).lock();
+        self.forget(session, |state| state.receiver.is_none() && state.idle_since + delay <= Instant::now())
+    }
+
+    fn remove(&self, session: &Arc<Session>) {
+        self.forget(session, |_| true);
+    }
+
+    /// Marks `session` expired and drops it from its shard if `expire`
+    /// agrees, deciding under both locks (shard first, as everywhere).
+    fn forget(&self, session: &Arc<Session>, expire: impl FnOnce(&State) -> bool) -> bool {
+        let mut shard = self.sessions.get(&*session.id).lock();
         let mut state = session.state.lock();
-        if state.receiver.is_some() || state.idle_since + delay > Instant::now() {
+        if !expire(&state) {
             return false;
         }
         state.expired = true;
@@ -97,18 +93,10 @@ impl Registry {
         true
     }
 
-    fn remove(&self, session: &Arc<Session>) {
-        let mut shard = self.shard(&session.id).lock();
-        session.state.lock().expired = true;
-        if shard.get(&session.id).is_some_and(|s| Arc::ptr_eq(s, session)) {
-            shard.remove(&session.id);
-        }
-    }
-
     /// Number of live sessions.
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().len()).sum()
+        self.sessions.iter().map(|s| s.lock().len()).sum()
     }
 }
 
