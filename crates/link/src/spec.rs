@@ -92,16 +92,8 @@ impl FromStr for Rate {
     fn from_str(s: &str) -> Result<Rate, ParseError> {
         let lower = s.trim().to_ascii_lowercase();
         // Longer units first: "kbit" also ends in "bit".
-        let (number, scale) = [("gbit", 9), ("mbit", 6), ("kbit", 3), ("bit", 0)]
-            .iter()
-            .find_map(|&(unit, scale)| lower.strip_suffix(unit).map(|n| (n, scale)))
-            .ok_or(ParseError::Rate)?;
-        let bps = decimal(number.trim(), scale).map_err(|e| match e {
-            Decimal::Syntax => ParseError::Rate,
-            Decimal::Inexact => ParseError::FractionalRate,
-            Decimal::Overflow => ParseError::TooLarge,
-        })?;
-        let bps = u64::try_from(bps).map_err(|_| ParseError::TooLarge)?;
+        const UNITS: [(&str, usize); 4] = [("gbit", 9), ("mbit", 6), ("kbit", 3), ("bit", 0)];
+        let bps = with_unit(&lower, &UNITS, ParseError::Rate, ParseError::FractionalRate)?;
         Rate::from_bps(bps).ok_or(ParseError::ZeroRate)
     }
 }
@@ -172,18 +164,9 @@ impl fmt::Display for Loss {
 
 /// Parses a duration such as `500ms`, `1s`, `0.5s` or `250us`.
 pub fn parse_duration(s: &str) -> Result<Duration, ParseError> {
-    let s = s.trim();
     // Longer units first: "ms" also ends in "s".
-    let (number, scale) = [("us", 3), ("µs", 3), ("ms", 6), ("s", 9)]
-        .iter()
-        .find_map(|&(unit, scale)| s.strip_suffix(unit).map(|n| (n, scale)))
-        .ok_or(ParseError::Duration)?;
-    let nanos = decimal(number.trim(), scale).map_err(|e| match e {
-        Decimal::Syntax => ParseError::Duration,
-        Decimal::Inexact => ParseError::FractionalDuration,
-        Decimal::Overflow => ParseError::TooLarge,
-    })?;
-    let nanos = u64::try_from(nanos).map_err(|_| ParseError::TooLarge)?;
+    const UNITS: [(&str, usize); 4] = [("us", 3), ("µs", 3), ("ms", 6), ("s", 9)];
+    let nanos = with_unit(s.trim(), &UNITS, ParseError::Duration, ParseError::FractionalDuration)?;
     Ok(Duration::from_nanos(nanos))
 }
 
@@ -370,6 +353,23 @@ enum Decimal {
     Syntax,
     Inexact,
     Overflow,
+}
+
+/// A decimal number followed by the first of `units` the text ends with,
+/// as a whole number of that unit's `10^-scale` parts (e.g. `0.5s` with
+/// scale 9 is 500,000,000 ns). `syntax` and `inexact` are the caller's
+/// errors for a malformed number and for one finer than the smallest part.
+fn with_unit(text: &str, units: &[(&str, usize)], syntax: ParseError, inexact: ParseError) -> Result<u64, ParseError> {
+    let (number, scale) = units
+        .iter()
+        .find_map(|&(unit, scale)| text.strip_suffix(unit).map(|n| (n, scale)))
+        .ok_or_else(|| syntax.clone())?;
+    let value = decimal(number.trim(), scale).map_err(|e| match e {
+        Decimal::Syntax => syntax,
+        Decimal::Inexact => inexact,
+        Decimal::Overflow => ParseError::TooLarge,
+    })?;
+    u64::try_from(value).map_err(|_| ParseError::TooLarge)
 }
 
 /// `text` (digits with at most one `.`) times 10^`scale`, exactly: an error
