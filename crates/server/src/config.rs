@@ -146,7 +146,7 @@ struct File {
     mounts: Option<Vec<FileMount>>,
 }
 
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileSockjs {
     websocket: Option<bool>,
@@ -170,14 +170,13 @@ struct FileMount {
 
 impl FileSockjs {
     fn apply(&self, to: &mut SockjsOptions) {
-        let d = self.clone();
-        to.websocket = d.websocket.unwrap_or(to.websocket);
-        to.cookie_needed = d.cookie_needed.unwrap_or(to.cookie_needed);
-        to.heartbeat = d.heartbeat.unwrap_or(to.heartbeat);
-        to.disconnect_delay = d.disconnect_delay.unwrap_or(to.disconnect_delay);
-        to.response_limit = d.response_limit.unwrap_or(to.response_limit);
-        if let Some(origins) = d.origins {
-            to.origins = origins;
+        to.websocket = self.websocket.unwrap_or(to.websocket);
+        to.cookie_needed = self.cookie_needed.unwrap_or(to.cookie_needed);
+        to.heartbeat = self.heartbeat.unwrap_or(to.heartbeat);
+        to.disconnect_delay = self.disconnect_delay.unwrap_or(to.disconnect_delay);
+        to.response_limit = self.response_limit.unwrap_or(to.response_limit);
+        if let Some(origins) = &self.origins {
+            to.origins.clone_from(origins);
         }
     }
 }
