@@ -344,13 +344,7 @@ async fn write<Si>(
     framing.closing(&close, &mut frames);
     let frame = CloseFrame { code: CloseCode::from(close.code), reason: close.reason.to_string().into() };
     frames.push(Message::Close(Some(frame)));
-    let goodbye = async {
-        for frame in frames.drain(..) {
-            sink.feed(frame).await?;
-        }
-        sink.flush().await
-    };
-    let _ = tokio::time::timeout(limits.close_grace, goodbye).await;
+    let _ = tokio::time::timeout(limits.close_grace, feed_all(&mut sink, &mut frames)).await;
 }
 
 enum Abandoned {
@@ -366,13 +360,7 @@ async fn send_batch<Si>(sink: &mut Si, frames: &mut Vec<Message>, outbox: &Outbo
 where
     Si: Sink<Message, Error = WsError> + Unpin,
 {
-    let write = async {
-        for frame in frames.drain(..) {
-            sink.feed(frame).await?;
-        }
-        sink.flush().await
-    };
-    let mut write = pin!(write);
+    let mut write = pin!(feed_all(sink, frames));
     tokio::select! {
         biased;
         result = &mut write => result.map_err(|_| Abandoned::Io),
@@ -384,4 +372,16 @@ where
             (&mut write).await.map_err(|_| Abandoned::Io)
         }
     }
+}
+
+/// Serialises every frame into the connection's write buffer, then flushes
+/// once: one write call for the whole batch when the socket takes it.
+async fn feed_all<Si>(sink: &mut Si, frames: &mut Vec<Message>) -> Result<(), WsError>
+where
+    Si: Sink<Message, Error = WsError> + Unpin,
+{
+    for frame in frames.drain(..) {
+        sink.feed(frame).await?;
+    }
+    sink.flush().await
 }
