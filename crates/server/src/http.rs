@@ -99,7 +99,7 @@ async fn route_mount(
             if !sockjs::origin_allowed(req.headers(), &mount.config.sockjs.origins) {
                 return text_response(StatusCode::FORBIDDEN, "Origin not allowed.\n");
             }
-            websocket::upgrade(&mut req, mount, server, permit, "websocket", || (websocket::Raw, websocket::Raw))
+            websocket::upgrade(&mut req, mount, server, permit, "websocket", websocket::Raw, websocket::Raw)
         }
         "/xhr" if mount.app.kind() == AppKind::Count => count_xhr(&req, server, mount),
         _ => sockjs::route(req, rest, mount, server, permit).await,

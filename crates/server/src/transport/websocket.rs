@@ -63,7 +63,7 @@ pub fn check_handshake(req: &Request<impl Sized>) -> Result<HeaderValue, Respons
 }
 
 /// Answers a WebSocket handshake on `mount`: checks it, and once the
-/// connection is upgraded runs it with the framing `framing` makes, opening
+/// connection is upgraded runs it with the given framing, opening
 /// a new app session; `label` names the transport in metrics. The connection
 /// permit is held until the connection ends.
 pub fn upgrade<I, O>(
@@ -72,7 +72,8 @@ pub fn upgrade<I, O>(
     server: &Arc<ServerState>,
     permit: Arc<dyn Send + Sync>,
     label: &'static str,
-    framing: impl FnOnce() -> (I, O) + Send + 'static,
+    inbound: I,
+    outbound: O,
 ) -> Response<Body>
 where
     I: Inbound + 'static,
@@ -89,7 +90,6 @@ where
         let outbox = Arc::new(Outbox::new(server2.config.queue_limit));
         let session = mount.app.open(outbox);
         let metrics = server2.metrics.connection(mount.config.name(), label);
-        let (inbound, outbound) = framing();
         run(
             TokioIo::new(upgraded),
             session,

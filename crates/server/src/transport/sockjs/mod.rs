@@ -130,9 +130,8 @@ pub async fn route(
             return not_found();
         }
         let framing = websocket::Sockjs::new(options.heartbeat);
-        return crate::transport::websocket::upgrade(&mut req, mount, server, permit, transport.label(), move || {
-            (framing.clone(), framing)
-        });
+        let label = transport.label();
+        return crate::transport::websocket::upgrade(&mut req, mount, server, permit, label, framing.clone(), framing);
     }
     let echo = Echo::new(&req, options.cookie_needed);
     let receiving = Receiving { id, transport, mount, server };
