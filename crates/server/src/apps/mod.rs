@@ -81,10 +81,11 @@ impl App {
             }
             AppKind::Close => {
                 session.outbox.close(Close::new(3000, "Go away!"));
-                State::Stateless
+                State::Closed
             }
             AppKind::Chat => State::Chat(None),
-            AppKind::Echo | AppKind::Count => State::Stateless,
+            AppKind::Echo => State::Echo,
+            AppKind::Count => State::Count,
         };
         AppSession { app: self.clone(), session, state }
     }
@@ -118,11 +119,16 @@ pub struct AppSession {
     state: State,
 }
 
+/// What the session is to its app: the app's kind, with what that app
+/// remembers about the client.
 #[derive(Debug)]
 enum State {
-    Stateless,
+    Echo,
     Broadcast,
     Chat(Option<chat::Joined>),
+    Count,
+    /// The close app's sessions are closed before any message.
+    Closed,
 }
 
 impl AppSession {
@@ -133,18 +139,17 @@ impl AppSession {
 
     /// Handles one message from the client.
     pub fn on_message(&mut self, text: Utf8Bytes) {
-        match (&mut self.state, self.app.kind) {
-            (_, AppKind::Echo) => self.session.send(Payload::new(text)),
-            (_, AppKind::Broadcast) => {
+        match &mut self.state {
+            State::Echo => self.session.send(Payload::new(text)),
+            State::Broadcast => {
                 self.app.hub.publish(BROADCAST_ROOM, &Payload::new(text));
             }
-            (_, AppKind::Count) => match Count::parse(&text).and_then(Count::answer) {
+            State::Count => match Count::parse(&text).and_then(Count::answer) {
                 Ok(answer) => self.session.send(Payload::from(answer.to_json())),
                 Err(e) => self.session.send_error(&e),
             },
-            (State::Chat(joined), _) => chat::on_message(&self.app.hub, &self.session, joined, &text),
-            // The close app's sessions are closed before any message.
-            _ => {}
+            State::Chat(joined) => chat::on_message(&self.app.hub, &self.session, joined, &text),
+            State::Closed => {}
         }
     }
 }
@@ -156,7 +161,7 @@ impl Drop for AppSession {
                 self.app.hub.leave(BROADCAST_ROOM, self.session.id);
             }
             State::Chat(joined) => chat::leave(&self.app.hub, &self.session, joined.take()),
-            State::Stateless => {}
+            State::Echo | State::Count | State::Closed => {}
         }
     }
 }
