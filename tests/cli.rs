@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
+use futures_util::{SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite::Message;
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
@@ -42,7 +42,7 @@ async fn serve_prints_where_it_listens_and_sigterm_closes_clients_with_1001() {
     let addr = line.split("http://").nth(1).unwrap().split('/').next().unwrap().to_owned();
 
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/echo/websocket")).await.unwrap();
-    ws.send_text("up?").await;
+    ws.send(Message::text("up?")).await.unwrap();
     assert_eq!(ws.next().await.unwrap().unwrap(), Message::text("up?"));
 
     let started = Instant::now();
@@ -60,19 +60,4 @@ async fn serve_prints_where_it_listens_and_sigterm_closes_clients_with_1001() {
         .unwrap();
     assert!(status.success(), "{status}");
     assert!(started.elapsed() < Duration::from_secs(5));
-}
-
-trait SendText {
-    async fn send_text(&mut self, text: &str);
-}
-
-impl<S> SendText for S
-where
-    S: futures_util::Sink<Message> + Unpin,
-    S::Error: std::fmt::Debug,
-{
-    async fn send_text(&mut self, text: &str) {
-        use futures_util::SinkExt;
-        self.send(Message::text(text)).await.unwrap();
-    }
 }
