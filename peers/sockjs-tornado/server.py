@@ -7,18 +7,15 @@ The same file runs on CPython (peers/sockjs-tornado) and PyPy
 (peers/sockjs-tornado-pypy).
 """
 
-import asyncio
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
-import tornado.httpserver  # noqa: E402
-import tornado.netutil  # noqa: E402
-import tornado.web  # noqa: E402
 from sockjs.tornado import SockJSConnection, SockJSRouter  # noqa: E402
 
 import apps  # noqa: E402
+from tornado_peer import CountXhr, Healthz, run  # noqa: E402
 
 # Switchboard's SockJS defaults (README, [sockjs]), which are also
 # sockjs-tornado's, except the JSESSIONID cookie, which Switchboard does not ask
@@ -46,21 +43,6 @@ class SockJSRoom(apps.Room):
         self.router_ref[0].broadcast(list(self.conns), text)
 
 
-class CountXhr(tornado.web.RequestHandler):
-    def get(self):
-        status, body = apps.count_xhr(self.get_query_argument("count", None))
-        self.set_status(status)
-        self.set_header("Content-Type", "application/json")
-        self.set_header("Cache-Control", "no-store")
-        self.finish(body)
-
-
-class Healthz(tornado.web.RequestHandler):
-    def get(self):
-        self.set_header("Content-Type", "text/plain")
-        self.finish("ok")
-
-
 def connection_class(app):
     class Conn(SockJSConnection):
         def on_open(self, info):
@@ -86,19 +68,7 @@ def routes():
     return urls
 
 
-async def main(port):
-    # Routers start their session-expiry timers on the running IOLoop, so
-    # they are built inside it.
-    application = tornado.web.Application(routes(), websocket_max_message_size=64 * 1024)
-    sockets = tornado.netutil.bind_sockets(port, "127.0.0.1")
-    server = tornado.httpserver.HTTPServer(application)
-    server.add_sockets(sockets)
-    apps.announce(sockets[0].getsockname()[1])
-    await asyncio.Event().wait()
-
-
 if __name__ == "__main__":
-    try:
-        asyncio.run(main(apps.parse_port(sys.argv)))
-    except KeyboardInterrupt:
-        pass
+    # run() calls routes() inside the running IOLoop, where the routers start
+    # their session-expiry timers.
+    run(routes)

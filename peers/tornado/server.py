@@ -9,34 +9,16 @@ GET /healthz answers ok.
 Usage: python server.py PORT   (listens on 127.0.0.1:PORT)
 """
 
-import asyncio
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
-import tornado.httpserver  # noqa: E402
-import tornado.netutil  # noqa: E402
-import tornado.web  # noqa: E402
 import tornado.websocket  # noqa: E402
 from tornado.iostream import StreamClosedError  # noqa: E402
 
 import apps  # noqa: E402
-
-
-class CountXhr(tornado.web.RequestHandler):
-    def get(self):
-        status, body = apps.count_xhr(self.get_query_argument("count", None))
-        self.set_status(status)
-        self.set_header("Content-Type", "application/json")
-        self.set_header("Cache-Control", "no-store")
-        self.finish(body)
-
-
-class Healthz(tornado.web.RequestHandler):
-    def get(self):
-        self.set_header("Content-Type", "text/plain")
-        self.finish("ok")
+from tornado_peer import CountXhr, Healthz, run  # noqa: E402
 
 
 class AppSocket(tornado.websocket.WebSocketHandler):
@@ -64,9 +46,7 @@ class AppSocket(tornado.websocket.WebSocketHandler):
     def send(self, text):
         try:
             self.write_message(text)
-        except tornado.websocket.WebSocketClosedError:
-            pass
-        except StreamClosedError:
+        except (tornado.websocket.WebSocketClosedError, StreamClosedError):
             pass
 
 
@@ -78,17 +58,5 @@ def routes():
     return urls
 
 
-async def main(port):
-    application = tornado.web.Application(routes(), websocket_max_message_size=64 * 1024)
-    sockets = tornado.netutil.bind_sockets(port, "127.0.0.1")
-    server = tornado.httpserver.HTTPServer(application)
-    server.add_sockets(sockets)
-    apps.announce(sockets[0].getsockname()[1])
-    await asyncio.Event().wait()
-
-
 if __name__ == "__main__":
-    try:
-        asyncio.run(main(apps.parse_port(sys.argv)))
-    except KeyboardInterrupt:
-        pass
+    run(routes)
