@@ -102,12 +102,18 @@ python_version() {
   "$1/bin/python" -c "from importlib.metadata import version; print(version('$2'))" 2>/dev/null || echo "?"
 }
 
-# port_arg "$@" — the PORT argument of start.sh, checked.
-port_arg() {
-  case "${1:-}" in
+# start_peer PORT INSTALLED PROGRAM ARG... — the whole of a start.sh: checks
+# PORT, then that the install left INSTALLED (a path under peers/$PEER), then
+# execs PROGRAM ARG... PORT (exec, so the caller's taskset and signals reach
+# the server itself).
+start_peer() {
+  case "$1" in
     ''|*[!0-9]*) echo "usage: $0 PORT   (serves on 127.0.0.1:PORT; prints 'listening on http://127.0.0.1:PORT/' when ready)" >&2; exit 2 ;;
   esac
-  printf '%s' "$1"
+  local port="$1" installed="$2"
+  shift 2
+  [ -f "$PEERS_DIR/$PEER/$installed" ] || die "not installed: run peers/$PEER/install.sh"
+  exec "$@" "$port"
 }
 
 # apt_try PKG... — like apt_install, but returns non-zero instead of exiting.

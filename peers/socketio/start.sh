@@ -5,7 +5,4 @@
 set -euo pipefail
 PEER=socketio
 . "$(dirname "$0")/../lib/common.sh"
-PORT="$(port_arg "$@")"
-DIR="$PEERS_DIR/$PEER"
-[ -f "$DIR/node_modules/socket.io/package.json" ] || die "not installed: run peers/$PEER/install.sh"
-exec node "$DIR/server.js" "$PORT"
+start_peer "${1:-}" node_modules/socket.io/package.json node "$PEERS_DIR/socketio/server.js"

@@ -5,7 +5,4 @@
 set -euo pipefail
 PEER=sockjs-node
 . "$(dirname "$0")/../lib/common.sh"
-PORT="$(port_arg "$@")"
-DIR="$PEERS_DIR/$PEER"
-[ -f "$DIR/node_modules/sockjs/package.json" ] || die "not installed: run peers/$PEER/install.sh"
-exec node "$DIR/server.js" "$PORT"
+start_peer "${1:-}" node_modules/sockjs/package.json node "$PEERS_DIR/sockjs-node/server.js"

@@ -5,7 +5,4 @@
 set -euo pipefail
 PEER=sockjs-tornado
 . "$(dirname "$0")/../lib/common.sh"
-PORT="$(port_arg "$@")"
-DIR="$PEERS_DIR/$PEER"
-[ -f "$DIR/venv/.installed" ] || die "not installed: run peers/$PEER/install.sh"
-exec "$DIR/venv/bin/python" "$PEERS_DIR/sockjs-tornado/server.py" "$PORT"
+start_peer "${1:-}" venv/.installed "$PEERS_DIR/sockjs-tornado/venv/bin/python" "$PEERS_DIR/sockjs-tornado/server.py"
