@@ -102,6 +102,25 @@ python_version() {
   "$1/bin/python" -c "from importlib.metadata import version; print(version('$2'))" 2>/dev/null || echo "?"
 }
 
+# python_runtime VENV — VENV's interpreter: "CPython 3.11.7", or
+# "PyPy 3.9.16 (PyPy 7.3.11)".
+python_runtime() {
+  "$1/bin/python" -c 'import platform, sys
+pypy = getattr(sys, "pypy_version_info", None)
+print(platform.python_implementation(), platform.python_version(), *(["(PyPy %d.%d.%d)" % pypy[:3]] if pypy else []))'
+}
+
+# cpython_venv_install REQUIREMENTS — the venv of a CPython peer: made in
+# peers/$PEER/venv by $PEERS_PYTHON (default python3; Debian's python3 and
+# python3-venv when missing), with REQUIREMENTS installed (see venv_install).
+cpython_venv_install() {
+  local python="${PEERS_PYTHON:-python3}"
+  command -v "$python" >/dev/null || apt_install python3 python3-venv
+  # Debian's own python3 has venv's pip (ensurepip) only with python3-venv.
+  "$python" -c 'import ensurepip' 2>/dev/null || apt_try python3-venv || true
+  venv_install "$PEERS_DIR/$PEER/venv" "$python" "$1"
+}
+
 # start_peer PORT INSTALLED PROGRAM ARG... — the whole of a start.sh: checks
 # PORT, then that the install left INSTALLED (a path under peers/$PEER), then
 # execs PROGRAM ARG... PORT (exec, so the caller's taskset and signals reach

@@ -15,4 +15,4 @@ fi
 # Debian splits venv's pip (ensurepip) for pypy3 into pypy3-venv.
 "$PYPY" -c 'import ensurepip' 2>/dev/null || apt_try pypy3-venv || true
 venv_install "$DIR/venv" "$PYPY" "$PEERS_DIR/sockjs-tornado/requirements.txt"
-echo "$PEER: installed sockjs-tornado $(python_version "$DIR/venv" sockjs-tornado), tornado $(python_version "$DIR/venv" tornado) on $("$DIR/venv/bin/python" -c 'import platform, sys; print(platform.python_implementation(), platform.python_version(), "(PyPy %d.%d.%d)" % sys.pypy_version_info[:3])')"
+echo "$PEER: installed sockjs-tornado $(python_version "$DIR/venv" sockjs-tornado), tornado $(python_version "$DIR/venv" tornado) on $(python_runtime "$DIR/venv")"
