@@ -15,7 +15,6 @@ class Room {
   add(conn) { this.conns.add(conn); }
   remove(conn) { this.conns.delete(conn); }
   publish(text) { for (const c of this.conns) c.send(text); }
-  get size() { return this.conns.size; }
 }
 
 function errorJson(message) { return JSON.stringify({ error: message }); }
