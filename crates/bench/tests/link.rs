@@ -3,13 +3,10 @@
 //! links so it finishes in seconds. Times are checked against lower bounds the link
 //! imposes, with generous upper bounds.
 
-use std::net::SocketAddr;
-
 use clap::Parser;
 use serde_json::Value;
-use tokio::sync::oneshot;
 
-use crate::support::{Behaviour, TestServer};
+use crate::support::{Behaviour, Serve, TestServer};
 use crate::{Cli, json, measure};
 
 #[tokio::test]
@@ -71,24 +68,6 @@ fn a_bad_link_is_a_clear_error_naming_the_flag() {
     assert!(plan.expect_err("empty message").is_usage());
 }
 
-/// The real `switchboard serve` on a free port.
-struct Serve {
-    addr: SocketAddr,
-    _stop: oneshot::Sender<()>,
-}
-
-impl Serve {
-    async fn start() -> Serve {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(server::serve(listener, server::Config::default(), async {
-            let _ = stopped.await;
-        }));
-        Serve { addr, _stop: stop }
-    }
-}
-
 fn u(row: &Value, key: &str) -> u64 {
     row[key].as_u64().unwrap_or_else(|| panic!("{key} in {row:#}"))
 }
@@ -103,7 +82,7 @@ async fn bench_link_produces_all_four_tables_against_serve() {
     let dir = std::env::temp_dir().join(format!("bench-link-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp dir");
     let out = dir.join("link.json");
-    let target = format!("http://{}/echo", serve.addr);
+    let target = serve.url("echo");
     let argv = [
         "link", "--quiet", "--target", &target, "--transport", "all", "--rate", "1mbit", "--delay", "20ms",
         "--sizes", "2,300", "--rates", "1mbit,4mbit", "--delays", "0ms,20ms", "--payload", "50", "--round-trips",
@@ -189,7 +168,7 @@ async fn bench_link_produces_all_four_tables_against_serve() {
 async fn a_row_that_fails_is_recorded_and_the_table_goes_on() {
     // switchboard serve closes a connection whose message is over 64 KiB (1009).
     let serve = Serve::start().await;
-    let target = format!("http://{}/echo", serve.addr);
+    let target = serve.url("echo");
     let argv = [
         "link", "--quiet", "--target", &target, "--tables", "size", "--rate", "10mbit", "--delay", "5ms", "--sizes",
         "70000,2", "--round-trips", "1",

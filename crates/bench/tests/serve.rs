@@ -1,32 +1,8 @@
 //! Every scenario with tiny parameters against the real `switchboard serve`, with exact
 //! counts: every pong, every count step, every broadcast delivery, R × U² × M chat messages.
 
-use std::net::SocketAddr;
-
-use tokio::sync::oneshot;
-
+use crate::support::Serve;
 use crate::{json, measure};
-
-struct Serve {
-    addr: SocketAddr,
-    _stop: oneshot::Sender<()>,
-}
-
-impl Serve {
-    async fn start() -> Serve {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(server::serve(listener, server::Config::default(), async {
-            let _ = stopped.await;
-        }));
-        Serve { addr, _stop: stop }
-    }
-
-    fn url(&self, app: &str) -> String {
-        format!("http://{}/{app}", self.addr)
-    }
-}
 
 #[tokio::test]
 async fn pingpong_and_countdown() {

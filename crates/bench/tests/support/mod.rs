@@ -3,6 +3,7 @@
 //! mounted like `switchboard serve` mounts its apps. They exist to make the bench's
 //! failure paths happen on purpose; the happy paths also run against the real server.
 //! `/echo` also speaks SockJS (every transport), for the bench's SockJS client adapters.
+//! `Serve` is the real `switchboard serve`, for exact-count runs.
 
 mod sockjs;
 
@@ -20,7 +21,7 @@ use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
-use tokio::sync::{Mutex, broadcast, mpsc};
+use tokio::sync::{Mutex, broadcast, mpsc, oneshot};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
@@ -75,6 +76,29 @@ impl TestServer {
             }
         });
         TestServer { addr, stop }
+    }
+
+    /// The base URL of one app, e.g. `http://127.0.0.1:PORT/echo`.
+    pub fn url(&self, app: &str) -> String {
+        format!("http://{}/{app}", self.addr)
+    }
+}
+
+/// The real `switchboard serve` on a free port, stopped when dropped.
+pub struct Serve {
+    pub addr: SocketAddr,
+    _stop: oneshot::Sender<()>,
+}
+
+impl Serve {
+    pub async fn start() -> Serve {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(server::serve(listener, server::Config::default(), async {
+            let _ = stopped.await;
+        }));
+        Serve { addr, _stop: stop }
     }
 
     /// The base URL of one app, e.g. `http://127.0.0.1:PORT/echo`.
