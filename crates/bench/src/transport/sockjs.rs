@@ -40,9 +40,10 @@ pub(super) fn encode_send(text: &str, out: &mut BytesMut) {
     out.extend_from_slice(b"]");
 }
 
-/// Handles one frame: messages go to `out`; `Open` and heartbeats are noted and dropped.
-/// A close frame ends the session with the server's code and reason.
-pub(super) fn on_frame(frame: &[u8], url: &str, opened: &mut bool, out: &mut Vec<Text>) -> Result<bool, Error> {
+/// Handles one frame: messages go to `out` (the receiver's own queue, so a frame costs
+/// no batch of its own); `Open` and heartbeats are noted and dropped. A close frame ends
+/// the session with the server's code and reason.
+pub(super) fn on_frame(frame: &[u8], url: &str, opened: &mut bool, out: &mut impl Extend<Text>) -> Result<bool, Error> {
     match parse_frame(frame) {
         Ok(Frame::Open) => {
             *opened = true;

@@ -19,6 +19,8 @@ pub struct Sender {
     sink: SplitSink<Ws, Message>,
     url: String,
     sockjs: bool,
+    /// SockJS: the `["…"]` body is built here, so a send allocates nothing of its own.
+    buf: bytes::BytesMut,
 }
 
 pub struct Receiver {
@@ -40,13 +42,11 @@ pub(super) async fn connect(target: &Target, url: &str, sockjs: bool) -> Result<
             let Some(frame) = receiver.next_frame().await? else {
                 return Err(Error::closed(format!("{url}: closed before the SockJS open frame")));
             };
-            let mut batch = Vec::new();
-            super::sockjs::on_frame(frame.as_bytes(), url, &mut receiver.opened, &mut batch)?;
-            receiver.pending.extend(batch);
+            super::sockjs::on_frame(frame.as_bytes(), url, &mut receiver.opened, &mut receiver.pending)?;
         }
     }
     Ok(super::Connection {
-        sender: super::Sender::Websocket(Sender { sink, url: url.to_string(), sockjs }),
+        sender: super::Sender::Websocket(Sender { sink, url: url.to_string(), sockjs, buf: bytes::BytesMut::new() }),
         receiver: super::Receiver::Websocket(receiver),
     })
 }
@@ -87,10 +87,11 @@ pub(super) fn handshake_error(url: &str, e: tungstenite::Error) -> Error {
 impl Sender {
     pub async fn send(&mut self, text: &str) -> Result<(), Error> {
         let message = if self.sockjs {
-            let mut buf = bytes::BytesMut::with_capacity(text.len() + 8);
-            super::sockjs::encode_send(text, &mut buf);
-            // Quoting yields valid UTF-8 from valid UTF-8.
-            Message::text(String::from_utf8_lossy(&buf).into_owned())
+            super::sockjs::encode_send(text, &mut self.buf);
+            // Quoting yields valid UTF-8 from valid UTF-8, so this never fails.
+            let body = Text::try_from(self.buf.split().freeze())
+                .map_err(|e| Error::unexpected(format!("{}: {e}", self.url)))?;
+            Message::Text(body)
         } else {
             Message::text(text)
         };
@@ -115,11 +116,9 @@ impl Receiver {
                 return Ok(Some(text));
             }
             let Some(frame) = self.next_frame().await? else { return Ok(None) };
-            let mut batch = Vec::new();
-            if !super::sockjs::on_frame(frame.as_bytes(), &self.url, &mut self.opened, &mut batch)? {
+            if !super::sockjs::on_frame(frame.as_bytes(), &self.url, &mut self.opened, &mut self.pending)? {
                 return Ok(None);
             }
-            self.pending.extend(batch);
         }
     }
 
