@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
+use wire::app::{ChatEvent, Join};
 
 use super::{Ctx, LATE_US, Recorder, connect_fleet, excerpt};
 use crate::Error;
@@ -82,8 +83,9 @@ async fn run_one(
 
     ctx.progress.step(format!("chat {kind} {rooms}×{users}: joining"), n as u64);
     for (i, tx) in senders.iter_mut().enumerate() {
-        let join = serde_json::json!({ "name": format!("u{i}"), "room": room_of(i as u32) }).to_string();
-        tx.send(&join).await?;
+        let join = Join { name: format!("u{i}"), room: room_of(i as u32) };
+        // Serialising two strings cannot fail.
+        tx.send(&serde_json::to_string(&join).unwrap_or_default()).await?;
     }
     let joined = wait_joined(ctx, &shared, n).await;
     if let Err(e) = joined {
@@ -253,16 +255,21 @@ async fn receive(i: u32, who: String, mut rx: Receiver, expected: u64, sh: Arc<S
             continue;
         }
         if !joined {
-            let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-            if v.get("event").and_then(|e| e.as_str()) == Some("members") {
-                joined = true;
-                sh.joined.fetch_add(1, Ordering::Relaxed);
-            } else if let Some(error) = v.get("error") {
-                sh.refused
-                    .lock()
-                    .get_or_insert_with(|| Error::unexpected(format!("the chat app refused {who}: {error}")));
-            } else {
-                sh.unexpected.lock().get_or_insert_with(|| excerpt(&text));
+            match ChatEvent::parse(&text) {
+                Ok(ChatEvent::Members { .. }) => {
+                    joined = true;
+                    sh.joined.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(ChatEvent::Error { error }) => {
+                    // Quoted as the server sent it, so a reason with spaces reads as one.
+                    let error = serde_json::Value::String(error);
+                    sh.refused
+                        .lock()
+                        .get_or_insert_with(|| Error::unexpected(format!("the chat app refused {who}: {error}")));
+                }
+                _ => {
+                    sh.unexpected.lock().get_or_insert_with(|| excerpt(&text));
+                }
             }
         }
     }

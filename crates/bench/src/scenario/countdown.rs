@@ -1,19 +1,15 @@
 //! countdown: from N to 0 against a count app, one request or message at a time.
 //! Over `http` a message is the query `count=N` of `GET <target>/xhr`; over every other
-//! transport it is `{"count":N}`. Each reply must be exactly N-1.
+//! transport it is `{"count":N}` (`wire::app::Count`, the server's own format). Each
+//! reply must be exactly N-1.
 
-use serde::Deserialize;
+use wire::app::Count;
 
 use super::{Ctx, excerpt};
 use crate::Error;
 use crate::flags::CountdownSettings;
 use crate::result::CountdownResult;
 use crate::transport::TransportKind;
-
-#[derive(Deserialize)]
-struct Reply {
-    count: i64,
-}
 
 pub(crate) async fn run(
     ctx: &Ctx,
@@ -66,11 +62,11 @@ pub(crate) async fn run(
 async fn step(ctx: &Ctx, conn: &mut crate::transport::Connection, kind: TransportKind, n: u64) -> Result<(), Error> {
     let message = match kind {
         TransportKind::Http => format!("count={n}"),
-        _ => format!("{{\"count\":{n}}}"),
+        _ => Count { count: n as i64 }.to_json(),
     };
     conn.sender.send(&message).await?;
     let reply = ctx.recv(&mut conn.receiver, "count reply").await?;
-    match serde_json::from_str::<Reply>(&reply) {
+    match Count::parse(&reply) {
         Ok(r) if r.count == n as i64 - 1 => Ok(()),
         _ => Err(Error::unexpected(format!(
             "{} is not a count app: sent {message}, expected {{\"count\":{}}}, got {}",
