@@ -4,6 +4,8 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use crate::result::round;
+
 /// Highest trackable latency: one hour in µs; larger values are clamped, not lost.
 const HIGHEST_US: u64 = 3_600_000_000;
 
@@ -43,8 +45,8 @@ impl Latency {
         }
         LatencySummary {
             count: h.len(),
-            mean_us: round1(h.mean()),
-            stddev_us: round1(h.stdev()),
+            mean_us: round(h.mean(), 1),
+            stddev_us: round(h.stdev(), 1),
             min_us: h.min(),
             p50_us: h.value_at_quantile(0.50),
             p90_us: h.value_at_quantile(0.90),
@@ -59,10 +61,6 @@ impl Default for Latency {
     fn default() -> Latency {
         Latency::new()
     }
-}
-
-fn round1(x: f64) -> f64 {
-    (x * 10.0).round() / 10.0
 }
 
 /// The figures of one latency distribution, all in microseconds.

@@ -162,7 +162,7 @@ async fn measure_target(
         Err(e) => Some(e),
     };
     ctx.progress.finish();
-    run.duration_s = (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+    run.duration_s = result::round(start.elapsed().as_secs_f64(), 3);
     run.bench_cpu_bound = outcome_cpu_bound(&run.outcome);
     if let Some(e) = &failure {
         run.partial = true;

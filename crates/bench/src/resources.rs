@@ -12,6 +12,8 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::result::round;
+
 /// Linux reports /proc CPU times in USER_HZ, which is 100 on every supported ABI.
 const TICKS_PER_SECOND: f64 = 100.0;
 
@@ -116,7 +118,7 @@ impl Monitor {
                 if let Some(prev) = last {
                     let secs = now.at.duration_since(prev.at).as_secs_f64();
                     inner.samples.lock().push(Sample {
-                        t_s: round2(now.at.duration_since(inner.run_start).as_secs_f64()),
+                        t_s: round(now.at.duration_since(inner.run_start).as_secs_f64(), 2),
                         server_cpu_pct: cpu_pct(prev.server_ticks, now.server_ticks, secs),
                         server_rss_bytes: now.server_rss,
                         bench_cpu_pct: cpu_pct(prev.bench_ticks, now.bench_ticks, secs),
@@ -140,22 +142,20 @@ impl Monitor {
         let end = read(self.inner.server_pid);
         let start = window.start;
         let secs = end.at.duration_since(start.at).as_secs_f64();
-        let from = round2(start.at.duration_since(self.inner.run_start).as_secs_f64());
+        let from = round(start.at.duration_since(self.inner.run_start).as_secs_f64(), 2);
         let samples: Vec<Sample> =
             self.inner.samples.lock().iter().copied().filter(|s| s.t_s > from && s.t_s <= from + secs + 0.01).collect();
         let bench_cpu_pct = cpu_pct(start.bench_ticks, end.bench_ticks, secs);
         // /proc counts CPU in 10 ms ticks: shorter windows are too coarse to judge by.
         let judged = secs >= MIN_JUDGED_SECS;
         let host_cpu_pct = match (start.host, end.host) {
-            (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => Some(round1(100.0 * (b1 - b0) as f64 / (t1 - t0) as f64)),
+            (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => Some(round(100.0 * (b1 - b0) as f64 / (t1 - t0) as f64, 1)),
             _ => None,
         };
         let server_rss_max_bytes = samples.iter().filter_map(|s| s.server_rss_bytes).chain(end.server_rss).max();
         let server_cpu_pct = cpu_pct(start.server_ticks, end.server_ticks, secs);
         let server_cpu_max_pct =
-            samples.iter().filter_map(|s| s.server_cpu_pct).chain(server_cpu_pct).fold(None, |m: Option<f64>, x| {
-                Some(m.map_or(x, |m| m.max(x)))
-            });
+            samples.iter().filter_map(|s| s.server_cpu_pct).chain(server_cpu_pct).reduce(f64::max);
         Resources {
             server_cpu_pct,
             server_cpu_max_pct,
@@ -172,17 +172,9 @@ impl Monitor {
 
 fn cpu_pct(before: Option<u64>, after: Option<u64>, secs: f64) -> Option<f64> {
     match (before, after) {
-        (Some(b), Some(a)) if secs > 0.0 => Some(round1(100.0 * a.saturating_sub(b) as f64 / TICKS_PER_SECOND / secs)),
+        (Some(b), Some(a)) if secs > 0.0 => Some(round(100.0 * a.saturating_sub(b) as f64 / TICKS_PER_SECOND / secs, 1)),
         _ => None,
     }
-}
-
-fn round1(x: f64) -> f64 {
-    (x * 10.0).round() / 10.0
-}
-
-fn round2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
 }
 
 fn read(server_pid: Option<u32>) -> Reading {

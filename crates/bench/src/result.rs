@@ -230,6 +230,15 @@ impl Machine {
     }
 }
 
+/// A figure as the result file keeps it: rounded to `places` decimals, which is all the
+/// precision the measurement has and keeps files free of float noise.
+pub(crate) fn round(x: f64, places: i32) -> f64 {
+    // 10^places is an exact integer for the few places used, so this is the usual
+    // `(x * 10.0).round() / 10.0`.
+    let scale = 10f64.powi(places);
+    (x * scale).round() / scale
+}
+
 /// Now as RFC 3339 UTC with millisecond precision.
 pub fn now_rfc3339() -> String {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Ctx, LATE_US, Recorder, connect_fleet, excerpt};
 use crate::Error;
 use crate::flags::BroadcastSettings;
-use crate::result::{BroadcastLevel, BroadcastStep, LevelSummary, Saturation};
+use crate::result::{BroadcastLevel, BroadcastStep, LevelSummary, Saturation, round};
 use crate::stamp::{Clock, Stamp};
 use crate::transport::{Receiver, Sender, TransportKind};
 
@@ -220,10 +220,10 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, n: u32
         let step = &mut level.steps[k];
         step.sent = sent;
         step.late_sends = late;
-        step.duration_s = round3(secs);
-        step.sent_per_s = round1(sent as f64 / secs);
+        step.duration_s = round(secs, 3);
+        step.sent_per_s = round(sent as f64 / secs, 1);
         step.received = received[k];
-        step.received_per_s = round1(received[k] as f64 / secs);
+        step.received_per_s = round(received[k] as f64 / secs, 1);
         step.expected = sent * n as u64;
         step.lost = sent.saturating_sub(lat.in_time);
         step.missing = step.expected.saturating_sub(received[k]);
@@ -236,7 +236,7 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, n: u32
         .iter()
         .filter(|st| st.round_trip.count > 0 && st.round_trip.mean_us < good_mean)
         .map(|st| st.received_per_s)
-        .fold(None, max_opt);
+        .reduce(f64::max);
     level.max_sustainable_received_per_s = level
         .steps
         .iter()
@@ -245,7 +245,7 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, n: u32
             saturated_step.is_none_or(|sat| *k < sat) && st.lost == 0 && st.missing == 0 && st.round_trip.mean_us <= s.max_mean_us as f64
         })
         .map(|(_, st)| st.received_per_s)
-        .fold(None, max_opt);
+        .reduce(f64::max);
     if failure.is_none()
         && level.steps.iter().all(|st| st.round_trip.count == 0)
         && let Some(text) = shared.unexpected.lock().clone()
@@ -358,7 +358,7 @@ async fn watch_steps(
             }
         }
         if let Some((reason, detail, step)) = saturation {
-            level.saturation = Some(Saturation { reason: reason.into(), rate: round1(sh.rates[step]), detail });
+            level.saturation = Some(Saturation { reason: reason.into(), rate: round(sh.rates[step], 1), detail });
             return (None, k, ctx.clock.now_us().min(end), Some(step));
         }
     }
@@ -464,7 +464,7 @@ async fn receive(i: u32, mut rx: Receiver, sh: Arc<Shared>) -> Vec<u64> {
 
 fn empty_step(rate: f64) -> BroadcastStep {
     BroadcastStep {
-        rate: round1(rate),
+        rate: round(rate, 1),
         duration_s: 0.0,
         sent: 0,
         sent_per_s: 0.0,
@@ -478,18 +478,6 @@ fn empty_step(rate: f64) -> BroadcastStep {
         round_trip_uncorrected: Default::default(),
         resources: Default::default(),
     }
-}
-
-fn max_opt(m: Option<f64>, x: f64) -> Option<f64> {
-    Some(m.map_or(x, |m| m.max(x)))
-}
-
-fn round1(x: f64) -> f64 {
-    (x * 10.0).round() / 10.0
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 /// One row per level: the highest sustainable received rate.

@@ -15,7 +15,7 @@ use wire::app::{ChatEvent, Join};
 use super::{Ctx, LATE_US, Recorder, connect_fleet, excerpt};
 use crate::Error;
 use crate::flags::ChatSettings;
-use crate::result::ChatResult;
+use crate::result::{ChatResult, round};
 use crate::stamp::{Clock, Stamp};
 use crate::transport::{Receiver, Sender, TransportKind};
 
@@ -171,7 +171,7 @@ async fn run_one(
         late_sends: late,
         latency: lat.corrected.summary(),
         latency_uncorrected: lat.uncorrected.summary(),
-        duration_s: (duration_s * 1000.0).round() / 1000.0,
+        duration_s: round(duration_s, 3),
         resources,
     });
     stopped.map_or(Ok(()), Err)

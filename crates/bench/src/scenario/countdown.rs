@@ -8,7 +8,7 @@ use wire::app::Count;
 use super::{Ctx, excerpt};
 use crate::Error;
 use crate::flags::CountdownSettings;
-use crate::result::CountdownResult;
+use crate::result::{CountdownResult, round};
 use crate::transport::TransportKind;
 
 pub(crate) async fn run(
@@ -53,7 +53,7 @@ pub(crate) async fn run(
     if let Some(ws) = out.iter().find(|r| r.transport == TransportKind::Websocket && r.iterations == r.from) {
         let ws_total = ws.total_us.max(1) as f64;
         for r in out.iter_mut().filter(|r| r.iterations == r.from) {
-            r.ratio_to_websocket = Some((r.total_us as f64 / ws_total * 1000.0).round() / 1000.0);
+            r.ratio_to_websocket = Some(round(r.total_us as f64 / ws_total, 3));
         }
     }
     failure.map_or(Ok(()), Err)

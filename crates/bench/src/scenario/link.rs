@@ -20,6 +20,7 @@ use tokio::sync::{Notify, Semaphore};
 use super::{Ctx, excerpt};
 use crate::Error;
 use crate::linked::{self, BytesRow, DelayRow, FailedRow, LinkSettings, LinkTable, LinkTables, SizeRow, ThroughputRow};
+use crate::result::round;
 use crate::target::Target;
 use crate::transport::{self, Connection, Receiver, Text, TransportKind};
 
@@ -166,11 +167,7 @@ fn spread(us: &[u64]) -> (u64, f64, u64) {
     let min = us.iter().copied().min().unwrap_or(0);
     let max = us.iter().copied().max().unwrap_or(0);
     let mean = if us.is_empty() { 0.0 } else { us.iter().sum::<u64>() as f64 / us.len() as f64 };
-    (min, round1(mean), max)
-}
-
-fn round1(x: f64) -> f64 {
-    (x * 10.0).round() / 10.0
+    (min, round(mean, 1), max)
 }
 
 /// Records a row that could not be measured (the table goes on with the next row);
@@ -244,7 +241,7 @@ async fn size_row(
     }
     let n = f64::from(s.round_trips);
     let (min, mean, max) = spread(&times);
-    let (up, down) = (round1(up as f64 / n), round1(down as f64 / n));
+    let (up, down) = (round(up as f64 / n, 1), round(down as f64 / n, 1));
     Ok(SizeRow {
         transport: kind,
         rate_bps: s.rate_bps,
@@ -361,10 +358,10 @@ async fn throughput_row(
         payload_bytes: size,
         messages: stream.messages,
         duration_us: stream.duration_us,
-        payload_bps: round1(payload_bps),
-        utilisation_pct: round1(payload_bps / s.rate_bps as f64 * 100.0),
-        wire_up_bytes: round1((after.up.wire_bytes - before.up.wire_bytes) as f64 / n),
-        wire_down_bytes: round1((after.down.wire_bytes - before.down.wire_bytes) as f64 / n),
+        payload_bps: round(payload_bps, 1),
+        utilisation_pct: round(payload_bps / s.rate_bps as f64 * 100.0, 1),
+        wire_up_bytes: round((after.up.wire_bytes - before.up.wire_bytes) as f64 / n, 1),
+        wire_down_bytes: round((after.down.wire_bytes - before.down.wire_bytes) as f64 / n, 1),
     })
 }
 
@@ -483,7 +480,7 @@ async fn bytes_row(ctx: &Ctx, s: &LinkSettings, kind: TransportKind) -> Result<B
     }
     conn.sender.close().await;
     let n = f64::from(s.round_trips);
-    let per = |x: u64| round1(x as f64 / n);
+    let per = |x: u64| round(x as f64 / n, 1);
     let (setup_up, setup_down) = (setup.up.since(&start.up), setup.down.since(&start.down));
     Ok(BytesRow {
         transport: kind,
@@ -501,7 +498,7 @@ async fn bytes_row(ctx: &Ctx, s: &LinkSettings, kind: TransportKind) -> Result<B
         message_wire_down_bytes: per(down.wire_bytes),
         message_packets_up: per(up.packets),
         message_packets_down: per(down.packets),
-        message_overhead_bytes: round1(per(up.wire_bytes) + per(down.wire_bytes) - 2.0 * f64::from(s.payload_bytes)),
+        message_overhead_bytes: round(per(up.wire_bytes) + per(down.wire_bytes) - 2.0 * f64::from(s.payload_bytes), 1),
     })
 }
 
