@@ -22,7 +22,7 @@ use crate::Error;
 use crate::linked::{self, BytesRow, DelayRow, FailedRow, LinkSettings, LinkTable, LinkTables, SizeRow, ThroughputRow};
 use crate::result::round;
 use crate::target::Target;
-use crate::transport::{self, Connection, Receiver, Text, TransportKind};
+use crate::transport::{Connection, Receiver, Text, TransportKind};
 
 /// How long the link must carry nothing new before it counts as idle. Long enough for
 /// the client to issue what follows a reply (the next poll) on a busy machine.
@@ -73,13 +73,7 @@ impl Linked {
 
     /// Opens a connection through the link; returns it with its connect time in µs.
     async fn open(&self, ctx: &Ctx, kind: TransportKind) -> Result<(Connection, u64), Error> {
-        let t0 = Instant::now();
-        let allowance = self.allowance(ctx, 0);
-        let conn = tokio::select! {
-            _ = ctx.cancel.cancelled() => return Err(Error::cancelled()),
-            c = transport::connect(&self.target, kind, allowance) => c?,
-        };
-        Ok((conn, t0.elapsed().as_micros() as u64))
+        ctx.connect_to(&self.target, kind, self.allowance(ctx, 0)).await
     }
 
     /// Waits until the link is idle and returns its counters then.

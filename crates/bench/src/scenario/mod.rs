@@ -34,10 +34,21 @@ pub(crate) struct Ctx {
 impl Ctx {
     /// Opens a connection and returns it with its connect time in µs.
     pub async fn connect(&self, kind: TransportKind) -> Result<(Connection, u64), Error> {
+        self.connect_to(&self.target, kind, self.timeout).await
+    }
+
+    /// Opens a connection to `target` (e.g. the target through a link) within `timeout`
+    /// and returns it with its connect time in µs; Ctrl-C stops the wait.
+    pub async fn connect_to(
+        &self,
+        target: &Target,
+        kind: TransportKind,
+        timeout: Duration,
+    ) -> Result<(Connection, u64), Error> {
         let t0 = Instant::now();
         let conn = tokio::select! {
             _ = self.cancel.cancelled() => return Err(Error::cancelled()),
-            c = transport::connect(&self.target, kind, self.timeout) => c?,
+            c = transport::connect(target, kind, timeout) => c?,
         };
         Ok((conn, t0.elapsed().as_micros() as u64))
     }
