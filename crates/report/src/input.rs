@@ -61,14 +61,13 @@ impl Run {
     }
 }
 
-/// A latency summary; microseconds.
+/// A latency summary; microseconds. The bench writes a summary without samples as an
+/// empty histogram, all zeros: such a summary reads as no figures at all, here once,
+/// so no chart or table can take those zeros for a measured 0 µs.
 #[derive(Debug, Default, Clone, Deserialize)]
-#[serde(default)]
+#[serde(from = "LatencyRecord")]
 pub struct Latency {
-    pub count: Option<f64>,
     pub mean_us: Option<f64>,
-    pub stddev_us: Option<f64>,
-    pub min_us: Option<f64>,
     pub p50_us: Option<f64>,
     pub p90_us: Option<f64>,
     pub p99_us: Option<f64>,
@@ -76,23 +75,45 @@ pub struct Latency {
     pub max_us: Option<f64>,
 }
 
-impl Latency {
-    /// The summary had samples: an empty histogram is written as all zeros.
-    pub fn has_samples(&self) -> bool {
-        self.count.is_some_and(|c| c > 0.0)
-            || (self.count.is_none() && self.mean_us.is_some_and(|m| m > 0.0))
-    }
+/// A latency summary as the file has it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct LatencyRecord {
+    count: Option<f64>,
+    mean_us: Option<f64>,
+    p50_us: Option<f64>,
+    p90_us: Option<f64>,
+    p99_us: Option<f64>,
+    p999_us: Option<f64>,
+    max_us: Option<f64>,
+}
 
+impl From<LatencyRecord> for Latency {
+    fn from(r: LatencyRecord) -> Latency {
+        // Files without `count` (older benches) had samples when the mean is above zero.
+        let sampled = r.count.is_some_and(|c| c > 0.0)
+            || (r.count.is_none() && r.mean_us.is_some_and(|m| m > 0.0));
+        if !sampled {
+            return Latency::default();
+        }
+        Latency {
+            mean_us: r.mean_us,
+            p50_us: r.p50_us,
+            p90_us: r.p90_us,
+            p99_us: r.p99_us,
+            p999_us: r.p999_us,
+            max_us: r.max_us,
+        }
+    }
+}
+
+impl Latency {
     pub fn mean_ms(&self) -> Option<f64> {
-        self.mean_us
-            .filter(|_| self.has_samples())
-            .map(|us| us / 1000.0)
+        self.mean_us.map(|us| us / 1000.0)
     }
 
     pub fn p99_ms(&self) -> Option<f64> {
-        self.p99_us
-            .filter(|_| self.has_samples())
-            .map(|us| us / 1000.0)
+        self.p99_us.map(|us| us / 1000.0)
     }
 }
 

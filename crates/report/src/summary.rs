@@ -277,7 +277,7 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
             for r in p
                 .results
                 .iter()
-                .filter(|r| transport_name(&r.transport) == t && r.round_trip.has_samples())
+                .filter(|r| transport_name(&r.transport) == t)
             {
                 if let Some(value) = r.round_trip.mean_us {
                     cells[run.source] = Some(Cell {

@@ -190,14 +190,8 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
                         num(step.rate, 0),
                         num(step.sent_per_s, 0),
                         num(step.received_per_s, 0),
-                        ms(step
-                            .round_trip
-                            .mean_us
-                            .filter(|_| step.round_trip.has_samples())),
-                        ms(step
-                            .round_trip
-                            .p99_us
-                            .filter(|_| step.round_trip.has_samples())),
+                        ms(step.round_trip.mean_us),
+                        ms(step.round_trip.p99_us),
                         num(step.lost, 0),
                         num(step.missing, 0),
                         num(step.late_sends, 0),
@@ -232,7 +226,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
                     caveats.text(),
                     transport_name(&level.transport).to_string(),
                     conns,
-                    ms(level.connect.p50_us.filter(|_| level.connect.has_samples())),
+                    ms(level.connect.p50_us),
                     level.steps.len().to_string(),
                     num(level.max_sustainable_received_per_s, 0),
                     num(level.max_received_per_s_good_mean, 0),

@@ -202,7 +202,6 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
                 ),
                 (got, _) => num(got, 0),
             };
-            let lat = |v: Option<f64>, l: &Latency| ms(v.filter(|_| l.has_samples()));
             table.push(
                 vec![
                     ctx.label(g.run).to_string(),
@@ -215,11 +214,11 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
                     num(r.sent, 0),
                     share,
                     num(r.late_sends, 0),
-                    lat(r.latency.mean_us, &r.latency),
-                    lat(r.latency.p50_us, &r.latency),
-                    lat(r.latency.p99_us, &r.latency),
-                    lat(r.latency.max_us, &r.latency),
-                    lat(r.latency_uncorrected.mean_us, &r.latency_uncorrected),
+                    ms(r.latency.mean_us),
+                    ms(r.latency.p50_us),
+                    ms(r.latency.p99_us),
+                    ms(r.latency.max_us),
+                    ms(r.latency_uncorrected.mean_us),
                     num(r.resources.server_cpu_pct, 0),
                     mib(r.resources.server_rss_max_bytes),
                 ],

@@ -98,7 +98,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
                     };
                     let c = Caveats::of(run, &r.resources);
                     warnings.note(label, label, c);
-                    let y = value(&r.round_trip).filter(|_| r.round_trip.has_samples());
+                    let y = value(&r.round_trip);
                     Point {
                         x: None,
                         y,
@@ -142,7 +142,6 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
         for r in &data.results {
             let c = Caveats::of(run, &r.resources);
             let l = &r.round_trip;
-            let us = |v: Option<f64>| num(v.filter(|_| l.has_samples()), 0);
             table.push(
                 vec![
                     ctx.label(run).to_string(),
@@ -151,12 +150,12 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
                     num(r.count, 0),
                     ms(r.connect_us),
                     ms(r.total_us),
-                    us(l.mean_us),
-                    us(l.p50_us),
-                    us(l.p90_us),
-                    us(l.p99_us),
-                    us(l.p999_us),
-                    us(l.max_us),
+                    num(l.mean_us, 0),
+                    num(l.p50_us, 0),
+                    num(l.p90_us, 0),
+                    num(l.p99_us, 0),
+                    num(l.p999_us, 0),
+                    num(l.max_us, 0),
                     num(r.resources.server_cpu_pct, 0),
                 ],
                 c.serious(),
