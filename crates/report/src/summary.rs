@@ -6,8 +6,8 @@ use crate::input::{Caveats, Run};
 use crate::scenario::broadcast::BroadcastRun;
 use crate::scenario::chat::{ChatResult, ChatRun};
 use crate::scenario::countdown::CountdownRun;
-use crate::scenario::pingpong::{PingpongRun, categories};
-use crate::scenario::{Ctx, transport_name};
+use crate::scenario::pingpong::PingpongRun;
+use crate::scenario::{Ctx, transport_name, transports};
 use crate::table::{Column, Row, Table, num};
 
 /// A figure of one server, with its caveats.
@@ -267,7 +267,7 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
         .filter(|r| r.scenario == "pingpong")
         .filter_map(|r| Some((r, r.parse::<PingpongRun>().ok()?)))
         .collect();
-    for t in categories(
+    for t in transports(
         pingpong
             .iter()
             .flat_map(|(_, p)| p.results.iter().map(|r| r.transport.as_str())),
@@ -299,7 +299,7 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
         .filter(|r| r.scenario == "countdown")
         .filter_map(|r| Some((r, r.parse::<CountdownRun>().ok()?)))
         .collect();
-    for t in categories(
+    for t in transports(
         countdown
             .iter()
             .flat_map(|(_, p)| p.results.iter().map(|r| r.transport.as_str())),

@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use super::{Ctx, Section, Warnings, parse_runs, transport_name};
+use super::{Ctx, Section, Warnings, parse_runs, transport_name, transports};
 use crate::chart::{self, Chart, Point, Series};
 use crate::input::{Caveats, Latency, Resources, Run};
 use crate::table::{Table, mib, ms, num};
@@ -105,13 +105,10 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
         }
     };
     let parsed: Vec<(&Run, BroadcastRun)> = parse_runs(ctx, runs, &mut section);
-    let mut transports: Vec<&str> = parsed
+    let names = parsed
         .iter()
-        .flat_map(|(_, b)| b.levels.iter().map(|l| l.transport.as_str()))
-        .collect();
-    transports.sort_unstable();
-    transports.dedup();
-    let many_transports = transports.len() > 1;
+        .flat_map(|(_, b)| b.levels.iter().map(|l| l.transport.as_str()));
+    let many_transports = transports(names).len() > 1;
 
     let mut rt = Chart::line(
         format!("{id}-rt"),

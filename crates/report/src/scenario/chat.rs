@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::{Ctx, Plot, Section, Warnings, parse_runs, transport_name};
+use super::{Ctx, Plot, Section, Warnings, parse_runs, transport_name, transports};
 use crate::chart::{self, Chart, Point, Series};
 use crate::input::{Caveats, Latency, Resources, Run};
 use crate::table::{Table, mib, ms, num};
@@ -69,12 +69,10 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
         ..Section::default()
     };
     let parsed: Vec<(&Run, ChatRun)> = parse_runs(ctx, runs, &mut section);
-    let mut transports: Vec<&str> = parsed
+    let names = parsed
         .iter()
-        .flat_map(|(_, c)| c.results.iter().map(|r| r.transport.as_str()))
-        .collect();
-    transports.sort_unstable();
-    transports.dedup();
+        .flat_map(|(_, c)| c.results.iter().map(|r| r.transport.as_str()));
+    let many_transports = transports(names).len() > 1;
 
     // One series per (run, transport, rooms), x = users per room in ascending order.
     struct Group<'a> {
@@ -93,7 +91,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
                 "rooms"
             };
             let mut label = format!("{} · {rooms} {room_word}", ctx.label(run));
-            if transports.len() > 1 {
+            if many_transports {
                 label = format!("{label} · {}", transport_name(&r.transport));
             }
             match groups[first..].iter_mut().find(|g| g.label == label) {

@@ -3,8 +3,7 @@
 
 use serde::Deserialize;
 
-use super::pingpong::categories;
-use super::{Ctx, Section, Warnings, parse_runs, transport_name};
+use super::{Ctx, Section, Warnings, parse_runs, transport_name, transports};
 use crate::chart::{self, Chart, Point, Series};
 use crate::input::{Caveats, Resources, Run};
 use crate::table::{Table, ms, num};
@@ -36,7 +35,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
         ..Section::default()
     };
     let parsed: Vec<(&Run, CountdownRun)> = parse_runs(ctx, runs, &mut section);
-    let categories = categories(
+    let categories = transports(
         parsed
             .iter()
             .flat_map(|(_, p)| p.results.iter().map(|r| r.transport.as_str())),

@@ -6,7 +6,7 @@
 
 use serde::Deserialize;
 
-use super::{Ctx, Section, parse_runs, transport_name};
+use super::{Ctx, Section, parse_runs, transport_name, transports};
 use crate::chart::{self, Chart, Point, Series};
 use crate::input::Run;
 use crate::table::{Table, ms, num};
@@ -113,18 +113,6 @@ fn point(x: Option<f64>, y: Option<f64>) -> Point {
     }
 }
 
-/// The transports of all runs, in order of first appearance.
-fn transports<'a>(rows: impl Iterator<Item = &'a Row>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for r in rows {
-        let t = transport_name(&r.transport);
-        if !out.iter().any(|o| o == t) {
-            out.push(t.to_string());
-        }
-    }
-    out
-}
-
 /// A line chart with one series per (server, transport[, rate]): the server's hue,
 /// a shade per line, a point style per transport; points sorted by x.
 struct Lines<'a> {
@@ -175,6 +163,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
             .chain(&l.round_trip_vs_delay)
             .chain(&l.throughput)
             .chain(&l.wire_bytes)
+            .map(|r| r.transport.as_str())
     }));
     for (run, data) in &parsed {
         if let Some(d) = &data.settings.link.description {

@@ -220,6 +220,19 @@ pub fn transport_name(t: &str) -> &str {
     if t.is_empty() { "?" } else { t }
 }
 
+/// The transports as shown (see `transport_name`), each once, in order of first
+/// appearance: the bar groups of a chart, the rows of the summary, the point styles.
+pub fn transports<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in names {
+        let t = transport_name(t);
+        if !out.iter().any(|o| o == t) {
+            out.push(t.to_string());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

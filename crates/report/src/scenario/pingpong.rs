@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::{Ctx, Plot, Section, Warnings, parse_runs, transport_name};
+use super::{Ctx, Plot, Section, Warnings, parse_runs, transport_name, transports};
 use crate::chart::{self, Chart, Point, Series};
 use crate::input::{Caveats, Latency, Resources, Run};
 use crate::table::{Table, ms, num};
@@ -25,18 +25,6 @@ pub struct PingpongResult {
     pub resources: Resources,
 }
 
-/// Transports in order of first appearance.
-pub fn categories<'a>(transports: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for t in transports {
-        let t = transport_name(t);
-        if !out.iter().any(|o| o == t) {
-            out.push(t.to_string());
-        }
-    }
-    out
-}
-
 pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
     let mut section = Section {
         id: id.to_string(),
@@ -45,7 +33,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
         ..Section::default()
     };
     let parsed: Vec<(&Run, PingpongRun)> = parse_runs(ctx, runs, &mut section);
-    let categories = categories(
+    let categories = transports(
         parsed
             .iter()
             .flat_map(|(_, p)| p.results.iter().map(|r| r.transport.as_str())),
