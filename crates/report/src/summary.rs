@@ -306,10 +306,12 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
     ) {
         let mut cells: Vec<Option<Cell>> = vec![None; n];
         for (run, p) in &countdown {
-            for r in p.results.iter().filter(|r| {
-                transport_name(&r.transport) == t && r.iterations.is_some_and(|i| i > 0.0)
-            }) {
-                if let Some(value) = r.per_iteration_us {
+            for r in p
+                .results
+                .iter()
+                .filter(|r| transport_name(&r.transport) == t)
+            {
+                if let Some(value) = r.per_step_us() {
                     cells[run.source] = Some(Cell {
                         value,
                         caveats: Caveats::of(run, &r.resources),

@@ -7,6 +7,7 @@ pub mod chat;
 pub mod countdown;
 pub mod generic;
 pub mod link;
+pub mod per_transport;
 pub mod pingpong;
 
 use serde::de::DeserializeOwned;
