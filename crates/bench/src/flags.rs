@@ -370,18 +370,6 @@ impl Plan {
             settings,
         })
     }
-
-    /// The scenario's name as written in the result file.
-    pub fn scenario_name(&self) -> &'static str {
-        match &self.settings {
-            Settings::Pingpong(_) => "pingpong",
-            Settings::Countdown(_) => "countdown",
-            Settings::Chat(_) => "chat",
-            Settings::Broadcast(b) if b.selftest => "selftest",
-            Settings::Broadcast(_) => "broadcast",
-            Settings::Link(_) => "link",
-        }
-    }
 }
 
 fn positive(n: u64, flag: &str) -> Result<(), Error> {

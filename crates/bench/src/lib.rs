@@ -230,9 +230,6 @@ async fn resolve_transports(ctx: &Ctx, choice: &TransportChoice, settings: &Sett
                 if !applies(k, settings) {
                     return Err(Error::usage(format!("the {k} transport only carries the countdown scenario")));
                 }
-                if !k.is_available() {
-                    return Err(Error::usage(format!("the {k} transport is not available in this build yet")));
-                }
                 if ctx.target.is_exact_websocket() && k != TransportKind::Websocket {
                     return Err(Error::usage(format!("the {k} transport needs an http:// --target, not a ws:// URL")));
                 }
@@ -247,7 +244,7 @@ async fn resolve_transports(ctx: &Ctx, choice: &TransportChoice, settings: &Sett
             Ok(TransportKind::ALL
                 .into_iter()
                 // socket.io is another protocol family, never probed: only when named.
-                .filter(|&k| applies(k, settings) && k.is_available() && k != TransportKind::Socketio)
+                .filter(|&k| applies(k, settings) && k != TransportKind::Socketio)
                 .filter(|&k| !k.is_sockjs() || sockjs.is_some_and(|info| info.websocket || k != TransportKind::SockjsWebsocket))
                 .collect())
         }

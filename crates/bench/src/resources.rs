@@ -130,10 +130,6 @@ impl Monitor {
         Monitor { inner }
     }
 
-    pub fn server_pid(&self) -> Option<u32> {
-        self.inner.server_pid
-    }
-
     pub fn window(&self) -> Window {
         Window { start: read(self.inner.server_pid) }
     }

@@ -23,9 +23,6 @@ pub struct Receiver {
 }
 
 pub(super) async fn connect(target: &Target) -> Result<super::Connection, Error> {
-    if target.is_exact_websocket() {
-        return Err(Error::usage("the http transport needs an http:// --target"));
-    }
     let request = open(target).await?;
     let (tx, rx) = mpsc::unbounded_channel();
     Ok(super::Connection {

@@ -75,12 +75,6 @@ impl TransportKind {
     pub fn is_sockjs(self) -> bool {
         !matches!(self, TransportKind::Websocket | TransportKind::Http | TransportKind::Socketio)
     }
-
-    /// Whether this build can speak the transport (all of them now; kept so a later
-    /// transport can land before its adapter).
-    pub fn is_available(self) -> bool {
-        true
-    }
 }
 
 impl std::fmt::Display for TransportKind {
@@ -100,10 +94,10 @@ pub async fn connect(target: &Target, kind: TransportKind, timeout: Duration) ->
     let open = async {
         match kind {
             TransportKind::Websocket => websocket::connect(target, &target.websocket_url(), false).await,
-            TransportKind::Http => http::connect(target).await,
             _ if target.is_exact_websocket() => {
                 Err(Error::usage(format!("the {kind} transport needs an http:// --target, not a ws:// URL")))
             }
+            TransportKind::Http => http::connect(target).await,
             TransportKind::Socketio => socketio::connect(target).await,
             TransportKind::SockjsWebsocket => {
                 websocket::connect(target, &target.ws_url(&format!("{}/websocket", sockjs::session_path())), true).await
