@@ -2,13 +2,20 @@
 //! servers can be compared at a glance. The baseline for ratios is the server named
 //! `switchboard`, else the first one.
 
+use serde::de::DeserializeOwned;
+
 use crate::input::{Caveats, Run};
 use crate::scenario::broadcast::BroadcastRun;
 use crate::scenario::chat::{ChatResult, ChatRun};
-use crate::scenario::countdown::CountdownRun;
+use crate::scenario::countdown::{CountdownResult, CountdownRun};
+use crate::scenario::per_transport::{PerTransport, Results};
 use crate::scenario::pingpong::PingpongRun;
 use crate::scenario::{Ctx, transport_name, transports};
 use crate::table::{Column, Row, Table, num};
+
+/// The column of the ratios' baseline: `input::sources` puts the server named
+/// `switchboard` first, so this is switchboard when it ran, else the first server.
+const BASELINE: usize = 0;
 
 /// A figure of one server, with its caveats.
 #[derive(Clone, Copy)]
@@ -50,47 +57,83 @@ fn status_row(ctx: &Ctx) -> Option<Row> {
     })
 }
 
+/// A row of figures, one cell per server, with the ratio to the baseline if `ratio`.
+/// Caveats are marked in the cell (⚠), not by highlighting the row: the row holds
+/// every server's figure.
+fn row(title: String, cells: &[Option<Cell>], decimals: usize, ratio: bool) -> Row {
+    let base = cells.get(BASELINE).copied().flatten().map(|c| c.value);
+    let mut out = vec![title];
+    for (i, cell) in cells.iter().enumerate() {
+        out.push(match cell {
+            None => "–".to_string(),
+            Some(c) => {
+                let mut text = num(Some(c.value), decimals);
+                if let Some(b) = base.filter(|b| ratio && i != BASELINE && *b > 0.0) {
+                    text.push_str(&format!(" (×{})", num(Some(c.value / b), 2)));
+                }
+                if c.caveats.serious() {
+                    text.push_str(" ⚠");
+                }
+                text
+            }
+        });
+    }
+    Row {
+        cells: out,
+        flagged: false,
+    }
+}
+
+/// The runs of `scenario` that read as `T`; the others have no headline figure.
+fn runs_of<'a, T: DeserializeOwned>(ctx: &'a Ctx, scenario: &str) -> Vec<(&'a Run, T)> {
+    ctx.runs()
+        .filter(|r| r.scenario == scenario)
+        .filter_map(|r| Some((r, r.parse::<T>().ok()?)))
+        .collect()
+}
+
+/// One row per transport (pingpong, countdown): each server's last result there that
+/// has a `value`.
+fn transport_rows<R: PerTransport>(
+    ctx: &Ctx,
+    runs: &[(&Run, Results<R>)],
+    title: impl Fn(&str) -> String,
+    value: fn(&R) -> Option<f64>,
+    decimals: usize,
+) -> Vec<Row> {
+    let names = runs
+        .iter()
+        .flat_map(|(_, data)| data.results.iter().map(R::transport));
+    transports(names)
+        .into_iter()
+        .map(|t| {
+            let mut cells: Vec<Option<Cell>> = vec![None; ctx.sources.len()];
+            for (run, data) in runs {
+                let here = data
+                    .results
+                    .iter()
+                    .filter(|r| transport_name(r.transport()) == t);
+                for r in here {
+                    if let Some(value) = value(r) {
+                        cells[run.source] = Some(Cell {
+                            value,
+                            caveats: Caveats::of(run, r.resources()),
+                        });
+                    }
+                }
+            }
+            row(title(&t), &cells, decimals, false)
+        })
+        .collect()
+}
+
 /// The summary table, or `None` when no run has a headline figure.
 pub fn table(ctx: &Ctx) -> Option<Table> {
     let n = ctx.sources.len();
-    let baseline = ctx
-        .sources
-        .iter()
-        .position(|s| s.target_name == "switchboard" || s.label == "switchboard")
-        .unwrap_or(0);
     let mut rows: Vec<Row> = Vec::new();
-    // Caveats are marked in the cell (⚠), not by highlighting the row: the row holds
-    // every server's figure.
-    let row = |title: String, cells: &[Option<Cell>], decimals: usize, ratio: bool| -> Row {
-        let base = cells.get(baseline).copied().flatten().map(|c| c.value);
-        let mut out = vec![title];
-        for (i, cell) in cells.iter().enumerate() {
-            out.push(match cell {
-                None => "–".to_string(),
-                Some(c) => {
-                    let mut text = num(Some(c.value), decimals);
-                    if let Some(b) = base.filter(|b| ratio && i != baseline && *b > 0.0) {
-                        text.push_str(&format!(" (×{})", num(Some(c.value / b), 2)));
-                    }
-                    if c.caveats.serious() {
-                        text.push_str(" ⚠");
-                    }
-                    text
-                }
-            });
-        }
-        Row {
-            cells: out,
-            flagged: false,
-        }
-    };
 
     // Broadcast: per level, and the best over all levels.
-    let broadcast: Vec<(&Run, BroadcastRun)> = ctx
-        .runs()
-        .filter(|r| r.scenario == "broadcast")
-        .filter_map(|r| Some((r, r.parse::<BroadcastRun>().ok()?)))
-        .collect();
+    let broadcast: Vec<(&Run, BroadcastRun)> = runs_of(ctx, "broadcast");
     let mut levels: Vec<(String, f64)> = Vec::new();
     for (_, b) in &broadcast {
         for l in &b.levels {
@@ -157,11 +200,7 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
     }
 
     // Chat: at the heaviest load every server ran, else each server's heaviest.
-    let chat: Vec<(&Run, ChatRun)> = ctx
-        .runs()
-        .filter(|r| r.scenario == "chat")
-        .filter_map(|r| Some((r, r.parse::<ChatRun>().ok()?)))
-        .collect();
+    let chat: Vec<(&Run, ChatRun)> = runs_of(ctx, "chat");
     if !chat.is_empty() {
         let load = |r: &ChatResult| (r.rooms.unwrap_or(0.0), r.users.unwrap_or(0.0));
         let mut loads: Vec<(f64, f64)> = chat
@@ -262,70 +301,22 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
     }
 
     // Ping-pong and count-down: one row per transport.
-    let pingpong: Vec<(&Run, PingpongRun)> = ctx
-        .runs()
-        .filter(|r| r.scenario == "pingpong")
-        .filter_map(|r| Some((r, r.parse::<PingpongRun>().ok()?)))
-        .collect();
-    for t in transports(
-        pingpong
-            .iter()
-            .flat_map(|(_, p)| p.results.iter().map(|r| r.transport.as_str())),
-    ) {
-        let mut cells: Vec<Option<Cell>> = vec![None; n];
-        for (run, p) in &pingpong {
-            for r in p
-                .results
-                .iter()
-                .filter(|r| transport_name(&r.transport) == t)
-            {
-                if let Some(value) = r.round_trip.mean_us {
-                    cells[run.source] = Some(Cell {
-                        value,
-                        caveats: Caveats::of(run, &r.resources),
-                    });
-                }
-            }
-        }
-        rows.push(row(
-            format!("pingpong: mean round trip, {t} (µs)"),
-            &cells,
-            0,
-            false,
-        ));
-    }
-    let countdown: Vec<(&Run, CountdownRun)> = ctx
-        .runs()
-        .filter(|r| r.scenario == "countdown")
-        .filter_map(|r| Some((r, r.parse::<CountdownRun>().ok()?)))
-        .collect();
-    for t in transports(
-        countdown
-            .iter()
-            .flat_map(|(_, p)| p.results.iter().map(|r| r.transport.as_str())),
-    ) {
-        let mut cells: Vec<Option<Cell>> = vec![None; n];
-        for (run, p) in &countdown {
-            for r in p
-                .results
-                .iter()
-                .filter(|r| transport_name(&r.transport) == t)
-            {
-                if let Some(value) = r.per_step_us() {
-                    cells[run.source] = Some(Cell {
-                        value,
-                        caveats: Caveats::of(run, &r.resources),
-                    });
-                }
-            }
-        }
-        rows.push(row(
-            format!("countdown: time per step, {t} (µs)"),
-            &cells,
-            1,
-            false,
-        ));
-    }
+    let pingpong: Vec<(&Run, PingpongRun)> = runs_of(ctx, "pingpong");
+    rows.extend(transport_rows(
+        ctx,
+        &pingpong,
+        |t| format!("pingpong: mean round trip, {t} (µs)"),
+        |r| r.round_trip.mean_us,
+        0,
+    ));
+    let countdown: Vec<(&Run, CountdownRun)> = runs_of(ctx, "countdown");
+    rows.extend(transport_rows(
+        ctx,
+        &countdown,
+        |t| format!("countdown: time per step, {t} (µs)"),
+        CountdownResult::per_step_us,
+        1,
+    ));
 
     // A server that failed (did not install, start, or answer) is shown as failed, so
     // it never silently drops out of a comparison.
@@ -352,7 +343,7 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
     }];
     let kept = ctx.sources.iter().enumerate().filter(|(i, _)| keep[*i]);
     columns.extend(kept.map(|(i, s)| Column {
-        title: if i == baseline && keep.iter().filter(|k| **k).count() > 1 {
+        title: if i == BASELINE && keep.iter().filter(|k| **k).count() > 1 {
             format!("{} (baseline)", s.label)
         } else {
             s.label.clone()
