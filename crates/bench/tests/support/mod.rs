@@ -1,6 +1,6 @@
 //! Small servers the bench is tested against: echo (optionally delaying every reply),
 //! count (WebSocket and `GET /count/xhr`), broadcast (optionally slow or lossy) and chat,
-//! mounted like `switchboard serve` mounts its apps. They exist to make the bench's
+//! mounted like `switchboard serve` mounts its apps, speaking its formats (`wire::app`). They exist to make the bench's
 //! failure paths happen on purpose; the happy paths also run against the real server.
 //! `/echo` also speaks SockJS (every transport), for the bench's SockJS client adapters.
 //! `Serve` is the real `switchboard serve`, for exact-count runs.
@@ -27,6 +27,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_util::sync::CancellationToken;
+use wire::app::{ChatEvent, Count, Join, MembersTag, Presence, Say, chat_message_json};
 
 /// How the test server misbehaves.
 #[derive(Debug, Clone, Default)]
@@ -148,8 +149,9 @@ async fn handle(req: Request<Incoming>, state: Arc<State>, stop: CancellationTok
     let path = req.uri().path().to_string();
     if path == "/count/xhr" {
         let n: Option<i64> = req.uri().query().and_then(|q| q.strip_prefix("count=")).and_then(|n| n.parse().ok());
-        return Ok(match n {
-            Some(n) => respond(StatusCode::OK, &format!("{{\"count\":{}}}", n - 1)),
+        return Ok(match n.map(|count| Count { count }.answer()) {
+            Some(Ok(answer)) => respond(StatusCode::OK, &answer.to_json()),
+            Some(Err(e)) => respond(StatusCode::BAD_REQUEST, &e.to_json()),
             None => respond(StatusCode::BAD_REQUEST, "{\"error\":\"count missing\"}"),
         });
     }
@@ -224,10 +226,9 @@ async fn echo(mut ws: Ws, delay: Duration) {
 async fn count(mut ws: Ws) {
     while let Some(Ok(msg)) = ws.next().await {
         if let Message::Text(t) = msg {
-            let v: serde_json::Value = serde_json::from_str(&t).unwrap_or_default();
-            let reply = match v.get("count").and_then(|c| c.as_i64()) {
-                Some(n) => format!("{{\"count\":{}}}", n - 1),
-                None => "{\"error\":\"count missing\"}".to_string(),
+            let reply = match Count::parse(&t).and_then(Count::answer) {
+                Ok(answer) => answer.to_json(),
+                Err(e) => e.to_json(),
             };
             if ws.send(Message::text(reply)).await.is_err() {
                 return;
@@ -275,26 +276,29 @@ async fn chat(ws: Ws, state: Arc<State>) {
     let mut me: Option<(String, String)> = None;
     while let Some(Ok(msg)) = stream.next().await {
         let Message::Text(t) = msg else { continue };
-        let v: serde_json::Value = serde_json::from_str(&t).unwrap_or_default();
         match &me {
             None => {
-                let (Some(name), Some(room)) = (v["name"].as_str(), v["room"].as_str()) else {
-                    let _ = tx.send("{\"error\":\"join with name and room first\"}".into());
-                    continue;
+                let Join { name, room } = match Join::parse(&t) {
+                    Ok(join) => join,
+                    Err(e) => {
+                        let _ = tx.send(e.to_json());
+                        continue;
+                    }
                 };
                 let mut members = state.chat.lock().await;
-                let names: Vec<&str> = members.iter().filter(|m| m.room == room).map(|m| m.name.as_str()).collect();
-                let _ = tx.send(serde_json::json!({"event":"members","room":room,"members":names}).to_string());
-                members.push(ChatMember { name: name.into(), room: room.into(), tx: tx.clone() });
-                let join = serde_json::json!({"event":"join","name":name,"room":room}).to_string();
+                let names = members.iter().filter(|m| m.room == room).map(|m| m.name.clone()).collect();
+                let list = ChatEvent::Members { event: MembersTag::Members, room: room.clone(), members: names };
+                let _ = tx.send(list.to_json());
+                members.push(ChatMember { name: name.clone(), room: room.clone(), tx: tx.clone() });
+                let join = ChatEvent::Presence { event: Presence::Join, name: name.clone(), room: room.clone() }.to_json();
                 for m in members.iter().filter(|m| m.room == room) {
                     let _ = m.tx.send(join.clone());
                 }
-                me = Some((name.into(), room.into()));
+                me = Some((name, room));
             }
             Some((name, room)) => {
-                let Some(text) = v["message"].as_str() else { continue };
-                let out = serde_json::json!({"name":name,"room":room,"message":text}).to_string();
+                let Ok(say) = Say::parse(&t) else { continue };
+                let out = chat_message_json(name, room, &say.message);
                 let members = state.chat.lock().await;
                 for m in members.iter().filter(|m| &m.room == room) {
                     let _ = m.tx.send(out.clone());
