@@ -77,7 +77,7 @@ impl Target {
         if self.exact_websocket {
             self.raw.clone()
         } else {
-            format!("ws://{}{}/websocket", self.authority(), self.path)
+            self.ws_url("/websocket")
         }
     }
 

@@ -224,14 +224,12 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, n: u32
         tx.close().await;
     }
 
-    let measured = level.steps.len().min(last_step + 1);
-    for k in 0..measured {
+    for (k, step) in level.steps.iter_mut().enumerate().take(last_step + 1) {
         let (sent, late) = per_sender.iter().filter_map(|c| c.get(k)).fold((0, 0), |(s, l), (a, b)| (s + a, l + b));
         let lat = shared.recorder.step(k);
         let step_start = t0_us + k as u64 * s.step_us;
         let us = if k == last_step { ended_us.saturating_sub(step_start).min(s.step_us) } else { s.step_us };
         let secs = (us as f64 / 1e6).max(1e-3);
-        let step = &mut level.steps[k];
         step.sent = sent;
         step.late_sends = late;
         step.duration_s = round(secs, 3);

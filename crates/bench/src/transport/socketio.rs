@@ -118,13 +118,12 @@ impl Receiver {
             )));
         }
         self.write(join).await?;
-        // The acknowledgement is the join packet followed by `{"sid":…}`.
-        let ack = join;
         loop {
             let Some(packet) = self.packet().await? else {
                 return Err(Error::closed(format!("{}: closed before the namespace was joined", self.url)));
             };
-            if packet.starts_with(ack) {
+            // The acknowledgement is the join packet followed by `{"sid":…}`.
+            if packet.starts_with(join) {
                 return Ok(());
             }
             if packet.starts_with(&self.error) {

@@ -170,7 +170,7 @@ async fn send_on(
         Some(c) => c,
         None => conn.insert(super::http::open(target).await?),
     };
-    c.send_request(req).await.map_err(|e| Error::closed(format!("{}{}: {e}", target.as_str(), "")))
+    c.send_request(req).await.map_err(|e| Error::closed(format!("{}: {e}", target.as_str())))
 }
 
 /// Receives for one session until the server closes it or the receiver is dropped:
