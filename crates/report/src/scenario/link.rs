@@ -105,6 +105,16 @@ fn sum(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     Some(a? + b?)
 }
 
+/// Microseconds as milliseconds, the unit of every time axis here.
+fn in_ms(us: Option<f64>) -> Option<f64> {
+    us.map(|us| us / 1000.0)
+}
+
+/// A count or a size in bytes, as a whole number.
+fn whole(x: Option<f64>) -> String {
+    num(x, 0)
+}
+
 fn point(x: Option<f64>, y: Option<f64>) -> Point {
     Point {
         x,
@@ -147,6 +157,21 @@ impl Lines<'_> {
             points,
         });
     }
+
+    /// One line per transport of `run`, drawn from that transport's `rows`.
+    fn per_transport(&mut self, ctx: &Ctx, run: &Run, rows: &[Row], point: fn(&Row) -> Point) {
+        let transports = self.transports;
+        for t in transports {
+            let points: Vec<Point> = rows
+                .iter()
+                .filter(|r| transport_name(&r.transport) == t)
+                .map(point)
+                .collect();
+            if !points.is_empty() {
+                self.series(run, format!("{} · {t}", ctx.label(run)), t, (0, 1), points);
+            }
+        }
+    }
 }
 
 pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
@@ -170,13 +195,10 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
             section.notes.push(format!("{}: {d}.", ctx.label(run)));
         }
         for f in &data.failures {
-            let table = match f.table.as_str() {
-                "size" => "(a)",
-                "delay" => "(b)",
-                "throughput" => "(c)",
-                "bytes" => "(d)",
-                other => other,
-            };
+            let table = TABLES
+                .iter()
+                .find(|t| t.key == f.table)
+                .map_or(f.table.as_str(), |t| t.mark);
             section.warnings.push(format!(
                 "⚠ {}: {table} {} at {}, {} ms delay, {} B not measured: {}",
                 ctx.label(run),
@@ -200,33 +222,22 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
         transports: &all,
     };
     for (run, data) in &parsed {
-        let label = ctx.label(run);
-        for t in &all {
-            let points = data
-                .round_trip_vs_size
-                .iter()
-                .filter(|r| transport_name(&r.transport) == t)
-                .map(|r| point(r.payload_bytes, r.round_trip_mean_us.map(|us| us / 1000.0)))
-                .collect::<Vec<_>>();
-            if !points.is_empty() {
-                size.series(run, format!("{label} · {t}"), t, (0, 1), points);
-            }
-        }
+        size.per_transport(ctx, run, &data.round_trip_vs_size, |r| {
+            point(r.payload_bytes, in_ms(r.round_trip_mean_us))
+        });
         // The theory does not depend on the transport: one line per server.
         let mut theory: Vec<Point> = Vec::new();
         for r in &data.round_trip_vs_size {
             if !theory.iter().any(|p| p.x == r.payload_bytes) {
-                theory.push(point(
-                    r.payload_bytes,
-                    r.min_payload_us.map(|us| us / 1000.0),
-                ));
+                theory.push(point(r.payload_bytes, in_ms(r.min_payload_us)));
             }
         }
         theory.sort_by(|a, b| a.x.unwrap_or(0.0).total_cmp(&b.x.unwrap_or(0.0)));
         if !theory.is_empty() {
             size.chart.series.push(Series {
                 label: format!(
-                    "{label} · theoretical minimum (payload bits both ways / rate + 2 × delay)"
+                    "{} · theoretical minimum (payload bits both ways / rate + 2 × delay)",
+                    ctx.label(run)
                 ),
                 color: "hsl(0 0% 55%)".to_string(),
                 point_style: "line",
@@ -273,10 +284,9 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
                     continue;
                 }
                 let label = format!("{} · {t} · {}", ctx.label(run), rate(Some(bps)));
-                let x = |r: &Row| r.delay_us.map(|us| us / 1000.0);
                 let pts = |f: Figure| {
                     rows.iter()
-                        .map(|r| point(x(r), f(r).map(|us| us / 1000.0)))
+                        .map(|r| point(in_ms(r.delay_us), in_ms(f(r))))
                         .collect()
                 };
                 first.series(
@@ -308,17 +318,9 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
         transports: &all,
     };
     for (run, data) in &parsed {
-        for t in &all {
-            let points: Vec<Point> = data
-                .throughput
-                .iter()
-                .filter(|r| transport_name(&r.transport) == t)
-                .map(|r| point(r.payload_bytes, r.utilisation_pct))
-                .collect();
-            if !points.is_empty() {
-                util.series(run, format!("{} · {t}", ctx.label(run)), t, (0, 1), points);
-            }
-        }
+        util.per_transport(ctx, run, &data.throughput, |r| {
+            point(r.payload_bytes, r.utilisation_pct)
+        });
     }
 
     // (d) Bytes on the wire per set-up and per message, both ways, per transport.
@@ -374,13 +376,25 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
     section
 }
 
-fn tables(ctx: &Ctx, parsed: &[(&Run, LinkRun)]) -> Vec<Table> {
-    let b = |x: Option<f64>| num(x, 0);
-    let mut size = Table::new(
-        "(a) Round trip vs payload size",
-        &[
-            "server",
-            "transport",
+/// One of the four tables: which rows it lists and the columns after server and
+/// transport.
+struct LinkTable {
+    /// How the bench names the table in `failures`.
+    key: &'static str,
+    /// "(a)": warnings name a table by its mark.
+    mark: &'static str,
+    title: &'static str,
+    columns: &'static [&'static str],
+    rows: fn(&LinkRun) -> &[Row],
+    cells: fn(&Row) -> Vec<String>,
+}
+
+const TABLES: [LinkTable; 4] = [
+    LinkTable {
+        key: "size",
+        mark: "(a)",
+        title: "Round trip vs payload size",
+        columns: &[
             "rate",
             "#delay (ms)",
             "#payload (B)",
@@ -392,12 +406,27 @@ fn tables(ctx: &Ctx, parsed: &[(&Run, LinkRun)]) -> Vec<Table> {
             "#wire up (B)",
             "#wire down (B)",
         ],
-    );
-    let mut delay = Table::new(
-        "(b) Round trip vs one-way delay: the first from cold, then stable",
-        &[
-            "server",
-            "transport",
+        rows: |l| &l.round_trip_vs_size,
+        cells: |r| {
+            vec![
+                rate(r.rate_bps),
+                ms(r.delay_us),
+                whole(r.payload_bytes),
+                ms(r.round_trip_min_us),
+                ms(r.round_trip_mean_us),
+                ms(r.round_trip_max_us),
+                ms(r.min_payload_us),
+                ms(r.min_wire_us),
+                whole(r.wire_up_bytes),
+                whole(r.wire_down_bytes),
+            ]
+        },
+    },
+    LinkTable {
+        key: "delay",
+        mark: "(b)",
+        title: "Round trip vs one-way delay: the first from cold, then stable",
+        columns: &[
             "rate",
             "#delay (ms)",
             "#payload (B)",
@@ -408,12 +437,26 @@ fn tables(ctx: &Ctx, parsed: &[(&Run, LinkRun)]) -> Vec<Table> {
             "#stable max (ms)",
             "#theory: payload (ms)",
         ],
-    );
-    let mut throughput = Table::new(
-        "(c) Throughput: messages streamed back to back to the echo app",
-        &[
-            "server",
-            "transport",
+        rows: |l| &l.round_trip_vs_delay,
+        cells: |r| {
+            vec![
+                rate(r.rate_bps),
+                ms(r.delay_us),
+                whole(r.payload_bytes),
+                ms(r.connect_us),
+                ms(r.first_round_trip_us),
+                ms(r.stable_round_trip_mean_us),
+                ms(r.stable_round_trip_min_us),
+                ms(r.stable_round_trip_max_us),
+                ms(r.min_payload_us),
+            ]
+        },
+    },
+    LinkTable {
+        key: "throughput",
+        mark: "(c)",
+        title: "Throughput: messages streamed back to back to the echo app",
+        columns: &[
             "rate",
             "#delay (ms)",
             "#payload (B)",
@@ -424,12 +467,26 @@ fn tables(ctx: &Ctx, parsed: &[(&Run, LinkRun)]) -> Vec<Table> {
             "#wire up per msg (B)",
             "#wire down per msg (B)",
         ],
-    );
-    let mut wire = Table::new(
-        "(d) Bytes on the wire (payload + per-packet overhead)",
-        &[
-            "server",
-            "transport",
+        rows: |l| &l.throughput,
+        cells: |r| {
+            vec![
+                rate(r.rate_bps),
+                ms(r.delay_us),
+                whole(r.payload_bytes),
+                whole(r.messages),
+                ms(r.duration_us),
+                whole(r.payload_bps),
+                num(r.utilisation_pct, 1),
+                whole(r.wire_up_bytes),
+                whole(r.wire_down_bytes),
+            ]
+        },
+    },
+    LinkTable {
+        key: "bytes",
+        mark: "(d)",
+        title: "Bytes on the wire (payload + per-packet overhead)",
+        columns: &[
             "#payload (B)",
             "#set-up up (B)",
             "#set-up down (B)",
@@ -439,75 +496,43 @@ fn tables(ctx: &Ctx, parsed: &[(&Run, LinkRun)]) -> Vec<Table> {
             "#msg down (B)",
             "#overhead per msg (B)",
         ],
-    );
-    for (run, data) in parsed {
-        let server = ctx.label(run).to_string();
-        let head = |r: &Row| vec![server.clone(), transport_name(&r.transport).to_string()];
-        for r in &data.round_trip_vs_size {
-            let mut cells = head(r);
-            cells.extend([
-                rate(r.rate_bps),
-                ms(r.delay_us),
-                b(r.payload_bytes),
-                ms(r.round_trip_min_us),
-                ms(r.round_trip_mean_us),
-                ms(r.round_trip_max_us),
-                ms(r.min_payload_us),
-                ms(r.min_wire_us),
-                b(r.wire_up_bytes),
-                b(r.wire_down_bytes),
-            ]);
-            size.push(cells, run.partial);
+        rows: |l| &l.wire_bytes,
+        cells: |r| {
+            vec![
+                whole(r.payload_bytes),
+                whole(r.setup_wire_up_bytes),
+                whole(r.setup_wire_down_bytes),
+                whole(r.first_message_wire_up_bytes),
+                whole(r.first_message_wire_down_bytes),
+                whole(r.message_wire_up_bytes),
+                whole(r.message_wire_down_bytes),
+                whole(r.message_overhead_bytes),
+            ]
+        },
+    },
+];
+
+/// The four tables that have rows, a row per measurement, highlighted in partial runs.
+fn tables(ctx: &Ctx, parsed: &[(&Run, LinkRun)]) -> Vec<Table> {
+    let mut out = Vec::new();
+    for spec in &TABLES {
+        let columns = [&["server", "transport"][..], spec.columns].concat();
+        let mut table = Table::new(format!("{} {}", spec.mark, spec.title), &columns);
+        for (run, data) in parsed {
+            for r in (spec.rows)(data) {
+                let mut cells = vec![
+                    ctx.label(run).to_string(),
+                    transport_name(&r.transport).to_string(),
+                ];
+                cells.extend((spec.cells)(r));
+                table.push(cells, run.partial);
+            }
         }
-        for r in &data.round_trip_vs_delay {
-            let mut cells = head(r);
-            cells.extend([
-                rate(r.rate_bps),
-                ms(r.delay_us),
-                b(r.payload_bytes),
-                ms(r.connect_us),
-                ms(r.first_round_trip_us),
-                ms(r.stable_round_trip_mean_us),
-                ms(r.stable_round_trip_min_us),
-                ms(r.stable_round_trip_max_us),
-                ms(r.min_payload_us),
-            ]);
-            delay.push(cells, run.partial);
-        }
-        for r in &data.throughput {
-            let mut cells = head(r);
-            cells.extend([
-                rate(r.rate_bps),
-                ms(r.delay_us),
-                b(r.payload_bytes),
-                b(r.messages),
-                ms(r.duration_us),
-                b(r.payload_bps),
-                num(r.utilisation_pct, 1),
-                b(r.wire_up_bytes),
-                b(r.wire_down_bytes),
-            ]);
-            throughput.push(cells, run.partial);
-        }
-        for r in &data.wire_bytes {
-            let mut cells = head(r);
-            cells.extend([
-                b(r.payload_bytes),
-                b(r.setup_wire_up_bytes),
-                b(r.setup_wire_down_bytes),
-                b(r.first_message_wire_up_bytes),
-                b(r.first_message_wire_down_bytes),
-                b(r.message_wire_up_bytes),
-                b(r.message_wire_down_bytes),
-                b(r.message_overhead_bytes),
-            ]);
-            wire.push(cells, run.partial);
+        if !table.rows.is_empty() {
+            out.push(table);
         }
     }
-    [size, delay, throughput, wire]
-        .into_iter()
-        .filter(|t| !t.rows.is_empty())
-        .collect()
+    out
 }
 
 #[cfg(test)]
