@@ -157,7 +157,7 @@ async fn measure_target(
     let failure = match resolve_transports(&ctx, &plan.transports, &plan.settings).await {
         Ok(kinds) => {
             run.transports = kinds.clone();
-            run_scenario(&ctx, &plan.settings, &kinds, &mut run.outcome).await.err()
+            run_scenario(&ctx, &kinds, &mut run.outcome).await.err()
         }
         Err(e) => Some(e),
     };
@@ -187,20 +187,19 @@ fn empty_outcome(settings: &Settings) -> Outcome {
     }
 }
 
-async fn run_scenario(ctx: &Ctx, settings: &Settings, kinds: &[TransportKind], outcome: &mut Outcome) -> Result<(), Error> {
-    match (settings, outcome) {
-        (Settings::Pingpong(s), Outcome::Pingpong { results, .. }) => scenario::pingpong::run(ctx, s, kinds, results).await,
-        (Settings::Countdown(s), Outcome::Countdown { results, .. }) => {
-            scenario::countdown::run(ctx, s, kinds, results).await
-        }
-        (Settings::Chat(s), Outcome::Chat { results, .. }) => scenario::chat::run(ctx, s, kinds, results).await,
-        (Settings::Broadcast(s), Outcome::Broadcast { levels, summary, .. } | Outcome::Selftest { levels, summary, .. }) => {
-            let r = scenario::broadcast::run(ctx, s, kinds, levels).await;
+/// Runs the scenario an outcome is for, with the settings it carries (the plan's, as
+/// the result file records them), and fills in its results.
+async fn run_scenario(ctx: &Ctx, kinds: &[TransportKind], outcome: &mut Outcome) -> Result<(), Error> {
+    match outcome {
+        Outcome::Pingpong { settings, results } => scenario::pingpong::run(ctx, settings, kinds, results).await,
+        Outcome::Countdown { settings, results } => scenario::countdown::run(ctx, settings, kinds, results).await,
+        Outcome::Chat { settings, results } => scenario::chat::run(ctx, settings, kinds, results).await,
+        Outcome::Broadcast { settings, levels, summary } | Outcome::Selftest { settings, levels, summary } => {
+            let r = scenario::broadcast::run(ctx, settings, kinds, levels).await;
             *summary = scenario::broadcast::summarise(levels);
             r
         }
-        (Settings::Link(s), Outcome::Link { tables, .. }) => scenario::link::run(ctx, s, kinds, tables).await,
-        _ => Err(Error::usage("internal: settings and outcome disagree")),
+        Outcome::Link { settings, tables } => scenario::link::run(ctx, settings, kinds, tables).await,
     }
 }
 
