@@ -270,8 +270,9 @@ pub struct Source {
     /// The target name, or the file stem when the run has none (`default`); made unique.
     pub label: String,
     pub target_name: String,
-    /// The files its runs come from, by index.
-    pub files: Vec<usize>,
+    /// The first file it has runs in, by index: it names the source when the same
+    /// server appears twice.
+    first_file: usize,
     /// The scenarios it has runs of.
     scenarios: Vec<String>,
 }
@@ -311,7 +312,6 @@ pub fn sources(files: &mut [ResultFile]) -> Vec<Source> {
             });
             let index = match joins {
                 Some(i) => {
-                    sources[i].files.push(f);
                     sources[i].scenarios.extend(scenarios);
                     i
                 }
@@ -319,7 +319,7 @@ pub fn sources(files: &mut [ResultFile]) -> Vec<Source> {
                     sources.push(Source {
                         label,
                         target_name: target_name.clone(),
-                        files: vec![f],
+                        first_file: f,
                         scenarios,
                     });
                     sources.len() - 1
@@ -353,7 +353,7 @@ pub fn sources(files: &mut [ResultFile]) -> Vec<Source> {
     let labels: Vec<String> = sources.iter().map(|s| s.label.clone()).collect();
     for (i, source) in sources.iter_mut().enumerate() {
         if labels.iter().filter(|l| **l == labels[i]).count() > 1 {
-            source.label = format!("{} ({})", labels[i], files[source.files[0]].name);
+            source.label = format!("{} ({})", labels[i], files[source.first_file].name);
         }
     }
     sources
