@@ -108,14 +108,9 @@ impl Page<'_> {
         let servers: Vec<String> = self.sources.iter().map(|s| escape(&s.label)).collect();
         let _ = write!(
             h,
-            "<header>\n<h1>{title}</h1>\n<p class=\"lede\">{} from {} result {}: {}.</p>\n<nav><a href=\"#files\">Result files</a>",
+            "<header>\n<h1>{title}</h1>\n<p class=\"lede\">{} from {}: {}.</p>\n<nav><a href=\"#files\">Result files</a>",
             plural(self.sources.len(), "server", "servers"),
-            self.files.len(),
-            if self.files.len() == 1 {
-                "file"
-            } else {
-                "files"
-            },
+            plural(self.files.len(), "result file", "result files"),
             if servers.is_empty() {
                 "no runs".to_string()
             } else {
