@@ -246,8 +246,8 @@ pub struct Plan {
     pub progress: bool,
     /// selftest without --target: start `switchboard serve` as a child process.
     pub spawn_server: bool,
-    /// `--link`: every connection to the target goes through this emulated link (for
-    /// `bench link` it is instead the base of the links the scenario builds).
+    /// `--link`: every connection to the target goes through this emulated link. Always
+    /// none for `bench link`, whose settings hold `--link` as the base of the links it builds.
     pub link: Option<crate::linked::LinkFlag>,
     pub settings: Settings,
 }
@@ -353,10 +353,13 @@ impl Plan {
             ));
         }
         let mut transports = parse_transports(&common.transport, default_transports)?;
-        if let Settings::Link(_) = settings
-            && transports == TransportChoice::All
-        {
-            transports = TransportChoice::List(crate::linked::ALL_TRANSPORTS.to_vec());
+        let mut link = common.link;
+        if let Settings::Link(_) = settings {
+            // Already taken into the settings: `bench link` builds its own links.
+            link = None;
+            if transports == TransportChoice::All {
+                transports = TransportChoice::List(crate::linked::ALL_TRANSPORTS.to_vec());
+            }
         }
         Ok(Plan {
             targets,
@@ -366,7 +369,7 @@ impl Plan {
             timeout: common.timeout,
             progress: !common.quiet,
             spawn_server,
-            link: common.link,
+            link,
             settings,
         })
     }

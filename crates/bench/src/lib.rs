@@ -124,13 +124,14 @@ async fn measure_target(
     };
     let server_pid =
         server_pid.or_else(|| target.is_local().then(|| resources::pid_listening_on(target.port())).flatten());
-    // --link: every connection goes through an in-process link (`bench link` builds its own).
-    let (link_proxy, target) = match &plan.link {
-        Some(flag) if !matches!(plan.settings, Settings::Link(_)) => match linked::insert(flag.config.clone(), &target).await {
+    // --link: every connection goes through an in-process link, which runs as long as
+    // this binding lives.
+    let (_link_proxy, target) = match &plan.link {
+        Some(flag) => match linked::insert(flag.config.clone(), &target).await {
             Ok((proxy, through)) => (Some(proxy), through),
             Err(e) => return Some(e),
         },
-        _ => (None, target),
+        None => (None, target),
     };
     let start = Instant::now();
     let ctx = Ctx {
@@ -151,7 +152,7 @@ async fn measure_target(
         bench_cpu_bound: false,
         server_pid,
         transports: Vec::new(),
-        link: link_proxy.as_ref().and(plan.link.as_ref()).map(|f| linked::LinkRecord::new(&f.text, &f.config)),
+        link: plan.link.as_ref().map(|f| linked::LinkRecord::new(&f.text, &f.config)),
         outcome: empty_outcome(&plan.settings),
     };
     let failure = match resolve_transports(&ctx, &plan.transports, &plan.settings).await {
