@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::nickname::{Nickname, NicknameError};
+
 /// Longest user or room name the chat app accepts, in bytes.
 pub const MAX_NAME_LEN: usize = 64;
 
@@ -17,9 +19,24 @@ pub enum AppError {
     /// The text is not JSON, or not the JSON object the app expects.
     #[error("malformed message: {0}")]
     Malformed(String),
-    /// A chat join whose name or room is empty or too long.
+    /// A chat join whose room is empty or too long.
     #[error("invalid {field}: must be 1 to {MAX_NAME_LEN} bytes")]
     InvalidName { field: &'static str },
+    /// A chat join whose name breaks the nickname rules (RFC 8266).
+    #[error("invalid name: {0}")]
+    InvalidNickname(NicknameError),
+    /// A chat join to a room that has as many members as it may.
+    #[error("room {room:?} is full ({max} members)")]
+    RoomFull { room: String, max: usize },
+    /// A chat join to a room that has taken too many joins lately.
+    #[error("room {room:?} is taking too many joins; try again in a moment")]
+    JoinsTooFast { room: String },
+    /// A chat join under another name than the client's token gives it.
+    #[error("your token names you {token_name:?}; you cannot join as {name:?}")]
+    NotYourName { name: String, token_name: String },
+    /// A chat join to a room the client's token does not list.
+    #[error("your token does not let you join room {room:?}")]
+    RoomNotAllowed { room: String },
     /// A chat join for a name already present in the room.
     #[error("name {name:?} is already taken in room {room:?}")]
     NameTaken { name: String, room: String },
@@ -47,17 +64,17 @@ pub struct Join {
 }
 
 impl Join {
-    /// Parses and validates a join request.
-    pub fn parse(text: &str) -> Result<Join, AppError> {
+    /// Parses and validates a join request, and enforces the nickname rules
+    /// on its name.
+    pub fn parse(text: &str) -> Result<(Join, Nickname), AppError> {
         let join: Join = serde_json::from_str(text).map_err(|e| {
             AppError::Malformed(format!(r#"expected {{"name":"...","room":"..."}}: {e}"#))
         })?;
-        for (field, value) in [("name", &join.name), ("room", &join.room)] {
-            if value.is_empty() || value.len() > MAX_NAME_LEN {
-                return Err(AppError::InvalidName { field });
-            }
+        if join.room.is_empty() || join.room.len() > MAX_NAME_LEN {
+            return Err(AppError::InvalidName { field: "room" });
         }
-        Ok(join)
+        let name = Nickname::parse(&join.name).map_err(AppError::InvalidNickname)?;
+        Ok((join, name))
     }
 }
 
@@ -85,11 +102,23 @@ pub enum ChatEvent {
     /// Someone joined or left: `{"event":"join","name":"alice","room":"lobby"}`.
     Presence { event: Presence, name: String, room: String },
     /// Sent to a new member only, before its own join event:
-    /// `{"event":"members","room":"lobby","members":["bob","alice"]}`.
-    Members { event: MembersTag, room: String, members: Vec<String> },
+    /// `{"event":"members","room":"lobby","members":["bob","alice"]}`. A list
+    /// cut short at [`MAX_MEMBERS_LISTED`] names also says how many there are:
+    /// `…,"members":[…],"total":1000}`.
+    Members {
+        event: MembersTag,
+        room: String,
+        members: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<usize>,
+    },
     /// `{"error":"..."}`.
     Error { error: String },
 }
+
+/// Most names a members event lists; a bigger room's list is cut short, so
+/// a join costs the same however big the room is.
+pub const MAX_MEMBERS_LISTED: usize = 100;
 
 /// The `event` field of a presence event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,13 +194,18 @@ mod tests {
 
     #[test]
     fn join_parses_and_validates() {
-        let join = Join::parse(r#"{"name":"alice","room":"lobby"}"#).unwrap();
+        let (join, name) = Join::parse(r#"{"name":"alice","room":"lobby"}"#).unwrap();
         assert_eq!(join, Join { name: "alice".into(), room: "lobby".into() });
+        assert_eq!(&*name.shown, "alice");
         assert!(matches!(Join::parse("nope"), Err(AppError::Malformed(_))));
         assert!(matches!(Join::parse(r#"{"name":"a"}"#), Err(AppError::Malformed(_))));
         assert_eq!(
             Join::parse(r#"{"name":"","room":"lobby"}"#),
-            Err(AppError::InvalidName { field: "name" })
+            Err(AppError::InvalidNickname(NicknameError::Empty))
+        );
+        assert_eq!(
+            Join::parse(r#"{"name":"bob\nmallory: hi","room":"lobby"}"#).unwrap_err().to_json(),
+            r#"{"error":"invalid name: holds a character names may not use (controls, invisible or direction-changing characters)"}"#
         );
         let long = "x".repeat(MAX_NAME_LEN + 1);
         assert_eq!(
@@ -196,11 +230,15 @@ mod tests {
             event: MembersTag::Members,
             room: "lobby".into(),
             members: vec!["bob".into(), "alice".into()],
+            total: None,
         };
         assert_eq!(
             members.to_json(),
             r#"{"event":"members","room":"lobby","members":["bob","alice"]}"#
         );
+        let cut = ChatEvent::Members { event: MembersTag::Members, room: "r".into(), members: vec!["a".into()], total: Some(500) };
+        assert_eq!(cut.to_json(), r#"{"event":"members","room":"r","members":["a"],"total":500}"#);
+        assert_eq!(ChatEvent::parse(&cut.to_json()).unwrap(), cut);
         assert_eq!(ChatEvent::parse(&members.to_json()).unwrap(), members);
         assert_eq!(ChatEvent::parse(&join.to_json()).unwrap(), join);
         let msg = chat_message_json("a", "b", "c");

@@ -279,7 +279,7 @@ async fn chat(ws: Ws, state: Arc<State>) {
         match &me {
             None => {
                 let Join { name, room } = match Join::parse(&t) {
-                    Ok(join) => join,
+                    Ok((join, _)) => join,
                     Err(e) => {
                         let _ = tx.send(e.to_json());
                         continue;
@@ -287,7 +287,7 @@ async fn chat(ws: Ws, state: Arc<State>) {
                 };
                 let mut members = state.chat.lock().await;
                 let names = members.iter().filter(|m| m.room == room).map(|m| m.name.clone()).collect();
-                let list = ChatEvent::Members { event: MembersTag::Members, room: room.clone(), members: names };
+                let list = ChatEvent::Members { event: MembersTag::Members, room: room.clone(), members: names, total: None };
                 let _ = tx.send(list.to_json());
                 members.push(ChatMember { name: name.clone(), room: room.clone(), tx: tx.clone() });
                 let join = ChatEvent::Presence { event: Presence::Join, name: name.clone(), room: room.clone() }.to_json();
