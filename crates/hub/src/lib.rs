@@ -6,12 +6,14 @@
 //! message sent to 2,000 members is encoded once per wire framing, never per
 //! member. The hub knows nothing of transports or apps.
 
+mod bucket;
 mod outbox;
 mod payload;
 mod rooms;
 mod shards;
 
+pub use bucket::Bucket;
 pub use outbox::{Close, Drained, Outbox, PushError};
 pub use payload::Payload;
-pub use rooms::{Delivery, Hub, JoinError, Member, MemberId};
+pub use rooms::{Delivery, Hub, JoinError, Member, MemberId, RoomLimits, Roster};
 pub use shards::Shards;

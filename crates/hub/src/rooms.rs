@@ -4,18 +4,20 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use tokio::time::Instant;
+use wire::nickname::Nickname;
 
-use crate::{Outbox, Payload, PushError, Shards};
+use crate::{Bucket, Outbox, Payload, PushError, Shards};
 
 /// Identifies a session for as long as the process runs.
 pub type MemberId = u64;
 
 /// A session in a room: where to push its messages, and its name if the app
-/// gives members names.
+/// gives members names. Names are unique in a room by their comparison form.
 #[derive(Debug, Clone)]
 pub struct Member {
     pub id: MemberId,
-    pub name: Option<Arc<str>>,
+    pub name: Option<Nickname>,
     pub outbox: Arc<Outbox>,
 }
 
@@ -25,6 +27,37 @@ pub enum JoinError {
     /// Another member of the room already has this name.
     #[error("name already taken in this room")]
     NameTaken,
+    /// The room has [`RoomLimits::max_members`] members.
+    #[error("room full")]
+    RoomFull,
+    /// The room has taken its [`RoomLimits::join_rate`] of joins.
+    #[error("too many joins")]
+    TooManyJoins,
+}
+
+/// Bounds on every room of a hub, so that a join storm costs a bounded
+/// amount: each join tells every member, so a room's joins cost its size
+/// times their rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoomLimits {
+    /// Most members of one room.
+    pub max_members: usize,
+    /// Joins a second one room takes, with bursts of one second's worth;
+    /// `None` for no limit.
+    pub join_rate: Option<u32>,
+}
+
+impl RoomLimits {
+    /// No bound at all (the broadcast app's one room holds every client).
+    pub const NONE: RoomLimits = RoomLimits { max_members: usize::MAX, join_rate: None };
+}
+
+/// The room a member just joined: the first names in it (the new member's
+/// among them) and how many members it has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Roster {
+    pub names: Vec<Arc<str>>,
+    pub total: usize,
 }
 
 /// What a publish did.
@@ -44,18 +77,32 @@ pub struct Delivery {
 #[derive(Debug)]
 pub struct Hub {
     rooms: Shards<HashMap<Arc<str>, Room>>,
+    limits: RoomLimits,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Room {
     members: Vec<Member>,
+    /// The comparison forms of the members' names.
     names: HashSet<Arc<str>>,
+    joins: Option<Bucket>,
 }
 
 impl Hub {
-    /// A hub with `shards` independently locked shards (at least one).
+    /// A hub with `shards` independently locked shards (at least one) and
+    /// rooms without bounds.
     pub fn new(shards: usize) -> Hub {
-        Hub { rooms: Shards::new(shards) }
+        Hub::with_limits(shards, RoomLimits::NONE)
+    }
+
+    /// A hub whose rooms keep to `limits`.
+    pub fn with_limits(shards: usize, limits: RoomLimits) -> Hub {
+        Hub { rooms: Shards::new(shards), limits }
+    }
+
+    /// The bounds every room of this hub keeps to.
+    pub fn limits(&self) -> RoomLimits {
+        self.limits
     }
 
     fn shard(&self, room: &str) -> &Mutex<HashMap<Arc<str>, Room>> {
@@ -63,21 +110,38 @@ impl Hub {
     }
 
     /// Adds a member to a room, creating the room if needed. Fails if the
-    /// member's name is already used in that room. Returns the names in the
-    /// room after the join.
-    pub fn join(&self, room: &str, member: Member) -> Result<Vec<Arc<str>>, JoinError> {
+    /// room is full, the member's name is already used in it, or the room
+    /// has taken too many joins lately. Returns the room's first `listed`
+    /// names after the join, and its size.
+    pub fn join(&self, room: &str, member: Member, listed: usize) -> Result<Roster, JoinError> {
         let mut rooms = self.shard(room).lock();
         let entry = match rooms.get_mut(room) {
             Some(entry) => entry,
-            None => rooms.entry(Arc::from(room)).or_default(),
+            None => rooms.entry(Arc::from(room)).or_insert_with(|| Room {
+                members: Vec::new(),
+                names: HashSet::new(),
+                joins: self.limits.join_rate.map(|rate| Bucket::new(rate, rate)),
+            }),
         };
+        if entry.members.len() >= self.limits.max_members {
+            return Err(JoinError::RoomFull);
+        }
         if let Some(name) = &member.name
-            && !entry.names.insert(name.clone())
+            && entry.names.contains(&name.key)
         {
             return Err(JoinError::NameTaken);
         }
+        if let Some(joins) = &mut entry.joins
+            && !joins.try_take(Instant::now())
+        {
+            return Err(JoinError::TooManyJoins);
+        }
+        if let Some(name) = &member.name {
+            entry.names.insert(name.key.clone());
+        }
         entry.members.push(member);
-        Ok(entry.members.iter().filter_map(|m| m.name.clone()).collect())
+        let names = entry.members.iter().filter_map(|m| m.name.as_ref().map(|n| n.shown.clone())).take(listed).collect();
+        Ok(Roster { names, total: entry.members.len() })
     }
 
     /// Removes a member from a room (dropping the room when it empties) and
@@ -88,7 +152,7 @@ impl Hub {
         let at = entry.members.iter().position(|m| m.id == id)?;
         let member = entry.members.swap_remove(at);
         if let Some(name) = &member.name {
-            entry.names.remove(name);
+            entry.names.remove(&name.key);
         }
         if entry.members.is_empty() {
             rooms.remove(room);
@@ -126,20 +190,47 @@ mod tests {
     use crate::{Close, Drained};
 
     fn member(id: MemberId, name: Option<&str>, limit: usize) -> Member {
-        Member { id, name: name.map(Arc::from), outbox: Arc::new(Outbox::new(limit)) }
+        Member { id, name: name.map(|n| Nickname::parse(n).unwrap()), outbox: Arc::new(Outbox::new(limit)) }
     }
 
     #[test]
     fn names_are_unique_per_room_only() {
         let hub = Hub::new(4);
-        hub.join("lobby", member(1, Some("alice"), 1 << 20)).unwrap();
-        assert_eq!(hub.join("lobby", member(2, Some("alice"), 1 << 20)), Err(JoinError::NameTaken));
-        hub.join("kitchen", member(3, Some("alice"), 1 << 20)).unwrap();
-        let names = hub.join("lobby", member(4, Some("bob"), 1 << 20)).unwrap();
-        assert_eq!(names, [Arc::from("alice"), Arc::from("bob")]);
+        hub.join("lobby", member(1, Some("alice"), 1 << 20), 10).unwrap();
+        assert_eq!(hub.join("lobby", member(2, Some("alice"), 1 << 20), 10), Err(JoinError::NameTaken));
+        // The same name in other clothes is the same name.
+        assert_eq!(hub.join("lobby", member(2, Some("ＡＬＩＣＥ"), 1 << 20), 10), Err(JoinError::NameTaken));
+        hub.join("kitchen", member(3, Some("alice"), 1 << 20), 10).unwrap();
+        let roster = hub.join("lobby", member(4, Some("bob"), 1 << 20), 10).unwrap();
+        assert_eq!(roster, Roster { names: vec![Arc::from("alice"), Arc::from("bob")], total: 2 });
         hub.leave("lobby", 1).unwrap();
-        hub.join("lobby", member(5, Some("alice"), 1 << 20)).unwrap();
+        hub.join("lobby", member(5, Some("alice"), 1 << 20), 10).unwrap();
         assert_eq!(hub.room_len("lobby"), 2);
+    }
+
+    #[test]
+    fn a_room_holds_at_most_its_limit_and_lists_at_most_what_is_asked() {
+        let hub = Hub::with_limits(2, RoomLimits { max_members: 5, join_rate: None });
+        for i in 0..5 {
+            let roster = hub.join("r", member(i, Some(&format!("m{i}")), 1 << 10), 3).unwrap();
+            assert_eq!((roster.names.len(), roster.total), ((i as usize + 1).min(3), i as usize + 1));
+        }
+        assert_eq!(hub.join("r", member(9, Some("late"), 1 << 10), 3), Err(JoinError::RoomFull));
+        hub.leave("r", 0).unwrap();
+        assert!(hub.join("r", member(9, Some("late"), 1 << 10), 3).is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn joins_to_one_room_are_held_to_its_rate() {
+        let hub = Hub::with_limits(2, RoomLimits { max_members: 1000, join_rate: Some(10) });
+        let ok = (0..30).filter(|&i| hub.join("r", member(i, Some(&format!("m{i}")), 1 << 10), 0).is_ok()).count();
+        assert_eq!(ok, 10);
+        assert_eq!(hub.join("r", member(99, Some("x"), 1 << 10), 0), Err(JoinError::TooManyJoins));
+        // Another room has its own rate.
+        assert!(hub.join("other", member(100, Some("x"), 1 << 10), 0).is_ok());
+        tokio::time::advance(std::time::Duration::from_millis(200)).await;
+        let ok = (200..230).filter(|&i| hub.join("r", member(i, Some(&format!("m{i}")), 1 << 10), 0).is_ok()).count();
+        assert_eq!(ok, 2);
     }
 
     #[test]
@@ -147,10 +238,10 @@ mod tests {
         let hub = Hub::new(4);
         let members: Vec<_> = (0..10).map(|i| member(i, None, 1 << 20)).collect();
         for m in &members[..7] {
-            hub.join("a", m.clone()).unwrap();
+            hub.join("a", m.clone(), 0).unwrap();
         }
         for m in &members[7..] {
-            hub.join("b", m.clone()).unwrap();
+            hub.join("b", m.clone(), 0).unwrap();
         }
         let delivery = hub.publish("a", &Payload::from("hello"));
         assert_eq!(delivery, Delivery { delivered: 7, overflowed: 0 });
@@ -165,8 +256,8 @@ mod tests {
         let hub = Hub::new(1);
         let slow = member(1, None, 100);
         let fast = member(2, None, 1 << 20);
-        hub.join("r", slow.clone()).unwrap();
-        hub.join("r", fast.clone()).unwrap();
+        hub.join("r", slow.clone(), 0).unwrap();
+        hub.join("r", fast.clone(), 0).unwrap();
         let p = Payload::new("x".repeat(60));
         assert_eq!(hub.publish("r", &p).delivered, 2);
         assert_eq!(hub.publish("r", &p), Delivery { delivered: 1, overflowed: 1 });
@@ -180,7 +271,7 @@ mod tests {
     #[test]
     fn an_emptied_room_is_dropped() {
         let hub = Hub::new(2);
-        hub.join("r", member(1, Some("a"), 10)).unwrap();
+        hub.join("r", member(1, Some("a"), 10), 0).unwrap();
         assert!(hub.leave("r", 2).is_none());
         assert!(hub.leave("r", 1).is_some());
         assert_eq!(hub.room_len("r"), 0);
