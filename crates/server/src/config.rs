@@ -42,6 +42,62 @@ pub struct Args {
     /// How long shutdown waits for clients to take their close before exiting [default: 4s]
     #[arg(long, env = "SWITCHBOARD_SHUTDOWN_GRACE", value_parser = humantime::parse_duration)]
     pub shutdown_grace: Option<Duration>,
+
+    /// How long a client may take to send a request's headers once it has started; then the connection is closed [default: 10s]
+    #[arg(long, env = "SWITCHBOARD_HEADER_TIMEOUT", value_parser = humantime::parse_duration)]
+    pub header_timeout: Option<Duration>,
+
+    /// How long a connection may stay open with no request in progress (before its first request and between keep-alive requests); then it is closed [default: 30s]
+    #[arg(long, env = "SWITCHBOARD_IDLE_TIMEOUT", value_parser = humantime::parse_duration)]
+    pub idle_timeout: Option<Duration>,
+
+    /// Largest request head (request line and headers) in bytes, at least 8192; larger ones get 431 [default: 16384]
+    #[arg(long, env = "SWITCHBOARD_MAX_HEADER_SIZE")]
+    pub max_header_size: Option<usize>,
+
+    /// How often a silent WebSocket client is pinged; one that answers no ping for a whole interval is closed with 1008 [default: 25s]
+    #[arg(long, env = "SWITCHBOARD_PING_INTERVAL", value_parser = humantime::parse_duration)]
+    pub ping_interval: Option<Duration>,
+
+    /// Messages per second one client may send; past it the server reads it more slowly (back-pressure) [default: 10000]
+    #[arg(long, env = "SWITCHBOARD_MAX_MESSAGE_RATE")]
+    pub max_message_rate: Option<u32>,
+
+    /// Message bytes per second one client may send; past it the server reads it more slowly (back-pressure) [default: 8388608]
+    #[arg(long, env = "SWITCHBOARD_MAX_BYTE_RATE")]
+    pub max_byte_rate: Option<u32>,
+
+    /// Most SockJS sessions over HTTP per mount; a request that would open one more gets 503 [default: 10000]
+    #[arg(long, env = "SWITCHBOARD_MAX_SESSIONS")]
+    pub max_sessions: Option<usize>,
+
+    /// New SockJS sessions per second one client address may open, with bursts of ten seconds' worth; past it 429 [default: 100]
+    #[arg(long, env = "SWITCHBOARD_SESSION_RATE")]
+    pub session_rate: Option<u32>,
+
+    /// Most members of one chat room; a join past it is refused [default: 1000]
+    #[arg(long, env = "SWITCHBOARD_MAX_ROOM_MEMBERS")]
+    pub max_room_members: Option<usize>,
+
+    /// Joins per second one chat room accepts, with bursts of one second's worth; a join past it is refused [default: 100]
+    #[arg(long, env = "SWITCHBOARD_JOIN_RATE")]
+    pub join_rate: Option<u32>,
+
+    /// PEM certificate chain for TLS on the listener (https:// and wss://); needs --tls-key [default: none, plain TCP]
+    #[arg(long, env = "SWITCHBOARD_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// PEM private key for --tls-cert [default: none]
+    #[arg(long, env = "SWITCHBOARD_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Shared secret: every client must present a JWT signed with it (HS256) [default: none, no token needed]
+    #[arg(long, env = "SWITCHBOARD_TOKEN_SECRET", hide_env_values = true)]
+    pub token_secret: Option<String>,
+
+    /// PEM public key (RSA for RS256, EC P-256 for ES256): every client must present a JWT signed with its private key [default: none]
+    #[arg(long, env = "SWITCHBOARD_TOKEN_PUBLIC_KEY")]
+    pub token_public_key: Option<PathBuf>,
 }
 
 /// The resolved configuration the server runs with.
@@ -57,8 +113,42 @@ pub struct Config {
     pub max_connections: usize,
     /// How long shutdown waits for clients.
     pub shutdown_grace: Duration,
+    /// Deadline for a request's headers, from their first byte.
+    pub header_timeout: Duration,
+    /// How long a connection may stay without a request in progress.
+    pub idle_timeout: Duration,
+    /// Largest request head, in bytes.
+    pub max_header_size: usize,
+    /// Interval of pings to a silent WebSocket client.
+    pub ping_interval: Duration,
+    /// Most members of one chat room.
+    pub max_room_members: usize,
+    /// Joins per second one chat room accepts.
+    pub join_rate: u32,
+    /// New SockJS sessions per second per client address.
+    pub session_rate: u32,
+    /// TLS on the listener, if configured.
+    pub tls: Option<TlsFiles>,
+    /// How clients' tokens are checked, if they must present one.
+    pub token_key: Option<TokenKey>,
     /// The apps and where they are mounted.
     pub mounts: Vec<Mount>,
+}
+
+/// The certificate chain and key of the listener's TLS, as PEM files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+/// What verifies connection tokens.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TokenKey {
+    /// HS256 with a shared secret.
+    Secret(String),
+    /// RS256 or ES256 with the public key in this PEM file.
+    PublicKey(PathBuf),
 }
 
 impl Default for Config {
@@ -70,6 +160,19 @@ impl Default for Config {
             max_connections: 100_000,
             // Under the 5 s a supervisor usually allows before it kills.
             shutdown_grace: Duration::from_secs(4),
+            // Far above what a browser needs even on a slow link, far below
+            // what a slowloris client would like to hold.
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(30),
+            // Browsers' heads are a few KiB; hyper's own default is ~400 KiB.
+            max_header_size: 16 * 1024,
+            // Under the 30-60 s after which proxies drop a silent connection.
+            ping_interval: Duration::from_secs(25),
+            max_room_members: 1000,
+            join_rate: 100,
+            session_rate: 100,
+            tls: None,
+            token_key: None,
             mounts: AppKind::ALL.iter().map(|&app| Mount::new(app)).collect(),
         }
     }
@@ -84,12 +187,34 @@ pub struct Mount {
     pub app: AppKind,
     /// SockJS settings of this mount.
     pub sockjs: SockjsOptions,
+    /// What one client may send to this mount, and how many SockJS sessions it holds.
+    pub limits: MountLimits,
+}
+
+/// Per-mount bounds, set for all mounts by flags or the file's top level,
+/// and per `[[mount]]` in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MountLimits {
+    /// Messages per second one client may send (default 10,000).
+    pub max_message_rate: u32,
+    /// Message bytes per second one client may send (default 8 MiB).
+    pub max_byte_rate: u32,
+    /// Most SockJS sessions over HTTP at once (default 10,000).
+    pub max_sessions: usize,
+}
+
+impl Default for MountLimits {
+    fn default() -> MountLimits {
+        // A client pinging as fast as loopback allows stays under the message
+        // rate; the byte rate lets through 128 full-size messages a second.
+        MountLimits { max_message_rate: 10_000, max_byte_rate: 8 * 1024 * 1024, max_sessions: 10_000 }
+    }
 }
 
 impl Mount {
     /// The app at its default prefix (`/<app>`) with default options.
     pub fn new(app: AppKind) -> Mount {
-        Mount { prefix: format!("/{}", app.name()), app, sockjs: SockjsOptions::default() }
+        Mount { prefix: format!("/{}", app.name()), app, sockjs: SockjsOptions::default(), limits: MountLimits::default() }
     }
 
     /// The mount's name for logs and metrics: its prefix without the slash.
@@ -138,6 +263,24 @@ struct File {
     max_connections: Option<usize>,
     #[serde(default, with = "humantime_serde")]
     shutdown_grace: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    header_timeout: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    idle_timeout: Option<Duration>,
+    max_header_size: Option<usize>,
+    #[serde(default, with = "humantime_serde")]
+    ping_interval: Option<Duration>,
+    max_room_members: Option<usize>,
+    join_rate: Option<u32>,
+    session_rate: Option<u32>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    token_secret: Option<String>,
+    token_public_key: Option<PathBuf>,
+    /// Defaults for every mount's limits.
+    max_message_rate: Option<u32>,
+    max_byte_rate: Option<u32>,
+    max_sessions: Option<usize>,
     /// Defaults for every mount's SockJS options.
     #[serde(default)]
     sockjs: FileSockjs,
@@ -157,6 +300,10 @@ struct FileSockjs {
     disconnect_delay: Option<Duration>,
     response_limit: Option<usize>,
     origins: Option<Vec<String>>,
+    // Per-mount limits share this flattened table in a `[[mount]]`; in `[sockjs]` they are refused.
+    max_message_rate: Option<u32>,
+    max_byte_rate: Option<u32>,
+    max_sessions: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -166,6 +313,22 @@ struct FileMount {
     prefix: Option<String>,
     #[serde(flatten)]
     sockjs: FileSockjs,
+}
+
+/// The per-mount limits, from wherever they were given.
+#[derive(Debug, Default)]
+struct FileLimits {
+    max_message_rate: Option<u32>,
+    max_byte_rate: Option<u32>,
+    max_sessions: Option<usize>,
+}
+
+impl FileLimits {
+    fn apply(&self, to: &mut MountLimits) {
+        to.max_message_rate = self.max_message_rate.unwrap_or(to.max_message_rate);
+        to.max_byte_rate = self.max_byte_rate.unwrap_or(to.max_byte_rate);
+        to.max_sessions = self.max_sessions.unwrap_or(to.max_sessions);
+    }
 }
 
 impl FileSockjs {
@@ -192,17 +355,43 @@ impl Config {
         let d = Config::default();
         let mut sockjs = SockjsOptions::default();
         file.sockjs.apply(&mut sockjs);
+        // Flags over the file's top level: the defaults of every mount.
+        if file.sockjs.max_message_rate.is_some() || file.sockjs.max_byte_rate.is_some() || file.sockjs.max_sessions.is_some() {
+            return Err(Error::config("max_message_rate, max_byte_rate and max_sessions go at the top level or in a [[mount]], not in [sockjs]"));
+        }
+        let mut limits = MountLimits::default();
+        FileLimits { max_message_rate: file.max_message_rate, max_byte_rate: file.max_byte_rate, max_sessions: file.max_sessions }
+            .apply(&mut limits);
+        FileLimits { max_message_rate: args.max_message_rate, max_byte_rate: args.max_byte_rate, max_sessions: args.max_sessions }
+            .apply(&mut limits);
         let mounts = match file.mounts {
-            None => d.mounts.iter().map(|m| Mount { sockjs: sockjs.clone(), ..m.clone() }).collect(),
+            None => d.mounts.iter().map(|m| Mount { sockjs: sockjs.clone(), limits, ..m.clone() }).collect(),
             Some(mounts) => mounts
                 .into_iter()
                 .map(|m| {
                     let mut options = sockjs.clone();
                     m.sockjs.apply(&mut options);
+                    let mut mount_limits = limits;
+                    let s = &m.sockjs;
+                    FileLimits { max_message_rate: s.max_message_rate, max_byte_rate: s.max_byte_rate, max_sessions: s.max_sessions }
+                        .apply(&mut mount_limits);
                     let prefix = m.prefix.unwrap_or_else(|| format!("/{}", m.app.name()));
-                    Mount { prefix: normalise_prefix(&prefix), app: m.app, sockjs: options }
+                    Mount { prefix: normalise_prefix(&prefix), app: m.app, sockjs: options, limits: mount_limits }
                 })
                 .collect(),
+        };
+        let tls = match (args.tls_cert.clone().or(file.tls_cert), args.tls_key.clone().or(file.tls_key)) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            (None, None) => None,
+            _ => return Err(Error::config("--tls-cert and --tls-key go together: give both or neither")),
+        };
+        let token_key = match (args.token_secret.clone().or(file.token_secret), args.token_public_key.clone().or(file.token_public_key)) {
+            (Some(_), Some(_)) => {
+                return Err(Error::config("give --token-secret or --token-public-key, not both"));
+            }
+            (Some(secret), None) => Some(TokenKey::Secret(secret)),
+            (None, Some(path)) => Some(TokenKey::PublicKey(path)),
+            (None, None) => None,
         };
         let config = Config {
             listen: args.listen.or(file.listen).unwrap_or(d.listen),
@@ -210,6 +399,15 @@ impl Config {
             queue_limit: args.queue_limit.or(file.queue_limit).unwrap_or(d.queue_limit),
             max_connections: args.max_connections.or(file.max_connections).unwrap_or(d.max_connections),
             shutdown_grace: args.shutdown_grace.or(file.shutdown_grace).unwrap_or(d.shutdown_grace),
+            header_timeout: args.header_timeout.or(file.header_timeout).unwrap_or(d.header_timeout),
+            idle_timeout: args.idle_timeout.or(file.idle_timeout).unwrap_or(d.idle_timeout),
+            max_header_size: args.max_header_size.or(file.max_header_size).unwrap_or(d.max_header_size),
+            ping_interval: args.ping_interval.or(file.ping_interval).unwrap_or(d.ping_interval),
+            max_room_members: args.max_room_members.or(file.max_room_members).unwrap_or(d.max_room_members),
+            join_rate: args.join_rate.or(file.join_rate).unwrap_or(d.join_rate),
+            session_rate: args.session_rate.or(file.session_rate).unwrap_or(d.session_rate),
+            tls,
+            token_key,
             mounts,
         };
         config.validate()?;
@@ -224,6 +422,26 @@ impl Config {
         if self.max_connections == 0 {
             return bad("max_connections must be at least 1".into());
         }
+        if self.max_header_size < MIN_HEADER_SIZE {
+            return bad(format!("max_header_size must be at least {MIN_HEADER_SIZE}"));
+        }
+        for (name, value) in [
+            ("header_timeout", self.header_timeout),
+            ("idle_timeout", self.idle_timeout),
+            ("ping_interval", self.ping_interval),
+        ] {
+            if value.is_zero() {
+                return bad(format!("{name} must be above zero"));
+            }
+        }
+        for (name, value) in [("join_rate", self.join_rate), ("session_rate", self.session_rate)] {
+            if value == 0 {
+                return bad(format!("{name} must be at least 1"));
+            }
+        }
+        if self.max_room_members == 0 {
+            return bad("max_room_members must be at least 1".into());
+        }
         for (i, m) in self.mounts.iter().enumerate() {
             if m.prefix.is_empty() || m.prefix.matches('/').count() != 1 {
                 return bad(format!("mount prefix {:?} must be one path segment like \"/echo\"", m.prefix));
@@ -234,6 +452,9 @@ impl Config {
             if m.sockjs.heartbeat.is_zero() {
                 return bad(format!("{}: heartbeat must be above zero", m.prefix));
             }
+            if m.limits.max_message_rate == 0 || m.limits.max_byte_rate == 0 {
+                return bad(format!("{}: max_message_rate and max_byte_rate must be at least 1", m.prefix));
+            }
         }
         Ok(())
     }
@@ -243,6 +464,9 @@ impl Config {
         self.mounts.iter().find(|m| m.prefix == prefix)
     }
 }
+
+/// hyper cannot read a request with a smaller buffer.
+const MIN_HEADER_SIZE: usize = 8192;
 
 fn normalise_prefix(prefix: &str) -> String {
     format!("/{}", prefix.trim_matches('/'))
@@ -360,6 +584,16 @@ websocket = false
             format!("[default: {}]", d.queue_limit),
             format!("[default: {}]", d.max_connections),
             format!("[default: {}]", humantime::format_duration(d.shutdown_grace)),
+            format!("[default: {}]", humantime::format_duration(d.header_timeout)),
+            format!("[default: {}]", humantime::format_duration(d.idle_timeout)),
+            format!("[default: {}]", d.max_header_size),
+            format!("[default: {}]", humantime::format_duration(d.ping_interval)),
+            format!("[default: {}]", MountLimits::default().max_message_rate),
+            format!("[default: {}]", MountLimits::default().max_byte_rate),
+            format!("[default: {}]", MountLimits::default().max_sessions),
+            format!("[default: {}]", d.session_rate),
+            format!("[default: {}]", d.max_room_members),
+            format!("[default: {}]", d.join_rate),
         ] {
             assert!(table.contains(&expected), "missing {expected} in\n{table}");
         }

@@ -11,17 +11,20 @@
 //! | `/<app>`, `/<app>/info`, `/<app>/iframe*.html`, `/<app>/<server>/<session>/<transport>` | SockJS (`transport::sockjs`) |
 
 use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
-use hyper::body::Incoming;
+use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use wire::app::{AppError, Count};
 
 use crate::apps::AppKind;
-use crate::server::{MountState, ServerState};
+use crate::server::{Busy, Client, MountState, ServerState};
+use crate::token::{Identity, TokenError};
 use crate::transport::{sockjs, websocket};
 
 /// The body of every response: a whole buffer or a stream of frames.
@@ -59,10 +62,62 @@ pub fn method_not_allowed(allow: &'static str) -> Response<Body> {
     res
 }
 
+/// Keeps `busy` (the request counted as in progress) until the body is
+/// done or dropped, so a streaming response keeps its connection busy.
+pub fn hold(body: Body, busy: Busy) -> Body {
+    Held { body, _busy: busy }.boxed()
+}
+
+struct Held {
+    body: Body,
+    _busy: Busy,
+}
+
+impl hyper::body::Body for Held {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The identity of a client of `app` when the server requires tokens
+/// (`Ok(None)` when it does not), or the 401 that refuses it.
+// The error is the response to send; its size on the stack does not matter.
+#[allow(clippy::result_large_err)]
+pub fn authenticate<B>(req: &Request<B>, server: &ServerState, app: &str) -> Result<Option<Arc<Identity>>, Response<Body>> {
+    let Some(verifier) = &server.tokens else { return Ok(None) };
+    verifier.verify_request(req).map(Some).map_err(|e| {
+        server.metrics.refused(app, "token");
+        unauthorized(&e)
+    })
+}
+
+/// 401 with the reason in the body and in `WWW-Authenticate` (RFC 6750).
+fn unauthorized(error: &TokenError) -> Response<Body> {
+    let reason = error.to_string();
+    let mut res = text_response(StatusCode::UNAUTHORIZED, format!("{reason}\n"));
+    let code = if *error == TokenError::Missing { "invalid_request" } else { "invalid_token" };
+    let challenge = format!("Bearer error=\"{code}\", error_description=\"{}\"", reason.replace('"', "'"));
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        res.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    res
+}
+
 const INDEX_HTML: &str = include_str!("../../../web/index.html");
 
 /// Handles one request.
-pub async fn route(req: Request<Incoming>, server: Arc<ServerState>, permit: Arc<dyn Send + Sync>) -> Result<Response<Body>, Infallible> {
+pub async fn route(req: Request<Incoming>, server: Arc<ServerState>, client: Arc<Client>) -> Result<Response<Body>, Infallible> {
     let path = req.uri().path().to_owned();
     let res = match path.as_str() {
         "/" | "/index.html" => bytes_response(StatusCode::OK, "text/html; charset=UTF-8", INDEX_HTML),
@@ -79,7 +134,7 @@ pub async fn route(req: Request<Incoming>, server: Arc<ServerState>, permit: Arc
                 None => (path.as_str(), ""),
             };
             match server.mount(prefix) {
-                Some(mount) => route_mount(req, rest, mount, &server, permit).await,
+                Some(mount) => route_mount(req, rest, mount, &server, client).await,
                 None => not_found(),
             }
         }
@@ -92,17 +147,24 @@ async fn route_mount(
     rest: &str,
     mount: &Arc<MountState>,
     server: &Arc<ServerState>,
-    permit: Arc<dyn Send + Sync>,
+    client: Arc<Client>,
 ) -> Response<Body> {
     match rest {
         "/websocket" if mount.config.sockjs.websocket => {
             if !sockjs::origin_allowed(req.headers(), &mount.config.sockjs.origins) {
                 return text_response(StatusCode::FORBIDDEN, "Origin not allowed.\n");
             }
-            websocket::upgrade(&mut req, mount, server, permit, "websocket", websocket::Raw, websocket::Raw)
+            let identity = match authenticate(&req, server, mount.config.name()) {
+                Ok(identity) => identity,
+                Err(res) => return res,
+            };
+            websocket::upgrade(&mut req, mount, server, client, identity, "websocket", websocket::Raw, websocket::Raw)
         }
-        "/xhr" if mount.app.kind() == AppKind::Count => count_xhr(&req, server, mount),
-        _ => sockjs::route(req, rest, mount, server, permit).await,
+        "/xhr" if mount.app.kind() == AppKind::Count => match authenticate(&req, server, mount.config.name()) {
+            Ok(_) => count_xhr(&req, server, mount),
+            Err(res) => res,
+        },
+        _ => sockjs::route(req, rest, mount, server, client).await,
     }
 }
 

@@ -8,13 +8,17 @@
 mod apps;
 mod config;
 mod http;
+mod limits;
 mod metrics;
 mod server;
+mod shed;
 mod shutdown;
+mod tls;
+mod token;
 mod transport;
 
 pub use apps::AppKind;
-pub use config::{Args, Config, Mount, SockjsOptions, markdown_table};
+pub use config::{Args, Config, Mount, MountLimits, SockjsOptions, TlsFiles, TokenKey, markdown_table};
 pub use server::serve;
 
 /// An error that stops the server: bad configuration or a socket that
@@ -64,7 +68,14 @@ impl std::error::Error for Error {}
 
 /// Runs `switchboard serve` from its flags until SIGINT or SIGTERM.
 pub async fn run_cli(args: Args) -> Result<(), Error> {
-    let config = Config::resolve(&args)?;
+    let mut config = Config::resolve(&args)?;
+    let files = raise_open_file_limit();
+    // Each connection takes a descriptor; leave some for everything else.
+    let room = usize::try_from(files.saturating_sub(OTHER_FILES)).unwrap_or(usize::MAX);
+    if config.max_connections > room {
+        tracing::warn!("max_connections {} lowered to {room}: the open-file limit is {files}", config.max_connections);
+        config.max_connections = room.max(1);
+    }
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| Error::io(format!("cannot listen on {}: {e}", config.listen)))?;
@@ -74,8 +85,25 @@ pub async fn run_cli(args: Args) -> Result<(), Error> {
         .iter()
         .map(|m| if m.prefix.trim_start_matches('/') == m.app.name() { m.prefix.clone() } else { format!("{} ({})", m.prefix, m.app.name()) })
         .collect();
-    println!("switchboard listening on http://{local}/ with apps {}", apps.join(", "));
+    let scheme = if config.tls.is_some() { "https" } else { "http" };
+    println!("switchboard listening on {scheme}://{local}/ with apps {}", apps.join(", "));
+    tracing::info!("open-file limit {files}; at most {} connections", config.max_connections);
     serve(listener, config, signal()).await
+}
+
+/// Descriptors kept for what is not a client connection: the listener,
+/// logs, the reserve the accept loop sheds with, files read at start.
+const OTHER_FILES: u64 = 64;
+
+/// Raises the soft open-file limit to the hard limit and returns it.
+fn raise_open_file_limit() -> u64 {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => limit,
+        Err(e) => {
+            tracing::warn!("cannot raise the open-file limit: {e}");
+            rlimit::getrlimit(rlimit::Resource::NOFILE).map(|(soft, _)| soft).unwrap_or(1024)
+        }
+    }
 }
 
 /// Resolves on the first SIGINT or SIGTERM.

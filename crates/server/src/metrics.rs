@@ -14,6 +14,19 @@ struct Labels {
     transport: String,
 }
 
+/// Why a new connection was shed.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ShedLabels {
+    reason: &'static str,
+}
+
+/// Why a client's request was refused by a limit.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusedLabels {
+    app: String,
+    reason: &'static str,
+}
+
 /// All of the server's metrics.
 #[derive(Debug)]
 pub struct Metrics {
@@ -25,6 +38,8 @@ pub struct Metrics {
     bytes_in: Family<Labels, Counter>,
     bytes_out: Family<Labels, Counter>,
     slow_consumers: Family<Labels, Counter>,
+    shed: Family<ShedLabels, Counter>,
+    refused: Family<RefusedLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -38,6 +53,8 @@ impl Default for Metrics {
             bytes_in: Family::default(),
             bytes_out: Family::default(),
             slow_consumers: Family::default(),
+            shed: Family::default(),
+            refused: Family::default(),
             registry: Registry::default(),
         };
         registry.register("connections", "Open client connections", m.connections.clone());
@@ -50,6 +67,16 @@ impl Default for Metrics {
             "slow_consumer_disconnects",
             "Clients closed because their outbound queue passed its bound",
             m.slow_consumers.clone(),
+        );
+        registry.register(
+            "connections_shed",
+            "New connections answered 503 and closed: at the connection limit or out of file descriptors",
+            m.shed.clone(),
+        );
+        registry.register(
+            "refused",
+            "Requests refused by a limit (sessions per mount, new sessions per address, bad or missing token, ...)",
+            m.refused.clone(),
         );
         Metrics { registry, ..m }
     }
@@ -70,6 +97,16 @@ impl Metrics {
             slow_consumers: self.slow_consumers.get_or_create(&labels).clone(),
             connections,
         }
+    }
+
+    /// Counts a new connection shed for `reason`.
+    pub fn shed(&self, reason: &'static str) {
+        self.shed.get_or_create(&ShedLabels { reason }).inc();
+    }
+
+    /// Counts a request to `app` refused for `reason`.
+    pub fn refused(&self, app: &str, reason: &'static str) {
+        self.refused.get_or_create(&RefusedLabels { app: app.to_owned(), reason }).inc();
     }
 
     /// The metrics in Prometheus text format.

@@ -2,29 +2,40 @@
 //!
 //! Like mini-redis, [`serve`] takes an already-bound listener and a shutdown
 //! future, so tests run it on port 0 and stop it when they like. A semaphore
-//! caps simultaneous connections; past the cap, new clients wait in the
-//! listen backlog instead of exhausting file descriptors.
+//! caps simultaneous connections. Past the cap, and when the process is out
+//! of file descriptors, new clients are shed (`shed`) rather than left to
+//! wait in the backlog. A connection that holds a slot without using it is
+//! closed: hyper's header timeout bounds a request's head, and an idle
+//! watchdog bounds the time between requests.
 
 use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::task::TaskTracker;
 
 use crate::apps::App;
 use crate::config::{Config, Mount};
+use crate::limits::AddressRates;
 use crate::metrics::Metrics;
+use crate::shed::Shedder;
 use crate::shutdown::Shutdown;
+use crate::token::Verifier;
 use crate::transport::{sockjs, websocket};
-use crate::{Error, http};
+use crate::{Error, http, tls};
 
 /// What every connection of one server shares.
-#[derive(Debug)]
 pub struct ServerState {
     pub config: Config,
     pub mounts: Vec<Arc<MountState>>,
@@ -32,6 +43,22 @@ pub struct ServerState {
     pub shutdown: Shutdown,
     /// Every task serving a client, so shutdown can wait for them.
     pub tracker: TaskTracker,
+    /// New SockJS sessions per client address, across mounts.
+    pub session_rates: AddressRates,
+    /// Checks connection tokens, when clients must present one.
+    pub tokens: Option<Verifier>,
+    tls: Option<TlsAcceptor>,
+}
+
+impl std::fmt::Debug for ServerState {
+    // rustls's acceptor has no Debug; say whether there is one.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerState")
+            .field("config", &self.config)
+            .field("mounts", &self.mounts)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// One mounted app.
@@ -43,26 +70,35 @@ pub struct MountState {
     pub sessions: Arc<sockjs::Registry>,
 }
 
+/// Bursts of new sessions an address may open: ten seconds' worth.
+const SESSION_BURST_SECONDS: u32 = 10;
+
 impl ServerState {
-    fn new(config: Config) -> ServerState {
+    fn new(config: Config) -> Result<ServerState, Error> {
         let mounts = config
             .mounts
             .iter()
             .map(|m| {
                 Arc::new(MountState {
                     config: m.clone(),
-                    app: Arc::new(App::new(m.app)),
-                    sessions: Arc::new(sockjs::Registry::new(16)),
+                    app: Arc::new(App::new(m.app, config.max_room_members, config.join_rate)),
+                    sessions: Arc::new(sockjs::Registry::new(16, m.limits.max_sessions)),
                 })
             })
             .collect();
-        ServerState {
+        let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
+        let tokens = config.token_key.as_ref().map(Verifier::new).transpose()?;
+        let session_rates = AddressRates::new(config.session_rate, config.session_rate.saturating_mul(SESSION_BURST_SECONDS));
+        Ok(ServerState {
             config,
             mounts,
             metrics: Metrics::default(),
             shutdown: Shutdown::default(),
             tracker: TaskTracker::new(),
-        }
+            session_rates,
+            tokens,
+            tls,
+        })
     }
 
     /// The mount at `prefix` (e.g. `/echo`).
@@ -70,74 +106,167 @@ impl ServerState {
         self.mounts.iter().find(|m| m.config.prefix == prefix)
     }
 
-    /// The limits of a WebSocket connection.
-    pub fn websocket_limits(&self) -> websocket::Limits {
+    /// The limits of a WebSocket connection to `mount`.
+    pub fn websocket_limits(&self, mount: &Mount) -> websocket::Limits {
         websocket::Limits {
             max_message_size: self.config.max_message_size,
             close_grace: self.config.shutdown_grace,
+            ping_interval: self.config.ping_interval,
+            max_message_rate: mount.limits.max_message_rate,
+            max_byte_rate: mount.limits.max_byte_rate,
         }
     }
 }
 
+/// One accepted TCP connection, for as long as anything serves it: its
+/// slot under `--max-connections` is held until the last holder lets go.
+#[derive(Debug)]
+pub struct Client {
+    /// Where it connects from, for per-address limits.
+    pub address: IpAddr,
+    _slot: OwnedSemaphorePermit,
+}
+
 /// Serves clients on `listener` until `shutdown` resolves; then stops
 /// accepting, closes every client with 1001, and returns once they are gone
-/// or the configured grace has passed.
+/// or the configured grace has passed, whichever is first.
 pub async fn serve(
     listener: TcpListener,
     config: Config,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
-    let state = Arc::new(ServerState::new(config));
-    let limit = Arc::new(Semaphore::new(state.config.max_connections));
-    let mut shutdown = std::pin::pin!(shutdown);
+    let state = Arc::new(ServerState::new(config)?);
+    let slots = Arc::new(Semaphore::new(state.config.max_connections));
+    let mut shedder = Shedder::new(state.config.max_connections);
+    let mut shutdown = pin!(shutdown);
     loop {
-        let permit = tokio::select! {
-            permit = limit.clone().acquire_owned() => permit.map_err(|_| Error::io("connection limit closed"))?,
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
             _ = &mut shutdown => break,
         };
-        let (stream, _peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    // Out of file descriptors or a connection reset before
-                    // accept: log, pause briefly so a persistent error does
-                    // not spin, and carry on serving.
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = &mut shutdown => break,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                shedder.accept_failed(&listener, &e, &state.metrics).await;
+                continue;
+            }
         };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            shedder.at_capacity(stream, &state.metrics, &state.tracker);
+            continue;
+        };
+        shedder.accepted(slots.available_permits());
         // Small frames are the norm here; do not hold them back for Nagle.
         let _ = stream.set_nodelay(true);
-        let state2 = state.clone();
-        state.tracker.spawn(async move {
-            let permit: Arc<dyn Send + Sync> = Arc::new(permit);
-            let service = {
-                let state = state2.clone();
-                service_fn(move |req| http::route(req, state.clone(), permit.clone()))
-            };
-            let conn = http1::Builder::new()
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), service)
-                .with_upgrades();
-            let mut conn = std::pin::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = state2.shutdown.wait() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = conn.await;
-                }
-            }
-        });
+        let client = Arc::new(Client { address: peer.ip(), _slot: slot });
+        state.tracker.spawn(connection(stream, peer, client, state.clone()));
     }
     drop(listener);
+    let deadline = Instant::now() + state.config.shutdown_grace;
     state.shutdown.trigger();
     state.tracker.close();
-    let grace = state.config.shutdown_grace + Duration::from_millis(500);
-    if tokio::time::timeout(grace, state.tracker.wait()).await.is_err() {
-        tracing::warn!("{} connections still open after the shutdown grace; exiting anyway", state.tracker.len());
+    if tokio::time::timeout_at(deadline, state.tracker.wait()).await.is_err() {
+        tracing::warn!("{} connections still open at the end of the shutdown grace; exiting anyway", state.tracker.len());
     }
     Ok(())
+}
+
+/// Serves one accepted connection, over TLS if the server has it.
+async fn connection(stream: TcpStream, peer: SocketAddr, client: Arc<Client>, state: Arc<ServerState>) {
+    match &state.tls {
+        None => http_connection(stream, client, state).await,
+        Some(acceptor) => {
+            // A handshake is a head like any other: it gets the header timeout.
+            let handshake = tokio::time::timeout(state.config.header_timeout, acceptor.accept(stream));
+            match handshake.await {
+                Ok(Ok(tls)) => http_connection(tls, client, state.clone()).await,
+                Ok(Err(e)) => tracing::debug!("TLS handshake with {peer} failed: {e}"),
+                Err(_) => tracing::debug!("TLS handshake with {peer} timed out"),
+            }
+        }
+    }
+}
+
+/// Runs HTTP/1.1 on a connection until it ends, is idle too long, or the
+/// server shuts down.
+async fn http_connection<S>(io: S, client: Arc<Client>, state: Arc<ServerState>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let activity = Arc::new(Activity::new());
+    let service = {
+        let (state, activity) = (state.clone(), activity.clone());
+        service_fn(move |req| {
+            let busy = Busy::start(activity.clone());
+            let (state, client) = (state.clone(), client.clone());
+            async move { http::route(req, state, client).await.map(|res| res.map(|body| http::hold(body, busy))) }
+        })
+    };
+    let mut builder = http1::Builder::new();
+    builder
+        .keep_alive(true)
+        .timer(TokioTimer::new())
+        .header_read_timeout(state.config.header_timeout)
+        .max_buf_size(state.config.max_header_size);
+    let conn = builder.serve_connection(TokioIo::new(io), service).with_upgrades();
+    let mut conn = pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        () = activity.idle_for(state.config.idle_timeout) => {
+            // No request is in progress, so closing loses nothing.
+        }
+        _ = state.shutdown.wait() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+}
+
+/// Whether a connection has a request in progress, and since when it has not.
+#[derive(Debug)]
+struct Activity {
+    started: Instant,
+    in_progress: AtomicUsize,
+    /// Milliseconds from `started` to the end of the last request.
+    idle_since_ms: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Activity {
+        Activity { started: Instant::now(), in_progress: AtomicUsize::new(0), idle_since_ms: AtomicU64::new(0) }
+    }
+
+    /// Resolves once the connection has had no request in progress for `limit`.
+    async fn idle_for(&self, limit: Duration) {
+        loop {
+            let idle_since = self.started + Duration::from_millis(self.idle_since_ms.load(Ordering::Acquire));
+            let busy = self.in_progress.load(Ordering::Acquire) > 0;
+            let now = Instant::now();
+            if !busy && now >= idle_since + limit {
+                return;
+            }
+            // While busy, look again a period later: the request may end any time.
+            tokio::time::sleep_until(if busy { now + limit } else { idle_since + limit }).await;
+        }
+    }
+}
+
+/// A request in progress: from its head until its response body is done
+/// (a streaming response is in progress for as long as it streams).
+#[derive(Debug)]
+pub struct Busy(Arc<Activity>);
+
+impl Busy {
+    fn start(activity: Arc<Activity>) -> Busy {
+        activity.in_progress.fetch_add(1, Ordering::AcqRel);
+        Busy(activity)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let ms = u64::try_from(self.0.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.0.idle_since_ms.store(ms, Ordering::Release);
+        self.0.in_progress.fetch_sub(1, Ordering::AcqRel);
+    }
 }

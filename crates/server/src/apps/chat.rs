@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use hub::{Hub, JoinError, Member, Payload};
-use wire::app::{AppError, ChatEvent, Join, MembersTag, Presence, Say, chat_message_json};
+use wire::app::{AppError, ChatEvent, Join, MAX_MEMBERS_LISTED, MembersTag, Presence, Say, chat_message_json};
+use wire::nickname::Nickname;
 
 use super::Session;
 
@@ -32,20 +33,39 @@ pub(super) fn on_message(hub: &Hub, session: &Session, joined: &mut Option<Joine
 }
 
 fn join(hub: &Hub, session: &Session, text: &str) -> Result<Joined, AppError> {
-    let Join { name, room } = Join::parse(text)?;
-    let member = Member { id: session.id, name: Some(Arc::from(name.as_str())), outbox: session.outbox.clone() };
-    let members = hub.join(&room, member).map_err(|e| match e {
+    let (Join { room, .. }, nickname) = Join::parse(text)?;
+    if let Some(identity) = &session.identity {
+        check_token(identity, &nickname, &room)?;
+    }
+    let name = nickname.shown.to_string();
+    let member = Member { id: session.id, name: Some(nickname), outbox: session.outbox.clone() };
+    let roster = hub.join(&room, member, MAX_MEMBERS_LISTED).map_err(|e| match e {
         JoinError::NameTaken => AppError::NameTaken { name: name.clone(), room: room.clone() },
+        JoinError::RoomFull => AppError::RoomFull { room: room.clone(), max: hub.limits().max_members },
+        JoinError::TooManyJoins => AppError::JoinsTooFast { room: room.clone() },
     })?;
     let list = ChatEvent::Members {
         event: MembersTag::Members,
         room: room.clone(),
-        members: members.iter().map(|m| m.to_string()).collect(),
+        members: roster.names.iter().map(|m| m.to_string()).collect(),
+        total: (roster.total > roster.names.len()).then_some(roster.total),
     };
     session.send(Payload::from(list.to_json()));
     let event = ChatEvent::Presence { event: Presence::Join, name: name.clone(), room: room.clone() };
     hub.publish(&room, &Payload::from(event.to_json()));
     Ok(Joined { name: Arc::from(name), room: Arc::from(room) })
+}
+
+/// A client with a token joins under its token's name, in its token's rooms.
+fn check_token(identity: &crate::token::Identity, name: &Nickname, room: &str) -> Result<(), AppError> {
+    let own = Nickname::parse(&identity.name).map_err(AppError::InvalidNickname)?;
+    if own.key != name.key {
+        return Err(AppError::NotYourName { name: name.shown.to_string(), token_name: own.shown.to_string() });
+    }
+    if identity.rooms.as_ref().is_some_and(|rooms| !rooms.iter().any(|r| r == room)) {
+        return Err(AppError::RoomNotAllowed { room: room.to_owned() });
+    }
+    Ok(())
 }
 
 pub(super) fn leave(hub: &Hub, session: &Session, joined: Option<Joined>) {

@@ -6,10 +6,13 @@ mod chat;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hub::{Close, Hub, Member, MemberId, Outbox, Payload};
+use hub::{Close, Hub, Member, MemberId, Outbox, Payload, RoomLimits};
 use serde::Deserialize;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
+use tokio::time::Instant;
 use wire::app::{AppError, Count};
+
+use crate::token::Identity;
 
 /// The apps a mount can serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
@@ -57,9 +60,15 @@ pub struct App {
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 
 impl App {
-    /// A new instance of the app with empty rooms.
-    pub fn new(kind: AppKind) -> App {
-        App { kind, hub: Hub::new(16) }
+    /// A new instance of the app with empty rooms. Chat rooms hold at most
+    /// `max_members` and take `join_rate` joins a second.
+    pub fn new(kind: AppKind, max_members: usize, join_rate: u32) -> App {
+        let limits = match kind {
+            AppKind::Chat => RoomLimits { max_members, join_rate: Some(join_rate) },
+            // The broadcast room is every client of the mount: bounded by the connections.
+            _ => RoomLimits::NONE,
+        };
+        App { kind, hub: Hub::with_limits(16, limits) }
     }
 
     /// The app's kind.
@@ -68,15 +77,16 @@ impl App {
     }
 
     /// Starts a session for a newly connected client whose messages go to
-    /// `outbox`. Dropping the returned value ends it (leaves its rooms).
-    pub fn open(self: &Arc<App>, outbox: Arc<Outbox>) -> AppSession {
+    /// `outbox`, and who is `identity` if it presented a token. Dropping the
+    /// returned value ends it (leaves its rooms).
+    pub fn open(self: &Arc<App>, outbox: Arc<Outbox>, identity: Option<Arc<Identity>>) -> AppSession {
         let id = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
-        let session = Session { id, outbox };
+        let session = Session { id, outbox, identity };
         let state = match self.kind {
             AppKind::Broadcast => {
                 let member = Member { id, name: None, outbox: session.outbox.clone() };
                 // Anonymous members cannot collide, so this join cannot fail.
-                let _ = self.hub.join(BROADCAST_ROOM, member);
+                let _ = self.hub.join(BROADCAST_ROOM, member, 0);
                 State::Broadcast
             }
             AppKind::Close => {
@@ -96,6 +106,8 @@ impl App {
 pub struct Session {
     pub id: MemberId,
     pub outbox: Arc<Outbox>,
+    /// Who the client's token says it is, when the server requires tokens.
+    pub identity: Option<Arc<Identity>>,
 }
 
 impl Session {
@@ -135,6 +147,11 @@ impl AppSession {
     /// The session's outbox, which the transport's writer drains.
     pub fn outbox(&self) -> &Arc<Outbox> {
         &self.session.outbox
+    }
+
+    /// When the client's token expires and the session must end.
+    pub fn expires(&self) -> Option<Instant> {
+        self.session.identity.as_ref().map(|i| i.expires)
     }
 
     /// Handles one message from the client.

@@ -11,6 +11,7 @@
 
 use std::pin::pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
@@ -30,9 +31,11 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::apps::AppSession;
 use crate::http::{Body, method_not_allowed, text_response};
+use crate::limits::Inflow;
 use crate::metrics::ConnectionMetrics;
-use crate::server::{MountState, ServerState};
+use crate::server::{Client, MountState, ServerState};
 use crate::shutdown::Shutdown;
+use crate::token::Identity;
 
 /// Why a handshake request cannot be upgraded, answered with an HTTP status.
 /// The texts are those the SockJS protocol suite expects of this endpoint.
@@ -64,13 +67,16 @@ pub fn check_handshake(req: &Request<impl Sized>) -> Result<HeaderValue, Respons
 
 /// Answers a WebSocket handshake on `mount`: checks it, and once the
 /// connection is upgraded runs it with the given framing, opening
-/// a new app session; `label` names the transport in metrics. The connection
-/// permit is held until the connection ends.
+/// a new app session for `identity`; `label` names the transport in metrics.
+/// The client's connection slot is held until the connection ends.
+// Each argument is a different piece of the connection; a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub fn upgrade<I, O>(
     req: &mut Request<Incoming>,
     mount: &Arc<MountState>,
     server: &Arc<ServerState>,
-    permit: Arc<dyn Send + Sync>,
+    client: Arc<Client>,
+    identity: Option<Arc<Identity>>,
     label: &'static str,
     inbound: I,
     outbound: O,
@@ -88,19 +94,19 @@ where
     server.tracker.spawn(async move {
         let Ok(upgraded) = on_upgrade.await else { return };
         let outbox = Arc::new(Outbox::new(server2.config.queue_limit));
-        let session = mount.app.open(outbox);
+        let session = mount.app.open(outbox, identity);
         let metrics = server2.metrics.connection(mount.config.name(), label);
         run(
             TokioIo::new(upgraded),
             session,
             inbound,
             outbound,
-            server2.websocket_limits(),
+            server2.websocket_limits(&mount.config),
             metrics,
             server2.shutdown.clone(),
         )
         .await;
-        drop(permit);
+        drop(client);
     });
     switching_protocols(accept)
 }
@@ -129,13 +135,25 @@ pub struct Limits {
     pub max_message_size: usize,
     /// How long to wait for the client to take our close frame and answer it.
     pub close_grace: Duration,
+    /// How often a silent client is pinged.
+    pub ping_interval: Duration,
+    /// Messages a second the client may send before it is read more slowly.
+    pub max_message_rate: u32,
+    /// Message bytes a second the client may send before it is read more slowly.
+    pub max_byte_rate: u32,
+}
+
+/// The close for a client that answered no ping for a whole interval.
+fn ping_timeout() -> Close {
+    Close::new(1008, "ping timeout: no answer to the server's ping")
 }
 
 /// How the client's messages reach the app. Native WebSocket hands each text
 /// frame to the app as it is; SockJS over WebSocket decodes a JSON array first.
 pub trait Inbound: Send {
-    /// Handles one text frame; `Err` closes the connection with that close.
-    fn on_text(&mut self, session: &mut AppSession, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<(), Close>;
+    /// Handles one text frame and says how many messages it carried; `Err`
+    /// closes the connection with that close.
+    fn on_text(&mut self, session: &mut AppSession, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<usize, Close>;
 }
 
 /// Native framing: the frame payload is the message.
@@ -143,9 +161,9 @@ pub trait Inbound: Send {
 pub struct Raw;
 
 impl Inbound for Raw {
-    fn on_text(&mut self, session: &mut AppSession, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<(), Close> {
+    fn on_text(&mut self, session: &mut AppSession, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<usize, Close> {
         session.on_message(text);
-        Ok(())
+        Ok(1)
     }
 }
 
@@ -200,16 +218,41 @@ pub async fn run<S>(
     let ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
     let (sink, stream) = ws.split();
     let outbox = session.outbox().clone();
+    let heard = Heard::new();
 
     // The reader and the writer run side by side in this one task; the
     // reader owns the app session so that it is dropped (rooms left) as soon
     // as the client stops talking.
     let reader = async {
-        read(stream, &mut session, inbound, &metrics, &shutdown, limits).await;
+        read(stream, &mut session, inbound, &metrics, &shutdown, limits, &heard).await;
         drop(session);
     };
-    let writer = write(sink, &outbox, outbound, &metrics, limits);
+    let writer = write(sink, &outbox, outbound, &metrics, limits, &heard);
     tokio::join!(reader, writer);
+}
+
+/// When the client last sent anything (a message, a pong, a close), which
+/// the reader records and the writer's pings read.
+struct Heard {
+    start: Instant,
+    ms: AtomicU64,
+}
+
+impl Heard {
+    fn new() -> Heard {
+        Heard { start: Instant::now(), ms: AtomicU64::new(0) }
+    }
+
+    fn now(&self) {
+        // Rounded up, so a pong heard in the millisecond its ping left counts as after it.
+        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX).saturating_add(1);
+        self.ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// When the client was last heard, from the start.
+    fn last(&self) -> Duration {
+        Duration::from_millis(self.ms.load(Ordering::Relaxed))
+    }
 }
 
 async fn read<St>(
@@ -219,6 +262,7 @@ async fn read<St>(
     metrics: &ConnectionMetrics,
     shutdown: &Shutdown,
     limits: Limits,
+    heard: &Heard,
 ) where
     St: Stream<Item = Result<Message, WsError>> + Unpin,
 {
@@ -226,27 +270,53 @@ async fn read<St>(
     // Made once, not per message: each registers a waiter when first polled.
     let mut shutting_down = pin!(shutdown.wait());
     let mut closed = pin!(outbox.closed());
+    let expires = session.expires();
+    let mut inflow = Inflow::new(limits.max_message_rate, limits.max_byte_rate);
+    // Set while the client is over its rate: nothing is read until then, so
+    // its own TCP window holds it back.
+    let mut throttled: Option<Instant> = None;
     loop {
         let message = tokio::select! {
-            message = stream.next() => message,
+            message = stream.next(), if throttled.is_none() => message,
+            () = sleep_until_some(throttled) => {
+                throttled = None;
+                continue;
+            }
             _ = &mut shutting_down => {
                 outbox.close(Close::GOING_AWAY);
                 break;
             }
             _ = &mut closed => break,
+            () = sleep_until_some(expires) => {
+                outbox.close(Close::new(1008, "token expired"));
+                break;
+            }
         };
+        heard.now();
         let close = match message {
             Some(Ok(Message::Text(text))) => {
-                metrics.received(text.len());
+                let len = text.len();
+                metrics.received(len);
                 match framing.on_text(session, text) {
-                    Ok(()) => continue,
+                    Ok(messages) => {
+                        throttled = inflow.charge(messages, len);
+                        continue;
+                    }
                     Err(close) => close,
                 }
             }
             Some(Ok(Message::Binary(_))) => Close::new(1003, "binary frames are not accepted; send text"),
             Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
-            // tungstenite answers the peer's close itself.
-            Some(Ok(Message::Close(_))) | None => Close::PEER_GONE,
+            // tungstenite queues the answer to the peer's close; reading on
+            // (below) sends it, and then the stream ends and the socket closes.
+            Some(Ok(Message::Close(_))) => {
+                outbox.close(Close::PEER_GONE);
+                break;
+            }
+            None => {
+                outbox.close(Close::PEER_GONE);
+                return;
+            }
             Some(Err(e)) => close_for(&e),
         };
         outbox.close(close);
@@ -259,6 +329,14 @@ async fn read<St>(
     // to our close frame completes the handshake, but not forever.
     let drain = async { while let Some(Ok(_)) = stream.next().await {} };
     let _ = tokio::time::timeout(limits.close_grace, drain).await;
+}
+
+/// Sleeps until `at`, or for ever when there is no `at`.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The close that answers a read error.
@@ -280,6 +358,7 @@ async fn write<Si>(
     mut framing: impl Outbound,
     metrics: &ConnectionMetrics,
     limits: Limits,
+    heard: &Heard,
 ) where
     Si: Sink<Message, Error = WsError> + Unpin,
 {
@@ -288,6 +367,11 @@ async fn write<Si>(
     framing.opening(&mut frames);
     let heartbeat = framing.heartbeat_interval();
     let mut silent_since = Instant::now();
+    let every = limits.ping_interval;
+    let mut pings = tokio::time::interval_at(Instant::now() + every, every);
+    pings.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // When the unanswered ping went out, if one did.
+    let mut pinged: Option<Duration> = None;
     // What the frames about to be sent carry, for the metrics.
     let (mut count, mut bytes) = (0, 0);
     // Set once the outbox is closed: the frames still to send are the last.
@@ -309,17 +393,28 @@ async fn write<Si>(
         if let Some(close) = last.take() {
             break close;
         }
-        let drained = match heartbeat {
-            None => outbox.drain(&mut batch).await,
-            Some(every) => tokio::select! {
-                // `drain` is cancel-safe: a heartbeat loses no message.
-                drained = outbox.drain(&mut batch) => drained,
-                () = tokio::time::sleep_until(silent_since + every) => {
-                    framing.heartbeat(&mut frames);
-                    (count, bytes) = (0, 0);
+        let drained = tokio::select! {
+            // `drain` is cancel-safe: a heartbeat or a ping loses no message.
+            drained = outbox.drain(&mut batch) => drained,
+            () = sleep_until_some(heartbeat.map(|every| silent_since + every)) => {
+                framing.heartbeat(&mut frames);
+                (count, bytes) = (0, 0);
+                continue;
+            }
+            _ = pings.tick() => {
+                let (last, now) = (heard.last(), heard.start.elapsed());
+                if pinged.is_some_and(|sent| last < sent) {
+                    outbox.close(ping_timeout());
                     continue;
                 }
-            },
+                pinged = None;
+                if now.saturating_sub(last) >= every {
+                    frames.push(Message::Ping(Default::default()));
+                    (count, bytes) = (0, 0);
+                    pinged = Some(now);
+                }
+                continue;
+            }
         };
         if let Drained::Closed(close) = &drained
             && (*close == Close::PEER_GONE || close.is_slow_consumer())

@@ -8,6 +8,7 @@ mod support;
 
 mod apps;
 mod bad_input;
+mod hostile;
 mod lifecycle;
 mod sockjs_http;
 mod sockjs_ws;

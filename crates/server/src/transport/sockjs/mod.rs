@@ -26,16 +26,19 @@ mod session;
 mod streaming;
 mod websocket;
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use hub::Outbox;
 use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use self::headers::Echo;
 use self::session::{Attach, Receiver, Session};
-use crate::http::{Body, method_not_allowed, not_found, text_response};
-use crate::server::{MountState, ServerState};
+use crate::http::{Body, authenticate, method_not_allowed, not_found, text_response};
+use crate::server::{Client, MountState, ServerState};
+use crate::token::Identity;
 
 pub use self::headers::origin_allowed;
 pub use self::pages::{CLIENT_SCRIPT_PATH, client_script};
@@ -81,6 +84,11 @@ impl Transport {
         }
     }
 
+    /// Whether a request of this transport receives frames (and so may open a session).
+    fn receives(self) -> bool {
+        matches!(self, Transport::Xhr | Transport::XhrStreaming | Transport::EventSource | Transport::HtmlFile | Transport::Jsonp)
+    }
+
     /// The methods the URL takes, for `Allow` and CORS preflights.
     fn methods(self) -> &'static str {
         match self {
@@ -90,6 +98,9 @@ impl Transport {
         }
     }
 }
+
+/// Longest server or session id, in bytes. sockjs-client's are 3 and 8.
+pub const MAX_ID_LEN: usize = 64;
 
 /// Splits `/<server>/<session>/<transport>`. The server id only steers load
 /// balancers and is ignored; neither id may be empty or hold a dot.
@@ -110,7 +121,7 @@ pub async fn route(
     rest: &str,
     mount: &Arc<MountState>,
     server: &Arc<ServerState>,
-    permit: Arc<dyn Send + Sync>,
+    client: Arc<Client>,
 ) -> Response<Body> {
     let options = &mount.config.sockjs;
     match rest {
@@ -125,16 +136,29 @@ pub async fn route(
         return pages::info(&req, options);
     }
     let Some((id, transport)) = session_path(rest) else { return not_found() };
+    if rest.split('/').any(|part| part.len() > MAX_ID_LEN) {
+        server.metrics.refused(mount.config.name(), "session_id_length");
+        return text_response(StatusCode::BAD_REQUEST, format!("Session and server ids may be at most {MAX_ID_LEN} bytes.\n"));
+    }
+    let identity = match authenticate(&req, server, mount.config.name()) {
+        Ok(identity) => identity,
+        Err(res) => return res,
+    };
     if transport == Transport::WebSocket {
         if !options.websocket {
             return not_found();
         }
         let framing = websocket::Sockjs::new(options.heartbeat);
         let label = transport.label();
-        return crate::transport::websocket::upgrade(&mut req, mount, server, permit, label, framing.clone(), framing);
+        return crate::transport::websocket::upgrade(&mut req, mount, server, client, identity, label, framing.clone(), framing);
     }
     let echo = Echo::new(&req, options.cookie_needed);
-    let receiving = Receiving { id, transport, mount, server };
+    let receiving = Receiving { id, transport, mount, server, identity, address: client.address };
+    if transport.receives() && req.method() != Method::OPTIONS && mount.sessions.get(id).is_none() {
+        if let Err(res) = receiving.admit(&echo) {
+            return res;
+        }
+    }
     match (transport, req.method().clone()) {
         (Transport::Xhr | Transport::XhrSend | Transport::XhrStreaming, Method::OPTIONS) => {
             headers::preflight(&echo, transport.methods())
@@ -150,26 +174,52 @@ pub async fn route(
     }
 }
 
-/// A receiving request: which session it names, by which transport.
-#[derive(Clone, Copy)]
+/// A receiving request: which session it names, by which transport, from
+/// whom.
+#[derive(Clone)]
 struct Receiving<'a> {
     id: &'a str,
     transport: Transport,
     mount: &'a Arc<MountState>,
     server: &'a Arc<ServerState>,
+    identity: Option<Arc<Identity>>,
+    address: IpAddr,
 }
 
 impl Receiving<'_> {
+    /// Whether this request may open a new session: the mount has room for
+    /// one more, and its address has not opened too many lately. A refusal
+    /// is answered 503 or 429 with a `Retry-After`, and counted.
+    // The error is the response to send; its size on the stack does not matter.
+    #[allow(clippy::result_large_err)]
+    fn admit(&self, echo: &Echo) -> Result<(), Response<Body>> {
+        let (status, reason, text, retry) = if self.mount.sessions.is_full() {
+            let text = format!("Too many sessions on this server ({}); try again later.\n", self.mount.sessions.max());
+            (StatusCode::SERVICE_UNAVAILABLE, "max_sessions", text, "5")
+        } else if !self.server.session_rates.admit(self.address) {
+            let text = "Too many new sessions from your address; slow down.\n".to_owned();
+            (StatusCode::TOO_MANY_REQUESTS, "session_rate", text, "1")
+        } else {
+            return Ok(());
+        };
+        self.server.metrics.refused(self.mount.config.name(), reason);
+        let mut res = echo.session_response(status, headers::TEXT, text);
+        res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(retry));
+        Err(res)
+    }
+
     /// Opens the session (a new id starts one, with a fresh app session)
-    /// or attaches to it; `None` when another request is already receiving.
+    /// or attaches to it; `None` when another request is already receiving
+    /// or the mount is full.
     fn attach(self) -> Option<Receiver> {
-        let Receiving { id, transport, mount, server } = self;
+        let Receiving { id, transport, mount, server, identity, .. } = self;
         loop {
             let (session, created) = mount.sessions.get_or_open(id, |id| {
                 let outbox = Arc::new(Outbox::new(server.config.queue_limit));
                 let metrics = server.metrics.connection(mount.config.name(), transport.label());
-                Session::new(id, mount.app.open(outbox), metrics)
-            });
+                let limits = mount.config.limits;
+                Session::new(id, mount.app.open(outbox, identity.clone()), metrics, limits.max_message_rate, limits.max_byte_rate)
+            })?;
             if created {
                 server.tracker.spawn(session::reap(
                     mount.sessions.clone(),
@@ -188,7 +238,7 @@ impl Receiving<'_> {
         }
     }
 
-    fn heartbeat(self) -> std::time::Duration {
+    fn heartbeat(&self) -> std::time::Duration {
         self.mount.config.sockjs.heartbeat
     }
 }

@@ -44,13 +44,14 @@ pub async fn jsonp<B>(req: &Request<B>, echo: &Echo, receiving: Receiving<'_>) -
 /// with 1002; nothing has left the outbox by then.
 async fn poll(receiving: Receiving<'_>) -> Vec<u8> {
     let mut frame = Vec::new();
+    let heartbeat = receiving.heartbeat();
     match receiving.attach() {
         None => another_connection_still_open(&mut frame),
         Some(mut receiver) => {
             if receiver.opening() {
                 frame.extend_from_slice(OPEN);
             } else {
-                receiver.next(receiving.heartbeat(), &mut frame).await;
+                receiver.next(heartbeat, &mut frame).await;
             }
             receiver.finish();
         }

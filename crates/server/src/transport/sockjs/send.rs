@@ -68,6 +68,9 @@ async fn deliver(
     };
     let messages = decode(content_type.as_deref(), &body)
         .map_err(|e| echo.session_response(StatusCode::INTERNAL_SERVER_ERROR, headers::TEXT, e.reason()))?;
-    session.deliver(messages, server.config.max_message_size);
+    if let Some(until) = session.deliver(messages, server.config.max_message_size) {
+        // Over its rate: the answer waits, and with it the client's next send.
+        tokio::time::sleep_until(until).await;
+    }
     Ok(())
 }

@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::pin::pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hub::{Close, Drained, Outbox, Payload, Shards};
@@ -25,6 +26,7 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 use wire::sockjs::{HEARTBEAT, encode_close, encode_messages, quote};
 
 use crate::apps::AppSession;
+use crate::limits::Inflow;
 use crate::metrics::ConnectionMetrics;
 use crate::shutdown::Shutdown;
 
@@ -40,12 +42,26 @@ pub fn interrupted() -> Close {
 #[derive(Debug)]
 pub struct Registry {
     sessions: Shards<HashMap<Arc<str>, Arc<Session>>>,
+    /// Sessions held, and the most it may hold.
+    count: AtomicUsize,
+    max: usize,
 }
 
 impl Registry {
-    /// An empty registry with `shards` independently locked shards (at least one).
-    pub fn new(shards: usize) -> Registry {
-        Registry { sessions: Shards::new(shards) }
+    /// An empty registry with `shards` independently locked shards (at least
+    /// one), holding at most `max` sessions.
+    pub fn new(shards: usize, max: usize) -> Registry {
+        Registry { sessions: Shards::new(shards), count: AtomicUsize::new(0), max }
+    }
+
+    /// Whether the registry holds as many sessions as it may.
+    pub fn is_full(&self) -> bool {
+        self.count.load(Ordering::Relaxed) >= self.max
+    }
+
+    /// The most sessions it may hold.
+    pub fn max(&self) -> usize {
+        self.max
     }
 
     /// The live session `id`, if there is one.
@@ -54,17 +70,22 @@ impl Registry {
     }
 
     /// The session `id`, or a new one built by `open` if there is none; the
-    /// flag says whether it is new. `open` runs under the shard's lock, so it
-    /// must only build (joining an app's rooms is fine: the hub never calls back).
-    pub fn get_or_open(&self, id: &str, open: impl FnOnce(Arc<str>) -> Session) -> (Arc<Session>, bool) {
+    /// flag says whether it is new. `None` when a new one is needed and the
+    /// registry is full. `open` runs under the shard's lock, so it must only
+    /// build (joining an app's rooms is fine: the hub never calls back).
+    pub fn get_or_open(&self, id: &str, open: impl FnOnce(Arc<str>) -> Session) -> Option<(Arc<Session>, bool)> {
         let mut shard = self.sessions.get(id).lock();
         if let Some(session) = shard.get(id) {
-            return (session.clone(), false);
+            return Some((session.clone(), false));
+        }
+        // Reserved before building, so that racing opens cannot pass the bound.
+        if self.count.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |n| (n < self.max).then_some(n + 1)).is_err() {
+            return None;
         }
         let id: Arc<str> = Arc::from(id);
         let session = Arc::new(open(id.clone()));
         shard.insert(id, session.clone());
-        (session, true)
+        Some((session, true))
     }
 
     /// Removes `session` if it has had no receiving request for `delay`.
@@ -89,6 +110,7 @@ impl Registry {
         state.expired = true;
         if shard.get(&session.id).is_some_and(|s| Arc::ptr_eq(s, session)) {
             shard.remove(&session.id);
+            self.count.fetch_sub(1, Ordering::AcqRel);
         }
         true
     }
@@ -96,7 +118,9 @@ impl Registry {
     /// Number of live sessions.
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.sessions.iter().map(|s| s.lock().len()).sum()
+        let held = self.sessions.iter().map(|s| s.lock().len()).sum();
+        assert_eq!(held, self.count.load(Ordering::Relaxed), "the count follows the map");
+        held
     }
 }
 
@@ -112,6 +136,10 @@ pub struct Session {
     changed: Notify,
     /// Counted as one connection for as long as the session lives.
     metrics: ConnectionMetrics,
+    /// What the client may send a second, over all its send requests.
+    inflow: Mutex<Inflow>,
+    /// When the client's token expires, if it has one.
+    expires: Option<Instant>,
 }
 
 #[derive(Debug)]
@@ -140,10 +168,12 @@ pub enum Attach {
 
 impl Session {
     /// A session for `app`, whose outbox the session's frames come from.
-    pub fn new(id: Arc<str>, app: AppSession, metrics: ConnectionMetrics) -> Session {
+    pub fn new(id: Arc<str>, app: AppSession, metrics: ConnectionMetrics, message_rate: u32, byte_rate: u32) -> Session {
         Session {
             id,
             outbox: app.outbox().clone(),
+            expires: app.expires(),
+            inflow: Mutex::new(Inflow::new(message_rate, byte_rate)),
             app: Mutex::new(Some(app)),
             state: Mutex::new(State {
                 receiver: None,
@@ -199,17 +229,22 @@ impl Session {
     /// Hands messages a client sent to the app, in order. A message over
     /// `max_message_size` closes the session with 1009, as over WebSocket.
     /// Messages to a closed session are dropped: nobody is listening.
-    pub fn deliver(&self, messages: Vec<String>, max_message_size: usize) {
+    /// Returns when the client is back under its rate, if it is over: the
+    /// send request is answered then, which holds the next one back.
+    pub fn deliver(&self, messages: Vec<String>, max_message_size: usize) -> Option<Instant> {
+        let count = messages.len();
+        let bytes = messages.iter().map(String::len).sum();
         let mut app = self.app.lock();
-        let Some(app) = app.as_mut() else { return };
+        let app = app.as_mut()?;
         for message in messages {
             if message.len() > max_message_size {
                 self.outbox.close(Close::new(1009, "message too big"));
-                return;
+                return None;
             }
             self.metrics.received(message.len());
             app.on_message(Utf8Bytes::from(message));
         }
+        self.inflow.lock().charge(count, bytes)
     }
 
     /// When the session will expire if no request attaches; `None` while
@@ -232,7 +267,11 @@ pub async fn reap(registry: Arc<Registry>, session: Arc<Session>, delay: Duratio
         let deadline = session.idle_deadline(delay);
         // A far deadline stands for "none": the branch is disabled then anyway.
         let sleep = tokio::time::sleep_until(deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400)));
+        let far = Instant::now() + Duration::from_secs(86_400);
         tokio::select! {
+            () = tokio::time::sleep_until(session.expires.unwrap_or(far)), if app_open && session.expires.is_some() => {
+                session.outbox.close(Close::new(1008, "token expired"));
+            }
             () = changed => {}
             () = sleep, if deadline.is_some() => {
                 if registry.expire_if_idle(&session, delay) {
@@ -358,10 +397,10 @@ mod tests {
     use crate::metrics::Metrics;
 
     fn session(kind: AppKind) -> Arc<Session> {
-        let app = Arc::new(App::new(kind));
+        let app = Arc::new(App::new(kind, 100, 100));
         let metrics = Metrics::default();
         let outbox = Arc::new(Outbox::new(1 << 20));
-        Arc::new(Session::new(Arc::from("s"), app.open(outbox), metrics.connection("echo", "xhr")))
+        Arc::new(Session::new(Arc::from("s"), app.open(outbox, None), metrics.connection("echo", "xhr"), 100, 1 << 20))
     }
 
     fn receiver(session: &Arc<Session>) -> Receiver {
@@ -431,23 +470,29 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_reaper_expires_an_idle_session_and_keeps_a_busy_one() {
-        let registry = Arc::new(Registry::new(4));
-        let app = Arc::new(App::new(AppKind::Echo));
+        let registry = Arc::new(Registry::new(4, 2));
+        let app = Arc::new(App::new(AppKind::Echo, 100, 100));
         let metrics = Metrics::default();
-        let (s, created) = registry.get_or_open("abc", |id| {
-            Session::new(id, app.open(Arc::new(Outbox::new(1 << 20))), metrics.connection("echo", "xhr"))
-        });
+        let open = |id| Session::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None), metrics.connection("echo", "xhr"), 100, 1 << 20);
+        let (s, created) = registry.get_or_open("abc", open).unwrap();
         assert!(created);
+        assert!(!registry.get_or_open("abc", open).unwrap().1);
+        // The registry holds two at most.
+        assert!(registry.get_or_open("def", open).is_some());
+        assert!(registry.is_full());
+        assert!(registry.get_or_open("ghi", open).is_none());
         let delay = Duration::from_secs(5);
         let reaper = tokio::spawn(reap(registry.clone(), s.clone(), delay, Shutdown::default()));
         let r = receiver(&s);
         tokio::time::sleep(delay * 3).await;
-        assert_eq!(registry.len(), 1, "a session with a receiver never expires");
+        assert_eq!(registry.len(), 2, "a session with a receiver never expires");
         r.finish();
         tokio::time::sleep(delay / 2).await;
         assert!(registry.get("abc").is_some());
         reaper.await.unwrap();
         assert!(registry.get("abc").is_none());
+        assert_eq!(registry.len(), 1);
+        assert!(!registry.is_full());
         assert!(matches!(s.attach(), Attach::Expired));
         assert!(s.app.lock().is_none());
     }

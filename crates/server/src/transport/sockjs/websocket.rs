@@ -45,12 +45,13 @@ fn text(frame: Vec<u8>) -> Option<Message> {
 }
 
 impl Inbound for Sockjs {
-    fn on_text(&mut self, session: &mut AppSession, text: Utf8Bytes) -> Result<(), Close> {
+    fn on_text(&mut self, session: &mut AppSession, text: Utf8Bytes) -> Result<usize, Close> {
         let messages = decode_websocket(text.as_bytes()).map_err(|_| broken_framing())?;
+        let count = messages.len();
         for message in messages {
             session.on_message(Utf8Bytes::from(message));
         }
-        Ok(())
+        Ok(count)
     }
 }
 

@@ -1,0 +1,108 @@
+//! Rates a client may not pass, as token buckets (`hub::Bucket`): what one
+//! connection sends ([`Inflow`]) and how many new sessions one address opens
+//! ([`AddressRates`]).
+//!
+//! A reader that waits for what [`Inflow::charge`] says before reading on
+//! holds its client to the rate by back-pressure (TCP fills up on the
+//! client's side), never by dropping what the client sent.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use hub::{Bucket, Shards};
+use tokio::time::Instant;
+
+/// What one client may send: messages and bytes a second, each with a
+/// burst of one second's worth.
+#[derive(Debug, Clone)]
+pub struct Inflow {
+    messages: Bucket,
+    bytes: Bucket,
+}
+
+impl Inflow {
+    /// The bounds of a client of a mount with these rates.
+    pub fn new(message_rate: u32, byte_rate: u32) -> Inflow {
+        Inflow { messages: Bucket::new(message_rate, message_rate), bytes: Bucket::new(byte_rate, byte_rate) }
+    }
+
+    /// Charges `messages` messages of `bytes` bytes in all, and returns when
+    /// the client may be read again, if it must wait.
+    pub fn charge(&mut self, messages: usize, bytes: usize) -> Option<Instant> {
+        let now = Instant::now();
+        let wait = self.messages.take(messages as f64, now).max(self.bytes.take(bytes as f64, now));
+        (!wait.is_zero()).then(|| now + wait)
+    }
+}
+
+/// Most addresses a limiter remembers; past it, the full buckets (addresses
+/// that have not opened anything lately) are forgotten, and if none is full
+/// the address that asks is refused, so the map itself stays bounded.
+const MAX_ADDRESSES: usize = 65_536;
+
+/// A rate per client address: how many new sessions each may open.
+#[derive(Debug)]
+pub struct AddressRates {
+    rate: u32,
+    burst: u32,
+    buckets: Shards<HashMap<IpAddr, Bucket>>,
+}
+
+impl AddressRates {
+    /// `rate` a second per address, with bursts of `burst`.
+    pub fn new(rate: u32, burst: u32) -> AddressRates {
+        AddressRates { rate, burst, buckets: Shards::new(16) }
+    }
+
+    /// Whether `address` may open one more now; counts it if so.
+    pub fn admit(&self, address: IpAddr) -> bool {
+        let now = Instant::now();
+        let mut shard = self.buckets.get(&address).lock();
+        if !shard.contains_key(&address) && shard.len() >= MAX_ADDRESSES / 16 {
+            shard.retain(|_, bucket| !bucket.is_full(now));
+            if shard.len() >= MAX_ADDRESSES / 16 {
+                return false;
+            }
+        }
+        shard.entry(address).or_insert_with(|| Bucket::new(self.rate, self.burst)).try_take(now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn inflow_waits_for_the_tighter_of_its_two_rates() {
+        let mut inflow = Inflow::new(10, 1000);
+        let start = Instant::now();
+        assert_eq!(inflow.charge(10, 10), None);
+        assert_eq!(inflow.charge(1, 10), Some(start + Duration::from_millis(100)));
+        let mut inflow = Inflow::new(10, 1000);
+        assert_eq!(inflow.charge(1, 3000), Some(start + Duration::from_secs(2)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_address_has_its_own_rate() {
+        let rates = AddressRates::new(1, 3);
+        let a: IpAddr = [127, 0, 0, 1].into();
+        let b: IpAddr = [127, 0, 0, 2].into();
+        assert_eq!((0..10).filter(|_| rates.admit(a)).count(), 3);
+        assert!(rates.admit(b));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(rates.admit(a));
+        assert!(!rates.admit(a));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_address_map_stays_bounded() {
+        let rates = AddressRates::new(1, 1);
+        for i in 0..(MAX_ADDRESSES as u32 + 1000) {
+            rates.admit(IpAddr::from(i.to_be_bytes()));
+        }
+        let held: usize = rates.buckets.iter().map(|s| s.lock().len()).sum();
+        assert!(held <= MAX_ADDRESSES, "{held}");
+    }
+}
