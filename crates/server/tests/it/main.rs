@@ -10,5 +10,6 @@ mod apps;
 mod bad_input;
 mod hostile;
 mod lifecycle;
+mod security;
 mod sockjs_http;
 mod sockjs_ws;
