@@ -160,6 +160,50 @@ function serveHttp(req, res) {
   return false;
 }
 
+// Serves each app at /<app>/websocket on `server` with the `ws` library's
+// WebSocketServer class (passed in: each peer has its own pinned ws). ws's
+// defaults are kept (no permessage-deflate on the server side) except the
+// payload limit, set to Switchboard's --max-message-size default (ws: 100 MiB).
+// `makeConn(ws)` may wrap a socket (the cluster peer tags it with an id).
+function mountWebSockets(server, apps, WebSocketServer, makeConn = (ws) => ({ send: (text) => ws.send(text) })) {
+  const wss = {};
+  for (const name of APP_NAMES) {
+    const app = apps[name];
+    const s = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024, clientTracking: false });
+    s.on('connection', (ws) => {
+      const c = makeConn(ws);
+      app.onOpen(c);
+      ws.on('message', (data, isBinary) => {
+        if (isBinary) { ws.close(1003, 'binary frames are not accepted'); return; }
+        app.onMessage(c, data.toString());
+      });
+      ws.on('close', () => app.onClose(c));
+      ws.on('error', () => {}); // a bad frame closes the socket; 'close' follows
+    });
+    wss['/' + name + '/websocket'] = s;
+  }
+  server.on('upgrade', (req, socket, head) => {
+    const s = wss[req.url.split('?', 1)[0]];
+    if (!s) {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    s.handleUpgrade(req, socket, head, (ws) => s.emit('connection', ws, req));
+  });
+}
+
+// The Express peers' HTTP side: an Express app (the `express` function of the
+// peer's own pinned install) answering /healthz and /count/xhr.
+function makeExpressApp(express) {
+  const app = express();
+  app.get('/healthz', (req, res) => res.type('text/plain').send('ok'));
+  app.get('/count/xhr', (req, res) => {
+    const [status, body] = countXhr(req.originalUrl);
+    res.status(status).set('Cache-Control', 'no-store').type('application/json').send(body);
+  });
+  return app;
+}
+
 function parsePort(argv) {
   const port = Number(argv[2] || process.env.PORT);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
@@ -175,4 +219,4 @@ function announce(server) {
   process.stdout.write(`listening on http://127.0.0.1:${port}/\n`);
 }
 
-module.exports = { APP_NAMES, Room, makeApps, serveHttp, countXhr, parsePort, announce };
+module.exports = { APP_NAMES, Room, makeApps, serveHttp, countXhr, mountWebSockets, makeExpressApp, parsePort, announce };

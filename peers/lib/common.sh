@@ -137,3 +137,52 @@ start_peer() {
 
 # apt_try PKG... — like apt_install, but returns non-zero instead of exiting.
 apt_try() { ( apt_install "$@" ) ; }
+
+# need_java — java (17 or later) and mvn on PATH (Debian's
+# openjdk-17-jdk-headless and maven if missing).
+need_java() {
+  if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
+    apt_install openjdk-17-jdk-headless maven
+  fi
+}
+
+# maven_build MODULE JAR — builds the Maven module MODULE of peers/java (and
+# the modules it uses, e.g. the shared apps) from Maven Central, into the
+# local repository peers/java/.m2, and copies its jar JAR to peers/$PEER/JAR.
+# Skipped when that jar is newer than every source file of peers/java.
+maven_build() {
+  local module="$1" jar="$PEERS_DIR/$PEER/$2" src="$PEERS_DIR/java"
+  need_java
+  if [ -f "$jar" ] && [ -z "$(find "$src" \( -path "$src/.m2" -o -name target \) -prune -o -type f -newer "$jar" -print -quit)" ]; then
+    return 0
+  fi
+  say "mvn package -pl $module -am in $src"
+  (cd "$src" && mvn -B -q -Dstyle.color=never -Dmaven.repo.local="$src/.m2" -DskipTests clean package -pl "$module" -am >&2) \
+    || die "mvn package failed for peers/java/$module"
+  cp "$src/$module/target/$2" "$jar.tmp" && mv "$jar.tmp" "$jar"
+}
+
+# jar_version JAR GROUP ARTIFACT — the version of a library packed in JAR:
+# from its Maven pom.properties (shaded jars) or its file name in BOOT-INF/lib
+# (Spring Boot jars).
+jar_version() {
+  python3 - "$@" <<'PY'
+import re, sys, zipfile
+jar, group, artifact = sys.argv[1:4]
+z = zipfile.ZipFile(jar)
+names = z.namelist()
+props = f"META-INF/maven/{group}/{artifact}/pom.properties"
+if props in names:
+    print(re.search(r"^version=(.*)$", z.read(props).decode(), re.M).group(1)); sys.exit()
+for n in names:
+    m = re.match(rf"BOOT-INF/lib/{re.escape(artifact)}-(\d[^/]*)\.jar$", n)
+    if m:
+        print(m.group(1)); sys.exit()
+print("?")
+PY
+}
+
+# java_runtime — "OpenJDK 17.0.15" of the java on PATH.
+java_runtime() {
+  java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java\.runtime\.version = \(.*\)$/java \1/p'
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs the express-cluster peer: npm express and ws, pinned by package-lock.json,
+# into peers/express-cluster/node_modules. Idempotent. Prints one line with the versions.
+set -euo pipefail
+PEER=express-cluster
+. "$(dirname "$0")/../lib/common.sh"
+DIR="$PEERS_DIR/$PEER"
+npm_install "$DIR"
+echo "$PEER: installed express $(node_version "$DIR" express) and ws $(node_version "$DIR" ws) (cluster module) on node $(node --version)"

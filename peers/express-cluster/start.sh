@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Starts the express-cluster peer on 127.0.0.1:PORT in the foreground (exec, so the
+# caller can taskset it and signal it). Prints 'listening on
+# http://127.0.0.1:PORT/' once it accepts connections; GET /healthz → ok.
+set -euo pipefail
+PEER=express-cluster
+. "$(dirname "$0")/../lib/common.sh"
+start_peer "${1:-}" node_modules/express/package.json node "$PEERS_DIR/express-cluster/server.js"
