@@ -8,7 +8,7 @@ NPM ?= npm
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 WEB_DEPS := web/node_modules/.package-lock.json
 
-.PHONY: run build test test-rust test-conformance deps chromium shootout peers
+.PHONY: run build test test-rust test-conformance deps chromium peer-socketio shootout peers
 
 run: build
 	./target/release/switchboard serve
@@ -16,7 +16,7 @@ run: build
 build: $(WEB_DEPS)
 	$(CARGO) build --release
 
-deps: $(WEB_DEPS) chromium
+deps: $(WEB_DEPS) chromium peer-socketio
 
 # npm packages the build embeds (sockjs-client, Chart.js) and the browser
 # tests drive (playwright-core), pinned by web/package-lock.json.
@@ -30,7 +30,11 @@ chromium:
 
 test: deps test-rust test-conformance
 
-test-rust: $(WEB_DEPS)
+# The bench's socket.io transport is tested against the real socket.io peer.
+peer-socketio:
+	peers/socketio/install.sh
+
+test-rust: $(WEB_DEPS) peer-socketio
 	$(CARGO) test --workspace
 
 test-conformance: $(WEB_DEPS) chromium

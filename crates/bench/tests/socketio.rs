@@ -1,6 +1,6 @@
 //! The socket.io client transport against the real socket.io 4 peer (peers/socketio,
-//! issue 6): every scenario with tiny parameters and exact counts. Skipped, saying so,
-//! when the peer is not installed (`peers/socketio/install.sh`; `make shootout` does it).
+//! issue 6): every scenario with tiny parameters and exact counts. `make test` installs
+//! the peer (`peers/socketio/install.sh`); without it these tests fail and say so.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -22,17 +22,16 @@ impl Drop for Peer {
 }
 
 impl Peer {
-    /// Starts `peers/socketio/start.sh 0` and reads its ready line; `None` (with a
-    /// message on stderr) when the peer is not installed.
-    fn start() -> Option<Peer> {
+    /// Starts `peers/socketio/start.sh 0` and reads its ready line; panics, naming
+    /// the install step, when the peer is not installed.
+    fn start() -> Peer {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../peers/socketio");
-        if !dir.join("node_modules/socket.io").is_dir() {
-            eprintln!(
-                "SKIPPED: socket.io peer not installed ({}/node_modules missing); run peers/socketio/install.sh",
-                dir.display()
-            );
-            return None;
-        }
+        assert!(
+            dir.join("node_modules/socket.io").is_dir(),
+            "the socket.io peer is not installed ({}/node_modules is missing): run peers/socketio/install.sh, \
+             or `make test`, which does",
+            dir.display()
+        );
         let mut child = Command::new(dir.join("start.sh"))
             .arg("0")
             .stdout(Stdio::piped())
@@ -48,7 +47,7 @@ impl Peer {
             .strip_prefix("listening on http://127.0.0.1:")
             .and_then(|rest| rest.trim_end_matches('/').parse().ok())
             .unwrap_or_else(|| panic!("unexpected ready line {line:?}"));
-        Some(Peer { child, port })
+        Peer { child, port }
     }
 
     fn url(&self, app: &str) -> String {
@@ -58,7 +57,7 @@ impl Peer {
 
 #[tokio::test]
 async fn every_scenario_over_socketio() {
-    let Some(peer) = Peer::start() else { return };
+    let peer = Peer::start();
 
     let argv = ["pingpong", "--quiet", "--target", &peer.url("echo"), "--transport", "socketio", "--count", "20"];
     let (file, err) = measure(&argv).await;
@@ -102,7 +101,7 @@ async fn every_scenario_over_socketio() {
 
 #[tokio::test]
 async fn an_unknown_namespace_is_refused_clearly() {
-    let Some(peer) = Peer::start() else { return };
+    let peer = Peer::start();
     let argv = ["pingpong", "--quiet", "--target", &peer.url("nope"), "--transport", "socketio", "--count", "1"];
     let (_, err) = measure(&argv).await;
     let err = err.expect("refused");

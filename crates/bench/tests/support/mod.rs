@@ -21,7 +21,7 @@ use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
-use tokio::sync::{Mutex, broadcast, mpsc, oneshot};
+use tokio::sync::{Mutex, broadcast, mpsc, oneshot, watch};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
@@ -43,6 +43,7 @@ pub struct Behaviour {
 pub struct TestServer {
     pub addr: SocketAddr,
     stop: CancellationToken,
+    state: Arc<State>,
 }
 
 impl Drop for TestServer {
@@ -58,6 +59,7 @@ impl TestServer {
         let stop = CancellationToken::new();
         let state = Arc::new(State::new(behaviour));
         let stopped = stop.clone();
+        let serving = state.clone();
         tokio::spawn(async move {
             loop {
                 let (stream, _) = tokio::select! {
@@ -65,7 +67,7 @@ impl TestServer {
                     a = listener.accept() => match a { Ok(a) => a, Err(_) => continue },
                 };
                 let _ = stream.set_nodelay(true);
-                let state = state.clone();
+                let state = serving.clone();
                 let stopped = stopped.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |req| handle(req, state.clone(), stopped.clone()));
@@ -76,7 +78,13 @@ impl TestServer {
                 });
             }
         });
-        TestServer { addr, stop }
+        TestServer { addr, stop, state }
+    }
+
+    /// Waits until the echo app has received `n` messages in all.
+    pub async fn echoes_received(&self, n: u64) {
+        let mut seen = self.state.echoes.subscribe();
+        seen.wait_for(|&count| count >= n).await.expect("the server holds the sender");
     }
 
     /// The base URL of one app, e.g. `http://127.0.0.1:PORT/echo`.
@@ -114,6 +122,8 @@ struct State {
     /// Serialises broadcast handling so `broadcast_cost` is a server-wide capacity.
     broadcast_lock: Mutex<()>,
     broadcast_seen: AtomicU64,
+    /// Echo messages received so far, for tests that act after the n-th.
+    echoes: watch::Sender<u64>,
     chat: Mutex<Vec<ChatMember>>,
     sockjs: sockjs::Sessions,
 }
@@ -131,6 +141,7 @@ impl State {
             broadcast: broadcast::channel(1 << 16).0,
             broadcast_lock: Mutex::new(()),
             broadcast_seen: AtomicU64::new(0),
+            echoes: watch::Sender::new(0),
             chat: Mutex::new(Vec::new()),
             sockjs: sockjs::Sessions::default(),
         }
@@ -203,16 +214,18 @@ type Ws = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
 
 async fn serve_app(app: App, ws: Ws, state: Arc<State>) {
     match app {
-        App::Echo => echo(ws, state.behaviour.echo_delay).await,
+        App::Echo => echo(ws, &state).await,
         App::Count => count(ws).await,
         App::Broadcast => broadcast_app(ws, state).await,
         App::Chat => chat(ws, state).await,
     }
 }
 
-async fn echo(mut ws: Ws, delay: Duration) {
+async fn echo(mut ws: Ws, state: &State) {
+    let delay = state.behaviour.echo_delay;
     while let Some(Ok(msg)) = ws.next().await {
         if let Message::Text(t) = msg {
+            state.echoes.send_modify(|count| *count += 1);
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
