@@ -35,7 +35,7 @@ pub struct Args {
     #[arg(long, env = "SWITCHBOARD_QUEUE_LIMIT")]
     pub queue_limit: Option<usize>,
 
-    /// Most simultaneous TCP connections; more wait in the listen backlog [default: 100000]
+    /// Most simultaneous TCP connections; a client beyond them is answered 503 and closed [default: 100000]
     #[arg(long, env = "SWITCHBOARD_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
 
