@@ -12,40 +12,13 @@ above N on both sides first.
 
 import argparse
 import asyncio
-import base64
 import json
-import os
 import resource
 import sys
 import time
 from urllib.parse import urlsplit
 
-
-def rss_bytes(pid):
-    """Resident set size of a process, from /proc/PID/status (VmRSS, kB)."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no VmRSS for pid {pid}")
-
-
-async def open_one(host, port, path):
-    """One WebSocket handshake; returns the open (reader, writer) pair."""
-    reader, writer = await asyncio.open_connection(host, port)
-    key = base64.b64encode(os.urandom(16)).decode()
-    writer.write(
-        (
-            f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        ).encode()
-    )
-    head = await reader.readuntil(b"\r\n\r\n")
-    status = head.split(b"\r\n", 1)[0]
-    if b" 101 " not in status + b" ":
-        writer.close()
-        raise RuntimeError(f"handshake refused: {status.decode(errors='replace')}")
-    return reader, writer
+from rawws import rss_bytes, ws_open
 
 
 async def main():
@@ -73,7 +46,7 @@ async def main():
 
     async def guarded():
         async with sem:
-            conns.append(await open_one(host, port, path))
+            conns.append(await ws_open(host, port, path))
 
     results = await asyncio.gather(*(guarded() for _ in range(args.connections)), return_exceptions=True)
     failures = [r for r in results if isinstance(r, Exception)]
