@@ -16,4 +16,4 @@ pub use bucket::Bucket;
 pub use outbox::{Close, Drained, Outbox, PushError};
 pub use payload::Payload;
 pub use rooms::{Delivery, Hub, JoinError, Member, MemberId, RoomLimits, Roster};
-pub use shards::Shards;
+pub use shards::{Shards, shrink_when_sparse};

@@ -156,6 +156,7 @@ impl Hub {
         }
         if entry.members.is_empty() {
             rooms.remove(room);
+            crate::shrink_when_sparse(&mut rooms);
         }
         Some(member)
     }

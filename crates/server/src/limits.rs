@@ -60,6 +60,7 @@ impl AddressRates {
         let mut shard = self.buckets.get(&address).lock();
         if !shard.contains_key(&address) && shard.len() >= MAX_ADDRESSES / 16 {
             shard.retain(|_, bucket| !bucket.is_full(now));
+            hub::shrink_when_sparse(&mut shard);
             if shard.len() >= MAX_ADDRESSES / 16 {
                 return false;
             }

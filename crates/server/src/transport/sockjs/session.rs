@@ -110,6 +110,7 @@ impl Registry {
         state.expired = true;
         if shard.get(&session.id).is_some_and(|s| Arc::ptr_eq(s, session)) {
             shard.remove(&session.id);
+            hub::shrink_when_sparse(&mut shard);
             self.count.fetch_sub(1, Ordering::AcqRel);
         }
         true
