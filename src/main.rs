@@ -2,6 +2,16 @@
 
 use clap::{Parser, Subcommand};
 
+// jemalloc's background thread returns freed pages to the system within its
+// decay time (10 s), so RSS falls back after a flood; glibc's malloc keeps them.
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+#[cfg(all(feature = "mimalloc", not(feature = "jemalloc")))]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "switchboard", version, about = "Real-time messaging server and the lab that measures it")]
 struct Cli {
