@@ -60,6 +60,26 @@ async fn a_session_flood_meets_the_cap_and_each_refusal_says_why() {
 }
 
 #[tokio::test]
+async fn sessions_opened_at_once_past_the_cap_are_each_answered_503() {
+    let server = TestServer::with(config(|c| {
+        for m in &mut c.mounts {
+            m.limits.max_sessions = 20;
+        }
+    }))
+    .await;
+    let opens = (0..60).map(|_| {
+        let path = format!("/broadcast/000/{}/xhr", session_id());
+        let server = &server;
+        async move { server.http("POST", &path, &[], b"").await }
+    });
+    let replies = futures_util::future::join_all(opens).await;
+    let opened = replies.iter().filter(|r| r.status() == 200 && r.text() == "o\n").count();
+    let refused = replies.iter().filter(|r| r.status() == 503 && r.text().contains("Too many sessions")).count();
+    let others: Vec<_> = replies.iter().filter(|r| r.status() != 503 && r.text() != "o\n").map(|r| r.text()).collect();
+    assert_eq!((opened, refused), (20, 40), "answered otherwise: {others:?}");
+}
+
+#[tokio::test]
 async fn new_sessions_from_one_address_are_rate_limited() {
     // 2 a second with bursts of 20.
     let server = TestServer::with(config(|c| c.session_rate = 2)).await;

@@ -193,33 +193,46 @@ impl Receiving<'_> {
     // The error is the response to send; its size on the stack does not matter.
     #[allow(clippy::result_large_err)]
     fn admit(&self, echo: &Echo) -> Result<(), Response<Body>> {
-        let (status, reason, text, retry) = if self.mount.sessions.is_full() {
-            let text = format!("Too many sessions on this server ({}); try again later.\n", self.mount.sessions.max());
-            (StatusCode::SERVICE_UNAVAILABLE, "max_sessions", text, "5")
-        } else if !self.server.session_rates.admit(self.address) {
+        if self.mount.sessions.is_full() {
+            return Err(self.full(echo));
+        }
+        if !self.server.session_rates.admit(self.address) {
             let text = "Too many new sessions from your address; slow down.\n".to_owned();
-            (StatusCode::TOO_MANY_REQUESTS, "session_rate", text, "1")
-        } else {
-            return Ok(());
-        };
+            return Err(self.refuse(echo, StatusCode::TOO_MANY_REQUESTS, "session_rate", text, "1"));
+        }
+        Ok(())
+    }
+
+    /// The answer when the mount holds as many sessions as it may.
+    fn full(&self, echo: &Echo) -> Response<Body> {
+        let text = format!("Too many sessions on this server ({}); try again later.\n", self.mount.sessions.max());
+        self.refuse(echo, StatusCode::SERVICE_UNAVAILABLE, "max_sessions", text, "5")
+    }
+
+    fn refuse(&self, echo: &Echo, status: StatusCode, reason: &'static str, text: String, retry: &'static str) -> Response<Body> {
         self.server.metrics.refused(self.mount.config.name(), reason);
         let mut res = echo.session_response(status, headers::TEXT, text);
         res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(retry));
-        Err(res)
+        res
     }
 
     /// Opens the session (a new id starts one, with a fresh app session)
-    /// or attaches to it; `None` when another request is already receiving
-    /// or the mount is full.
-    fn attach(self) -> Option<Receiver> {
-        let Receiving { id, transport, mount, server, identity, .. } = self;
+    /// or attaches to it; `Ok(None)` when another request is already
+    /// receiving. When the mount filled up since [`Receiving::admit`] (other
+    /// requests opened sessions in between), the error is the same 503.
+    // The error is the response to send; its size on the stack does not matter.
+    #[allow(clippy::result_large_err)]
+    fn attach(self, echo: &Echo) -> Result<Option<Receiver>, Response<Body>> {
+        let full = || self.full(echo);
+        let Receiving { id, transport, mount, server, ref identity, .. } = self;
         loop {
-            let (session, created) = mount.sessions.get_or_open(id, |id| {
+            let opened = mount.sessions.get_or_open(id, |id| {
                 let outbox = Arc::new(Outbox::new(server.config.queue_limit));
                 let metrics = server.metrics.connection(mount.config.name(), transport.label());
                 let limits = mount.config.limits;
                 Session::new(id, mount.app.open(outbox, identity.clone()), metrics, limits.max_message_rate, limits.max_byte_rate)
-            })?;
+            });
+            let Some((session, created)) = opened else { return Err(full()) };
             if created {
                 server.tracker.spawn(session::reap(
                     mount.sessions.clone(),
@@ -229,8 +242,8 @@ impl Receiving<'_> {
                 ));
             }
             match session.attach() {
-                Attach::Receiver(receiver) => return Some(receiver),
-                Attach::Busy => return None,
+                Attach::Receiver(receiver) => return Ok(Some(receiver)),
+                Attach::Busy => return Ok(None),
                 // It expired between the lookup and now: the next lookup
                 // opens a new session.
                 Attach::Expired => {}

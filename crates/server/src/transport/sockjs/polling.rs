@@ -16,7 +16,10 @@ use crate::http::Body;
 
 /// `POST /<server>/<session>/xhr`.
 pub async fn xhr(echo: &Echo, receiving: Receiving<'_>) -> Response<Body> {
-    let frame = poll(receiving).await;
+    let frame = match poll(echo, receiving).await {
+        Ok(frame) => frame,
+        Err(refused) => return refused,
+    };
     let mut body = Vec::with_capacity(frame.len() + 1);
     xhr_into(&frame, &mut body);
     echo.session_response(StatusCode::OK, headers::JAVASCRIPT, body)
@@ -30,7 +33,10 @@ pub async fn jsonp<B>(req: &Request<B>, echo: &Echo, receiving: Receiving<'_>) -
         Ok(callback) => callback,
         Err(e) => return echo.session_response(StatusCode::INTERNAL_SERVER_ERROR, headers::TEXT, e.to_string()),
     };
-    let frame = poll(receiving).await;
+    let frame = match poll(echo, receiving).await {
+        Ok(frame) => frame,
+        Err(refused) => return refused,
+    };
     let mut body = Vec::with_capacity(frame.len() + callback.as_str().len() + 16);
     jsonp_into(callback, &frame, &mut body);
     let mut res = echo.session_response(StatusCode::OK, headers::JAVASCRIPT, body);
@@ -41,11 +47,14 @@ pub async fn jsonp<B>(req: &Request<B>, echo: &Echo, receiving: Receiving<'_>) -
 
 /// The one frame a polling request carries. If the request is dropped while
 /// it waits (the client went away), the receiver's drop closes the session
-/// with 1002; nothing has left the outbox by then.
-async fn poll(receiving: Receiving<'_>) -> Vec<u8> {
+/// with 1002; nothing has left the outbox by then. The error is the 503 for
+/// a mount that filled up.
+// The error is the response to send; its size on the stack does not matter.
+#[allow(clippy::result_large_err)]
+async fn poll(echo: &Echo, receiving: Receiving<'_>) -> Result<Vec<u8>, Response<Body>> {
     let mut frame = Vec::new();
     let heartbeat = receiving.heartbeat();
-    match receiving.attach() {
+    match receiving.attach(echo)? {
         None => another_connection_still_open(&mut frame),
         Some(mut receiver) => {
             if receiver.opening() {
@@ -56,5 +65,5 @@ async fn poll(receiving: Receiving<'_>) -> Vec<u8> {
             receiver.finish();
         }
     }
-    frame
+    Ok(frame)
 }

@@ -60,13 +60,14 @@ fn stream(echo: &Echo, receiving: Receiving<'_>, framing: Framing, prelude: Byte
         left: receiving.mount.config.sockjs.response_limit,
         frame: Vec::new(),
     };
-    match receiving.attach() {
-        None => {
+    match receiving.attach(echo) {
+        Err(refused) => return refused,
+        Ok(None) => {
             let mut busy = Vec::new();
             another_connection_still_open(&mut busy);
             frames.push(&busy);
         }
-        Some(receiver) => {
+        Ok(Some(receiver)) => {
             if receiver.opening() {
                 frames.push(OPEN);
             }
