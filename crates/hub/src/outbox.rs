@@ -219,7 +219,7 @@ mod tests {
         }
         let mut out = Vec::new();
         assert_eq!(outbox.drain(&mut out).await, Drained::Messages);
-        let texts: Vec<_> = out.iter().map(Payload::as_str).collect();
+        let texts: Vec<_> = out.iter().map(|p| p.as_text().expect("text")).collect();
         assert_eq!(texts, ["a", "b", "c"]);
         assert!(outbox.try_drain(&mut out).is_none());
     }

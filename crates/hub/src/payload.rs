@@ -2,12 +2,14 @@
 
 use std::sync::{Arc, OnceLock};
 
+use base64::Engine;
 use bytes::Bytes;
-use tokio_tungstenite::tungstenite::Utf8Bytes;
+use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
-/// One application message on its way out, cheap to clone (one pointer).
+/// One application message on its way out, text or binary, cheap to clone
+/// (one pointer).
 ///
-/// The text is kept in the form the WebSocket writer sends as-is; other
+/// The data is kept in the form the WebSocket writer sends as-is; other
 /// framings (SockJS's escaped JSON string) are encoded the first time a
 /// recipient needs them and cached, so each framing is encoded once per
 /// message however many members receive it.
@@ -16,40 +18,73 @@ pub struct Payload(Arc<Inner>);
 
 #[derive(Debug)]
 struct Inner {
-    text: Utf8Bytes,
+    data: Data,
     sockjs: OnceLock<Bytes>,
+}
+
+#[derive(Debug)]
+enum Data {
+    Text(Utf8Bytes),
+    Binary(Bytes),
 }
 
 impl Payload {
     /// Wraps application text.
     pub fn new(text: impl Into<Utf8Bytes>) -> Payload {
-        Payload(Arc::new(Inner { text: text.into(), sockjs: OnceLock::new() }))
+        Payload::of(Data::Text(text.into()))
     }
 
-    /// The application text.
-    pub fn as_str(&self) -> &str {
-        self.0.text.as_str()
+    /// Wraps binary application data.
+    pub fn binary(data: impl Into<Bytes>) -> Payload {
+        Payload::of(Data::Binary(data.into()))
     }
 
-    /// Length of the application text in bytes.
+    fn of(data: Data) -> Payload {
+        Payload(Arc::new(Inner { data, sockjs: OnceLock::new() }))
+    }
+
+    /// Length of the application data in bytes.
     pub fn len(&self) -> usize {
-        self.0.text.len()
+        match &self.0.data {
+            Data::Text(text) => text.len(),
+            Data::Binary(data) => data.len(),
+        }
     }
 
-    /// Whether the text is empty.
+    /// Whether the data is empty.
     pub fn is_empty(&self) -> bool {
-        self.0.text.is_empty()
+        self.len() == 0
     }
 
-    /// The text as a WebSocket text payload (shares the bytes).
-    pub fn ws_text(&self) -> Utf8Bytes {
-        self.0.text.clone()
+    /// The text, if this is text.
+    pub fn as_text(&self) -> Option<&str> {
+        match &self.0.data {
+            Data::Text(text) => Some(text.as_str()),
+            Data::Binary(_) => None,
+        }
     }
 
-    /// The text as a SockJS JSON string literal, escaped the way browsers
-    /// need it; computed by `encode` on first use and cached.
+    /// Whether this is binary data rather than text.
+    pub fn is_binary(&self) -> bool {
+        matches!(self.0.data, Data::Binary(_))
+    }
+
+    /// The message as a WebSocket text or binary message (shares the bytes).
+    pub fn ws_message(&self) -> Message {
+        match &self.0.data {
+            Data::Text(text) => Message::Text(text.clone()),
+            Data::Binary(data) => Message::Binary(data.clone()),
+        }
+    }
+
+    /// The message as a SockJS JSON string literal, escaped the way browsers
+    /// need it; computed by `encode` on first use and cached. SockJS carries
+    /// only text, so binary data goes as its base64 text (RFC 4648, padded).
     pub fn sockjs_json(&self, encode: impl FnOnce(&str) -> Bytes) -> &Bytes {
-        self.0.sockjs.get_or_init(|| encode(self.as_str()))
+        self.0.sockjs.get_or_init(|| match &self.0.data {
+            Data::Text(text) => encode(text.as_str()),
+            Data::Binary(data) => encode(&base64::engine::general_purpose::STANDARD.encode(data)),
+        })
     }
 }
 
@@ -82,6 +117,16 @@ mod tests {
         let b = q.sockjs_json(|_| unreachable!("cached"));
         assert_eq!(b.as_ptr(), a.as_ptr());
         assert_eq!(calls, 1);
-        assert_eq!(p.ws_text().as_str(), "hi");
+        assert_eq!(p.ws_message(), Message::text("hi"));
+    }
+
+    #[test]
+    fn binary_goes_to_websocket_as_binary_and_to_sockjs_as_base64() {
+        let p = Payload::binary(vec![0u8, 0xff, 0x80, b'a']);
+        assert!(p.is_binary());
+        assert_eq!(p.len(), 4);
+        assert_eq!(p.ws_message(), Message::binary(vec![0u8, 0xff, 0x80, b'a']));
+        let quoted = p.sockjs_json(|s| Bytes::from(format!("\"{s}\"")));
+        assert_eq!(quoted.as_ref(), b"\"AP+AYQ==\"");
     }
 }

@@ -6,6 +6,7 @@ mod chat;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use bytes::Bytes;
 use hub::{Close, Hub, Member, MemberId, Outbox, Payload, RoomLimits};
 use serde::Deserialize;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
@@ -101,6 +102,11 @@ impl App {
     }
 }
 
+/// The close for a binary message to an app that speaks JSON text.
+pub fn text_only() -> Close {
+    Close::new(1003, "binary messages are not accepted here; send JSON text")
+}
+
 /// A connected client as an app sees it.
 #[derive(Debug)]
 pub struct Session {
@@ -168,6 +174,21 @@ impl AppSession {
             State::Chat(joined) => chat::on_message(&self.app.hub, &self.session, joined, &text),
             State::Closed => {}
         }
+    }
+
+    /// Handles one binary message from the client: echo and broadcast carry
+    /// it as binary; chat and count speak JSON text only, and `Err` is the
+    /// close that says so.
+    pub fn on_binary(&mut self, data: Bytes) -> Result<(), Close> {
+        match &self.state {
+            State::Echo => self.session.send(Payload::binary(data)),
+            State::Broadcast => {
+                self.app.hub.publish(BROADCAST_ROOM, &Payload::binary(data));
+            }
+            State::Chat(_) | State::Count => return Err(text_only()),
+            State::Closed => {}
+        }
+        Ok(())
     }
 }
 

@@ -151,9 +151,11 @@ fn ping_timeout() -> Close {
 /// How the client's messages reach the app. Native WebSocket hands each text
 /// frame to the app as it is; SockJS over WebSocket decodes a JSON array first.
 pub trait Inbound: Send {
-    /// Handles one text frame and says how many messages it carried; `Err`
-    /// closes the connection with that close.
+    /// Handles one text message and says how many application messages it
+    /// carried; `Err` closes the connection with that close.
     fn on_text(&mut self, session: &mut AppSession, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<usize, Close>;
+    /// Handles one binary message, likewise.
+    fn on_binary(&mut self, session: &mut AppSession, data: bytes::Bytes) -> Result<usize, Close>;
 }
 
 /// Native framing: the frame payload is the message.
@@ -163,6 +165,11 @@ pub struct Raw;
 impl Inbound for Raw {
     fn on_text(&mut self, session: &mut AppSession, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<usize, Close> {
         session.on_message(text);
+        Ok(1)
+    }
+
+    fn on_binary(&mut self, session: &mut AppSession, data: bytes::Bytes) -> Result<usize, Close> {
+        session.on_binary(data)?;
         Ok(1)
     }
 }
@@ -188,7 +195,7 @@ pub trait Outbound: Send {
 
 impl Outbound for Raw {
     fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Message>) {
-        frames.extend(batch.iter().map(|p| Message::Text(p.ws_text())));
+        frames.extend(batch.iter().map(Payload::ws_message));
     }
 }
 
@@ -293,19 +300,19 @@ async fn read<St>(
             }
         };
         heard.now();
-        let close = match message {
+        // What the message was to the app: how many messages and bytes it
+        // carried, or the close it calls for.
+        let received = match message {
             Some(Ok(Message::Text(text))) => {
                 let len = text.len();
                 metrics.received(len);
-                match framing.on_text(session, text) {
-                    Ok(messages) => {
-                        throttled = inflow.charge(messages, len);
-                        continue;
-                    }
-                    Err(close) => close,
-                }
+                framing.on_text(session, text).map(|messages| (messages, len))
             }
-            Some(Ok(Message::Binary(_))) => Close::new(1003, "binary frames are not accepted; send text"),
+            Some(Ok(Message::Binary(data))) => {
+                let len = data.len();
+                metrics.received(len);
+                framing.on_binary(session, data).map(|messages| (messages, len))
+            }
             Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
             // tungstenite queues the answer to the peer's close; reading on
             // (below) sends it, and then the stream ends and the socket closes.
@@ -317,7 +324,14 @@ async fn read<St>(
                 outbox.close(Close::PEER_GONE);
                 return;
             }
-            Some(Err(e)) => close_for(&e),
+            Some(Err(e)) => Err(close_for(&e)),
+        };
+        let close = match received {
+            Ok((messages, len)) => {
+                throttled = inflow.charge(messages, len);
+                continue;
+            }
+            Err(close) => close,
         };
         outbox.close(close);
         if outbox.close_reason().is_some_and(|c| c == Close::PEER_GONE) {

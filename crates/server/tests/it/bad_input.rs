@@ -29,14 +29,6 @@ async fn invalid_utf8_in_a_text_frame_closes_with_1007() {
 }
 
 #[tokio::test]
-async fn a_binary_frame_closes_with_1003() {
-    let server = TestServer::start().await;
-    let mut ws = server.ws("/broadcast/websocket").await;
-    ws.send_raw(Message::binary(vec![1, 2, 3])).await;
-    assert_eq!(u16::from(ws.closed().await.code), 1003);
-}
-
-#[tokio::test]
 async fn unknown_paths_and_bad_handshakes_get_http_errors() {
     let server = TestServer::start().await;
     assert_eq!(server.get("/nope").await.0, 404);

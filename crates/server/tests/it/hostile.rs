@@ -9,29 +9,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::support::{PATIENCE, TestServer, session_id};
+use crate::support::{read_to_close, PATIENCE, TestServer, session_id};
 
 fn config(tune: impl FnOnce(&mut Config)) -> Config {
     let mut config = Config::default();
     tune(&mut config);
     config
-}
-
-/// Reads until the server closes the connection; what it sent on the way.
-async fn read_to_close(stream: &mut TcpStream) -> Vec<u8> {
-    let mut all = Vec::new();
-    tokio::time::timeout(PATIENCE, async {
-        let mut buf = [0u8; 4096];
-        loop {
-            match stream.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => all.extend_from_slice(&buf[..n]),
-            }
-        }
-    })
-    .await
-    .expect("the server never closed the connection");
-    all
 }
 
 #[tokio::test]
@@ -181,28 +164,10 @@ async fn idle_sockets_are_closed_and_past_the_cap_new_clients_are_answered_503()
     assert_eq!(shed, Some(1.0));
 }
 
-/// A WebSocket handshake on a raw socket, for clients that misbehave.
-async fn raw_ws(server: &TestServer, path: &str) -> TcpStream {
-    let mut stream = TcpStream::connect(server.addr).await.unwrap();
-    let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-    );
-    stream.write_all(req.as_bytes()).await.unwrap();
-    let mut head = Vec::new();
-    while !head.ends_with(b"\r\n\r\n") {
-        let mut byte = [0u8; 1];
-        stream.read_exact(&mut byte).await.unwrap();
-        head.push(byte[0]);
-    }
-    assert!(head.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&head));
-    stream
-}
-
 #[tokio::test]
 async fn a_client_that_never_answers_pings_is_closed() {
     let server = TestServer::with(config(|c| c.ping_interval = Duration::from_millis(200))).await;
-    let mut silent = raw_ws(&server, "/echo/websocket").await;
+    let mut silent = server.raw_ws("/echo/websocket").await;
     let bytes = read_to_close(&mut silent).await;
     // One empty ping (0x89 0x00), then the close: 0x88, length, 1008, reason.
     assert!(bytes.starts_with(&[0x89, 0x00]), "{bytes:02x?}");
@@ -233,7 +198,7 @@ async fn a_client_that_never_answers_pings_is_closed() {
 #[tokio::test]
 async fn the_server_answers_a_close_with_its_own_and_then_closes() {
     let server = TestServer::start().await;
-    let mut stream = raw_ws(&server, "/echo/websocket").await;
+    let mut stream = server.raw_ws("/echo/websocket").await;
     // A masked close frame with code 1000 (mask 0; masking with zeros is still masking).
     stream.write_all(&[0x88, 0x82, 0, 0, 0, 0, 0x03, 0xe8]).await.unwrap();
     let bytes = read_to_close(&mut stream).await;

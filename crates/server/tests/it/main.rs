@@ -8,6 +8,7 @@ mod support;
 
 mod apps;
 mod bad_input;
+mod binary;
 mod hostile;
 mod lifecycle;
 mod security;

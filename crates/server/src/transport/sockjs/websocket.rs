@@ -53,6 +53,11 @@ impl Inbound for Sockjs {
         }
         Ok(count)
     }
+
+    /// SockJS frames are JSON text; a binary frame is not one.
+    fn on_binary(&mut self, _session: &mut AppSession, _data: bytes::Bytes) -> Result<usize, Close> {
+        Err(Close::new(1003, "SockJS frames are text; binary frames are not accepted"))
+    }
 }
 
 impl Outbound for Sockjs {

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use server::{Args, Config, SockjsOptions};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -67,6 +68,25 @@ impl TestServer {
     /// One HTTP/1.1 request on a fresh connection, read whole.
     pub async fn http(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
         raw::request(self.addr, method, path, headers, body).await
+    }
+
+    /// A WebSocket handshake on a raw socket, for exact bytes and clients
+    /// that misbehave.
+    pub async fn raw_ws(&self, path: &str) -> TcpStream {
+        let mut stream = TcpStream::connect(self.addr).await.unwrap();
+        let req = format!(
+            "GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        );
+        stream.write_all(req.as_bytes()).await.unwrap();
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            let mut byte = [0u8; 1];
+            stream.read_exact(&mut byte).await.unwrap();
+            head.push(byte[0]);
+        }
+        assert!(head.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&head));
+        stream
     }
 
     /// A fresh raw connection, for exact bytes and HTTP/1.0.
@@ -205,4 +225,21 @@ pub async fn until<T, F: std::future::Future<Output = Option<T>>>(mut attempt: i
         assert!(tokio::time::Instant::now() < deadline, "condition not met within {PATIENCE:?}");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// Reads until the server closes the connection; what it sent on the way.
+pub async fn read_to_close(stream: &mut TcpStream) -> Vec<u8> {
+    let mut all = Vec::new();
+    tokio::time::timeout(PATIENCE, async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => all.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await
+    .expect("the server never closed the connection");
+    all
 }
