@@ -1,14 +1,15 @@
 # The project's two commands: `make run` and `make test`.
 # `make test` installs what the tests need (npm packages into web/, Debian's
-# chromium for the browser tests) and runs every test: Rust unit and
-# integration tests, then the browser conformance tests in conformance/.
+# chromium for the browser tests, the socket.io peer, the Autobahn TestSuite
+# into build/autobahn/) and runs every test: Rust unit and integration tests,
+# the browser conformance tests in conformance/, then Autobahn.
 SHELL := /bin/bash
 CARGO ?= cargo
 NPM ?= npm
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 WEB_DEPS := web/node_modules/.package-lock.json
 
-.PHONY: run build test test-rust test-conformance deps chromium peer-socketio shootout peers
+.PHONY: run build test test-rust test-conformance test-autobahn deps chromium peer-socketio shootout peers
 
 run: build
 	./target/release/switchboard serve
@@ -28,7 +29,7 @@ $(WEB_DEPS): web/package.json web/package-lock.json
 chromium:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
-test: deps test-rust test-conformance
+test: deps test-rust test-conformance test-autobahn
 
 # The bench's socket.io transport is tested against the real socket.io peer.
 peer-socketio:
@@ -41,6 +42,12 @@ test-conformance: $(WEB_DEPS) chromium
 	$(CARGO) build
 	ulimit -n 65536 2>/dev/null || true; \
 	SWITCHBOARD_BIN=$(CURDIR)/target/debug/switchboard node --test --test-concurrency=1 conformance/
+
+# The Autobahn TestSuite's fuzzingclient against /echo/websocket; the report
+# is left in build/autobahn/report/index.html.
+test-autobahn: $(WEB_DEPS)
+	$(CARGO) build
+	SWITCHBOARD_BIN=$(CURDIR)/target/debug/switchboard conformance/autobahn/run.sh
 
 # Installs every peer server (peers/) and smoke-checks it; a failure is reported
 # and the others still run.
