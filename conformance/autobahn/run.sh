@@ -25,11 +25,13 @@ if [ ! -f "$VENV/.installed" ] || [ "$HERE/requirements.txt" -nt "$VENV/.install
   rm -rf "$VENV" "$OUT/virtualenv"
   mkdir -p "$OUT"
   # Python 2.7 has no venv module; 20.15.1 is the last virtualenv pip offers to Python 2.7.
-  "$PY27" -m pip install -q --disable-pip-version-check --no-python-version-warning --target "$OUT/virtualenv" 'virtualenv==20.15.1' \
-    || die "pip could not install virtualenv for Python 2.7"
-  PYTHONPATH="$OUT/virtualenv" "$PY27" -m virtualenv -q "$VENV" || die "virtualenv failed"
-  "$VENV/bin/pip" install -q --disable-pip-version-check -r "$HERE/requirements.txt" 2>&1 \
-    | grep -v DEPRECATION >&2 || true
+  # pip on Python 2.7 warns on every call that 2.7 is past its end of life: its output goes to a log.
+  "$PY27" -m pip install -q --disable-pip-version-check --target "$OUT/virtualenv" 'virtualenv==20.15.1' \
+    >"$OUT/pip.log" 2>&1 || die "pip could not install virtualenv for Python 2.7; see $OUT/pip.log"
+  PYTHONPATH="$OUT/virtualenv" "$PY27" -m virtualenv -q "$VENV" >>"$OUT/pip.log" 2>&1 \
+    || die "virtualenv failed; see $OUT/pip.log"
+  "$VENV/bin/pip" install -q --disable-pip-version-check -r "$HERE/requirements.txt" >>"$OUT/pip.log" 2>&1 \
+    || die "pip could not install $HERE/requirements.txt; see $OUT/pip.log"
   "$VENV/bin/wstest" --help >/dev/null 2>&1 || die "wstest does not run after installing $HERE/requirements.txt"
   touch "$VENV/.installed"
 fi
