@@ -15,5 +15,5 @@ mod shards;
 pub use bucket::Bucket;
 pub use outbox::{Close, Drained, Outbox, PushError};
 pub use payload::Payload;
-pub use rooms::{Delivery, Hub, JoinError, Member, MemberId, RoomLimits, Roster};
+pub use rooms::{Delivery, HistoryLimits, Hub, JoinError, Member, MemberId, RoomLimits, Roster};
 pub use shards::{Shards, shrink_when_sparse};

@@ -1,6 +1,6 @@
 //! The hub: rooms of members, sharded by room name, and fan-out.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -45,19 +45,38 @@ pub struct RoomLimits {
     /// Joins a second one room takes, with bursts of one second's worth;
     /// `None` for no limit.
     pub join_rate: Option<u32>,
+    /// What a room keeps of its recent messages for members who join later.
+    pub history: HistoryLimits,
+}
+
+/// How much of its recent messages a room keeps: at most `messages` of them,
+/// and at most `bytes` in all, the oldest going first. A message larger than
+/// `bytes` on its own is delivered but not kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryLimits {
+    pub messages: usize,
+    pub bytes: usize,
+}
+
+impl HistoryLimits {
+    /// Keep nothing.
+    pub const NONE: HistoryLimits = HistoryLimits { messages: 0, bytes: 0 };
 }
 
 impl RoomLimits {
-    /// No bound at all (the broadcast app's one room holds every client).
-    pub const NONE: RoomLimits = RoomLimits { max_members: usize::MAX, join_rate: None };
+    /// No bound at all, and no history (the broadcast app's one room holds
+    /// every client).
+    pub const NONE: RoomLimits = RoomLimits { max_members: usize::MAX, join_rate: None, history: HistoryLimits::NONE };
 }
 
 /// The room a member just joined: the first names in it (the new member's
-/// among them) and how many members it has.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// among them), how many members it has, and the messages it kept, oldest
+/// first.
+#[derive(Debug, Clone)]
 pub struct Roster {
     pub names: Vec<Arc<str>>,
     pub total: usize,
+    pub history: Vec<Payload>,
 }
 
 /// What a publish did.
@@ -86,6 +105,25 @@ struct Room {
     /// The comparison forms of the members' names.
     names: HashSet<Arc<str>>,
     joins: Option<Bucket>,
+    /// Recent messages, oldest first, within [`RoomLimits::history`].
+    history: VecDeque<Payload>,
+    history_bytes: usize,
+}
+
+impl Room {
+    /// Keeps `payload` as the newest message, dropping the oldest ones to
+    /// stay within `limits`.
+    fn keep(&mut self, payload: &Payload, limits: HistoryLimits) {
+        if limits.messages == 0 || payload.len() > limits.bytes {
+            return;
+        }
+        while self.history.len() >= limits.messages || self.history_bytes + payload.len() > limits.bytes {
+            let Some(oldest) = self.history.pop_front() else { break };
+            self.history_bytes -= oldest.len();
+        }
+        self.history_bytes += payload.len();
+        self.history.push_back(payload.clone());
+    }
 }
 
 impl Hub {
@@ -121,6 +159,8 @@ impl Hub {
                 members: Vec::new(),
                 names: HashSet::new(),
                 joins: self.limits.join_rate.map(|rate| Bucket::new(rate, rate)),
+                history: VecDeque::new(),
+                history_bytes: 0,
             }),
         };
         if entry.members.len() >= self.limits.max_members {
@@ -141,7 +181,7 @@ impl Hub {
         }
         entry.members.push(member);
         let names = entry.members.iter().filter_map(|m| m.name.as_ref().map(|n| n.shown.clone())).take(listed).collect();
-        Ok(Roster { names, total: entry.members.len() })
+        Ok(Roster { names, total: entry.members.len(), history: entry.history.iter().cloned().collect() })
     }
 
     /// Removes a member from a room (dropping the room when it empties) and
@@ -164,11 +204,26 @@ impl Hub {
     /// Pushes the message to every member of the room. The payload is
     /// shared, not copied.
     pub fn publish(&self, room: &str, payload: &Payload) -> Delivery {
-        let rooms = self.shard(room).lock();
+        self.fan_out(room, payload, false)
+    }
+
+    /// Publishes a message as [`Hub::publish`] does, and keeps it in the
+    /// room's history (within [`RoomLimits::history`]) for members who join
+    /// later. Done under the same lock as the fan-out, so the history's
+    /// order is the order every member saw.
+    pub fn publish_and_keep(&self, room: &str, payload: &Payload) -> Delivery {
+        self.fan_out(room, payload, true)
+    }
+
+    fn fan_out(&self, room: &str, payload: &Payload, keep: bool) -> Delivery {
+        let mut rooms = self.shard(room).lock();
         let mut delivery = Delivery::default();
-        let Some(entry) = rooms.get(room) else {
+        let Some(entry) = rooms.get_mut(room) else {
             return delivery;
         };
+        if keep {
+            entry.keep(payload, self.limits.history);
+        }
         for member in &entry.members {
             match member.outbox.push(payload.clone()) {
                 Ok(()) => delivery.delivered += 1,
@@ -198,12 +253,12 @@ mod tests {
     fn names_are_unique_per_room_only() {
         let hub = Hub::new(4);
         hub.join("lobby", member(1, Some("alice"), 1 << 20), 10).unwrap();
-        assert_eq!(hub.join("lobby", member(2, Some("alice"), 1 << 20), 10), Err(JoinError::NameTaken));
+        assert_eq!(hub.join("lobby", member(2, Some("alice"), 1 << 20), 10).err(), Some(JoinError::NameTaken));
         // The same name in other clothes is the same name.
-        assert_eq!(hub.join("lobby", member(2, Some("ＡＬＩＣＥ"), 1 << 20), 10), Err(JoinError::NameTaken));
+        assert_eq!(hub.join("lobby", member(2, Some("ＡＬＩＣＥ"), 1 << 20), 10).err(), Some(JoinError::NameTaken));
         hub.join("kitchen", member(3, Some("alice"), 1 << 20), 10).unwrap();
         let roster = hub.join("lobby", member(4, Some("bob"), 1 << 20), 10).unwrap();
-        assert_eq!(roster, Roster { names: vec![Arc::from("alice"), Arc::from("bob")], total: 2 });
+        assert_eq!((roster.names, roster.total), (vec![Arc::from("alice"), Arc::from("bob")], 2));
         hub.leave("lobby", 1).unwrap();
         hub.join("lobby", member(5, Some("alice"), 1 << 20), 10).unwrap();
         assert_eq!(hub.room_len("lobby"), 2);
@@ -211,22 +266,22 @@ mod tests {
 
     #[test]
     fn a_room_holds_at_most_its_limit_and_lists_at_most_what_is_asked() {
-        let hub = Hub::with_limits(2, RoomLimits { max_members: 5, join_rate: None });
+        let hub = Hub::with_limits(2, RoomLimits { max_members: 5, ..RoomLimits::NONE });
         for i in 0..5 {
             let roster = hub.join("r", member(i, Some(&format!("m{i}")), 1 << 10), 3).unwrap();
             assert_eq!((roster.names.len(), roster.total), ((i as usize + 1).min(3), i as usize + 1));
         }
-        assert_eq!(hub.join("r", member(9, Some("late"), 1 << 10), 3), Err(JoinError::RoomFull));
+        assert_eq!(hub.join("r", member(9, Some("late"), 1 << 10), 3).err(), Some(JoinError::RoomFull));
         hub.leave("r", 0).unwrap();
         assert!(hub.join("r", member(9, Some("late"), 1 << 10), 3).is_ok());
     }
 
     #[tokio::test(start_paused = true)]
     async fn joins_to_one_room_are_held_to_its_rate() {
-        let hub = Hub::with_limits(2, RoomLimits { max_members: 1000, join_rate: Some(10) });
+        let hub = Hub::with_limits(2, RoomLimits { max_members: 1000, join_rate: Some(10), ..RoomLimits::NONE });
         let ok = (0..30).filter(|&i| hub.join("r", member(i, Some(&format!("m{i}")), 1 << 10), 0).is_ok()).count();
         assert_eq!(ok, 10);
-        assert_eq!(hub.join("r", member(99, Some("x"), 1 << 10), 0), Err(JoinError::TooManyJoins));
+        assert_eq!(hub.join("r", member(99, Some("x"), 1 << 10), 0).err(), Some(JoinError::TooManyJoins));
         // Another room has its own rate.
         assert!(hub.join("other", member(100, Some("x"), 1 << 10), 0).is_ok());
         tokio::time::advance(std::time::Duration::from_millis(200)).await;
@@ -277,5 +332,30 @@ mod tests {
         assert!(hub.leave("r", 1).is_some());
         assert_eq!(hub.room_len("r"), 0);
         assert!(hub.rooms.iter().all(|s| s.lock().is_empty()));
+    }
+
+    #[test]
+    fn a_room_keeps_its_last_messages_within_both_bounds_for_those_who_join_later() {
+        let history = HistoryLimits { messages: 3, bytes: 10 };
+        let hub = Hub::with_limits(2, RoomLimits { history, ..RoomLimits::NONE });
+        hub.join("lobby", member(1, Some("alice"), 1 << 20), 10).unwrap();
+        let texts = |roster: &Roster| roster.history.iter().map(|p| p.as_text().unwrap().to_owned()).collect::<Vec<_>>();
+        for text in ["a", "b", "c", "d"] {
+            hub.publish_and_keep("lobby", &Payload::from(text));
+        }
+        hub.publish("lobby", &Payload::from("presence is not kept"));
+        let roster = hub.join("lobby", member(2, Some("bob"), 1 << 20), 10).unwrap();
+        assert_eq!(texts(&roster), ["b", "c", "d"], "at most 3 messages, oldest first");
+        hub.publish_and_keep("lobby", &Payload::from("eeeeeeeee"));
+        let roster = hub.join("lobby", member(3, Some("carol"), 1 << 20), 10).unwrap();
+        assert_eq!(texts(&roster), ["d", "eeeeeeeee"], "at most 10 bytes");
+        hub.publish_and_keep("lobby", &Payload::from("x".repeat(11)));
+        let roster = hub.join("lobby", member(4, Some("dave"), 1 << 20), 10).unwrap();
+        assert_eq!(texts(&roster), ["d", "eeeeeeeee"], "a message over the byte bound is not kept");
+        // A room that empties is gone, and so is what it kept.
+        for id in 1..=4 {
+            hub.leave("lobby", id);
+        }
+        assert!(hub.join("lobby", member(5, Some("erin"), 1 << 20), 10).unwrap().history.is_empty());
     }
 }
