@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use hub::HistoryLimits;
 use serde::Deserialize;
 
 use crate::Error;
@@ -83,6 +84,14 @@ pub struct Args {
     #[arg(long, env = "SWITCHBOARD_JOIN_RATE")]
     pub join_rate: Option<u32>,
 
+    /// Messages a chat room keeps for members who join later, sent to each as its history event; 0 keeps none [default: 20]
+    #[arg(long, env = "SWITCHBOARD_ROOM_HISTORY")]
+    pub room_history: Option<usize>,
+
+    /// Bytes of messages a chat room keeps at most, the oldest going first [default: 65536]
+    #[arg(long, env = "SWITCHBOARD_ROOM_HISTORY_BYTES")]
+    pub room_history_bytes: Option<usize>,
+
     /// PEM certificate chain for TLS on the listener (https:// and wss://); needs --tls-key [default: none, plain TCP]
     #[arg(long, env = "SWITCHBOARD_TLS_CERT")]
     pub tls_cert: Option<PathBuf>,
@@ -125,6 +134,8 @@ pub struct Config {
     pub max_room_members: usize,
     /// Joins per second one chat room accepts.
     pub join_rate: u32,
+    /// What a chat room keeps of its recent messages.
+    pub room_history: HistoryLimits,
     /// New SockJS sessions per second per client address.
     pub session_rate: u32,
     /// TLS on the listener, if configured.
@@ -170,6 +181,7 @@ impl Default for Config {
             ping_interval: Duration::from_secs(25),
             max_room_members: 1000,
             join_rate: 100,
+            room_history: HistoryLimits { messages: 20, bytes: 64 * 1024 },
             session_rate: 100,
             tls: None,
             token_key: None,
@@ -272,6 +284,8 @@ struct File {
     ping_interval: Option<Duration>,
     max_room_members: Option<usize>,
     join_rate: Option<u32>,
+    room_history: Option<usize>,
+    room_history_bytes: Option<usize>,
     session_rate: Option<u32>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
@@ -405,6 +419,10 @@ impl Config {
             ping_interval: args.ping_interval.or(file.ping_interval).unwrap_or(d.ping_interval),
             max_room_members: args.max_room_members.or(file.max_room_members).unwrap_or(d.max_room_members),
             join_rate: args.join_rate.or(file.join_rate).unwrap_or(d.join_rate),
+            room_history: HistoryLimits {
+                messages: args.room_history.or(file.room_history).unwrap_or(d.room_history.messages),
+                bytes: args.room_history_bytes.or(file.room_history_bytes).unwrap_or(d.room_history.bytes),
+            },
             session_rate: args.session_rate.or(file.session_rate).unwrap_or(d.session_rate),
             tls,
             token_key,
@@ -594,6 +612,8 @@ websocket = false
             format!("[default: {}]", d.session_rate),
             format!("[default: {}]", d.max_room_members),
             format!("[default: {}]", d.join_rate),
+            format!("[default: {}]", d.room_history.messages),
+            format!("[default: {}]", d.room_history.bytes),
         ] {
             assert!(table.contains(&expected), "missing {expected} in\n{table}");
         }

@@ -75,13 +75,18 @@ const SESSION_BURST_SECONDS: u32 = 10;
 
 impl ServerState {
     fn new(config: Config) -> Result<ServerState, Error> {
+        let chat_rooms = hub::RoomLimits {
+            max_members: config.max_room_members,
+            join_rate: Some(config.join_rate),
+            history: config.room_history,
+        };
         let mounts = config
             .mounts
             .iter()
             .map(|m| {
                 Arc::new(MountState {
                     config: m.clone(),
-                    app: Arc::new(App::new(m.app, config.max_room_members, config.join_rate)),
+                    app: Arc::new(App::new(m.app, chat_rooms)),
                     sessions: Arc::new(sockjs::Registry::new(16, m.limits.max_sessions)),
                 })
             })

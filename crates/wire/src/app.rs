@@ -112,8 +112,42 @@ pub enum ChatEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         total: Option<usize>,
     },
+    /// Sent to a new member only, after the members list and before its own
+    /// join event: the room's last messages, oldest first, each as it was
+    /// delivered: `{"event":"history","room":"lobby","messages":[{"name":"bob","room":"lobby","message":"hi"}]}`.
+    /// Not sent when the room has kept none.
+    History { event: HistoryTag, room: String, messages: Vec<ChatEvent> },
     /// `{"error":"..."}`.
     Error { error: String },
+}
+
+/// The `event` field of the history event (always `"history"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HistoryTag {
+    History,
+}
+
+/// How every history event starts, so that a client can pass over one
+/// without decoding it (the bench does: its messages carry old stamps).
+pub const HISTORY_EVENT_START: &str = r#"{"event":"history","#;
+
+/// Encodes the history event from the messages' JSON as they were delivered
+/// (each a `{"name":…,"room":…,"message":…}` object), without decoding them.
+pub fn history_json<'a>(room: &str, messages: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::from(HISTORY_EVENT_START);
+    out.push_str(r#""room":"#);
+    // A string always serialises.
+    out.push_str(&serde_json::to_string(room).unwrap_or_default());
+    out.push_str(r#","messages":["#);
+    for (i, message) in messages.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(message);
+    }
+    out.push_str("]}");
+    out
 }
 
 /// Most names a members event lists; a bigger room's list is cut short, so
@@ -263,5 +297,18 @@ mod tests {
         assert!(Count::parse(r#"{"count":"x"}"#).is_err());
         assert!(Count::parse(r#"{"count":1.5}"#).is_err());
         assert!(Count::parse("[").is_err());
+    }
+
+    #[test]
+    fn the_history_event_wraps_the_messages_as_delivered() {
+        let kept = [chat_message_json("bob", "lobby", "hi"), chat_message_json("eve", "lobby", "\"yo\"")];
+        let json = history_json("lobby", kept.iter().map(String::as_str));
+        assert_eq!(
+            json,
+            r#"{"event":"history","room":"lobby","messages":[{"name":"bob","room":"lobby","message":"hi"},{"name":"eve","room":"lobby","message":"\"yo\""}]}"#
+        );
+        let ChatEvent::History { room, messages, .. } = ChatEvent::parse(&json).unwrap() else { panic!("{json}") };
+        assert_eq!(room, "lobby");
+        assert_eq!(messages[1], ChatEvent::Message { name: "eve".into(), room: "lobby".into(), message: "\"yo\"".into() });
     }
 }

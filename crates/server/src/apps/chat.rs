@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use hub::{Hub, JoinError, Member, Payload};
-use wire::app::{AppError, ChatEvent, Join, MAX_MEMBERS_LISTED, MembersTag, Presence, Say, chat_message_json};
+use wire::app::{AppError, ChatEvent, Join, MAX_MEMBERS_LISTED, MembersTag, Presence, Say, chat_message_json, history_json};
 use wire::nickname::Nickname;
 
 use super::Session;
@@ -25,7 +25,7 @@ pub(super) fn on_message(hub: &Hub, session: &Session, joined: &mut Option<Joine
         Some(Joined { name, room }) => match Say::parse(text) {
             Ok(say) => {
                 let json = chat_message_json(name, room, &say.message);
-                hub.publish(room, &Payload::from(json));
+                hub.publish_and_keep(room, &Payload::from(json));
             }
             Err(e) => session.send_error(&e),
         },
@@ -51,6 +51,11 @@ fn join(hub: &Hub, session: &Session, text: &str) -> Result<Joined, AppError> {
         total: (roster.total > roster.names.len()).then_some(roster.total),
     };
     session.send(Payload::from(list.to_json()));
+    if !roster.history.is_empty() {
+        // The kept messages are chat message JSON, as the chat app published them.
+        let kept = roster.history.iter().filter_map(Payload::as_text);
+        session.send(Payload::from(history_json(&room, kept)));
+    }
     let event = ChatEvent::Presence { event: Presence::Join, name: name.clone(), room: room.clone() };
     hub.publish(&room, &Payload::from(event.to_json()));
     Ok(Joined { name: Arc::from(name), room: Arc::from(room) })

@@ -61,11 +61,10 @@ pub struct App {
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 
 impl App {
-    /// A new instance of the app with empty rooms. Chat rooms hold at most
-    /// `max_members` and take `join_rate` joins a second.
-    pub fn new(kind: AppKind, max_members: usize, join_rate: u32) -> App {
+    /// A new instance of the app with empty rooms; chat rooms keep to `chat`.
+    pub fn new(kind: AppKind, chat: RoomLimits) -> App {
         let limits = match kind {
-            AppKind::Chat => RoomLimits { max_members, join_rate: Some(join_rate) },
+            AppKind::Chat => chat,
             // The broadcast room is every client of the mount: bounded by the connections.
             _ => RoomLimits::NONE,
         };

@@ -161,3 +161,33 @@ async fn count_answers_over_plain_http_with_keep_alive() {
     assert!(json(&body)["error"].is_string());
     assert_eq!(client.get("/count/xhr").await.0, 400);
 }
+
+#[tokio::test]
+async fn a_member_who_joins_later_gets_the_rooms_last_messages_first() {
+    let mut config = server::Config::default();
+    config.room_history.messages = 2;
+    let server = TestServer::with(config).await;
+    let mut alice = join(&server, "alice", "lobby").await;
+    for text in ["one", "two", "three"] {
+        alice.send(&json!({"message": text}).to_string()).await;
+        assert_eq!(alice.recv_json().await["message"], text);
+    }
+    // Joining is not kept, nor is another room's talk.
+    let mut elsewhere = join(&server, "eve", "kitchen").await;
+    elsewhere.send(&json!({"message": "not here"}).to_string()).await;
+
+    let mut bob = server.ws("/chat/websocket").await;
+    bob.send(&json!({"name": "bob", "room": "lobby"}).to_string()).await;
+    assert_eq!(bob.recv_json().await["event"], "members");
+    // Exactly as delivered, oldest first, at most two.
+    assert_eq!(
+        bob.recv().await,
+        r#"{"event":"history","room":"lobby","messages":[{"name":"alice","room":"lobby","message":"two"},{"name":"alice","room":"lobby","message":"three"}]}"#
+    );
+    assert_eq!(bob.recv_json().await, json!({"event":"join","name":"bob","room":"lobby"}));
+
+    // A room with nothing kept sends no history event.
+    let mut carol = join(&server, "carol", "attic").await;
+    carol.send(&json!({"message": "hi"}).to_string()).await;
+    assert_eq!(carol.recv_json().await["message"], "hi");
+}
