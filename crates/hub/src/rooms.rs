@@ -150,8 +150,22 @@ impl Hub {
     /// Adds a member to a room, creating the room if needed. Fails if the
     /// room is full, the member's name is already used in it, or the room
     /// has taken too many joins lately. Returns the room's first `listed`
-    /// names after the join, and its size.
+    /// names after the join, its size, and what it kept.
     pub fn join(&self, room: &str, member: Member, listed: usize) -> Result<Roster, JoinError> {
+        self.join_and_greet(room, member, listed, |_| Vec::new())
+    }
+
+    /// Joins as [`Hub::join`] does, and queues `greet(&roster)` for the new
+    /// member under the room's lock: so the greeting (a members list, the
+    /// history) comes before any message published to the room after the
+    /// join, whichever thread publishes it.
+    pub fn join_and_greet(
+        &self,
+        room: &str,
+        member: Member,
+        listed: usize,
+        greet: impl FnOnce(&Roster) -> Vec<Payload>,
+    ) -> Result<Roster, JoinError> {
         let mut rooms = self.shard(room).lock();
         let entry = match rooms.get_mut(room) {
             Some(entry) => entry,
@@ -179,9 +193,15 @@ impl Hub {
         if let Some(name) = &member.name {
             entry.names.insert(name.key.clone());
         }
+        let outbox = member.outbox.clone();
         entry.members.push(member);
         let names = entry.members.iter().filter_map(|m| m.name.as_ref().map(|n| n.shown.clone())).take(listed).collect();
-        Ok(Roster { names, total: entry.members.len(), history: entry.history.iter().cloned().collect() })
+        let roster = Roster { names, total: entry.members.len(), history: entry.history.iter().cloned().collect() };
+        for payload in greet(&roster) {
+            // A refused push has closed the member's session; it leaves on its own.
+            let _ = outbox.push(payload);
+        }
+        Ok(roster)
     }
 
     /// Removes a member from a room (dropping the room when it empties) and
@@ -357,5 +377,33 @@ mod tests {
             hub.leave("lobby", id);
         }
         assert!(hub.join("lobby", member(5, Some("erin"), 1 << 20), 10).unwrap().history.is_empty());
+    }
+
+    #[test]
+    fn a_greeting_is_queued_for_the_new_member_only_and_only_when_it_joins() {
+        let hub = Hub::new(2);
+        let alice = member(1, Some("alice"), 1 << 20);
+        hub.join("lobby", alice.clone(), 10).unwrap();
+        let greet = |roster: &Roster| vec![Payload::new(format!("{} here", roster.total))];
+        let bob = member(2, Some("bob"), 1 << 20);
+        hub.join_and_greet("lobby", bob.clone(), 10, greet).unwrap();
+        hub.publish("lobby", &Payload::from("after"));
+        let refused = member(3, Some("Bob"), 1 << 20);
+        assert_eq!(hub.join_and_greet("lobby", refused.clone(), 10, greet).err(), Some(JoinError::NameTaken));
+        // What is queued for `m` now, without waiting for more.
+        let drain = |m: &Member| {
+            use std::future::Future;
+            let mut out = Vec::new();
+            let waker = std::task::Waker::noop();
+            let mut cx = std::task::Context::from_waker(waker);
+            {
+                let mut drain = std::pin::pin!(m.outbox.drain(&mut out));
+                let _ = drain.as_mut().poll(&mut cx);
+            }
+            out.iter().map(|p| p.as_text().unwrap().to_owned()).collect::<Vec<_>>()
+        };
+        assert_eq!(drain(&bob), ["2 here", "after"]);
+        assert_eq!(drain(&alice), ["after"]);
+        assert!(drain(&refused).is_empty());
     }
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use hub::{Hub, JoinError, Member, Payload};
+use hub::{Hub, JoinError, Member, Payload, Roster};
 use wire::app::{AppError, ChatEvent, Join, MAX_MEMBERS_LISTED, MembersTag, Presence, Say, chat_message_json, history_json};
 use wire::nickname::Nickname;
 
@@ -39,23 +39,26 @@ fn join(hub: &Hub, session: &Session, text: &str) -> Result<Joined, AppError> {
     }
     let name = nickname.shown.to_string();
     let member = Member { id: session.id, name: Some(nickname), outbox: session.outbox.clone() };
-    let roster = hub.join(&room, member, MAX_MEMBERS_LISTED).map_err(|e| match e {
+    let greeting = |roster: &Roster| {
+        let list = ChatEvent::Members {
+            event: MembersTag::Members,
+            room: room.clone(),
+            members: roster.names.iter().map(|m| m.to_string()).collect(),
+            total: (roster.total > roster.names.len()).then_some(roster.total),
+        };
+        let mut greeting = vec![Payload::from(list.to_json())];
+        if !roster.history.is_empty() {
+            // The kept messages are chat message JSON, as the chat app published them.
+            let kept = roster.history.iter().filter_map(Payload::as_text);
+            greeting.push(Payload::from(history_json(&room, kept)));
+        }
+        greeting
+    };
+    hub.join_and_greet(&room, member, MAX_MEMBERS_LISTED, greeting).map_err(|e| match e {
         JoinError::NameTaken => AppError::NameTaken { name: name.clone(), room: room.clone() },
         JoinError::RoomFull => AppError::RoomFull { room: room.clone(), max: hub.limits().max_members },
         JoinError::TooManyJoins => AppError::JoinsTooFast { room: room.clone() },
     })?;
-    let list = ChatEvent::Members {
-        event: MembersTag::Members,
-        room: room.clone(),
-        members: roster.names.iter().map(|m| m.to_string()).collect(),
-        total: (roster.total > roster.names.len()).then_some(roster.total),
-    };
-    session.send(Payload::from(list.to_json()));
-    if !roster.history.is_empty() {
-        // The kept messages are chat message JSON, as the chat app published them.
-        let kept = roster.history.iter().filter_map(Payload::as_text);
-        session.send(Payload::from(history_json(&room, kept)));
-    }
     let event = ChatEvent::Presence { event: Presence::Join, name: name.clone(), room: room.clone() };
     hub.publish(&room, &Payload::from(event.to_json()));
     Ok(Joined { name: Arc::from(name), room: Arc::from(room) })
