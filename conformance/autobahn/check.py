@@ -16,8 +16,6 @@ GOOD = {"OK", "INFORMATIONAL"}
 # Case-id prefixes not yet passing, each with the behaviour the suite reports
 # for it today and why. Issue 9 removes them.
 KNOWN_GAPS = {
-    "6.4.3": ("NON-STRICT", "invalid UTF-8 is found when the whole frame has arrived, not at the first bad byte"),
-    "6.4.4": ("NON-STRICT", "invalid UTF-8 is found when the whole frame has arrived, not at the first bad byte"),
     "12.": ("UNIMPLEMENTED", "permessage-deflate is not offered yet"),
     "13.": ("UNIMPLEMENTED", "permessage-deflate is not offered yet"),
 }

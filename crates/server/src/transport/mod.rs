@@ -2,4 +2,5 @@
 //! requests and writes frames; it never knows what a room is.
 
 pub mod sockjs;
+pub mod utf8_watch;
 pub mod websocket;

@@ -35,6 +35,7 @@ use crate::limits::Inflow;
 use crate::metrics::ConnectionMetrics;
 use crate::server::{Client, MountState, ServerState};
 use crate::shutdown::Shutdown;
+use crate::transport::utf8_watch::{Utf8Watch, is_invalid_text};
 use crate::token::Identity;
 
 /// Why a handshake request cannot be upgraded, answered with an HTTP status.
@@ -222,7 +223,7 @@ pub async fn run<S>(
         .read_buffer_size(READ_BUFFER)
         .max_message_size(Some(limits.max_message_size))
         .max_frame_size(Some(limits.max_message_size));
-    let ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
+    let ws = WebSocketStream::from_raw_socket(Utf8Watch::new(io), Role::Server, Some(config)).await;
     let (sink, stream) = ws.split();
     let outbox = session.outbox().clone();
     let heard = Heard::new();
@@ -361,6 +362,7 @@ fn close_for(error: &WsError) -> Close {
         }
         WsError::Capacity(_) => Close::new(1009, "frame too big"),
         WsError::Utf8(_) => Close::new(1007, "invalid UTF-8 in text frame"),
+        WsError::Io(e) if is_invalid_text(e) => Close::new(1007, "invalid UTF-8 in text frame"),
         WsError::Protocol(_) => Close::new(1002, "protocol error"),
         _ => Close::PEER_GONE,
     }

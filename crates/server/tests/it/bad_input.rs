@@ -29,6 +29,21 @@ async fn invalid_utf8_in_a_text_frame_closes_with_1007() {
 }
 
 #[tokio::test]
+async fn invalid_utf8_closes_at_the_first_bad_byte_not_at_the_end_of_the_frame() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = TestServer::start().await;
+    let mut ws = server.raw_ws("/echo/websocket").await;
+    // A text frame announcing 1000 bytes (zero mask), of which only three come: "ok" and 0xff.
+    ws.write_all(&[0x81, 0x80 | 126, 0x03, 0xe8, 0, 0, 0, 0, b'o', b'k', 0xff]).await.unwrap();
+    let reason = b"invalid UTF-8 in text frame";
+    let mut close = vec![0x88, 2 + reason.len() as u8, 0x03, 0xef];
+    close.extend_from_slice(reason);
+    let mut got = vec![0u8; close.len()];
+    tokio::time::timeout(crate::support::PATIENCE, ws.read_exact(&mut got)).await.unwrap().unwrap();
+    assert_eq!(got, close);
+}
+
+#[tokio::test]
 async fn unknown_paths_and_bad_handshakes_get_http_errors() {
     let server = TestServer::start().await;
     assert_eq!(server.get("/nope").await.0, 404);
