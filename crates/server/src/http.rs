@@ -23,7 +23,7 @@ use hyper::{Request, Response, StatusCode};
 use wire::app::{AppError, Count};
 
 use crate::apps::AppKind;
-use crate::server::{Busy, Client, MountState, ServerState};
+use crate::server::{Busy, Connection, MountState, ServerState};
 use crate::token::{Identity, TokenError};
 use crate::transport::{sockjs, websocket};
 
@@ -117,7 +117,7 @@ fn unauthorized(error: &TokenError) -> Response<Body> {
 const INDEX_HTML: &str = include_str!("../../../web/index.html");
 
 /// Handles one request.
-pub async fn route(req: Request<Incoming>, server: Arc<ServerState>, client: Arc<Client>) -> Result<Response<Body>, Infallible> {
+pub async fn route(req: Request<Incoming>, server: Arc<ServerState>, connection: Arc<Connection>) -> Result<Response<Body>, Infallible> {
     let path = req.uri().path().to_owned();
     let res = match path.as_str() {
         "/" | "/index.html" => bytes_response(StatusCode::OK, "text/html; charset=UTF-8", INDEX_HTML),
@@ -134,7 +134,7 @@ pub async fn route(req: Request<Incoming>, server: Arc<ServerState>, client: Arc
                 None => (path.as_str(), ""),
             };
             match server.mount(prefix) {
-                Some(mount) => route_mount(req, rest, mount, &server, client).await,
+                Some(mount) => route_mount(req, rest, mount, &server, connection).await,
                 None => not_found(),
             }
         }
@@ -147,7 +147,7 @@ async fn route_mount(
     rest: &str,
     mount: &Arc<MountState>,
     server: &Arc<ServerState>,
-    client: Arc<Client>,
+    connection: Arc<Connection>,
 ) -> Response<Body> {
     match rest {
         "/websocket" if mount.config.sockjs.websocket => {
@@ -158,13 +158,13 @@ async fn route_mount(
                 Ok(identity) => identity,
                 Err(res) => return res,
             };
-            websocket::upgrade(&mut req, mount, server, client, identity, "websocket", websocket::Raw, websocket::Raw)
+            websocket::upgrade(&mut req, mount, server, connection, identity, "websocket", websocket::Raw, websocket::Raw)
         }
         "/xhr" if mount.app.kind() == AppKind::Count => match authenticate(&req, server, mount.config.name()) {
             Ok(_) => count_xhr(&req, server, mount),
             Err(res) => res,
         },
-        _ => sockjs::route(req, rest, mount, server, client).await,
+        _ => sockjs::route(req, rest, mount, server, connection).await,
     }
 }
 

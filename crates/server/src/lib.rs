@@ -2,7 +2,7 @@
 //!
 //! A request enters through [`server::serve`]'s accept loop, is routed by
 //! path in `http`, and a transport (`transport::websocket`, …) adapts its
-//! wire format to an app session (`apps`). Apps publish through their own
+//! wire format to an app client (`apps`). Apps publish through their own
 //! `hub::Hub`; each connection's writer drains its bounded outbox.
 
 mod apps;

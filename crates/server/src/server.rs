@@ -126,7 +126,7 @@ impl ServerState {
 /// One accepted TCP connection, for as long as anything serves it: its
 /// slot under `--max-connections` is held until the last holder lets go.
 #[derive(Debug)]
-pub struct Client {
+pub struct Connection {
     /// Where it connects from, for per-address limits.
     pub address: IpAddr,
     _slot: OwnedSemaphorePermit,
@@ -163,8 +163,8 @@ pub async fn serve(
         shedder.accepted(slots.available_permits());
         // Small frames are the norm here; do not hold them back for Nagle.
         let _ = stream.set_nodelay(true);
-        let client = Arc::new(Client { address: peer.ip(), _slot: slot });
-        state.tracker.spawn(connection(stream, peer, client, state.clone()));
+        let connection = Arc::new(Connection { address: peer.ip(), _slot: slot });
+        state.tracker.spawn(handle_connection(stream, peer, connection, state.clone()));
     }
     drop(listener);
     let deadline = Instant::now() + state.config.shutdown_grace;
@@ -177,14 +177,14 @@ pub async fn serve(
 }
 
 /// Serves one accepted connection, over TLS if the server has it.
-async fn connection(stream: TcpStream, peer: SocketAddr, client: Arc<Client>, state: Arc<ServerState>) {
+async fn handle_connection(stream: TcpStream, peer: SocketAddr, connection: Arc<Connection>, state: Arc<ServerState>) {
     match &state.tls {
-        None => http_connection(stream, client, state).await,
+        None => http_connection(stream, connection, state).await,
         Some(acceptor) => {
             // A handshake is a head like any other: it gets the header timeout.
             let handshake = tokio::time::timeout(state.config.header_timeout, acceptor.accept(stream));
             match handshake.await {
-                Ok(Ok(tls)) => http_connection(tls, client, state.clone()).await,
+                Ok(Ok(tls)) => http_connection(tls, connection, state.clone()).await,
                 Ok(Err(e)) => tracing::debug!("TLS handshake with {peer} failed: {e}"),
                 Err(_) => tracing::debug!("TLS handshake with {peer} timed out"),
             }
@@ -194,7 +194,7 @@ async fn connection(stream: TcpStream, peer: SocketAddr, client: Arc<Client>, st
 
 /// Runs HTTP/1.1 on a connection until it ends, is idle too long, or the
 /// server shuts down.
-async fn http_connection<S>(io: S, client: Arc<Client>, state: Arc<ServerState>)
+async fn http_connection<S>(io: S, connection: Arc<Connection>, state: Arc<ServerState>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -203,8 +203,8 @@ where
         let (state, activity) = (state.clone(), activity.clone());
         service_fn(move |req| {
             let busy = Busy::start(activity.clone());
-            let (state, client) = (state.clone(), client.clone());
-            async move { http::route(req, state, client).await.map(|res| res.map(|body| http::hold(body, busy))) }
+            let (state, connection) = (state.clone(), connection.clone());
+            async move { http::route(req, state, connection).await.map(|res| res.map(|body| http::hold(body, busy))) }
         })
     };
     let mut builder = http1::Builder::new();

@@ -7,7 +7,7 @@ use hub::{Hub, JoinError, Member, Payload, Roster};
 use wire::app::{AppError, ChatEvent, Join, MAX_MEMBERS_LISTED, MembersTag, Presence, Say, chat_message_json, history_json};
 use wire::nickname::Nickname;
 
-use super::Session;
+use super::Client;
 
 /// Where a joined client is.
 #[derive(Debug)]
@@ -16,29 +16,29 @@ pub(super) struct Joined {
     room: Arc<str>,
 }
 
-pub(super) fn on_message(hub: &Hub, session: &Session, joined: &mut Option<Joined>, text: &str) {
+pub(super) fn on_message(hub: &Hub, client: &Client, joined: &mut Option<Joined>, text: &str) {
     match joined {
-        None => match join(hub, session, text) {
+        None => match join(hub, client, text) {
             Ok(j) => *joined = Some(j),
-            Err(e) => session.send_error(&e),
+            Err(e) => client.send_error(&e),
         },
         Some(Joined { name, room }) => match Say::parse(text) {
             Ok(say) => {
                 let json = chat_message_json(name, room, &say.message);
                 hub.publish_and_keep(room, &Payload::from(json));
             }
-            Err(e) => session.send_error(&e),
+            Err(e) => client.send_error(&e),
         },
     }
 }
 
-fn join(hub: &Hub, session: &Session, text: &str) -> Result<Joined, AppError> {
+fn join(hub: &Hub, client: &Client, text: &str) -> Result<Joined, AppError> {
     let (Join { room, .. }, nickname) = Join::parse(text)?;
-    if let Some(identity) = &session.identity {
+    if let Some(identity) = &client.identity {
         check_token(identity, &nickname, &room)?;
     }
     let name = nickname.shown.to_string();
-    let member = Member { id: session.id, name: Some(nickname), outbox: session.outbox.clone() };
+    let member = Member { id: client.id, name: Some(nickname), outbox: client.outbox.clone() };
     let greeting = |roster: &Roster| {
         let list = ChatEvent::Members {
             event: MembersTag::Members,
@@ -76,9 +76,9 @@ fn check_token(identity: &crate::token::Identity, name: &Nickname, room: &str) -
     Ok(())
 }
 
-pub(super) fn leave(hub: &Hub, session: &Session, joined: Option<Joined>) {
+pub(super) fn leave(hub: &Hub, client: &Client, joined: Option<Joined>) {
     let Some(Joined { name, room }) = joined else { return };
-    if hub.leave(&room, session.id).is_some() {
+    if hub.leave(&room, client.id).is_some() {
         let event = ChatEvent::Presence { event: Presence::Leave, name: name.to_string(), room: room.to_string() };
         hub.publish(&room, &Payload::from(event.to_json()));
     }

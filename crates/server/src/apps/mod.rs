@@ -1,5 +1,6 @@
 //! The apps: what the server does with a client's messages. An app sees a
-//! [`Session`] (an id and an outbox) and never knows which transport carries it.
+//! [`Client`] (an id, an outbox and who it is) and never knows which transport
+//! carries it.
 
 mod chat;
 
@@ -27,7 +28,7 @@ pub enum AppKind {
     Chat,
     /// Answers `{"count":N}` with `{"count":N-1}`.
     Count,
-    /// Closes every session at once with 3000 "Go away!" (for the SockJS
+    /// Closes every client at once with 3000 "Go away!" (for the SockJS
     /// protocol suite).
     Close,
 }
@@ -58,7 +59,7 @@ pub struct App {
     hub: Hub,
 }
 
-static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
+static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
 
 impl App {
     /// A new instance of the app with empty rooms; chat rooms keep to `chat`.
@@ -76,28 +77,28 @@ impl App {
         self.kind
     }
 
-    /// Starts a session for a newly connected client whose messages go to
+    /// Attaches a newly connected client, whose messages go to
     /// `outbox`, and who is `identity` if it presented a token. Dropping the
     /// returned value ends it (leaves its rooms).
-    pub fn open(self: &Arc<App>, outbox: Arc<Outbox>, identity: Option<Arc<Identity>>) -> AppSession {
-        let id = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
-        let session = Session { id, outbox, identity };
+    pub fn open(self: &Arc<App>, outbox: Arc<Outbox>, identity: Option<Arc<Identity>>) -> AppClient {
+        let id = NEXT_CLIENT.fetch_add(1, Ordering::Relaxed);
+        let client = Client { id, outbox, identity };
         let state = match self.kind {
             AppKind::Broadcast => {
-                let member = Member { id, name: None, outbox: session.outbox.clone() };
+                let member = Member { id, name: None, outbox: client.outbox.clone() };
                 // Anonymous members cannot collide, so this join cannot fail.
                 let _ = self.hub.join(BROADCAST_ROOM, member, 0);
                 State::Broadcast
             }
             AppKind::Close => {
-                session.outbox.close(Close::new(3000, "Go away!"));
+                client.outbox.close(Close::new(3000, "Go away!"));
                 State::Closed
             }
             AppKind::Chat => State::Chat(None),
             AppKind::Echo => State::Echo,
             AppKind::Count => State::Count,
         };
-        AppSession { app: self.clone(), session, state }
+        AppClient { app: self.clone(), client, state }
     }
 }
 
@@ -108,18 +109,18 @@ pub fn text_only() -> Close {
 
 /// A connected client as an app sees it.
 #[derive(Debug)]
-pub struct Session {
+pub struct Client {
     pub id: MemberId,
     pub outbox: Arc<Outbox>,
     /// Who the client's token says it is, when the server requires tokens.
     pub identity: Option<Arc<Identity>>,
 }
 
-impl Session {
+impl Client {
     /// Queues a message for this client only.
     pub fn send(&self, payload: Payload) {
-        // A refused push has already closed the session (slow consumer) or
-        // the session was closed; either way there is nobody to tell.
+        // A refused push has already closed the client (slow consumer) or
+        // it was closed; either way there is nobody to tell.
         let _ = self.outbox.push(payload);
     }
 
@@ -128,15 +129,17 @@ impl Session {
     }
 }
 
-/// One client's session in an app.
+/// A client as its app holds it: the client, and what the app keeps about
+/// it. Transports hand it the client's messages; dropping it leaves the
+/// client's rooms.
 #[derive(Debug)]
-pub struct AppSession {
+pub struct AppClient {
     app: Arc<App>,
-    session: Session,
+    client: Client,
     state: State,
 }
 
-/// What the session is to its app: the app's kind, with what that app
+/// What the client is to its app: the app's kind, with what that app
 /// remembers about the client.
 #[derive(Debug)]
 enum State {
@@ -144,33 +147,33 @@ enum State {
     Broadcast,
     Chat(Option<chat::Joined>),
     Count,
-    /// The close app's sessions are closed before any message.
+    /// The close app's clients are closed before any message.
     Closed,
 }
 
-impl AppSession {
-    /// The session's outbox, which the transport's writer drains.
+impl AppClient {
+    /// The client's outbox, which the transport's writer drains.
     pub fn outbox(&self) -> &Arc<Outbox> {
-        &self.session.outbox
+        &self.client.outbox
     }
 
-    /// When the client's token expires and the session must end.
+    /// When the client's token expires and it must be closed.
     pub fn expires(&self) -> Option<Instant> {
-        self.session.identity.as_ref().map(|i| i.expires)
+        self.client.identity.as_ref().map(|i| i.expires)
     }
 
     /// Handles one message from the client.
     pub fn on_message(&mut self, text: Utf8Bytes) {
         match &mut self.state {
-            State::Echo => self.session.send(Payload::new(text)),
+            State::Echo => self.client.send(Payload::new(text)),
             State::Broadcast => {
                 self.app.hub.publish(BROADCAST_ROOM, &Payload::new(text));
             }
             State::Count => match Count::parse(&text).and_then(Count::answer) {
-                Ok(answer) => self.session.send(Payload::from(answer.to_json())),
-                Err(e) => self.session.send_error(&e),
+                Ok(answer) => self.client.send(Payload::from(answer.to_json())),
+                Err(e) => self.client.send_error(&e),
             },
-            State::Chat(joined) => chat::on_message(&self.app.hub, &self.session, joined, &text),
+            State::Chat(joined) => chat::on_message(&self.app.hub, &self.client, joined, &text),
             State::Closed => {}
         }
     }
@@ -180,7 +183,7 @@ impl AppSession {
     /// close that says so.
     pub fn on_binary(&mut self, data: Bytes) -> Result<(), Close> {
         match &self.state {
-            State::Echo => self.session.send(Payload::binary(data)),
+            State::Echo => self.client.send(Payload::binary(data)),
             State::Broadcast => {
                 self.app.hub.publish(BROADCAST_ROOM, &Payload::binary(data));
             }
@@ -191,13 +194,13 @@ impl AppSession {
     }
 }
 
-impl Drop for AppSession {
+impl Drop for AppClient {
     fn drop(&mut self) {
         match &mut self.state {
             State::Broadcast => {
-                self.app.hub.leave(BROADCAST_ROOM, self.session.id);
+                self.app.hub.leave(BROADCAST_ROOM, self.client.id);
             }
-            State::Chat(joined) => chat::leave(&self.app.hub, &self.session, joined.take()),
+            State::Chat(joined) => chat::leave(&self.app.hub, &self.client, joined.take()),
             State::Echo | State::Count | State::Closed => {}
         }
     }

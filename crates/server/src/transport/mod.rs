@@ -1,4 +1,4 @@
-//! Transports: each adapts a wire format to an app session. A transport reads
+//! Transports: each adapts a wire format to an app client. A transport reads
 //! requests and writes frames; it never knows what a room is.
 
 pub mod sockjs;

@@ -1,11 +1,11 @@
 //! Native WebSocket (RFC 6455) at `/<app>/websocket`: one text frame is one
 //! application message. Framing, masking and control frames are
-//! tokio-tungstenite's; this module maps its events to an app session and
+//! tokio-tungstenite's; this module maps its events to an app client and
 //! runs the connection's writer. SockJS over WebSocket
 //! (`transport::sockjs`) runs the same loop with its own [`Inbound`] and
 //! [`Outbound`] framing.
 //!
-//! The writer takes everything waiting in the session's outbox at once,
+//! The writer takes everything waiting in the client's outbox at once,
 //! serialises it as one frame per message into the connection's write buffer,
 //! and flushes once, so a burst of broadcasts costs one write call.
 
@@ -29,11 +29,11 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::apps::AppSession;
+use crate::apps::AppClient;
 use crate::http::{Body, method_not_allowed, text_response};
 use crate::limits::Inflow;
 use crate::metrics::ConnectionMetrics;
-use crate::server::{Client, MountState, ServerState};
+use crate::server::{Connection, MountState, ServerState};
 use crate::shutdown::Shutdown;
 use crate::transport::utf8_watch::{Utf8Watch, is_invalid_text};
 use crate::token::Identity;
@@ -68,7 +68,7 @@ pub fn check_handshake(req: &Request<impl Sized>) -> Result<HeaderValue, Respons
 
 /// Answers a WebSocket handshake on `mount`: checks it, and once the
 /// connection is upgraded runs it with the given framing, opening
-/// a new app session for `identity`; `label` names the transport in metrics.
+/// a new app client for `identity`; `label` names the transport in metrics.
 /// The client's connection slot is held until the connection ends.
 // Each argument is a different piece of the connection; a struct would only rename them.
 #[allow(clippy::too_many_arguments)]
@@ -76,7 +76,7 @@ pub fn upgrade<I, O>(
     req: &mut Request<Incoming>,
     mount: &Arc<MountState>,
     server: &Arc<ServerState>,
-    client: Arc<Client>,
+    connection: Arc<Connection>,
     identity: Option<Arc<Identity>>,
     label: &'static str,
     inbound: I,
@@ -95,11 +95,11 @@ where
     server.tracker.spawn(async move {
         let Ok(upgraded) = on_upgrade.await else { return };
         let outbox = Arc::new(Outbox::new(server2.config.queue_limit));
-        let session = mount.app.open(outbox, identity);
+        let client = mount.app.open(outbox, identity);
         let metrics = server2.metrics.connection(mount.config.name(), label);
         run(
             TokioIo::new(upgraded),
-            session,
+            client,
             inbound,
             outbound,
             server2.websocket_limits(&mount.config),
@@ -107,7 +107,7 @@ where
             server2.shutdown.clone(),
         )
         .await;
-        drop(client);
+        drop(connection);
     });
     switching_protocols(accept)
 }
@@ -154,9 +154,9 @@ fn ping_timeout() -> Close {
 pub trait Inbound: Send {
     /// Handles one text message and says how many application messages it
     /// carried; `Err` closes the connection with that close.
-    fn on_text(&mut self, session: &mut AppSession, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<usize, Close>;
+    fn on_text(&mut self, client: &mut AppClient, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<usize, Close>;
     /// Handles one binary message, likewise.
-    fn on_binary(&mut self, session: &mut AppSession, data: bytes::Bytes) -> Result<usize, Close>;
+    fn on_binary(&mut self, client: &mut AppClient, data: bytes::Bytes) -> Result<usize, Close>;
 }
 
 /// Native framing: the frame payload is the message.
@@ -164,13 +164,13 @@ pub trait Inbound: Send {
 pub struct Raw;
 
 impl Inbound for Raw {
-    fn on_text(&mut self, session: &mut AppSession, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<usize, Close> {
-        session.on_message(text);
+    fn on_text(&mut self, client: &mut AppClient, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<usize, Close> {
+        client.on_message(text);
         Ok(1)
     }
 
-    fn on_binary(&mut self, session: &mut AppSession, data: bytes::Bytes) -> Result<usize, Close> {
-        session.on_binary(data)?;
+    fn on_binary(&mut self, client: &mut AppClient, data: bytes::Bytes) -> Result<usize, Close> {
+        client.on_binary(data)?;
         Ok(1)
     }
 }
@@ -206,7 +206,7 @@ const READ_BUFFER: usize = 4 * 1024;
 /// Runs a WebSocket connection over an upgraded stream until it closes.
 pub async fn run<S>(
     io: S,
-    mut session: AppSession,
+    mut client: AppClient,
     inbound: impl Inbound,
     outbound: impl Outbound,
     limits: Limits,
@@ -225,15 +225,15 @@ pub async fn run<S>(
         .max_frame_size(Some(limits.max_message_size));
     let ws = WebSocketStream::from_raw_socket(Utf8Watch::new(io), Role::Server, Some(config)).await;
     let (sink, stream) = ws.split();
-    let outbox = session.outbox().clone();
+    let outbox = client.outbox().clone();
     let heard = Heard::new();
 
     // The reader and the writer run side by side in this one task; the
-    // reader owns the app session so that it is dropped (rooms left) as soon
+    // reader owns the app client so that it is dropped (rooms left) as soon
     // as the client stops talking.
     let reader = async {
-        read(stream, &mut session, inbound, &metrics, &shutdown, limits, &heard).await;
-        drop(session);
+        read(stream, &mut client, inbound, &metrics, &shutdown, limits, &heard).await;
+        drop(client);
     };
     let writer = write(sink, &outbox, outbound, &metrics, limits, &heard);
     tokio::join!(reader, writer);
@@ -265,7 +265,7 @@ impl Heard {
 
 async fn read<St>(
     mut stream: St,
-    session: &mut AppSession,
+    client: &mut AppClient,
     mut framing: impl Inbound,
     metrics: &ConnectionMetrics,
     shutdown: &Shutdown,
@@ -274,11 +274,11 @@ async fn read<St>(
 ) where
     St: Stream<Item = Result<Message, WsError>> + Unpin,
 {
-    let outbox = session.outbox().clone();
+    let outbox = client.outbox().clone();
     // Made once, not per message: each registers a waiter when first polled.
     let mut shutting_down = pin!(shutdown.wait());
     let mut closed = pin!(outbox.closed());
-    let expires = session.expires();
+    let expires = client.expires();
     let mut inflow = Inflow::new(limits.max_message_rate, limits.max_byte_rate);
     // Set while the client is over its rate: nothing is read until then, so
     // its own TCP window holds it back.
@@ -307,12 +307,12 @@ async fn read<St>(
             Some(Ok(Message::Text(text))) => {
                 let len = text.len();
                 metrics.received(len);
-                framing.on_text(session, text).map(|messages| (messages, len))
+                framing.on_text(client, text).map(|messages| (messages, len))
             }
             Some(Ok(Message::Binary(data))) => {
                 let len = data.len();
                 metrics.received(len);
-                framing.on_binary(session, data).map(|messages| (messages, len))
+                framing.on_binary(client, data).map(|messages| (messages, len))
             }
             Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
             // tungstenite queues the answer to the peer's close; reading on
@@ -459,7 +459,7 @@ async fn write<Si>(
 }
 
 enum Abandoned {
-    /// The session was closed as a slow consumer while the write waited.
+    /// The client was closed as a slow consumer while the write waited.
     Closed,
     /// The connection failed.
     Io,

@@ -37,7 +37,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use self::headers::Echo;
 use self::session::{Attach, Receiver, Session};
 use crate::http::{Body, authenticate, method_not_allowed, not_found, text_response};
-use crate::server::{Client, MountState, ServerState};
+use crate::server::{Connection, MountState, ServerState};
 use crate::token::Identity;
 
 pub use self::headers::origin_allowed;
@@ -121,7 +121,7 @@ pub async fn route(
     rest: &str,
     mount: &Arc<MountState>,
     server: &Arc<ServerState>,
-    client: Arc<Client>,
+    connection: Arc<Connection>,
 ) -> Response<Body> {
     let options = &mount.config.sockjs;
     match rest {
@@ -150,10 +150,10 @@ pub async fn route(
         }
         let framing = websocket::Sockjs::new(options.heartbeat);
         let label = transport.label();
-        return crate::transport::websocket::upgrade(&mut req, mount, server, client, identity, label, framing.clone(), framing);
+        return crate::transport::websocket::upgrade(&mut req, mount, server, connection, identity, label, framing.clone(), framing);
     }
     let echo = Echo::new(&req, options.cookie_needed);
-    let receiving = Receiving { id, transport, mount, server, identity, address: client.address };
+    let receiving = Receiving { id, transport, mount, server, identity, address: connection.address };
     if transport.receives() && req.method() != Method::OPTIONS && mount.sessions.get(id).is_none() {
         if let Err(res) = receiving.admit(&echo) {
             return res;
@@ -216,7 +216,7 @@ impl Receiving<'_> {
         res
     }
 
-    /// Opens the session (a new id starts one, with a fresh app session)
+    /// Opens the session (a new id starts one, with a fresh app client)
     /// or attaches to it; `Ok(None)` when another request is already
     /// receiving. When the mount filled up since [`Receiving::admit`] (other
     /// requests opened sessions in between), the error is the same 503.

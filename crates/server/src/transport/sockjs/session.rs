@@ -1,13 +1,13 @@
 //! SockJS sessions: what outlives the HTTP requests that carry them.
 //!
-//! A session is an app session, its bounded outbox, and which request (if
+//! A session is an app client, its bounded outbox, and which request (if
 //! any) is receiving its frames. Receiving requests come and go: one
 //! attaches, takes frames, and detaches; between requests the outbox keeps
 //! the app's messages in order (bounded, so a client that stops polling is
 //! closed as a slow consumer and told so by a `c[1008,...]` frame). A
 //! session with no receiving request for the mount's disconnect delay
 //! expires: its reaper task removes it from the mount's [`Registry`] and
-//! drops the app session, which leaves its rooms.
+//! drops the app client, which leaves its rooms.
 //!
 //! Locks: a registry shard's lock may be taken before a session's state
 //! lock, never the other way round, and neither is held across an await.
@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 use wire::sockjs::{HEARTBEAT, encode_close, encode_messages, quote};
 
-use crate::apps::AppSession;
+use crate::apps::AppClient;
 use crate::limits::Inflow;
 use crate::metrics::ConnectionMetrics;
 use crate::shutdown::Shutdown;
@@ -131,7 +131,7 @@ pub struct Session {
     id: Arc<str>,
     outbox: Arc<Outbox>,
     /// `None` once the session is closed or expired: the app is done with it.
-    app: Mutex<Option<AppSession>>,
+    app: Mutex<Option<AppClient>>,
     state: Mutex<State>,
     /// Signalled whenever a receiver attaches or detaches, for the reaper.
     changed: Notify,
@@ -169,7 +169,7 @@ pub enum Attach {
 
 impl Session {
     /// A session for `app`, whose outbox the session's frames come from.
-    pub fn new(id: Arc<str>, app: AppSession, metrics: ConnectionMetrics, message_rate: u32, byte_rate: u32) -> Session {
+    pub fn new(id: Arc<str>, app: AppClient, metrics: ConnectionMetrics, message_rate: u32, byte_rate: u32) -> Session {
         Session {
             id,
             outbox: app.outbox().clone(),
@@ -256,7 +256,7 @@ impl Session {
     }
 }
 
-/// Runs for the life of a session: drops the app session as soon as the
+/// Runs for the life of a session: drops the app client as soon as the
 /// session is closed (so a chat member leaves its room at once), expires
 /// the session after `delay` without a receiving request, and closes it
 /// with 1001 when the server shuts down.

@@ -17,7 +17,7 @@ use hub::{Close, Payload};
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use wire::sockjs::{BROKEN_FRAMING, decode_websocket, encode_close, encode_messages, quote};
 
-use crate::apps::AppSession;
+use crate::apps::AppClient;
 use crate::transport::websocket::{Inbound, Outbound};
 
 /// The SockJS framing of one WebSocket connection, both ways.
@@ -45,17 +45,17 @@ fn text(frame: Vec<u8>) -> Option<Message> {
 }
 
 impl Inbound for Sockjs {
-    fn on_text(&mut self, session: &mut AppSession, text: Utf8Bytes) -> Result<usize, Close> {
+    fn on_text(&mut self, client: &mut AppClient, text: Utf8Bytes) -> Result<usize, Close> {
         let messages = decode_websocket(text.as_bytes()).map_err(|_| broken_framing())?;
         let count = messages.len();
         for message in messages {
-            session.on_message(Utf8Bytes::from(message));
+            client.on_message(Utf8Bytes::from(message));
         }
         Ok(count)
     }
 
     /// SockJS frames are JSON text; a binary frame is not one.
-    fn on_binary(&mut self, _session: &mut AppSession, _data: bytes::Bytes) -> Result<usize, Close> {
+    fn on_binary(&mut self, _session: &mut AppClient, _data: bytes::Bytes) -> Result<usize, Close> {
         Err(Close::new(1003, "SockJS frames are text; binary frames are not accepted"))
     }
 }
