@@ -47,7 +47,7 @@ if [ "$QUICK" = 1 ]; then
   PINGPONG=(--count 200)
   COUNTDOWN=(--count 500)
   CHAT=(--rooms 4 --users 20 --messages 20 --interval 200ms --drain 2s)
-  BROADCAST=(--levels 200 --start-rate 100 --step 25% --step-seconds 1 --max-rate 15000 --loss-timeout 2s --max-mean 250ms)
+  BROADCAST=(--levels 200 --start-rate 100 --step 25% --step-seconds 1 --max-rate 100000 --loss-timeout 2s --max-mean 250ms)
   SELFTEST=(--connections 200 --start-rate 2000 --step 50% --step-seconds 1 --max-rate 100000 --loss-timeout 2s --max-mean 250ms)
   IDLE_PEERS=0      # idle RSS of Switchboard only
   BENCH_TIMEOUT=240 # per bench invocation, seconds
@@ -57,7 +57,7 @@ else
   PINGPONG=(--count 2000)
   COUNTDOWN=(--count 2000)
   CHAT=(--rooms 1,4 --users 10,25,50 --messages 100 --interval 100ms --drain 3s)
-  BROADCAST=(--levels 100,500,2000 --start-rate 10 --step 25% --step-seconds 2 --max-rate 30000 --loss-timeout 3s --max-mean 250ms)
+  BROADCAST=(--levels 100,500,2000 --start-rate 10 --step 25% --step-seconds 2 --max-rate 100000 --loss-timeout 3s --max-mean 250ms)
   SELFTEST=(--connections 500 --start-rate 1000 --step 40% --step-seconds 2 --max-rate 100000 --loss-timeout 3s --max-mean 250ms)
   IDLE_PEERS=1      # idle RSS of every server with a native WebSocket endpoint
   BENCH_TIMEOUT=1800
