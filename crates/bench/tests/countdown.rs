@@ -19,3 +19,13 @@ async fn counts_down_over_http_and_websocket() {
     }
     assert_eq!(results[1]["ratio_to_websocket"], 1.0);
 }
+
+#[tokio::test]
+async fn a_server_that_ends_keep_alive_connections_is_followed_to_a_new_one() {
+    // Every 7th answer says `Connection: close`; 40 steps span five connections.
+    let server = TestServer::start(Behaviour { count_close_every: Some(7), ..Default::default() }).await;
+    let argv = ["countdown", "--quiet", "--transport", "http", "--target", &server.url("count"), "--count", "40"];
+    let (file, err) = measure(&argv).await;
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(json(&file)["runs"][0]["results"][0]["iterations"], 40);
+}

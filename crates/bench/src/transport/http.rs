@@ -1,6 +1,9 @@
 //! Plain HTTP adapter: one keep-alive HTTP/1.1 connection per virtual user (hyper's
 //! connection-level client, so pooling never hides a reconnect). A message is the query
-//! string of `GET <target>/xhr?<message>`; the response body is the reply.
+//! string of `GET <target>/xhr?<message>`; the response body is the reply. When the
+//! server ends the connection after a response (`Connection: close`, as Tomcat does
+//! every 100 requests by default), the next request opens a new one, as a browser's
+//! XHR would; the time that takes is part of that request's.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
@@ -13,6 +16,7 @@ use crate::{Error, Target};
 
 pub struct Sender {
     request: http1::SendRequest<Empty<Bytes>>,
+    target: Target,
     authority: String,
     path: String,
     replies: mpsc::UnboundedSender<Text>,
@@ -28,6 +32,7 @@ pub(super) async fn connect(target: &Target) -> Result<super::Connection, Error>
     Ok(super::Connection {
         sender: super::Sender::Http(Sender {
             request,
+            target: target.clone(),
             authority: target.authority(),
             path: target.path("/xhr"),
             replies: tx,
@@ -61,8 +66,11 @@ impl Sender {
             .header(hyper::header::HOST, &self.authority)
             .body(Empty::new())
             .map_err(|e| Error::usage(format!("bad request {uri}: {e}")))?;
-        // hyper hands a request to the connection only once it is idle again.
-        self.request.ready().await.map_err(|e| Error::closed(format!("GET {uri}: {e}")))?;
+        // hyper hands a request to the connection only once it is idle again, and
+        // reports it closed once the server has ended it after the last response.
+        if self.request.ready().await.is_err() {
+            self.request = open(&self.target).await?;
+        }
         let resp = self
             .request
             .send_request(req)

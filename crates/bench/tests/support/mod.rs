@@ -38,6 +38,9 @@ pub struct Behaviour {
     pub broadcast_cost: Duration,
     /// The broadcast app silently drops the n-th message it receives (1-based).
     pub broadcast_drop_nth: Option<u64>,
+    /// `/count/xhr` ends the keep-alive connection (`Connection: close`) after
+    /// every n-th answer, as Tomcat does after 100 requests.
+    pub count_close_every: Option<u64>,
 }
 
 pub struct TestServer {
@@ -122,6 +125,7 @@ struct State {
     /// Serialises broadcast handling so `broadcast_cost` is a server-wide capacity.
     broadcast_lock: Mutex<()>,
     broadcast_seen: AtomicU64,
+    counts_answered: AtomicU64,
     /// Echo messages received so far, for tests that act after the n-th.
     echoes: watch::Sender<u64>,
     chat: Mutex<Vec<ChatMember>>,
@@ -141,6 +145,7 @@ impl State {
             broadcast: broadcast::channel(1 << 16).0,
             broadcast_lock: Mutex::new(()),
             broadcast_seen: AtomicU64::new(0),
+            counts_answered: AtomicU64::new(0),
             echoes: watch::Sender::new(0),
             chat: Mutex::new(Vec::new()),
             sockjs: sockjs::Sessions::default(),
@@ -160,11 +165,16 @@ async fn handle(req: Request<Incoming>, state: Arc<State>, stop: CancellationTok
     let path = req.uri().path().to_string();
     if path == "/count/xhr" {
         let n: Option<i64> = req.uri().query().and_then(|q| q.strip_prefix("count=")).and_then(|n| n.parse().ok());
-        return Ok(match n.map(|count| Count { count }.answer()) {
+        let mut res = match n.map(|count| Count { count }.answer()) {
             Some(Ok(answer)) => respond(StatusCode::OK, &answer.to_json()),
             Some(Err(e)) => respond(StatusCode::BAD_REQUEST, &e.to_json()),
             None => respond(StatusCode::BAD_REQUEST, "{\"error\":\"count missing\"}"),
-        });
+        };
+        let answered = state.counts_answered.fetch_add(1, Ordering::SeqCst) + 1;
+        if state.behaviour.count_close_every.is_some_and(|every| answered % every == 0) {
+            res.headers_mut().insert(hyper::header::CONNECTION, hyper::header::HeaderValue::from_static("close"));
+        }
+        return Ok(res);
     }
     if path == "/echo/info" {
         return Ok(respond(StatusCode::OK, r#"{"websocket":true,"cookie_needed":false,"origins":["*:*"],"entropy":1}"#));
