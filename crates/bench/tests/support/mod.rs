@@ -171,7 +171,7 @@ async fn handle(req: Request<Incoming>, state: Arc<State>, stop: CancellationTok
             None => respond(StatusCode::BAD_REQUEST, "{\"error\":\"count missing\"}"),
         };
         let answered = state.counts_answered.fetch_add(1, Ordering::SeqCst) + 1;
-        if state.behaviour.count_close_every.is_some_and(|every| answered % every == 0) {
+        if state.behaviour.count_close_every.is_some_and(|every| answered.is_multiple_of(every)) {
             res.headers_mut().insert(hyper::header::CONNECTION, hyper::header::HeaderValue::from_static("close"));
         }
         return Ok(res);
