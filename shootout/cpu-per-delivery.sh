@@ -8,6 +8,7 @@
 #
 #   shootout/cpu-per-delivery.sh [SERVER...]     default: switchboard bun
 #   RATE=500 CLIENTS=200 STEP_SECONDS=10 ROUNDS=2   the load (msgs/s sent, each to every client)
+#   CPD_JSON=FILE                                 also write the figures as JSON (the shootout does)
 #
 # Needs the release build (make build) and the peers named (peers/<peer>/install.sh).
 set -euo pipefail
@@ -47,10 +48,10 @@ for round in $(seq "$ROUNDS"); do
   done
 done
 
-python3 - "$OUT" "$ROUNDS" "${SERVERS[@]}" <<'PY'
+python3 - "$OUT" "$ROUNDS" "${CPD_JSON:-}" "$RATE" "$CLIENTS" "${SERVERS[@]}" <<'PY'
 import json, sys
-out, rounds, servers = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-best = {}
+out, rounds, json_out, rate, clients, servers = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6:]
+best, figures = {}, {"rate": rate, "clients": clients, "rounds": []}
 print(f"{'server':<14} {'round':>5} {'deliveries/s':>13} {'lost':>5} {'server CPU':>10} {'µs/delivery':>12}")
 for name in servers:
     for r in range(1, rounds + 1):
@@ -59,8 +60,14 @@ for name in servers:
         us = cpu / 100 * 1e6 / per_s if per_s else float("inf")
         print(f"{name:<14} {r:>5} {per_s:>13,.0f} {step['lost']:>5} {cpu:>9.1f}% {us:>12.3f}")
         best[name] = min(best.get(name, us), us)
+        figures["rounds"].append({"server": name, "round": r, "deliveries_per_s": per_s, "lost": step["lost"],
+                                  "server_cpu_pct": cpu, "us_per_delivery": us})
 first = servers[0]
 print()
 for name in servers:
     print(f"best {name:<14} {best[name]:.3f} µs/delivery" + ("" if name == first else f"   {first}/{name} = {best[first] / best[name]:.2f}×"))
+figures["best_us_per_delivery"] = best
+if json_out:
+    with open(json_out, "w") as f:
+        json.dump(figures, f, indent=2)
 PY

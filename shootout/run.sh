@@ -51,6 +51,7 @@ if [ "$QUICK" = 1 ]; then
   SELFTEST=(--connections 200 --start-rate 2000 --step 50% --step-seconds 1 --max-rate 100000 --loss-timeout 2s --max-mean 250ms)
   IDLE_PEERS=0      # idle RSS of Switchboard only
   BENCH_TIMEOUT=240 # per bench invocation, seconds
+  CPD_ROUNDS=2      # rounds of the CPU-per-delivery comparison
 else
   PROFILE="full"
   WARMUP=(--levels 50 --start-rate 200 --max-rate 200 --step-seconds 10)
@@ -61,8 +62,12 @@ else
   SELFTEST=(--connections 500 --start-rate 1000 --step 40% --step-seconds 2 --max-rate 100000 --loss-timeout 3s --max-mean 250ms)
   IDLE_PEERS=1      # idle RSS of every server with a native WebSocket endpoint
   BENCH_TIMEOUT=1800
+  CPD_ROUNDS=3
 fi
 IDLE_CONNECTIONS=10000
+# The fixed load of the CPU-per-delivery comparison: 500 msgs/s to 200 clients,
+# 100,000 deliveries/s, below where either server saturates on this machine.
+CPD_RATE=500
 
 mkdir -p "$OUT/bench" "$OUT/logs" "$OUT/idle-rss"
 STATUS="$OUT/status.tsv"   # server <TAB> ok|failed <TAB> detail
@@ -270,6 +275,16 @@ for s in $SERVERS; do
     idle_rss "$s"
   fi
 done
+
+# Server CPU per delivery at a fixed load, Switchboard beside Bun (rounds
+# interleaved, each on a fresh server): the comparison that still separates
+# the two where the broadcast sweep meets the bench's own ceiling.
+if [[ " $SERVERS " == *" switchboard "* && " $SERVERS " == *" bun "* && -z "${INSTALL_FAILED[bun]:-}" ]]; then
+  say "CPU per delivery: switchboard and bun at $CPD_RATE msgs/s to 200 clients, $CPD_ROUNDS rounds"
+  RATE="$CPD_RATE" CLIENTS=200 ROUNDS="$CPD_ROUNDS" CPD_JSON="$OUT/cpu-per-delivery.json" \
+    shootout/cpu-per-delivery.sh switchboard bun >"$OUT/logs/cpu-per-delivery.txt" 2>&1 \
+    || say "CPU per delivery FAILED: $(tail -n1 "$OUT/logs/cpu-per-delivery.txt")"
+fi
 
 say "writing the report"
 "$BIN" report "$OUT"/bench/*.json -o "$OUT/report.html" \

@@ -295,6 +295,23 @@ def main():
         out.append(table(["server", "connections", "RSS before MiB", "RSS after MiB", "KiB per connection"], rows))
         out.append("")
 
+    # --- CPU per delivery ------------------------------------------------------
+    cpd = load(os.path.join(d, "cpu-per-delivery.json"))
+    if cpd:
+        summary["cpu_per_delivery"] = cpd
+        best = cpd["best_us_per_delivery"]
+        per_s = cpd["rate"] * cpd["clients"]
+        out.append(f"Server CPU per delivery at a fixed load ({cpd['rate']} msgs/s to {cpd['clients']} clients, "
+                   f"{per_s:,} deliveries/s; best of {max(r['round'] for r in cpd['rounds'])} interleaved rounds)")
+        out.append(table(["server", "µs per delivery", "rounds (server CPU %)"],
+                         [[s, f"{best[s]:.3f}", ", ".join(f"{r['server_cpu_pct']:.0f}%" for r in cpd["rounds"] if r["server"] == s)]
+                          for s in best]))
+        if "switchboard" in best and "bun" in best:
+            ratio = best["switchboard"] / best["bun"]
+            out.append(f"  switchboard / bun = {ratio:.2f}× Bun's CPU per delivery (goal: at most 0.80×): "
+                       + ("HOLDS" if ratio <= 0.8 else "MISSED"))
+        out.append("")
+
     failed = [s for s in servers if summary["servers"].get(s, {}).get("status") == "failed"]
     if failed:
         out.append("Failed: " + "; ".join(f"{s}: {status.get(s, ('', ''))[1]}" for s in failed))
