@@ -53,7 +53,7 @@ pub struct CommonArgs {
     /// Write the result JSON (schema: crates/bench/schema.json) to this file.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Pid of the server, for its CPU% and RSS; only with one --target [default: the
+    /// Pid of the server, for its CPU% and RSS (with every process below it); only with one --target [default: the
     /// process listening on each target's port, when the target is on this machine]
     #[arg(long, value_name = "PID")]
     pub server_pid: Option<u32>,

@@ -175,7 +175,7 @@ fn cpu_pct(before: Option<u64>, after: Option<u64>, secs: f64) -> Option<f64> {
 
 fn read(server_pid: Option<u32>) -> Reading {
     let (server_ticks, server_rss) = match server_pid {
-        Some(pid) => (proc_ticks(&format!("/proc/{pid}/stat")), proc_rss(&format!("/proc/{pid}/status"))),
+        Some(pid) => tree_usage(pid),
         None => (None, None),
     };
     Reading {
@@ -186,6 +186,51 @@ fn read(server_pid: Option<u32>) -> Reading {
         bench_rss: proc_rss("/proc/self/status"),
         host: host_jiffies(),
     }
+}
+
+/// CPU ticks and RSS of a server: the process and every process below it, so
+/// that a server of several processes (Node's cluster workers, a forking
+/// server) is measured whole. `None` when the process itself is gone. A
+/// descendant that exits between two readings takes its ticks with it, so a
+/// server that replaces workers during a run is under-counted.
+fn tree_usage(pid: u32) -> (Option<u64>, Option<u64>) {
+    let root = proc_ticks(&format!("/proc/{pid}/stat"));
+    if root.is_none() {
+        return (None, None);
+    }
+    let pids = descendants(pid, &parents());
+    let ticks = pids.iter().filter_map(|p| proc_ticks(&format!("/proc/{p}/stat"))).sum();
+    let rss = pids.iter().filter_map(|p| proc_rss(&format!("/proc/{p}/status"))).sum();
+    (Some(ticks), Some(rss))
+}
+
+/// Every process's parent, from /proc/<pid>/stat.
+fn parents() -> Vec<(u32, u32)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            Some((pid, parse_stat_ppid(&stat)?))
+        })
+        .collect()
+}
+
+/// `pid` and all its descendants, given every (process, parent) pair.
+fn descendants(pid: u32, parents: &[(u32, u32)]) -> Vec<u32> {
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(parents.iter().filter(|&&(p, pp)| pp == parent && p != parent).map(|&(p, _)| p));
+        i += 1;
+    }
+    tree
+}
+
+fn parse_stat_ppid(stat: &str) -> Option<u32> {
+    // after ')' : state(3) ppid(4).
+    stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()
 }
 
 /// utime + stime (fields 14 and 15) of /proc/<pid>/stat; the comm field may hold spaces,
@@ -265,6 +310,24 @@ fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_server_is_its_process_and_every_process_below_it() {
+        let parents = [(1, 0), (10, 1), (11, 10), (12, 10), (13, 11), (20, 1), (21, 20)];
+        let mut tree = descendants(10, &parents);
+        tree.sort_unstable();
+        assert_eq!(tree, [10, 11, 12, 13]);
+        assert_eq!(descendants(13, &parents), [13]);
+        assert_eq!(parse_stat_ppid("1234 (my (odd) name) S 77 1234 1234 0"), Some(77));
+    }
+
+    #[test]
+    fn this_process_is_in_its_own_tree() {
+        let me = std::process::id();
+        let (ticks, rss) = tree_usage(me);
+        assert!(ticks.is_some() && rss.is_some_and(|r| r > 0));
+        assert!(descendants(me, &parents()).contains(&me));
+    }
 
     #[test]
     fn stat_ticks_skip_the_command_name() {
