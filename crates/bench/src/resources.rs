@@ -32,6 +32,8 @@ struct Reading {
     at: Instant,
     server_ticks: Option<u64>,
     server_rss: Option<u64>,
+    /// Processes in the server's tree (itself and every process below it).
+    server_processes: Option<usize>,
     bench_ticks: Option<u64>,
     bench_rss: Option<u64>,
     /// (busy, total) jiffies of the whole machine.
@@ -55,6 +57,9 @@ pub struct Resources {
     pub server_cpu_pct: Option<f64>,
     pub server_cpu_max_pct: Option<f64>,
     pub server_rss_max_bytes: Option<u64>,
+    /// Most processes the server's figures covered at once: it and every
+    /// process below it (Node cluster workers, for one).
+    pub server_processes: Option<usize>,
     pub bench_cpu_pct: Option<f64>,
     pub bench_rss_bytes: Option<u64>,
     /// Whole-machine busy share in % of all cores.
@@ -156,6 +161,7 @@ impl Monitor {
             server_cpu_pct,
             server_cpu_max_pct,
             server_rss_max_bytes,
+            server_processes: [start.server_processes, end.server_processes].into_iter().flatten().max(),
             bench_cpu_pct,
             bench_rss_bytes: end.bench_rss,
             host_cpu_pct,
@@ -174,34 +180,35 @@ fn cpu_pct(before: Option<u64>, after: Option<u64>, secs: f64) -> Option<f64> {
 }
 
 fn read(server_pid: Option<u32>) -> Reading {
-    let (server_ticks, server_rss) = match server_pid {
+    let (server_ticks, server_rss, server_processes) = match server_pid {
         Some(pid) => tree_usage(pid),
-        None => (None, None),
+        None => (None, None, None),
     };
     Reading {
         at: Instant::now(),
         server_ticks,
         server_rss,
+        server_processes,
         bench_ticks: proc_ticks("/proc/self/stat"),
         bench_rss: proc_rss("/proc/self/status"),
         host: host_jiffies(),
     }
 }
 
-/// CPU ticks and RSS of a server: the process and every process below it, so
+/// CPU ticks, RSS and process count of a server: the process and every process below it, so
 /// that a server of several processes (Node's cluster workers, a forking
 /// server) is measured whole. `None` when the process itself is gone. A
 /// descendant that exits between two readings takes its ticks with it, so a
 /// server that replaces workers during a run is under-counted.
-fn tree_usage(pid: u32) -> (Option<u64>, Option<u64>) {
+fn tree_usage(pid: u32) -> (Option<u64>, Option<u64>, Option<usize>) {
     let root = proc_ticks(&format!("/proc/{pid}/stat"));
     if root.is_none() {
-        return (None, None);
+        return (None, None, None);
     }
     let pids = descendants(pid, &parents());
     let ticks = pids.iter().filter_map(|p| proc_ticks(&format!("/proc/{p}/stat"))).sum();
     let rss = pids.iter().filter_map(|p| proc_rss(&format!("/proc/{p}/status"))).sum();
-    (Some(ticks), Some(rss))
+    (Some(ticks), Some(rss), Some(pids.len()))
 }
 
 /// Every process's parent, from /proc/<pid>/stat.
@@ -324,8 +331,9 @@ mod tests {
     #[test]
     fn this_process_is_in_its_own_tree() {
         let me = std::process::id();
-        let (ticks, rss) = tree_usage(me);
+        let (ticks, rss, processes) = tree_usage(me);
         assert!(ticks.is_some() && rss.is_some_and(|r| r > 0));
+        assert!(processes.is_some_and(|n| n >= 1));
         assert!(descendants(me, &parents()).contains(&me));
     }
 
