@@ -72,8 +72,9 @@ impl Page<'_> {
             env!("CARGO_PKG_VERSION")
         );
         self.header(&mut h, &title);
+        // The answer first (the summary, then each scenario's charts and
+        // tables); where it comes from (files, commands, machine) last.
         h.push_str("<main>\n");
-        self.files_section(&mut h);
         if let Some(summary) = self.summary {
             h.push_str("<section id=\"summary\">\n<h2>Summary</h2>\n");
             table(&mut h, summary, false);
@@ -82,6 +83,7 @@ impl Page<'_> {
         for section in self.sections {
             self.section(&mut h, section);
         }
+        self.files_section(&mut h);
         h.push_str("</main>\n");
         let _ = writeln!(
             h,
@@ -108,7 +110,7 @@ impl Page<'_> {
         let servers: Vec<String> = self.sources.iter().map(|s| escape(&s.label)).collect();
         let _ = write!(
             h,
-            "<header>\n<h1>{title}</h1>\n<p class=\"lede\">{} from {}: {}.</p>\n<nav><a href=\"#files\">Result files</a>",
+            "<header>\n<h1>{title}</h1>\n<p class=\"lede\">{} from {}: {}.</p>\n<nav>",
             plural(self.sources.len(), "server", "servers"),
             plural(self.files.len(), "result file", "result files"),
             if servers.is_empty() {
@@ -118,17 +120,17 @@ impl Page<'_> {
             },
         );
         if self.summary.is_some() {
-            h.push_str(" · <a href=\"#summary\">Summary</a>");
+            h.push_str("<a href=\"#summary\">Summary</a> · ");
         }
         for s in self.sections {
             let _ = write!(
                 h,
-                " · <a href=\"#{}\">{}</a>",
+                "<a href=\"#{}\">{}</a> · ",
                 escape(&s.id),
                 escape(&s.title)
             );
         }
-        h.push_str("</nav>\n</header>\n");
+        h.push_str("<a href=\"#files\">Result files</a></nav>\n</header>\n");
     }
 
     /// One row per file: when it started, the exact command, its runs; the machine and

@@ -132,6 +132,10 @@ fn fixtures_render_every_scenario() {
             "section {id} in the page"
         );
     }
+    // The answer leads: the summary first, each scenario, and the files last.
+    let at = |id: &str| r.html.find(&format!("<section id=\"{id}\">")).unwrap_or_else(|| panic!("{id}"));
+    assert!(at("summary") < at("broadcast"));
+    assert!(["broadcast", "chat", "pingpong", "countdown"].iter().all(|&id| at(id) < at("files")));
     let expected = [
         "broadcast-rt",
         "chat-mean",
