@@ -1,5 +1,5 @@
-//! Native WebSocket (RFC 6455) at `/<app>/websocket`: one text frame is one
-//! application message. Framing, masking and control frames are
+//! Native WebSocket (RFC 6455) at `/<app>/websocket`: one text or binary
+//! message is one application message. Framing, masking and control frames are
 //! tokio-tungstenite's; this module maps its events to an app client and
 //! runs the connection's writer. SockJS over WebSocket
 //! (`transport::sockjs`) runs the same loop with its own [`Inbound`] and
