@@ -13,6 +13,7 @@ mod metrics;
 mod server;
 mod shed;
 mod shutdown;
+mod time;
 mod tls;
 mod token;
 mod transport;

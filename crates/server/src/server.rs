@@ -20,7 +20,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::task::TaskTracker;
@@ -234,24 +234,35 @@ struct Activity {
     in_progress: AtomicUsize,
     /// Milliseconds from `started` to the end of the last request.
     idle_since_ms: AtomicU64,
+    /// Signalled when the last request in progress ends.
+    ended: Notify,
 }
 
 impl Activity {
     fn new() -> Activity {
-        Activity { started: Instant::now(), in_progress: AtomicUsize::new(0), idle_since_ms: AtomicU64::new(0) }
+        Activity {
+            started: Instant::now(),
+            in_progress: AtomicUsize::new(0),
+            idle_since_ms: AtomicU64::new(0),
+            ended: Notify::new(),
+        }
     }
 
     /// Resolves once the connection has had no request in progress for `limit`.
     async fn idle_for(&self, limit: Duration) {
         loop {
+            if self.in_progress.load(Ordering::Acquire) > 0 {
+                // `notify_one` keeps a permit, so an end between the load and
+                // this wait is not missed.
+                self.ended.notified().await;
+                continue;
+            }
             let idle_since = self.started + Duration::from_millis(self.idle_since_ms.load(Ordering::Acquire));
-            let busy = self.in_progress.load(Ordering::Acquire) > 0;
-            let now = Instant::now();
-            if !busy && now >= idle_since + limit {
+            if Instant::now() >= idle_since + limit {
                 return;
             }
-            // While busy, look again a period later: the request may end any time.
-            tokio::time::sleep_until(if busy { now + limit } else { idle_since + limit }).await;
+            // A request may start meanwhile; the check above then waits for it.
+            tokio::time::sleep_until(idle_since + limit).await;
         }
     }
 }
@@ -272,6 +283,8 @@ impl Drop for Busy {
     fn drop(&mut self) {
         let ms = u64::try_from(self.0.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.0.idle_since_ms.store(ms, Ordering::Release);
-        self.0.in_progress.fetch_sub(1, Ordering::AcqRel);
+        if self.0.in_progress.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.ended.notify_one();
+        }
     }
 }

@@ -10,9 +10,11 @@
 //! Keys: HS256 with a shared secret, or RS256 / ES256 (P-256) with a public
 //! key in PEM, chosen by the key's type. Verification is jsonwebtoken's.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use hub::Close;
 use hyper::Request;
 use hyper::header::{self, HeaderValue};
 use jsonwebtoken::errors::ErrorKind;
@@ -25,6 +27,9 @@ use crate::config::TokenKey;
 
 /// Clock skew tolerated on `exp` and `nbf`, in seconds.
 const LEEWAY_SECONDS: u64 = 5;
+
+/// The close for a client whose token has expired.
+pub const EXPIRED: Close = Close { code: 1008, reason: Cow::Borrowed("token expired") };
 
 /// Who a verified token says the client is.
 #[derive(Debug, Clone, PartialEq, Eq)]

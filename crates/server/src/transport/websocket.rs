@@ -36,7 +36,8 @@ use crate::metrics::ConnectionMetrics;
 use crate::server::{Connection, MountState, ServerState};
 use crate::shutdown::Shutdown;
 use crate::transport::utf8_watch::{Utf8Watch, is_invalid_text};
-use crate::token::Identity;
+use crate::time::sleep_until_some;
+use crate::token::{self, Identity};
 
 /// Why a handshake request cannot be upgraded, answered with an HTTP status.
 /// The texts are those the SockJS protocol suite expects of this endpoint.
@@ -296,7 +297,7 @@ async fn read<St>(
             }
             _ = &mut closed => break,
             () = sleep_until_some(expires) => {
-                outbox.close(Close::new(1008, "token expired"));
+                outbox.close(token::EXPIRED);
                 break;
             }
         };
@@ -344,14 +345,6 @@ async fn read<St>(
     // to our close frame completes the handshake, but not forever.
     let drain = async { while let Some(Ok(_)) = stream.next().await {} };
     let _ = tokio::time::timeout(limits.close_grace, drain).await;
-}
-
-/// Sleeps until `at`, or for ever when there is no `at`.
-async fn sleep_until_some(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// The close that answers a read error.

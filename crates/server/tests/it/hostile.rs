@@ -17,14 +17,18 @@ fn config(tune: impl FnOnce(&mut Config)) -> Config {
     config
 }
 
+/// Every mount capped at `n` SockJS sessions.
+fn max_sessions(n: usize) -> Config {
+    config(|c| {
+        for m in &mut c.mounts {
+            m.limits.max_sessions = n;
+        }
+    })
+}
+
 #[tokio::test]
 async fn a_session_flood_meets_the_cap_and_each_refusal_says_why() {
-    let server = TestServer::with(config(|c| {
-        for m in &mut c.mounts {
-            m.limits.max_sessions = 20;
-        }
-    }))
-    .await;
+    let server = TestServer::with(max_sessions(20)).await;
     let mut statuses = Vec::new();
     for _ in 0..30 {
         let reply = server.http("POST", &format!("/broadcast/000/{}/xhr", session_id()), &[], b"").await;
@@ -44,12 +48,7 @@ async fn a_session_flood_meets_the_cap_and_each_refusal_says_why() {
 
 #[tokio::test]
 async fn sessions_opened_at_once_past_the_cap_are_each_answered_503() {
-    let server = TestServer::with(config(|c| {
-        for m in &mut c.mounts {
-            m.limits.max_sessions = 20;
-        }
-    }))
-    .await;
+    let server = TestServer::with(max_sessions(20)).await;
     let opens = (0..60).map(|_| {
         let path = format!("/broadcast/000/{}/xhr", session_id());
         let server = &server;

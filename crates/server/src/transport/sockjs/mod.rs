@@ -189,7 +189,9 @@ struct Receiving<'a> {
 impl Receiving<'_> {
     /// Whether this request may open a new session: the mount has room for
     /// one more, and its address has not opened too many lately. A refusal
-    /// is answered 503 or 429 with a `Retry-After`, and counted.
+    /// is answered 503 or 429 with a `Retry-After`, and counted. The room
+    /// checked here is a fast answer that charges no rate; the slot itself
+    /// is reserved when the session opens ([`Receiving::attach`]).
     // The error is the response to send; its size on the stack does not matter.
     #[allow(clippy::result_large_err)]
     fn admit(&self, echo: &Echo) -> Result<(), Response<Body>> {

@@ -29,6 +29,8 @@ use crate::apps::AppClient;
 use crate::limits::Inflow;
 use crate::metrics::ConnectionMetrics;
 use crate::shutdown::Shutdown;
+use crate::time::sleep_until_some;
+use crate::token;
 
 /// The close a session gets when its receiving request vanishes mid-way
 /// (the client went away, or a proxy cut the request): what was in flight
@@ -266,15 +268,13 @@ pub async fn reap(registry: Arc<Registry>, session: Arc<Session>, delay: Duratio
         let mut changed = pin!(session.changed.notified());
         changed.as_mut().enable();
         let deadline = session.idle_deadline(delay);
-        // A far deadline stands for "none": the branch is disabled then anyway.
-        let sleep = tokio::time::sleep_until(deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400)));
-        let far = Instant::now() + Duration::from_secs(86_400);
+        let expires = session.expires.filter(|_| app_open);
         tokio::select! {
-            () = tokio::time::sleep_until(session.expires.unwrap_or(far)), if app_open && session.expires.is_some() => {
-                session.outbox.close(Close::new(1008, "token expired"));
+            () = sleep_until_some(expires) => {
+                session.outbox.close(token::EXPIRED);
             }
             () = changed => {}
-            () = sleep, if deadline.is_some() => {
+            () = sleep_until_some(deadline) => {
                 if registry.expire_if_idle(&session, delay) {
                     break;
                 }
