@@ -176,7 +176,6 @@ pub async fn route(
 
 /// A receiving request: which session it names, by which transport, from
 /// whom.
-#[derive(Clone)]
 struct Receiving<'a> {
     id: &'a str,
     transport: Transport,
