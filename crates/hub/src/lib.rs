@@ -6,13 +6,17 @@
 //! message sent to 2,000 members is encoded once per wire framing, never per
 //! member. The hub knows nothing of transports or apps.
 
+mod broker;
 mod bucket;
+mod event;
 mod outbox;
 mod payload;
 mod rooms;
 mod shards;
 
+pub use broker::{BoxFuture, Broker, BrokerError, Greeting, MemoryBroker};
 pub use bucket::Bucket;
+pub use event::RoomEvent;
 pub use outbox::{Close, Drained, Outbox, PushError};
 pub use payload::Payload;
 pub use rooms::{Delivery, HistoryLimits, Hub, JoinError, Member, MemberId, RoomLimits, Roster};

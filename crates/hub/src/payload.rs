@@ -2,6 +2,8 @@
 
 use std::sync::{Arc, OnceLock};
 
+use crate::RoomEvent;
+
 use base64::Engine;
 use bytes::Bytes;
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
@@ -9,10 +11,12 @@ use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 /// One application message on its way out, text or binary, cheap to clone
 /// (one pointer).
 ///
-/// The data is kept in the form the WebSocket writer sends as-is; other
-/// framings (SockJS's escaped JSON string) are encoded the first time a
-/// recipient needs them and cached, so each framing is encoded once per
-/// message however many members receive it.
+/// An app's opaque data (echo, broadcast) is kept in the form the WebSocket
+/// writer sends as-is. A room event ([`RoomEvent`]) is kept typed, and its
+/// chat JSON is encoded the first time a recipient needs it. Other framings
+/// (SockJS's escaped JSON string) are likewise encoded on first use and
+/// cached: each encoding is made once per message however many members
+/// receive it.
 #[derive(Clone, Debug)]
 pub struct Payload(Arc<Inner>);
 
@@ -26,6 +30,7 @@ struct Inner {
 enum Data {
     Text(Utf8Bytes),
     Binary(Bytes),
+    Event { room: Arc<str>, event: RoomEvent, json: OnceLock<Utf8Bytes> },
 }
 
 impl Payload {
@@ -39,6 +44,11 @@ impl Payload {
         Payload::of(Data::Binary(data.into()))
     }
 
+    /// A typed event of `room`.
+    pub fn event(room: impl Into<Arc<str>>, event: RoomEvent) -> Payload {
+        Payload::of(Data::Event { room: room.into(), event, json: OnceLock::new() })
+    }
+
     fn of(data: Data) -> Payload {
         Payload(Arc::new(Inner { data, sockjs: OnceLock::new() }))
     }
@@ -48,6 +58,7 @@ impl Payload {
         match &self.0.data {
             Data::Text(text) => text.len(),
             Data::Binary(data) => data.len(),
+            Data::Event { .. } => self.text().len(),
         }
     }
 
@@ -56,11 +67,29 @@ impl Payload {
         self.len() == 0
     }
 
-    /// The text, if this is text.
+    /// The text, if this is text; a room event's is its chat JSON.
     pub fn as_text(&self) -> Option<&str> {
         match &self.0.data {
-            Data::Text(text) => Some(text.as_str()),
             Data::Binary(_) => None,
+            _ => Some(self.text().as_str()),
+        }
+    }
+
+    /// The room event and its room, if this is one.
+    pub fn as_event(&self) -> Option<(&Arc<str>, &RoomEvent)> {
+        match &self.0.data {
+            Data::Event { room, event, .. } => Some((room, event)),
+            _ => None,
+        }
+    }
+
+    /// The text form; empty for binary data.
+    fn text(&self) -> &Utf8Bytes {
+        static NONE: OnceLock<Utf8Bytes> = OnceLock::new();
+        match &self.0.data {
+            Data::Text(text) => text,
+            Data::Event { room, event, json } => json.get_or_init(|| Utf8Bytes::from(event.chat_json(room))),
+            Data::Binary(_) => NONE.get_or_init(|| Utf8Bytes::from_static("")),
         }
     }
 
@@ -72,8 +101,8 @@ impl Payload {
     /// The message as a WebSocket text or binary message (shares the bytes).
     pub fn ws_message(&self) -> Message {
         match &self.0.data {
-            Data::Text(text) => Message::Text(text.clone()),
             Data::Binary(data) => Message::Binary(data.clone()),
+            _ => Message::Text(self.text().clone()),
         }
     }
 
@@ -82,8 +111,8 @@ impl Payload {
     /// only text, so binary data goes as its base64 text (RFC 4648, padded).
     pub fn sockjs_json(&self, encode: impl FnOnce(&str) -> Bytes) -> &Bytes {
         self.0.sockjs.get_or_init(|| match &self.0.data {
-            Data::Text(text) => encode(text.as_str()),
             Data::Binary(data) => encode(&base64::engine::general_purpose::STANDARD.encode(data)),
+            _ => encode(self.text().as_str()),
         })
     }
 }
@@ -128,5 +157,19 @@ mod tests {
         assert_eq!(p.ws_message(), Message::binary(vec![0u8, 0xff, 0x80, b'a']));
         let quoted = p.sockjs_json(|s| Bytes::from(format!("\"{s}\"")));
         assert_eq!(quoted.as_ref(), b"\"AP+AYQ==\"");
+    }
+
+    #[test]
+    fn an_event_is_encoded_as_chat_json_once() {
+        let p = Payload::event("lobby", RoomEvent::Message { name: "alice".into(), text: "hi \"you\"".into() });
+        let json = r#"{"name":"alice","room":"lobby","message":"hi \"you\""}"#;
+        assert_eq!(p.as_text(), Some(json));
+        assert_eq!(p.len(), json.len());
+        assert_eq!(p.ws_message(), Message::text(json));
+        let Message::Text(a) = p.ws_message() else { unreachable!() };
+        let Message::Text(b) = p.clone().ws_message() else { unreachable!() };
+        assert_eq!(a.as_str().as_ptr(), b.as_str().as_ptr(), "one encoding, shared");
+        let leave = Payload::event("lobby", RoomEvent::Leave { name: "bob".into() });
+        assert_eq!(leave.as_text(), Some(r#"{"event":"leave","name":"bob","room":"lobby"}"#));
     }
 }

@@ -33,6 +33,9 @@ pub enum JoinError {
     /// The room has taken its [`RoomLimits::join_rate`] of joins.
     #[error("too many joins")]
     TooManyJoins,
+    /// The broker that spans the nodes could not be asked.
+    #[error(transparent)]
+    Broker(#[from] crate::BrokerError),
 }
 
 /// Bounds on every room of a hub, so that a join storm costs a bounded
@@ -166,17 +169,22 @@ impl Hub {
         listed: usize,
         greet: impl FnOnce(&Roster) -> Vec<Payload>,
     ) -> Result<Roster, JoinError> {
+        self.join_beside(room, member, listed, &[], greet)
+    }
+
+    /// Joins and greets as [`Hub::join_and_greet`] does, in a room that
+    /// also has the members named `elsewhere` (on other nodes): the roster
+    /// lists and counts them after this node's own.
+    pub fn join_beside(
+        &self,
+        room: &str,
+        member: Member,
+        listed: usize,
+        elsewhere: &[Arc<str>],
+        greet: impl FnOnce(&Roster) -> Vec<Payload>,
+    ) -> Result<Roster, JoinError> {
         let mut rooms = self.shard(room).lock();
-        let entry = match rooms.get_mut(room) {
-            Some(entry) => entry,
-            None => rooms.entry(Arc::from(room)).or_insert_with(|| Room {
-                members: Vec::new(),
-                names: HashSet::new(),
-                joins: self.limits.join_rate.map(|rate| Bucket::new(rate, rate)),
-                history: VecDeque::new(),
-                history_bytes: 0,
-            }),
-        };
+        let entry = self.entry(&mut rooms, room);
         if entry.members.len() >= self.limits.max_members {
             return Err(JoinError::RoomFull);
         }
@@ -195,13 +203,46 @@ impl Hub {
         }
         let outbox = member.outbox.clone();
         entry.members.push(member);
-        let names = entry.members.iter().filter_map(|m| m.name.as_ref().map(|n| n.shown.clone())).take(listed).collect();
-        let roster = Roster { names, total: entry.members.len(), history: entry.history.iter().cloned().collect() };
+        let here = entry.members.iter().filter_map(|m| m.name.as_ref().map(|n| n.shown.clone()));
+        let names = here.chain(elsewhere.iter().cloned()).take(listed).collect();
+        let total = entry.members.len() + elsewhere.len();
+        let roster = Roster { names, total, history: entry.history.iter().cloned().collect() };
         for payload in greet(&roster) {
             // A refused push has closed the member's session; it leaves on its own.
             let _ = outbox.push(payload);
         }
         Ok(roster)
+    }
+
+    fn entry<'a>(&self, rooms: &'a mut HashMap<Arc<str>, Room>, room: &str) -> &'a mut Room {
+        rooms.entry(Arc::from(room)).or_insert_with(|| Room {
+            members: Vec::new(),
+            names: HashSet::new(),
+            joins: self.limits.join_rate.map(|rate| Bucket::new(rate, rate)),
+            history: VecDeque::new(),
+            history_bytes: 0,
+        })
+    }
+
+    /// Keeps a message in a room's history without delivering it (a
+    /// message sent before this node followed the room), creating the room
+    /// if needed; [`Hub::forget`] drops it again if nobody joins.
+    pub fn keep(&self, room: &str, payload: &Payload) {
+        let mut rooms = self.shard(room).lock();
+        let limits = self.limits.history;
+        self.entry(&mut rooms, room).keep(payload, limits);
+    }
+
+    /// Drops a room that has no members (and so only history), returning
+    /// whether it did.
+    pub fn forget(&self, room: &str) -> bool {
+        let mut rooms = self.shard(room).lock();
+        let empty = rooms.get(room).is_some_and(|r| r.members.is_empty());
+        if empty {
+            rooms.remove(room);
+            crate::shrink_when_sparse(&mut rooms);
+        }
+        empty
     }
 
     /// Removes a member from a room (dropping the room when it empties) and

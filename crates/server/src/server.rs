@@ -86,7 +86,7 @@ impl ServerState {
             .map(|m| {
                 Arc::new(MountState {
                     config: m.clone(),
-                    app: Arc::new(App::new(m.app, chat_rooms)),
+                    app: Arc::new(App::in_memory(m.app, chat_rooms)),
                     sessions: Arc::new(sockjs::Registry::new(16, m.limits.max_sessions)),
                 })
             })

@@ -40,6 +40,10 @@ pub enum AppError {
     /// A chat join for a name already present in the room.
     #[error("name {name:?} is already taken in room {room:?}")]
     NameTaken { name: String, room: String },
+    /// A join or message that the rooms' broker could not take (several
+    /// nodes, and the broker between them is down or behind).
+    #[error("{0}")]
+    Broker(String),
     /// A chat message sent before joining.
     #[error("join a room first: {{\"name\":\"...\",\"room\":\"...\"}}")]
     NotJoined,

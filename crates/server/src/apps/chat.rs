@@ -1,13 +1,37 @@
 //! The chat app: a client joins one room under a name unique in that room,
 //! then each of its messages goes to every member of the room.
+//!
+//! The app speaks to its rooms through a [`Broker`]. A memory broker
+//! answers at once, so a client's messages are handled as they arrive. A
+//! broker that spans nodes answers later (a name is claimed across the
+//! nodes), so each client's messages then go through a queue to a task of
+//! its own, which handles them in order and leaves the room when the client
+//! is gone.
 
 use std::sync::Arc;
 
-use hub::{Hub, JoinError, Member, Payload, Roster};
-use wire::app::{AppError, ChatEvent, Join, MAX_MEMBERS_LISTED, MembersTag, Presence, Say, chat_message_json, history_json};
+use futures_util::FutureExt;
+use hub::{Broker, Greeting, JoinError, Member, Payload, RoomEvent, Roster};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Utf8Bytes;
+use wire::app::{AppError, ChatEvent, Join, MAX_MEMBERS_LISTED, MembersTag, Say, history_json};
 use wire::nickname::Nickname;
 
-use super::Client;
+use super::{Client, broker_error, unavailable};
+
+/// Most messages of one client waiting for a slow broker; a client that
+/// sends more is closed with 1013 (its messages are already bounded by the
+/// per-client rates, so only an outage fills this).
+pub const QUEUE: usize = 64;
+
+/// A chat client as its app holds it.
+#[derive(Debug)]
+pub(super) enum Chat {
+    /// Handled as each message arrives: where the client is, once joined.
+    Inline(Option<Joined>),
+    /// Handled by the client's own task, fed by this queue.
+    Queued(mpsc::Sender<Utf8Bytes>),
+}
 
 /// Where a joined client is.
 #[derive(Debug)]
@@ -16,52 +40,101 @@ pub(super) struct Joined {
     room: Arc<str>,
 }
 
-pub(super) fn on_message(hub: &Hub, client: &Client, joined: &mut Option<Joined>, text: &str) {
+impl Chat {
+    pub(super) fn new(broker: &Arc<dyn Broker>, client: &Client) -> Chat {
+        if broker.is_immediate() {
+            return Chat::Inline(None);
+        }
+        let (queue, mut inbox) = mpsc::channel::<Utf8Bytes>(QUEUE);
+        let (broker, client) = (broker.clone(), client.clone());
+        tokio::spawn(async move {
+            let mut joined = None;
+            while let Some(text) = inbox.recv().await {
+                on_message(&*broker, &client, &mut joined, &text).await;
+            }
+            leave(&*broker, &client, joined);
+        });
+        Chat::Queued(queue)
+    }
+
+    pub(super) fn on_message(&mut self, broker: &Arc<dyn Broker>, client: &Client, text: Utf8Bytes) {
+        match self {
+            Chat::Inline(joined) => {
+                // A memory broker's futures are ready at once.
+                if on_message(&**broker, client, joined, &text).now_or_never().is_none() {
+                    tracing::error!("an immediate broker left a chat message pending");
+                }
+            }
+            Chat::Queued(queue) => {
+                if queue.try_send(text).is_err() {
+                    client.outbox.close(unavailable("the server is behind with your messages; try again later"));
+                }
+            }
+        }
+    }
+
+    /// The client is gone: it leaves its room (a queued client's task does
+    /// so once it has handled what was queued).
+    pub(super) fn end(&mut self, broker: &Arc<dyn Broker>, client: &Client) {
+        if let Chat::Inline(joined) = self {
+            leave(&**broker, client, joined.take());
+        }
+    }
+}
+
+async fn on_message(broker: &dyn Broker, client: &Client, joined: &mut Option<Joined>, text: &str) {
     match joined {
-        None => match join(hub, client, text) {
+        None => match join(broker, client, text).await {
             Ok(j) => *joined = Some(j),
             Err(e) => client.send_error(&e),
         },
         Some(Joined { name, room }) => match Say::parse(text) {
             Ok(say) => {
-                let json = chat_message_json(name, room, &say.message);
-                hub.publish_and_keep(room, &Payload::from(json));
+                let event = RoomEvent::Message { name: name.clone(), text: Arc::from(say.message) };
+                if let Err(e) = broker.publish_and_keep(room, Payload::event(room.clone(), event)) {
+                    client.send_error(&broker_error(e));
+                }
             }
             Err(e) => client.send_error(&e),
         },
     }
 }
 
-fn join(hub: &Hub, client: &Client, text: &str) -> Result<Joined, AppError> {
+async fn join(broker: &dyn Broker, client: &Client, text: &str) -> Result<Joined, AppError> {
     let (Join { room, .. }, nickname) = Join::parse(text)?;
     if let Some(identity) = &client.identity {
         check_token(identity, &nickname, &room)?;
     }
-    let name = nickname.shown.to_string();
+    let name: Arc<str> = nickname.shown.clone();
     let member = Member { id: client.id, name: Some(nickname), outbox: client.outbox.clone() };
-    let greeting = |roster: &Roster| {
+    let listed_room = room.clone();
+    let greeting: Greeting = Box::new(move |roster: &Roster| {
         let list = ChatEvent::Members {
             event: MembersTag::Members,
-            room: room.clone(),
+            room: listed_room.clone(),
             members: roster.names.iter().map(|m| m.to_string()).collect(),
             total: (roster.total > roster.names.len()).then_some(roster.total),
         };
         let mut greeting = vec![Payload::from(list.to_json())];
         if !roster.history.is_empty() {
-            // The kept messages are chat message JSON, as the chat app published them.
+            // The kept messages are chat messages, as the app published them.
             let kept = roster.history.iter().filter_map(Payload::as_text);
-            greeting.push(Payload::from(history_json(&room, kept)));
+            greeting.push(Payload::from(history_json(&listed_room, kept)));
         }
         greeting
-    };
-    hub.join_and_greet(&room, member, MAX_MEMBERS_LISTED, greeting).map_err(|e| match e {
-        JoinError::NameTaken => AppError::NameTaken { name: name.clone(), room: room.clone() },
-        JoinError::RoomFull => AppError::RoomFull { room: room.clone(), max: hub.limits().max_members },
+    });
+    broker.join(&room, member, MAX_MEMBERS_LISTED, greeting).await.map_err(|e| match e {
+        JoinError::NameTaken => AppError::NameTaken { name: name.to_string(), room: room.clone() },
+        JoinError::RoomFull => AppError::RoomFull { room: room.clone(), max: broker.limits().max_members },
         JoinError::TooManyJoins => AppError::JoinsTooFast { room: room.clone() },
+        JoinError::Broker(e) => broker_error(e),
     })?;
-    let event = ChatEvent::Presence { event: Presence::Join, name: name.clone(), room: room.clone() };
-    hub.publish(&room, &Payload::from(event.to_json()));
-    Ok(Joined { name: Arc::from(name), room: Arc::from(room) })
+    let room: Arc<str> = Arc::from(room);
+    if let Err(e) = broker.publish(&room, Payload::event(room.clone(), RoomEvent::Join { name: name.clone() })) {
+        // Joined, but the others were not told: say so rather than pretend.
+        client.send_error(&broker_error(e));
+    }
+    Ok(Joined { name, room })
 }
 
 /// A client with a token joins under its token's name, in its token's rooms.
@@ -76,10 +149,11 @@ fn check_token(identity: &crate::token::Identity, name: &Nickname, room: &str) -
     Ok(())
 }
 
-pub(super) fn leave(hub: &Hub, client: &Client, joined: Option<Joined>) {
+fn leave(broker: &dyn Broker, client: &Client, joined: Option<Joined>) {
     let Some(Joined { name, room }) = joined else { return };
-    if hub.leave(&room, client.id).is_some() {
-        let event = ChatEvent::Presence { event: Presence::Leave, name: name.to_string(), room: room.to_string() };
-        hub.publish(&room, &Payload::from(event.to_json()));
+    if broker.leave(&room, client.id).is_some() {
+        // Nobody is left to tell if the broker cannot take it; other nodes
+        // see the member go when its name expires.
+        let _ = broker.publish(&room, Payload::event(room.clone(), RoomEvent::Leave { name }));
     }
 }

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
-use hub::{Close, Hub, Member, MemberId, Outbox, Payload, RoomLimits};
+use futures_util::FutureExt;
+use hub::{Broker, BrokerError, Close, Member, MemberId, Outbox, Payload};
 use serde::Deserialize;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 use tokio::time::Instant;
@@ -52,24 +53,35 @@ impl AppKind {
 /// The room every client of a broadcast mount is in.
 const BROADCAST_ROOM: &str = "broadcast";
 
-/// An app mounted at one prefix: its kind and its own rooms.
+/// An app mounted at one prefix: its kind and its own rooms, behind the
+/// broker that may spread them over several nodes.
 #[derive(Debug)]
 pub struct App {
     kind: AppKind,
-    hub: Hub,
+    broker: Arc<dyn Broker>,
 }
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
 
 impl App {
-    /// A new instance of the app with empty rooms; chat rooms keep to `chat`.
-    pub fn new(kind: AppKind, chat: RoomLimits) -> App {
-        let limits = match kind {
+    /// A new instance of the app whose rooms are `broker`'s.
+    pub fn new(kind: AppKind, broker: Arc<dyn Broker>) -> App {
+        App { kind, broker }
+    }
+
+    /// The app on its own node, its rooms in memory; chat rooms keep to
+    /// `chat`.
+    pub fn in_memory(kind: AppKind, chat: hub::RoomLimits) -> App {
+        App::new(kind, Arc::new(hub::MemoryBroker::new(hub::Hub::with_limits(16, App::limits(kind, chat)))))
+    }
+
+    /// The bounds of the app's rooms: `chat` for chat rooms; the broadcast
+    /// room is every client of the mount, bounded by the connections.
+    pub fn limits(kind: AppKind, chat: hub::RoomLimits) -> hub::RoomLimits {
+        match kind {
             AppKind::Chat => chat,
-            // The broadcast room is every client of the mount: bounded by the connections.
-            _ => RoomLimits::NONE,
-        };
-        App { kind, hub: Hub::with_limits(16, limits) }
+            _ => hub::RoomLimits::NONE,
+        }
     }
 
     /// The app's kind.
@@ -84,22 +96,48 @@ impl App {
         let id = NEXT_CLIENT.fetch_add(1, Ordering::Relaxed);
         let client = Client { id, outbox, identity };
         let state = match self.kind {
-            AppKind::Broadcast => {
-                let member = Member { id, name: None, outbox: client.outbox.clone() };
-                // Anonymous members cannot collide, so this join cannot fail.
-                let _ = self.hub.join(BROADCAST_ROOM, member, 0);
-                State::Broadcast
-            }
+            AppKind::Broadcast => State::Broadcast(self.join_broadcast(&client)),
+            AppKind::Chat => State::Chat(chat::Chat::new(&self.broker, &client)),
             AppKind::Close => {
                 client.outbox.close(Close::new(3000, "Go away!"));
                 State::Closed
             }
-            AppKind::Chat => State::Chat(None),
             AppKind::Echo => State::Echo,
             AppKind::Count => State::Count,
         };
         AppClient { app: self.clone(), client, state }
     }
+
+    /// Puts a client in the broadcast room: at once in memory; through the
+    /// broker, by a task that also takes it out when the returned sender
+    /// drops (so the leave cannot overtake the join).
+    fn join_broadcast(&self, client: &Client) -> Option<tokio::sync::oneshot::Sender<()>> {
+        let member = Member { id: client.id, name: None, outbox: client.outbox.clone() };
+        let nobody: hub::Greeting = Box::new(|_| Vec::new());
+        if self.broker.is_immediate() {
+            // Anonymous members cannot collide, and a memory broker answers at once.
+            let _ = self.broker.join(BROADCAST_ROOM, member, 0, nobody).now_or_never();
+            return None;
+        }
+        let (gone, going) = tokio::sync::oneshot::channel::<()>();
+        let broker = self.broker.clone();
+        let outbox = client.outbox.clone();
+        tokio::spawn(async move {
+            match broker.join(BROADCAST_ROOM, member.clone(), 0, nobody).await {
+                Ok(_) => {
+                    let _ = going.await;
+                    broker.leave(BROADCAST_ROOM, member.id);
+                }
+                Err(e) => outbox.close(unavailable(e.to_string())),
+            }
+        });
+        Some(gone)
+    }
+}
+
+/// The close for a client whose messages the broker cannot carry now.
+fn unavailable(reason: impl Into<std::borrow::Cow<'static, str>>) -> Close {
+    Close::new(1013, reason)
 }
 
 /// The close for a binary message to an app that speaks JSON text.
@@ -108,7 +146,7 @@ pub fn text_only() -> Close {
 }
 
 /// A connected client as an app sees it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Client {
     pub id: MemberId,
     pub outbox: Arc<Outbox>,
@@ -144,8 +182,10 @@ pub struct AppClient {
 #[derive(Debug)]
 enum State {
     Echo,
-    Broadcast,
-    Chat(Option<chat::Joined>),
+    /// In the broadcast room; dropping the sender, if any, makes the task
+    /// that joined through the broker leave.
+    Broadcast(Option<tokio::sync::oneshot::Sender<()>>),
+    Chat(chat::Chat),
     Count,
     /// The close app's clients are closed before any message.
     Closed,
@@ -166,14 +206,12 @@ impl AppClient {
     pub fn on_message(&mut self, text: Utf8Bytes) {
         match &mut self.state {
             State::Echo => self.client.send(Payload::new(text)),
-            State::Broadcast => {
-                self.app.hub.publish(BROADCAST_ROOM, &Payload::new(text));
-            }
+            State::Broadcast(_) => self.broadcast(Payload::new(text)),
             State::Count => match Count::parse(&text).and_then(Count::answer) {
                 Ok(answer) => self.client.send(Payload::from(answer.to_json())),
                 Err(e) => self.client.send_error(&e),
             },
-            State::Chat(joined) => chat::on_message(&self.app.hub, &self.client, joined, &text),
+            State::Chat(chat) => chat.on_message(&self.app.broker, &self.client, text),
             State::Closed => {}
         }
     }
@@ -184,24 +222,37 @@ impl AppClient {
     pub fn on_binary(&mut self, data: Bytes) -> Result<(), Close> {
         match &self.state {
             State::Echo => self.client.send(Payload::binary(data)),
-            State::Broadcast => {
-                self.app.hub.publish(BROADCAST_ROOM, &Payload::binary(data));
-            }
+            State::Broadcast(_) => self.broadcast(Payload::binary(data)),
             State::Chat(_) | State::Count => return Err(text_only()),
             State::Closed => {}
         }
         Ok(())
+    }
+
+    /// Sends to every member of the broadcast room; a client whose message
+    /// the broker cannot take is closed with 1013, so that nothing it sent
+    /// is lost without its knowing.
+    fn broadcast(&self, payload: Payload) {
+        if let Err(e) = self.app.broker.publish(BROADCAST_ROOM, payload) {
+            self.client.outbox.close(unavailable(e.to_string()));
+        }
     }
 }
 
 impl Drop for AppClient {
     fn drop(&mut self) {
         match &mut self.state {
-            State::Broadcast => {
-                self.app.hub.leave(BROADCAST_ROOM, self.client.id);
+            // A broker's task leaves when its sender drops.
+            State::Broadcast(None) => {
+                self.app.broker.leave(BROADCAST_ROOM, self.client.id);
             }
-            State::Chat(joined) => chat::leave(&self.app.hub, &self.client, joined.take()),
-            State::Echo | State::Count | State::Closed => {}
+            State::Chat(chat) => chat.end(&self.app.broker, &self.client),
+            State::Broadcast(Some(_)) | State::Echo | State::Count | State::Closed => {}
         }
     }
+}
+
+/// What the broker's refusal tells a chat client.
+fn broker_error(e: BrokerError) -> wire::app::AppError {
+    wire::app::AppError::Broker(e.to_string())
 }

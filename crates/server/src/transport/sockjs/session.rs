@@ -398,7 +398,7 @@ mod tests {
     use crate::metrics::Metrics;
 
     fn session(kind: AppKind) -> Arc<Session> {
-        let app = Arc::new(App::new(kind, hub::RoomLimits::NONE));
+        let app = Arc::new(App::in_memory(kind, hub::RoomLimits::NONE));
         let metrics = Metrics::default();
         let outbox = Arc::new(Outbox::new(1 << 20));
         Arc::new(Session::new(Arc::from("s"), app.open(outbox, None), metrics.connection("echo", "xhr"), 100, 1 << 20))
@@ -472,7 +472,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_reaper_expires_an_idle_session_and_keeps_a_busy_one() {
         let registry = Arc::new(Registry::new(4, 2));
-        let app = Arc::new(App::new(AppKind::Echo, hub::RoomLimits::NONE));
+        let app = Arc::new(App::in_memory(AppKind::Echo, hub::RoomLimits::NONE));
         let metrics = Metrics::default();
         let open = |id| Session::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None), metrics.connection("echo", "xhr"), 100, 1 << 20);
         let (s, created) = registry.get_or_open("abc", open).unwrap();

@@ -1,0 +1,103 @@
+//! The seam between the apps and whatever carries a room's events between
+//! nodes. [`MemoryBroker`] is one node on its own: a [`Hub`]. A broker for
+//! several nodes (the `cluster` crate's, over NATS) keeps a hub of its own
+//! members too, and fans each event out to them as it arrives.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::{Hub, JoinError, Member, MemberId, Payload, RoomLimits, Roster};
+
+/// A boxed future, so that brokers can be trait objects.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a new member is sent before any message of its room, made from the
+/// room it joined (see [`Hub::join_and_greet`]).
+pub type Greeting = Box<dyn FnOnce(&Roster) -> Vec<Payload> + Send>;
+
+/// Why a broker could not do what was asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BrokerError {
+    /// The broker's server cannot be reached now.
+    #[error("the message broker is unreachable; try again later")]
+    Unavailable,
+    /// More is waiting to go to the broker than it may hold.
+    #[error("the message broker is behind; try again later")]
+    Busy,
+}
+
+/// Rooms that may span nodes: publishing to a room, following and leaving
+/// one (a member's join and leave), and claiming a name in one (a join with
+/// a named member fails if the name is taken on any node).
+pub trait Broker: Send + Sync + Debug {
+    /// Adds `member` to `room`, claiming its name, and queues `greet`'s
+    /// messages for it before any later message of the room.
+    fn join<'a>(&'a self, room: &'a str, member: Member, listed: usize, greet: Greeting) -> BoxFuture<'a, Result<Roster, JoinError>>;
+
+    /// Takes a member out of a room and frees its name; `None` if it was
+    /// not there.
+    fn leave(&self, room: &str, id: MemberId) -> Option<Member>;
+
+    /// Sends an event to every member of the room, on every node.
+    fn publish(&self, room: &str, payload: Payload) -> Result<(), BrokerError>;
+
+    /// Publishes as [`Broker::publish`] does and keeps the message in the
+    /// room's history for members who join later.
+    fn publish_and_keep(&self, room: &str, payload: Payload) -> Result<(), BrokerError>;
+
+    /// The bounds each room keeps to.
+    fn limits(&self) -> RoomLimits;
+
+    /// Whether every call completes at once (no I/O), so a caller may run
+    /// [`Broker::join`]'s future to its end in one poll.
+    fn is_immediate(&self) -> bool {
+        false
+    }
+}
+
+/// One node's rooms, in memory: the default broker.
+#[derive(Debug)]
+pub struct MemoryBroker {
+    hub: Hub,
+}
+
+impl MemoryBroker {
+    /// A broker over `hub`.
+    pub fn new(hub: Hub) -> MemoryBroker {
+        MemoryBroker { hub }
+    }
+
+    /// The rooms.
+    pub fn hub(&self) -> &Hub {
+        &self.hub
+    }
+}
+
+impl Broker for MemoryBroker {
+    fn join<'a>(&'a self, room: &'a str, member: Member, listed: usize, greet: Greeting) -> BoxFuture<'a, Result<Roster, JoinError>> {
+        Box::pin(std::future::ready(self.hub.join_and_greet(room, member, listed, greet)))
+    }
+
+    fn leave(&self, room: &str, id: MemberId) -> Option<Member> {
+        self.hub.leave(room, id)
+    }
+
+    fn publish(&self, room: &str, payload: Payload) -> Result<(), BrokerError> {
+        self.hub.publish(room, &payload);
+        Ok(())
+    }
+
+    fn publish_and_keep(&self, room: &str, payload: Payload) -> Result<(), BrokerError> {
+        self.hub.publish_and_keep(room, &payload);
+        Ok(())
+    }
+
+    fn limits(&self) -> RoomLimits {
+        self.hub.limits()
+    }
+
+    fn is_immediate(&self) -> bool {
+        true
+    }
+}
