@@ -39,12 +39,14 @@ pub trait Broker: Send + Sync + Debug {
     /// not there.
     fn leave(&self, room: &str, id: MemberId) -> Option<Member>;
 
-    /// Sends an event to every member of the room, on every node.
+    /// Sends an event to every member of the room, on every node, without
+    /// waiting: `Err` if the broker cannot take it now.
     fn publish(&self, room: &str, payload: Payload) -> Result<(), BrokerError>;
 
-    /// Publishes as [`Broker::publish`] does and keeps the message in the
-    /// room's history for members who join later.
-    fn publish_and_keep(&self, room: &str, payload: Payload) -> Result<(), BrokerError>;
+    /// Sends a message to every member of the room, on every node, and
+    /// keeps it in the room's history for members who join later; resolves
+    /// once the broker has it, so that a failure can be told to the sender.
+    fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<(), BrokerError>>;
 
     /// The bounds each room keeps to.
     fn limits(&self) -> RoomLimits;
@@ -88,9 +90,9 @@ impl Broker for MemoryBroker {
         Ok(())
     }
 
-    fn publish_and_keep(&self, room: &str, payload: Payload) -> Result<(), BrokerError> {
+    fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<(), BrokerError>> {
         self.hub.publish_and_keep(room, &payload);
-        Ok(())
+        Box::pin(std::future::ready(Ok(())))
     }
 
     fn limits(&self) -> RoomLimits {

@@ -91,7 +91,7 @@ async fn on_message(broker: &dyn Broker, client: &Client, joined: &mut Option<Jo
         Some(Joined { name, room }) => match Say::parse(text) {
             Ok(say) => {
                 let event = RoomEvent::Message { name: name.clone(), text: Arc::from(say.message) };
-                if let Err(e) = broker.publish_and_keep(room, Payload::event(room.clone(), event)) {
+                if let Err(e) = broker.publish_and_keep(room, Payload::event(room.clone(), event)).await {
                     client.send_error(&broker_error(e));
                 }
             }

@@ -1,0 +1,320 @@
+//! [`NatsBroker`]: one app's rooms spread over the nodes of a cluster.
+//!
+//! A node follows a room while it has members in it: an ordered JetStream
+//! consumer of the room's subjects, which hands each event to the node's
+//! own [`Hub`] to fan out locally. Every event of a room passes through the
+//! one stream, which gives it a sequence number, and every node's consumer
+//! delivers in that order: so every member on every node sees a room's
+//! events in the same order.
+//!
+//! When a node starts following a room it first reads what the stream
+//! kept of it (the history, which its hub then keeps), then lists the
+//! room's names held on other nodes from the names bucket; after that,
+//! join and leave events keep that list current, and a node found lost
+//! takes its members with it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_nats::jetstream::consumer::{DeliverPolicy, push};
+use futures_util::StreamExt;
+use hub::{BoxFuture, Broker, BrokerError, Greeting, Hub, JoinError, Member, MemberId, Payload, RoomEvent, RoomLimits, Roster};
+use parking_lot::Mutex;
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
+
+use crate::envelope::{self, Claim};
+use crate::link::Link;
+
+/// One app's rooms on this node, spread over the cluster.
+#[derive(Debug)]
+pub struct NatsBroker {
+    link: Arc<Link>,
+    /// The app's subject token.
+    app: String,
+    hub: Arc<Hub>,
+    rooms: Arc<Mutex<HashMap<Arc<str>, Followed>>>,
+}
+
+/// A room this node follows.
+#[derive(Debug)]
+struct Followed {
+    /// Members here, or on their way in.
+    interest: usize,
+    room: Arc<Room>,
+    task: AbortHandle,
+}
+
+#[derive(Debug)]
+struct Room {
+    /// `Some(Ok)` once the history and the names elsewhere are in.
+    ready: watch::Sender<Option<Result<(), BrokerError>>>,
+    /// Names held on other nodes: shown name to node.
+    elsewhere: Mutex<HashMap<Arc<str>, Arc<str>>>,
+}
+
+impl NatsBroker {
+    /// The rooms of the app mounted at `prefix`, whose rooms on this node
+    /// keep to `limits`.
+    pub fn new(link: Arc<Link>, prefix: &str, limits: RoomLimits) -> Arc<NatsBroker> {
+        let broker = Arc::new(NatsBroker {
+            app: envelope::token(prefix),
+            hub: Arc::new(Hub::with_limits(16, limits)),
+            rooms: Arc::new(Mutex::new(HashMap::new())),
+            link,
+        });
+        tokio::spawn(bury_lost_nodes(Arc::downgrade(&broker), broker.link.lost_nodes()));
+        broker
+    }
+
+    /// Follows `room` (for one more member) and waits until its history
+    /// and names are in.
+    async fn follow(&self, room: &str) -> Result<Arc<Room>, BrokerError> {
+        let followed = {
+            let mut rooms = self.rooms.lock();
+            match rooms.get_mut(room) {
+                Some(followed) => {
+                    followed.interest += 1;
+                    followed.room.clone()
+                }
+                None => {
+                    let state = Arc::new(Room { ready: watch::channel(None).0, elsewhere: Mutex::new(HashMap::new()) });
+                    let name: Arc<str> = Arc::from(room);
+                    let task = tokio::spawn(follow(self.link.clone(), self.app.clone(), self.hub.clone(), name.clone(), state.clone()));
+                    rooms.insert(name, Followed { interest: 1, room: state.clone(), task: task.abort_handle() });
+                    state
+                }
+            }
+        };
+        let mut ready = followed.ready.subscribe();
+        let outcome = match ready.wait_for(Option::is_some).await {
+            Ok(outcome) => outcome.unwrap_or(Err(BrokerError::Unavailable)),
+            Err(_) => Err(BrokerError::Unavailable),
+        };
+        match outcome {
+            Ok(()) => Ok(followed),
+            Err(e) => {
+                self.unfollow(room);
+                Err(e)
+            }
+        }
+    }
+
+    /// One member fewer in `room`; the last one stops following it.
+    fn unfollow(&self, room: &str) {
+        let mut rooms = self.rooms.lock();
+        let Some(followed) = rooms.get_mut(room) else { return };
+        followed.interest -= 1;
+        if followed.interest == 0 {
+            followed.task.abort();
+            rooms.remove(room);
+            self.hub.forget(room);
+        }
+    }
+
+    fn name_key(&self, room: &str, member: &Member) -> Option<String> {
+        member.name.as_ref().map(|name| envelope::name_key(&self.app, room, &name.key))
+    }
+
+    async fn join_claimed(&self, room: &str, member: Member, listed: usize, greet: Greeting) -> Result<Roster, JoinError> {
+        let followed = self.follow(room).await?;
+        let elsewhere: Vec<Arc<str>> = followed.elsewhere.lock().keys().cloned().collect();
+        let joined = self.hub.join_beside(room, member, listed, &elsewhere, greet);
+        if joined.is_err() {
+            self.unfollow(room);
+        }
+        joined
+    }
+}
+
+impl Broker for NatsBroker {
+    fn join<'a>(&'a self, room: &'a str, member: Member, listed: usize, greet: Greeting) -> BoxFuture<'a, Result<Roster, JoinError>> {
+        Box::pin(async move {
+            let key = self.name_key(room, &member);
+            if let (Some(key), Some(name)) = (&key, &member.name)
+                && !self.link.claim(key.clone(), name.shown.clone()).await?
+            {
+                return Err(JoinError::NameTaken);
+            }
+            let joined = self.join_claimed(room, member, listed, greet).await;
+            if let (Err(_), Some(key)) = (&joined, key) {
+                self.link.release(key);
+            }
+            joined
+        })
+    }
+
+    fn leave(&self, room: &str, id: MemberId) -> Option<Member> {
+        let member = self.hub.leave(room, id)?;
+        if let Some(key) = self.name_key(room, &member) {
+            self.link.release(key);
+        }
+        self.unfollow(room);
+        Some(member)
+    }
+
+    fn publish(&self, room: &str, payload: Payload) -> Result<(), BrokerError> {
+        let (headers, body) = envelope::encode(&self.link.node, &payload);
+        self.link.send(envelope::room_subject(&self.app, room) + "e", headers, body)
+    }
+
+    fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<(), BrokerError>> {
+        let (headers, body) = envelope::encode(&self.link.node, &payload);
+        Box::pin(self.link.store(envelope::room_subject(&self.app, room) + "m", headers, body))
+    }
+
+    fn limits(&self) -> RoomLimits {
+        self.hub.limits()
+    }
+}
+
+/// Follows one room until aborted: reads its history and the names held
+/// elsewhere, says it is ready, then hands each new event to the hub.
+async fn follow(link: Arc<Link>, app: String, hub: Arc<Hub>, room: Arc<str>, state: Arc<Room>) {
+    let subjects = envelope::room_subject(&app, &room);
+    let consumer = link
+        .rooms
+        .create_consumer(push::OrderedConfig {
+            deliver_subject: link.client.new_inbox(),
+            filter_subject: format!("{subjects}*"),
+            deliver_policy: DeliverPolicy::All,
+            ..Default::default()
+        })
+        .await;
+    let mut messages = match consumer {
+        Ok(consumer) => {
+            let backlog = consumer.cached_info().num_pending;
+            match consumer.messages().await {
+                Ok(messages) => Some((backlog, messages)),
+                Err(e) => {
+                    tracing::warn!(%room, "broker: cannot follow a room: {e}");
+                    None
+                }
+            }
+        }
+        Err(e) => {
+            tracing::warn!(%room, "broker: cannot follow a room: {e}");
+            None
+        }
+    };
+    let Some((backlog, messages)) = messages.as_mut() else {
+        state.ready.send_replace(Some(Err(BrokerError::Unavailable)));
+        return;
+    };
+    let kept = format!("{subjects}m");
+    let mut read = 0;
+    while read < *backlog {
+        let Some(message) = messages.next().await else { break };
+        read += 1;
+        let Ok(message) = message else { continue };
+        if message.subject.as_str() == kept
+            && let Some(received) = decode(&room, &message)
+        {
+            hub.keep(&room, &received.payload);
+        }
+    }
+    match names_elsewhere(&link, &app, &room).await {
+        Ok(names) => {
+            names.values().for_each(|node| link.note_node(node));
+            *state.elsewhere.lock() = names;
+        }
+        Err(e) => {
+            tracing::warn!(%room, "broker: cannot list a room's names: {e}");
+            state.ready.send_replace(Some(Err(BrokerError::Unavailable)));
+            return;
+        }
+    }
+    state.ready.send_replace(Some(Ok(())));
+    while let Some(message) = messages.next().await {
+        let message = match message {
+            Ok(message) => message,
+            Err(e) => {
+                tracing::warn!(%room, "broker: a room's events were interrupted: {e}");
+                continue;
+            }
+        };
+        let Some(received) = decode(&room, &message) else { continue };
+        if message.subject.as_str() == kept {
+            hub.publish_and_keep(&room, &received.payload);
+            continue;
+        }
+        if received.node != link.node {
+            match received.payload.as_event() {
+                Some((_, RoomEvent::Join { name })) => {
+                    link.note_node(&received.node);
+                    state.elsewhere.lock().insert(name.clone(), received.node.clone());
+                }
+                Some((_, RoomEvent::Leave { name })) => {
+                    state.elsewhere.lock().remove(name);
+                }
+                _ => {}
+            }
+        }
+        hub.publish(&room, &received.payload);
+    }
+}
+
+fn decode(room: &Arc<str>, message: &async_nats::jetstream::Message) -> Option<envelope::Received> {
+    envelope::decode(room, message.headers.as_ref(), message.payload.clone())
+        .inspect_err(|e| tracing::warn!(%room, "broker: an event was not understood: {e}"))
+        .ok()
+}
+
+/// The names of a room held on other nodes, from the names bucket.
+async fn names_elsewhere(link: &Link, app: &str, room: &str) -> Result<HashMap<Arc<str>, Arc<str>>, async_nats::Error> {
+    let consumer = link
+        .names
+        .stream
+        .create_consumer(push::OrderedConfig {
+            deliver_subject: link.client.new_inbox(),
+            filter_subject: format!("{}{}*", link.names.prefix, envelope::names_of(app, room)),
+            deliver_policy: DeliverPolicy::LastPerSubject,
+            ..Default::default()
+        })
+        .await?;
+    let mut left = consumer.cached_info().num_pending;
+    let mut names = HashMap::new();
+    let mut entries = consumer.messages().await?;
+    while left > 0 {
+        let Some(entry) = entries.next().await else { break };
+        left -= 1;
+        let entry = entry?;
+        // A deleted name is a marker with an operation header and no body.
+        if entry.headers.as_ref().is_some_and(|h| h.get("KV-Operation").is_some()) {
+            continue;
+        }
+        if let Ok(claim) = serde_json::from_slice::<Claim>(&entry.payload)
+            && claim.node != link.node
+        {
+            names.insert(claim.name, claim.node);
+        }
+    }
+    Ok(names)
+}
+
+/// Takes the members of each lost node out of the rooms followed here,
+/// telling the members here that they left.
+async fn bury_lost_nodes(broker: std::sync::Weak<NatsBroker>, mut lost: tokio::sync::broadcast::Receiver<Arc<str>>) {
+    loop {
+        let node = match lost.recv().await {
+            Ok(node) => node,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        };
+        let Some(broker) = broker.upgrade() else { return };
+        let rooms: Vec<(Arc<str>, Arc<Room>)> = broker.rooms.lock().iter().map(|(name, f)| (name.clone(), f.room.clone())).collect();
+        for (name, room) in rooms {
+            let mut gone = Vec::new();
+            room.elsewhere.lock().retain(|member, at| {
+                let stays = *at != node;
+                if !stays {
+                    gone.push(member.clone());
+                }
+                stays
+            });
+            for member in gone {
+                broker.hub.publish(&name, &Payload::event(name.clone(), RoomEvent::Leave { name: member }));
+            }
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! How a room's events travel between nodes: the NATS subjects, the names'
+//! keys, and each event as a NATS message (headers and body). Every node
+//! of a cluster must run the same encoding; these tests fix it to the byte.
+//!
+//! - A room's events go to `sb.r.<app>.<room>.m` when they are kept in its
+//!   history (chat messages) and `sb.r.<app>.<room>.e` otherwise (presence,
+//!   broadcast). `<app>` is the app's mount prefix and `<room>` the room
+//!   name, each base64url without padding (so any room name makes one
+//!   subject token).
+//! - A claimed name is the key `<app>.<room>.<name>` of the names bucket,
+//!   `<name>` being the base64url of the name's comparison form; its value
+//!   is `{"node":"…","name":"…"}` (the node holding it, the shown name).
+//! - Each message has the header `Sb-Node` (the node that published it) and
+//!   `Sb-Kind`: `text` or `binary` for an app's opaque data, carried as the
+//!   body; `event` for a room event, whose body is JSON:
+//!   `{"event":"message","name":"…","text":"…"}`, `{"event":"join","name":"…"}`
+//!   or `{"event":"leave","name":"…"}`.
+
+use std::sync::Arc;
+
+use async_nats::HeaderMap;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use bytes::Bytes;
+use hub::{Payload, RoomEvent};
+use serde::{Deserialize, Serialize};
+use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
+
+/// The stream that holds every room's events.
+pub const STREAM: &str = "SB_ROOMS";
+/// The subjects the stream takes.
+pub const STREAM_SUBJECTS: &str = "sb.r.>";
+/// The key-value bucket of claimed names.
+pub const NAMES: &str = "sb_names";
+/// Where each node says it is alive: `sb.node.<node>`.
+pub const HEARTBEATS: &str = "sb.node.>";
+
+const NODE: &str = "Sb-Node";
+const KIND: &str = "Sb-Kind";
+
+/// One subject token for any text.
+pub fn token(text: &str) -> String {
+    URL_SAFE_NO_PAD.encode(text)
+}
+
+/// The subject prefix of a room: `sb.r.<app>.<room>.`.
+pub fn room_subject(app: &str, room: &str) -> String {
+    format!("sb.r.{app}.{}.", token(room))
+}
+
+/// The names-bucket key of `name_key` (a name's comparison form) in a room.
+pub fn name_key(app: &str, room: &str, name_key: &str) -> String {
+    format!("{app}.{}.{}", token(room), token(name_key))
+}
+
+/// The key prefix (with its trailing dot) of every name claimed in a room.
+pub fn names_of(app: &str, room: &str) -> String {
+    format!("{app}.{}.", token(room))
+}
+
+/// A claimed name's value: who holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    pub node: Arc<str>,
+    pub name: Arc<str>,
+}
+
+impl Claim {
+    pub fn to_bytes(&self) -> Bytes {
+        Bytes::from(serde_json::to_vec(self).unwrap_or_default())
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "lowercase")]
+enum Event {
+    Message { name: Arc<str>, text: Arc<str> },
+    Join { name: Arc<str> },
+    Leave { name: Arc<str> },
+}
+
+/// A payload as the headers and body of a NATS message from `node`.
+pub fn encode(node: &str, payload: &Payload) -> (HeaderMap, Bytes) {
+    let (kind, body) = match payload.as_event() {
+        Some((_, event)) => {
+            let event = match event.clone() {
+                RoomEvent::Message { name, text } => Event::Message { name, text },
+                RoomEvent::Join { name } => Event::Join { name },
+                RoomEvent::Leave { name } => Event::Leave { name },
+            };
+            ("event", Bytes::from(serde_json::to_vec(&event).unwrap_or_default()))
+        }
+        None => match payload.ws_message() {
+            Message::Binary(data) => ("binary", data),
+            message => ("text", Bytes::copy_from_slice(message.to_text().unwrap_or_default().as_bytes())),
+        },
+    };
+    let mut headers = HeaderMap::new();
+    headers.insert(NODE, node);
+    headers.insert(KIND, kind);
+    (headers, body)
+}
+
+/// A NATS message of `room` decoded: the node that sent it and the payload.
+#[derive(Debug)]
+pub struct Received {
+    pub node: Arc<str>,
+    pub payload: Payload,
+}
+
+/// Why a message from the broker was not understood.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("no {0} header")]
+    Missing(&'static str),
+    #[error("unknown kind {0:?}")]
+    Kind(String),
+    #[error("text is not UTF-8")]
+    NotUtf8,
+    #[error("bad event: {0}")]
+    Event(#[from] serde_json::Error),
+}
+
+/// Decodes a message of `room` published by [`encode`].
+pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes) -> Result<Received, DecodeError> {
+    let header = |name: &'static str| headers.and_then(|h| h.get(name)).map(|v| v.as_str().to_owned()).ok_or(DecodeError::Missing(name));
+    let node: Arc<str> = Arc::from(header(NODE)?);
+    let payload = match header(KIND)?.as_str() {
+        "text" => Payload::new(Utf8Bytes::try_from(body).map_err(|_| DecodeError::NotUtf8)?),
+        "binary" => Payload::binary(body),
+        "event" => {
+            let event = match serde_json::from_slice(&body)? {
+                Event::Message { name, text } => RoomEvent::Message { name, text },
+                Event::Join { name } => RoomEvent::Join { name },
+                Event::Leave { name } => RoomEvent::Leave { name },
+            };
+            Payload::event(room.clone(), event)
+        }
+        other => return Err(DecodeError::Kind(other.to_owned())),
+    };
+    Ok(Received { node, payload })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subjects_and_keys_are_one_token_per_name() {
+        assert_eq!(room_subject("chat", "a.b c>*"), "sb.r.chat.YS5iIGM-Kg.");
+        assert_eq!(name_key("chat", "lobby", "ålice"), "chat.bG9iYnk.w6VsaWNl");
+        assert_eq!(names_of("chat", "lobby"), "chat.bG9iYnk.");
+        assert_eq!(Claim { node: "n1".into(), name: "Ålice".into() }.to_bytes().as_ref(), "{\"node\":\"n1\",\"name\":\"Ålice\"}".as_bytes());
+    }
+
+    #[test]
+    fn events_are_json_and_data_goes_as_it_is() {
+        let room: Arc<str> = Arc::from("lobby");
+        let cases = [
+            (Payload::event(room.clone(), RoomEvent::Message { name: "al".into(), text: "hi".into() }), "event", &br#"{"event":"message","name":"al","text":"hi"}"#[..]),
+            (Payload::event(room.clone(), RoomEvent::Join { name: "al".into() }), "event", br#"{"event":"join","name":"al"}"#),
+            (Payload::event(room.clone(), RoomEvent::Leave { name: "al".into() }), "event", br#"{"event":"leave","name":"al"}"#),
+            (Payload::from("plain"), "text", b"plain"),
+            (Payload::binary(vec![0u8, 255]), "binary", &[0, 255]),
+        ];
+        for (payload, kind, body) in cases {
+            let (headers, bytes) = encode("n1", &payload);
+            assert_eq!(headers.get("Sb-Kind").map(|v| v.as_str()), Some(kind));
+            assert_eq!(headers.get("Sb-Node").map(|v| v.as_str()), Some("n1"));
+            assert_eq!(bytes.as_ref(), body);
+            let back = decode(&room, Some(&headers), bytes).unwrap();
+            assert_eq!(&*back.node, "n1");
+            assert_eq!(back.payload.ws_message(), payload.ws_message());
+            assert_eq!(back.payload.as_event().map(|(_, e)| e.clone()), payload.as_event().map(|(_, e)| e.clone()));
+        }
+    }
+
+    #[test]
+    fn what_is_not_understood_is_an_error() {
+        let room: Arc<str> = Arc::from("r");
+        assert!(matches!(decode(&room, None, Bytes::new()), Err(DecodeError::Missing("Sb-Node"))));
+        let mut headers = HeaderMap::new();
+        headers.insert(NODE, "n");
+        headers.insert(KIND, "text");
+        assert!(matches!(decode(&room, Some(&headers), Bytes::from_static(&[0xff])), Err(DecodeError::NotUtf8)));
+        headers.insert(KIND, "event");
+        assert!(matches!(decode(&room, Some(&headers), Bytes::from_static(b"{}")), Err(DecodeError::Event(_))));
+        headers.insert(KIND, "smoke");
+        assert!(matches!(decode(&room, Some(&headers), Bytes::new()), Err(DecodeError::Kind(_))));
+    }
+}
