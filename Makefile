@@ -1,6 +1,7 @@
 # The project's two commands: `make run` and `make test`.
 # `make test` installs what the tests need (npm packages into web/, Debian's
-# chromium for the browser tests, the socket.io peer, the Autobahn TestSuite
+# chromium for the browser tests and nats-server for the several-node tests,
+# the socket.io peer, the Autobahn TestSuite
 # into build/autobahn/) and runs every test: Rust unit and integration tests,
 # the browser conformance tests in conformance/, then Autobahn.
 SHELL := /bin/bash
@@ -9,7 +10,7 @@ NPM ?= npm
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 WEB_DEPS := web/node_modules/.package-lock.json
 
-.PHONY: run build test test-rust test-conformance test-autobahn deps chromium peer-socketio shootout peers
+.PHONY: run build test test-rust test-conformance test-autobahn deps chromium nats-server peer-socketio shootout peers
 
 run: build
 	./target/release/switchboard serve
@@ -17,7 +18,7 @@ run: build
 build: $(WEB_DEPS)
 	$(CARGO) build --release
 
-deps: $(WEB_DEPS) chromium peer-socketio
+deps: $(WEB_DEPS) chromium nats-server peer-socketio
 
 # npm packages the build embeds (sockjs-client, Chart.js) and the browser
 # tests drive (playwright-core), pinned by web/package-lock.json.
@@ -29,13 +30,18 @@ $(WEB_DEPS): web/package.json web/package-lock.json
 chromium:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
+# Debian's nats-server (2.9, with JetStream): the several-node tests start
+# their own on a free loopback port.
+nats-server:
+	@command -v nats-server >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server; }
+
 test: deps test-rust test-conformance test-autobahn
 
 # The bench's socket.io transport is tested against the real socket.io peer.
 peer-socketio:
 	peers/socketio/install.sh
 
-test-rust: $(WEB_DEPS) peer-socketio
+test-rust: $(WEB_DEPS) nats-server peer-socketio
 	$(CARGO) test --workspace
 
 test-conformance: $(WEB_DEPS) chromium

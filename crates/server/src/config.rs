@@ -92,6 +92,14 @@ pub struct Args {
     #[arg(long, env = "SWITCHBOARD_ROOM_HISTORY_BYTES")]
     pub room_history_bytes: Option<usize>,
 
+    /// NATS server through which several nodes share their rooms, e.g. nats://127.0.0.1:4222 (nats-server with -js); see README, "Several nodes" [default: none, one node with its rooms in memory]
+    #[arg(long, env = "SWITCHBOARD_BROKER")]
+    pub broker: Option<String>,
+
+    /// How long a node's chat names outlive it, and how long a silent node is taken for alive, with the broker [default: 15s]
+    #[arg(long, env = "SWITCHBOARD_BROKER_TTL", value_parser = humantime::parse_duration)]
+    pub broker_ttl: Option<Duration>,
+
     /// PEM certificate chain for TLS on the listener (https:// and wss://); needs --tls-key [default: none, plain TCP]
     #[arg(long, env = "SWITCHBOARD_TLS_CERT")]
     pub tls_cert: Option<PathBuf>,
@@ -130,7 +138,7 @@ pub struct Config {
     pub max_header_size: usize,
     /// Interval of pings to a silent WebSocket client.
     pub ping_interval: Duration,
-    /// Most members of one chat room.
+    /// Most members of one chat room (on each node).
     pub max_room_members: usize,
     /// Joins per second one chat room accepts.
     pub join_rate: u32,
@@ -138,6 +146,10 @@ pub struct Config {
     pub room_history: HistoryLimits,
     /// New SockJS sessions per second per client address.
     pub session_rate: u32,
+    /// The NATS server the rooms span nodes through; `None` for one node.
+    pub broker: Option<String>,
+    /// How long names outlive a lost node, with the broker.
+    pub broker_ttl: Duration,
     /// TLS on the listener, if configured.
     pub tls: Option<TlsFiles>,
     /// How clients' tokens are checked, if they must present one.
@@ -183,6 +195,8 @@ impl Default for Config {
             join_rate: 100,
             room_history: HistoryLimits { messages: 20, bytes: 64 * 1024 },
             session_rate: 100,
+            broker: None,
+            broker_ttl: Duration::from_secs(15),
             tls: None,
             token_key: None,
             mounts: AppKind::ALL.iter().map(|&app| Mount::new(app)).collect(),
@@ -286,6 +300,9 @@ struct File {
     join_rate: Option<u32>,
     room_history: Option<usize>,
     room_history_bytes: Option<usize>,
+    broker: Option<String>,
+    #[serde(default, with = "humantime_serde")]
+    broker_ttl: Option<Duration>,
     session_rate: Option<u32>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
@@ -424,6 +441,8 @@ impl Config {
                 bytes: args.room_history_bytes.or(file.room_history_bytes).unwrap_or(d.room_history.bytes),
             },
             session_rate: args.session_rate.or(file.session_rate).unwrap_or(d.session_rate),
+            broker: args.broker.clone().or(file.broker),
+            broker_ttl: args.broker_ttl.or(file.broker_ttl).unwrap_or(d.broker_ttl),
             tls,
             token_key,
             mounts,
@@ -456,6 +475,14 @@ impl Config {
             if value == 0 {
                 return bad(format!("{name} must be at least 1"));
             }
+        }
+        if self.broker_ttl < Duration::from_secs(1) {
+            return bad("broker_ttl must be at least 1s".into());
+        }
+        if let Some(url) = &self.broker
+            && !url.starts_with("nats://")
+        {
+            return bad(format!("broker {url:?} must be a nats:// URL, such as nats://127.0.0.1:4222"));
         }
         if self.max_room_members == 0 {
             return bad("max_room_members must be at least 1".into());
@@ -614,6 +641,7 @@ websocket = false
             format!("[default: {}]", d.join_rate),
             format!("[default: {}]", d.room_history.messages),
             format!("[default: {}]", d.room_history.bytes),
+            format!("[default: {}]", humantime::format_duration(d.broker_ttl)),
         ] {
             assert!(table.contains(&expected), "missing {expected} in\n{table}");
         }

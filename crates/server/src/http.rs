@@ -123,11 +123,16 @@ pub async fn route(req: Request<Incoming>, server: Arc<ServerState>, connection:
         "/" | "/index.html" => bytes_response(StatusCode::OK, "text/html; charset=UTF-8", INDEX_HTML),
         "/healthz" => text_response(StatusCode::OK, "ok\n"),
         sockjs::CLIENT_SCRIPT_PATH => sockjs::client_script(&req),
-        "/metrics" => bytes_response(
-            StatusCode::OK,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            server.metrics.encode(),
-        ),
+        "/metrics" => {
+            if let Some(link) = &server.link {
+                server.metrics.broker(link.state().is_up(), link.state().reconnects());
+            }
+            bytes_response(
+                StatusCode::OK,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                server.metrics.encode(),
+            )
+        }
         _ => {
             let (prefix, rest) = match path[1..].find('/') {
                 Some(i) => path.split_at(i + 1),

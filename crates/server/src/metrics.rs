@@ -40,10 +40,20 @@ pub struct Metrics {
     slow_consumers: Family<Labels, Counter>,
     shed: Family<ShedLabels, Counter>,
     refused: Family<RefusedLabels, Counter>,
+    broker_connected: Gauge,
+    broker_reconnects: Counter,
 }
 
 impl Default for Metrics {
     fn default() -> Metrics {
+        Metrics::new(false)
+    }
+}
+
+impl Metrics {
+    /// The metrics of a server; `broker` adds those of its connection to
+    /// the other nodes.
+    pub fn new(broker: bool) -> Metrics {
         let mut registry = Registry::with_prefix("switchboard");
         let m = Metrics {
             connections: Family::default(),
@@ -55,8 +65,14 @@ impl Default for Metrics {
             slow_consumers: Family::default(),
             shed: Family::default(),
             refused: Family::default(),
+            broker_connected: Gauge::default(),
+            broker_reconnects: Counter::default(),
             registry: Registry::default(),
         };
+        if broker {
+            registry.register("broker_connected", "1 while the connection to the broker (NATS) is up, else 0", m.broker_connected.clone());
+            registry.register("broker_reconnects", "Times the connection to the broker came back after it was lost", m.broker_reconnects.clone());
+        }
         registry.register("connections", "Open client connections", m.connections.clone());
         registry.register("connections_accepted", "Client connections accepted", m.connections_total.clone());
         registry.register("messages_in", "Application messages received from clients", m.messages_in.clone());
@@ -107,6 +123,12 @@ impl Metrics {
     /// Counts a request to `app` refused for `reason`.
     pub fn refused(&self, app: &str, reason: &'static str) {
         self.refused.get_or_create(&RefusedLabels { app: app.to_owned(), reason }).inc();
+    }
+
+    /// Takes the broker connection's state, before an encode.
+    pub fn broker(&self, up: bool, reconnects: u64) {
+        self.broker_connected.set(i64::from(up));
+        self.broker_reconnects.inc_by(reconnects.saturating_sub(self.broker_reconnects.get()));
     }
 
     /// The metrics in Prometheus text format.

@@ -47,6 +47,8 @@ pub struct ServerState {
     pub session_rates: AddressRates,
     /// Checks connection tokens, when clients must present one.
     pub tokens: Option<Verifier>,
+    /// The connection to the other nodes, when rooms span several.
+    pub link: Option<Arc<cluster::Link>>,
     tls: Option<TlsAcceptor>,
 }
 
@@ -70,11 +72,14 @@ pub struct MountState {
     pub sessions: Arc<sockjs::Registry>,
 }
 
+/// Most publishes waiting to go to the broker, across the node's clients.
+const BROKER_QUEUE: usize = 65_536;
+
 /// Bursts of new sessions an address may open: ten seconds' worth.
 const SESSION_BURST_SECONDS: u32 = 10;
 
 impl ServerState {
-    fn new(config: Config) -> Result<ServerState, Error> {
+    fn new(config: Config, link: Option<Arc<cluster::Link>>) -> Result<ServerState, Error> {
         let chat_rooms = hub::RoomLimits {
             max_members: config.max_room_members,
             join_rate: Some(config.join_rate),
@@ -84,9 +89,13 @@ impl ServerState {
             .mounts
             .iter()
             .map(|m| {
+                let app = match &link {
+                    Some(link) => App::new(m.app, cluster::NatsBroker::new(link.clone(), &m.prefix, App::limits(m.app, chat_rooms))),
+                    None => App::in_memory(m.app, chat_rooms),
+                };
                 Arc::new(MountState {
                     config: m.clone(),
-                    app: Arc::new(App::in_memory(m.app, chat_rooms)),
+                    app: Arc::new(app),
                     sessions: Arc::new(sockjs::Registry::new(16, m.limits.max_sessions)),
                 })
             })
@@ -97,11 +106,12 @@ impl ServerState {
         Ok(ServerState {
             config,
             mounts,
-            metrics: Metrics::default(),
+            metrics: Metrics::new(link.is_some()),
             shutdown: Shutdown::default(),
             tracker: TaskTracker::new(),
             session_rates,
             tokens,
+            link,
             tls,
         })
     }
@@ -140,7 +150,20 @@ pub async fn serve(
     config: Config,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
-    let state = Arc::new(ServerState::new(config)?);
+    let link = match &config.broker {
+        Some(url) => {
+            let options = cluster::Options {
+                url: url.clone(),
+                ttl: config.broker_ttl,
+                history: config.room_history.messages,
+                max_message_size: config.max_message_size,
+                queue: BROKER_QUEUE,
+            };
+            Some(cluster::Link::connect(options).await.map_err(|e| Error::io(format!("broker: {e}")))?)
+        }
+        None => None,
+    };
+    let state = Arc::new(ServerState::new(config, link)?);
     let slots = Arc::new(Semaphore::new(state.config.max_connections));
     let mut shedder = Shedder::new(state.config.max_connections);
     let mut shutdown = pin!(shutdown);

@@ -569,7 +569,7 @@ async fn http10_clients_get_content_length_or_close_never_chunks() {
     assert_eq!(head.status, 200);
     assert_eq!(head.header("transfer-encoding"), None);
     assert_eq!(head.header("content-length"), None);
-    let body = raw.to_end().await;
+    let body = raw.read_to_end().await;
     let expected = format!("{}\no\nc[3000,\"Go away!\"]\n", "h".repeat(2048));
     assert_eq!(String::from_utf8(body).unwrap(), expected);
 
@@ -683,8 +683,7 @@ async fn the_server_escapes_what_browsers_mangle() {
 
 #[tokio::test]
 async fn origins_outside_the_allowed_list_are_refused() {
-    let mut config = Config::default();
-    config.mounts = vec![Mount::new(server::AppKind::Echo)];
+    let mut config = Config { mounts: vec![Mount::new(server::AppKind::Echo)], ..Config::default() };
     config.mounts[0].sockjs.origins = vec!["example.com:*".to_owned()];
     let server = TestServer::with(config).await;
     let url = session_url("echo");

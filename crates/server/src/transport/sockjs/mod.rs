@@ -154,10 +154,12 @@ pub async fn route(
     }
     let echo = Echo::new(&req, options.cookie_needed);
     let receiving = Receiving { id, transport, mount, server, identity, address: connection.address };
-    if transport.receives() && req.method() != Method::OPTIONS && mount.sessions.get(id).is_none() {
-        if let Err(res) = receiving.admit(&echo) {
-            return res;
-        }
+    if transport.receives()
+        && req.method() != Method::OPTIONS
+        && mount.sessions.get(id).is_none()
+        && let Err(res) = receiving.admit(&echo)
+    {
+        return res;
     }
     match (transport, req.method().clone()) {
         (Transport::Xhr | Transport::XhrSend | Transport::XhrStreaming, Method::OPTIONS) => {

@@ -136,7 +136,7 @@ impl Raw {
     }
 
     /// Everything until the server closes the connection.
-    pub async fn to_end(&mut self) -> Vec<u8> {
+    pub async fn read_to_end(&mut self) -> Vec<u8> {
         let mut data = Vec::new();
         patient("the connection to close", self.stream.read_to_end(&mut data)).await.unwrap();
         data
@@ -155,7 +155,7 @@ impl Raw {
         } else if matches!(head.status, 204 | 304) {
             Vec::new()
         } else {
-            self.to_end().await
+            self.read_to_end().await
         }
     }
 

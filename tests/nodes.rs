@@ -1,0 +1,317 @@
+//! Several `switchboard serve` nodes sharing rooms through one nats-server
+//! (Debian's, which `make test` installs): order, names, history, a node
+//! killed, and the broker itself going away and coming back.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream as StdTcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+/// Names outlive a lost node this long in these tests.
+const TTL: &str = "2s";
+/// Longest any one wait may take before the test fails.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A nats-server with JetStream on a free loopback port, its store in a
+/// folder of its own.
+struct Nats {
+    port: u16,
+    store: PathBuf,
+    child: Option<Child>,
+}
+
+impl Nats {
+    fn start() -> Nats {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let store = std::env::temp_dir().join(format!("switchboard-nats-{}-{port}", std::process::id()));
+        let mut nats = Nats { port, store, child: None };
+        nats.resume();
+        nats
+    }
+
+    /// Starts the server (again), on the same port and store.
+    fn resume(&mut self) {
+        let mut child = Command::new("nats-server")
+            .args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"])
+            .arg(&self.store)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run nats-server ({e}); `make test` installs it (apt-get install nats-server)"));
+        let stderr = child.stderr.take().unwrap();
+        let mut lines = BufReader::new(stderr).lines();
+        loop {
+            let line = lines.next().expect("nats-server exited before it was ready").unwrap();
+            if line.contains("Server is ready") {
+                break;
+            }
+        }
+        // Keep reading its log so that it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        self.child = Some(child);
+    }
+
+    /// Stops the server and waits until it has exited.
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            signal(&child, "TERM");
+            child.wait().unwrap();
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.store);
+    }
+}
+
+fn signal(child: &Child, name: &str) {
+    assert!(Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status().unwrap().success());
+}
+
+/// A `switchboard serve` node on a free port, its rooms through `nats`.
+struct Node {
+    addr: String,
+    child: Child,
+}
+
+impl Node {
+    fn start(nats: &Nats) -> Node {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--listen", "127.0.0.1:0", "--broker", &nats.url(), "--broker-ttl", TTL, "--room-history", "5"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let addr = line.split("http://").nth(1).expect("the listening line").split('/').next().unwrap().to_owned();
+        Node { addr, child }
+    }
+
+    /// The node's `/metrics` text.
+    fn metrics(&self) -> String {
+        let mut stream = StdTcpStream::connect(&self.addr).unwrap();
+        write!(stream, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        text
+    }
+
+    /// Waits until `/metrics` has `line`, checking every 100 ms.
+    async fn await_metric(&self, line: &str) {
+        let waited = tokio::time::timeout(PATIENCE, async {
+            while !self.metrics().lines().any(|l| l == line) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        waited.await.unwrap_or_else(|_| panic!("{} never showed {line:?}:\n{}", self.addr, self.metrics()));
+    }
+
+    /// A native WebSocket chat client.
+    async fn websocket(&self) -> Client {
+        let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/chat/websocket", self.addr)).await.unwrap();
+        Client { ws, sockjs: false, pending: Default::default() }
+    }
+
+    /// A SockJS chat client (over its WebSocket transport).
+    async fn sockjs(&self) -> Client {
+        let url = format!("ws://{}/chat/000/{:08x}/websocket", self.addr, rand_id());
+        let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+        assert_eq!(ws.next().await.unwrap().unwrap(), Message::text("o"));
+        Client { ws, sockjs: true, pending: Default::default() }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn rand_id() -> u32 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos()
+}
+
+/// A chat client: JSON in and out, framed for its transport.
+struct Client {
+    ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    sockjs: bool,
+    /// Events of a SockJS batch not yet taken.
+    pending: std::collections::VecDeque<Value>,
+}
+
+impl Client {
+    async fn send(&mut self, value: Value) {
+        let text = value.to_string();
+        let frame = if self.sockjs { json!([text]).to_string() } else { text };
+        self.ws.send(Message::text(frame)).await.unwrap();
+    }
+
+    /// The next chat event, whatever it is.
+    async fn next(&mut self) -> Value {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return event;
+            }
+            let message = tokio::time::timeout(PATIENCE, self.ws.next()).await.expect("an event in time").unwrap().unwrap();
+            let Message::Text(text) = message else { continue };
+            if !self.sockjs {
+                return serde_json::from_str(&text).unwrap();
+            }
+            // SockJS: `a[...]` carries messages; `h` is a heartbeat.
+            if let Some(array) = text.strip_prefix('a') {
+                let batch: Vec<String> = serde_json::from_str(array).unwrap();
+                self.pending.extend(batch.iter().map(|event| serde_json::from_str::<Value>(event).unwrap()));
+            }
+        }
+    }
+
+    /// Skips events until one has `field` equal to `value`.
+    async fn until(&mut self, field: &str, value: &str) -> Value {
+        loop {
+            let event = self.next().await;
+            if event[field] == value {
+                return event;
+            }
+        }
+    }
+
+    async fn join(&mut self, name: &str, room: &str) -> Value {
+        self.send(json!({"name": name, "room": room})).await;
+        let members = self.next().await;
+        assert_eq!(members["event"], "members", "{members}");
+        members
+    }
+}
+
+#[tokio::test]
+async fn clients_on_two_nodes_see_one_room_in_one_order() {
+    let nats = Nats::start();
+    let (a, b) = (Node::start(&nats), Node::start(&nats));
+    let mut alice = a.websocket().await;
+    let mut bob = b.sockjs().await;
+    alice.join("alice", "lobby").await;
+    let members = bob.join("bob", "lobby").await;
+    assert_eq!(members["members"], json!(["bob", "alice"]), "the list covers both nodes");
+    alice.until("event", "join").await;
+    // Both send at once; each sees all 40 messages, in the same order.
+    for i in 0..20 {
+        alice.send(json!({"message": format!("a{i}")})).await;
+        bob.send(json!({"message": format!("b{i}")})).await;
+    }
+    let mut seen = [Vec::new(), Vec::new()];
+    for (client, seen) in [&mut alice, &mut bob].into_iter().zip(&mut seen) {
+        while seen.len() < 40 {
+            let event = client.next().await;
+            if let Some(text) = event["message"].as_str() {
+                seen.push(text.to_owned());
+            }
+        }
+    }
+    assert_eq!(seen[0], seen[1]);
+    for who in ["a", "b"] {
+        let own: Vec<_> = seen[0].iter().filter(|m| m.starts_with(who)).cloned().collect();
+        assert_eq!(own, (0..20).map(|i| format!("{who}{i}")).collect::<Vec<_>>(), "each sender's order is kept");
+    }
+}
+
+#[tokio::test]
+async fn a_name_is_unique_across_nodes_and_history_is_served_by_any() {
+    let nats = Nats::start();
+    let (a, b) = (Node::start(&nats), Node::start(&nats));
+    let mut alice = a.websocket().await;
+    alice.join("alice", "lobby").await;
+    let mut other = b.sockjs().await;
+    other.send(json!({"name": "ALICE", "room": "lobby"})).await;
+    let refused = other.next().await;
+    assert!(refused["error"].as_str().unwrap().contains("already taken"), "{refused}");
+    // The same name in another room is fine.
+    other.join("alice", "kitchen").await;
+
+    for i in 0..7 {
+        alice.send(json!({"message": format!("m{i}")})).await;
+        alice.until("message", &format!("m{i}")).await;
+    }
+    let mut bob = b.websocket().await;
+    bob.join("bob", "lobby").await;
+    let history = bob.next().await;
+    assert_eq!(history["event"], "history", "{history}");
+    let kept: Vec<_> = history["messages"].as_array().unwrap().iter().map(|m| m["message"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(kept, ["m2", "m3", "m4", "m5", "m6"], "the last 5 (--room-history 5), oldest first");
+}
+
+#[tokio::test]
+async fn a_killed_node_frees_its_names_and_its_members_leave() {
+    let nats = Nats::start();
+    let (a, b) = (Node::start(&nats), Node::start(&nats));
+    let mut alice = a.websocket().await;
+    alice.join("alice", "lobby").await;
+    let mut bob = b.websocket().await;
+    bob.join("bob", "lobby").await;
+    signal(&a.child, "KILL");
+    let left = bob.until("event", "leave").await;
+    assert_eq!(left["name"], "alice", "{left}");
+    // The name is free once it expires (the TTL, 2 s): ask until it is.
+    let mut again = b.websocket().await;
+    let joined = tokio::time::timeout(PATIENCE, async {
+        loop {
+            again.send(json!({"name": "alice", "room": "lobby"})).await;
+            let answer = again.next().await;
+            if answer["event"] == "members" {
+                return answer;
+            }
+            assert!(answer["error"].as_str().unwrap().contains("already taken"), "{answer}");
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    });
+    let members = joined.await.expect("alice's name freed within the TTL");
+    assert_eq!(members["members"], json!(["bob", "alice"]));
+}
+
+#[tokio::test]
+async fn the_nodes_tell_of_a_broker_outage_and_resume_after_it() {
+    let mut nats = Nats::start();
+    let (a, b) = (Node::start(&nats), Node::start(&nats));
+    let mut alice = a.websocket().await;
+    alice.join("alice", "lobby").await;
+    let mut bob = b.sockjs().await;
+    bob.join("bob", "lobby").await;
+    a.await_metric("switchboard_broker_connected 1").await;
+
+    nats.stop();
+    a.await_metric("switchboard_broker_connected 0").await;
+    b.await_metric("switchboard_broker_connected 0").await;
+    alice.send(json!({"message": "into the void"})).await;
+    let refused = alice.until("error", "the message broker is unreachable; try again later").await;
+    assert!(refused.get("message").is_none());
+
+    nats.resume();
+    for node in [&a, &b] {
+        node.await_metric("switchboard_broker_connected 1").await;
+        node.await_metric("switchboard_broker_reconnects_total 1").await;
+    }
+    alice.send(json!({"message": "back"})).await;
+    let heard = bob.until("name", "alice").await;
+    assert_eq!(heard["message"], "back", "nothing refused was delivered: {heard}");
+    bob.send(json!({"message": "welcome back"})).await;
+    assert_eq!(alice.until("name", "bob").await["message"], "welcome back");
+}
