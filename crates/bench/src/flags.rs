@@ -43,8 +43,10 @@ pub enum ScenarioArgs {
 pub struct CommonArgs {
     /// App base URL (http://host:port/<app>), optionally `name=url`; a ws:// URL is used
     /// exactly as given. Repeatable: several servers, each with its own name, are measured
-    /// one after another into one result file [default: http://127.0.0.1:8080/<the scenario's app>]
-    #[arg(long, value_name = "[NAME=]URL")]
+    /// one after another into one result file. Several URLs joined by commas are the nodes of
+    /// one server: client i connects to node i mod N (see README, "Several nodes")
+    /// [default: http://127.0.0.1:8080/<the scenario's app>]
+    #[arg(long, value_name = "[NAME=]URL[,URL...]")]
     pub target: Vec<String>,
     /// Transports, comma-separated, or `all` for every one the target supports
     /// [default: websocket; countdown: http,websocket]
@@ -414,7 +416,9 @@ fn named_targets(raw: &[String]) -> Result<Vec<NamedTarget>, Error> {
             )));
         }
         // A bad URL is a usage error before any server is measured.
-        crate::Target::parse(&url)?;
+        for node in url.split(',') {
+            crate::Target::parse(node)?;
+        }
         targets.push(NamedTarget { name, url });
     }
     Ok(targets)
@@ -478,6 +482,9 @@ mod tests {
         assert_eq!(two.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
         assert!(named_targets(&["http://h/echo".into(), "http://g/echo".into()]).expect_err("both default").is_usage());
         assert!(named_targets(&["=http://h/echo".into()]).expect_err("empty name").is_usage());
+        let nodes = named_targets(&["two=http://h:1/chat,http://h:2/chat".into()]).expect("two nodes");
+        assert_eq!((nodes[0].name.as_str(), nodes[0].url.as_str()), ("two", "http://h:1/chat,http://h:2/chat"));
+        assert!(named_targets(&["two=http://h:1/chat,h:2".into()]).is_err(), "every node is a URL");
         assert_eq!(
             parse_transports(&["xhr-polling".into(), "websocket".into()], vec![]).expect("known"),
             TransportChoice::List(vec![TransportKind::XhrPolling, TransportKind::Websocket])

@@ -118,10 +118,14 @@ async fn measure_target(
     cancel: &CancellationToken,
     file: &mut ResultFile,
 ) -> Option<Error> {
-    let target = match Target::parse(url) {
-        Ok(t) => t,
+    let nodes = match url.split(',').map(Target::parse).collect::<Result<Vec<_>, _>>() {
+        Ok(nodes) => nodes,
         Err(e) => return Some(e),
     };
+    let target = nodes[0].clone();
+    if nodes.len() > 1 && plan.link.is_some() {
+        return Some(Error::usage("--link takes one URL per --target, not several nodes"));
+    }
     let server_pid =
         server_pid.or_else(|| target.is_local().then(|| resources::pid_listening_on(target.port())).flatten());
     // --link: every connection goes through an in-process link, which runs as long as
@@ -134,9 +138,11 @@ async fn measure_target(
         None => (None, target),
     };
     let start = Instant::now();
+    let nodes = if nodes.len() > 1 { nodes } else { vec![target.clone()] };
     let ctx = Ctx {
         monitor: resources::Monitor::start(server_pid, start),
         target,
+        nodes,
         clock: stamp::Clock::new(),
         cancel: cancel.clone(),
         progress: progress::Progress::new(plan.progress),
@@ -243,8 +249,8 @@ async fn resolve_transports(ctx: &Ctx, choice: &TransportChoice, settings: &Sett
             let sockjs = transport::probe_sockjs(&ctx.target, ctx.timeout).await?;
             Ok(TransportKind::ALL
                 .into_iter()
-                // socket.io is another protocol family, never probed: only when named.
-                .filter(|&k| applies(k, settings) && k != TransportKind::Socketio)
+                // socket.io and centrifuge are other protocol families, never probed: only when named.
+                .filter(|&k| applies(k, settings) && !matches!(k, TransportKind::Socketio | TransportKind::Centrifuge))
                 .filter(|&k| !k.is_sockjs() || sockjs.is_some_and(|info| info.websocket || k != TransportKind::SockjsWebsocket))
                 .collect())
         }

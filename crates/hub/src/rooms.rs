@@ -447,4 +447,29 @@ mod tests {
         assert_eq!(drain(&alice), ["after"]);
         assert!(drain(&refused).is_empty());
     }
+
+    #[test]
+    fn members_elsewhere_are_listed_after_this_nodes_and_counted() {
+        let hub = Hub::new(2);
+        hub.join("lobby", member(1, Some("alice"), 1 << 10), 10).unwrap();
+        let elsewhere = [Arc::from("carol"), Arc::from("dave")];
+        let roster = hub.join_beside("lobby", member(2, Some("bob"), 1 << 10), 3, &elsewhere, |_| Vec::new()).unwrap();
+        assert_eq!(roster.names, [Arc::from("alice"), Arc::from("bob"), Arc::from("carol")]);
+        assert_eq!(roster.total, 4);
+    }
+
+    #[test]
+    fn history_kept_before_anyone_joined_greets_the_first_member_and_an_unjoined_room_is_forgotten() {
+        let hub = Hub::with_limits(2, RoomLimits { history: HistoryLimits { messages: 2, bytes: 100 }, ..RoomLimits::NONE });
+        for text in ["a", "b", "c"] {
+            hub.keep("lobby", &Payload::from(text));
+        }
+        let roster = hub.join("lobby", member(1, Some("alice"), 1 << 10), 10).unwrap();
+        let kept: Vec<_> = roster.history.iter().map(|p| p.as_text().unwrap().to_owned()).collect();
+        assert_eq!(kept, ["b", "c"]);
+        assert!(!hub.forget("lobby"), "a room with members stays");
+        hub.keep("empty", &Payload::from("x"));
+        assert!(hub.forget("empty"));
+        assert!(!hub.forget("empty"));
+    }
 }

@@ -22,7 +22,10 @@ use crate::{Error, Target};
 pub(crate) const LATE_US: u64 = 2_000;
 
 pub(crate) struct Ctx {
+    /// The server, or its first node.
     pub target: Target,
+    /// Every node of the server, the first being `target`.
+    pub nodes: Vec<Target>,
     pub clock: Clock,
     pub monitor: Monitor,
     pub cancel: CancellationToken,
@@ -35,6 +38,12 @@ impl Ctx {
     /// Opens a connection and returns it with its connect time in µs.
     pub async fn connect(&self, kind: TransportKind) -> Result<(Connection, u64), Error> {
         self.connect_to(&self.target, kind, self.timeout).await
+    }
+
+    /// Opens the `i`th client's connection, to node `i` mod the number of nodes.
+    pub async fn connect_nth(&self, i: u32, kind: TransportKind) -> Result<(Connection, u64), Error> {
+        let node = &self.nodes[i as usize % self.nodes.len()];
+        self.connect_to(node, kind, self.timeout).await
     }
 
     /// Opens a connection to `target` (e.g. the target through a link) within `timeout`
@@ -88,7 +97,8 @@ pub(crate) fn excerpt(text: &str) -> String {
     format!("{:?}…", &text[..end])
 }
 
-/// Opens `n` connections at most `CONNECT_AT_ONCE` at a time; returns them in order with
+/// Opens `n` connections at most `CONNECT_AT_ONCE` at a time, spread over the nodes
+/// (connection i to node i mod N); returns them in order with
 /// the distribution of their connect times. The first failure is returned with how many
 /// had connected before it.
 pub(crate) async fn connect_fleet(
@@ -102,7 +112,7 @@ pub(crate) async fn connect_fleet(
     let mut slots: Vec<Option<transport::Connection>> = (0..n).map(|_| None).collect();
     let mut connect = crate::latency::Latency::new();
     let mut opened = futures_util::stream::iter(0..n)
-        .map(|i| async move { (i, ctx.connect(kind).await) })
+        .map(|i| async move { (i, ctx.connect_nth(i, kind).await) })
         .buffer_unordered(CONNECT_AT_ONCE);
     let mut done = 0;
     while let Some((i, result)) = opened.next().await {

@@ -4,6 +4,7 @@
 //! The halves are separate so open-loop scenarios can send on schedule from one task
 //! while another task receives; a sender never waits for a reply.
 
+mod centrifuge;
 mod http;
 mod socketio;
 mod sockjs;
@@ -37,6 +38,9 @@ pub enum TransportKind {
     /// socket.io 4 (engine.io v4 over WebSocket at `/socket.io/`), namespace `/<app>`,
     /// app messages as the `message` event. Only when named: `all` never picks it.
     Socketio,
+    /// Centrifugo's JSON client protocol over WebSocket at `/connection/websocket`,
+    /// the app as the channel (peers/centrifuge). Only when named: `all` never picks it.
+    Centrifuge,
     /// Plain keep-alive HTTP requests: a message is the query string of
     /// `GET <target>/xhr?<message>`, the reply is the response body (count-down).
     Http,
@@ -44,7 +48,7 @@ pub enum TransportKind {
 
 impl TransportKind {
     /// Every transport, in table order.
-    pub const ALL: [TransportKind; 8] = [
+    pub const ALL: [TransportKind; 9] = [
         TransportKind::Websocket,
         TransportKind::SockjsWebsocket,
         TransportKind::XhrStreaming,
@@ -52,6 +56,7 @@ impl TransportKind {
         TransportKind::Eventsource,
         TransportKind::JsonpPolling,
         TransportKind::Socketio,
+        TransportKind::Centrifuge,
         TransportKind::Http,
     ];
 
@@ -64,6 +69,7 @@ impl TransportKind {
             TransportKind::Eventsource => "eventsource",
             TransportKind::JsonpPolling => "jsonp-polling",
             TransportKind::Socketio => "socketio",
+            TransportKind::Centrifuge => "centrifuge",
             TransportKind::Http => "http",
         }
     }
@@ -73,7 +79,7 @@ impl TransportKind {
     }
 
     pub fn is_sockjs(self) -> bool {
-        !matches!(self, TransportKind::Websocket | TransportKind::Http | TransportKind::Socketio)
+        !matches!(self, TransportKind::Websocket | TransportKind::Http | TransportKind::Socketio | TransportKind::Centrifuge)
     }
 }
 
@@ -99,6 +105,7 @@ pub async fn connect(target: &Target, kind: TransportKind, timeout: Duration) ->
             }
             TransportKind::Http => http::connect(target).await,
             TransportKind::Socketio => socketio::connect(target).await,
+            TransportKind::Centrifuge => centrifuge::connect(target).await,
             TransportKind::SockjsWebsocket => {
                 websocket::connect(target, &target.ws_url(&format!("{}/websocket", sockjs::session_path())), true).await
             }
@@ -120,6 +127,7 @@ pub enum Sender {
     Http(http::Sender),
     Sockjs(sockjs::Sender),
     Socketio(socketio::Sender),
+    Centrifuge(centrifuge::Sender),
 }
 
 impl Sender {
@@ -130,6 +138,7 @@ impl Sender {
             Sender::Http(s) => s.send(text).await,
             Sender::Sockjs(s) => s.send(text).await,
             Sender::Socketio(s) => s.send(text).await,
+            Sender::Centrifuge(s) => s.send(text).await,
         }
     }
 
@@ -138,6 +147,7 @@ impl Sender {
         match self {
             Sender::Websocket(s) => s.close().await,
             Sender::Socketio(s) => s.close().await,
+            Sender::Centrifuge(s) => s.close().await,
             Sender::Http(_) | Sender::Sockjs(_) => {}
         }
     }
@@ -149,6 +159,7 @@ pub enum Receiver {
     Http(http::Receiver),
     Sockjs(sockjs::Receiver),
     Socketio(socketio::Receiver),
+    Centrifuge(centrifuge::Receiver),
 }
 
 impl Receiver {
@@ -159,6 +170,7 @@ impl Receiver {
             Receiver::Http(r) => r.recv().await,
             Receiver::Sockjs(r) => r.recv().await,
             Receiver::Socketio(r) => r.recv().await,
+            Receiver::Centrifuge(r) => r.recv().await,
         }
     }
 }
