@@ -11,7 +11,7 @@
 # reported, and count as failures). Server logs: peers/.logs/check-PEER.log.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-ALL_PEERS="sockjs-node sockjs-tornado sockjs-tornado-pypy socketio ws bun tornado express express-cluster vertx vertx-eventbus spring-tomcat spring-jetty pekko"
+ALL_PEERS="sockjs-node sockjs-tornado sockjs-tornado-pypy socketio ws bun tornado express express-cluster vertx vertx-eventbus spring-tomcat spring-jetty pekko centrifuge"
 START_S=30
 CHECK_S=60
 peers=("$@")

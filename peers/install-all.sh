@@ -8,7 +8,7 @@
 # install: peers/.logs/install-PEER.log.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-ALL_PEERS="sockjs-node sockjs-tornado sockjs-tornado-pypy socketio ws bun tornado express express-cluster vertx vertx-eventbus spring-tomcat spring-jetty pekko"
+ALL_PEERS="sockjs-node sockjs-tornado sockjs-tornado-pypy socketio ws bun tornado express express-cluster vertx vertx-eventbus spring-tomcat spring-jetty pekko centrifuge"
 strict=0
 peers=()
 for a in "$@"; do

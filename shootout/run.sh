@@ -199,16 +199,23 @@ bench() {
   return $rc
 }
 
-transport_of() {   # socketio for the socket.io peer, else native websocket
-  python3 -c 'import json,sys; p=[p for p in json.load(open(sys.argv[1]))["peers"] if p["name"]==sys.argv[2]]; print("socketio" if p and "socketio" in p[0] else "websocket")' peers/peers.json "$1"
+transport_of() {   # socketio or centrifuge for those peers, else native websocket
+  python3 -c 'import json,sys; p=[p for p in json.load(open(sys.argv[1]))["peers"] if p["name"]==sys.argv[2]]; print(next((k for k in ("socketio", "centrifuge") if p and k in p[0]), "websocket"))' peers/peers.json "$1"
 }
+
+serves() {   # serves NAME APP: whether the server has that app (Switchboard has all)
+  [ "$1" = switchboard ] && return 0
+  python3 -c 'import json,sys; p=[p for p in json.load(open(sys.argv[1]))["peers"] if p["name"]==sys.argv[2]]; sys.exit(0 if p and sys.argv[3] in p[0]["apps"] else 1)' peers/peers.json "$1" "$2"
+}
+
+APP_OF_pingpong=echo APP_OF_countdown=count APP_OF_chat=chat APP_OF_broadcast=broadcast
 
 SCENARIOS="pingpong countdown chat broadcast"
 run_server() {
   local name="$1" t="websocket" pp="all"
   if [ "$name" != switchboard ]; then
     t="$(transport_of "$name")"
-    [ "$t" = socketio ] && pp="socketio"
+    [ "$t" = socketio ] || [ "$t" = centrifuge ] && pp="$t"
   fi
   if [ -n "${INSTALL_FAILED[$name]:-}" ]; then
     say "$name: ${INSTALL_FAILED[$name]}"
@@ -225,13 +232,20 @@ run_server() {
   say "$name: pid $PID at $BASE (pinned: ${SERVER_PIN[*]:-none}); warming up"
   "${BENCH_PIN[@]}" timeout "$BENCH_TIMEOUT" "$BIN" bench broadcast --quiet --transport "$t" \
     --target "$name=$BASE/broadcast" --server-pid "$PID" "${WARMUP[@]}" >"$OUT/logs/$name-warmup.txt" 2>&1
-  "${BENCH_PIN[@]}" timeout "$BENCH_TIMEOUT" "$BIN" bench pingpong --quiet --transport "$t" \
-    --target "$name=$BASE/echo" --server-pid "$PID" "${PINGPONG[@]}" >>"$OUT/logs/$name-warmup.txt" 2>&1
+  if serves "$name" echo; then
+    "${BENCH_PIN[@]}" timeout "$BENCH_TIMEOUT" "$BIN" bench pingpong --quiet --transport "$t" \
+      --target "$name=$BASE/echo" --server-pid "$PID" "${PINGPONG[@]}" >>"$OUT/logs/$name-warmup.txt" 2>&1
+  fi
   local failures=""
   for sc in $SCENARIOS; do
     if ! kill -0 "$PID" 2>/dev/null; then
       failed_file "$name" "$sc" "the server exited before $sc (log: logs/$name.err)"
       failures="$failures $sc"
+      continue
+    fi
+    app="APP_OF_$sc"
+    if ! serves "$name" "${!app}"; then
+      say "$name: $sc skipped: it has no ${!app} app"
       continue
     fi
     say "$name: $sc"

@@ -119,6 +119,44 @@ async function socketioClient(app, label) {
   return { inbox, send: (t) => ws.send(eventPrefix + JSON.stringify(['message', t])), close: () => ws.close() };
 }
 
+// Centrifugo's client protocol (JSON) over WebSocket at spec.centrifuge, the
+// app's room being the channel of that name; app messages travel as JSON
+// strings in `data`. A frame holds one or more newline-separated JSON replies:
+//   -> {"id":1,"connect":{}}                     <- {"id":1,"connect":{"client":…,"ping":25,"pong":true}}
+//   -> {"id":2,"subscribe":{"channel":"broadcast"}}   <- {"id":2,"subscribe":{}}
+//   -> {"id":3,"publish":{"channel":"broadcast","data":"hi"}}   <- {"id":3,"publish":{}}
+//   <- {"push":{"channel":"broadcast","pub":{"data":"hi"}}}   (to every subscriber, the sender too)
+//   <- {}   -> {}                                ping / pong
+async function centrifugeClient(app, label) {
+  const replies = new Inbox(label + ' (replies)');
+  const { ws, inbox } = await openWs(`ws://${HOST}:${PORT}${spec.centrifuge}`, label, (f, ws, inbox) => {
+    for (const line of f.split('\n')) {
+      if (line === '{}') { ws.send('{}'); continue; }
+      const r = JSON.parse(line);
+      if (r.push) {
+        if (r.push.channel === app && r.push.pub && typeof r.push.pub.data === 'string') inbox.push(r.push.pub.data);
+      } else if (r.error) {
+        inbox.close(`error reply ${line}`); replies.push(r);
+      } else replies.push(r);
+    }
+  });
+  let id = 0;
+  const call = async (method, params) => {
+    const want = ++id;
+    ws.send(JSON.stringify({ id: want, [method]: params }));
+    const r = await replies.waitFor((x) => x.id === want, `reply to ${method} (id ${want})`);
+    if (r.error) throw new Error(`${label}: ${method} refused: ${JSON.stringify(r.error)}`);
+    return r;
+  };
+  await call('connect', {});
+  await call('subscribe', { channel: app });
+  return {
+    inbox,
+    send: (t) => ws.send(JSON.stringify({ id: ++id, publish: { channel: app, data: t } })),
+    close: () => ws.close(),
+  };
+}
+
 // ---------------------------------------------------------------- HTTP
 
 function request(method, urlPath, { body, agent } = {}) {
@@ -283,6 +321,7 @@ async function main() {
   if (spec.websocket) transports.push(['ws', rawClient]);
   if (spec.sockjs) transports.push(['sockjs-ws', sockjsWsClient]);
   if (spec.socketio) transports.push(['socket.io', socketioClient]);
+  if (spec.centrifuge) transports.push(['centrifuge', centrifugeClient]);
   for (const [tname, connect] of transports) {
     for (const app of spec.apps) add(`${app}/${tname}`, () => APP_CHECKS[app](connect));
   }
@@ -291,6 +330,17 @@ async function main() {
     add('echo/sockjs-xhr', checkSockjsXhr);
   }
   for (const p of spec.http_count || []) add(`http ${p}`, () => checkHttpCount(p));
+  if (checks.length === 0) {
+    console.log(`${peerName}: FAILED — peers.json names no transport this check knows for it`);
+    process.exit(1);
+  }
+  // The centrifuge peer has no app of ours to reach over HTTP: check its readiness URL.
+  if (spec.centrifuge) {
+    add('healthz', async () => {
+      const r = await request('GET', '/healthz');
+      assert(r.status === 200 && r.body === 'ok', `GET /healthz: ${r.status} ${JSON.stringify(r.body)}`);
+    });
+  }
 
   const passed = []; const failed = [];
   for (const [name, fn] of checks) {
