@@ -315,3 +315,28 @@ async fn the_nodes_tell_of_a_broker_outage_and_resume_after_it() {
     bob.send(json!({"message": "welcome back"})).await;
     assert_eq!(alice.until("name", "bob").await["message"], "welcome back");
 }
+
+#[tokio::test]
+async fn the_bench_spreads_a_room_over_the_nodes() {
+    let nats = Nats::start();
+    let (a, b) = (Node::start(&nats), Node::start(&nats));
+    let out = std::env::temp_dir().join(format!("switchboard-nodes-bench-{}.json", std::process::id()));
+    let target = format!("two=http://{}/chat,http://{}/chat", a.addr, b.addr);
+    let run = Command::new(BIN)
+        .args(["bench", "chat", "--quiet", "--target", &target, "--rooms", "2", "--users", "2", "--messages", "5", "--interval", "20ms"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&out);
+    let chat = &result["runs"][0]["results"][0];
+    // 2 rooms × 2 users² × 5 messages, each user on its own node.
+    assert_eq!((chat["expected"].as_u64(), chat["received"].as_u64()), (Some(40), Some(40)), "{chat}");
+    // Both nodes served clients: each counted its chat connections.
+    for node in [&a, &b] {
+        let opened = node.metrics().lines().any(|l| l.starts_with("switchboard_connections_accepted_total{app=\"chat\"") && !l.ends_with(" 0"));
+        assert!(opened, "{} had no chat client", node.addr);
+    }
+}
