@@ -17,14 +17,14 @@
 # process (the bench is given the pid of a shell that starts them all).
 #
 #   shootout/nodes.sh                   writes shootout/results/nodes-<time>/
-#   ROOMS=50 MESSAGES=200 INTERVAL=20ms   the chat load
+#   ROOMS=10 MESSAGES=200 INTERVAL=20ms   the chat load (1,000 messages a second)
 #   LEVELS=200 START=500 MAX=100000 STEP_SECONDS=3   the broadcast sweep
 #
 # Needs the release build (make build), nats-server (make nats-server) and
 # the centrifuge peer (peers/centrifuge/install.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOMS="${ROOMS:-50}" MESSAGES="${MESSAGES:-200}" INTERVAL="${INTERVAL:-20ms}"
+ROOMS="${ROOMS:-10}" MESSAGES="${MESSAGES:-200}" INTERVAL="${INTERVAL:-20ms}"
 LEVELS="${LEVELS:-200}" START="${START:-500}" MAX="${MAX:-100000}" STEP_SECONDS="${STEP_SECONDS:-3}"
 BIN=target/release/switchboard
 [ -x "$BIN" ] || { echo "nodes: no $BIN; run make build" >&2; exit 1; }

@@ -19,6 +19,15 @@ use tokio::time::Instant;
 
 use crate::envelope::{self, Claim};
 
+/// Events the stream keeps of each room (and of each room's messages), so
+/// that a node whose consumer runs behind still gets every event: at 2,500
+/// events a second, four seconds' worth.
+pub const RETAINED: usize = 10_000;
+
+/// How long the stream keeps a room's events at most, so that the rooms of
+/// the past do not fill the disk.
+pub const RETENTION: Duration = Duration::from_secs(3600);
+
 /// How a node joins the cluster.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -134,7 +143,11 @@ impl Link {
             .get_or_create_stream(stream::Config {
                 name: envelope::STREAM.to_owned(),
                 subjects: vec![envelope::STREAM_SUBJECTS.to_owned()],
-                max_messages_per_subject: options.history.max(1) as i64,
+                // A node reads a room's events some time after they are
+                // stored; the stream keeps enough of each room that a node
+                // running behind still finds them (and at least the history).
+                max_messages_per_subject: options.history.max(RETAINED) as i64,
+                max_age: RETENTION,
                 max_message_size: i32::try_from(options.max_message_size + 1024).unwrap_or(i32::MAX),
                 discard: stream::DiscardPolicy::Old,
                 storage: stream::StorageType::File,
