@@ -252,6 +252,7 @@ async fn follow(link: Arc<Link>, app: String, hub: Arc<Hub>, room: Arc<str>, sta
         }
         hub.publish(&room, &received.payload);
     }
+    tracing::warn!(%room, "broker: a room's events ended; its members here hear no more of it");
 }
 
 fn decode(room: &Arc<str>, message: &async_nats::jetstream::Message) -> Option<envelope::Received> {

@@ -620,6 +620,19 @@ websocket = false
     }
 
     #[test]
+    fn the_broker_is_a_nats_url_from_a_flag_or_the_file() {
+        let path = write_toml("broker = \"nats://127.0.0.1:4222\"\nbroker_ttl = \"5s\"\n");
+        let config = Config::resolve(&Args { config: Some(path.clone()), ..Args::default() }).unwrap();
+        std::fs::remove_file(path).ok();
+        assert_eq!((config.broker.as_deref(), config.broker_ttl), (Some("nats://127.0.0.1:4222"), Duration::from_secs(5)));
+        let wrong = Args { broker: Some("redis://127.0.0.1:6379".into()), ..Args::default() };
+        let err = Config::resolve(&wrong).unwrap_err().to_string();
+        assert!(err.contains("must be a nats:// URL"), "{err}");
+        let short = Args { broker_ttl: Some(Duration::from_millis(10)), ..Args::default() };
+        assert!(Config::resolve(&short).unwrap_err().to_string().contains("broker_ttl"));
+    }
+
+    #[test]
     fn every_flag_documents_the_real_default() {
         let d = Config::default();
         let table = markdown_table();
