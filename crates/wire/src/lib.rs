@@ -6,3 +6,4 @@
 pub mod app;
 pub mod nickname;
 pub mod sockjs;
+pub mod xmpp;

@@ -1,0 +1,454 @@
+//! The XML stream of RFC 6120, sans I/O: bytes in (as they arrive, in any
+//! pieces), the stream header, one stanza at a time and the stream's end out.
+//!
+//! Parsing is quick-xml's. What RFC 6120 §11.1 forbids in a stream is an
+//! error here: a DOCTYPE (so no entity can expand: no XML bomb), processing
+//! instructions, comments, and entity references other than the five XML
+//! predefines and character references. A stanza is parsed once it is
+//! complete; until then its bytes wait, within [`Limits::max_stanza_bytes`].
+
+use quick_xml::Reader;
+use quick_xml::events::{BytesStart, Event};
+
+use super::element::{Element, Node, STREAMS_NS};
+
+/// Bounds on what a peer may make the parser hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest stanza (or stream header), in bytes.
+    pub max_stanza_bytes: usize,
+    /// Deepest nesting of elements in a stanza, the stanza itself being 1.
+    pub max_depth: usize,
+    /// Most attributes on one element, namespace declarations included.
+    pub max_attributes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { max_stanza_bytes: 64 * 1024, max_depth: 32, max_attributes: 32 }
+    }
+}
+
+/// Attributes a stream header may have whatever the stanzas' bound: `to`,
+/// `from`, `id`, `version`, `xml:lang` and the namespace declarations.
+const HEADER_ATTRIBUTES: usize = 16;
+
+/// What the stream carried next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamEvent {
+    /// `<stream:stream …>`: its attributes (`to`, `version`, `xml:lang` …)
+    /// and the default namespace its stanzas are in (`jabber:client`).
+    Open { attrs: Vec<(String, String)>, ns: String },
+    /// One top-level element, with namespaces resolved.
+    Stanza(Element),
+    /// `</stream:stream>`.
+    Close,
+}
+
+/// Why the stream must end, as the stream error condition of RFC 6120
+/// §4.9.3 that says so.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StreamError {
+    /// The bytes are not well-formed XML (or not UTF-8).
+    #[error("not-well-formed: {0}")]
+    NotWellFormed(String),
+    /// XML that a stream may not carry: a DTD, a comment, a processing
+    /// instruction, an entity reference other than the predefined ones.
+    #[error("restricted-xml: {0}")]
+    RestrictedXml(String),
+    /// A stanza over a bound of [`Limits`].
+    #[error("policy-violation: {0}")]
+    PolicyViolation(String),
+    /// The stream header is not `stream` in the streams namespace.
+    #[error("invalid-namespace: {0}")]
+    InvalidNamespace(String),
+    /// Something other than elements and whitespace between stanzas, or
+    /// anything after the stream's end.
+    #[error("bad-format: {0}")]
+    BadFormat(String),
+}
+
+impl StreamError {
+    /// The condition's element name, as sent in `<stream:error/>`.
+    pub fn condition(&self) -> &'static str {
+        match self {
+            StreamError::NotWellFormed(_) => "not-well-formed",
+            StreamError::RestrictedXml(_) => "restricted-xml",
+            StreamError::PolicyViolation(_) => "policy-violation",
+            StreamError::InvalidNamespace(_) => "invalid-namespace",
+            StreamError::BadFormat(_) => "bad-format",
+        }
+    }
+}
+
+/// The stream parser: feed it bytes, take events.
+#[derive(Debug)]
+pub struct StreamParser {
+    limits: Limits,
+    buf: Vec<u8>,
+    /// The namespace declarations of the stream header, in scope for every
+    /// stanza: (prefix, namespace), the default one with an empty prefix.
+    scope: Option<Vec<(String, String)>>,
+    closed: bool,
+}
+
+/// Whether a parse ended for want of bytes.
+enum Parsed<T> {
+    Done(T, usize),
+    Incomplete,
+}
+
+impl StreamParser {
+    pub fn new(limits: Limits) -> StreamParser {
+        StreamParser { limits, buf: Vec::new(), scope: None, closed: false }
+    }
+
+    /// Takes bytes as they arrived.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Bytes waiting for the rest of their stanza.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The next event, `Ok(None)` until enough bytes have arrived.
+    pub fn next_event(&mut self) -> Result<Option<StreamEvent>, StreamError> {
+        let start = self.buf.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(self.buf.len());
+        if start == self.buf.len() {
+            self.buf.clear();
+            return Ok(None);
+        }
+        if self.closed {
+            return Err(StreamError::BadFormat("data after the end of the stream".into()));
+        }
+        if self.buf[start] != b'<' {
+            return Err(StreamError::BadFormat("text outside any stanza".into()));
+        }
+        let parsed = match &self.scope {
+            None => self.parse_header(start)?,
+            Some(scope) => parse_stanza(&self.buf[start..], scope, self.limits)?,
+        };
+        match parsed {
+            Parsed::Done(event, used) => {
+                self.buf.drain(..start + used);
+                match &event {
+                    StreamEvent::Open { .. } => {}
+                    StreamEvent::Close => self.closed = true,
+                    StreamEvent::Stanza(_) => {}
+                }
+                Ok(Some(event))
+            }
+            Parsed::Incomplete if self.buf.len() - start > self.limits.max_stanza_bytes => Err(StreamError::PolicyViolation(
+                format!("a stanza of more than {} bytes", self.limits.max_stanza_bytes),
+            )),
+            Parsed::Incomplete => Ok(None),
+        }
+    }
+
+    fn parse_header(&mut self, start: usize) -> Result<Parsed<StreamEvent>, StreamError> {
+        let bytes = &self.buf[start..];
+        let mut reader = Reader::from_reader(bytes);
+        loop {
+            let event = match reader.read_event() {
+                Ok(event) => event,
+                Err(e) => return if incomplete(&e, reader.error_position(), bytes.len()) { Ok(Parsed::Incomplete) } else { Err(ill_formed(e)) },
+            };
+            match event {
+                Event::Decl(_) => {}
+                Event::Start(head) => {
+                    let mut scope = Vec::new();
+                    // The header's attributes are the stream's, not a stanza's.
+                    let limits = Limits { max_attributes: self.limits.max_attributes.max(HEADER_ATTRIBUTES), ..self.limits };
+                    let attrs = attributes(&head, &mut scope, limits)?;
+                    let (prefix, local) = split(&head)?;
+                    let ns = lookup(&scope, &prefix).unwrap_or_default();
+                    if local != "stream" || ns != STREAMS_NS {
+                        return Err(StreamError::InvalidNamespace(format!("the stream header is {{{ns}}}{local}, not {{{STREAMS_NS}}}stream")));
+                    }
+                    let default = lookup(&scope, "").unwrap_or_default();
+                    let used = reader.buffer_position() as usize;
+                    self.scope = Some(scope);
+                    return Ok(Parsed::Done(StreamEvent::Open { attrs, ns: default }, used));
+                }
+                Event::Eof => return Ok(Parsed::Incomplete),
+                other => return Err(restricted_or_bad(&other)),
+            }
+        }
+    }
+}
+
+/// One stanza, or the stream's end, from the start of `bytes`.
+fn parse_stanza(bytes: &[u8], scope: &[(String, String)], limits: Limits) -> Result<Parsed<StreamEvent>, StreamError> {
+    let mut reader = Reader::from_reader(bytes);
+    // The stream's own end tag closes what the header opened, before this
+    // parse began: it is recognised below.
+    reader.config_mut().allow_unmatched_ends = true;
+    // Open elements: the element and the declarations it added to the scope.
+    let mut open: Vec<(Element, usize)> = Vec::new();
+    let mut scope = scope.to_vec();
+    loop {
+        let event = match reader.read_event() {
+            Ok(event) => event,
+            Err(e) => return if incomplete(&e, reader.error_position(), bytes.len()) { Ok(Parsed::Incomplete) } else { Err(ill_formed(e)) },
+        };
+        let closed = match event {
+            Event::Start(head) | Event::Empty(head) if open.len() >= limits.max_depth => {
+                let _ = head;
+                return Err(StreamError::PolicyViolation(format!("elements nested deeper than {}", limits.max_depth)));
+            }
+            Event::Start(head) => {
+                let before = scope.len();
+                let element = element(&head, &mut scope, limits)?;
+                open.push((element, before));
+                None
+            }
+            Event::Empty(head) => {
+                let before = scope.len();
+                let element = element(&head, &mut scope, limits)?;
+                scope.truncate(before);
+                Some(element)
+            }
+            Event::End(end) => match open.pop() {
+                Some((element, before)) => {
+                    scope.truncate(before);
+                    Some(element)
+                }
+                None => {
+                    let name = end.name().as_ref().to_owned();
+                    let (prefix, local) = name.split_once(':').map_or(("", name.as_str()), |(p, l)| (p, l));
+                    if local == "stream" && lookup(&scope, prefix).as_deref() == Some(STREAMS_NS) {
+                        return Ok(Parsed::Done(StreamEvent::Close, reader.buffer_position() as usize));
+                    }
+                    return Err(StreamError::NotWellFormed(format!("</{name}> closes nothing")));
+                }
+            },
+            Event::Text(text) => {
+                let text = text.xml10_content();
+                match open.last_mut() {
+                    Some((parent, _)) => push_text(parent, &text),
+                    None if text.trim().is_empty() => {}
+                    None => return Err(StreamError::BadFormat("text between stanzas".into())),
+                }
+                None
+            }
+            Event::CData(data) => {
+                let text = data.into_inner().into_owned();
+                match open.last_mut() {
+                    Some((parent, _)) => push_text(parent, &text),
+                    None => return Err(StreamError::BadFormat("text between stanzas".into())),
+                }
+                None
+            }
+            Event::GeneralRef(reference) => {
+                let c = match reference.resolve_char_ref() {
+                    Ok(Some(c)) => c,
+                    Ok(None) => match reference.as_ref() {
+                        "amp" => '&',
+                        "lt" => '<',
+                        "gt" => '>',
+                        "quot" => '"',
+                        "apos" => '\'',
+                        other => return Err(StreamError::RestrictedXml(format!("the entity &{other};"))),
+                    },
+                    Err(e) => return Err(StreamError::NotWellFormed(e.to_string())),
+                };
+                match open.last_mut() {
+                    Some((parent, _)) => push_text(parent, c.encode_utf8(&mut [0; 4])),
+                    None => return Err(StreamError::BadFormat("text between stanzas".into())),
+                }
+                None
+            }
+            Event::Eof => return Ok(Parsed::Incomplete),
+            other => return Err(restricted_or_bad(&other)),
+        };
+        if let Some(element) = closed {
+            match open.last_mut() {
+                Some((parent, _)) => parent.children.push(Node::Element(element)),
+                None => return Ok(Parsed::Done(StreamEvent::Stanza(element), reader.buffer_position() as usize)),
+            }
+        }
+    }
+}
+
+fn push_text(parent: &mut Element, text: &str) {
+    match parent.children.last_mut() {
+        Some(Node::Text(last)) => last.push_str(text),
+        _ => parent.children.push(Node::Text(text.to_owned())),
+    }
+}
+
+/// An element's head: its name resolved in `scope`, which gains the
+/// element's own declarations.
+fn element(head: &BytesStart<'_>, scope: &mut Vec<(String, String)>, limits: Limits) -> Result<Element, StreamError> {
+    let attrs = attributes(head, scope, limits)?;
+    let (prefix, local) = split(head)?;
+    let ns = lookup(scope, &prefix).ok_or_else(|| StreamError::NotWellFormed(format!("the prefix {prefix:?} is not declared")))?;
+    Ok(Element { name: local, ns, attrs, children: Vec::new() })
+}
+
+/// The attributes of `head`, its namespace declarations added to `scope`
+/// instead.
+fn attributes(head: &BytesStart<'_>, scope: &mut Vec<(String, String)>, limits: Limits) -> Result<Vec<(String, String)>, StreamError> {
+    let mut attrs = Vec::new();
+    for (i, attr) in head.attributes().with_checks(true).enumerate() {
+        if i >= limits.max_attributes {
+            return Err(StreamError::PolicyViolation(format!("more than {} attributes on one element", limits.max_attributes)));
+        }
+        let attr = attr.map_err(|e| StreamError::NotWellFormed(e.to_string()))?;
+        let name = attr.key.as_ref().to_owned();
+        let value = attr.normalized_value(quick_xml::XmlVersion::Implicit1_0).map_err(|e| StreamError::RestrictedXml(e.to_string()))?.into_owned();
+        if name == "xmlns" {
+            scope.push((String::new(), value));
+        } else if let Some(prefix) = name.strip_prefix("xmlns:") {
+            scope.push((prefix.to_owned(), value));
+        } else {
+            attrs.push((name, value));
+        }
+    }
+    Ok(attrs)
+}
+
+/// An element name's prefix and local part.
+fn split(head: &BytesStart<'_>) -> Result<(String, String), StreamError> {
+    let name = head.name().as_ref().to_owned();
+    Ok(match name.split_once(':') {
+        Some((prefix, local)) => (prefix.to_owned(), local.to_owned()),
+        None => (String::new(), name),
+    })
+}
+
+/// The namespace `prefix` means in `scope` (the innermost declaration).
+fn lookup(scope: &[(String, String)], prefix: &str) -> Option<String> {
+    if prefix == "xml" {
+        return Some("http://www.w3.org/XML/1998/namespace".to_owned());
+    }
+    scope.iter().rev().find(|(p, _)| p == prefix).map(|(_, ns)| ns.clone())
+}
+
+/// Whether an error only says that the bytes ran out in the middle of
+/// something: the rest may still come.
+fn incomplete(error: &quick_xml::Error, at: u64, len: usize) -> bool {
+    use quick_xml::errors::{IllFormedError, SyntaxError};
+    match error {
+        // `<!` and what follows it so far may still become `<![CDATA[`.
+        quick_xml::Error::Syntax(SyntaxError::InvalidBangMarkup) => len.saturating_sub(at as usize) < 9,
+        // Markup cut off by the end of the bytes.
+        quick_xml::Error::Syntax(_) => true,
+        // A reference cut short (`&am`), at the very end.
+        quick_xml::Error::IllFormed(IllFormedError::UnclosedReference) => len.saturating_sub(at as usize) < 12,
+        _ => false,
+    }
+}
+
+fn ill_formed(error: quick_xml::Error) -> StreamError {
+    StreamError::NotWellFormed(error.to_string())
+}
+
+fn restricted_or_bad(event: &Event<'_>) -> StreamError {
+    match event {
+        Event::DocType(_) => StreamError::RestrictedXml("a document type declaration".into()),
+        Event::PI(_) => StreamError::RestrictedXml("a processing instruction".into()),
+        Event::Comment(_) => StreamError::RestrictedXml("a comment".into()),
+        Event::Decl(_) => StreamError::RestrictedXml("an XML declaration inside the stream".into()),
+        other => StreamError::BadFormat(format!("unexpected {other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = "<?xml version='1.0'?><stream:stream to='localhost' version='1.0' xml:lang='en' xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>";
+
+    fn opened() -> StreamParser {
+        let mut p = StreamParser::new(Limits::default());
+        p.feed(HEADER.as_bytes());
+        assert!(matches!(p.next_event(), Ok(Some(StreamEvent::Open { .. }))));
+        p
+    }
+
+    #[test]
+    fn the_header_then_stanzas_then_the_end_whatever_the_pieces() {
+        let whole = format!(
+            "{HEADER} <message to='a@b' type='chat'><body>x &amp; y &#x263A;</body><x xmlns='urn:x'><y/></x></message>\n<presence/></stream:stream>"
+        );
+        for piece in [1, 2, 3, 7, whole.len()] {
+            let mut p = StreamParser::new(Limits::default());
+            let mut events = Vec::new();
+            for chunk in whole.as_bytes().chunks(piece) {
+                p.feed(chunk);
+                while let Some(event) = p.next_event().unwrap() {
+                    events.push(event);
+                }
+            }
+            assert_eq!(events.len(), 4, "in pieces of {piece}: {events:?}");
+            let StreamEvent::Open { attrs, ns } = &events[0] else { panic!("{events:?}") };
+            assert_eq!(ns, "jabber:client");
+            assert!(attrs.contains(&("to".into(), "localhost".into())));
+            assert!(attrs.contains(&("xml:lang".into(), "en".into())));
+            let StreamEvent::Stanza(message) = &events[1] else { panic!("{events:?}") };
+            assert_eq!((message.name.as_str(), message.ns.as_str(), message.get("type")), ("message", "jabber:client", Some("chat")));
+            assert_eq!(message.find("body", "jabber:client").unwrap().text_content(), "x & y ☺");
+            assert!(message.find("x", "urn:x").unwrap().find("y", "urn:x").is_some(), "children inherit the default namespace");
+            assert_eq!(events[2], StreamEvent::Stanza(Element::new("presence", "jabber:client")));
+            assert_eq!(events[3], StreamEvent::Close);
+        }
+    }
+
+    #[test]
+    fn what_a_stream_may_not_carry_names_its_condition() {
+        let cases: [(&str, &str); 9] = [
+            ("<message to='&lol;'/>", "restricted-xml"),
+            ("<!DOCTYPE lol [<!ENTITY lol 'lol'>]><message/>", "restricted-xml"),
+            ("<message><body>&lol;</body></message>", "restricted-xml"),
+            ("<message><!-- hi --></message>", "restricted-xml"),
+            ("<?pi data?>", "restricted-xml"),
+            ("<message></presence>", "not-well-formed"),
+            ("<foo:bar/>", "not-well-formed"),
+            ("hello", "bad-format"),
+            ("<message to='a' to='b'/>", "not-well-formed"),
+        ];
+        for (input, condition) in cases {
+            let mut p = opened();
+            p.feed(input.as_bytes());
+            let error = p.next_event().expect_err(input);
+            assert_eq!(error.condition(), condition, "{input}: {error}");
+        }
+        let mut p = StreamParser::new(Limits::default());
+        p.feed(b"<stream xmlns='jabber:client'>");
+        assert_eq!(p.next_event().unwrap_err().condition(), "invalid-namespace");
+        let mut p = opened();
+        p.feed(b"</stream:stream><presence/>");
+        assert_eq!(p.next_event().unwrap(), Some(StreamEvent::Close));
+        assert_eq!(p.next_event().unwrap_err().condition(), "bad-format");
+    }
+
+    #[test]
+    fn stanzas_are_held_to_the_limits() {
+        let limits = Limits { max_stanza_bytes: 100, max_depth: 3, max_attributes: 2 };
+        let mut p = StreamParser::new(limits);
+        p.feed(HEADER.as_bytes());
+        p.next_event().unwrap();
+        p.feed(b"<message><a><b><c/></b></a></message>");
+        assert_eq!(p.next_event().unwrap_err().condition(), "policy-violation");
+        let mut p = StreamParser::new(limits);
+        p.feed(HEADER.as_bytes());
+        p.next_event().unwrap();
+        p.feed(b"<message a='1' b='2' c='3'/>");
+        assert_eq!(p.next_event().unwrap_err().condition(), "policy-violation");
+        let mut p = StreamParser::new(limits);
+        p.feed(HEADER.as_bytes());
+        p.next_event().unwrap();
+        p.feed(format!("<message><body>{}", "x".repeat(100)).as_bytes());
+        assert_eq!(p.next_event().unwrap_err().condition(), "policy-violation", "an unfinished stanza over the byte bound");
+    }
+
+    #[test]
+    fn invalid_utf8_is_not_well_formed() {
+        let mut p = opened();
+        p.feed(b"<message><body>\xff\xfe</body></message>");
+        assert_eq!(p.next_event().unwrap_err().condition(), "not-well-formed");
+    }
+}
