@@ -100,6 +100,14 @@ pub struct Args {
     #[arg(long, env = "SWITCHBOARD_BROKER_TTL", value_parser = humantime::parse_duration)]
     pub broker_ttl: Option<Duration>,
 
+    /// Where XMPP clients connect (RFC 6120 over TCP), e.g. 127.0.0.1:5222; `off` for none. XMPP is young: see README, "XMPP" [default: off]
+    #[arg(long, env = "SWITCHBOARD_XMPP_LISTEN", value_parser = parse_xmpp_listen)]
+    pub xmpp_listen: Option<XmppListen>,
+
+    /// The XMPP domain served; MUC rooms are at conference.<domain> [default: localhost]
+    #[arg(long, env = "SWITCHBOARD_XMPP_DOMAIN")]
+    pub xmpp_domain: Option<String>,
+
     /// PEM certificate chain for TLS on the listener (https:// and wss://); needs --tls-key [default: none, plain TCP]
     #[arg(long, env = "SWITCHBOARD_TLS_CERT")]
     pub tls_cert: Option<PathBuf>,
@@ -115,6 +123,34 @@ pub struct Args {
     /// PEM public key (RSA for RS256, EC P-256 for ES256): every client must present a JWT signed with its private key [default: none]
     #[arg(long, env = "SWITCHBOARD_TOKEN_PUBLIC_KEY")]
     pub token_public_key: Option<PathBuf>,
+}
+
+/// Whether a domain cannot be an XMPP domain part.
+fn wire_jid_domain_bad(domain: &str) -> bool {
+    domain.len() > 1023 || domain.contains(['@', '/', ' ', '"', '\'', '<', '>', '&'])
+}
+
+/// `--xmpp-listen`: an address, or `off`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub enum XmppListen {
+    At(SocketAddr),
+    Off,
+}
+
+impl TryFrom<String> for XmppListen {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<XmppListen, String> {
+        parse_xmpp_listen(&text)
+    }
+}
+
+fn parse_xmpp_listen(text: &str) -> Result<XmppListen, String> {
+    if text == "off" {
+        return Ok(XmppListen::Off);
+    }
+    text.parse().map(XmppListen::At).map_err(|_| format!("{text:?} is not an address like 127.0.0.1:5222, nor off"))
 }
 
 /// The resolved configuration the server runs with.
@@ -150,6 +186,10 @@ pub struct Config {
     pub broker: Option<String>,
     /// How long names outlive a lost node, with the broker.
     pub broker_ttl: Duration,
+    /// Where XMPP clients connect; `None` for no XMPP.
+    pub xmpp_listen: Option<SocketAddr>,
+    /// The XMPP domain.
+    pub xmpp_domain: String,
     /// TLS on the listener, if configured.
     pub tls: Option<TlsFiles>,
     /// How clients' tokens are checked, if they must present one.
@@ -197,6 +237,8 @@ impl Default for Config {
             session_rate: 100,
             broker: None,
             broker_ttl: Duration::from_secs(15),
+            xmpp_listen: None,
+            xmpp_domain: "localhost".to_owned(),
             tls: None,
             token_key: None,
             mounts: AppKind::ALL.iter().map(|&app| Mount::new(app)).collect(),
@@ -303,6 +345,8 @@ struct File {
     broker: Option<String>,
     #[serde(default, with = "humantime_serde")]
     broker_ttl: Option<Duration>,
+    xmpp_listen: Option<XmppListen>,
+    xmpp_domain: Option<String>,
     session_rate: Option<u32>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
@@ -443,6 +487,12 @@ impl Config {
             session_rate: args.session_rate.or(file.session_rate).unwrap_or(d.session_rate),
             broker: args.broker.clone().or(file.broker),
             broker_ttl: args.broker_ttl.or(file.broker_ttl).unwrap_or(d.broker_ttl),
+            xmpp_listen: match args.xmpp_listen.clone().or(file.xmpp_listen) {
+                Some(XmppListen::At(addr)) => Some(addr),
+                Some(XmppListen::Off) => None,
+                None => d.xmpp_listen,
+            },
+            xmpp_domain: args.xmpp_domain.clone().or(file.xmpp_domain).unwrap_or(d.xmpp_domain),
             tls,
             token_key,
             mounts,
@@ -475,6 +525,9 @@ impl Config {
             if value == 0 {
                 return bad(format!("{name} must be at least 1"));
             }
+        }
+        if self.xmpp_domain.is_empty() || wire_jid_domain_bad(&self.xmpp_domain) {
+            return bad(format!("xmpp_domain {:?} must be a domain name such as localhost", self.xmpp_domain));
         }
         if self.broker_ttl < Duration::from_secs(1) {
             return bad("broker_ttl must be at least 1s".into());

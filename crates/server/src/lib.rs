@@ -17,10 +17,11 @@ mod time;
 mod tls;
 mod token;
 mod transport;
+mod xmpp;
 
 pub use apps::AppKind;
 pub use config::{Args, Config, Mount, MountLimits, SockjsOptions, TlsFiles, TokenKey, markdown_table};
-pub use server::serve;
+pub use server::{serve, serve_with};
 
 /// An error that stops the server: bad configuration or a socket that
 /// cannot be bound.
@@ -88,8 +89,19 @@ pub async fn run_cli(args: Args) -> Result<(), Error> {
         .collect();
     let scheme = if config.tls.is_some() { "https" } else { "http" };
     println!("switchboard listening on {scheme}://{local}/ with apps {}", apps.join(", "));
+    let xmpp = match config.xmpp_listen {
+        Some(addr) => {
+            let xmpp = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| Error::io(format!("cannot listen for XMPP on {addr}: {e}")))?;
+            let at = xmpp.local_addr().map_err(|e| Error::io(e.to_string()))?;
+            println!("switchboard serves XMPP for {} on {at}", config.xmpp_domain);
+            Some(xmpp)
+        }
+        None => None,
+    };
     tracing::info!("open-file limit {files}; at most {} connections", config.max_connections);
-    serve(listener, config, signal()).await
+    serve_with(listener, xmpp, config, signal()).await
 }
 
 /// Descriptors kept for what is not a client connection: the listener,

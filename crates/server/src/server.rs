@@ -150,6 +150,23 @@ pub async fn serve(
     config: Config,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
+    let xmpp = match config.xmpp_listen {
+        Some(addr) => Some(
+            TcpListener::bind(addr).await.map_err(|e| Error::io(format!("cannot listen for XMPP on {addr}: {e}")))?,
+        ),
+        None => None,
+    };
+    serve_with(listener, xmpp, config, shutdown).await
+}
+
+/// Serves as [`serve`] does, with XMPP clients on `xmpp` (bound by the
+/// caller, whatever `config.xmpp_listen` says).
+pub async fn serve_with(
+    listener: TcpListener,
+    xmpp: Option<TcpListener>,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), Error> {
     let link = match &config.broker {
         Some(url) => {
             let options = cluster::Options {
@@ -164,6 +181,12 @@ pub async fn serve(
         None => None,
     };
     let state = Arc::new(ServerState::new(config, link)?);
+    if let Some(xmpp_listener) = xmpp {
+        // MUC rooms are the first chat mount's rooms.
+        let rooms = state.mounts.iter().find(|m| m.app.kind() == crate::AppKind::Chat).map(|m| m.app.broker().clone());
+        let service = Arc::new(crate::xmpp::Xmpp::new(&state.config.xmpp_domain, rooms, state.config.max_connections));
+        state.tracker.spawn(crate::xmpp::serve(xmpp_listener, state.clone(), service));
+    }
     let slots = Arc::new(Semaphore::new(state.config.max_connections));
     let mut shedder = Shedder::new(state.config.max_connections);
     let mut shutdown = pin!(shutdown);

@@ -63,6 +63,12 @@ pub struct App {
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
 
+/// A new client id, unique among every client of the process (app clients
+/// and XMPP sessions alike, so that they can share rooms).
+pub fn next_client_id() -> MemberId {
+    NEXT_CLIENT.fetch_add(1, Ordering::Relaxed)
+}
+
 impl App {
     /// A new instance of the app whose rooms are `broker`'s.
     pub fn new(kind: AppKind, broker: Arc<dyn Broker>) -> App {
@@ -84,6 +90,11 @@ impl App {
         }
     }
 
+    /// Where the app's rooms are.
+    pub fn broker(&self) -> &Arc<dyn Broker> {
+        &self.broker
+    }
+
     /// The app's kind.
     pub fn kind(&self) -> AppKind {
         self.kind
@@ -93,8 +104,7 @@ impl App {
     /// `outbox`, and who is `identity` if it presented a token. Dropping the
     /// returned value ends it (leaves its rooms).
     pub fn open(self: &Arc<App>, outbox: Arc<Outbox>, identity: Option<Arc<Identity>>) -> AppClient {
-        let id = NEXT_CLIENT.fetch_add(1, Ordering::Relaxed);
-        let client = Client { id, outbox, identity };
+        let client = Client { id: next_client_id(), outbox, identity };
         let state = match self.kind {
             AppKind::Broadcast => State::Broadcast(self.join_broadcast(&client)),
             AppKind::Chat => State::Chat(chat::Chat::new(&self.broker, &client)),

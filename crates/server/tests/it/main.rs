@@ -14,3 +14,4 @@ mod lifecycle;
 mod security;
 mod sockjs_http;
 mod sockjs_ws;
+mod xmpp;

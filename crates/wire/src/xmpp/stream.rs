@@ -103,6 +103,13 @@ impl StreamParser {
         StreamParser { limits, buf: Vec::new(), scope: None, closed: false }
     }
 
+    /// Starts a new stream on the same bytes, as after SASL success or
+    /// STARTTLS (RFC 6120 §4.3.3): the next event is a stream header again.
+    pub fn restart(&mut self) {
+        self.scope = None;
+        self.closed = false;
+    }
+
     /// Takes bytes as they arrived.
     pub fn feed(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);

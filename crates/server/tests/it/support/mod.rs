@@ -26,6 +26,8 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 /// A running server.
 pub struct TestServer {
     pub addr: SocketAddr,
+    /// Where XMPP clients connect, when started with [`TestServer::with_xmpp`].
+    pub xmpp: Option<SocketAddr>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), server::Error>>,
 }
@@ -42,7 +44,19 @@ impl TestServer {
         let task = tokio::spawn(server::serve(listener, config, async move {
             let _ = stopped.await;
         }));
-        TestServer { addr, stop: Some(stop), task }
+        TestServer { addr, xmpp: None, stop: Some(stop), task }
+    }
+
+    /// A server that also serves XMPP on a port of its own.
+    pub async fn with_xmpp(config: Config) -> TestServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let xmpp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (addr, xmpp_addr) = (listener.local_addr().unwrap(), xmpp.local_addr().unwrap());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(server::serve_with(listener, Some(xmpp), config, async move {
+            let _ = stopped.await;
+        }));
+        TestServer { addr, xmpp: Some(xmpp_addr), stop: Some(stop), task }
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -1,0 +1,454 @@
+//! One client's XMPP stream over TCP: the reader parses stanzas and acts
+//! on them; everything the client is sent (answers, routed stanzas, room
+//! events) goes through its bounded outbox to one writer, in order.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use hub::{Close, Drained, Greeting, JoinError, Member, Outbox, Payload, RoomEvent};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use wire::nickname::Nickname;
+use wire::xmpp::{Element, Limits, STREAMS_NS, StreamEvent, StreamParser};
+
+use super::muc::{self, Occupancy};
+use super::{Jid, Xmpp, ns};
+use crate::server::ServerState;
+
+/// Where the stream is in its negotiation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for the first stream header.
+    Connected,
+    /// Header answered; SASL next.
+    Authenticating,
+    /// Authenticated; waiting for the restarted stream's header.
+    Restarting,
+    /// Restarted; resource binding next.
+    Binding,
+    /// Bound: stanzas flow.
+    Ready,
+}
+
+/// The session's state, owned by its one task.
+struct Session {
+    xmpp: Arc<Xmpp>,
+    id: hub::MemberId,
+    outbox: Arc<Outbox>,
+    phase: Phase,
+    /// The bare JID once authenticated, the full one once bound.
+    jid: Option<Jid>,
+    bound: bool,
+    /// Rooms joined, by room name.
+    rooms: HashMap<Arc<str>, Occupancy>,
+}
+
+/// Why the stream ends from the server's side: a stream error condition
+/// (RFC 6120 §4.9.3) and a text for people.
+struct StreamEnd(&'static str, String);
+
+pub async fn run(mut stream: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, _slot: tokio::sync::OwnedSemaphorePermit) {
+    let outbox = Arc::new(Outbox::new(server.config.queue_limit));
+    let metrics = server.metrics.connection("xmpp", "tcp");
+    let mut session = Session {
+        xmpp,
+        id: crate::apps::next_client_id(),
+        outbox: outbox.clone(),
+        phase: Phase::Connected,
+        jid: None,
+        bound: false,
+        rooms: HashMap::new(),
+    };
+    let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
+    let mut parser = StreamParser::new(limits);
+    let mut read = vec![0u8; 16 * 1024];
+    let mut batch = Vec::new();
+    let mut out = Vec::new();
+    let ending = loop {
+        tokio::select! {
+            n = stream.read(&mut read) => {
+                let n = match n {
+                    Ok(0) | Err(_) => break None,
+                    Ok(n) => n,
+                };
+                metrics.received(n);
+                parser.feed(&read[..n]);
+                match session.take_events(&mut parser).await {
+                    Ok(true) => {}
+                    Ok(false) => break Some(StreamEnd("", String::new())),
+                    Err(end) => break Some(end),
+                }
+            }
+            drained = outbox.drain(&mut batch) => {
+                out.clear();
+                for payload in batch.drain(..) {
+                    session.render(&payload, &mut out);
+                }
+                if !out.is_empty() && stream.write_all(&out).await.is_err() {
+                    break None;
+                }
+                metrics.sent(1, out.len());
+                if let Drained::Closed(close) = drained {
+                    break Some(stream_end_for(&close));
+                }
+            }
+            () = server.shutdown.wait() => break Some(StreamEnd("system-shutdown", "the server is shutting down".into())),
+        }
+    };
+    session.leave_all();
+    if let Some(StreamEnd(condition, text)) = ending {
+        // What was answered before the end goes first (the stream header,
+        // when the error came in the same read as the client's).
+        let mut bytes = String::new();
+        if outbox.try_drain(&mut batch).is_some() {
+            out.clear();
+            for payload in batch.drain(..) {
+                session.render(&payload, &mut out);
+            }
+            bytes.push_str(&String::from_utf8_lossy(&out));
+        }
+        if session.phase == Phase::Connected {
+            // An error before the client's header still opens a stream (§4.9.1.1).
+            bytes.push_str(&header(&session.xmpp.domain, "error"));
+        }
+        if !condition.is_empty() {
+            let error = Element::new("error", STREAMS_NS)
+                .child(Element::new(condition, ns::STREAM_ERRORS))
+                .child(Element::new("text", ns::STREAM_ERRORS).text(&text));
+            bytes.push_str(&error.to_xml(ns::CLIENT));
+        }
+        bytes.push_str("</stream:stream>");
+        let _ = stream.write_all(bytes.as_bytes()).await;
+    }
+    let _ = stream.shutdown().await;
+}
+
+/// The stream error for a session its outbox closed.
+fn stream_end_for(close: &Close) -> StreamEnd {
+    let condition = match close.code {
+        1001 => "system-shutdown",
+        1008 => "policy-violation",
+        _ => "undefined-condition",
+    };
+    StreamEnd(condition, close.reason.to_string())
+}
+
+/// The server's stream header.
+fn header(domain: &str, id: &str) -> String {
+    format!(
+        "<?xml version='1.0'?><stream:stream xmlns='{}' xmlns:stream='{STREAMS_NS}' id='{id}' from='{domain}' version='1.0' xml:lang='en'>",
+        ns::CLIENT
+    )
+}
+
+impl Session {
+    /// Handles every complete event the parser has; `Ok(false)` when the
+    /// client closed its stream.
+    async fn take_events(&mut self, parser: &mut StreamParser) -> Result<bool, StreamEnd> {
+        loop {
+            let event = parser.next_event().map_err(|e| StreamEnd(e.condition(), e.to_string()))?;
+            match event {
+                None => return Ok(true),
+                Some(StreamEvent::Open { attrs, ns }) => self.on_open(&attrs, &ns)?,
+                Some(StreamEvent::Close) => return Ok(false),
+                Some(StreamEvent::Stanza(stanza)) => {
+                    if self.on_stanza(stanza).await? {
+                        parser.restart();
+                    }
+                }
+            }
+        }
+    }
+
+    fn send(&self, element: &Element) {
+        // A refused push has closed the session; the writer ends it.
+        let _ = self.outbox.push(muc::xml(element));
+    }
+
+    fn send_text(&self, text: String) {
+        let _ = self.outbox.push(Payload::from(text));
+    }
+
+    fn on_open(&mut self, attrs: &[(String, String)], stanza_ns: &str) -> Result<(), StreamEnd> {
+        let get = |name: &str| attrs.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
+        if stanza_ns != ns::CLIENT {
+            return Err(StreamEnd("invalid-namespace", format!("stanzas must be in {}", ns::CLIENT)));
+        }
+        if get("to").is_some_and(|to| !to.eq_ignore_ascii_case(&self.xmpp.domain)) {
+            return Err(StreamEnd("host-unknown", format!("this server serves {}", self.xmpp.domain)));
+        }
+        if get("version") != Some("1.0") {
+            return Err(StreamEnd("unsupported-version", "version='1.0' is required".into()));
+        }
+        let id = format!("{:016x}", rand::random::<u64>());
+        let mut out = header(&self.xmpp.domain, &id);
+        let features = match self.phase {
+            Phase::Connected => {
+                self.phase = Phase::Authenticating;
+                Element::new("features", STREAMS_NS)
+                    .child(Element::new("mechanisms", ns::SASL).child(Element::new("mechanism", ns::SASL).text("ANONYMOUS")))
+            }
+            Phase::Restarting => {
+                self.phase = Phase::Binding;
+                Element::new("features", STREAMS_NS)
+                    .child(Element::new("bind", ns::BIND))
+                    .child(Element::new("session", ns::SESSION).child(Element::new("optional", ns::SESSION)))
+            }
+            _ => return Err(StreamEnd("bad-format", "a stream header in the middle of the stream".into())),
+        };
+        features.write(ns::CLIENT, &mut out);
+        self.send_text(out);
+        Ok(())
+    }
+
+    /// Handles one stanza; `Ok(true)` when the stream restarts after it.
+    async fn on_stanza(&mut self, stanza: Element) -> Result<bool, StreamEnd> {
+        match self.phase {
+            Phase::Authenticating => return self.on_sasl(&stanza).map(|()| true),
+            Phase::Binding | Phase::Ready if stanza.ns == ns::CLIENT => {}
+            Phase::Binding | Phase::Ready => {
+                return Err(StreamEnd("unsupported-stanza-type", format!("{{{}}}{} is not a stanza", stanza.ns, stanza.name)));
+            }
+            Phase::Connected | Phase::Restarting => return Err(StreamEnd("not-authorized", "authenticate first".into())),
+        }
+        if self.phase == Phase::Binding && !(stanza.name == "iq" && stanza.find("bind", ns::BIND).is_some()) {
+            return Err(StreamEnd("not-authorized", "bind a resource first".into()));
+        }
+        match stanza.name.as_str() {
+            "iq" => self.on_iq(&stanza),
+            "message" => self.on_message(&stanza).await,
+            "presence" => self.on_presence(&stanza).await,
+            other => return Err(StreamEnd("unsupported-stanza-type", format!("<{other}/> is not a stanza"))),
+        }
+        Ok(false)
+    }
+
+    fn on_sasl(&mut self, stanza: &Element) -> Result<(), StreamEnd> {
+        if stanza.ns != ns::SASL || stanza.name != "auth" {
+            return Err(StreamEnd("not-authorized", "authenticate first".into()));
+        }
+        if stanza.get("mechanism") != Some("ANONYMOUS") {
+            let failure = Element::new("failure", ns::SASL).child(Element::new("invalid-mechanism", ns::SASL));
+            self.send(&failure);
+            return Ok(());
+        }
+        let local = format!("anon-{:012x}", rand::random::<u64>() >> 16);
+        self.jid = Some(Jid { local: Some(local), domain: self.xmpp.domain.clone(), resource: None });
+        self.send(&Element::new("success", ns::SASL));
+        self.phase = Phase::Restarting;
+        Ok(())
+    }
+
+    /// The session's full JID once bound.
+    fn full_jid(&self) -> String {
+        self.jid.as_ref().map(ToString::to_string).unwrap_or_default()
+    }
+
+    fn reply(&self, iq: &Element, child: Option<Element>) {
+        let mut result = Element::new("iq", ns::CLIENT).attr("type", "result").attr("id", iq.get("id").unwrap_or_default());
+        if let Some(from) = iq.get("to") {
+            result = result.attr("from", from);
+        }
+        if let Some(child) = child {
+            result = result.child(child);
+        }
+        self.send(&result.attr("to", &self.full_jid()));
+    }
+
+    /// Answers a stanza with an error of `kind` (`cancel`, `modify` …) and
+    /// `condition`, from the JID it was sent to.
+    fn refuse(&self, stanza: &Element, kind: &str, condition: &str) {
+        if stanza.get("type") == Some("error") {
+            return;
+        }
+        let mut error = Element::new(&stanza.name, ns::CLIENT).attr("type", "error").attr("to", &self.full_jid());
+        for name in ["id", "to"] {
+            if let Some(value) = stanza.get(name) {
+                error = error.attr(if name == "to" { "from" } else { name }, value);
+            }
+        }
+        self.send(&error.child(Element::new("error", ns::CLIENT).attr("type", kind).child(Element::new(condition, ns::STANZA_ERRORS))));
+    }
+
+    fn on_iq(&mut self, iq: &Element) {
+        let kind = iq.get("type").unwrap_or_default();
+        if kind == "result" || kind == "error" {
+            return;
+        }
+        let Some(payload) = iq.elements().next() else {
+            return self.refuse(iq, "modify", "bad-request");
+        };
+        let to = iq.get("to").and_then(Jid::parse);
+        let here = to.as_ref().is_none_or(|to| to.local.is_none() && to.resource.is_none() && to.domain == self.xmpp.domain);
+        let muc_service = to.as_ref().is_some_and(|to| to.local.is_none() && to.domain == self.xmpp.muc_domain && self.xmpp.rooms.is_some());
+        let room = to.as_ref().is_some_and(|to| to.local.is_some() && to.resource.is_none() && to.domain == self.xmpp.muc_domain && self.xmpp.rooms.is_some());
+        match (payload.ns.as_str(), payload.name.as_str(), kind) {
+            (ns::BIND, "bind", "set") if self.phase == Phase::Binding => self.on_bind(iq, payload),
+            (ns::SESSION, "session", "set") if here => self.reply(iq, None),
+            (ns::PING, "ping", "get") if here || muc_service => self.reply(iq, None),
+            (ns::ROSTER, "query", "get") if here => self.reply(iq, Some(Element::new("query", ns::ROSTER))),
+            (ns::DISCO_INFO, "query", "get") if here => {
+                let info = Element::new("query", ns::DISCO_INFO)
+                    .child(Element::new("identity", ns::DISCO_INFO).attr("category", "server").attr("type", "im").attr("name", "Switchboard"));
+                self.reply(iq, Some(features(info, &[ns::DISCO_INFO, ns::DISCO_ITEMS, ns::PING])));
+            }
+            (ns::DISCO_ITEMS, "query", "get") if here => {
+                let mut items = Element::new("query", ns::DISCO_ITEMS);
+                if self.xmpp.rooms.is_some() {
+                    items = items.child(Element::new("item", ns::DISCO_ITEMS).attr("jid", &self.xmpp.muc_domain).attr("name", "Rooms"));
+                }
+                self.reply(iq, Some(items));
+            }
+            (ns::DISCO_INFO, "query", "get") if muc_service => {
+                let info = Element::new("query", ns::DISCO_INFO)
+                    .child(Element::new("identity", ns::DISCO_INFO).attr("category", "conference").attr("type", "text").attr("name", "Rooms"));
+                self.reply(iq, Some(features(info, &[ns::DISCO_INFO, ns::DISCO_ITEMS, ns::MUC, ns::PING])));
+            }
+            (ns::DISCO_ITEMS, "query", "get") if muc_service || room => self.reply(iq, Some(Element::new("query", ns::DISCO_ITEMS))),
+            (ns::DISCO_INFO, "query", "get") if room => {
+                let info = Element::new("query", ns::DISCO_INFO)
+                    .child(Element::new("identity", ns::DISCO_INFO).attr("category", "conference").attr("type", "text"));
+                self.reply(iq, Some(features(info, &[ns::DISCO_INFO, ns::MUC, "muc_public", "muc_open", "muc_unmoderated", "muc_temporary", "muc_semianonymous"])));
+            }
+            _ => self.refuse(iq, "cancel", "service-unavailable"),
+        }
+    }
+
+    fn on_bind(&mut self, iq: &Element, bind: &Element) {
+        let Some(bare) = self.jid.clone() else { return };
+        let asked = bind.find("resource", ns::BIND).map(Element::text_content).filter(|r| !r.is_empty() && r.len() <= 1023);
+        let resource = asked.unwrap_or_else(|| format!("sb-{:08x}", rand::random::<u32>()));
+        let full = bare.with_resource(&resource);
+        if !self.xmpp.bind(&full, self.outbox.clone()) {
+            return self.refuse(iq, "cancel", "conflict");
+        }
+        self.jid = Some(full.clone());
+        self.bound = true;
+        self.phase = Phase::Ready;
+        self.reply(iq, Some(Element::new("bind", ns::BIND).child(Element::new("jid", ns::BIND).text(&full.to_string()))));
+    }
+
+    async fn on_message(&mut self, message: &Element) {
+        let Some(to) = message.get("to").and_then(Jid::parse) else {
+            return self.refuse(message, "modify", "jid-malformed");
+        };
+        if to.domain == self.xmpp.muc_domain && to.local.is_some() {
+            let room: Arc<str> = Arc::from(to.local.as_deref().unwrap_or_default());
+            let (Some(occupancy), Some(rooms)) = (self.rooms.get(&room), &self.xmpp.rooms) else {
+                return self.refuse(message, "modify", "not-acceptable");
+            };
+            if message.get("type") != Some("groupchat") || to.resource.is_some() {
+                // Private messages between occupants are not carried yet.
+                return self.refuse(message, "cancel", "feature-not-implemented");
+            }
+            let Some(body) = message.find("body", ns::CLIENT).map(Element::text_content) else { return };
+            let event = RoomEvent::Message { name: occupancy.nick.clone(), text: Arc::from(body) };
+            if rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await.is_err() {
+                self.refuse(message, "wait", "resource-constraint");
+            }
+            return;
+        }
+        let targets = self.xmpp.route(&to);
+        if targets.is_empty() {
+            return self.refuse(message, "cancel", "service-unavailable");
+        }
+        let mut routed = message.clone();
+        routed.attrs.retain(|(n, _)| n != "from");
+        routed.attrs.push(("from".into(), self.full_jid()));
+        let payload = muc::xml(&routed);
+        for outbox in targets {
+            let _ = outbox.push(payload.clone());
+        }
+    }
+
+    async fn on_presence(&mut self, presence: &Element) {
+        let Some(to) = presence.get("to").and_then(Jid::parse) else {
+            // Initial or updated presence to the user's own server: nobody
+            // subscribes to it yet (the roster is empty).
+            return;
+        };
+        if to.domain != self.xmpp.muc_domain || to.local.is_none() {
+            return;
+        }
+        let room: Arc<str> = Arc::from(to.local.as_deref().unwrap_or_default());
+        match presence.get("type") {
+            None => self.join(presence, &to, room).await,
+            Some("unavailable") => self.leave(&room),
+            Some(_) => {}
+        }
+    }
+
+    async fn join(&mut self, presence: &Element, to: &Jid, room: Arc<str>) {
+        let Some(rooms) = self.xmpp.rooms.clone() else {
+            return self.refuse(presence, "cancel", "service-unavailable");
+        };
+        if self.rooms.contains_key(&room) {
+            return;
+        }
+        let Some(nick) = to.resource.as_deref() else {
+            return self.refuse(presence, "modify", "jid-malformed");
+        };
+        let Ok(nickname) = Nickname::parse(nick) else {
+            return self.refuse(presence, "modify", "jid-malformed");
+        };
+        let shown = nickname.shown.clone();
+        let room_jid = to.bare().to_string();
+        let member = Member { id: self.id, name: Some(nickname), outbox: self.outbox.clone() };
+        let (greet_room, greet_nick, me) = (room_jid.clone(), shown.clone(), self.full_jid());
+        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        let greeting: Greeting = Box::new(move |roster| muc::greeting(roster, &greet_room, &greet_nick, &me, &stamp));
+        match rooms.join(&room, member, usize::MAX, greeting).await {
+            Ok(_) => {
+                self.rooms.insert(room.clone(), Occupancy { room_jid, nick: shown.clone() });
+                let _ = rooms.publish(&room, Payload::event(room.clone(), RoomEvent::Join { name: shown }));
+            }
+            Err(JoinError::NameTaken) => self.refuse(presence, "cancel", "conflict"),
+            Err(JoinError::RoomFull) => self.refuse(presence, "wait", "service-unavailable"),
+            Err(JoinError::TooManyJoins) => self.refuse(presence, "wait", "resource-constraint"),
+            Err(JoinError::Broker(_)) => self.refuse(presence, "wait", "remote-server-timeout"),
+        }
+    }
+
+    fn leave(&mut self, room: &Arc<str>) {
+        let (Some(occupancy), Some(rooms)) = (self.rooms.remove(room), &self.xmpp.rooms) else { return };
+        if rooms.leave(room, self.id).is_some() {
+            let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::Leave { name: occupancy.nick.clone() }));
+        }
+        self.send(&muc::presence(&occupancy.room_jid, &occupancy.nick, &self.full_jid(), false, true));
+    }
+
+    /// Leaves every room and unbinds: the session is over.
+    fn leave_all(&mut self) {
+        let rooms: Vec<Arc<str>> = self.rooms.keys().cloned().collect();
+        for room in rooms {
+            self.leave(&room);
+        }
+        if self.bound
+            && let Some(jid) = &self.jid
+        {
+            self.xmpp.unbind(jid);
+        }
+    }
+
+    /// Appends what the client is sent for one outbox item: a stanza as it
+    /// is, or a room event as this occupant sees it.
+    fn render(&self, payload: &Payload, out: &mut Vec<u8>) {
+        match payload.as_event() {
+            Some((room, event)) => {
+                let Some(occupancy) = self.rooms.get(room) else { return };
+                if let Some(stanza) = muc::render(event, &occupancy.room_jid, &occupancy.nick, &self.full_jid()) {
+                    out.extend_from_slice(stanza.to_xml(ns::CLIENT).as_bytes());
+                }
+            }
+            None => out.extend_from_slice(payload.as_text().unwrap_or_default().as_bytes()),
+        }
+    }
+}
+
+/// `info` with a `<feature var=…/>` for each of `vars`.
+fn features(mut info: Element, vars: &[&str]) -> Element {
+    for var in vars {
+        info = info.child(Element::new("feature", ns::DISCO_INFO).attr("var", var));
+    }
+    info
+}

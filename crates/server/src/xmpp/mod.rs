@@ -1,0 +1,130 @@
+//! XMPP for clients (RFC 6120, 6121) over TCP, with Multi-User Chat
+//! (XEP-0045) on the chat app's rooms, so that XMPP occupants and chat-app
+//! members meet in one room.
+//!
+//! What is here: stream negotiation, SASL ANONYMOUS, resource binding,
+//! messages between online users' JIDs, MUC join, groupchat, history and
+//! leave, ping (XEP-0199), service discovery (XEP-0030) and an empty roster;
+//! every other iq is answered `service-unavailable`. Not yet: TLS, SASL
+//! with accounts, XMPP over WebSocket, stream management.
+
+mod connection;
+mod jid;
+mod muc;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use hub::{Broker, Outbox};
+use parking_lot::Mutex;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+use crate::server::ServerState;
+
+pub use jid::Jid;
+
+/// The namespaces the server speaks.
+pub mod ns {
+    pub const CLIENT: &str = "jabber:client";
+    pub const STREAM_ERRORS: &str = "urn:ietf:params:xml:ns:xmpp-streams";
+    pub const STANZA_ERRORS: &str = "urn:ietf:params:xml:ns:xmpp-stanzas";
+    pub const SASL: &str = "urn:ietf:params:xml:ns:xmpp-sasl";
+    pub const BIND: &str = "urn:ietf:params:xml:ns:xmpp-bind";
+    pub const SESSION: &str = "urn:ietf:params:xml:ns:xmpp-session";
+    pub const PING: &str = "urn:xmpp:ping";
+    pub const DISCO_INFO: &str = "http://jabber.org/protocol/disco#info";
+    pub const DISCO_ITEMS: &str = "http://jabber.org/protocol/disco#items";
+    pub const ROSTER: &str = "jabber:iq:roster";
+    pub const MUC: &str = "http://jabber.org/protocol/muc";
+    pub const MUC_USER: &str = "http://jabber.org/protocol/muc#user";
+    pub const DELAY: &str = "urn:xmpp:delay";
+}
+
+/// A bound resource and where its stanzas go.
+type Resource = (String, Arc<Outbox>);
+
+/// What every XMPP session of the server shares.
+#[derive(Debug)]
+pub struct Xmpp {
+    /// The domain the server serves, e.g. `localhost`.
+    pub domain: String,
+    /// The MUC service's domain: `conference.<domain>`.
+    pub muc_domain: String,
+    /// The chat app's rooms, which MUC rooms are; `None` without a chat
+    /// mount (then there is no MUC service).
+    pub rooms: Option<Arc<dyn Broker>>,
+    /// Bound sessions: bare JID to each resource's outbox.
+    sessions: Mutex<HashMap<String, Vec<Resource>>>,
+    /// One per open XMPP connection, at most `--max-connections`.
+    slots: Arc<Semaphore>,
+}
+
+impl Xmpp {
+    pub fn new(domain: &str, rooms: Option<Arc<dyn Broker>>, max_connections: usize) -> Xmpp {
+        Xmpp {
+            domain: domain.to_owned(),
+            muc_domain: format!("conference.{domain}"),
+            rooms,
+            sessions: Mutex::new(HashMap::new()),
+            slots: Arc::new(Semaphore::new(max_connections)),
+        }
+    }
+
+    /// Registers a bound resource; `false` if that full JID is taken.
+    fn bind(&self, jid: &Jid, outbox: Arc<Outbox>) -> bool {
+        let (bare, resource) = (jid.bare().to_string(), jid.resource.clone().unwrap_or_default());
+        let mut sessions = self.sessions.lock();
+        let resources = sessions.entry(bare).or_default();
+        if resources.iter().any(|(r, _)| *r == resource) {
+            return false;
+        }
+        resources.push((resource, outbox));
+        true
+    }
+
+    fn unbind(&self, jid: &Jid) {
+        let bare = jid.bare().to_string();
+        let mut sessions = self.sessions.lock();
+        if let Some(resources) = sessions.get_mut(&bare) {
+            resources.retain(|(r, _)| Some(r) != jid.resource.as_ref());
+            if resources.is_empty() {
+                sessions.remove(&bare);
+            }
+        }
+    }
+
+    /// The outboxes a stanza to `to` goes to: that resource, or every
+    /// resource of a bare JID.
+    fn route(&self, to: &Jid) -> Vec<Arc<Outbox>> {
+        let sessions = self.sessions.lock();
+        let Some(resources) = sessions.get(&to.bare().to_string()) else { return Vec::new() };
+        resources.iter().filter(|(r, _)| to.resource.as_ref().is_none_or(|want| want == r)).map(|(_, o)| o.clone()).collect()
+    }
+}
+
+/// Accepts XMPP client connections on `listener` until shutdown.
+pub async fn serve(listener: TcpListener, server: Arc<ServerState>, xmpp: Arc<Xmpp>) {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = server.shutdown.wait() => return,
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                // Over the limit the connection is closed at once, unread.
+                let Ok(slot) = xmpp.slots.clone().try_acquire_owned() else {
+                    server.metrics.shed("xmpp_max_connections");
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                server.tracker.spawn(connection::run(stream, server.clone(), xmpp.clone(), slot));
+            }
+            Err(e) => {
+                tracing::warn!("xmpp: accept failed: {e}");
+                // Out of descriptors, most likely: let some close.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
+}

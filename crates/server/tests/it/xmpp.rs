@@ -1,0 +1,187 @@
+//! XMPP over TCP at the byte level: negotiation, MUC in the chat app's
+//! rooms (an XMPP occupant and a WebSocket chat client talk in one room),
+//! ping, discovery, and the stream errors bad input gets.
+
+use std::net::SocketAddr;
+
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use wire::xmpp::{Element, Limits, StreamEvent, StreamParser};
+
+use crate::support::{PATIENCE, TestServer};
+
+const HEADER: &str = "<?xml version='1.0'?><stream:stream to='localhost' version='1.0' xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>";
+const MUC_USER: &str = "http://jabber.org/protocol/muc#user";
+
+/// An XMPP client on a raw socket, reading the server's stream with the
+/// same parser the server uses.
+struct Client {
+    stream: TcpStream,
+    parser: StreamParser,
+}
+
+impl Client {
+    async fn connect(addr: SocketAddr) -> Client {
+        Client { stream: TcpStream::connect(addr).await.unwrap(), parser: StreamParser::new(Limits::default()) }
+    }
+
+    async fn send(&mut self, xml: &str) {
+        self.stream.write_all(xml.as_bytes()).await.unwrap();
+    }
+
+    /// The next event of the server's stream; `None` once it closed the socket.
+    async fn event(&mut self) -> Option<StreamEvent> {
+        loop {
+            if let Some(event) = self.parser.next_event().expect("the server's stream is well-formed") {
+                return Some(event);
+            }
+            let mut buf = [0u8; 4096];
+            let n = tokio::time::timeout(PATIENCE, self.stream.read(&mut buf)).await.expect("a reply in time").unwrap();
+            if n == 0 {
+                return None;
+            }
+            self.parser.feed(&buf[..n]);
+        }
+    }
+
+    async fn stanza(&mut self) -> Element {
+        match self.event().await {
+            Some(StreamEvent::Stanza(element)) => element,
+            other => panic!("expected a stanza, got {other:?}"),
+        }
+    }
+
+    /// Negotiates an anonymous session and returns the bound JID.
+    async fn login(addr: SocketAddr) -> (Client, String) {
+        let mut c = Client::connect(addr).await;
+        c.send(HEADER).await;
+        assert!(matches!(c.event().await, Some(StreamEvent::Open { .. })));
+        let features = c.stanza().await;
+        let mechanisms = features.find("mechanisms", "urn:ietf:params:xml:ns:xmpp-sasl").expect("SASL offered");
+        assert_eq!(mechanisms.elements().map(Element::text_content).collect::<Vec<_>>(), ["ANONYMOUS"]);
+        c.send("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='ANONYMOUS'/>").await;
+        assert_eq!(c.stanza().await.name, "success");
+        c.parser.restart();
+        c.send(HEADER).await;
+        assert!(matches!(c.event().await, Some(StreamEvent::Open { .. })));
+        assert!(c.stanza().await.find("bind", "urn:ietf:params:xml:ns:xmpp-bind").is_some());
+        c.send("<iq type='set' id='b1'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>desk</resource></bind></iq>").await;
+        let bound = c.stanza().await;
+        assert_eq!((bound.get("type"), bound.get("id")), (Some("result"), Some("b1")));
+        let jid = bound.find("bind", "urn:ietf:params:xml:ns:xmpp-bind").unwrap().find("jid", "urn:ietf:params:xml:ns:xmpp-bind").unwrap().text_content();
+        assert!(jid.ends_with("@localhost/desk"), "{jid}");
+        (c, jid)
+    }
+
+    /// The stream error condition the server ends the stream with.
+    async fn stream_error(&mut self) -> String {
+        loop {
+            match self.event().await {
+                Some(StreamEvent::Stanza(e)) if e.name == "error" && e.ns == wire::xmpp::STREAMS_NS => {
+                    let condition = e.elements().next().unwrap().name.clone();
+                    assert_eq!(self.event().await, Some(StreamEvent::Close), "the stream ends after its error");
+                    return condition;
+                }
+                Some(StreamEvent::Open { .. } | StreamEvent::Stanza(_)) => continue,
+                other => panic!("expected a stream error, got {other:?}"),
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_xmpp_occupant_and_a_chat_client_share_a_room() {
+    let server = TestServer::with_xmpp(server::Config::default()).await;
+    let mut alice = server.ws("/chat/websocket").await;
+    alice.send(&json!({"name": "alice", "room": "lobby"}).to_string()).await;
+    assert_eq!(alice.recv_json().await["event"], "members");
+    assert_eq!(alice.recv_json().await["event"], "join");
+    alice.send(&json!({"message": "before bob"}).to_string()).await;
+    assert_eq!(alice.recv_json().await["message"], "before bob");
+
+    let (mut bob, jid) = Client::login(server.xmpp.unwrap()).await;
+    bob.send("<presence to='lobby@conference.localhost/bob'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    let others = bob.stanza().await;
+    assert_eq!((others.name.as_str(), others.get("from")), ("presence", Some("lobby@conference.localhost/alice")));
+    let own = bob.stanza().await;
+    assert_eq!(own.get("from"), Some("lobby@conference.localhost/bob"));
+    assert_eq!(own.find("x", MUC_USER).unwrap().find("status", MUC_USER).unwrap().get("code"), Some("110"));
+    let history = bob.stanza().await;
+    assert_eq!(history.find("body", "jabber:client").unwrap().text_content(), "before bob");
+    assert!(history.find("delay", "urn:xmpp:delay").is_some());
+    let subject = bob.stanza().await;
+    assert!(subject.find("subject", "jabber:client").is_some(), "{subject:?}");
+    assert_eq!(alice.recv_json().await, json!({"event": "join", "name": "bob", "room": "lobby"}));
+
+    bob.send("<message to='lobby@conference.localhost' type='groupchat' id='m1'><body>hi &amp; hello</body></message>").await;
+    assert_eq!(alice.recv_json().await, json!({"name": "bob", "room": "lobby", "message": "hi & hello"}));
+    let reflected = bob.stanza().await;
+    assert_eq!((reflected.get("from"), reflected.get("to"), reflected.get("type")), (Some("lobby@conference.localhost/bob"), Some(jid.as_str()), Some("groupchat")));
+    alice.send(&json!({"message": "welcome <bob>"}).to_string()).await;
+    let heard = bob.stanza().await;
+    assert_eq!(heard.get("from"), Some("lobby@conference.localhost/alice"));
+    assert_eq!(heard.find("body", "jabber:client").unwrap().text_content(), "welcome <bob>");
+    assert_eq!(alice.recv_json().await["message"], "welcome <bob>");
+
+    // A nick is unique across protocols.
+    let (mut carol, _) = Client::login(server.xmpp.unwrap()).await;
+    carol.send("<presence to='lobby@conference.localhost/Alice' id='p2'/>").await;
+    let refused = carol.stanza().await;
+    assert_eq!(refused.get("type"), Some("error"));
+    let error = refused.find("error", "jabber:client").unwrap();
+    assert!(error.find("conflict", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "{refused:?}");
+
+    bob.send("<presence to='lobby@conference.localhost/bob' type='unavailable'/>").await;
+    let gone = bob.stanza().await;
+    assert_eq!((gone.get("type"), gone.find("x", MUC_USER).unwrap().find("status", MUC_USER).is_some()), (Some("unavailable"), true));
+    assert_eq!(alice.recv_json().await, json!({"event": "leave", "name": "bob", "room": "lobby"}));
+}
+
+#[tokio::test]
+async fn ping_discovery_and_iqs_the_server_does_not_handle() {
+    let server = TestServer::with_xmpp(server::Config::default()).await;
+    let (mut c, _) = Client::login(server.xmpp.unwrap()).await;
+    c.send("<iq type='get' id='p1' to='localhost'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    let pong = c.stanza().await;
+    assert_eq!((pong.get("type"), pong.get("id"), pong.elements().count()), (Some("result"), Some("p1"), 0));
+    c.send("<iq type='get' id='d1' to='conference.localhost'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>").await;
+    let info = c.stanza().await;
+    let query = info.find("query", "http://jabber.org/protocol/disco#info").unwrap();
+    assert_eq!(query.find("identity", "http://jabber.org/protocol/disco#info").unwrap().get("category"), Some("conference"));
+    assert!(query.elements().any(|f| f.get("var") == Some("http://jabber.org/protocol/muc")));
+    c.send("<iq type='get' id='v1'><query xmlns='jabber:iq:version'/></iq>").await;
+    let refused = c.stanza().await;
+    assert_eq!((refused.get("type"), refused.get("id")), (Some("error"), Some("v1")));
+    let error = refused.find("error", "jabber:client").unwrap();
+    assert_eq!(error.get("type"), Some("cancel"));
+    assert!(error.find("service-unavailable", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some());
+    // A message to a user who is not online.
+    c.send("<message to='nobody@localhost' id='x1'><body>hello?</body></message>").await;
+    assert_eq!(c.stanza().await.get("type"), Some("error"));
+}
+
+#[tokio::test]
+async fn bad_input_gets_the_stream_error_rfc_6120_names() {
+    let server = TestServer::with_xmpp(server::Config::default()).await;
+    let addr = server.xmpp.unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (&[HEADER, "<message to='a@localhost'><body>early</body></message>"], "not-authorized"),
+        (&[HEADER, "<!DOCTYPE x [<!ENTITY a 'aaaa'>]>"], "restricted-xml"),
+        (&[HEADER, "<message><body></message>"], "not-well-formed"),
+        (&["<?xml version='1.0'?><stream:stream to='elsewhere.example' version='1.0' xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>"], "host-unknown"),
+        (&["<stream:stream to='localhost' version='1.0' xmlns='jabber:client' xmlns:stream='urn:wrong'>"], "invalid-namespace"),
+    ];
+    for (input, condition) in cases {
+        let mut c = Client::connect(addr).await;
+        for part in input {
+            c.send(part).await;
+        }
+        assert_eq!(c.stream_error().await, condition, "{input:?}");
+        assert!(c.event().await.is_none(), "the server closes the socket after the error");
+    }
+    // Other clients are unharmed.
+    let (mut c, _) = Client::login(addr).await;
+    c.send("<iq type='get' id='p'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(c.stanza().await.get("type"), Some("result"));
+}
