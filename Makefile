@@ -10,7 +10,7 @@ NPM ?= npm
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 WEB_DEPS := web/node_modules/.package-lock.json
 
-.PHONY: run build test test-rust test-conformance test-autobahn deps chromium nats-server peer-socketio shootout peers
+.PHONY: run build test test-rust test-conformance test-autobahn deps chromium nats-server xmpp-clients peer-socketio shootout peers
 
 run: build
 	./target/release/switchboard serve
@@ -44,7 +44,16 @@ peer-socketio:
 test-rust: $(WEB_DEPS) nats-server peer-socketio
 	$(CARGO) test --workspace
 
-test-conformance: $(WEB_DEPS) chromium
+# slixmpp (PyPI), the XMPP client the XMPP conformance test drives, with the
+# websockets package for its chat-app side, in a venv of their own.
+XMPP_VENV := build/xmpp/venv
+xmpp-clients: $(XMPP_VENV)/.installed
+$(XMPP_VENV)/.installed: conformance/xmpp/requirements.txt
+	python3 -m venv $(XMPP_VENV)
+	$(XMPP_VENV)/bin/pip install -q -r conformance/xmpp/requirements.txt
+	@touch $@
+
+test-conformance: $(WEB_DEPS) chromium xmpp-clients
 	$(CARGO) build
 	ulimit -n 65536 2>/dev/null || true; \
 	SWITCHBOARD_BIN=$(CURDIR)/target/debug/switchboard node --test --test-concurrency=1 conformance/

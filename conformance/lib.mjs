@@ -21,10 +21,16 @@ export async function startServer(extraArgs = []) {
   const proc = spawn(BIN, ["serve", "--listen", "127.0.0.1:0", ...extraArgs], {
     stdio: ["ignore", "pipe", "inherit"],
   });
-  const lines = readline.createInterface({ input: proc.stdout });
+  // Every line the server prints, kept until a caller takes it.
+  const printed = [], waiting = [];
+  readline.createInterface({ input: proc.stdout }).on("line", (line) => {
+    const taker = waiting.shift();
+    taker ? taker(line) : printed.push(line);
+  });
+  const nextLine = () => (printed.length ? Promise.resolve(printed.shift()) : new Promise((resolve) => waiting.push(resolve)));
   const url = await new Promise((resolve, reject) => {
     proc.once("exit", (code) => reject(new Error(`switchboard serve exited with ${code}`)));
-    lines.once("line", (line) => {
+    nextLine().then((line) => {
       const m = line.match(/listening on (http:\/\/[^/\s]+)\//);
       m ? resolve(m[1]) : reject(new Error(`unexpected first line: ${line}`));
     });
@@ -32,6 +38,8 @@ export async function startServer(extraArgs = []) {
   return {
     url,
     proc,
+    /** The next line the server prints. */
+    nextLine,
     async stop() {
       if (proc.exitCode !== null) return proc.exitCode;
       const exited = new Promise((resolve) => proc.once("exit", (code, signal) => resolve(code ?? signal)));

@@ -1,0 +1,81 @@
+"""slixmpp (PyPI), a client nobody here wrote, against `switchboard serve`'s
+XMPP: anonymous login, ping, service discovery, and a MUC conversation in
+the room `lobby` with a chat-app WebSocket client in the same room.
+
+    slixmpp_muc.py XMPP_PORT WS_URL     (exits 0 when every check passed)
+"""
+
+import asyncio
+import json
+import sys
+
+import slixmpp
+import websockets
+
+ROOM = "lobby@conference.localhost"
+PATIENCE = 20
+
+
+async def next_event(ws, **want):
+    """The next chat-app event whose fields include `want`."""
+    while True:
+        event = json.loads(await asyncio.wait_for(ws.recv(), PATIENCE))
+        if all(event.get(k) == v for k, v in want.items()):
+            return event
+
+
+async def main(port, ws_url):
+    checks = []
+
+    def check(name, ok, detail=""):
+        checks.append(ok)
+        print(f"{'ok' if ok else 'FAILED'}: {name}{' ' + detail if detail and not ok else ''}", flush=True)
+
+    ws = await websockets.connect(ws_url)
+    await ws.send(json.dumps({"name": "alice", "room": "lobby"}))
+    await next_event(ws, event="join", name="alice")
+
+    xmpp = slixmpp.ClientXMPP("localhost", "")
+    for plugin in ("xep_0030", "xep_0045", "xep_0199"):
+        xmpp.register_plugin(plugin)
+    started = asyncio.Event()
+    xmpp.add_event_handler("session_start", lambda _: started.set())
+    heard = asyncio.Queue()
+    xmpp.add_event_handler("groupchat_message", lambda m: heard.put_nowait((m["mucnick"], m["body"])))
+    xmpp.connect(host="127.0.0.1", port=port)
+    await asyncio.wait_for(started.wait(), PATIENCE)
+    check("anonymous login and resource binding", xmpp.boundjid.domain == "localhost" and bool(xmpp.boundjid.resource), str(xmpp.boundjid))
+
+    rtt = await xmpp.plugin["xep_0199"].ping(jid="localhost", timeout=PATIENCE)
+    check("ping (XEP-0199)", rtt is not None)
+    info = await xmpp.plugin["xep_0030"].get_info(jid="conference.localhost", timeout=PATIENCE)
+    check("the MUC service's disco#info names the MUC feature", "http://jabber.org/protocol/muc" in info["disco_info"]["features"])
+
+    await xmpp.plugin["xep_0045"].join_muc_wait(ROOM, "slix", maxstanzas=0, timeout=PATIENCE)
+    roster = xmpp.plugin["xep_0045"].get_roster(ROOM)
+    check("joining lists the chat-app member as an occupant", "alice" in roster and "slix" in roster, str(roster))
+    await next_event(ws, event="join", name="slix")
+    check("the chat-app member sees slixmpp join", True)
+
+    xmpp.send_message(mto=ROOM, mbody="hello from slixmpp", mtype="groupchat")
+    said = await next_event(ws, name="slix")
+    check("the chat-app member gets the groupchat message", said == {"name": "slix", "room": "lobby", "message": "hello from slixmpp"}, str(said))
+    reflected = await asyncio.wait_for(heard.get(), PATIENCE)
+    check("the message is reflected to its sender", reflected == ("slix", "hello from slixmpp"), str(reflected))
+
+    await ws.send(json.dumps({"message": "hello from the chat app"}))
+    got = await asyncio.wait_for(heard.get(), PATIENCE)
+    check("slixmpp gets the chat-app member's message", got == ("alice", "hello from the chat app"), str(got))
+
+    xmpp.plugin["xep_0045"].leave_muc(ROOM, "slix")
+    await next_event(ws, event="leave", name="slix")
+    check("the chat-app member sees slixmpp leave", True)
+    xmpp.disconnect()
+    await ws.close()
+    failed = checks.count(False)
+    print(f"{len(checks) - failed} passed, {failed} failed")
+    return failed == 0
+
+
+if __name__ == "__main__":
+    sys.exit(0 if asyncio.run(main(int(sys.argv[1]), sys.argv[2])) else 1)
