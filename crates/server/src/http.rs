@@ -117,12 +117,13 @@ fn unauthorized(error: &TokenError) -> Response<Body> {
 const INDEX_HTML: &str = include_str!("../../../web/index.html");
 
 /// Handles one request.
-pub async fn route(req: Request<Incoming>, server: Arc<ServerState>, connection: Arc<Connection>) -> Result<Response<Body>, Infallible> {
+pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connection: Arc<Connection>) -> Result<Response<Body>, Infallible> {
     let path = req.uri().path().to_owned();
     let res = match path.as_str() {
         "/" | "/index.html" => bytes_response(StatusCode::OK, "text/html; charset=UTF-8", INDEX_HTML),
         "/healthz" => text_response(StatusCode::OK, "ok\n"),
         sockjs::CLIENT_SCRIPT_PATH => sockjs::client_script(&req),
+        "/xmpp-websocket" => crate::xmpp::websocket::upgrade(&mut req, &server, connection.clone()),
         "/metrics" => {
             if let Some(link) = &server.link {
                 server.metrics.broker(link.state().is_up(), link.state().reconnects());

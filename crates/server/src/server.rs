@@ -49,6 +49,8 @@ pub struct ServerState {
     pub tokens: Option<Verifier>,
     /// The connection to the other nodes, when rooms span several.
     pub link: Option<Arc<cluster::Link>>,
+    /// The XMPP service, when XMPP is on.
+    pub xmpp: Option<Arc<crate::xmpp::Xmpp>>,
     tls: Option<TlsAcceptor>,
 }
 
@@ -79,13 +81,13 @@ const BROKER_QUEUE: usize = 65_536;
 const SESSION_BURST_SECONDS: u32 = 10;
 
 impl ServerState {
-    fn new(config: Config, link: Option<Arc<cluster::Link>>) -> Result<ServerState, Error> {
+    fn new(config: Config, link: Option<Arc<cluster::Link>>, xmpp_on: bool) -> Result<ServerState, Error> {
         let chat_rooms = hub::RoomLimits {
             max_members: config.max_room_members,
             join_rate: Some(config.join_rate),
             history: config.room_history,
         };
-        let mounts = config
+        let mounts: Vec<Arc<MountState>> = config
             .mounts
             .iter()
             .map(|m| {
@@ -100,6 +102,11 @@ impl ServerState {
                 })
             })
             .collect();
+        let xmpp = xmpp_on.then(|| {
+            // MUC rooms are the first chat mount's rooms.
+            let rooms = mounts.iter().find(|m| m.app.kind() == crate::AppKind::Chat).map(|m| m.app.broker().clone());
+            Arc::new(crate::xmpp::Xmpp::new(&config.xmpp_domain, rooms, config.max_connections))
+        });
         let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
         let tokens = config.token_key.as_ref().map(Verifier::new).transpose()?;
         let session_rates = AddressRates::new(config.session_rate, config.session_rate.saturating_mul(SESSION_BURST_SECONDS));
@@ -112,6 +119,7 @@ impl ServerState {
             session_rates,
             tokens,
             link,
+            xmpp,
             tls,
         })
     }
@@ -180,11 +188,8 @@ pub async fn serve_with(
         }
         None => None,
     };
-    let state = Arc::new(ServerState::new(config, link)?);
-    if let Some(xmpp_listener) = xmpp {
-        // MUC rooms are the first chat mount's rooms.
-        let rooms = state.mounts.iter().find(|m| m.app.kind() == crate::AppKind::Chat).map(|m| m.app.broker().clone());
-        let service = Arc::new(crate::xmpp::Xmpp::new(&state.config.xmpp_domain, rooms, state.config.max_connections));
+    let state = Arc::new(ServerState::new(config, link, xmpp.is_some())?);
+    if let (Some(xmpp_listener), Some(service)) = (xmpp, state.xmpp.clone()) {
         state.tracker.spawn(crate::xmpp::serve(xmpp_listener, state.clone(), service));
     }
     let slots = Arc::new(Semaphore::new(state.config.max_connections));

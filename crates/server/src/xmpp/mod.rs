@@ -8,9 +8,11 @@
 //! every other iq is answered `service-unavailable`. Not yet: TLS, SASL
 //! with accounts, XMPP over WebSocket, stream management.
 
-mod connection;
 mod jid;
 mod muc;
+mod session;
+mod tcp;
+pub mod websocket;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -118,7 +120,7 @@ pub async fn serve(listener: TcpListener, server: Arc<ServerState>, xmpp: Arc<Xm
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                server.tracker.spawn(connection::run(stream, server.clone(), xmpp.clone(), slot));
+                server.tracker.spawn(tcp::run(stream, server.clone(), xmpp.clone(), slot));
             }
             Err(e) => {
                 tracing::warn!("xmpp: accept failed: {e}");

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use hub::{Payload, RoomEvent, Roster};
+use hub::{RoomEvent, Roster};
 use wire::xmpp::Element;
 
 use super::ns;
@@ -44,18 +44,14 @@ pub fn groupchat(room_jid: &str, nick: &str, to: &str, text: &str) -> Element {
 /// presence, its own (status 110), the room's history (each message with a
 /// delay stamped when it is sent, as the room keeps no times), and the
 /// subject, which tells the client the join is complete.
-pub fn greeting(roster: &Roster, room_jid: &str, nick: &str, to: &str, stamp: &str) -> Vec<Payload> {
-    let mut out: Vec<Payload> = roster
-        .names
-        .iter()
-        .filter(|name| &***name != nick)
-        .map(|name| xml(&presence(room_jid, name, to, true, false)))
-        .collect();
-    out.push(xml(&presence(room_jid, nick, to, true, true)));
+pub fn greeting(roster: &Roster, room_jid: &str, nick: &str, to: &str, stamp: &str) -> Vec<Element> {
+    let mut out: Vec<Element> =
+        roster.names.iter().filter(|name| &***name != nick).map(|name| presence(room_jid, name, to, true, false)).collect();
+    out.push(presence(room_jid, nick, to, true, true));
     for kept in &roster.history {
         if let Some((_, RoomEvent::Message { name, text })) = kept.as_event() {
             let delay = Element::new("delay", ns::DELAY).attr("from", room_jid).attr("stamp", stamp);
-            out.push(xml(&groupchat(room_jid, name, to, text).child(delay)));
+            out.push(groupchat(room_jid, name, to, text).child(delay));
         }
     }
     let subject = Element::new("message", ns::CLIENT)
@@ -63,7 +59,7 @@ pub fn greeting(roster: &Roster, room_jid: &str, nick: &str, to: &str, stamp: &s
         .attr("to", to)
         .attr("type", "groupchat")
         .child(Element::new("subject", ns::CLIENT));
-    out.push(xml(&subject));
+    out.push(subject);
     out
 }
 
@@ -76,11 +72,6 @@ pub fn render(event: &RoomEvent, room_jid: &str, own_nick: &str, to: &str) -> Op
         RoomEvent::Join { name } => Some(presence(room_jid, name, to, true, false)),
         RoomEvent::Leave { name } => Some(presence(room_jid, name, to, false, &**name == own_nick)),
     }
-}
-
-/// A stanza as an outbox item: text the writer sends as it is.
-pub fn xml(element: &Element) -> Payload {
-    Payload::from(element.to_xml(ns::CLIENT))
 }
 
 #[cfg(test)]
@@ -108,6 +99,7 @@ mod tests {
 
     #[test]
     fn a_greeting_lists_the_others_then_itself_then_history_then_the_subject() {
+        use hub::Payload;
         let roster = Roster {
             names: vec![Arc::from("alice"), Arc::from("bob")],
             total: 2,
@@ -115,7 +107,7 @@ mod tests {
         };
         let out: Vec<String> = greeting(&roster, "lobby@conference.localhost", "bob", "bob@localhost/r", "2026-11-23T12:00:00Z")
             .iter()
-            .map(|p| p.as_text().unwrap().to_owned())
+            .map(|e| e.to_xml(ns::CLIENT))
             .collect();
         assert_eq!(out.len(), 4);
         assert!(out[0].contains("/alice\"") && !out[0].contains("110"));

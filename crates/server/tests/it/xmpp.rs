@@ -185,3 +185,80 @@ async fn bad_input_gets_the_stream_error_rfc_6120_names() {
     c.send("<iq type='get' id='p'><ping xmlns='urn:xmpp:ping'/></iq>").await;
     assert_eq!(c.stanza().await.get("type"), Some("result"));
 }
+
+/// An XMPP over WebSocket client (RFC 7395): one element per message.
+struct WsClient {
+    ws: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>,
+}
+
+impl WsClient {
+    async fn connect(server: &TestServer) -> WsClient {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let mut req = server.url("/xmpp-websocket").into_client_request().unwrap();
+        req.headers_mut().insert("Sec-WebSocket-Protocol", "xmpp".parse().unwrap());
+        let (ws, res) = tokio_tungstenite::connect_async(req).await.unwrap();
+        assert_eq!(res.headers().get("Sec-WebSocket-Protocol").map(|v| v.to_str().unwrap()), Some("xmpp"));
+        WsClient { ws }
+    }
+
+    async fn send(&mut self, xml: &str) {
+        use futures_util::SinkExt;
+        self.ws.send(tokio_tungstenite::tungstenite::Message::text(xml)).await.unwrap();
+    }
+
+    /// The next message, parsed as the element it must be on its own.
+    async fn element(&mut self) -> Element {
+        use futures_util::StreamExt;
+        let message = tokio::time::timeout(PATIENCE, self.ws.next()).await.expect("a message in time").unwrap().unwrap();
+        let text = message.into_text().unwrap();
+        let mut parser = StreamParser::fragments(Limits::default());
+        parser.feed(text.as_bytes());
+        match parser.next_event() {
+            Ok(Some(StreamEvent::Stanza(element))) => element,
+            other => panic!("{text:?} is not one element standing alone: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn xmpp_over_websocket_frames_each_element_alone() {
+    let server = TestServer::with_xmpp(server::Config::default()).await;
+    let open = "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to='localhost' version='1.0'/>";
+    let mut c = WsClient::connect(&server).await;
+    c.send(open).await;
+    let opened = c.element().await;
+    assert_eq!((opened.name.as_str(), opened.ns.as_str(), opened.get("from")), ("open", "urn:ietf:params:xml:ns:xmpp-framing", Some("localhost")));
+    let features = c.element().await;
+    assert_eq!((features.name.as_str(), features.ns.as_str()), ("features", wire::xmpp::STREAMS_NS));
+    c.send("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='ANONYMOUS'/>").await;
+    assert_eq!(c.element().await.name, "success");
+    c.send(open).await;
+    assert_eq!(c.element().await.name, "open");
+    assert!(c.element().await.find("bind", "urn:ietf:params:xml:ns:xmpp-bind").is_some());
+    c.send("<iq xmlns='jabber:client' type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>").await;
+    assert_eq!(c.element().await.get("type"), Some("result"));
+
+    let mut alice = server.ws("/chat/websocket").await;
+    alice.send(&json!({"name": "alice", "room": "lobby"}).to_string()).await;
+    assert_eq!(alice.recv_json().await["event"], "members");
+    assert_eq!(alice.recv_json().await["event"], "join");
+    c.send("<presence xmlns='jabber:client' to='lobby@conference.localhost/dave'/>").await;
+    for _ in 0..3 {
+        // alice's presence, its own, the subject: each a message of its own, in jabber:client.
+        assert_eq!(c.element().await.ns, "jabber:client");
+    }
+    assert_eq!(alice.recv_json().await["name"], "dave");
+    alice.send(&json!({"message": "hi dave"}).to_string()).await;
+    let heard = c.element().await;
+    assert_eq!(heard.find("body", "jabber:client").unwrap().text_content(), "hi dave");
+
+    c.send("<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>").await;
+    let closed = c.element().await;
+    assert_eq!((closed.name.as_str(), closed.ns.as_str()), ("close", "urn:ietf:params:xml:ns:xmpp-framing"));
+    assert_eq!(alice.recv_json().await["message"], "hi dave");
+    assert_eq!(alice.recv_json().await, json!({"event": "leave", "name": "dave", "room": "lobby"}));
+
+    // Without the subprotocol the handshake is refused.
+    let plain = server.http("GET", "/xmpp-websocket", &[("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="), ("Sec-WebSocket-Version", "13")], b"").await;
+    assert_eq!(plain.status(), 400);
+}

@@ -87,6 +87,33 @@ impl Element {
         out
     }
 
+    /// The element as XML that stands alone, every namespace declared in it
+    /// (XMPP over WebSocket sends each element so, RFC 7395 §3.3.3).
+    pub fn to_xml_standalone(&self) -> String {
+        if self.ns != STREAMS_NS {
+            return self.to_xml("");
+        }
+        let mut out = format!("<stream:{} xmlns:stream=\"{STREAMS_NS}\"", self.name);
+        for (name, value) in &self.attrs {
+            let _ = write!(out, " {name}=\"");
+            escape_into(value, &mut out);
+            out.push('"');
+        }
+        if self.children.is_empty() {
+            out.push_str("/>");
+            return out;
+        }
+        out.push('>');
+        for child in &self.children {
+            match child {
+                Node::Element(e) => e.write("", &mut out),
+                Node::Text(t) => escape_into(t, &mut out),
+            }
+        }
+        let _ = write!(out, "</stream:{}>", self.name);
+        out
+    }
+
     /// Appends the element as XML to `out` (see [`Element::to_xml`]).
     pub fn write(&self, parent_ns: &str, out: &mut String) {
         let stream = self.ns == STREAMS_NS;
@@ -161,6 +188,11 @@ mod tests {
             r#"<stream:error><policy-violation xmlns="urn:ietf:params:xml:ns:xmpp-streams"/></stream:error>"#
         );
         assert_eq!(message.find("body", "jabber:client").map(Element::text_content).as_deref(), Some("<hi> & \"bye\""));
+        assert_eq!(
+            Element::new("features", STREAMS_NS).child(Element::new("bind", "urn:ietf:params:xml:ns:xmpp-bind")).to_xml_standalone(),
+            r#"<stream:features xmlns:stream="http://etherx.jabber.org/streams"><bind xmlns="urn:ietf:params:xml:ns:xmpp-bind"/></stream:features>"#
+        );
+        assert_eq!(Element::new("presence", "jabber:client").to_xml_standalone(), r#"<presence xmlns="jabber:client"/>"#);
         assert_eq!(message.get("type"), Some("groupchat"));
     }
 }

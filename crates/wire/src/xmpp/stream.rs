@@ -103,6 +103,13 @@ impl StreamParser {
         StreamParser { limits, buf: Vec::new(), scope: None, closed: false }
     }
 
+    /// A parser of elements that each stand alone, with no stream header
+    /// around them (XMPP over WebSocket, RFC 7395: one element per message,
+    /// each declaring its own namespace).
+    pub fn fragments(limits: Limits) -> StreamParser {
+        StreamParser { limits, buf: Vec::new(), scope: Some(Vec::new()), closed: false }
+    }
+
     /// Starts a new stream on the same bytes, as after SASL success or
     /// STARTTLS (RFC 6120 §4.3.3): the next event is a stream header again.
     pub fn restart(&mut self) {

@@ -1,23 +1,65 @@
-//! One client's XMPP stream over TCP: the reader parses stanzas and acts
-//! on them; everything the client is sent (answers, routed stanzas, room
-//! events) goes through its bounded outbox to one writer, in order.
+//! One client's XMPP session, whatever carries it: it takes the stream's
+//! events (header, stanzas, end) and acts on them; everything the client is
+//! sent (answers, routed stanzas, room events) goes through its bounded
+//! outbox, framed for its transport, to the transport's one writer.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use hub::{Close, Drained, Greeting, JoinError, Member, Outbox, Payload, RoomEvent};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use hub::{Close, Greeting, JoinError, Member, Outbox, Payload, RoomEvent};
 use wire::nickname::Nickname;
-use wire::xmpp::{Element, Limits, STREAMS_NS, StreamEvent, StreamParser};
+use wire::xmpp::{Element, STREAMS_NS, StreamEvent, StreamParser};
 
 use super::muc::{self, Occupancy};
 use super::{Jid, Xmpp, ns};
-use crate::server::ServerState;
+
+/// The namespace of XMPP over WebSocket's `<open/>` and `<close/>`.
+pub const FRAMING_NS: &str = "urn:ietf:params:xml:ns:xmpp-framing";
+
+/// How the session's output is framed for its transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// One XML stream (TCP): a stream header, then stanzas in its namespace.
+    Stream,
+    /// One element per message, each standing alone (RFC 7395).
+    Messages,
+}
+
+impl Framing {
+    /// An element as the transport sends it.
+    pub fn text(self, element: &Element) -> String {
+        match self {
+            Framing::Stream => element.to_xml(ns::CLIENT),
+            Framing::Messages => element.to_xml_standalone(),
+        }
+    }
+
+    pub fn payload(self, element: &Element) -> Payload {
+        Payload::from(self.text(element))
+    }
+
+    /// What opens the server's side of the stream.
+    fn open(self, domain: &str, id: &str) -> String {
+        match self {
+            Framing::Stream => header(domain, id),
+            Framing::Messages => {
+                format!("<open xmlns='{FRAMING_NS}' id='{id}' from='{domain}' version='1.0' xml:lang='en'/>")
+            }
+        }
+    }
+
+    /// What ends the server's side of the stream.
+    pub fn close(self) -> &'static str {
+        match self {
+            Framing::Stream => "</stream:stream>",
+            Framing::Messages => "<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>",
+        }
+    }
+}
 
 /// Where the stream is in its negotiation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
+pub enum Phase {
     /// Waiting for the first stream header.
     Connected,
     /// Header answered; SASL next.
@@ -31,11 +73,12 @@ enum Phase {
 }
 
 /// The session's state, owned by its one task.
-struct Session {
+pub struct Session {
+    framing: Framing,
     xmpp: Arc<Xmpp>,
     id: hub::MemberId,
     outbox: Arc<Outbox>,
-    phase: Phase,
+    pub phase: Phase,
     /// The bare JID once authenticated, the full one once bound.
     jid: Option<Jid>,
     bound: bool,
@@ -44,87 +87,12 @@ struct Session {
 }
 
 /// Why the stream ends from the server's side: a stream error condition
-/// (RFC 6120 §4.9.3) and a text for people.
-struct StreamEnd(&'static str, String);
-
-pub async fn run(mut stream: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, _slot: tokio::sync::OwnedSemaphorePermit) {
-    let outbox = Arc::new(Outbox::new(server.config.queue_limit));
-    let metrics = server.metrics.connection("xmpp", "tcp");
-    let mut session = Session {
-        xmpp,
-        id: crate::apps::next_client_id(),
-        outbox: outbox.clone(),
-        phase: Phase::Connected,
-        jid: None,
-        bound: false,
-        rooms: HashMap::new(),
-    };
-    let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
-    let mut parser = StreamParser::new(limits);
-    let mut read = vec![0u8; 16 * 1024];
-    let mut batch = Vec::new();
-    let mut out = Vec::new();
-    let ending = loop {
-        tokio::select! {
-            n = stream.read(&mut read) => {
-                let n = match n {
-                    Ok(0) | Err(_) => break None,
-                    Ok(n) => n,
-                };
-                metrics.received(n);
-                parser.feed(&read[..n]);
-                match session.take_events(&mut parser).await {
-                    Ok(true) => {}
-                    Ok(false) => break Some(StreamEnd("", String::new())),
-                    Err(end) => break Some(end),
-                }
-            }
-            drained = outbox.drain(&mut batch) => {
-                out.clear();
-                for payload in batch.drain(..) {
-                    session.render(&payload, &mut out);
-                }
-                if !out.is_empty() && stream.write_all(&out).await.is_err() {
-                    break None;
-                }
-                metrics.sent(1, out.len());
-                if let Drained::Closed(close) = drained {
-                    break Some(stream_end_for(&close));
-                }
-            }
-            () = server.shutdown.wait() => break Some(StreamEnd("system-shutdown", "the server is shutting down".into())),
-        }
-    };
-    session.leave_all();
-    if let Some(StreamEnd(condition, text)) = ending {
-        // What was answered before the end goes first (the stream header,
-        // when the error came in the same read as the client's).
-        let mut bytes = String::new();
-        if outbox.try_drain(&mut batch).is_some() {
-            out.clear();
-            for payload in batch.drain(..) {
-                session.render(&payload, &mut out);
-            }
-            bytes.push_str(&String::from_utf8_lossy(&out));
-        }
-        if session.phase == Phase::Connected {
-            // An error before the client's header still opens a stream (§4.9.1.1).
-            bytes.push_str(&header(&session.xmpp.domain, "error"));
-        }
-        if !condition.is_empty() {
-            let error = Element::new("error", STREAMS_NS)
-                .child(Element::new(condition, ns::STREAM_ERRORS))
-                .child(Element::new("text", ns::STREAM_ERRORS).text(&text));
-            bytes.push_str(&error.to_xml(ns::CLIENT));
-        }
-        bytes.push_str("</stream:stream>");
-        let _ = stream.write_all(bytes.as_bytes()).await;
-    }
-    let _ = stream.shutdown().await;
-}
+/// (RFC 6120 §4.9.3) and a text for people; no condition when the client
+/// ended it.
+pub struct StreamEnd(pub &'static str, pub String);
 
 /// The stream error for a session its outbox closed.
-fn stream_end_for(close: &Close) -> StreamEnd {
+pub fn stream_end_for(close: &Close) -> StreamEnd {
     let condition = match close.code {
         1001 => "system-shutdown",
         1008 => "policy-violation",
@@ -134,7 +102,7 @@ fn stream_end_for(close: &Close) -> StreamEnd {
 }
 
 /// The server's stream header.
-fn header(domain: &str, id: &str) -> String {
+pub fn header(domain: &str, id: &str) -> String {
     format!(
         "<?xml version='1.0'?><stream:stream xmlns='{}' xmlns:stream='{STREAMS_NS}' id='{id}' from='{domain}' version='1.0' xml:lang='en'>",
         ns::CLIENT
@@ -142,17 +110,35 @@ fn header(domain: &str, id: &str) -> String {
 }
 
 impl Session {
+    pub fn new(framing: Framing, xmpp: Arc<Xmpp>, outbox: Arc<Outbox>) -> Session {
+        Session {
+            framing,
+            xmpp,
+            id: crate::apps::next_client_id(),
+            outbox,
+            phase: Phase::Connected,
+            jid: None,
+            bound: false,
+            rooms: HashMap::new(),
+        }
+    }
+
     /// Handles every complete event the parser has; `Ok(false)` when the
     /// client closed its stream.
-    async fn take_events(&mut self, parser: &mut StreamParser) -> Result<bool, StreamEnd> {
+    pub async fn take_events(&mut self, parser: &mut StreamParser) -> Result<bool, StreamEnd> {
         loop {
             let event = parser.next_event().map_err(|e| StreamEnd(e.condition(), e.to_string()))?;
             match event {
                 None => return Ok(true),
                 Some(StreamEvent::Open { attrs, ns }) => self.on_open(&attrs, &ns)?,
                 Some(StreamEvent::Close) => return Ok(false),
+                // RFC 7395's framing elements stand for the stream's header and end.
+                Some(StreamEvent::Stanza(e)) if e.ns == FRAMING_NS && e.name == "open" => self.on_open(&e.attrs, ns::CLIENT)?,
+                Some(StreamEvent::Stanza(e)) if e.ns == FRAMING_NS && e.name == "close" => return Ok(false),
                 Some(StreamEvent::Stanza(stanza)) => {
-                    if self.on_stanza(stanza).await? {
+                    // Over WebSocket the client restarts with a new `<open/>`,
+                    // which needs no new parser.
+                    if self.on_stanza(stanza).await? && self.framing == Framing::Stream {
                         parser.restart();
                     }
                 }
@@ -162,7 +148,7 @@ impl Session {
 
     fn send(&self, element: &Element) {
         // A refused push has closed the session; the writer ends it.
-        let _ = self.outbox.push(muc::xml(element));
+        let _ = self.outbox.push(self.framing.payload(element));
     }
 
     fn send_text(&self, text: String) {
@@ -181,7 +167,7 @@ impl Session {
             return Err(StreamEnd("unsupported-version", "version='1.0' is required".into()));
         }
         let id = format!("{:016x}", rand::random::<u64>());
-        let mut out = header(&self.xmpp.domain, &id);
+        self.send_text(self.framing.open(&self.xmpp.domain, &id));
         let features = match self.phase {
             Phase::Connected => {
                 self.phase = Phase::Authenticating;
@@ -196,8 +182,7 @@ impl Session {
             }
             _ => return Err(StreamEnd("bad-format", "a stream header in the middle of the stream".into())),
         };
-        features.write(ns::CLIENT, &mut out);
-        self.send_text(out);
+        self.send(&features);
         Ok(())
     }
 
@@ -355,7 +340,7 @@ impl Session {
         let mut routed = message.clone();
         routed.attrs.retain(|(n, _)| n != "from");
         routed.attrs.push(("from".into(), self.full_jid()));
-        let payload = muc::xml(&routed);
+        let payload = self.framing.payload(&routed);
         for outbox in targets {
             let _ = outbox.push(payload.clone());
         }
@@ -373,7 +358,7 @@ impl Session {
         let room: Arc<str> = Arc::from(to.local.as_deref().unwrap_or_default());
         match presence.get("type") {
             None => self.join(presence, &to, room).await,
-            Some("unavailable") => self.leave(&room),
+            Some("unavailable") => self.leave(&room, true),
             Some(_) => {}
         }
     }
@@ -396,7 +381,10 @@ impl Session {
         let member = Member { id: self.id, name: Some(nickname), outbox: self.outbox.clone() };
         let (greet_room, greet_nick, me) = (room_jid.clone(), shown.clone(), self.full_jid());
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-        let greeting: Greeting = Box::new(move |roster| muc::greeting(roster, &greet_room, &greet_nick, &me, &stamp));
+        let framing = self.framing;
+        let greeting: Greeting = Box::new(move |roster| {
+            muc::greeting(roster, &greet_room, &greet_nick, &me, &stamp).iter().map(|e| framing.payload(e)).collect()
+        });
         match rooms.join(&room, member, usize::MAX, greeting).await {
             Ok(_) => {
                 self.rooms.insert(room.clone(), Occupancy { room_jid, nick: shown.clone() });
@@ -409,19 +397,23 @@ impl Session {
         }
     }
 
-    fn leave(&mut self, room: &Arc<str>) {
+    /// Leaves `room`; `tell` sends the occupant its own unavailable
+    /// presence (not when its session is ending).
+    fn leave(&mut self, room: &Arc<str>, tell: bool) {
         let (Some(occupancy), Some(rooms)) = (self.rooms.remove(room), &self.xmpp.rooms) else { return };
         if rooms.leave(room, self.id).is_some() {
             let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::Leave { name: occupancy.nick.clone() }));
         }
-        self.send(&muc::presence(&occupancy.room_jid, &occupancy.nick, &self.full_jid(), false, true));
+        if tell {
+            self.send(&muc::presence(&occupancy.room_jid, &occupancy.nick, &self.full_jid(), false, true));
+        }
     }
 
     /// Leaves every room and unbinds: the session is over.
-    fn leave_all(&mut self) {
+    pub fn leave_all(&mut self) {
         let rooms: Vec<Arc<str>> = self.rooms.keys().cloned().collect();
         for room in rooms {
-            self.leave(&room);
+            self.leave(&room, false);
         }
         if self.bound
             && let Some(jid) = &self.jid
@@ -430,18 +422,30 @@ impl Session {
         }
     }
 
-    /// Appends what the client is sent for one outbox item: a stanza as it
-    /// is, or a room event as this occupant sees it.
-    fn render(&self, payload: &Payload, out: &mut Vec<u8>) {
+    /// What the client is sent for one outbox item: a stanza as it is, or
+    /// a room event as this occupant sees it (`None` for its own join).
+    pub fn render(&self, payload: &Payload) -> Option<String> {
         match payload.as_event() {
             Some((room, event)) => {
-                let Some(occupancy) = self.rooms.get(room) else { return };
-                if let Some(stanza) = muc::render(event, &occupancy.room_jid, &occupancy.nick, &self.full_jid()) {
-                    out.extend_from_slice(stanza.to_xml(ns::CLIENT).as_bytes());
-                }
+                let occupancy = self.rooms.get(room)?;
+                let stanza = muc::render(event, &occupancy.room_jid, &occupancy.nick, &self.full_jid())?;
+                Some(self.framing.text(&stanza))
             }
-            None => out.extend_from_slice(payload.as_text().unwrap_or_default().as_bytes()),
+            None => Some(payload.as_text().unwrap_or_default().to_owned()),
         }
+    }
+
+    /// The stream error element for `condition`, framed.
+    pub fn stream_error(&self, condition: &str, text: &str) -> String {
+        let error = Element::new("error", STREAMS_NS)
+            .child(Element::new(condition, ns::STREAM_ERRORS))
+            .child(Element::new("text", ns::STREAM_ERRORS).text(text));
+        self.framing.text(&error)
+    }
+
+    /// The domain served, for an error before the client's header.
+    pub fn domain(&self) -> &str {
+        &self.xmpp.domain
     }
 }
 

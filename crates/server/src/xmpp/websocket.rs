@@ -1,0 +1,113 @@
+//! XMPP over WebSocket (RFC 7395) at `/xmpp-websocket`: the `xmpp`
+//! subprotocol, one element per text message, `<open/>` and `<close/>` for
+//! the stream's header and end.
+
+use std::sync::Arc;
+
+use futures_util::{SinkExt, StreamExt};
+use hyper::header::{self, HeaderValue};
+use hub::{Drained, Outbox};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use wire::xmpp::{Limits, StreamParser};
+
+use super::session::{Framing, Session, StreamEnd, stream_end_for};
+use crate::http::{Body, text_response};
+use crate::server::{Connection, ServerState};
+use crate::transport::websocket::{check_handshake, switching_protocols};
+
+/// Answers the handshake and serves the session once upgraded; a client
+/// that does not offer the `xmpp` subprotocol is refused with 400.
+pub fn upgrade(req: &mut Request<Incoming>, server: &Arc<ServerState>, connection: Arc<Connection>) -> Response<Body> {
+    let Some(xmpp) = server.xmpp.clone() else {
+        return text_response(StatusCode::NOT_FOUND, "XMPP is off on this server (--xmpp-listen).");
+    };
+    let accept = match check_handshake(req) {
+        Ok(accept) => accept,
+        Err(res) => return res,
+    };
+    let offers_xmpp = req.headers().get_all(header::SEC_WEBSOCKET_PROTOCOL).iter().any(|v| {
+        v.to_str().is_ok_and(|v| v.split(',').any(|p| p.trim() == "xmpp"))
+    });
+    if !offers_xmpp {
+        return text_response(StatusCode::BAD_REQUEST, "XMPP over WebSocket needs the subprotocol \"xmpp\" (RFC 7395).");
+    }
+    let on_upgrade = hyper::upgrade::on(req);
+    let server2 = server.clone();
+    server.tracker.spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else { return };
+        let config = WebSocketConfig::default().max_message_size(Some(server2.config.max_message_size));
+        let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config)).await;
+        run(ws, server2, xmpp).await;
+        drop(connection);
+    });
+    let mut res = switching_protocols(accept);
+    res.headers_mut().insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static("xmpp"));
+    res
+}
+
+async fn run<S>(mut ws: WebSocketStream<S>, server: Arc<ServerState>, xmpp: Arc<super::Xmpp>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let outbox = Arc::new(Outbox::new(server.config.queue_limit));
+    let metrics = server.metrics.connection("xmpp", "websocket");
+    let mut session = Session::new(Framing::Messages, xmpp, outbox.clone());
+    let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
+    let mut parser = StreamParser::fragments(limits);
+    let mut batch = Vec::new();
+    let ending = loop {
+        tokio::select! {
+            message = ws.next() => {
+                let text = match message {
+                    Some(Ok(Message::Text(text))) => text,
+                    Some(Ok(Message::Binary(_))) => break Some(StreamEnd("unsupported-stanza-type", "XMPP over WebSocket is text".into())),
+                    Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
+                    Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break None,
+                };
+                metrics.received(text.len());
+                parser.feed(text.as_bytes());
+                match session.take_events(&mut parser).await {
+                    Ok(true) => {}
+                    Ok(false) => break Some(StreamEnd("", String::new())),
+                    Err(end) => break Some(end),
+                }
+            }
+            drained = outbox.drain(&mut batch) => {
+                let count = batch.len();
+                let mut bytes = 0;
+                for text in batch.drain(..).filter_map(|p| session.render(&p)) {
+                    bytes += text.len();
+                    if ws.feed(Message::text(text)).await.is_err() {
+                        break;
+                    }
+                }
+                if ws.flush().await.is_err() {
+                    break None;
+                }
+                metrics.sent(count, bytes);
+                if let Drained::Closed(close) = drained {
+                    break Some(stream_end_for(&close));
+                }
+            }
+            () = server.shutdown.wait() => break Some(StreamEnd("system-shutdown", "the server is shutting down".into())),
+        }
+    };
+    session.leave_all();
+    if let Some(StreamEnd(condition, text)) = ending {
+        if outbox.try_drain(&mut batch).is_some() {
+            for text in batch.drain(..).filter_map(|p| session.render(&p)) {
+                let _ = ws.feed(Message::text(text)).await;
+            }
+        }
+        if !condition.is_empty() {
+            let _ = ws.feed(Message::text(session.stream_error(condition, &text))).await;
+        }
+        let _ = ws.feed(Message::text(Framing::Messages.close())).await;
+        let _ = ws.close(None).await;
+    }
+}
