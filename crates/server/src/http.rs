@@ -124,6 +124,8 @@ pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connect
         "/healthz" => text_response(StatusCode::OK, "ok\n"),
         sockjs::CLIENT_SCRIPT_PATH => sockjs::client_script(&req),
         "/xmpp-websocket" => crate::xmpp::websocket::upgrade(&mut req, &server, connection.clone()),
+        "/.well-known/host-meta" => crate::xmpp::websocket::host_meta(&req, &server, false),
+        "/.well-known/host-meta.json" => crate::xmpp::websocket::host_meta(&req, &server, true),
         "/metrics" => {
             if let Some(link) = &server.link {
                 server.metrics.broker(link.state().is_up(), link.state().reconnects());

@@ -50,6 +50,38 @@ pub fn upgrade(req: &mut Request<Incoming>, server: &Arc<ServerState>, connectio
     res
 }
 
+/// XEP-0156 discovery: where this server's XMPP over WebSocket endpoint is,
+/// as `/.well-known/host-meta` (XRD) or `host-meta.json` (JRD), built from
+/// the request's Host header.
+pub fn host_meta(req: &Request<Incoming>, server: &ServerState, json: bool) -> Response<Body> {
+    if server.xmpp.is_none() {
+        return text_response(StatusCode::NOT_FOUND, "XMPP is off on this server (--xmpp-listen).");
+    }
+    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).filter(|h| valid_host(h));
+    let Some(host) = host else {
+        return text_response(StatusCode::BAD_REQUEST, "A Host header naming this server is needed.");
+    };
+    let scheme = if server.config.tls.is_some() { "wss" } else { "ws" };
+    let href = format!("{scheme}://{host}/xmpp-websocket");
+    let mut res = if json {
+        let body = serde_json::json!({"links": [{"rel": "urn:xmpp:alt-connections:websocket", "href": href}]});
+        crate::http::bytes_response(StatusCode::OK, "application/json", body.to_string())
+    } else {
+        let body = format!(
+            "<?xml version='1.0' encoding='utf-8'?>\n<XRD xmlns='http://docs.oasis-open.org/ns/xri/xrd-1.0'>\n  <Link rel=\"urn:xmpp:alt-connections:websocket\" href=\"{href}\"/>\n</XRD>\n"
+        );
+        crate::http::bytes_response(StatusCode::OK, "application/xrd+xml", body)
+    };
+    // Browsers fetch it from pages on other origins.
+    res.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    res
+}
+
+/// Whether a Host header is a plain `host[:port]` that can go into a URL.
+fn valid_host(host: &str) -> bool {
+    !host.is_empty() && host.len() <= 255 && host.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c))
+}
+
 async fn run<S>(mut ws: WebSocketStream<S>, server: Arc<ServerState>, xmpp: Arc<super::Xmpp>)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,

@@ -262,3 +262,17 @@ async fn xmpp_over_websocket_frames_each_element_alone() {
     let plain = server.http("GET", "/xmpp-websocket", &[("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="), ("Sec-WebSocket-Version", "13")], b"").await;
     assert_eq!(plain.status(), 400);
 }
+
+#[tokio::test]
+async fn host_meta_says_where_the_websocket_endpoint_is() {
+    let server = TestServer::with_xmpp(server::Config::default()).await;
+    // The request's Host header is the server's address.
+    let href = format!("ws://{}/xmpp-websocket", server.addr);
+    let xrd = server.http("GET", "/.well-known/host-meta", &[], b"").await;
+    assert_eq!(xrd.status(), 200);
+    assert!(xrd.text().contains(&format!(r#"<Link rel="urn:xmpp:alt-connections:websocket" href="{href}"/>"#)), "{}", xrd.text());
+    let jrd = server.http("GET", "/.well-known/host-meta.json", &[], b"").await;
+    assert_eq!(jrd.text(), format!(r#"{{"links":[{{"href":"{href}","rel":"urn:xmpp:alt-connections:websocket"}}]}}"#));
+    let off = TestServer::start().await;
+    assert_eq!(off.http("GET", "/.well-known/host-meta", &[], b"").await.status(), 404);
+}
