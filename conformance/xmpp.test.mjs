@@ -1,16 +1,18 @@
-// XMPP with a client nobody here wrote: slixmpp (PyPI) logs in over TCP,
-// pings, discovers the MUC service and talks in `lobby` with a chat-app
-// WebSocket client in the same room (conformance/xmpp/slixmpp_muc.py).
-// `make test` installs slixmpp into build/xmpp/venv.
+// XMPP with clients nobody here wrote, each talking in a MUC room with a
+// chat-app WebSocket client in the same room:
+// - slixmpp (PyPI) over TCP: login, ping, discovery (conformance/xmpp/
+//   slixmpp_muc.py; `make test` installs slixmpp into build/xmpp/venv);
+// - Strophe.js 5 (npm) in Chromium over XMPP over WebSocket (RFC 7395).
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import { startServer } from "./lib.mjs";
+import { existsSync, readFileSync } from "node:fs";
+import { launchBrowser, servePages, startServer } from "./lib.mjs";
 
 const PYTHON = new URL("../build/xmpp/venv/bin/python", import.meta.url).pathname;
 const SCRIPT = new URL("./xmpp/slixmpp_muc.py", import.meta.url).pathname;
+const STROPHE = new URL("../web/node_modules/strophe.js/dist/strophe.umd.min.js", import.meta.url).pathname;
 
 let server, xmppPort;
 before(async () => {
@@ -34,4 +36,87 @@ test("slixmpp logs in, pings, and chats in a MUC room with a chat-app client", a
   const code = await new Promise((resolve) => proc.once("exit", resolve));
   assert.equal(code, 0, output);
   assert.match(output, /^9 passed, 0 failed$/m, output);
+});
+
+test("Strophe.js in Chromium logs in over WebSocket, pings, and chats in a MUC room", async () => {
+  const pages = await servePages({
+    "/": { body: "<!doctype html><script src='/strophe.js'></script>" },
+    "/strophe.js": { type: "text/javascript", body: readFileSync(STROPHE) },
+  });
+  const browser = await launchBrowser();
+  try {
+    const page = await browser.newPage();
+    await page.goto(pages.url + "/");
+    const wsBase = server.url.replace("http://", "ws://");
+    const result = await page.evaluate(async (wsBase) => {
+      // The UMD build sets these globals.
+      const { Strophe, $iq, $pres, $msg } = window;
+      const within = (promise, what) =>
+        Promise.race([promise, new Promise((_, reject) => setTimeout(() => reject(new Error(`no ${what} in 20 s`)), 20000))]);
+      const log = [];
+      // The chat-app member, in the browser too.
+      const alice = new WebSocket(wsBase + "/chat/websocket");
+      const aliceHeard = [];
+      const aliceWaiters = [];
+      alice.onmessage = (e) => {
+        const event = JSON.parse(e.data);
+        aliceHeard.push(event);
+        aliceWaiters.splice(0).forEach((w) => w());
+      };
+      const aliceSees = (test, what) =>
+        within(new Promise((resolve) => {
+          const check = () => (aliceHeard.some(test) ? resolve() : aliceWaiters.push(check));
+          check();
+        }), what);
+      await within(new Promise((resolve) => (alice.onopen = resolve)), "chat connection");
+      alice.send(JSON.stringify({ name: "alice", room: "lobby" }));
+      await aliceSees((e) => e.event === "join" && e.name === "alice", "alice's join");
+
+      const conn = new Strophe.Connection(wsBase + "/xmpp-websocket");
+      await within(new Promise((resolve, reject) => conn.connect("localhost", null, (status) => {
+        if (status === Strophe.Status.CONNECTED) resolve();
+        if (status === Strophe.Status.AUTHFAIL || status === Strophe.Status.CONNFAIL) reject(new Error(`status ${status}`));
+      })), "login");
+      log.push(`jid ${conn.jid}`);
+      await within(new Promise((resolve, reject) => conn.sendIQ($iq({ type: "get", to: "localhost" }).c("ping", { xmlns: "urn:xmpp:ping" }), resolve, reject)), "ping");
+      log.push("ping answered");
+
+      const groupchat = [];
+      let joined;
+      const joinedP = new Promise((resolve) => (joined = resolve));
+      conn.addHandler((m) => {
+        if (m.getElementsByTagName("subject").length) joined();
+        const body = m.getElementsByTagName("body")[0];
+        if (body) groupchat.push([m.getAttribute("from"), body.textContent]);
+        return true;
+      }, null, "message", "groupchat");
+      conn.send($pres({ to: "lobby@conference.localhost/strophe" }).c("x", { xmlns: "http://jabber.org/protocol/muc" }));
+      await within(joinedP, "the room's subject");
+      await aliceSees((e) => e.event === "join" && e.name === "strophe", "strophe's join at alice");
+      log.push("joined lobby");
+
+      conn.send($msg({ to: "lobby@conference.localhost", type: "groupchat" }).c("body").t("hello from Strophe.js"));
+      await aliceSees((e) => e.name === "strophe" && e.message === "hello from Strophe.js", "strophe's message at alice");
+      log.push("alice got strophe's message");
+      alice.send(JSON.stringify({ message: "hello from the chat app" }));
+      await within(new Promise((resolve) => {
+        const check = () => (groupchat.some(([from, text]) => from === "lobby@conference.localhost/alice" && text === "hello from the chat app") ? resolve() : setTimeout(check, 20));
+        check();
+      }), "alice's message at strophe");
+      log.push("strophe got alice's message");
+      const reflected = groupchat.some(([from, text]) => from === "lobby@conference.localhost/strophe" && text === "hello from Strophe.js");
+      conn.send($pres({ to: "lobby@conference.localhost/strophe", type: "unavailable" }));
+      await aliceSees((e) => e.event === "leave" && e.name === "strophe", "strophe's leave at alice");
+      log.push("strophe left");
+      conn.disconnect();
+      alice.close();
+      return { log, reflected };
+    }, wsBase);
+    assert.deepEqual(result.log.slice(1), ["ping answered", "joined lobby", "alice got strophe's message", "strophe got alice's message", "strophe left"]);
+    assert.match(result.log[0], /^jid anon-[0-9a-f]+@localhost\/.+/);
+    assert.ok(result.reflected, "the groupchat message was reflected to Strophe.js");
+  } finally {
+    await browser.close();
+    await pages.close();
+  }
 });
