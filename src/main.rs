@@ -31,6 +31,11 @@ enum Command {
     Link(link::Args),
     /// Turn bench result files into one HTML report with charts.
     Report(report::Args),
+    /// Print an XMPP account's entry for the configuration file, from a password read on standard input.
+    XmppAccount {
+        /// The account's name (its JID's localpart).
+        name: String,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -49,6 +54,7 @@ fn main() -> anyhow::Result<()> {
             Command::Bench(args) => bench::run(args).await?,
             Command::Link(args) => link::run(args).await?,
             Command::Report(args) => report::run(args).await?,
+            Command::XmppAccount { name } => print!("{}", server::xmpp_account_cli(&name)?),
         }
         Ok(())
     })

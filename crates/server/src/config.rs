@@ -108,6 +108,18 @@ pub struct Args {
     #[arg(long, env = "SWITCHBOARD_XMPP_DOMAIN")]
     pub xmpp_domain: Option<String>,
 
+    /// Whether XMPP clients may log in anonymously (SASL ANONYMOUS) [default: true]
+    #[arg(long, env = "SWITCHBOARD_XMPP_ANONYMOUS")]
+    pub xmpp_anonymous: Option<bool>,
+
+    /// Whether SASL PLAIN is offered on an XMPP stream without TLS, which sends the password in the clear [default: false]
+    #[arg(long, env = "SWITCHBOARD_XMPP_PLAIN_UNENCRYPTED")]
+    pub xmpp_plain_unencrypted: Option<bool>,
+
+    /// Failed SASL attempts after which the XMPP stream is closed with not-authorized [default: 3]
+    #[arg(long, env = "SWITCHBOARD_XMPP_AUTH_TRIES")]
+    pub xmpp_auth_tries: Option<u32>,
+
     /// PEM certificate chain for TLS on the listener (https:// and wss://); needs --tls-key [default: none, plain TCP]
     #[arg(long, env = "SWITCHBOARD_TLS_CERT")]
     pub tls_cert: Option<PathBuf>,
@@ -190,6 +202,14 @@ pub struct Config {
     pub xmpp_listen: Option<SocketAddr>,
     /// The XMPP domain.
     pub xmpp_domain: String,
+    /// XMPP accounts (`[[xmpp_account]]` in the file; see `switchboard xmpp-account`).
+    pub xmpp_accounts: Vec<crate::xmpp::AccountEntry>,
+    /// Whether SASL ANONYMOUS is offered.
+    pub xmpp_anonymous: bool,
+    /// Whether SASL PLAIN is offered without TLS.
+    pub xmpp_plain_unencrypted: bool,
+    /// Failed SASL attempts before the stream is closed.
+    pub xmpp_auth_tries: u32,
     /// TLS on the listener, if configured.
     pub tls: Option<TlsFiles>,
     /// How clients' tokens are checked, if they must present one.
@@ -239,6 +259,10 @@ impl Default for Config {
             broker_ttl: Duration::from_secs(15),
             xmpp_listen: None,
             xmpp_domain: "localhost".to_owned(),
+            xmpp_accounts: Vec::new(),
+            xmpp_anonymous: true,
+            xmpp_plain_unencrypted: false,
+            xmpp_auth_tries: 3,
             tls: None,
             token_key: None,
             mounts: AppKind::ALL.iter().map(|&app| Mount::new(app)).collect(),
@@ -347,6 +371,11 @@ struct File {
     broker_ttl: Option<Duration>,
     xmpp_listen: Option<XmppListen>,
     xmpp_domain: Option<String>,
+    #[serde(default)]
+    xmpp_account: Vec<crate::xmpp::AccountEntry>,
+    xmpp_anonymous: Option<bool>,
+    xmpp_plain_unencrypted: Option<bool>,
+    xmpp_auth_tries: Option<u32>,
     session_rate: Option<u32>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
@@ -493,6 +522,10 @@ impl Config {
                 None => d.xmpp_listen,
             },
             xmpp_domain: args.xmpp_domain.clone().or(file.xmpp_domain).unwrap_or(d.xmpp_domain),
+            xmpp_accounts: file.xmpp_account,
+            xmpp_anonymous: args.xmpp_anonymous.or(file.xmpp_anonymous).unwrap_or(d.xmpp_anonymous),
+            xmpp_plain_unencrypted: args.xmpp_plain_unencrypted.or(file.xmpp_plain_unencrypted).unwrap_or(d.xmpp_plain_unencrypted),
+            xmpp_auth_tries: args.xmpp_auth_tries.or(file.xmpp_auth_tries).unwrap_or(d.xmpp_auth_tries),
             tls,
             token_key,
             mounts,
@@ -529,6 +562,10 @@ impl Config {
         if self.xmpp_domain.is_empty() || wire_jid_domain_bad(&self.xmpp_domain) {
             return bad(format!("xmpp_domain {:?} must be a domain name such as localhost", self.xmpp_domain));
         }
+        if self.xmpp_auth_tries == 0 {
+            return bad("xmpp_auth_tries must be at least 1".into());
+        }
+        crate::xmpp::Accounts::new(&self.xmpp_accounts).map_err(Error::config)?;
         if self.broker_ttl < Duration::from_secs(1) {
             return bad("broker_ttl must be at least 1s".into());
         }

@@ -22,6 +22,7 @@ mod xmpp;
 pub use apps::AppKind;
 pub use config::{Args, Config, Mount, MountLimits, SockjsOptions, TlsFiles, TokenKey, markdown_table};
 pub use server::{serve, serve_with};
+pub use xmpp::AccountEntry;
 
 /// An error that stops the server: bad configuration or a socket that
 /// cannot be bound.
@@ -102,6 +103,21 @@ pub async fn run_cli(args: Args) -> Result<(), Error> {
     };
     tracing::info!("open-file limit {files}; at most {} connections", config.max_connections);
     serve_with(listener, xmpp, config, signal()).await
+}
+
+/// `switchboard xmpp-account NAME`: reads a password from the first line of
+/// standard input and prints the account's `[[xmpp_account]]` entry (salted
+/// keys, never the password) for the configuration file.
+pub fn xmpp_account_cli(name: &str) -> Result<String, Error> {
+    let mut password = String::new();
+    std::io::stdin().read_line(&mut password).map_err(|e| Error::io(format!("cannot read the password: {e}")))?;
+    let password = password.trim_end_matches(['\n', '\r']);
+    if password.is_empty() {
+        return Err(Error::config("give the password on standard input, e.g. `echo secret | switchboard xmpp-account alice`"));
+    }
+    let entry = AccountEntry::new(name, password);
+    xmpp::Accounts::new(std::slice::from_ref(&entry)).map_err(Error::config)?;
+    Ok(entry.to_toml())
 }
 
 /// Descriptors kept for what is not a client connection: the listener,

@@ -105,7 +105,14 @@ impl ServerState {
         let xmpp = xmpp_on.then(|| {
             // MUC rooms are the first chat mount's rooms.
             let rooms = mounts.iter().find(|m| m.app.kind() == crate::AppKind::Chat).map(|m| m.app.broker().clone());
-            Arc::new(crate::xmpp::Xmpp::new(&config.xmpp_domain, rooms, config.max_connections))
+            let auth = crate::xmpp::Auth {
+                // Checked by the configuration's validation.
+                accounts: crate::xmpp::Accounts::new(&config.xmpp_accounts).unwrap_or_default(),
+                anonymous: config.xmpp_anonymous,
+                plain_unencrypted: config.xmpp_plain_unencrypted,
+                tries: config.xmpp_auth_tries,
+            };
+            Arc::new(crate::xmpp::Xmpp::new(&config.xmpp_domain, rooms, config.max_connections, auth))
         });
         let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
         let tokens = config.token_key.as_ref().map(Verifier::new).transpose()?;

@@ -2,12 +2,14 @@
 //! (XEP-0045) on the chat app's rooms, so that XMPP occupants and chat-app
 //! members meet in one room.
 //!
-//! What is here: stream negotiation, SASL ANONYMOUS, resource binding,
+//! What is here: stream negotiation, SASL (SCRAM-SHA-256, SCRAM-SHA-1,
+//! PLAIN, ANONYMOUS) against accounts in the configuration, resource binding,
 //! messages between online users' JIDs, MUC join, groupchat, history and
 //! leave, ping (XEP-0199), service discovery (XEP-0030) and an empty roster;
-//! every other iq is answered `service-unavailable`. Not yet: TLS, SASL
-//! with accounts, XMPP over WebSocket, stream management.
+//! every other iq is answered `service-unavailable`; over TCP and over
+//! WebSocket (RFC 7395). Not yet: TLS, stream management.
 
+mod accounts;
 mod jid;
 mod muc;
 mod session;
@@ -24,6 +26,7 @@ use tokio::sync::Semaphore;
 
 use crate::server::ServerState;
 
+pub use accounts::{AccountEntry, Accounts};
 pub use jid::Jid;
 
 /// The namespaces the server speaks.
@@ -60,11 +63,26 @@ pub struct Xmpp {
     sessions: Mutex<HashMap<String, Vec<Resource>>>,
     /// One per open XMPP connection, at most `--max-connections`.
     slots: Arc<Semaphore>,
+    /// Who may log in, and how.
+    pub auth: Auth,
+}
+
+/// How clients log in.
+#[derive(Debug, Clone, Default)]
+pub struct Auth {
+    pub accounts: Accounts,
+    /// SASL ANONYMOUS offered.
+    pub anonymous: bool,
+    /// SASL PLAIN offered on a stream without TLS.
+    pub plain_unencrypted: bool,
+    /// Failed attempts before the stream is closed.
+    pub tries: u32,
 }
 
 impl Xmpp {
-    pub fn new(domain: &str, rooms: Option<Arc<dyn Broker>>, max_connections: usize) -> Xmpp {
+    pub fn new(domain: &str, rooms: Option<Arc<dyn Broker>>, max_connections: usize, auth: Auth) -> Xmpp {
         Xmpp {
+            auth,
             domain: domain.to_owned(),
             muc_domain: format!("conference.{domain}"),
             rooms,

@@ -6,10 +6,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use base64::Engine;
 use hub::{Close, Greeting, JoinError, Member, Outbox, Payload, RoomEvent};
 use wire::nickname::Nickname;
 use wire::xmpp::{Element, STREAMS_NS, StreamEvent, StreamParser};
 
+use super::accounts::{Exchange, Step};
 use super::muc::{self, Occupancy};
 use super::{Jid, Xmpp, ns};
 
@@ -84,6 +86,9 @@ pub struct Session {
     bound: bool,
     /// Rooms joined, by room name.
     rooms: HashMap<Arc<str>, Occupancy>,
+    /// The SASL exchange in progress, and how many have failed.
+    sasl: Option<Exchange>,
+    failed: u32,
 }
 
 /// Why the stream ends from the server's side: a stream error condition
@@ -120,6 +125,8 @@ impl Session {
             jid: None,
             bound: false,
             rooms: HashMap::new(),
+            sasl: None,
+            failed: 0,
         }
     }
 
@@ -171,8 +178,12 @@ impl Session {
         let features = match self.phase {
             Phase::Connected => {
                 self.phase = Phase::Authenticating;
-                Element::new("features", STREAMS_NS)
-                    .child(Element::new("mechanisms", ns::SASL).child(Element::new("mechanism", ns::SASL).text("ANONYMOUS")))
+                let auth = &self.xmpp.auth;
+                let mut mechanisms = Element::new("mechanisms", ns::SASL);
+                for name in auth.accounts.offered(auth.plain_unencrypted, auth.anonymous) {
+                    mechanisms = mechanisms.child(Element::new("mechanism", ns::SASL).text(name));
+                }
+                Element::new("features", STREAMS_NS).child(mechanisms)
             }
             Phase::Restarting => {
                 self.phase = Phase::Binding;
@@ -189,7 +200,7 @@ impl Session {
     /// Handles one stanza; `Ok(true)` when the stream restarts after it.
     async fn on_stanza(&mut self, stanza: Element) -> Result<bool, StreamEnd> {
         match self.phase {
-            Phase::Authenticating => return self.on_sasl(&stanza).map(|()| true),
+            Phase::Authenticating => return self.on_sasl(&stanza),
             Phase::Binding | Phase::Ready if stanza.ns == ns::CLIENT => {}
             Phase::Binding | Phase::Ready => {
                 return Err(StreamEnd("unsupported-stanza-type", format!("{{{}}}{} is not a stanza", stanza.ns, stanza.name)));
@@ -208,20 +219,67 @@ impl Session {
         Ok(false)
     }
 
-    fn on_sasl(&mut self, stanza: &Element) -> Result<(), StreamEnd> {
-        if stanza.ns != ns::SASL || stanza.name != "auth" {
+    /// One SASL element (RFC 6120 §6.4): `<auth/>`, `<response/>` or
+    /// `<abort/>`; `Ok(true)` once authenticated, when the stream restarts.
+    fn on_sasl(&mut self, stanza: &Element) -> Result<bool, StreamEnd> {
+        if stanza.ns != ns::SASL {
             return Err(StreamEnd("not-authorized", "authenticate first".into()));
         }
-        if stanza.get("mechanism") != Some("ANONYMOUS") {
-            let failure = Element::new("failure", ns::SASL).child(Element::new("invalid-mechanism", ns::SASL));
-            self.send(&failure);
-            return Ok(());
+        let data = match stanza.text_content().trim() {
+            // "=" is an empty initial response; no text is none.
+            "" | "=" => Ok(Vec::new()),
+            text => base64::engine::general_purpose::STANDARD.decode(text),
+        };
+        let step = match (stanza.name.as_str(), data) {
+            ("auth", Ok(data)) => {
+                let auth = &self.xmpp.auth;
+                match auth.accounts.start(stanza.get("mechanism").unwrap_or_default(), auth.plain_unencrypted, auth.anonymous) {
+                    Some(mut exchange) => {
+                        let step = auth.accounts.step(&mut exchange, &data);
+                        self.sasl = Some(exchange);
+                        step
+                    }
+                    None => Step::Failure("invalid-mechanism"),
+                }
+            }
+            ("response", Ok(data)) => match self.sasl.as_mut() {
+                Some(exchange) => self.xmpp.auth.accounts.step(exchange, &data),
+                None => Step::Failure("malformed-request"),
+            },
+            ("abort", _) => Step::Failure("aborted"),
+            (_, Err(_)) => Step::Failure("incorrect-encoding"),
+            _ => return Err(StreamEnd("not-authorized", "authenticate first".into())),
+        };
+        match step {
+            Step::Challenge(challenge) => {
+                let text = base64::engine::general_purpose::STANDARD.encode(challenge);
+                self.send(&Element::new("challenge", ns::SASL).text(&text));
+                Ok(false)
+            }
+            Step::Success(account, data) => {
+                self.sasl = None;
+                let local = account.unwrap_or_else(|| format!("anon-{:012x}", rand::random::<u64>() >> 16));
+                self.jid = Some(Jid { local: Some(local), domain: self.xmpp.domain.clone(), resource: None });
+                let mut success = Element::new("success", ns::SASL);
+                if !data.is_empty() {
+                    success = success.text(&base64::engine::general_purpose::STANDARD.encode(data));
+                }
+                self.send(&success);
+                self.phase = Phase::Restarting;
+                Ok(true)
+            }
+            Step::Failure(condition) => {
+                self.sasl = None;
+                self.send(&Element::new("failure", ns::SASL).child(Element::new(condition, ns::SASL)));
+                if condition != "aborted" {
+                    self.failed += 1;
+                }
+                if self.failed >= self.xmpp.auth.tries {
+                    return Err(StreamEnd("not-authorized", format!("{} failed attempts to authenticate", self.failed)));
+                }
+                Ok(false)
+            }
         }
-        let local = format!("anon-{:012x}", rand::random::<u64>() >> 16);
-        self.jid = Some(Jid { local: Some(local), domain: self.xmpp.domain.clone(), resource: None });
-        self.send(&Element::new("success", ns::SASL));
-        self.phase = Phase::Restarting;
-        Ok(())
     }
 
     /// The session's full JID once bound.

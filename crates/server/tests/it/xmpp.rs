@@ -276,3 +276,35 @@ async fn host_meta_says_where_the_websocket_endpoint_is() {
     let off = TestServer::start().await;
     assert_eq!(off.http("GET", "/.well-known/host-meta", &[], b"").await.status(), 404);
 }
+
+#[tokio::test]
+async fn wrong_passwords_fail_and_the_stream_closes_after_the_tries() {
+    let config = server::Config {
+        xmpp_accounts: vec![server::AccountEntry::new("dora", "right")],
+        xmpp_plain_unencrypted: true,
+        xmpp_anonymous: false,
+        ..server::Config::default()
+    };
+    let server = TestServer::with_xmpp(config).await;
+    let mut c = Client::connect(server.xmpp.unwrap()).await;
+    c.send(HEADER).await;
+    assert!(matches!(c.event().await, Some(StreamEvent::Open { .. })));
+    let features = c.stanza().await;
+    let offered: Vec<String> = features.find("mechanisms", "urn:ietf:params:xml:ns:xmpp-sasl").unwrap().elements().map(Element::text_content).collect();
+    assert_eq!(offered, ["SCRAM-SHA-256", "SCRAM-SHA-1", "PLAIN"]);
+    use base64::Engine;
+    let plain = |password: &str| base64::engine::general_purpose::STANDARD.encode(format!("\0dora\0{password}"));
+    c.send("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='ANONYMOUS'/>").await;
+    assert!(c.stanza().await.find("invalid-mechanism", "urn:ietf:params:xml:ns:xmpp-sasl").is_some());
+    c.send(&format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{}</auth>", plain("wrong"))).await;
+    assert!(c.stanza().await.find("not-authorized", "urn:ietf:params:xml:ns:xmpp-sasl").is_some());
+    c.send(&format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{}</auth>", plain("wrong again"))).await;
+    assert_eq!(c.stream_error().await, "not-authorized", "the third failure (--xmpp-auth-tries 3) ends the stream");
+
+    let mut c = Client::connect(server.xmpp.unwrap()).await;
+    c.send(HEADER).await;
+    c.event().await;
+    c.stanza().await;
+    c.send(&format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{}</auth>", plain("right"))).await;
+    assert_eq!(c.stanza().await.name, "success");
+}

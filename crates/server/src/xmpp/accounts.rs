@@ -1,0 +1,387 @@
+//! XMPP accounts from the configuration, and SASL against them
+//! (SCRAM-SHA-256 and SCRAM-SHA-1 of RFC 5802 and 7677, PLAIN, ANONYMOUS).
+//!
+//! A password is never stored: an account keeps, for SHA-1 and SHA-256,
+//! SCRAM's StoredKey and ServerKey (RFC 5802 §3), made from the password
+//! and a salt by `switchboard xmpp-account NAME`. PLAIN is checked by
+//! deriving the same keys from the password given. The hashes, HMAC and
+//! PBKDF2 are RustCrypto's; the exchange is written here because the
+//! `sasl` crate's server (0.5) refuses a client that does not do channel
+//! binding (`n,,`), which is every client on a stream without TLS.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use hmac::{Hmac, Mac};
+use serde::Deserialize;
+use sha1::Sha1;
+use sha2::{Digest, Sha256};
+
+/// PBKDF2 rounds for new accounts: RFC 7677's minimum for SCRAM-SHA-256.
+pub const ITERATIONS: u32 = 4096;
+
+/// One account as the configuration file writes it (`[[xmpp_account]]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccountEntry {
+    pub name: String,
+    /// The salt, base64.
+    pub salt: String,
+    pub iterations: u32,
+    /// SCRAM-SHA-1's StoredKey and ServerKey, base64, joined by `:`.
+    pub sha1: String,
+    /// SCRAM-SHA-256's StoredKey and ServerKey, base64, joined by `:`.
+    pub sha256: String,
+}
+
+/// SCRAM's hash: SHA-1 or SHA-256.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hash {
+    Sha1,
+    Sha256,
+}
+
+impl Hash {
+    fn name(self) -> &'static str {
+        match self {
+            Hash::Sha1 => "SCRAM-SHA-1",
+            Hash::Sha256 => "SCRAM-SHA-256",
+        }
+    }
+
+    fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
+        fn mac<M: Mac + hmac::digest::KeyInit>(key: &[u8], data: &[u8]) -> Vec<u8> {
+            // HMAC takes a key of any length.
+            let Ok(mut mac) = <M as hmac::digest::KeyInit>::new_from_slice(key) else { return Vec::new() };
+            mac.update(data);
+            mac.finalize().into_bytes().to_vec()
+        }
+        match self {
+            Hash::Sha1 => mac::<Hmac<Sha1>>(key, data),
+            Hash::Sha256 => mac::<Hmac<Sha256>>(key, data),
+        }
+    }
+
+    fn digest(self, data: &[u8]) -> Vec<u8> {
+        match self {
+            Hash::Sha1 => Sha1::digest(data).to_vec(),
+            Hash::Sha256 => Sha256::digest(data).to_vec(),
+        }
+    }
+
+    fn salted_password(self, password: &str, salt: &[u8], iterations: u32) -> Vec<u8> {
+        match self {
+            Hash::Sha1 => pbkdf2::pbkdf2_hmac_array::<Sha1, 20>(password.as_bytes(), salt, iterations).to_vec(),
+            Hash::Sha256 => pbkdf2::pbkdf2_hmac_array::<Sha256, 32>(password.as_bytes(), salt, iterations).to_vec(),
+        }
+    }
+
+    /// StoredKey and ServerKey of a password (RFC 5802 §3).
+    fn keys(self, password: &str, salt: &[u8], iterations: u32) -> Keys {
+        let salted = self.salted_password(password, salt, iterations);
+        Keys { stored: self.digest(&self.hmac(&salted, b"Client Key")), server: self.hmac(&salted, b"Server Key") }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Keys {
+    stored: Vec<u8>,
+    server: Vec<u8>,
+}
+
+impl AccountEntry {
+    /// A new entry for `name` with `password`, salted at random.
+    pub fn new(name: &str, password: &str) -> AccountEntry {
+        let salt: [u8; 16] = rand::random();
+        let keys = |hash: Hash| {
+            let k = hash.keys(password, &salt, ITERATIONS);
+            format!("{}:{}", STANDARD.encode(k.stored), STANDARD.encode(k.server))
+        };
+        AccountEntry { name: name.to_owned(), salt: STANDARD.encode(salt), iterations: ITERATIONS, sha1: keys(Hash::Sha1), sha256: keys(Hash::Sha256) }
+    }
+
+    /// The entry as the TOML to paste into the configuration file.
+    pub fn to_toml(&self) -> String {
+        format!(
+            "[[xmpp_account]]\nname = {:?}\nsalt = {:?}\niterations = {}\nsha1 = {:?}\nsha256 = {:?}\n",
+            self.name, self.salt, self.iterations, self.sha1, self.sha256
+        )
+    }
+}
+
+#[derive(Debug)]
+struct Account {
+    salt: Vec<u8>,
+    iterations: u32,
+    sha1: Keys,
+    sha256: Keys,
+}
+
+impl Account {
+    fn keys(&self, hash: Hash) -> &Keys {
+        match hash {
+            Hash::Sha1 => &self.sha1,
+            Hash::Sha256 => &self.sha256,
+        }
+    }
+}
+
+/// The accounts, by name.
+#[derive(Debug, Clone, Default)]
+pub struct Accounts(Arc<HashMap<String, Account>>);
+
+/// What a SASL step answers.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A challenge, and the exchange goes on.
+    Challenge(Vec<u8>),
+    /// Authenticated as this account (`None`: anonymous), with the data
+    /// `<success/>` carries.
+    Success(Option<String>, Vec<u8>),
+    /// Refused (RFC 6120 §6.5: `not-authorized` unless said otherwise).
+    Failure(&'static str),
+}
+
+/// One SASL exchange in progress.
+#[derive(Debug)]
+pub enum Exchange {
+    Plain,
+    Anonymous,
+    /// SCRAM, before the client's first message, or after it.
+    Scram { hash: Hash, state: Option<ScramState> },
+}
+
+#[derive(Debug)]
+pub struct ScramState {
+    account: String,
+    /// `client-first-message-bare,server-first-message,` of the AuthMessage.
+    messages: String,
+    gs2_header: String,
+    nonce: String,
+}
+
+impl Accounts {
+    /// The accounts of the configuration; `Err` names a bad entry.
+    pub fn new(entries: &[AccountEntry]) -> Result<Accounts, String> {
+        let mut accounts = HashMap::new();
+        for entry in entries {
+            let fix = || format!("xmpp_account {:?}: make it with `switchboard xmpp-account NAME`", entry.name);
+            let keys = |value: &str, len: usize| -> Result<Keys, String> {
+                let (stored, server) = value.split_once(':').ok_or_else(fix)?;
+                let (stored, server) = (STANDARD.decode(stored).map_err(|_| fix())?, STANDARD.decode(server).map_err(|_| fix())?);
+                if stored.len() != len || server.len() != len {
+                    return Err(fix());
+                }
+                Ok(Keys { stored, server })
+            };
+            let salt = STANDARD.decode(&entry.salt).map_err(|_| fix())?;
+            if entry.iterations == 0 || salt.is_empty() {
+                return Err(fix());
+            }
+            if entry.name.is_empty() || entry.name.contains(['@', '/', '"', '&', '\'', ':', '<', '>', ' ', ',', '=']) {
+                return Err(format!("xmpp_account {:?}: not a JID localpart", entry.name));
+            }
+            let account = Account { salt, iterations: entry.iterations, sha1: keys(&entry.sha1, 20)?, sha256: keys(&entry.sha256, 32)? };
+            if accounts.insert(entry.name.clone(), account).is_some() {
+                return Err(format!("xmpp_account {:?} is given twice", entry.name));
+            }
+        }
+        Ok(Accounts(Arc::new(accounts)))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The exchange for mechanism `name`, if the server offers it: `plain`
+    /// says whether PLAIN is offered, `anonymous` ANONYMOUS.
+    pub fn start(&self, name: &str, plain: bool, anonymous: bool) -> Option<Exchange> {
+        let accounts = !self.is_empty();
+        match name {
+            "SCRAM-SHA-256" if accounts => Some(Exchange::Scram { hash: Hash::Sha256, state: None }),
+            "SCRAM-SHA-1" if accounts => Some(Exchange::Scram { hash: Hash::Sha1, state: None }),
+            "PLAIN" if accounts && plain => Some(Exchange::Plain),
+            "ANONYMOUS" if anonymous => Some(Exchange::Anonymous),
+            _ => None,
+        }
+    }
+
+    /// The names of the mechanisms offered, strongest first.
+    pub fn offered(&self, plain: bool, anonymous: bool) -> Vec<&'static str> {
+        [Hash::Sha256.name(), Hash::Sha1.name(), "PLAIN", "ANONYMOUS"].into_iter().filter(|m| self.start(m, plain, anonymous).is_some()).collect()
+    }
+
+    /// Takes the client's next message of `exchange`.
+    pub fn step(&self, exchange: &mut Exchange, data: &[u8]) -> Step {
+        match exchange {
+            Exchange::Anonymous => Step::Success(None, Vec::new()),
+            Exchange::Plain => self.plain(data),
+            Exchange::Scram { hash, state } => match state.take() {
+                None => match self.scram_first(*hash, data) {
+                    Ok((next, challenge)) => {
+                        *state = Some(next);
+                        Step::Challenge(challenge)
+                    }
+                    Err(condition) => Step::Failure(condition),
+                },
+                Some(first) => self.scram_final(*hash, &first, data),
+            },
+        }
+    }
+
+    fn plain(&self, data: &[u8]) -> Step {
+        let mut parts = data.split(|&b| b == 0);
+        let (Some(authzid), Some(name), Some(password), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+            return Step::Failure("malformed-request");
+        };
+        let (Ok(name), Ok(password)) = (std::str::from_utf8(name), std::str::from_utf8(password)) else {
+            return Step::Failure("malformed-request");
+        };
+        if !authzid.is_empty() && authzid != name.as_bytes() {
+            return Step::Failure("invalid-authzid");
+        }
+        let Some(account) = self.0.get(name) else { return Step::Failure("not-authorized") };
+        let keys = Hash::Sha256.keys(password, &account.salt, account.iterations);
+        if same(&keys.stored, &account.sha256.stored) { Step::Success(Some(name.to_owned()), Vec::new()) } else { Step::Failure("not-authorized") }
+    }
+
+    fn scram_first(&self, hash: Hash, data: &[u8]) -> Result<(ScramState, Vec<u8>), &'static str> {
+        let text = std::str::from_utf8(data).map_err(|_| "malformed-request")?;
+        // gs2-header: "n,," or "y,," (no channel binding here); an authzid is refused.
+        let (flag, rest) = text.split_once(',').ok_or("malformed-request")?;
+        let (authzid, bare) = rest.split_once(',').ok_or("malformed-request")?;
+        if flag != "n" && flag != "y" {
+            return Err("malformed-request");
+        }
+        if !authzid.is_empty() {
+            return Err("invalid-authzid");
+        }
+        let mut name = None;
+        let mut client_nonce = None;
+        for attr in bare.split(',') {
+            match attr.split_once('=') {
+                Some(("n", v)) => name = Some(v.replace("=2C", ",").replace("=3D", "=")),
+                Some(("r", v)) if !v.is_empty() => client_nonce = Some(v),
+                Some(("m", _)) => return Err("malformed-request"),
+                _ => {}
+            }
+        }
+        let (Some(name), Some(client_nonce)) = (name, client_nonce) else { return Err("malformed-request") };
+        // An unknown name gets a challenge like any other (it fails at the
+        // proof), so that names cannot be probed.
+        let (salt, iterations) = match self.0.get(&name) {
+            Some(account) => (account.salt.clone(), account.iterations),
+            None => (hash.digest(name.as_bytes())[..16].to_vec(), ITERATIONS),
+        };
+        let nonce = format!("{client_nonce}{}", STANDARD.encode(rand::random::<[u8; 18]>()));
+        let server_first = format!("r={nonce},s={},i={iterations}", STANDARD.encode(salt));
+        let state = ScramState { account: name, messages: format!("{bare},{server_first},"), gs2_header: format!("{flag},{authzid},"), nonce };
+        Ok((state, server_first.into_bytes()))
+    }
+
+    fn scram_final(&self, hash: Hash, first: &ScramState, data: &[u8]) -> Step {
+        let Ok(text) = std::str::from_utf8(data) else { return Step::Failure("malformed-request") };
+        let Some((without_proof, proof)) = text.rsplit_once(",p=") else { return Step::Failure("malformed-request") };
+        let mut binding = None;
+        let mut nonce = None;
+        for attr in without_proof.split(',') {
+            match attr.split_once('=') {
+                Some(("c", v)) => binding = Some(v),
+                Some(("r", v)) => nonce = Some(v),
+                _ => {}
+            }
+        }
+        if binding != Some(STANDARD.encode(&first.gs2_header).as_str()) || nonce != Some(first.nonce.as_str()) {
+            return Step::Failure("not-authorized");
+        }
+        let (Ok(proof), Some(account)) = (STANDARD.decode(proof), self.0.get(&first.account)) else {
+            return Step::Failure("not-authorized");
+        };
+        let keys = account.keys(hash);
+        let auth_message = format!("{}{without_proof}", first.messages);
+        let signature = hash.hmac(&keys.stored, auth_message.as_bytes());
+        if proof.len() != signature.len() {
+            return Step::Failure("not-authorized");
+        }
+        let client_key: Vec<u8> = proof.iter().zip(&signature).map(|(a, b)| a ^ b).collect();
+        if !same(&hash.digest(&client_key), &keys.stored) {
+            return Step::Failure("not-authorized");
+        }
+        let server_signature = hash.hmac(&keys.server, auth_message.as_bytes());
+        Step::Success(Some(first.account.clone()), format!("v={}", STANDARD.encode(server_signature)).into_bytes())
+    }
+}
+
+/// Whether two keys are equal, comparing every byte whatever the first
+/// difference, so that the time taken does not tell where it is.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alice() -> Accounts {
+        Accounts::new(&[AccountEntry::new("alice", "s3cret")]).unwrap()
+    }
+
+    #[test]
+    fn an_entry_survives_its_toml_and_plain_checks_the_password_only() {
+        let entry = AccountEntry::new("alice", "s3cret");
+        let file: HashMap<String, Vec<AccountEntry>> = toml::from_str(&entry.to_toml()).unwrap();
+        assert_eq!(file["xmpp_account"][0], entry);
+        let accounts = Accounts::new(&[entry]).unwrap();
+        let mut plain = accounts.start("PLAIN", true, false).unwrap();
+        assert_eq!(accounts.step(&mut plain, b"\0alice\0s3cret"), Step::Success(Some("alice".into()), Vec::new()));
+        assert_eq!(accounts.step(&mut plain, b"\0alice\0guess"), Step::Failure("not-authorized"));
+        assert_eq!(accounts.step(&mut plain, b"\0bob\0s3cret"), Step::Failure("not-authorized"));
+        assert_eq!(accounts.step(&mut plain, b"garbage"), Step::Failure("malformed-request"));
+        assert!(accounts.start("PLAIN", false, false).is_none(), "PLAIN only where allowed");
+        assert_eq!(accounts.offered(false, true), ["SCRAM-SHA-256", "SCRAM-SHA-1", "ANONYMOUS"]);
+        assert!(Accounts::default().offered(true, false).is_empty());
+    }
+
+    /// RFC 7677 §3's example exchange, to the byte: user "user", password
+    /// "pencil", the RFC's salt, iteration count and nonces.
+    #[test]
+    fn scram_sha_256_follows_rfc_7677s_example() {
+        let salt = STANDARD.decode("W22ZaJ0SNY7soEsUEjb6gQ==").unwrap();
+        let keys = Hash::Sha256.keys("pencil", &salt, 4096);
+        let account = Account { salt, iterations: 4096, sha1: keys.clone(), sha256: keys };
+        let accounts = Accounts(Arc::new(HashMap::from([("user".to_owned(), account)])));
+        let bare = "n=user,r=rOprNGfwEbeRWgbNEkqO";
+        let server_first = "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
+        let first = ScramState {
+            account: "user".into(),
+            messages: format!("{bare},{server_first},"),
+            gs2_header: "n,,".into(),
+            nonce: "rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0".into(),
+        };
+        let client_final = "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=";
+        assert_eq!(
+            accounts.scram_final(Hash::Sha256, &first, client_final.as_bytes()),
+            Step::Success(Some("user".into()), b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=".to_vec())
+        );
+        let wrong = client_final.replace("p=dHzb", "p=eHzb");
+        assert_eq!(accounts.scram_final(Hash::Sha256, &first, wrong.as_bytes()), Step::Failure("not-authorized"));
+    }
+
+    #[test]
+    fn a_scram_exchange_needs_the_password_and_the_nonce() {
+        let accounts = alice();
+        let mut exchange = accounts.start("SCRAM-SHA-1", false, false).unwrap();
+        let Step::Challenge(challenge) = accounts.step(&mut exchange, b"n,,n=alice,r=abc") else { panic!() };
+        let challenge = String::from_utf8(challenge).unwrap();
+        assert!(challenge.starts_with("r=abc") && challenge.contains(",i=4096"), "{challenge}");
+        // A client-final with a made-up proof fails.
+        let nonce = challenge.split(',').next().unwrap();
+        let guess = format!("c=biws,{nonce},p={}", STANDARD.encode([0u8; 20]));
+        assert_eq!(accounts.step(&mut exchange, guess.as_bytes()), Step::Failure("not-authorized"));
+        let mut exchange = accounts.start("SCRAM-SHA-256", false, false).unwrap();
+        assert_eq!(accounts.step(&mut exchange, b"p=tls-unique,,n=alice,r=abc"), Step::Failure("malformed-request"));
+        assert_eq!(accounts.step(&mut exchange, b"n,a=bob,n=alice,r=abc"), Step::Failure("invalid-authzid"));
+    }
+}
