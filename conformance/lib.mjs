@@ -49,10 +49,13 @@ export async function startServer(extraArgs = []) {
   };
 }
 
-/** Runs a switchboard command to completion: { code, stdout, stderr }. */
+/** Runs a switchboard command to completion: { code, stdout, stderr };
+ *  `options.input` is written to its standard input. */
 export function runSwitchboard(args, options = {}) {
+  const { input, ...spawnOptions } = options;
   return new Promise((resolve, reject) => {
-    const proc = spawn(BIN, args, { stdio: ["ignore", "pipe", "pipe"], ...options });
+    const proc = spawn(BIN, args, { stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"], ...spawnOptions });
+    if (input !== undefined) proc.stdin.end(input);
     let stdout = "", stderr = "";
     proc.stdout.on("data", (d) => (stdout += d));
     proc.stderr.on("data", (d) => (stderr += d));

@@ -7,16 +7,24 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
-import { launchBrowser, servePages, startServer } from "./lib.mjs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { launchBrowser, runSwitchboard, servePages, startServer } from "./lib.mjs";
 
 const PYTHON = new URL("../build/xmpp/venv/bin/python", import.meta.url).pathname;
 const SCRIPT = new URL("./xmpp/slixmpp_muc.py", import.meta.url).pathname;
 const STROPHE = new URL("../web/node_modules/strophe.js/dist/strophe.umd.min.js", import.meta.url).pathname;
 
-let server, xmppPort;
+let server, xmppPort, configDir;
 before(async () => {
-  server = await startServer(["--xmpp-listen", "127.0.0.1:0"]);
+  // An account made as a user makes one: `switchboard xmpp-account NAME`, password on stdin.
+  const made = await runSwitchboard(["xmpp-account", "carol"], { input: "carols-secret\n" });
+  assert.equal(made.code, 0, made.stderr);
+  configDir = mkdtempSync(join(tmpdir(), "switchboard-xmpp-"));
+  const config = join(configDir, "switchboard.toml");
+  writeFileSync(config, made.stdout);
+  server = await startServer(["--xmpp-listen", "127.0.0.1:0", "--config", config]);
   const line = await server.nextLine();
   const m = line.match(/serves XMPP for localhost on 127\.0\.0\.1:(\d+)/);
   assert.ok(m, `unexpected second line: ${line}`);
@@ -24,18 +32,19 @@ before(async () => {
 });
 after(async () => {
   assert.equal(await server?.stop(), 0);
+  if (configDir) rmSync(configDir, { recursive: true });
 });
 
-test("slixmpp logs in, pings, and chats in a MUC room with a chat-app client", async () => {
+test("slixmpp logs in (anonymously, and to an account with SCRAM), pings, and chats in a MUC room with a chat-app client", async () => {
   assert.ok(existsSync(PYTHON), `no ${PYTHON}: run \`make xmpp-clients\` (make test does) to install slixmpp`);
   const wsUrl = server.url.replace("http://", "ws://") + "/chat/websocket";
-  const proc = spawn(PYTHON, [SCRIPT, xmppPort, wsUrl], { stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(PYTHON, [SCRIPT, xmppPort, wsUrl, "carol", "carols-secret"], { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   proc.stdout.on("data", (d) => (output += d));
   proc.stderr.on("data", (d) => (output += d));
   const code = await new Promise((resolve) => proc.once("exit", resolve));
   assert.equal(code, 0, output);
-  assert.match(output, /^9 passed, 0 failed$/m, output);
+  assert.match(output, /^11 passed, 0 failed$/m, output);
 });
 
 test("Strophe.js in Chromium logs in over WebSocket, pings, and chats in a MUC room", async () => {

@@ -1,8 +1,9 @@
 """slixmpp (PyPI), a client nobody here wrote, against `switchboard serve`'s
-XMPP: anonymous login, ping, service discovery, and a MUC conversation in
-the room `lobby` with a chat-app WebSocket client in the same room.
+XMPP: anonymous login, ping, service discovery, a MUC conversation in the
+room `lobby` with a chat-app WebSocket client in the same room, and a login
+to an account with SCRAM whose direct message reaches the first client.
 
-    slixmpp_muc.py XMPP_PORT WS_URL     (exits 0 when every check passed)
+    slixmpp_muc.py XMPP_PORT WS_URL ACCOUNT PASSWORD   (exits 0 when every check passed)
 """
 
 import asyncio
@@ -24,7 +25,7 @@ async def next_event(ws, **want):
             return event
 
 
-async def main(port, ws_url):
+async def main(port, ws_url, account, password):
     checks = []
 
     def check(name, ok, detail=""):
@@ -70,6 +71,24 @@ async def main(port, ws_url):
     xmpp.plugin["xep_0045"].leave_muc(ROOM, "slix")
     await next_event(ws, event="leave", name="slix")
     check("the chat-app member sees slixmpp leave", True)
+
+    carol = slixmpp.ClientXMPP(f"{account}@localhost/phone", password)
+    # slixmpp does SCRAM only over TLS unless told otherwise; the server has
+    # no TLS for XMPP yet.
+    carol.plugin["feature_mechanisms"].unencrypted_scram = True
+    carol_started = asyncio.Event()
+    carol.add_event_handler("session_start", lambda _: carol_started.set())
+    mechanisms = []
+    carol.add_event_handler("auth_success", lambda _: mechanisms.append(carol.plugin["feature_mechanisms"].mech.name))
+    direct = asyncio.Queue()
+    xmpp.add_event_handler("message", lambda m: m["type"] in ("chat", "normal") and direct.put_nowait((str(m["from"]), m["body"])))
+    carol.connect(host="127.0.0.1", port=port)
+    await asyncio.wait_for(carol_started.wait(), PATIENCE)
+    check("an account logs in with SCRAM", str(carol.boundjid) == f"{account}@localhost/phone" and mechanisms[:1] == ["SCRAM-SHA-256"], f"{carol.boundjid} {mechanisms}")
+    carol.send_message(mto=xmpp.boundjid.full, mbody="hi from carol", mtype="chat")
+    got = await asyncio.wait_for(direct.get(), PATIENCE)
+    check("a message between two online JIDs is routed", got == (f"{account}@localhost/phone", "hi from carol"), str(got))
+    carol.disconnect()
     xmpp.disconnect()
     await ws.close()
     failed = checks.count(False)
@@ -78,4 +97,4 @@ async def main(port, ws_url):
 
 
 if __name__ == "__main__":
-    sys.exit(0 if asyncio.run(main(int(sys.argv[1]), sys.argv[2])) else 1)
+    sys.exit(0 if asyncio.run(main(int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4])) else 1)
