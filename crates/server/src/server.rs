@@ -102,6 +102,11 @@ impl ServerState {
                 })
             })
             .collect();
+        // STARTTLS on XMPP streams uses the listener's certificate.
+        let xmpp_tls = match &config.tls {
+            Some(files) if xmpp_on => Some(tls::acceptor_for(files, &[])?),
+            _ => None,
+        };
         let xmpp = xmpp_on.then(|| {
             // MUC rooms are the first chat mount's rooms.
             let rooms = mounts.iter().find(|m| m.app.kind() == crate::AppKind::Chat).map(|m| m.app.broker().clone());
@@ -112,8 +117,9 @@ impl ServerState {
                 plain_unencrypted: config.xmpp_plain_unencrypted,
                 tries: config.xmpp_auth_tries,
             };
-            Arc::new(crate::xmpp::Xmpp::new(&config.xmpp_domain, rooms, config.max_connections, auth))
+            Arc::new(crate::xmpp::Xmpp::new(&config.xmpp_domain, rooms, config.max_connections, auth, xmpp_tls))
         });
+
         let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
         let tokens = config.token_key.as_ref().map(Verifier::new).transpose()?;
         let session_rates = AddressRates::new(config.session_rate, config.session_rate.saturating_mul(SESSION_BURST_SECONDS));

@@ -14,6 +14,12 @@ use crate::config::TlsFiles;
 
 /// An acceptor for the files' certificate and key, offering HTTP/1.1.
 pub fn acceptor(files: &TlsFiles) -> Result<TlsAcceptor, Error> {
+    acceptor_for(files, &[b"http/1.1"])
+}
+
+/// An acceptor for the files' certificate and key, offering the ALPN
+/// protocols `alpn` (none for XMPP's STARTTLS).
+pub fn acceptor_for(files: &TlsFiles, alpn: &[&[u8]]) -> Result<TlsAcceptor, Error> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&files.cert)
         .and_then(|certs| certs.collect())
         .map_err(|e| Error::config(format!("cannot read the certificate {}: {e}", files.cert.display())))?;
@@ -28,6 +34,6 @@ pub fn acceptor(files: &TlsFiles) -> Result<TlsAcceptor, Error> {
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .map_err(|e| Error::config(format!("the certificate and key in {} and {} do not make a TLS identity: {e}", files.cert.display(), files.key.display())))?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Ok(TlsAcceptor::from(Arc::new(config)))
 }

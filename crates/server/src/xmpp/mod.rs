@@ -7,7 +7,8 @@
 //! messages between online users' JIDs, MUC join, groupchat, history and
 //! leave, ping (XEP-0199), service discovery (XEP-0030) and an empty roster;
 //! every other iq is answered `service-unavailable`; over TCP and over
-//! WebSocket (RFC 7395). Not yet: TLS, stream management.
+//! WebSocket (RFC 7395); STARTTLS on TCP. Not yet: direct TLS, stream
+//! management.
 
 mod accounts;
 mod jid;
@@ -35,6 +36,7 @@ pub mod ns {
     pub const STREAM_ERRORS: &str = "urn:ietf:params:xml:ns:xmpp-streams";
     pub const STANZA_ERRORS: &str = "urn:ietf:params:xml:ns:xmpp-stanzas";
     pub const SASL: &str = "urn:ietf:params:xml:ns:xmpp-sasl";
+    pub const TLS: &str = "urn:ietf:params:xml:ns:xmpp-tls";
     pub const BIND: &str = "urn:ietf:params:xml:ns:xmpp-bind";
     pub const SESSION: &str = "urn:ietf:params:xml:ns:xmpp-session";
     pub const PING: &str = "urn:xmpp:ping";
@@ -50,7 +52,6 @@ pub mod ns {
 type Resource = (String, Arc<Outbox>);
 
 /// What every XMPP session of the server shares.
-#[derive(Debug)]
 pub struct Xmpp {
     /// The domain the server serves, e.g. `localhost`.
     pub domain: String,
@@ -65,6 +66,15 @@ pub struct Xmpp {
     slots: Arc<Semaphore>,
     /// Who may log in, and how.
     pub auth: Auth,
+    /// STARTTLS, when the server has a certificate (`--tls-cert`).
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+impl std::fmt::Debug for Xmpp {
+    // rustls's acceptor has no Debug; say whether there is one.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Xmpp").field("domain", &self.domain).field("tls", &self.tls.is_some()).finish_non_exhaustive()
+    }
 }
 
 /// How clients log in.
@@ -80,9 +90,10 @@ pub struct Auth {
 }
 
 impl Xmpp {
-    pub fn new(domain: &str, rooms: Option<Arc<dyn Broker>>, max_connections: usize, auth: Auth) -> Xmpp {
+    pub fn new(domain: &str, rooms: Option<Arc<dyn Broker>>, max_connections: usize, auth: Auth, tls: Option<tokio_rustls::TlsAcceptor>) -> Xmpp {
         Xmpp {
             auth,
+            tls,
             domain: domain.to_owned(),
             muc_domain: format!("conference.{domain}"),
             rooms,

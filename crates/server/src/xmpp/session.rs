@@ -89,6 +89,19 @@ pub struct Session {
     /// The SASL exchange in progress, and how many have failed.
     sasl: Option<Exchange>,
     failed: u32,
+    /// Whether the stream runs over TLS.
+    pub encrypted: bool,
+}
+
+/// What the transport does after a batch of events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Read on.
+    Continue,
+    /// The client ended its stream.
+    Closed,
+    /// Send what is queued (`<proceed/>`), then start TLS and a new stream.
+    StartTls,
 }
 
 /// Why the stream ends from the server's side: a stream error condition
@@ -127,21 +140,32 @@ impl Session {
             rooms: HashMap::new(),
             sasl: None,
             failed: 0,
+            encrypted: false,
         }
     }
 
-    /// Handles every complete event the parser has; `Ok(false)` when the
-    /// client closed its stream.
-    pub async fn take_events(&mut self, parser: &mut StreamParser) -> Result<bool, StreamEnd> {
+    /// Handles every complete event the parser has.
+    pub async fn take_events(&mut self, parser: &mut StreamParser) -> Result<Flow, StreamEnd> {
         loop {
             let event = parser.next_event().map_err(|e| StreamEnd(e.condition(), e.to_string()))?;
             match event {
-                None => return Ok(true),
+                None => return Ok(Flow::Continue),
                 Some(StreamEvent::Open { attrs, ns }) => self.on_open(&attrs, &ns)?,
-                Some(StreamEvent::Close) => return Ok(false),
+                Some(StreamEvent::Close) => return Ok(Flow::Closed),
                 // RFC 7395's framing elements stand for the stream's header and end.
                 Some(StreamEvent::Stanza(e)) if e.ns == FRAMING_NS && e.name == "open" => self.on_open(&e.attrs, ns::CLIENT)?,
-                Some(StreamEvent::Stanza(e)) if e.ns == FRAMING_NS && e.name == "close" => return Ok(false),
+                Some(StreamEvent::Stanza(e)) if e.ns == FRAMING_NS && e.name == "close" => return Ok(Flow::Closed),
+                Some(StreamEvent::Stanza(e)) if e.ns == ns::TLS && e.name == "starttls" => {
+                    if self.phase != Phase::Authenticating || self.encrypted || self.framing != Framing::Stream || self.xmpp.tls.is_none() {
+                        self.send(&Element::new("failure", ns::TLS));
+                        return Err(StreamEnd("", String::new()));
+                    }
+                    self.send(&Element::new("proceed", ns::TLS));
+                    // The client starts a new stream over TLS (RFC 6120 §5.4.3.3).
+                    self.phase = Phase::Connected;
+                    parser.restart();
+                    return Ok(Flow::StartTls);
+                }
                 Some(StreamEvent::Stanza(stanza)) => {
                     // Over WebSocket the client restarts with a new `<open/>`,
                     // which needs no new parser.
@@ -180,10 +204,14 @@ impl Session {
                 self.phase = Phase::Authenticating;
                 let auth = &self.xmpp.auth;
                 let mut mechanisms = Element::new("mechanisms", ns::SASL);
-                for name in auth.accounts.offered(auth.plain_unencrypted, auth.anonymous) {
+                for name in auth.accounts.offered(self.plain_allowed(), auth.anonymous) {
                     mechanisms = mechanisms.child(Element::new("mechanism", ns::SASL).text(name));
                 }
-                Element::new("features", STREAMS_NS).child(mechanisms)
+                let mut features = Element::new("features", STREAMS_NS);
+                if self.xmpp.tls.is_some() && !self.encrypted && self.framing == Framing::Stream {
+                    features = features.child(Element::new("starttls", ns::TLS));
+                }
+                features.child(mechanisms)
             }
             Phase::Restarting => {
                 self.phase = Phase::Binding;
@@ -233,7 +261,7 @@ impl Session {
         let step = match (stanza.name.as_str(), data) {
             ("auth", Ok(data)) => {
                 let auth = &self.xmpp.auth;
-                match auth.accounts.start(stanza.get("mechanism").unwrap_or_default(), auth.plain_unencrypted, auth.anonymous) {
+                match auth.accounts.start(stanza.get("mechanism").unwrap_or_default(), self.plain_allowed(), auth.anonymous) {
                     Some(mut exchange) => {
                         let step = auth.accounts.step(&mut exchange, &data);
                         self.sasl = Some(exchange);
@@ -280,6 +308,11 @@ impl Session {
                 Ok(false)
             }
         }
+    }
+
+    /// Whether PLAIN may be offered: over TLS, or where allowed without.
+    fn plain_allowed(&self) -> bool {
+        self.encrypted || self.xmpp.auth.plain_unencrypted
     }
 
     /// The session's full JID once bound.

@@ -1,74 +1,149 @@
-//! XMPP over TCP: one XML stream each way on the socket.
+//! XMPP over TCP: one XML stream each way on the socket, which STARTTLS
+//! (RFC 6120 §5) can turn into TLS.
 
 use std::sync::Arc;
 
-use hub::{Drained, Outbox};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use hub::{Drained, Outbox, Payload};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 use wire::xmpp::{Limits, StreamParser};
 
 use super::Xmpp;
-use super::session::{Framing, Phase, Session, StreamEnd, header, stream_end_for};
+use super::session::{Flow, Framing, Phase, Session, StreamEnd, header, stream_end_for};
+use crate::metrics::ConnectionMetrics;
 use crate::server::ServerState;
 
+/// How a stream on one socket ended.
+enum Ending {
+    /// The socket is done with: after a stream error or end, or when it failed.
+    Done(Option<StreamEnd>),
+    /// The client asked for TLS and was told to proceed.
+    StartTls,
+}
+
+/// What one connection's loop works with, whatever the socket.
+struct Conn {
+    server: Arc<ServerState>,
+    session: Session,
+    outbox: Arc<Outbox>,
+    parser: StreamParser,
+    metrics: ConnectionMetrics,
+    batch: Vec<Payload>,
+    out: String,
+}
+
 /// Serves one client connection until either side ends the stream.
-pub async fn run(mut stream: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, _slot: OwnedSemaphorePermit) {
+pub async fn run(mut tcp: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, _slot: OwnedSemaphorePermit) {
     let outbox = Arc::new(Outbox::new(server.config.queue_limit));
-    let metrics = server.metrics.connection("xmpp", "tcp");
-    let mut session = Session::new(Framing::Stream, xmpp, outbox.clone());
     let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
-    let mut parser = StreamParser::new(limits);
-    let mut read = vec![0u8; 16 * 1024];
-    let mut batch = Vec::new();
-    let mut out = String::new();
-    let ending = loop {
-        tokio::select! {
-            n = stream.read(&mut read) => {
-                let n = match n {
-                    Ok(0) | Err(_) => break None,
-                    Ok(n) => n,
-                };
-                metrics.received(n);
-                parser.feed(&read[..n]);
-                match session.take_events(&mut parser).await {
-                    Ok(true) => {}
-                    Ok(false) => break Some(StreamEnd("", String::new())),
-                    Err(end) => break Some(end),
-                }
-            }
-            drained = outbox.drain(&mut batch) => {
-                out.clear();
-                let count = batch.len();
-                batch.drain(..).filter_map(|p| session.render(&p)).for_each(|text| out.push_str(&text));
-                if !out.is_empty() && stream.write_all(out.as_bytes()).await.is_err() {
-                    break None;
-                }
-                metrics.sent(count, out.len());
-                if let Drained::Closed(close) = drained {
-                    break Some(stream_end_for(&close));
-                }
-            }
-            () = server.shutdown.wait() => break Some(StreamEnd("system-shutdown", "the server is shutting down".into())),
-        }
+    let tls = xmpp.tls.clone();
+    let mut conn = Conn {
+        metrics: server.metrics.connection("xmpp", "tcp"),
+        session: Session::new(Framing::Stream, xmpp, outbox.clone()),
+        server,
+        outbox,
+        parser: StreamParser::new(limits),
+        batch: Vec::new(),
+        out: String::new(),
     };
-    session.leave_all();
-    if let Some(StreamEnd(condition, text)) = ending {
-        // What was answered before the end goes first (the stream header,
-        // when the error came in the same read as the client's).
-        out.clear();
-        if outbox.try_drain(&mut batch).is_some() {
-            batch.drain(..).filter_map(|p| session.render(&p)).for_each(|text| out.push_str(&text));
+    match conn.drive(&mut tcp).await {
+        Ending::Done(end) => conn.finish(&mut tcp, end).await,
+        Ending::StartTls => {
+            let Some(acceptor) = tls else { return conn.finish(&mut tcp, None).await };
+            let handshake = tokio::time::timeout(conn.server.config.header_timeout, acceptor.accept(tcp)).await;
+            let Ok(Ok(mut stream)) = handshake else {
+                // Nothing more can be said on a failed handshake.
+                conn.session.leave_all();
+                return;
+            };
+            conn.session.encrypted = true;
+            let end = match conn.drive(&mut stream).await {
+                Ending::Done(end) => end,
+                // Refused by the session once encrypted: cannot happen twice.
+                Ending::StartTls => None,
+            };
+            conn.finish(&mut stream, end).await;
         }
-        if session.phase == Phase::Connected {
-            // An error before the client's header still opens a stream (§4.9.1.1).
-            out.push_str(&header(session.domain(), "error"));
-        }
-        if !condition.is_empty() {
-            out.push_str(&session.stream_error(condition, &text));
-        }
-        out.push_str(Framing::Stream.close());
-        let _ = stream.write_all(out.as_bytes()).await;
     }
-    let _ = stream.shutdown().await;
+}
+
+impl Conn {
+    /// Reads and writes the stream until it ends or turns to TLS.
+    async fn drive<S: AsyncRead + AsyncWrite + Unpin>(&mut self, stream: &mut S) -> Ending {
+        let mut read = vec![0u8; 16 * 1024];
+        loop {
+            tokio::select! {
+                n = stream.read(&mut read) => {
+                    let n = match n {
+                        Ok(0) | Err(_) => return Ending::Done(None),
+                        Ok(n) => n,
+                    };
+                    self.metrics.received(n);
+                    self.parser.feed(&read[..n]);
+                    match self.session.take_events(&mut self.parser).await {
+                        Ok(Flow::Continue) => {}
+                        Ok(Flow::Closed) => return Ending::Done(Some(StreamEnd("", String::new()))),
+                        Ok(Flow::StartTls) => {
+                            // `<proceed/>` must reach the client before the handshake.
+                            if self.outbox.try_drain(&mut self.batch).is_some() && !self.write(stream).await {
+                                return Ending::Done(None);
+                            }
+                            return Ending::StartTls;
+                        }
+                        Err(end) => return Ending::Done(Some(end)),
+                    }
+                }
+                drained = self.outbox.drain(&mut self.batch) => {
+                    if !self.write(stream).await {
+                        return Ending::Done(None);
+                    }
+                    if let Drained::Closed(close) = drained {
+                        return Ending::Done(Some(stream_end_for(&close)));
+                    }
+                }
+                () = self.server.shutdown.wait() => return Ending::Done(Some(StreamEnd("system-shutdown", "the server is shutting down".into()))),
+            }
+        }
+    }
+
+    /// Writes the drained batch; `false` if the socket failed.
+    async fn write<S: AsyncWrite + Unpin>(&mut self, stream: &mut S) -> bool {
+        self.out.clear();
+        let count = self.batch.len();
+        for payload in self.batch.drain(..) {
+            if let Some(text) = self.session.render(&payload) {
+                self.out.push_str(&text);
+            }
+        }
+        if self.out.is_empty() {
+            return true;
+        }
+        let ok = stream.write_all(self.out.as_bytes()).await.is_ok();
+        self.metrics.sent(count, self.out.len());
+        ok
+    }
+
+    /// Leaves the rooms and ends the stream: what was answered before the
+    /// end first (the stream header, when the error came in the same read
+    /// as the client's), then the error if any, then `</stream:stream>`.
+    async fn finish<S: AsyncWrite + Unpin>(&mut self, stream: &mut S, end: Option<StreamEnd>) {
+        self.session.leave_all();
+        if let Some(StreamEnd(condition, text)) = end {
+            let mut out = String::new();
+            if self.outbox.try_drain(&mut self.batch).is_some() {
+                self.batch.drain(..).filter_map(|p| self.session.render(&p)).for_each(|t| out.push_str(&t));
+            }
+            if self.session.phase == Phase::Connected {
+                // An error before the client's header still opens a stream (§4.9.1.1).
+                out.push_str(&header(self.session.domain(), "error"));
+            }
+            if !condition.is_empty() {
+                out.push_str(&self.session.stream_error(condition, &text));
+            }
+            out.push_str(Framing::Stream.close());
+            let _ = stream.write_all(out.as_bytes()).await;
+        }
+        let _ = stream.shutdown().await;
+    }
 }

@@ -15,7 +15,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use wire::xmpp::{Limits, StreamParser};
 
-use super::session::{Framing, Session, StreamEnd, stream_end_for};
+use super::session::{Flow, Framing, Session, StreamEnd, stream_end_for};
 use crate::http::{Body, text_response};
 use crate::server::{Connection, ServerState};
 use crate::transport::websocket::{check_handshake, switching_protocols};
@@ -104,8 +104,9 @@ where
                 metrics.received(text.len());
                 parser.feed(text.as_bytes());
                 match session.take_events(&mut parser).await {
-                    Ok(true) => {}
-                    Ok(false) => break Some(StreamEnd("", String::new())),
+                    // STARTTLS is refused on WebSocket, so it never asks for TLS.
+                    Ok(Flow::Continue | Flow::StartTls) => {}
+                    Ok(Flow::Closed) => break Some(StreamEnd("", String::new())),
                     Err(end) => break Some(end),
                 }
             }

@@ -308,3 +308,65 @@ async fn wrong_passwords_fail_and_the_stream_closes_after_the_tries() {
     c.send(&format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{}</auth>", plain("right"))).await;
     assert_eq!(c.stanza().await.name, "success");
 }
+
+/// The next event of a stream read from `socket` with `parser`.
+async fn next_on<S: tokio::io::AsyncRead + Unpin>(socket: &mut S, parser: &mut StreamParser) -> StreamEvent {
+    loop {
+        if let Some(event) = parser.next_event().expect("well-formed") {
+            return event;
+        }
+        let mut buf = [0u8; 4096];
+        let n = tokio::time::timeout(PATIENCE, socket.read(&mut buf)).await.expect("a reply in time").unwrap();
+        assert!(n > 0, "the server closed the connection");
+        parser.feed(&buf[..n]);
+    }
+}
+
+#[tokio::test]
+async fn starttls_turns_the_stream_to_tls_and_then_offers_plain() {
+    use std::sync::Arc;
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let dir = std::env::temp_dir().join(format!("switchboard-xmpp-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let files = server::TlsFiles { cert: dir.join("cert.pem"), key: dir.join("key.pem") };
+    std::fs::write(&files.cert, cert.cert.pem()).unwrap();
+    std::fs::write(&files.key, cert.signing_key.serialize_pem()).unwrap();
+    let config = server::Config { tls: Some(files), xmpp_accounts: vec![server::AccountEntry::new("erin", "pw")], ..server::Config::default() };
+    let server = TestServer::with_xmpp(config).await;
+
+    let mut tcp = TcpStream::connect(server.xmpp.unwrap()).await.unwrap();
+    let mut parser = StreamParser::new(Limits::default());
+    tcp.write_all(HEADER.as_bytes()).await.unwrap();
+    assert!(matches!(next_on(&mut tcp, &mut parser).await, StreamEvent::Open { .. }));
+    let StreamEvent::Stanza(features) = next_on(&mut tcp, &mut parser).await else { panic!() };
+    assert!(features.find("starttls", "urn:ietf:params:xml:ns:xmpp-tls").is_some());
+    let mechanisms = |features: &Element| -> Vec<String> {
+        features.find("mechanisms", "urn:ietf:params:xml:ns:xmpp-sasl").unwrap().elements().map(Element::text_content).collect()
+    };
+    assert!(!mechanisms(&features).contains(&"PLAIN".to_owned()), "no PLAIN in the clear");
+    tcp.write_all(b"<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>").await.unwrap();
+    let StreamEvent::Stanza(proceed) = next_on(&mut tcp, &mut parser).await else { panic!() };
+    assert_eq!(proceed.name, "proceed");
+
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.cert.der().clone()).unwrap();
+    let client = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(client)).connect(name, tcp).await.unwrap();
+    let mut parser = StreamParser::new(Limits::default());
+    tls.write_all(HEADER.as_bytes()).await.unwrap();
+    assert!(matches!(next_on(&mut tls, &mut parser).await, StreamEvent::Open { .. }));
+    let StreamEvent::Stanza(features) = next_on(&mut tls, &mut parser).await else { panic!() };
+    assert!(features.find("starttls", "urn:ietf:params:xml:ns:xmpp-tls").is_none(), "TLS is not offered twice");
+    assert_eq!(mechanisms(&features), ["SCRAM-SHA-256", "SCRAM-SHA-1", "PLAIN", "ANONYMOUS"]);
+    use base64::Engine;
+    let plain = base64::engine::general_purpose::STANDARD.encode("\0erin\0pw");
+    tls.write_all(format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{plain}</auth>").as_bytes()).await.unwrap();
+    let StreamEvent::Stanza(success) = next_on(&mut tls, &mut parser).await else { panic!() };
+    assert_eq!(success.name, "success");
+    std::fs::remove_dir_all(dir).ok();
+}
