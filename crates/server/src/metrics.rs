@@ -154,7 +154,12 @@ pub struct ConnectionMetrics {
 impl ConnectionMetrics {
     /// Counts one message received.
     pub fn received(&self, bytes: usize) {
-        self.messages_in.inc();
+        self.received_many(1, bytes);
+    }
+
+    /// Counts messages received in `bytes` (XMPP: the stanzas of a read).
+    pub fn received_many(&self, messages: usize, bytes: usize) {
+        self.messages_in.inc_by(messages as u64);
         self.bytes_in.inc_by(bytes as u64);
     }
 

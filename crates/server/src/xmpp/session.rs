@@ -76,6 +76,7 @@ pub enum Phase {
 
 /// The session's state, owned by its one task.
 pub struct Session {
+    server: Arc<crate::server::ServerState>,
     framing: Framing,
     xmpp: Arc<Xmpp>,
     id: hub::MemberId,
@@ -91,6 +92,8 @@ pub struct Session {
     failed: u32,
     /// Whether the stream runs over TLS.
     pub encrypted: bool,
+    /// Stanzas taken from the client so far, for metrics.
+    pub stanzas_in: usize,
 }
 
 /// What the transport does after a batch of events.
@@ -128,8 +131,9 @@ pub fn header(domain: &str, id: &str) -> String {
 }
 
 impl Session {
-    pub fn new(framing: Framing, xmpp: Arc<Xmpp>, outbox: Arc<Outbox>) -> Session {
+    pub fn new(server: Arc<crate::server::ServerState>, framing: Framing, xmpp: Arc<Xmpp>, outbox: Arc<Outbox>) -> Session {
         Session {
+            server,
             framing,
             xmpp,
             id: crate::apps::next_client_id(),
@@ -141,6 +145,7 @@ impl Session {
             sasl: None,
             failed: 0,
             encrypted: false,
+            stanzas_in: 0,
         }
     }
 
@@ -148,6 +153,9 @@ impl Session {
     pub async fn take_events(&mut self, parser: &mut StreamParser) -> Result<Flow, StreamEnd> {
         loop {
             let event = parser.next_event().map_err(|e| StreamEnd(e.condition(), e.to_string()))?;
+            if matches!(event, Some(StreamEvent::Stanza(_))) {
+                self.stanzas_in += 1;
+            }
             match event {
                 None => return Ok(Flow::Continue),
                 Some(StreamEvent::Open { attrs, ns }) => self.on_open(&attrs, &ns)?,
@@ -301,6 +309,7 @@ impl Session {
                 self.send(&Element::new("failure", ns::SASL).child(Element::new(condition, ns::SASL)));
                 if condition != "aborted" {
                     self.failed += 1;
+                    self.server.metrics.refused("xmpp", "sasl");
                 }
                 if self.failed >= self.xmpp.auth.tries {
                     return Err(StreamEnd("not-authorized", format!("{} failed attempts to authenticate", self.failed)));
@@ -473,8 +482,9 @@ impl Session {
         let (greet_room, greet_nick, me) = (room_jid.clone(), shown.clone(), self.full_jid());
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
         let framing = self.framing;
+        let asked = muc::HistoryRequest::of(presence);
         let greeting: Greeting = Box::new(move |roster| {
-            muc::greeting(roster, &greet_room, &greet_nick, &me, &stamp).iter().map(|e| framing.payload(e)).collect()
+            muc::greeting(roster, &greet_room, &greet_nick, &me, &stamp, asked).iter().map(|e| framing.payload(e)).collect()
         });
         match rooms.join(&room, member, usize::MAX, greeting).await {
             Ok(_) => {

@@ -40,7 +40,7 @@ pub async fn run(mut tcp: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, 
     let tls = xmpp.tls.clone();
     let mut conn = Conn {
         metrics: server.metrics.connection("xmpp", "tcp"),
-        session: Session::new(Framing::Stream, xmpp, outbox.clone()),
+        session: Session::new(server.clone(), Framing::Stream, xmpp, outbox.clone()),
         server,
         outbox,
         parser: StreamParser::new(limits),
@@ -79,9 +79,11 @@ impl Conn {
                         Ok(0) | Err(_) => return Ending::Done(None),
                         Ok(n) => n,
                     };
-                    self.metrics.received(n);
                     self.parser.feed(&read[..n]);
-                    match self.session.take_events(&mut self.parser).await {
+                    let before = self.session.stanzas_in;
+                    let flow = self.session.take_events(&mut self.parser).await;
+                    self.metrics.received_many(self.session.stanzas_in - before, n);
+                    match flow {
                         Ok(Flow::Continue) => {}
                         Ok(Flow::Closed) => return Ending::Done(Some(StreamEnd("", String::new()))),
                         Ok(Flow::StartTls) => {

@@ -88,7 +88,7 @@ where
 {
     let outbox = Arc::new(Outbox::new(server.config.queue_limit));
     let metrics = server.metrics.connection("xmpp", "websocket");
-    let mut session = Session::new(Framing::Messages, xmpp, outbox.clone());
+    let mut session = Session::new(server.clone(), Framing::Messages, xmpp, outbox.clone());
     let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
     let mut parser = StreamParser::fragments(limits);
     let mut batch = Vec::new();
@@ -101,9 +101,11 @@ where
                     Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
                     Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break None,
                 };
-                metrics.received(text.len());
                 parser.feed(text.as_bytes());
-                match session.take_events(&mut parser).await {
+                let before = session.stanzas_in;
+                let flow = session.take_events(&mut parser).await;
+                metrics.received_many(session.stanzas_in - before, text.len());
+                match flow {
                     // STARTTLS is refused on WebSocket, so it never asks for TLS.
                     Ok(Flow::Continue | Flow::StartTls) => {}
                     Ok(Flow::Closed) => break Some(StreamEnd("", String::new())),

@@ -300,6 +300,7 @@ async fn wrong_passwords_fail_and_the_stream_closes_after_the_tries() {
     assert!(c.stanza().await.find("not-authorized", "urn:ietf:params:xml:ns:xmpp-sasl").is_some());
     c.send(&format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{}</auth>", plain("wrong again"))).await;
     assert_eq!(c.stream_error().await, "not-authorized", "the third failure (--xmpp-auth-tries 3) ends the stream");
+    assert_eq!(server.metric(r#"switchboard_refused_total{app="xmpp",reason="sasl"}"#).await, Some(3.0));
 
     let mut c = Client::connect(server.xmpp.unwrap()).await;
     c.send(HEADER).await;
