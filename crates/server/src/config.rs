@@ -104,6 +104,10 @@ pub struct Args {
     #[arg(long, env = "SWITCHBOARD_XMPP_LISTEN", value_parser = parse_xmpp_listen)]
     pub xmpp_listen: Option<XmppListen>,
 
+    /// Where XMPP clients connect with TLS from the first byte (XEP-0368, e.g. 127.0.0.1:5223), with --tls-cert's certificate; `off` for none [default: off]
+    #[arg(long, env = "SWITCHBOARD_XMPP_TLS_LISTEN", value_parser = parse_xmpp_listen)]
+    pub xmpp_tls_listen: Option<XmppListen>,
+
     /// The XMPP domain served; MUC rooms are at conference.<domain> [default: localhost]
     #[arg(long, env = "SWITCHBOARD_XMPP_DOMAIN")]
     pub xmpp_domain: Option<String>,
@@ -200,6 +204,8 @@ pub struct Config {
     pub broker_ttl: Duration,
     /// Where XMPP clients connect; `None` for no XMPP.
     pub xmpp_listen: Option<SocketAddr>,
+    /// Where XMPP clients connect with direct TLS; `None` for none.
+    pub xmpp_tls_listen: Option<SocketAddr>,
     /// The XMPP domain.
     pub xmpp_domain: String,
     /// XMPP accounts (`[[xmpp_account]]` in the file; see `switchboard xmpp-account`).
@@ -258,6 +264,7 @@ impl Default for Config {
             broker: None,
             broker_ttl: Duration::from_secs(15),
             xmpp_listen: None,
+            xmpp_tls_listen: None,
             xmpp_domain: "localhost".to_owned(),
             xmpp_accounts: Vec::new(),
             xmpp_anonymous: true,
@@ -370,6 +377,7 @@ struct File {
     #[serde(default, with = "humantime_serde")]
     broker_ttl: Option<Duration>,
     xmpp_listen: Option<XmppListen>,
+    xmpp_tls_listen: Option<XmppListen>,
     xmpp_domain: Option<String>,
     #[serde(default)]
     xmpp_account: Vec<crate::xmpp::AccountEntry>,
@@ -521,6 +529,10 @@ impl Config {
                 Some(XmppListen::Off) => None,
                 None => d.xmpp_listen,
             },
+            xmpp_tls_listen: match args.xmpp_tls_listen.clone().or(file.xmpp_tls_listen) {
+                Some(XmppListen::At(addr)) => Some(addr),
+                Some(XmppListen::Off) | None => None,
+            },
             xmpp_domain: args.xmpp_domain.clone().or(file.xmpp_domain).unwrap_or(d.xmpp_domain),
             xmpp_accounts: file.xmpp_account,
             xmpp_anonymous: args.xmpp_anonymous.or(file.xmpp_anonymous).unwrap_or(d.xmpp_anonymous),
@@ -561,6 +573,9 @@ impl Config {
         }
         if self.xmpp_domain.is_empty() || wire_jid_domain_bad(&self.xmpp_domain) {
             return bad(format!("xmpp_domain {:?} must be a domain name such as localhost", self.xmpp_domain));
+        }
+        if self.xmpp_tls_listen.is_some() && self.tls.is_none() {
+            return bad("xmpp_tls_listen needs a certificate: give --tls-cert and --tls-key".into());
         }
         if self.xmpp_auth_tries == 0 {
             return bad("xmpp_auth_tries must be at least 1".into());

@@ -21,7 +21,7 @@ mod xmpp;
 
 pub use apps::AppKind;
 pub use config::{Args, Config, Mount, MountLimits, SockjsOptions, TlsFiles, TokenKey, markdown_table};
-pub use server::{serve, serve_with};
+pub use server::{XmppListeners, serve, serve_with};
 pub use xmpp::AccountEntry;
 
 /// An error that stops the server: bad configuration or a socket that
@@ -90,18 +90,13 @@ pub async fn run_cli(args: Args) -> Result<(), Error> {
         .collect();
     let scheme = if config.tls.is_some() { "https" } else { "http" };
     println!("switchboard listening on {scheme}://{local}/ with apps {}", apps.join(", "));
-    let xmpp = match config.xmpp_listen {
-        Some(addr) => {
-            let xmpp = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|e| Error::io(format!("cannot listen for XMPP on {addr}: {e}")))?;
-            let at = xmpp.local_addr().map_err(|e| Error::io(e.to_string()))?;
-            println!("switchboard serves XMPP for {} on {at}", config.xmpp_domain);
-            Some(xmpp)
+    let xmpp = XmppListeners::bind(&config).await?;
+    for (listener, how) in [(&xmpp.plain, ""), (&xmpp.direct_tls, " with direct TLS")] {
+        if let Some(listener) = listener {
+            let at = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
+            println!("switchboard serves XMPP for {} on {at}{how}", config.xmpp_domain);
         }
-        None => None,
-    };
-    tracing::info!("open-file limit {files}; at most {} connections", config.max_connections);
+    }
     serve_with(listener, xmpp, config, signal()).await
 }
 

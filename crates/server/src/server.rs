@@ -171,20 +171,39 @@ pub async fn serve(
     config: Config,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
-    let xmpp = match config.xmpp_listen {
-        Some(addr) => Some(
-            TcpListener::bind(addr).await.map_err(|e| Error::io(format!("cannot listen for XMPP on {addr}: {e}")))?,
-        ),
-        None => None,
-    };
+    let xmpp = XmppListeners::bind(&config).await?;
     serve_with(listener, xmpp, config, shutdown).await
+}
+
+/// Where XMPP clients connect: plain TCP (with STARTTLS) and direct TLS.
+#[derive(Debug, Default)]
+pub struct XmppListeners {
+    pub plain: Option<TcpListener>,
+    pub direct_tls: Option<TcpListener>,
+}
+
+impl XmppListeners {
+    /// Binds what `config` asks for.
+    pub async fn bind(config: &Config) -> Result<XmppListeners, Error> {
+        let bind = |addr: Option<std::net::SocketAddr>| async move {
+            match addr {
+                Some(addr) => TcpListener::bind(addr).await.map(Some).map_err(|e| Error::io(format!("cannot listen for XMPP on {addr}: {e}"))),
+                None => Ok(None),
+            }
+        };
+        Ok(XmppListeners { plain: bind(config.xmpp_listen).await?, direct_tls: bind(config.xmpp_tls_listen).await? })
+    }
+
+    fn any(&self) -> bool {
+        self.plain.is_some() || self.direct_tls.is_some()
+    }
 }
 
 /// Serves as [`serve`] does, with XMPP clients on `xmpp` (bound by the
 /// caller, whatever `config.xmpp_listen` says).
 pub async fn serve_with(
     listener: TcpListener,
-    xmpp: Option<TcpListener>,
+    xmpp: XmppListeners,
     config: Config,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
@@ -201,9 +220,13 @@ pub async fn serve_with(
         }
         None => None,
     };
-    let state = Arc::new(ServerState::new(config, link, xmpp.is_some())?);
-    if let (Some(xmpp_listener), Some(service)) = (xmpp, state.xmpp.clone()) {
-        state.tracker.spawn(crate::xmpp::serve(xmpp_listener, state.clone(), service));
+    let state = Arc::new(ServerState::new(config, link, xmpp.any())?);
+    if let Some(service) = state.xmpp.clone() {
+        for (listener, direct_tls) in [(xmpp.plain, false), (xmpp.direct_tls, true)] {
+            if let Some(listener) = listener {
+                state.tracker.spawn(crate::xmpp::serve(listener, state.clone(), service.clone(), direct_tls));
+            }
+        }
     }
     let slots = Arc::new(Semaphore::new(state.config.max_connections));
     let mut shedder = Shedder::new(state.config.max_connections);

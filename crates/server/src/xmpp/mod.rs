@@ -134,8 +134,9 @@ impl Xmpp {
     }
 }
 
-/// Accepts XMPP client connections on `listener` until shutdown.
-pub async fn serve(listener: TcpListener, server: Arc<ServerState>, xmpp: Arc<Xmpp>) {
+/// Accepts XMPP client connections on `listener` until shutdown; with
+/// `direct_tls`, each starts with a TLS handshake (XEP-0368).
+pub async fn serve(listener: TcpListener, server: Arc<ServerState>, xmpp: Arc<Xmpp>, direct_tls: bool) {
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -149,7 +150,7 @@ pub async fn serve(listener: TcpListener, server: Arc<ServerState>, xmpp: Arc<Xm
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                server.tracker.spawn(tcp::run(stream, server.clone(), xmpp.clone(), slot));
+                server.tracker.spawn(tcp::run(stream, server.clone(), xmpp.clone(), slot, direct_tls));
             }
             Err(e) => {
                 tracing::warn!("xmpp: accept failed: {e}");

@@ -33,8 +33,9 @@ struct Conn {
     out: String,
 }
 
-/// Serves one client connection until either side ends the stream.
-pub async fn run(mut tcp: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, _slot: OwnedSemaphorePermit) {
+/// Serves one client connection until either side ends the stream; with
+/// `direct_tls` the connection starts with a TLS handshake (XEP-0368).
+pub async fn run(mut tcp: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, _slot: OwnedSemaphorePermit, direct_tls: bool) {
     let outbox = Arc::new(Outbox::new(server.config.queue_limit));
     let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
     let tls = xmpp.tls.clone();
@@ -47,7 +48,8 @@ pub async fn run(mut tcp: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, 
         batch: Vec::new(),
         out: String::new(),
     };
-    match conn.drive(&mut tcp).await {
+    let first = if direct_tls { Ending::StartTls } else { conn.drive(&mut tcp).await };
+    match first {
         Ending::Done(end) => conn.finish(&mut tcp, end).await,
         Ending::StartTls => {
             let Some(acceptor) = tls else { return conn.finish(&mut tcp, None).await };

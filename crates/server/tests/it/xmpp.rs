@@ -324,7 +324,7 @@ async fn next_on<S: tokio::io::AsyncRead + Unpin>(socket: &mut S, parser: &mut S
 }
 
 #[tokio::test]
-async fn starttls_turns_the_stream_to_tls_and_then_offers_plain() {
+async fn starttls_and_direct_tls_encrypt_the_stream_and_then_plain_is_offered() {
     use std::sync::Arc;
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
     let dir = std::env::temp_dir().join(format!("switchboard-xmpp-tls-{}", std::process::id()));
@@ -369,5 +369,25 @@ async fn starttls_turns_the_stream_to_tls_and_then_offers_plain() {
     tls.write_all(format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{plain}</auth>").as_bytes()).await.unwrap();
     let StreamEvent::Stanza(success) = next_on(&mut tls, &mut parser).await else { panic!() };
     assert_eq!(success.name, "success");
+
+    // Direct TLS (XEP-0368): TLS from the first byte, then the same stream.
+    let tcp = TcpStream::connect(server.xmpp_tls.unwrap()).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let client = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates({
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(cert.cert.der().clone()).unwrap();
+            roots
+        })
+        .with_no_client_auth();
+    let mut direct = tokio_rustls::TlsConnector::from(Arc::new(client)).connect(name, tcp).await.unwrap();
+    let mut parser = StreamParser::new(Limits::default());
+    direct.write_all(HEADER.as_bytes()).await.unwrap();
+    assert!(matches!(next_on(&mut direct, &mut parser).await, StreamEvent::Open { .. }));
+    let StreamEvent::Stanza(features) = next_on(&mut direct, &mut parser).await else { panic!() };
+    assert!(features.find("starttls", "urn:ietf:params:xml:ns:xmpp-tls").is_none());
+    assert!(mechanisms(&features).contains(&"PLAIN".to_owned()), "encrypted from the start");
     std::fs::remove_dir_all(dir).ok();
 }

@@ -28,6 +28,8 @@ pub struct TestServer {
     pub addr: SocketAddr,
     /// Where XMPP clients connect, when started with [`TestServer::with_xmpp`].
     pub xmpp: Option<SocketAddr>,
+    /// Where they connect with direct TLS, when the config has a certificate.
+    pub xmpp_tls: Option<SocketAddr>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), server::Error>>,
 }
@@ -44,19 +46,25 @@ impl TestServer {
         let task = tokio::spawn(server::serve(listener, config, async move {
             let _ = stopped.await;
         }));
-        TestServer { addr, xmpp: None, stop: Some(stop), task }
+        TestServer { addr, xmpp: None, xmpp_tls: None, stop: Some(stop), task }
     }
 
     /// A server that also serves XMPP on a port of its own.
     pub async fn with_xmpp(config: Config) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let xmpp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let direct_tls = match config.tls {
+            Some(_) => Some(TcpListener::bind("127.0.0.1:0").await.unwrap()),
+            None => None,
+        };
         let (addr, xmpp_addr) = (listener.local_addr().unwrap(), xmpp.local_addr().unwrap());
+        let xmpp_tls = direct_tls.as_ref().map(|l| l.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(server::serve_with(listener, Some(xmpp), config, async move {
+        let listeners = server::XmppListeners { plain: Some(xmpp), direct_tls };
+        let task = tokio::spawn(server::serve_with(listener, listeners, config, async move {
             let _ = stopped.await;
         }));
-        TestServer { addr, xmpp: Some(xmpp_addr), stop: Some(stop), task }
+        TestServer { addr, xmpp: Some(xmpp_addr), xmpp_tls, stop: Some(stop), task }
     }
 
     pub fn url(&self, path: &str) -> String {
