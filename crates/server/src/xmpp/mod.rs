@@ -37,6 +37,7 @@ pub mod ns {
     pub const STANZA_ERRORS: &str = "urn:ietf:params:xml:ns:xmpp-stanzas";
     pub const SASL: &str = "urn:ietf:params:xml:ns:xmpp-sasl";
     pub const TLS: &str = "urn:ietf:params:xml:ns:xmpp-tls";
+    pub const SM: &str = "urn:xmpp:sm:3";
     pub const BIND: &str = "urn:ietf:params:xml:ns:xmpp-bind";
     pub const SESSION: &str = "urn:ietf:params:xml:ns:xmpp-session";
     pub const PING: &str = "urn:xmpp:ping";

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use base64::Engine;
+use tokio_tungstenite::tungstenite::Message;
 use hub::{Close, Greeting, JoinError, Member, Outbox, Payload, RoomEvent};
 use wire::nickname::Nickname;
 use wire::xmpp::{Element, STREAMS_NS, StreamEvent, StreamParser};
@@ -94,6 +95,20 @@ pub struct Session {
     pub encrypted: bool,
     /// Stanzas taken from the client so far, for metrics.
     pub stanzas_in: usize,
+    /// Stream management (XEP-0198), once the client enabled it.
+    sm: Option<StreamManagement>,
+}
+
+/// XEP-0198's counts: stanzas handled from the client, and stanzas sent to
+/// it and how many of those it acknowledged.
+#[derive(Debug, Default)]
+struct StreamManagement {
+    handled: u32,
+    sent: u32,
+    acked: u32,
+    /// Whether `<enabled/>` has been written: the stanzas written after it
+    /// are the ones the client counts.
+    counting: bool,
 }
 
 /// What the transport does after a batch of events.
@@ -146,6 +161,7 @@ impl Session {
             failed: 0,
             encrypted: false,
             stanzas_in: 0,
+            sm: None,
         }
     }
 
@@ -226,6 +242,7 @@ impl Session {
                 Element::new("features", STREAMS_NS)
                     .child(Element::new("bind", ns::BIND))
                     .child(Element::new("session", ns::SESSION).child(Element::new("optional", ns::SESSION)))
+                    .child(Element::new("sm", ns::SM))
             }
             _ => return Err(StreamEnd("bad-format", "a stream header in the middle of the stream".into())),
         };
@@ -235,6 +252,10 @@ impl Session {
 
     /// Handles one stanza; `Ok(true)` when the stream restarts after it.
     async fn on_stanza(&mut self, stanza: Element) -> Result<bool, StreamEnd> {
+        if stanza.ns == ns::SM && self.phase == Phase::Ready {
+            self.on_sm(&stanza)?;
+            return Ok(false);
+        }
         match self.phase {
             Phase::Authenticating => return self.on_sasl(&stanza),
             Phase::Binding | Phase::Ready if stanza.ns == ns::CLIENT => {}
@@ -252,7 +273,47 @@ impl Session {
             "presence" => self.on_presence(&stanza).await,
             other => return Err(StreamEnd("unsupported-stanza-type", format!("<{other}/> is not a stanza"))),
         }
+        if let Some(sm) = &mut self.sm {
+            sm.handled = sm.handled.wrapping_add(1);
+        }
         Ok(false)
+    }
+
+    /// A stream management nonza (XEP-0198): `<enable/>`, `<r/>`, `<a/>`.
+    fn on_sm(&mut self, nonza: &Element) -> Result<(), StreamEnd> {
+        match (nonza.name.as_str(), &mut self.sm) {
+            ("enable", None) => {
+                self.sm = Some(StreamManagement::default());
+                // Resumption is not offered yet: no `id`, no `resume`.
+                self.send_nonza(&Element::new("enabled", ns::SM));
+            }
+            ("enable", Some(_)) => {
+                self.send_nonza(&Element::new("failed", ns::SM).child(Element::new("unexpected-request", ns::STANZA_ERRORS)));
+            }
+            ("r", Some(sm)) => {
+                let h = sm.handled.to_string();
+                self.send_nonza(&Element::new("a", ns::SM).attr("h", &h));
+            }
+            ("a", Some(sm)) => {
+                let h: u32 = nonza.get("h").and_then(|h| h.parse().ok()).ok_or_else(|| StreamEnd("bad-format", "<a/> needs a number h".into()))?;
+                // Counts wrap at 2^32; h may not pass what was sent.
+                if h.wrapping_sub(sm.acked) > sm.sent.wrapping_sub(sm.acked) {
+                    return Err(StreamEnd("undefined-condition", format!("h={h} acknowledges more than the {} stanzas sent", sm.sent)));
+                }
+                sm.acked = h;
+            }
+            (_, None) => {
+                self.send_nonza(&Element::new("failed", ns::SM).child(Element::new("unexpected-request", ns::STANZA_ERRORS)));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Sends a nonza: as a binary payload, which the writer sends like any
+    /// text but does not count as a stanza.
+    fn send_nonza(&self, element: &Element) {
+        let _ = self.outbox.push(Payload::binary(self.framing.text(element).into_bytes()));
     }
 
     /// One SASL element (RFC 6120 §6.4): `<auth/>`, `<response/>` or
@@ -525,15 +586,32 @@ impl Session {
 
     /// What the client is sent for one outbox item: a stanza as it is, or
     /// a room event as this occupant sees it (`None` for its own join).
-    pub fn render(&self, payload: &Payload) -> Option<String> {
-        match payload.as_event() {
+    pub fn render(&mut self, payload: &Payload) -> Option<String> {
+        if payload.is_binary() {
+            // A nonza (see `send_nonza`): not a stanza, not counted.
+            let Message::Binary(bytes) = payload.ws_message() else { return None };
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            if let Some(sm) = &mut self.sm
+                && text.starts_with("<enabled")
+            {
+                sm.counting = true;
+            }
+            return Some(text);
+        }
+        let text = match payload.as_event() {
             Some((room, event)) => {
                 let occupancy = self.rooms.get(room)?;
                 let stanza = muc::render(event, &occupancy.room_jid, &occupancy.nick, &self.full_jid())?;
-                Some(self.framing.text(&stanza))
+                self.framing.text(&stanza)
             }
-            None => Some(payload.as_text().unwrap_or_default().to_owned()),
+            None => payload.as_text().unwrap_or_default().to_owned(),
+        };
+        if let Some(sm) = &mut self.sm
+            && sm.counting
+        {
+            sm.sent = sm.sent.wrapping_add(1);
         }
+        Some(text)
     }
 
     /// The stream error element for `condition`, framed.

@@ -391,3 +391,23 @@ async fn starttls_and_direct_tls_encrypt_the_stream_and_then_plain_is_offered() 
     assert!(mechanisms(&features).contains(&"PLAIN".to_owned()), "encrypted from the start");
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[tokio::test]
+async fn stream_management_counts_stanzas_both_ways() {
+    let server = TestServer::with_xmpp(server::Config::default()).await;
+    let (mut c, _) = Client::login(server.xmpp.unwrap()).await;
+    c.send("<enable xmlns='urn:xmpp:sm:3'/>").await;
+    let enabled = c.stanza().await;
+    assert_eq!((enabled.name.as_str(), enabled.ns.as_str()), ("enabled", "urn:xmpp:sm:3"));
+    c.send("<iq type='get' id='p1'><ping xmlns='urn:xmpp:ping'/></iq><iq type='get' id='p2'><ping xmlns='urn:xmpp:ping'/></iq><r xmlns='urn:xmpp:sm:3'/>").await;
+    assert_eq!(c.stanza().await.get("id"), Some("p1"));
+    assert_eq!(c.stanza().await.get("id"), Some("p2"));
+    let ack = c.stanza().await;
+    assert_eq!((ack.name.as_str(), ack.get("h")), ("a", Some("2")), "two stanzas handled");
+    // The client acknowledges the two results; then claims more than it got.
+    c.send("<a xmlns='urn:xmpp:sm:3' h='2'/>").await;
+    c.send("<iq type='get' id='p3'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(c.stanza().await.get("id"), Some("p3"));
+    c.send("<a xmlns='urn:xmpp:sm:3' h='9'/>").await;
+    assert_eq!(c.stream_error().await, "undefined-condition");
+}
