@@ -120,6 +120,10 @@ pub struct Args {
     #[arg(long, env = "SWITCHBOARD_XMPP_PLAIN_UNENCRYPTED")]
     pub xmpp_plain_unencrypted: Option<bool>,
 
+    /// How long an XMPP session whose connection broke waits to be resumed (XEP-0198), still in its rooms [default: 5m]
+    #[arg(long, env = "SWITCHBOARD_XMPP_RESUME_TIMEOUT", value_parser = humantime::parse_duration)]
+    pub xmpp_resume_timeout: Option<Duration>,
+
     /// Failed SASL attempts after which the XMPP stream is closed with not-authorized [default: 3]
     #[arg(long, env = "SWITCHBOARD_XMPP_AUTH_TRIES")]
     pub xmpp_auth_tries: Option<u32>,
@@ -216,6 +220,8 @@ pub struct Config {
     pub xmpp_plain_unencrypted: bool,
     /// Failed SASL attempts before the stream is closed.
     pub xmpp_auth_tries: u32,
+    /// How long a broken XMPP session waits to be resumed.
+    pub xmpp_resume_timeout: Duration,
     /// TLS on the listener, if configured.
     pub tls: Option<TlsFiles>,
     /// How clients' tokens are checked, if they must present one.
@@ -270,6 +276,7 @@ impl Default for Config {
             xmpp_anonymous: true,
             xmpp_plain_unencrypted: false,
             xmpp_auth_tries: 3,
+            xmpp_resume_timeout: Duration::from_secs(300),
             tls: None,
             token_key: None,
             mounts: AppKind::ALL.iter().map(|&app| Mount::new(app)).collect(),
@@ -384,6 +391,8 @@ struct File {
     xmpp_anonymous: Option<bool>,
     xmpp_plain_unencrypted: Option<bool>,
     xmpp_auth_tries: Option<u32>,
+    #[serde(default, with = "humantime_serde")]
+    xmpp_resume_timeout: Option<Duration>,
     session_rate: Option<u32>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
@@ -538,6 +547,7 @@ impl Config {
             xmpp_anonymous: args.xmpp_anonymous.or(file.xmpp_anonymous).unwrap_or(d.xmpp_anonymous),
             xmpp_plain_unencrypted: args.xmpp_plain_unencrypted.or(file.xmpp_plain_unencrypted).unwrap_or(d.xmpp_plain_unencrypted),
             xmpp_auth_tries: args.xmpp_auth_tries.or(file.xmpp_auth_tries).unwrap_or(d.xmpp_auth_tries),
+            xmpp_resume_timeout: args.xmpp_resume_timeout.or(file.xmpp_resume_timeout).unwrap_or(d.xmpp_resume_timeout),
             tls,
             token_key,
             mounts,

@@ -69,6 +69,10 @@ pub struct Xmpp {
     pub auth: Auth,
     /// STARTTLS, when the server has a certificate (`--tls-cert`).
     pub tls: Option<tokio_rustls::TlsAcceptor>,
+    /// How long a broken session waits to be resumed (XEP-0198).
+    pub resume_timeout: std::time::Duration,
+    /// Sessions whose connection broke, waiting to be resumed, by id.
+    parked: Mutex<HashMap<String, session::Session>>,
 }
 
 impl std::fmt::Debug for Xmpp {
@@ -91,16 +95,55 @@ pub struct Auth {
 }
 
 impl Xmpp {
-    pub fn new(domain: &str, rooms: Option<Arc<dyn Broker>>, max_connections: usize, auth: Auth, tls: Option<tokio_rustls::TlsAcceptor>) -> Xmpp {
+    pub fn new(
+        domain: &str,
+        rooms: Option<Arc<dyn Broker>>,
+        max_connections: usize,
+        auth: Auth,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+        resume_timeout: std::time::Duration,
+    ) -> Xmpp {
         Xmpp {
             auth,
             tls,
+            resume_timeout,
+            parked: Mutex::new(HashMap::new()),
             domain: domain.to_owned(),
             muc_domain: format!("conference.{domain}"),
             rooms,
             sessions: Mutex::new(HashMap::new()),
             slots: Arc::new(Semaphore::new(max_connections)),
         }
+    }
+
+    /// Keeps a session whose connection broke for `resume_timeout`, still
+    /// in its rooms (its outbox gathers what happens meanwhile, within its
+    /// bound); then it ends like any other.
+    pub(crate) fn park(self: &Arc<Self>, session: session::Session) {
+        let Some(id) = session.resumable() else {
+            let mut session = session;
+            session.leave_all();
+            return;
+        };
+        self.parked.lock().insert(id.clone(), session);
+        let xmpp = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(xmpp.resume_timeout).await;
+            let expired = xmpp.parked.lock().remove(&id);
+            if let Some(mut session) = expired {
+                session.leave_all();
+            }
+        });
+    }
+
+    /// The parked session `id` of the account `bare`, taken for resumption.
+    fn take_parked(&self, id: &str, bare: &Jid) -> Option<session::Session> {
+        let mut parked = self.parked.lock();
+        let owner = parked.get(id)?.bare_jid();
+        if owner.as_ref() != Some(bare) {
+            return None;
+        }
+        parked.remove(id)
     }
 
     /// Registers a bound resource; `false` if that full JID is taken.

@@ -100,19 +100,38 @@ pub struct Session {
 }
 
 /// XEP-0198's counts: stanzas handled from the client, and stanzas sent to
-/// it and how many of those it acknowledged.
+/// it and how many of those it acknowledged; for a resumable session, its
+/// id and the sent stanzas not yet acknowledged.
 #[derive(Debug, Default)]
 struct StreamManagement {
     handled: u32,
     sent: u32,
     acked: u32,
+    id: Option<String>,
+    unacked: std::collections::VecDeque<String>,
+    unacked_bytes: usize,
     /// Whether `<enabled/>` has been written: the stanzas written after it
     /// are the ones the client counts.
     counting: bool,
 }
 
+impl StreamManagement {
+    /// The client has handled `h` of the stanzas sent: forget those.
+    fn ack(&mut self, h: u32) -> Result<(), StreamEnd> {
+        // Counts wrap at 2^32; h may not pass what was sent.
+        if h.wrapping_sub(self.acked) > self.sent.wrapping_sub(self.acked) {
+            return Err(StreamEnd("undefined-condition", format!("h={h} acknowledges more than the {} stanzas sent", self.sent)));
+        }
+        let done = h.wrapping_sub(self.acked) as usize;
+        for text in self.unacked.drain(..done.min(self.unacked.len())) {
+            self.unacked_bytes -= text.len();
+        }
+        self.acked = h;
+        Ok(())
+    }
+}
+
 /// What the transport does after a batch of events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flow {
     /// Read on.
     Continue,
@@ -120,6 +139,8 @@ pub enum Flow {
     Closed,
     /// Send what is queued (`<proceed/>`), then start TLS and a new stream.
     StartTls,
+    /// Carry on as this parked session, whose client handled `h` stanzas.
+    Resume(Box<Session>, u32),
 }
 
 /// Why the stream ends from the server's side: a stream error condition
@@ -179,6 +200,16 @@ impl Session {
                 // RFC 7395's framing elements stand for the stream's header and end.
                 Some(StreamEvent::Stanza(e)) if e.ns == FRAMING_NS && e.name == "open" => self.on_open(&e.attrs, ns::CLIENT)?,
                 Some(StreamEvent::Stanza(e)) if e.ns == FRAMING_NS && e.name == "close" => return Ok(Flow::Closed),
+                // Only a TCP stream's session waits to be resumed.
+                Some(StreamEvent::Stanza(e)) if e.ns == ns::SM && e.name == "resume" && self.phase == Phase::Binding && self.framing == Framing::Stream => {
+                    let previd = e.get("previd").unwrap_or_default();
+                    let h = e.get("h").and_then(|h| h.parse::<u32>().ok());
+                    let bare = self.jid.as_ref().map(|j| j.bare());
+                    match (h, bare.and_then(|bare| self.xmpp.take_parked(previd, &bare))) {
+                        (Some(h), Some(parked)) => return Ok(Flow::Resume(Box::new(parked), h)),
+                        _ => self.send_nonza(&Element::new("failed", ns::SM).child(Element::new("item-not-found", ns::STANZA_ERRORS))),
+                    }
+                }
                 Some(StreamEvent::Stanza(e)) if e.ns == ns::TLS && e.name == "starttls" => {
                     if self.phase != Phase::Authenticating || self.encrypted || self.framing != Framing::Stream || self.xmpp.tls.is_none() {
                         self.send(&Element::new("failure", ns::TLS));
@@ -283,9 +314,17 @@ impl Session {
     fn on_sm(&mut self, nonza: &Element) -> Result<(), StreamEnd> {
         match (nonza.name.as_str(), &mut self.sm) {
             ("enable", None) => {
-                self.sm = Some(StreamManagement::default());
-                // Resumption is not offered yet: no `id`, no `resume`.
-                self.send_nonza(&Element::new("enabled", ns::SM));
+                let mut enabled = Element::new("enabled", ns::SM);
+                let mut sm = StreamManagement::default();
+                // Only a TCP stream's session waits to be resumed.
+                if matches!(nonza.get("resume"), Some("true" | "1")) && self.framing == Framing::Stream {
+                    let id = format!("{:032x}", rand::random::<u128>());
+                    let max = self.xmpp.resume_timeout.as_secs().to_string();
+                    enabled = enabled.attr("id", &id).attr("resume", "true").attr("max", &max);
+                    sm.id = Some(id);
+                }
+                self.sm = Some(sm);
+                self.send_nonza(&enabled);
             }
             ("enable", Some(_)) => {
                 self.send_nonza(&Element::new("failed", ns::SM).child(Element::new("unexpected-request", ns::STANZA_ERRORS)));
@@ -296,11 +335,7 @@ impl Session {
             }
             ("a", Some(sm)) => {
                 let h: u32 = nonza.get("h").and_then(|h| h.parse().ok()).ok_or_else(|| StreamEnd("bad-format", "<a/> needs a number h".into()))?;
-                // Counts wrap at 2^32; h may not pass what was sent.
-                if h.wrapping_sub(sm.acked) > sm.sent.wrapping_sub(sm.acked) {
-                    return Err(StreamEnd("undefined-condition", format!("h={h} acknowledges more than the {} stanzas sent", sm.sent)));
-                }
-                sm.acked = h;
+                sm.ack(h)?;
             }
             (_, None) => {
                 self.send_nonza(&Element::new("failed", ns::SM).child(Element::new("unexpected-request", ns::STANZA_ERRORS)));
@@ -308,6 +343,36 @@ impl Session {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The id a broken connection can resume this session by, if any.
+    pub fn resumable(&self) -> Option<String> {
+        if self.phase != Phase::Ready {
+            return None;
+        }
+        self.sm.as_ref().and_then(|sm| sm.id.clone())
+    }
+
+    /// The session's bare JID once authenticated.
+    pub fn bare_jid(&self) -> Option<Jid> {
+        self.jid.as_ref().map(Jid::bare)
+    }
+
+    /// The session's outbox.
+    pub fn outbox(&self) -> &Arc<Outbox> {
+        &self.outbox
+    }
+
+    /// Takes up this (parked) session on a new connection whose client has
+    /// handled `h` of its stanzas: `<resumed/>`, then every stanza sent
+    /// after those, again (XEP-0198 §5).
+    pub fn resume(&mut self, h: u32) -> Result<String, StreamEnd> {
+        let Some(sm) = &mut self.sm else { return Err(StreamEnd("undefined-condition", "no stream management".into())) };
+        sm.ack(h)?;
+        let previd = sm.id.clone().unwrap_or_default();
+        let mut out = self.framing.text(&Element::new("resumed", ns::SM).attr("previd", &previd).attr("h", &sm.handled.to_string()));
+        sm.unacked.iter().for_each(|text| out.push_str(text));
+        Ok(out)
     }
 
     /// Sends a nonza: as a binary payload, which the writer sends like any
@@ -606,10 +671,22 @@ impl Session {
             }
             None => payload.as_text().unwrap_or_default().to_owned(),
         };
+        let limit = self.server.config.queue_limit;
         if let Some(sm) = &mut self.sm
             && sm.counting
         {
             sm.sent = sm.sent.wrapping_add(1);
+            if sm.id.is_some() {
+                sm.unacked_bytes += text.len();
+                sm.unacked.push_back(text.clone());
+                if sm.unacked_bytes > limit {
+                    // More unacknowledged than a queue may hold: the session
+                    // can no longer be resumed without loss, so it will not be.
+                    sm.id = None;
+                    sm.unacked.clear();
+                    sm.unacked_bytes = 0;
+                }
+            }
         }
         Some(text)
     }

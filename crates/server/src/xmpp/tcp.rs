@@ -20,6 +20,8 @@ enum Ending {
     Done(Option<StreamEnd>),
     /// The client asked for TLS and was told to proceed.
     StartTls,
+    /// The socket failed: the session may wait to be resumed.
+    Broken,
 }
 
 /// What one connection's loop works with, whatever the socket.
@@ -39,6 +41,7 @@ pub async fn run(mut tcp: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, 
     let outbox = Arc::new(Outbox::new(server.config.queue_limit));
     let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
     let tls = xmpp.tls.clone();
+    let service = xmpp.clone();
     let mut conn = Conn {
         metrics: server.metrics.connection("xmpp", "tcp"),
         session: Session::new(server.clone(), Framing::Stream, xmpp, outbox.clone()),
@@ -51,6 +54,7 @@ pub async fn run(mut tcp: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, 
     let first = if direct_tls { Ending::StartTls } else { conn.drive(&mut tcp).await };
     match first {
         Ending::Done(end) => conn.finish(&mut tcp, end).await,
+        Ending::Broken => service.park(conn.session),
         Ending::StartTls => {
             let Some(acceptor) = tls else { return conn.finish(&mut tcp, None).await };
             let handshake = tokio::time::timeout(conn.server.config.header_timeout, acceptor.accept(tcp)).await;
@@ -60,12 +64,12 @@ pub async fn run(mut tcp: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, 
                 return;
             };
             conn.session.encrypted = true;
-            let end = match conn.drive(&mut stream).await {
-                Ending::Done(end) => end,
+            match conn.drive(&mut stream).await {
+                Ending::Done(end) => conn.finish(&mut stream, end).await,
+                Ending::Broken => service.park(conn.session),
                 // Refused by the session once encrypted: cannot happen twice.
-                Ending::StartTls => None,
-            };
-            conn.finish(&mut stream, end).await;
+                Ending::StartTls => conn.finish(&mut stream, None).await,
+            }
         }
     }
 }
@@ -78,7 +82,7 @@ impl Conn {
             tokio::select! {
                 n = stream.read(&mut read) => {
                     let n = match n {
-                        Ok(0) | Err(_) => return Ending::Done(None),
+                        Ok(0) | Err(_) => return Ending::Broken,
                         Ok(n) => n,
                     };
                     self.parser.feed(&read[..n]);
@@ -91,16 +95,35 @@ impl Conn {
                         Ok(Flow::StartTls) => {
                             // `<proceed/>` must reach the client before the handshake.
                             if self.outbox.try_drain(&mut self.batch).is_some() && !self.write(stream).await {
-                                return Ending::Done(None);
+                                return Ending::Broken;
                             }
                             return Ending::StartTls;
+                        }
+                        Ok(Flow::Resume(parked, h)) => {
+                            let mut parked = *parked;
+                            let resumed = match parked.resume(h) {
+                                Ok(text) => text,
+                                Err(end) => {
+                                    // The parked session ends as a timed-out one would.
+                                    parked.leave_all();
+                                    return Ending::Done(Some(end));
+                                }
+                            };
+                            parked.encrypted = self.session.encrypted;
+                            // The fresh session held nothing yet; the parked one goes on here.
+                            self.session.leave_all();
+                            self.outbox = parked.outbox().clone();
+                            self.session = parked;
+                            if stream.write_all(resumed.as_bytes()).await.is_err() {
+                                return Ending::Broken;
+                            }
                         }
                         Err(end) => return Ending::Done(Some(end)),
                     }
                 }
                 drained = self.outbox.drain(&mut self.batch) => {
                     if !self.write(stream).await {
-                        return Ending::Done(None);
+                        return Ending::Broken;
                     }
                     if let Drained::Closed(close) = drained {
                         return Ending::Done(Some(stream_end_for(&close)));

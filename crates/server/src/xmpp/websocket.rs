@@ -106,8 +106,9 @@ where
                 let flow = session.take_events(&mut parser).await;
                 metrics.received_many(session.stanzas_in - before, text.len());
                 match flow {
-                    // STARTTLS is refused on WebSocket, so it never asks for TLS.
-                    Ok(Flow::Continue | Flow::StartTls) => {}
+                    // STARTTLS and resumption are refused on WebSocket, so
+                    // neither is asked for.
+                    Ok(Flow::Continue | Flow::StartTls | Flow::Resume(..)) => {}
                     Ok(Flow::Closed) => break Some(StreamEnd("", String::new())),
                     Err(end) => break Some(end),
                 }

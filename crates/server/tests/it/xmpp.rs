@@ -411,3 +411,77 @@ async fn stream_management_counts_stanzas_both_ways() {
     c.send("<a xmlns='urn:xmpp:sm:3' h='9'/>").await;
     assert_eq!(c.stream_error().await, "undefined-condition");
 }
+
+/// Logs in to an account with PLAIN over a plain stream (the test server
+/// allows it) and returns the client after the stream restart, before bind.
+async fn login_account(addr: SocketAddr, name: &str, password: &str) -> Client {
+    use base64::Engine;
+    let mut c = Client::connect(addr).await;
+    c.send(HEADER).await;
+    c.event().await;
+    c.stanza().await;
+    let plain = base64::engine::general_purpose::STANDARD.encode(format!("\0{name}\0{password}"));
+    c.send(&format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{plain}</auth>")).await;
+    assert_eq!(c.stanza().await.name, "success");
+    c.parser.restart();
+    c.send(HEADER).await;
+    assert!(matches!(c.event().await, Some(StreamEvent::Open { .. })));
+    let features = c.stanza().await;
+    assert!(features.find("sm", "urn:xmpp:sm:3").is_some(), "stream management offered");
+    c
+}
+
+#[tokio::test]
+async fn a_broken_connection_resumes_and_nothing_unacknowledged_is_lost() {
+    let config = server::Config {
+        xmpp_accounts: vec![server::AccountEntry::new("fay", "pw")],
+        xmpp_plain_unencrypted: true,
+        ..server::Config::default()
+    };
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let mut alice = server.ws("/chat/websocket").await;
+    alice.send(&json!({"name": "alice", "room": "lobby"}).to_string()).await;
+    assert_eq!(alice.recv_json().await["event"], "members");
+    assert_eq!(alice.recv_json().await["event"], "join");
+
+    let mut c = login_account(addr, "fay", "pw").await;
+    c.send("<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>r</resource></bind></iq>").await;
+    assert_eq!(c.stanza().await.get("type"), Some("result"));
+    c.send("<enable xmlns='urn:xmpp:sm:3' resume='true'/>").await;
+    let enabled = c.stanza().await;
+    assert_eq!(enabled.get("resume"), Some("true"));
+    let id = enabled.get("id").unwrap().to_owned();
+    c.send("<presence to='lobby@conference.localhost/fay'/>").await;
+    for _ in 0..3 {
+        c.stanza().await; // alice's presence, its own, the subject
+    }
+    assert_eq!(alice.recv_json().await["name"], "fay");
+    alice.send(&json!({"message": "one"}).to_string()).await;
+    assert_eq!(c.stanza().await.find("body", "jabber:client").unwrap().text_content(), "one");
+    assert_eq!(alice.recv_json().await["message"], "one");
+    // The client acknowledges the first two stanzas only, then its connection breaks.
+    c.send("<a xmlns='urn:xmpp:sm:3' h='2'/>").await;
+    drop(c);
+    alice.send(&json!({"message": "two"}).to_string()).await;
+    assert_eq!(alice.recv_json().await["message"], "two");
+
+    let mut c = login_account(addr, "fay", "pw").await;
+    c.send(&format!("<resume xmlns='urn:xmpp:sm:3' previd='{id}' h='2'/>")).await;
+    let resumed = c.stanza().await;
+    assert_eq!((resumed.name.as_str(), resumed.get("previd"), resumed.get("h")), ("resumed", Some(id.as_str()), Some("1")), "the presence was handled");
+    // Sent again: the subject and "one" (unacknowledged); then what came while away.
+    let subject = c.stanza().await;
+    assert!(subject.find("subject", "jabber:client").is_some(), "{subject:?}");
+    assert_eq!(c.stanza().await.find("body", "jabber:client").unwrap().text_content(), "one");
+    assert_eq!(c.stanza().await.find("body", "jabber:client").unwrap().text_content(), "two");
+    // Still in the room: no leave was seen, and it can speak.
+    c.send("<message to='lobby@conference.localhost' type='groupchat'><body>back</body></message>").await;
+    assert_eq!(alice.recv_json().await, json!({"name": "fay", "room": "lobby", "message": "back"}));
+
+    // A resumption of an unknown id fails and the session can bind instead.
+    let mut other = login_account(addr, "fay", "pw").await;
+    other.send("<resume xmlns='urn:xmpp:sm:3' previd='nope' h='0'/>").await;
+    let failed = other.stanza().await;
+    assert_eq!(failed.name, "failed");
+}
