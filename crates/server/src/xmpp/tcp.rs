@@ -86,39 +86,44 @@ impl Conn {
                         Ok(n) => n,
                     };
                     self.parser.feed(&read[..n]);
-                    let before = self.session.stanzas_in;
-                    let flow = self.session.take_events(&mut self.parser).await;
-                    self.metrics.received_many(self.session.stanzas_in - before, n);
-                    match flow {
-                        Ok(Flow::Continue) => {}
-                        Ok(Flow::Closed) => return Ending::Done(Some(StreamEnd("", String::new()))),
-                        Ok(Flow::StartTls) => {
-                            // `<proceed/>` must reach the client before the handshake.
-                            if self.outbox.try_drain(&mut self.batch).is_some() && !self.write(stream).await {
-                                return Ending::Broken;
-                            }
-                            return Ending::StartTls;
-                        }
-                        Ok(Flow::Resume(parked, h)) => {
-                            let mut parked = *parked;
-                            let resumed = match parked.resume(h) {
-                                Ok(text) => text,
-                                Err(end) => {
-                                    // The parked session ends as a timed-out one would.
-                                    parked.leave_all();
-                                    return Ending::Done(Some(end));
+                    let mut n_left = n;
+                    // Events already buffered after a resumption are the
+                    // resumed session's: handle them without waiting to read.
+                    loop {
+                        let before = self.session.stanzas_in;
+                        let flow = self.session.take_events(&mut self.parser).await;
+                        self.metrics.received_many(self.session.stanzas_in - before, std::mem::take(&mut n_left));
+                        match flow {
+                            Ok(Flow::Continue) => break,
+                            Ok(Flow::Closed) => return Ending::Done(Some(StreamEnd("", String::new()))),
+                            Ok(Flow::StartTls) => {
+                                // `<proceed/>` must reach the client before the handshake.
+                                if self.outbox.try_drain(&mut self.batch).is_some() && !self.write(stream).await {
+                                    return Ending::Broken;
                                 }
-                            };
-                            parked.encrypted = self.session.encrypted;
-                            // The fresh session held nothing yet; the parked one goes on here.
-                            self.session.leave_all();
-                            self.outbox = parked.outbox().clone();
-                            self.session = parked;
-                            if stream.write_all(resumed.as_bytes()).await.is_err() {
-                                return Ending::Broken;
+                                return Ending::StartTls;
                             }
+                            Ok(Flow::Resume(parked, h)) => {
+                                let mut parked = *parked;
+                                let resumed = match parked.resume(h) {
+                                    Ok(text) => text,
+                                    Err(end) => {
+                                        // The parked session ends as a timed-out one would.
+                                        parked.leave_all();
+                                        return Ending::Done(Some(end));
+                                    }
+                                };
+                                parked.encrypted = self.session.encrypted;
+                                // The fresh session held nothing yet; the parked one goes on here.
+                                self.session.leave_all();
+                                self.outbox = parked.outbox().clone();
+                                self.session = parked;
+                                if stream.write_all(resumed.as_bytes()).await.is_err() {
+                                    return Ending::Broken;
+                                }
+                            }
+                            Err(end) => return Ending::Done(Some(end)),
                         }
-                        Err(end) => return Ending::Done(Some(end)),
                     }
                 }
                 drained = self.outbox.drain(&mut self.batch) => {
