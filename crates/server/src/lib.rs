@@ -2,8 +2,10 @@
 //!
 //! A request enters through [`server::serve`]'s accept loop, is routed by
 //! path in `http`, and a transport (`transport::websocket`, …) adapts its
-//! wire format to an app client (`apps`). Apps publish through their own
-//! `hub::Hub`; each connection's writer drains its bounded outbox.
+//! wire format to an app client (`apps`). Apps reach their rooms through a
+//! `hub::Broker` (in memory, or across nodes with `cluster::NatsBroker`);
+//! XMPP sessions (`xmpp`) share the chat app's rooms. Each connection's
+//! writer drains its bounded outbox.
 
 mod apps;
 mod config;
