@@ -172,38 +172,17 @@ impl Broker for NatsBroker {
 /// elsewhere, says it is ready, then hands each new event to the hub.
 async fn follow(link: Arc<Link>, app: String, hub: Arc<Hub>, room: Arc<str>, state: Arc<Room>) {
     let subjects = envelope::room_subject(&app, &room);
-    let consumer = link
-        .rooms
-        .create_consumer(push::OrderedConfig {
-            deliver_subject: link.client.new_inbox(),
-            filter_subject: format!("{subjects}*"),
-            deliver_policy: DeliverPolicy::All,
-            ..Default::default()
-        })
-        .await;
-    let mut messages = match consumer {
-        Ok(consumer) => {
-            let backlog = consumer.cached_info().num_pending;
-            match consumer.messages().await {
-                Ok(messages) => Some((backlog, messages)),
-                Err(e) => {
-                    tracing::warn!(%room, "broker: cannot follow a room: {e}");
-                    None
-                }
-            }
-        }
+    let (backlog, mut messages) = match ordered(&link, &link.rooms, format!("{subjects}*"), DeliverPolicy::All).await {
+        Ok(followed) => followed,
         Err(e) => {
             tracing::warn!(%room, "broker: cannot follow a room: {e}");
-            None
+            state.ready.send_replace(Some(Err(BrokerError::Unavailable)));
+            return;
         }
-    };
-    let Some((backlog, messages)) = messages.as_mut() else {
-        state.ready.send_replace(Some(Err(BrokerError::Unavailable)));
-        return;
     };
     let kept = format!("{subjects}m");
     let mut read = 0;
-    while read < *backlog {
+    while read < backlog {
         let Some(message) = messages.next().await else { break };
         read += 1;
         let Ok(message) = message else { continue };
@@ -261,21 +240,31 @@ fn decode(room: &Arc<str>, message: &async_nats::jetstream::Message) -> Option<e
         .ok()
 }
 
+/// An ordered consumer of `stream`'s subjects `filter` from `policy`, and
+/// how many messages it had to deliver when it was made (what is already
+/// stored: the backlog before live events).
+async fn ordered(
+    link: &Link,
+    stream: &async_nats::jetstream::stream::Stream,
+    filter: String,
+    policy: DeliverPolicy,
+) -> Result<(u64, push::Ordered), async_nats::Error> {
+    let config = push::OrderedConfig {
+        deliver_subject: link.client.new_inbox(),
+        filter_subject: filter,
+        deliver_policy: policy,
+        ..Default::default()
+    };
+    let consumer = stream.create_consumer(config).await?;
+    let backlog = consumer.cached_info().num_pending;
+    Ok((backlog, consumer.messages().await?))
+}
+
 /// The names of a room held on other nodes, from the names bucket.
 async fn names_elsewhere(link: &Link, app: &str, room: &str) -> Result<HashMap<Arc<str>, Arc<str>>, async_nats::Error> {
-    let consumer = link
-        .names
-        .stream
-        .create_consumer(push::OrderedConfig {
-            deliver_subject: link.client.new_inbox(),
-            filter_subject: format!("{}{}*", link.names.prefix, envelope::names_of(app, room)),
-            deliver_policy: DeliverPolicy::LastPerSubject,
-            ..Default::default()
-        })
-        .await?;
-    let mut left = consumer.cached_info().num_pending;
+    let filter = format!("{}{}*", link.names.prefix, envelope::names_of(app, room));
+    let (mut left, mut entries) = ordered(link, &link.names.stream, filter, DeliverPolicy::LastPerSubject).await?;
     let mut names = HashMap::new();
-    let mut entries = consumer.messages().await?;
     while left > 0 {
         let Some(entry) = entries.next().await else { break };
         left -= 1;

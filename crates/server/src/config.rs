@@ -158,6 +158,17 @@ pub enum XmppListen {
     Off,
 }
 
+impl XmppListen {
+    /// The address a setting names, `default` when it is not given.
+    fn resolve(setting: Option<XmppListen>, default: Option<SocketAddr>) -> Option<SocketAddr> {
+        match setting {
+            Some(XmppListen::At(addr)) => Some(addr),
+            Some(XmppListen::Off) => None,
+            None => default,
+        }
+    }
+}
+
 impl TryFrom<String> for XmppListen {
     type Error = String;
 
@@ -533,15 +544,8 @@ impl Config {
             session_rate: args.session_rate.or(file.session_rate).unwrap_or(d.session_rate),
             broker: args.broker.clone().or(file.broker),
             broker_ttl: args.broker_ttl.or(file.broker_ttl).unwrap_or(d.broker_ttl),
-            xmpp_listen: match args.xmpp_listen.clone().or(file.xmpp_listen) {
-                Some(XmppListen::At(addr)) => Some(addr),
-                Some(XmppListen::Off) => None,
-                None => d.xmpp_listen,
-            },
-            xmpp_tls_listen: match args.xmpp_tls_listen.clone().or(file.xmpp_tls_listen) {
-                Some(XmppListen::At(addr)) => Some(addr),
-                Some(XmppListen::Off) | None => None,
-            },
+            xmpp_listen: XmppListen::resolve(args.xmpp_listen.clone().or(file.xmpp_listen), d.xmpp_listen),
+            xmpp_tls_listen: XmppListen::resolve(args.xmpp_tls_listen.clone().or(file.xmpp_tls_listen), d.xmpp_tls_listen),
             xmpp_domain: args.xmpp_domain.clone().or(file.xmpp_domain).unwrap_or(d.xmpp_domain),
             xmpp_accounts: file.xmpp_account,
             xmpp_anonymous: args.xmpp_anonymous.or(file.xmpp_anonymous).unwrap_or(d.xmpp_anonymous),

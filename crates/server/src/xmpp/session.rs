@@ -85,7 +85,6 @@ pub struct Session {
     pub phase: Phase,
     /// The bare JID once authenticated, the full one once bound.
     jid: Option<Jid>,
-    bound: bool,
     /// Rooms joined, by room name.
     rooms: HashMap<Arc<str>, Occupancy>,
     /// The SASL exchange in progress, and how many have failed.
@@ -148,6 +147,14 @@ pub enum Flow {
 /// ended it.
 pub struct StreamEnd(pub &'static str, pub String);
 
+impl StreamEnd {
+    /// The stream ends without an error: the client closed it, or a
+    /// refused STARTTLS ends it after `<failure/>`.
+    pub fn closed() -> StreamEnd {
+        StreamEnd("", String::new())
+    }
+}
+
 /// The stream error for a session its outbox closed.
 pub fn stream_end_for(close: &Close) -> StreamEnd {
     let condition = match close.code {
@@ -176,7 +183,6 @@ impl Session {
             outbox,
             phase: Phase::Connected,
             jid: None,
-            bound: false,
             rooms: HashMap::new(),
             sasl: None,
             failed: 0,
@@ -213,7 +219,7 @@ impl Session {
                 Some(StreamEvent::Stanza(e)) if e.ns == ns::TLS && e.name == "starttls" => {
                     if self.phase != Phase::Authenticating || self.encrypted || self.framing != Framing::Stream || self.xmpp.tls.is_none() {
                         self.send(&Element::new("failure", ns::TLS));
-                        return Err(StreamEnd("", String::new()));
+                        return Err(StreamEnd::closed());
                     }
                     self.send(&Element::new("proceed", ns::TLS));
                     // The client starts a new stream over TLS (RFC 6120 §5.4.3.3).
@@ -534,7 +540,6 @@ impl Session {
             return self.refuse(iq, "cancel", "conflict");
         }
         self.jid = Some(full.clone());
-        self.bound = true;
         self.phase = Phase::Ready;
         self.reply(iq, Some(Element::new("bind", ns::BIND).child(Element::new("jid", ns::BIND).text(&full.to_string()))));
     }
@@ -642,7 +647,7 @@ impl Session {
         for room in rooms {
             self.leave(&room, false);
         }
-        if self.bound
+        if self.phase == Phase::Ready
             && let Some(jid) = &self.jid
         {
             self.xmpp.unbind(jid);

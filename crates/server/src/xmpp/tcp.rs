@@ -95,7 +95,7 @@ impl Conn {
                         self.metrics.received_many(self.session.stanzas_in - before, std::mem::take(&mut n_left));
                         match flow {
                             Ok(Flow::Continue) => break,
-                            Ok(Flow::Closed) => return Ending::Done(Some(StreamEnd("", String::new()))),
+                            Ok(Flow::Closed) => return Ending::Done(Some(StreamEnd::closed())),
                             Ok(Flow::StartTls) => {
                                 // `<proceed/>` must reach the client before the handshake.
                                 if self.outbox.try_drain(&mut self.batch).is_some() && !self.write(stream).await {

@@ -109,7 +109,7 @@ where
                     // STARTTLS and resumption are refused on WebSocket, so
                     // neither is asked for.
                     Ok(Flow::Continue | Flow::StartTls | Flow::Resume(..)) => {}
-                    Ok(Flow::Closed) => break Some(StreamEnd("", String::new())),
+                    Ok(Flow::Closed) => break Some(StreamEnd::closed()),
                     Err(end) => break Some(end),
                 }
             }

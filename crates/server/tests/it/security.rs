@@ -1,7 +1,6 @@
 //! What a real deployment needs: TLS on the listener, connection tokens,
 //! and a shutdown that keeps its grace.
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::{SinkExt, StreamExt};
@@ -132,14 +131,7 @@ async fn tls_serves_https_and_wss() {
         key: temp_file("key.pem", &cert.signing_key.serialize_pem()),
     };
     let server = TestServer::with(Config { tls: Some(files), ..Config::default() }).await;
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(cert.cert.der().clone()).unwrap();
-    let client = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(client));
+    let connector = crate::support::tls_connector(cert.cert.der());
     let name = ServerName::try_from("localhost").unwrap();
 
     let tcp = TcpStream::connect(server.addr).await.unwrap();

@@ -52,20 +52,29 @@ impl Client {
         }
     }
 
-    /// Negotiates an anonymous session and returns the bound JID.
-    async fn login(addr: SocketAddr) -> (Client, String) {
+    /// Opens a stream, authenticates with `auth` (a SASL `<auth/>` that
+    /// succeeds at once) and restarts the stream: the client, and the
+    /// features offered before and after.
+    async fn authenticate(addr: SocketAddr, auth: &str) -> (Client, Element, Element) {
         let mut c = Client::connect(addr).await;
         c.send(HEADER).await;
         assert!(matches!(c.event().await, Some(StreamEvent::Open { .. })));
-        let features = c.stanza().await;
-        let mechanisms = features.find("mechanisms", "urn:ietf:params:xml:ns:xmpp-sasl").expect("SASL offered");
-        assert_eq!(mechanisms.elements().map(Element::text_content).collect::<Vec<_>>(), ["ANONYMOUS"]);
-        c.send("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='ANONYMOUS'/>").await;
+        let before = c.stanza().await;
+        c.send(auth).await;
         assert_eq!(c.stanza().await.name, "success");
         c.parser.restart();
         c.send(HEADER).await;
         assert!(matches!(c.event().await, Some(StreamEvent::Open { .. })));
-        assert!(c.stanza().await.find("bind", "urn:ietf:params:xml:ns:xmpp-bind").is_some());
+        let after = c.stanza().await;
+        (c, before, after)
+    }
+
+    /// Negotiates an anonymous session and returns the bound JID.
+    async fn login(addr: SocketAddr) -> (Client, String) {
+        let (mut c, before, after) = Client::authenticate(addr, "<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='ANONYMOUS'/>").await;
+        let mechanisms = before.find("mechanisms", "urn:ietf:params:xml:ns:xmpp-sasl").expect("SASL offered");
+        assert_eq!(mechanisms.elements().map(Element::text_content).collect::<Vec<_>>(), ["ANONYMOUS"]);
+        assert!(after.find("bind", "urn:ietf:params:xml:ns:xmpp-bind").is_some());
         c.send("<iq type='set' id='b1'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>desk</resource></bind></iq>").await;
         let bound = c.stanza().await;
         assert_eq!((bound.get("type"), bound.get("id")), (Some("result"), Some("b1")));
@@ -325,7 +334,6 @@ async fn next_on<S: tokio::io::AsyncRead + Unpin>(socket: &mut S, parser: &mut S
 
 #[tokio::test]
 async fn starttls_and_direct_tls_encrypt_the_stream_and_then_plain_is_offered() {
-    use std::sync::Arc;
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
     let dir = std::env::temp_dir().join(format!("switchboard-xmpp-tls-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -349,15 +357,9 @@ async fn starttls_and_direct_tls_encrypt_the_stream_and_then_plain_is_offered() 
     let StreamEvent::Stanza(proceed) = next_on(&mut tcp, &mut parser).await else { panic!() };
     assert_eq!(proceed.name, "proceed");
 
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(cert.cert.der().clone()).unwrap();
-    let client = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let connector = crate::support::tls_connector(cert.cert.der());
     let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(client)).connect(name, tcp).await.unwrap();
+    let mut tls = connector.connect(name.clone(), tcp).await.unwrap();
     let mut parser = StreamParser::new(Limits::default());
     tls.write_all(HEADER.as_bytes()).await.unwrap();
     assert!(matches!(next_on(&mut tls, &mut parser).await, StreamEvent::Open { .. }));
@@ -372,17 +374,7 @@ async fn starttls_and_direct_tls_encrypt_the_stream_and_then_plain_is_offered() 
 
     // Direct TLS (XEP-0368): TLS from the first byte, then the same stream.
     let tcp = TcpStream::connect(server.xmpp_tls.unwrap()).await.unwrap();
-    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let client = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates({
-            let mut roots = rustls::RootCertStore::empty();
-            roots.add(cert.cert.der().clone()).unwrap();
-            roots
-        })
-        .with_no_client_auth();
-    let mut direct = tokio_rustls::TlsConnector::from(Arc::new(client)).connect(name, tcp).await.unwrap();
+    let mut direct = connector.connect(name, tcp).await.unwrap();
     let mut parser = StreamParser::new(Limits::default());
     direct.write_all(HEADER.as_bytes()).await.unwrap();
     assert!(matches!(next_on(&mut direct, &mut parser).await, StreamEvent::Open { .. }));
@@ -416,17 +408,9 @@ async fn stream_management_counts_stanzas_both_ways() {
 /// allows it) and returns the client after the stream restart, before bind.
 async fn login_account(addr: SocketAddr, name: &str, password: &str) -> Client {
     use base64::Engine;
-    let mut c = Client::connect(addr).await;
-    c.send(HEADER).await;
-    c.event().await;
-    c.stanza().await;
     let plain = base64::engine::general_purpose::STANDARD.encode(format!("\0{name}\0{password}"));
-    c.send(&format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{plain}</auth>")).await;
-    assert_eq!(c.stanza().await.name, "success");
-    c.parser.restart();
-    c.send(HEADER).await;
-    assert!(matches!(c.event().await, Some(StreamEvent::Open { .. })));
-    let features = c.stanza().await;
+    let auth = format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{plain}</auth>");
+    let (c, _, features) = Client::authenticate(addr, &auth).await;
     assert!(features.find("sm", "urn:xmpp:sm:3").is_some(), "stream management offered");
     c
 }

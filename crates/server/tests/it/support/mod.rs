@@ -265,3 +265,15 @@ pub async fn read_to_close(stream: &mut TcpStream) -> Vec<u8> {
     .expect("the server never closed the connection");
     all
 }
+
+/// A TLS client that trusts only `cert` (a test's self-signed certificate).
+pub fn tls_connector(cert: &rustls::pki_types::CertificateDer<'static>) -> tokio_rustls::TlsConnector {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.clone()).unwrap();
+    let client = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tokio_rustls::TlsConnector::from(std::sync::Arc::new(client))
+}
