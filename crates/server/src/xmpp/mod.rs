@@ -13,6 +13,7 @@
 mod accounts;
 mod jid;
 mod muc;
+mod room;
 mod session;
 mod tcp;
 pub mod websocket;
@@ -47,10 +48,22 @@ pub mod ns {
     pub const MUC: &str = "http://jabber.org/protocol/muc";
     pub const MUC_USER: &str = "http://jabber.org/protocol/muc#user";
     pub const DELAY: &str = "urn:xmpp:delay";
+    pub const MUC_ADMIN: &str = "http://jabber.org/protocol/muc#admin";
+    pub const MUC_OWNER: &str = "http://jabber.org/protocol/muc#owner";
+    pub const DATA: &str = "jabber:x:data";
 }
 
-/// A bound resource and where its stanzas go.
-type Resource = (String, Arc<Outbox>);
+/// A bound resource: its name, where its stanzas go and how they are
+/// framed there, and whether it has sent available presence.
+struct Resource {
+    name: String,
+    outbox: Arc<Outbox>,
+    framing: session::Framing,
+    available: bool,
+}
+
+/// Where one stanza goes: an outbox, and the framing its transport needs.
+pub(crate) type Target = (Arc<Outbox>, session::Framing);
 
 /// What every XMPP session of the server shares.
 pub struct Xmpp {
@@ -73,6 +86,8 @@ pub struct Xmpp {
     pub resume_timeout: std::time::Duration,
     /// Sessions whose connection broke, waiting to be resumed, by id.
     parked: Mutex<HashMap<String, session::Session>>,
+    /// What XMPP keeps of the rooms its occupants are in.
+    muc: room::MucRooms,
 }
 
 impl std::fmt::Debug for Xmpp {
@@ -108,6 +123,7 @@ impl Xmpp {
             tls,
             resume_timeout,
             parked: Mutex::new(HashMap::new()),
+            muc: room::MucRooms::default(),
             domain: domain.to_owned(),
             muc_domain: format!("conference.{domain}"),
             rooms,
@@ -147,34 +163,50 @@ impl Xmpp {
     }
 
     /// Registers a bound resource; `false` if that full JID is taken.
-    fn bind(&self, jid: &Jid, outbox: Arc<Outbox>) -> bool {
-        let (bare, resource) = (jid.bare().to_string(), jid.resource.clone().unwrap_or_default());
+    fn bind(&self, jid: &Jid, outbox: Arc<Outbox>, framing: session::Framing) -> bool {
+        let (bare, name) = (jid.bare().to_string(), jid.resource.clone().unwrap_or_default());
         let mut sessions = self.sessions.lock();
         let resources = sessions.entry(bare).or_default();
-        if resources.iter().any(|(r, _)| *r == resource) {
+        if resources.iter().any(|r| r.name == name) {
             return false;
         }
-        resources.push((resource, outbox));
+        resources.push(Resource { name, outbox, framing, available: false });
         true
+    }
+
+    /// Marks the resource `jid` available or not; the user's other
+    /// resources that are available, with their JIDs.
+    fn set_available(&self, jid: &Jid, available: bool) -> Vec<(String, Target)> {
+        let mut sessions = self.sessions.lock();
+        let Some(resources) = sessions.get_mut(&jid.bare().to_string()) else { return Vec::new() };
+        let mut others = Vec::new();
+        for r in resources.iter_mut() {
+            if Some(&r.name) == jid.resource.as_ref() {
+                r.available = available;
+            } else if r.available {
+                others.push((r.name.clone(), (r.outbox.clone(), r.framing)));
+            }
+        }
+        others
     }
 
     fn unbind(&self, jid: &Jid) {
         let bare = jid.bare().to_string();
         let mut sessions = self.sessions.lock();
         if let Some(resources) = sessions.get_mut(&bare) {
-            resources.retain(|(r, _)| Some(r) != jid.resource.as_ref());
+            resources.retain(|r| Some(&r.name) != jid.resource.as_ref());
             if resources.is_empty() {
                 sessions.remove(&bare);
             }
         }
     }
 
-    /// The outboxes a stanza to `to` goes to: that resource, or every
-    /// resource of a bare JID.
-    fn route(&self, to: &Jid) -> Vec<Arc<Outbox>> {
+    /// Where a stanza to `to` goes: that resource, or every resource of a
+    /// bare JID.
+    fn route(&self, to: &Jid) -> Vec<Target> {
         let sessions = self.sessions.lock();
         let Some(resources) = sessions.get(&to.bare().to_string()) else { return Vec::new() };
-        resources.iter().filter(|(r, _)| to.resource.as_ref().is_none_or(|want| want == r)).map(|(_, o)| o.clone()).collect()
+        resources.iter().filter(|r| to.resource.as_ref().is_none_or(|want| *want == r.name)).map(|r| (r.outbox.clone(), r.framing)).collect()
     }
 }
 

@@ -9,6 +9,7 @@ use hub::{RoomEvent, Roster};
 use wire::xmpp::Element;
 
 use super::ns;
+use super::room::{Affiliation, Role};
 
 /// Where a session is in one room: the room's JID and its own nick there.
 #[derive(Debug, Clone)]
@@ -17,18 +18,47 @@ pub struct Occupancy {
     pub nick: Arc<str>,
 }
 
-/// An occupant's presence in `room_jid`, from `nick`, to `to`; with status
-/// 110 when it is the recipient's own.
-pub fn presence(room_jid: &str, nick: &str, to: &str, available: bool, own: bool) -> Element {
-    let mut x = Element::new("x", ns::MUC_USER).child(Element::new("item", ns::MUC_USER).attr("affiliation", "none").attr("role", if available { "participant" } else { "none" }));
-    if own {
-        x = x.child(Element::new("status", ns::MUC_USER).attr("code", "110"));
+/// What an occupant's presence says of it: its affiliation and role, and
+/// its real JID where the recipient may see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub affiliation: Affiliation,
+    pub role: Role,
+    pub jid: Option<String>,
+}
+
+impl Item {
+    /// A chat-app member, or an occupant XMPP does not know: no
+    /// affiliation, a participant.
+    pub fn participant() -> Item {
+        Item { affiliation: Affiliation::None, role: Role::Participant, jid: None }
+    }
+}
+
+/// An occupant's presence in `room_jid`, from `nick`, to `to`, with the
+/// status `codes` (110 when it is the recipient's own).
+pub fn presence(room_jid: &str, nick: &str, to: &str, item: &Item, available: bool, codes: &[&str]) -> Element {
+    let role = if available { item.role } else { Role::None };
+    let mut child = Element::new("item", ns::MUC_USER).attr("affiliation", item.affiliation.name()).attr("role", role.name());
+    if let Some(jid) = &item.jid {
+        child = child.attr("jid", jid);
+    }
+    let mut x = Element::new("x", ns::MUC_USER).child(child);
+    for code in codes {
+        x = x.child(Element::new("status", ns::MUC_USER).attr("code", code));
     }
     let mut presence = Element::new("presence", ns::CLIENT).attr("from", &format!("{room_jid}/{nick}")).attr("to", to);
     if !available {
         presence = presence.attr("type", "unavailable");
     }
     presence.child(x)
+}
+
+/// The room's subject, set by `by` (the room itself when `None`).
+pub fn subject(room_jid: &str, to: &str, by: Option<&str>, text: &str) -> Element {
+    let from = by.map_or_else(|| room_jid.to_owned(), |nick| format!("{room_jid}/{nick}"));
+    let subject = if text.is_empty() { Element::new("subject", ns::CLIENT) } else { Element::new("subject", ns::CLIENT).text(text) };
+    Element::new("message", ns::CLIENT).attr("from", &from).attr("to", to).attr("type", "groupchat").child(subject)
 }
 
 /// A groupchat message of the room, as an occupant receives it.
@@ -58,14 +88,35 @@ impl HistoryRequest {
     }
 }
 
+/// Who a new occupant is, as its greeting tells it: its nick, its item,
+/// its status codes (110, with 201 when it made the room and 100 when the
+/// room shows real JIDs) and the room's subject.
+#[derive(Debug, Clone)]
+pub struct Newcomer<'a> {
+    pub nick: &'a str,
+    pub item: Item,
+    pub codes: Vec<&'static str>,
+    pub subject: Option<(Option<&'a str>, &'a str)>,
+}
+
 /// What a new occupant gets, in XEP-0045's order: every other occupant's
-/// presence, its own (status 110), the room's history within `asked` (each
-/// message with a delay stamped when it is sent, as the room keeps no
-/// times), and the subject, which tells the client the join is complete.
-pub fn greeting(roster: &Roster, room_jid: &str, nick: &str, to: &str, stamp: &str, asked: HistoryRequest) -> Vec<Element> {
+/// presence (with `item_of` each), its own, the room's history within
+/// `asked` (each message with a delay stamped when it is sent, as the room
+/// keeps no times), and the subject, which tells the client the join is
+/// complete.
+pub fn greeting(
+    roster: &Roster,
+    room_jid: &str,
+    to: &str,
+    stamp: &str,
+    asked: HistoryRequest,
+    newcomer: &Newcomer,
+    item_of: impl Fn(&str) -> Item,
+) -> Vec<Element> {
+    let nick = newcomer.nick;
     let mut out: Vec<Element> =
-        roster.names.iter().filter(|name| &***name != nick).map(|name| presence(room_jid, name, to, true, false)).collect();
-    out.push(presence(room_jid, nick, to, true, true));
+        roster.names.iter().filter(|name| &***name != nick).map(|name| presence(room_jid, name, to, &item_of(name), true, &[])).collect();
+    out.push(presence(room_jid, nick, to, &newcomer.item, true, &newcomer.codes));
     let mut history: Vec<Element> = roster
         .history
         .iter()
@@ -90,23 +141,27 @@ pub fn greeting(roster: &Roster, room_jid: &str, nick: &str, to: &str, stamp: &s
         history.drain(..history.len() - keep);
     }
     out.extend(history);
-    let subject = Element::new("message", ns::CLIENT)
-        .attr("from", room_jid)
-        .attr("to", to)
-        .attr("type", "groupchat")
-        .child(Element::new("subject", ns::CLIENT));
-    out.push(subject);
+    let (by, text) = newcomer.subject.unwrap_or((None, ""));
+    out.push(subject(room_jid, to, by, text));
     out
 }
 
 /// A room event as the stanza an occupant named `own_nick` receives, or
-/// `None` for its own join (its greeting already said it).
-pub fn render(event: &RoomEvent, room_jid: &str, own_nick: &str, to: &str) -> Option<Element> {
+/// `None` for its own join (its greeting already said it); `shown` says
+/// what the recipient may know of an occupant, and the status codes it is
+/// shown with (an occupant who was kicked leaves with 307).
+pub fn render(event: &RoomEvent, room_jid: &str, own_nick: &str, to: &str, shown: impl Fn(&str) -> (Item, Vec<&'static str>)) -> Option<Element> {
     match event {
         RoomEvent::Message { name, text } => Some(groupchat(room_jid, name, to, text)),
         RoomEvent::Join { name } if &**name == own_nick => None,
-        RoomEvent::Join { name } => Some(presence(room_jid, name, to, true, false)),
-        RoomEvent::Leave { name } => Some(presence(room_jid, name, to, false, &**name == own_nick)),
+        RoomEvent::Join { name } => Some(presence(room_jid, name, to, &shown(name).0, true, &[])),
+        RoomEvent::Leave { name } => {
+            let (item, mut codes) = shown(name);
+            if &**name == own_nick {
+                codes.insert(0, "110");
+            }
+            Some(presence(room_jid, name, to, &item, false, &codes))
+        }
     }
 }
 
@@ -114,23 +169,36 @@ pub fn render(event: &RoomEvent, room_jid: &str, own_nick: &str, to: &str) -> Op
 mod tests {
     use super::*;
 
+    fn newcomer(nick: &str) -> Newcomer<'_> {
+        Newcomer { nick, item: Item::participant(), codes: vec!["110"], subject: None }
+    }
+
     #[test]
     fn stanzas_to_the_byte() {
         let to = "bob@localhost/r";
         assert_eq!(
-            presence("lobby@conference.localhost", "alice", to, true, false).to_xml(ns::CLIENT),
+            presence("lobby@conference.localhost", "alice", to, &Item::participant(), true, &[]).to_xml(ns::CLIENT),
             "<presence from=\"lobby@conference.localhost/alice\" to=\"bob@localhost/r\"><x xmlns=\"http://jabber.org/protocol/muc#user\"><item affiliation=\"none\" role=\"participant\"/></x></presence>"
         );
         assert_eq!(
-            presence("lobby@conference.localhost", "bob", to, false, true).to_xml(ns::CLIENT),
+            presence("lobby@conference.localhost", "bob", to, &Item::participant(), false, &["110"]).to_xml(ns::CLIENT),
             "<presence from=\"lobby@conference.localhost/bob\" to=\"bob@localhost/r\" type=\"unavailable\"><x xmlns=\"http://jabber.org/protocol/muc#user\"><item affiliation=\"none\" role=\"none\"/><status code=\"110\"/></x></presence>"
         );
         let message = RoomEvent::Message { name: "alice".into(), text: "hi & <bye>".into() };
         assert_eq!(
-            render(&message, "lobby@conference.localhost", "bob", to).unwrap().to_xml(ns::CLIENT),
+            render(&message, "lobby@conference.localhost", "bob", to, |_| (Item::participant(), Vec::new())).unwrap().to_xml(ns::CLIENT),
             "<message from=\"lobby@conference.localhost/alice\" to=\"bob@localhost/r\" type=\"groupchat\"><body>hi &amp; &lt;bye&gt;</body></message>"
         );
-        assert!(render(&RoomEvent::Join { name: "bob".into() }, "lobby@conference.localhost", "bob", to).is_none());
+        assert!(render(&RoomEvent::Join { name: "bob".into() }, "lobby@conference.localhost", "bob", to, |_| (Item::participant(), Vec::new())).is_none());
+        let owner = Item { affiliation: Affiliation::Owner, role: Role::Moderator, jid: Some("a@localhost/x".into()) };
+        assert_eq!(
+            presence("r@conference.localhost", "a", to, &owner, true, &["110", "201"]).to_xml(ns::CLIENT),
+            "<presence from=\"r@conference.localhost/a\" to=\"bob@localhost/r\"><x xmlns=\"http://jabber.org/protocol/muc#user\"><item affiliation=\"owner\" role=\"moderator\" jid=\"a@localhost/x\"/><status code=\"110\"/><status code=\"201\"/></x></presence>"
+        );
+        assert_eq!(
+            subject("r@c", to, Some("a"), "news").to_xml(ns::CLIENT),
+            "<message from=\"r@c/a\" to=\"bob@localhost/r\" type=\"groupchat\"><subject>news</subject></message>"
+        );
     }
 
     #[test]
@@ -141,7 +209,7 @@ mod tests {
             total: 2,
             history: vec![Payload::event("lobby", RoomEvent::Message { name: "alice".into(), text: "earlier".into() })],
         };
-        let out: Vec<String> = greeting(&roster, "lobby@conference.localhost", "bob", "bob@localhost/r", "2026-11-23T12:00:00Z", HistoryRequest::default())
+        let out: Vec<String> = greeting(&roster, "lobby@conference.localhost", "bob@localhost/r", "2026-11-23T12:00:00Z", HistoryRequest::default(), &newcomer("bob"), |_| Item::participant())
             .iter()
             .map(|e| e.to_xml(ns::CLIENT))
             .collect();
@@ -158,7 +226,7 @@ mod tests {
         let history = ["one", "two", "three"].map(|t| Payload::event("lobby", RoomEvent::Message { name: "al".into(), text: t.into() })).to_vec();
         let roster = Roster { names: vec![Arc::from("bob")], total: 1, history };
         let bodies = |asked| -> Vec<String> {
-            greeting(&roster, "r@c", "bob", "b@l/x", "2026-11-23T12:00:00Z", asked)
+            greeting(&roster, "r@c", "b@l/x", "2026-11-23T12:00:00Z", asked, &newcomer("bob"), |_| Item::participant())
                 .iter()
                 .filter_map(|e| e.find("body", ns::CLIENT).map(Element::text_content))
                 .collect()
@@ -166,7 +234,7 @@ mod tests {
         assert_eq!(bodies(HistoryRequest::default()), ["one", "two", "three"]);
         assert_eq!(bodies(HistoryRequest { max_stanzas: Some(2), max_chars: None }), ["two", "three"]);
         assert!(bodies(HistoryRequest { max_stanzas: Some(0), max_chars: None }).is_empty());
-        let last = greeting(&roster, "r@c", "bob", "b@l/x", "2026-11-23T12:00:00Z", HistoryRequest::default())[3].to_xml(ns::CLIENT).len();
+        let last = greeting(&roster, "r@c", "b@l/x", "2026-11-23T12:00:00Z", HistoryRequest::default(), &newcomer("bob"), |_| Item::participant())[3].to_xml(ns::CLIENT).len();
         assert_eq!(bodies(HistoryRequest { max_stanzas: None, max_chars: Some(last) }), ["three"], "room for the newest stanza only");
         assert!(bodies(HistoryRequest { max_stanzas: None, max_chars: Some(last - 1) }).is_empty());
         let presence = Element::new("presence", ns::CLIENT).child(Element::new("x", ns::MUC).child(Element::new("history", ns::MUC).attr("maxstanzas", "5").attr("maxchars", "x")));

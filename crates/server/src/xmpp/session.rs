@@ -8,13 +8,16 @@ use std::sync::Arc;
 
 use base64::Engine;
 use tokio_tungstenite::tungstenite::Message;
-use hub::{Close, Greeting, JoinError, Member, Outbox, Payload, RoomEvent};
-use wire::nickname::Nickname;
+use hub::{Close, Outbox, Payload};
 use wire::xmpp::{Element, STREAMS_NS, StreamEvent, StreamParser};
 
 use super::accounts::{Exchange, Step};
-use super::muc::{self, Occupancy};
+use super::muc::Occupancy;
 use super::{Jid, Xmpp, ns};
+
+mod moderation;
+mod presence;
+mod rooms;
 
 /// The namespace of XMPP over WebSocket's `<open/>` and `<close/>`.
 pub const FRAMING_NS: &str = "urn:ietf:params:xml:ns:xmpp-framing";
@@ -96,7 +99,15 @@ pub struct Session {
     pub stanzas_in: usize,
     /// Stream management (XEP-0198), once the client enabled it.
     sm: Option<StreamManagement>,
+    /// Whether the client has sent available presence.
+    available: bool,
+    /// Those it directed available presence at (at most `MAX_DIRECTED`).
+    directed: Vec<Jid>,
 }
+
+/// How many JIDs a session's directed presence is remembered for; past
+/// that, presence is still carried, but not ended when the session ends.
+const MAX_DIRECTED: usize = 256;
 
 /// XEP-0198's counts: stanzas handled from the client, and stanzas sent to
 /// it and how many of those it acknowledged; for a resumable session, its
@@ -189,6 +200,8 @@ impl Session {
             encrypted: false,
             stanzas_in: 0,
             sm: None,
+            available: false,
+            directed: Vec::new(),
         }
     }
 
@@ -489,16 +502,35 @@ impl Session {
 
     fn on_iq(&mut self, iq: &Element) {
         let kind = iq.get("type").unwrap_or_default();
+        let to = match iq.get("to").map(Jid::parse) {
+            Some(None) => return self.refuse(iq, "modify", "jid-malformed"),
+            Some(Some(to)) => Some(to),
+            None => None,
+        };
+        let payload = iq.elements().next();
+        if let Some(to) = &to {
+            let in_room = to.local.is_some() && to.domain == self.xmpp.muc_domain && self.xmpp.rooms.is_some();
+            if in_room && (to.resource.is_some() || payload.is_some()) {
+                return match payload {
+                    Some(payload) if to.resource.is_none() => self.on_room_iq(iq, to, &payload.clone()),
+                    _ => self.on_room_iq(iq, to, &Element::default()),
+                };
+            }
+            // Another user's resource: carried there (RFC 6120 §10.5.4).
+            if to.local.is_some() && to.resource.is_some() && to.domain == self.xmpp.domain && Some(to) != self.jid.as_ref() {
+                return self.route_to_user(iq, to);
+            }
+        }
         if kind == "result" || kind == "error" {
             return;
         }
-        let Some(payload) = iq.elements().next() else {
+        let Some(payload) = payload else {
             return self.refuse(iq, "modify", "bad-request");
         };
-        let to = iq.get("to").and_then(Jid::parse);
+        let own_bare = self.jid.as_ref().map(Jid::bare);
+        let to = to.filter(|to| Some(to.bare()) != own_bare || to.resource.is_some());
         let here = to.as_ref().is_none_or(|to| to.local.is_none() && to.resource.is_none() && to.domain == self.xmpp.domain);
         let muc_service = to.as_ref().is_some_and(|to| to.local.is_none() && to.domain == self.xmpp.muc_domain && self.xmpp.rooms.is_some());
-        let room = to.as_ref().is_some_and(|to| to.local.is_some() && to.resource.is_none() && to.domain == self.xmpp.muc_domain && self.xmpp.rooms.is_some());
         match (payload.ns.as_str(), payload.name.as_str(), kind) {
             (ns::BIND, "bind", "set") if self.phase == Phase::Binding => self.on_bind(iq, payload),
             (ns::SESSION, "session", "set") if here => self.reply(iq, None),
@@ -521,11 +553,14 @@ impl Session {
                     .child(Element::new("identity", ns::DISCO_INFO).attr("category", "conference").attr("type", "text").attr("name", "Rooms"));
                 self.reply(iq, Some(features(info, &[ns::DISCO_INFO, ns::DISCO_ITEMS, ns::MUC, ns::PING])));
             }
-            (ns::DISCO_ITEMS, "query", "get") if muc_service || room => self.reply(iq, Some(Element::new("query", ns::DISCO_ITEMS))),
-            (ns::DISCO_INFO, "query", "get") if room => {
-                let info = Element::new("query", ns::DISCO_INFO)
-                    .child(Element::new("identity", ns::DISCO_INFO).attr("category", "conference").attr("type", "text"));
-                self.reply(iq, Some(features(info, &[ns::DISCO_INFO, ns::MUC, "muc_public", "muc_open", "muc_unmoderated", "muc_temporary", "muc_semianonymous"])));
+            (ns::DISCO_ITEMS, "query", "get") if muc_service => {
+                let mut items = Element::new("query", ns::DISCO_ITEMS);
+                for (room, name) in self.xmpp.muc.listed() {
+                    let jid = format!("{room}@{}", self.xmpp.muc_domain);
+                    let name = if name.is_empty() { &*room } else { &name };
+                    items = items.child(Element::new("item", ns::DISCO_ITEMS).attr("jid", &jid).attr("name", name));
+                }
+                self.reply(iq, Some(items));
             }
             _ => self.refuse(iq, "cancel", "service-unavailable"),
         }
@@ -536,7 +571,7 @@ impl Session {
         let asked = bind.find("resource", ns::BIND).map(Element::text_content).filter(|r| !r.is_empty() && r.len() <= 1023);
         let resource = asked.unwrap_or_else(|| format!("sb-{:08x}", rand::random::<u32>()));
         let full = bare.with_resource(&resource);
-        if !self.xmpp.bind(&full, self.outbox.clone()) {
+        if !self.xmpp.bind(&full, self.outbox.clone(), self.framing) {
             return self.refuse(iq, "cancel", "conflict");
         }
         self.jid = Some(full.clone());
@@ -548,97 +583,24 @@ impl Session {
         let Some(to) = message.get("to").and_then(Jid::parse) else {
             return self.refuse(message, "modify", "jid-malformed");
         };
-        if to.domain == self.xmpp.muc_domain && to.local.is_some() {
-            let room: Arc<str> = Arc::from(to.local.as_deref().unwrap_or_default());
-            let (Some(occupancy), Some(rooms)) = (self.rooms.get(&room), &self.xmpp.rooms) else {
-                return self.refuse(message, "modify", "not-acceptable");
-            };
-            if message.get("type") != Some("groupchat") || to.resource.is_some() {
-                // Private messages between occupants are not carried yet.
-                return self.refuse(message, "cancel", "feature-not-implemented");
-            }
-            let Some(body) = message.find("body", ns::CLIENT).map(Element::text_content) else { return };
-            let event = RoomEvent::Message { name: occupancy.nick.clone(), text: Arc::from(body) };
-            if rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await.is_err() {
-                self.refuse(message, "wait", "resource-constraint");
-            }
-            return;
+        if to.domain == self.xmpp.muc_domain && to.local.is_some() && self.xmpp.rooms.is_some() {
+            return self.on_room_message(message, &to).await;
         }
-        let targets = self.xmpp.route(&to);
-        if targets.is_empty() {
-            return self.refuse(message, "cancel", "service-unavailable");
-        }
-        let mut routed = message.clone();
-        routed.attrs.retain(|(n, _)| n != "from");
-        routed.attrs.push(("from".into(), self.full_jid()));
-        let payload = self.framing.payload(&routed);
-        for outbox in targets {
-            let _ = outbox.push(payload.clone());
-        }
+        self.route_to_user(message, &to);
     }
 
     async fn on_presence(&mut self, presence: &Element) {
-        let Some(to) = presence.get("to").and_then(Jid::parse) else {
-            // Initial or updated presence to the user's own server: nobody
-            // subscribes to it yet (the roster is empty).
-            return;
+        let Some(to) = presence.get("to") else {
+            return self.broadcast_presence(presence);
         };
-        if to.domain != self.xmpp.muc_domain || to.local.is_none() {
-            return;
-        }
-        let room: Arc<str> = Arc::from(to.local.as_deref().unwrap_or_default());
-        match presence.get("type") {
-            None => self.join(presence, &to, room).await,
-            Some("unavailable") => self.leave(&room, true),
-            Some(_) => {}
-        }
-    }
-
-    async fn join(&mut self, presence: &Element, to: &Jid, room: Arc<str>) {
-        let Some(rooms) = self.xmpp.rooms.clone() else {
-            return self.refuse(presence, "cancel", "service-unavailable");
-        };
-        if self.rooms.contains_key(&room) {
-            return;
-        }
-        let Some(nick) = to.resource.as_deref() else {
+        let Some(to) = Jid::parse(to) else {
             return self.refuse(presence, "modify", "jid-malformed");
         };
-        let Ok(nickname) = Nickname::parse(nick) else {
-            return self.refuse(presence, "modify", "jid-malformed");
-        };
-        let shown = nickname.shown.clone();
-        let room_jid = to.bare().to_string();
-        let member = Member { id: self.id, name: Some(nickname), outbox: self.outbox.clone() };
-        let (greet_room, greet_nick, me) = (room_jid.clone(), shown.clone(), self.full_jid());
-        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-        let framing = self.framing;
-        let asked = muc::HistoryRequest::of(presence);
-        let greeting: Greeting = Box::new(move |roster| {
-            muc::greeting(roster, &greet_room, &greet_nick, &me, &stamp, asked).iter().map(|e| framing.payload(e)).collect()
-        });
-        match rooms.join(&room, member, usize::MAX, greeting).await {
-            Ok(_) => {
-                self.rooms.insert(room.clone(), Occupancy { room_jid, nick: shown.clone() });
-                let _ = rooms.publish(&room, Payload::event(room.clone(), RoomEvent::Join { name: shown }));
-            }
-            Err(JoinError::NameTaken) => self.refuse(presence, "cancel", "conflict"),
-            Err(JoinError::RoomFull) => self.refuse(presence, "wait", "service-unavailable"),
-            Err(JoinError::TooManyJoins) => self.refuse(presence, "wait", "resource-constraint"),
-            Err(JoinError::Broker(_)) => self.refuse(presence, "wait", "remote-server-timeout"),
+        if to.domain == self.xmpp.muc_domain && to.local.is_some() && self.xmpp.rooms.is_some() {
+            let room: Arc<str> = Arc::from(to.local.as_deref().unwrap_or_default());
+            return self.on_room_presence(presence, &to, room).await;
         }
-    }
-
-    /// Leaves `room`; `tell` sends the occupant its own unavailable
-    /// presence (not when its session is ending).
-    fn leave(&mut self, room: &Arc<str>, tell: bool) {
-        let (Some(occupancy), Some(rooms)) = (self.rooms.remove(room), &self.xmpp.rooms) else { return };
-        if rooms.leave(room, self.id).is_some() {
-            let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::Leave { name: occupancy.nick.clone() }));
-        }
-        if tell {
-            self.send(&muc::presence(&occupancy.room_jid, &occupancy.nick, &self.full_jid(), false, true));
-        }
+        self.direct_presence(presence, &to);
     }
 
     /// Leaves every room and unbinds: the session is over.
@@ -648,9 +610,10 @@ impl Session {
             self.leave(&room, false);
         }
         if self.phase == Phase::Ready
-            && let Some(jid) = &self.jid
+            && let Some(jid) = self.jid.clone()
         {
-            self.xmpp.unbind(jid);
+            self.end_presence();
+            self.xmpp.unbind(&jid);
         }
     }
 
@@ -671,7 +634,7 @@ impl Session {
         let text = match payload.as_event() {
             Some((room, event)) => {
                 let occupancy = self.rooms.get(room)?;
-                let stanza = muc::render(event, &occupancy.room_jid, &occupancy.nick, &self.full_jid())?;
+                let stanza = super::muc::render(event, &occupancy.room_jid, &occupancy.nick, &self.full_jid(), |nick| self.shown(room, nick))?;
                 self.framing.text(&stanza)
             }
             None => payload.as_text().unwrap_or_default().to_owned(),

@@ -15,3 +15,4 @@ mod security;
 mod sockjs_http;
 mod sockjs_ws;
 mod xmpp;
+mod xmpp_rooms;

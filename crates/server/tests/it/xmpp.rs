@@ -11,27 +11,27 @@ use wire::xmpp::{Element, Limits, StreamEvent, StreamParser};
 
 use crate::support::{PATIENCE, TestServer};
 
-const HEADER: &str = "<?xml version='1.0'?><stream:stream to='localhost' version='1.0' xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>";
+pub const HEADER: &str = "<?xml version='1.0'?><stream:stream to='localhost' version='1.0' xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>";
 const MUC_USER: &str = "http://jabber.org/protocol/muc#user";
 
 /// An XMPP client on a raw socket, reading the server's stream with the
 /// same parser the server uses.
-struct Client {
+pub struct Client {
     stream: TcpStream,
     parser: StreamParser,
 }
 
 impl Client {
-    async fn connect(addr: SocketAddr) -> Client {
+    pub async fn connect(addr: SocketAddr) -> Client {
         Client { stream: TcpStream::connect(addr).await.unwrap(), parser: StreamParser::new(Limits::default()) }
     }
 
-    async fn send(&mut self, xml: &str) {
+    pub async fn send(&mut self, xml: &str) {
         self.stream.write_all(xml.as_bytes()).await.unwrap();
     }
 
     /// The next event of the server's stream; `None` once it closed the socket.
-    async fn event(&mut self) -> Option<StreamEvent> {
+    pub async fn event(&mut self) -> Option<StreamEvent> {
         loop {
             if let Some(event) = self.parser.next_event().expect("the server's stream is well-formed") {
                 return Some(event);
@@ -45,7 +45,7 @@ impl Client {
         }
     }
 
-    async fn stanza(&mut self) -> Element {
+    pub async fn stanza(&mut self) -> Element {
         match self.event().await {
             Some(StreamEvent::Stanza(element)) => element,
             other => panic!("expected a stanza, got {other:?}"),
@@ -55,7 +55,7 @@ impl Client {
     /// Opens a stream, authenticates with `auth` (a SASL `<auth/>` that
     /// succeeds at once) and restarts the stream: the client, and the
     /// features offered before and after.
-    async fn authenticate(addr: SocketAddr, auth: &str) -> (Client, Element, Element) {
+    pub async fn authenticate(addr: SocketAddr, auth: &str) -> (Client, Element, Element) {
         let mut c = Client::connect(addr).await;
         c.send(HEADER).await;
         assert!(matches!(c.event().await, Some(StreamEvent::Open { .. })));
@@ -70,7 +70,7 @@ impl Client {
     }
 
     /// Negotiates an anonymous session and returns the bound JID.
-    async fn login(addr: SocketAddr) -> (Client, String) {
+    pub async fn login(addr: SocketAddr) -> (Client, String) {
         let (mut c, before, after) = Client::authenticate(addr, "<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='ANONYMOUS'/>").await;
         let mechanisms = before.find("mechanisms", "urn:ietf:params:xml:ns:xmpp-sasl").expect("SASL offered");
         assert_eq!(mechanisms.elements().map(Element::text_content).collect::<Vec<_>>(), ["ANONYMOUS"]);
@@ -84,7 +84,7 @@ impl Client {
     }
 
     /// The stream error condition the server ends the stream with.
-    async fn stream_error(&mut self) -> String {
+    pub async fn stream_error(&mut self) -> String {
         loop {
             match self.event().await {
                 Some(StreamEvent::Stanza(e)) if e.name == "error" && e.ns == wire::xmpp::STREAMS_NS => {
@@ -201,7 +201,7 @@ struct WsClient {
 }
 
 impl WsClient {
-    async fn connect(server: &TestServer) -> WsClient {
+    pub async fn connect(server: &TestServer) -> WsClient {
         use tokio_tungstenite::tungstenite::client::IntoClientRequest;
         let mut req = server.url("/xmpp-websocket").into_client_request().unwrap();
         req.headers_mut().insert("Sec-WebSocket-Protocol", "xmpp".parse().unwrap());
@@ -210,7 +210,7 @@ impl WsClient {
         WsClient { ws }
     }
 
-    async fn send(&mut self, xml: &str) {
+    pub async fn send(&mut self, xml: &str) {
         use futures_util::SinkExt;
         self.ws.send(tokio_tungstenite::tungstenite::Message::text(xml)).await.unwrap();
     }
@@ -406,7 +406,7 @@ async fn stream_management_counts_stanzas_both_ways() {
 
 /// Logs in to an account with PLAIN over a plain stream (the test server
 /// allows it) and returns the client after the stream restart, before bind.
-async fn login_account(addr: SocketAddr, name: &str, password: &str) -> Client {
+pub async fn login_account(addr: SocketAddr, name: &str, password: &str) -> Client {
     use base64::Engine;
     let plain = base64::engine::general_purpose::STANDARD.encode(format!("\0{name}\0{password}"));
     let auth = format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{plain}</auth>");
@@ -468,4 +468,12 @@ async fn a_broken_connection_resumes_and_nothing_unacknowledged_is_lost() {
     other.send("<resume xmlns='urn:xmpp:sm:3' previd='nope' h='0'/>").await;
     let failed = other.stanza().await;
     assert_eq!(failed.name, "failed");
+}
+
+/// Logs in to an account (password `pw`) and binds `resource`.
+pub async fn bound_account(addr: SocketAddr, name: &str, resource: &str) -> Client {
+    let mut c = login_account(addr, name, "pw").await;
+    c.send(&format!("<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>{resource}</resource></bind></iq>")).await;
+    assert_eq!(c.stanza().await.get("type"), Some("result"));
+    c
 }

@@ -1,0 +1,328 @@
+//! What XMPP keeps of a chat room that the chat app has no word for: who
+//! created it and owns it, its configuration, its subject, and the XMPP
+//! occupants' real JIDs. The room itself (its members, its order, its
+//! history) is the chat app's; a chat-app member is an occupant with no
+//! affiliation, in the role of a participant.
+//!
+//! This state lives on the node whose XMPP occupants are in the room: with
+//! `--broker`, each node keeps its own.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use hub::{MemberId, Outbox};
+use parking_lot::Mutex;
+
+use super::Jid;
+use super::session::Framing;
+
+/// An occupant's standing in a room (XEP-0045 §5.2), lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Affiliation {
+    Outcast,
+    None,
+    Member,
+    Admin,
+    Owner,
+}
+
+impl Affiliation {
+    pub fn parse(name: &str) -> Option<Affiliation> {
+        Some(match name {
+            "outcast" => Affiliation::Outcast,
+            "none" => Affiliation::None,
+            "member" => Affiliation::Member,
+            "admin" => Affiliation::Admin,
+            "owner" => Affiliation::Owner,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Affiliation::Outcast => "outcast",
+            Affiliation::None => "none",
+            Affiliation::Member => "member",
+            Affiliation::Admin => "admin",
+            Affiliation::Owner => "owner",
+        }
+    }
+}
+
+/// An occupant's role while it is in the room (XEP-0045 §5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    None,
+    Visitor,
+    Participant,
+    Moderator,
+}
+
+impl Role {
+    pub fn parse(name: &str) -> Option<Role> {
+        Some(match name {
+            "none" => Role::None,
+            "visitor" => Role::Visitor,
+            "participant" => Role::Participant,
+            "moderator" => Role::Moderator,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::None => "none",
+            Role::Visitor => "visitor",
+            Role::Participant => "participant",
+            Role::Moderator => "moderator",
+        }
+    }
+}
+
+/// The owner's settings (XEP-0045 §10.2), as far as they are honoured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// A name for people; the room's localpart when empty.
+    pub name: String,
+    pub description: String,
+    /// Listed in the MUC service's disco#items.
+    pub public: bool,
+    /// Occupants who are not moderators may change the subject.
+    pub change_subject: bool,
+    /// Real JIDs are shown to every occupant, not only to moderators.
+    pub whois_anyone: bool,
+    /// Needed to enter, when set.
+    pub password: Option<String>,
+    /// Occupants at most; owners and admins may enter past it.
+    pub max_users: Option<usize>,
+    /// Only members (and admins and owners) may enter.
+    pub members_only: bool,
+    /// Only participants and moderators may speak; others enter as visitors.
+    pub moderated: bool,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            name: String::new(),
+            description: String::new(),
+            public: true,
+            change_subject: true,
+            whois_anyone: false,
+            password: None,
+            max_users: None,
+            members_only: false,
+            moderated: false,
+        }
+    }
+}
+
+/// An XMPP occupant: its nick, its session and where its stanzas go.
+#[derive(Debug, Clone)]
+pub struct Occupant {
+    pub nick: Arc<str>,
+    pub member: MemberId,
+    pub jid: Jid,
+    pub role: Role,
+    pub outbox: Arc<Outbox>,
+    pub framing: Framing,
+}
+
+/// One room as XMPP sees it.
+#[derive(Debug, Default)]
+pub struct MucRoom {
+    pub config: Config,
+    /// Made by its first occupant and not yet configured (XEP-0045 §10.1):
+    /// only its owner may enter.
+    pub locked: bool,
+    /// The subject and the nick that set it.
+    pub subject: Option<(Arc<str>, String)>,
+    /// Affiliations by bare JID.
+    pub affiliations: HashMap<String, Affiliation>,
+    pub occupants: Vec<Occupant>,
+    /// How occupants who were taken out (kicked, banned) are shown as they
+    /// leave: the item and status codes for their nick's leave event.
+    pub departed: HashMap<Arc<str>, (Affiliation, Vec<&'static str>)>,
+}
+
+impl MucRoom {
+    pub fn affiliation(&self, jid: &Jid) -> Affiliation {
+        self.affiliations.get(&jid.bare().to_string()).copied().unwrap_or(Affiliation::None)
+    }
+
+    pub fn occupant(&self, nick: &str) -> Option<&Occupant> {
+        self.occupants.iter().find(|o| &*o.nick == nick)
+    }
+
+    pub fn occupant_by_member(&self, member: MemberId) -> Option<&Occupant> {
+        self.occupants.iter().find(|o| o.member == member)
+    }
+
+    /// Why `jid` may not enter with `password`, as a stanza error's type
+    /// and condition (XEP-0045 §7.2).
+    pub fn refusal(&self, jid: &Jid, password: Option<&str>) -> Option<(&'static str, &'static str)> {
+        let affiliation = self.affiliation(jid);
+        if affiliation == Affiliation::Outcast {
+            return Some(("auth", "forbidden"));
+        }
+        if self.locked && affiliation != Affiliation::Owner {
+            return Some(("cancel", "item-not-found"));
+        }
+        if self.config.members_only && affiliation < Affiliation::Member {
+            return Some(("auth", "registration-required"));
+        }
+        if self.config.password.is_some() && affiliation < Affiliation::Admin && self.config.password.as_deref() != password {
+            return Some(("auth", "not-authorized"));
+        }
+        if self.config.max_users.is_some_and(|max| self.occupants.len() >= max) && affiliation < Affiliation::Admin {
+            return Some(("wait", "service-unavailable"));
+        }
+        None
+    }
+
+    /// The role an occupant of `affiliation` enters with (XEP-0045 §5.1.2).
+    pub fn role_for(&self, affiliation: Affiliation) -> Role {
+        match affiliation {
+            Affiliation::Owner | Affiliation::Admin => Role::Moderator,
+            Affiliation::Member => Role::Participant,
+            _ if self.config.moderated => Role::Visitor,
+            _ => Role::Participant,
+        }
+    }
+
+    /// Whether an occupant of `role` sees the real JIDs of the others.
+    pub fn shows_jids_to(&self, role: Role) -> bool {
+        self.config.whois_anyone || role == Role::Moderator
+    }
+}
+
+/// Every room XMPP knows of on this node, by room name.
+#[derive(Debug, Default)]
+pub struct MucRooms {
+    rooms: Mutex<HashMap<Arc<str>, MucRoom>>,
+}
+
+/// What an XMPP occupant learns as it enters.
+#[derive(Debug, Clone)]
+pub struct Entered {
+    /// It made the room (status 201): it owns it, and the room is locked
+    /// until it configures it.
+    pub created: bool,
+    pub affiliation: Affiliation,
+    pub role: Role,
+    pub subject: Option<(Arc<str>, String)>,
+    /// It may see the others' real JIDs.
+    pub shows_jids: bool,
+    /// Everyone may see real JIDs (status 100).
+    pub non_anonymous: bool,
+}
+
+impl MucRooms {
+    /// Runs `f` on room `name`, if XMPP knows it.
+    pub fn with<T>(&self, name: &str, f: impl FnOnce(&mut MucRoom) -> T) -> Option<T> {
+        self.rooms.lock().get_mut(name).map(f)
+    }
+
+    /// Why `jid` may not enter room `name`, if it may not.
+    pub fn refusal(&self, name: &str, jid: &Jid, password: Option<&str>) -> Option<(&'static str, &'static str)> {
+        self.with(name, |room| room.refusal(jid, password)).flatten()
+    }
+
+    /// Records `occupant` in room `name`; `alone` says that nobody else is
+    /// in the chat room, so that an unknown room is created by it.
+    pub fn enter(&self, name: &Arc<str>, mut occupant: Occupant, alone: bool) -> Entered {
+        let mut rooms = self.rooms.lock();
+        let created = alone && !rooms.contains_key(name);
+        let room = rooms.entry(name.clone()).or_default();
+        if created {
+            room.locked = true;
+            room.affiliations.insert(occupant.jid.bare().to_string(), Affiliation::Owner);
+        }
+        let affiliation = room.affiliation(&occupant.jid);
+        occupant.role = room.role_for(affiliation);
+        room.departed.remove(&occupant.nick);
+        let role = occupant.role;
+        room.occupants.retain(|o| o.member != occupant.member);
+        room.occupants.push(occupant);
+        Entered { created, affiliation, role, subject: room.subject.clone(), shows_jids: room.shows_jids_to(role), non_anonymous: room.config.whois_anyone }
+    }
+
+    /// Forgets the XMPP occupant `member` of room `name`; a room with no
+    /// XMPP occupant left is forgotten (rooms are not persistent).
+    pub fn exit(&self, name: &str, member: MemberId) {
+        let mut rooms = self.rooms.lock();
+        if let Some(room) = rooms.get_mut(name) {
+            room.occupants.retain(|o| o.member != member);
+            if room.occupants.is_empty() {
+                rooms.remove(name);
+            }
+        }
+    }
+
+    /// Whether `member` is an XMPP occupant of room `name`.
+    pub fn is_occupant(&self, name: &str, member: MemberId) -> bool {
+        self.with(name, |room| room.occupant_by_member(member).is_some()).unwrap_or(false)
+    }
+
+    /// Takes room `name` away whole: its occupants, for the caller to tell.
+    pub fn destroy(&self, name: &str) -> Vec<Occupant> {
+        self.rooms.lock().remove(name).map(|room| room.occupants).unwrap_or_default()
+    }
+
+    /// The public rooms' names and their names for people.
+    pub fn listed(&self) -> Vec<(Arc<str>, String)> {
+        let rooms = self.rooms.lock();
+        let mut out: Vec<_> = rooms.iter().filter(|(_, r)| r.config.public && !r.locked).map(|(n, r)| (n.clone(), r.config.name.clone())).collect();
+        out.sort();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn occupant(nick: &str, member: MemberId, jid: &str) -> Occupant {
+        Occupant { nick: nick.into(), member, jid: Jid::parse(jid).unwrap(), role: Role::None, outbox: Arc::new(Outbox::new(1024)), framing: Framing::Stream }
+    }
+
+    #[test]
+    fn the_first_occupant_creates_a_locked_room_it_owns_and_the_last_one_out_forgets_it() {
+        let rooms = MucRooms::default();
+        let name: Arc<str> = "r".into();
+        let first = rooms.enter(&name, occupant("a", 1, "a@l/x"), true);
+        assert!(first.created);
+        assert_eq!((first.affiliation, first.role), (Affiliation::Owner, Role::Moderator));
+        let b = Jid::parse("b@l/y").unwrap();
+        assert_eq!(rooms.refusal("r", &b, None), Some(("cancel", "item-not-found")), "locked until configured");
+        rooms.with("r", |room| room.locked = false);
+        assert_eq!(rooms.refusal("r", &b, None), None);
+        let second = rooms.enter(&name, occupant("b", 2, "b@l/y"), false);
+        assert!(!second.created);
+        assert_eq!((second.affiliation, second.role), (Affiliation::None, Role::Participant));
+        assert!(rooms.is_occupant("r", 2));
+        rooms.exit("r", 1);
+        rooms.exit("r", 2);
+        assert!(rooms.with("r", |_| ()).is_none());
+        assert!(!rooms.enter(&name, occupant("c", 3, "c@l/z"), false).created, "not alone: the chat room has members");
+    }
+
+    #[test]
+    fn entry_is_refused_to_outcasts_without_the_password_and_past_the_limit() {
+        let rooms = MucRooms::default();
+        let name: Arc<str> = "r".into();
+        rooms.enter(&name, occupant("a", 1, "a@l/x"), true);
+        rooms.with("r", |room| {
+            room.locked = false;
+            room.config.password = Some("pw".into());
+            room.config.max_users = Some(1);
+            room.affiliations.insert("out@l".into(), Affiliation::Outcast);
+            room.affiliations.insert("adm@l".into(), Affiliation::Admin);
+        });
+        let jid = |s| Jid::parse(s).unwrap();
+        assert_eq!(rooms.refusal("r", &jid("out@l/1"), Some("pw")), Some(("auth", "forbidden")));
+        assert_eq!(rooms.refusal("r", &jid("b@l/1"), None), Some(("auth", "not-authorized")));
+        assert_eq!(rooms.refusal("r", &jid("b@l/1"), Some("pw")), Some(("wait", "service-unavailable")));
+        assert_eq!(rooms.refusal("r", &jid("adm@l/1"), None), None, "admins pass the password and the limit");
+    }
+}

@@ -1,0 +1,201 @@
+//! Moderators' and admins' requests (XEP-0045 §8, §9): roles (voice,
+//! moderator, kick) and affiliations (member, admin, owner, ban), the lists
+//! of them, and the presence that tells the room.
+
+use std::sync::Arc;
+
+use hub::{Payload, RoomEvent};
+use wire::xmpp::Element;
+
+use super::super::muc::{self, Item};
+use super::super::room::{Affiliation, MucRoom, Occupant, Role};
+use super::super::{Jid, ns};
+use super::Session;
+
+/// What a change does to the room, for the caller to tell outside the
+/// room's lock.
+enum Effect {
+    /// An occupant was taken out (kicked, banned, or no longer a member of
+    /// a members-only room): the status codes of its leave.
+    Removed(Occupant, Affiliation, Vec<&'static str>),
+    /// An occupant's role or affiliation changed.
+    Changed(Arc<str>),
+}
+
+/// A stanza error's type and condition.
+type Refusal = (&'static str, &'static str);
+
+impl Session {
+    pub(super) fn on_admin(&mut self, iq: &Element, room: &Arc<str>, to: &Jid, query: &Element) {
+        let Some(me) = self.jid.clone() else { return };
+        let room_jid = to.bare().to_string();
+        let items: Vec<&Element> = query.elements().filter(|e| e.name == "item" && e.ns == ns::MUC_ADMIN).collect();
+        if items.is_empty() {
+            return self.refuse(iq, "modify", "bad-request");
+        }
+        if iq.get("type") == Some("get") {
+            let listed = self.xmpp.muc.with(room, |r| list(r, &me, items[0]));
+            return match listed {
+                Some(Ok(list)) => self.reply(iq, Some(list)),
+                Some(Err((kind, condition))) => self.refuse(iq, kind, condition),
+                None => self.refuse(iq, "cancel", "item-not-found"),
+            };
+        }
+        let id = self.id;
+        let effects = self.xmpp.muc.with(room, |r| {
+            let mut effects = Vec::new();
+            for item in &items {
+                effects.extend(change(r, &me, id, item)?);
+            }
+            if r.departed.len() > MAX_DEPARTED {
+                r.departed.clear();
+            }
+            Ok::<_, Refusal>(effects)
+        });
+        match effects {
+            Some(Ok(effects)) => {
+                self.tell(room, &room_jid, effects);
+                self.reply(iq, None);
+            }
+            Some(Err((kind, condition))) => self.refuse(iq, kind, condition),
+            None => self.refuse(iq, "cancel", "item-not-found"),
+        }
+    }
+
+    /// Tells the room what changed: a removed occupant gets its own
+    /// unavailable presence and the others see it leave (with its status
+    /// codes); a changed one's new presence goes to every XMPP occupant.
+    fn tell(&self, room: &Arc<str>, room_jid: &str, effects: Vec<Effect>) {
+        let Some(rooms) = self.xmpp.rooms.clone() else { return };
+        for effect in effects {
+            match effect {
+                Effect::Removed(o, affiliation, codes) => {
+                    rooms.leave(room, o.member);
+                    let item = Item { affiliation, role: Role::None, jid: Some(o.jid.to_string()) };
+                    let own: Vec<&str> = std::iter::once("110").chain(codes.iter().copied()).collect();
+                    let _ = o.outbox.push(o.framing.payload(&muc::presence(room_jid, &o.nick, &o.jid.to_string(), &item, false, &own)));
+                    let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::Leave { name: o.nick.clone() }));
+                }
+                Effect::Changed(nick) => {
+                    let occupants = self.xmpp.muc.with(room, |r| r.occupants.clone()).unwrap_or_default();
+                    for viewer in occupants {
+                        let (item, _) = super::rooms::shown_to(&self.xmpp.muc, room, &nick, viewer.member);
+                        let codes: &[&str] = if viewer.nick == nick { &["110"] } else { &[] };
+                        let stanza = muc::presence(room_jid, &nick, &viewer.jid.to_string(), &item, true, codes);
+                        let _ = viewer.outbox.push(viewer.framing.payload(&stanza));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How many departures a room remembers the status codes of.
+const MAX_DEPARTED: usize = 256;
+
+/// One item of a change request, checked against the actor's standing and
+/// applied to the room.
+fn change(room: &mut MucRoom, me: &Jid, id: hub::MemberId, item: &Element) -> Result<Vec<Effect>, Refusal> {
+    let mine = room.affiliation(me);
+    let my_role = room.occupant_by_member(id).map_or(Role::None, |o| o.role);
+    if let Some(role) = item.get("role") {
+        let role = Role::parse(role).ok_or(("modify", "bad-request"))?;
+        let nick = item.get("nick").ok_or(("modify", "bad-request"))?;
+        // A chat-app member has no role to change.
+        let target = room.occupant(nick).cloned().ok_or(("cancel", "item-not-found"))?;
+        let theirs = room.affiliation(&target.jid);
+        if my_role != Role::Moderator {
+            return Err(("auth", "forbidden"));
+        }
+        // Nobody changes the role of an admin or owner but by their affiliation,
+        // and only admins and owners make or unmake moderators.
+        if (theirs >= Affiliation::Admin && role != target.role) || ((role == Role::Moderator || target.role == Role::Moderator) && mine < Affiliation::Admin) {
+            return Err(("cancel", "not-allowed"));
+        }
+        if role == Role::None {
+            room.occupants.retain(|o| o.member != target.member);
+            room.departed.insert(target.nick.clone(), (theirs, vec!["307"]));
+            return Ok(vec![Effect::Removed(target, theirs, vec!["307"])]);
+        }
+        if let Some(o) = room.occupants.iter_mut().find(|o| o.member == target.member) {
+            o.role = role;
+        }
+        return Ok(vec![Effect::Changed(target.nick)]);
+    }
+    let affiliation = item.get("affiliation").and_then(Affiliation::parse).ok_or(("modify", "bad-request"))?;
+    let bare = match (item.get("jid").and_then(Jid::parse), item.get("nick")) {
+        (Some(jid), _) => jid.bare(),
+        (None, Some(nick)) => room.occupant(nick).map(|o| o.jid.bare()).ok_or(("cancel", "item-not-found"))?,
+        (None, None) => return Err(("modify", "bad-request")),
+    };
+    let theirs = room.affiliation(&bare);
+    if mine < Affiliation::Admin || ((affiliation >= Affiliation::Admin || theirs >= Affiliation::Admin) && mine < Affiliation::Owner) {
+        return Err(("auth", "forbidden"));
+    }
+    if theirs == Affiliation::Owner && affiliation < Affiliation::Owner && room.affiliations.values().filter(|a| **a == Affiliation::Owner).count() == 1 {
+        // XEP-0045 §10.6: the last owner stays one.
+        return Err(("modify", "conflict"));
+    }
+    let key = bare.to_string();
+    if affiliation == Affiliation::None {
+        room.affiliations.remove(&key);
+    } else {
+        room.affiliations.insert(key, affiliation);
+    }
+    let theirs: Vec<Occupant> = room.occupants.iter().filter(|o| o.jid.bare() == bare).cloned().collect();
+    let out_codes = match affiliation {
+        Affiliation::Outcast => Some(vec!["301"]),
+        a if a < Affiliation::Member && room.config.members_only => Some(vec!["321"]),
+        _ => None,
+    };
+    let mut effects = Vec::new();
+    for o in theirs {
+        match &out_codes {
+            Some(codes) => {
+                room.occupants.retain(|x| x.member != o.member);
+                room.departed.insert(o.nick.clone(), (affiliation, codes.clone()));
+                effects.push(Effect::Removed(o, affiliation, codes.clone()));
+            }
+            None => {
+                let role = room.role_for(affiliation);
+                if let Some(x) = room.occupants.iter_mut().find(|x| x.member == o.member) {
+                    x.role = role;
+                }
+                effects.push(Effect::Changed(o.nick));
+            }
+        }
+    }
+    Ok(effects)
+}
+
+/// The affiliation list (admins and owners may see it) or the role list
+/// (moderators may) an item asks for (XEP-0045 §9.5, §8.5).
+fn list(room: &MucRoom, me: &Jid, asked: &Element) -> Result<Element, Refusal> {
+    let mut query = Element::new("query", ns::MUC_ADMIN);
+    if let Some(affiliation) = asked.get("affiliation") {
+        let affiliation = Affiliation::parse(affiliation).ok_or(("modify", "bad-request"))?;
+        if room.affiliation(me) < Affiliation::Admin {
+            return Err(("auth", "forbidden"));
+        }
+        let mut jids: Vec<&String> = room.affiliations.iter().filter(|(_, a)| **a == affiliation).map(|(j, _)| j).collect();
+        jids.sort();
+        for jid in jids {
+            query = query.child(Element::new("item", ns::MUC_ADMIN).attr("affiliation", affiliation.name()).attr("jid", jid));
+        }
+        return Ok(query);
+    }
+    let role = asked.get("role").and_then(Role::parse).ok_or(("modify", "bad-request"))?;
+    let viewer = room.occupants.iter().find(|o| o.jid == *me).map_or(Role::None, |o| o.role);
+    if viewer != Role::Moderator {
+        return Err(("auth", "forbidden"));
+    }
+    for o in room.occupants.iter().filter(|o| o.role == role) {
+        let item = Element::new("item", ns::MUC_ADMIN)
+            .attr("affiliation", room.affiliation(&o.jid).name())
+            .attr("role", role.name())
+            .attr("nick", &o.nick)
+            .attr("jid", &o.jid.to_string());
+        query = query.child(item);
+    }
+    Ok(query)
+}

@@ -1,0 +1,428 @@
+//! What a session does in MUC rooms (XEP-0045): entering and leaving, the
+//! room's messages and subject, private messages and iqs between
+//! occupants, and the owner's configuration and destruction of a room.
+
+use std::sync::Arc;
+
+use hub::{Greeting, JoinError, Member, Payload, RoomEvent};
+use wire::nickname::Nickname;
+use wire::xmpp::Element;
+
+use super::super::muc::{self, Item, Newcomer, Occupancy};
+use super::super::room::{Affiliation, Config, MucRooms, Occupant, Role};
+use super::super::{Jid, ns};
+use super::Session;
+
+impl Session {
+    /// The session's place in `room`, if it is still there: an owner who
+    /// destroys a room takes every occupant out of it.
+    pub(super) fn occupancy(&mut self, room: &str) -> Option<Occupancy> {
+        if self.rooms.contains_key(room) && !self.xmpp.muc.is_occupant(room, self.id) {
+            self.rooms.remove(room);
+        }
+        self.rooms.get(room).cloned()
+    }
+
+    /// What this session may know of occupant `nick` of `room`, and the
+    /// status codes its leave is shown with.
+    pub(super) fn shown(&self, room: &str, nick: &str) -> (Item, Vec<&'static str>) {
+        shown_to(&self.xmpp.muc, room, nick, self.id)
+    }
+
+    /// Presence to a room JID: entering (or a presence update while in),
+    /// or leaving.
+    pub(super) async fn on_room_presence(&mut self, presence: &Element, to: &Jid, room: Arc<str>) {
+        match presence.get("type") {
+            None if self.occupancy(&room).is_some() => {
+                // A new nick is a nick change, which is not carried.
+                let nick = self.rooms.get(&room).map(|o| o.nick.clone());
+                if to.resource.as_deref() != nick.as_deref() {
+                    self.refuse(presence, "cancel", "not-acceptable");
+                }
+            }
+            None => self.join(presence, to, room).await,
+            Some("unavailable") => self.leave(&room, true),
+            Some(_) => {}
+        }
+    }
+
+    async fn join(&mut self, presence: &Element, to: &Jid, room: Arc<str>) {
+        let Some(rooms) = self.xmpp.rooms.clone() else {
+            return self.refuse(presence, "cancel", "service-unavailable");
+        };
+        let Some(nick) = to.resource.as_deref() else {
+            return self.refuse(presence, "modify", "jid-malformed");
+        };
+        let Ok(nickname) = Nickname::parse(nick) else {
+            return self.refuse(presence, "modify", "jid-malformed");
+        };
+        let Some(me) = self.jid.clone() else { return };
+        let password = presence.find("x", ns::MUC).and_then(|x| x.find("password", ns::MUC)).map(Element::text_content);
+        if let Some((kind, condition)) = self.xmpp.muc.refusal(&room, &me, password.as_deref()) {
+            return self.refuse(presence, kind, condition);
+        }
+        let shown = nickname.shown.clone();
+        let room_jid = to.bare().to_string();
+        let member = Member { id: self.id, name: Some(nickname), outbox: self.outbox.clone() };
+        let occupant = Occupant { nick: shown.clone(), member: self.id, jid: me.clone(), role: Role::None, outbox: self.outbox.clone(), framing: self.framing };
+        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        let asked = muc::HistoryRequest::of(presence);
+        let (xmpp, framing, id, name, greet_room, greet_nick) = (self.xmpp.clone(), self.framing, self.id, room.clone(), room_jid.clone(), shown.clone());
+        // Under the room's lock: whether it is new is decided once.
+        let greeting: Greeting = Box::new(move |roster| {
+            let alone = roster.names.iter().all(|n| *n == greet_nick);
+            let entered = xmpp.muc.enter(&name, occupant, alone);
+            let mut codes = vec!["110"];
+            if entered.non_anonymous {
+                codes.push("100");
+            }
+            if entered.created {
+                codes.push("201");
+            }
+            let item = Item { affiliation: entered.affiliation, role: entered.role, jid: entered.shows_jids.then(|| me.to_string()) };
+            let subject = entered.subject.as_ref().map(|(by, text)| (Some(&**by), text.as_str()));
+            let newcomer = Newcomer { nick: &greet_nick, item, codes, subject };
+            let to = me.to_string();
+            muc::greeting(roster, &greet_room, &to, &stamp, asked, &newcomer, |nick| item_of(&xmpp.muc, &name, nick, id))
+                .iter()
+                .map(|e| framing.payload(e))
+                .collect()
+        });
+        match rooms.join(&room, member, usize::MAX, greeting).await {
+            Ok(_) => {
+                self.rooms.insert(room.clone(), Occupancy { room_jid, nick: shown.clone() });
+                let _ = rooms.publish(&room, Payload::event(room.clone(), RoomEvent::Join { name: shown }));
+            }
+            Err(JoinError::NameTaken) => self.refuse(presence, "cancel", "conflict"),
+            Err(JoinError::RoomFull) => self.refuse(presence, "wait", "service-unavailable"),
+            Err(JoinError::TooManyJoins) => self.refuse(presence, "wait", "resource-constraint"),
+            Err(JoinError::Broker(_)) => self.refuse(presence, "wait", "remote-server-timeout"),
+        }
+    }
+
+    /// Leaves `room`; `tell` sends the occupant its own unavailable
+    /// presence (not when its session is ending).
+    pub(super) fn leave(&mut self, room: &Arc<str>, tell: bool) {
+        let (Some(occupancy), Some(rooms)) = (self.rooms.remove(room), &self.xmpp.rooms) else { return };
+        // Not an occupant any more when an owner destroyed the room.
+        if self.xmpp.muc.is_occupant(room, self.id) {
+            self.xmpp.muc.exit(room, self.id);
+            if rooms.leave(room, self.id).is_some() {
+                let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::Leave { name: occupancy.nick.clone() }));
+            }
+        }
+        if tell {
+            self.send(&muc::presence(&occupancy.room_jid, &occupancy.nick, &self.full_jid(), &Item::participant(), false, &["110"]));
+        }
+    }
+
+    /// A message to a room (groupchat, or a subject) or to an occupant.
+    pub(super) async fn on_room_message(&mut self, message: &Element, to: &Jid) {
+        let room: Arc<str> = Arc::from(to.local.as_deref().unwrap_or_default());
+        let (Some(occupancy), Some(rooms)) = (self.occupancy(&room), self.xmpp.rooms.clone()) else {
+            return self.refuse(message, "modify", "not-acceptable");
+        };
+        if let Some(nick) = &to.resource {
+            return self.carry_to_occupant(message, &room, &occupancy, nick);
+        }
+        if message.get("type") != Some("groupchat") {
+            return self.refuse(message, "modify", "bad-request");
+        }
+        if let Some(subject) = message.find("subject", ns::CLIENT) {
+            return self.set_subject(message, &room, &occupancy, subject.text_content());
+        }
+        let Some(body) = message.find("body", ns::CLIENT).map(Element::text_content) else { return };
+        let role = self.xmpp.muc.with(&room, |r| r.occupant_by_member(self.id).map(|o| o.role)).flatten();
+        if role == Some(Role::Visitor) {
+            // XEP-0045 §7.4: a visitor in a moderated room has no voice.
+            return self.refuse(message, "auth", "forbidden");
+        }
+        let event = RoomEvent::Message { name: occupancy.nick.clone(), text: Arc::from(body) };
+        if rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await.is_err() {
+            self.refuse(message, "wait", "resource-constraint");
+        }
+    }
+
+    /// XEP-0045 §8.1: a new subject, from an occupant allowed to set it,
+    /// to every XMPP occupant (the chat app has no subjects).
+    fn set_subject(&mut self, message: &Element, room: &str, occupancy: &Occupancy, text: String) {
+        let allowed = self
+            .xmpp
+            .muc
+            .with(room, |r| {
+                let role = r.occupant_by_member(self.id).map_or(Role::None, |o| o.role);
+                let allowed = role == Role::Moderator || (r.config.change_subject && role >= Role::Participant);
+                if allowed {
+                    r.subject = Some((occupancy.nick.clone(), text.clone()));
+                }
+                allowed.then(|| r.occupants.clone())
+            })
+            .flatten();
+        let Some(occupants) = allowed else {
+            return self.refuse(message, "auth", "forbidden");
+        };
+        for o in occupants {
+            let stanza = muc::subject(&occupancy.room_jid, &o.jid.to_string(), Some(&occupancy.nick), &text);
+            let _ = o.outbox.push(o.framing.payload(&stanza));
+        }
+    }
+
+    /// A stanza from this occupant to occupant `nick` (a private message,
+    /// or an iq): to that occupant's real JID, from this one's room JID.
+    fn carry_to_occupant(&mut self, stanza: &Element, room: &str, occupancy: &Occupancy, nick: &str) {
+        let target = self.xmpp.muc.with(room, |r| r.occupant(nick).cloned()).flatten();
+        let Some(target) = target else {
+            // A chat-app member has no JID to carry it to.
+            return self.refuse(stanza, "cancel", "item-not-found");
+        };
+        let mut routed = stanza.clone();
+        routed.attrs.retain(|(n, _)| n != "from" && n != "to");
+        routed.attrs.push(("from".into(), format!("{}/{}", occupancy.room_jid, occupancy.nick)));
+        routed.attrs.push(("to".into(), target.jid.to_string()));
+        if stanza.name == "message" {
+            routed.children.push(wire::xmpp::Node::Element(Element::new("x", ns::MUC_USER)));
+        }
+        let _ = target.outbox.push(target.framing.payload(&routed));
+    }
+
+    /// An iq to a room or to one of its occupants.
+    pub(super) fn on_room_iq(&mut self, iq: &Element, to: &Jid, payload: &Element) {
+        let room: Arc<str> = Arc::from(to.local.as_deref().unwrap_or_default());
+        let kind = iq.get("type").unwrap_or_default();
+        if to.resource.is_none() && (kind == "result" || kind == "error") {
+            return;
+        }
+        if let Some(nick) = &to.resource {
+            return match self.occupancy(&room) {
+                Some(occupancy) => self.carry_to_occupant(iq, &room, &occupancy, nick),
+                // XEP-0045 §6.6: no disco (nor anything) of an occupant for a non-occupant.
+                None => self.refuse(iq, "modify", "bad-request"),
+            };
+        }
+        match (payload.ns.as_str(), payload.name.as_str(), kind) {
+            (ns::DISCO_INFO, "query", "get") => {
+                // A chat room XMPP has no state for has the defaults.
+                let info = self.xmpp.muc.with(&room, |r| room_info(&r.config, &room)).unwrap_or_else(|| room_info(&Config::default(), &room));
+                self.reply(iq, Some(info));
+            }
+            (ns::DISCO_ITEMS, "query", "get") => {
+                let room_jid = to.bare().to_string();
+                let nicks = self.xmpp.muc.with(&room, |r| r.occupants.iter().map(|o| o.nick.clone()).collect::<Vec<_>>()).unwrap_or_default();
+                let mut items = Element::new("query", ns::DISCO_ITEMS);
+                for nick in nicks {
+                    items = items.child(Element::new("item", ns::DISCO_ITEMS).attr("jid", &format!("{room_jid}/{nick}")));
+                }
+                self.reply(iq, Some(items));
+            }
+            (ns::MUC_OWNER, "query", "get" | "set") => self.on_owner(iq, &room, to, payload),
+            (ns::MUC_ADMIN, "query", "get" | "set") => self.on_admin(iq, &room, to, payload),
+            _ => self.refuse(iq, "cancel", "service-unavailable"),
+        }
+    }
+
+    /// The owner's requests (XEP-0045 §10): the configuration form, its
+    /// submission (which unlocks a new room), and destroying the room.
+    fn on_owner(&mut self, iq: &Element, room: &Arc<str>, to: &Jid, query: &Element) {
+        let Some(me) = self.jid.clone() else { return };
+        let owner = self.xmpp.muc.with(room, |r| r.affiliation(&me) == Affiliation::Owner);
+        match owner {
+            None => return self.refuse(iq, "cancel", "item-not-found"),
+            Some(false) => return self.refuse(iq, "auth", "forbidden"),
+            Some(true) => {}
+        }
+        if iq.get("type") == Some("get") {
+            let form = self.xmpp.muc.with(room, |r| config_form(&r.config)).unwrap_or_else(|| Element::new("x", ns::DATA));
+            return self.reply(iq, Some(Element::new("query", ns::MUC_OWNER).child(form)));
+        }
+        if let Some(destroy) = query.find("destroy", ns::MUC_OWNER) {
+            self.destroy(room, &to.bare().to_string(), destroy);
+            return self.reply(iq, None);
+        }
+        let Some(form) = query.find("x", ns::DATA) else {
+            return self.refuse(iq, "modify", "bad-request");
+        };
+        let applied = self.xmpp.muc.with(room, |r| {
+            if form.get("type") == Some("submit") {
+                apply_form(&mut r.config, form)?;
+            }
+            r.locked = false;
+            Ok::<(), &'static str>(())
+        });
+        match applied {
+            Some(Ok(())) => self.reply(iq, None),
+            _ => self.refuse(iq, "modify", "not-acceptable"),
+        }
+    }
+
+    /// Takes every XMPP occupant out of `room` (XEP-0045 §10.9), each told
+    /// with a `<destroy/>`; the others in the chat room see them leave.
+    fn destroy(&mut self, room: &Arc<str>, room_jid: &str, destroy: &Element) {
+        let Some(rooms) = self.xmpp.rooms.clone() else { return };
+        let occupants = self.xmpp.muc.destroy(room);
+        for o in &occupants {
+            rooms.leave(room, o.member);
+        }
+        let mut told = Element::new("destroy", ns::MUC_USER);
+        if let Some(jid) = destroy.get("jid") {
+            told = told.attr("jid", jid);
+        }
+        if let Some(reason) = destroy.find("reason", ns::MUC_OWNER) {
+            told = told.child(Element::new("reason", ns::MUC_USER).text(&reason.text_content()));
+        }
+        for o in &occupants {
+            let mut presence = muc::presence(room_jid, &o.nick, &o.jid.to_string(), &Item::participant(), false, &[]);
+            if let Some(wire::xmpp::Node::Element(x)) = presence.children.last_mut() {
+                x.children.push(wire::xmpp::Node::Element(told.clone()));
+            }
+            let _ = o.outbox.push(o.framing.payload(&presence));
+            let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::Leave { name: o.nick.clone() }));
+        }
+    }
+}
+
+/// What occupant `viewer` of `room` may know of occupant `nick`, and the
+/// status codes of its leave when it was taken out of the room.
+pub(super) fn shown_to(muc: &MucRooms, room: &str, nick: &str, viewer: hub::MemberId) -> (Item, Vec<&'static str>) {
+    let departed = muc.with(room, |r| r.departed.get(nick).cloned()).flatten();
+    match departed {
+        Some((affiliation, codes)) => (Item { affiliation, role: Role::None, jid: None }, codes),
+        None => (item_of(muc, room, nick, viewer), Vec::new()),
+    }
+}
+
+/// What occupant `viewer` of `room` may know of occupant `nick`: its
+/// affiliation and role, and its real JID if the room shows it.
+fn item_of(muc: &MucRooms, room: &str, nick: &str, viewer: hub::MemberId) -> Item {
+    muc.with(room, |r| {
+        let sees = r.shows_jids_to(r.occupant_by_member(viewer).map_or(Role::None, |o| o.role));
+        r.occupant(nick).map(|o| Item { affiliation: r.affiliation(&o.jid), role: o.role, jid: sees.then(|| o.jid.to_string()) })
+    })
+    .flatten()
+    .unwrap_or_else(Item::participant)
+}
+
+/// A room's disco#info (XEP-0045 §6.4): its identity and its features.
+fn room_info(config: &Config, room: &str) -> Element {
+    let name = if config.name.is_empty() { room } else { &config.name };
+    let mut info = Element::new("query", ns::DISCO_INFO)
+        .child(Element::new("identity", ns::DISCO_INFO).attr("category", "conference").attr("type", "text").attr("name", name));
+    let features = [
+        ns::MUC,
+        if config.public { "muc_public" } else { "muc_hidden" },
+        if config.password.is_some() { "muc_passwordprotected" } else { "muc_unsecured" },
+        if config.whois_anyone { "muc_nonanonymous" } else { "muc_semianonymous" },
+        if config.members_only { "muc_membersonly" } else { "muc_open" },
+        if config.moderated { "muc_moderated" } else { "muc_unmoderated" },
+        "muc_temporary",
+    ];
+    for var in features {
+        info = info.child(Element::new("feature", ns::DISCO_INFO).attr("var", var));
+    }
+    info
+}
+
+fn field(var: &str, kind: &str, label: &str, values: &[&str]) -> Element {
+    let mut field = Element::new("field", ns::DATA).attr("var", var).attr("type", kind).attr("label", label);
+    for value in values {
+        field = field.child(Element::new("value", ns::DATA).text(value));
+    }
+    field
+}
+
+fn flag(on: bool) -> &'static str {
+    if on { "1" } else { "0" }
+}
+
+/// The configuration form (XEP-0045 §10.2) with the settings honoured.
+fn config_form(config: &Config) -> Element {
+    let max = config.max_users.map(|m| m.to_string()).unwrap_or_else(|| "none".into());
+    let mut maxusers = field("muc#roomconfig_maxusers", "list-single", "Most occupants", &[&max]);
+    for option in ["10", "20", "30", "50", "100", "none"] {
+        maxusers = maxusers.child(Element::new("option", ns::DATA).child(Element::new("value", ns::DATA).text(option)));
+    }
+    let whois = field("muc#roomconfig_whois", "list-single", "Who sees real JIDs", &[if config.whois_anyone { "anyone" } else { "moderators" }])
+        .child(Element::new("option", ns::DATA).attr("label", "Moderators").child(Element::new("value", ns::DATA).text("moderators")))
+        .child(Element::new("option", ns::DATA).attr("label", "Anyone").child(Element::new("value", ns::DATA).text("anyone")));
+    Element::new("x", ns::DATA)
+        .attr("type", "form")
+        .child(field("FORM_TYPE", "hidden", "", &["http://jabber.org/protocol/muc#roomconfig"]))
+        .child(field("muc#roomconfig_roomname", "text-single", "Name", &[&config.name]))
+        .child(field("muc#roomconfig_roomdesc", "text-single", "Description", &[&config.description]))
+        .child(field("muc#roomconfig_changesubject", "boolean", "Occupants may change the subject", &[flag(config.change_subject)]))
+        .child(field("muc#roomconfig_publicroom", "boolean", "Listed", &[flag(config.public)]))
+        .child(field("muc#roomconfig_persistentroom", "boolean", "Persistent (not offered)", &["0"]))
+        .child(field("muc#roomconfig_membersonly", "boolean", "Members only", &[flag(config.members_only)]))
+        .child(field("muc#roomconfig_moderatedroom", "boolean", "Moderated", &[flag(config.moderated)]))
+        .child(field("muc#roomconfig_passwordprotectedroom", "boolean", "Password needed", &[flag(config.password.is_some())]))
+        .child(field("muc#roomconfig_roomsecret", "text-private", "Password", &[config.password.as_deref().unwrap_or_default()]))
+        .child(maxusers)
+        .child(whois)
+}
+
+/// Applies a submitted configuration form; the fields it does not name
+/// keep their values. Refuses a persistent room, which is not offered.
+fn apply_form(config: &mut Config, form: &Element) -> Result<(), &'static str> {
+    let mut protected = None;
+    let mut secret = None;
+    for field in form.elements().filter(|e| e.name == "field") {
+        let values: Vec<String> = field.elements().filter(|e| e.name == "value").map(Element::text_content).collect();
+        let value = values.first().map(String::as_str).unwrap_or_default();
+        let on = matches!(value, "1" | "true");
+        match field.get("var").unwrap_or_default() {
+            "muc#roomconfig_roomname" => config.name = value.to_owned(),
+            "muc#roomconfig_roomdesc" => config.description = value.to_owned(),
+            "muc#roomconfig_changesubject" => config.change_subject = on,
+            "muc#roomconfig_publicroom" => config.public = on,
+            "muc#roomconfig_persistentroom" if on => return Err("persistent rooms are not offered"),
+            "muc#roomconfig_passwordprotectedroom" => protected = Some(on),
+            "muc#roomconfig_roomsecret" => secret = Some(value.to_owned()),
+            "muc#roomconfig_maxusers" => config.max_users = value.parse().ok(),
+            "muc#roomconfig_whois" => config.whois_anyone = value == "anyone",
+            "muc#roomconfig_membersonly" => config.members_only = on,
+            "muc#roomconfig_moderatedroom" => config.moderated = on,
+            _ => {}
+        }
+    }
+    match (protected, secret) {
+        (Some(false), _) => config.password = None,
+        (Some(true), Some(secret)) | (None, Some(secret)) if !secret.is_empty() => config.password = Some(secret),
+        (Some(true), _) if config.password.is_none() => return Err("a password-protected room needs a password"),
+        _ => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn submitted(fields: &[(&str, &str)]) -> Element {
+        let mut form = Element::new("x", ns::DATA).attr("type", "submit");
+        for (var, value) in fields {
+            form = form.child(field(var, "text-single", "", &[value]));
+        }
+        form
+    }
+
+    #[test]
+    fn a_submitted_form_sets_what_it_names_and_keeps_the_rest() {
+        let mut config = Config::default();
+        apply_form(&mut config, &submitted(&[("muc#roomconfig_roomname", "Lobby"), ("muc#roomconfig_publicroom", "0")])).unwrap();
+        assert_eq!((config.name.as_str(), config.public, config.change_subject), ("Lobby", false, true));
+        apply_form(&mut config, &submitted(&[("muc#roomconfig_passwordprotectedroom", "1"), ("muc#roomconfig_roomsecret", "pw")])).unwrap();
+        assert_eq!(config.password.as_deref(), Some("pw"));
+        apply_form(&mut config, &submitted(&[("muc#roomconfig_maxusers", "10"), ("muc#roomconfig_whois", "anyone")])).unwrap();
+        assert_eq!((config.max_users, config.whois_anyone), (Some(10), true));
+        apply_form(&mut config, &submitted(&[("muc#roomconfig_maxusers", "none"), ("muc#roomconfig_passwordprotectedroom", "0")])).unwrap();
+        assert_eq!((config.max_users, config.password.as_deref()), (None, None));
+        assert!(apply_form(&mut config, &submitted(&[("muc#roomconfig_persistentroom", "1")])).is_err());
+        assert!(apply_form(&mut config, &submitted(&[("muc#roomconfig_passwordprotectedroom", "1")])).is_err());
+    }
+
+    #[test]
+    fn the_form_to_the_byte() {
+        let form = config_form(&Config::default()).to_xml(ns::CLIENT);
+        assert!(form.starts_with("<x xmlns=\"jabber:x:data\" type=\"form\"><field var=\"FORM_TYPE\" type=\"hidden\" label=\"\"><value>http://jabber.org/protocol/muc#roomconfig</value></field>"), "{form}");
+        assert!(form.contains("<field var=\"muc#roomconfig_whois\" type=\"list-single\" label=\"Who sees real JIDs\"><value>moderators</value>"));
+    }
+}

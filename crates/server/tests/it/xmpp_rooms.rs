@@ -1,0 +1,148 @@
+//! XMPP between users and in rooms an XMPP client made, at the byte
+//! level: presence to a user's own other resources, iqs carried between
+//! users, and a room's creation, configuration, moderation and end.
+
+use serde_json::json;
+use wire::xmpp::Element;
+
+use crate::support::TestServer;
+use crate::xmpp::Client;
+
+const MUC_USER: &str = "http://jabber.org/protocol/muc#user";
+const STANZAS: &str = "urn:ietf:params:xml:ns:xmpp-stanzas";
+
+/// The status codes of a MUC presence.
+fn codes(presence: &Element) -> Vec<String> {
+    let x = presence.find("x", MUC_USER).expect("a muc#user presence");
+    x.elements().filter(|e| e.name == "status").filter_map(|e| e.get("code")).map(str::to_owned).collect()
+}
+
+/// The affiliation and role of a MUC presence's item.
+fn standing(presence: &Element) -> (String, String) {
+    let item = presence.find("x", MUC_USER).unwrap().find("item", MUC_USER).unwrap();
+    (item.get("affiliation").unwrap().to_owned(), item.get("role").unwrap().to_owned())
+}
+
+fn condition(error: &Element) -> String {
+    assert_eq!(error.get("type"), Some("error"), "{error:?}");
+    error.find("error", "jabber:client").unwrap().elements().find(|e| e.ns == STANZAS).unwrap().name.clone()
+}
+
+/// Reads up to the room's subject, the end of a join; the presences before it.
+async fn joined(c: &mut Client) -> Vec<Element> {
+    let mut presences = Vec::new();
+    loop {
+        let stanza = c.stanza().await;
+        if stanza.find("subject", "jabber:client").is_some() {
+            return presences;
+        }
+        if stanza.name == "presence" {
+            presences.push(stanza);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_room_an_xmpp_client_makes_is_its_own_to_configure_moderate_and_destroy() {
+    let server = TestServer::with_xmpp(server::Config::default()).await;
+    let addr = server.xmpp.unwrap();
+    let (mut owner, owner_jid) = Client::login(addr).await;
+    owner.send("<presence to='den@conference.localhost/olga'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    let own = joined(&mut owner).await.pop().unwrap();
+    assert_eq!(codes(&own), ["110", "201"], "the first occupant made the room");
+    assert_eq!(standing(&own), ("owner".to_owned(), "moderator".to_owned()));
+
+    // Locked until its owner configures it (XEP-0045 §10.1).
+    let (mut guest, guest_jid) = Client::login(addr).await;
+    guest.send("<presence to='den@conference.localhost/gus'/>").await;
+    assert_eq!(condition(&guest.stanza().await), "item-not-found");
+    owner.send("<iq type='get' id='c1' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'/></iq>").await;
+    let form = owner.stanza().await;
+    assert_eq!(form.get("type"), Some("result"));
+    let fields = form.find("query", "http://jabber.org/protocol/muc#owner").unwrap().find("x", "jabber:x:data").unwrap();
+    assert!(fields.elements().any(|f| f.get("var") == Some("muc#roomconfig_roomname")));
+    owner.send("<iq type='set' id='c2' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><x xmlns='jabber:x:data' type='submit'><field var='muc#roomconfig_roomname'><value>The Den</value></field></x></query></iq>").await;
+    assert_eq!(owner.stanza().await.get("type"), Some("result"));
+    // Only the owner configures.
+    guest.send("<iq type='get' id='c3' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'/></iq>").await;
+    assert_eq!(condition(&guest.stanza().await), "forbidden");
+
+    guest.send("<presence to='den@conference.localhost/gus'/>").await;
+    let presences = joined(&mut guest).await;
+    assert_eq!(presences.len(), 2);
+    assert_eq!(standing(&presences[0]), ("owner".to_owned(), "moderator".to_owned()));
+    assert_eq!(codes(&presences[1]), ["110"]);
+    assert_eq!(owner.stanza().await.get("from"), Some("den@conference.localhost/gus"));
+    // A chat-app member is in the same room, as a participant.
+    let mut chat = server.ws("/chat/websocket").await;
+    chat.send(&json!({"name": "cleo", "room": "den"}).to_string()).await;
+    assert_eq!(chat.recv_json().await["event"], "members");
+    assert_eq!(chat.recv_json().await["event"], "join");
+    for c in [&mut owner, &mut guest] {
+        let cleo = c.stanza().await;
+        assert_eq!((cleo.get("from"), standing(&cleo)), (Some("den@conference.localhost/cleo"), ("none".to_owned(), "participant".to_owned())));
+    }
+
+    // A private message between occupants goes to the real JID, from the room JID.
+    guest.send("<message to='den@conference.localhost/olga' type='chat'><body>psst</body></message>").await;
+    let private = owner.stanza().await;
+    assert_eq!((private.get("from"), private.get("to")), (Some("den@conference.localhost/gus"), Some(owner_jid.as_str())));
+    // A moderator may see real JIDs; the owner kicks the guest.
+    owner.send("<iq type='set' id='k1' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#admin'><item nick='gus' role='none'/></query></iq>").await;
+    let kicked = guest.stanza().await;
+    assert_eq!((kicked.get("type"), codes(&kicked)), (Some("unavailable"), vec!["110".to_owned(), "307".to_owned()]));
+    assert_eq!(kicked.find("x", MUC_USER).unwrap().find("item", MUC_USER).unwrap().get("jid"), Some(guest_jid.as_str()));
+    let witnessed = owner.stanza().await;
+    assert_eq!((witnessed.get("from"), witnessed.get("type"), codes(&witnessed)), (Some("den@conference.localhost/gus"), Some("unavailable"), vec!["307".to_owned()]));
+    assert_eq!(owner.stanza().await.get("id"), Some("k1"));
+    assert_eq!(chat.recv_json().await, json!({"event": "leave", "name": "gus", "room": "den"}));
+
+    // Destroyed: each XMPP occupant is told; the chat app sees it leave.
+    owner.send("<iq type='set' id='d1' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><destroy><reason>done</reason></destroy></query></iq>").await;
+    let told = owner.stanza().await;
+    let destroy = told.find("x", MUC_USER).unwrap().find("destroy", MUC_USER).expect("a <destroy/>");
+    assert_eq!((told.get("type"), destroy.find("reason", MUC_USER).unwrap().text_content()), (Some("unavailable"), "done".to_owned()));
+    assert_eq!(owner.stanza().await.get("id"), Some("d1"));
+    assert_eq!(chat.recv_json().await, json!({"event": "leave", "name": "olga", "room": "den"}));
+    owner.send("<message to='den@conference.localhost' type='groupchat'><body>anyone?</body></message>").await;
+    assert_eq!(condition(&owner.stanza().await), "not-acceptable", "no longer an occupant");
+}
+
+#[tokio::test]
+async fn presence_reaches_a_users_other_resources_and_iqs_reach_other_users() {
+    let config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("alice", "pw"), server::AccountEntry::new("bob", "pw")], xmpp_plain_unencrypted: true, ..server::Config::default() };
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let mut desk = crate::xmpp::bound_account(addr, "alice", "desk").await;
+    let mut phone = crate::xmpp::bound_account(addr, "alice", "phone").await;
+    desk.send("<presence/>").await;
+    phone.send("<presence><status>out</status></presence>").await;
+    // The first available presence brings the other resource's.
+    let seen = phone.stanza().await;
+    assert_eq!((seen.get("from"), seen.get("to")), (Some("alice@localhost/desk"), Some("alice@localhost/phone")));
+    let told = desk.stanza().await;
+    assert_eq!((told.get("from"), told.find("status", "jabber:client").map(Element::text_content)), (Some("alice@localhost/phone"), Some("out".to_owned())));
+
+    // An iq to another user's resource is carried there, and its answer back.
+    let mut bob = crate::xmpp::bound_account(addr, "bob", "home").await;
+    let bob_jid = "bob@localhost/home";
+    bob.send("<iq type='get' id='v1' to='alice@localhost/desk'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    let carried = desk.stanza().await;
+    assert_eq!((carried.get("from"), carried.get("id")), (Some(bob_jid), Some("v1")));
+    desk.send(&format!("<iq type='result' id='v1' to='{bob_jid}'/>")).await;
+    let answer = bob.stanza().await;
+    assert_eq!((answer.get("type"), answer.get("from")), (Some("result"), Some("alice@localhost/desk")));
+    bob.send("<iq type='get' id='v2' to='alice@localhost/tablet'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(condition(&bob.stanza().await), "service-unavailable");
+
+    // Directed presence, and its end when the session ends.
+    bob.send("<presence to='alice@localhost/desk'/>").await;
+    assert_eq!(desk.stanza().await.get("from"), Some(bob_jid));
+    bob.send("</stream:stream>").await;
+    let gone = desk.stanza().await;
+    assert_eq!((gone.get("from"), gone.get("type")), (Some(bob_jid), Some("unavailable")));
+    // A resource that goes tells the other.
+    desk.send("</stream:stream>").await;
+    let gone = phone.stanza().await;
+    assert_eq!((gone.get("from"), gone.get("type")), (Some("alice@localhost/desk"), Some("unavailable")));
+}
