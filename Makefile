@@ -2,15 +2,16 @@
 # `make test` installs what the tests need (npm packages into web/, Debian's
 # chromium for the browser tests and nats-server for the several-node tests,
 # the socket.io peer, the Autobahn TestSuite
-# into build/autobahn/) and runs every test: Rust unit and integration tests,
-# the browser conformance tests in conformance/, then Autobahn.
+# into build/autobahn/, a JDK, Maven and the Smack integration tests into
+# build/smack/) and runs every test: Rust unit and integration tests, the
+# browser and client conformance tests in conformance/, Autobahn, then Smack.
 SHELL := /bin/bash
 CARGO ?= cargo
 NPM ?= npm
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 WEB_DEPS := web/node_modules/.package-lock.json
 
-.PHONY: run build test test-rust test-conformance test-autobahn deps chromium nats-server xmpp-clients peer-socketio shootout peers
+.PHONY: run build test test-rust test-conformance test-autobahn test-smack jdk deps chromium nats-server xmpp-clients peer-socketio shootout peers
 
 run: build
 	./target/release/switchboard serve
@@ -35,7 +36,7 @@ chromium:
 nats-server:
 	@command -v nats-server >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server; }
 
-test: deps test-rust test-conformance test-autobahn
+test: deps test-rust test-conformance test-autobahn test-smack
 
 # The bench's socket.io transport is tested against the real socket.io peer.
 peer-socketio:
@@ -63,6 +64,16 @@ test-conformance: $(WEB_DEPS) chromium xmpp-clients
 test-autobahn: $(WEB_DEPS)
 	$(CARGO) build
 	SWITCHBOARD_BIN=$(CURDIR)/target/debug/switchboard conformance/autobahn/run.sh
+
+# Debian's JDK and Maven, which fetch and run the Smack integration tests.
+jdk:
+	@command -v java >/dev/null && command -v mvn >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jdk-headless maven; }
+
+# The Smack integration test framework (Maven Central) against XMPP on
+# 127.0.0.1:5222, one specification at a time; logs in build/smack/.
+test-smack: jdk
+	$(CARGO) build
+	SWITCHBOARD_BIN=$(CURDIR)/target/debug/switchboard conformance/smack/run.sh
 
 # Installs every peer server (peers/) and smoke-checks it; a failure is reported
 # and the others still run.
