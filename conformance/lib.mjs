@@ -31,7 +31,7 @@ export async function startServer(extraArgs = []) {
   const url = await new Promise((resolve, reject) => {
     proc.once("exit", (code) => reject(new Error(`switchboard serve exited with ${code}`)));
     nextLine().then((line) => {
-      const m = line.match(/listening on (http:\/\/[^/\s]+)\//);
+      const m = line.match(/listening on (https?:\/\/[^/\s]+)\//);
       m ? resolve(m[1]) : reject(new Error(`unexpected first line: ${line}`));
     });
   });

@@ -1,12 +1,13 @@
 // XMPP with clients nobody here wrote, each talking in a MUC room with a
 // chat-app WebSocket client in the same room:
-// - slixmpp (PyPI) over TCP: login, ping, discovery (conformance/xmpp/
+// - slixmpp (PyPI) over TCP with STARTTLS and a self-signed certificate
+//   made here with openssl: login, ping, discovery (conformance/xmpp/
 //   slixmpp_muc.py; `make test` installs slixmpp into build/xmpp/venv);
 // - Strophe.js 5 (npm) in Chromium over XMPP over WebSocket (RFC 7395).
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,7 +17,16 @@ const PYTHON = new URL("../build/xmpp/venv/bin/python", import.meta.url).pathnam
 const SCRIPT = new URL("./xmpp/slixmpp_muc.py", import.meta.url).pathname;
 const STROPHE = new URL("../web/node_modules/strophe.js/dist/strophe.umd.min.js", import.meta.url).pathname;
 
-let server, xmppPort, configDir;
+let server, xmppPort, tlsServer, tlsXmppPort, configDir, certFile;
+
+/** The XMPP port a server prints on its second line. */
+async function xmppPortOf(server) {
+  const line = await server.nextLine();
+  const m = line.match(/serves XMPP for localhost on 127\.0\.0\.1:(\d+)/);
+  assert.ok(m, `unexpected second line: ${line}`);
+  return m[1];
+}
+
 before(async () => {
   // An account made as a user makes one: `switchboard xmpp-account NAME`, password on stdin.
   const made = await runSwitchboard(["xmpp-account", "carol"], { input: "carols-secret\n" });
@@ -25,26 +35,32 @@ before(async () => {
   const config = join(configDir, "switchboard.toml");
   writeFileSync(config, made.stdout);
   server = await startServer(["--xmpp-listen", "127.0.0.1:0", "--config", config]);
-  const line = await server.nextLine();
-  const m = line.match(/serves XMPP for localhost on 127\.0\.0\.1:(\d+)/);
-  assert.ok(m, `unexpected second line: ${line}`);
-  xmppPort = m[1];
+  xmppPort = await xmppPortOf(server);
+  // A self-signed certificate for localhost, which the slixmpp test trusts.
+  certFile = join(configDir, "cert.pem");
+  const keyFile = join(configDir, "key.pem");
+  execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", keyFile, "-out", certFile], { stdio: "pipe" });
+  tlsServer = await startServer(["--xmpp-listen", "127.0.0.1:0", "--config", config, "--tls-cert", certFile, "--tls-key", keyFile]);
+  tlsXmppPort = await xmppPortOf(tlsServer);
 });
 after(async () => {
   assert.equal(await server?.stop(), 0);
+  assert.equal(await tlsServer?.stop(), 0);
   if (configDir) rmSync(configDir, { recursive: true });
 });
 
-test("slixmpp logs in (anonymously, and to an account with SCRAM), pings, and chats in a MUC room with a chat-app client", async () => {
+test("slixmpp logs in over STARTTLS (anonymously, and to an account with SCRAM), pings, and chats in a MUC room with a chat-app client", async () => {
   assert.ok(existsSync(PYTHON), `no ${PYTHON}: run \`make xmpp-clients\` (make test does) to install slixmpp`);
-  const wsUrl = server.url.replace("http://", "ws://") + "/chat/websocket";
-  const proc = spawn(PYTHON, [SCRIPT, xmppPort, wsUrl, "carol", "carols-secret"], { stdio: ["ignore", "pipe", "pipe"] });
+  assert.match(tlsServer.url, /^https:/);
+  const wsUrl = tlsServer.url.replace("https://", "wss://") + "/chat/websocket";
+  const proc = spawn(PYTHON, [SCRIPT, tlsXmppPort, wsUrl, "carol", "carols-secret", certFile], { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   proc.stdout.on("data", (d) => (output += d));
   proc.stderr.on("data", (d) => (output += d));
   const code = await new Promise((resolve) => proc.once("exit", resolve));
   assert.equal(code, 0, output);
-  assert.match(output, /^11 passed, 0 failed$/m, output);
+  assert.match(output, /^12 passed, 0 failed$/m, output);
 });
 
 test("Strophe.js in Chromium logs in over WebSocket, pings, and chats in a MUC room", async () => {

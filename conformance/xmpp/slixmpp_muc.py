@@ -1,13 +1,16 @@
 """slixmpp (PyPI), a client nobody here wrote, against `switchboard serve`'s
-XMPP: anonymous login, ping, service discovery, a MUC conversation in the
-room `lobby` with a chat-app WebSocket client in the same room, and a login
-to an account with SCRAM whose direct message reaches the first client.
+XMPP with STARTTLS: anonymous login, ping, service discovery, a MUC
+conversation in the room `lobby` with a chat-app WebSocket client (over
+wss://) in the same room, and a login to an account with SCRAM whose direct
+message reaches the first client. Both trust the server's self-signed
+certificate, CA_FILE, and nothing else.
 
-    slixmpp_muc.py XMPP_PORT WS_URL ACCOUNT PASSWORD   (exits 0 when every check passed)
+    slixmpp_muc.py XMPP_PORT WSS_URL ACCOUNT PASSWORD CA_FILE   (exits 0 when every check passed)
 """
 
 import asyncio
 import json
+import ssl
 import sys
 
 import slixmpp
@@ -25,18 +28,21 @@ async def next_event(ws, **want):
             return event
 
 
-async def main(port, ws_url, account, password):
+async def main(port, ws_url, account, password, ca_file):
     checks = []
 
     def check(name, ok, detail=""):
         checks.append(ok)
         print(f"{'ok' if ok else 'FAILED'}: {name}{' ' + detail if detail and not ok else ''}", flush=True)
 
-    ws = await websockets.connect(ws_url)
+    ws = await websockets.connect(ws_url, ssl=ssl.create_default_context(cafile=ca_file))
     await ws.send(json.dumps({"name": "alice", "room": "lobby"}))
     await next_event(ws, event="join", name="alice")
 
     xmpp = slixmpp.ClientXMPP("localhost", "")
+    xmpp.ca_certs = ca_file
+    encrypted = []
+    xmpp.add_event_handler("tls_success", lambda _: encrypted.append(True))
     for plugin in ("xep_0030", "xep_0045", "xep_0199"):
         xmpp.register_plugin(plugin)
     started = asyncio.Event()
@@ -45,6 +51,7 @@ async def main(port, ws_url, account, password):
     xmpp.add_event_handler("groupchat_message", lambda m: heard.put_nowait((m["mucnick"], m["body"])))
     xmpp.connect(host="127.0.0.1", port=port)
     await asyncio.wait_for(started.wait(), PATIENCE)
+    check("STARTTLS with the server's certificate", encrypted == [True])
     check("anonymous login and resource binding", xmpp.boundjid.domain == "localhost" and bool(xmpp.boundjid.resource), str(xmpp.boundjid))
 
     rtt = await xmpp.plugin["xep_0199"].ping(jid="localhost", timeout=PATIENCE)
@@ -73,9 +80,7 @@ async def main(port, ws_url, account, password):
     check("the chat-app member sees slixmpp leave", True)
 
     carol = slixmpp.ClientXMPP(f"{account}@localhost/phone", password)
-    # slixmpp does SCRAM only over TLS unless told otherwise; the server has
-    # no TLS for XMPP yet.
-    carol.plugin["feature_mechanisms"].unencrypted_scram = True
+    carol.ca_certs = ca_file
     carol_started = asyncio.Event()
     carol.add_event_handler("session_start", lambda _: carol_started.set())
     mechanisms = []
@@ -97,4 +102,4 @@ async def main(port, ws_url, account, password):
 
 
 if __name__ == "__main__":
-    sys.exit(0 if asyncio.run(main(int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4])) else 1)
+    sys.exit(0 if asyncio.run(main(int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])) else 1)
