@@ -18,9 +18,10 @@ use std::sync::Arc;
 
 use async_nats::jetstream::consumer::{DeliverPolicy, push};
 use futures_util::StreamExt;
-use hub::{BoxFuture, Broker, BrokerError, Greeting, Hub, JoinError, Member, MemberId, Payload, RoomEvent, RoomLimits, Roster};
+use hub::{BoxFuture, Broker, BrokerError, Greeting, Hub, JoinError, Member, MemberId, Payload, RenameError, RoomEvent, RoomLimits, Roster};
 use parking_lot::Mutex;
 use tokio::sync::watch;
+use wire::nickname::Nickname;
 use tokio::task::AbortHandle;
 
 use crate::envelope::{self, Claim};
@@ -151,6 +152,28 @@ impl Broker for NatsBroker {
         }
         self.unfollow(room);
         Some(member)
+    }
+
+    fn rename<'a>(&'a self, room: &'a str, id: MemberId, name: Nickname) -> BoxFuture<'a, Result<(), RenameError>> {
+        Box::pin(async move {
+            let key = envelope::name_key(&self.app, room, &name.key);
+            let shown = name.shown.clone();
+            if !self.link.claim(key.clone(), shown).await? {
+                return Err(RenameError::NameTaken);
+            }
+            match self.hub.rename(room, id, name) {
+                Ok(old) => {
+                    if let Some(old) = old.filter(|old| envelope::name_key(&self.app, room, &old.key) != key) {
+                        self.link.release(envelope::name_key(&self.app, room, &old.key));
+                    }
+                    Ok(())
+                }
+                Err(e) => {
+                    self.link.release(key);
+                    Err(e)
+                }
+            }
+        })
     }
 
     fn publish(&self, room: &str, payload: Payload) -> Result<(), BrokerError> {

@@ -7,7 +7,9 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::{Hub, JoinError, Member, MemberId, Payload, RoomLimits, Roster};
+use wire::nickname::Nickname;
+
+use crate::{Hub, JoinError, Member, MemberId, Payload, RenameError, RoomLimits, Roster};
 
 /// A boxed future, so that brokers can be trait objects.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -38,6 +40,10 @@ pub trait Broker: Send + Sync + Debug {
     /// Takes a member out of a room and frees its name; `None` if it was
     /// not there.
     fn leave(&self, room: &str, id: MemberId) -> Option<Member>;
+
+    /// Gives member `id` of `room` a new name, claimed as a join claims
+    /// one, and frees its old one. Telling the room is the caller's.
+    fn rename<'a>(&'a self, room: &'a str, id: MemberId, name: Nickname) -> BoxFuture<'a, Result<(), RenameError>>;
 
     /// Sends an event to every member of the room, on every node, without
     /// waiting: `Err` if the broker cannot take it now.
@@ -83,6 +89,10 @@ impl Broker for MemoryBroker {
 
     fn leave(&self, room: &str, id: MemberId) -> Option<Member> {
         self.hub.leave(room, id)
+    }
+
+    fn rename<'a>(&'a self, room: &'a str, id: MemberId, name: Nickname) -> BoxFuture<'a, Result<(), RenameError>> {
+        Box::pin(std::future::ready(self.hub.rename(room, id, name).map(|_| ())))
     }
 
     fn publish(&self, room: &str, payload: Payload) -> Result<(), BrokerError> {

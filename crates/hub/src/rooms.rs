@@ -38,6 +38,20 @@ pub enum JoinError {
     Broker(#[from] crate::BrokerError),
 }
 
+/// Why a member could not take a new name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RenameError {
+    /// Another member of the room already has this name.
+    #[error("name already taken in this room")]
+    NameTaken,
+    /// It is not in the room (any more).
+    #[error("not a member of this room")]
+    NotMember,
+    /// The broker that spans the nodes could not be asked.
+    #[error(transparent)]
+    Broker(#[from] crate::BrokerError),
+}
+
 /// Bounds on every room of a hub, so that a join storm costs a bounded
 /// amount: each join tells every member, so a room's joins cost its size
 /// times their rate.
@@ -262,6 +276,23 @@ impl Hub {
         Some(member)
     }
 
+    /// Gives member `id` of `room` the name `name` in place of its own, if
+    /// no other member has it; the old name, once freed.
+    pub fn rename(&self, room: &str, id: MemberId, name: Nickname) -> Result<Option<Nickname>, RenameError> {
+        let mut rooms = self.shard(room).lock();
+        let entry = rooms.get_mut(room).ok_or(RenameError::NotMember)?;
+        let at = entry.members.iter().position(|m| m.id == id).ok_or(RenameError::NotMember)?;
+        let own = entry.members[at].name.as_ref().is_some_and(|old| old.key == name.key);
+        if !own && entry.names.contains(&name.key) {
+            return Err(RenameError::NameTaken);
+        }
+        if let Some(old) = &entry.members[at].name {
+            entry.names.remove(&old.key);
+        }
+        entry.names.insert(name.key.clone());
+        Ok(entry.members[at].name.replace(name))
+    }
+
     /// Pushes the message to every member of the room. The payload is
     /// shared, not copied.
     pub fn publish(&self, room: &str, payload: &Payload) -> Delivery {
@@ -418,6 +449,20 @@ mod tests {
             hub.leave("lobby", id);
         }
         assert!(hub.join("lobby", member(5, Some("erin"), 1 << 20), 10).unwrap().history.is_empty());
+    }
+
+    #[test]
+    fn a_rename_takes_a_free_name_and_frees_the_old_one() {
+        let hub = Hub::new(1);
+        hub.join("lobby", member(1, Some("ann"), 1024), 10).unwrap();
+        hub.join("lobby", member(2, Some("bob"), 1024), 10).unwrap();
+        let name = |n: &str| Nickname::parse(n).unwrap();
+        assert_eq!(hub.rename("lobby", 1, name("Bob")), Err(RenameError::NameTaken));
+        assert_eq!(hub.rename("lobby", 3, name("cy")), Err(RenameError::NotMember));
+        assert_eq!(hub.rename("lobby", 1, name("cy")).unwrap().map(|old| old.shown), Some(Arc::from("ann")));
+        assert_eq!(hub.join("lobby", member(4, Some("cy"), 1024), 10).err(), Some(JoinError::NameTaken));
+        hub.join("lobby", member(5, Some("ann"), 1024), 10).expect("the old name is free");
+        assert!(hub.rename("lobby", 1, name("CY")).is_ok(), "its own name in another case");
     }
 
     #[test]

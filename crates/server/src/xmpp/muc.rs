@@ -16,6 +16,9 @@ use super::room::{Affiliation, Role};
 pub struct Occupancy {
     pub room_jid: String,
     pub nick: Arc<str>,
+    /// The nick it had, from a change until the room's events of the
+    /// change reach it.
+    pub renamed_from: Option<Arc<str>>,
 }
 
 /// What an occupant's presence says of it: its affiliation and role, and
@@ -25,13 +28,15 @@ pub struct Item {
     pub affiliation: Affiliation,
     pub role: Role,
     pub jid: Option<String>,
+    /// The occupant's new nick, in the presence that tells of a change (303).
+    pub nick: Option<Arc<str>>,
 }
 
 impl Item {
     /// A chat-app member, or an occupant XMPP does not know: no
     /// affiliation, a participant.
     pub fn participant() -> Item {
-        Item { affiliation: Affiliation::None, role: Role::Participant, jid: None }
+        Item { affiliation: Affiliation::None, role: Role::Participant, jid: None, nick: None }
     }
 }
 
@@ -42,6 +47,9 @@ pub fn presence(room_jid: &str, nick: &str, to: &str, item: &Item, available: bo
     let mut child = Element::new("item", ns::MUC_USER).attr("affiliation", item.affiliation.name()).attr("role", role.name());
     if let Some(jid) = &item.jid {
         child = child.attr("jid", jid);
+    }
+    if let Some(nick) = &item.nick {
+        child = child.attr("nick", nick);
     }
     let mut x = Element::new("x", ns::MUC_USER).child(child);
     for code in codes {
@@ -190,7 +198,7 @@ mod tests {
             "<message from=\"lobby@conference.localhost/alice\" to=\"bob@localhost/r\" type=\"groupchat\"><body>hi &amp; &lt;bye&gt;</body></message>"
         );
         assert!(render(&RoomEvent::Join { name: "bob".into() }, "lobby@conference.localhost", "bob", to, |_| (Item::participant(), Vec::new())).is_none());
-        let owner = Item { affiliation: Affiliation::Owner, role: Role::Moderator, jid: Some("a@localhost/x".into()) };
+        let owner = Item { affiliation: Affiliation::Owner, role: Role::Moderator, jid: Some("a@localhost/x".into()), nick: None };
         assert_eq!(
             presence("r@conference.localhost", "a", to, &owner, true, &["110", "201"]).to_xml(ns::CLIENT),
             "<presence from=\"r@conference.localhost/a\" to=\"bob@localhost/r\"><x xmlns=\"http://jabber.org/protocol/muc#user\"><item affiliation=\"owner\" role=\"moderator\" jid=\"a@localhost/x\"/><status code=\"110\"/><status code=\"201\"/></x></presence>"

@@ -142,7 +142,16 @@ pub struct MucRoom {
     pub occupants: Vec<Occupant>,
     /// How occupants who were taken out (kicked, banned) are shown as they
     /// leave: the item and status codes for their nick's leave event.
-    pub departed: HashMap<Arc<str>, (Affiliation, Vec<&'static str>)>,
+    pub departed: HashMap<Arc<str>, Departure>,
+}
+
+/// How an occupant who was taken out of a room, or changed its nick, is
+/// shown as it leaves: its affiliation, the status codes, and its new nick.
+#[derive(Debug, Clone)]
+pub struct Departure {
+    pub affiliation: Affiliation,
+    pub codes: Vec<&'static str>,
+    pub new_nick: Option<Arc<str>>,
 }
 
 impl MucRoom {

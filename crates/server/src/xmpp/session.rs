@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use base64::Engine;
 use tokio_tungstenite::tungstenite::Message;
-use hub::{Close, Outbox, Payload};
+use hub::{Close, Outbox, Payload, RoomEvent};
 use wire::xmpp::{Element, STREAMS_NS, StreamEvent, StreamParser};
 
 use super::accounts::{Exchange, Step};
@@ -634,7 +634,21 @@ impl Session {
         let text = match payload.as_event() {
             Some((room, event)) => {
                 let occupancy = self.rooms.get(room)?;
-                let stanza = super::muc::render(event, &occupancy.room_jid, &occupancy.nick, &self.full_jid(), |nick| self.shown(room, nick))?;
+                let stanza = match (event, &occupancy.renamed_from) {
+                    // Its own nick change, as the room's events tell it (XEP-0045 §7.6).
+                    (RoomEvent::Leave { name }, Some(old)) if name == old => {
+                        super::muc::render(event, &occupancy.room_jid, old, &self.full_jid(), |nick| self.shown(room, nick))?
+                    }
+                    (RoomEvent::Join { name }, Some(_)) if *name == occupancy.nick => {
+                        let (item, _) = self.shown(room, name);
+                        let own = super::muc::presence(&occupancy.room_jid, name, &self.full_jid(), &item, true, &["110"]);
+                        if let Some(occupancy) = self.rooms.get_mut(room) {
+                            occupancy.renamed_from = None;
+                        }
+                        own
+                    }
+                    _ => super::muc::render(event, &occupancy.room_jid, &occupancy.nick, &self.full_jid(), |nick| self.shown(room, nick))?,
+                };
                 self.framing.text(&stanza)
             }
             None => payload.as_text().unwrap_or_default().to_owned(),

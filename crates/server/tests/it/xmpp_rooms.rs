@@ -83,19 +83,37 @@ async fn a_room_an_xmpp_client_makes_is_its_own_to_configure_moderate_and_destro
         assert_eq!((cleo.get("from"), standing(&cleo)), (Some("den@conference.localhost/cleo"), ("none".to_owned(), "participant".to_owned())));
     }
 
+    // A nick change (XEP-0045 §7.6): everyone sees the old nick leave with
+    // 303 and the new one, then the new nick come in; the chat app sees a
+    // leave and a join. A nick someone has is refused.
+    guest.send("<presence to='den@conference.localhost/cleo'/>").await;
+    assert_eq!(condition(&guest.stanza().await), "conflict");
+    guest.send("<presence to='den@conference.localhost/gus2'/>").await;
+    for (c, own) in [(&mut guest, true), (&mut owner, false)] {
+        let left = c.stanza().await;
+        assert_eq!((left.get("from"), left.get("type")), (Some("den@conference.localhost/gus"), Some("unavailable")));
+        assert_eq!(codes(&left), if own { vec!["110", "303"] } else { vec!["303"] });
+        assert_eq!(left.find("x", MUC_USER).unwrap().find("item", MUC_USER).unwrap().get("nick"), Some("gus2"));
+        let back = c.stanza().await;
+        assert_eq!((back.get("from"), back.get("type")), (Some("den@conference.localhost/gus2"), None));
+        assert_eq!(codes(&back), if own { vec!["110"] } else { Vec::<&str>::new() });
+    }
+    assert_eq!(chat.recv_json().await, json!({"event": "leave", "name": "gus", "room": "den"}));
+    assert_eq!(chat.recv_json().await, json!({"event": "join", "name": "gus2", "room": "den"}));
+
     // A private message between occupants goes to the real JID, from the room JID.
     guest.send("<message to='den@conference.localhost/olga' type='chat'><body>psst</body></message>").await;
     let private = owner.stanza().await;
-    assert_eq!((private.get("from"), private.get("to")), (Some("den@conference.localhost/gus"), Some(owner_jid.as_str())));
+    assert_eq!((private.get("from"), private.get("to")), (Some("den@conference.localhost/gus2"), Some(owner_jid.as_str())));
     // A moderator may see real JIDs; the owner kicks the guest.
-    owner.send("<iq type='set' id='k1' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#admin'><item nick='gus' role='none'/></query></iq>").await;
+    owner.send("<iq type='set' id='k1' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#admin'><item nick='gus2' role='none'/></query></iq>").await;
     let kicked = guest.stanza().await;
     assert_eq!((kicked.get("type"), codes(&kicked)), (Some("unavailable"), vec!["110".to_owned(), "307".to_owned()]));
     assert_eq!(kicked.find("x", MUC_USER).unwrap().find("item", MUC_USER).unwrap().get("jid"), Some(guest_jid.as_str()));
     let witnessed = owner.stanza().await;
-    assert_eq!((witnessed.get("from"), witnessed.get("type"), codes(&witnessed)), (Some("den@conference.localhost/gus"), Some("unavailable"), vec!["307".to_owned()]));
+    assert_eq!((witnessed.get("from"), witnessed.get("type"), codes(&witnessed)), (Some("den@conference.localhost/gus2"), Some("unavailable"), vec!["307".to_owned()]));
     assert_eq!(owner.stanza().await.get("id"), Some("k1"));
-    assert_eq!(chat.recv_json().await, json!({"event": "leave", "name": "gus", "room": "den"}));
+    assert_eq!(chat.recv_json().await, json!({"event": "leave", "name": "gus2", "room": "den"}));
 
     // Destroyed: each XMPP occupant is told; the chat app sees it leave.
     owner.send("<iq type='set' id='d1' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><destroy><reason>done</reason></destroy></query></iq>").await;

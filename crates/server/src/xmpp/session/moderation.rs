@@ -8,7 +8,7 @@ use hub::{Payload, RoomEvent};
 use wire::xmpp::Element;
 
 use super::super::muc::{self, Item};
-use super::super::room::{Affiliation, MucRoom, Occupant, Role};
+use super::super::room::{Affiliation, Departure, MucRoom, Occupant, Role};
 use super::super::{Jid, ns};
 use super::Session;
 
@@ -71,7 +71,7 @@ impl Session {
             match effect {
                 Effect::Removed(o, affiliation, codes) => {
                     rooms.leave(room, o.member);
-                    let item = Item { affiliation, role: Role::None, jid: Some(o.jid.to_string()) };
+                    let item = Item { affiliation, role: Role::None, jid: Some(o.jid.to_string()), nick: None };
                     let own: Vec<&str> = std::iter::once("110").chain(codes.iter().copied()).collect();
                     let _ = o.outbox.push(o.framing.payload(&muc::presence(room_jid, &o.nick, &o.jid.to_string(), &item, false, &own)));
                     let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::Leave { name: o.nick.clone() }));
@@ -92,6 +92,9 @@ impl Session {
 
 /// How many departures a room remembers the status codes of.
 const MAX_DEPARTED: usize = 256;
+
+/// How many JIDs may have an affiliation with one room.
+pub const MAX_AFFILIATIONS: usize = 1024;
 
 /// One item of a change request, checked against the actor's standing and
 /// applied to the room.
@@ -114,7 +117,7 @@ fn change(room: &mut MucRoom, me: &Jid, id: hub::MemberId, item: &Element) -> Re
         }
         if role == Role::None {
             room.occupants.retain(|o| o.member != target.member);
-            room.departed.insert(target.nick.clone(), (theirs, vec!["307"]));
+            room.departed.insert(target.nick.clone(), Departure { affiliation: theirs, codes: vec!["307"], new_nick: None });
             return Ok(vec![Effect::Removed(target, theirs, vec!["307"])]);
         }
         if let Some(o) = room.occupants.iter_mut().find(|o| o.member == target.member) {
@@ -137,6 +140,9 @@ fn change(room: &mut MucRoom, me: &Jid, id: hub::MemberId, item: &Element) -> Re
         return Err(("modify", "conflict"));
     }
     let key = bare.to_string();
+    if affiliation != Affiliation::None && !room.affiliations.contains_key(&key) && room.affiliations.len() >= MAX_AFFILIATIONS {
+        return Err(("wait", "resource-constraint"));
+    }
     if affiliation == Affiliation::None {
         room.affiliations.remove(&key);
     } else {
@@ -153,7 +159,7 @@ fn change(room: &mut MucRoom, me: &Jid, id: hub::MemberId, item: &Element) -> Re
         match &out_codes {
             Some(codes) => {
                 room.occupants.retain(|x| x.member != o.member);
-                room.departed.insert(o.nick.clone(), (affiliation, codes.clone()));
+                room.departed.insert(o.nick.clone(), Departure { affiliation, codes: codes.clone(), new_nick: None });
                 effects.push(Effect::Removed(o, affiliation, codes.clone()));
             }
             None => {
@@ -198,4 +204,27 @@ fn list(room: &MucRoom, me: &Jid, asked: &Element) -> Result<Element, Refusal> {
         query = query.child(item);
     }
     Ok(query)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_room_holds_a_bounded_number_of_affiliations_and_keeps_its_last_owner() {
+        let mut room = MucRoom::default();
+        let owner = Jid::parse("o@l/x").unwrap();
+        room.affiliations.insert("o@l".into(), Affiliation::Owner);
+        let member = |i: usize| Element::new("item", ns::MUC_ADMIN).attr("affiliation", "member").attr("jid", &format!("m{i}@l"));
+        for i in 1..MAX_AFFILIATIONS {
+            assert!(change(&mut room, &owner, 1, &member(i)).is_ok());
+        }
+        assert_eq!(room.affiliations.len(), MAX_AFFILIATIONS);
+        assert_eq!(change(&mut room, &owner, 1, &member(MAX_AFFILIATIONS)).err(), Some(("wait", "resource-constraint")));
+        assert!(change(&mut room, &owner, 1, &member(1)).is_ok(), "changing one that is there is not a new one");
+        let demote = Element::new("item", ns::MUC_ADMIN).attr("affiliation", "admin").attr("jid", "o@l");
+        assert_eq!(change(&mut room, &owner, 1, &demote).err(), Some(("modify", "conflict")));
+        let stranger = Jid::parse("s@l/x").unwrap();
+        assert_eq!(change(&mut room, &stranger, 2, &member(5)).err(), Some(("auth", "forbidden")));
+    }
 }

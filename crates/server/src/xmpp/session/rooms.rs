@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
-use hub::{Greeting, JoinError, Member, Payload, RoomEvent};
+use hub::{Greeting, JoinError, Member, Payload, RenameError, RoomEvent};
 use wire::nickname::Nickname;
 use wire::xmpp::Element;
 
 use super::super::muc::{self, Item, Newcomer, Occupancy};
-use super::super::room::{Affiliation, Config, MucRooms, Occupant, Role};
+use super::super::room::{Affiliation, Config, Departure, MucRooms, Occupant, Role};
 use super::super::{Jid, ns};
 use super::Session;
 
@@ -33,17 +33,51 @@ impl Session {
     /// or leaving.
     pub(super) async fn on_room_presence(&mut self, presence: &Element, to: &Jid, room: Arc<str>) {
         match presence.get("type") {
-            None if self.occupancy(&room).is_some() => {
-                // A new nick is a nick change, which is not carried.
-                let nick = self.rooms.get(&room).map(|o| o.nick.clone());
-                if to.resource.as_deref() != nick.as_deref() {
-                    self.refuse(presence, "cancel", "not-acceptable");
-                }
-            }
+            None if self.occupancy(&room).is_some() => self.change_nick(presence, to, &room).await,
             None => self.join(presence, to, room).await,
             Some("unavailable") => self.leave(&room, true),
             Some(_) => {}
         }
+    }
+
+    /// XEP-0045 §7.6: presence to a new nick in a room it is in. The room
+    /// sees it leave under the old nick (303, with the new one) and come
+    /// in under the new; a nick someone has is refused with `conflict`.
+    async fn change_nick(&mut self, presence: &Element, to: &Jid, room: &Arc<str>) {
+        let (Some(rooms), Some(occupancy)) = (self.xmpp.rooms.clone(), self.rooms.get(room).cloned()) else { return };
+        let Some(Ok(nickname)) = to.resource.as_deref().map(Nickname::parse) else {
+            return self.refuse(presence, "modify", "jid-malformed");
+        };
+        let new = nickname.shown.clone();
+        if new == occupancy.nick || occupancy.renamed_from.is_some() {
+            // A presence update, or a change while one is under way: not broadcast.
+            return;
+        }
+        if Nickname::parse(&occupancy.nick).is_ok_and(|old| old.key == nickname.key) {
+            // The same nick but for its case is not a change the room can tell.
+            return self.refuse(presence, "cancel", "not-acceptable");
+        }
+        match rooms.rename(room, self.id, nickname).await {
+            Ok(()) => {}
+            Err(RenameError::NameTaken) => return self.refuse(presence, "cancel", "conflict"),
+            Err(RenameError::NotMember) => return self.refuse(presence, "modify", "not-acceptable"),
+            Err(RenameError::Broker(_)) => return self.refuse(presence, "wait", "remote-server-timeout"),
+        }
+        let id = self.id;
+        let old = occupancy.nick.clone();
+        self.xmpp.muc.with(room, |r| {
+            let affiliation = r.occupant_by_member(id).map_or(Affiliation::None, |o| r.affiliation(&o.jid));
+            if let Some(o) = r.occupants.iter_mut().find(|o| o.member == id) {
+                o.nick = new.clone();
+            }
+            r.departed.insert(old.clone(), Departure { affiliation, codes: vec!["303"], new_nick: Some(new.clone()) });
+        });
+        if let Some(occupancy) = self.rooms.get_mut(room) {
+            occupancy.nick = new.clone();
+            occupancy.renamed_from = Some(old.clone());
+        }
+        let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::Leave { name: old }));
+        let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::Join { name: new }));
     }
 
     async fn join(&mut self, presence: &Element, to: &Jid, room: Arc<str>) {
@@ -79,7 +113,7 @@ impl Session {
             if entered.created {
                 codes.push("201");
             }
-            let item = Item { affiliation: entered.affiliation, role: entered.role, jid: entered.shows_jids.then(|| me.to_string()) };
+            let item = Item { affiliation: entered.affiliation, role: entered.role, jid: entered.shows_jids.then(|| me.to_string()), nick: None };
             let subject = entered.subject.as_ref().map(|(by, text)| (Some(&**by), text.as_str()));
             let newcomer = Newcomer { nick: &greet_nick, item, codes, subject };
             let to = me.to_string();
@@ -90,7 +124,7 @@ impl Session {
         });
         match rooms.join(&room, member, usize::MAX, greeting).await {
             Ok(_) => {
-                self.rooms.insert(room.clone(), Occupancy { room_jid, nick: shown.clone() });
+                self.rooms.insert(room.clone(), Occupancy { room_jid, nick: shown.clone(), renamed_from: None });
                 let _ = rooms.publish(&room, Payload::event(room.clone(), RoomEvent::Join { name: shown }));
             }
             Err(JoinError::NameTaken) => self.refuse(presence, "cancel", "conflict"),
@@ -285,7 +319,7 @@ impl Session {
 pub(super) fn shown_to(muc: &MucRooms, room: &str, nick: &str, viewer: hub::MemberId) -> (Item, Vec<&'static str>) {
     let departed = muc.with(room, |r| r.departed.get(nick).cloned()).flatten();
     match departed {
-        Some((affiliation, codes)) => (Item { affiliation, role: Role::None, jid: None }, codes),
+        Some(gone) => (Item { affiliation: gone.affiliation, role: Role::None, jid: None, nick: gone.new_nick }, gone.codes),
         None => (item_of(muc, room, nick, viewer), Vec::new()),
     }
 }
@@ -295,7 +329,7 @@ pub(super) fn shown_to(muc: &MucRooms, room: &str, nick: &str, viewer: hub::Memb
 fn item_of(muc: &MucRooms, room: &str, nick: &str, viewer: hub::MemberId) -> Item {
     muc.with(room, |r| {
         let sees = r.shows_jids_to(r.occupant_by_member(viewer).map_or(Role::None, |o| o.role));
-        r.occupant(nick).map(|o| Item { affiliation: r.affiliation(&o.jid), role: o.role, jid: sees.then(|| o.jid.to_string()) })
+        r.occupant(nick).map(|o| Item { affiliation: r.affiliation(&o.jid), role: o.role, jid: sees.then(|| o.jid.to_string()), nick: None })
     })
     .flatten()
     .unwrap_or_else(Item::participant)
