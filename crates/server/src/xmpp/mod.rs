@@ -14,6 +14,7 @@ mod accounts;
 mod jid;
 mod muc;
 mod room;
+mod roster;
 mod session;
 mod tcp;
 pub mod websocket;
@@ -54,12 +55,20 @@ pub mod ns {
 }
 
 /// A bound resource: its name, where its stanzas go and how they are
-/// framed there, and whether it has sent available presence.
+/// framed there, and its presence once it has sent available presence.
 struct Resource {
     name: String,
     outbox: Arc<Outbox>,
     framing: session::Framing,
-    available: bool,
+    presence: Option<wire::xmpp::Element>,
+}
+
+/// An available resource of a user: its full JID, its current presence,
+/// and where its stanzas go.
+pub(crate) struct Available {
+    pub jid: String,
+    pub presence: wire::xmpp::Element,
+    pub target: Target,
 }
 
 /// Where one stanza goes: an outbox, and the framing its transport needs.
@@ -88,6 +97,8 @@ pub struct Xmpp {
     parked: Mutex<HashMap<String, session::Session>>,
     /// What XMPP keeps of the rooms its occupants are in.
     muc: room::MucRooms,
+    /// Users' contacts and presence subscriptions.
+    rosters: roster::Rosters,
 }
 
 impl std::fmt::Debug for Xmpp {
@@ -124,6 +135,7 @@ impl Xmpp {
             resume_timeout,
             parked: Mutex::new(HashMap::new()),
             muc: room::MucRooms::default(),
+            rosters: roster::Rosters::default(),
             domain: domain.to_owned(),
             muc_domain: format!("conference.{domain}"),
             rooms,
@@ -170,24 +182,37 @@ impl Xmpp {
         if resources.iter().any(|r| r.name == name) {
             return false;
         }
-        resources.push(Resource { name, outbox, framing, available: false });
+        resources.push(Resource { name, outbox, framing, presence: None });
         true
     }
 
-    /// Marks the resource `jid` available or not; the user's other
-    /// resources that are available, with their JIDs.
-    fn set_available(&self, jid: &Jid, available: bool) -> Vec<(String, Target)> {
+    /// Keeps the resource `jid`'s current presence (`None`: unavailable).
+    fn set_presence(&self, jid: &Jid, presence: Option<wire::xmpp::Element>) {
         let mut sessions = self.sessions.lock();
-        let Some(resources) = sessions.get_mut(&jid.bare().to_string()) else { return Vec::new() };
-        let mut others = Vec::new();
-        for r in resources.iter_mut() {
-            if Some(&r.name) == jid.resource.as_ref() {
-                r.available = available;
-            } else if r.available {
-                others.push((r.name.clone(), (r.outbox.clone(), r.framing)));
-            }
+        let Some(resources) = sessions.get_mut(&jid.bare().to_string()) else { return };
+        if let Some(r) = resources.iter_mut().find(|r| Some(&r.name) == jid.resource.as_ref()) {
+            r.presence = presence;
         }
-        others
+    }
+
+    /// The available resources of the user `bare`.
+    fn available(&self, bare: &str) -> Vec<Available> {
+        let sessions = self.sessions.lock();
+        let Some(resources) = sessions.get(bare) else { return Vec::new() };
+        resources
+            .iter()
+            .filter_map(|r| {
+                let presence = r.presence.clone()?;
+                Some(Available { jid: format!("{bare}/{}", r.name), presence, target: (r.outbox.clone(), r.framing) })
+            })
+            .collect()
+    }
+
+    /// Every bound resource of the user `bare`, with its full JID.
+    fn resources(&self, bare: &str) -> Vec<(String, Target)> {
+        let sessions = self.sessions.lock();
+        let Some(resources) = sessions.get(bare) else { return Vec::new() };
+        resources.iter().map(|r| (format!("{bare}/{}", r.name), (r.outbox.clone(), r.framing))).collect()
     }
 
     fn unbind(&self, jid: &Jid) {

@@ -103,6 +103,8 @@ pub struct Session {
     available: bool,
     /// Those it directed available presence at (at most `MAX_DIRECTED`).
     directed: Vec<Jid>,
+    /// Logged in anonymously: its roster goes when it does.
+    anonymous: bool,
 }
 
 /// How many JIDs a session's directed presence is remembered for; past
@@ -202,6 +204,7 @@ impl Session {
             sm: None,
             available: false,
             directed: Vec::new(),
+            anonymous: false,
         }
     }
 
@@ -439,6 +442,7 @@ impl Session {
             }
             Step::Success(account, data) => {
                 self.sasl = None;
+                self.anonymous = account.is_none();
                 let local = account.unwrap_or_else(|| format!("anon-{:012x}", rand::random::<u64>() >> 16));
                 self.jid = Some(Jid { local: Some(local), domain: self.xmpp.domain.clone(), resource: None });
                 let mut success = Element::new("success", ns::SASL);
@@ -535,7 +539,7 @@ impl Session {
             (ns::BIND, "bind", "set") if self.phase == Phase::Binding => self.on_bind(iq, payload),
             (ns::SESSION, "session", "set") if here => self.reply(iq, None),
             (ns::PING, "ping", "get") if here || muc_service => self.reply(iq, None),
-            (ns::ROSTER, "query", "get") if here => self.reply(iq, Some(Element::new("query", ns::ROSTER))),
+            (ns::ROSTER, "query", "get" | "set") if here => self.on_roster(iq, payload),
             (ns::DISCO_INFO, "query", "get") if here => {
                 let info = Element::new("query", ns::DISCO_INFO)
                     .child(Element::new("identity", ns::DISCO_INFO).attr("category", "server").attr("type", "im").attr("name", "Switchboard"));

@@ -164,3 +164,69 @@ async fn presence_reaches_a_users_other_resources_and_iqs_reach_other_users() {
     let gone = phone.stanza().await;
     assert_eq!((gone.get("from"), gone.get("type")), (Some("alice@localhost/desk"), Some("unavailable")));
 }
+
+/// The next stanza that is not a roster push, answering the pushes met on
+/// the way; and the pushed items' (jid, subscription, ask).
+async fn past_pushes(c: &mut Client, pushed: &mut Vec<(String, String, Option<String>)>) -> Element {
+    loop {
+        let stanza = c.stanza().await;
+        let item = stanza.find("query", "jabber:iq:roster").and_then(|q| q.find("item", "jabber:iq:roster"));
+        let Some(item) = item.filter(|_| stanza.get("type") == Some("set")) else { return stanza };
+        pushed.push((item.get("jid").unwrap().to_owned(), item.get("subscription").unwrap().to_owned(), item.get("ask").map(str::to_owned)));
+        c.send(&format!("<iq type='result' id='{}'/>", stanza.get("id").unwrap())).await;
+    }
+}
+
+#[tokio::test]
+async fn a_subscription_is_asked_approved_pushed_and_ended_as_rfc_6121_says() {
+    let config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw"), server::AccountEntry::new("ben", "pw")], xmpp_plain_unencrypted: true, ..server::Config::default() };
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let mut ann = crate::xmpp::bound_account(addr, "ann", "a").await;
+    let mut ben = crate::xmpp::bound_account(addr, "ben", "b").await;
+    ben.send("<presence><status>here</status></presence>").await;
+    let (mut ann_pushes, mut ben_pushes) = (Vec::new(), Vec::new());
+
+    ann.send("<iq type='set' id='r1'><query xmlns='jabber:iq:roster'><item jid='ben@localhost' name='Ben'><group>Work</group></item></query></iq>").await;
+    assert_eq!(past_pushes(&mut ann, &mut ann_pushes).await.get("id"), Some("r1"));
+    assert_eq!(std::mem::take(&mut ann_pushes), [("ben@localhost".to_owned(), "none".to_owned(), None)]);
+
+    // Asked: ann's roster says so, and ben gets the request from ann's bare JID.
+    ann.send("<presence type='subscribe' to='ben@localhost/b'/>").await;
+    ann.send("<iq type='get' id='r2'><query xmlns='jabber:iq:roster'/></iq>").await;
+    let roster = past_pushes(&mut ann, &mut ann_pushes).await;
+    assert_eq!(std::mem::take(&mut ann_pushes), [("ben@localhost".to_owned(), "none".to_owned(), Some("subscribe".to_owned()))]);
+    let item = roster.find("query", "jabber:iq:roster").unwrap().find("item", "jabber:iq:roster").unwrap();
+    assert_eq!((item.get("name"), item.get("ask")), (Some("Ben"), Some("subscribe")));
+    let request = past_pushes(&mut ben, &mut ben_pushes).await;
+    assert_eq!((request.get("type"), request.get("from"), request.get("to")), (Some("subscribe"), Some("ann@localhost"), Some("ben@localhost")));
+
+    // Approved: both rosters are pushed, ann gets the approval from ben's
+    // bare JID, then ben's current presence.
+    ben.send("<presence type='subscribed' to='ann@localhost/a'/>").await;
+    let approval = past_pushes(&mut ann, &mut ann_pushes).await;
+    assert_eq!((approval.get("type"), approval.get("from")), (Some("subscribed"), Some("ben@localhost")));
+    let current = past_pushes(&mut ann, &mut ann_pushes).await;
+    assert_eq!((current.get("from"), current.find("status", "jabber:client").map(Element::text_content)), (Some("ben@localhost/b"), Some("here".to_owned())));
+    assert_eq!(std::mem::take(&mut ann_pushes), [("ben@localhost".to_owned(), "to".to_owned(), None)]);
+    // ben's next presence reaches ann; ann's does not reach ben (no subscription that way).
+    ben.send("<presence><status>busy</status></presence>").await;
+    let changed = past_pushes(&mut ann, &mut ann_pushes).await;
+    assert_eq!(changed.find("status", "jabber:client").map(Element::text_content), Some("busy".to_owned()));
+    ben.send("<iq type='get' id='p1'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(past_pushes(&mut ben, &mut ben_pushes).await.get("id"), Some("p1"));
+    assert_eq!(std::mem::take(&mut ben_pushes), [("ann@localhost".to_owned(), "from".to_owned(), None)]);
+
+    // Removed: ann's push says so, ben's subscription from ann ends, and
+    // ann sees ben go unavailable.
+    ann.send("<iq type='set' id='r3'><query xmlns='jabber:iq:roster'><item jid='ben@localhost' subscription='remove'/></query></iq>").await;
+    assert_eq!(past_pushes(&mut ann, &mut ann_pushes).await.get("id"), Some("r3"));
+    let gone = past_pushes(&mut ann, &mut ann_pushes).await;
+    assert_eq!((gone.get("from"), gone.get("type")), (Some("ben@localhost/b"), Some("unavailable")));
+    assert_eq!(std::mem::take(&mut ann_pushes), [("ben@localhost".to_owned(), "remove".to_owned(), None)]);
+    let unsubscribe = past_pushes(&mut ben, &mut ben_pushes).await;
+    assert_eq!((unsubscribe.get("type"), unsubscribe.get("from")), (Some("unsubscribe"), Some("ann@localhost")));
+    assert_eq!(std::mem::take(&mut ben_pushes), [("ann@localhost".to_owned(), "none".to_owned(), None)]);
+    ann.send("<iq type='set' id='r4'><query xmlns='jabber:iq:roster'><item jid='ben@localhost' subscription='remove'/></query></iq>").await;
+    assert_eq!(condition(&past_pushes(&mut ann, &mut ann_pushes).await), "item-not-found");
+}

@@ -1,11 +1,12 @@
-//! Stanzas between users (RFC 6121): presence to the user's own other
-//! resources and presence directed at other users, and messages and iqs
-//! carried to other users' resources. There is no roster store, so nobody
-//! subscribes to anyone's presence.
+//! Stanzas between users (RFC 6121): the roster and presence
+//! subscriptions, presence to the user's own other resources and to its
+//! contacts, presence directed at other users, and messages and iqs carried
+//! to other users' resources.
 
 use wire::xmpp::Element;
 
-use super::super::{Jid, Target};
+use super::super::roster::{Contact, Full};
+use super::super::{Jid, Target, ns};
 use super::Session;
 
 impl Session {
@@ -21,45 +22,115 @@ impl Session {
     }
 
     fn carry(&self, stanza: &Element, targets: Vec<Target>) {
-        let mut routed = stanza.clone();
-        routed.attrs.retain(|(n, _)| n != "from");
-        routed.attrs.push(("from".into(), self.full_jid()));
-        for (outbox, framing) in targets {
-            let _ = outbox.push(framing.payload(&routed));
+        carry_from(stanza, &self.full_jid(), targets);
+    }
+
+    fn user(&self) -> Option<String> {
+        self.jid.as_ref().map(|j| j.bare().to_string())
+    }
+
+    /// The roster (RFC 6121 §2): get, or set one item (add, change, remove).
+    pub(super) fn on_roster(&mut self, iq: &Element, query: &Element) {
+        let Some(user) = self.user() else { return };
+        if iq.get("type") == Some("get") {
+            let mut result = Element::new("query", ns::ROSTER);
+            for contact in self.xmpp.rosters.contacts(&user) {
+                result = result.child(contact.item());
+            }
+            return self.reply(iq, Some(result));
+        }
+        let items: Vec<&Element> = query.elements().filter(|e| e.name == "item" && e.ns == ns::ROSTER).collect();
+        let [item] = items.as_slice() else {
+            return self.refuse(iq, "modify", "bad-request");
+        };
+        let Some(jid) = item.get("jid").and_then(Jid::parse) else {
+            return self.refuse(iq, "modify", "bad-request");
+        };
+        let contact = jid.bare().to_string();
+        if item.get("subscription") == Some("remove") {
+            let Some(removed) = self.xmpp.rosters.remove(&user, &contact) else {
+                return self.refuse(iq, "cancel", "item-not-found");
+            };
+            push(&self.xmpp, &user, Contact::removed(&contact));
+            self.reply(iq, None);
+            // RFC 6121 §2.5.2: removing a contact ends the subscriptions both ways.
+            let bare = |kind| Element::new("presence", ns::CLIENT).attr("type", kind).attr("to", &contact);
+            if removed.subscription.to || removed.ask {
+                self.subscription(&bare("unsubscribe"), "unsubscribe", &jid);
+            }
+            if removed.subscription.from {
+                self.subscription(&bare("unsubscribed"), "unsubscribed", &jid);
+            }
+            return;
+        }
+        let name = item.get("name").map(str::to_owned);
+        let groups: Vec<String> = item.elements().filter(|e| e.name == "group").map(Element::text_content).collect();
+        match self.xmpp.rosters.update(&user, &contact, true, |c| {
+            c.name = name;
+            c.groups = groups;
+        }) {
+            Ok(Some(changed)) => {
+                push(&self.xmpp, &user, changed.item());
+                self.reply(iq, None);
+            }
+            Ok(None) => {}
+            Err(Full) => self.refuse(iq, "wait", "resource-constraint"),
         }
     }
 
-    /// Presence with no `to` (RFC 6121 §4.2, §4.5): to the user's other
-    /// available resources; the first available presence also brings it
-    /// theirs.
+    /// Presence with no `to` (RFC 6121 §4.2, §4.4, §4.5): to the user's
+    /// other resources and to the contacts who see its presence. The first
+    /// available presence also brings it the current presence of its other
+    /// resources and of the contacts it sees, and the subscription requests
+    /// waiting for it.
     pub(super) fn broadcast_presence(&mut self, presence: &Element) {
-        let Some(me) = self.jid.clone() else { return };
+        let (Some(me), Some(user)) = (self.jid.clone(), self.user()) else { return };
         let available = match presence.get("type") {
             None => true,
             Some("unavailable") => false,
-            // Subscriptions and probes need a roster, which there is not.
             Some(_) => return,
         };
         let first = available && !self.available;
         self.available = available;
-        let others = self.xmpp.set_available(&me, available);
+        self.xmpp.set_presence(&me, available.then(|| presence.clone()));
+        let me_full = me.to_string();
+        let mut targets: Vec<Target> =
+            self.xmpp.available(&user).into_iter().filter(|r| r.jid != me_full).map(|r| r.target).collect();
+        let contacts = self.xmpp.rosters.contacts(&user);
+        for jid in contacts.iter().filter(|c| c.subscription.from).filter_map(|c| Jid::parse(&c.jid)) {
+            targets.extend(self.xmpp.route(&jid));
+        }
+        self.carry(presence, targets);
         if first {
-            // Their current presence is not kept: a bare available stands for it.
-            for (name, _) in &others {
-                let theirs = Element::new("presence", super::ns::CLIENT).attr("from", &me.bare().with_resource(name).to_string()).attr("to", &me.to_string());
-                self.send(&theirs);
+            let mut theirs = self.xmpp.available(&user);
+            theirs.retain(|r| r.jid != me_full);
+            for contact in contacts.iter().filter(|c| c.subscription.to) {
+                theirs.extend(self.xmpp.available(&contact.jid));
+            }
+            for r in theirs {
+                let mut current = r.presence;
+                current.attrs.retain(|(n, _)| n != "to");
+                current.attrs.push(("to".into(), me_full.clone()));
+                carry_from(&current, &r.jid, vec![(self.outbox.clone(), self.framing)]);
+            }
+            for request in self.xmpp.rosters.pending(&user) {
+                self.send(&request);
             }
         }
-        self.carry(presence, others.into_iter().map(|(_, target)| target).collect());
         if !available {
             self.end_directed();
         }
     }
 
-    /// Presence directed at another user (RFC 6121 §4.6): to its resources
-    /// that are online; remembered, so that it is told when this one goes.
+    /// Presence to a user's JID: a subscription request or answer, or
+    /// presence directed at it (RFC 6121 §4.6), which goes to its
+    /// resources that are online and is remembered, so that it is told
+    /// when this one goes.
     pub(super) fn direct_presence(&mut self, presence: &Element, to: &Jid) {
         match presence.get("type") {
+            Some(kind @ ("subscribe" | "subscribed" | "unsubscribe" | "unsubscribed")) => {
+                return self.subscription(presence, kind, to);
+            }
             None if !self.directed.contains(to) && self.directed.len() < super::MAX_DIRECTED => self.directed.push(to.clone()),
             Some("unavailable") => self.directed.retain(|j| j != to),
             _ => {}
@@ -70,21 +141,173 @@ impl Session {
         self.carry(presence, targets);
     }
 
+    /// A subscription request or answer from this user to the user `to`
+    /// (RFC 6121 §3), stamped with this user's bare JID and sent to the
+    /// other's bare JID; both rosters change and are pushed.
+    fn subscription(&mut self, presence: &Element, kind: &str, to: &Jid) {
+        let Some(user) = self.user() else { return };
+        let other = to.bare();
+        let contact = other.to_string();
+        if contact == user {
+            return;
+        }
+        // Only this server's users can be reached (there is no server-to-server).
+        let local = to.domain == self.xmpp.domain && to.local.is_some();
+        let mut stamped = presence.clone();
+        stamped.attrs.retain(|(n, _)| n != "from" && n != "to");
+        stamped.attrs.push(("from".into(), user.clone()));
+        stamped.attrs.push(("to".into(), contact.clone()));
+        let rosters = &self.xmpp.rosters;
+        match kind {
+            "subscribe" => {
+                match rosters.update(&user, &contact, true, |c| c.ask = !c.subscription.to) {
+                    Ok(Some(mine)) => push(&self.xmpp, &user, mine.item()),
+                    Ok(None) => {}
+                    Err(Full) => return self.refuse(presence, "wait", "resource-constraint"),
+                }
+                if !local {
+                    return;
+                }
+                if rosters.contact(&contact, &user).is_some_and(|c| c.subscription.from) {
+                    // Approved before: the contact's server answers for it (§3.1.3).
+                    let mut answer = Element::new("presence", ns::CLIENT).attr("type", "subscribed");
+                    answer.attrs.push(("from".into(), contact.clone()));
+                    answer.attrs.push(("to".into(), user.clone()));
+                    subscribed(&self.xmpp, &user, &contact, &answer);
+                    return;
+                }
+                rosters.hold(&contact, &user, stamped.clone());
+                deliver(&self.xmpp, &contact, &stamped);
+            }
+            "subscribed" => {
+                // An approval with no request to answer is dropped (§3.1.5).
+                let asked = rosters.answered(&user, &contact) || rosters.contact(&contact, &user).is_some_and(|c| c.ask);
+                if !asked || !local {
+                    return;
+                }
+                match rosters.update(&user, &contact, true, |c| c.subscription.from = true) {
+                    Ok(Some(mine)) => push(&self.xmpp, &user, mine.item()),
+                    Ok(None) => {}
+                    Err(Full) => return self.refuse(presence, "wait", "resource-constraint"),
+                }
+                subscribed(&self.xmpp, &contact, &user, &stamped);
+                // Then this user's current presence, from each of its available resources.
+                let targets = self.xmpp.route(&other);
+                for r in self.xmpp.available(&user) {
+                    carry_from(&r.presence, &r.jid, targets.clone());
+                }
+            }
+            "unsubscribe" => {
+                if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| {
+                    c.subscription.to = false;
+                    c.ask = false;
+                }) {
+                    push(&self.xmpp, &user, mine.item());
+                }
+                if !local {
+                    return;
+                }
+                rosters.answered(&contact, &user);
+                if let Ok(Some(theirs)) = rosters.update(&contact, &user, false, |c| c.subscription.from = false) {
+                    push(&self.xmpp, &contact, theirs.item());
+                }
+                deliver(&self.xmpp, &contact, &stamped);
+                // The contact's presence is no longer this user's to see.
+                let mine = self.jid.as_ref().map(|j| self.xmpp.route(&j.bare())).unwrap_or_default();
+                for r in self.xmpp.available(&contact) {
+                    let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable");
+                    carry_from(&gone, &r.jid, mine.clone());
+                }
+            }
+            _ => {
+                // "unsubscribed": this user ends (or refuses) the other's subscription to it.
+                rosters.answered(&user, &contact);
+                if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| c.subscription.from = false) {
+                    push(&self.xmpp, &user, mine.item());
+                }
+                if !local {
+                    return;
+                }
+                if let Ok(Some(theirs)) = rosters.update(&contact, &user, false, |c| {
+                    c.subscription.to = false;
+                    c.ask = false;
+                }) {
+                    push(&self.xmpp, &contact, theirs.item());
+                }
+                deliver(&self.xmpp, &contact, &stamped);
+                let targets = self.xmpp.route(&other);
+                for r in self.xmpp.available(&user) {
+                    let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable");
+                    carry_from(&gone, &r.jid, targets.clone());
+                }
+            }
+        }
+    }
+
     /// Tells those this session directed presence at that it is gone.
     pub(super) fn end_directed(&mut self) {
         for to in std::mem::take(&mut self.directed) {
-            let gone = Element::new("presence", super::ns::CLIENT).attr("type", "unavailable").attr("to", &to.to_string());
+            let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable").attr("to", &to.to_string());
             self.carry(&gone, self.xmpp.route(&to));
         }
     }
 
-    /// The session ends: its user's other resources and those it directed
-    /// presence at see it go unavailable.
+    /// The session ends: its user's other resources, its contacts and
+    /// those it directed presence at see it go unavailable; an anonymous
+    /// user's roster goes with its last resource.
     pub(super) fn end_presence(&mut self) {
         if self.available {
-            let gone = Element::new("presence", super::ns::CLIENT).attr("type", "unavailable");
+            let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable");
             self.broadcast_presence(&gone);
         }
         self.end_directed();
+        if self.anonymous
+            && let Some(user) = self.user()
+            && self.xmpp.resources(&user).len() <= 1
+        {
+            self.xmpp.rosters.forget(&user);
+        }
     }
+}
+
+/// `stanza` from `from` to each target, in its own framing.
+fn carry_from(stanza: &Element, from: &str, targets: Vec<Target>) {
+    let mut routed = stanza.clone();
+    routed.attrs.retain(|(n, _)| n != "from");
+    routed.attrs.push(("from".into(), from.to_owned()));
+    for (outbox, framing) in targets {
+        let _ = outbox.push(framing.payload(&routed));
+    }
+}
+
+/// A stanza already stamped, to every resource of the user `bare`.
+fn deliver(xmpp: &super::super::Xmpp, bare: &str, stanza: &Element) {
+    for (_, (outbox, framing)) in xmpp.resources(bare) {
+        let _ = outbox.push(framing.payload(stanza));
+    }
+}
+
+/// A roster push (RFC 6121 §2.1.6) of `item` to every resource of `user`.
+fn push(xmpp: &super::super::Xmpp, user: &str, item: Element) {
+    for (jid, (outbox, framing)) in xmpp.resources(user) {
+        let id = format!("push-{:08x}", rand::random::<u32>());
+        let iq = Element::new("iq", ns::CLIENT)
+            .attr("type", "set")
+            .attr("id", &id)
+            .attr("to", &jid)
+            .child(Element::new("query", ns::ROSTER).child(item.clone()));
+        let _ = outbox.push(framing.payload(&iq));
+    }
+}
+
+/// `contact` approved `user`'s request: the user's roster sees it (`to`),
+/// and its resources get the approval `answer`.
+fn subscribed(xmpp: &super::super::Xmpp, user: &str, contact: &str, answer: &Element) {
+    if let Ok(Some(theirs)) = xmpp.rosters.update(user, contact, true, |c| {
+        c.subscription.to = true;
+        c.ask = false;
+    }) {
+        push(xmpp, user, theirs.item());
+    }
+    deliver(xmpp, user, answer);
 }
