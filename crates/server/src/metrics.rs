@@ -42,6 +42,7 @@ pub struct Metrics {
     refused: Family<RefusedLabels, Counter>,
     broker_connected: Gauge,
     broker_reconnects: Counter,
+    xmpp_resumed: Counter,
 }
 
 impl Default for Metrics {
@@ -67,6 +68,7 @@ impl Metrics {
             refused: Family::default(),
             broker_connected: Gauge::default(),
             broker_reconnects: Counter::default(),
+            xmpp_resumed: Counter::default(),
             registry: Registry::default(),
         };
         if broker {
@@ -93,6 +95,11 @@ impl Metrics {
             "refused",
             "Requests refused by a limit (sessions per mount, new sessions per address, bad or missing token, ...)",
             m.refused.clone(),
+        );
+        registry.register(
+            "xmpp_resumptions",
+            "XMPP sessions resumed on a new connection (XEP-0198)",
+            m.xmpp_resumed.clone(),
         );
         Metrics { registry, ..m }
     }
@@ -123,6 +130,11 @@ impl Metrics {
     /// Counts a request to `app` refused for `reason`.
     pub fn refused(&self, app: &str, reason: &'static str) {
         self.refused.get_or_create(&RefusedLabels { app: app.to_owned(), reason }).inc();
+    }
+
+    /// Counts an XMPP session resumed (XEP-0198).
+    pub fn xmpp_resumed(&self) {
+        self.xmpp_resumed.inc();
     }
 
     /// Takes the broker connection's state, before an encode.

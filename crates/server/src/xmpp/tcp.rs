@@ -118,6 +118,7 @@ impl Conn {
                                 self.session.leave_all();
                                 self.outbox = parked.outbox().clone();
                                 self.session = parked;
+                                self.server.metrics.xmpp_resumed();
                                 if stream.write_all(resumed.as_bytes()).await.is_err() {
                                     return Ending::Broken;
                                 }

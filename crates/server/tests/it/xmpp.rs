@@ -462,6 +462,8 @@ async fn a_broken_connection_resumes_and_nothing_unacknowledged_is_lost() {
     assert_eq!(c.stanza().await.find("body", "jabber:client").unwrap().text_content(), "two");
     // Still in the room: no leave was seen, and it spoke.
     assert_eq!(alice.recv_json().await, json!({"name": "fay", "room": "lobby", "message": "back"}));
+    let (_, metrics) = server.get("/metrics").await;
+    assert!(metrics.contains("switchboard_xmpp_resumptions_total 1\n"), "{metrics}");
 
     // A resumption of an unknown id fails and the session can bind instead.
     let mut other = login_account(addr, "fay", "pw").await;
