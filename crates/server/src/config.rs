@@ -128,6 +128,10 @@ pub struct Args {
     #[arg(long, env = "SWITCHBOARD_XMPP_AUTH_TRIES")]
     pub xmpp_auth_tries: Option<u32>,
 
+    /// Accounts that XMPP clients may make themselves by in-band registration (XEP-0077), kept in memory until the server stops; 0 turns it off [default: 0]
+    #[arg(long, env = "SWITCHBOARD_XMPP_REGISTRATION")]
+    pub xmpp_registration: Option<usize>,
+
     /// PEM certificate chain for TLS on the listener (https:// and wss://); needs --tls-key [default: none, plain TCP]
     #[arg(long, env = "SWITCHBOARD_TLS_CERT")]
     pub tls_cert: Option<PathBuf>,
@@ -231,6 +235,8 @@ pub struct Config {
     pub xmpp_plain_unencrypted: bool,
     /// Failed SASL attempts before the stream is closed.
     pub xmpp_auth_tries: u32,
+    /// Accounts in-band registration may make; 0: off.
+    pub xmpp_registration: usize,
     /// How long a broken XMPP session waits to be resumed.
     pub xmpp_resume_timeout: Duration,
     /// TLS on the listener, if configured.
@@ -287,6 +293,7 @@ impl Default for Config {
             xmpp_anonymous: true,
             xmpp_plain_unencrypted: false,
             xmpp_auth_tries: 3,
+            xmpp_registration: 0,
             xmpp_resume_timeout: Duration::from_secs(300),
             tls: None,
             token_key: None,
@@ -402,6 +409,7 @@ struct File {
     xmpp_anonymous: Option<bool>,
     xmpp_plain_unencrypted: Option<bool>,
     xmpp_auth_tries: Option<u32>,
+    xmpp_registration: Option<usize>,
     #[serde(default, with = "humantime_serde")]
     xmpp_resume_timeout: Option<Duration>,
     session_rate: Option<u32>,
@@ -551,6 +559,7 @@ impl Config {
             xmpp_anonymous: args.xmpp_anonymous.or(file.xmpp_anonymous).unwrap_or(d.xmpp_anonymous),
             xmpp_plain_unencrypted: args.xmpp_plain_unencrypted.or(file.xmpp_plain_unencrypted).unwrap_or(d.xmpp_plain_unencrypted),
             xmpp_auth_tries: args.xmpp_auth_tries.or(file.xmpp_auth_tries).unwrap_or(d.xmpp_auth_tries),
+            xmpp_registration: args.xmpp_registration.or(file.xmpp_registration).unwrap_or(d.xmpp_registration),
             xmpp_resume_timeout: args.xmpp_resume_timeout.or(file.xmpp_resume_timeout).unwrap_or(d.xmpp_resume_timeout),
             tls,
             token_key,

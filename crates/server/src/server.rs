@@ -112,7 +112,10 @@ impl ServerState {
             let rooms = mounts.iter().find(|m| m.app.kind() == crate::AppKind::Chat).map(|m| m.app.broker().clone());
             let auth = crate::xmpp::Auth {
                 // Checked by the configuration's validation.
-                accounts: crate::xmpp::Accounts::new(&config.xmpp_accounts).unwrap_or_default(),
+                accounts: {
+                    let accounts = crate::xmpp::Accounts::new(&config.xmpp_accounts).unwrap_or_default();
+                    if config.xmpp_registration > 0 { accounts.open(config.xmpp_registration) } else { accounts }
+                },
                 anonymous: config.xmpp_anonymous,
                 plain_unencrypted: config.xmpp_plain_unencrypted,
                 tries: config.xmpp_auth_tries,

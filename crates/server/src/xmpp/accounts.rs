@@ -128,9 +128,28 @@ impl Account {
     }
 }
 
-/// The accounts, by name.
+/// The accounts, by name: those of the configuration, and those made by
+/// in-band registration (XEP-0077) while the server runs, up to `open`.
 #[derive(Debug, Clone, Default)]
-pub struct Accounts(Arc<HashMap<String, Account>>);
+pub struct Accounts {
+    map: Arc<parking_lot::RwLock<HashMap<String, Arc<Account>>>>,
+    /// How many accounts registration may make in all; `None`: it is off.
+    open: Option<usize>,
+    registered: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Why a registration was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Registration is off.
+    Closed,
+    /// Not a JID localpart (RFC 7613's UsernameCaseMapped), or an empty password.
+    BadName,
+    /// The name has an account.
+    Taken,
+    /// Registration made as many accounts as it may.
+    Full,
+}
 
 /// What a SASL step answers.
 #[derive(Debug, PartialEq, Eq)]
@@ -184,15 +203,55 @@ impl Accounts {
                 return Err(format!("xmpp_account {:?}: not a JID localpart", entry.name));
             }
             let account = Account { salt, iterations: entry.iterations, sha1: keys(&entry.sha1, 20)?, sha256: keys(&entry.sha256, 32)? };
-            if accounts.insert(entry.name.clone(), account).is_some() {
+            if accounts.insert(entry.name.clone(), Arc::new(account)).is_some() {
                 return Err(format!("xmpp_account {:?} is given twice", entry.name));
             }
         }
-        Ok(Accounts(Arc::new(accounts)))
+        Ok(Accounts { map: Arc::new(parking_lot::RwLock::new(accounts)), ..Accounts::default() })
     }
 
+    /// Opens in-band registration for at most `limit` new accounts.
+    pub fn open(self, limit: usize) -> Accounts {
+        Accounts { open: Some(limit), ..self }
+    }
+
+    /// Whether in-band registration is on.
+    pub fn is_open(&self) -> bool {
+        self.open.is_some()
+    }
+
+    /// Whether accounts can log in: there are some, or some can be made.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.open.is_none() && self.map.read().is_empty()
+    }
+
+    fn get(&self, name: &str) -> Option<Arc<Account>> {
+        self.map.read().get(name).cloned()
+    }
+
+    /// Makes the account `name` (in-band registration); the name as kept,
+    /// mapped to lower case as RFC 7613's UsernameCaseMapped profile says.
+    pub fn register(&self, name: &str, password: &str) -> Result<String, Refused> {
+        use precis_core::profile::Profile;
+        let limit = self.open.ok_or(Refused::Closed)?;
+        let name = precis_profiles::UsernameCaseMapped::new().enforce(name).map_err(|_| Refused::BadName)?.into_owned();
+        if password.is_empty() || name.contains(['@', '/', '"', '&', '\'', ':', '<', '>', ' ', ',', '=']) || name.len() > 1023 {
+            return Err(Refused::BadName);
+        }
+        // The keys are made before the lock is taken: they cost thousands of hashes.
+        let entry = AccountEntry::new(&name, password);
+        let account = Accounts::new(std::slice::from_ref(&entry)).map_err(|_| Refused::BadName)?.get(&name).ok_or(Refused::BadName)?;
+        let mut map = self.map.write();
+        if map.contains_key(&name) {
+            return Err(Refused::Taken);
+        }
+        use std::sync::atomic::Ordering;
+        if self.registered.load(Ordering::Relaxed) >= limit {
+            return Err(Refused::Full);
+        }
+        self.registered.fetch_add(1, Ordering::Relaxed);
+        map.insert(name.clone(), account);
+        Ok(name)
     }
 
     /// The exchange for mechanism `name`, if the server offers it: `plain`
@@ -242,7 +301,7 @@ impl Accounts {
         if !authzid.is_empty() && authzid != name.as_bytes() {
             return Step::Failure("invalid-authzid");
         }
-        let Some(account) = self.0.get(name) else { return Step::Failure("not-authorized") };
+        let Some(account) = self.get(name) else { return Step::Failure("not-authorized") };
         let keys = Hash::Sha256.keys(password, &account.salt, account.iterations);
         if same(&keys.stored, &account.sha256.stored) { Step::Success(Some(name.to_owned()), Vec::new()) } else { Step::Failure("not-authorized") }
     }
@@ -271,7 +330,7 @@ impl Accounts {
         let (Some(name), Some(client_nonce)) = (name, client_nonce) else { return Err("malformed-request") };
         // An unknown name gets a challenge like any other (it fails at the
         // proof), so that names cannot be probed.
-        let (salt, iterations) = match self.0.get(&name) {
+        let (salt, iterations) = match self.get(&name) {
             Some(account) => (account.salt.clone(), account.iterations),
             None => (hash.digest(name.as_bytes())[..16].to_vec(), ITERATIONS),
         };
@@ -296,7 +355,7 @@ impl Accounts {
         if binding != Some(STANDARD.encode(&first.gs2_header).as_str()) || nonce != Some(first.nonce.as_str()) {
             return Step::Failure("not-authorized");
         }
-        let (Ok(proof), Some(account)) = (STANDARD.decode(proof), self.0.get(&first.account)) else {
+        let (Ok(proof), Some(account)) = (STANDARD.decode(proof), self.get(&first.account)) else {
             return Step::Failure("not-authorized");
         };
         let keys = account.keys(hash);
@@ -383,5 +442,22 @@ mod tests {
         let mut exchange = accounts.start("SCRAM-SHA-256", false, false).unwrap();
         assert_eq!(accounts.step(&mut exchange, b"p=tls-unique,,n=alice,r=abc"), Step::Failure("malformed-request"));
         assert_eq!(accounts.step(&mut exchange, b"n,a=bob,n=alice,r=abc"), Step::Failure("invalid-authzid"));
+    }
+
+    #[test]
+    fn registration_makes_accounts_up_to_its_limit_under_case_mapped_names() {
+        let closed = Accounts::new(&[]).unwrap();
+        assert!(closed.is_empty());
+        assert_eq!(closed.register("zoe", "pw"), Err(Refused::Closed));
+        let open = Accounts::new(&[AccountEntry::new("alice", "s3cret")]).unwrap().open(2);
+        assert!(!open.is_empty());
+        assert_eq!(open.register("Zoe", "pw"), Ok("zoe".to_owned()));
+        assert_eq!(open.register("ZOE", "other"), Err(Refused::Taken));
+        assert_eq!(open.register("alice", "other"), Err(Refused::Taken), "a configured account");
+        assert_eq!(open.register("a b", "pw"), Err(Refused::BadName));
+        assert_eq!(open.register("yan", ""), Err(Refused::BadName));
+        assert_eq!(open.register("yan", "pw"), Ok("yan".to_owned()));
+        assert_eq!(open.register("xia", "pw"), Err(Refused::Full));
+        assert_eq!(open.plain(b"\0zoe\0pw"), Step::Success(Some("zoe".into()), Vec::new()));
     }
 }

@@ -52,6 +52,7 @@ pub mod ns {
     pub const MUC_ADMIN: &str = "http://jabber.org/protocol/muc#admin";
     pub const MUC_OWNER: &str = "http://jabber.org/protocol/muc#owner";
     pub const DATA: &str = "jabber:x:data";
+    pub const REGISTER: &str = "jabber:iq:register";
 }
 
 /// A bound resource: its name, where its stanzas go and how they are

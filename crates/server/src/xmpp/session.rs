@@ -17,6 +17,7 @@ use super::{Jid, Xmpp, ns};
 
 mod moderation;
 mod presence;
+mod register;
 mod rooms;
 
 /// The namespace of XMPP over WebSocket's `<open/>` and `<close/>`.
@@ -101,6 +102,8 @@ pub struct Session {
     sm: Option<StreamManagement>,
     /// Whether the client has sent available presence.
     available: bool,
+    /// It made an account by in-band registration (one a stream).
+    registered: bool,
     /// Those it directed available presence at (at most `MAX_DIRECTED`).
     directed: Vec<Jid>,
     /// Logged in anonymously: its roster goes when it does.
@@ -203,6 +206,7 @@ impl Session {
             stanzas_in: 0,
             sm: None,
             available: false,
+            registered: false,
             directed: Vec::new(),
             anonymous: false,
         }
@@ -287,6 +291,9 @@ impl Session {
                 let mut features = Element::new("features", STREAMS_NS);
                 if self.xmpp.tls.is_some() && !self.encrypted && self.framing == Framing::Stream {
                     features = features.child(Element::new("starttls", ns::TLS));
+                }
+                if auth.accounts.is_open() && self.plain_allowed() {
+                    features = features.child(Element::new("register", "http://jabber.org/features/iq-register"));
                 }
                 features.child(mechanisms)
             }
@@ -406,6 +413,14 @@ impl Session {
     /// One SASL element (RFC 6120 §6.4): `<auth/>`, `<response/>` or
     /// `<abort/>`; `Ok(true)` once authenticated, when the stream restarts.
     fn on_sasl(&mut self, stanza: &Element) -> Result<bool, StreamEnd> {
+        if stanza.name == "iq"
+            && stanza.ns == ns::CLIENT
+            && self.xmpp.auth.accounts.is_open()
+            && let Some(query) = stanza.find("query", ns::REGISTER)
+        {
+            self.on_register(stanza, query);
+            return Ok(false);
+        }
         if stanza.ns != ns::SASL {
             return Err(StreamEnd("not-authorized", "authenticate first".into()));
         }

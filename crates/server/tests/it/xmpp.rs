@@ -479,3 +479,42 @@ pub async fn bound_account(addr: SocketAddr, name: &str, resource: &str) -> Clie
     assert_eq!(c.stanza().await.get("type"), Some("result"));
     c
 }
+
+#[tokio::test]
+async fn in_band_registration_makes_an_account_when_it_is_on() {
+    let config = server::Config { xmpp_registration: 1, xmpp_plain_unencrypted: true, ..server::Config::default() };
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let mut c = Client::connect(addr).await;
+    c.send(HEADER).await;
+    assert!(matches!(c.event().await, Some(StreamEvent::Open { .. })));
+    let features = c.stanza().await;
+    assert!(features.find("register", "http://jabber.org/features/iq-register").is_some(), "{features:?}");
+    c.send("<iq type='get' id='g'><query xmlns='jabber:iq:register'/></iq>").await;
+    let form = c.stanza().await;
+    assert!(form.find("query", "jabber:iq:register").unwrap().find("password", "jabber:iq:register").is_some());
+    c.send("<iq type='set' id='s'><query xmlns='jabber:iq:register'><username>Zed</username><password>pw</password></query></iq>").await;
+    assert_eq!(c.stanza().await.get("type"), Some("result"));
+    c.send("<iq type='set' id='t'><query xmlns='jabber:iq:register'><username>yan</username><password>pw</password></query></iq>").await;
+    let second = c.stanza().await;
+    assert!(second.find("error", "jabber:client").unwrap().find("not-allowed", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "one a stream");
+    // The new account logs in, under its case-mapped name.
+    bound_account(addr, "zed", "phone").await;
+    // The limit (1) is reached.
+    let mut d = Client::connect(addr).await;
+    d.send(HEADER).await;
+    d.event().await;
+    d.stanza().await;
+    d.send("<iq type='set' id='s'><query xmlns='jabber:iq:register'><username>yan</username><password>pw</password></query></iq>").await;
+    let full = d.stanza().await;
+    assert!(full.find("error", "jabber:client").unwrap().find("resource-constraint", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "{full:?}");
+
+    // Off (the default): not offered, and asking is asking before authenticating.
+    let server = TestServer::with_xmpp(server::Config { xmpp_plain_unencrypted: true, ..server::Config::default() }).await;
+    let mut e = Client::connect(server.xmpp.unwrap()).await;
+    e.send(HEADER).await;
+    e.event().await;
+    assert!(e.stanza().await.find("register", "http://jabber.org/features/iq-register").is_none());
+    e.send("<iq type='get' id='g'><query xmlns='jabber:iq:register'/></iq>").await;
+    assert_eq!(e.stream_error().await, "not-authorized");
+}

@@ -1,0 +1,48 @@
+//! In-band registration (XEP-0077), before authentication, when
+//! `--xmpp-registration` allows it: the form, and making the account. Like
+//! PLAIN, it sends the password as it is, so it is offered only over TLS
+//! (or where `--xmpp-plain-unencrypted` allows it).
+
+use wire::xmpp::Element;
+
+use super::super::accounts::Refused;
+use super::super::ns;
+use super::Session;
+
+impl Session {
+    pub(super) fn on_register(&mut self, iq: &Element, query: &Element) {
+        let answer = |kind: &str| Element::new("iq", ns::CLIENT).attr("type", kind).attr("id", iq.get("id").unwrap_or_default());
+        let error = |kind: &str, condition: &str| {
+            answer("error").child(Element::new("error", ns::CLIENT).attr("type", kind).child(Element::new(condition, ns::STANZA_ERRORS)))
+        };
+        let out = match iq.get("type") {
+            _ if !self.plain_allowed() => error("cancel", "not-allowed"),
+            Some("get") => {
+                let form = Element::new("query", ns::REGISTER)
+                    .child(Element::new("instructions", ns::REGISTER).text("Choose a username and password."))
+                    .child(Element::new("username", ns::REGISTER))
+                    .child(Element::new("password", ns::REGISTER));
+                answer("result").child(form)
+            }
+            Some("set") if self.registered || query.find("remove", ns::REGISTER).is_some() => error("cancel", "not-allowed"),
+            Some("set") => {
+                let field = |name: &str| query.find(name, ns::REGISTER).map(Element::text_content);
+                match (field("username"), field("password")) {
+                    (Some(name), Some(password)) => match self.xmpp.auth.accounts.register(&name, &password) {
+                        Ok(_) => {
+                            self.registered = true;
+                            answer("result")
+                        }
+                        Err(Refused::Taken) => error("cancel", "conflict"),
+                        Err(Refused::BadName) => error("modify", "not-acceptable"),
+                        Err(Refused::Full) => error("wait", "resource-constraint"),
+                        Err(Refused::Closed) => error("cancel", "service-unavailable"),
+                    },
+                    _ => error("modify", "bad-request"),
+                }
+            }
+            _ => error("modify", "bad-request"),
+        };
+        self.send(&out);
+    }
+}
