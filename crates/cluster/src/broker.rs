@@ -258,7 +258,9 @@ async fn follow(link: Arc<Link>, app: String, hub: Arc<Hub>, room: Arc<str>, sta
 }
 
 fn decode(room: &Arc<str>, message: &async_nats::jetstream::Message) -> Option<envelope::Received> {
-    envelope::decode(room, message.headers.as_ref(), message.payload.clone())
+    // When the stream stored it: a backlog read later keeps its time.
+    let at = message.info().map_or_else(|_| std::time::SystemTime::now(), |info| info.published.into());
+    envelope::decode(room, message.headers.as_ref(), message.payload.clone(), at)
         .inspect_err(|e| tracing::warn!(%room, "broker: an event was not understood: {e}"))
         .ok()
 }

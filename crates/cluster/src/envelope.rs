@@ -122,7 +122,7 @@ pub enum DecodeError {
 }
 
 /// Decodes a message of `room` published by [`encode`].
-pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes) -> Result<Received, DecodeError> {
+pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes, at: std::time::SystemTime) -> Result<Received, DecodeError> {
     let header = |name: &'static str| headers.and_then(|h| h.get(name)).map(|v| v.as_str().to_owned()).ok_or(DecodeError::Missing(name));
     let node: Arc<str> = Arc::from(header(NODE)?);
     let payload = match header(KIND)?.as_str() {
@@ -134,7 +134,7 @@ pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes) -> Resu
                 Event::Join { name } => RoomEvent::Join { name },
                 Event::Leave { name } => RoomEvent::Leave { name },
             };
-            Payload::event(room.clone(), event)
+            Payload::event_at(room.clone(), event, at)
         }
         other => return Err(DecodeError::Kind(other.to_owned())),
     };
@@ -168,8 +168,12 @@ mod tests {
             assert_eq!(headers.get("Sb-Kind").map(|v| v.as_str()), Some(kind));
             assert_eq!(headers.get("Sb-Node").map(|v| v.as_str()), Some("n1"));
             assert_eq!(bytes.as_ref(), body);
-            let back = decode(&room, Some(&headers), bytes).unwrap();
+            let at = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+            let back = decode(&room, Some(&headers), bytes, at).unwrap();
             assert_eq!(&*back.node, "n1");
+            if back.payload.as_event().is_some() {
+                assert_eq!(back.payload.at(), at, "an event keeps the time the stream stored it");
+            }
             assert_eq!(back.payload.ws_message(), payload.ws_message());
             assert_eq!(back.payload.as_event().map(|(_, e)| e.clone()), payload.as_event().map(|(_, e)| e.clone()));
         }
@@ -178,14 +182,14 @@ mod tests {
     #[test]
     fn what_is_not_understood_is_an_error() {
         let room: Arc<str> = Arc::from("r");
-        assert!(matches!(decode(&room, None, Bytes::new()), Err(DecodeError::Missing("Sb-Node"))));
+        assert!(matches!(decode(&room, None, Bytes::new(), std::time::SystemTime::now()), Err(DecodeError::Missing("Sb-Node"))));
         let mut headers = HeaderMap::new();
         headers.insert(NODE, "n");
         headers.insert(KIND, "text");
-        assert!(matches!(decode(&room, Some(&headers), Bytes::from_static(&[0xff])), Err(DecodeError::NotUtf8)));
+        assert!(matches!(decode(&room, Some(&headers), Bytes::from_static(&[0xff]), std::time::SystemTime::now()), Err(DecodeError::NotUtf8)));
         headers.insert(KIND, "event");
-        assert!(matches!(decode(&room, Some(&headers), Bytes::from_static(b"{}")), Err(DecodeError::Event(_))));
+        assert!(matches!(decode(&room, Some(&headers), Bytes::from_static(b"{}"), std::time::SystemTime::now()), Err(DecodeError::Event(_))));
         headers.insert(KIND, "smoke");
-        assert!(matches!(decode(&room, Some(&headers), Bytes::new()), Err(DecodeError::Kind(_))));
+        assert!(matches!(decode(&room, Some(&headers), Bytes::new(), std::time::SystemTime::now()), Err(DecodeError::Kind(_))));
     }
 }

@@ -1,6 +1,7 @@
 //! A published message, shared by every recipient.
 
 use std::sync::{Arc, OnceLock};
+use std::time::SystemTime;
 
 use crate::RoomEvent;
 
@@ -24,6 +25,8 @@ pub struct Payload(Arc<Inner>);
 struct Inner {
     data: Data,
     sockjs: OnceLock<Bytes>,
+    /// When it was published (a room's history tells it, e.g. to XMPP).
+    at: SystemTime,
 }
 
 #[derive(Debug)]
@@ -46,11 +49,22 @@ impl Payload {
 
     /// A typed event of `room`.
     pub fn event(room: impl Into<Arc<str>>, event: RoomEvent) -> Payload {
-        Payload::of(Data::Event { room: room.into(), event, json: OnceLock::new() })
+        Payload::event_at(room, event, SystemTime::now())
+    }
+
+    /// A typed event of `room` published at `at` (one that comes from
+    /// another node's history).
+    pub fn event_at(room: impl Into<Arc<str>>, event: RoomEvent, at: SystemTime) -> Payload {
+        Payload(Arc::new(Inner { data: Data::Event { room: room.into(), event, json: OnceLock::new() }, sockjs: OnceLock::new(), at }))
     }
 
     fn of(data: Data) -> Payload {
-        Payload(Arc::new(Inner { data, sockjs: OnceLock::new() }))
+        Payload(Arc::new(Inner { data, sockjs: OnceLock::new(), at: SystemTime::now() }))
+    }
+
+    /// When it was published.
+    pub fn at(&self) -> SystemTime {
+        self.0.at
     }
 
     /// Length of the application data in bytes.

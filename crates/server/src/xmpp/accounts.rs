@@ -410,7 +410,7 @@ mod tests {
         let salt = STANDARD.decode("W22ZaJ0SNY7soEsUEjb6gQ==").unwrap();
         let keys = Hash::Sha256.keys("pencil", &salt, 4096);
         let account = Account { salt, iterations: 4096, sha1: keys.clone(), sha256: keys };
-        let accounts = Accounts(Arc::new(HashMap::from([("user".to_owned(), account)])));
+        let accounts = Accounts { map: Arc::new(parking_lot::RwLock::new(HashMap::from([("user".to_owned(), Arc::new(account))]))), ..Accounts::default() };
         let bare = "n=user,r=rOprNGfwEbeRWgbNEkqO";
         let server_first = "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
         let first = ScramState {

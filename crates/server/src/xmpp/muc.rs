@@ -4,6 +4,7 @@
 //! becomes the presence or groupchat message an occupant expects.
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use hub::{RoomEvent, Roster};
 use wire::xmpp::Element;
@@ -80,19 +81,24 @@ pub fn groupchat(room_jid: &str, nick: &str, to: &str, text: &str) -> Element {
 
 /// How much history a joining occupant asked for (XEP-0045 §7.2.14's
 /// `<history/>`): at most `max_stanzas` messages and `max_chars`
-/// characters of their XML, the newest kept; `None` for no bound.
+/// characters of their XML, the newest kept, none older than `seconds` or
+/// published before `since`; `None` for no bound.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HistoryRequest {
     pub max_stanzas: Option<usize>,
     pub max_chars: Option<usize>,
+    pub seconds: Option<u64>,
+    pub since: Option<SystemTime>,
 }
 
 impl HistoryRequest {
     /// The request in a join presence, if it has one.
     pub fn of(presence: &Element) -> HistoryRequest {
         let history = presence.find("x", ns::MUC).and_then(|x| x.find("history", ns::MUC));
-        let number = |name: &str| history.and_then(|h| h.get(name)).and_then(|v| v.parse().ok());
-        HistoryRequest { max_stanzas: number("maxstanzas"), max_chars: number("maxchars") }
+        let number = |name: &str| history.and_then(|h| h.get(name)).and_then(|v| v.parse::<usize>().ok());
+        // XEP-0082's DateTime; one this cannot read (an offset other than Z) bounds nothing.
+        let since = history.and_then(|h| h.get("since")).and_then(|v| humantime::parse_rfc3339_weak(v.trim_end_matches('Z')).ok());
+        HistoryRequest { max_stanzas: number("maxstanzas"), max_chars: number("maxchars"), seconds: number("seconds").map(|s| s as u64), since }
     }
 }
 
@@ -116,7 +122,7 @@ pub fn greeting(
     roster: &Roster,
     room_jid: &str,
     to: &str,
-    stamp: &str,
+    now: SystemTime,
     asked: HistoryRequest,
     newcomer: &Newcomer,
     item_of: impl Fn(&str) -> Item,
@@ -125,12 +131,17 @@ pub fn greeting(
     let mut out: Vec<Element> =
         roster.names.iter().filter(|name| &***name != nick).map(|name| presence(room_jid, name, to, &item_of(name), true, &[])).collect();
     out.push(presence(room_jid, nick, to, &newcomer.item, true, &newcomer.codes));
+    let recent = |at: SystemTime| {
+        asked.seconds.is_none_or(|s| now.duration_since(at).unwrap_or_default().as_secs() <= s) && asked.since.is_none_or(|since| at > since)
+    };
     let mut history: Vec<Element> = roster
         .history
         .iter()
+        .filter(|kept| recent(kept.at()))
         .filter_map(|kept| match kept.as_event() {
             Some((_, RoomEvent::Message { name, text })) => {
-                let delay = Element::new("delay", ns::DELAY).attr("from", room_jid).attr("stamp", stamp);
+                let stamp = humantime::format_rfc3339_seconds(kept.at()).to_string();
+                let delay = Element::new("delay", ns::DELAY).attr("from", room_jid).attr("stamp", &stamp);
                 Some(groupchat(room_jid, name, to, text).child(delay))
             }
             _ => None,
@@ -215,9 +226,9 @@ mod tests {
         let roster = Roster {
             names: vec![Arc::from("alice"), Arc::from("bob")],
             total: 2,
-            history: vec![Payload::event("lobby", RoomEvent::Message { name: "alice".into(), text: "earlier".into() })],
+            history: vec![Payload::event_at("lobby", RoomEvent::Message { name: "alice".into(), text: "earlier".into() }, humantime::parse_rfc3339("2026-11-23T12:00:00Z").unwrap())],
         };
-        let out: Vec<String> = greeting(&roster, "lobby@conference.localhost", "bob@localhost/r", "2026-11-23T12:00:00Z", HistoryRequest::default(), &newcomer("bob"), |_| Item::participant())
+        let out: Vec<String> = greeting(&roster, "lobby@conference.localhost", "bob@localhost/r", SystemTime::now(), HistoryRequest::default(), &newcomer("bob"), |_| Item::participant())
             .iter()
             .map(|e| e.to_xml(ns::CLIENT))
             .collect();
@@ -234,18 +245,41 @@ mod tests {
         let history = ["one", "two", "three"].map(|t| Payload::event("lobby", RoomEvent::Message { name: "al".into(), text: t.into() })).to_vec();
         let roster = Roster { names: vec![Arc::from("bob")], total: 1, history };
         let bodies = |asked| -> Vec<String> {
-            greeting(&roster, "r@c", "b@l/x", "2026-11-23T12:00:00Z", asked, &newcomer("bob"), |_| Item::participant())
+            greeting(&roster, "r@c", "b@l/x", SystemTime::now(), asked, &newcomer("bob"), |_| Item::participant())
                 .iter()
                 .filter_map(|e| e.find("body", ns::CLIENT).map(Element::text_content))
                 .collect()
         };
         assert_eq!(bodies(HistoryRequest::default()), ["one", "two", "three"]);
-        assert_eq!(bodies(HistoryRequest { max_stanzas: Some(2), max_chars: None }), ["two", "three"]);
-        assert!(bodies(HistoryRequest { max_stanzas: Some(0), max_chars: None }).is_empty());
-        let last = greeting(&roster, "r@c", "b@l/x", "2026-11-23T12:00:00Z", HistoryRequest::default(), &newcomer("bob"), |_| Item::participant())[3].to_xml(ns::CLIENT).len();
-        assert_eq!(bodies(HistoryRequest { max_stanzas: None, max_chars: Some(last) }), ["three"], "room for the newest stanza only");
-        assert!(bodies(HistoryRequest { max_stanzas: None, max_chars: Some(last - 1) }).is_empty());
+        assert_eq!(bodies(HistoryRequest { max_stanzas: Some(2), ..HistoryRequest::default() }), ["two", "three"]);
+        assert!(bodies(HistoryRequest { max_stanzas: Some(0), ..HistoryRequest::default() }).is_empty());
+        let last = greeting(&roster, "r@c", "b@l/x", SystemTime::now(), HistoryRequest::default(), &newcomer("bob"), |_| Item::participant())[3].to_xml(ns::CLIENT).len();
+        assert_eq!(bodies(HistoryRequest { max_chars: Some(last), ..HistoryRequest::default() }), ["three"], "room for the newest stanza only");
+        assert!(bodies(HistoryRequest { max_chars: Some(last - 1), ..HistoryRequest::default() }).is_empty());
         let presence = Element::new("presence", ns::CLIENT).child(Element::new("x", ns::MUC).child(Element::new("history", ns::MUC).attr("maxstanzas", "5").attr("maxchars", "x")));
-        assert_eq!(HistoryRequest::of(&presence), HistoryRequest { max_stanzas: Some(5), max_chars: None });
+        assert_eq!(HistoryRequest::of(&presence), HistoryRequest { max_stanzas: Some(5), ..HistoryRequest::default() });
+    }
+
+    #[test]
+    fn history_is_cut_by_age_and_each_message_is_stamped_with_its_time() {
+        use hub::Payload;
+        use std::time::Duration;
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let kept = |text: &str, ago: u64| Payload::event_at("lobby", RoomEvent::Message { name: "al".into(), text: text.into() }, now - Duration::from_secs(ago));
+        let roster = Roster { names: vec![Arc::from("bob")], total: 1, history: vec![kept("old", 3600), kept("recent", 60), kept("new", 1)] };
+        let out = |asked| greeting(&roster, "r@c", "b@l/x", now, asked, &newcomer("bob"), |_| Item::participant());
+        let bodies = |asked| -> Vec<String> { out(asked).iter().filter_map(|e| e.find("body", ns::CLIENT).map(Element::text_content)).collect() };
+        assert_eq!(bodies(HistoryRequest { seconds: Some(120), ..HistoryRequest::default() }), ["recent", "new"]);
+        assert_eq!(bodies(HistoryRequest { seconds: Some(0), ..HistoryRequest::default() }), Vec::<String>::new());
+        let since = |text: &str| {
+            let presence = Element::new("presence", ns::CLIENT).child(Element::new("x", ns::MUC).child(Element::new("history", ns::MUC).attr("since", text)));
+            HistoryRequest::of(&presence)
+        };
+        // 1_800_000_000 s is 2027-01-15T08:00:00Z.
+        assert_eq!(bodies(since("2027-01-15T07:58:00Z")), ["recent", "new"]);
+        assert_eq!(bodies(since("2027-01-15T07:00:00.5Z")), ["recent", "new"], "fractions of a second");
+        assert_eq!(bodies(since("2027-01-15T07:58:00+02:00")), ["old", "recent", "new"], "an offset it cannot read bounds nothing");
+        let first = out(HistoryRequest::default()).into_iter().find(|e| e.find("body", ns::CLIENT).is_some()).unwrap();
+        assert_eq!(first.find("delay", ns::DELAY).unwrap().get("stamp"), Some("2027-01-15T07:00:00Z"));
     }
 }

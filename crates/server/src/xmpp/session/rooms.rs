@@ -99,7 +99,6 @@ impl Session {
         let room_jid = to.bare().to_string();
         let member = Member { id: self.id, name: Some(nickname), outbox: self.outbox.clone() };
         let occupant = Occupant { nick: shown.clone(), member: self.id, jid: me.clone(), role: Role::None, outbox: self.outbox.clone(), framing: self.framing };
-        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
         let asked = muc::HistoryRequest::of(presence);
         let (xmpp, framing, id, name, greet_room, greet_nick) = (self.xmpp.clone(), self.framing, self.id, room.clone(), room_jid.clone(), shown.clone());
         // Under the room's lock: whether it is new is decided once.
@@ -117,7 +116,7 @@ impl Session {
             let subject = entered.subject.as_ref().map(|(by, text)| (Some(&**by), text.as_str()));
             let newcomer = Newcomer { nick: &greet_nick, item, codes, subject };
             let to = me.to_string();
-            muc::greeting(roster, &greet_room, &to, &stamp, asked, &newcomer, |nick| item_of(&xmpp.muc, &name, nick, id))
+            muc::greeting(roster, &greet_room, &to, std::time::SystemTime::now(), asked, &newcomer, |nick| item_of(&xmpp.muc, &name, nick, id))
                 .iter()
                 .map(|e| framing.payload(e))
                 .collect()
