@@ -10,9 +10,9 @@ the check too, so the list can only shrink; but for one whose reason starts
 import re
 import sys
 
-PASSED = re.compile(r"INFO: (\S+) \(\w+\) \u2714")
-FAILED = re.compile(r"SEVERE: (\S+) \(\w+\) failed: (.*)")
-IMPOSSIBLE = re.compile(r"INFO: Could not run (\S+)(?: \(\w+\))? because: (.*)")
+PASSED = re.compile(r"INFO: (\S+) \([^)]*\) \u2714")
+FAILED = re.compile(r"SEVERE: (\S+) \([^)]*\) failed: (.*)")
+IMPOSSIBLE = re.compile(r"INFO: Could not run (\S+)(?: \([^)]*\))? because: (.*)")
 FINISHED = re.compile(r"finished: (\d+)/(\d+) \[(\d+) failed\]")
 NONE_SELECTED = "No integration tests selected"
 
@@ -60,6 +60,8 @@ def main():
             problems.append(f"{spec}: the run did not finish:\n    {tail}")
             continue
         print(f"{spec:<14} {finished.group(2):>4} {len(passed):>7} {len(failed):>7}  {', '.join(n for n, _ in impossible) or '-'}")
+        if len(passed) != int(finished.group(1)) or len(failed) != int(finished.group(3)):
+            problems.append(f"{spec}: the log says {finished.group(0)!r} but {len(passed)} passed and {len(failed)} failed lines were read")
         for name, why in failed + impossible:
             seen.add(name)
             if name not in expected:

@@ -3,24 +3,31 @@
 # smack-integration-test) against `switchboard serve`'s XMPP, one
 # specification per run (in one run, one test's failure can close the shared
 # connection and fail the tests after it), each against a fresh server with
-# the framework's three accounts; then check.py on the runs' logs.
+# the framework's three accounts; then the framework's tests that name no
+# specification ("core": logins, connections, messages between users) over
+# STARTTLS with a certificate made here, the framework making its own
+# accounts by in-band registration; then check.py on the runs' logs.
 # Installs the framework into build/smack/lib with Maven on first use.
 #
 #   conformance/smack/run.sh             # SWITCHBOARD_BIN picks the binary (default target/debug)
-#   conformance/smack/run.sh XEP-0045    # one specification
+#   conformance/smack/run.sh XEP-0045    # one specification (or core)
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BIN="${SWITCHBOARD_BIN:-$ROOT/target/debug/switchboard}"
 OUT="$ROOT/build/smack"
 LIB="$OUT/lib"
-SPECS=("${@:-RFC6120 RFC6121 XEP-0030 XEP-0045 XEP-0198 XEP-0199}")
+SPECS=("${@:-RFC6120 RFC6121 XEP-0030 XEP-0045 XEP-0198 XEP-0199 core}")
+# The tests that name no specification, but for those of features the
+# server does not offer (file transfer, pubsub, IoT, OMEMO, OpenPGP ...).
+CORE=LoginIntegrationTest,XmppConnectionIntegrationTest,SimpleXmppConnectionIntegrationTest,IncomingMessageListenerIntegrationTest,OutgoingMessageListenerIntegrationTest,ModularXmppClientToServerConnectionLowLevelIntegrationTest,LowLevelRosterIntegrationTest
 SPECS=(${SPECS[*]})
 die() { echo "smack: FAILED: $*" >&2; exit 1; }
 
 [ -x "$BIN" ] || die "no switchboard binary at $BIN; run cargo build first"
 command -v java >/dev/null || die "no java: \`make test-smack\` installs Debian's default-jdk-headless"
 command -v mvn >/dev/null || die "no mvn: \`make test-smack\` installs Debian's maven"
+command -v openssl >/dev/null || die "no openssl, which makes the core run's certificate"
 if [ ! -f "$LIB/.installed" ] || [ "$HERE/pom.xml" -nt "$LIB/.installed" ]; then
   echo "smack: installing the Smack integration test framework into $LIB" >&2
   rm -rf "$LIB" && mkdir -p "$LIB"
@@ -40,12 +47,32 @@ for who in one two three; do
   echo "sinttest-$who-pw" | "$BIN" xmpp-account "sinttest$who" >>"$CONFIG"
 done
 
+# The core run's certificate for localhost, and a Java trust store with it.
+TLS="$OUT/tls"
+rm -rf "$TLS" && mkdir -p "$TLS"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+  -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout "$TLS/key.pem" -out "$TLS/cert.pem" 2>"$TLS/openssl.log" \
+  || die "openssl could not make a certificate; see $TLS/openssl.log"
+keytool -importcert -noprompt -alias switchboard -file "$TLS/cert.pem" -keystore "$TLS/trust.p12" \
+  -storetype PKCS12 -storepass changeit >"$TLS/keytool.log" 2>&1 || die "keytool could not make a trust store; see $TLS/keytool.log"
+
 SERVER=
 stop() { [ -z "$SERVER" ] || { kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true; SERVER=; }; }
 trap stop EXIT
 for spec in "${SPECS[@]}"; do
   PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-  "$BIN" serve --config "$CONFIG" --listen "127.0.0.1:$PORT" --xmpp-listen 127.0.0.1:5222 >"$OUT/server-$spec.log" 2>&1 &
+  if [ "$spec" = core ]; then
+    serve=(--tls-cert "$TLS/cert.pem" --tls-key "$TLS/key.pem" --xmpp-registration 1000)
+    framework=(-Djavax.net.ssl.trustStore="$TLS/trust.p12" -Djavax.net.ssl.trustStorePassword=changeit
+      -Djavax.net.ssl.trustStoreType=PKCS12 -Dsinttest.securityMode=required -Dsinttest.enabledTests="$CORE")
+  else
+    serve=(--config "$CONFIG")
+    framework=(-Dsinttest.securityMode=disabled -Dsinttest.enabledSpecifications="$spec"
+      -Dsinttest.accountOneUsername=sinttestone -Dsinttest.accountOnePassword=sinttest-one-pw
+      -Dsinttest.accountTwoUsername=sinttesttwo -Dsinttest.accountTwoPassword=sinttest-two-pw
+      -Dsinttest.accountThreeUsername=sinttestthree -Dsinttest.accountThreePassword=sinttest-three-pw)
+  fi
+  "$BIN" serve "${serve[@]}" --listen "127.0.0.1:$PORT" --xmpp-listen 127.0.0.1:5222 >"$OUT/server-$spec.log" 2>&1 &
   SERVER=$!
   for _ in $(seq 100); do
     grep -q "serves XMPP for" "$OUT/server-$spec.log" && break
@@ -55,11 +82,7 @@ for spec in "${SPECS[@]}"; do
   echo "smack: $spec" >&2
   # A reply that takes 10 s is a failure here (the framework waits longer by default).
   java -Dsinttest.service=localhost -Dsinttest.host=127.0.0.1 \
-    -Dsinttest.securityMode=disabled -Dsinttest.enabledConnections=tcp -Dsinttest.replyTimeout=10000 \
-    -Dsinttest.accountOneUsername=sinttestone -Dsinttest.accountOnePassword=sinttest-one-pw \
-    -Dsinttest.accountTwoUsername=sinttesttwo -Dsinttest.accountTwoPassword=sinttest-two-pw \
-    -Dsinttest.accountThreeUsername=sinttestthree -Dsinttest.accountThreePassword=sinttest-three-pw \
-    -Dsinttest.enabledSpecifications="$spec" \
+    -Dsinttest.enabledConnections=tcp -Dsinttest.replyTimeout=10000 "${framework[@]}" \
     -cp "$LIB/*" org.igniterealtime.smack.inttest.SmackIntegrationTestFramework >"$OUT/$spec.log" 2>&1 || true
   stop
 done

@@ -133,9 +133,10 @@ impl Account {
 #[derive(Debug, Clone, Default)]
 pub struct Accounts {
     map: Arc<parking_lot::RwLock<HashMap<String, Arc<Account>>>>,
-    /// How many accounts registration may make in all; `None`: it is off.
+    /// How many accounts registration may keep at once; `None`: it is off.
     open: Option<usize>,
-    registered: Arc<std::sync::atomic::AtomicUsize>,
+    /// The names of the accounts registration made.
+    registered: Arc<parking_lot::Mutex<std::collections::HashSet<String>>>,
 }
 
 /// Why a registration was refused.
@@ -245,13 +246,24 @@ impl Accounts {
         if map.contains_key(&name) {
             return Err(Refused::Taken);
         }
-        use std::sync::atomic::Ordering;
-        if self.registered.load(Ordering::Relaxed) >= limit {
+        let mut registered = self.registered.lock();
+        if registered.len() >= limit {
             return Err(Refused::Full);
         }
-        self.registered.fetch_add(1, Ordering::Relaxed);
+        registered.insert(name.clone());
         map.insert(name.clone(), account);
         Ok(name)
+    }
+
+    /// Removes the account `name`, if registration made it (XEP-0077 §3.2);
+    /// those of the configuration stay.
+    pub fn unregister(&self, name: &str) -> bool {
+        let mut map = self.map.write();
+        if !self.registered.lock().remove(name) {
+            return false;
+        }
+        map.remove(name);
+        true
     }
 
     /// The exchange for mechanism `name`, if the server offers it: `plain`
@@ -458,6 +470,9 @@ mod tests {
         assert_eq!(open.register("yan", ""), Err(Refused::BadName));
         assert_eq!(open.register("yan", "pw"), Ok("yan".to_owned()));
         assert_eq!(open.register("xia", "pw"), Err(Refused::Full));
+        assert!(!open.unregister("alice"), "a configured account stays");
+        assert!(open.unregister("yan"));
+        assert_eq!(open.register("xia", "pw"), Ok("xia".to_owned()), "a removed account frees its place");
         assert_eq!(open.plain(b"\0zoe\0pw"), Step::Success(Some("zoe".into()), Vec::new()));
     }
 }

@@ -102,8 +102,7 @@ pub struct Session {
     sm: Option<StreamManagement>,
     /// Whether the client has sent available presence.
     available: bool,
-    /// It made an account by in-band registration (one a stream).
-    registered: bool,
+
     /// Those it directed available presence at (at most `MAX_DIRECTED`).
     directed: Vec<Jid>,
     /// Logged in anonymously: its roster goes when it does.
@@ -206,7 +205,6 @@ impl Session {
             stanzas_in: 0,
             sm: None,
             available: false,
-            registered: false,
             directed: Vec::new(),
             anonymous: false,
         }
@@ -328,6 +326,10 @@ impl Session {
             return Err(StreamEnd("not-authorized", "bind a resource first".into()));
         }
         match stanza.name.as_str() {
+            "iq" if self.xmpp.auth.accounts.is_open() && stanza.get("to").is_none() && stanza.find("query", ns::REGISTER).is_some() => {
+                let query = stanza.find("query", ns::REGISTER).cloned().unwrap_or_default();
+                self.on_unregister(&stanza, &query)?;
+            }
             "iq" => self.on_iq(&stanza),
             "message" => self.on_message(&stanza).await,
             "presence" => self.on_presence(&stanza).await,

@@ -482,7 +482,7 @@ pub async fn bound_account(addr: SocketAddr, name: &str, resource: &str) -> Clie
 
 #[tokio::test]
 async fn in_band_registration_makes_an_account_when_it_is_on() {
-    let config = server::Config { xmpp_registration: 1, xmpp_plain_unencrypted: true, ..server::Config::default() };
+    let config = server::Config { xmpp_registration: 2, xmpp_plain_unencrypted: true, ..server::Config::default() };
     let server = TestServer::with_xmpp(config).await;
     let addr = server.xmpp.unwrap();
     let mut c = Client::connect(addr).await;
@@ -495,12 +495,20 @@ async fn in_band_registration_makes_an_account_when_it_is_on() {
     assert!(form.find("query", "jabber:iq:register").unwrap().find("password", "jabber:iq:register").is_some());
     c.send("<iq type='set' id='s'><query xmlns='jabber:iq:register'><username>Zed</username><password>pw</password></query></iq>").await;
     assert_eq!(c.stanza().await.get("type"), Some("result"));
-    c.send("<iq type='set' id='t'><query xmlns='jabber:iq:register'><username>yan</username><password>pw</password></query></iq>").await;
-    let second = c.stanza().await;
-    assert!(second.find("error", "jabber:client").unwrap().find("not-allowed", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "one a stream");
-    // The new account logs in, under its case-mapped name.
+    c.send("<iq type='set' id='t'><query xmlns='jabber:iq:register'><username>zed</username><password>pw</password></query></iq>").await;
+    let taken = c.stanza().await;
+    assert!(taken.find("error", "jabber:client").unwrap().find("conflict", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "{taken:?}");
+    c.send("<iq type='set' id='u'><query xmlns='jabber:iq:register'><username>wes</username><password>pw</password></query></iq>").await;
+    assert_eq!(c.stanza().await.get("type"), Some("result"));
+    // The new account logs in, under its case-mapped name, and can remove itself.
+    let mut wes = bound_account(addr, "wes", "phone").await;
+    wes.send("<iq type='set' id='rm'><query xmlns='jabber:iq:register'><remove/></query></iq>").await;
+    assert_eq!(wes.stanza().await.get("id"), Some("rm"));
+    assert_eq!(wes.stream_error().await, "not-authorized");
     bound_account(addr, "zed", "phone").await;
-    // The limit (1) is reached.
+    // With wes gone there is room for one more, then the limit (2) is reached.
+    c.send("<iq type='set' id='v'><query xmlns='jabber:iq:register'><username>vic</username><password>pw</password></query></iq>").await;
+    assert_eq!(c.stanza().await.get("type"), Some("result"));
     let mut d = Client::connect(addr).await;
     d.send(HEADER).await;
     d.event().await;

@@ -1,7 +1,7 @@
-//! In-band registration (XEP-0077), before authentication, when
-//! `--xmpp-registration` allows it: the form, and making the account. Like
-//! PLAIN, it sends the password as it is, so it is offered only over TLS
-//! (or where `--xmpp-plain-unencrypted` allows it).
+//! In-band registration (XEP-0077), when `--xmpp-registration` allows it:
+//! before authentication, the form and making accounts; after, removing
+//! one's own account. Like PLAIN, it sends the password as it is, so it is
+//! offered only over TLS (or where `--xmpp-plain-unencrypted` allows it).
 
 use wire::xmpp::Element;
 
@@ -24,15 +24,12 @@ impl Session {
                     .child(Element::new("password", ns::REGISTER));
                 answer("result").child(form)
             }
-            Some("set") if self.registered || query.find("remove", ns::REGISTER).is_some() => error("cancel", "not-allowed"),
+            Some("set") if query.find("remove", ns::REGISTER).is_some() => error("cancel", "not-allowed"),
             Some("set") => {
                 let field = |name: &str| query.find(name, ns::REGISTER).map(Element::text_content);
                 match (field("username"), field("password")) {
                     (Some(name), Some(password)) => match self.xmpp.auth.accounts.register(&name, &password) {
-                        Ok(_) => {
-                            self.registered = true;
-                            answer("result")
-                        }
+                        Ok(_) => answer("result"),
                         Err(Refused::Taken) => error("cancel", "conflict"),
                         Err(Refused::BadName) => error("modify", "not-acceptable"),
                         Err(Refused::Full) => error("wait", "resource-constraint"),
@@ -44,5 +41,21 @@ impl Session {
             _ => error("modify", "bad-request"),
         };
         self.send(&out);
+    }
+
+    /// `<remove/>` from an authenticated user (XEP-0077 §3.2): its account
+    /// goes, if registration made it, and the stream ends.
+    pub(super) fn on_unregister(&mut self, iq: &Element, query: &Element) -> Result<(), super::StreamEnd> {
+        let name = self.jid.as_ref().and_then(|j| j.local.clone()).unwrap_or_default();
+        if iq.get("type") != Some("set") || query.find("remove", ns::REGISTER).is_none() {
+            self.refuse(iq, "modify", "bad-request");
+            return Ok(());
+        }
+        if !self.xmpp.auth.accounts.unregister(&name) {
+            self.refuse(iq, "cancel", "not-allowed");
+            return Ok(());
+        }
+        self.reply(iq, None);
+        Err(super::StreamEnd("not-authorized", "the account was removed".into()))
     }
 }
