@@ -89,21 +89,34 @@ fn signal(child: &Child, name: &str) {
 /// A `switchboard serve` node on a free port, its rooms through `nats`.
 struct Node {
     addr: String,
+    /// Its XMPP listener, when it has one.
+    xmpp: Option<String>,
     child: Child,
 }
 
 impl Node {
     fn start(nats: &Nats) -> Node {
+        Node::with_args(nats, &[])
+    }
+
+    fn with_args(nats: &Nats, extra: &[&str]) -> Node {
         let mut child = Command::new(BIN)
             .args(["serve", "--listen", "127.0.0.1:0", "--broker", &nats.url(), "--broker-ttl", TTL, "--room-history", "5"])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        out.read_line(&mut line).unwrap();
         let addr = line.split("http://").nth(1).expect("the listening line").split('/').next().unwrap().to_owned();
-        Node { addr, child }
+        let xmpp = extra.contains(&"--xmpp-listen").then(|| {
+            let mut line = String::new();
+            out.read_line(&mut line).unwrap();
+            line.split(" on ").nth(1).expect("the XMPP line").trim().to_owned()
+        });
+        Node { addr, xmpp, child }
     }
 
     /// The node's `/metrics` text.
@@ -339,4 +352,64 @@ async fn the_bench_spreads_a_room_over_the_nodes() {
         let opened = node.metrics().lines().any(|l| l.starts_with("switchboard_connections_accepted_total{app=\"chat\"") && !l.ends_with(" 0"));
         assert!(opened, "{} had no chat client", node.addr);
     }
+}
+
+/// Reads the XMPP stream until it has `needle`; what came up to it.
+async fn read_until(xmpp: &mut TcpStream, seen: &mut String, needle: &str) -> String {
+    use tokio::io::AsyncReadExt;
+    tokio::time::timeout(PATIENCE, async {
+        while !seen.contains(needle) {
+            let mut buf = [0u8; 4096];
+            let n = xmpp.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the stream ended before {needle:?}: {seen}");
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {needle:?} in {seen}"));
+    let at = seen.find(needle).unwrap() + needle.len();
+    seen.drain(..at).collect()
+}
+
+#[tokio::test]
+async fn a_nick_change_on_one_node_claims_the_name_on_every_node() {
+    use tokio::io::AsyncWriteExt;
+    let nats = Nats::start();
+    let a = Node::with_args(&nats, &["--xmpp-listen", "127.0.0.1:0"]);
+    let b = Node::start(&nats);
+    let mut alice = b.websocket().await;
+    alice.join("alice", "lobby").await;
+
+    // An XMPP client on node A, anonymous, in the same room as "xan".
+    let header = "<stream:stream to='localhost' version='1.0' xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>";
+    let mut xmpp = TcpStream::connect(a.xmpp.as_deref().unwrap()).await.unwrap();
+    let mut seen = String::new();
+    xmpp.write_all(header.as_bytes()).await.unwrap();
+    read_until(&mut xmpp, &mut seen, "</stream:features>").await;
+    xmpp.write_all(b"<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='ANONYMOUS'/>").await.unwrap();
+    read_until(&mut xmpp, &mut seen, "<success").await;
+    xmpp.write_all(header.as_bytes()).await.unwrap();
+    read_until(&mut xmpp, &mut seen, "</stream:features>").await;
+    xmpp.write_all(b"<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>").await.unwrap();
+    read_until(&mut xmpp, &mut seen, "</iq>").await;
+    xmpp.write_all(b"<presence to='lobby@conference.localhost/xan'/>").await.unwrap();
+    read_until(&mut xmpp, &mut seen, "<subject").await;
+    alice.until("name", "xan").await;
+
+    // alice is taken on node B: a conflict.
+    xmpp.write_all(b"<presence id='n1' to='lobby@conference.localhost/Alice'/>").await.unwrap();
+    let refused = read_until(&mut xmpp, &mut seen, "</presence>").await;
+    assert!(refused.contains("type=\"error\"") && refused.contains("<conflict"), "{refused}");
+    // xena is free: node B's member sees xan leave and xena come in.
+    xmpp.write_all(b"<presence to='lobby@conference.localhost/xena'/>").await.unwrap();
+    let left = read_until(&mut xmpp, &mut seen, "</presence>").await;
+    assert!(left.contains("/xan\"") && left.contains("code=\"303\"") && left.contains("nick=\"xena\""), "{left}");
+    assert_eq!(alice.next().await, json!({"event": "leave", "name": "xan", "room": "lobby"}));
+    assert_eq!(alice.next().await, json!({"event": "join", "name": "xena", "room": "lobby"}));
+    // The new name is claimed everywhere, the old one freed.
+    let mut other = b.sockjs().await;
+    other.send(json!({"name": "xena", "room": "lobby"})).await;
+    let taken = other.next().await;
+    assert!(taken["error"].as_str().unwrap().contains("already taken"), "{taken}");
+    other.join("xan", "lobby").await;
 }
