@@ -96,6 +96,10 @@ pub struct Xmpp {
     pub resume_timeout: std::time::Duration,
     /// Sessions whose connection broke, waiting to be resumed, by id.
     parked: Mutex<HashMap<String, session::Session>>,
+    /// Resumable sessions, by id: their account, framing, and how to ask
+    /// their connection for them.
+    #[allow(clippy::type_complexity)]
+    live: Mutex<HashMap<String, (Jid, session::Framing, tokio::sync::mpsc::Sender<session::Takeover>)>>,
     /// What XMPP keeps of the rooms its occupants are in.
     muc: room::MucRooms,
     /// Users' contacts and presence subscriptions.
@@ -135,6 +139,7 @@ impl Xmpp {
             tls,
             resume_timeout,
             parked: Mutex::new(HashMap::new()),
+            live: Mutex::new(HashMap::new()),
             muc: room::MucRooms::default(),
             rosters: roster::Rosters::default(),
             domain: domain.to_owned(),
@@ -166,13 +171,39 @@ impl Xmpp {
     }
 
     /// The parked session `id` of the account `bare`, taken for resumption.
-    fn take_parked(&self, id: &str, bare: &Jid) -> Option<session::Session> {
+    fn take_parked(&self, id: &str, bare: &Jid, framing: session::Framing) -> Option<session::Session> {
         let mut parked = self.parked.lock();
-        let owner = parked.get(id)?.bare_jid();
-        if owner.as_ref() != Some(bare) {
+        let session = parked.get(id)?;
+        // Its kept stanzas are framed for its transport: it resumes on the same kind.
+        if session.bare_jid().as_ref() != Some(bare) || session.framing() != framing {
             return None;
         }
         parked.remove(id)
+    }
+
+    /// Notes that the session resumable by `id` (of the account `bare`) is
+    /// on an open connection, which gives it up when `takeover` asks.
+    fn live(&self, id: &str, bare: &Jid, framing: session::Framing, takeover: tokio::sync::mpsc::Sender<session::Takeover>) {
+        self.live.lock().insert(id.to_owned(), (bare.clone(), framing, takeover));
+    }
+
+    fn forget_live(&self, id: &str) {
+        self.live.lock().remove(id);
+    }
+
+    /// The session resumable by `id` of the account `bare` whose old
+    /// connection is still open (the client saw it break before the
+    /// server did): that connection ends and hands the session over.
+    async fn take_live(&self, id: &str, bare: &Jid, framing: session::Framing) -> Option<session::Session> {
+        let takeover = {
+            let live = self.live.lock();
+            let (owner, kept, takeover) = live.get(id)?;
+            (owner == bare && *kept == framing).then(|| takeover.clone())?
+        };
+        let (reply, session) = tokio::sync::oneshot::channel();
+        takeover.send(reply).await.ok()?;
+        // The old connection answers at once unless it is itself ending.
+        tokio::time::timeout(std::time::Duration::from_secs(10), session).await.ok()?.ok()
     }
 
     /// Registers a bound resource; `false` if that full JID is taken.

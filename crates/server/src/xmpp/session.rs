@@ -102,12 +102,17 @@ pub struct Session {
     sm: Option<StreamManagement>,
     /// Whether the client has sent available presence.
     available: bool,
+    /// How another connection asks for this session (see `taken_over`).
+    takeover: (tokio::sync::mpsc::Sender<Takeover>, tokio::sync::mpsc::Receiver<Takeover>),
 
     /// Those it directed available presence at (at most `MAX_DIRECTED`).
     directed: Vec<Jid>,
     /// Logged in anonymously: its roster goes when it does.
     anonymous: bool,
 }
+
+/// A request for a session whose connection is still open: where to send it.
+pub type Takeover = tokio::sync::oneshot::Sender<Session>;
 
 /// How many JIDs a session's directed presence is remembered for; past
 /// that, presence is still carried, but not ended when the session ends.
@@ -205,6 +210,7 @@ impl Session {
             stanzas_in: 0,
             sm: None,
             available: false,
+            takeover: tokio::sync::mpsc::channel(1),
             directed: Vec::new(),
             anonymous: false,
         }
@@ -224,12 +230,19 @@ impl Session {
                 // RFC 7395's framing elements stand for the stream's header and end.
                 Some(StreamEvent::Stanza(e)) if e.ns == FRAMING_NS && e.name == "open" => self.on_open(&e.attrs, ns::CLIENT)?,
                 Some(StreamEvent::Stanza(e)) if e.ns == FRAMING_NS && e.name == "close" => return Ok(Flow::Closed),
-                // Only a TCP stream's session waits to be resumed.
-                Some(StreamEvent::Stanza(e)) if e.ns == ns::SM && e.name == "resume" && self.phase == Phase::Binding && self.framing == Framing::Stream => {
+                Some(StreamEvent::Stanza(e)) if e.ns == ns::SM && e.name == "resume" && self.phase == Phase::Binding => {
                     let previd = e.get("previd").unwrap_or_default();
                     let h = e.get("h").and_then(|h| h.parse::<u32>().ok());
-                    let bare = self.jid.as_ref().map(|j| j.bare());
-                    match (h, bare.and_then(|bare| self.xmpp.take_parked(previd, &bare))) {
+                    let taken = match self.jid.as_ref().map(|j| j.bare()) {
+                        // A session waiting to be resumed, or one whose old
+                        // connection is still open, which gives it up.
+                        Some(bare) => match self.xmpp.take_parked(previd, &bare, self.framing) {
+                            Some(parked) => Some(parked),
+                            None => self.xmpp.take_live(previd, &bare, self.framing).await,
+                        },
+                        None => None,
+                    };
+                    match (h, taken) {
                         (Some(h), Some(parked)) => return Ok(Flow::Resume(Box::new(parked), h)),
                         _ => self.send_nonza(&Element::new("failed", ns::SM).child(Element::new("item-not-found", ns::STANZA_ERRORS))),
                     }
@@ -347,9 +360,11 @@ impl Session {
             ("enable", None) => {
                 let mut enabled = Element::new("enabled", ns::SM);
                 let mut sm = StreamManagement::default();
-                // Only a TCP stream's session waits to be resumed.
-                if matches!(nonza.get("resume"), Some("true" | "1")) && self.framing == Framing::Stream {
+                if matches!(nonza.get("resume"), Some("true" | "1"))
+                    && let Some(bare) = self.jid.as_ref().map(Jid::bare)
+                {
                     let id = format!("{:032x}", rand::random::<u128>());
+                    self.xmpp.live(&id, &bare, self.framing, self.takeover.0.clone());
                     let max = self.xmpp.resume_timeout.as_secs().to_string();
                     enabled = enabled.attr("id", &id).attr("resume", "true").attr("max", &max);
                     sm.id = Some(id);
@@ -394,15 +409,31 @@ impl Session {
         &self.outbox
     }
 
+    /// The framing its stanzas are kept in for resumption.
+    pub fn framing(&self) -> Framing {
+        self.framing
+    }
+
+    /// Resolves when another connection resumes this session while its
+    /// connection is still open: the connection ends and sends the session
+    /// on with the sender it is given.
+    pub async fn taken_over(&mut self) -> tokio::sync::oneshot::Sender<Session> {
+        match self.takeover.1.recv().await {
+            Some(reply) => reply,
+            // The sender is kept in `takeover.0`, so this never ends.
+            None => std::future::pending().await,
+        }
+    }
+
     /// Takes up this (parked) session on a new connection whose client has
     /// handled `h` of its stanzas: `<resumed/>`, then every stanza sent
     /// after those, again (XEP-0198 §5).
-    pub fn resume(&mut self, h: u32) -> Result<String, StreamEnd> {
+    pub fn resume(&mut self, h: u32) -> Result<Vec<String>, StreamEnd> {
         let Some(sm) = &mut self.sm else { return Err(StreamEnd("undefined-condition", "no stream management".into())) };
         sm.ack(h)?;
         let previd = sm.id.clone().unwrap_or_default();
-        let mut out = self.framing.text(&Element::new("resumed", ns::SM).attr("previd", &previd).attr("h", &sm.handled.to_string()));
-        sm.unacked.iter().for_each(|text| out.push_str(text));
+        let mut out = vec![self.framing.text(&Element::new("resumed", ns::SM).attr("previd", &previd).attr("h", &sm.handled.to_string()))];
+        out.extend(sm.unacked.iter().cloned());
         Ok(out)
     }
 
@@ -626,6 +657,9 @@ impl Session {
 
     /// Leaves every room and unbinds: the session is over.
     pub fn leave_all(&mut self) {
+        if let Some(id) = self.sm.as_ref().and_then(|sm| sm.id.as_deref()) {
+            self.xmpp.forget_live(id);
+        }
         let rooms: Vec<Arc<str>> = self.rooms.keys().cloned().collect();
         for room in rooms {
             self.leave(&room, false);
@@ -685,7 +719,9 @@ impl Session {
                 if sm.unacked_bytes > limit {
                     // More unacknowledged than a queue may hold: the session
                     // can no longer be resumed without loss, so it will not be.
-                    sm.id = None;
+                    if let Some(id) = sm.id.take() {
+                        self.xmpp.forget_live(&id);
+                    }
                     sm.unacked.clear();
                     sm.unacked_bytes = 0;
                 }

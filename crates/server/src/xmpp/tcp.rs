@@ -22,6 +22,8 @@ enum Ending {
     StartTls,
     /// The socket failed: the session may wait to be resumed.
     Broken,
+    /// Another connection resumed the session: it goes there.
+    TakenOver(super::session::Takeover),
 }
 
 /// What one connection's loop works with, whatever the socket.
@@ -55,6 +57,7 @@ pub async fn run(mut tcp: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, 
     match first {
         Ending::Done(end) => conn.finish(&mut tcp, end).await,
         Ending::Broken => service.park(conn.session),
+        Ending::TakenOver(reply) => conn.hand_over(&mut tcp, reply).await,
         Ending::StartTls => {
             let Some(acceptor) = tls else { return conn.finish(&mut tcp, None).await };
             let handshake = tokio::time::timeout(conn.server.config.header_timeout, acceptor.accept(tcp)).await;
@@ -67,6 +70,7 @@ pub async fn run(mut tcp: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, 
             match conn.drive(&mut stream).await {
                 Ending::Done(end) => conn.finish(&mut stream, end).await,
                 Ending::Broken => service.park(conn.session),
+                Ending::TakenOver(reply) => conn.hand_over(&mut stream, reply).await,
                 // Refused by the session once encrypted: cannot happen twice.
                 Ending::StartTls => conn.finish(&mut stream, None).await,
             }
@@ -119,7 +123,7 @@ impl Conn {
                                 self.outbox = parked.outbox().clone();
                                 self.session = parked;
                                 self.server.metrics.xmpp_resumed();
-                                if stream.write_all(resumed.as_bytes()).await.is_err() {
+                                if stream.write_all(resumed.concat().as_bytes()).await.is_err() {
                                     return Ending::Broken;
                                 }
                             }
@@ -135,8 +139,27 @@ impl Conn {
                         return Ending::Done(Some(stream_end_for(&close)));
                     }
                 }
+                reply = self.session.taken_over() => {
+                    // Refused (the reply dropped) once it can no longer be resumed.
+                    if self.session.resumable().is_some() {
+                        return Ending::TakenOver(reply);
+                    }
+                }
                 () = self.server.shutdown.wait() => return Ending::Done(Some(StreamEnd("system-shutdown", "the server is shutting down".into()))),
             }
+        }
+    }
+
+    /// Hands the session to the connection that resumed it, and ends this
+    /// one with `conflict` (XEP-0198 §5).
+    async fn hand_over<S: AsyncWrite + Unpin>(self, stream: &mut S, reply: super::session::Takeover) {
+        let mut out = self.session.stream_error("conflict", "the session was resumed on another connection");
+        out.push_str(Framing::Stream.close());
+        let _ = stream.write_all(out.as_bytes()).await;
+        let _ = stream.shutdown().await;
+        if let Err(mut session) = reply.send(self.session) {
+            // The new connection gave up waiting: the session ends here.
+            session.leave_all();
         }
     }
 

@@ -86,8 +86,9 @@ async fn run<S>(mut ws: WebSocketStream<S>, server: Arc<ServerState>, xmpp: Arc<
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    let outbox = Arc::new(Outbox::new(server.config.queue_limit));
+    let mut outbox = Arc::new(Outbox::new(server.config.queue_limit));
     let metrics = server.metrics.connection("xmpp", "websocket");
+    let service = xmpp.clone();
     let mut session = Session::new(server.clone(), Framing::Messages, xmpp, outbox.clone());
     let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
     let mut parser = StreamParser::fragments(limits);
@@ -99,16 +100,40 @@ where
                     Some(Ok(Message::Text(text))) => text,
                     Some(Ok(Message::Binary(_))) => break Some(StreamEnd("unsupported-stanza-type", "XMPP over WebSocket is text".into())),
                     Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
-                    Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break None,
+                    Some(Ok(Message::Close(_))) => break None,
+                    // Gone without a close: the session may wait to be resumed.
+                    None | Some(Err(_)) => return service.park(session),
                 };
                 parser.feed(text.as_bytes());
                 let before = session.stanzas_in;
                 let flow = session.take_events(&mut parser).await;
                 metrics.received_many(session.stanzas_in - before, text.len());
                 match flow {
-                    // STARTTLS and resumption are refused on WebSocket, so
-                    // neither is asked for.
-                    Ok(Flow::Continue | Flow::StartTls | Flow::Resume(..)) => {}
+                    // STARTTLS is refused on WebSocket, so it is not asked for.
+                    Ok(Flow::Continue | Flow::StartTls) => {}
+                    Ok(Flow::Resume(parked, h)) => {
+                        let mut parked = *parked;
+                        let resumed = match parked.resume(h) {
+                            Ok(texts) => texts,
+                            Err(end) => {
+                                parked.leave_all();
+                                break Some(end);
+                            }
+                        };
+                        // The fresh session held nothing yet; the parked one goes on here.
+                        session.leave_all();
+                        outbox = parked.outbox().clone();
+                        session = parked;
+                        server.metrics.xmpp_resumed();
+                        for text in resumed {
+                            if ws.feed(Message::text(text)).await.is_err() {
+                                break;
+                            }
+                        }
+                        if ws.flush().await.is_err() {
+                            return service.park(session);
+                        }
+                    }
                     Ok(Flow::Closed) => break Some(StreamEnd::closed()),
                     Err(end) => break Some(end),
                 }
@@ -123,11 +148,23 @@ where
                     }
                 }
                 if ws.flush().await.is_err() {
-                    break None;
+                    return service.park(session);
                 }
                 metrics.sent(count, bytes);
                 if let Drained::Closed(close) = drained {
                     break Some(stream_end_for(&close));
+                }
+            }
+            reply = session.taken_over() => {
+                // Refused (the reply dropped) once it can no longer be resumed.
+                if session.resumable().is_some() {
+                    let _ = ws.feed(Message::text(session.stream_error("conflict", "the session was resumed on another connection"))).await;
+                    let _ = ws.feed(Message::text(Framing::Messages.close())).await;
+                    let _ = ws.close(None).await;
+                    if let Err(mut session) = reply.send(session) {
+                        session.leave_all();
+                    }
+                    return;
                 }
             }
             () = server.shutdown.wait() => break Some(StreamEnd("system-shutdown", "the server is shutting down".into())),

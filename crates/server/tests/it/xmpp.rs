@@ -526,3 +526,91 @@ async fn in_band_registration_makes_an_account_when_it_is_on() {
     e.send("<iq type='get' id='g'><query xmlns='jabber:iq:register'/></iq>").await;
     assert_eq!(e.stream_error().await, "not-authorized");
 }
+
+/// Logs in over WebSocket to an account (password `pw`) with PLAIN and
+/// returns the client after the stream restart, before bind.
+async fn ws_login_account(server: &TestServer, name: &str) -> WsClient {
+    use base64::Engine;
+    let open = "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to='localhost' version='1.0'/>";
+    let mut c = WsClient::connect(server).await;
+    c.send(open).await;
+    c.element().await;
+    c.element().await;
+    let plain = base64::engine::general_purpose::STANDARD.encode(format!("\0{name}\0pw"));
+    c.send(&format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{plain}</auth>")).await;
+    assert_eq!(c.element().await.name, "success");
+    c.send(open).await;
+    assert_eq!(c.element().await.name, "open");
+    assert!(c.element().await.find("sm", "urn:xmpp:sm:3").is_some(), "stream management offered");
+    c
+}
+
+#[tokio::test]
+async fn a_websocket_session_resumes_on_a_new_websocket() {
+    let config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("gil", "pw")], xmpp_plain_unencrypted: true, ..server::Config::default() };
+    let server = TestServer::with_xmpp(config).await;
+    let mut alice = server.ws("/chat/websocket").await;
+    alice.send(&json!({"name": "alice", "room": "lobby"}).to_string()).await;
+    assert_eq!(alice.recv_json().await["event"], "members");
+    assert_eq!(alice.recv_json().await["event"], "join");
+
+    let mut c = ws_login_account(&server, "gil").await;
+    c.send("<iq xmlns='jabber:client' type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>").await;
+    assert_eq!(c.element().await.get("type"), Some("result"));
+    c.send("<enable xmlns='urn:xmpp:sm:3' resume='true'/>").await;
+    let enabled = c.element().await;
+    let id = enabled.get("id").expect("resumable").to_owned();
+    c.send("<presence xmlns='jabber:client' to='lobby@conference.localhost/gil'/>").await;
+    for _ in 0..3 {
+        c.element().await; // alice's presence, its own, the subject
+    }
+    assert_eq!(alice.recv_json().await["name"], "gil");
+    alice.send(&json!({"message": "one"}).to_string()).await;
+    assert_eq!(c.element().await.find("body", "jabber:client").unwrap().text_content(), "one");
+    assert_eq!(alice.recv_json().await["message"], "one");
+    c.send("<a xmlns='urn:xmpp:sm:3' h='2'/>").await;
+    // Gone without a close frame.
+    drop(c);
+    alice.send(&json!({"message": "two"}).to_string()).await;
+    assert_eq!(alice.recv_json().await["message"], "two");
+
+    let mut c = ws_login_account(&server, "gil").await;
+    c.send(&format!("<resume xmlns='urn:xmpp:sm:3' previd='{id}' h='2'/>")).await;
+    let resumed = c.element().await;
+    assert_eq!((resumed.name.as_str(), resumed.get("previd")), ("resumed", Some(id.as_str())));
+    // Each its own message: the subject and "one" again, then "two".
+    assert!(c.element().await.find("subject", "jabber:client").is_some());
+    assert_eq!(c.element().await.find("body", "jabber:client").unwrap().text_content(), "one");
+    assert_eq!(c.element().await.find("body", "jabber:client").unwrap().text_content(), "two");
+    c.send("<message xmlns='jabber:client' to='lobby@conference.localhost' type='groupchat'><body>back</body></message>").await;
+    assert_eq!(alice.recv_json().await, json!({"name": "gil", "room": "lobby", "message": "back"}));
+    // A TCP client cannot resume a WebSocket session: its kept stanzas are framed for WebSocket.
+    let mut tcp = login_account(server.xmpp.unwrap(), "gil", "pw").await;
+    tcp.send(&format!("<resume xmlns='urn:xmpp:sm:3' previd='{id}' h='2'/>")).await;
+    assert_eq!(tcp.stanza().await.name, "failed");
+}
+
+#[tokio::test]
+async fn a_resumption_takes_the_session_from_a_connection_that_is_still_open() {
+    let config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("hal", "pw")], xmpp_plain_unencrypted: true, ..server::Config::default() };
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let mut old = bound_account(addr, "hal", "desk").await;
+    old.send("<enable xmlns='urn:xmpp:sm:3' resume='true'/>").await;
+    let id = old.stanza().await.get("id").expect("resumable").to_owned();
+    old.send("<iq type='get' id='p1'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(old.stanza().await.get("id"), Some("p1"));
+
+    // The client saw the connection break; the server did not.
+    let mut new = login_account(addr, "hal", "pw").await;
+    new.send(&format!("<resume xmlns='urn:xmpp:sm:3' previd='{id}' h='0'/>")).await;
+    let resumed = new.stanza().await;
+    assert_eq!((resumed.name.as_str(), resumed.get("h")), ("resumed", Some("1")));
+    let again = new.stanza().await;
+    assert_eq!(again.get("id"), Some("p1"), "the unacknowledged answer, sent again");
+    assert_eq!(old.stream_error().await, "conflict");
+    new.send("<iq type='get' id='p2'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(new.stanza().await.get("id"), Some("p2"));
+    let (_, metrics) = server.get("/metrics").await;
+    assert!(metrics.contains("switchboard_xmpp_resumptions_total 1\n"), "{metrics}");
+}
