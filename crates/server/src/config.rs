@@ -132,6 +132,10 @@ pub struct Args {
     #[arg(long, env = "SWITCHBOARD_XMPP_REGISTRATION")]
     pub xmpp_registration: Option<usize>,
 
+    /// Longest list an XMPP user can make the server keep: contacts in a roster, subscription requests waiting for one user, JIDs a session's directed presence is remembered for, affiliations in one room [default: 1000]
+    #[arg(long, env = "SWITCHBOARD_XMPP_LIST_LIMIT")]
+    pub xmpp_list_limit: Option<usize>,
+
     /// PEM certificate chain for TLS on the listener (https:// and wss://); needs --tls-key [default: none, plain TCP]
     #[arg(long, env = "SWITCHBOARD_TLS_CERT")]
     pub tls_cert: Option<PathBuf>,
@@ -237,6 +241,8 @@ pub struct Config {
     pub xmpp_auth_tries: u32,
     /// Accounts in-band registration may make; 0: off.
     pub xmpp_registration: usize,
+    /// Longest roster, waiting-request, directed-presence or affiliation list.
+    pub xmpp_list_limit: usize,
     /// How long a broken XMPP session waits to be resumed.
     pub xmpp_resume_timeout: Duration,
     /// TLS on the listener, if configured.
@@ -294,6 +300,7 @@ impl Default for Config {
             xmpp_plain_unencrypted: false,
             xmpp_auth_tries: 3,
             xmpp_registration: 0,
+            xmpp_list_limit: 1000,
             xmpp_resume_timeout: Duration::from_secs(300),
             tls: None,
             token_key: None,
@@ -410,6 +417,7 @@ struct File {
     xmpp_plain_unencrypted: Option<bool>,
     xmpp_auth_tries: Option<u32>,
     xmpp_registration: Option<usize>,
+    xmpp_list_limit: Option<usize>,
     #[serde(default, with = "humantime_serde")]
     xmpp_resume_timeout: Option<Duration>,
     session_rate: Option<u32>,
@@ -560,6 +568,7 @@ impl Config {
             xmpp_plain_unencrypted: args.xmpp_plain_unencrypted.or(file.xmpp_plain_unencrypted).unwrap_or(d.xmpp_plain_unencrypted),
             xmpp_auth_tries: args.xmpp_auth_tries.or(file.xmpp_auth_tries).unwrap_or(d.xmpp_auth_tries),
             xmpp_registration: args.xmpp_registration.or(file.xmpp_registration).unwrap_or(d.xmpp_registration),
+            xmpp_list_limit: args.xmpp_list_limit.or(file.xmpp_list_limit).unwrap_or(d.xmpp_list_limit),
             xmpp_resume_timeout: args.xmpp_resume_timeout.or(file.xmpp_resume_timeout).unwrap_or(d.xmpp_resume_timeout),
             tls,
             token_key,
@@ -599,6 +608,9 @@ impl Config {
         }
         if self.xmpp_tls_listen.is_some() && self.tls.is_none() {
             return bad("xmpp_tls_listen needs a certificate: give --tls-cert and --tls-key".into());
+        }
+        if self.xmpp_list_limit == 0 {
+            return bad("xmpp_list_limit must be at least 1".into());
         }
         if self.xmpp_auth_tries == 0 {
             return bad("xmpp_auth_tries must be at least 1".into());

@@ -104,6 +104,8 @@ pub struct Xmpp {
     muc: room::MucRooms,
     /// Users' contacts and presence subscriptions.
     rosters: roster::Rosters,
+    /// Longest list a user can make the server keep (`--xmpp-list-limit`).
+    list_limit: usize,
 }
 
 impl std::fmt::Debug for Xmpp {
@@ -133,15 +135,17 @@ impl Xmpp {
         auth: Auth,
         tls: Option<tokio_rustls::TlsAcceptor>,
         resume_timeout: std::time::Duration,
+        list_limit: usize,
     ) -> Xmpp {
         Xmpp {
+            list_limit,
             auth,
             tls,
             resume_timeout,
             parked: Mutex::new(HashMap::new()),
             live: Mutex::new(HashMap::new()),
             muc: room::MucRooms::default(),
-            rosters: roster::Rosters::default(),
+            rosters: roster::Rosters::new(list_limit),
             domain: domain.to_owned(),
             muc_domain: format!("conference.{domain}"),
             rooms,

@@ -10,10 +10,6 @@ use wire::xmpp::Element;
 
 use super::ns;
 
-/// Contacts at most in one roster, and subscription requests at most
-/// waiting for one user.
-pub const MAX_CONTACTS: usize = 1000;
-
 /// Whose presence goes where (RFC 6121 §2.1.2.5): `to` the user sees the
 /// contact's, `from` the contact sees the user's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -68,9 +64,12 @@ impl Contact {
 }
 
 /// Every user's roster, by the user's bare JID.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Rosters {
     users: Mutex<HashMap<String, User>>,
+    /// Contacts at most in one roster, and subscription requests at most
+    /// waiting for one user (`--xmpp-list-limit`).
+    limit: usize,
 }
 
 #[derive(Debug, Default)]
@@ -86,6 +85,10 @@ struct User {
 pub struct Full;
 
 impl Rosters {
+    pub fn new(limit: usize) -> Rosters {
+        Rosters { users: Mutex::new(HashMap::new()), limit }
+    }
+
     pub fn contacts(&self, user: &str) -> Vec<Contact> {
         self.users.lock().get(user).map(|u| u.contacts.clone()).unwrap_or_default()
     }
@@ -102,7 +105,7 @@ impl Rosters {
         let at = match entry.contacts.iter().position(|c| c.jid == jid) {
             Some(at) => at,
             None if !add => return Ok(None),
-            None if entry.contacts.len() >= MAX_CONTACTS => return Err(Full),
+            None if entry.contacts.len() >= self.limit => return Err(Full),
             None => {
                 entry.contacts.push(Contact { jid: jid.to_owned(), ..Contact::default() });
                 entry.contacts.len() - 1
@@ -122,12 +125,12 @@ impl Rosters {
     }
 
     /// Keeps `request` from `from` until `user` answers it (one per
-    /// requester, at most `MAX_CONTACTS`).
+    /// requester, at most the limit).
     pub fn hold(&self, user: &str, from: &str, request: Element) {
         let mut users = self.users.lock();
         let entry = users.entry(user.to_owned()).or_default();
         entry.pending.retain(|(f, _)| f != from);
-        if entry.pending.len() < MAX_CONTACTS {
+        if entry.pending.len() < self.limit {
             entry.pending.push((from.to_owned(), request));
         }
     }
@@ -175,8 +178,8 @@ mod tests {
 
     #[test]
     fn a_roster_is_bounded_and_pending_requests_are_one_per_requester() {
-        let rosters = Rosters::default();
-        for i in 0..MAX_CONTACTS {
+        let rosters = Rosters::new(100);
+        for i in 0..100 {
             rosters.update("a@l", &format!("c{i}@l"), true, |_| {}).unwrap();
         }
         assert_eq!(rosters.update("a@l", "more@l", true, |_| {}), Err(Full));

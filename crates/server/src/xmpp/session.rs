@@ -105,7 +105,7 @@ pub struct Session {
     /// How another connection asks for this session (see `taken_over`).
     takeover: (tokio::sync::mpsc::Sender<Takeover>, tokio::sync::mpsc::Receiver<Takeover>),
 
-    /// Those it directed available presence at (at most `MAX_DIRECTED`).
+    /// Those it directed available presence at (at most `--xmpp-list-limit`).
     directed: Vec<Jid>,
     /// Logged in anonymously: its roster goes when it does.
     anonymous: bool,
@@ -114,9 +114,7 @@ pub struct Session {
 /// A request for a session whose connection is still open: where to send it.
 pub type Takeover = tokio::sync::oneshot::Sender<Session>;
 
-/// How many JIDs a session's directed presence is remembered for; past
-/// that, presence is still carried, but not ended when the session ends.
-const MAX_DIRECTED: usize = 256;
+
 
 /// XEP-0198's counts: stanzas handled from the client, and stanzas sent to
 /// it and how many of those it acknowledged; for a resumable session, its

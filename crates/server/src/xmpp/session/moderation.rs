@@ -41,13 +41,14 @@ impl Session {
                 None => self.refuse(iq, "cancel", "item-not-found"),
             };
         }
-        let id = self.id;
+        let (id, limit) = (self.id, self.xmpp.list_limit);
         let effects = self.xmpp.muc.with(room, |r| {
             let mut effects = Vec::new();
             for item in &items {
-                effects.extend(change(r, &me, id, item)?);
+                effects.extend(change(r, &me, id, item, limit)?);
             }
-            if r.departed.len() > MAX_DEPARTED {
+            // The status codes of the latest departures are enough to tell them.
+            if r.departed.len() > limit {
                 r.departed.clear();
             }
             Ok::<_, Refusal>(effects)
@@ -90,15 +91,11 @@ impl Session {
     }
 }
 
-/// How many departures a room remembers the status codes of.
-const MAX_DEPARTED: usize = 256;
 
-/// How many JIDs may have an affiliation with one room.
-pub const MAX_AFFILIATIONS: usize = 1024;
 
 /// One item of a change request, checked against the actor's standing and
 /// applied to the room.
-fn change(room: &mut MucRoom, me: &Jid, id: hub::MemberId, item: &Element) -> Result<Vec<Effect>, Refusal> {
+fn change(room: &mut MucRoom, me: &Jid, id: hub::MemberId, item: &Element, limit: usize) -> Result<Vec<Effect>, Refusal> {
     let mine = room.affiliation(me);
     let my_role = room.occupant_by_member(id).map_or(Role::None, |o| o.role);
     if let Some(role) = item.get("role") {
@@ -140,7 +137,7 @@ fn change(room: &mut MucRoom, me: &Jid, id: hub::MemberId, item: &Element) -> Re
         return Err(("modify", "conflict"));
     }
     let key = bare.to_string();
-    if affiliation != Affiliation::None && !room.affiliations.contains_key(&key) && room.affiliations.len() >= MAX_AFFILIATIONS {
+    if affiliation != Affiliation::None && !room.affiliations.contains_key(&key) && room.affiliations.len() >= limit {
         return Err(("wait", "resource-constraint"));
     }
     if affiliation == Affiliation::None {
@@ -210,21 +207,23 @@ fn list(room: &MucRoom, me: &Jid, asked: &Element) -> Result<Element, Refusal> {
 mod tests {
     use super::*;
 
+    const LIMIT: usize = 100;
+
     #[test]
     fn a_room_holds_a_bounded_number_of_affiliations_and_keeps_its_last_owner() {
         let mut room = MucRoom::default();
         let owner = Jid::parse("o@l/x").unwrap();
         room.affiliations.insert("o@l".into(), Affiliation::Owner);
         let member = |i: usize| Element::new("item", ns::MUC_ADMIN).attr("affiliation", "member").attr("jid", &format!("m{i}@l"));
-        for i in 1..MAX_AFFILIATIONS {
-            assert!(change(&mut room, &owner, 1, &member(i)).is_ok());
+        for i in 1..LIMIT {
+            assert!(change(&mut room, &owner, 1, &member(i), LIMIT).is_ok());
         }
-        assert_eq!(room.affiliations.len(), MAX_AFFILIATIONS);
-        assert_eq!(change(&mut room, &owner, 1, &member(MAX_AFFILIATIONS)).err(), Some(("wait", "resource-constraint")));
-        assert!(change(&mut room, &owner, 1, &member(1)).is_ok(), "changing one that is there is not a new one");
+        assert_eq!(room.affiliations.len(), LIMIT);
+        assert_eq!(change(&mut room, &owner, 1, &member(LIMIT), LIMIT).err(), Some(("wait", "resource-constraint")));
+        assert!(change(&mut room, &owner, 1, &member(1), LIMIT).is_ok(), "changing one that is there is not a new one");
         let demote = Element::new("item", ns::MUC_ADMIN).attr("affiliation", "admin").attr("jid", "o@l");
-        assert_eq!(change(&mut room, &owner, 1, &demote).err(), Some(("modify", "conflict")));
+        assert_eq!(change(&mut room, &owner, 1, &demote, LIMIT).err(), Some(("modify", "conflict")));
         let stranger = Jid::parse("s@l/x").unwrap();
-        assert_eq!(change(&mut room, &stranger, 2, &member(5)).err(), Some(("auth", "forbidden")));
+        assert_eq!(change(&mut room, &stranger, 2, &member(5), LIMIT).err(), Some(("auth", "forbidden")));
     }
 }

@@ -131,7 +131,7 @@ impl Session {
             Some(kind @ ("subscribe" | "subscribed" | "unsubscribe" | "unsubscribed")) => {
                 return self.subscription(presence, kind, to);
             }
-            None if !self.directed.contains(to) && self.directed.len() < super::MAX_DIRECTED => self.directed.push(to.clone()),
+            None if !self.directed.contains(to) && self.directed.len() < self.xmpp.list_limit => self.directed.push(to.clone()),
             Some("unavailable") => self.directed.retain(|j| j != to),
             _ => {}
         }
