@@ -31,13 +31,15 @@ pub struct Item {
     pub jid: Option<String>,
     /// The occupant's new nick, in the presence that tells of a change (303).
     pub nick: Option<Arc<str>>,
+    /// Its presence's own children (`<show/>`, `<status/>` …).
+    pub shown: Vec<Element>,
 }
 
 impl Item {
     /// A chat-app member, or an occupant XMPP does not know: no
     /// affiliation, a participant.
     pub fn participant() -> Item {
-        Item { affiliation: Affiliation::None, role: Role::Participant, jid: None, nick: None }
+        Item { affiliation: Affiliation::None, role: Role::Participant, jid: None, nick: None, shown: Vec::new() }
     }
 }
 
@@ -59,6 +61,9 @@ pub fn presence(room_jid: &str, nick: &str, to: &str, item: &Item, available: bo
     let mut presence = Element::new("presence", ns::CLIENT).attr("from", &format!("{room_jid}/{nick}")).attr("to", to);
     if !available {
         presence = presence.attr("type", "unavailable");
+    }
+    for child in item.shown.iter().filter(|_| available) {
+        presence = presence.child(child.clone());
     }
     presence.child(x)
 }
@@ -209,7 +214,7 @@ mod tests {
             "<message from=\"lobby@conference.localhost/alice\" to=\"bob@localhost/r\" type=\"groupchat\"><body>hi &amp; &lt;bye&gt;</body></message>"
         );
         assert!(render(&RoomEvent::Join { name: "bob".into() }, "lobby@conference.localhost", "bob", to, |_| (Item::participant(), Vec::new())).is_none());
-        let owner = Item { affiliation: Affiliation::Owner, role: Role::Moderator, jid: Some("a@localhost/x".into()), nick: None };
+        let owner = Item { affiliation: Affiliation::Owner, role: Role::Moderator, jid: Some("a@localhost/x".into()), nick: None, shown: Vec::new() };
         assert_eq!(
             presence("r@conference.localhost", "a", to, &owner, true, &["110", "201"]).to_xml(ns::CLIENT),
             "<presence from=\"r@conference.localhost/a\" to=\"bob@localhost/r\"><x xmlns=\"http://jabber.org/protocol/muc#user\"><item affiliation=\"owner\" role=\"moderator\" jid=\"a@localhost/x\"/><status code=\"110\"/><status code=\"201\"/></x></presence>"

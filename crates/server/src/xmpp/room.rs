@@ -126,6 +126,8 @@ pub struct Occupant {
     pub role: Role,
     pub outbox: Arc<Outbox>,
     pub framing: Framing,
+    /// What its presence says besides MUC's own (`<show/>`, `<status/>` …).
+    pub shown: Vec<wire::xmpp::Element>,
 }
 
 /// One room as XMPP sees it.
@@ -292,7 +294,7 @@ mod tests {
     use super::*;
 
     fn occupant(nick: &str, member: MemberId, jid: &str) -> Occupant {
-        Occupant { nick: nick.into(), member, jid: Jid::parse(jid).unwrap(), role: Role::None, outbox: Arc::new(Outbox::new(1024)), framing: Framing::Stream }
+        Occupant { nick: nick.into(), member, jid: Jid::parse(jid).unwrap(), role: Role::None, outbox: Arc::new(Outbox::new(1024)), framing: Framing::Stream, shown: Vec::new() }
     }
 
     #[test]

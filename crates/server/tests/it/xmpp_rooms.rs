@@ -105,6 +105,15 @@ async fn a_room_an_xmpp_client_makes_is_its_own_to_configure_moderate_and_destro
     guest.send("<message to='den@conference.localhost/olga' type='chat'><body>psst</body></message>").await;
     let private = owner.stanza().await;
     assert_eq!((private.get("from"), private.get("to")), (Some("den@conference.localhost/gus2"), Some(owner_jid.as_str())));
+    // A presence update in the room (XEP-0045 §7.7) goes to every XMPP occupant.
+    owner.send("<presence to='den@conference.localhost/olga'><show>away</show><status>lunch</status></presence>").await;
+    for (c, own) in [(&mut owner, true), (&mut guest, false)] {
+        let update = c.stanza().await;
+        assert_eq!(update.get("from"), Some("den@conference.localhost/olga"));
+        assert_eq!(update.find("show", "jabber:client").map(Element::text_content), Some("away".to_owned()));
+        assert_eq!(update.find("status", "jabber:client").map(Element::text_content), Some("lunch".to_owned()));
+        assert_eq!(codes(&update), if own { vec!["110"] } else { Vec::<&str>::new() });
+    }
     // A moderator may see real JIDs; the owner kicks the guest.
     owner.send("<iq type='set' id='k1' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#admin'><item nick='gus2' role='none'/></query></iq>").await;
     let kicked = guest.stanza().await;

@@ -72,20 +72,12 @@ impl Session {
             match effect {
                 Effect::Removed(o, affiliation, codes) => {
                     rooms.leave(room, o.member);
-                    let item = Item { affiliation, role: Role::None, jid: Some(o.jid.to_string()), nick: None };
+                    let item = Item { affiliation, role: Role::None, jid: Some(o.jid.to_string()), nick: None, shown: Vec::new() };
                     let own: Vec<&str> = std::iter::once("110").chain(codes.iter().copied()).collect();
                     let _ = o.outbox.push(o.framing.payload(&muc::presence(room_jid, &o.nick, &o.jid.to_string(), &item, false, &own)));
                     let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::Leave { name: o.nick.clone() }));
                 }
-                Effect::Changed(nick) => {
-                    let occupants = self.xmpp.muc.with(room, |r| r.occupants.clone()).unwrap_or_default();
-                    for viewer in occupants {
-                        let (item, _) = super::rooms::shown_to(&self.xmpp.muc, room, &nick, viewer.member);
-                        let codes: &[&str] = if viewer.nick == nick { &["110"] } else { &[] };
-                        let stanza = muc::presence(room_jid, &nick, &viewer.jid.to_string(), &item, true, codes);
-                        let _ = viewer.outbox.push(viewer.framing.payload(&stanza));
-                    }
-                }
+                Effect::Changed(nick) => super::rooms::announce(&self.xmpp.muc, room, room_jid, &nick),
             }
         }
     }

@@ -49,9 +49,19 @@ impl Session {
             return self.refuse(presence, "modify", "jid-malformed");
         };
         let new = nickname.shown.clone();
-        if new == occupancy.nick || occupancy.renamed_from.is_some() {
-            // A presence update, or a change while one is under way: not broadcast.
-            return;
+        if new == occupancy.nick {
+            // XEP-0045 §7.7: a presence update, to every XMPP occupant.
+            let id = self.id;
+            self.xmpp.muc.with(room, |r| {
+                if let Some(o) = r.occupants.iter_mut().find(|o| o.member == id) {
+                    o.shown = shown_of(presence);
+                }
+            });
+            return announce(&self.xmpp.muc, room, &occupancy.room_jid, &new);
+        }
+        if occupancy.renamed_from.is_some() {
+            // A change while one is under way is not carried.
+            return self.refuse(presence, "wait", "resource-constraint");
         }
         if Nickname::parse(&occupancy.nick).is_ok_and(|old| old.key == nickname.key) {
             // The same nick but for its case is not a change the room can tell.
@@ -98,8 +108,9 @@ impl Session {
         let shown = nickname.shown.clone();
         let room_jid = to.bare().to_string();
         let member = Member { id: self.id, name: Some(nickname), outbox: self.outbox.clone() };
-        let occupant = Occupant { nick: shown.clone(), member: self.id, jid: me.clone(), role: Role::None, outbox: self.outbox.clone(), framing: self.framing };
+        let occupant = Occupant { nick: shown.clone(), member: self.id, jid: me.clone(), role: Role::None, outbox: self.outbox.clone(), framing: self.framing, shown: shown_of(presence) };
         let asked = muc::HistoryRequest::of(presence);
+        let own_shown = shown_of(presence);
         let (xmpp, framing, id, name, greet_room, greet_nick) = (self.xmpp.clone(), self.framing, self.id, room.clone(), room_jid.clone(), shown.clone());
         // Under the room's lock: whether it is new is decided once.
         let greeting: Greeting = Box::new(move |roster| {
@@ -112,7 +123,7 @@ impl Session {
             if entered.created {
                 codes.push("201");
             }
-            let item = Item { affiliation: entered.affiliation, role: entered.role, jid: entered.shows_jids.then(|| me.to_string()), nick: None };
+            let item = Item { affiliation: entered.affiliation, role: entered.role, jid: entered.shows_jids.then(|| me.to_string()), nick: None, shown: own_shown };
             let subject = entered.subject.as_ref().map(|(by, text)| (Some(&**by), text.as_str()));
             let newcomer = Newcomer { nick: &greet_nick, item, codes, subject };
             let to = me.to_string();
@@ -313,12 +324,29 @@ impl Session {
     }
 }
 
+/// A presence's own children, those that are not MUC's.
+fn shown_of(presence: &Element) -> Vec<Element> {
+    presence.elements().filter(|e| e.ns != ns::MUC && e.ns != ns::MUC_USER).cloned().collect()
+}
+
+/// Occupant `nick`'s presence as it is now, to every XMPP occupant of
+/// `room` on this node (with 110 to itself).
+pub(super) fn announce(muc: &MucRooms, room: &str, room_jid: &str, nick: &str) {
+    let occupants = muc.with(room, |r| r.occupants.clone()).unwrap_or_default();
+    for viewer in occupants {
+        let (item, _) = shown_to(muc, room, nick, viewer.member);
+        let codes: &[&str] = if &*viewer.nick == nick { &["110"] } else { &[] };
+        let stanza = muc::presence(room_jid, nick, &viewer.jid.to_string(), &item, true, codes);
+        let _ = viewer.outbox.push(viewer.framing.payload(&stanza));
+    }
+}
+
 /// What occupant `viewer` of `room` may know of occupant `nick`, and the
 /// status codes of its leave when it was taken out of the room.
 pub(super) fn shown_to(muc: &MucRooms, room: &str, nick: &str, viewer: hub::MemberId) -> (Item, Vec<&'static str>) {
     let departed = muc.with(room, |r| r.departed.get(nick).cloned()).flatten();
     match departed {
-        Some(gone) => (Item { affiliation: gone.affiliation, role: Role::None, jid: None, nick: gone.new_nick }, gone.codes),
+        Some(gone) => (Item { affiliation: gone.affiliation, role: Role::None, jid: None, nick: gone.new_nick, shown: Vec::new() }, gone.codes),
         None => (item_of(muc, room, nick, viewer), Vec::new()),
     }
 }
@@ -328,7 +356,7 @@ pub(super) fn shown_to(muc: &MucRooms, room: &str, nick: &str, viewer: hub::Memb
 fn item_of(muc: &MucRooms, room: &str, nick: &str, viewer: hub::MemberId) -> Item {
     muc.with(room, |r| {
         let sees = r.shows_jids_to(r.occupant_by_member(viewer).map_or(Role::None, |o| o.role));
-        r.occupant(nick).map(|o| Item { affiliation: r.affiliation(&o.jid), role: o.role, jid: sees.then(|| o.jid.to_string()), nick: None })
+        r.occupant(nick).map(|o| Item { affiliation: r.affiliation(&o.jid), role: o.role, jid: sees.then(|| o.jid.to_string()), nick: None, shown: o.shown.clone() })
     })
     .flatten()
     .unwrap_or_else(Item::participant)
