@@ -129,6 +129,7 @@ async fn a_room_an_xmpp_client_makes_is_its_own_to_configure_moderate_and_destro
     let told = owner.stanza().await;
     let destroy = told.find("x", MUC_USER).unwrap().find("destroy", MUC_USER).expect("a <destroy/>");
     assert_eq!((told.get("type"), destroy.find("reason", MUC_USER).unwrap().text_content()), (Some("unavailable"), "done".to_owned()));
+    assert_eq!(codes(&told), ["110"]);
     assert_eq!(owner.stanza().await.get("id"), Some("d1"));
     assert_eq!(chat.recv_json().await, json!({"event": "leave", "name": "olga", "room": "den"}));
     owner.send("<message to='den@conference.localhost' type='groupchat'><body>anyone?</body></message>").await;

@@ -314,7 +314,9 @@ impl Session {
             told = told.child(Element::new("reason", ns::MUC_USER).text(&reason.text_content()));
         }
         for o in &occupants {
-            let mut presence = muc::presence(room_jid, &o.nick, &o.jid.to_string(), &Item::participant(), false, &[]);
+            // Its own presence, so with 110: a client then knows it is out
+            // before it hears why.
+            let mut presence = muc::presence(room_jid, &o.nick, &o.jid.to_string(), &Item::participant(), false, &["110"]);
             if let Some(wire::xmpp::Node::Element(x)) = presence.children.last_mut() {
                 x.children.push(wire::xmpp::Node::Element(told.clone()));
             }
