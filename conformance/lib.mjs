@@ -18,7 +18,9 @@ export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
 /** Runs `switchboard serve` on 127.0.0.1:0 and resolves once it listens. */
 export async function startServer(extraArgs = []) {
-  const proc = spawn(BIN, ["serve", "--listen", "127.0.0.1:0", ...extraArgs], {
+  // XMPP listens on 5222 unless told otherwise: only where a test asks for it.
+  const xmpp = extraArgs.includes("--xmpp-listen") ? [] : ["--xmpp-listen", "off"];
+  const proc = spawn(BIN, ["serve", "--listen", "127.0.0.1:0", ...xmpp, ...extraArgs], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   // Every line the server prints, kept until a caller takes it.

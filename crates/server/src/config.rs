@@ -100,7 +100,7 @@ pub struct Args {
     #[arg(long, env = "SWITCHBOARD_BROKER_TTL", value_parser = humantime::parse_duration)]
     pub broker_ttl: Option<Duration>,
 
-    /// Where XMPP clients connect (RFC 6120 over TCP), e.g. 127.0.0.1:5222; `off` for none. XMPP is young: see README, "XMPP" [default: off]
+    /// Where XMPP clients connect (RFC 6120 over TCP); `off` for none [default: 127.0.0.1:5222]
     #[arg(long, env = "SWITCHBOARD_XMPP_LISTEN", value_parser = parse_xmpp_listen)]
     pub xmpp_listen: Option<XmppListen>,
 
@@ -157,6 +157,11 @@ pub struct Args {
 fn wire_jid_domain_bad(domain: &str) -> bool {
     domain.len() > 1023 || domain.contains(['@', '/', ' ', '"', '\'', '<', '>', '&'])
 }
+
+/// Where XMPP clients connect unless `--xmpp-listen` says otherwise. (A
+/// [`Config`] made in code, as tests make them, serves no XMPP unless it
+/// says so.)
+const DEFAULT_XMPP_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 5222));
 
 /// `--xmpp-listen`: an address, or `off`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -560,7 +565,7 @@ impl Config {
             session_rate: args.session_rate.or(file.session_rate).unwrap_or(d.session_rate),
             broker: args.broker.clone().or(file.broker),
             broker_ttl: args.broker_ttl.or(file.broker_ttl).unwrap_or(d.broker_ttl),
-            xmpp_listen: XmppListen::resolve(args.xmpp_listen.clone().or(file.xmpp_listen), d.xmpp_listen),
+            xmpp_listen: XmppListen::resolve(args.xmpp_listen.clone().or(file.xmpp_listen), Some(DEFAULT_XMPP_LISTEN)),
             xmpp_tls_listen: XmppListen::resolve(args.xmpp_tls_listen.clone().or(file.xmpp_tls_listen), d.xmpp_tls_listen),
             xmpp_domain: args.xmpp_domain.clone().or(file.xmpp_domain).unwrap_or(d.xmpp_domain),
             xmpp_accounts: file.xmpp_account,
@@ -695,7 +700,9 @@ mod tests {
     #[test]
     fn defaults_apply_when_nothing_is_set() {
         let config = Config::resolve(&Args::default()).unwrap();
-        assert_eq!(config, Config::default());
+        // XMPP listens on 5222 when nothing says otherwise; a Config made in code does not.
+        assert_eq!(config.xmpp_listen, Some("127.0.0.1:5222".parse().unwrap()));
+        assert_eq!(Config { xmpp_listen: None, ..config.clone() }, Config::default());
         let prefixes: Vec<_> = config.mounts.iter().map(|m| m.prefix.as_str()).collect();
         assert_eq!(prefixes, ["/echo", "/broadcast", "/chat", "/count"]);
     }
