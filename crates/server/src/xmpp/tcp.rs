@@ -155,12 +155,17 @@ impl Conn {
     async fn hand_over<S: AsyncWrite + Unpin>(self, stream: &mut S, reply: super::session::Takeover) {
         let mut out = self.session.stream_error("conflict", "the session was resumed on another connection");
         out.push_str(Framing::Stream.close());
-        let _ = stream.write_all(out.as_bytes()).await;
-        let _ = stream.shutdown().await;
+        // The session first: this connection is likely dead, and a write to
+        // it may wait long.
         if let Err(mut session) = reply.send(self.session) {
             // The new connection gave up waiting: the session ends here.
             session.leave_all();
         }
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), async {
+            let _ = stream.write_all(out.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        })
+        .await;
     }
 
     /// Writes the drained batch; `false` if the socket failed.

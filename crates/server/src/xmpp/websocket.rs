@@ -158,12 +158,18 @@ where
             reply = session.taken_over() => {
                 // Refused (the reply dropped) once it can no longer be resumed.
                 if session.resumable().is_some() {
-                    let _ = ws.feed(Message::text(session.stream_error("conflict", "the session was resumed on another connection"))).await;
-                    let _ = ws.feed(Message::text(Framing::Messages.close())).await;
-                    let _ = ws.close(None).await;
+                    let error = session.stream_error("conflict", "the session was resumed on another connection");
+                    // The session first: this connection is likely dead, and a
+                    // write to it may wait long.
                     if let Err(mut session) = reply.send(session) {
                         session.leave_all();
                     }
+                    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), async {
+                        let _ = ws.feed(Message::text(error)).await;
+                        let _ = ws.feed(Message::text(Framing::Messages.close())).await;
+                        let _ = ws.close(None).await;
+                    })
+                    .await;
                     return;
                 }
             }

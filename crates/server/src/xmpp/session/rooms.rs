@@ -73,12 +73,15 @@ impl Session {
             Err(RenameError::NotMember) => return self.refuse(presence, "modify", "not-acceptable"),
             Err(RenameError::Broker(_)) => return self.refuse(presence, "wait", "remote-server-timeout"),
         }
-        let id = self.id;
+        let (id, limit) = (self.id, self.xmpp.list_limit);
         let old = occupancy.nick.clone();
         self.xmpp.muc.with(room, |r| {
             let affiliation = r.occupant_by_member(id).map_or(Affiliation::None, |o| r.affiliation(&o.jid));
             if let Some(o) = r.occupants.iter_mut().find(|o| o.member == id) {
                 o.nick = new.clone();
+            }
+            if r.departed.len() >= limit {
+                r.departed.clear();
             }
             r.departed.insert(old.clone(), Departure { affiliation, codes: vec!["303"], new_nick: Some(new.clone()) });
         });
