@@ -7,6 +7,7 @@ and sends each line typed on stdin to the room. Ctrl-D leaves.
 
 import asyncio
 import sys
+import xml.etree.ElementTree as ET
 
 import slixmpp
 
@@ -21,7 +22,14 @@ async def main(nick, port, room):
     xmpp.add_event_handler("muc::%s::got_offline" % room, lambda p: print(f"* {p['muc']['nick']} left", flush=True))
     xmpp.connect(host="127.0.0.1", port=port)
     await started.wait()
-    await xmpp.plugin["xep_0045"].join_muc_wait(room, nick, maxstanzas=20)
+    own, *_ = await xmpp.plugin["xep_0045"].join_muc_wait(room, nick, maxstanzas=20)
+    if 201 in own["muc"]["status_codes"]:
+        # It made the room, which stays locked to others until it is
+        # configured: take the defaults (an instant room, XEP-0045 §10.1.2).
+        iq = xmpp.make_iq_set(ito=room)
+        iq.append(ET.fromstring("<query xmlns='http://jabber.org/protocol/muc#owner'><x xmlns='jabber:x:data' type='submit'/></query>"))
+        await iq.send()
+        print(f"* made {room}", flush=True)
     loop = asyncio.get_running_loop()
     while line := await loop.run_in_executor(None, sys.stdin.readline):
         if line.strip():
