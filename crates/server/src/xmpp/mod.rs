@@ -1,14 +1,15 @@
-//! XMPP for clients (RFC 6120, 6121) over TCP, with Multi-User Chat
-//! (XEP-0045) on the chat app's rooms, so that XMPP occupants and chat-app
-//! members meet in one room.
+//! XMPP for clients (RFC 6120, 6121) over TCP and over WebSocket (RFC
+//! 7395), with Multi-User Chat (XEP-0045) on the chat app's rooms, so that
+//! XMPP occupants and chat-app members meet in one room.
 //!
-//! What is here: stream negotiation, SASL (SCRAM-SHA-256, SCRAM-SHA-1,
-//! PLAIN, ANONYMOUS) against accounts in the configuration, resource binding,
-//! messages between online users' JIDs, MUC join, groupchat, history and
-//! leave, ping (XEP-0199), service discovery (XEP-0030) and an empty roster;
-//! every other iq is answered `service-unavailable`; over TCP and over
-//! WebSocket (RFC 7395); STARTTLS on TCP. Not yet: direct TLS, stream
-//! management.
+//! What is here: stream negotiation, STARTTLS and direct TLS, SASL
+//! (SCRAM-SHA-256, SCRAM-SHA-1, PLAIN, ANONYMOUS) against the configured
+//! accounts and those made by in-band registration (`accounts`), resource
+//! binding, rosters and presence subscriptions in memory (`roster`),
+//! routing between users, MUC (`muc` for its stanzas, `room` for what XMPP
+//! keeps of a room), ping, service discovery, and stream management with
+//! resumption; every other iq is answered `service-unavailable`. One
+//! client's protocol is `session`; `tcp` and `websocket` carry it.
 
 mod accounts;
 mod jid;

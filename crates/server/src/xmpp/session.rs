@@ -114,8 +114,6 @@ pub struct Session {
 /// A request for a session whose connection is still open: where to send it.
 pub type Takeover = tokio::sync::oneshot::Sender<Session>;
 
-
-
 /// XEP-0198's counts: stanzas handled from the client, and stanzas sent to
 /// it and how many of those it acknowledged; for a resumable session, its
 /// id and the sent stanzas not yet acknowledged.
