@@ -704,7 +704,7 @@ mod tests {
         assert_eq!(config.xmpp_listen, Some("127.0.0.1:5222".parse().unwrap()));
         assert_eq!(Config { xmpp_listen: None, ..config.clone() }, Config::default());
         let prefixes: Vec<_> = config.mounts.iter().map(|m| m.prefix.as_str()).collect();
-        assert_eq!(prefixes, ["/echo", "/broadcast", "/chat", "/count"]);
+        assert_eq!(prefixes, ["/echo", "/broadcast", "/chat", "/count", "/xmpp"]);
     }
 
     #[test]

@@ -224,6 +224,9 @@ pub async fn serve_with(
         None => None,
     };
     let state = Arc::new(ServerState::new(config, link, xmpp.any())?);
+    for mount in &state.mounts {
+        mount.app.serve_for(&state);
+    }
     if let Some(service) = state.xmpp.clone() {
         for (listener, direct_tls) in [(xmpp.plain, false), (xmpp.direct_tls, true)] {
             if let Some(listener) = listener {

@@ -32,11 +32,15 @@ pub enum AppKind {
     /// Closes every client at once with 3000 "Go away!" (for the SockJS
     /// protocol suite).
     Close,
+    /// XMPP: each message is one framing element as RFC 7395 has them over
+    /// WebSocket (`<open/>`, a stanza, `<close/>`), so that XMPP runs over
+    /// every SockJS transport.
+    Xmpp,
 }
 
 impl AppKind {
     /// The apps mounted when the configuration names none.
-    pub const ALL: [AppKind; 4] = [AppKind::Echo, AppKind::Broadcast, AppKind::Chat, AppKind::Count];
+    pub const ALL: [AppKind; 5] = [AppKind::Echo, AppKind::Broadcast, AppKind::Chat, AppKind::Count, AppKind::Xmpp];
 
     /// The app's name, also its default prefix.
     pub fn name(self) -> &'static str {
@@ -46,6 +50,7 @@ impl AppKind {
             AppKind::Chat => "chat",
             AppKind::Count => "count",
             AppKind::Close => "close",
+            AppKind::Xmpp => "xmpp",
         }
     }
 }
@@ -59,6 +64,8 @@ const BROADCAST_ROOM: &str = "broadcast";
 pub struct App {
     kind: AppKind,
     broker: Arc<dyn Broker>,
+    /// The server, for an XMPP mount's sessions (set once it exists).
+    server: std::sync::OnceLock<std::sync::Weak<crate::server::ServerState>>,
 }
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
@@ -72,7 +79,12 @@ pub fn next_client_id() -> MemberId {
 impl App {
     /// A new instance of the app whose rooms are `broker`'s.
     pub fn new(kind: AppKind, broker: Arc<dyn Broker>) -> App {
-        App { kind, broker }
+        App { kind, broker, server: std::sync::OnceLock::new() }
+    }
+
+    /// Tells an XMPP mount's app which server its sessions are of.
+    pub fn serve_for(&self, server: &Arc<crate::server::ServerState>) {
+        let _ = self.server.set(Arc::downgrade(server));
     }
 
     /// The app on its own node, its rooms in memory; chat rooms keep to
@@ -114,6 +126,13 @@ impl App {
             }
             AppKind::Echo => State::Echo,
             AppKind::Count => State::Count,
+            AppKind::Xmpp => match self.server.get().and_then(std::sync::Weak::upgrade) {
+                Some(server) if server.xmpp.is_some() => State::Xmpp(crate::xmpp::sockjs::open(server, client.outbox.clone())),
+                _ => {
+                    client.outbox.close(Close::new(1011, "XMPP is off on this server (--xmpp-listen)"));
+                    State::Closed
+                }
+            },
         };
         AppClient { app: self.clone(), client, state }
     }
@@ -199,6 +218,9 @@ enum State {
     Count,
     /// The close app's clients are closed before any message.
     Closed,
+    /// Where its messages go: the task that runs its XMPP session, which
+    /// ends when this sender drops.
+    Xmpp(tokio::sync::mpsc::Sender<Utf8Bytes>),
 }
 
 impl AppClient {
@@ -222,6 +244,11 @@ impl AppClient {
                 Err(e) => self.client.send_error(&e),
             },
             State::Chat(chat) => chat.on_message(&self.app.broker, &self.client, text),
+            State::Xmpp(session) => {
+                if session.try_send(text).is_err() {
+                    self.client.outbox.close(Close::new(1008, "sending faster than the XMPP session takes stanzas"));
+                }
+            }
             State::Closed => {}
         }
     }
@@ -234,6 +261,7 @@ impl AppClient {
             State::Echo => self.client.send(Payload::binary(data)),
             State::Broadcast(_) => self.broadcast(Payload::binary(data)),
             State::Chat(_) | State::Count => return Err(text_only()),
+            State::Xmpp(_) => return Err(Close::new(1003, "XMPP is text: binary messages are not accepted here")),
             State::Closed => {}
         }
         Ok(())
@@ -257,7 +285,7 @@ impl Drop for AppClient {
                 self.app.broker.leave(BROADCAST_ROOM, self.client.id);
             }
             State::Chat(chat) => chat.end(&self.app.broker, &self.client),
-            State::Broadcast(Some(_)) | State::Echo | State::Count | State::Closed => {}
+            State::Broadcast(Some(_)) | State::Echo | State::Count | State::Closed | State::Xmpp(_) => {}
         }
     }
 }

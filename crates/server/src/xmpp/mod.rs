@@ -18,6 +18,7 @@ mod room;
 mod roster;
 mod session;
 mod tcp;
+pub mod sockjs;
 pub mod websocket;
 
 use std::collections::HashMap;

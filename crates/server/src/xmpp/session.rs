@@ -96,6 +96,8 @@ pub struct Session {
     failed: u32,
     /// Whether the stream runs over TLS.
     pub encrypted: bool,
+    /// Whether its transport can keep it for resumption (XEP-0198).
+    pub may_resume: bool,
     /// Stanzas taken from the client so far, for metrics.
     pub stanzas_in: usize,
     /// Stream management (XEP-0198), once the client enabled it.
@@ -203,6 +205,7 @@ impl Session {
             sasl: None,
             failed: 0,
             encrypted: false,
+            may_resume: true,
             stanzas_in: 0,
             sm: None,
             available: false,
@@ -226,7 +229,7 @@ impl Session {
                 // RFC 7395's framing elements stand for the stream's header and end.
                 Some(StreamEvent::Stanza(e)) if e.ns == FRAMING_NS && e.name == "open" => self.on_open(&e.attrs, ns::CLIENT)?,
                 Some(StreamEvent::Stanza(e)) if e.ns == FRAMING_NS && e.name == "close" => return Ok(Flow::Closed),
-                Some(StreamEvent::Stanza(e)) if e.ns == ns::SM && e.name == "resume" && self.phase == Phase::Binding => {
+                Some(StreamEvent::Stanza(e)) if e.ns == ns::SM && e.name == "resume" && self.phase == Phase::Binding && self.may_resume => {
                     let previd = e.get("previd").unwrap_or_default();
                     let h = e.get("h").and_then(|h| h.parse::<u32>().ok());
                     let taken = match self.jid.as_ref().map(|j| j.bare()) {
@@ -357,6 +360,7 @@ impl Session {
                 let mut enabled = Element::new("enabled", ns::SM);
                 let mut sm = StreamManagement::default();
                 if matches!(nonza.get("resume"), Some("true" | "1"))
+                    && self.may_resume
                     && let Some(bare) = self.jid.as_ref().map(Jid::bare)
                 {
                     let id = format!("{:032x}", rand::random::<u128>());

@@ -16,3 +16,4 @@ mod sockjs_http;
 mod sockjs_ws;
 mod xmpp;
 mod xmpp_rooms;
+mod xmpp_sockjs;

@@ -1,0 +1,105 @@
+//! XMPP over SockJS at the `/xmpp` mount: each SockJS message one RFC 7395
+//! framing element, here over SockJS's WebSocket transport, meeting a
+//! chat-app client in a room.
+
+use std::collections::VecDeque;
+
+use serde_json::json;
+use wire::xmpp::{Element, Limits, StreamEvent, StreamParser};
+
+use crate::support::{TestServer, Ws, session_id};
+
+/// A SockJS client of the xmpp mount, taking the elements of `a[...]` frames one by one.
+struct SockjsXmpp {
+    ws: Ws,
+    pending: VecDeque<String>,
+}
+
+impl SockjsXmpp {
+    async fn connect(server: &TestServer) -> SockjsXmpp {
+        let mut ws = server.ws(&format!("/xmpp/000/{}/websocket", session_id())).await;
+        assert_eq!(ws.recv().await, "o");
+        SockjsXmpp { ws, pending: VecDeque::new() }
+    }
+
+    async fn send(&mut self, xml: &str) {
+        self.ws.send(&json!([xml]).to_string()).await;
+    }
+
+    /// The next message's text, whole.
+    async fn text(&mut self) -> String {
+        loop {
+            if let Some(text) = self.pending.pop_front() {
+                return text;
+            }
+            let frame = self.ws.recv().await;
+            match frame.strip_prefix('a') {
+                Some(array) => self.pending.extend(serde_json::from_str::<Vec<String>>(array).unwrap()),
+                None => assert_eq!(frame, "h", "a heartbeat or messages, not {frame}"),
+            }
+        }
+    }
+
+    /// The next message, parsed as the one element standing alone it must be.
+    async fn element(&mut self) -> Element {
+        let text = self.text().await;
+        let mut parser = StreamParser::fragments(Limits::default());
+        parser.feed(text.as_bytes());
+        match parser.next_event() {
+            Ok(Some(StreamEvent::Stanza(element))) => element,
+            other => panic!("{text:?} is not one element standing alone: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn xmpp_runs_over_sockjs_and_meets_the_chat_app() {
+    let server = TestServer::with_xmpp(server::Config::default()).await;
+    let open = "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to='localhost' version='1.0'/>";
+    let mut c = SockjsXmpp::connect(&server).await;
+    c.send(open).await;
+    assert_eq!(c.element().await.name, "open");
+    let features = c.element().await;
+    assert!(features.find("sm", "urn:xmpp:sm:3").is_none(), "no stream management before authentication");
+    c.send("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='ANONYMOUS'/>").await;
+    assert_eq!(c.element().await.name, "success");
+    c.send(open).await;
+    assert_eq!(c.element().await.name, "open");
+    assert!(c.element().await.find("bind", "urn:ietf:params:xml:ns:xmpp-bind").is_some());
+    c.send("<iq xmlns='jabber:client' type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>").await;
+    assert_eq!(c.element().await.get("type"), Some("result"));
+    c.send("<iq xmlns='jabber:client' type='get' id='p'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(c.element().await.get("id"), Some("p"));
+    // Resumption is not offered over SockJS.
+    c.send("<enable xmlns='urn:xmpp:sm:3' resume='true'/>").await;
+    assert_eq!(c.element().await.get("id"), None, "enabled, but with no id to resume by");
+
+    let mut alice = server.ws("/chat/websocket").await;
+    alice.send(&json!({"name": "alice", "room": "lobby"}).to_string()).await;
+    assert_eq!(alice.recv_json().await["event"], "members");
+    assert_eq!(alice.recv_json().await["event"], "join");
+    c.send("<presence xmlns='jabber:client' to='lobby@conference.localhost/sam'/>").await;
+    for _ in 0..3 {
+        assert_eq!(c.element().await.ns, "jabber:client"); // alice, itself, the subject
+    }
+    assert_eq!(alice.recv_json().await["name"], "sam");
+    c.send("<message xmlns='jabber:client' to='lobby@conference.localhost' type='groupchat'><body>over sockjs</body></message>").await;
+    assert_eq!(alice.recv_json().await, json!({"name": "sam", "room": "lobby", "message": "over sockjs"}));
+    assert_eq!(c.element().await.find("body", "jabber:client").unwrap().text_content(), "over sockjs");
+    alice.send(&json!({"message": "hi sam"}).to_string()).await;
+    assert_eq!(c.element().await.find("body", "jabber:client").unwrap().text_content(), "hi sam");
+
+    // <close/> ends the XMPP stream, then the SockJS session (c[1000,...]).
+    c.send("<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>").await;
+    assert_eq!(c.element().await.name, "close");
+    assert_eq!(c.ws.recv().await, r#"c[1000,"the XMPP stream ended"]"#);
+    assert_eq!(alice.recv_json().await["message"], "hi sam");
+    assert_eq!(alice.recv_json().await, json!({"event": "leave", "name": "sam", "room": "lobby"}));
+}
+
+#[tokio::test]
+async fn the_xmpp_mount_closes_its_clients_when_xmpp_is_off() {
+    let server = TestServer::start().await;
+    let mut c = SockjsXmpp::connect(&server).await;
+    assert_eq!(c.ws.recv().await, r#"c[1011,"XMPP is off on this server (--xmpp-listen)"]"#);
+}
