@@ -3,7 +3,8 @@
 // - slixmpp (PyPI) over TCP with STARTTLS and a self-signed certificate
 //   made here with openssl: login, ping, discovery (conformance/xmpp/
 //   slixmpp_muc.py; `make test` installs slixmpp into build/xmpp/venv);
-// - Strophe.js 5 (npm) in Chromium over XMPP over WebSocket (RFC 7395).
+// - Strophe.js 5 (npm) in Chromium over XMPP over WebSocket (RFC 7395), and
+//   over each SockJS transport at the /xmpp mount.
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -63,24 +64,33 @@ test("slixmpp logs in over STARTTLS (anonymously, and to an account with SCRAM),
   assert.match(output, /^12 passed, 0 failed$/m, output);
 });
 
-test("Strophe.js in Chromium logs in over WebSocket, pings, and chats in a MUC room", async () => {
+/**
+ * Strophe.js in Chromium, over RFC 7395 at /xmpp-websocket when `sockjs` is
+ * null, else over that sockjs-client transport, forced, to the /xmpp SockJS
+ * mount, through a transport plugged in with Strophe's
+ * Connection.addProtocol. Logs in, pings, and talks in `lobby` with a
+ * chat-app member.
+ */
+async function stropheTalks(sockjs) {
   const pages = await servePages({
-    "/": { body: "<!doctype html><script src='/strophe.js'></script>" },
+    "/": { body: `<!doctype html><script src='/strophe.js'></script><script src='${server.url}/sockjs.min.js'></script>` },
     "/strophe.js": { type: "text/javascript", body: readFileSync(STROPHE) },
   });
   const browser = await launchBrowser();
   try {
     const page = await browser.newPage();
     await page.goto(pages.url + "/");
-    const wsBase = server.url.replace("http://", "ws://");
-    const result = await page.evaluate(async (wsBase) => {
-      // The UMD build sets these globals.
-      const { Strophe, $iq, $pres, $msg } = window;
+    const base = server.url;
+    const result = await page.evaluate(async ({ base, sockjs }) => {
+      // The UMD builds set these globals.
+      const { Strophe, $iq, $pres, $msg, SockJS } = window;
       const within = (promise, what) =>
         Promise.race([promise, new Promise((_, reject) => setTimeout(() => reject(new Error(`no ${what} in 20 s`)), 20000))]);
       const log = [];
+      const nick = `strophe-${sockjs || "ws"}`;
+      const chatName = `alice-${sockjs || "ws"}`;
       // The chat-app member, in the browser too.
-      const alice = new WebSocket(wsBase + "/chat/websocket");
+      const alice = new WebSocket(base.replace("http://", "ws://") + "/chat/websocket");
       const aliceHeard = [];
       const aliceWaiters = [];
       alice.onmessage = (e) => {
@@ -94,15 +104,40 @@ test("Strophe.js in Chromium logs in over WebSocket, pings, and chats in a MUC r
           check();
         }), what);
       await within(new Promise((resolve) => (alice.onopen = resolve)), "chat connection");
-      alice.send(JSON.stringify({ name: "alice", room: "lobby" }));
-      await aliceSees((e) => e.event === "join" && e.name === "alice", "alice's join");
+      alice.send(JSON.stringify({ name: chatName, room: "lobby" }));
+      await aliceSees((e) => e.event === "join" && e.name === chatName, "alice's join");
 
-      const conn = new Strophe.Connection(wsBase + "/xmpp-websocket");
+      let conn;
+      if (!sockjs) {
+        conn = new Strophe.Connection(base.replace("http://", "ws://") + "/xmpp-websocket");
+      } else {
+        // Strophe's WebSocket transport, its socket a SockJS one: each SockJS
+        // message is one framing element, as over RFC 7395.
+        class SockjsTransport extends Strophe.Websocket {
+          constructor(connection) {
+            // Strophe's makes the service a ws:// URL; SockJS takes http://.
+            const service = connection.service;
+            super(connection);
+            connection.service = service;
+          }
+          _connect() {
+            this._closeSocket();
+            this.socket = new SockJS(this._conn.service, null, { transports: [sockjs] });
+            this.socket.onopen = () => this._onOpen();
+            this.socket.onerror = (e) => this._onError(e);
+            this.socket.onclose = (e) => this._onClose(e);
+            this.socket.onmessage = (message) => this._onInitialMessage(message);
+          }
+        }
+        Strophe.Connection.addProtocol("sockjs", SockjsTransport);
+        conn = new Strophe.Connection(base + "/xmpp", { protocol: "sockjs" });
+      }
       await within(new Promise((resolve, reject) => conn.connect("localhost", null, (status) => {
         if (status === Strophe.Status.CONNECTED) resolve();
         if (status === Strophe.Status.AUTHFAIL || status === Strophe.Status.CONNFAIL) reject(new Error(`status ${status}`));
       })), "login");
       log.push(`jid ${conn.jid}`);
+      if (sockjs) log.push(`over ${conn._proto.socket.transport}`);
       await within(new Promise((resolve, reject) => conn.sendIQ($iq({ type: "get", to: "localhost" }).c("ping", { xmlns: "urn:xmpp:ping" }), resolve, reject)), "ping");
       log.push("ping answered");
 
@@ -115,33 +150,44 @@ test("Strophe.js in Chromium logs in over WebSocket, pings, and chats in a MUC r
         if (body) groupchat.push([m.getAttribute("from"), body.textContent]);
         return true;
       }, null, "message", "groupchat");
-      conn.send($pres({ to: "lobby@conference.localhost/strophe" }).c("x", { xmlns: "http://jabber.org/protocol/muc" }));
+      conn.send($pres({ to: `lobby@conference.localhost/${nick}` }).c("x", { xmlns: "http://jabber.org/protocol/muc" }));
       await within(joinedP, "the room's subject");
-      await aliceSees((e) => e.event === "join" && e.name === "strophe", "strophe's join at alice");
+      await aliceSees((e) => e.event === "join" && e.name === nick, "strophe's join at alice");
       log.push("joined lobby");
 
       conn.send($msg({ to: "lobby@conference.localhost", type: "groupchat" }).c("body").t("hello from Strophe.js"));
-      await aliceSees((e) => e.name === "strophe" && e.message === "hello from Strophe.js", "strophe's message at alice");
+      await aliceSees((e) => e.name === nick && e.message === "hello from Strophe.js", "strophe's message at alice");
       log.push("alice got strophe's message");
       alice.send(JSON.stringify({ message: "hello from the chat app" }));
       await within(new Promise((resolve) => {
-        const check = () => (groupchat.some(([from, text]) => from === "lobby@conference.localhost/alice" && text === "hello from the chat app") ? resolve() : setTimeout(check, 20));
+        const check = () => (groupchat.some(([from, text]) => from === `lobby@conference.localhost/${chatName}` && text === "hello from the chat app") ? resolve() : setTimeout(check, 20));
         check();
       }), "alice's message at strophe");
       log.push("strophe got alice's message");
-      const reflected = groupchat.some(([from, text]) => from === "lobby@conference.localhost/strophe" && text === "hello from Strophe.js");
-      conn.send($pres({ to: "lobby@conference.localhost/strophe", type: "unavailable" }));
-      await aliceSees((e) => e.event === "leave" && e.name === "strophe", "strophe's leave at alice");
+      const reflected = groupchat.some(([from, text]) => from === `lobby@conference.localhost/${nick}` && text === "hello from Strophe.js");
+      conn.send($pres({ to: `lobby@conference.localhost/${nick}`, type: "unavailable" }));
+      await aliceSees((e) => e.event === "leave" && e.name === nick, "strophe's leave at alice");
       log.push("strophe left");
       conn.disconnect();
       alice.close();
       return { log, reflected };
-    }, wsBase);
-    assert.deepEqual(result.log.slice(1), ["ping answered", "joined lobby", "alice got strophe's message", "strophe got alice's message", "strophe left"]);
+    }, { base, sockjs });
+    const expected = ["ping answered", "joined lobby", "alice got strophe's message", "strophe got alice's message", "strophe left"];
+    if (sockjs) {
+      assert.deepEqual(result.log.slice(1), [`over ${sockjs}`, ...expected], "sockjs-client used the forced transport");
+    } else {
+      assert.deepEqual(result.log.slice(1), expected);
+    }
     assert.match(result.log[0], /^jid anon-[0-9a-f]+@localhost\/.+/);
     assert.ok(result.reflected, "the groupchat message was reflected to Strophe.js");
   } finally {
     await browser.close();
     await pages.close();
   }
-});
+}
+
+test("Strophe.js in Chromium logs in over WebSocket, pings, and chats in a MUC room", () => stropheTalks(null));
+
+for (const transport of ["websocket", "xhr-streaming", "xhr-polling", "jsonp-polling"]) {
+  test(`Strophe.js in Chromium does the same over SockJS's ${transport} at the /xmpp mount`, () => stropheTalks(transport));
+}
