@@ -730,6 +730,23 @@ impl Session {
         Some(text)
     }
 
+    /// What a stream of single-element messages (WebSocket, SockJS) says as
+    /// it ends: what was still queued for the client, the stream error if
+    /// there is one, then `<close/>`.
+    pub fn last_words(&mut self, end: StreamEnd) -> Vec<String> {
+        let mut batch = Vec::new();
+        let mut out = Vec::new();
+        if self.outbox.try_drain(&mut batch).is_some() {
+            out.extend(batch.iter().filter_map(|p| self.render(p)));
+        }
+        let StreamEnd(condition, text) = end;
+        if !condition.is_empty() {
+            out.push(self.stream_error(condition, &text));
+        }
+        out.push(self.framing.close().to_owned());
+        out
+    }
+
     /// The stream error element for `condition`, framed.
     pub fn stream_error(&self, condition: &str, text: &str) -> String {
         let error = Element::new("error", STREAMS_NS)

@@ -71,16 +71,10 @@ async fn run(server: Arc<ServerState>, client: Arc<Outbox>, mut inbound: mpsc::R
         }
     };
     session.leave_all();
-    if let Some(StreamEnd(condition, text)) = ending {
-        if own.try_drain(&mut batch).is_some() {
-            for text in batch.drain(..).filter_map(|p| session.render(&p)) {
-                let _ = client.push(Payload::from(text));
-            }
+    if let Some(end) = ending {
+        for text in session.last_words(end) {
+            let _ = client.push(Payload::from(text));
         }
-        if !condition.is_empty() {
-            let _ = client.push(Payload::from(session.stream_error(condition, &text)));
-        }
-        let _ = client.push(Payload::from(Framing::Messages.close()));
         client.close(Close::new(1000, "the XMPP stream ended"));
     }
 }

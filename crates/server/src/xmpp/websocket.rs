@@ -177,16 +177,10 @@ where
         }
     };
     session.leave_all();
-    if let Some(StreamEnd(condition, text)) = ending {
-        if outbox.try_drain(&mut batch).is_some() {
-            for text in batch.drain(..).filter_map(|p| session.render(&p)) {
-                let _ = ws.feed(Message::text(text)).await;
-            }
+    if let Some(end) = ending {
+        for text in session.last_words(end) {
+            let _ = ws.feed(Message::text(text)).await;
         }
-        if !condition.is_empty() {
-            let _ = ws.feed(Message::text(session.stream_error(condition, &text))).await;
-        }
-        let _ = ws.feed(Message::text(Framing::Messages.close())).await;
         let _ = ws.close(None).await;
     }
 }

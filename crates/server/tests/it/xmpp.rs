@@ -219,13 +219,18 @@ impl WsClient {
     async fn element(&mut self) -> Element {
         use futures_util::StreamExt;
         let message = tokio::time::timeout(PATIENCE, self.ws.next()).await.expect("a message in time").unwrap().unwrap();
-        let text = message.into_text().unwrap();
-        let mut parser = StreamParser::fragments(Limits::default());
-        parser.feed(text.as_bytes());
-        match parser.next_event() {
-            Ok(Some(StreamEvent::Stanza(element))) => element,
-            other => panic!("{text:?} is not one element standing alone: {other:?}"),
-        }
+        standalone(&message.into_text().unwrap())
+    }
+}
+
+/// A message of a stream of single elements (RFC 7395), parsed as the one
+/// element standing alone it must be.
+pub fn standalone(text: &str) -> Element {
+    let mut parser = StreamParser::fragments(Limits::default());
+    parser.feed(text.as_bytes());
+    match parser.next_event() {
+        Ok(Some(StreamEvent::Stanza(element))) => element,
+        other => panic!("{text:?} is not one element standing alone: {other:?}"),
     }
 }
 

@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 
 use serde_json::json;
-use wire::xmpp::{Element, Limits, StreamEvent, StreamParser};
+use wire::xmpp::Element;
 
 use crate::support::{TestServer, Ws, session_id};
 
@@ -42,13 +42,7 @@ impl SockjsXmpp {
 
     /// The next message, parsed as the one element standing alone it must be.
     async fn element(&mut self) -> Element {
-        let text = self.text().await;
-        let mut parser = StreamParser::fragments(Limits::default());
-        parser.feed(text.as_bytes());
-        match parser.next_event() {
-            Ok(Some(StreamEvent::Stanza(element))) => element,
-            other => panic!("{text:?} is not one element standing alone: {other:?}"),
-        }
+        crate::xmpp::standalone(&self.text().await)
     }
 }
 
