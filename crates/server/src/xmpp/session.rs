@@ -428,13 +428,30 @@ impl Session {
     /// Takes up this (parked) session on a new connection whose client has
     /// handled `h` of its stanzas: `<resumed/>`, then every stanza sent
     /// after those, again (XEP-0198 §5).
-    pub fn resume(&mut self, h: u32) -> Result<Vec<String>, StreamEnd> {
+    fn resume(&mut self, h: u32) -> Result<Vec<String>, StreamEnd> {
         let Some(sm) = &mut self.sm else { return Err(StreamEnd("undefined-condition", "no stream management".into())) };
         sm.ack(h)?;
         let previd = sm.id.clone().unwrap_or_default();
         let mut out = vec![self.framing.text(&Element::new("resumed", ns::SM).attr("previd", &previd).attr("h", &sm.handled.to_string()))];
         out.extend(sm.unacked.iter().cloned());
         Ok(out)
+    }
+
+    /// Goes on as `parked` (this fresh session held nothing yet), whose
+    /// client has handled `h` of its stanzas: what `resume` says, to send
+    /// first. A parked session that cannot resume ends as a timed-out one.
+    pub fn take_up(&mut self, mut parked: Session, h: u32) -> Result<Vec<String>, StreamEnd> {
+        let resumed = match parked.resume(h) {
+            Ok(texts) => texts,
+            Err(end) => {
+                parked.leave_all();
+                return Err(end);
+            }
+        };
+        parked.encrypted = self.encrypted;
+        std::mem::replace(self, parked).leave_all();
+        self.server.metrics.xmpp_resumed();
+        Ok(resumed)
     }
 
     /// Sends a nonza: as a binary payload, which the writer sends like any

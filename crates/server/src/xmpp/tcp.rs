@@ -108,21 +108,11 @@ impl Conn {
                                 return Ending::StartTls;
                             }
                             Ok(Flow::Resume(parked, h)) => {
-                                let mut parked = *parked;
-                                let resumed = match parked.resume(h) {
-                                    Ok(text) => text,
-                                    Err(end) => {
-                                        // The parked session ends as a timed-out one would.
-                                        parked.leave_all();
-                                        return Ending::Done(Some(end));
-                                    }
+                                let resumed = match self.session.take_up(*parked, h) {
+                                    Ok(texts) => texts,
+                                    Err(end) => return Ending::Done(Some(end)),
                                 };
-                                parked.encrypted = self.session.encrypted;
-                                // The fresh session held nothing yet; the parked one goes on here.
-                                self.session.leave_all();
-                                self.outbox = parked.outbox().clone();
-                                self.session = parked;
-                                self.server.metrics.xmpp_resumed();
+                                self.outbox = self.session.outbox().clone();
                                 if stream.write_all(resumed.concat().as_bytes()).await.is_err() {
                                     return Ending::Broken;
                                 }

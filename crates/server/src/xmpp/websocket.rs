@@ -112,19 +112,11 @@ where
                     // STARTTLS is refused on WebSocket, so it is not asked for.
                     Ok(Flow::Continue | Flow::StartTls) => {}
                     Ok(Flow::Resume(parked, h)) => {
-                        let mut parked = *parked;
-                        let resumed = match parked.resume(h) {
+                        let resumed = match session.take_up(*parked, h) {
                             Ok(texts) => texts,
-                            Err(end) => {
-                                parked.leave_all();
-                                break Some(end);
-                            }
+                            Err(end) => break Some(end),
                         };
-                        // The fresh session held nothing yet; the parked one goes on here.
-                        session.leave_all();
-                        outbox = parked.outbox().clone();
-                        session = parked;
-                        server.metrics.xmpp_resumed();
+                        outbox = session.outbox().clone();
                         for text in resumed {
                             if ws.feed(Message::text(text)).await.is_err() {
                                 break;
