@@ -7,3 +7,4 @@ mod stream;
 
 pub use element::{Element, Node, STREAMS_NS, escape_into};
 pub use stream::{Limits, StreamError, StreamEvent, StreamParser};
+pub(crate) use stream::{Document, parse_document};

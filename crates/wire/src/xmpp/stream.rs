@@ -142,7 +142,7 @@ impl StreamParser {
         }
         let parsed = match &self.scope {
             None => self.parse_header(start)?,
-            Some(scope) => parse_stanza(&self.buf[start..], scope, self.limits)?,
+            Some(scope) => parse_stanza(&self.buf[start..], scope, STREAM_ROOT, self.limits)?,
         };
         match parsed {
             Parsed::Done(event, used) => {
@@ -193,11 +193,15 @@ impl StreamParser {
     }
 }
 
-/// One stanza, or the stream's end, from the start of `bytes`.
-fn parse_stanza(bytes: &[u8], scope: &[(String, String)], limits: Limits) -> Result<Parsed<StreamEvent>, StreamError> {
+/// The element a stream's stanzas are the children of: `{STREAMS_NS}stream`.
+const STREAM_ROOT: (&str, &str) = ("stream", STREAMS_NS);
+
+/// One stanza, or the end of the element they are in (`root`, a local name
+/// and namespace), from the start of `bytes`.
+fn parse_stanza(bytes: &[u8], scope: &[(String, String)], root: (&str, &str), limits: Limits) -> Result<Parsed<StreamEvent>, StreamError> {
     let mut reader = Reader::from_reader(bytes);
-    // The stream's own end tag closes what the header opened, before this
-    // parse began: it is recognised below.
+    // The root's end tag closes what was opened before this parse began:
+    // it is recognised below.
     reader.config_mut().allow_unmatched_ends = true;
     // Open elements: the element and the declarations it added to the scope.
     let mut open: Vec<(Element, usize)> = Vec::new();
@@ -232,7 +236,7 @@ fn parse_stanza(bytes: &[u8], scope: &[(String, String)], limits: Limits) -> Res
                 None => {
                     let name = end.name().as_ref().to_owned();
                     let (prefix, local) = name.split_once(':').map_or(("", name.as_str()), |(p, l)| (p, l));
-                    if local == "stream" && lookup(&scope, prefix).as_deref() == Some(STREAMS_NS) {
+                    if local == root.0 && lookup(&scope, prefix).as_deref() == Some(root.1) {
                         return Ok(Parsed::Done(StreamEvent::Close, reader.buffer_position() as usize));
                     }
                     return Err(StreamError::NotWellFormed(format!("</{name}> closes nothing")));
@@ -284,6 +288,74 @@ fn parse_stanza(bytes: &[u8], scope: &[(String, String)], limits: Limits) -> Res
             }
         }
     }
+}
+
+/// A whole document whose root element wraps stanzas, as a BOSH `<body/>`
+/// does: the root (its attributes, no children), the namespace prefixes it
+/// declares (prefix, namespace) and the stanzas, each held to `limits`. The root must be `root` (local name, namespace); stanzas
+/// that declare no namespace of their own are in `stanza_ns`, not the
+/// root's.
+pub(crate) fn parse_document(bytes: &[u8], root: (&str, &str), stanza_ns: &str, limits: Limits) -> Result<Document, StreamError> {
+    let mut reader = Reader::from_reader(bytes);
+    let (head, empty) = loop {
+        match reader.read_event().map_err(ill_formed)? {
+            Event::Decl(_) => {}
+            Event::Text(text) if text.as_ref().trim_ascii().is_empty() => {}
+            Event::Start(head) => break (head.into_owned(), false),
+            Event::Empty(head) => break (head.into_owned(), true),
+            Event::Eof => return Err(StreamError::NotWellFormed("an empty document".into())),
+            other => return Err(restricted_or_bad(&other)),
+        }
+    };
+    let mut scope = Vec::new();
+    let limits_of_root = Limits { max_attributes: limits.max_attributes.max(HEADER_ATTRIBUTES), ..limits };
+    let wrapper = element(&head, &mut scope, limits_of_root)?;
+    if (wrapper.name.as_str(), wrapper.ns.as_str()) != root {
+        return Err(StreamError::InvalidNamespace(format!("the document is {{{}}}{}, not {{{}}}{}", wrapper.ns, wrapper.name, root.1, root.0)));
+    }
+    let declared = scope.clone();
+    let mut at = reader.buffer_position() as usize;
+    let mut stanzas = Vec::new();
+    if !empty {
+        loop {
+            match parse_stanza(&bytes[at..], &scope, root, limits)? {
+                Parsed::Done(StreamEvent::Stanza(mut stanza), used) => {
+                    rename_ns(&mut stanza, root.1, stanza_ns);
+                    stanzas.push(stanza);
+                    at += used;
+                }
+                Parsed::Done(_, used) => {
+                    at += used;
+                    break;
+                }
+                Parsed::Incomplete => return Err(StreamError::NotWellFormed(format!("the document ends before </{}>", root.0))),
+            }
+        }
+    }
+    if !bytes[at..].iter().all(u8::is_ascii_whitespace) {
+        return Err(StreamError::BadFormat("data after the end of the document".into()));
+    }
+    Ok(Document { root: wrapper, declared, stanzas })
+}
+
+/// Puts `element` and its descendants that are in `from` (the root's
+/// namespace, inherited) in `to`.
+fn rename_ns(element: &mut Element, from: &str, to: &str) {
+    if element.ns == from {
+        to.clone_into(&mut element.ns);
+    }
+    for child in &mut element.children {
+        if let Node::Element(child) = child {
+            rename_ns(child, from, to);
+        }
+    }
+}
+
+/// What [`parse_document`] found.
+pub(crate) struct Document {
+    pub root: Element,
+    pub declared: Vec<(String, String)>,
+    pub stanzas: Vec<Element>,
 }
 
 fn push_text(parent: &mut Element, text: &str) {
