@@ -22,7 +22,6 @@ mod headers;
 mod pages;
 mod polling;
 mod send;
-mod session;
 mod streaming;
 mod websocket;
 
@@ -35,14 +34,15 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use self::headers::Echo;
-use self::session::{Attach, Receiver, Session};
+use super::session::{self, Attach, Receiver, Session, Step};
 use crate::http::{Body, authenticate, method_not_allowed, not_found, text_response};
 use crate::server::{Connection, MountState, ServerState};
 use crate::token::Identity;
 
 pub use self::headers::origin_allowed;
 pub use self::pages::{CLIENT_SCRIPT_PATH, client_script};
-pub use self::session::Registry;
+/// The SockJS sessions of one mount.
+pub type Registry = session::Registry;
 
 /// The transports of a session URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,7 +233,7 @@ impl Receiving<'_> {
                 let outbox = Arc::new(Outbox::new(server.config.queue_limit));
                 let metrics = server.metrics.connection(mount.config.name(), transport.label());
                 let limits = mount.config.limits;
-                Session::new(id, mount.app.open(outbox, identity.clone()), metrics, limits.max_message_rate, limits.max_byte_rate)
+                Session::new(id, mount.app.open(outbox, identity.clone()), metrics, limits.max_message_rate, limits.max_byte_rate, ())
             });
             let Some((session, created)) = opened else { return Err(full()) };
             if created {
@@ -244,7 +244,7 @@ impl Receiving<'_> {
                     server.shutdown.clone(),
                 ));
             }
-            match session.attach() {
+            match session.attach(false) {
                 Attach::Receiver(receiver) => return Ok(Some(receiver)),
                 Attach::Busy => return Ok(None),
                 // It expired between the lookup and now: the next lookup
@@ -266,6 +266,44 @@ fn callback_param<B>(req: &Request<B>) -> Option<String> {
     form_urlencoded::parse(query.as_bytes())
         .find(|(k, _)| k == "c" || k == "callback")
         .map(|(_, v)| v.into_owned())
+}
+
+/// What a receiving request wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wrote {
+    /// An `a[...]` frame.
+    Messages,
+    /// An `h` frame: nothing happened for a heartbeat interval.
+    Heartbeat,
+    /// A `c[code,"reason"]` frame: the session is closed; end the response.
+    Close,
+}
+
+/// Waits for the session's next frame and appends it, unwrapped, to `out`:
+/// every message queued (one `a[...]`), else the close, else a heartbeat
+/// once `heartbeat` has passed with nothing to send. Cancel-safe until it
+/// returns.
+async fn next_frame(receiver: &mut Receiver, heartbeat: std::time::Duration, out: &mut Vec<u8>) -> Wrote {
+    match receiver.next(heartbeat).await {
+        Step::Messages(batch) => {
+            wire::sockjs::encode_messages(batch.iter().map(|p| p.sockjs_json(wire::sockjs::quote)), out);
+            Wrote::Messages
+        }
+        Step::Idle => {
+            out.extend_from_slice(wire::sockjs::HEARTBEAT);
+            Wrote::Heartbeat
+        }
+        Step::Close(close) => {
+            wire::sockjs::encode_close(close.code, &close.reason, out);
+            Wrote::Close
+        }
+        // SockJS receivers never take over (a second one is told another
+        // connection is open), so this is not reached.
+        Step::Displaced => {
+            another_connection_still_open(out);
+            Wrote::Close
+        }
+    }
 }
 
 /// `c[2010,"Another connection still open"]`.

@@ -11,7 +11,7 @@ use hyper::{Request, Response, StatusCode};
 use wire::sockjs::{Callback, OPEN, jsonp_into, xhr_into};
 
 use super::headers::{self, Echo};
-use super::{Receiving, another_connection_still_open, callback_param};
+use super::{Receiving, another_connection_still_open, callback_param, next_frame};
 use crate::http::Body;
 
 /// `POST /<server>/<session>/xhr`.
@@ -60,7 +60,7 @@ async fn poll(echo: &Echo, receiving: Receiving<'_>) -> Result<Vec<u8>, Response
             if receiver.opening() {
                 frame.extend_from_slice(OPEN);
             } else {
-                receiver.next(heartbeat, &mut frame).await;
+                next_frame(&mut receiver, heartbeat, &mut frame).await;
             }
             receiver.finish();
         }

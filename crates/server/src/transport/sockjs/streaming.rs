@@ -21,7 +21,7 @@ use hyper::{Request, Response, StatusCode};
 use wire::sockjs::{Callback, EVENTSOURCE_PRELUDE, Framing, OPEN, XHR_STREAMING_PRELUDE, htmlfile_prelude_into};
 
 use super::headers::{self, Echo};
-use super::session::{Receiver, Step};
+use super::{Receiver, Wrote, next_frame};
 use super::{Receiving, another_connection_still_open, callback_param};
 use crate::http::Body;
 
@@ -125,10 +125,10 @@ impl Frames {
         let receiver = self.receiver.as_mut()?;
         let mut frame = std::mem::take(&mut self.frame);
         frame.clear();
-        let step = receiver.next(self.heartbeat, &mut frame).await;
+        let step = next_frame(receiver, self.heartbeat, &mut frame).await;
         self.push(&frame);
         self.frame = frame;
-        if step == Step::Close || self.left == 0 {
+        if step == Wrote::Close || self.left == 0 {
             // The last frame: detach before it is written, so the session's
             // disconnect delay starts now.
             if let Some(receiver) = self.receiver.take() {

@@ -1,13 +1,19 @@
-//! SockJS sessions: what outlives the HTTP requests that carry them.
+//! Sessions that outlive the HTTP requests that carry them: SockJS's
+//! polling and streaming transports, and BOSH.
 //!
-//! A session is an app client, its bounded outbox, and which request (if
-//! any) is receiving its frames. Receiving requests come and go: one
-//! attaches, takes frames, and detaches; between requests the outbox keeps
-//! the app's messages in order (bounded, so a client that stops polling is
-//! closed as a slow consumer and told so by a `c[1008,...]` frame). A
-//! session with no receiving request for the mount's disconnect delay
-//! expires: its reaper task removes it from the mount's [`Registry`] and
-//! drops the app client, which leaves its rooms.
+//! A session is an app client, its bounded outbox, which request (if any)
+//! is receiving its messages, and what its transport keeps about it (`X`:
+//! nothing for SockJS, the request window for BOSH). Receiving requests
+//! come and go: one attaches, takes messages, and detaches; between
+//! requests the outbox keeps the app's messages in order (bounded, so a
+//! client that stops polling is closed as a slow consumer and told so). A
+//! session with no receiving request for its idle delay (SockJS's
+//! disconnect delay, BOSH's inactivity) expires: its reaper task removes it
+//! from its [`Registry`] and drops the app client, which leaves its rooms.
+//!
+//! One request receives at a time. SockJS answers a second with "another
+//! connection still open"; BOSH's `hold` has the newer one take over, and
+//! the older is answered at once ([`Step::Displaced`]).
 //!
 //! Locks: a registry shard's lock may be taken before a session's state
 //! lock, never the other way round, and neither is held across an await.
@@ -23,7 +29,6 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
-use wire::sockjs::{HEARTBEAT, encode_close, encode_messages, quote};
 
 use crate::apps::AppClient;
 use crate::limits::Inflow;
@@ -39,20 +44,20 @@ pub fn interrupted() -> Close {
     Close::new(1002, "Connection interrupted")
 }
 
-/// The sessions of one mount, by session id, sharded so that requests for
-/// different sessions rarely meet on a lock.
+/// The sessions of one mount (or of BOSH), by session id, sharded so that
+/// requests for different sessions rarely meet on a lock.
 #[derive(Debug)]
-pub struct Registry {
-    sessions: Shards<HashMap<Arc<str>, Arc<Session>>>,
+pub struct Registry<X = ()> {
+    sessions: Shards<HashMap<Arc<str>, Arc<Session<X>>>>,
     /// Sessions held, and the most it may hold.
     count: AtomicUsize,
     max: usize,
 }
 
-impl Registry {
+impl<X> Registry<X> {
     /// An empty registry with `shards` independently locked shards (at least
     /// one), holding at most `max` sessions.
-    pub fn new(shards: usize, max: usize) -> Registry {
+    pub fn new(shards: usize, max: usize) -> Registry<X> {
         Registry { sessions: Shards::new(shards), count: AtomicUsize::new(0), max }
     }
 
@@ -67,7 +72,7 @@ impl Registry {
     }
 
     /// The live session `id`, if there is one.
-    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
+    pub fn get(&self, id: &str) -> Option<Arc<Session<X>>> {
         self.sessions.get(id).lock().get(id).cloned()
     }
 
@@ -75,7 +80,7 @@ impl Registry {
     /// flag says whether it is new. `None` when a new one is needed and the
     /// registry is full. `open` runs under the shard's lock, so it must only
     /// build (joining an app's rooms is fine: the hub never calls back).
-    pub fn get_or_open(&self, id: &str, open: impl FnOnce(Arc<str>) -> Session) -> Option<(Arc<Session>, bool)> {
+    pub fn get_or_open(&self, id: &str, open: impl FnOnce(Arc<str>) -> Session<X>) -> Option<(Arc<Session<X>>, bool)> {
         let mut shard = self.sessions.get(id).lock();
         if let Some(session) = shard.get(id) {
             return Some((session.clone(), false));
@@ -93,17 +98,18 @@ impl Registry {
     /// Removes `session` if it has had no receiving request for `delay`.
     /// Done under the shard's lock, so a lookup never returns a session that
     /// has already expired.
-    fn expire_if_idle(&self, session: &Arc<Session>, delay: Duration) -> bool {
+    fn expire_if_idle(&self, session: &Arc<Session<X>>, delay: Duration) -> bool {
         self.forget(session, |state| state.receiver.is_none() && state.idle_since + delay <= Instant::now())
     }
 
-    fn remove(&self, session: &Arc<Session>) {
+    /// Removes `session` at once (a BOSH client ended it).
+    pub fn remove(&self, session: &Arc<Session<X>>) {
         self.forget(session, |_| true);
     }
 
     /// Marks `session` expired and drops it from its shard if `expire`
     /// agrees, deciding under both locks (shard first, as everywhere).
-    fn forget(&self, session: &Arc<Session>, expire: impl FnOnce(&State) -> bool) -> bool {
+    fn forget(&self, session: &Arc<Session<X>>, expire: impl FnOnce(&State) -> bool) -> bool {
         let mut shard = self.sessions.get(&*session.id).lock();
         let mut state = session.state.lock();
         if !expire(&state) {
@@ -127,9 +133,9 @@ impl Registry {
     }
 }
 
-/// One SockJS session; see the module docs.
+/// One session; see the module docs.
 #[derive(Debug)]
-pub struct Session {
+pub struct Session<X = ()> {
     id: Arc<str>,
     outbox: Arc<Outbox>,
     /// `None` once the session is closed or expired: the app is done with it.
@@ -143,6 +149,8 @@ pub struct Session {
     inflow: Mutex<Inflow>,
     /// When the client's token expires, if it has one.
     expires: Option<Instant>,
+    /// What the transport keeps about the session.
+    pub transport: X,
 }
 
 #[derive(Debug)]
@@ -160,18 +168,19 @@ struct State {
 
 /// What a receiving request gets when it asks for a session.
 #[derive(Debug)]
-pub enum Attach {
-    /// It receives the session's frames.
-    Receiver(Receiver),
+pub enum Attach<X = ()> {
+    /// It receives the session's messages.
+    Receiver(Receiver<X>),
     /// Another request is receiving: answer `c[2010,...]` and end.
     Busy,
     /// The session expired since it was looked up: look again.
     Expired,
 }
 
-impl Session {
-    /// A session for `app`, whose outbox the session's frames come from.
-    pub fn new(id: Arc<str>, app: AppClient, metrics: ConnectionMetrics, message_rate: u32, byte_rate: u32) -> Session {
+impl<X> Session<X> {
+    /// A session for `app`, whose outbox the session's messages come from,
+    /// with what its transport keeps about it.
+    pub fn new(id: Arc<str>, app: AppClient, metrics: ConnectionMetrics, message_rate: u32, byte_rate: u32, transport: X) -> Session<X> {
         Session {
             id,
             outbox: app.outbox().clone(),
@@ -187,7 +196,13 @@ impl Session {
             }),
             changed: Notify::new(),
             metrics,
+            transport,
         }
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &Arc<str> {
+        &self.id
     }
 
     /// The session's outbox.
@@ -195,17 +210,19 @@ impl Session {
         &self.outbox
     }
 
-    /// Makes a receiving request this session's receiver. A closed session
-    /// answers every request with its close frame (after anything still
-    /// queued) and never counts as busy, so a client asking again learns
-    /// why the session ended rather than "another connection still open".
-    pub fn attach(self: &Arc<Session>) -> Attach {
+    /// Makes a receiving request this session's receiver; if another one
+    /// is receiving, it is `Busy`, or with `take_over` the older one is
+    /// displaced. A closed session answers every request with its close
+    /// (after anything still queued) and never counts as busy, so a client
+    /// asking again learns why the session ended rather than "another
+    /// connection still open".
+    pub fn attach(self: &Arc<Session<X>>, take_over: bool) -> Attach<X> {
         let mut state = self.state.lock();
         if state.expired {
             return Attach::Expired;
         }
         let closed = self.outbox.is_closed();
-        if !closed && state.receiver.is_some() {
+        if !closed && state.receiver.is_some() && !take_over {
             return Attach::Busy;
         }
         let opening = !std::mem::replace(&mut state.opened, true);
@@ -228,6 +245,7 @@ impl Session {
             finished: false,
         })
     }
+
 
     /// Hands messages a client sent to the app, in order. A message over
     /// `max_message_size` closes the session with 1009, as over WebSocket.
@@ -262,7 +280,7 @@ impl Session {
 /// session is closed (so a chat member leaves its room at once), expires
 /// the session after `delay` without a receiving request, and closes it
 /// with 1001 when the server shuts down.
-pub async fn reap(registry: Arc<Registry>, session: Arc<Session>, delay: Duration, shutdown: Shutdown) {
+pub async fn reap<X>(registry: Arc<Registry<X>>, session: Arc<Session<X>>, delay: Duration, shutdown: Shutdown) {
     let mut app_open = true;
     loop {
         let mut changed = pin!(session.changed.notified());
@@ -297,84 +315,96 @@ pub async fn reap(registry: Arc<Registry>, session: Arc<Session>, delay: Duratio
 }
 
 /// What [`Receiver::next`] produced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    /// An `a[...]` frame.
-    Messages,
-    /// An `h` frame: nothing happened for a heartbeat interval.
-    Heartbeat,
-    /// A `c[code,"reason"]` frame: the session is closed; end the response.
-    Close,
+#[derive(Debug)]
+pub enum Step<'a> {
+    /// Every message queued, in order.
+    Messages(&'a [Payload]),
+    /// Nothing happened for the idle interval (SockJS's heartbeat, BOSH's
+    /// `wait`).
+    Idle,
+    /// The session is closed: end the response.
+    Close(Close),
+    /// A newer request took over as the receiver: answer at once.
+    Displaced,
 }
 
-/// A request receiving a session's frames. Dropping it without
+/// A request receiving a session's messages. Dropping it without
 /// [`Receiver::finish`] means the request was cut off mid-way: the session
 /// is then closed with 1002 "Connection interrupted".
 #[derive(Debug)]
-pub struct Receiver {
-    session: Arc<Session>,
+pub struct Receiver<X = ()> {
+    session: Arc<Session<X>>,
     /// `None` for a request on a closed session, which holds no slot.
     token: Option<u64>,
     opening: bool,
     batch: Vec<Payload>,
-    /// A close to send after the messages just sent.
+    /// A close to report after the messages just taken.
     close: Option<Close>,
     finished: bool,
 }
 
-impl Receiver {
-    /// Whether the session is new and this request must send the open frame
-    /// (`o`) first.
+impl<X> Receiver<X> {
+    /// Whether the session is new and this request is its first (SockJS
+    /// sends the open frame `o` then).
     pub fn opening(&self) -> bool {
         self.opening
     }
 
-    /// Waits for the session's next frame and appends it, unwrapped, to
-    /// `out`: every message queued (one `a[...]`), else the close, else a
-    /// heartbeat once `heartbeat` has passed with nothing to send. Cancel-safe
-    /// until it returns: nothing is taken from the outbox before then.
-    pub async fn next(&mut self, heartbeat: Duration, out: &mut Vec<u8>) -> Step {
+    /// Waits for the session's next step: every message queued, else the
+    /// close, else `Idle` once `idle` has passed with nothing to send, or
+    /// `Displaced` as soon as a newer request takes over. Cancel-safe until
+    /// it returns: nothing is taken from the outbox before then.
+    pub async fn next(&mut self, idle: Duration) -> Step<'_> {
+        self.batch.clear();
         if let Some(close) = self.close.take() {
-            encode_close(close.code, &close.reason, out);
-            return Step::Close;
+            return Step::Close(close);
         }
         let outbox = self.session.outbox.clone();
-        let sleep = tokio::time::sleep(heartbeat);
+        let sleep = tokio::time::sleep(idle);
         let mut sleep = pin!(sleep);
         loop {
+            let mut changed = pin!(self.session.changed.notified());
+            changed.as_mut().enable();
+            if self.token.is_some() && self.session.state.lock().receiver != self.token {
+                return Step::Displaced;
+            }
             let drained = tokio::select! {
+                // What is queued goes first, even when the time is up.
+                biased;
                 drained = outbox.drain(&mut self.batch) => drained,
-                () = sleep.as_mut() => {
-                    out.extend_from_slice(HEARTBEAT);
-                    return Step::Heartbeat;
-                }
+                () = &mut changed => continue,
+                () = sleep.as_mut() => return Step::Idle,
             };
             let close = match drained {
                 Drained::Messages => None,
                 Drained::Closed(close) => Some(close),
             };
             if !self.batch.is_empty() {
-                encode_messages(self.batch.iter().map(|p| p.sockjs_json(quote)), out);
                 let bytes = self.batch.iter().map(Payload::len).sum();
                 self.session.metrics.sent(self.batch.len(), bytes);
-                self.batch.clear();
                 self.close = close;
-                return Step::Messages;
+                return Step::Messages(&self.batch);
             }
             if let Some(close) = close {
-                encode_close(close.code, &close.reason, out);
-                return Step::Close;
+                return Step::Close(close);
             }
         }
     }
 
-    /// Ends the request normally: the session's disconnect delay starts.
+    /// The close that came with the messages [`Receiver::next`] just
+    /// returned, if the session closed meanwhile (else the next call
+    /// returns it).
+    pub fn take_close(&mut self) -> Option<Close> {
+        self.close.take()
+    }
+
+    /// Ends the request normally: the session's idle delay starts.
     pub fn finish(mut self) {
         self.finished = true;
     }
 }
 
-impl Drop for Receiver {
+impl<X> Drop for Receiver<X> {
     fn drop(&mut self) {
         if !self.finished {
             self.session.outbox.close(interrupted());
@@ -401,63 +431,96 @@ mod tests {
         let app = Arc::new(App::in_memory(kind, hub::RoomLimits::NONE));
         let metrics = Metrics::default();
         let outbox = Arc::new(Outbox::new(1 << 20));
-        Arc::new(Session::new(Arc::from("s"), app.open(outbox, None), metrics.connection("echo", "xhr"), 100, 1 << 20))
+        Arc::new(Session::new(Arc::from("s"), app.open(outbox, None), metrics.connection("echo", "xhr"), 100, 1 << 20, ()))
     }
 
-    fn receiver(session: &Arc<Session>) -> Receiver {
-        match session.attach() {
+    fn receiver(session: &Arc<Session>, take_over: bool) -> Receiver {
+        match session.attach(take_over) {
             Attach::Receiver(r) => r,
             other => panic!("expected a receiver, got {other:?}"),
+        }
+    }
+
+    fn texts(step: Step<'_>) -> Vec<String> {
+        match step {
+            Step::Messages(batch) => batch.iter().map(|p| p.as_text().unwrap().to_owned()).collect(),
+            other => panic!("expected messages, got {other:?}"),
         }
     }
 
     #[tokio::test]
     async fn one_receiver_at_a_time_and_open_only_once() {
         let s = session(AppKind::Echo);
-        let first = receiver(&s);
+        let first = receiver(&s, false);
         assert!(first.opening());
-        assert!(matches!(s.attach(), Attach::Busy));
+        assert!(matches!(s.attach(false), Attach::Busy));
         first.finish();
-        let second = receiver(&s);
+        let second = receiver(&s, false);
         assert!(!second.opening());
         second.finish();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_newer_receiver_takes_over_and_the_older_is_answered_at_once() {
+        let s = session(AppKind::Echo);
+        let mut held = receiver(&s, true);
+        let mut newer = receiver(&s, true);
+        assert!(matches!(held.next(Duration::from_secs(60)).await, Step::Displaced));
+        held.finish();
+        assert_eq!(s.outbox().close_reason(), None, "a displaced request does not end the session");
+        s.deliver(vec!["a".into()], 100);
+        assert_eq!(texts(newer.next(Duration::from_secs(60)).await), ["a"]);
+        newer.finish();
     }
 
     #[tokio::test]
     async fn messages_then_close_then_close_again() {
         let s = session(AppKind::Echo);
-        s.deliver(vec!["a".into(), "b\u{2028}".into()], 100);
+        s.deliver(vec!["a".into(), "b".into()], 100);
         s.outbox().close(Close::new(3000, "Go away!"));
-        let mut r = receiver(&s);
-        let mut out = Vec::new();
-        assert_eq!(r.next(Duration::from_secs(60), &mut out).await, Step::Messages);
-        assert_eq!(out, br#"a["a","b\u2028"]"#);
-        out.clear();
-        assert_eq!(r.next(Duration::from_secs(60), &mut out).await, Step::Close);
-        assert_eq!(out, br#"c[3000,"Go away!"]"#);
+        let mut r = receiver(&s, false);
+        assert_eq!(texts(r.next(Duration::from_secs(60)).await), ["a", "b"]);
+        assert!(matches!(r.next(Duration::from_secs(60)).await, Step::Close(c) if c == Close::new(3000, "Go away!")));
         r.finish();
         // A closed session never answers busy, and repeats its close.
-        let mut again = receiver(&s);
-        let _other = receiver(&s);
-        out.clear();
-        assert_eq!(again.next(Duration::from_secs(60), &mut out).await, Step::Close);
-        assert_eq!(out, br#"c[3000,"Go away!"]"#);
+        let mut again = receiver(&s, false);
+        let _other = receiver(&s, false);
+        assert!(matches!(again.next(Duration::from_secs(60)).await, Step::Close(c) if c == Close::new(3000, "Go away!")));
+    }
+
+    #[tokio::test]
+    async fn the_close_that_came_with_the_messages_can_be_taken_with_them() {
+        let s = session(AppKind::Echo);
+        s.deliver(vec!["a".into()], 100);
+        s.outbox().close(Close::new(1000, "done"));
+        let mut r = receiver(&s, false);
+        assert_eq!(texts(r.next(Duration::from_secs(60)).await), ["a"]);
+        assert_eq!(r.take_close(), Some(Close::new(1000, "done")));
+        r.finish();
     }
 
     #[tokio::test(start_paused = true)]
-    async fn heartbeat_when_idle() {
+    async fn idle_when_nothing_happens() {
         let s = session(AppKind::Echo);
-        let mut r = receiver(&s);
-        let mut out = Vec::new();
-        assert_eq!(r.next(Duration::from_secs(25), &mut out).await, Step::Heartbeat);
-        assert_eq!(out, b"h");
+        let mut r = receiver(&s, false);
+        assert!(matches!(r.next(Duration::from_secs(25)).await, Step::Idle));
+        r.finish();
+    }
+
+    #[tokio::test]
+    async fn what_is_queued_goes_even_when_no_wait_is_allowed() {
+        let s = session(AppKind::Echo);
+        s.deliver(vec!["a".into()], 100);
+        let mut r = receiver(&s, false);
+        assert_eq!(texts(r.next(Duration::ZERO).await), ["a"]);
+        assert!(matches!(r.next(Duration::ZERO).await, Step::Idle));
         r.finish();
     }
 
     #[tokio::test]
     async fn a_dropped_receiver_interrupts_the_session() {
         let s = session(AppKind::Echo);
-        drop(receiver(&s));
+        drop(receiver(&s, false));
         assert_eq!(s.outbox().close_reason(), Some(interrupted()));
     }
 
@@ -474,7 +537,7 @@ mod tests {
         let registry = Arc::new(Registry::new(4, 2));
         let app = Arc::new(App::in_memory(AppKind::Echo, hub::RoomLimits::NONE));
         let metrics = Metrics::default();
-        let open = |id| Session::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None), metrics.connection("echo", "xhr"), 100, 1 << 20);
+        let open = |id| Session::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None), metrics.connection("echo", "xhr"), 100, 1 << 20, ());
         let (s, created) = registry.get_or_open("abc", open).unwrap();
         assert!(created);
         assert!(!registry.get_or_open("abc", open).unwrap().1);
@@ -484,7 +547,7 @@ mod tests {
         assert!(registry.get_or_open("ghi", open).is_none());
         let delay = Duration::from_secs(5);
         let reaper = tokio::spawn(reap(registry.clone(), s.clone(), delay, Shutdown::default()));
-        let r = receiver(&s);
+        let r = receiver(&s, false);
         tokio::time::sleep(delay * 3).await;
         assert_eq!(registry.len(), 2, "a session with a receiver never expires");
         r.finish();
@@ -494,7 +557,7 @@ mod tests {
         assert!(registry.get("abc").is_none());
         assert_eq!(registry.len(), 1);
         assert!(!registry.is_full());
-        assert!(matches!(s.attach(), Attach::Expired));
+        assert!(matches!(s.attach(false), Attach::Expired));
         assert!(s.app.lock().is_none());
     }
 }
