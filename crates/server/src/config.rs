@@ -72,7 +72,7 @@ pub struct Args {
     #[arg(long, env = "SWITCHBOARD_MAX_SESSIONS")]
     pub max_sessions: Option<usize>,
 
-    /// New SockJS sessions per second one client address may open, with bursts of ten seconds' worth; past it 429 [default: 100]
+    /// New SockJS and BOSH sessions per second one client address may open, with bursts of ten seconds' worth; past it 429 [default: 100]
     #[arg(long, env = "SWITCHBOARD_SESSION_RATE")]
     pub session_rate: Option<u32>,
 
@@ -135,6 +135,18 @@ pub struct Args {
     /// Longest list an XMPP user can make the server keep: contacts in a roster, subscription requests waiting for one user, JIDs a session's directed presence is remembered for, affiliations in one room [default: 1000]
     #[arg(long, env = "SWITCHBOARD_XMPP_LIST_LIMIT")]
     pub xmpp_list_limit: Option<usize>,
+
+    /// Longest a BOSH request (XMPP over HTTP at /http-bind) is held waiting for something to send; a client asking for longer gets this [default: 60s]
+    #[arg(long, env = "SWITCHBOARD_BOSH_WAIT", value_parser = humantime::parse_duration)]
+    pub bosh_wait: Option<Duration>,
+
+    /// How long a BOSH session lives without a request from its client before it ends [default: 60s]
+    #[arg(long, env = "SWITCHBOARD_BOSH_INACTIVITY", value_parser = humantime::parse_duration)]
+    pub bosh_inactivity: Option<Duration>,
+
+    /// Most BOSH sessions held at once; past it, new ones are refused with 503 [default: 10000]
+    #[arg(long, env = "SWITCHBOARD_BOSH_MAX_SESSIONS")]
+    pub bosh_max_sessions: Option<usize>,
 
     /// PEM certificate chain for TLS on the listener (https:// and wss://); needs --tls-key [default: none, plain TCP]
     #[arg(long, env = "SWITCHBOARD_TLS_CERT")]
@@ -250,6 +262,12 @@ pub struct Config {
     pub xmpp_list_limit: usize,
     /// How long a broken XMPP session waits to be resumed.
     pub xmpp_resume_timeout: Duration,
+    /// Longest a BOSH request is held.
+    pub bosh_wait: Duration,
+    /// How long a BOSH session lives without a request.
+    pub bosh_inactivity: Duration,
+    /// Most BOSH sessions at once.
+    pub bosh_max_sessions: usize,
     /// TLS on the listener, if configured.
     pub tls: Option<TlsFiles>,
     /// How clients' tokens are checked, if they must present one.
@@ -307,6 +325,9 @@ impl Default for Config {
             xmpp_registration: 0,
             xmpp_list_limit: 1000,
             xmpp_resume_timeout: Duration::from_secs(300),
+            bosh_wait: Duration::from_secs(60),
+            bosh_inactivity: Duration::from_secs(60),
+            bosh_max_sessions: 10_000,
             tls: None,
             token_key: None,
             mounts: AppKind::ALL.iter().map(|&app| Mount::new(app)).collect(),
@@ -425,6 +446,11 @@ struct File {
     xmpp_list_limit: Option<usize>,
     #[serde(default, with = "humantime_serde")]
     xmpp_resume_timeout: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    bosh_wait: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    bosh_inactivity: Option<Duration>,
+    bosh_max_sessions: Option<usize>,
     session_rate: Option<u32>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
@@ -575,6 +601,9 @@ impl Config {
             xmpp_registration: args.xmpp_registration.or(file.xmpp_registration).unwrap_or(d.xmpp_registration),
             xmpp_list_limit: args.xmpp_list_limit.or(file.xmpp_list_limit).unwrap_or(d.xmpp_list_limit),
             xmpp_resume_timeout: args.xmpp_resume_timeout.or(file.xmpp_resume_timeout).unwrap_or(d.xmpp_resume_timeout),
+            bosh_wait: args.bosh_wait.or(file.bosh_wait).unwrap_or(d.bosh_wait),
+            bosh_inactivity: args.bosh_inactivity.or(file.bosh_inactivity).unwrap_or(d.bosh_inactivity),
+            bosh_max_sessions: args.bosh_max_sessions.or(file.bosh_max_sessions).unwrap_or(d.bosh_max_sessions),
             tls,
             token_key,
             mounts,
@@ -619,6 +648,15 @@ impl Config {
         }
         if self.xmpp_auth_tries == 0 {
             return bad("xmpp_auth_tries must be at least 1".into());
+        }
+        // BOSH speaks in whole seconds.
+        for (name, value) in [("bosh_wait", self.bosh_wait), ("bosh_inactivity", self.bosh_inactivity)] {
+            if value < Duration::from_secs(1) {
+                return bad(format!("{name} must be at least 1s"));
+            }
+        }
+        if self.bosh_max_sessions == 0 {
+            return bad("bosh_max_sessions must be at least 1".into());
         }
         crate::xmpp::Accounts::new(&self.xmpp_accounts).map_err(Error::config)?;
         if self.broker_ttl < Duration::from_secs(1) {

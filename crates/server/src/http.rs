@@ -8,6 +8,8 @@
 //! | `/sockjs.min.js` | the sockjs-client script, for the pages and the SockJS iframe |
 //! | `/<app>/websocket` | native WebSocket |
 //! | `/count/xhr?count=N` | plain HTTP count-down (`{"count":N-1}`) |
+//! | `/http-bind` | XMPP over BOSH (`transport::bosh`) |
+//! | `/xmpp-websocket`, `/.well-known/host-meta` | XMPP over WebSocket and its discovery (`xmpp::websocket`) |
 //! | `/<app>`, `/<app>/info`, `/<app>/iframe*.html`, `/<app>/<server>/<session>/<transport>` | SockJS (`transport::sockjs`) |
 
 use std::convert::Infallible;
@@ -124,6 +126,7 @@ pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connect
         "/healthz" => text_response(StatusCode::OK, "ok\n"),
         sockjs::CLIENT_SCRIPT_PATH => sockjs::client_script(&req),
         "/xmpp-websocket" => crate::xmpp::websocket::upgrade(&mut req, &server, connection.clone()),
+        crate::transport::bosh::PATH => crate::transport::bosh::handle(req, &server, &connection).await,
         "/.well-known/host-meta" => crate::xmpp::websocket::host_meta(&req, &server, false),
         "/.well-known/host-meta.json" => crate::xmpp::websocket::host_meta(&req, &server, true),
         "/metrics" => {

@@ -51,6 +51,8 @@ pub struct ServerState {
     pub link: Option<Arc<cluster::Link>>,
     /// The XMPP service, when XMPP is on.
     pub xmpp: Option<Arc<crate::xmpp::Xmpp>>,
+    /// XMPP over BOSH, when XMPP is on.
+    pub bosh: Option<crate::transport::bosh::Service>,
     tls: Option<TlsAcceptor>,
 }
 
@@ -125,6 +127,7 @@ impl ServerState {
 
         let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
         let tokens = config.token_key.as_ref().map(Verifier::new).transpose()?;
+        let bosh = xmpp.is_some().then(|| crate::transport::bosh::Service::new(config.bosh_max_sessions));
         let session_rates = AddressRates::new(config.session_rate, config.session_rate.saturating_mul(SESSION_BURST_SECONDS));
         Ok(ServerState {
             config,
@@ -136,6 +139,7 @@ impl ServerState {
             tokens,
             link,
             xmpp,
+            bosh,
             tls,
         })
     }
@@ -226,6 +230,9 @@ pub async fn serve_with(
     let state = Arc::new(ServerState::new(config, link, xmpp.any())?);
     for mount in &state.mounts {
         mount.app.serve_for(&state);
+    }
+    if let Some(bosh) = &state.bosh {
+        bosh.serve_for(&state);
     }
     if let Some(service) = state.xmpp.clone() {
         for (listener, direct_tls) in [(xmpp.plain, false), (xmpp.direct_tls, true)] {

@@ -126,13 +126,24 @@ impl App {
             }
             AppKind::Echo => State::Echo,
             AppKind::Count => State::Count,
-            AppKind::Xmpp => match self.server.get().and_then(std::sync::Weak::upgrade) {
-                Some(server) if server.xmpp.is_some() => State::Xmpp(crate::xmpp::sockjs::open(server, client.outbox.clone())),
-                _ => {
-                    client.outbox.close(Close::new(1011, "XMPP is off on this server (--xmpp-listen)"));
-                    State::Closed
-                }
-            },
+            AppKind::Xmpp => return self.xmpp_client(client, crate::xmpp::Framing::Messages),
+        };
+        AppClient { app: self.clone(), client, state }
+    }
+
+    /// Attaches a newly connected XMPP client of a transport that carries
+    /// one element per message (SockJS, BOSH), framed as `framing`.
+    pub fn open_xmpp(self: &Arc<App>, outbox: Arc<Outbox>, framing: crate::xmpp::Framing) -> AppClient {
+        self.xmpp_client(Client { id: next_client_id(), outbox, identity: None }, framing)
+    }
+
+    fn xmpp_client(self: &Arc<App>, client: Client, framing: crate::xmpp::Framing) -> AppClient {
+        let state = match self.server.get().and_then(std::sync::Weak::upgrade) {
+            Some(server) if server.xmpp.is_some() => State::Xmpp(crate::xmpp::bridge::open(server, client.outbox.clone(), framing)),
+            _ => {
+                client.outbox.close(Close::new(1011, "XMPP is off on this server (--xmpp-listen)"));
+                State::Closed
+            }
         };
         AppClient { app: self.clone(), client, state }
     }

@@ -9,16 +9,17 @@
 //! routing between users, MUC (`muc` for its stanzas, `room` for what XMPP
 //! keeps of a room), ping, service discovery, and stream management with
 //! resumption; every other iq is answered `service-unavailable`. One
-//! client's protocol is `session`; `tcp` and `websocket` carry it.
+//! client's protocol is `session`; `tcp` and `websocket` carry it, and
+//! `bridge` hands it the messages of SockJS and BOSH sessions.
 
 mod accounts;
+pub mod bridge;
 mod jid;
 mod muc;
 mod room;
 mod roster;
 mod session;
 mod tcp;
-pub mod sockjs;
 pub mod websocket;
 
 use std::collections::HashMap;
@@ -33,6 +34,7 @@ use crate::server::ServerState;
 
 pub use accounts::{AccountEntry, Accounts};
 pub use jid::Jid;
+pub use session::{FRAMING_CLOSE, FRAMING_NS, Framing};
 
 /// The namespaces the server speaks.
 pub mod ns {

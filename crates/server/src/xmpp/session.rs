@@ -23,6 +23,12 @@ mod rooms;
 /// The namespace of XMPP over WebSocket's `<open/>` and `<close/>`.
 pub const FRAMING_NS: &str = "urn:ietf:params:xml:ns:xmpp-framing";
 
+/// What ends the server's side of a stream over TCP.
+pub const STREAM_CLOSE: &str = "</stream:stream>";
+
+/// What ends the server's side of a stream of single-element messages.
+pub const FRAMING_CLOSE: &str = "<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>";
+
 /// How the session's output is framed for its transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Framing {
@@ -30,6 +36,10 @@ pub enum Framing {
     Stream,
     /// One element per message, each standing alone (RFC 7395).
     Messages,
+    /// Stanzas standing alone, as in `Messages`, carried in BOSH bodies
+    /// (XEP-0206): the body's attributes open and end the stream, so
+    /// nothing else does.
+    Bosh,
 }
 
 impl Framing {
@@ -37,7 +47,7 @@ impl Framing {
     pub fn text(self, element: &Element) -> String {
         match self {
             Framing::Stream => element.to_xml(ns::CLIENT),
-            Framing::Messages => element.to_xml_standalone(),
+            Framing::Messages | Framing::Bosh => element.to_xml_standalone(),
         }
     }
 
@@ -45,21 +55,21 @@ impl Framing {
         Payload::from(self.text(element))
     }
 
-    /// What opens the server's side of the stream.
-    fn open(self, domain: &str, id: &str) -> String {
+    /// What opens the server's side of the stream, if anything does.
+    fn open(self, domain: &str, id: &str) -> Option<String> {
         match self {
-            Framing::Stream => header(domain, id),
-            Framing::Messages => {
-                format!("<open xmlns='{FRAMING_NS}' id='{id}' from='{domain}' version='1.0' xml:lang='en'/>")
-            }
+            Framing::Stream => Some(header(domain, id)),
+            Framing::Messages => Some(format!("<open xmlns='{FRAMING_NS}' id='{id}' from='{domain}' version='1.0' xml:lang='en'/>")),
+            Framing::Bosh => None,
         }
     }
 
-    /// What ends the server's side of the stream.
-    pub fn close(self) -> &'static str {
+    /// What ends the server's side of the stream, if anything does.
+    pub fn close(self) -> Option<&'static str> {
         match self {
-            Framing::Stream => "</stream:stream>",
-            Framing::Messages => "<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>",
+            Framing::Stream => Some(STREAM_CLOSE),
+            Framing::Messages => Some(FRAMING_CLOSE),
+            Framing::Bosh => None,
         }
     }
 }
@@ -289,7 +299,9 @@ impl Session {
             return Err(StreamEnd("unsupported-version", "version='1.0' is required".into()));
         }
         let id = format!("{:016x}", rand::random::<u64>());
-        self.send_text(self.framing.open(&self.xmpp.domain, &id));
+        if let Some(open) = self.framing.open(&self.xmpp.domain, &id) {
+            self.send_text(open);
+        }
         let features = match self.phase {
             Phase::Connected => {
                 self.phase = Phase::Authenticating;
@@ -747,9 +759,10 @@ impl Session {
         Some(text)
     }
 
-    /// What a stream of single-element messages (WebSocket, SockJS) says as
-    /// it ends: what was still queued for the client, the stream error if
-    /// there is one, then `<close/>`.
+    /// What a stream of single-element messages (WebSocket, SockJS, BOSH)
+    /// says as it ends: what was still queued for the client, the stream
+    /// error if there is one, then `<close/>` (BOSH's terminating body says
+    /// that instead).
     pub fn last_words(&mut self, end: StreamEnd) -> Vec<String> {
         let mut batch = Vec::new();
         let mut out = Vec::new();
@@ -760,7 +773,7 @@ impl Session {
         if !condition.is_empty() {
             out.push(self.stream_error(condition, &text));
         }
-        out.push(self.framing.close().to_owned());
+        out.extend(self.framing.close().map(str::to_owned));
         out
     }
 

@@ -10,7 +10,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use wire::xmpp::{Limits, StreamParser};
 
 use super::Xmpp;
-use super::session::{Flow, Framing, Phase, Session, StreamEnd, header, stream_end_for};
+use super::session::{Flow, Framing, Phase, STREAM_CLOSE, Session, StreamEnd, header, stream_end_for};
 use crate::metrics::ConnectionMetrics;
 use crate::server::ServerState;
 
@@ -144,7 +144,7 @@ impl Conn {
     /// one with `conflict` (XEP-0198 §5).
     async fn hand_over<S: AsyncWrite + Unpin>(self, stream: &mut S, reply: super::session::Takeover) {
         let mut out = self.session.stream_error("conflict", "the session was resumed on another connection");
-        out.push_str(Framing::Stream.close());
+        out.push_str(STREAM_CLOSE);
         // The session first: this connection is likely dead, and a write to
         // it may wait long.
         if let Err(mut session) = reply.send(self.session) {
@@ -192,7 +192,7 @@ impl Conn {
             if !condition.is_empty() {
                 out.push_str(&self.session.stream_error(condition, &text));
             }
-            out.push_str(Framing::Stream.close());
+            out.push_str(STREAM_CLOSE);
             let _ = stream.write_all(out.as_bytes()).await;
         }
         let _ = stream.shutdown().await;

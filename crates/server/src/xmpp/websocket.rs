@@ -15,7 +15,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use wire::xmpp::{Limits, StreamParser};
 
-use super::session::{Flow, Framing, Session, StreamEnd, stream_end_for};
+use super::session::{FRAMING_CLOSE, Flow, Framing, Session, StreamEnd, stream_end_for};
 use crate::http::{Body, text_response};
 use crate::server::{Connection, ServerState};
 use crate::transport::websocket::{check_handshake, switching_protocols};
@@ -61,15 +61,19 @@ pub fn host_meta(req: &Request<Incoming>, server: &ServerState, json: bool) -> R
     let Some(host) = host else {
         return text_response(StatusCode::BAD_REQUEST, "A Host header naming this server is needed.");
     };
-    let scheme = if server.config.tls.is_some() { "wss" } else { "ws" };
-    let href = format!("{scheme}://{host}/xmpp-websocket");
+    let tls = server.config.tls.is_some();
+    let websocket = format!("{}://{host}/xmpp-websocket", if tls { "wss" } else { "ws" });
+    let bosh = format!("{}://{host}{}", if tls { "https" } else { "http" }, crate::transport::bosh::PATH);
+    let links = [("urn:xmpp:alt-connections:websocket", websocket), ("urn:xmpp:alt-connections:xbosh", bosh)];
     let mut res = if json {
-        let body = serde_json::json!({"links": [{"rel": "urn:xmpp:alt-connections:websocket", "href": href}]});
-        crate::http::bytes_response(StatusCode::OK, "application/json", body.to_string())
+        let links: Vec<_> = links.iter().map(|(rel, href)| serde_json::json!({"rel": rel, "href": href})).collect();
+        crate::http::bytes_response(StatusCode::OK, "application/json", serde_json::json!({ "links": links }).to_string())
     } else {
-        let body = format!(
-            "<?xml version='1.0' encoding='utf-8'?>\n<XRD xmlns='http://docs.oasis-open.org/ns/xri/xrd-1.0'>\n  <Link rel=\"urn:xmpp:alt-connections:websocket\" href=\"{href}\"/>\n</XRD>\n"
-        );
+        let mut body = "<?xml version='1.0' encoding='utf-8'?>\n<XRD xmlns='http://docs.oasis-open.org/ns/xri/xrd-1.0'>\n".to_owned();
+        for (rel, href) in &links {
+            body.push_str(&format!("  <Link rel=\"{rel}\" href=\"{href}\"/>\n"));
+        }
+        body.push_str("</XRD>\n");
         crate::http::bytes_response(StatusCode::OK, "application/xrd+xml", body)
     };
     // Browsers fetch it from pages on other origins.
@@ -158,7 +162,7 @@ where
                     }
                     let _ = tokio::time::timeout(std::time::Duration::from_secs(1), async {
                         let _ = ws.feed(Message::text(error)).await;
-                        let _ = ws.feed(Message::text(Framing::Messages.close())).await;
+                        let _ = ws.feed(Message::text(FRAMING_CLOSE)).await;
                         let _ = ws.close(None).await;
                     })
                     .await;

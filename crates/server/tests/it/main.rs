@@ -15,5 +15,6 @@ mod security;
 mod sockjs_http;
 mod sockjs_ws;
 mod xmpp;
+mod xmpp_bosh;
 mod xmpp_rooms;
 mod xmpp_sockjs;

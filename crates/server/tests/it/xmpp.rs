@@ -102,10 +102,7 @@ impl Client {
 #[tokio::test]
 async fn an_xmpp_occupant_and_a_chat_client_share_a_room() {
     let server = TestServer::with_xmpp(server::Config::default()).await;
-    let mut alice = server.ws("/chat/websocket").await;
-    alice.send(&json!({"name": "alice", "room": "lobby"}).to_string()).await;
-    assert_eq!(alice.recv_json().await["event"], "members");
-    assert_eq!(alice.recv_json().await["event"], "join");
+    let mut alice = server.chat_member("alice", "lobby").await;
     alice.send(&json!({"message": "before bob"}).to_string()).await;
     assert_eq!(alice.recv_json().await["message"], "before bob");
 
@@ -252,10 +249,7 @@ async fn xmpp_over_websocket_frames_each_element_alone() {
     c.send("<iq xmlns='jabber:client' type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>").await;
     assert_eq!(c.element().await.get("type"), Some("result"));
 
-    let mut alice = server.ws("/chat/websocket").await;
-    alice.send(&json!({"name": "alice", "room": "lobby"}).to_string()).await;
-    assert_eq!(alice.recv_json().await["event"], "members");
-    assert_eq!(alice.recv_json().await["event"], "join");
+    let mut alice = server.chat_member("alice", "lobby").await;
     c.send("<presence xmlns='jabber:client' to='lobby@conference.localhost/dave'/>").await;
     for _ in 0..3 {
         // alice's presence, its own, the subject: each a message of its own, in jabber:client.
@@ -278,15 +272,26 @@ async fn xmpp_over_websocket_frames_each_element_alone() {
 }
 
 #[tokio::test]
-async fn host_meta_says_where_the_websocket_endpoint_is() {
+async fn host_meta_says_where_the_websocket_and_bosh_endpoints_are() {
     let server = TestServer::with_xmpp(server::Config::default()).await;
     // The request's Host header is the server's address.
-    let href = format!("ws://{}/xmpp-websocket", server.addr);
+    let websocket = format!("ws://{}/xmpp-websocket", server.addr);
+    let bosh = format!("http://{}/http-bind", server.addr);
     let xrd = server.http("GET", "/.well-known/host-meta", &[], b"").await;
     assert_eq!(xrd.status(), 200);
-    assert!(xrd.text().contains(&format!(r#"<Link rel="urn:xmpp:alt-connections:websocket" href="{href}"/>"#)), "{}", xrd.text());
+    assert_eq!(
+        xrd.text(),
+        format!(
+            "<?xml version='1.0' encoding='utf-8'?>\n<XRD xmlns='http://docs.oasis-open.org/ns/xri/xrd-1.0'>\n  \
+             <Link rel=\"urn:xmpp:alt-connections:websocket\" href=\"{websocket}\"/>\n  \
+             <Link rel=\"urn:xmpp:alt-connections:xbosh\" href=\"{bosh}\"/>\n</XRD>\n"
+        )
+    );
     let jrd = server.http("GET", "/.well-known/host-meta.json", &[], b"").await;
-    assert_eq!(jrd.text(), format!(r#"{{"links":[{{"href":"{href}","rel":"urn:xmpp:alt-connections:websocket"}}]}}"#));
+    assert_eq!(
+        jrd.text(),
+        format!(r#"{{"links":[{{"href":"{websocket}","rel":"urn:xmpp:alt-connections:websocket"}},{{"href":"{bosh}","rel":"urn:xmpp:alt-connections:xbosh"}}]}}"#)
+    );
     let off = TestServer::start().await;
     assert_eq!(off.http("GET", "/.well-known/host-meta", &[], b"").await.status(), 404);
 }
@@ -429,10 +434,7 @@ async fn a_broken_connection_resumes_and_nothing_unacknowledged_is_lost() {
     };
     let server = TestServer::with_xmpp(config).await;
     let addr = server.xmpp.unwrap();
-    let mut alice = server.ws("/chat/websocket").await;
-    alice.send(&json!({"name": "alice", "room": "lobby"}).to_string()).await;
-    assert_eq!(alice.recv_json().await["event"], "members");
-    assert_eq!(alice.recv_json().await["event"], "join");
+    let mut alice = server.chat_member("alice", "lobby").await;
 
     let mut c = login_account(addr, "fay", "pw").await;
     c.send("<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>r</resource></bind></iq>").await;
@@ -554,10 +556,7 @@ async fn ws_login_account(server: &TestServer, name: &str) -> WsClient {
 async fn a_websocket_session_resumes_on_a_new_websocket() {
     let config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("gil", "pw")], xmpp_plain_unencrypted: true, ..server::Config::default() };
     let server = TestServer::with_xmpp(config).await;
-    let mut alice = server.ws("/chat/websocket").await;
-    alice.send(&json!({"name": "alice", "room": "lobby"}).to_string()).await;
-    assert_eq!(alice.recv_json().await["event"], "members");
-    assert_eq!(alice.recv_json().await["event"], "join");
+    let mut alice = server.chat_member("alice", "lobby").await;
 
     let mut c = ws_login_account(&server, "gil").await;
     c.send("<iq xmlns='jabber:client' type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>").await;

@@ -68,10 +68,7 @@ async fn xmpp_runs_over_sockjs_and_meets_the_chat_app() {
     c.send("<enable xmlns='urn:xmpp:sm:3' resume='true'/>").await;
     assert_eq!(c.element().await.get("id"), None, "enabled, but with no id to resume by");
 
-    let mut alice = server.ws("/chat/websocket").await;
-    alice.send(&json!({"name": "alice", "room": "lobby"}).to_string()).await;
-    assert_eq!(alice.recv_json().await["event"], "members");
-    assert_eq!(alice.recv_json().await["event"], "join");
+    let mut alice = server.chat_member("alice", "lobby").await;
     c.send("<presence xmlns='jabber:client' to='lobby@conference.localhost/sam'/>").await;
     for _ in 0..3 {
         assert_eq!(c.element().await.ns, "jabber:client"); // alice, itself, the subject

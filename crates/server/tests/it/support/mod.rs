@@ -4,7 +4,7 @@
 
 mod raw;
 
-pub use raw::{Raw, Reply};
+pub use raw::{Raw, Reply, request};
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -76,6 +76,16 @@ impl TestServer {
 
     pub async fn ws(&self, path: &str) -> Ws {
         Ws::connect(&self.url(path)).await
+    }
+
+    /// A chat-app client over WebSocket, in `room` as `name`, past its
+    /// `members` and `join` events.
+    pub async fn chat_member(&self, name: &str, room: &str) -> Ws {
+        let mut ws = self.ws("/chat/websocket").await;
+        ws.send(&serde_json::json!({"name": name, "room": room}).to_string()).await;
+        assert_eq!(ws.recv_json().await["event"], "members");
+        assert_eq!(ws.recv_json().await["event"], "join");
+        ws
     }
 
     /// Starts the shutdown and returns the server's task.

@@ -1,10 +1,12 @@
-//! XMPP over SockJS (and over the xmpp mount's plain WebSocket): each
-//! message is one framing element, as RFC 7395 has them over WebSocket. The
-//! SockJS session hands the client's messages to a task that runs its XMPP
-//! session; the task renders what the session is sent and queues it, as
-//! text, for the SockJS session's writer. Sessions over SockJS are not
-//! resumed (XEP-0198): SockJS has its own way back, and its session ends
-//! when SockJS gives up.
+//! XMPP over transports that carry one element per message: SockJS (and
+//! the xmpp mount's plain WebSocket), whose messages are framing elements
+//! as RFC 7395 has them over WebSocket, and BOSH, which hands over each
+//! stanza of a body, and stands for the stream's opening and end with
+//! `<open/>` and `<close/>` of its own. The transport's session hands the
+//! client's messages to a task that runs its XMPP session; the task
+//! renders what the session is sent and queues it, as text, for the
+//! transport's writer. These sessions are not resumed (XEP-0198): SockJS
+//! and BOSH have their own way back, and a session ends when they give up.
 
 use std::sync::Arc;
 
@@ -14,26 +16,33 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 use wire::xmpp::{Limits, StreamParser};
 
 use super::session::{Flow, Framing, Session, StreamEnd, stream_end_for};
+
+/// The close of a BOSH client's outbox when its XMPP stream ends: 1000 with
+/// the stream error's condition as the reason, empty when the client ended
+/// it (BOSH's terminating body names the condition).
+pub fn ended(end: &StreamEnd) -> Close {
+    Close::new(1000, end.0)
+}
 use crate::server::ServerState;
 
 /// Messages from the client the task has not taken yet.
 const INBOUND: usize = 64;
 
 /// Starts a client's XMPP session, whose output goes to `client` (the
-/// SockJS session's outbox); the sender takes the client's messages, and
-/// dropping it ends the session.
-pub fn open(server: Arc<ServerState>, client: Arc<Outbox>) -> mpsc::Sender<Utf8Bytes> {
+/// transport session's outbox) framed as `framing`; the sender takes the
+/// client's messages, and dropping it ends the session. The transport
+/// session counts the messages in its metrics; this task counts nothing.
+pub fn open(server: Arc<ServerState>, client: Arc<Outbox>, framing: Framing) -> mpsc::Sender<Utf8Bytes> {
     let (tx, rx) = mpsc::channel(INBOUND);
     let tracker = server.tracker.clone();
-    tracker.spawn(run(server, client, rx));
+    tracker.spawn(run(server, client, framing, rx));
     tx
 }
 
-async fn run(server: Arc<ServerState>, client: Arc<Outbox>, mut inbound: mpsc::Receiver<Utf8Bytes>) {
+async fn run(server: Arc<ServerState>, client: Arc<Outbox>, framing: Framing, mut inbound: mpsc::Receiver<Utf8Bytes>) {
     let Some(xmpp) = server.xmpp.clone() else { return };
     let own = Arc::new(Outbox::new(server.config.queue_limit));
-    let metrics = server.metrics.connection("xmpp", "sockjs");
-    let mut session = Session::new(server.clone(), Framing::Messages, xmpp, own.clone());
+    let mut session = Session::new(server.clone(), framing, xmpp, own.clone());
     session.may_resume = false;
     let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
     let mut parser = StreamParser::fragments(limits);
@@ -44,10 +53,7 @@ async fn run(server: Arc<ServerState>, client: Arc<Outbox>, mut inbound: mpsc::R
                 // The SockJS session is gone: so is the XMPP session.
                 let Some(text) = text else { break None };
                 parser.feed(text.as_bytes());
-                let before = session.stanzas_in;
-                let flow = session.take_events(&mut parser).await;
-                metrics.received_many(session.stanzas_in - before, text.len());
-                match flow {
+                match session.take_events(&mut parser).await {
                     // Neither STARTTLS nor resumption is offered here.
                     Ok(Flow::Continue | Flow::StartTls | Flow::Resume(..)) => {}
                     Ok(Flow::Closed) => break Some(StreamEnd::closed()),
@@ -55,14 +61,10 @@ async fn run(server: Arc<ServerState>, client: Arc<Outbox>, mut inbound: mpsc::R
                 }
             }
             drained = own.drain(&mut batch) => {
-                let count = batch.len();
-                let mut bytes = 0;
                 for text in batch.drain(..).filter_map(|p| session.render(&p)) {
-                    bytes += text.len();
-                    // A refused push has closed the SockJS session, which drops the sender.
+                    // A refused push has closed the transport's session, which drops the sender.
                     let _ = client.push(Payload::from(text));
                 }
-                metrics.sent(count, bytes);
                 if let Drained::Closed(close) = drained {
                     break Some(stream_end_for(&close));
                 }
@@ -72,9 +74,10 @@ async fn run(server: Arc<ServerState>, client: Arc<Outbox>, mut inbound: mpsc::R
     };
     session.leave_all();
     if let Some(end) = ending {
+        let close = if framing == Framing::Bosh { ended(&end) } else { Close::new(1000, "the XMPP stream ended") };
         for text in session.last_words(end) {
             let _ = client.push(Payload::from(text));
         }
-        client.close(Close::new(1000, "the XMPP stream ended"));
+        client.close(close);
     }
 }
