@@ -3,8 +3,8 @@
 // - slixmpp (PyPI) over TCP with STARTTLS and a self-signed certificate
 //   made here with openssl: login, ping, discovery (conformance/xmpp/
 //   slixmpp_muc.py; `make test` installs slixmpp into build/xmpp/venv);
-// - Strophe.js 5 (npm) in Chromium over XMPP over WebSocket (RFC 7395), and
-//   over each SockJS transport at the /xmpp mount.
+// - Strophe.js 5 (npm) in Chromium over XMPP over WebSocket (RFC 7395), over
+//   BOSH (XEP-0206), and over each SockJS transport at the /xmpp mount.
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -65,13 +65,15 @@ test("slixmpp logs in over STARTTLS (anonymously, and to an account with SCRAM),
 });
 
 /**
- * Strophe.js in Chromium, over RFC 7395 at /xmpp-websocket when `sockjs` is
- * null, else over that sockjs-client transport, forced, to the /xmpp SockJS
- * mount, through a transport plugged in with Strophe's
+ * Strophe.js in Chromium, `via` RFC 7395 at /xmpp-websocket ("websocket"),
+ * BOSH at /http-bind ("bosh", from the page's own origin, so through CORS),
+ * or a sockjs-client transport, forced, to the /xmpp SockJS mount
+ * ("sockjs:<transport>"), through a transport plugged in with Strophe's
  * Connection.addProtocol. Logs in, pings, and talks in `lobby` with a
  * chat-app member.
  */
-async function stropheTalks(sockjs) {
+async function stropheTalks(via) {
+  const sockjs = via.startsWith("sockjs:") ? via.slice("sockjs:".length) : null;
   const pages = await servePages({
     "/": { body: `<!doctype html><script src='/strophe.js'></script><script src='${server.url}/sockjs.min.js'></script>` },
     "/strophe.js": { type: "text/javascript", body: readFileSync(STROPHE) },
@@ -81,14 +83,14 @@ async function stropheTalks(sockjs) {
     const page = await browser.newPage();
     await page.goto(pages.url + "/");
     const base = server.url;
-    const result = await page.evaluate(async ({ base, sockjs }) => {
+    const result = await page.evaluate(async ({ base, via, sockjs }) => {
       // The UMD builds set these globals.
       const { Strophe, $iq, $pres, $msg, SockJS } = window;
       const within = (promise, what) =>
         Promise.race([promise, new Promise((_, reject) => setTimeout(() => reject(new Error(`no ${what} in 20 s`)), 20000))]);
       const log = [];
-      const nick = `strophe-${sockjs || "ws"}`;
-      const chatName = `alice-${sockjs || "ws"}`;
+      const nick = `strophe-${sockjs || via}`;
+      const chatName = `alice-${sockjs || via}`;
       // The chat-app member, in the browser too.
       const alice = new WebSocket(base.replace("http://", "ws://") + "/chat/websocket");
       const aliceHeard = [];
@@ -108,8 +110,10 @@ async function stropheTalks(sockjs) {
       await aliceSees((e) => e.event === "join" && e.name === chatName, "alice's join");
 
       let conn;
-      if (!sockjs) {
+      if (via === "websocket") {
         conn = new Strophe.Connection(base.replace("http://", "ws://") + "/xmpp-websocket");
+      } else if (via === "bosh") {
+        conn = new Strophe.Connection(base + "/http-bind");
       } else {
         // Strophe's WebSocket transport, its socket a SockJS one: each SockJS
         // message is one framing element, as over RFC 7395.
@@ -138,6 +142,7 @@ async function stropheTalks(sockjs) {
       })), "login");
       log.push(`jid ${conn.jid}`);
       if (sockjs) log.push(`over ${conn._proto.socket.transport}`);
+      if (via === "bosh") log.push(`over ${conn._proto instanceof Strophe.Bosh ? "bosh" : "something else"}`);
       await within(new Promise((resolve, reject) => conn.sendIQ($iq({ type: "get", to: "localhost" }).c("ping", { xmlns: "urn:xmpp:ping" }), resolve, reject)), "ping");
       log.push("ping answered");
 
@@ -171,10 +176,12 @@ async function stropheTalks(sockjs) {
       conn.disconnect();
       alice.close();
       return { log, reflected };
-    }, { base, sockjs });
+    }, { base, via, sockjs });
     const expected = ["ping answered", "joined lobby", "alice got strophe's message", "strophe got alice's message", "strophe left"];
     if (sockjs) {
       assert.deepEqual(result.log.slice(1), [`over ${sockjs}`, ...expected], "sockjs-client used the forced transport");
+    } else if (via === "bosh") {
+      assert.deepEqual(result.log.slice(1), ["over bosh", ...expected], "Strophe used BOSH");
     } else {
       assert.deepEqual(result.log.slice(1), expected);
     }
@@ -186,8 +193,10 @@ async function stropheTalks(sockjs) {
   }
 }
 
-test("Strophe.js in Chromium logs in over WebSocket, pings, and chats in a MUC room", () => stropheTalks(null));
+test("Strophe.js in Chromium logs in over WebSocket, pings, and chats in a MUC room", () => stropheTalks("websocket"));
+
+test("Strophe.js in Chromium does the same over BOSH at /http-bind, from another origin", () => stropheTalks("bosh"));
 
 for (const transport of ["websocket", "xhr-streaming", "xhr-polling", "jsonp-polling"]) {
-  test(`Strophe.js in Chromium does the same over SockJS's ${transport} at the /xmpp mount`, () => stropheTalks(transport));
+  test(`Strophe.js in Chromium does the same over SockJS's ${transport} at the /xmpp mount`, () => stropheTalks(`sockjs:${transport}`));
 }
