@@ -188,6 +188,38 @@ async fn past_pushes(c: &mut Client, pushed: &mut Vec<(String, String, Option<St
 }
 
 #[tokio::test]
+async fn removing_a_contact_whose_answer_is_awaited_withdraws_the_request_and_sends_nothing() {
+    let config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw"), server::AccountEntry::new("ben", "pw")], xmpp_plain_unencrypted: true, ..server::Config::default() };
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let mut ann = crate::xmpp::bound_account(addr, "ann", "a").await;
+    let mut ben = crate::xmpp::bound_account(addr, "ben", "b").await;
+    ben.send("<presence/>").await;
+    let (mut ann_pushes, mut ben_pushes) = (Vec::new(), Vec::new());
+    // ann asks; ben does not answer.
+    ann.send("<presence type='subscribe' to='ben@localhost'/>").await;
+    let request = past_pushes(&mut ben, &mut ben_pushes).await;
+    assert_eq!((request.get("type"), request.get("from")), (Some("subscribe"), Some("ann@localhost")));
+    // ann takes ben off her roster (as Smack's tests do between tests).
+    ann.send("<iq type='set' id='r1'><query xmlns='jabber:iq:roster'><item jid='ben@localhost' subscription='remove'/></query></iq>").await;
+    assert_eq!(past_pushes(&mut ann, &mut ann_pushes).await.get("id"), Some("r1"));
+    assert_eq!(std::mem::take(&mut ann_pushes).last().map(|(_, s, _)| s.as_str()), Some("remove"));
+    // No subscription ended, so ann is not told ben went away...
+    ann.send("<iq type='get' id='p1'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(past_pushes(&mut ann, &mut ann_pushes).await.get("id"), Some("p1"));
+    // ...ben is sent nothing, so the next thing from ann is her new request...
+    ann.send("<presence type='subscribe' to='ben@localhost'/>").await;
+    let next = past_pushes(&mut ben, &mut ben_pushes).await;
+    assert_eq!((next.get("type"), next.get("from")), (Some("subscribe"), Some("ann@localhost")), "{next:?}");
+    // ...and the withdrawn request is no longer waiting: one answer approves the new one.
+    ben.send("<presence type='subscribed' to='ann@localhost'/>").await;
+    ben.send("<iq type='get' id='p2'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(past_pushes(&mut ben, &mut ben_pushes).await.get("id"), Some("p2"));
+    let approved = past_pushes(&mut ann, &mut ann_pushes).await;
+    assert_eq!((approved.get("type"), approved.get("from")), (Some("subscribed"), Some("ben@localhost")));
+}
+
+#[tokio::test]
 async fn a_subscription_is_asked_approved_pushed_and_ended_as_rfc_6121_says() {
     let config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw"), server::AccountEntry::new("ben", "pw")], xmpp_plain_unencrypted: true, ..server::Config::default() };
     let server = TestServer::with_xmpp(config).await;

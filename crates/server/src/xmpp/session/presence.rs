@@ -53,10 +53,14 @@ impl Session {
             };
             push(&self.xmpp, &user, Contact::removed(&contact));
             self.reply(iq, None);
-            // RFC 6121 §2.5.2: removing a contact ends the subscriptions both ways.
+            // RFC 6121 §2.5.2: removing a contact ends the subscriptions
+            // there are, both ways. A request not yet answered is not one: it
+            // is withdrawn where it waits, and the contact is sent nothing.
             let bare = |kind| Element::new("presence", ns::CLIENT).attr("type", kind).attr("to", &contact);
-            if removed.subscription.to || removed.ask {
+            if removed.subscription.to {
                 self.subscription(&bare("unsubscribe"), "unsubscribe", &jid);
+            } else if removed.ask {
+                self.xmpp.rosters.answered(&contact, &user);
             }
             if removed.subscription.from {
                 self.subscription(&bare("unsubscribed"), "unsubscribed", &jid);
@@ -208,15 +212,21 @@ impl Session {
                     return;
                 }
                 rosters.answered(&contact, &user);
-                if let Ok(Some(theirs)) = rosters.update(&contact, &user, false, |c| c.subscription.from = false) {
+                let mut had_from = false;
+                if let Ok(Some(theirs)) = rosters.update(&contact, &user, false, |c| {
+                    had_from = c.subscription.from;
+                    c.subscription.from = false;
+                }) {
                     push(&self.xmpp, &contact, theirs.item());
                 }
                 deliver(&self.xmpp, &contact, &stamped);
-                // The contact's presence is no longer this user's to see.
-                let mine = self.jid.as_ref().map(|j| self.xmpp.route(&j.bare())).unwrap_or_default();
-                for r in self.xmpp.available(&contact) {
-                    let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable");
-                    carry_from(&gone, &r.jid, mine.clone());
+                // The contact's presence is no longer this user's to see, if it was.
+                if had_from {
+                    let mine = self.jid.as_ref().map(|j| self.xmpp.route(&j.bare())).unwrap_or_default();
+                    for r in self.xmpp.available(&contact) {
+                        let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable");
+                        carry_from(&gone, &r.jid, mine.clone());
+                    }
                 }
             }
             _ => {
