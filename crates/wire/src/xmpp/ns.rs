@@ -1,0 +1,27 @@
+//! The namespaces XMPP clients and servers speak, named once for both sides.
+
+/// Stanzas of a client stream (RFC 6120 §4.8.3).
+pub const CLIENT: &str = "jabber:client";
+/// The stream's own elements: `<stream:stream/>`, `<stream:features/>`, `<stream:error/>`.
+pub const STREAMS: &str = super::STREAMS_NS;
+/// XMPP over WebSocket's `<open/>` and `<close/>` (RFC 7395 §3.3).
+pub const FRAMING: &str = "urn:ietf:params:xml:ns:xmpp-framing";
+pub const STREAM_ERRORS: &str = "urn:ietf:params:xml:ns:xmpp-streams";
+pub const STANZA_ERRORS: &str = "urn:ietf:params:xml:ns:xmpp-stanzas";
+pub const SASL: &str = "urn:ietf:params:xml:ns:xmpp-sasl";
+pub const TLS: &str = "urn:ietf:params:xml:ns:xmpp-tls";
+pub const SM: &str = "urn:xmpp:sm:3";
+pub const BIND: &str = "urn:ietf:params:xml:ns:xmpp-bind";
+/// RFC 3921's session establishment, which older servers still ask for.
+pub const SESSION: &str = "urn:ietf:params:xml:ns:xmpp-session";
+pub const PING: &str = "urn:xmpp:ping";
+pub const DISCO_INFO: &str = "http://jabber.org/protocol/disco#info";
+pub const DISCO_ITEMS: &str = "http://jabber.org/protocol/disco#items";
+pub const ROSTER: &str = "jabber:iq:roster";
+pub const MUC: &str = "http://jabber.org/protocol/muc";
+pub const MUC_USER: &str = "http://jabber.org/protocol/muc#user";
+pub const MUC_ADMIN: &str = "http://jabber.org/protocol/muc#admin";
+pub const MUC_OWNER: &str = "http://jabber.org/protocol/muc#owner";
+pub const DELAY: &str = "urn:xmpp:delay";
+pub const DATA: &str = "jabber:x:data";
+pub const REGISTER: &str = "jabber:iq:register";
