@@ -25,6 +25,9 @@ enum Kind {
     Timeout,
     /// The connection closed while the scenario still needed it.
     Closed,
+    /// The server turned the bench's client away: credentials it does not accept
+    /// (SASL failure), or an XMPP stream error such as an unknown domain.
+    Refused,
     /// Local I/O: the result file, /proc, the open-file limit.
     Io,
     /// Ctrl-C: the run stopped early; what was measured is still written.
@@ -52,6 +55,9 @@ impl Error {
     }
     pub(crate) fn closed(detail: impl Into<String>) -> Error {
         Error::new(Kind::Closed, detail)
+    }
+    pub(crate) fn refused(detail: impl Into<String>) -> Error {
+        Error::new(Kind::Refused, detail)
     }
     pub(crate) fn cancelled() -> Error {
         Error::new(Kind::Cancelled, "stopped by Ctrl-C")
@@ -84,6 +90,10 @@ impl Error {
     pub fn is_closed(&self) -> bool {
         self.kind == Kind::Closed
     }
+    /// The target turned the client away (wrong password, unknown domain …).
+    pub fn is_refused(&self) -> bool {
+        self.kind == Kind::Refused
+    }
     /// The run was stopped (Ctrl-C) before it finished.
     pub fn is_cancelled(&self) -> bool {
         self.kind == Kind::Cancelled
@@ -103,6 +113,7 @@ impl fmt::Display for Error {
             Kind::UnexpectedReply => "unexpected reply",
             Kind::Timeout => "timed out",
             Kind::Closed => "connection closed",
+            Kind::Refused => "refused by the target",
             Kind::Io => "i/o error",
             Kind::Cancelled => "interrupted",
         };

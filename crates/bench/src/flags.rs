@@ -79,6 +79,8 @@ pub struct PingpongArgs {
     /// Round trips per transport.
     #[arg(long, default_value_t = 100)]
     pub count: u64,
+    #[command(flatten)]
+    pub xmpp: XmppArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -148,6 +150,36 @@ pub struct BroadcastArgs {
     pub levels: Vec<u32>,
     #[command(flatten)]
     pub ramp: RampArgs,
+}
+
+/// Who the XMPP clients are and where they connect. The TCP port and the HTTP paths are on
+/// the target's host: `--target http://HOST:PORT` is the server's HTTP side, and its path
+/// (an app's, such as /echo) does not apply to XMPP.
+#[derive(Debug, Clone, clap::Args)]
+pub struct XmppArgs {
+    /// The XMPP domain the clients log in to.
+    #[arg(long, default_value = "localhost", value_name = "DOMAIN")]
+    pub xmpp_domain: String,
+    /// The MUC service rooms are on [default: conference.<--xmpp-domain>]
+    #[arg(long, value_name = "DOMAIN")]
+    pub xmpp_muc: Option<String>,
+    /// Log in with SASL PLAIN as this account, `{n}` standing for the client's index from 0
+    /// (`bench{n}`: bench0, bench1 …) [default: SASL ANONYMOUS]
+    #[arg(long, value_name = "PATTERN")]
+    pub xmpp_user: Option<String>,
+    /// The password of every --xmpp-user account.
+    #[arg(long, value_name = "PASSWORD")]
+    pub xmpp_password: Option<String>,
+    /// The XMPP client port (xmpp-tcp) on the target's host; with several nodes, one port for
+    /// all or one per node, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "5222", value_name = "PORT[,PORT...]")]
+    pub xmpp_port: Vec<u16>,
+    /// Path of XMPP over WebSocket (RFC 7395, subprotocol `xmpp`) on the target.
+    #[arg(long, default_value = "/xmpp-websocket", value_name = "PATH")]
+    pub xmpp_websocket_path: String,
+    /// Path of the SockJS mount that carries XMPP (the xmpp-sockjs-* transports) on the target.
+    #[arg(long, default_value = "/xmpp", value_name = "PATH")]
+    pub xmpp_sockjs_path: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -251,7 +283,52 @@ pub struct Plan {
     /// `--link`: every connection to the target goes through this emulated link. Always
     /// none for `bench link`, whose settings hold `--link` as the base of the links it builds.
     pub link: Option<crate::linked::LinkFlag>,
+    /// The XMPP flags, for the scenarios that take them.
+    pub xmpp: Option<XmppPlan>,
     pub settings: Settings,
+}
+
+/// The XMPP flags as plain values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct XmppPlan {
+    pub settings: XmppSettings,
+    /// The client port of each node (one for all, or one per node).
+    pub ports: Vec<u16>,
+    pub websocket_path: String,
+    pub sockjs_path: String,
+}
+
+/// Who the bench's XMPP clients are; the result file records it with the run (never the
+/// password).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct XmppSettings {
+    pub domain: String,
+    pub muc_service: String,
+    pub auth: XmppAuth,
+}
+
+/// How XMPP clients authenticate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mechanism", rename_all = "lowercase")]
+pub enum XmppAuth {
+    /// SASL ANONYMOUS: the server makes up each client's JID.
+    Anonymous,
+    /// SASL PLAIN as `user` with `{n}` replaced by the client's index.
+    Plain {
+        user: String,
+        #[serde(skip)]
+        password: String,
+    },
+}
+
+impl XmppAuth {
+    /// The account client `n` logs in as, if any.
+    pub fn user(&self, n: u32) -> Option<String> {
+        match self {
+            XmppAuth::Anonymous => None,
+            XmppAuth::Plain { user, .. } => Some(user.replace("{n}", &n.to_string())),
+        }
+    }
 }
 
 /// Per-scenario plain values; each is written into the result file as `settings`.
@@ -302,9 +379,11 @@ impl Plan {
     /// Turns parsed flags into plain values, checking what clap cannot.
     pub fn from_args(args: Args) -> Result<Plan, Error> {
         let mut spawn_server = false;
+        let mut xmpp = None;
         let (common, app, settings, default_transports) = match args.scenario {
             ScenarioArgs::Pingpong(a) => {
                 positive(a.count, "--count")?;
+                xmpp = Some(xmpp_plan(a.xmpp)?);
                 (a.common, "echo", Settings::Pingpong(PingpongSettings { count: a.count }), vec![TransportKind::Websocket])
             }
             ScenarioArgs::Countdown(a) => {
@@ -372,9 +451,37 @@ impl Plan {
             progress: !common.quiet,
             spawn_server,
             link,
+            xmpp,
             settings,
         })
     }
+}
+
+/// The XMPP flags as plain values, checking what clap cannot.
+fn xmpp_plan(a: XmppArgs) -> Result<XmppPlan, Error> {
+    let auth = match (a.xmpp_user, a.xmpp_password) {
+        (None, None) => XmppAuth::Anonymous,
+        (Some(user), Some(password)) if !user.is_empty() => XmppAuth::Plain { user, password },
+        (Some(_), Some(_)) => return Err(Error::usage("--xmpp-user needs a name (e.g. bench{n})")),
+        (Some(_), None) => return Err(Error::usage("--xmpp-user needs --xmpp-password")),
+        (None, Some(_)) => return Err(Error::usage("--xmpp-password needs --xmpp-user (without both, SASL ANONYMOUS is used)")),
+    };
+    if a.xmpp_domain.is_empty() || a.xmpp_port.is_empty() || a.xmpp_port.contains(&0) {
+        return Err(Error::usage("--xmpp-domain needs a domain and --xmpp-port a port above 0"));
+    }
+    let path = |flag: &str, p: String| {
+        if p.starts_with('/') { Ok(p.trim_end_matches('/').to_string()) } else { Err(Error::usage(format!("{flag} {p:?} must start with /"))) }
+    };
+    Ok(XmppPlan {
+        settings: XmppSettings {
+            muc_service: a.xmpp_muc.unwrap_or_else(|| format!("conference.{}", a.xmpp_domain)),
+            domain: a.xmpp_domain,
+            auth,
+        },
+        ports: a.xmpp_port,
+        websocket_path: path("--xmpp-websocket-path", a.xmpp_websocket_path)?,
+        sockjs_path: path("--xmpp-sockjs-path", a.xmpp_sockjs_path)?,
+    })
 }
 
 fn positive(n: u64, flag: &str) -> Result<(), Error> {

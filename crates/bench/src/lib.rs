@@ -1,6 +1,6 @@
 //! `switchboard bench`: drives any real-time server with the classic workloads
-//! (pingpong, countdown, chat, broadcast) over native WebSocket, SockJS and plain HTTP,
-//! and records latency (HdrHistogram, coordinated omission corrected), throughput,
+//! (pingpong, countdown, chat, broadcast) over native WebSocket, SockJS, plain HTTP and
+//! XMPP, and records latency (HdrHistogram, coordinated omission corrected), throughput,
 //! saturation, and the CPU and memory of the server and of the bench itself.
 //!
 //! `run` is thin: flags become a `Plan` of plain values, `measure` builds the real
@@ -122,12 +122,23 @@ async fn measure_target(
         Ok(nodes) => nodes,
         Err(e) => return Some(e),
     };
+    let nodes = match &plan.xmpp {
+        Some(xmpp) => match xmpp_nodes(nodes, xmpp) {
+            Ok(nodes) => nodes,
+            Err(e) => return Some(e),
+        },
+        None => nodes,
+    };
     let target = nodes[0].clone();
     if nodes.len() > 1 && plan.link.is_some() {
         return Some(Error::usage("--link takes one URL per --target, not several nodes"));
     }
-    let server_pid =
-        server_pid.or_else(|| target.is_local().then(|| resources::pid_listening_on(target.port())).flatten());
+    // The server is whoever listens on the target's port, or on its XMPP port when only
+    // that one is served (a server without HTTP).
+    let local_pid = |port: u16| target.is_local().then(|| resources::pid_listening_on(port)).flatten();
+    let server_pid = server_pid
+        .or_else(|| local_pid(target.port()))
+        .or_else(|| plan.xmpp.as_ref().and_then(|x| local_pid(x.ports[0])));
     // --link: every connection goes through an in-process link, which runs as long as
     // this binding lives.
     let (_link_proxy, target) = match &plan.link {
@@ -147,6 +158,7 @@ async fn measure_target(
         cancel: cancel.clone(),
         progress: progress::Progress::new(plan.progress),
         timeout: plan.timeout,
+        xmpp: plan.xmpp.as_ref().map(|x| x.settings.clone()),
     };
     let mut run = Run {
         target_name: name.to_string(),
@@ -159,11 +171,15 @@ async fn measure_target(
         server_pid,
         transports: Vec::new(),
         link: plan.link.as_ref().map(|f| linked::LinkRecord::new(&f.text, &f.config)),
+        xmpp: None,
         outcome: empty_outcome(&plan.settings),
     };
-    let failure = match resolve_transports(&ctx, &plan.transports, &plan.settings).await {
+    let failure = match resolve_transports(&ctx, &plan.transports, &plan.settings, plan.link.is_some()).await {
         Ok(kinds) => {
             run.transports = kinds.clone();
+            if kinds.iter().any(|k| k.is_xmpp()) {
+                run.xmpp = ctx.xmpp.clone();
+            }
             run_scenario(&ctx, &kinds, &mut run.outcome).await.err()
         }
         Err(e) => Some(e),
@@ -179,6 +195,29 @@ async fn measure_target(
     }
     file.runs.push(run);
     failure
+}
+
+/// Gives each node the XMPP endpoints the flags name: the paths, and its own port (one
+/// for every node, or one per node).
+fn xmpp_nodes(nodes: Vec<Target>, xmpp: &flags::XmppPlan) -> Result<Vec<Target>, Error> {
+    if xmpp.ports.len() != 1 && xmpp.ports.len() != nodes.len() {
+        return Err(Error::usage(format!(
+            "--xmpp-port names {} ports for {} nodes: give one port for all, or one per node",
+            xmpp.ports.len(),
+            nodes.len()
+        )));
+    }
+    Ok(nodes
+        .into_iter()
+        .enumerate()
+        .map(|(i, node)| {
+            node.with_xmpp(target::XmppEndpoints {
+                tcp_port: xmpp.ports[i % xmpp.ports.len()],
+                websocket_path: xmpp.websocket_path.clone(),
+                sockjs_path: xmpp.sockjs_path.clone(),
+            })
+        })
+        .collect())
 }
 
 fn empty_outcome(settings: &Settings) -> Outcome {
@@ -223,18 +262,29 @@ fn outcome_cpu_bound(outcome: &Outcome) -> bool {
     }
 }
 
-/// Which transports a scenario can use at all: `http` only carries count-down.
-fn applies(kind: TransportKind, settings: &Settings) -> bool {
-    kind != TransportKind::Http || matches!(settings, Settings::Countdown(_))
+/// Why a scenario cannot use a transport at all, if it cannot: `http` only carries
+/// count-down, XMPP transports only pingpong.
+fn refuses(kind: TransportKind, settings: &Settings) -> Option<&'static str> {
+    match settings {
+        _ if kind == TransportKind::Http && !matches!(settings, Settings::Countdown(_)) => {
+            Some("only carries the countdown scenario")
+        }
+        Settings::Pingpong(_) => None,
+        _ if kind.is_xmpp() => Some("carries the pingpong scenario only"),
+        _ => None,
+    }
 }
 
 /// Turns `--transport` into the list to run, probing the target for `all`.
-async fn resolve_transports(ctx: &Ctx, choice: &TransportChoice, settings: &Settings) -> Result<Vec<TransportKind>, Error> {
+async fn resolve_transports(ctx: &Ctx, choice: &TransportChoice, settings: &Settings, linked: bool) -> Result<Vec<TransportKind>, Error> {
     match choice {
         TransportChoice::List(kinds) => {
             for &k in kinds {
-                if !applies(k, settings) {
-                    return Err(Error::usage(format!("the {k} transport only carries the countdown scenario")));
+                if let Some(why) = refuses(k, settings) {
+                    return Err(Error::usage(format!("the {k} transport {why}")));
+                }
+                if linked && k == TransportKind::XmppTcp {
+                    return Err(Error::usage("--link carries the target's HTTP port only: xmpp-tcp cannot go through it"));
                 }
                 if ctx.target.is_exact_websocket() && k != TransportKind::Websocket {
                     return Err(Error::usage(format!("the {k} transport needs an http:// --target, not a ws:// URL")));
@@ -249,8 +299,10 @@ async fn resolve_transports(ctx: &Ctx, choice: &TransportChoice, settings: &Sett
             let sockjs = transport::probe_sockjs(&ctx.target, ctx.timeout).await?;
             Ok(TransportKind::ALL
                 .into_iter()
-                // socket.io and centrifuge are other protocol families, never probed: only when named.
-                .filter(|&k| applies(k, settings) && !matches!(k, TransportKind::Socketio | TransportKind::Centrifuge))
+                // socket.io, centrifuge and XMPP are other protocol families, never probed: only when named.
+                .filter(|&k| {
+                    refuses(k, settings).is_none() && !k.is_xmpp() && !matches!(k, TransportKind::Socketio | TransportKind::Centrifuge)
+                })
                 .filter(|&k| !k.is_sockjs() || sockjs.is_some_and(|info| info.websocket || k != TransportKind::SockjsWebsocket))
                 .collect())
         }

@@ -5,6 +5,7 @@ use std::io::{self, Write};
 
 use crate::latency::{LatencySummary, human_us};
 use crate::resources::Resources;
+use crate::flags::XmppAuth;
 use crate::result::{Outcome, ResultFile};
 
 pub(crate) fn print_table(file: &ResultFile, w: &mut impl Write) -> io::Result<()> {
@@ -18,6 +19,13 @@ pub(crate) fn print_table(file: &ResultFile, w: &mut impl Write) -> io::Result<(
         }
         if let Some(link) = &run.link {
             writeln!(w, "over an emulated link: {}", link.description)?;
+        }
+        if let Some(xmpp) = &run.xmpp {
+            let auth = match &xmpp.auth {
+                XmppAuth::Anonymous => "SASL ANONYMOUS".to_string(),
+                XmppAuth::Plain { user, .. } => format!("SASL PLAIN as {user}"),
+            };
+            writeln!(w, "XMPP: domain {}, MUC service {}, {auth}", xmpp.domain, xmpp.muc_service)?;
         }
         let mut t = Table::default();
         match &run.outcome {
@@ -39,6 +47,19 @@ pub(crate) fn print_table(file: &ResultFile, w: &mut impl Write) -> io::Result<(
                         cpu(&r.resources),
                         note(&r.resources),
                     ]);
+                }
+                for r in results {
+                    if let Some(l) = &r.login {
+                        t.note(format!(
+                            "{} connect = login: transport {}, stream {}, SASL {}, restart {}, bind {}",
+                            r.transport,
+                            human_us(l.transport_us as f64),
+                            human_us(l.stream_us as f64),
+                            human_us(l.sasl_us as f64),
+                            human_us(l.restart_us as f64),
+                            human_us(l.bind_us as f64)
+                        ));
+                    }
                 }
             }
             Outcome::Countdown { settings, results } => {

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::flags::{BroadcastSettings, ChatSettings, CountdownSettings, PingpongSettings};
+use crate::flags::{BroadcastSettings, ChatSettings, CountdownSettings, PingpongSettings, XmppSettings};
 use crate::latency::LatencySummary;
 pub use crate::linked::{BytesRow, DelayRow, FailedRow, LinkRecord, LinkSettings, LinkTables, SizeRow, ThroughputRow};
 use crate::resources::Resources;
@@ -66,6 +66,10 @@ pub struct Run {
     /// The emulated link every connection crossed (`--link`); absent without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<LinkRecord>,
+    /// Who the XMPP clients were (domain, MUC service, SASL mechanism and account
+    /// pattern, never the password); absent when no XMPP transport ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xmpp: Option<XmppSettings>,
     #[serde(flatten)]
     pub outcome: Outcome,
 }
@@ -91,8 +95,12 @@ pub enum Outcome {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PingpongResult {
     pub transport: TransportKind,
-    /// TCP connect plus handshake (WebSocket upgrade, SockJS open frame).
+    /// TCP connect plus handshake (WebSocket upgrade, SockJS open frame); for XMPP, the
+    /// whole login, until the session can send stanzas.
     pub connect_us: u64,
+    /// XMPP only: how long each phase of the login took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login: Option<crate::transport::xmpp::Login>,
     /// Round trips completed.
     pub count: u64,
     /// From the first send to the last reply.

@@ -1,6 +1,7 @@
 //! Where the bench points: an app's base URL (`http://127.0.0.1:8080/echo`), from which
 //! each transport derives its own URL, or a `ws://` URL that is used exactly as given so
-//! servers with other URL layouts can be measured too.
+//! servers with other URL layouts can be measured too. XMPP transports use the target's
+//! host: its XMPP client port, and paths on its HTTP port (`XmppEndpoints`).
 
 use crate::Error;
 
@@ -17,6 +18,17 @@ pub struct Target {
     /// Where TCP connections go instead of host:port (an emulated link in front of the
     /// target); URLs and the Host header still name the target.
     connect_to: Option<std::net::SocketAddr>,
+    /// Where the server takes XMPP clients, when the scenario has XMPP flags.
+    xmpp: Option<XmppEndpoints>,
+}
+
+/// Where a server takes XMPP clients: a TCP port on the target's host, and absolute paths
+/// on its HTTP port (not under the target's app path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XmppEndpoints {
+    pub tcp_port: u16,
+    pub websocket_path: String,
+    pub sockjs_path: String,
 }
 
 impl Target {
@@ -41,7 +53,7 @@ impl Target {
             .to_string();
         let port = uri.port_u16().unwrap_or(default_port);
         let path = uri.path().trim_end_matches('/').to_string();
-        Ok(Target { raw: raw.to_string(), exact_websocket, host, port, path, connect_to: None })
+        Ok(Target { raw: raw.to_string(), exact_websocket, host, port, path, connect_to: None, xmpp: None })
     }
 
     /// The URL exactly as the user gave it.
@@ -65,11 +77,12 @@ impl Target {
 
     /// `host:port` for the HTTP `Host` header.
     pub fn authority(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
+        self.host_and(self.port)
+    }
+
+    /// `host:port` with an IPv6 host in brackets.
+    fn host_and(&self, port: u16) -> String {
+        if self.host.contains(':') { format!("[{}]:{port}", self.host) } else { format!("{}:{port}", self.host) }
     }
 
     /// The native WebSocket URL: `<target>/websocket`, or the `ws://` target as given.
@@ -91,6 +104,21 @@ impl Target {
         format!("ws://{}{}{}", self.authority(), self.path, suffix)
     }
 
+    /// The same target, taking XMPP clients at `endpoints`.
+    pub fn with_xmpp(self, endpoints: XmppEndpoints) -> Target {
+        Target { xmpp: Some(endpoints), ..self }
+    }
+
+    /// Where the target takes XMPP clients; a usage error for scenarios without XMPP flags.
+    pub(crate) fn xmpp(&self) -> Result<&XmppEndpoints, crate::Error> {
+        self.xmpp.as_ref().ok_or_else(|| crate::Error::usage("this scenario has no XMPP transports"))
+    }
+
+    /// The same server with `path` as its app prefix (the SockJS mount that carries XMPP).
+    pub(crate) fn at_path(&self, path: &str) -> Target {
+        Target { path: path.trim_end_matches('/').to_string(), ..self.clone() }
+    }
+
     /// The same target reached over TCP at `addr` (e.g. a `--link` proxy in front of it).
     pub fn via(&self, addr: std::net::SocketAddr) -> Target {
         Target { connect_to: Some(addr), ..self.clone() }
@@ -106,6 +134,23 @@ impl Target {
         };
         stream.set_nodelay(true)?;
         Ok(stream)
+    }
+
+    /// Opens a TCP connection to the target's XMPP client port, Nagle off. A `--link` in
+    /// front of the target carries its HTTP port only, so this refuses to go around it.
+    pub(crate) async fn dial_xmpp(&self) -> std::io::Result<tokio::net::TcpStream> {
+        let port = self.xmpp.as_ref().map_or(0, |x| x.tcp_port);
+        if self.connect_to.is_some() {
+            return Err(std::io::Error::other("--link carries the target's HTTP port only, not its XMPP port"));
+        }
+        let stream = tokio::net::TcpStream::connect((self.host.as_str(), port)).await?;
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    }
+
+    /// `host:port` of the XMPP client port, for messages.
+    pub(crate) fn xmpp_authority(&self) -> String {
+        self.host_and(self.xmpp.as_ref().map_or(0, |x| x.tcp_port))
     }
 
     /// Whether the target is on this machine, so its pid can be found from the port.

@@ -14,6 +14,7 @@ mod serve;
 mod socketio;
 mod sockjs;
 mod targets;
+mod xmpp;
 
 use clap::Parser;
 use tokio_util::sync::CancellationToken;

@@ -73,7 +73,7 @@ impl Linked {
 
     /// Opens a connection through the link; returns it with its connect time in µs.
     async fn open(&self, ctx: &Ctx, kind: TransportKind) -> Result<(Connection, u64), Error> {
-        ctx.connect_to(&self.target, kind, self.allowance(ctx, 0)).await
+        ctx.connect_to(&self.target, kind, 0, self.allowance(ctx, 0)).await
     }
 
     /// Waits until the link is idle and returns its counters then.

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::flags::XmppSettings;
 use crate::progress::Progress;
 use crate::resources::Monitor;
 use crate::stamp::Clock;
@@ -32,45 +33,55 @@ pub(crate) struct Ctx {
     pub progress: Progress,
     /// Longest wait for a connection or an expected reply.
     pub timeout: Duration,
+    /// Who XMPP clients are, for scenarios with XMPP flags.
+    pub xmpp: Option<XmppSettings>,
 }
 
 impl Ctx {
     /// Opens a connection and returns it with its connect time in µs.
     pub async fn connect(&self, kind: TransportKind) -> Result<(Connection, u64), Error> {
-        self.connect_to(&self.target, kind, self.timeout).await
+        self.connect_to(&self.target, kind, 0, self.timeout).await
     }
 
     /// Opens the `i`th client's connection, to node `i` mod the number of nodes.
     pub async fn connect_nth(&self, i: u32, kind: TransportKind) -> Result<(Connection, u64), Error> {
         let node = &self.nodes[i as usize % self.nodes.len()];
-        self.connect_to(node, kind, self.timeout).await
+        self.connect_to(node, kind, i, self.timeout).await
     }
 
-    /// Opens a connection to `target` (e.g. the target through a link) within `timeout`
-    /// and returns it with its connect time in µs; Ctrl-C stops the wait.
+    /// Opens client `index`'s connection to `target` (e.g. the target through a link)
+    /// within `timeout` and returns it with its connect time in µs; Ctrl-C stops the wait.
     pub async fn connect_to(
         &self,
         target: &Target,
         kind: TransportKind,
+        index: u32,
         timeout: Duration,
     ) -> Result<(Connection, u64), Error> {
         let t0 = Instant::now();
+        let client = transport::Client { index, xmpp: self.xmpp.as_ref() };
         let conn = tokio::select! {
             _ = self.cancel.cancelled() => return Err(Error::cancelled()),
-            c = transport::connect(target, kind, timeout) => c?,
+            c = transport::connect(target, kind, client, timeout) => c?,
         };
         Ok((conn, t0.elapsed().as_micros() as u64))
     }
 
     /// The next message, or a clear error if the server closes, stalls or Ctrl-C is hit.
     pub async fn recv(&self, rx: &mut Receiver, what: &str) -> Result<Text, Error> {
+        self.expect(rx.recv(), what).await
+    }
+
+    /// What `next` yields, or a clear error if the server closes (`None`), stalls past
+    /// the timeout, or Ctrl-C is hit.
+    pub async fn expect<T>(&self, next: impl Future<Output = Result<Option<T>, Error>>, what: &str) -> Result<T, Error> {
         tokio::select! {
             _ = self.cancel.cancelled() => Err(Error::cancelled()),
-            r = tokio::time::timeout(self.timeout, rx.recv()) => match r {
+            r = tokio::time::timeout(self.timeout, next) => match r {
                 Err(_) => Err(Error::timeout(format!(
                     "no {what} from {} within {:?}", self.target.as_str(), self.timeout
                 ))),
-                Ok(Ok(Some(text))) => Ok(text),
+                Ok(Ok(Some(next))) => Ok(next),
                 Ok(Ok(None)) => Err(Error::closed(format!(
                     "{} closed the connection while waiting for {what}", self.target.as_str()
                 ))),

@@ -1,6 +1,10 @@
 //! pingpong: connect, then N sequential round trips to an echo app. Closed loop by
 //! definition (the next ping waits for the pong), so the round trip is measured from
-//! the actual send; every reply must be byte-identical to its ping.
+//! the actual send; every reply must be byte-identical to its ping. Over an XMPP
+//! transport the connect time covers the whole login (split into its phases), and each
+//! round trip is an XEP-0199 ping to the server, answered by its iq result.
+
+use wire::xmpp::{Element, ns};
 
 use super::{Ctx, excerpt};
 use crate::Error;
@@ -8,7 +12,7 @@ use crate::flags::PingpongSettings;
 use crate::latency::Latency;
 use crate::result::PingpongResult;
 use crate::stamp::Stamp;
-use crate::transport::TransportKind;
+use crate::transport::{Connection, TransportKind};
 
 pub(crate) async fn run(
     ctx: &Ctx,
@@ -25,7 +29,8 @@ pub(crate) async fn run(
         let mut count = 0;
         let mut failure = None;
         for seq in 0..settings.count {
-            match ping(ctx, &mut conn, seq).await {
+            let round_trip_us = if kind.is_xmpp() { xmpp_ping(ctx, &mut conn, seq).await } else { ping(ctx, &mut conn, seq).await };
+            match round_trip_us {
                 Ok(us) => round_trip.record(us),
                 Err(e) => {
                     failure = Some(e);
@@ -40,6 +45,7 @@ pub(crate) async fn run(
         out.push(PingpongResult {
             transport: kind,
             connect_us,
+            login: conn.login(),
             count,
             total_us,
             round_trip: round_trip.summary(),
@@ -52,7 +58,7 @@ pub(crate) async fn run(
     Ok(())
 }
 
-async fn ping(ctx: &Ctx, conn: &mut crate::transport::Connection, seq: u64) -> Result<u64, Error> {
+async fn ping(ctx: &Ctx, conn: &mut Connection, seq: u64) -> Result<u64, Error> {
     let sent_us = ctx.clock.now_us();
     let ping = Stamp { step: 0, sender: 0, seq, intended_us: sent_us, sent_us }.to_text();
     conn.sender.send(&ping).await?;
@@ -66,4 +72,18 @@ async fn ping(ctx: &Ctx, conn: &mut crate::transport::Connection, seq: u64) -> R
         )));
     }
     Ok(rtt)
+}
+
+/// One XEP-0199 ping to the server (`<iq type='get' to='DOMAIN'><ping/></iq>`) and its result.
+async fn xmpp_ping(ctx: &Ctx, conn: &mut Connection, seq: u64) -> Result<u64, Error> {
+    let (Some(tx), Some(rx)) = (conn.sender.xmpp(), conn.receiver.xmpp()) else {
+        return Err(Error::usage("an XMPP ping needs an XMPP transport"));
+    };
+    let domain = ctx.xmpp.as_ref().map_or("", |x| x.domain.as_str());
+    let id = format!("ping{seq}");
+    let ping = Element::new("iq", ns::CLIENT).attr("type", "get").attr("to", domain).attr("id", &id).child(Element::new("ping", ns::PING));
+    let sent_us = ctx.clock.now_us();
+    tx.send_stanza(&ping).await?;
+    ctx.expect(async { rx.result(&id, "ping").await.map(Some) }, "ping result").await?;
+    Ok(ctx.clock.now_us() - sent_us)
 }

@@ -86,7 +86,7 @@ impl Reply {
 
 pub(super) async fn connect(target: &Target) -> Result<super::Connection, Error> {
     let (url, channel) = endpoint(target);
-    let ws = super::websocket::open(target, &url).await?;
+    let ws = super::websocket::open(target, &url, None).await?;
     let (sink, stream) = ws.split();
     let sink = Arc::new(Mutex::new(sink));
     let mut receiver = Receiver { stream, sink: sink.clone(), pending: VecDeque::new(), url: format!("{url} channel {channel}") };

@@ -3,17 +3,22 @@
 //!
 //! The halves are separate so open-loop scenarios can send on schedule from one task
 //! while another task receives; a sender never waits for a reply.
+//!
+//! XMPP transports (`xmpp`) log in as they connect; their application messages are
+//! message bodies, and their halves also speak stanzas.
 
 mod centrifuge;
 mod http;
 mod socketio;
 mod sockjs;
 mod websocket;
+pub mod xmpp;
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::flags::XmppSettings;
 use crate::{Error, Target};
 
 /// One application message as received (cheaply clonable, derefs to `&str`).
@@ -44,11 +49,26 @@ pub enum TransportKind {
     /// Plain keep-alive HTTP requests: a message is the query string of
     /// `GET <target>/xhr?<message>`, the reply is the response body (count-down).
     Http,
+    /// XMPP over TCP (RFC 6120) at the target's host, `--xmpp-port`.
+    XmppTcp,
+    /// XMPP over WebSocket (RFC 7395, subprotocol `xmpp`) at `--xmpp-websocket-path`.
+    XmppWebsocket,
+    /// XMPP over SockJS at `--xmpp-sockjs-path`, each SockJS message one RFC 7395
+    /// element: over SockJS's raw WebSocket endpoint …
+    XmppSockjsWebsocket,
+    /// … xhr_streaming receive + xhr_send …
+    XmppXhrStreaming,
+    /// … xhr polling + xhr_send …
+    XmppXhrPolling,
+    /// … eventsource receive + xhr_send …
+    XmppEventsource,
+    /// … and jsonp polling + jsonp_send.
+    XmppJsonpPolling,
 }
 
 impl TransportKind {
     /// Every transport, in table order.
-    pub const ALL: [TransportKind; 9] = [
+    pub const ALL: [TransportKind; 16] = [
         TransportKind::Websocket,
         TransportKind::SockjsWebsocket,
         TransportKind::XhrStreaming,
@@ -58,6 +78,13 @@ impl TransportKind {
         TransportKind::Socketio,
         TransportKind::Centrifuge,
         TransportKind::Http,
+        TransportKind::XmppTcp,
+        TransportKind::XmppWebsocket,
+        TransportKind::XmppSockjsWebsocket,
+        TransportKind::XmppXhrStreaming,
+        TransportKind::XmppXhrPolling,
+        TransportKind::XmppEventsource,
+        TransportKind::XmppJsonpPolling,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +98,13 @@ impl TransportKind {
             TransportKind::Socketio => "socketio",
             TransportKind::Centrifuge => "centrifuge",
             TransportKind::Http => "http",
+            TransportKind::XmppTcp => "xmpp-tcp",
+            TransportKind::XmppWebsocket => "xmpp-websocket",
+            TransportKind::XmppSockjsWebsocket => "xmpp-sockjs-websocket",
+            TransportKind::XmppXhrStreaming => "xmpp-xhr-streaming",
+            TransportKind::XmppXhrPolling => "xmpp-xhr-polling",
+            TransportKind::XmppEventsource => "xmpp-eventsource",
+            TransportKind::XmppJsonpPolling => "xmpp-jsonp-polling",
         }
     }
 
@@ -78,8 +112,33 @@ impl TransportKind {
         TransportKind::ALL.into_iter().find(|k| k.name() == name)
     }
 
+    /// Whether it is one of SockJS's own transports (carrying an app's messages).
     pub fn is_sockjs(self) -> bool {
-        !matches!(self, TransportKind::Websocket | TransportKind::Http | TransportKind::Socketio | TransportKind::Centrifuge)
+        matches!(
+            self,
+            TransportKind::SockjsWebsocket
+                | TransportKind::XhrStreaming
+                | TransportKind::XhrPolling
+                | TransportKind::Eventsource
+                | TransportKind::JsonpPolling
+        )
+    }
+
+    /// Whether it carries an XMPP session.
+    pub fn is_xmpp(self) -> bool {
+        matches!(self, TransportKind::XmppTcp | TransportKind::XmppWebsocket) || self.sockjs_carrier().is_some()
+    }
+
+    /// The SockJS transport an XMPP-over-SockJS transport rides on.
+    pub fn sockjs_carrier(self) -> Option<TransportKind> {
+        match self {
+            TransportKind::XmppSockjsWebsocket => Some(TransportKind::SockjsWebsocket),
+            TransportKind::XmppXhrStreaming => Some(TransportKind::XhrStreaming),
+            TransportKind::XmppXhrPolling => Some(TransportKind::XhrPolling),
+            TransportKind::XmppEventsource => Some(TransportKind::Eventsource),
+            TransportKind::XmppJsonpPolling => Some(TransportKind::JsonpPolling),
+            _ => None,
+        }
     }
 }
 
@@ -95,29 +154,64 @@ pub struct Connection {
     pub receiver: Receiver,
 }
 
+impl Connection {
+    /// How long each phase of an XMPP login took; `None` for other transports.
+    pub fn login(&self) -> Option<xmpp::Login> {
+        match &self.sender {
+            Sender::Xmpp(s) => Some(s.login()),
+            _ => None,
+        }
+    }
+}
+
+/// Which client opens a connection: its index (XMPP accounts are numbered by it) and, for
+/// XMPP transports, who the clients are.
+#[derive(Debug, Clone, Copy)]
+pub struct Client<'a> {
+    pub index: u32,
+    pub xmpp: Option<&'a XmppSettings>,
+}
+
 /// Opens one client connection (session) of `kind` to `target`, within `timeout`.
-pub async fn connect(target: &Target, kind: TransportKind, timeout: Duration) -> Result<Connection, Error> {
+pub async fn connect(target: &Target, kind: TransportKind, client: Client<'_>, timeout: Duration) -> Result<Connection, Error> {
     let open = async {
         match kind {
-            TransportKind::Websocket => websocket::connect(target, &target.websocket_url(), false).await,
+            TransportKind::Websocket => websocket::connect(target, &target.websocket_url(), false, None).await,
             _ if target.is_exact_websocket() => {
                 Err(Error::usage(format!("the {kind} transport needs an http:// --target, not a ws:// URL")))
             }
             TransportKind::Http => http::connect(target).await,
             TransportKind::Socketio => socketio::connect(target).await,
             TransportKind::Centrifuge => centrifuge::connect(target).await,
-            TransportKind::SockjsWebsocket => {
-                websocket::connect(target, &target.ws_url(&format!("{}/websocket", sockjs::session_path())), true).await
-            }
-            TransportKind::XhrStreaming
+            TransportKind::SockjsWebsocket
+            | TransportKind::XhrStreaming
             | TransportKind::XhrPolling
             | TransportKind::Eventsource
-            | TransportKind::JsonpPolling => sockjs::connect(target, kind).await,
+            | TransportKind::JsonpPolling => sockjs_connect(target, kind).await,
+            TransportKind::XmppTcp
+            | TransportKind::XmppWebsocket
+            | TransportKind::XmppSockjsWebsocket
+            | TransportKind::XmppXhrStreaming
+            | TransportKind::XmppXhrPolling
+            | TransportKind::XmppEventsource
+            | TransportKind::XmppJsonpPolling => {
+                let who = client.xmpp.ok_or_else(|| Error::usage(format!("the {kind} transport needs a scenario with XMPP flags")))?;
+                xmpp::connect(target, kind, who, client.index).await
+            }
         }
     };
     match tokio::time::timeout(timeout, open).await {
         Ok(result) => result,
         Err(_) => Err(Error::timeout(format!("connecting {kind} to {} took over {timeout:?}", target.as_str()))),
+    }
+}
+
+/// A SockJS session of `kind` on the app at `target`.
+async fn sockjs_connect(target: &Target, kind: TransportKind) -> Result<Connection, Error> {
+    if kind == TransportKind::SockjsWebsocket {
+        websocket::connect(target, &target.ws_url(&format!("{}/websocket", sockjs::session_path())), true, None).await
+    } else {
+        sockjs::connect(target, kind).await
     }
 }
 
@@ -128,6 +222,7 @@ pub enum Sender {
     Sockjs(sockjs::Sender),
     Socketio(socketio::Sender),
     Centrifuge(centrifuge::Sender),
+    Xmpp(Box<xmpp::Sender>),
 }
 
 impl Sender {
@@ -139,6 +234,15 @@ impl Sender {
             Sender::Sockjs(s) => s.send(text).await,
             Sender::Socketio(s) => s.send(text).await,
             Sender::Centrifuge(s) => s.send(text).await,
+            Sender::Xmpp(s) => s.send(text).await,
+        }
+    }
+
+    /// The XMPP half, for stanzas.
+    pub fn xmpp(&mut self) -> Option<&mut xmpp::Sender> {
+        match self {
+            Sender::Xmpp(s) => Some(s.as_mut()),
+            _ => None,
         }
     }
 
@@ -148,6 +252,7 @@ impl Sender {
             Sender::Websocket(s) => s.close().await,
             Sender::Socketio(s) => s.close().await,
             Sender::Centrifuge(s) => s.close().await,
+            Sender::Xmpp(s) => s.close().await,
             Sender::Http(_) | Sender::Sockjs(_) => {}
         }
     }
@@ -160,6 +265,7 @@ pub enum Receiver {
     Sockjs(sockjs::Receiver),
     Socketio(socketio::Receiver),
     Centrifuge(centrifuge::Receiver),
+    Xmpp(Box<xmpp::Receiver>),
 }
 
 impl Receiver {
@@ -171,6 +277,15 @@ impl Receiver {
             Receiver::Sockjs(r) => r.recv().await,
             Receiver::Socketio(r) => r.recv().await,
             Receiver::Centrifuge(r) => r.recv().await,
+            Receiver::Xmpp(r) => r.recv().await,
+        }
+    }
+
+    /// The XMPP half, for stanzas.
+    pub fn xmpp(&mut self) -> Option<&mut xmpp::Receiver> {
+        match self {
+            Receiver::Xmpp(r) => Some(r.as_mut()),
+            _ => None,
         }
     }
 }

@@ -62,7 +62,7 @@ pub struct Receiver {
 
 pub(super) async fn connect(target: &Target) -> Result<super::Connection, Error> {
     let (url, namespace) = endpoint(target);
-    let ws = super::websocket::open(target, &url).await?;
+    let ws = super::websocket::open(target, &url, None).await?;
     let (sink, stream) = ws.split();
     let sink = Arc::new(Mutex::new(sink));
     let ns = namespace_prefix(&namespace);

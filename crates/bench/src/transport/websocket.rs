@@ -33,8 +33,9 @@ pub struct Receiver {
 }
 
 /// Connects; with `sockjs`, the connection counts as open once the `o` frame arrived.
-pub(super) async fn connect(target: &Target, url: &str, sockjs: bool) -> Result<super::Connection, Error> {
-    let ws = open(target, url).await?;
+/// `protocol` is the subprotocol to ask for (and that the server must choose).
+pub(super) async fn connect(target: &Target, url: &str, sockjs: bool, protocol: Option<&str>) -> Result<super::Connection, Error> {
+    let ws = open(target, url, protocol).await?;
     let (sink, stream) = ws.split();
     let mut receiver = Receiver { stream, url: url.to_string(), sockjs, pending: VecDeque::new(), opened: false };
     if sockjs {
@@ -62,9 +63,16 @@ fn client_config() -> tungstenite::protocol::WebSocketConfig {
 
 /// The WebSocket handshake for `url` over a TCP connection from `target.dial()`, so a
 /// `--link` in front of the target carries it while the URL and Host stay the target's.
-pub(super) async fn open(target: &Target, url: &str) -> Result<Ws, Error> {
+/// With a `protocol`, the handshake fails unless the server chooses it.
+pub(super) async fn open(target: &Target, url: &str, protocol: Option<&str>) -> Result<Ws, Error> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut request = url.into_client_request().map_err(|e| Error::usage(format!("{url}: {e}")))?;
+    if let Some(protocol) = protocol {
+        let value = http::HeaderValue::from_str(protocol).map_err(|e| Error::usage(format!("subprotocol {protocol:?}: {e}")))?;
+        request.headers_mut().insert(http::header::SEC_WEBSOCKET_PROTOCOL, value);
+    }
     let stream = target.dial().await.map_err(|e| Error::connect(format!("{url}: {e}")))?;
-    let (ws, _response) = tokio_tungstenite::client_async_with_config(url, MaybeTlsStream::Plain(stream), Some(client_config()))
+    let (ws, _response) = tokio_tungstenite::client_async_with_config(request, MaybeTlsStream::Plain(stream), Some(client_config()))
         .await
         .map_err(|e| handshake_error(url, e))?;
     Ok(ws)
@@ -79,6 +87,9 @@ pub(super) fn handshake_error(url: &str, e: tungstenite::Error) -> Error {
         }
         tungstenite::Error::Http(resp) => {
             Error::unexpected(format!("{url} refused the WebSocket upgrade with HTTP {}", resp.status()))
+        }
+        tungstenite::Error::Protocol(tungstenite::error::ProtocolError::SecWebSocketSubProtocolError(e)) => {
+            Error::unexpected(format!("{url}: the server did not take the subprotocol asked for: {e}"))
         }
         other => Error::unexpected(format!("{url}: WebSocket handshake failed: {other}")),
     }

@@ -99,18 +99,39 @@ impl TestServer {
 /// The real `switchboard serve` on a free port, stopped when dropped.
 pub struct Serve {
     pub addr: SocketAddr,
+    /// Its XMPP client port, when started with `with_xmpp`.
+    pub xmpp: Option<SocketAddr>,
     _stop: oneshot::Sender<()>,
 }
 
 impl Serve {
     pub async fn start() -> Serve {
+        Serve::serving(server::Config::default(), None).await
+    }
+
+    /// A server that also takes XMPP clients, on a free port of its own.
+    pub async fn with_xmpp(config: server::Config) -> Serve {
+        let xmpp = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        Serve::serving(config, Some(xmpp)).await
+    }
+
+    async fn serving(config: server::Config, xmpp: Option<TcpListener>) -> Serve {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
+        let xmpp_addr = xmpp.as_ref().map(|l| l.local_addr().expect("addr"));
         let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(server::serve(listener, server::Config::default(), async {
+        let listeners = server::XmppListeners { plain: xmpp, direct_tls: None };
+        tokio::spawn(server::serve_with(listener, listeners, config, async {
             let _ = stopped.await;
         }));
-        Serve { addr, _stop: stop }
+        Serve { addr, xmpp: xmpp_addr, _stop: stop }
+    }
+
+    /// The flags that point XMPP transports at this server: `--target` (its HTTP side)
+    /// and `--xmpp-port`.
+    pub fn xmpp_target(&self) -> [String; 4] {
+        let port = self.xmpp.expect("started with_xmpp").port();
+        ["--target".into(), format!("http://{}", self.addr), "--xmpp-port".into(), port.to_string()]
     }
 
     /// The base URL of one app, e.g. `http://127.0.0.1:PORT/echo`.

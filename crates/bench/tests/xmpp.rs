@@ -1,0 +1,215 @@
+//! XMPP: pingpong over every XMPP transport against the real `switchboard serve`, the
+//! client's bytes against a scripted server, and the clear errors a wrong password,
+//! domain or mechanism gets.
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::support::Serve;
+use crate::{args, json, measure};
+
+const XMPP_TRANSPORTS: [&str; 7] = [
+    "xmpp-tcp",
+    "xmpp-websocket",
+    "xmpp-sockjs-websocket",
+    "xmpp-xhr-streaming",
+    "xmpp-xhr-polling",
+    "xmpp-eventsource",
+    "xmpp-jsonp-polling",
+];
+
+/// `argv` with the flags that point XMPP transports at `serve`.
+fn at(serve: &Serve, argv: &[&str]) -> Vec<String> {
+    argv.iter().map(|s| s.to_string()).chain(serve.xmpp_target()).collect()
+}
+
+async fn measure_at(serve: &Serve, argv: &[&str]) -> (bench::ResultFile, Option<bench::Error>) {
+    let argv = at(serve, argv);
+    measure(&argv.iter().map(String::as_str).collect::<Vec<_>>()).await
+}
+
+/// A server with the accounts bench0 … bench{n-1}, password `bench`, PLAIN allowed
+/// without TLS and no anonymous logins.
+async fn serve_accounts(n: u32) -> Serve {
+    let config = server::Config {
+        xmpp_accounts: (0..n).map(|i| server::AccountEntry::new(&format!("bench{i}"), "bench")).collect(),
+        xmpp_plain_unencrypted: true,
+        xmpp_anonymous: false,
+        ..server::Config::default()
+    };
+    Serve::with_xmpp(config).await
+}
+
+fn u(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+#[tokio::test]
+async fn pingpong_over_every_xmpp_transport() {
+    let serve = Serve::with_xmpp(server::Config::default()).await;
+    let transports = XMPP_TRANSPORTS.join(",");
+    let (file, err) = measure_at(&serve, &["pingpong", "--quiet", "--count", "10", "--transport", &transports]).await;
+    assert!(err.is_none(), "{err:?}");
+    let v = json(&file);
+    let run = &v["runs"][0];
+    assert_eq!(run["xmpp"], serde_json::json!({"domain": "localhost", "muc_service": "conference.localhost", "auth": {"mechanism": "anonymous"}}));
+    let results = run["results"].as_array().expect("results");
+    let ran: Vec<&str> = results.iter().map(|r| r["transport"].as_str().expect("name")).collect();
+    assert_eq!(ran, XMPP_TRANSPORTS);
+    for r in results {
+        assert_eq!(r["count"], 10, "{r:#}");
+        let rt = &r["round_trip"];
+        assert_eq!(rt["count"], 10, "{r:#}");
+        assert!(u(&rt["min_us"]) <= u(&rt["p50_us"]) && u(&rt["p50_us"]) <= u(&rt["p90_us"]), "{r:#}");
+        assert!(u(&rt["p90_us"]) <= u(&rt["p99_us"]) && u(&rt["p99_us"]) <= u(&rt["max_us"]), "{r:#}");
+        // The login's phases are parts of the connect time, each of them measured.
+        let login = &r["login"];
+        let phases = ["transport_us", "stream_us", "sasl_us", "restart_us", "bind_us"];
+        let parts: u64 = phases.iter().map(|p| u(&login[*p])).sum();
+        assert!(parts <= u(&r["connect_us"]), "{r:#}");
+        assert!(phases.iter().all(|p| u(&login[*p]) > 0), "{r:#}");
+    }
+}
+
+#[tokio::test]
+async fn pingpong_logs_in_to_numbered_accounts_with_plain() {
+    let serve = serve_accounts(1).await;
+    let argv = [
+        "pingpong", "--quiet", "--count", "5", "--transport", "xmpp-tcp,xmpp-websocket", "--xmpp-user", "bench{n}",
+        "--xmpp-password", "bench",
+    ];
+    let (file, err) = measure_at(&serve, &argv).await;
+    assert!(err.is_none(), "{err:?}");
+    let v = json(&file);
+    assert_eq!(v["runs"][0]["xmpp"]["auth"], serde_json::json!({"mechanism": "plain", "user": "bench{n}"}));
+    for r in v["runs"][0]["results"].as_array().expect("results") {
+        assert_eq!(r["round_trip"]["count"], 5, "{r:#}");
+    }
+    // The result file never holds the password: `bench` stands only in the pattern and
+    // in the command line the file records as given.
+    let mut written = v.clone();
+    written["command"] = serde_json::Value::Null;
+    assert!(!written.to_string().contains("\"bench\""), "{written:#}");
+}
+
+#[tokio::test]
+async fn a_wrong_password_domain_or_mechanism_is_refused_by_name() {
+    let serve = serve_accounts(1).await;
+    let cases: [(&[&str], &str); 3] = [
+        (&["--xmpp-user", "bench{n}", "--xmpp-password", "wrong"], "SASL PLAIN as bench0 failed with not-authorized"),
+        (&["--xmpp-user", "bench{n}", "--xmpp-password", "bench", "--xmpp-domain", "elsewhere.example"], "host-unknown"),
+        (&[], "does not offer SASL ANONYMOUS (it offers SCRAM-SHA-256, SCRAM-SHA-1, PLAIN)"),
+    ];
+    for (extra, says) in cases {
+        let mut argv = vec!["pingpong", "--quiet", "--count", "1", "--transport", "xmpp-tcp"];
+        argv.extend(extra);
+        let (file, err) = measure_at(&serve, &argv).await;
+        let err = err.expect("must fail");
+        assert!(err.is_refused(), "{err}");
+        assert!(err.to_string().contains(says), "{extra:?}: {err}");
+        assert_eq!(json(&file)["runs"][0]["partial"], true);
+    }
+    // PLAIN in the clear is offered only when the server allows it.
+    let plain_off = Serve::with_xmpp(server::Config { xmpp_accounts: vec![server::AccountEntry::new("bench0", "bench")], ..server::Config::default() }).await;
+    let argv = ["pingpong", "--quiet", "--transport", "xmpp-websocket", "--xmpp-user", "bench0", "--xmpp-password", "bench"];
+    let (_, err) = measure_at(&plain_off, &argv).await;
+    let err = err.expect("must fail");
+    assert!(err.is_refused() && err.to_string().contains("--xmpp-plain-unencrypted true"), "{err}");
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_times_out() {
+    let silent = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = silent.local_addr().expect("addr").port().to_string();
+    let holding = tokio::spawn(async move {
+        let (socket, _) = silent.accept().await.expect("the bench connects");
+        // Held open, never answered, until the test ends.
+        std::future::pending::<()>().await;
+        drop(socket);
+    });
+    let argv = ["pingpong", "--quiet", "--transport", "xmpp-tcp", "--target", "http://127.0.0.1:1", "--xmpp-port", &port, "--timeout", "300ms"];
+    let (_, err) = measure(&argv).await;
+    let err = err.expect("must fail");
+    assert!(err.is_timeout(), "{err}");
+    holding.abort();
+}
+
+#[tokio::test]
+async fn result_files_match_the_schema() {
+    let serve = Serve::with_xmpp(server::Config::default()).await;
+    let dir = std::env::temp_dir().join(format!("bench-xmpp-schema-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let cases: [(&str, &[&str]); 1] = [("pingpong", &["--count", "3", "--transport", "xmpp-tcp"])];
+    for (scenario, extra) in cases {
+        let out = dir.join(format!("{scenario}.json"));
+        let mut argv = vec![scenario, "--quiet", "--out", out.to_str().expect("utf-8")];
+        argv.extend(extra);
+        let argv = at(&serve, &argv);
+        bench::run(args(&argv.iter().map(String::as_str).collect::<Vec<_>>())).await.expect("run succeeds");
+        let v = crate::schema::assert_valid(&out);
+        assert_eq!(v["runs"][0]["scenario"], scenario);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn flags_that_cannot_work_are_usage_errors() {
+    let plan = |argv: &[&str]| bench::Plan::from_args(args(argv));
+    assert!(plan(&["pingpong", "--xmpp-password", "x"]).expect_err("password alone").is_usage());
+    assert!(plan(&["pingpong", "--xmpp-user", "bench{n}"]).expect_err("user alone").is_usage());
+    assert!(plan(&["pingpong", "--xmpp-websocket-path", "ws"]).expect_err("relative path").is_usage());
+    let serve = Serve::with_xmpp(server::Config::default()).await;
+    let cases: [&[&str]; 1] = [&["pingpong", "--quiet", "--transport", "xmpp-tcp", "--link", "rate=1mbit,delay=1ms"]];
+    for argv in cases {
+        let (_, err) = measure_at(&serve, argv).await;
+        assert!(err.as_ref().is_some_and(bench::Error::is_usage), "{argv:?}: {err:?}");
+    }
+    let (_, err) = measure(&["countdown", "--quiet", "--transport", "xmpp-tcp", "--target", &serve.url("count")]).await;
+    assert!(err.as_ref().is_some_and(bench::Error::is_usage), "{err:?}");
+}
+
+/// Reads exactly `expected`'s length from the bench and checks it byte for byte.
+async fn expect(socket: &mut TcpStream, expected: &str) {
+    let mut got = vec![0u8; expected.len()];
+    socket.read_exact(&mut got).await.expect("the bench sent it");
+    assert_eq!(String::from_utf8_lossy(&got), expected);
+}
+
+#[tokio::test]
+async fn the_client_speaks_rfc_6120_to_the_byte() {
+    const HEADER: &str = "<?xml version='1.0'?><stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams' to='localhost' version='1.0' xml:lang='en'>";
+    const SERVER: &str = "<?xml version='1.0'?><stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams' id='s' from='localhost' version='1.0'>";
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port().to_string();
+    let server = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.expect("the bench connects");
+        expect(&mut s, HEADER).await;
+        let features = "<stream:features><mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>PLAIN</mechanism></mechanisms></stream:features>";
+        s.write_all(format!("{SERVER}{features}").as_bytes()).await.expect("write");
+        // base64("\0bench7\0secret")
+        expect(&mut s, r#"<auth xmlns="urn:ietf:params:xml:ns:xmpp-sasl" mechanism="PLAIN">AGJlbmNoNwBzZWNyZXQ=</auth>"#).await;
+        s.write_all(b"<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>").await.expect("write");
+        expect(&mut s, HEADER).await;
+        // A server that still asks for RFC 3921's session.
+        let features = "<stream:features><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/><session xmlns='urn:ietf:params:xml:ns:xmpp-session'/></stream:features>";
+        s.write_all(format!("{SERVER}{features}").as_bytes()).await.expect("write");
+        expect(&mut s, r#"<iq type="set" id="bind"><bind xmlns="urn:ietf:params:xml:ns:xmpp-bind"/></iq>"#).await;
+        s.write_all(b"<iq type='result' id='bind'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><jid>bench7@localhost/r</jid></bind></iq>").await.expect("write");
+        expect(&mut s, r#"<iq type="set" id="session"><session xmlns="urn:ietf:params:xml:ns:xmpp-session"/></iq>"#).await;
+        s.write_all(b"<iq type='result' id='session'/>").await.expect("write");
+        for seq in 0..2 {
+            let ping = format!(r#"<iq type="get" to="localhost" id="ping{seq}"><ping xmlns="urn:xmpp:ping"/></iq>"#);
+            expect(&mut s, &ping).await;
+            s.write_all(format!("<iq type='result' id='ping{seq}' from='localhost'/>").as_bytes()).await.expect("write");
+        }
+        expect(&mut s, "</stream:stream>").await;
+    });
+    let argv = [
+        "pingpong", "--quiet", "--count", "2", "--transport", "xmpp-tcp", "--target", "http://127.0.0.1:1", "--xmpp-port", &port,
+        "--xmpp-user", "bench7", "--xmpp-password", "secret",
+    ];
+    let (file, err) = measure(&argv).await;
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(json(&file)["runs"][0]["results"][0]["count"], 2);
+    server.await.expect("the scripted server saw every byte it expected");
+}
