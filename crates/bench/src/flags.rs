@@ -36,6 +36,9 @@ pub enum ScenarioArgs {
     /// Constrained links against an echo app: round trip vs payload size and vs delay, link
     /// utilisation, bytes on the wire per set-up and per message (links started in-process).
     Link(crate::linked::LinkArgs),
+    /// Broadcast sweep through an XMPP MUC room (XEP-0045): per level, every client joins one
+    /// room, then the send rate ramps until the server saturates.
+    Muc(MucArgs),
 }
 
 /// Flags every scenario takes.
@@ -150,6 +153,19 @@ pub struct BroadcastArgs {
     pub levels: Vec<u32>,
     #[command(flatten)]
     pub ramp: RampArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MucArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Occupants per room, comma-separated; each level joins a fresh room before its ramp.
+    #[arg(long, value_delimiter = ',', default_value = "25,50,100,200,500,1000")]
+    pub levels: Vec<u32>,
+    #[command(flatten)]
+    pub ramp: RampArgs,
+    #[command(flatten)]
+    pub xmpp: XmppArgs,
 }
 
 /// Who the XMPP clients are and where they connect. The TCP port and the HTTP paths are on
@@ -339,6 +355,7 @@ pub enum Settings {
     Chat(ChatSettings),
     Broadcast(BroadcastSettings),
     Link(crate::linked::LinkSettings),
+    Muc(BroadcastSettings),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -422,10 +439,19 @@ impl Plan {
                 let s = a.settings(a.common.link.as_ref())?;
                 (a.common, "echo", Settings::Link(s), vec![TransportKind::Websocket])
             }
+            ScenarioArgs::Muc(a) => {
+                if a.levels.is_empty() || a.levels.contains(&0) {
+                    return Err(Error::usage("--levels needs positive occupant counts"));
+                }
+                xmpp = Some(xmpp_plan(a.xmpp)?);
+                let s = broadcast_settings(a.levels, &a.ramp, false)?;
+                // An XMPP server's HTTP side, not an app: XMPP transports use only its host and port.
+                (a.common, "", Settings::Muc(s), vec![TransportKind::XmppTcp])
+            }
         };
         let mut raw_targets = common.target;
         if raw_targets.is_empty() {
-            raw_targets.push(format!("http://127.0.0.1:8080/{app}"));
+            raw_targets.push(format!("http://127.0.0.1:8080/{app}").trim_end_matches('/').to_string());
         }
         let targets = named_targets(&raw_targets)?;
         if targets.len() > 1 && common.server_pid.is_some() {

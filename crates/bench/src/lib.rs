@@ -1,7 +1,8 @@
 //! `switchboard bench`: drives any real-time server with the classic workloads
-//! (pingpong, countdown, chat, broadcast) over native WebSocket, SockJS, plain HTTP and
-//! XMPP, and records latency (HdrHistogram, coordinated omission corrected), throughput,
-//! saturation, and the CPU and memory of the server and of the bench itself.
+//! (pingpong, countdown, chat, broadcast, and the broadcast sweep through a MUC room)
+//! over native WebSocket, SockJS, plain HTTP and XMPP, and records latency (HdrHistogram,
+//! coordinated omission corrected), throughput, saturation, and the CPU and memory of
+//! the server and of the bench itself.
 //!
 //! `run` is thin: flags become a `Plan` of plain values, `measure` builds the real
 //! objects and runs the scenario, then the table and the result file are written.
@@ -33,6 +34,7 @@ pub use target::Target;
 use flags::{Settings, TransportChoice};
 use result::{Outcome, Run};
 use scenario::Ctx;
+use scenario::broadcast::Fanout;
 use transport::TransportKind;
 
 /// Runs `switchboard bench …`: measures, prints the table, writes `--out`.
@@ -230,6 +232,7 @@ fn empty_outcome(settings: &Settings) -> Outcome {
         }
         Settings::Broadcast(settings) => Outcome::Broadcast { settings, levels: Vec::new(), summary: Vec::new() },
         Settings::Link(settings) => Outcome::Link { settings: Box::new(settings), tables: Default::default() },
+        Settings::Muc(settings) => Outcome::Muc { settings, levels: Vec::new(), summary: Vec::new() },
     }
 }
 
@@ -241,7 +244,12 @@ async fn run_scenario(ctx: &Ctx, kinds: &[TransportKind], outcome: &mut Outcome)
         Outcome::Countdown { settings, results } => scenario::countdown::run(ctx, settings, kinds, results).await,
         Outcome::Chat { settings, results } => scenario::chat::run(ctx, settings, kinds, results).await,
         Outcome::Broadcast { settings, levels, summary } | Outcome::Selftest { settings, levels, summary } => {
-            let r = scenario::broadcast::run(ctx, settings, kinds, levels).await;
+            let r = scenario::broadcast::run(ctx, settings, kinds, Fanout::App, levels).await;
+            *summary = scenario::broadcast::summarise(levels);
+            r
+        }
+        Outcome::Muc { settings, levels, summary } => {
+            let r = scenario::broadcast::run(ctx, settings, kinds, Fanout::Room, levels).await;
             *summary = scenario::broadcast::summarise(levels);
             r
         }
@@ -254,7 +262,7 @@ fn outcome_cpu_bound(outcome: &Outcome) -> bool {
         Outcome::Pingpong { results, .. } => results.iter().any(|r| r.resources.bench_cpu_bound),
         Outcome::Countdown { results, .. } => results.iter().any(|r| r.resources.bench_cpu_bound),
         Outcome::Chat { results, .. } => results.iter().any(|r| r.resources.bench_cpu_bound),
-        Outcome::Broadcast { levels, .. } | Outcome::Selftest { levels, .. } => {
+        Outcome::Broadcast { levels, .. } | Outcome::Selftest { levels, .. } | Outcome::Muc { levels, .. } => {
             levels.iter().flat_map(|l| &l.steps).any(|s| s.resources.bench_cpu_bound)
         }
         // One client at a time on a slow link: the bench idles.
@@ -263,14 +271,15 @@ fn outcome_cpu_bound(outcome: &Outcome) -> bool {
 }
 
 /// Why a scenario cannot use a transport at all, if it cannot: `http` only carries
-/// count-down, XMPP transports only pingpong.
+/// count-down, XMPP transports carry pingpong and muc, and muc only XMPP.
 fn refuses(kind: TransportKind, settings: &Settings) -> Option<&'static str> {
     match settings {
         _ if kind == TransportKind::Http && !matches!(settings, Settings::Countdown(_)) => {
             Some("only carries the countdown scenario")
         }
-        Settings::Pingpong(_) => None,
-        _ if kind.is_xmpp() => Some("carries the pingpong scenario only"),
+        Settings::Muc(_) if !kind.is_xmpp() => Some("is not an XMPP transport: muc needs one (xmpp-tcp, xmpp-websocket …)"),
+        Settings::Pingpong(_) | Settings::Muc(_) => None,
+        _ if kind.is_xmpp() => Some("carries the pingpong and muc scenarios only"),
         _ => None,
     }
 }
@@ -293,6 +302,9 @@ async fn resolve_transports(ctx: &Ctx, choice: &TransportChoice, settings: &Sett
             Ok(kinds.clone())
         }
         TransportChoice::All => {
+            if matches!(settings, Settings::Muc(_)) {
+                return Err(Error::usage("muc takes the XMPP transports by name (--transport xmpp-tcp,xmpp-websocket …), not all"));
+            }
             if ctx.target.is_exact_websocket() {
                 return Ok(vec![TransportKind::Websocket]);
             }

@@ -90,6 +90,8 @@ pub enum Outcome {
         #[serde(flatten)]
         tables: LinkTables,
     },
+    /// The broadcast sweep through XMPP MUC rooms: broadcast's settings and figures.
+    Muc { settings: BroadcastSettings, levels: Vec<BroadcastLevel>, summary: Vec<LevelSummary> },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -188,7 +190,8 @@ pub struct BroadcastStep {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Saturation {
-    /// `timeout`, `dropped`, or `mean`.
+    /// `timeout`, `dropped`, `mean`, `connect` (not every client could connect) or
+    /// `join` (not every client could enter the MUC room).
     pub reason: String,
     /// The total send rate of the step where it happened.
     pub rate: f64,

@@ -1,6 +1,6 @@
-//! XMPP: pingpong over every XMPP transport against the real `switchboard serve`, the
-//! client's bytes against a scripted server, and the clear errors a wrong password,
-//! domain or mechanism gets.
+//! XMPP: pingpong over every XMPP transport and the MUC sweep against the real
+//! `switchboard serve`, the client's bytes against a scripted server, and the clear
+//! errors a wrong password, domain or mechanism gets.
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -135,11 +135,46 @@ async fn a_server_that_never_answers_times_out() {
 }
 
 #[tokio::test]
+async fn muc_every_occupant_receives_every_message() {
+    let serve = Serve::with_xmpp(server::Config::default()).await;
+    let argv = [
+        "muc", "--quiet", "--levels", "3,5", "--start-rate", "30", "--step", "100%", "--max-rate", "60",
+        "--step-seconds", "0.3", "--transport", "xmpp-tcp,xmpp-websocket",
+    ];
+    let (file, err) = measure_at(&serve, &argv).await;
+    assert!(err.is_none(), "{err:?}");
+    let v = json(&file);
+    let run = &v["runs"][0];
+    assert_eq!(run["scenario"], "muc");
+    let levels = run["levels"].as_array().expect("levels");
+    assert_eq!(levels.len(), 4);
+    for (level, (kind, n)) in levels.iter().zip([("xmpp-tcp", 3u64), ("xmpp-tcp", 5), ("xmpp-websocket", 3), ("xmpp-websocket", 5)]) {
+        assert_eq!((level["transport"].as_str(), u(&level["connections"])), (Some(kind), n));
+        assert_eq!(level["saturation"], serde_json::Value::Null, "{level:#}");
+        assert_eq!(level["connect"]["count"], n);
+        let steps = level["steps"].as_array().expect("steps");
+        assert_eq!(steps.len(), 2);
+        for step in steps {
+            let sent = u(&step["sent"]);
+            assert!(sent > 0);
+            assert_eq!(u(&step["expected"]), sent * n);
+            assert_eq!(step["received"], step["expected"], "{step:#}");
+            assert_eq!((u(&step["lost"]), u(&step["missing"])), (0, 0), "{step:#}");
+            assert_eq!(u(&step["round_trip"]["count"]), sent, "{step:#}");
+        }
+    }
+    assert_eq!(run["summary"].as_array().expect("summary").len(), 4);
+}
+
+#[tokio::test]
 async fn result_files_match_the_schema() {
     let serve = Serve::with_xmpp(server::Config::default()).await;
     let dir = std::env::temp_dir().join(format!("bench-xmpp-schema-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp dir");
-    let cases: [(&str, &[&str]); 1] = [("pingpong", &["--count", "3", "--transport", "xmpp-tcp"])];
+    let cases: [(&str, &[&str]); 2] = [
+        ("pingpong", &["--count", "3", "--transport", "xmpp-tcp"]),
+        ("muc", &["--levels", "2", "--start-rate", "20", "--max-rate", "20", "--step-seconds", "0.2"]),
+    ];
     for (scenario, extra) in cases {
         let out = dir.join(format!("{scenario}.json"));
         let mut argv = vec![scenario, "--quiet", "--out", out.to_str().expect("utf-8")];
@@ -159,7 +194,11 @@ async fn flags_that_cannot_work_are_usage_errors() {
     assert!(plan(&["pingpong", "--xmpp-user", "bench{n}"]).expect_err("user alone").is_usage());
     assert!(plan(&["pingpong", "--xmpp-websocket-path", "ws"]).expect_err("relative path").is_usage());
     let serve = Serve::with_xmpp(server::Config::default()).await;
-    let cases: [&[&str]; 1] = [&["pingpong", "--quiet", "--transport", "xmpp-tcp", "--link", "rate=1mbit,delay=1ms"]];
+    let cases: [&[&str]; 3] = [
+        &["muc", "--quiet", "--transport", "websocket"],
+        &["muc", "--quiet", "--transport", "all"],
+        &["pingpong", "--quiet", "--transport", "xmpp-tcp", "--link", "rate=1mbit,delay=1ms"],
+    ];
     for argv in cases {
         let (_, err) = measure_at(&serve, argv).await;
         assert!(err.as_ref().is_some_and(bench::Error::is_usage), "{argv:?}: {err:?}");

@@ -9,6 +9,9 @@
 //!
 //! A level ends at saturation: a message not back at its sender within the loss timeout,
 //! more dropped connections than allowed, or a step whose mean round trip is too high.
+//!
+//! The clients hear each other through a broadcast app, or through an XMPP MUC room that
+//! they join once connected (`Fanout`; `bench muc`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -28,15 +31,43 @@ use crate::transport::{Receiver, Sender, TransportKind};
 /// The step index of the barrier probes sent before the ramp; never counted.
 const PROBE_STEP: u32 = u32::MAX;
 
+/// How a level's clients come to hear each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fanout {
+    /// A broadcast app sends every message to every connected client.
+    App,
+    /// XMPP clients join one MUC room per level, which reflects every groupchat message.
+    Room,
+}
+
+impl Fanout {
+    /// The scenario's name, for progress and errors.
+    fn scenario(self) -> &'static str {
+        match self {
+            Fanout::App => "broadcast",
+            Fanout::Room => "muc",
+        }
+    }
+
+    /// What the target must be for the sweep to work.
+    fn needs(self) -> &'static str {
+        match self {
+            Fanout::App => "a broadcast app",
+            Fanout::Room => "an XMPP server whose MUC rooms reflect every message",
+        }
+    }
+}
+
 pub(crate) async fn run(
     ctx: &Ctx,
     settings: &BroadcastSettings,
     kinds: &[TransportKind],
+    fanout: Fanout,
     out: &mut Vec<BroadcastLevel>,
 ) -> Result<(), Error> {
     for &kind in kinds {
         for &n in &settings.levels {
-            let (level, failure) = run_level(ctx, settings, kind, n).await;
+            let (level, failure) = run_level(ctx, settings, kind, fanout, n).await;
             out.push(level);
             if let Some(e) = failure {
                 return Err(e);
@@ -116,7 +147,8 @@ struct Delivered(AtomicU64);
 /// What one client's sender did per step: (sent, late).
 type SendCounts = Vec<(u64, u64)>;
 
-async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, n: u32) -> (BroadcastLevel, Option<Error>) {
+async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, fanout: Fanout, n: u32) -> (BroadcastLevel, Option<Error>) {
+    let scenario = fanout.scenario();
     let mut level = BroadcastLevel {
         transport: kind,
         connections: n,
@@ -126,8 +158,8 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, n: u32
         max_received_per_s_good_mean: None,
         max_sustainable_received_per_s: None,
     };
-    ctx.progress.step(format!("broadcast {kind}: connecting {n}"), n as u64);
-    let (conns, connect) = match connect_fleet(ctx, kind, n).await {
+    ctx.progress.step(format!("{scenario} {kind}: connecting {n}"), n as u64);
+    let (mut conns, connect) = match connect_fleet(ctx, kind, n).await {
         Ok(c) => c,
         // Nothing connected at all: the target is wrong, not saturated.
         Err((0, e)) => return (level, Some(e)),
@@ -142,6 +174,24 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, n: u32
         }
     };
     level.connect = connect.summary();
+    if fanout == Fanout::Room {
+        ctx.progress.step(format!("{scenario} {kind}: {n} clients joining"), n as u64);
+        let room = match super::muc::room(ctx, kind, n) {
+            Ok(room) => room,
+            Err(e) => return (level, Some(e)),
+        };
+        match super::muc::join_all(ctx, &mut conns, &room).await {
+            Ok(()) => {}
+            // Not even the first could join: the room or the service is wrong, not saturated.
+            Err((0, e)) => return (level, Some(e)),
+            Err((_, e)) if e.is_cancelled() => return (level, Some(e)),
+            Err((done, e)) => {
+                let detail = format!("only {done} of {n} clients could join {room}: {e}");
+                level.saturation = Some(Saturation { reason: "join".into(), rate: 0.0, detail });
+                return (level, None);
+            }
+        }
+    }
     let rates = rates(s);
     let shared = Arc::new(Shared {
         clock: ctx.clock,
@@ -170,8 +220,8 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, n: u32
 
     // Barrier: every client must have received a broadcast before the ramp starts, which
     // proves the app broadcasts and that every subscription is in place.
-    ctx.progress.step(format!("broadcast {kind}: {n} clients subscribing"), n as u64);
-    if let Err(e) = barrier(ctx, &mut senders[0], &shared).await {
+    ctx.progress.step(format!("{scenario} {kind}: {n} clients subscribing"), n as u64);
+    if let Err(e) = barrier(ctx, &mut senders[0], &shared, fanout).await {
         shared.closing.store(true, Ordering::Relaxed);
         shared.stop_receiving.cancel();
         for mut tx in senders {
@@ -185,7 +235,7 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, n: u32
     shared.t0_us.store(t0_us, Ordering::Relaxed);
     let sender_tasks: Vec<_> =
         senders.into_iter().enumerate().map(|(i, tx)| tokio::spawn(send(i as u32, tx, shared.clone()))).collect();
-    let (failure, last_step, ended_us, saturated_step) = watch_steps(ctx, s, kind, &shared, &mut level).await;
+    let (failure, last_step, ended_us, saturated_step) = watch_steps(ctx, s, kind, fanout, &shared, &mut level).await;
 
     // Stop sending, then give what is in flight up to the loss timeout to arrive.
     shared.stop_sending.cancel();
@@ -198,7 +248,7 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, n: u32
         }
     }
     let total_sent: u64 = per_sender.iter().flatten().map(|(sent, _)| sent).sum();
-    ctx.progress.message(format!("broadcast {kind} {n} conns: draining"));
+    ctx.progress.message(format!("{scenario} {kind} {n} conns: draining"));
     let deadline = ctx.clock.now_us() + s.loss_timeout_us;
     while ctx.clock.now_us() < deadline && !ctx.cancel.is_cancelled() {
         let all_back = shared.outstanding.iter().all(|q| q.lock().is_empty());
@@ -263,8 +313,9 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, n: u32
         && let Some(text) = shared.unexpected.lock().clone()
     {
         let e = Error::unexpected(format!(
-            "{} is not a broadcast app: no message came back to its sender; got {text}",
-            ctx.target.as_str()
+            "{} is not {}: no message came back to its sender; got {text}",
+            ctx.target.as_str(),
+            fanout.needs()
         ));
         return (level, Some(e));
     }
@@ -272,7 +323,7 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, n: u32
 }
 
 /// Client 0 broadcasts probes until every client has received one.
-async fn barrier(ctx: &Ctx, sender: &mut Sender, sh: &Shared) -> Result<(), Error> {
+async fn barrier(ctx: &Ctx, sender: &mut Sender, sh: &Shared, fanout: Fanout) -> Result<(), Error> {
     let deadline = ctx.clock.now_us() + ctx.timeout.as_micros() as u64;
     let mut seq = 0;
     loop {
@@ -289,10 +340,11 @@ async fn barrier(ctx: &Ctx, sender: &mut Sender, sh: &Shared) -> Result<(), Erro
         if now > deadline {
             let got = sh.unexpected.lock().clone().map(|t| format!("; got {t}")).unwrap_or_default();
             return Err(Error::unexpected(format!(
-                "only {probed} of {} clients received a broadcast within {:?}; is {} a broadcast app?{got}",
+                "only {probed} of {} clients received a broadcast within {:?}; is {} {}?{got}",
                 sh.n,
                 ctx.timeout,
-                ctx.target.as_str()
+                ctx.target.as_str(),
+                fanout.needs()
             )));
         }
         let probe = Stamp { step: PROBE_STEP, sender: 0, seq, intended_us: now, sent_us: now }.to_text();
@@ -316,6 +368,7 @@ async fn watch_steps(
     ctx: &Ctx,
     s: &BroadcastSettings,
     kind: TransportKind,
+    fanout: Fanout,
     sh: &Shared,
     level: &mut BroadcastLevel,
 ) -> (Option<Error>, usize, u64, Option<usize>) {
@@ -323,7 +376,7 @@ async fn watch_steps(
     let steps = sh.rates.len();
     for (k, &rate) in sh.rates.iter().enumerate() {
         let end = t0 + (k as u64 + 1) * s.step_us;
-        ctx.progress.step(format!("broadcast {kind} {} conns @ {rate:.0} msg/s", sh.n), steps as u64);
+        ctx.progress.step(format!("{} {kind} {} conns @ {rate:.0} msg/s", fanout.scenario(), sh.n), steps as u64);
         ctx.progress.set(k as u64);
         level.steps.push(empty_step(rate));
         let window = ctx.monitor.window();

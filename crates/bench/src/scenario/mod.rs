@@ -5,6 +5,7 @@ pub(crate) mod broadcast;
 pub(crate) mod chat;
 pub(crate) mod countdown;
 pub(crate) mod link;
+pub(crate) mod muc;
 pub(crate) mod pingpong;
 
 use std::time::{Duration, Instant};
@@ -138,6 +139,32 @@ pub(crate) async fn connect_fleet(
         }
     }
     Ok((slots.into_iter().flatten().collect(), connect))
+}
+
+/// Runs `step` on each connection with its index, at most `at_once` at a time, in order of
+/// start; the first failure is returned with how many had succeeded before it.
+pub(crate) async fn on_each<'c, F, Fut>(conns: &'c mut [Connection], at_once: usize, mut step: F) -> Result<(), (u32, Error)>
+where
+    F: FnMut(&'c mut Connection, u32) -> Fut,
+    Fut: Future<Output = Result<(), Error>> + 'c,
+{
+    use futures_util::StreamExt;
+    let mut waiting = conns.iter_mut().zip(0u32..);
+    // Pushed by hand rather than through `buffer_unordered`: its closure over borrowed
+    // connections is a future the compiler cannot prove `Send` for every lifetime.
+    let mut running = futures_util::stream::FuturesUnordered::new();
+    for (conn, i) in waiting.by_ref().take(at_once) {
+        running.push(step(conn, i));
+    }
+    let mut done = 0;
+    while let Some(result) = running.next().await {
+        result.map_err(|e| (done, e))?;
+        done += 1;
+        if let Some((conn, i)) = waiting.next() {
+            running.push(step(conn, i));
+        }
+    }
+    Ok(())
 }
 
 /// Latency figures of one step, merged from every shard.
