@@ -39,6 +39,9 @@ pub enum ScenarioArgs {
     /// Broadcast sweep through an XMPP MUC room (XEP-0045): per level, every client joins one
     /// room, then the send rate ramps until the server saturates.
     Muc(MucArgs),
+    /// Opens N connections (XMPP: logged-in sessions with initial presence), holds them idle,
+    /// and reports the server's RSS per connection.
+    Idle(IdleArgs),
 }
 
 /// Flags every scenario takes.
@@ -164,6 +167,21 @@ pub struct MucArgs {
     pub levels: Vec<u32>,
     #[command(flatten)]
     pub ramp: RampArgs,
+    #[command(flatten)]
+    pub xmpp: XmppArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct IdleArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Connections (sessions) to open and hold, per transport.
+    #[arg(long, default_value_t = 1000)]
+    pub connections: u32,
+    /// How long the connections are held idle once all are open; the server's RSS is read at
+    /// the end of it (e.g. 2s, 10m; a bare number is seconds).
+    #[arg(long, default_value = "2s", value_parser = parse_seconds)]
+    pub hold: Duration,
     #[command(flatten)]
     pub xmpp: XmppArgs,
 }
@@ -356,11 +374,18 @@ pub enum Settings {
     Broadcast(BroadcastSettings),
     Link(crate::linked::LinkSettings),
     Muc(BroadcastSettings),
+    Idle(IdleSettings),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PingpongSettings {
     pub count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IdleSettings {
+    pub connections: u32,
+    pub hold_us: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -447,6 +472,12 @@ impl Plan {
                 let s = broadcast_settings(a.levels, &a.ramp, false)?;
                 // An XMPP server's HTTP side, not an app: XMPP transports use only its host and port.
                 (a.common, "", Settings::Muc(s), vec![TransportKind::XmppTcp])
+            }
+            ScenarioArgs::Idle(a) => {
+                positive(a.connections as u64, "--connections")?;
+                xmpp = Some(xmpp_plan(a.xmpp)?);
+                let s = IdleSettings { connections: a.connections, hold_us: a.hold.as_micros() as u64 };
+                (a.common, "echo", Settings::Idle(s), vec![TransportKind::Websocket])
             }
         };
         let mut raw_targets = common.target;

@@ -1,8 +1,8 @@
 //! `switchboard bench`: drives any real-time server with the classic workloads
-//! (pingpong, countdown, chat, broadcast, and the broadcast sweep through a MUC room)
-//! over native WebSocket, SockJS, plain HTTP and XMPP, and records latency (HdrHistogram,
-//! coordinated omission corrected), throughput, saturation, and the CPU and memory of
-//! the server and of the bench itself.
+//! (pingpong, countdown, chat, broadcast, the broadcast sweep through a MUC room, idle
+//! connections) over native WebSocket, SockJS, plain HTTP and XMPP, and records latency
+//! (HdrHistogram, coordinated omission corrected), throughput, saturation, and the CPU
+//! and memory of the server and of the bench itself.
 //!
 //! `run` is thin: flags become a `Plan` of plain values, `measure` builds the real
 //! objects and runs the scenario, then the table and the result file are written.
@@ -233,6 +233,7 @@ fn empty_outcome(settings: &Settings) -> Outcome {
         Settings::Broadcast(settings) => Outcome::Broadcast { settings, levels: Vec::new(), summary: Vec::new() },
         Settings::Link(settings) => Outcome::Link { settings: Box::new(settings), tables: Default::default() },
         Settings::Muc(settings) => Outcome::Muc { settings, levels: Vec::new(), summary: Vec::new() },
+        Settings::Idle(settings) => Outcome::Idle { settings, results: Vec::new() },
     }
 }
 
@@ -254,6 +255,7 @@ async fn run_scenario(ctx: &Ctx, kinds: &[TransportKind], outcome: &mut Outcome)
             r
         }
         Outcome::Link { settings, tables } => scenario::link::run(ctx, settings, kinds, tables).await,
+        Outcome::Idle { settings, results } => scenario::idle::run(ctx, settings, kinds, results).await,
     }
 }
 
@@ -265,21 +267,22 @@ fn outcome_cpu_bound(outcome: &Outcome) -> bool {
         Outcome::Broadcast { levels, .. } | Outcome::Selftest { levels, .. } | Outcome::Muc { levels, .. } => {
             levels.iter().flat_map(|l| &l.steps).any(|s| s.resources.bench_cpu_bound)
         }
+        Outcome::Idle { results, .. } => results.iter().any(|r| r.resources.bench_cpu_bound),
         // One client at a time on a slow link: the bench idles.
         Outcome::Link { .. } => false,
     }
 }
 
 /// Why a scenario cannot use a transport at all, if it cannot: `http` only carries
-/// count-down, XMPP transports carry pingpong and muc, and muc only XMPP.
+/// count-down, XMPP transports carry pingpong, muc and idle, and muc only XMPP.
 fn refuses(kind: TransportKind, settings: &Settings) -> Option<&'static str> {
     match settings {
         _ if kind == TransportKind::Http && !matches!(settings, Settings::Countdown(_)) => {
             Some("only carries the countdown scenario")
         }
         Settings::Muc(_) if !kind.is_xmpp() => Some("is not an XMPP transport: muc needs one (xmpp-tcp, xmpp-websocket …)"),
-        Settings::Pingpong(_) | Settings::Muc(_) => None,
-        _ if kind.is_xmpp() => Some("carries the pingpong and muc scenarios only"),
+        Settings::Pingpong(_) | Settings::Muc(_) | Settings::Idle(_) => None,
+        _ if kind.is_xmpp() => Some("carries the pingpong, muc and idle scenarios only"),
         _ => None,
     }
 }

@@ -154,6 +154,26 @@ pub(crate) fn print_table(file: &ResultFile, w: &mut impl Write) -> io::Result<(
                 }
             }
             Outcome::Link { settings, tables } => crate::linked::print(settings, tables, w)?,
+            Outcome::Idle { settings, results } => {
+                writeln!(w, "idle: {} connections held {}", settings.connections, human_us(settings.hold_us as f64))?;
+                t.header(&["transport", "opened", "connect p50", "connect max", "dropped", "server rss before", "after", "per connection", "note"]);
+                for r in results {
+                    t.row(vec![
+                        r.transport.to_string(),
+                        r.opened.to_string(),
+                        human_us(r.connect.p50_us as f64),
+                        human_us(r.connect.max_us as f64),
+                        r.dropped.to_string(),
+                        bytes(r.server_rss_before_bytes),
+                        bytes(r.server_rss_after_bytes),
+                        r.server_rss_per_connection_bytes.map_or("-".into(), |b| format!("{:.1}KiB", b / 1024.0)),
+                        note(&r.resources),
+                    ]);
+                    if let Some(why) = &r.first_drop {
+                        t.note(format!("  {}: the first connection the server ended: {why}", r.transport));
+                    }
+                }
+            }
         }
         t.print(w)?;
         if let Outcome::Selftest { levels, .. } = &run.outcome {
@@ -188,7 +208,11 @@ fn cpu(r: &Resources) -> String {
 }
 
 fn rss(r: &Resources) -> String {
-    r.server_rss_max_bytes.map_or("-".into(), |b| format!("{:.1}MiB", b as f64 / 1_048_576.0))
+    bytes(r.server_rss_max_bytes)
+}
+
+fn bytes(b: Option<u64>) -> String {
+    b.map_or("-".into(), |b| format!("{:.1}MiB", b as f64 / 1_048_576.0))
 }
 
 fn note(r: &Resources) -> String {

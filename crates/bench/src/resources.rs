@@ -135,6 +135,11 @@ impl Monitor {
         Monitor { inner }
     }
 
+    /// The server's RSS now (its whole process tree), if its pid is known.
+    pub fn server_rss(&self) -> Option<u64> {
+        self.inner.server_pid.and_then(|pid| tree_usage(pid).1)
+    }
+
     pub fn window(&self) -> Window {
         Window { start: read(self.inner.server_pid) }
     }

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::flags::{BroadcastSettings, ChatSettings, CountdownSettings, PingpongSettings, XmppSettings};
+use crate::flags::{BroadcastSettings, ChatSettings, CountdownSettings, IdleSettings, PingpongSettings, XmppSettings};
 use crate::latency::LatencySummary;
 pub use crate::linked::{BytesRow, DelayRow, FailedRow, LinkRecord, LinkSettings, LinkTables, SizeRow, ThroughputRow};
 use crate::resources::Resources;
@@ -92,6 +92,7 @@ pub enum Outcome {
     },
     /// The broadcast sweep through XMPP MUC rooms: broadcast's settings and figures.
     Muc { settings: BroadcastSettings, levels: Vec<BroadcastLevel>, summary: Vec<LevelSummary> },
+    Idle { settings: IdleSettings, results: Vec<IdleResult> },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -108,6 +109,26 @@ pub struct PingpongResult {
     /// From the first send to the last reply.
     pub total_us: u64,
     pub round_trip: LatencySummary,
+    pub resources: Resources,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IdleResult {
+    pub transport: TransportKind,
+    /// Connections asked for (--connections).
+    pub connections: u32,
+    /// Connections open (XMPP: logged in, initial presence handled) when the hold began.
+    pub opened: u32,
+    pub connect: LatencySummary,
+    /// Connections the server ended during the hold, and the first one's reason.
+    pub dropped: u32,
+    pub first_drop: Option<String>,
+    pub held_s: f64,
+    /// The server's RSS before the first connection opened and at the end of the hold.
+    pub server_rss_before_bytes: Option<u64>,
+    pub server_rss_after_bytes: Option<u64>,
+    /// (after − before) / connections.
+    pub server_rss_per_connection_bytes: Option<f64>,
     pub resources: Resources,
 }
 

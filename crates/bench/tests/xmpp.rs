@@ -1,5 +1,5 @@
-//! XMPP: pingpong over every XMPP transport and the MUC sweep against the real
-//! `switchboard serve`, the client's bytes against a scripted server, and the clear
+//! XMPP: pingpong over every XMPP transport, the MUC sweep and idle sessions against the
+//! real `switchboard serve`, the client's bytes against a scripted server, and the clear
 //! errors a wrong password, domain or mechanism gets.
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -167,13 +167,46 @@ async fn muc_every_occupant_receives_every_message() {
 }
 
 #[tokio::test]
+async fn idle_sessions_are_held_and_measured() {
+    let serve = serve_accounts(12).await;
+    let argv = [
+        "idle", "--quiet", "--connections", "12", "--hold", "0.3", "--transport", "xmpp-tcp,xmpp-websocket",
+        "--xmpp-user", "bench{n}", "--xmpp-password", "bench",
+    ];
+    let (file, err) = measure_at(&serve, &argv).await;
+    assert!(err.is_none(), "{err:?}");
+    let v = json(&file);
+    let results = v["runs"][0]["results"].as_array().expect("results");
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!((u(&r["connections"]), u(&r["opened"]), u(&r["dropped"])), (12, 12, 0), "{r:#}");
+        assert_eq!(r["connect"]["count"], 12);
+        // The server runs in this process, found from its port: its RSS is read.
+        assert!(r["server_rss_before_bytes"].is_u64() && r["server_rss_after_bytes"].is_u64(), "{r:#}");
+        assert!(r["server_rss_per_connection_bytes"].is_number(), "{r:#}");
+    }
+}
+
+#[tokio::test]
+async fn idle_refuses_more_connections_than_open_files() {
+    let serve = Serve::with_xmpp(server::Config::default()).await;
+    let (_, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE).expect("limit");
+    let too_many = u32::try_from(hard).unwrap_or(u32::MAX - 1000) + 1;
+    let argv = ["idle", "--quiet", "--connections", &too_many.to_string(), "--transport", "xmpp-tcp"];
+    let (_, err) = measure_at(&serve, &argv).await;
+    let err = err.expect("must fail");
+    assert!(err.is_usage() && err.to_string().contains("ulimit -n"), "{err}");
+}
+
+#[tokio::test]
 async fn result_files_match_the_schema() {
     let serve = Serve::with_xmpp(server::Config::default()).await;
     let dir = std::env::temp_dir().join(format!("bench-xmpp-schema-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp dir");
-    let cases: [(&str, &[&str]); 2] = [
+    let cases: [(&str, &[&str]); 3] = [
         ("pingpong", &["--count", "3", "--transport", "xmpp-tcp"]),
         ("muc", &["--levels", "2", "--start-rate", "20", "--max-rate", "20", "--step-seconds", "0.2"]),
+        ("idle", &["--connections", "2", "--hold", "0.1", "--transport", "xmpp-tcp"]),
     ];
     for (scenario, extra) in cases {
         let out = dir.join(format!("{scenario}.json"));

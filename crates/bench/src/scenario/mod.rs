@@ -4,6 +4,7 @@
 pub(crate) mod broadcast;
 pub(crate) mod chat;
 pub(crate) mod countdown;
+pub(crate) mod idle;
 pub(crate) mod link;
 pub(crate) mod muc;
 pub(crate) mod pingpong;

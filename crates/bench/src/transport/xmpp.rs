@@ -183,6 +183,18 @@ pub fn iq(kind: &str, id: &str, child: Element) -> Element {
     Element::new("iq", ns::CLIENT).attr("type", kind).attr("id", id).child(child)
 }
 
+/// The answer to a server's XEP-0199 ping, if `stanza` is one.
+pub fn pong(stanza: &Element) -> Option<Element> {
+    if stanza.name != "iq" || stanza.get("type") != Some("get") || stanza.find("ping", ns::PING).is_none() {
+        return None;
+    }
+    let pong = Element::new("iq", ns::CLIENT).attr("type", "result").attr("id", stanza.get("id")?);
+    Some(match stanza.get("from") {
+        Some(from) => pong.attr("to", from),
+        None => pong,
+    })
+}
+
 /// Opens (or restarts) the client's side of the stream and reads the server's header
 /// and stream features.
 async fn open_stream(tx: &mut Sender, rx: &mut Receiver, domain: &str) -> Result<Element, Error> {
@@ -461,6 +473,13 @@ mod tests {
     fn message_heads_to_the_byte() {
         assert_eq!(message_head(Framing::Stream, "r@conference.localhost", "groupchat"), "<message to='r@conference.localhost' type='groupchat'><body>");
         assert_eq!(message_head(Framing::Messages, "o'k@x", "chat"), "<message xmlns='jabber:client' to='o&apos;k@x' type='chat'><body>");
+    }
+
+    #[test]
+    fn a_servers_ping_is_answered() {
+        let ping = iq("get", "s1", Element::new("ping", ns::PING)).attr("from", "localhost");
+        assert_eq!(pong(&ping).map(|p| p.to_xml(ns::CLIENT)).as_deref(), Some(r#"<iq type="result" id="s1" to="localhost"/>"#));
+        assert_eq!(pong(&iq("result", "s1", Element::new("ping", ns::PING))), None);
     }
 
     #[test]
