@@ -520,3 +520,20 @@ fn link_runs_get_their_charts_and_tables() {
     }
     assert!(!r.html.contains("could not be read"));
 }
+
+#[test]
+fn a_muc_sweep_is_drawn_as_a_broadcast_is() {
+    let dir = temp_dir("muc");
+    let muc = edit(
+        &fixture("switchboard-broadcast.json"),
+        &dir.join("muc.json"),
+        |v| {
+            for run in v["runs"].as_array_mut().expect("runs") {
+                run["scenario"] = "muc".into();
+            }
+        },
+    );
+    let r = report::generate(&[muc], "x").expect("renders");
+    assert!(r.charts.iter().any(|c| c == "muc-rt"), "{:?}", r.charts);
+    assert!(r.html.contains("MUC: broadcast through an XMPP room"));
+}

@@ -1,6 +1,7 @@
-//! broadcast (and selftest): per connection level, the send rate ramps up step by step
-//! until the server saturates. The chart is the classic one: mean round trip against
-//! received messages per second, one line per (server, level).
+//! broadcast (and selftest, and muc through an XMPP room): per connection level, the
+//! send rate ramps up step by step until the server saturates. The chart is the classic
+//! one: mean round trip against received messages per second, one line per (server,
+//! level).
 
 use serde::Deserialize;
 
@@ -88,21 +89,44 @@ impl Level {
     }
 }
 
-pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
-    let mut section = if selftest {
-        Section {
-            id: id.to_string(),
-            title: "Selftest: the bench's own receive rate".to_string(),
-            about: "The broadcast ramp against a local switchboard, to find how many messages per second the bench itself can receive; figures above it describe the bench, not the server.".to_string(),
-            ..Section::default()
+/// Which sweep a section shows: they share their figures, not their words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sweep {
+    Broadcast,
+    Selftest,
+    Muc,
+}
+
+impl Sweep {
+    /// The section's title, what it measures, and its chart's title.
+    fn words(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Sweep::Broadcast => (
+                "Broadcast",
+                "Every client receives every message. Per connection level the total send rate grows step by step until the server saturates (messages lost, connections dropped, or the mean round trip too high); each point is one step.",
+                "Broadcast: mean round trip vs received msgs/s",
+            ),
+            Sweep::Selftest => (
+                "Selftest: the bench's own receive rate",
+                "The broadcast ramp against a local switchboard, to find how many messages per second the bench itself can receive; figures above it describe the bench, not the server.",
+                "Selftest: mean round trip vs received msgs/s",
+            ),
+            Sweep::Muc => (
+                "MUC: broadcast through an XMPP room",
+                "The broadcast sweep over XMPP: per level every client logs in and joins one Multi-User Chat room (XEP-0045), and every occupant receives every groupchat message; the send rate grows step by step until the server saturates.",
+                "MUC: mean round trip vs received msgs/s",
+            ),
         }
-    } else {
-        Section {
-            id: id.to_string(),
-            title: "Broadcast".to_string(),
-            about: "Every client receives every message. Per connection level the total send rate grows step by step until the server saturates (messages lost, connections dropped, or the mean round trip too high); each point is one step.".to_string(),
-            ..Section::default()
-        }
+    }
+}
+
+pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], sweep: Sweep) -> Section {
+    let (title, about, chart_title) = sweep.words();
+    let mut section = Section {
+        id: id.to_string(),
+        title: title.to_string(),
+        about: about.to_string(),
+        ..Section::default()
     };
     let parsed: Vec<(&Run, BroadcastRun)> = parse_runs(ctx, runs, &mut section);
     let names = parsed
@@ -112,11 +136,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], selftest: bool) -> Section {
 
     let mut rt = Chart::line(
         format!("{id}-rt"),
-        if selftest {
-            "Selftest: mean round trip vs received msgs/s"
-        } else {
-            "Broadcast: mean round trip vs received msgs/s"
-        },
+        chart_title,
         "received messages per second (all clients)",
         "mean round trip (ms)",
     );

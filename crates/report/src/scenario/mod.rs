@@ -50,11 +50,13 @@ impl Ctx<'_> {
 }
 
 /// The order known scenarios appear in; unknown ones follow in order of appearance.
-const ORDER: [&str; 6] = [
+const ORDER: [&str; 8] = [
     "broadcast",
+    "muc",
     "chat",
     "pingpong",
     "countdown",
+    "idle",
     "selftest",
     "link",
 ];
@@ -80,8 +82,9 @@ pub fn sections(ctx: &Ctx) -> Vec<Section> {
             runs.sort_by_key(|r| r.source);
             let id = unique_id(scenario, &mut ids);
             let mut section = match scenario {
-                "broadcast" => broadcast::section(ctx, &id, &runs, false),
-                "selftest" => broadcast::section(ctx, &id, &runs, true),
+                "broadcast" => broadcast::section(ctx, &id, &runs, broadcast::Sweep::Broadcast),
+                "selftest" => broadcast::section(ctx, &id, &runs, broadcast::Sweep::Selftest),
+                "muc" => broadcast::section(ctx, &id, &runs, broadcast::Sweep::Muc),
                 "chat" => chat::section(ctx, &id, &runs),
                 "pingpong" => pingpong::section(ctx, &id, &runs),
                 "countdown" => countdown::section(ctx, &id, &runs),
