@@ -214,6 +214,13 @@ pub struct XmppArgs {
     /// Path of the SockJS mount that carries XMPP (the xmpp-sockjs-* transports) on the target.
     #[arg(long, default_value = "/xmpp", value_name = "PATH")]
     pub xmpp_sockjs_path: String,
+    /// Path of BOSH (XEP-0124/0206) on the target.
+    #[arg(long, default_value = "/http-bind", value_name = "PATH")]
+    pub bosh_path: String,
+    /// Longest a BOSH request may be held by the server (`wait`, which the server may
+    /// lower), e.g. 60s; a bare number is seconds.
+    #[arg(long, default_value = "60s", value_parser = parse_seconds, value_name = "DURATION")]
+    pub bosh_wait: Duration,
 }
 
 #[derive(Debug, clap::Args)]
@@ -330,6 +337,7 @@ pub struct XmppPlan {
     pub ports: Vec<u16>,
     pub websocket_path: String,
     pub sockjs_path: String,
+    pub bosh_path: String,
 }
 
 /// Who the bench's XMPP clients are; the result file records it with the run (never the
@@ -339,6 +347,8 @@ pub struct XmppSettings {
     pub domain: String,
     pub muc_service: String,
     pub auth: XmppAuth,
+    /// The `wait` BOSH sessions ask for, in whole seconds.
+    pub bosh_wait_s: u64,
 }
 
 /// How XMPP clients authenticate.
@@ -534,10 +544,12 @@ fn xmpp_plan(a: XmppArgs) -> Result<XmppPlan, Error> {
             muc_service: a.xmpp_muc.unwrap_or_else(|| format!("conference.{}", a.xmpp_domain)),
             domain: a.xmpp_domain,
             auth,
+            bosh_wait_s: a.bosh_wait.as_secs().max(1),
         },
         ports: a.xmpp_port,
         websocket_path: path("--xmpp-websocket-path", a.xmpp_websocket_path)?,
         sockjs_path: path("--xmpp-sockjs-path", a.xmpp_sockjs_path)?,
+        bosh_path: path("--bosh-path", a.bosh_path)?,
     })
 }
 

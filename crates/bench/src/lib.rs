@@ -217,6 +217,7 @@ fn xmpp_nodes(nodes: Vec<Target>, xmpp: &flags::XmppPlan) -> Result<Vec<Target>,
                 tcp_port: xmpp.ports[i % xmpp.ports.len()],
                 websocket_path: xmpp.websocket_path.clone(),
                 sockjs_path: xmpp.sockjs_path.clone(),
+                bosh_path: xmpp.bosh_path.clone(),
             })
         })
         .collect())

@@ -29,6 +29,7 @@ pub struct XmppEndpoints {
     pub tcp_port: u16,
     pub websocket_path: String,
     pub sockjs_path: String,
+    pub bosh_path: String,
 }
 
 impl Target {

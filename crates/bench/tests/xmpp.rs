@@ -8,9 +8,10 @@ use tokio::net::{TcpListener, TcpStream};
 use crate::support::Serve;
 use crate::{args, json, measure};
 
-const XMPP_TRANSPORTS: [&str; 7] = [
+const XMPP_TRANSPORTS: [&str; 8] = [
     "xmpp-tcp",
     "xmpp-websocket",
+    "bosh",
     "xmpp-sockjs-websocket",
     "xmpp-xhr-streaming",
     "xmpp-xhr-polling",
@@ -52,7 +53,8 @@ async fn pingpong_over_every_xmpp_transport() {
     assert!(err.is_none(), "{err:?}");
     let v = json(&file);
     let run = &v["runs"][0];
-    assert_eq!(run["xmpp"], serde_json::json!({"domain": "localhost", "muc_service": "conference.localhost", "auth": {"mechanism": "anonymous"}}));
+    let who = serde_json::json!({"domain": "localhost", "muc_service": "conference.localhost", "auth": {"mechanism": "anonymous"}, "bosh_wait_s": 60});
+    assert_eq!(run["xmpp"], who);
     let results = run["results"].as_array().expect("results");
     let ran: Vec<&str> = results.iter().map(|r| r["transport"].as_str().expect("name")).collect();
     assert_eq!(ran, XMPP_TRANSPORTS);
@@ -75,7 +77,7 @@ async fn pingpong_over_every_xmpp_transport() {
 async fn pingpong_logs_in_to_numbered_accounts_with_plain() {
     let serve = serve_accounts(1).await;
     let argv = [
-        "pingpong", "--quiet", "--count", "5", "--transport", "xmpp-tcp,xmpp-websocket", "--xmpp-user", "bench{n}",
+        "pingpong", "--quiet", "--count", "5", "--transport", "xmpp-tcp,xmpp-websocket,bosh", "--xmpp-user", "bench{n}",
         "--xmpp-password", "bench",
     ];
     let (file, err) = measure_at(&serve, &argv).await;
@@ -101,13 +103,15 @@ async fn a_wrong_password_domain_or_mechanism_is_refused_by_name() {
         (&[], "does not offer SASL ANONYMOUS (it offers SCRAM-SHA-256, SCRAM-SHA-1, PLAIN)"),
     ];
     for (extra, says) in cases {
-        let mut argv = vec!["pingpong", "--quiet", "--count", "1", "--transport", "xmpp-tcp"];
-        argv.extend(extra);
-        let (file, err) = measure_at(&serve, &argv).await;
-        let err = err.expect("must fail");
-        assert!(err.is_refused(), "{err}");
-        assert!(err.to_string().contains(says), "{extra:?}: {err}");
-        assert_eq!(json(&file)["runs"][0]["partial"], true);
+        for transport in ["xmpp-tcp", "bosh"] {
+            let mut argv = vec!["pingpong", "--quiet", "--count", "1", "--transport", transport];
+            argv.extend(extra);
+            let (file, err) = measure_at(&serve, &argv).await;
+            let err = err.expect("must fail");
+            assert!(err.is_refused(), "{err}");
+            assert!(err.to_string().contains(says), "{transport} {extra:?}: {err}");
+            assert_eq!(json(&file)["runs"][0]["partial"], true);
+        }
     }
     // PLAIN in the clear is offered only when the server allows it.
     let plain_off = Serve::with_xmpp(server::Config { xmpp_accounts: vec![server::AccountEntry::new("bench0", "bench")], ..server::Config::default() }).await;
@@ -139,7 +143,7 @@ async fn muc_every_occupant_receives_every_message() {
     let serve = Serve::with_xmpp(server::Config::default()).await;
     let argv = [
         "muc", "--quiet", "--levels", "3,5", "--start-rate", "30", "--step", "100%", "--max-rate", "60",
-        "--step-seconds", "0.3", "--transport", "xmpp-tcp,xmpp-websocket",
+        "--step-seconds", "0.3", "--transport", "xmpp-tcp,xmpp-websocket,bosh",
     ];
     let (file, err) = measure_at(&serve, &argv).await;
     assert!(err.is_none(), "{err:?}");
@@ -147,8 +151,9 @@ async fn muc_every_occupant_receives_every_message() {
     let run = &v["runs"][0];
     assert_eq!(run["scenario"], "muc");
     let levels = run["levels"].as_array().expect("levels");
-    assert_eq!(levels.len(), 4);
-    for (level, (kind, n)) in levels.iter().zip([("xmpp-tcp", 3u64), ("xmpp-tcp", 5), ("xmpp-websocket", 3), ("xmpp-websocket", 5)]) {
+    let expected = ["xmpp-tcp", "xmpp-websocket", "bosh"].into_iter().flat_map(|kind| [(kind, 3u64), (kind, 5)]);
+    assert_eq!(levels.len(), 6);
+    for (level, (kind, n)) in levels.iter().zip(expected) {
         assert_eq!((level["transport"].as_str(), u(&level["connections"])), (Some(kind), n));
         assert_eq!(level["saturation"], serde_json::Value::Null, "{level:#}");
         assert_eq!(level["connect"]["count"], n);
@@ -163,21 +168,21 @@ async fn muc_every_occupant_receives_every_message() {
             assert_eq!(u(&step["round_trip"]["count"]), sent, "{step:#}");
         }
     }
-    assert_eq!(run["summary"].as_array().expect("summary").len(), 4);
+    assert_eq!(run["summary"].as_array().expect("summary").len(), 6);
 }
 
 #[tokio::test]
 async fn idle_sessions_are_held_and_measured() {
     let serve = serve_accounts(12).await;
     let argv = [
-        "idle", "--quiet", "--connections", "12", "--hold", "0.3", "--transport", "xmpp-tcp,xmpp-websocket",
+        "idle", "--quiet", "--connections", "12", "--hold", "0.3", "--transport", "xmpp-tcp,xmpp-websocket,bosh",
         "--xmpp-user", "bench{n}", "--xmpp-password", "bench",
     ];
     let (file, err) = measure_at(&serve, &argv).await;
     assert!(err.is_none(), "{err:?}");
     let v = json(&file);
     let results = v["runs"][0]["results"].as_array().expect("results");
-    assert_eq!(results.len(), 2);
+    assert_eq!(results.len(), 3);
     for r in results {
         assert_eq!((u(&r["connections"]), u(&r["opened"]), u(&r["dropped"])), (12, 12, 0), "{r:#}");
         assert_eq!(r["connect"]["count"], 12);

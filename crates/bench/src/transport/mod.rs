@@ -4,9 +4,10 @@
 //! The halves are separate so open-loop scenarios can send on schedule from one task
 //! while another task receives; a sender never waits for a reply.
 //!
-//! XMPP transports (`xmpp`) log in as they connect; their application messages are
-//! message bodies, and their halves also speak stanzas.
+//! XMPP transports (`xmpp`, with `bosh` under it) log in as they connect; their
+//! application messages are message bodies, and their halves also speak stanzas.
 
+mod bosh;
 mod centrifuge;
 mod http;
 mod socketio;
@@ -53,6 +54,8 @@ pub enum TransportKind {
     XmppTcp,
     /// XMPP over WebSocket (RFC 7395, subprotocol `xmpp`) at `--xmpp-websocket-path`.
     XmppWebsocket,
+    /// XMPP over BOSH (XEP-0124/0206) at `--bosh-path`.
+    Bosh,
     /// XMPP over SockJS at `--xmpp-sockjs-path`, each SockJS message one RFC 7395
     /// element: over SockJS's raw WebSocket endpoint …
     XmppSockjsWebsocket,
@@ -68,7 +71,7 @@ pub enum TransportKind {
 
 impl TransportKind {
     /// Every transport, in table order.
-    pub const ALL: [TransportKind; 16] = [
+    pub const ALL: [TransportKind; 17] = [
         TransportKind::Websocket,
         TransportKind::SockjsWebsocket,
         TransportKind::XhrStreaming,
@@ -80,6 +83,7 @@ impl TransportKind {
         TransportKind::Http,
         TransportKind::XmppTcp,
         TransportKind::XmppWebsocket,
+        TransportKind::Bosh,
         TransportKind::XmppSockjsWebsocket,
         TransportKind::XmppXhrStreaming,
         TransportKind::XmppXhrPolling,
@@ -100,6 +104,7 @@ impl TransportKind {
             TransportKind::Http => "http",
             TransportKind::XmppTcp => "xmpp-tcp",
             TransportKind::XmppWebsocket => "xmpp-websocket",
+            TransportKind::Bosh => "bosh",
             TransportKind::XmppSockjsWebsocket => "xmpp-sockjs-websocket",
             TransportKind::XmppXhrStreaming => "xmpp-xhr-streaming",
             TransportKind::XmppXhrPolling => "xmpp-xhr-polling",
@@ -126,7 +131,7 @@ impl TransportKind {
 
     /// Whether it carries an XMPP session.
     pub fn is_xmpp(self) -> bool {
-        matches!(self, TransportKind::XmppTcp | TransportKind::XmppWebsocket) || self.sockjs_carrier().is_some()
+        matches!(self, TransportKind::XmppTcp | TransportKind::XmppWebsocket | TransportKind::Bosh) || self.sockjs_carrier().is_some()
     }
 
     /// The SockJS transport an XMPP-over-SockJS transport rides on.
@@ -190,6 +195,7 @@ pub async fn connect(target: &Target, kind: TransportKind, client: Client<'_>, t
             | TransportKind::JsonpPolling => sockjs_connect(target, kind).await,
             TransportKind::XmppTcp
             | TransportKind::XmppWebsocket
+            | TransportKind::Bosh
             | TransportKind::XmppSockjsWebsocket
             | TransportKind::XmppXhrStreaming
             | TransportKind::XmppXhrPolling

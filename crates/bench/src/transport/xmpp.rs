@@ -1,5 +1,6 @@
-//! XMPP client transports: XMPP over TCP (RFC 6120), over WebSocket (RFC 7395), and
-//! over SockJS (each SockJS message one RFC 7395 element, as over WebSocket). Whatever
+//! XMPP client transports: XMPP over TCP (RFC 6120), over WebSocket (RFC 7395), over
+//! SockJS (each SockJS message one RFC 7395 element, as over WebSocket), and over BOSH
+//! (XEP-0124/0206, `bosh`: stanzas in `<body/>`s across HTTP requests). Whatever
 //! carries it, a client logs in the same way: it opens the stream, authenticates with
 //! SASL ANONYMOUS or PLAIN, restarts the stream and binds a resource; `Login` keeps
 //! how long each phase took. The server's stream is read with the shared codec
@@ -49,6 +50,9 @@ enum Framing {
     Stream,
     /// One element per message (RFC 7395), each declaring its own namespace.
     Messages,
+    /// Stanzas in BOSH bodies, each declaring its namespace: the session's creation opens
+    /// the stream, `xmpp:restart` restarts it and `type='terminate'` ends it.
+    Bosh,
 }
 
 /// Where a session's bytes go: a TCP stream, or a WebSocket or SockJS connection that
@@ -57,6 +61,7 @@ enum Out {
     Tcp(OwnedWriteHalf),
     Websocket(super::websocket::Sender),
     Sockjs(super::sockjs::Sender),
+    Bosh(super::bosh::Sender),
 }
 
 /// Where the server's bytes come from.
@@ -64,6 +69,7 @@ enum In {
     Tcp(OwnedReadHalf),
     Websocket(super::websocket::Receiver),
     Sockjs(super::sockjs::Receiver),
+    Bosh(super::bosh::Receiver),
 }
 
 /// The halves of a WebSocket or SockJS connection, as an XMPP session's.
@@ -120,6 +126,11 @@ pub(super) async fn connect(target: &Target, kind: TransportKind, who: &XmppSett
             let (out, input) = carried(super::websocket::connect(target, &url, false, Some("xmpp")).await?)?;
             (out, input, Framing::Messages, url)
         }
+        TransportKind::Bosh => {
+            let (tx, rx) = super::bosh::connect(target, &endpoints.bosh_path, &who.domain, who.bosh_wait_s).await?;
+            let place = format!("http://{}{}", target.authority(), endpoints.bosh_path);
+            (Out::Bosh(tx), In::Bosh(rx), Framing::Bosh, place)
+        }
         other => {
             let carrier = other.sockjs_carrier().ok_or_else(|| Error::usage(format!("{other} is not an XMPP transport")))?;
             let mount = target.at_path(&endpoints.sockjs_path);
@@ -138,7 +149,8 @@ pub(super) async fn connect(target: &Target, kind: TransportKind, who: &XmppSett
 fn parser(framing: Framing) -> StreamParser {
     match framing {
         Framing::Stream => StreamParser::new(Limits::default()),
-        Framing::Messages => StreamParser::fragments(Limits::default()),
+        // BOSH's carrier parses its bodies itself; this one reads nothing.
+        Framing::Messages | Framing::Bosh => StreamParser::fragments(Limits::default()),
     }
 }
 
@@ -153,14 +165,14 @@ fn lap(since: &mut Instant) -> u64 {
 /// Stream, SASL, restart, bind: until the session can send stanzas.
 async fn log_in(tx: &mut Sender, rx: &mut Receiver, who: &XmppSettings, index: u32) -> Result<(), Error> {
     let mut phase = Instant::now();
-    let features = open_stream(tx, rx, &who.domain).await?;
+    let features = open_stream(tx, rx, &who.domain, false).await?;
     tx.login.stream_us = lap(&mut phase);
     authenticate(tx, rx, &features, &who.auth, index).await?;
     tx.login.sasl_us = lap(&mut phase);
     if rx.framing == Framing::Stream {
         rx.parser.restart();
     }
-    let features = open_stream(tx, rx, &who.domain).await?;
+    let features = open_stream(tx, rx, &who.domain, true).await?;
     tx.login.restart_us = lap(&mut phase);
     if features.find("bind", ns::BIND).is_none() {
         return Err(Error::unexpected(format!("{}: the server offers no resource binding after SASL", tx.place)));
@@ -196,18 +208,27 @@ pub fn pong(stanza: &Element) -> Option<Element> {
 }
 
 /// Opens (or restarts) the client's side of the stream and reads the server's header
-/// and stream features.
-async fn open_stream(tx: &mut Sender, rx: &mut Receiver, domain: &str) -> Result<Element, Error> {
+/// and stream features. Over BOSH the session's creation has opened it, a restart is a
+/// request that says so, and the server sends no header.
+async fn open_stream(tx: &mut Sender, rx: &mut Receiver, domain: &str, restart: bool) -> Result<Element, Error> {
     let header = Header { to: Some(domain), ..Header::default() };
     let open = match tx.framing {
         Framing::Stream => header.stream(),
         Framing::Messages => header.open(),
+        Framing::Bosh => {
+            if let (Out::Bosh(bosh), true) = (&mut tx.out, restart) {
+                bosh.restart().await?;
+            }
+            String::new()
+        }
     };
-    tx.out.write(&open, &tx.place).await?;
-    match rx.event().await? {
-        Event::Header => {}
-        Event::Stanza(e) => return Err(Error::unexpected(format!("{}: expected the server's stream header, got <{}/>", rx.place, e.name))),
-        Event::End => return Err(Error::closed(format!("{}: the server ended the stream at once", rx.place))),
+    if !open.is_empty() {
+        tx.out.write(&open, &tx.place).await?;
+        match rx.event().await? {
+            Event::Header => {}
+            Event::Stanza(e) => return Err(Error::unexpected(format!("{}: expected the server's stream header, got <{}/>", rx.place, e.name))),
+            Event::End => return Err(Error::closed(format!("{}: the server ended the stream at once", rx.place))),
+        }
     }
     match rx.event().await? {
         Event::Stanza(e) if e.name == "features" && e.ns == ns::STREAMS => Ok(e),
@@ -269,6 +290,7 @@ impl Out {
             Out::Tcp(tcp) => tcp.write_all(text.as_bytes()).await.map_err(|e| Error::closed(format!("{place}: send failed: {e}"))),
             Out::Websocket(ws) => ws.send(text).await,
             Out::Sockjs(sockjs) => sockjs.send(text).await,
+            Out::Bosh(bosh) => bosh.send(text).await,
         }
     }
 
@@ -281,6 +303,7 @@ impl Out {
             Out::Websocket(ws) => ws.close().await,
             // The SockJS session ends with its receiving half.
             Out::Sockjs(_) => {}
+            Out::Bosh(bosh) => bosh.terminate().await,
         }
     }
 }
@@ -307,7 +330,7 @@ impl Sender {
     pub async fn send_stanza(&mut self, stanza: &Element) -> Result<(), Error> {
         let text = match self.framing {
             Framing::Stream => stanza.to_xml(ns::CLIENT),
-            Framing::Messages => stanza.to_xml_standalone(),
+            Framing::Messages | Framing::Bosh => stanza.to_xml_standalone(),
         };
         self.out.write(&text, &self.place).await
     }
@@ -315,10 +338,14 @@ impl Sender {
     /// Ends the stream and closes the connection (best effort).
     pub async fn close(&mut self) {
         let end = match self.framing {
-            Framing::Stream => STREAM_END,
-            Framing::Messages => CLOSE,
+            Framing::Stream => Some(STREAM_END),
+            Framing::Messages => Some(CLOSE),
+            // Its terminating request ends both.
+            Framing::Bosh => None,
         };
-        let _ = self.out.write(end, &self.place).await;
+        if let Some(end) = end {
+            let _ = self.out.write(end, &self.place).await;
+        }
         self.out.close().await;
     }
 
@@ -330,7 +357,11 @@ impl Sender {
 impl Receiver {
     async fn event(&mut self) -> Result<Event, Error> {
         loop {
-            match self.parser.next_event() {
+            let next = match &mut self.input {
+                In::Bosh(bosh) => Ok(Some(bosh.recv().await?.map_or(StreamEvent::Close, StreamEvent::Stanza))),
+                _ => self.parser.next_event(),
+            };
+            match next {
                 Ok(Some(StreamEvent::Open { .. })) => return Ok(Event::Header),
                 Ok(Some(StreamEvent::Close)) => return Ok(Event::End),
                 Ok(Some(StreamEvent::Stanza(e))) if e.ns == ns::FRAMING && e.name == "open" => return Ok(Event::Header),
@@ -354,6 +385,8 @@ impl Receiver {
                 }
                 In::Websocket(ws) => ws.recv().await?,
                 In::Sockjs(sockjs) => sockjs.recv().await?,
+                // Never reached: BOSH yields an event every time, above.
+                In::Bosh(_) => None,
             };
             match message {
                 Some(text) => self.parser.feed(text.as_bytes()),
@@ -415,7 +448,7 @@ impl Receiver {
 /// namespace declared where each element stands alone.
 fn message_head(framing: Framing, to: &str, kind: &str) -> String {
     let mut head = String::from("<message");
-    if framing == Framing::Messages {
+    if framing != Framing::Stream {
         head.push_str(" xmlns='jabber:client'");
     }
     for (name, value) in [("to", to), ("type", kind)] {

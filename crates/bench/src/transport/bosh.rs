@@ -1,0 +1,300 @@
+//! The BOSH carrier of an XMPP session (XEP-0124, XEP-0206), on the shared codec
+//! `wire::bosh`. A task of its own owns the BOSH session (its `sid`, the next `rid`, the
+//! HTTP connections its requests go on), so that the XMPP session above sends and
+//! receives stanzas as it does over any other transport.
+//!
+//! The task keeps a request held at the server at all times (`hold` 1), so that the
+//! server answers as soon as it has a stanza for the client. Stanzas to send go at once
+//! in a request of their own while fewer than `requests` are open, and otherwise wait
+//! and go together in the next one. Each request carries the next `rid`, whichever
+//! connection it goes on; the server puts them back in order.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use tokio::sync::mpsc;
+use wire::bosh::{Body, VERSION};
+use wire::xmpp::{Element, Limits};
+
+use crate::{Error, Target};
+
+/// Requests the client asks the server to hold at once.
+const HOLD: u64 = 1;
+
+/// Stanzas received ahead of the session above, before the task waits (as SockJS's).
+const RECEIVE_QUEUE: usize = 4096;
+
+/// Stanzas waiting to be sent before a sender waits.
+const SEND_QUEUE: usize = 4096;
+
+/// Longest the task waits for the answer to its `type='terminate'`.
+const TERMINATE_WAIT: Duration = Duration::from_secs(2);
+
+/// What the XMPP session asks of its BOSH session.
+enum Command {
+    /// A stanza, serialised standing alone.
+    Stanza(String),
+    /// `xmpp:restart='true'`, after SASL.
+    Restart,
+    /// `type='terminate'`: the end.
+    Terminate,
+}
+
+/// The sending half: hands stanzas and the stream's restart and end to the task.
+pub(super) struct Sender {
+    commands: mpsc::Sender<Command>,
+    place: String,
+}
+
+/// The receiving half: the stanzas of the server's answers, in order.
+pub(super) struct Receiver {
+    stanzas: mpsc::Receiver<Result<Element, Error>>,
+}
+
+/// Opens the first HTTP connection to `<target><path>` and starts the task, which
+/// creates the session with `to` = `domain`, asking for `wait` seconds at most.
+pub(super) async fn connect(target: &Target, path: &str, domain: &str, wait: u64) -> Result<(Sender, Receiver), Error> {
+    let first = super::http::open(target).await?;
+    let place = format!("http://{}{path}", target.authority());
+    let (commands, commands_rx) = mpsc::channel(SEND_QUEUE);
+    let (stanzas_tx, stanzas) = mpsc::channel(RECEIVE_QUEUE);
+    let session = Session {
+        target: target.clone(),
+        path: path.to_string(),
+        place: place.clone(),
+        sid: String::new(),
+        rid: u64::from(rand::random::<u32>()) + 1,
+        requests: 1,
+        idle: vec![first],
+    };
+    tokio::spawn(run(session, domain.to_string(), wait, commands_rx, stanzas_tx));
+    Ok((Sender { commands, place }, Receiver { stanzas }))
+}
+
+impl Sender {
+    pub(super) async fn send(&mut self, stanza: &str) -> Result<(), Error> {
+        self.command(Command::Stanza(stanza.to_string())).await
+    }
+
+    pub(super) async fn restart(&mut self) -> Result<(), Error> {
+        self.command(Command::Restart).await
+    }
+
+    /// Ends the session (best effort).
+    pub(super) async fn terminate(&mut self) {
+        let _ = self.command(Command::Terminate).await;
+    }
+
+    async fn command(&mut self, command: Command) -> Result<(), Error> {
+        self.commands.send(command).await.map_err(|_| Error::closed(format!("{}: the BOSH session has ended", self.place)))
+    }
+}
+
+impl Receiver {
+    /// The next stanza; `None` once the session has ended.
+    pub(super) async fn recv(&mut self) -> Result<Option<Element>, Error> {
+        self.stanzas.recv().await.transpose()
+    }
+}
+
+/// The task's state.
+struct Session {
+    target: Target,
+    path: String,
+    place: String,
+    sid: String,
+    /// The `rid` of the next request.
+    rid: u64,
+    /// Requests the server lets the client have open at once.
+    requests: usize,
+    /// Keep-alive connections with no request on them.
+    idle: Vec<SendRequest<Full<Bytes>>>,
+}
+
+/// An answer, and the connection it came on when that may carry another request.
+type Answered = (Option<SendRequest<Full<Bytes>>>, Result<Body, Error>);
+
+async fn run(
+    mut session: Session,
+    domain: String,
+    wait: u64,
+    mut commands: mpsc::Receiver<Command>,
+    stanzas: mpsc::Sender<Result<Element, Error>>,
+) {
+    if let Err(e) = drive(&mut session, &domain, wait, &mut commands, &stanzas).await {
+        let _ = stanzas.send(Err(e)).await;
+    }
+}
+
+/// Creates the session, then keeps requests going until the XMPP session ends it or
+/// goes away, or the server ends it.
+async fn drive(
+    s: &mut Session,
+    domain: &str,
+    wait: u64,
+    commands: &mut mpsc::Receiver<Command>,
+    stanzas: &mpsc::Sender<Result<Element, Error>>,
+) -> Result<(), Error> {
+    let (conn, answer) = s.request(creation(s.rid, domain, wait).to_xml()).await;
+    let answer = answer?;
+    s.idle.extend(conn);
+    if answer.is_terminate() {
+        // Refused: the error names the condition.
+        return deliver(s, answer, stanzas).await;
+    }
+    s.sid = answer
+        .get("sid")
+        .ok_or_else(|| Error::unexpected(format!("{}: the session's creation was answered without a sid", s.place)))?
+        .to_string();
+    s.requests = answer.number("requests").ok().flatten().map_or(2, |n| n.max(1) as usize);
+    deliver(s, answer, stanzas).await?;
+    let mut queue: Vec<String> = Vec::new();
+    let mut restart = false;
+    let mut open: FuturesUnordered<_> = FuturesUnordered::new();
+    loop {
+        // Send what is waiting while the server takes more requests, and keep one held.
+        while open.len() < s.requests && (!queue.is_empty() || restart || open.is_empty()) {
+            let mut text = String::new();
+            next(s.rid, &s.sid, restart.then_some(domain)).write_around(queue.iter().map(String::as_str), &mut text);
+            restart = false;
+            queue.clear();
+            s.rid += 1;
+            open.push(s.request(text));
+        }
+        tokio::select! {
+            command = commands.recv() => match command {
+                Some(Command::Stanza(stanza)) => queue.push(stanza),
+                Some(Command::Restart) => restart = true,
+                Some(Command::Terminate) | None => return s.terminate(queue).await,
+            },
+            () = stanzas.closed() => return s.terminate(queue).await,
+            Some((conn, answer)) = open.next() => {
+                s.idle.extend(conn);
+                deliver(s, answer?, stanzas).await?;
+            }
+        }
+    }
+}
+
+/// The request that creates a session (XEP-0206 §5).
+fn creation(rid: u64, domain: &str, wait: u64) -> Body {
+    Body::new()
+        .attr("content", "text/xml; charset=utf-8")
+        .attr("hold", HOLD)
+        .attr("rid", rid)
+        .attr("to", domain)
+        .attr("ver", VERSION)
+        .attr("wait", wait)
+        .attr("xml:lang", "en")
+        .attr("xmpp:version", "1.0")
+}
+
+/// The head of the session's next request; with a domain, the one that restarts the
+/// stream after SASL (XEP-0206 §7).
+fn next(rid: u64, sid: &str, restart: Option<&str>) -> Body {
+    let head = Body::new().attr("rid", rid).attr("sid", sid);
+    match restart {
+        Some(domain) => head.attr("to", domain).attr("xml:lang", "en").attr("xmpp:restart", "true"),
+        None => head,
+    }
+}
+
+/// Hands the stanzas of an answer on; an answer that ends the session is an error
+/// naming its condition (after its stanzas, which may say more: a stream error).
+async fn deliver(s: &Session, answer: Body, stanzas: &mpsc::Sender<Result<Element, Error>>) -> Result<(), Error> {
+    let terminated = answer.is_terminate();
+    let condition = answer.get("condition").unwrap_or("no condition").to_string();
+    for stanza in answer.stanzas {
+        if stanzas.send(Ok(stanza)).await.is_err() {
+            return Ok(());
+        }
+    }
+    if terminated {
+        let hint = if condition == "host-unknown" { ": is --xmpp-domain right?" } else { "" };
+        return Err(Error::refused(format!("{} ended the BOSH session with {condition}{hint}", s.place)));
+    }
+    Ok(())
+}
+
+impl Session {
+    /// Posts one body on an idle connection (or a new one) and reads its answer.
+    fn request(&mut self, body: String) -> impl Future<Output = Answered> + use<> {
+        let conn = self.idle.pop();
+        let (target, path, place) = (self.target.clone(), self.path.clone(), self.place.clone());
+        async move { post(conn, &target, &path, &place, body).await }
+    }
+
+    /// Sends what is queued with `type='terminate'` and waits a little for the answer.
+    async fn terminate(&mut self, queue: Vec<String>) -> Result<(), Error> {
+        let mut text = String::new();
+        next(self.rid, &self.sid, None).attr("type", "terminate").write_around(queue.iter().map(String::as_str), &mut text);
+        let _ = tokio::time::timeout(TERMINATE_WAIT, self.request(text)).await;
+        Ok(())
+    }
+}
+
+async fn post(conn: Option<SendRequest<Full<Bytes>>>, target: &Target, path: &str, place: &str, body: String) -> Answered {
+    // A connection the server has closed since its last answer is replaced.
+    let reusable = match conn {
+        Some(mut c) => c.ready().await.is_ok().then_some(c),
+        None => None,
+    };
+    let mut conn = match reusable {
+        Some(c) => c,
+        None => match super::http::open(target).await {
+            Ok(c) => c,
+            Err(e) => return (None, Err(e)),
+        },
+    };
+    let request = hyper::Request::post(path)
+        .header(hyper::header::HOST, target.authority())
+        .header(hyper::header::CONTENT_TYPE, "text/xml; charset=utf-8")
+        .body(Full::new(Bytes::from(body)));
+    let request = match request {
+        Ok(r) => r,
+        Err(e) => return (Some(conn), Err(Error::usage(format!("{place}: {e}")))),
+    };
+    let response = match conn.send_request(request).await {
+        Ok(r) => r,
+        Err(e) => return (None, Err(Error::closed(format!("{place}: {e}")))),
+    };
+    let status = response.status();
+    let bytes = match response.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return (None, Err(Error::closed(format!("{place}: {e}")))),
+    };
+    let answer = if status == hyper::StatusCode::NOT_FOUND {
+        Err(Error::not_found(format!("{place} answered 404 Not Found (is BOSH there? --bosh-path)")))
+    } else if !status.is_success() {
+        Err(Error::unexpected(format!("{place} answered HTTP {status}: {}", String::from_utf8_lossy(&bytes[..bytes.len().min(120)]))))
+    } else {
+        Body::parse(&bytes, Limits::default()).map_err(|e| Error::unexpected(format!("{place}: the answer is not a BOSH body: {e}")))
+    };
+    (Some(conn), answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_to_the_byte() {
+        assert_eq!(
+            creation(7, "localhost", 60).to_xml(),
+            "<body xmlns='http://jabber.org/protocol/httpbind' xmlns:xmpp='urn:xmpp:xbosh' content='text/xml; charset=utf-8' hold='1' \
+             rid='7' to='localhost' ver='1.11' wait='60' xml:lang='en' xmpp:version='1.0'/>"
+        );
+        assert_eq!(
+            next(8, "s1", Some("localhost")).to_xml(),
+            "<body xmlns='http://jabber.org/protocol/httpbind' xmlns:xmpp='urn:xmpp:xbosh' rid='8' sid='s1' to='localhost' xml:lang='en' \
+             xmpp:restart='true'/>"
+        );
+        let mut with_stanza = String::new();
+        next(9, "s1", None).write_around(["<presence xmlns=\"jabber:client\"/>"].into_iter(), &mut with_stanza);
+        assert_eq!(with_stanza, "<body xmlns='http://jabber.org/protocol/httpbind' rid='9' sid='s1'><presence xmlns=\"jabber:client\"/></body>");
+    }
+}
