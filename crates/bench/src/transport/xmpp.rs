@@ -30,9 +30,11 @@ const READ_CHUNK: usize = 4096;
 /// connect time: until the session can send stanzas.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Login {
-    /// TCP connect, and the WebSocket upgrade or the SockJS session's open frame.
+    /// TCP connect, and the WebSocket upgrade or the SockJS session's open frame (BOSH:
+    /// the first connection's TCP connect).
     pub transport_us: u64,
-    /// From the stream header (or `<open/>`) to the server's stream features.
+    /// From the stream header (or `<open/>`, or BOSH's session creation) to the server's
+    /// stream features.
     pub stream_us: u64,
     /// From SASL `<auth/>` to `<success/>`.
     pub sasl_us: u64,
@@ -213,22 +215,21 @@ pub fn pong(stanza: &Element) -> Option<Element> {
 async fn open_stream(tx: &mut Sender, rx: &mut Receiver, domain: &str, restart: bool) -> Result<Element, Error> {
     let header = Header { to: Some(domain), ..Header::default() };
     let open = match tx.framing {
-        Framing::Stream => header.stream(),
-        Framing::Messages => header.open(),
-        Framing::Bosh => {
-            if let (Out::Bosh(bosh), true) = (&mut tx.out, restart) {
-                bosh.restart().await?;
-            }
-            String::new()
-        }
+        Framing::Stream => Some(header.stream()),
+        Framing::Messages => Some(header.open()),
+        Framing::Bosh => None,
     };
-    if !open.is_empty() {
-        tx.out.write(&open, &tx.place).await?;
-        match rx.event().await? {
-            Event::Header => {}
-            Event::Stanza(e) => return Err(Error::unexpected(format!("{}: expected the server's stream header, got <{}/>", rx.place, e.name))),
-            Event::End => return Err(Error::closed(format!("{}: the server ended the stream at once", rx.place))),
+    match (open, &mut tx.out) {
+        (Some(open), _) => {
+            tx.out.write(&open, &tx.place).await?;
+            match rx.event().await? {
+                Event::Header => {}
+                Event::Stanza(e) => return Err(Error::unexpected(format!("{}: expected the server's stream header, got <{}/>", rx.place, e.name))),
+                Event::End => return Err(Error::closed(format!("{}: the server ended the stream at once", rx.place))),
+            }
         }
+        (None, Out::Bosh(bosh)) if restart => bosh.restart().await?,
+        (None, _) => {}
     }
     match rx.event().await? {
         Event::Stanza(e) if e.name == "features" && e.ns == ns::STREAMS => Ok(e),
