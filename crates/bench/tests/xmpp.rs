@@ -290,3 +290,97 @@ async fn the_client_speaks_rfc_6120_to_the_byte() {
     assert_eq!(json(&file)["runs"][0]["results"][0]["count"], 2);
     server.await.expect("the scripted server saw every byte it expected");
 }
+
+/// What a scripted BOSH server keeps: every rid it was sent, the stanzas waiting for an
+/// answer, and the request it holds (hold 1).
+#[derive(Default)]
+struct BoshScript {
+    rids: Vec<u64>,
+    queue: Vec<String>,
+    held: Option<tokio::sync::oneshot::Sender<Vec<String>>>,
+}
+
+/// Answers one request as a BOSH server with hold 1 would: the stanzas it carries are
+/// answered (SASL ANONYMOUS, restart, bind, ping), a held request is answered at once
+/// with what is queued, and this one goes now if anything is queued, or is held.
+async fn bosh_answer(script: std::sync::Arc<std::sync::Mutex<BoshScript>>, request: bytes::Bytes) -> String {
+    let body = wire::bosh::Body::parse(&request, wire::xmpp::Limits::default()).expect("a body");
+    let mut head = wire::bosh::Body::new();
+    let wait = {
+        let mut s = script.lock().expect("lock");
+        s.rids.push(body.number("rid").expect("rid").expect("rid"));
+        if body.is_terminate() {
+            return wire::bosh::Body::new().attr("type", "terminate").to_xml();
+        }
+        let features = |inner: &str| format!("<stream:features xmlns:stream='http://etherx.jabber.org/streams'>{inner}</stream:features>");
+        if body.get("sid").is_none() {
+            head = head.attr("sid", "s1").attr("wait", 60).attr("hold", 1).attr("requests", 2);
+            s.queue.push(features("<mechanisms xmlns='urn:ietf:params:xml:ns:xmpp-sasl'><mechanism>ANONYMOUS</mechanism></mechanisms>"));
+        }
+        if body.get("xmpp:restart") == Some("true") {
+            s.queue.push(features("<bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/>"));
+        }
+        for stanza in &body.stanzas {
+            let id = stanza.get("id").unwrap_or_default();
+            s.queue.push(match stanza.name.as_str() {
+                "auth" => "<success xmlns='urn:ietf:params:xml:ns:xmpp-sasl'/>".to_string(),
+                "iq" => format!("<iq xmlns='jabber:client' type='result' id='{id}'/>"),
+                other => panic!("unexpected <{other}/>"),
+            });
+        }
+        if let Some(held) = s.held.take() {
+            let _ = held.send(std::mem::take(&mut s.queue));
+        }
+        if s.queue.is_empty() {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            s.held = Some(tx);
+            Some(rx)
+        } else {
+            None
+        }
+    };
+    let stanzas = match wait {
+        Some(rx) => rx.await.unwrap_or_default(),
+        None => std::mem::take(&mut script.lock().expect("lock").queue),
+    };
+    let mut answer = String::new();
+    head.write_around(stanzas.iter().map(String::as_str), &mut answer);
+    answer
+}
+
+#[tokio::test]
+async fn bosh_requests_carry_one_rid_each_in_order() {
+    use http_body_util::{BodyExt, Full};
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let script = std::sync::Arc::new(std::sync::Mutex::new(BoshScript::default()));
+    let serving = script.clone();
+    let server = tokio::spawn(async move {
+        loop {
+            let (socket, _) = listener.accept().await.expect("accept");
+            let script = serving.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let script = script.clone();
+                    async move {
+                        let request = req.into_body().collect().await.expect("body").to_bytes();
+                        let answer = bosh_answer(script, request).await;
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(bytes::Bytes::from(answer))))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(socket), service).await;
+            });
+        }
+    });
+    let target = format!("http://127.0.0.1:{port}");
+    let (file, err) = measure(&["pingpong", "--quiet", "--count", "20", "--transport", "bosh", "--target", &target]).await;
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(json(&file)["runs"][0]["results"][0]["round_trip"]["count"], 20);
+    // Requests travel on two connections and may arrive in either order, but no rid
+    // is used twice and none is skipped.
+    let mut rids = script.lock().expect("lock").rids.clone();
+    rids.sort_unstable();
+    let first = rids[0];
+    assert_eq!(rids, (first..first + rids.len() as u64).collect::<Vec<_>>());
+    server.abort();
+}

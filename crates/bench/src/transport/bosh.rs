@@ -107,7 +107,7 @@ struct Session {
     path: String,
     place: String,
     sid: String,
-    /// The `rid` of the next request.
+    /// The `rid` of the next request (`take_rid`).
     rid: u64,
     /// Requests the server lets the client have open at once.
     requests: usize,
@@ -139,7 +139,8 @@ async fn drive(
     commands: &mut mpsc::Receiver<Command>,
     stanzas: &mpsc::Sender<Result<Element, Error>>,
 ) -> Result<(), Error> {
-    let (conn, answer) = s.request(creation(s.rid, domain, wait).to_xml()).await;
+    let rid = s.take_rid();
+    let (conn, answer) = s.request(creation(rid, domain, wait).to_xml()).await;
     let answer = answer?;
     s.idle.extend(conn);
     if answer.is_terminate() {
@@ -159,10 +160,9 @@ async fn drive(
         // Send what is waiting while the server takes more requests, and keep one held.
         while open.len() < s.requests && (!queue.is_empty() || restart || open.is_empty()) {
             let mut text = String::new();
-            next(s.rid, &s.sid, restart.then_some(domain)).write_around(queue.iter().map(String::as_str), &mut text);
+            next(s.take_rid(), &s.sid, restart.then_some(domain)).write_around(queue.iter().map(String::as_str), &mut text);
             restart = false;
             queue.clear();
-            s.rid += 1;
             open.push(s.request(text));
         }
         tokio::select! {
@@ -221,6 +221,12 @@ async fn deliver(s: &Session, answer: Body, stanzas: &mpsc::Sender<Result<Elemen
 }
 
 impl Session {
+    /// The `rid` of a new request: each request has its own, one above the last.
+    fn take_rid(&mut self) -> u64 {
+        self.rid += 1;
+        self.rid - 1
+    }
+
     /// Posts one body on an idle connection (or a new one) and reads its answer.
     fn request(&mut self, body: String) -> impl Future<Output = Answered> + use<> {
         let conn = self.idle.pop();
@@ -231,7 +237,7 @@ impl Session {
     /// Sends what is queued with `type='terminate'` and waits a little for the answer.
     async fn terminate(&mut self, queue: Vec<String>) -> Result<(), Error> {
         let mut text = String::new();
-        next(self.rid, &self.sid, None).attr("type", "terminate").write_around(queue.iter().map(String::as_str), &mut text);
+        next(self.take_rid(), &self.sid, None).attr("type", "terminate").write_around(queue.iter().map(String::as_str), &mut text);
         let _ = tokio::time::timeout(TERMINATE_WAIT, self.request(text)).await;
         Ok(())
     }

@@ -177,7 +177,8 @@ async fn log_in(tx: &mut Sender, rx: &mut Receiver, who: &XmppSettings, index: u
     let features = open_stream(tx, rx, &who.domain, true).await?;
     tx.login.restart_us = lap(&mut phase);
     if features.find("bind", ns::BIND).is_none() {
-        return Err(Error::unexpected(format!("{}: the server offers no resource binding after SASL", tx.place)));
+        let offered = crate::scenario::excerpt(&features.to_xml_standalone());
+        return Err(Error::unexpected(format!("{}: the server offers no resource binding after SASL: {offered}", tx.place)));
     }
     tx.send_stanza(&iq("set", "bind", Element::new("bind", ns::BIND))).await?;
     rx.result("bind", "resource binding").await?;
