@@ -197,8 +197,8 @@ pub struct XmppArgs {
     /// The MUC service rooms are on [default: conference.<--xmpp-domain>]
     #[arg(long, value_name = "DOMAIN")]
     pub xmpp_muc: Option<String>,
-    /// Log in with SASL PLAIN as this account, `{n}` standing for the client's index from 0
-    /// (`bench{n}`: bench0, bench1 …) [default: SASL ANONYMOUS]
+    /// Log in with SASL PLAIN as this account, `{i}` standing for the client's index from 0
+    /// (`bench{i}`: bench0, bench1 …) [default: SASL ANONYMOUS]
     #[arg(long, value_name = "PATTERN")]
     pub xmpp_user: Option<String>,
     /// The password of every --xmpp-user account.
@@ -357,7 +357,7 @@ pub struct XmppSettings {
 pub enum XmppAuth {
     /// SASL ANONYMOUS: the server makes up each client's JID.
     Anonymous,
-    /// SASL PLAIN as `user` with `{n}` replaced by the client's index.
+    /// SASL PLAIN as `user` with `{i}` replaced by the client's index.
     Plain {
         user: String,
         #[serde(skip)]
@@ -370,7 +370,7 @@ impl XmppAuth {
     pub fn user(&self, n: u32) -> Option<String> {
         match self {
             XmppAuth::Anonymous => None,
-            XmppAuth::Plain { user, .. } => Some(user.replace("{n}", &n.to_string())),
+            XmppAuth::Plain { user, .. } => Some(user.replace("{i}", &n.to_string())),
         }
     }
 }
@@ -529,7 +529,7 @@ fn xmpp_plan(a: XmppArgs) -> Result<XmppPlan, Error> {
     let auth = match (a.xmpp_user, a.xmpp_password) {
         (None, None) => XmppAuth::Anonymous,
         (Some(user), Some(password)) if !user.is_empty() => XmppAuth::Plain { user, password },
-        (Some(_), Some(_)) => return Err(Error::usage("--xmpp-user needs a name (e.g. bench{n})")),
+        (Some(_), Some(_)) => return Err(Error::usage("--xmpp-user needs a name (e.g. bench{i})")),
         (Some(_), None) => return Err(Error::usage("--xmpp-user needs --xmpp-password")),
         (None, Some(_)) => return Err(Error::usage("--xmpp-password needs --xmpp-user (without both, SASL ANONYMOUS is used)")),
     };

@@ -77,13 +77,13 @@ async fn pingpong_over_every_xmpp_transport() {
 async fn pingpong_logs_in_to_numbered_accounts_with_plain() {
     let serve = serve_accounts(1).await;
     let argv = [
-        "pingpong", "--quiet", "--count", "5", "--transport", "xmpp-tcp,xmpp-websocket,bosh", "--xmpp-user", "bench{n}",
+        "pingpong", "--quiet", "--count", "5", "--transport", "xmpp-tcp,xmpp-websocket,bosh", "--xmpp-user", "bench{i}",
         "--xmpp-password", "bench",
     ];
     let (file, err) = measure_at(&serve, &argv).await;
     assert!(err.is_none(), "{err:?}");
     let v = json(&file);
-    assert_eq!(v["runs"][0]["xmpp"]["auth"], serde_json::json!({"mechanism": "plain", "user": "bench{n}"}));
+    assert_eq!(v["runs"][0]["xmpp"]["auth"], serde_json::json!({"mechanism": "plain", "user": "bench{i}"}));
     for r in v["runs"][0]["results"].as_array().expect("results") {
         assert_eq!(r["round_trip"]["count"], 5, "{r:#}");
     }
@@ -98,8 +98,8 @@ async fn pingpong_logs_in_to_numbered_accounts_with_plain() {
 async fn a_wrong_password_domain_or_mechanism_is_refused_by_name() {
     let serve = serve_accounts(1).await;
     let cases: [(&[&str], &str); 3] = [
-        (&["--xmpp-user", "bench{n}", "--xmpp-password", "wrong"], "SASL PLAIN as bench0 failed with not-authorized"),
-        (&["--xmpp-user", "bench{n}", "--xmpp-password", "bench", "--xmpp-domain", "elsewhere.example"], "host-unknown"),
+        (&["--xmpp-user", "bench{i}", "--xmpp-password", "wrong"], "SASL PLAIN as bench0 failed with not-authorized"),
+        (&["--xmpp-user", "bench{i}", "--xmpp-password", "bench", "--xmpp-domain", "elsewhere.example"], "host-unknown"),
         (&[], "does not offer SASL ANONYMOUS (it offers SCRAM-SHA-256, SCRAM-SHA-1, PLAIN)"),
     ];
     for (extra, says) in cases {
@@ -176,7 +176,7 @@ async fn idle_sessions_are_held_and_measured() {
     let serve = serve_accounts(12).await;
     let argv = [
         "idle", "--quiet", "--connections", "12", "--hold", "0.3", "--transport", "xmpp-tcp,xmpp-websocket,bosh",
-        "--xmpp-user", "bench{n}", "--xmpp-password", "bench",
+        "--xmpp-user", "bench{i}", "--xmpp-password", "bench",
     ];
     let (file, err) = measure_at(&serve, &argv).await;
     assert!(err.is_none(), "{err:?}");
@@ -229,7 +229,7 @@ async fn result_files_match_the_schema() {
 async fn flags_that_cannot_work_are_usage_errors() {
     let plan = |argv: &[&str]| bench::Plan::from_args(args(argv));
     assert!(plan(&["pingpong", "--xmpp-password", "x"]).expect_err("password alone").is_usage());
-    assert!(plan(&["pingpong", "--xmpp-user", "bench{n}"]).expect_err("user alone").is_usage());
+    assert!(plan(&["pingpong", "--xmpp-user", "bench{i}"]).expect_err("user alone").is_usage());
     assert!(plan(&["pingpong", "--xmpp-websocket-path", "ws"]).expect_err("relative path").is_usage());
     let serve = Serve::with_xmpp(server::Config::default()).await;
     let cases: [&[&str]; 3] = [

@@ -204,6 +204,19 @@ impl Outbound for Raw {
 /// Bytes tungstenite reads from a client per read call (and keeps per connection).
 const READ_BUFFER: usize = 4 * 1024;
 
+/// How a server's WebSocket connections are read: messages and frames of
+/// at most `max_message_size` bytes, read [`READ_BUFFER`] bytes at a time.
+/// tungstenite zeroes its read buffer up to its full size before every
+/// read, so its default of 128 KiB would be 128 KiB resident per
+/// connection, idle or not, and a 128 KiB memset per read. Client messages
+/// are small; a larger one just takes several reads.
+pub fn config(max_message_size: usize) -> WebSocketConfig {
+    WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER)
+        .max_message_size(Some(max_message_size))
+        .max_frame_size(Some(max_message_size))
+}
+
 /// Runs a WebSocket connection over an upgraded stream until it closes.
 pub async fn run<S>(
     io: S,
@@ -216,14 +229,7 @@ pub async fn run<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    // tungstenite zeroes its read buffer up to its full size before every read, so
-    // the default 128 KiB would be 128 KiB resident per connection, idle or not,
-    // and a 128 KiB memset per read. Client messages are small; a larger one
-    // just takes several reads.
-    let config = WebSocketConfig::default()
-        .read_buffer_size(READ_BUFFER)
-        .max_message_size(Some(limits.max_message_size))
-        .max_frame_size(Some(limits.max_message_size));
+    let config = config(limits.max_message_size);
     let ws = WebSocketStream::from_raw_socket(Utf8Watch::new(io), Role::Server, Some(config)).await;
     let (sink, stream) = ws.split();
     let outbox = client.outbox().clone();

@@ -12,7 +12,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::protocol::Role;
 use wire::xmpp::{Limits, StreamParser};
 
 use super::session::{FRAMING_CLOSE, Flow, Framing, Session, StreamEnd, stream_end_for};
@@ -40,7 +40,7 @@ pub fn upgrade(req: &mut Request<Incoming>, server: &Arc<ServerState>, connectio
     let server2 = server.clone();
     server.tracker.spawn(async move {
         let Ok(upgraded) = on_upgrade.await else { return };
-        let config = WebSocketConfig::default().max_message_size(Some(server2.config.max_message_size));
+        let config = crate::transport::websocket::config(server2.config.max_message_size);
         let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config)).await;
         run(ws, server2, xmpp).await;
         drop(connection);
