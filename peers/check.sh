@@ -90,8 +90,11 @@ for p in "${peers[@]}"; do
   else
     check=(node "$HERE/check/smoke.js" "$p" "$port")
   fi
-  if ! timeout "$CHECK_S" "${check[@]}"; then
-    [ $? = 124 ] && echo "$p: FAILED: checks did not finish within ${CHECK_S} s"
+  # The status is read here, not after `if !`, which would make it 0.
+  timeout "$CHECK_S" "${check[@]}"
+  status=$?
+  if [ "$status" != 0 ]; then
+    [ "$status" = 124 ] && echo "$p: FAILED: checks did not finish within ${CHECK_S} s"
     failed=$((failed + 1))
   fi
   kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null
