@@ -40,7 +40,7 @@ trap '[ -z "$seed_pid" ] || kill "$seed_pid" 2>/dev/null' EXIT
 # an instance on it, the accounts and the room made through its admin
 # shell, then the instance shut down from the shell (which saves the room).
 make_seed() {
-  local new="$DATA/seed.new" run n t0 out
+  local new="$DATA/seed.new" run n t0 t out
   t0=$(date +%s)
   rm -rf "$new"
   run="$new/run"
@@ -54,6 +54,7 @@ make_seed() {
     2) die "the instance was not ready within 60 s" ;;
   esac
 
+  t=$(date +%s)
   say "prosodyctl shell: $XMPP_ACCOUNTS x user:create, muc:create"
   out="$new/shell.out"
   {
@@ -65,7 +66,7 @@ make_seed() {
   n="$(grep -c '^| OK: User created$' "$out" || true)"
   [ "$n" = "$XMPP_ACCOUNTS" ] || die "the shell made $n accounts, not $XMPP_ACCOUNTS: $(grep -m1 '^!' "$out" || tail -n1 "$out")"
   grep -q "^| Result: MUC room ($XMPP_ROOM@$XMPP_MUC)$" "$out" || die "muc:create failed: $(grep -m1 '^!' "$out" || tail -n1 "$out")"
-  say "... in $(( $(date +%s) - t0 )) s"
+  say "... in $(( $(date +%s) - t )) s"
 
   echo 'server:shutdown("the peer'"'"'s data is made")' | instance_shell "$run" >>"$out" 2>&1 || true
   for _ in $(seq 600); do kill -0 "$seed_pid" 2>/dev/null || break; sleep 0.1; done
