@@ -15,8 +15,9 @@ XMPP_SYSTEM_PORTS="5222 5269 5280 5443"
 
 # free_port — a port of 127.0.0.1 that was free a moment ago. The servers
 # cannot bind port 0 and say which port they got, so start.sh asks the
-# kernel for one here; another process could take it before the server
-# binds it, and the server then fails to start, saying so.
+# kernel for one here. Another process could take it before the server
+# binds it: ejabberd then exits, Prosody logs the error and runs without
+# that port, never ready (the caller's wait for the ready line ends it).
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -33,6 +34,12 @@ xmpp_ports() {
   [ "$HTTP_PORT" != 0 ] || HTTP_PORT="$(free_port)"
   [ "$C2S_PORT" != 0 ] || C2S_PORT="$(free_port)"
   [ "$HTTP_PORT" != "$C2S_PORT" ] || { echo "$PEER: FAILED: HTTP_PORT and C2S_PORT are both $HTTP_PORT" >&2; exit 2; }
+  # A port something already listens on fails here rather than in Prosody,
+  # which would run on without it.
+  local port
+  for port in "$HTTP_PORT" "$C2S_PORT"; do
+    ! tcp_accepts "$port" || die "127.0.0.1:$port is in use"
+  done
 }
 
 # instance_dir — a fresh folder peers/$PEER/data/run.PID for this start
