@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every peer (or the ones named) and the smoke-check client, each into
+# Installs every peer (or the ones named) and the smoke-check clients (Node's,
+# and slixmpp's when an XMPP peer is named), each into
 # its own folder under peers/, and prints one line per peer: ok with its
 # versions, or FAILED with the reason. A failure does not stop the others.
 #
@@ -8,7 +9,7 @@
 # install: peers/.logs/install-PEER.log.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-ALL_PEERS="sockjs-node sockjs-tornado sockjs-tornado-pypy socketio ws bun tornado express express-cluster vertx vertx-eventbus spring-tomcat spring-jetty pekko centrifuge"
+ALL_PEERS="sockjs-node sockjs-tornado sockjs-tornado-pypy socketio ws bun tornado express express-cluster vertx vertx-eventbus spring-tomcat spring-jetty pekko centrifuge ejabberd prosody"
 strict=0
 peers=()
 for a in "$@"; do
@@ -26,6 +27,16 @@ failed=0
 if ! (PEER=check; . "$HERE/lib/common.sh"; npm_install "$HERE/check") >"$HERE/.logs/install-check.log" 2>&1; then
   echo "check-client: FAILED (see peers/.logs/install-check.log)"
 fi
+# The XMPP peers' check client (slixmpp in check/venv), when one of the peers
+# is an XMPP server (an "xmpp" entry in peers.json).
+for p in "${peers[@]}"; do
+  if python3 -c 'import json,sys; p=[p for p in json.load(open(sys.argv[1]))["peers"] if p["name"]==sys.argv[2]]; sys.exit(0 if p and "xmpp" in p[0] else 1)' "$HERE/peers.json" "$p"; then
+    if ! (PEER=check; . "$HERE/lib/common.sh"; venv_install "$HERE/check/venv" python3 "$HERE/../conformance/xmpp/requirements.txt") >"$HERE/.logs/install-check-xmpp.log" 2>&1; then
+      echo "check-client-xmpp: FAILED (see peers/.logs/install-check-xmpp.log)"
+    fi
+    break
+  fi
+done
 for p in "${peers[@]}"; do
   log="$HERE/.logs/install-$p.log"
   if [ ! -x "$HERE/$p/install.sh" ]; then
