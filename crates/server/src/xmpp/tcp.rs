@@ -7,6 +7,7 @@ use hub::{Drained, Outbox, Payload};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
+use tokio_rustls::TlsAcceptor;
 use wire::xmpp::{Limits, StreamParser};
 
 use super::Xmpp;
@@ -58,30 +59,40 @@ pub async fn run(mut tcp: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, 
         Ending::Done(end) => conn.finish(&mut tcp, end).await,
         Ending::Broken => service.park(conn.session),
         Ending::TakenOver(reply) => conn.hand_over(&mut tcp, reply).await,
-        Ending::StartTls => {
-            let Some(acceptor) = tls else { return conn.finish(&mut tcp, None).await };
-            let handshake = tokio::time::timeout(conn.server.config.header_timeout, acceptor.accept(tcp)).await;
-            let Ok(Ok(mut stream)) = handshake else {
-                // Nothing more can be said on a failed handshake.
-                conn.session.leave_all();
-                return;
-            };
-            conn.session.encrypted = true;
-            match conn.drive(&mut stream).await {
-                Ending::Done(end) => conn.finish(&mut stream, end).await,
-                Ending::Broken => service.park(conn.session),
-                Ending::TakenOver(reply) => conn.hand_over(&mut stream, reply).await,
-                // Refused by the session once encrypted: cannot happen twice.
-                Ending::StartTls => conn.finish(&mut stream, None).await,
-            }
-        }
+        // Boxed, for the same reason: a TLS stream's state is large.
+        Ending::StartTls => Box::pin(conn.over_tls(tcp, tls, service)).await,
     }
 }
 
 impl Conn {
+    /// Goes on over TLS, after `<proceed/>` or from the first byte.
+    async fn over_tls(mut self, mut tcp: TcpStream, tls: Option<TlsAcceptor>, service: Arc<Xmpp>) {
+        let Some(acceptor) = tls else { return self.finish(&mut tcp, None).await };
+        let handshake = tokio::time::timeout(self.server.config.header_timeout, acceptor.accept(tcp)).await;
+        let Ok(Ok(mut stream)) = handshake else {
+            // Nothing more can be said on a failed handshake.
+            self.session.leave_all();
+            return;
+        };
+        self.session.encrypted = true;
+        match self.drive(&mut stream).await {
+            Ending::Done(end) => self.finish(&mut stream, end).await,
+            Ending::Broken => service.park(self.session),
+            Ending::TakenOver(reply) => self.hand_over(&mut stream, reply).await,
+            // Refused by the session once encrypted: cannot happen twice.
+            Ending::StartTls => self.finish(&mut stream, None).await,
+        }
+    }
+}
+
+/// Bytes read from a client at a time. Stanzas are small, and this buffer
+/// is held by every idle connection; a bigger stanza takes several reads.
+const READ_BUFFER: usize = 4 * 1024;
+
+impl Conn {
     /// Reads and writes the stream until it ends or turns to TLS.
     async fn drive<S: AsyncRead + AsyncWrite + Unpin>(&mut self, stream: &mut S) -> Ending {
-        let mut read = vec![0u8; 16 * 1024];
+        let mut read = vec![0u8; READ_BUFFER];
         loop {
             tokio::select! {
                 n = stream.read(&mut read) => {
@@ -95,7 +106,10 @@ impl Conn {
                     // resumed session's: handle them without waiting to read.
                     loop {
                         let before = self.session.stanzas_in;
-                        let flow = self.session.take_events(&mut self.parser).await;
+                        // Boxed: what handling a stanza may await (a room's join
+                        // through the broker …) would otherwise make every idle
+                        // connection's task as big as its biggest step.
+                        let flow = Box::pin(self.session.take_events(&mut self.parser)).await;
                         self.metrics.received_many(self.session.stanzas_in - before, std::mem::take(&mut n_left));
                         match flow {
                             Ok(Flow::Continue) => break,
