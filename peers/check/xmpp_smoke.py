@@ -171,7 +171,7 @@ async def main(peer, http_port, c2s_port):
         return False
     x = spec["xmpp"]
     domain, muc, password = x["domain"], x["muc"], x["password"]
-    account = lambda n: x["account"].replace("{n}", str(n)) + "@" + domain
+    account = lambda n: x["account"].replace("{i}", str(n)) + "@" + domain
     room = f"{x['room']}@{muc}"
     checks = Checks()
 
