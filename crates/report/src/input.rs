@@ -299,6 +299,16 @@ impl Source {
     pub fn is_switchboard(&self) -> bool {
         self.target_name == "switchboard" || self.label == "switchboard"
     }
+
+    /// The server's name: the target name, or the file stem when the run has none.
+    /// Unlike `label`, the same for a server's runs in several files.
+    pub fn server(&self) -> &str {
+        if self.target_name.is_empty() || self.target_name == "default" {
+            &self.label
+        } else {
+            &self.target_name
+        }
+    }
 }
 
 /// Groups the runs of all files into sources, in order of appearance, and tags each run

@@ -9,6 +9,7 @@ pub mod generic;
 pub mod link;
 pub mod per_transport;
 pub mod pingpong;
+pub mod study;
 
 use serde::de::DeserializeOwned;
 
@@ -61,7 +62,8 @@ const ORDER: [&str; 8] = [
     "link",
 ];
 
-/// The sections of the report, one per scenario present in the files.
+/// The sections of the report, one per scenario present in the files, and the XMPP
+/// study's after pingpong's when its runs have the study's transports (see `study`).
 pub fn sections(ctx: &Ctx) -> Vec<Section> {
     let mut scenarios: Vec<&str> = ORDER
         .iter()
@@ -92,6 +94,11 @@ pub fn sections(ctx: &Ctx) -> Vec<Section> {
         };
         section.warnings.extend(partial_warnings(ctx, &runs));
         sections.push(section);
+        if scenario == "pingpong"
+            && let Some(study) = study::Study::of(ctx)
+        {
+            sections.push(study.section(ctx, &unique_id("xmpp-study", &mut ids)));
+        }
     }
     sections
 }
