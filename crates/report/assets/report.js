@@ -74,7 +74,18 @@
               color: "#b3261e",
               padding: { bottom: 8 },
             },
-            legend: { position: "bottom", labels: { usePointStyle: true } },
+            legend: {
+              position: "bottom",
+              labels: {
+                usePointStyle: true,
+                // Each series' own style: Chart.js takes its first point's, which is an
+                // invisible cross on a bar (no border) when that point is flagged.
+                generateLabels: (chart) =>
+                  Chart.defaults.plugins.legend.labels
+                    .generateLabels(chart)
+                    .map((item) => Object.assign(item, { pointStyle: spec.series[item.datasetIndex].point_style })),
+              },
+            },
             tooltip: {
               callbacks: { afterLabel: (ctx) => (ctx.raw && ctx.raw.flag) || "" },
             },

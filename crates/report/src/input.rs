@@ -138,6 +138,22 @@ impl Resources {
     }
 }
 
+/// The emulated link every connection of a run crossed (`--link`), as the bench
+/// records it in `runs[].link` (and `bench link` in its settings).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct LinkRecord {
+    /// The link in words: rate, delay, overhead per packet, shared or not.
+    pub description: Option<String>,
+    /// Line rate of each direction; `None` for unlimited.
+    pub rate_bps: Option<f64>,
+    /// One-way delay of each direction.
+    pub delay_us: Option<f64>,
+    pub jitter_us: Option<f64>,
+    pub loss_pct: Option<f64>,
+    pub overhead_bytes: Option<f64>,
+}
+
 /// Caveats of one measurement window, as shown in tables and chart subtitles.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Caveats {
@@ -277,6 +293,24 @@ pub struct Source {
     scenarios: Vec<String>,
 }
 
+impl Source {
+    /// Switchboard itself (by target name, or by file name when the run has none): the
+    /// summary's baseline, and the server the project's goals are about.
+    pub fn is_switchboard(&self) -> bool {
+        self.target_name == "switchboard" || self.label == "switchboard"
+    }
+
+    /// The server's name: the target name, or the file stem when the run has none.
+    /// Unlike `label`, the same for a server's runs in several files.
+    pub fn server(&self) -> &str {
+        if self.target_name.is_empty() || self.target_name == "default" {
+            &self.label
+        } else {
+            &self.target_name
+        }
+    }
+}
+
 /// Groups the runs of all files into sources, in order of appearance, and tags each run
 /// with its source.
 ///
@@ -335,10 +369,7 @@ pub fn sources(files: &mut [ResultFile]) -> Vec<Source> {
         }
     }
     // Switchboard is the baseline of the summary: its column and colour come first.
-    if let Some(i) = sources
-        .iter()
-        .position(|s| s.target_name == "switchboard" || s.label == "switchboard")
-    {
+    if let Some(i) = sources.iter().position(Source::is_switchboard) {
         let moved = sources.remove(i);
         sources.insert(0, moved);
         for run in files.iter_mut().flat_map(|f| f.runs.iter_mut()) {

@@ -3,8 +3,9 @@
 //!
 //! The path: `input` reads the files tolerantly and groups their runs into sources (one
 //! per target per file, one colour each); `scenario` builds a section per scenario —
-//! what to chart and tabulate, as plain data; `summary` builds the shootout table;
-//! `html` writes the page. The only script of ours in the page draws the charts.
+//! what to chart and tabulate, as plain data — and the XMPP study's after pingpong's;
+//! `summary` builds the shootout table; `html` writes the page. The only script of
+//! ours in the page draws the charts.
 
 mod chart;
 mod error;

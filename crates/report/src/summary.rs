@@ -10,6 +10,7 @@ use crate::scenario::chat::{ChatResult, ChatRun};
 use crate::scenario::countdown::{CountdownResult, CountdownRun};
 use crate::scenario::per_transport::{PerTransport, Results};
 use crate::scenario::pingpong::PingpongRun;
+use crate::scenario::study::{self, Study};
 use crate::scenario::{Ctx, transport_name, transports};
 use crate::table::{Column, Row, Table, num};
 
@@ -125,6 +126,42 @@ fn transport_rows<R: PerTransport>(
             row(title(&t), &cells, decimals, false)
         })
         .collect()
+}
+
+/// The XMPP study's goal: each server's BOSH total ÷ its xmpp-websocket total for 100
+/// pings on localhost, and for switchboard whether it is at most the goal. `None`
+/// without the study's section or a server with both totals.
+fn study_goal_row(ctx: &Ctx) -> Option<Row> {
+    let study = Study::of(ctx)?;
+    let mut cells: Vec<Option<Cell>> = vec![None; ctx.sources.len()];
+    for (source, ratio) in study.localhost_ratios() {
+        cells[source] = Some(Cell {
+            value: ratio,
+            caveats: Caveats::default(),
+        });
+    }
+    if cells.iter().all(Option::is_none) {
+        return None;
+    }
+    let mut r = row(
+        format!(
+            "XMPP study: BOSH ÷ xmpp-websocket total for 100 pings on localhost (goal for switchboard: at most {}; the study's: {})",
+            study::goal(),
+            study::times(study::STUDY_LOCALHOST_RATIO)
+        ),
+        &cells,
+        2,
+        false,
+    );
+    for ((text, cell), source) in r.cells.iter_mut().skip(1).zip(&cells).zip(ctx.sources) {
+        if let Some(c) = cell {
+            *text = study::times(c.value);
+            if source.is_switchboard() {
+                text.push_str(&format!(": {}", study::verdict(c.value)));
+            }
+        }
+    }
+    Some(r)
 }
 
 /// The summary table, or `None` when no run has a headline figure.
@@ -309,6 +346,7 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
         |r| r.round_trip.mean_us,
         0,
     ));
+    rows.extend(study_goal_row(ctx));
     let countdown: Vec<(&Run, CountdownRun)> = runs_of(ctx, "countdown");
     rows.extend(transport_rows(
         ctx,

@@ -88,6 +88,23 @@ pub fn mib(bytes: Option<f64>) -> String {
     num(bytes.map(|b| b / (1024.0 * 1024.0)), 1)
 }
 
+/// Bits per second as people write a line rate: `2400` → "2.4 kbit/s".
+pub fn rate(bps: Option<f64>) -> String {
+    match bps {
+        Some(b) if b >= 1e9 => format!("{} Gbit/s", trim(b / 1e9)),
+        Some(b) if b >= 1e6 => format!("{} Mbit/s", trim(b / 1e6)),
+        Some(b) if b >= 1e3 => format!("{} kbit/s", trim(b / 1e3)),
+        Some(b) => format!("{} bit/s", trim(b)),
+        None => "–".to_string(),
+    }
+}
+
+/// Up to three decimals, without trailing zeros: `81.0` → "81", `0.25` → "0.25".
+pub fn trim(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +119,17 @@ mod tests {
         assert_eq!(num(Some(f64::NAN), 2), "–");
         assert_eq!(ms(Some(1530.0)), "1.53");
         assert_eq!(mib(Some(3.0 * 1024.0 * 1024.0)), "3.0");
+    }
+
+    #[test]
+    fn rates_read_as_people_write_them() {
+        assert_eq!(rate(Some(2400.0)), "2.4 kbit/s");
+        assert_eq!(rate(Some(19_200.0)), "19.2 kbit/s");
+        assert_eq!(rate(Some(1e6)), "1 Mbit/s");
+        assert_eq!(rate(Some(300.0)), "300 bit/s");
+        assert_eq!(rate(None), "–");
+        assert_eq!(trim(81.0), "81");
+        assert_eq!(trim(0.25), "0.25");
     }
 
     #[test]

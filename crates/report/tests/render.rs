@@ -38,18 +38,16 @@ fn edit(src: &Path, dst: &Path, f: impl FnOnce(&mut serde_json::Value)) -> PathB
     dst.to_path_buf()
 }
 
-#[test]
-fn fixtures_follow_the_bench_schema() {
+/// Checks that each file follows crates/bench/schema.json, naming the file that does not.
+fn assert_follow_the_schema(files: &[PathBuf]) {
     let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/schema.json");
     let schema: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(schema_path).expect("bench schema"))
             .expect("schema is JSON");
     let validator = jsonschema::validator_for(&schema).expect("valid schema");
-    let files = fixtures();
-    assert_eq!(files.len(), 8, "two servers × four scenarios");
     for file in files {
         let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("JSON");
+            serde_json::from_str(&std::fs::read_to_string(file).expect("read")).expect("JSON");
         let errors: Vec<String> = validator
             .iter_errors(&v)
             .map(|e| format!("{e} at {}", e.instance_path()))
@@ -63,6 +61,13 @@ fn fixtures_follow_the_bench_schema() {
     }
 }
 
+#[test]
+fn fixtures_follow_the_bench_schema() {
+    let files = fixtures();
+    assert_eq!(files.len(), 8, "two servers × four scenarios");
+    assert_follow_the_schema(&files);
+}
+
 /// Files written by the real `switchboard bench … --out` against `switchboard serve`
 /// (debug build, two shared cores), so the reader is checked against the writer.
 fn real_files() -> Vec<PathBuf> {
@@ -74,20 +79,7 @@ fn real_files() -> Vec<PathBuf> {
 
 #[test]
 fn real_bench_files_render() {
-    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(schema_path).expect("bench schema"))
-            .expect("schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("valid schema");
-    for file in real_files() {
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("JSON");
-        assert!(
-            validator.is_valid(&v),
-            "{} matches the schema",
-            file.display()
-        );
-    }
+    assert_follow_the_schema(&real_files());
     let r = report::generate(&real_files(), "Real").expect("renders");
     assert_eq!(
         r.sections,
@@ -481,17 +473,7 @@ async fn run_writes_the_page() {
 fn link_runs_get_their_charts_and_tables() {
     // Written by the real `switchboard bench link --transport all` with its defaults.
     let file = fixture("real/link.json");
-    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(schema_path).expect("bench schema"))
-            .expect("schema is JSON");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("JSON");
-    assert!(
-        jsonschema::validator_for(&schema)
-            .expect("schema")
-            .is_valid(&v)
-    );
+    assert_follow_the_schema(std::slice::from_ref(&file));
     let r = report::generate(&[file], "Link").expect("renders");
     assert_eq!(r.sections, ["link"]);
     assert_eq!(
@@ -536,4 +518,306 @@ fn a_muc_sweep_is_drawn_as_a_broadcast_is() {
     let r = report::generate(&[muc], "x").expect("renders");
     assert!(r.charts.iter().any(|c| c == "muc-rt"), "{:?}", r.charts);
     assert!(r.html.contains("MUC: broadcast through an XMPP room"));
+}
+
+/// The cells of the table captioned `caption` (header row first), as text.
+fn table_cells(html: &str, caption: &str) -> Vec<Vec<String>> {
+    let start = html
+        .find(&format!("<caption>{caption}</caption>"))
+        .unwrap_or_else(|| panic!("no table {caption}"));
+    let table = &html[start..start + html[start..].find("</table>").expect("table ends")];
+    table
+        .split("<tr")
+        .skip(1)
+        .map(|row| {
+            row.split("<t")
+                .skip(1)
+                .filter_map(|cell| {
+                    let text = cell.split_once('>')?.1;
+                    Some(text[..text.find("</t")?].to_string())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The study's table in the page.
+const STUDY_TOTALS: &str =
+    "Total for 100 pings (ms); †: scaled to 100 pings; ⚠: the bench was CPU-bound";
+const STUDY_LOGIN: &str =
+    "Login before the pings (ms): connection, stream, SASL, stream restart and resource binding";
+
+/// The XMPP pingpong files written by the real bench (20 pings each).
+fn study_files() -> [PathBuf; 3] {
+    ["local", "remote", "failed"].map(|f| fixture(&format!("real/xmpp-study-{f}.json")))
+}
+
+/// The row of `rows` whose cell `column` is `key`.
+fn row_of<'a>(rows: &'a [Vec<String>], column: usize, key: &str) -> &'a [String] {
+    rows.iter()
+        .find(|r| r.get(column).is_some_and(|c| c == key))
+        .unwrap_or_else(|| panic!("no row {key} in {rows:?}"))
+}
+
+/// The section `id` of the page.
+fn section_of<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html
+        .find(&format!("<section id=\"{id}\">"))
+        .unwrap_or_else(|| panic!("no section {id}"));
+    &html[start..start + html[start..].find("</section>").expect("section ends")]
+}
+
+#[test]
+fn xmpp_study_sets_our_totals_beside_the_study() {
+    assert_follow_the_schema(&study_files());
+    let [local, remote, _] = study_files();
+    let r = report::generate(&[local, remote], "Study").expect("renders");
+    assert_eq!(r.sections, ["pingpong", "xmpp-study", "summary"]);
+    assert_eq!(
+        r.charts,
+        [
+            "pingpong-mean",
+            "pingpong-p99",
+            "xmpp-study-localhost",
+            "xmpp-study-remote"
+        ]
+    );
+    let rows = table_cells(&r.html, STUDY_TOTALS);
+    // Local and remote are told apart by the run's link, not by the file.
+    assert_eq!(
+        rows[0],
+        [
+            "study",
+            "ours",
+            "study: localhost",
+            "study: remote, 162 ms round trip",
+            "switchboard · localhost",
+            "switchboard · link: 5 ms each way, 10 ms round trip"
+        ]
+    );
+    // 20 pings: 18,102 µs × 100 ÷ 20 = 90.5 ms, and so on.
+    #[rustfmt::skip]
+    let expected: [[&str; 6]; 9] = [
+        ["websocket", "xmpp-websocket", "98", "19,126", "90.5 †", "1,387.3 †"],
+        ["xhr-streaming", "xmpp-xhr-streaming", "3,190", "24,270", "94.7 †", "1,487.8 †"],
+        ["xhr-polling", "xmpp-xhr-polling", "3,181", "37,980", "120.8 †", "1,599.8 †"],
+        ["jsonp-polling", "xmpp-jsonp-polling", "10,884", "42,173", "141.1 †", "1,457.0 †"],
+        ["BOSH", "bosh", "21,471", "47,905", "113.4 †", "1,459.2 †"],
+        ["–", "xmpp-tcp", "–", "–", "37.4 †", "–"],
+        ["–", "xmpp-sockjs-websocket", "–", "–", "49.5 †", "1,419.5 †"],
+        ["–", "xmpp-eventsource", "–", "–", "135.8 †", "1,483.3 †"],
+        ["BOSH ÷ websocket", "bosh ÷ xmpp-websocket", "219×", "2.50×", "1.25×", "1.05×"],
+    ];
+    assert_eq!(rows[1..], expected);
+    assert_eq!(
+        row_of(&table_cells(&r.html, STUDY_LOGIN), 0, "bosh"),
+        ["bosh", "6.85", "79.34"]
+    );
+    let section = section_of(&r.html, "xmpp-study");
+    for text in [
+        "compare shapes and ratios with ours, not milliseconds",
+        "Goal: switchboard&#39;s BOSH total on localhost at most 3× its xmpp-websocket total (the study&#39;s: 219×). Here: 1.25×, the goal holds.",
+        "scaled to it (total × 100 ÷ pings), in the tables and the charts: switchboard · localhost (20 pings), switchboard · link: 5 ms each way, 10 ms round trip (20 pings).",
+        "xmpp-tcp has no figures through a link",
+    ] {
+        assert!(section.contains(text), "{text}");
+    }
+    assert!(!section.contains("warning"), "nothing failed");
+    // The study's 98 to 21,471 ms need a log axis; the remote figures do not.
+    assert!(r.html.contains(r#""id":"xmpp-study-localhost","kind":"bar","title":"XMPP study: 100 pings on localhost","subtitle":null,"x":{"title":"transport","log":false},"y":{"title":"total for 100 pings (ms)","log":true},"categories":["xmpp-websocket","xmpp-xhr-streaming","xmpp-xhr-polling","xmpp-jsonp-polling","bosh","xmpp-tcp","xmpp-sockjs-websocket","xmpp-eventsource"],"series":[{"label":"the study","color":"hsl(0 0% 55%)","point_style":"rect","points":[{"y":98.0},{"y":3190.0},{"y":3181.0},{"y":10884.0},{"y":21471.0},{"y":null},{"y":null},{"y":null}]}"#));
+    assert!(r.html.contains(r#""y":{"title":"total for 100 pings (ms)","log":false},"categories":["xmpp-websocket","xmpp-xhr-streaming","xmpp-xhr-polling","xmpp-jsonp-polling","bosh","xmpp-sockjs-websocket","xmpp-eventsource"],"series":[{"label":"the study · 162 ms round trip""#));
+    assert!(
+        r.html
+            .contains(r#""label":"switchboard · link: 5 ms each way, 10 ms round trip""#)
+    );
+    assert!(r.html.contains(r#""flag":"scaled to 100 pings from 20""#));
+    let summary = section_of(&r.html, "summary");
+    assert!(summary.contains("<tr><td>XMPP study: BOSH ÷ xmpp-websocket total for 100 pings on localhost (goal for switchboard: at most 3×; the study&#39;s: 219×)</td><td class=\"num\">1.25×: the goal holds</td><td class=\"num\">–</td></tr>"), "{summary}");
+}
+
+/// `run` with only the results (and asked transports) named in `keep`.
+fn keep_transports(run: &mut serde_json::Value, keep: &[&str]) {
+    let kept = |t: &serde_json::Value| keep.iter().any(|k| t == k);
+    run["results"]
+        .as_array_mut()
+        .expect("results")
+        .retain(|r| kept(&r["transport"]));
+    run["transports"]
+        .as_array_mut()
+        .expect("transports")
+        .retain(kept);
+}
+
+/// Sets the total of `transport`'s result.
+fn set_total(run: &mut serde_json::Value, transport: &str, total_us: u64) {
+    for r in run["results"].as_array_mut().expect("results") {
+        if r["transport"] == transport {
+            r["total_us"] = total_us.into();
+        }
+    }
+}
+
+#[test]
+fn xmpp_study_servers_without_a_transport_show_a_dash() {
+    let dir = temp_dir("study-peers");
+    let [local, remote, _] = study_files();
+    // The study's count: no scaling. The link: the study's 162 ms round trip.
+    let hundred = |v: &mut serde_json::Value| {
+        let run = &mut v["runs"][0];
+        run["settings"]["count"] = 100.into();
+        for r in run["results"].as_array_mut().expect("results") {
+            r["count"] = 100.into();
+        }
+        set_total(run, "xmpp-websocket", 98_000);
+        set_total(run, "bosh", 350_000);
+    };
+    let far = |v: &mut serde_json::Value| {
+        v["runs"][0]["link"]["delay_us"] = 81_000.into();
+    };
+    let peer = |v: &mut serde_json::Value, keep: &[&str]| {
+        v["runs"][0]["target_name"] = "ejabberd".into();
+        keep_transports(&mut v["runs"][0], keep);
+    };
+    let files = [
+        edit(&local, &dir.join("sb-local.json"), hundred),
+        edit(&remote, &dir.join("sb-remote.json"), far),
+        edit(&local, &dir.join("ej-local.json"), |v| {
+            hundred(v);
+            peer(v, &["xmpp-tcp", "xmpp-websocket", "bosh"]);
+            set_total(&mut v["runs"][0], "bosh", 150_000);
+        }),
+        edit(&remote, &dir.join("ej-remote.json"), |v| {
+            far(v);
+            peer(v, &["xmpp-websocket", "bosh"]);
+        }),
+    ];
+    let r = report::generate(&files, "Peers").expect("renders");
+    let rows = table_cells(&r.html, STUDY_TOTALS);
+    let link = "link: 81 ms each way, 162 ms round trip";
+    assert_eq!(
+        rows[0][4..],
+        [
+            "switchboard · localhost".to_string(),
+            format!("switchboard · {link}"),
+            "ejabberd · localhost".to_string(),
+            format!("ejabberd · {link}"),
+        ]
+    );
+    let row = |key: &str| row_of(&rows, 1, key)[2..].to_vec();
+    assert_eq!(
+        row("xmpp-websocket"),
+        ["98", "19,126", "98.0", "1,387.3 †", "98.0", "1,387.3 †"]
+    );
+    assert_eq!(
+        row("xmpp-xhr-streaming"),
+        ["3,190", "24,270", "18.9", "1,487.8 †", "–", "–"]
+    );
+    assert_eq!(
+        row("bosh"),
+        [
+            "21,471",
+            "47,905",
+            "350.0",
+            "1,459.2 †",
+            "150.0",
+            "1,459.2 †"
+        ]
+    );
+    assert_eq!(row("xmpp-tcp"), ["–", "–", "7.5", "–", "7.5", "–"]);
+    assert_eq!(
+        row("bosh ÷ xmpp-websocket"),
+        ["219×", "2.50×", "3.57×", "1.05×", "1.53×", "1.05×"]
+    );
+    let section = section_of(&r.html, "xmpp-study");
+    assert!(section.contains("Here: 3.57×, the goal is missed."));
+    assert!(
+        section.contains(&format!(
+            "switchboard · {link} (20 pings), ejabberd · {link} (20 pings)."
+        )),
+        "only the remote runs are scaled"
+    );
+    let summary = section_of(&r.html, "summary");
+    assert!(summary.contains("<td class=\"num\">3.57×: the goal is missed</td>"));
+    assert!(
+        summary.contains("<td class=\"num\">1.53×</td>"),
+        "no verdict for a peer"
+    );
+}
+
+#[test]
+fn xmpp_study_shows_failed_and_partial_runs() {
+    let dir = temp_dir("study-failed");
+    let [local, _, failed] = study_files();
+    // Stopped at the 8th ping over xhr-streaming: the transports after it never ran.
+    let stopped = edit(&local, &dir.join("prosody.json"), |v| {
+        let run = &mut v["runs"][0];
+        run["target_name"] = "prosody".into();
+        run["partial"] = true.into();
+        run["error"] = "timed out waiting for a ping result".into();
+        let results = run["results"].as_array_mut().expect("results");
+        results.truncate(3);
+        results[2]["count"] = 7.into();
+    });
+    let r = report::generate(&[stopped, failed], "Failed").expect("renders");
+    let rows = table_cells(&r.html, STUDY_TOTALS);
+    assert_eq!(rows[0][4..], ["prosody · localhost", "peer · localhost"]);
+    let row = |key: &str| row_of(&rows, 1, key)[4..].to_vec();
+    assert_eq!(row("xmpp-tcp"), ["37.4 †", "failed"]);
+    assert_eq!(row("xmpp-websocket"), ["90.5 †", "36.5 †"]);
+    assert_eq!(row("xmpp-xhr-streaming"), ["failed after 7 pings", "–"]);
+    assert_eq!(row("xmpp-xhr-polling"), ["not run", "–"]);
+    assert_eq!(row("bosh"), ["not run", "123.1 †"]);
+    assert_eq!(row("bosh ÷ xmpp-websocket"), ["–", "3.37×"]);
+    let section = section_of(&r.html, "xmpp-study");
+    assert!(section.contains("<tr class=\"flagged\"><td>xhr-streaming</td>"));
+    assert!(
+        section
+            .contains("⚠ prosody: partial run, stopped early: timed out waiting for a ping result")
+    );
+    assert!(section.contains(
+        "⚠ peer: partial run, stopped early: cannot reach the target: xmpp://127.0.0.1:1"
+    ));
+    // It had logged in before its pings failed.
+    assert_eq!(
+        row_of(&table_cells(&r.html, STUDY_LOGIN), 0, "xmpp-xhr-streaming"),
+        ["xmpp-xhr-streaming", "12.55", "–"]
+    );
+    assert!(!section.contains("Goal:"), "no switchboard, no goal");
+}
+
+#[test]
+fn no_xmpp_study_without_its_transports() {
+    let r = report::generate(&fixtures(), "Native").expect("renders");
+    assert!(!r.sections.iter().any(|s| s == "xmpp-study"));
+    assert!(!r.html.contains("XMPP study"));
+    // XMPP over TCP alone is not one of the study's transports.
+    let dir = temp_dir("study-tcp");
+    let tcp = edit(
+        &fixture("real/xmpp-study-local.json"),
+        &dir.join("tcp.json"),
+        |v| keep_transports(&mut v["runs"][0], &["xmpp-tcp"]),
+    );
+    let r = report::generate(&[tcp], "TCP").expect("renders");
+    assert_eq!(r.sections, ["pingpong", "summary"]);
+    assert!(!r.html.contains("XMPP study"));
+}
+
+#[test]
+fn xmpp_study_keeps_two_runs_of_one_server_apart() {
+    let dir = temp_dir("study-twice");
+    let [local, ..] = study_files();
+    let monday = edit(&local, &dir.join("monday.json"), |_| {});
+    let tuesday = edit(&local, &dir.join("tuesday.json"), |v| {
+        set_total(&mut v["runs"][0], "bosh", 40_000);
+    });
+    let r = report::generate(&[monday, tuesday], "Twice").expect("renders");
+    let rows = table_cells(&r.html, STUDY_TOTALS);
+    assert_eq!(
+        rows[0][4..],
+        [
+            "switchboard (monday.json) · localhost",
+            "switchboard (tuesday.json) · localhost"
+        ]
+    );
+    assert_eq!(row_of(&rows, 1, "bosh")[4..], ["113.4 †", "200.0 †"]);
 }

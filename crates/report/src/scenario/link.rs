@@ -8,8 +8,8 @@ use serde::Deserialize;
 
 use super::{Ctx, Section, parse_runs, transport_name, transports};
 use crate::chart::{self, Chart, Point, Series};
-use crate::input::Run;
-use crate::table::{Table, ms, num};
+use crate::input::{LinkRecord, Run};
+use crate::table::{Table, ms, num, rate};
 
 /// A link run. The four tables have no default: a run without them is not this shape.
 #[derive(Debug, Deserialize)]
@@ -40,13 +40,6 @@ pub struct Failure {
 #[serde(default)]
 pub struct LinkSettings {
     pub link: LinkRecord,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct LinkRecord {
-    pub description: Option<String>,
-    pub overhead_bytes: Option<f64>,
 }
 
 /// A row of any of the four tables: each reads the fields it has.
@@ -84,22 +77,6 @@ pub struct Row {
 
 /// What a chart reads from a row.
 type Figure = fn(&Row) -> Option<f64>;
-
-/// `2400` → "2.4 kbit/s".
-fn rate(bps: Option<f64>) -> String {
-    match bps {
-        Some(b) if b >= 1e9 => format!("{} Gbit/s", trim(b / 1e9)),
-        Some(b) if b >= 1e6 => format!("{} Mbit/s", trim(b / 1e6)),
-        Some(b) if b >= 1e3 => format!("{} kbit/s", trim(b / 1e3)),
-        Some(b) => format!("{} bit/s", trim(b)),
-        None => "–".to_string(),
-    }
-}
-
-fn trim(x: f64) -> String {
-    let s = format!("{x:.3}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
 
 fn sum(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     Some(a? + b?)
@@ -533,18 +510,4 @@ fn tables(ctx: &Ctx, parsed: &[(&Run, LinkRun)]) -> Vec<Table> {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rates_read_as_people_write_them() {
-        assert_eq!(rate(Some(2400.0)), "2.4 kbit/s");
-        assert_eq!(rate(Some(19_200.0)), "19.2 kbit/s");
-        assert_eq!(rate(Some(1e6)), "1 Mbit/s");
-        assert_eq!(rate(Some(300.0)), "300 bit/s");
-        assert_eq!(rate(None), "–");
-    }
 }

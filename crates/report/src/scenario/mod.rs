@@ -9,6 +9,7 @@ pub mod generic;
 pub mod link;
 pub mod per_transport;
 pub mod pingpong;
+pub mod study;
 
 use serde::de::DeserializeOwned;
 
@@ -61,7 +62,8 @@ const ORDER: [&str; 8] = [
     "link",
 ];
 
-/// The sections of the report, one per scenario present in the files.
+/// The sections of the report, one per scenario present in the files, and the XMPP
+/// study's after pingpong's when its runs have the study's transports (see `study`).
 pub fn sections(ctx: &Ctx) -> Vec<Section> {
     let mut scenarios: Vec<&str> = ORDER
         .iter()
@@ -74,36 +76,43 @@ pub fn sections(ctx: &Ctx) -> Vec<Section> {
         }
     }
     let mut ids: Vec<String> = Vec::new();
-    scenarios
-        .into_iter()
-        .map(|scenario| {
-            // Series in server order (switchboard first), whatever the order of the files.
-            let mut runs: Vec<&Run> = ctx.runs().filter(|r| r.scenario == scenario).collect();
-            runs.sort_by_key(|r| r.source);
-            let id = unique_id(scenario, &mut ids);
-            let mut section = match scenario {
-                "broadcast" => broadcast::section(ctx, &id, &runs, broadcast::Sweep::Broadcast),
-                "selftest" => broadcast::section(ctx, &id, &runs, broadcast::Sweep::Selftest),
-                "muc" => broadcast::section(ctx, &id, &runs, broadcast::Sweep::Muc),
-                "chat" => chat::section(ctx, &id, &runs),
-                "pingpong" => pingpong::section(ctx, &id, &runs),
-                "countdown" => countdown::section(ctx, &id, &runs),
-                "link" => link::section(ctx, &id, &runs),
-                _ => generic::section(ctx, &id, scenario, &runs),
-            };
-            for run in &runs {
-                if run.partial {
-                    let why = run
-                        .error
-                        .as_deref()
-                        .map_or_else(String::new, |e| format!(": {e}"));
-                    section.warnings.push(format!(
-                        "⚠ {}: partial run, stopped early{why}",
-                        ctx.label(run)
-                    ));
-                }
-            }
-            section
+    let mut sections = Vec::new();
+    for scenario in scenarios {
+        // Series in server order (switchboard first), whatever the order of the files.
+        let mut runs: Vec<&Run> = ctx.runs().filter(|r| r.scenario == scenario).collect();
+        runs.sort_by_key(|r| r.source);
+        let id = unique_id(scenario, &mut ids);
+        let mut section = match scenario {
+            "broadcast" => broadcast::section(ctx, &id, &runs, broadcast::Sweep::Broadcast),
+            "selftest" => broadcast::section(ctx, &id, &runs, broadcast::Sweep::Selftest),
+            "muc" => broadcast::section(ctx, &id, &runs, broadcast::Sweep::Muc),
+            "chat" => chat::section(ctx, &id, &runs),
+            "pingpong" => pingpong::section(ctx, &id, &runs),
+            "countdown" => countdown::section(ctx, &id, &runs),
+            "link" => link::section(ctx, &id, &runs),
+            _ => generic::section(ctx, &id, scenario, &runs),
+        };
+        section.warnings.extend(partial_warnings(ctx, &runs));
+        sections.push(section);
+        if scenario == "pingpong"
+            && let Some(study) = study::Study::of(ctx)
+        {
+            sections.push(study.section(ctx, &unique_id("xmpp-study", &mut ids)));
+        }
+    }
+    sections
+}
+
+/// "⚠ server: partial run, stopped early: why", for each partial run.
+pub fn partial_warnings(ctx: &Ctx, runs: &[&Run]) -> Vec<String> {
+    runs.iter()
+        .filter(|r| r.partial)
+        .map(|run| {
+            let why = run
+                .error
+                .as_deref()
+                .map_or_else(String::new, |e| format!(": {e}"));
+            format!("⚠ {}: partial run, stopped early{why}", ctx.label(run))
         })
         .collect()
 }
