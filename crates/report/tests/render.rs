@@ -572,15 +572,11 @@ fn xmpp_study_sets_our_totals_beside_the_study() {
     assert_follow_the_schema(&study_files());
     let [local, remote, _] = study_files();
     let r = report::generate(&[local, remote], "Study").expect("renders");
-    assert_eq!(r.sections, ["pingpong", "xmpp-study", "summary"]);
+    // XMPP ping-pong runs are the study's: no ping-pong section of their own.
+    assert_eq!(r.sections, ["xmpp-study", "summary"]);
     assert_eq!(
         r.charts,
-        [
-            "pingpong-mean",
-            "pingpong-p99",
-            "xmpp-study-localhost",
-            "xmpp-study-remote"
-        ]
+        ["xmpp-study-localhost", "xmpp-study-remote"]
     );
     let rows = table_cells(&r.html, STUDY_TOTALS);
     // Local and remote are told apart by the run's link, not by the file.

@@ -77,10 +77,18 @@ pub fn sections(ctx: &Ctx) -> Vec<Section> {
     }
     let mut ids: Vec<String> = Vec::new();
     let mut sections = Vec::new();
+    // Ping-pong over XMPP is the study's (below), when there is one, not the apps' round trips.
+    let studied = study::Study::of(ctx).is_some();
     for scenario in scenarios {
         // Series in server order (switchboard first), whatever the order of the files.
-        let mut runs: Vec<&Run> = ctx.runs().filter(|r| r.scenario == scenario).collect();
+        let mut runs: Vec<&Run> = ctx.runs().filter(|r| r.scenario == scenario && !(studied && study::is_xmpp(r))).collect();
         runs.sort_by_key(|r| r.source);
+        if runs.is_empty() && scenario == "pingpong" {
+            if let Some(study) = study::Study::of(ctx) {
+                sections.push(study.section(ctx, &unique_id("xmpp-study", &mut ids)));
+            }
+            continue;
+        }
         let id = unique_id(scenario, &mut ids);
         let mut section = match scenario {
             "broadcast" => broadcast::section(ctx, &id, &runs, broadcast::Sweep::Broadcast),

@@ -114,6 +114,16 @@ struct Settings {
     count: Option<f64>,
 }
 
+/// Whether `run` is a pingpong run over XMPP transports only: one of the
+/// study's, which the study's section shows instead of the ping-pong one.
+pub fn is_xmpp(run: &Run) -> bool {
+    run.scenario == "pingpong"
+        && run.parse::<StudyRun>().is_ok_and(|d| {
+            let mut names = d.names().peekable();
+            names.peek().is_some() && names.all(|t| TRANSPORTS.contains(&t))
+        })
+}
+
 /// Where the bench's client was: on the server's machine, or behind an emulated link.
 /// Routes with the same label are one column.
 #[derive(Debug, Clone)]
