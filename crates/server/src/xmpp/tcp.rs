@@ -85,22 +85,55 @@ impl Conn {
     }
 }
 
-/// Bytes read from a client at a time. Stanzas are small, and this buffer
-/// is held by every idle connection; a bigger stanza takes several reads.
-const READ_BUFFER: usize = 4 * 1024;
+/// Bytes read from a client at a time; a bigger stanza takes several reads.
+const READ_CHUNK: usize = 4 * 1024;
+
+/// A client's socket: plain TCP or TLS.
+trait Socket: AsyncRead + AsyncWrite + Unpin + Send {
+    /// Waits for bytes from the client and hands them to `parser`; how many,
+    /// 0 at the end of the stream.
+    fn read_into(&mut self, parser: &mut StreamParser) -> impl Future<Output = std::io::Result<usize>> + Send;
+}
+
+impl Socket for TcpStream {
+    /// Waits for the socket to be readable, and only then reads into a
+    /// buffer on the stack: an idle connection holds no read buffer.
+    async fn read_into(&mut self, parser: &mut StreamParser) -> std::io::Result<usize> {
+        loop {
+            self.readable().await?;
+            let mut chunk = [0u8; READ_CHUNK];
+            match self.try_read(&mut chunk) {
+                Ok(n) => {
+                    parser.feed(&chunk[..n]);
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Socket for tokio_rustls::server::TlsStream<TcpStream> {
+    /// TLS decrypts into the buffer it is given, so one is held while waiting.
+    async fn read_into(&mut self, parser: &mut StreamParser) -> std::io::Result<usize> {
+        let mut chunk = vec![0u8; READ_CHUNK];
+        let n = self.read(&mut chunk).await?;
+        parser.feed(&chunk[..n]);
+        Ok(n)
+    }
+}
 
 impl Conn {
     /// Reads and writes the stream until it ends or turns to TLS.
-    async fn drive<S: AsyncRead + AsyncWrite + Unpin>(&mut self, stream: &mut S) -> Ending {
-        let mut read = vec![0u8; READ_BUFFER];
+    async fn drive<S: Socket>(&mut self, stream: &mut S) -> Ending {
         loop {
             tokio::select! {
-                n = stream.read(&mut read) => {
+                n = stream.read_into(&mut self.parser) => {
                     let n = match n {
                         Ok(0) | Err(_) => return Ending::Broken,
                         Ok(n) => n,
                     };
-                    self.parser.feed(&read[..n]);
                     let mut n_left = n;
                     // Events already buffered after a resumption are the
                     // resumed session's: handle them without waiting to read.
