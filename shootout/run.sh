@@ -7,7 +7,8 @@
 # run pingpong, countdown, chat and broadcast with the bench pinned to the other
 # core (taskset -c 1, --server-pid so its CPU and RSS are sampled), stop it.
 # Then the bench's own receive ceiling (selftest) and Switchboard's RSS per idle
-# WebSocket connection at 10,000 connections; finally `switchboard report` over
+# WebSocket connection at 10,000 connections; the XMPP part (shootout/xmpp.sh:
+# Switchboard, ejabberd and Prosody); finally `switchboard report` over
 # every result file, and a text summary with the broadcast table and the bar.
 # A peer that fails to install, start or answer is recorded as failed (its
 # result file carries the error, so the report's summary shows it) and the run
@@ -95,9 +96,8 @@ if [ "${SHOOTOUT_SKIP_BUILD:-0}" != 1 ]; then
 fi
 [ -x "$BIN" ] || { say "FAILED: $BIN missing"; exit 1; }
 
-# Peers that serve the apps: the XMPP peers (ejabberd, prosody) have none, and
-# no scenario here drives XMPP yet (named in SHOOTOUT_SERVERS, they start and
-# every scenario is skipped).
+# Peers that serve the apps: the XMPP peers (ejabberd, prosody) have none; the
+# XMPP part below (shootout/xmpp.sh) drives them beside Switchboard.
 ALL_PEERS="$(python3 -c 'import json,sys; print(" ".join(p["name"] for p in json.load(open(sys.argv[1]))["peers"] if p["apps"]))' peers/peers.json)"
 SERVERS="${SHOOTOUT_SERVERS:-switchboard $ALL_PEERS}"
 PEERS=""
@@ -292,6 +292,26 @@ for s in $SERVERS; do
     idle_rss "$s"
   fi
 done
+
+# XMPP: Switchboard beside ejabberd and Prosody (shootout/xmpp.sh): the
+# SockJS-versus-BOSH study on localhost and through a 162 ms link, the MUC
+# sweep, and RSS per idle session. SHOOTOUT_XMPP_SERVERS="" skips it.
+XMPP_SERVERS="${SHOOTOUT_XMPP_SERVERS-switchboard ejabberd prosody}"
+XMPP_OK=""
+for s in $XMPP_SERVERS; do
+  if [ "$s" != switchboard ] && [ "${SHOOTOUT_SKIP_INSTALL:-0}" != 1 ]; then
+    if ! "peers/$s/install.sh" >>"$OUT/logs/install.txt" 2>>"$OUT/logs/install.err"; then
+      say "$s: did not install: $(tail -n1 "$OUT/logs/install.txt")"
+      printf '%s-xmpp\tfailed\t%s\n' "$s" "did not install" >>"$STATUS"
+      continue
+    fi
+  fi
+  XMPP_OK="$XMPP_OK $s"
+done
+if [ -n "$XMPP_OK" ]; then
+  say "XMPP:$XMPP_OK"
+  QUICK="$QUICK" XMPP_SERVERS="$XMPP_OK" shootout/xmpp.sh "$OUT" || say "XMPP part FAILED (see $OUT/shootout.log)"
+fi
 
 # Server CPU per delivery at a fixed load, Switchboard beside Bun (rounds
 # interleaved, each on a fresh server): the comparison that still separates

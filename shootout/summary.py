@@ -21,6 +21,24 @@ BASELINE = "switchboard"
 # the broadcast sweep must be at least this many times each peer's.
 BAR = {"sockjs-node": 10.0, "sockjs-tornado-pypy": 3.0}
 
+# The SockJS-versus-BOSH study (issue 12): its transports, ours for each, and its
+# published totals in ms for 100 pings (localhost, a server 162 ms away).
+STUDY = [
+    ("websocket", "xmpp-websocket", 98, 19126),
+    ("xhr-streaming", "xmpp-xhr-streaming", 3190, 24270),
+    ("xhr-polling", "xmpp-xhr-polling", 3181, 37980),
+    ("jsonp-polling", "xmpp-jsonp-polling", 10884, 42173),
+    ("BOSH", "bosh", 21471, 47905),
+]
+STUDY_EXTRA = ["xmpp-tcp", "xmpp-sockjs-websocket", "xmpp-eventsource"]
+XMPP_SERVERS = ["switchboard", "ejabberd", "prosody"]
+# The goals of issue 12: BOSH at most 3× WebSocket on Switchboard (localhost); the
+# MUC sweep at least 10× Prosody's and 5× ejabberd's; RSS per idle session at most
+# a quarter of Prosody's.
+BOSH_GOAL = 3.0
+MUC_GOAL = {"prosody": 10.0, "ejabberd": 5.0}
+IDLE_GOAL = {"prosody": 0.25}
+
 
 def load(path):
     try:
@@ -63,9 +81,13 @@ def main():
 
     status = {}
     order = []
+    xmpp_status = {}
     try:
         for line in open(os.path.join(d, "status.tsv")):
             name, state, detail = (line.rstrip("\n").split("\t") + ["", ""])[:3]
+            if name.endswith("-xmpp"):
+                xmpp_status[name[:-len("-xmpp")]] = (state, detail)
+                continue
             status[name] = (state, detail)
             order.append(name)
     except OSError:
@@ -74,6 +96,8 @@ def main():
     runs = {}  # (server, scenario) -> run
     machine = None
     for path in sorted(glob.glob(os.path.join(d, "bench", "*.json"))):
+        if "-xmpp-" in os.path.basename(path):
+            continue  # the XMPP part's, read below
         f = load(path)
         if not f:
             continue
@@ -312,6 +336,8 @@ def main():
                        + ("HOLDS" if ratio <= 0.8 else "MISSED"))
         out.append("")
 
+    out += xmpp_part(d, xmpp_status, summary)
+
     failed = [s for s in servers if summary["servers"].get(s, {}).get("status") == "failed"]
     if failed:
         out.append("Failed: " + "; ".join(f"{s}: {status.get(s, ('', ''))[1]}" for s in failed))
@@ -319,6 +345,117 @@ def main():
     print(text)
     with open(os.path.join(d, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
+
+
+def xmpp_part(d, xmpp_status, summary):
+    """The XMPP part (shootout/xmpp.sh): the study's table, the MUC sweep, RSS per idle
+    session, and the goals; lines of text, and summary["xmpp"]."""
+    def run_of(server, kind):
+        f = load(os.path.join(d, "bench", f"{server}-xmpp-{kind}.json"))
+        return ((f or {}).get("runs") or [None])[0]
+
+    servers = [s for s in XMPP_SERVERS if any(run_of(s, k) for k in ("study-local", "muc", "idle")) or s in xmpp_status]
+    if not servers:
+        return []
+    out, x = [], summary.setdefault("xmpp", {"study": {}, "muc": {}, "idle": {}, "goals": []})
+
+    def totals(server, kind):
+        r = run_of(server, kind) or {}
+        res = {}
+        for t in r.get("results") or []:
+            n = t.get("count") or 0
+            if n and t.get("total_us") is not None:
+                # Scaled to the study's 100 pings when a run made fewer (the quick profile's remote runs).
+                res[t.get("transport")] = t["total_us"] / 1000 * 100 / n
+        return res
+
+    local = {s: totals(s, "study-local") for s in servers}
+    remote = {s: totals(s, "study-remote") for s in servers}
+    x["study"] = {s: {"localhost_ms": local[s], "remote_ms": remote[s]} for s in servers}
+    rows = []
+    for label, ours, st_local, st_remote in STUDY + [(None, t, None, None) for t in STUDY_EXTRA]:
+        row = [label or "–", ours, fmt(st_local), fmt(st_remote)]
+        for s in servers:
+            row += [fmt(local[s].get(ours)), fmt(remote[s].get(ours))]
+        rows.append(row)
+    heads = ["study", "ours", "study local", "study 162ms"]
+    for s in servers:
+        heads += [f"{s} local", f"{s} 162ms"]
+    out.append("XMPP: the SockJS-versus-BOSH study, total ms for 100 sequential pings after login")
+    out.append("(study: its own browser and server; ours: the bench, each server pinned to one core; 162ms: --link delay=81ms)")
+    out.append(table(heads, rows))
+    out.append("")
+
+    def best_muc(server):
+        r = run_of(server, "muc") or {}
+        vals = [(lv.get("max_sustainable_received_per_s"), lv) for lv in r.get("levels") or [] if lv.get("max_sustainable_received_per_s")]
+        return max(vals, key=lambda v: v[0]) if vals else (None, None)
+
+    rows = []
+    for s in servers:
+        fig, lv = best_muc(s)
+        x["muc"][s] = {"max_sustainable_received_per_s": fig, "connections": (lv or {}).get("connections"),
+                       "saturated": bool((lv or {}).get("saturation"))}
+        note = ""
+        if lv and not lv.get("saturation"):
+            note = "did not saturate: a lower bound"
+        elif fig is None:
+            r = run_of(s, "muc") or {}
+            lvs = r.get("levels") or [{}]
+            note = (r.get("error") or (lvs[0].get("saturation") or {}).get("detail") or xmpp_status.get(s, ("", "no run"))[1])[:100]
+        rows.append([s, fmt(fig), str((lv or {}).get("connections") or "–"), note])
+    out.append("XMPP: MUC broadcast sweep over XMPP TCP, max sustainable received msgs/s")
+    out.append(table(["server", "max sustainable recv/s", "occupants", "note"], rows))
+    out.append("")
+
+    rows = []
+    for s in servers:
+        r = run_of(s, "idle") or {}
+        res = (r.get("results") or [{}])[0]
+        per = res.get("server_rss_per_connection_bytes")
+        x["idle"][s] = {"sessions": res.get("opened"), "rss_per_session_bytes": per}
+        rows.append([s, fmt(res.get("opened")), fmt(mib(res.get("server_rss_before_bytes")), 1),
+                     fmt(mib(res.get("server_rss_after_bytes")), 1), fmt(per / 1024, 1) if per else "–",
+                     "" if per else (r.get("error") or xmpp_status.get(s, ("", "no run"))[1])[:100]])
+    out.append("XMPP: RSS per idle authenticated session (TCP, SASL PLAIN, bound, initial presence sent)")
+    out.append(table(["server", "sessions", "RSS before MiB", "RSS after MiB", "KiB per session", "note"], rows))
+    out.append("")
+
+    out.append("XMPP goals:")
+    ws, bosh = local.get("switchboard", {}).get("xmpp-websocket"), local.get("switchboard", {}).get("bosh")
+    if ws and bosh:
+        ratio = bosh / ws
+        holds = ratio <= BOSH_GOAL
+        out.append(f"  switchboard BOSH / WebSocket on localhost = {ratio:.2f}× (goal: at most {BOSH_GOAL:g}×; the study's: 219×): "
+                   + ("HOLDS" if holds else "MISSED"))
+        x["goals"].append({"goal": "bosh_over_websocket", "value": ratio, "need": BOSH_GOAL, "holds": holds})
+    else:
+        out.append("  switchboard BOSH / WebSocket: no figures")
+    ours, ours_lv = best_muc("switchboard")
+    for peer, need in MUC_GOAL.items():
+        theirs, _ = best_muc(peer)
+        if ours and theirs:
+            ratio = ours / theirs
+            holds = ratio >= need
+            lower = "" if (ours_lv or {}).get("saturation") else " (Switchboard did not saturate: a lower bound)"
+            out.append(f"  MUC sweep: switchboard / {peer} = {ratio:.1f}× (goal: at least {need:g}×){lower}: " + ("HOLDS" if holds else "MISSED"))
+            x["goals"].append({"goal": f"muc_over_{peer}", "value": ratio, "need": need, "holds": holds})
+        else:
+            out.append(f"  MUC sweep: switchboard / {peer}: cannot check, a figure is missing")
+    for peer, need in IDLE_GOAL.items():
+        a, b = x["idle"].get("switchboard", {}).get("rss_per_session_bytes"), x["idle"].get(peer, {}).get("rss_per_session_bytes")
+        if a and b:
+            ratio = a / b
+            holds = ratio <= need
+            out.append(f"  RSS per idle session: switchboard / {peer} = {ratio:.2f} (goal: at most {need:g}): " + ("HOLDS" if holds else "MISSED"))
+            x["goals"].append({"goal": f"idle_rss_over_{peer}", "value": ratio, "need": need, "holds": holds})
+        else:
+            out.append(f"  RSS per idle session: switchboard / {peer}: cannot check, a figure is missing")
+    failed = [f"{s}: {st[1]}" for s, st in xmpp_status.items() if st[0] == "failed"]
+    if failed:
+        out.append("  XMPP failures: " + "; ".join(failed))
+    out.append("")
+    return out
 
 
 if __name__ == "__main__":
