@@ -251,7 +251,8 @@ async fn create(service: &Service, server: &Arc<ServerState>, connection: &Conne
         let app = service.app.open_xmpp(outbox, Framing::Bosh);
         Session::new(id, app, server.metrics.connection("xmpp", "bosh"), limits.max_message_rate, limits.max_byte_rate, window)
     });
-    let Some((session, _)) = opened else { return refuse(StatusCode::SERVICE_UNAVAILABLE, "5") };
+    // (A 128-bit random id already taken would be someone else's session.)
+    let Some((session, true)) = opened else { return refuse(StatusCode::SERVICE_UNAVAILABLE, "5") };
     server.tracker.spawn(session::reap(service.sessions.clone(), session.clone(), config.bosh_inactivity, server.shutdown.clone()));
     let mut created = Wrapper::new().attr("sid", session.id()).attr("from", domain);
     for (name, value) in terms {
