@@ -159,9 +159,10 @@ async fn muc_every_occupant_receives_every_message() {
         assert_eq!(level["connect"]["count"], n);
         let steps = level["steps"].as_array().expect("steps");
         assert_eq!(steps.len(), 2);
+        // A step of 0.3 s on a loaded machine may send nothing; the level sends something.
+        assert!(steps.iter().map(|s| u(&s["sent"])).sum::<u64>() > 0, "{level:#}");
         for step in steps {
             let sent = u(&step["sent"]);
-            assert!(sent > 0);
             assert_eq!(u(&step["expected"]), sent * n);
             assert_eq!(step["received"], step["expected"], "{step:#}");
             assert_eq!((u(&step["lost"]), u(&step["missing"])), (0, 0), "{step:#}");
@@ -291,24 +292,39 @@ async fn the_client_speaks_rfc_6120_to_the_byte() {
     server.await.expect("the scripted server saw every byte it expected");
 }
 
-/// What a scripted BOSH server keeps: every rid it was sent, the stanzas waiting for an
-/// answer, and the request it holds (hold 1).
+/// What a scripted BOSH server keeps: every rid it was sent, in the order it took them,
+/// the stanzas waiting for an answer, and the request it holds (hold 1).
 #[derive(Default)]
 struct BoshScript {
     rids: Vec<u64>,
     queue: Vec<String>,
     held: Option<tokio::sync::oneshot::Sender<Vec<String>>>,
+    /// Whether the server takes each request as it comes, with no window to put them
+    /// back in rid order: one that is not the next ends the session (item-not-found).
+    in_arrival_order: bool,
 }
 
-/// Answers one request as a BOSH server with hold 1 would: the stanzas it carries are
-/// answered (SASL ANONYMOUS, restart, bind, ping), a held request is answered at once
-/// with what is queued, and this one goes now if anything is queued, or is held.
+/// Answers one request as a BOSH server with hold 1 would: a held request is answered at
+/// once with what is queued, the stanzas this one carries are answered (SASL ANONYMOUS,
+/// restart, bind, ping), and this one goes now if anything is queued, or is held. So
+/// the answer to a client's stanza comes on the request that carried it, as ejabberd's.
 async fn bosh_answer(script: std::sync::Arc<std::sync::Mutex<BoshScript>>, request: bytes::Bytes) -> String {
     let body = wire::bosh::Body::parse(&request, wire::xmpp::Limits::default()).expect("a body");
     let mut head = wire::bosh::Body::new();
     let wait = {
         let mut s = script.lock().expect("lock");
-        s.rids.push(body.number("rid").expect("rid").expect("rid"));
+        let rid = body.number("rid").expect("rid").expect("rid");
+        let next = s.rids.last().map(|last| last + 1);
+        s.rids.push(rid);
+        if s.in_arrival_order && next.is_some_and(|next| rid != next) {
+            if let Some(held) = s.held.take() {
+                let _ = held.send(Vec::new());
+            }
+            return wire::bosh::Body::new().attr("type", "terminate").attr("condition", "item-not-found").to_xml();
+        }
+        if let Some(held) = s.held.take() {
+            let _ = held.send(std::mem::take(&mut s.queue));
+        }
         if body.is_terminate() {
             return wire::bosh::Body::new().attr("type", "terminate").to_xml();
         }
@@ -327,9 +343,6 @@ async fn bosh_answer(script: std::sync::Arc<std::sync::Mutex<BoshScript>>, reque
                 "iq" => format!("<iq xmlns='jabber:client' type='result' id='{id}'/>"),
                 other => panic!("unexpected <{other}/>"),
             });
-        }
-        if let Some(held) = s.held.take() {
-            let _ = held.send(std::mem::take(&mut s.queue));
         }
         if s.queue.is_empty() {
             let (tx, rx) = tokio::sync::oneshot::channel();
@@ -383,4 +396,93 @@ async fn bosh_requests_carry_one_rid_each_in_order() {
     let first = rids[0];
     assert_eq!(rids, (first..first + rids.len() as u64).collect::<Vec<_>>());
     server.abort();
+}
+
+/// Serves `script` as a BOSH server that takes each request as it reads it, on a runtime
+/// of its own (one thread) until `stop`: one task a connection, reading HTTP/1.1 itself,
+/// so that nothing between the socket and the script reorders requests. A request that
+/// is not the next first lets the runtime poll its sockets twice: whatever was written
+/// before it, even on a connection not yet accepted, has then been read. After an answer
+/// that carries stanzas the connection is closed (`Connection: close`), so the client's
+/// next request needs a new one.
+fn serve_bosh_in_arrival_order(script: std::sync::Arc<std::sync::Mutex<BoshScript>>, stop: tokio::sync::oneshot::Receiver<()>) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async move {
+            let listener = TcpListener::from_std(listener).expect("listener");
+            let accepting = async {
+                loop {
+                    let (socket, _) = listener.accept().await.expect("accept");
+                    tokio::spawn(serve_bosh_connection(socket, script.clone()));
+                }
+            };
+            tokio::select! {
+                () = accepting => {}
+                _ = stop => {}
+            }
+        });
+    });
+    port
+}
+
+async fn serve_bosh_connection(mut socket: TcpStream, script: std::sync::Arc<std::sync::Mutex<BoshScript>>) {
+    let mut read = Vec::new();
+    loop {
+        let body = loop {
+            if let Some(end) = read.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&read[..end]).to_ascii_lowercase();
+                let length: usize =
+                    head.lines().find_map(|line| line.strip_prefix("content-length:")).and_then(|n| n.trim().parse().ok()).expect("a content-length");
+                if read.len() >= end + 4 + length {
+                    let body = bytes::Bytes::copy_from_slice(&read[end + 4..end + 4 + length]);
+                    read.drain(..end + 4 + length);
+                    break body;
+                }
+            }
+            let mut chunk = [0u8; 4096];
+            match socket.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => read.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let rid = wire::bosh::Body::parse(&body, wire::xmpp::Limits::default()).ok().and_then(|b| b.number("rid").ok().flatten());
+        for _ in 0..2 {
+            if script.lock().expect("lock").rids.last().is_none_or(|last| rid == Some(last + 1)) {
+                break;
+            }
+            // Yields until the runtime has polled its sockets (tokio defers the wake).
+            tokio::task::yield_now().await;
+        }
+        let answer = bosh_answer(script.clone(), body).await;
+        let close = wire::bosh::Body::parse(answer.as_bytes(), wire::xmpp::Limits::default()).is_ok_and(|b| !b.stanzas.is_empty());
+        let connection = if close { "Connection: close\r\n" } else { "" };
+        let response = format!("HTTP/1.1 200 OK\r\nContent-Type: text/xml; charset=utf-8\r\nContent-Length: {}\r\n{connection}\r\n{answer}", answer.len());
+        if socket.write_all(response.as_bytes()).await.is_err() || close {
+            return;
+        }
+    }
+}
+
+// The bench runs its sessions on a multi-threaded runtime, as the command does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bosh_requests_leave_in_rid_order() {
+    // A server that takes requests as they come, as ejabberd does, must see every rid in
+    // order. The connection an answer with stanzas came on is closed, so that a request
+    // sent right after it needs a new one: a client that then sent an empty request
+    // followed by the next ping on the connection still open, or did not wait for the
+    // first to be written, would have the ping arrive first.
+    let script = std::sync::Arc::new(std::sync::Mutex::new(BoshScript { in_arrival_order: true, ..BoshScript::default() }));
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let port = serve_bosh_in_arrival_order(script.clone(), stopped);
+    let target = format!("http://127.0.0.1:{port}");
+    let (file, err) = measure(&["pingpong", "--quiet", "--count", "300", "--transport", "bosh", "--target", &target]).await;
+    let _ = stop.send(());
+    let rids = script.lock().expect("lock").rids.clone();
+    assert!(err.is_none(), "{err:?}; rids as they came: {rids:?}");
+    assert_eq!(json(&file)["runs"][0]["results"][0]["round_trip"]["count"], 300);
+    let first = rids[0];
+    assert_eq!(rids, (first..first + rids.len() as u64).collect::<Vec<_>>());
 }

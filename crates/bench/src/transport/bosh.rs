@@ -7,16 +7,29 @@
 //! server answers as soon as it has a stanza for the client. Stanzas to send go at once
 //! in a request of their own while fewer than `requests` are open, and otherwise wait
 //! and go together in the next one. Each request carries the next `rid`, whichever
-//! connection it goes on; the server puts them back in order.
+//! connection it goes on.
+//!
+//! Requests leave in `rid` order: a request is written out on its connection before the
+//! next is handed to another (`Session::send`), and answers are taken in the same order
+//! (XEP-0124 §10). A server may take requests in the order they reach it: ejabberd 23.01
+//! sets aside a request that arrives ahead of its predecessor and takes it up only when
+//! it answers that predecessor with a payload, so an empty request held there, overtaken
+//! by the next one (the client's stanza), would leave that stanza aside for good.
 
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
+use futures_util::future::BoxFuture;
+use futures_util::stream::FuturesOrdered;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
-use tokio::sync::mpsc;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
 use wire::bosh::{Body, VERSION};
 use wire::xmpp::{Element, Limits};
 
@@ -58,7 +71,7 @@ pub(super) struct Receiver {
 /// Opens the first HTTP connection to `<target><path>` and starts the task, which
 /// creates the session with `to` = `domain`, asking for `wait` seconds at most.
 pub(super) async fn connect(target: &Target, path: &str, domain: &str, wait: u64) -> Result<(Sender, Receiver), Error> {
-    let first = super::http::open(target).await?;
+    let first = open(target).await?;
     let place = format!("http://{}{path}", target.authority());
     let (commands, commands_rx) = mpsc::channel(SEND_QUEUE);
     let (stanzas_tx, stanzas) = mpsc::channel(RECEIVE_QUEUE);
@@ -69,7 +82,7 @@ pub(super) async fn connect(target: &Target, path: &str, domain: &str, wait: u64
         sid: String::new(),
         rid: u64::from(rand::random::<u32>()) + 1,
         requests: 1,
-        idle: vec![first],
+        idle: VecDeque::from([first]),
     };
     tokio::spawn(run(session, domain.to_string(), wait, commands_rx, stanzas_tx));
     Ok((Sender { commands, place }, Receiver { stanzas }))
@@ -111,12 +124,20 @@ struct Session {
     rid: u64,
     /// Requests the server lets the client have open at once.
     requests: usize,
-    /// Keep-alive connections with no request on them.
-    idle: Vec<SendRequest<Full<Bytes>>>,
+    /// Keep-alive connections with no request on them, the longest idle first.
+    idle: VecDeque<Conn>,
+}
+
+/// One keep-alive HTTP/1.1 connection of the session, and the count of the times it has
+/// flushed what it wrote (`Flushes`): a request handed to it has been written out once
+/// the count moves on.
+struct Conn {
+    send: SendRequest<Full<Bytes>>,
+    flushed: watch::Receiver<u64>,
 }
 
 /// An answer, and the connection it came on when that may carry another request.
-type Answered = (Option<SendRequest<Full<Bytes>>>, Result<Body, Error>);
+type Answered = (Option<Conn>, Result<Body, Error>);
 
 async fn run(
     mut session: Session,
@@ -140,7 +161,7 @@ async fn drive(
     stanzas: &mpsc::Sender<Result<Element, Error>>,
 ) -> Result<(), Error> {
     let rid = s.take_rid();
-    let (conn, answer) = s.request(creation(rid, domain, wait).to_xml()).await;
+    let (conn, answer) = s.send(creation(rid, domain, wait).to_xml()).await?.await;
     let answer = answer?;
     s.idle.extend(conn);
     if answer.is_terminate() {
@@ -155,7 +176,8 @@ async fn drive(
     deliver(s, answer, stanzas).await?;
     let mut queue: Vec<String> = Vec::new();
     let mut restart = false;
-    let mut open: FuturesUnordered<_> = FuturesUnordered::new();
+    // The answers to come, in rid order.
+    let mut open = FuturesOrdered::new();
     loop {
         // Send what is waiting while the server takes more requests, and keep one held.
         while open.len() < s.requests && (!queue.is_empty() || restart || open.is_empty()) {
@@ -163,7 +185,7 @@ async fn drive(
             next(s.take_rid(), &s.sid, restart.then_some(domain)).write_around(queue.iter().map(String::as_str), &mut text);
             restart = false;
             queue.clear();
-            open.push(s.request(text));
+            open.push_back(s.send(text).await?);
         }
         tokio::select! {
             command = commands.recv() => match command {
@@ -227,44 +249,69 @@ impl Session {
         self.rid - 1
     }
 
-    /// Posts one body on an idle connection (or a new one) and reads its answer.
-    fn request(&mut self, body: String) -> impl Future<Output = Answered> + use<> {
-        let conn = self.idle.pop();
-        let (target, path, place) = (self.target.clone(), self.path.clone(), self.place.clone());
-        async move { post(conn, &target, &path, &place, body).await }
+    /// Posts one body on an idle connection the server has not closed, or on a new one,
+    /// and returns once it has been written out, so that no later request can overtake
+    /// it; what it returns reads the answer. An idle connection is ready at once, or as
+    /// soon as its task has finished with its last answer; a new one takes a connect.
+    ///
+    /// The connection idle longest goes first: the server may still be finishing with the
+    /// one answered last (ejabberd's handler writes the answer, then reads again), and a
+    /// request on it could then reach the session after the next request, sent on the other.
+    async fn send(&mut self, body: String) -> Result<BoxFuture<'static, Answered>, Error> {
+        let mut conn = None;
+        while let Some(mut c) = self.idle.pop_front() {
+            if c.send.ready().await.is_ok() {
+                conn = Some(c);
+                break;
+            }
+        }
+        let mut conn = match conn {
+            Some(c) => c,
+            None => open(&self.target).await?,
+        };
+        let request = hyper::Request::post(self.path.as_str())
+            .header(hyper::header::HOST, self.target.authority())
+            .header(hyper::header::CONTENT_TYPE, "text/xml; charset=utf-8")
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| Error::usage(format!("{}: {e}", self.place)))?;
+        conn.flushed.mark_unchanged();
+        // hyper queues the request on the connection now; its task writes it out.
+        let response = conn.send.send_request(request);
+        // An error ends the connection, and the answer says what it was.
+        let _ = conn.flushed.changed().await;
+        let place = self.place.clone();
+        Ok(Box::pin(async move { answer(conn, response, &place).await }))
     }
 
     /// Sends what is queued with `type='terminate'` and waits a little for the answer.
     async fn terminate(&mut self, queue: Vec<String>) -> Result<(), Error> {
         let mut text = String::new();
         next(self.take_rid(), &self.sid, None).attr("type", "terminate").write_around(queue.iter().map(String::as_str), &mut text);
-        let _ = tokio::time::timeout(TERMINATE_WAIT, self.request(text)).await;
+        let _ = tokio::time::timeout(TERMINATE_WAIT, async {
+            if let Ok(answer) = self.send(text).await {
+                let _ = answer.await;
+            }
+        })
+        .await;
         Ok(())
     }
 }
 
-async fn post(conn: Option<SendRequest<Full<Bytes>>>, target: &Target, path: &str, place: &str, body: String) -> Answered {
-    // A connection the server has closed since its last answer is replaced.
-    let reusable = match conn {
-        Some(mut c) => c.ready().await.is_ok().then_some(c),
-        None => None,
-    };
-    let mut conn = match reusable {
-        Some(c) => c,
-        None => match super::http::open(target).await {
-            Ok(c) => c,
-            Err(e) => return (None, Err(e)),
-        },
-    };
-    let request = hyper::Request::post(path)
-        .header(hyper::header::HOST, target.authority())
-        .header(hyper::header::CONTENT_TYPE, "text/xml; charset=utf-8")
-        .body(Full::new(Bytes::from(body)));
-    let request = match request {
-        Ok(r) => r,
-        Err(e) => return (Some(conn), Err(Error::usage(format!("{place}: {e}")))),
-    };
-    let response = match conn.send_request(request).await {
+/// Opens a keep-alive connection to the target for the session's requests.
+async fn open(target: &Target) -> Result<Conn, Error> {
+    let stream = target.dial().await.map_err(|e| Error::connect(format!("{}: {e}", target.as_str())))?;
+    let (flushes, flushed) = watch::channel(0);
+    let send = super::http::over(target, Flushes { stream, wrote: false, flushes }).await?;
+    Ok(Conn { send, flushed })
+}
+
+/// Reads the answer to the request written out on `conn`.
+async fn answer(
+    conn: Conn,
+    response: impl Future<Output = hyper::Result<hyper::Response<hyper::body::Incoming>>>,
+    place: &str,
+) -> Answered {
+    let response = match response.await {
         Ok(r) => r,
         Err(e) => return (None, Err(Error::closed(format!("{place}: {e}")))),
     };
@@ -281,6 +328,62 @@ async fn post(conn: Option<SendRequest<Full<Bytes>>>, target: &Target, path: &st
         Body::parse(&bytes, Limits::default()).map_err(|e| Error::unexpected(format!("{place}: the answer is not a BOSH body: {e}")))
     };
     (Some(conn), answer)
+}
+
+/// A connection's stream that counts the flushes that follow writes: hyper flushes once
+/// it has written out all it buffered, so a request is on its way once the count moves.
+struct Flushes {
+    stream: TcpStream,
+    /// Whether bytes were written since the last flush.
+    wrote: bool,
+    flushes: watch::Sender<u64>,
+}
+
+impl Flushes {
+    fn wrote(&mut self, written: &Poll<std::io::Result<usize>>) {
+        if matches!(written, Poll::Ready(Ok(n)) if *n > 0) {
+            self.wrote = true;
+        }
+    }
+}
+
+impl AsyncRead for Flushes {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Flushes {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.wrote(&written);
+        written
+    }
+
+    fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[std::io::IoSlice<'_>]) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        this.wrote(&written);
+        written
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let flushed = Pin::new(&mut this.stream).poll_flush(cx);
+        if matches!(flushed, Poll::Ready(Ok(()))) && std::mem::take(&mut this.wrote) {
+            this.flushes.send_modify(|n| *n += 1);
+        }
+        flushed
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
 }
 
 #[cfg(test)]

@@ -49,7 +49,18 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let stream = target.dial().await.map_err(|e| Error::connect(format!("{}: {e}", target.as_str())))?;
-    let (request, conn) = http1::handshake(TokioIo::new(stream))
+    over(target, stream).await
+}
+
+/// Speaks HTTP/1.1 on `io`, a connection to `target` already made, driven on its own task.
+pub(crate) async fn over<B, T>(target: &Target, io: T) -> Result<http1::SendRequest<B>, Error>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let (request, conn) = http1::handshake(TokioIo::new(io))
         .await
         .map_err(|e| Error::connect(format!("{}: {e}", target.as_str())))?;
     tokio::spawn(async move {
