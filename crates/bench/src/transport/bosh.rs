@@ -11,10 +11,14 @@
 //!
 //! Requests leave in `rid` order: a request is written out on its connection before the
 //! next is handed to another (`Session::send`), and answers are taken in the same order
-//! (XEP-0124 §10). A server may take requests in the order they reach it: ejabberd 23.01
-//! sets aside a request that arrives ahead of its predecessor and takes it up only when
-//! it answers that predecessor with a payload, so an empty request held there, overtaken
-//! by the next one (the client's stanza), would leave that stanza aside for good.
+//! (XEP-0124 §10). A server may still take two requests sent close together in the
+//! other order, one handler a connection: ejabberd 23.01 does, sets aside the one that
+//! came early and takes it up only when it answers its predecessor with a payload, so an
+//! empty request held there, overtaken by the next one (the client's stanza), leaves that
+//! stanza aside for good. So when an answer leaves no request open, what the session
+//! above says in reply goes in the next request (`react`), as a browser's BOSH client
+//! sends what its page's handlers said, instead of in one of its own right behind an
+//! empty one.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -47,6 +51,12 @@ const SEND_QUEUE: usize = 4096;
 /// Longest the task waits for the answer to its `type='terminate'`.
 const TERMINATE_WAIT: Duration = Duration::from_secs(2);
 
+/// Longest the task waits, after an answer that left no request open, for the session
+/// above to react to its stanzas before it sends an empty request (`react`): a session
+/// that reads or writes ends the wait at once; one that does neither (between its login
+/// and its scenario's start) still gets a request held at the server.
+const REACTION_WAIT: Duration = Duration::from_millis(20);
+
 /// What the XMPP session asks of its BOSH session.
 enum Command {
     /// A stanza, serialised standing alone.
@@ -66,6 +76,10 @@ pub(super) struct Sender {
 /// The receiving half: the stanzas of the server's answers, in order.
 pub(super) struct Receiver {
     stanzas: mpsc::Receiver<Result<Element, Error>>,
+    /// Stanzas taken so far.
+    taken: u64,
+    /// `taken`, told to the task each time the session asks for more and none is left.
+    caught_up: watch::Sender<u64>,
 }
 
 /// Opens the first HTTP connection to `<target><path>` and starts the task, which
@@ -75,6 +89,7 @@ pub(super) async fn connect(target: &Target, path: &str, domain: &str, wait: u64
     let place = format!("http://{}{path}", target.authority());
     let (commands, commands_rx) = mpsc::channel(SEND_QUEUE);
     let (stanzas_tx, stanzas) = mpsc::channel(RECEIVE_QUEUE);
+    let (caught_up, taken) = watch::channel(0);
     let session = Session {
         target: target.clone(),
         path: path.to_string(),
@@ -84,8 +99,8 @@ pub(super) async fn connect(target: &Target, path: &str, domain: &str, wait: u64
         requests: 1,
         idle: VecDeque::from([first]),
     };
-    tokio::spawn(run(session, domain.to_string(), wait, commands_rx, stanzas_tx));
-    Ok((Sender { commands, place }, Receiver { stanzas }))
+    tokio::spawn(run(session, domain.to_string(), wait, commands_rx, Delivery { stanzas: stanzas_tx, delivered: 0, taken }));
+    Ok((Sender { commands, place }, Receiver { stanzas, taken: 0, caught_up }))
 }
 
 impl Sender {
@@ -110,7 +125,12 @@ impl Sender {
 impl Receiver {
     /// The next stanza; `None` once the session has ended.
     pub(super) async fn recv(&mut self) -> Result<Option<Element>, Error> {
-        self.stanzas.recv().await.transpose()
+        if self.stanzas.is_empty() {
+            self.caught_up.send_replace(self.taken);
+        }
+        let next = self.stanzas.recv().await.transpose();
+        self.taken += 1;
+        next
     }
 }
 
@@ -139,15 +159,18 @@ struct Conn {
 /// An answer, and the connection it came on when that may carry another request.
 type Answered = (Option<Conn>, Result<Body, Error>);
 
-async fn run(
-    mut session: Session,
-    domain: String,
-    wait: u64,
-    mut commands: mpsc::Receiver<Command>,
+/// Where the task hands stanzas to the session above, and how far that has read them.
+struct Delivery {
     stanzas: mpsc::Sender<Result<Element, Error>>,
-) {
-    if let Err(e) = drive(&mut session, &domain, wait, &mut commands, &stanzas).await {
-        let _ = stanzas.send(Err(e)).await;
+    /// Stanzas handed on so far.
+    delivered: u64,
+    /// `Receiver::taken` when the session last asked for more with none left.
+    taken: watch::Receiver<u64>,
+}
+
+async fn run(mut session: Session, domain: String, wait: u64, mut commands: mpsc::Receiver<Command>, mut delivery: Delivery) {
+    if let Err(e) = drive(&mut session, &domain, wait, &mut commands, &mut delivery).await {
+        let _ = delivery.stanzas.send(Err(e)).await;
     }
 }
 
@@ -158,7 +181,7 @@ async fn drive(
     domain: &str,
     wait: u64,
     commands: &mut mpsc::Receiver<Command>,
-    stanzas: &mpsc::Sender<Result<Element, Error>>,
+    delivery: &mut Delivery,
 ) -> Result<(), Error> {
     let rid = s.take_rid();
     let (conn, answer) = s.send(creation(rid, domain, wait).to_xml()).await?.await;
@@ -166,19 +189,23 @@ async fn drive(
     s.idle.extend(conn);
     if answer.is_terminate() {
         // Refused: the error names the condition.
-        return deliver(s, answer, stanzas).await;
+        return deliver(s, answer, delivery).await;
     }
     s.sid = answer
         .get("sid")
         .ok_or_else(|| Error::unexpected(format!("{}: the session's creation was answered without a sid", s.place)))?
         .to_string();
     s.requests = answer.number("requests").ok().flatten().map_or(2, |n| n.max(1) as usize);
-    deliver(s, answer, stanzas).await?;
+    let mut carried = !answer.stanzas.is_empty();
+    deliver(s, answer, delivery).await?;
     let mut queue: Vec<String> = Vec::new();
     let mut restart = false;
     // The answers to come, in rid order.
     let mut open = FuturesOrdered::new();
     loop {
+        if std::mem::take(&mut carried) && open.is_empty() && !react(commands, delivery, &mut queue, &mut restart).await {
+            return s.terminate(queue).await;
+        }
         // Send what is waiting while the server takes more requests, and keep one held.
         while open.len() < s.requests && (!queue.is_empty() || restart || open.is_empty()) {
             let mut text = String::new();
@@ -188,16 +215,55 @@ async fn drive(
             open.push_back(s.send(text).await?);
         }
         tokio::select! {
-            command = commands.recv() => match command {
-                Some(Command::Stanza(stanza)) => queue.push(stanza),
-                Some(Command::Restart) => restart = true,
-                Some(Command::Terminate) | None => return s.terminate(queue).await,
+            command = commands.recv() => if !take(command, &mut queue, &mut restart) {
+                return s.terminate(queue).await;
             },
-            () = stanzas.closed() => return s.terminate(queue).await,
+            () = delivery.stanzas.closed() => return s.terminate(queue).await,
             Some((conn, answer)) = open.next() => {
                 s.idle.extend(conn);
-                deliver(s, answer?, stanzas).await?;
+                let answer = answer?;
+                carried = !answer.stanzas.is_empty();
+                deliver(s, answer, delivery).await?;
             }
+        }
+    }
+}
+
+/// Adds what the session above asked for to the next request; `false` once it is to end.
+fn take(command: Option<Command>, queue: &mut Vec<String>, restart: &mut bool) -> bool {
+    match command {
+        Some(Command::Stanza(stanza)) => queue.push(stanza),
+        Some(Command::Restart) => *restart = true,
+        Some(Command::Terminate) | None => return false,
+    }
+    true
+}
+
+/// After an answer whose stanzas left no request open, waits for the session above to
+/// react to them: until it sends something, or asks for more with none left to take, or
+/// `REACTION_WAIT` has passed; then adds all it has sent so far to the next request.
+/// `false` once it is to end.
+async fn react(commands: &mut mpsc::Receiver<Command>, delivery: &mut Delivery, queue: &mut Vec<String>, restart: &mut bool) -> bool {
+    let delivered = delivery.delivered;
+    let first = tokio::select! {
+        command = commands.recv() => Some(command),
+        _ = delivery.taken.wait_for(|&taken| taken >= delivered) => None,
+        () = tokio::time::sleep(REACTION_WAIT) => None,
+    };
+    if let Some(command) = first
+        && !take(command, queue, restart)
+    {
+        return false;
+    }
+    loop {
+        match commands.try_recv() {
+            Ok(command) => {
+                if !take(Some(command), queue, restart) {
+                    return false;
+                }
+            }
+            Err(mpsc::error::TryRecvError::Empty) => return true,
+            Err(mpsc::error::TryRecvError::Disconnected) => return false,
         }
     }
 }
@@ -227,13 +293,14 @@ fn next(rid: u64, sid: &str, restart: Option<&str>) -> Body {
 
 /// Hands the stanzas of an answer on; an answer that ends the session is an error
 /// naming its condition (after its stanzas, which may say more: a stream error).
-async fn deliver(s: &Session, answer: Body, stanzas: &mpsc::Sender<Result<Element, Error>>) -> Result<(), Error> {
+async fn deliver(s: &Session, answer: Body, delivery: &mut Delivery) -> Result<(), Error> {
     let terminated = answer.is_terminate();
     let condition = answer.get("condition").unwrap_or("no condition").to_string();
     for stanza in answer.stanzas {
-        if stanzas.send(Ok(stanza)).await.is_err() {
+        if delivery.stanzas.send(Ok(stanza)).await.is_err() {
             return Ok(());
         }
+        delivery.delivered += 1;
     }
     if terminated {
         let hint = if condition == "host-unknown" { ": is --xmpp-domain right?" } else { "" };
