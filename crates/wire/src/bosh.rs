@@ -19,7 +19,7 @@ pub const NS: &str = "http://jabber.org/protocol/httpbind";
 pub const XBOSH_NS: &str = "urn:xmpp:xbosh";
 
 /// The namespace of the stanzas a body carries.
-pub const CLIENT_NS: &str = "jabber:client";
+pub const CLIENT_NS: &str = crate::xmpp::ns::CLIENT;
 
 /// The protocol version spoken: XEP-0124 1.11.
 pub const VERSION: &str = "1.11";

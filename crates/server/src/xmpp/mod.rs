@@ -36,28 +36,9 @@ pub use accounts::{AccountEntry, Accounts};
 pub use jid::Jid;
 pub use session::{FRAMING_CLOSE, FRAMING_NS, Framing};
 
-/// The namespaces the server speaks.
-pub mod ns {
-    pub const CLIENT: &str = "jabber:client";
-    pub const STREAM_ERRORS: &str = "urn:ietf:params:xml:ns:xmpp-streams";
-    pub const STANZA_ERRORS: &str = "urn:ietf:params:xml:ns:xmpp-stanzas";
-    pub const SASL: &str = "urn:ietf:params:xml:ns:xmpp-sasl";
-    pub const TLS: &str = "urn:ietf:params:xml:ns:xmpp-tls";
-    pub const SM: &str = "urn:xmpp:sm:3";
-    pub const BIND: &str = "urn:ietf:params:xml:ns:xmpp-bind";
-    pub const SESSION: &str = "urn:ietf:params:xml:ns:xmpp-session";
-    pub const PING: &str = "urn:xmpp:ping";
-    pub const DISCO_INFO: &str = "http://jabber.org/protocol/disco#info";
-    pub const DISCO_ITEMS: &str = "http://jabber.org/protocol/disco#items";
-    pub const ROSTER: &str = "jabber:iq:roster";
-    pub const MUC: &str = "http://jabber.org/protocol/muc";
-    pub const MUC_USER: &str = "http://jabber.org/protocol/muc#user";
-    pub const DELAY: &str = "urn:xmpp:delay";
-    pub const MUC_ADMIN: &str = "http://jabber.org/protocol/muc#admin";
-    pub const MUC_OWNER: &str = "http://jabber.org/protocol/muc#owner";
-    pub const DATA: &str = "jabber:x:data";
-    pub const REGISTER: &str = "jabber:iq:register";
-}
+/// The namespaces the server speaks: the shared codec's, which the bench's
+/// client names too.
+pub use wire::xmpp::ns;
 
 /// A bound resource: its name, where its stanzas go and how they are
 /// framed there, and its presence once it has sent available presence.

@@ -21,13 +21,13 @@ mod register;
 mod rooms;
 
 /// The namespace of XMPP over WebSocket's `<open/>` and `<close/>`.
-pub const FRAMING_NS: &str = "urn:ietf:params:xml:ns:xmpp-framing";
+pub const FRAMING_NS: &str = wire::xmpp::ns::FRAMING;
 
 /// What ends the server's side of a stream over TCP.
-pub const STREAM_CLOSE: &str = "</stream:stream>";
+pub const STREAM_CLOSE: &str = wire::xmpp::STREAM_END;
 
 /// What ends the server's side of a stream of single-element messages.
-pub const FRAMING_CLOSE: &str = "<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>";
+pub const FRAMING_CLOSE: &str = wire::xmpp::CLOSE;
 
 /// How the session's output is framed for its transport.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +59,7 @@ impl Framing {
     fn open(self, domain: &str, id: &str) -> Option<String> {
         match self {
             Framing::Stream => Some(header(domain, id)),
-            Framing::Messages => Some(format!("<open xmlns='{FRAMING_NS}' id='{id}' from='{domain}' version='1.0' xml:lang='en'/>")),
+            Framing::Messages => Some(wire::xmpp::Header { id: Some(id), from: Some(domain), to: None }.open()),
             Framing::Bosh => None,
         }
     }
@@ -195,10 +195,7 @@ pub fn stream_end_for(close: &Close) -> StreamEnd {
 
 /// The server's stream header.
 pub fn header(domain: &str, id: &str) -> String {
-    format!(
-        "<?xml version='1.0'?><stream:stream xmlns='{}' xmlns:stream='{STREAMS_NS}' id='{id}' from='{domain}' version='1.0' xml:lang='en'>",
-        ns::CLIENT
-    )
+    wire::xmpp::Header { id: Some(id), from: Some(domain), to: None }.stream()
 }
 
 impl Session {
