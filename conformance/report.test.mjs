@@ -22,7 +22,7 @@ test("the report of the fixtures draws every chart, offline", async (t) => {
   const out = path.join(dir, "report.html");
   const run = await runSwitchboard(["report", ...files, "-o", out]);
   assert.equal(run.code, 0, run.stderr);
-  assert.match(run.stdout, /wrote .*report\.html: 8 charts/);
+  assert.match(run.stdout, /wrote .*report\.html: 14 charts/);
 
   const browser = await launchBrowser();
   try {
@@ -60,7 +60,14 @@ test("the report of the fixtures draws every chart, offline", async (t) => {
     const drawn = await page.evaluate(() => Number(document.documentElement.dataset.chartsDrawn));
     assert.deepEqual(
       canvases.map((c) => c.id),
-      ["broadcast-rt", "chat-mean", "chat-p99", "chat-cpu", "chat-rss", "pingpong-mean", "pingpong-p99", "countdown-step"],
+      [
+        "broadcast-rt",
+        ...[1, 2, 4].flatMap((n) => ["latency", "cpu", "rss"].map((k) => `chat-${n}r-${k}`)),
+        "chat-bubble",
+        "pingpong-mean",
+        "pingpong-p99",
+        "countdown-step",
+      ],
     );
     assert.equal(drawn, canvases.length, "every chart was built");
     for (const c of canvases) {
@@ -69,6 +76,14 @@ test("the report of the fixtures draws every chart, offline", async (t) => {
     }
     // Broadcast: one line per (server, level).
     assert.equal(canvases[0].datasets, 6);
+    // The study's bubble chart: one disc per server, its area the server's RSS.
+    const bubbles = await page.evaluate(() => {
+      const chart = Chart.getChart("chat-bubble");
+      return { type: chart.config.type, radii: chart.data.datasets.map((d) => d.data.map((p) => p.r)) };
+    });
+    assert.equal(bubbles.type, "bubble");
+    assert.equal(bubbles.radii.length, 2);
+    assert.ok(bubbles.radii.every((r) => r.length === 1 && r[0] >= 3), JSON.stringify(bubbles));
 
     // A click on a legend entry hides its series, a second click shows it
     // again. The click is dispatched at the legend item's hit box in the same

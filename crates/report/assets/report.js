@@ -25,20 +25,35 @@
     const bar = spec.kind === "bar";
     // A flagged point (bench CPU-bound) is drawn as a larger cross.
     const flagged = (ctx) => Boolean(ctx.raw && ctx.raw.flag);
-    const datasets = spec.series.map((s) => ({
-      label: s.label,
-      data: s.points.map((p, i) => ({ x: bar ? spec.categories[i] : p.x, y: p.y, flag: p.flag })),
-      borderColor: s.color,
-      backgroundColor: s.color,
-      borderWidth: bar ? 0 : 2,
-      maxBarThickness: 90,
-      pointStyle: (ctx) => (flagged(ctx) ? "crossRot" : s.point_style),
-      pointRadius: (ctx) => (flagged(ctx) ? 7 : 3.5),
-      pointBorderWidth: (ctx) => (flagged(ctx) ? 2.5 : 1),
-    }));
+    const bubble = spec.kind === "bubble";
+    // A bubble's disc shows a third figure: half transparent, so overlaps stay readable.
+    const translucent = (color) => color.replace(/\)$/, " / 0.45)");
+    const datasets = spec.series.map((s) =>
+      bubble
+        ? {
+            label: s.label,
+            data: s.points.map((p) => ({ x: p.x, y: p.y, r: p.r, flag: p.flag, note: p.note })),
+            borderColor: s.color,
+            backgroundColor: translucent(s.color),
+            borderWidth: 2,
+          }
+        : {
+            label: s.label,
+            data: s.points.map((p, i) => ({ x: bar ? spec.categories[i] : p.x, y: p.y, flag: p.flag, note: p.note })),
+            borderColor: s.color,
+            backgroundColor: s.color,
+            borderWidth: bar ? 0 : 2,
+            maxBarThickness: 90,
+            pointStyle: (ctx) => (flagged(ctx) ? "crossRot" : s.point_style),
+            pointRadius: (ctx) => (flagged(ctx) ? 7 : 3.5),
+            pointBorderWidth: (ctx) => (flagged(ctx) ? 2.5 : 1),
+          },
+    );
     // Values start at zero on y (bars and latencies read as sizes); x follows the data.
     const axis = (a, type, values, zero) => {
-      const options = { type, title: { display: true, text: a.title }, beginAtZero: zero && type === "linear" };
+      const options = { type, title: { display: true, text: a.title }, beginAtZero: (zero || bubble) && type === "linear" };
+      // Room beyond the data, so the largest discs are not cut at the edges.
+      if (bubble) options.grace = "12%";
       if (type === "logarithmic") {
         // Start and end on a 1-2-5 value around the data (so no point sits on the
         // axis line) and label only those ticks.
@@ -55,13 +70,13 @@
     const ys = spec.series.flatMap((s) => s.points.map((p) => p.y)).filter((y) => y != null);
     try {
       new Chart(canvas, {
-        type: bar ? "bar" : "line",
+        type: bar ? "bar" : bubble ? "bubble" : "line",
         data: bar ? { labels: spec.categories, datasets } : { datasets },
         options: {
           responsive: true,
           maintainAspectRatio: false,
           animation: false,
-          interaction: bar ? { mode: "index", intersect: false } : { mode: "nearest", intersect: false },
+          interaction: bar ? { mode: "index", intersect: false } : { mode: "nearest", intersect: bubble },
           scales: {
             x: axis(spec.x, bar ? "category" : spec.x.log ? "logarithmic" : "linear", xs, false),
             y: axis(spec.y, spec.y.log ? "logarithmic" : "linear", ys, true),
@@ -87,7 +102,11 @@
               },
             },
             tooltip: {
-              callbacks: { afterLabel: (ctx) => (ctx.raw && ctx.raw.flag) || "" },
+              callbacks: Object.assign(
+                { afterLabel: (ctx) => [ctx.raw && ctx.raw.note, ctx.raw && ctx.raw.flag].filter(Boolean).join("\n") },
+                // A bubble's own label would be its (x, y, radius in pixels); its note says it in units.
+                bubble ? { label: (ctx) => ctx.dataset.label } : {},
+              ),
             },
           },
         },

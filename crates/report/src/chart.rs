@@ -11,6 +11,8 @@ pub enum Kind {
     Line,
     /// One group of bars per category; one bar per series in each group.
     Bar,
+    /// Numeric x and y; each point a disc whose area shows a third figure (`Point::r`).
+    Bubble,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -48,9 +50,9 @@ pub struct Series {
     pub points: Vec<Point>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Point {
-    /// Line charts only.
+    /// Line and bubble charts only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub x: Option<f64>,
     /// `None` draws nothing (a gap in a line, no bar).
@@ -58,6 +60,12 @@ pub struct Point {
     /// A caveat shown in the tooltip; the point is drawn as a cross.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flag: Option<String>,
+    /// Bubble charts: the disc's radius in pixels (see `bubble_radius`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub r: Option<f64>,
+    /// Shown in the tooltip: the figures behind the point, with their units.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl Chart {
@@ -95,6 +103,13 @@ impl Chart {
         }
     }
 
+    pub fn bubble(id: String, title: impl Into<String>, x: &str, y: &str) -> Chart {
+        Chart {
+            kind: Kind::Bubble,
+            ..Chart::line(id, title, x, y)
+        }
+    }
+
     /// True when no series has a value to draw.
     pub fn is_empty(&self) -> bool {
         self.series
@@ -113,7 +128,7 @@ impl Chart {
                 .filter(|p| p.y.is_some())
                 .filter_map(|p| p.x)
         });
-        self.x.log = self.kind == Kind::Line && spans_decades(xs);
+        self.x.log = self.kind != Kind::Bar && spans_decades(xs);
         let ys = self
             .series
             .iter()
@@ -134,6 +149,18 @@ fn spans_decades(values: impl Iterator<Item = f64>) -> bool {
         hi = hi.max(v);
     }
     hi > 0.0 && hi / lo >= 100.0
+}
+
+/// The largest disc of a bubble chart, in pixels.
+pub const BUBBLE_MAX_RADIUS: f64 = 28.0;
+
+/// The radius that gives `value` a disc whose area is to the largest disc's as `value`
+/// is to `max`, so areas compare like the figures (never under 3 px, so it stays visible).
+pub fn bubble_radius(value: f64, max: f64) -> f64 {
+    if max <= 0.0 || value <= 0.0 {
+        return 3.0;
+    }
+    (BUBBLE_MAX_RADIUS * (value / max).sqrt()).max(3.0)
 }
 
 /// One hue per source, so a server has the same colour in every chart.
@@ -174,6 +201,7 @@ mod tests {
             x: Some(x),
             y: Some(y),
             flag: None,
+            ..Default::default()
         }
     }
 
@@ -203,10 +231,21 @@ mod tests {
                 x: None,
                 y: None,
                 flag: None,
+                ..Default::default()
             }],
         });
         assert!(c.is_empty());
         assert!(c.finish().series.is_empty());
+    }
+
+    #[test]
+    fn bubble_areas_follow_the_figures() {
+        let big = bubble_radius(200.0, 200.0);
+        let quarter = bubble_radius(50.0, 200.0);
+        assert_eq!(big, BUBBLE_MAX_RADIUS);
+        assert!((quarter - BUBBLE_MAX_RADIUS / 2.0).abs() < 1e-9, "a quarter of the area, half the radius");
+        assert_eq!(bubble_radius(0.001, 200.0), 3.0);
+        assert_eq!(bubble_radius(1.0, 0.0), 3.0);
     }
 
     #[test]

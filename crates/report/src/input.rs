@@ -390,34 +390,37 @@ pub fn sources(files: &mut [ResultFile]) -> Vec<Source> {
     sources
 }
 
+/// A result file of runs (target name, scenario) with no figures, for tests.
+#[cfg(test)]
+pub(crate) fn test_file(name: &str, runs: &[(&str, &str)]) -> ResultFile {
+    ResultFile {
+        name: name.to_string(),
+        format: None,
+        command: Vec::new(),
+        started_at: None,
+        versions: Vec::new(),
+        machine: Machine::default(),
+        runs: runs
+            .iter()
+            .map(|(target, scenario)| Run {
+                target_name: target.to_string(),
+                target: String::new(),
+                duration_s: None,
+                partial: false,
+                error: None,
+                bench_cpu_bound: false,
+                scenario: scenario.to_string(),
+                raw: Json::Null,
+                source: usize::MAX,
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_file as file;
     use super::*;
-
-    fn file(name: &str, runs: &[(&str, &str)]) -> ResultFile {
-        ResultFile {
-            name: name.to_string(),
-            format: None,
-            command: Vec::new(),
-            started_at: None,
-            versions: Vec::new(),
-            machine: Machine::default(),
-            runs: runs
-                .iter()
-                .map(|(target, scenario)| Run {
-                    target_name: target.to_string(),
-                    target: String::new(),
-                    duration_s: None,
-                    partial: false,
-                    error: None,
-                    bench_cpu_bound: false,
-                    scenario: scenario.to_string(),
-                    raw: Json::Null,
-                    source: usize::MAX,
-                })
-                .collect(),
-        }
-    }
 
     fn labels(files: &mut [ResultFile]) -> Vec<String> {
         sources(files).into_iter().map(|s| s.label).collect()

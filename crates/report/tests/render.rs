@@ -92,7 +92,7 @@ fn real_bench_files_render() {
             "summary"
         ]
     );
-    assert_eq!(r.charts.len(), 9, "{:?}", r.charts);
+    assert_eq!(r.charts.len(), 12, "{:?}", r.charts);
     assert_eq!(
         r.servers,
         ["switchboard", "selftest"],
@@ -130,10 +130,16 @@ fn fixtures_render_every_scenario() {
     assert!(["broadcast", "chat", "pingpong", "countdown"].iter().all(|&id| at(id) < at("files")));
     let expected = [
         "broadcast-rt",
-        "chat-mean",
-        "chat-p99",
-        "chat-cpu",
-        "chat-rss",
+        "chat-1r-latency",
+        "chat-1r-cpu",
+        "chat-1r-rss",
+        "chat-2r-latency",
+        "chat-2r-cpu",
+        "chat-2r-rss",
+        "chat-4r-latency",
+        "chat-4r-cpu",
+        "chat-4r-rss",
+        "chat-bubble",
         "pingpong-mean",
         "pingpong-p99",
         "countdown-step",
@@ -413,11 +419,13 @@ fn older_and_newer_files_still_render() {
     );
     let r = report::generate(&[newer, older, broken], "x").expect("renders");
     assert!(r.charts.iter().any(|c| c == "pingpong-mean"));
-    assert!(r.charts.iter().any(|c| c == "chat-mean"));
+    assert!(r.charts.iter().any(|c| c == "chat-1r-latency"));
     assert!(
-        !r.charts.iter().any(|c| c == "chat-rss"),
-        "no RSS figures, no RSS chart"
+        !r.charts.iter().any(|c| c.ends_with("-rss") || c == "chat-bubble"),
+        "no RSS figures, no RSS chart and no bubbles: {:?}",
+        r.charts
     );
+    assert!(r.html.contains("No bubble chart: no one-room run has latency, server CPU and RSS"));
     assert!(r.html.contains("No server RSS, peak (MiB) figures"));
     assert!(
         r.servers.contains(&"older".to_string()),

@@ -206,6 +206,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run], sweep: Sweep) -> Section {
                     x: step.received_per_s,
                     y: step.round_trip.mean_ms(),
                     flag: c.bench_cpu_bound.then(|| c.text()),
+                    ..Default::default()
                 });
                 steps_table.push(
                     vec![

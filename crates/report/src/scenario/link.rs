@@ -97,6 +97,7 @@ fn point(x: Option<f64>, y: Option<f64>) -> Point {
         x,
         y: x.and(y),
         flag: None,
+        ..Default::default()
     }
 }
 
@@ -329,6 +330,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
                         .find(|r| transport_name(&r.transport) == t)
                         .and_then(value),
                     flag: None,
+                    ..Default::default()
                 })
                 .collect();
             bytes.series.push(Series {

@@ -59,6 +59,7 @@ pub fn bars<R: PerTransport>(
                         x: None,
                         y: None,
                         flag: None,
+                        ..Default::default()
                     };
                 };
                 let c = Caveats::of(run, r.resources());
@@ -67,6 +68,7 @@ pub fn bars<R: PerTransport>(
                     x: None,
                     y: (plot.value)(r),
                     flag: c.bench_cpu_bound.then(|| c.text()),
+                    ..Default::default()
                 }
             })
             .collect();

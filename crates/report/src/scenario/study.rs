@@ -506,6 +506,7 @@ impl<'a> Study<'a> {
                     x: None,
                     y: study_ms(i),
                     flag: None,
+                    ..Default::default()
                 })
                 .collect(),
         });
@@ -530,6 +531,7 @@ impl<'a> Study<'a> {
                         x: None,
                         y: cell.and_then(Cell::total_ms),
                         flag: (!flags.is_empty()).then(|| flags.join(", ")),
+                        ..Default::default()
                     }
                 })
                 .collect();
