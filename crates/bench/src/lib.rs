@@ -171,6 +171,7 @@ async fn measure_target(
         error: None,
         bench_cpu_bound: false,
         server_pid,
+        server_cpus: server_pid.and_then(|pid| resources::cpus_allowed(&pid.to_string())),
         transports: Vec::new(),
         link: plan.link.as_ref().map(|f| linked::LinkRecord::new(&f.text, &f.config)),
         xmpp: None,

@@ -9,10 +9,15 @@ use crate::flags::XmppAuth;
 use crate::result::{Outcome, ResultFile};
 
 pub(crate) fn print_table(file: &ResultFile, w: &mut impl Write) -> io::Result<()> {
-    writeln!(w, "machine: {} ({} cores), switchboard {}", file.machine.cpu_model, file.machine.cores, file.versions.switchboard)?;
+    let bench_cpus = file.machine.bench_cpus.as_ref().map(|c| format!(", the bench on CPUs {c}")).unwrap_or_default();
+    writeln!(w, "machine: {} ({} cores{bench_cpus}), switchboard {}", file.machine.cpu_model, file.machine.cores, file.versions.switchboard)?;
     for run in &file.runs {
         let state = if run.partial { " [PARTIAL]" } else { "" };
-        let pid = run.server_pid.map_or("server pid unknown".to_string(), |p| format!("server pid {p}"));
+        let pid = match (run.server_pid, &run.server_cpus) {
+            (None, _) => "server pid unknown".to_string(),
+            (Some(p), None) => format!("server pid {p}"),
+            (Some(p), Some(cpus)) => format!("server pid {p} on CPUs {cpus}"),
+        };
         writeln!(w, "\n{} → {} ({}){state}", run.target_name, run.target, pid)?;
         if let Some(e) = &run.error {
             writeln!(w, "stopped: {e}")?;

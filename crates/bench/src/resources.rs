@@ -184,6 +184,14 @@ fn cpu_pct(before: Option<u64>, after: Option<u64>, secs: f64) -> Option<f64> {
     }
 }
 
+/// The CPUs process `pid` ("self" for the bench) may run on, as Linux lists them in
+/// /proc/PID/status ("0", "1-3", "0,2"); `None` when that cannot be read.
+pub fn cpus_allowed(pid: &str) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("Cpus_allowed_list:"))?;
+    Some(line.split_once(':')?.1.trim().to_string())
+}
+
 fn read(server_pid: Option<u32>) -> Reading {
     let (server_ticks, server_rss, server_processes) = match server_pid {
         Some(pid) => tree_usage(pid),

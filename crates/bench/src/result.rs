@@ -43,6 +43,9 @@ pub struct Machine {
     pub os: String,
     pub kernel: Option<String>,
     pub memory_bytes: Option<u64>,
+    /// The CPUs the bench may run on (`taskset`), as Linux lists them: "1", "0-3".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bench_cpus: Option<String>,
 }
 
 /// One scenario against one target.
@@ -61,6 +64,9 @@ pub struct Run {
     pub bench_cpu_bound: bool,
     /// The sampled server process, if known.
     pub server_pid: Option<u32>,
+    /// The CPUs that process may run on, as Linux lists them ("0", "1-3").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpus: Option<String>,
     /// The transports requested (`all` or a list) and those that ran.
     pub transports: Vec<TransportKind>,
     /// The emulated link every connection crossed (`--link`); absent without one.
@@ -258,6 +264,7 @@ impl Machine {
             os: std::env::consts::OS.to_string(),
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|s| s.trim().to_string()),
             memory_bytes,
+            bench_cpus: crate::resources::cpus_allowed("self"),
         }
     }
 }

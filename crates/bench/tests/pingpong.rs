@@ -21,6 +21,11 @@ async fn counts_every_round_trip() {
     assert_eq!(r["round_trip"]["count"], 25);
     // The test server runs inside this process, so its pid is found from the port.
     assert_eq!(run["server_pid"], std::process::id());
+    // Both are this process here, so the server's CPUs and the bench's are the same list.
+    let own = std::fs::read_to_string("/proc/self/status").expect("status");
+    let own = own.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).expect("Cpus_allowed_list").trim();
+    assert_eq!(run["server_cpus"], own);
+    assert_eq!(v["machine"]["bench_cpus"], own);
 }
 
 #[tokio::test]

@@ -199,6 +199,9 @@ impl Page<'_> {
                     escape(&run.scenario),
                     escape(&run.target)
                 );
+                if let Some(cpus) = &run.server_cpus {
+                    let _ = write!(h, ", the server on CPUs {}", escape(cpus));
+                }
                 if let Some(d) = run.duration_s {
                     let _ = write!(h, ", {} s", num(Some(d), 1));
                 }
@@ -332,8 +335,10 @@ fn machine(file: &ResultFile) -> String {
     if let Some(cpu) = &m.cpu_model {
         parts.push(cpu.clone());
     }
-    if let Some(cores) = m.cores {
-        parts.push(format!("{} cores", num(Some(cores), 0)));
+    match (m.cores, &m.bench_cpus) {
+        (Some(cores), Some(cpus)) => parts.push(format!("{} cores (the bench on CPUs {cpus})", num(Some(cores), 0))),
+        (Some(cores), None) => parts.push(format!("{} cores", num(Some(cores), 0))),
+        (None, _) => {}
     }
     match (&m.os, &m.kernel) {
         (Some(os), Some(k)) => parts.push(format!("{os} {k}")),

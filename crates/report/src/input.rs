@@ -35,6 +35,8 @@ pub struct Machine {
     pub os: Option<String>,
     pub kernel: Option<String>,
     pub memory_bytes: Option<f64>,
+    /// The CPUs the bench ran on ("1"), when the file says.
+    pub bench_cpus: Option<String>,
 }
 
 /// One scenario against one target.
@@ -47,6 +49,8 @@ pub struct Run {
     pub partial: bool,
     pub error: Option<String>,
     pub bench_cpu_bound: bool,
+    /// The CPUs the server ran on ("0"), when the file says.
+    pub server_cpus: Option<String>,
     pub scenario: String,
     /// The whole run object, for the scenario's own reader or the generic tables.
     pub raw: Json,
@@ -248,6 +252,7 @@ pub fn load(path: &Path) -> Result<ResultFile, Error> {
             partial: field(raw, "partial").unwrap_or(false),
             error: field(raw, "error"),
             bench_cpu_bound: field(raw, "bench_cpu_bound").unwrap_or(false),
+            server_cpus: field(raw, "server_cpus"),
             scenario: field::<String>(raw, "scenario").unwrap_or_else(|| "unnamed".to_string()),
             raw: raw.clone(),
             source: 0,
@@ -409,6 +414,7 @@ pub(crate) fn test_file(name: &str, runs: &[(&str, &str)]) -> ResultFile {
                 partial: false,
                 error: None,
                 bench_cpu_bound: false,
+                server_cpus: None,
                 scenario: scenario.to_string(),
                 raw: Json::Null,
                 source: usize::MAX,

@@ -825,3 +825,20 @@ fn xmpp_study_keeps_two_runs_of_one_server_apart() {
     );
     assert_eq!(row_of(&rows, 1, "bosh")[4..], ["113.4 †", "200.0 †"]);
 }
+
+#[test]
+fn the_cores_of_bench_and_server_are_named() {
+    let dir = temp_dir("cores");
+    let file = edit(
+        &fixture("switchboard-chat.json"),
+        &dir.join("pinned.json"),
+        |v| {
+            v["machine"]["bench_cpus"] = "1".into();
+            v["runs"][0]["server_cpus"] = "0".into();
+        },
+    );
+    let r = report::generate(&[file], "x").expect("renders");
+    assert!(r.html.contains("2 cores (the bench on CPUs 1)"), "the machine line names the bench's CPUs");
+    assert!(r.html.contains("against http://127.0.0.1:"), "the run line");
+    assert!(r.html.contains(", the server on CPUs 0"), "the run line names the server's CPUs");
+}
