@@ -316,6 +316,14 @@ impl Source {
     }
 }
 
+/// Whether the run's clients spoke XMPP or crossed an emulated link (the bench records
+/// `xmpp` and `link` then): not the apps' measurement on localhost.
+fn over_xmpp_or_a_link(run: &Run) -> bool {
+    ["xmpp", "link"]
+        .iter()
+        .any(|key| run.raw.get(key).is_some_and(|v| !matches!(v, Json::Null)))
+}
+
 /// Groups the runs of all files into sources, in order of appearance, and tags each run
 /// with its source.
 ///
@@ -385,10 +393,25 @@ pub fn sources(files: &mut [ResultFile]) -> Vec<Source> {
             };
         }
     }
-    // The same server twice keeps its first file's name to tell the two apart.
+    // The same server twice keeps its first file's name to tell the two apart, unless
+    // only one of them ran the apps on localhost: that one keeps the plain name (the
+    // shootout's XMPP and link files repeat Switchboard's ping-pong, and its series
+    // in every other chart should read "switchboard").
     let labels: Vec<String> = sources.iter().map(|s| s.label.clone()).collect();
+    let plain: Vec<bool> = (0..sources.len())
+        .map(|i| {
+            let apps = |j: usize| {
+                files
+                    .iter()
+                    .flat_map(|f| f.runs.iter())
+                    .any(|r| r.source == j && !over_xmpp_or_a_link(r))
+            };
+            let same: Vec<usize> = (0..sources.len()).filter(|&j| labels[j] == labels[i]).collect();
+            same.len() == 1 || (apps(i) && same.iter().filter(|&&j| apps(j)).count() == 1)
+        })
+        .collect();
     for (i, source) in sources.iter_mut().enumerate() {
-        if labels.iter().filter(|l| **l == labels[i]).count() > 1 {
+        if !plain[i] {
             source.label = format!("{} ({})", labels[i], files[source.first_file].name);
         }
     }
@@ -473,6 +496,25 @@ mod tests {
         assert_eq!(
             labels(&mut files),
             ["switchboard (monday.json)", "switchboard (tuesday.json)"]
+        );
+    }
+
+    #[test]
+    fn the_apps_run_keeps_the_plain_name_beside_xmpp_and_link_runs() {
+        let mut files = [
+            file("sb-pingpong.json", &[("switchboard", "pingpong")]),
+            file("sb-xmpp-local.json", &[("switchboard", "pingpong")]),
+            file("sb-xmpp-remote.json", &[("switchboard", "pingpong")]),
+        ];
+        files[1].runs[0].raw = serde_json::from_str(r#"{"xmpp": {"domain": "localhost"}}"#).expect("json");
+        files[2].runs[0].raw = serde_json::from_str(r#"{"xmpp": {}, "link": {"delay_us": 81000}}"#).expect("json");
+        assert_eq!(
+            labels(&mut files),
+            [
+                "switchboard",
+                "switchboard (sb-xmpp-local.json)",
+                "switchboard (sb-xmpp-remote.json)"
+            ]
         );
     }
 

@@ -326,11 +326,17 @@ pub fn table(ctx: &Ctx) -> Option<Table> {
                 continue;
             }
             let mut r = row(format!("chat at {at}: {what}"), &cells, decimals, false);
-            if common.is_none() {
-                for (cell, p) in r.cells.iter_mut().skip(1).zip(&picked) {
-                    if let Some((_, c)) = p {
-                        cell.push_str(&format!(" at {}×{}", num(c.rooms, 0), num(c.users, 0)));
-                    }
+            for (cell, p) in r.cells.iter_mut().skip(1).zip(&picked) {
+                let Some((_, c)) = p else { continue };
+                if common.is_none() {
+                    cell.push_str(&format!(" at {}×{}", num(c.rooms, 0), num(c.users, 0)));
+                }
+                // A figure over part of the messages says so: the rest were lost.
+                if let (Some(got), Some(want)) = (c.received, c.expected)
+                    && got < want
+                    && want > 0.0
+                {
+                    cell.push_str(&format!(" ({}% delivered)", num(Some(got * 100.0 / want), 0)));
                 }
             }
             rows.push(r);

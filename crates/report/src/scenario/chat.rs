@@ -83,14 +83,13 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
         ..Section::default()
     };
     let parsed: Vec<(&Run, ChatRun)> = parse_runs(ctx, runs, &mut section);
-    let names = parsed
-        .iter()
-        .flat_map(|(_, c)| c.results.iter().map(|r| r.transport.as_str()));
-    let many_transports = transports(names).len() > 1;
 
+    // A series per server, and per transport where a server ran several (each
+    // server's own protocol is in its name otherwise: socket.io's, for one).
     let mut groups: Vec<Group> = Vec::new();
     for (run, data) in &parsed {
         let first = groups.len();
+        let many_transports = transports(data.results.iter().map(|r| r.transport.as_str())).len() > 1;
         for r in &data.results {
             let mut label = ctx.label(run).to_string();
             if many_transports {
