@@ -83,6 +83,6 @@ peers:
 
 # Switchboard and every peer under the same workloads, one server at a time,
 # pinned to one core; writes shootout/results/<time>/report.html and prints its
-# path. `make shootout QUICK=1` is the profile that finishes in under 10 minutes.
+# path. `make shootout QUICK=1` is the profile that finishes in under 15 minutes.
 shootout: build
 	QUICK=$(QUICK) SHOOTOUT_SKIP_BUILD=1 shootout/run.sh

@@ -16,7 +16,7 @@
 #
 # Usage: shootout/run.sh            (or: make shootout [QUICK=1])
 # Environment:
-#   QUICK=1                  the quick profile: under 10 minutes on 2 cores
+#   QUICK=1                  the quick profile: under 15 minutes on 2 cores
 #   SHOOTOUT_SERVERS="switchboard ws …"   which servers [default: switchboard and every peer with apps]
 #   SHOOTOUT_OUT=DIR         where results go [default: shootout/results/<UTC time>]
 #   SHOOTOUT_SKIP_INSTALL=1  do not run peers/install-all.sh
@@ -44,10 +44,13 @@ STOP_S=5            # grace after SIGTERM before SIGKILL
 # delivered with a mean round trip under that.
 if [ "$QUICK" = 1 ]; then
   PROFILE="quick"
-  WARMUP=(--levels 50 --start-rate 200 --max-rate 200 --step-seconds 3)
+  WARMUP=(--levels 50 --start-rate 200 --max-rate 200 --step-seconds 2)
   PINGPONG=(--count 200)
   COUNTDOWN=(--count 500)
-  CHAT=(--rooms 4 --users 20 --messages 20 --interval 200ms --drain 2s)
+  # The chat-server study's grid (1, 2 and 4 rooms) at three of its six room
+  # sizes, each user sending 30 messages 10 ms apart instead of 500; what has
+  # not arrived 1 s after the last send counts as lost.
+  CHAT=(--rooms 1,2,4 --users 20,40,60 --messages 30 --interval 10ms --drain 1s)
   BROADCAST=(--levels 200 --start-rate 100 --step 25% --step-seconds 1 --max-rate 100000 --loss-timeout 2s --max-mean 250ms)
   SELFTEST=(--connections 200 --start-rate 2000 --step 50% --step-seconds 1 --max-rate 100000 --loss-timeout 2s --max-mean 250ms)
   IDLE_PEERS=0      # idle RSS of Switchboard only
@@ -58,13 +61,19 @@ else
   WARMUP=(--levels 50 --start-rate 200 --max-rate 200 --step-seconds 10)
   PINGPONG=(--count 2000)
   COUNTDOWN=(--count 2000)
-  CHAT=(--rooms 1,4 --users 10,25,50 --messages 100 --interval 100ms --drain 3s)
+  # The chat-server study's workload as it ran it: 10 to 60 users in each of
+  # 1, 2 and 4 rooms, each user sending 500 messages 10 ms apart.
+  CHAT=(--rooms 1,2,4 --users 10,20,30,40,50,60 --messages 500 --interval 10ms --drain 5s)
   BROADCAST=(--levels 100,500,2000 --start-rate 10 --step 25% --step-seconds 2 --max-rate 100000 --loss-timeout 3s --max-mean 250ms)
   SELFTEST=(--connections 500 --start-rate 1000 --step 40% --step-seconds 2 --max-rate 100000 --loss-timeout 3s --max-mean 250ms)
   IDLE_PEERS=1      # idle RSS of every server with a native WebSocket endpoint
   BENCH_TIMEOUT=1800
   CPD_ROUNDS=3
 fi
+# Every server's warm-up, after WARMUP's broadcast and a pingpong: one chat room
+# of 20 users, 40,000 deliveries, so the JVMs' JIT has compiled the chat path
+# before it is measured (Node's and PyPy's too).
+WARMUP_CHAT=(--rooms 1 --users 20 --messages 100 --interval 10ms --drain 2s)
 IDLE_CONNECTIONS=10000
 # The fixed load of the CPU-per-delivery comparison: 500 msgs/s to 200 clients,
 # 100,000 deliveries/s, below where either server saturates on this machine.
@@ -77,9 +86,20 @@ T0=$(date +%s)
 say() { printf '[%4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*" | tee -a "$OUT/shootout.log" >&2; }
 
 # --- pinning and limits ------------------------------------------------------
+# On 2 cores (and in the quick profile) the server gets core 0 and the bench
+# core 1. The full profile on a larger machine gives the bench the last quarter
+# of the cores (SHOOTOUT_BENCH_CORES=N to choose) and the server all the rest,
+# as the chat study gave its servers the whole machine. Every result file
+# records both sets (server_cpus, machine.bench_cpus).
 SERVER_PIN=(); BENCH_PIN=()
-if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
-  SERVER_PIN=(taskset -c 0); BENCH_PIN=(taskset -c 1)
+CORES="$(nproc)"
+if command -v taskset >/dev/null && [ "$CORES" -ge 2 ]; then
+  if [ "$QUICK" = 1 ] || [ "$CORES" -eq 2 ]; then
+    SERVER_PIN=(taskset -c 0); BENCH_PIN=(taskset -c 1)
+  else
+    BENCH_CORES="${SHOOTOUT_BENCH_CORES:-$(( CORES / 4 > 0 ? CORES / 4 : 1 ))}"
+    SERVER_PIN=(taskset -c "0-$(( CORES - BENCH_CORES - 1 ))"); BENCH_PIN=(taskset -c "$(( CORES - BENCH_CORES ))-$(( CORES - 1 ))")
+  fi
 else
   say "WARNING: no taskset or fewer than 2 CPUs: server and bench are not pinned"
 fi
@@ -238,6 +258,10 @@ run_server() {
   if serves "$name" echo; then
     "${BENCH_PIN[@]}" timeout "$BENCH_TIMEOUT" "$BIN" bench pingpong --quiet --transport "$t" \
       --target "$name=$BASE/echo" --server-pid "$PID" "${PINGPONG[@]}" >>"$OUT/logs/$name-warmup.txt" 2>&1
+  fi
+  if serves "$name" chat; then
+    "${BENCH_PIN[@]}" timeout "$BENCH_TIMEOUT" "$BIN" bench chat --quiet --transport "$t" \
+      --target "$name=$BASE/chat" --server-pid "$PID" "${WARMUP_CHAT[@]}" >>"$OUT/logs/$name-warmup.txt" 2>&1
   fi
   local failures=""
   for sc in $SCENARIOS; do

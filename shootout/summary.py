@@ -40,6 +40,25 @@ MUC_GOAL = {"prosody": 10.0, "ejabberd": 5.0}
 IDLE_GOAL = {"prosody": 0.25}
 
 
+# The chat-server study (issue 14): its seven servers as they run here, with
+# the study's names. The goal: Switchboard has the best mean latency, server
+# CPU and server RSS at every load of the study against each of them.
+CHAT_STUDY = [
+    ("pekko", "Akka with Play (Pekko HTTP here)"),
+    ("vertx-eventbus", "Vert.x with its EventBus"),
+    ("vertx", "Vert.x without its EventBus"),
+    ("express", "Node.js, Express and ws"),
+    ("express-cluster", "Node.js, Express, ws and cluster"),
+    ("spring-tomcat", "Spring Boot on Tomcat"),
+    ("spring-jetty", "Spring Boot on Jetty"),
+]
+CHAT_FIGURES = [
+    ("mean latency (ms)", "mean_ms", lambda r: (r.get("latency") or {}).get("mean_us") and r["latency"]["mean_us"] / 1000, 2),
+    ("server CPU (% of one core)", "server_cpu_pct", lambda r: (r.get("resources") or {}).get("server_cpu_pct"), 0),
+    ("server RSS (MiB)", "server_rss_mib", lambda r: mib((r.get("resources") or {}).get("server_rss_max_bytes")), 1),
+]
+
+
 def load(path):
     try:
         with open(path) as f:
@@ -116,7 +135,11 @@ def main():
         head += f" on {machine.get('cpu_model')} ({os.cpu_count()} CPUs, {fmt(mib(machine.get('memory_bytes') or 0) / 1024, 0)} GiB)"
     if args.elapsed is not None:
         head += f", took {args.elapsed // 60} min {args.elapsed % 60:02d} s"
-    out += [head, "server pinned to CPU 0, bench to CPU 1 (taskset); traffic on 127.0.0.1 only", ""]
+    pins = next(((r.get("server_cpus"), machine.get("bench_cpus")) for r in runs.values()
+                 if r.get("server_cpus") and machine and machine.get("bench_cpus")), None)
+    pinned = (f"server pinned to CPUs {pins[0]}, bench to CPUs {pins[1]} (taskset)" if pins
+              else "server pinned to CPU 0, bench to CPU 1 (taskset)")
+    out += [head, f"{pinned}; traffic on 127.0.0.1 only", ""]
 
     # --- broadcast -------------------------------------------------------------
     def levels_of(server):
@@ -281,6 +304,8 @@ def main():
     out.append(table(["server", "rooms×users", "mean ms", "p99 ms", "server RSS MiB", "server CPU %", "note"], rows))
     out.append("")
 
+    out += chat_study_part(runs, servers, summary)
+
     # --- pingpong ----------------------------------------------------------------
     transports = []
     means = {}
@@ -345,6 +370,79 @@ def main():
     print(text)
     with open(os.path.join(d, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
+
+
+def chat_study_part(runs, servers, summary):
+    """The chat-server study: each figure at every load for every server, and the
+    goal against the study's seven servers; lines of text, and summary["chat_study"]."""
+    results = {}  # server -> {(rooms, users): result}
+    loads = []
+    settings = None
+    for s in servers:
+        c = runs.get((s, "chat")) or {}
+        settings = settings or c.get("settings")
+        for r in c.get("results") or []:
+            load = (r.get("rooms"), r.get("users"))
+            results.setdefault(s, {})[load] = r
+            if load not in loads:
+                loads.append(load)
+    if not loads or BASELINE not in results:
+        return []
+    loads.sort()
+    shown = [s for s in servers if s in results]
+    names = [f"{rooms}×{users}" for rooms, users in loads]
+    study = summary.setdefault("chat_study", {"loads": names, "servers": {}, "misses": [], "goal_holds": None})
+    out = []
+    each = f"{settings.get('messages')} messages per user, {settings.get('interval_us', 0) / 1000:g} ms apart" if settings else ""
+    out.append(f"Chat study: every load (rooms × users per room; {each}); latency from the scheduled send time, "
+               "CPU and RSS over the server's whole process tree")
+    for title, key, value, decimals in CHAT_FIGURES:
+        rows = []
+        for s in shown:
+            cells = []
+            for load in loads:
+                r = results[s].get(load)
+                v = value(r) if r else None
+                flag = ""
+                if r and r.get("received") != r.get("expected"):
+                    flag = "!"
+                if r and (r.get("resources") or {}).get("bench_cpu_bound"):
+                    flag += "*"
+                cells.append(fmt(v, decimals) + flag)
+                study["servers"].setdefault(s, {}).setdefault(key, {})[f"{load[0]}×{load[1]}"] = v
+            rows.append([s] + cells)
+        out.append(f"  {title}")
+        out.append("\n".join("  " + line for line in table(["server"] + names, rows).split("\n")))
+    out.append("  (! not every message delivered: see the report's table; * the bench was CPU-bound)")
+
+    misses, compared = [], 0
+    present = [p for p, _ in CHAT_STUDY if p in results]
+    for peer in present:
+        for load in loads:
+            ours, theirs = results[BASELINE].get(load), results[peer].get(load)
+            if not ours or not theirs:
+                continue
+            for title, key, value, decimals in CHAT_FIGURES:
+                a, b = value(ours), value(theirs)
+                if a is None or b is None:
+                    continue
+                compared += 1
+                if round(a, decimals) > round(b, decimals):
+                    misses.append(f"{load[0]}×{load[1]} {title}: {peer} {fmt(b, decimals)}, switchboard {fmt(a, decimals)}")
+    missing = [f"{p} ({why})" for p, why in CHAT_STUDY if p not in results]
+    holds = not misses and not missing and compared > 0
+    study.update({"misses": misses, "missing": [p for p, _ in CHAT_STUDY if p not in results],
+                  "compared": compared, "goal_holds": holds})
+    out.append(f"  goal: switchboard has the best mean latency, CPU and RSS at every load against the study's "
+               f"{len(CHAT_STUDY)} servers ({compared} comparisons): " + ("HOLDS" if holds else "MISSED"))
+    for m in misses[:12]:
+        out.append(f"    {m}")
+    if len(misses) > 12:
+        out.append(f"    … and {len(misses) - 12} more (summary.json)")
+    if missing:
+        out.append("    no chat figures from: " + ", ".join(missing))
+    out.append("")
+    return out
 
 
 def xmpp_part(d, xmpp_status, summary):
