@@ -25,6 +25,9 @@ pub struct Payload(Arc<Inner>);
 struct Inner {
     data: Data,
     sockjs: OnceLock<Bytes>,
+    /// The data compressed for WebSocket permessage-deflate with the full window
+    /// and no context takeover (`None`: the compressor declined).
+    deflated: OnceLock<Option<Bytes>>,
     /// When it was published (a room's history tells it, e.g. to XMPP).
     at: SystemTime,
 }
@@ -55,11 +58,11 @@ impl Payload {
     /// A typed event of `room` published at `at` (one that comes from
     /// another node's history).
     pub fn event_at(room: impl Into<Arc<str>>, event: RoomEvent, at: SystemTime) -> Payload {
-        Payload(Arc::new(Inner { data: Data::Event { room: room.into(), event, json: OnceLock::new() }, sockjs: OnceLock::new(), at }))
+        Payload(Arc::new(Inner { data: Data::Event { room: room.into(), event, json: OnceLock::new() }, sockjs: OnceLock::new(), deflated: OnceLock::new(), at }))
     }
 
     fn of(data: Data) -> Payload {
-        Payload(Arc::new(Inner { data, sockjs: OnceLock::new(), at: SystemTime::now() }))
+        Payload(Arc::new(Inner { data, sockjs: OnceLock::new(), deflated: OnceLock::new(), at: SystemTime::now() }))
     }
 
     /// When it was published.
@@ -120,6 +123,20 @@ impl Payload {
         }
     }
 
+    /// The data (text or binary) compressed by `compress`, computed on first
+    /// use and cached, so a broadcast is compressed once for every recipient
+    /// that agreed the same parameters (permessage-deflate with
+    /// `server_no_context_takeover` and the full window).
+    pub fn deflated(&self, compress: impl FnOnce(&[u8]) -> Option<Bytes>) -> Option<&Bytes> {
+        self.0
+            .deflated
+            .get_or_init(|| match &self.0.data {
+                Data::Binary(data) => compress(data),
+                _ => compress(self.text().as_bytes()),
+            })
+            .as_ref()
+    }
+
     /// The message as a SockJS JSON string literal, escaped the way browsers
     /// need it; computed by `encode` on first use and cached. SockJS carries
     /// only text, so binary data goes as its base64 text (RFC 4648, padded).
@@ -161,6 +178,16 @@ mod tests {
         assert_eq!(b.as_ptr(), a.as_ptr());
         assert_eq!(calls, 1);
         assert_eq!(p.ws_message(), Message::text("hi"));
+    }
+
+    #[test]
+    fn the_compressed_form_is_made_once_and_shared() {
+        let p = Payload::binary(vec![7u8; 100]);
+        let q = p.clone();
+        let a = p.deflated(|d| Some(Bytes::copy_from_slice(&d[..3]))).expect("compressed");
+        assert_eq!(a.as_ref(), [7, 7, 7]);
+        assert_eq!(q.deflated(|_| unreachable!("cached")).map(|b| b.as_ptr()), Some(a.as_ptr()));
+        assert_eq!(Payload::from("x").deflated(|_| None), None, "a declined compression is remembered too");
     }
 
     #[test]
