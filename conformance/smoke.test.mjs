@@ -39,3 +39,32 @@ for (const transport of ["", "xhr-polling", "jsonp-polling", "iframe-htmlfile"])
     await bob.close();
   });
 }
+
+test("Chromium agrees permessage-deflate on a native WebSocket and gets its messages back", async () => {
+  const page = await browser.newPage();
+  await page.goto(server.url + "/");
+  const result = await page.evaluate(
+    (url) =>
+      new Promise((resolve, reject) => {
+        const ws = new WebSocket(url);
+        const long = "compressible text, again and again; ".repeat(100);
+        const got = [];
+        ws.onopen = () => {
+          ws.send("short");
+          ws.send(long);
+        };
+        ws.onmessage = (e) => {
+          got.push(e.data);
+          if (got.length === 2) {
+            resolve({ extensions: ws.extensions, same: got[0] === "short" && got[1] === long });
+            ws.close(1000);
+          }
+        };
+        ws.onerror = () => reject(new Error("WebSocket error"));
+      }),
+    server.url.replace(/^http/, "ws") + "/echo/websocket",
+  );
+  assert.equal(result.extensions, "permessage-deflate; server_no_context_takeover");
+  assert.ok(result.same, "both messages came back as sent");
+  await page.close();
+});

@@ -32,6 +32,10 @@ pub struct Args {
     #[arg(long, env = "SWITCHBOARD_MAX_MESSAGE_SIZE")]
     pub max_message_size: Option<usize>,
 
+    /// Whether the native WebSocket endpoints accept permessage-deflate (RFC 7692) when a client offers it; the server compresses each message of 64 bytes or more on its own (server_no_context_takeover), once for all recipients [default: true]
+    #[arg(long, env = "SWITCHBOARD_PERMESSAGE_DEFLATE")]
+    pub permessage_deflate: Option<bool>,
+
     /// Bytes a client's outbound queue may hold before it is closed as a slow consumer (1008) [default: 1048576]
     #[arg(long, env = "SWITCHBOARD_QUEUE_LIMIT")]
     pub queue_limit: Option<usize>,
@@ -216,6 +220,8 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Largest accepted client message, in bytes.
     pub max_message_size: usize,
+    /// Whether native WebSocket connections may use permessage-deflate.
+    pub permessage_deflate: bool,
     /// Outbound queue bound per client, in bytes.
     pub queue_limit: usize,
     /// Most simultaneous TCP connections.
@@ -297,6 +303,7 @@ impl Default for Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             max_message_size: 64 * 1024,
+            permessage_deflate: true,
             queue_limit: 1024 * 1024,
             max_connections: 100_000,
             // Under the 5 s a supervisor usually allows before it kills.
@@ -416,6 +423,7 @@ impl Default for SockjsOptions {
 struct File {
     listen: Option<SocketAddr>,
     max_message_size: Option<usize>,
+    permessage_deflate: Option<bool>,
     queue_limit: Option<usize>,
     max_connections: Option<usize>,
     #[serde(default, with = "humantime_serde")]
@@ -575,6 +583,7 @@ impl Config {
         let config = Config {
             listen: args.listen.or(file.listen).unwrap_or(d.listen),
             max_message_size: args.max_message_size.or(file.max_message_size).unwrap_or(d.max_message_size),
+            permessage_deflate: args.permessage_deflate.or(file.permessage_deflate).unwrap_or(d.permessage_deflate),
             queue_limit: args.queue_limit.or(file.queue_limit).unwrap_or(d.queue_limit),
             max_connections: args.max_connections.or(file.max_connections).unwrap_or(d.max_connections),
             shutdown_grace: args.shutdown_grace.or(file.shutdown_grace).unwrap_or(d.shutdown_grace),

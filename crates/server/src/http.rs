@@ -169,7 +169,7 @@ async fn route_mount(
                 Ok(identity) => identity,
                 Err(res) => return res,
             };
-            websocket::upgrade(&mut req, mount, server, connection, identity, "websocket", websocket::Raw, websocket::Raw)
+            websocket::upgrade(&mut req, mount, server, connection, identity, "websocket", websocket::Raw::default(), websocket::Raw::default())
         }
         "/xhr" if mount.app.kind() == AppKind::Count => match authenticate(&req, server, mount.config.name()) {
             Ok(_) => count_xhr(&req, server, mount),

@@ -16,7 +16,7 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, ReadBuf};
 
 /// The message of the read error raised at the first invalid byte.
 const INVALID_TEXT: &str = "invalid UTF-8 in a text message";
@@ -56,31 +56,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Utf8Watch<S> {
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for Utf8Watch<S> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, data)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
+super::write_through!(Utf8Watch);
 
 /// Where the client's byte stream is: in a frame header, or in a payload.
 #[derive(Debug, Default)]
@@ -167,6 +143,13 @@ impl Frames {
         self.left = len;
         self.at = 0;
         self.header.clear();
+        if b0 & 0x70 != 0 {
+            // A reserved bit no extension claimed (permessage-deflate's are
+            // cleared below us): a protocol error for tungstenite to report,
+            // before any of the payload is taken for text.
+            self.done = true;
+            return;
+        }
         match opcode {
             // A text frame starts a text message; a binary one, a message not checked.
             0x1 => {
@@ -245,22 +228,7 @@ mod tests {
 
     /// A masked client frame.
     fn frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
-        let mask = [0x37, 0xfa, 0x21, 0x3d];
-        let mut out = vec![(if fin { 0x80 } else { 0 }) | opcode];
-        match payload.len() {
-            n if n < 126 => out.push(0x80 | n as u8),
-            n if n < 65536 => {
-                out.push(0x80 | 126);
-                out.extend_from_slice(&(n as u16).to_be_bytes());
-            }
-            n => {
-                out.push(0x80 | 127);
-                out.extend_from_slice(&(n as u64).to_be_bytes());
-            }
-        }
-        out.extend_from_slice(&mask);
-        out.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-        out
+        crate::transport::client_frame(fin, false, opcode, payload, [0x37, 0xfa, 0x21, 0x3d])
     }
 
     /// Feeds `stream` in pieces of `size` bytes; the index of the piece that
@@ -311,5 +279,14 @@ mod tests {
         stream.extend(frame(true, 0xa, &[0xff]));
         stream.extend(frame(true, 0x0, &[0x80, 0xff]));
         assert_eq!(feed(&stream, 7), None);
+    }
+
+    #[test]
+    fn a_frame_with_a_reserved_bit_is_left_to_tungstenite() {
+        // Compressed "Hello" with RSV1 on a connection without the extension:
+        // not valid UTF-8, but the answer is tungstenite's protocol error (1002).
+        let mut stream = frame(true, 0x1, &[0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00]);
+        stream[0] |= 0x40;
+        assert_eq!(feed(&stream, 1), None);
     }
 }

@@ -25,7 +25,8 @@ use tokio::time::Instant;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -35,6 +36,7 @@ use crate::limits::Inflow;
 use crate::metrics::ConnectionMetrics;
 use crate::server::{Connection, MountState, ServerState};
 use crate::shutdown::Shutdown;
+use crate::transport::deflate::{self, Agreed, Inflating};
 use crate::transport::utf8_watch::{Utf8Watch, is_invalid_text};
 use crate::time::sleep_until_some;
 use crate::token::{self, Identity};
@@ -91,6 +93,14 @@ where
         Ok(accept) => accept,
         Err(res) => return res,
     };
+    let mut outbound = outbound;
+    let deflate = (server.config.permessage_deflate && outbound.compresses())
+        .then(|| deflate::negotiate(req.headers()))
+        .flatten();
+    let agreed = deflate.as_ref().map(|(agreed, _)| *agreed);
+    if let Some(agreed) = agreed {
+        outbound.agree(agreed);
+    }
     let on_upgrade = hyper::upgrade::on(req);
     let (mount, server2) = (mount.clone(), server.clone());
     server.tracker.spawn(async move {
@@ -98,19 +108,21 @@ where
         let outbox = Arc::new(Outbox::new(server2.config.queue_limit));
         let client = mount.app.open(outbox, identity);
         let metrics = server2.metrics.connection(mount.config.name(), label);
-        run(
-            TokioIo::new(upgraded),
-            client,
-            inbound,
-            outbound,
-            server2.websocket_limits(&mount.config),
-            metrics,
-            server2.shutdown.clone(),
-        )
-        .await;
+        let (io, limits, shutdown) = (TokioIo::new(upgraded), server2.websocket_limits(&mount.config), server2.shutdown.clone());
+        match agreed {
+            Some(agreed) => {
+                let io = Inflating::new(io, agreed, limits.max_message_size);
+                run(io, client, inbound, outbound, limits, metrics, shutdown).await;
+            }
+            None => run(io, client, inbound, outbound, limits, metrics, shutdown).await,
+        }
         drop(connection);
     });
-    switching_protocols(accept)
+    let mut res = switching_protocols(accept);
+    if let Some((_, response)) = deflate {
+        res.headers_mut().insert(header::SEC_WEBSOCKET_EXTENSIONS, response);
+    }
+    res
 }
 
 /// The 101 response that completes a handshake.
@@ -160,9 +172,12 @@ pub trait Inbound: Send {
     fn on_binary(&mut self, client: &mut AppClient, data: bytes::Bytes) -> Result<usize, Close>;
 }
 
-/// Native framing: the frame payload is the message.
+/// Native framing: the frame payload is the message, compressed when
+/// permessage-deflate was agreed and the message is long enough.
 #[derive(Debug, Default)]
-pub struct Raw;
+pub struct Raw {
+    deflate: Option<Agreed>,
+}
 
 impl Inbound for Raw {
     fn on_text(&mut self, client: &mut AppClient, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<usize, Close> {
@@ -193,12 +208,53 @@ pub trait Outbound: Send {
     fn heartbeat(&mut self, _frames: &mut Vec<Message>) {}
     /// The final frames before the WebSocket close frame for `close`.
     fn closing(&mut self, _close: &Close, _frames: &mut Vec<Message>) {}
+    /// Whether this framing can send permessage-deflate messages, and so
+    /// whether the handshake offers it.
+    fn compresses(&self) -> bool {
+        false
+    }
+    /// Takes what the handshake agreed on permessage-deflate.
+    fn agree(&mut self, _agreed: Agreed) {}
 }
 
 impl Outbound for Raw {
     fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Message>) {
-        frames.extend(batch.iter().map(Payload::ws_message));
+        match self.deflate.and_then(|a| a.server_window_bits) {
+            None => frames.extend(batch.iter().map(Payload::ws_message)),
+            Some(bits) => frames.extend(batch.iter().map(|p| deflated(p, bits))),
+        }
     }
+
+    fn compresses(&self) -> bool {
+        true
+    }
+
+    fn agree(&mut self, agreed: Agreed) {
+        self.deflate = Some(agreed);
+    }
+}
+
+/// `payload` as a compressed message (RSV1 set) for a client that agreed a
+/// window of `bits`; short messages, and any the compressor declines, go as
+/// they are. With the full window the compressed bytes are the payload's own,
+/// made once for every recipient.
+fn deflated(payload: &Payload, bits: u8) -> Message {
+    if payload.len() < deflate::COMPRESS_FROM {
+        return payload.ws_message();
+    }
+    let compressed = if bits == deflate::FULL_WINDOW {
+        payload.deflated(|data| deflate::compress(data, bits)).cloned()
+    } else {
+        match payload.ws_message() {
+            Message::Binary(data) => deflate::compress(&data, bits),
+            message => deflate::compress(message.into_data().as_ref(), bits),
+        }
+    };
+    let Some(compressed) = compressed else { return payload.ws_message() };
+    let data = if payload.is_binary() { Data::Binary } else { Data::Text };
+    let mut frame = Frame::message(compressed, OpCode::Data(data), true);
+    frame.header_mut().rsv1 = true;
+    Message::Frame(frame)
 }
 
 /// Bytes tungstenite reads from a client per read call (and keeps per connection).
@@ -362,6 +418,8 @@ fn close_for(error: &WsError) -> Close {
         WsError::Capacity(_) => Close::new(1009, "frame too big"),
         WsError::Utf8(_) => Close::new(1007, "invalid UTF-8 in text frame"),
         WsError::Io(e) if is_invalid_text(e) => Close::new(1007, "invalid UTF-8 in text frame"),
+        WsError::Io(e) if deflate::is_corrupt(e) => Close::new(1007, "invalid compressed data"),
+        WsError::Io(e) if deflate::is_too_big(e) => Close::new(1009, "frame too big"),
         WsError::Protocol(_) => Close::new(1002, "protocol error"),
         _ => Close::PEER_GONE,
     }

@@ -9,6 +9,7 @@ mod support;
 mod apps;
 mod bad_input;
 mod binary;
+mod deflate;
 mod hostile;
 mod lifecycle;
 mod security;

@@ -108,10 +108,16 @@ impl TestServer {
     /// A WebSocket handshake on a raw socket, for exact bytes and clients
     /// that misbehave.
     pub async fn raw_ws(&self, path: &str) -> TcpStream {
+        self.raw_ws_with(path, "").await.0
+    }
+
+    /// A raw WebSocket connection whose handshake adds `headers` (each line
+    /// ending in CRLF), with the 101 response's head.
+    pub async fn raw_ws_with(&self, path: &str, headers: &str) -> (TcpStream, String) {
         let mut stream = TcpStream::connect(self.addr).await.unwrap();
         let req = format!(
             "GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+             Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n{headers}\r\n"
         );
         stream.write_all(req.as_bytes()).await.unwrap();
         let mut head = Vec::new();
@@ -121,7 +127,7 @@ impl TestServer {
             head.push(byte[0]);
         }
         assert!(head.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&head));
-        stream
+        (stream, String::from_utf8_lossy(&head).into_owned())
     }
 
     /// A fresh raw connection, for exact bytes and HTTP/1.0.
