@@ -316,12 +316,10 @@ impl Source {
     }
 }
 
-/// Whether the run's clients spoke XMPP or crossed an emulated link (the bench records
-/// `xmpp` and `link` then): not the apps' measurement on localhost.
-fn over_xmpp_or_a_link(run: &Run) -> bool {
-    ["xmpp", "link"]
-        .iter()
-        .any(|key| run.raw.get(key).is_some_and(|v| !matches!(v, Json::Null)))
+/// Whether the run's clients went `over` XMPP or an emulated link: the bench records
+/// `xmpp` and `link` then.
+fn over(run: &Run, what: &str) -> bool {
+    run.raw.get(what).is_some_and(|v| !matches!(v, Json::Null))
 }
 
 /// Groups the runs of all files into sources, in order of appearance, and tags each run
@@ -394,20 +392,22 @@ pub fn sources(files: &mut [ResultFile]) -> Vec<Source> {
         }
     }
     // The same server twice keeps its first file's name to tell the two apart, unless
-    // only one of them ran the apps on localhost: that one keeps the plain name (the
-    // shootout's XMPP and link files repeat Switchboard's ping-pong, and its series
-    // in every other chart should read "switchboard").
+    // one of them is the server's main measurement: the only one that ran the apps on
+    // localhost, or else the only one with anything on localhost. That one keeps the
+    // plain name (the shootout's XMPP and link files repeat a server's ping-pong, and
+    // its series in every other chart should read "switchboard" or "ejabberd").
     let labels: Vec<String> = sources.iter().map(|s| s.label.clone()).collect();
+    let has = |j: usize, wanted: fn(&Run) -> bool| {
+        files.iter().flat_map(|f| f.runs.iter()).any(|r| r.source == j && wanted(r))
+    };
     let plain: Vec<bool> = (0..sources.len())
         .map(|i| {
-            let apps = |j: usize| {
-                files
-                    .iter()
-                    .flat_map(|f| f.runs.iter())
-                    .any(|r| r.source == j && !over_xmpp_or_a_link(r))
-            };
             let same: Vec<usize> = (0..sources.len()).filter(|&j| labels[j] == labels[i]).collect();
-            same.len() == 1 || (apps(i) && same.iter().filter(|&&j| apps(j)).count() == 1)
+            let only = |wanted: fn(&Run) -> bool| has(i, wanted) && same.iter().filter(|&&j| has(j, wanted)).count() == 1;
+            let apps: fn(&Run) -> bool = |r| !over(r, "xmpp") && !over(r, "link");
+            let local: fn(&Run) -> bool = |r| !over(r, "link");
+            let any_apps = same.iter().any(|&j| has(j, apps));
+            same.len() == 1 || only(apps) || (!any_apps && only(local))
         })
         .collect();
     for (i, source) in sources.iter_mut().enumerate() {
@@ -516,6 +516,17 @@ mod tests {
                 "switchboard (sb-xmpp-remote.json)"
             ]
         );
+        // A server with XMPP runs only: its runs on localhost keep the name.
+        let mut files = [
+            file("ej-idle.json", &[("ejabberd", "idle")]),
+            file("ej-local.json", &[("ejabberd", "pingpong")]),
+            file("ej-remote.json", &[("ejabberd", "pingpong")]),
+        ];
+        for f in &mut files[..2] {
+            f.runs[0].raw = serde_json::from_str(r#"{"xmpp": {}}"#).expect("json");
+        }
+        files[2].runs[0].raw = serde_json::from_str(r#"{"xmpp": {}, "link": {}}"#).expect("json");
+        assert_eq!(labels(&mut files), ["ejabberd", "ejabberd (ej-remote.json)"]);
     }
 
     #[test]
