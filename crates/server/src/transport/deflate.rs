@@ -27,6 +27,8 @@ use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, 
 use hyper::header::{HeaderMap, HeaderValue, SEC_WEBSOCKET_EXTENSIONS};
 use tokio::io::{AsyncRead, ReadBuf};
 
+use crate::transport::frame_header::FrameHeader;
+
 /// Messages shorter than this go uncompressed: deflate's block header and
 /// Huffman tables make short texts longer, and RFC 7692 lets each message
 /// choose.
@@ -293,36 +295,19 @@ impl<S> Inflating<S> {
 
     /// Reads the header at the front of `raw`, if it is whole; false if not.
     fn header(&mut self) -> io::Result<bool> {
-        let Some(&b1) = self.raw.get(1) else { return Ok(false) };
-        let b0 = self.raw[0];
-        let extended = match b1 & 0x7f {
-            126 => 2,
-            127 => 8,
-            _ => 0,
-        };
-        let masked = b1 & 0x80 != 0;
-        let len = 2 + extended + if masked { 4 } else { 0 };
-        if self.raw.len() < len {
-            return Ok(false);
-        }
-        let payload = match extended {
-            2 => u64::from(u16::from_be_bytes([self.raw[2], self.raw[3]])),
-            8 => u64::from_be_bytes(self.raw[2..10].try_into().unwrap_or_default()),
-            _ => u64::from(b1 & 0x7f),
-        };
-        let (fin, rsv1, opcode) = (b0 & 0x80 != 0, b0 & 0x40 != 0, b0 & 0x0f);
+        let Some(header) = FrameHeader::parse(&self.raw) else { return Ok(false) };
+        let FrameHeader { fin, rsv1, rsv23, opcode, payload, len, .. } = header;
         let starts = rsv1 && matches!(opcode, 0x1 | 0x2) && !self.in_message;
         let continues = !rsv1 && opcode == 0x0 && self.compressed;
-        if (starts || continues) && masked && b0 & 0x30 == 0 {
+        if let (true, Some(mask), false) = (starts || continues, header.mask, rsv23) {
             if payload > self.max_frame {
                 return Err(io::Error::new(io::ErrorKind::InvalidData, TOO_BIG));
             }
-            let mask = [self.raw[len - 4], self.raw[len - 3], self.raw[len - 2], self.raw[len - 1]];
             self.raw.advance(len);
             if starts {
                 // An empty first fragment opens the message above at once, so a
                 // data frame the client sends before this one ends is refused there.
-                self.fragment(opcode, false, &[]);
+                fragment(&mut self.out, opcode, false, &[]);
                 self.in_message = true;
                 self.compressed = true;
             }
@@ -361,11 +346,7 @@ impl<S> Inflating<S> {
             inflater.z.reset(false);
         }
         if produced > 0 {
-            let chunk = std::mem::take(&mut inflater.chunk);
-            self.fragment(0x0, false, &chunk[..produced]);
-            if let Some(i) = self.inflater.as_mut() {
-                i.chunk = chunk;
-            }
+            fragment(&mut self.out, 0x0, false, &inflater.chunk[..produced]);
         }
         if taken == 0 && produced == 0 && !input.is_empty() && status != Status::StreamEnd {
             return Err(io::Error::new(io::ErrorKind::InvalidData, CORRUPT));
@@ -389,7 +370,7 @@ impl<S> Inflating<S> {
                 break;
             }
         }
-        self.fragment(0x0, true, &[]);
+        fragment(&mut self.out, 0x0, true, &[]);
         self.in_message = false;
         self.compressed = false;
         if self.agreed.client_no_context_takeover {
@@ -397,25 +378,25 @@ impl<S> Inflating<S> {
         }
         Ok(())
     }
+}
 
-    /// Appends one masked (zero key) frame to `out`.
-    fn fragment(&mut self, opcode: u8, fin: bool, payload: &[u8]) {
-        self.out.reserve(14 + payload.len());
-        self.out.put_u8(if fin { 0x80 } else { 0 } | opcode);
-        match payload.len() {
-            n if n < 126 => self.out.put_u8(0x80 | n as u8),
-            n if n <= usize::from(u16::MAX) => {
-                self.out.put_u8(0x80 | 126);
-                self.out.put_u16(n as u16);
-            }
-            n => {
-                self.out.put_u8(0x80 | 127);
-                self.out.put_u64(n as u64);
-            }
+/// Appends one masked (zero key) frame to `out`.
+fn fragment(out: &mut BytesMut, opcode: u8, fin: bool, payload: &[u8]) {
+    out.reserve(14 + payload.len());
+    out.put_u8(if fin { 0x80 } else { 0 } | opcode);
+    match payload.len() {
+        n if n < 126 => out.put_u8(0x80 | n as u8),
+        n if n <= usize::from(u16::MAX) => {
+            out.put_u8(0x80 | 126);
+            out.put_u16(n as u16);
         }
-        self.out.put_u32(0);
-        self.out.extend_from_slice(payload);
+        n => {
+            out.put_u8(0x80 | 127);
+            out.put_u64(n as u64);
+        }
     }
+    out.put_u32(0);
+    out.extend_from_slice(payload);
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Inflating<S> {

@@ -18,6 +18,8 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, ReadBuf};
 
+use crate::transport::frame_header::FrameHeader;
+
 /// The message of the read error raised at the first invalid byte.
 const INVALID_TEXT: &str = "invalid UTF-8 in a text message";
 
@@ -105,45 +107,21 @@ impl Frames {
         while taken < bytes.len() {
             self.header.push(bytes[taken]);
             taken += 1;
-            if let Some(len) = self.header_len()
-                && self.header.len() == len
-            {
-                self.start_payload();
+            if let Some(header) = FrameHeader::parse(&self.header) {
+                self.start_payload(header);
                 break;
             }
         }
         &bytes[taken..]
     }
 
-    /// The whole header's length, once its first two bytes are known.
-    fn header_len(&self) -> Option<usize> {
-        let b1 = *self.header.get(1)?;
-        let extended = match b1 & 0x7f {
-            126 => 2,
-            127 => 8,
-            _ => 0,
-        };
-        let mask = if b1 & 0x80 != 0 { 4 } else { 0 };
-        Some(2 + extended + mask)
-    }
-
-    fn start_payload(&mut self) {
-        let (b0, b1) = (self.header[0], self.header[1]);
-        let (fin, opcode, masked) = (b0 & 0x80 != 0, b0 & 0x0f, b1 & 0x80 != 0);
-        let (len, rest) = match b1 & 0x7f {
-            126 => (u64::from(u16::from_be_bytes([self.header[2], self.header[3]])), &self.header[4..]),
-            127 => {
-                let mut n = [0u8; 8];
-                n.copy_from_slice(&self.header[2..10]);
-                (u64::from_be_bytes(n), &self.header[10..])
-            }
-            n => (u64::from(n), &self.header[2..]),
-        };
-        self.mask = if masked { [rest[0], rest[1], rest[2], rest[3]] } else { [0; 4] };
-        self.left = len;
+    fn start_payload(&mut self, header: FrameHeader) {
+        let FrameHeader { fin, opcode, .. } = header;
+        self.mask = header.mask.unwrap_or([0; 4]);
+        self.left = header.payload;
         self.at = 0;
         self.header.clear();
-        if b0 & 0x70 != 0 {
+        if header.rsv1 || header.rsv23 {
             // A reserved bit no extension claimed (permessage-deflate's are
             // cleared below us): a protocol error for tungstenite to report,
             // before any of the payload is taken for text.

@@ -245,10 +245,7 @@ fn deflated(payload: &Payload, bits: u8) -> Message {
     let compressed = if bits == deflate::FULL_WINDOW {
         payload.deflated(|data| deflate::compress(data, bits)).cloned()
     } else {
-        match payload.ws_message() {
-            Message::Binary(data) => deflate::compress(&data, bits),
-            message => deflate::compress(message.into_data().as_ref(), bits),
-        }
+        deflate::compress(&payload.ws_message().into_data(), bits)
     };
     let Some(compressed) = compressed else { return payload.ws_message() };
     let data = if payload.is_binary() { Data::Binary } else { Data::Text };

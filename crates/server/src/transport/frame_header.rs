@@ -1,0 +1,71 @@
+//! A WebSocket frame header (RFC 6455 §5.2) read from the front of a byte
+//! stream, for the layers that follow the client's frames under tungstenite
+//! (`utf8_watch`, `deflate`).
+
+/// One frame's header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameHeader {
+    pub fin: bool,
+    /// RSV1.
+    pub rsv1: bool,
+    /// RSV2 or RSV3, which no extension here uses.
+    pub rsv23: bool,
+    pub opcode: u8,
+    /// The masking key; `None` for an unmasked frame.
+    pub mask: Option<[u8; 4]>,
+    /// The payload's length.
+    pub payload: u64,
+    /// The header's own length in bytes (2 to 14).
+    pub len: usize,
+}
+
+impl FrameHeader {
+    /// The header at the front of `bytes`; `None` while it is not all there.
+    pub fn parse(bytes: &[u8]) -> Option<FrameHeader> {
+        let (&b0, &b1) = (bytes.first()?, bytes.get(1)?);
+        let extended = match b1 & 0x7f {
+            126 => 2,
+            127 => 8,
+            _ => 0,
+        };
+        let masked = b1 & 0x80 != 0;
+        let len = 2 + extended + if masked { 4 } else { 0 };
+        let header = bytes.get(..len)?;
+        let payload = match extended {
+            2 => u64::from(u16::from_be_bytes([header[2], header[3]])),
+            8 => u64::from_be_bytes(header[2..10].try_into().ok()?),
+            _ => u64::from(b1 & 0x7f),
+        };
+        let mask = masked.then(|| [header[len - 4], header[len - 3], header[len - 2], header[len - 1]]);
+        Some(FrameHeader {
+            fin: b0 & 0x80 != 0,
+            rsv1: b0 & 0x40 != 0,
+            rsv23: b0 & 0x30 != 0,
+            opcode: b0 & 0x0f,
+            mask,
+            payload,
+            len,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::client_frame;
+
+    #[test]
+    fn every_length_form_and_the_bits_are_read() {
+        let key = [1, 2, 3, 4];
+        for (n, len) in [(5usize, 6), (300, 8), (70_000, 14)] {
+            let frame = client_frame(false, true, 0x2, &vec![0u8; n], key);
+            let h = FrameHeader::parse(&frame).expect("whole");
+            assert_eq!(h, FrameHeader { fin: false, rsv1: true, rsv23: false, opcode: 0x2, mask: Some(key), payload: n as u64, len });
+            assert_eq!(FrameHeader::parse(&frame[..len - 1]), None, "one byte short");
+        }
+        let unmasked = [0x81 | 0x20, 0x02, b'h', b'i'];
+        let h = FrameHeader::parse(&unmasked).expect("whole");
+        assert_eq!((h.fin, h.rsv23, h.opcode, h.mask, h.payload, h.len), (true, true, 0x1, None, 2, 2));
+        assert_eq!(FrameHeader::parse(&[0x81]), None);
+    }
+}
