@@ -26,6 +26,7 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
+. "$ROOT/shootout/lib.sh"
 case "${QUICK:-0}" in ""|0|no|false) QUICK=0 ;; *) QUICK=1 ;; esac
 BIN="$ROOT/target/release/switchboard"
 STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
@@ -175,14 +176,6 @@ start_server() {
   BASE="http://127.0.0.1:$port"
 }
 
-stop_server() {
-  [ -n "$PID" ] || return 0
-  kill -TERM "$PID" 2>/dev/null
-  for _ in $(seq $((STOP_S * 10))); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$PID" 2>/dev/null
-  wait "$PID" 2>/dev/null
-  PID=""
-}
 
 # failed_file NAME SCENARIO ERROR: a result file holding one failed run, so the
 # report shows the server as failed instead of leaving it out.

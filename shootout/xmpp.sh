@@ -22,6 +22,7 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
+. "$ROOT/shootout/lib.sh"
 OUT="${1:?usage: shootout/xmpp.sh OUT}"
 case "${QUICK:-0}" in ""|0|no|false) QUICK=0 ;; *) QUICK=1 ;; esac
 BIN="$ROOT/target/release/switchboard"
@@ -100,20 +101,12 @@ start() {
   done
   if [ -z "$port" ] || [ -z "$xmpp" ]; then
     if kill -0 "$PID" 2>/dev/null; then START_ERROR="not ready within ${START_S} s"; else START_ERROR="did not start: $(tail -n1 "$err")"; fi
-    stop
+    stop_server
     return 1
   fi
   BASE="http://127.0.0.1:$port"; XMPP_PORT="$xmpp"
 }
 
-stop() {
-  [ -n "$PID" ] || return 0
-  kill -TERM "$PID" 2>/dev/null
-  for _ in $(seq $((STOP_S * 10))); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$PID" 2>/dev/null
-  wait "$PID" 2>/dev/null
-  PID=""
-}
 
 # bench NAME FILE SCENARIO ARGS…: one bench run against the current server.
 bench() {
@@ -172,12 +165,12 @@ run() {
   bench "$name" "$name-xmpp-study-remote" pingpong --count "$REMOTE_PINGS" --transport "$(study "$name")" --link "$LINK" --timeout 60s || failures="$failures study-remote"
   say "$name: MUC broadcast sweep"
   bench "$name" "$name-xmpp-muc" muc --transport xmpp-tcp "${MUC[@]}" || failures="$failures muc"
-  stop
+  stop_server
   # A fresh server for the idle sessions, so the sweep's garbage does not count.
   if start "$name"; then
     say "$name: RSS with $IDLE_SESSIONS idle XMPP sessions"
     bench "$name" "$name-xmpp-idle" idle --transport xmpp-tcp --connections "$IDLE_SESSIONS" --hold 2s --timeout 60s || failures="$failures idle"
-    stop
+    stop_server
   else
     failures="$failures idle"
   fi
