@@ -16,18 +16,33 @@ use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 /// writer sends as-is. A room event ([`RoomEvent`]) is kept typed, and its
 /// chat JSON is encoded the first time a recipient needs it. Other framings
 /// (SockJS's escaped JSON string) are likewise encoded on first use and
-/// cached: each encoding is made once per message however many members
-/// receive it.
+/// cached ([`Form`]): each encoding is made once per message however many
+/// members receive it.
 #[derive(Clone, Debug)]
 pub struct Payload(Arc<Inner>);
+
+/// The encodings transports keep on a payload, each made by the transport on
+/// first use and shared by every recipient after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// A SockJS JSON string literal.
+    SockjsJson,
+    /// A whole WebSocket data frame.
+    WsFrame,
+    /// A whole WebSocket data frame compressed for permessage-deflate with the
+    /// full window and no context takeover.
+    WsDeflatedFrame,
+    /// A whole WebSocket text frame of SockJS over WebSocket, `a[...]`.
+    SockjsWsFrame,
+}
+
+const FORMS: usize = 4;
 
 #[derive(Debug)]
 struct Inner {
     data: Data,
-    sockjs: OnceLock<Bytes>,
-    /// The data compressed for WebSocket permessage-deflate with the full window
-    /// and no context takeover (`None`: the compressor declined).
-    deflated: OnceLock<Option<Bytes>>,
+    /// One slot per [`Form`]; `None` in a slot: the encoder declined.
+    forms: [OnceLock<Option<Bytes>>; FORMS],
     /// When it was published (a room's history tells it, e.g. to XMPP).
     at: SystemTime,
 }
@@ -58,11 +73,11 @@ impl Payload {
     /// A typed event of `room` published at `at` (one that comes from
     /// another node's history).
     pub fn event_at(room: impl Into<Arc<str>>, event: RoomEvent, at: SystemTime) -> Payload {
-        Payload(Arc::new(Inner { data: Data::Event { room: room.into(), event, json: OnceLock::new() }, sockjs: OnceLock::new(), deflated: OnceLock::new(), at }))
+        Payload(Arc::new(Inner { data: Data::Event { room: room.into(), event, json: OnceLock::new() }, forms: Default::default(), at }))
     }
 
     fn of(data: Data) -> Payload {
-        Payload(Arc::new(Inner { data, sockjs: OnceLock::new(), deflated: OnceLock::new(), at: SystemTime::now() }))
+        Payload(Arc::new(Inner { data, forms: Default::default(), at: SystemTime::now() }))
     }
 
     /// When it was published.
@@ -123,28 +138,32 @@ impl Payload {
         }
     }
 
-    /// The data (text or binary) compressed by `compress`, computed on first
-    /// use and cached, so a broadcast is compressed once for every recipient
-    /// that agreed the same parameters (permessage-deflate with
-    /// `server_no_context_takeover` and the full window).
-    pub fn deflated(&self, compress: impl FnOnce(&[u8]) -> Option<Bytes>) -> Option<&Bytes> {
-        self.0
-            .deflated
-            .get_or_init(|| match &self.0.data {
-                Data::Binary(data) => compress(data),
-                _ => compress(self.text().as_bytes()),
-            })
-            .as_ref()
+    /// The data's bytes: the text's, or the binary data.
+    pub fn data(&self) -> &[u8] {
+        match &self.0.data {
+            Data::Binary(data) => data,
+            _ => self.text().as_bytes(),
+        }
+    }
+
+    /// The payload in `form`, made by `encode` on first use and cached, so it
+    /// is made once for every recipient; `None` if `encode` declined (that
+    /// too is remembered).
+    pub fn form(&self, form: Form, encode: impl FnOnce(&Payload) -> Option<Bytes>) -> Option<&Bytes> {
+        self.0.forms[form as usize].get_or_init(|| encode(self)).as_ref()
     }
 
     /// The message as a SockJS JSON string literal, escaped the way browsers
     /// need it; computed by `encode` on first use and cached. SockJS carries
     /// only text, so binary data goes as its base64 text (RFC 4648, padded).
     pub fn sockjs_json(&self, encode: impl FnOnce(&str) -> Bytes) -> &Bytes {
-        self.0.sockjs.get_or_init(|| match &self.0.data {
-            Data::Binary(data) => encode(&base64::engine::general_purpose::STANDARD.encode(data)),
-            _ => encode(self.text().as_str()),
-        })
+        let json = self.form(Form::SockjsJson, |p| {
+            Some(match &p.0.data {
+                Data::Binary(data) => encode(&base64::engine::general_purpose::STANDARD.encode(data)),
+                _ => encode(p.text().as_str()),
+            })
+        });
+        json.expect("the SockJS encoding never declines")
     }
 }
 
@@ -181,13 +200,18 @@ mod tests {
     }
 
     #[test]
-    fn the_compressed_form_is_made_once_and_shared() {
+    fn each_form_is_made_once_and_shared() {
         let p = Payload::binary(vec![7u8; 100]);
         let q = p.clone();
-        let a = p.deflated(|d| Some(Bytes::copy_from_slice(&d[..3]))).expect("compressed");
+        let a = p.form(Form::WsDeflatedFrame, |p| Some(Bytes::copy_from_slice(&p.data()[..3]))).expect("made");
         assert_eq!(a.as_ref(), [7, 7, 7]);
-        assert_eq!(q.deflated(|_| unreachable!("cached")).map(|b| b.as_ptr()), Some(a.as_ptr()));
-        assert_eq!(Payload::from("x").deflated(|_| None), None, "a declined compression is remembered too");
+        assert_eq!(q.form(Form::WsDeflatedFrame, |_| unreachable!("cached")).map(|b| b.as_ptr()), Some(a.as_ptr()));
+        let frame = q.form(Form::WsFrame, |p| Some(Bytes::copy_from_slice(&p.data()[..1]))).expect("a form of its own");
+        assert_eq!(frame.as_ref(), [7]);
+        let x = Payload::from("x");
+        assert_eq!(x.form(Form::WsDeflatedFrame, |_| None), None);
+        assert_eq!(x.form(Form::WsDeflatedFrame, |_| unreachable!("a declined form is remembered too")), None);
+        assert_eq!(x.data(), b"x");
     }
 
     #[test]

@@ -1,6 +1,33 @@
-//! A WebSocket frame header (RFC 6455 §5.2) read from the front of a byte
+//! WebSocket frame headers (RFC 6455 §5.2): read from the front of a byte
 //! stream, for the layers that follow the client's frames under tungstenite
-//! (`utf8_watch`, `deflate`).
+//! (`utf8_watch`, `deflate`), and written in front of the server's own data
+//! frames, which are built once and shared ([`server_frame`]).
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// Opcodes of the data frames the server builds itself.
+pub const TEXT: u8 = 0x1;
+pub const BINARY: u8 = 0x2;
+
+/// A whole, final, unmasked server frame carrying `payload` (RSV1 set for a
+/// permessage-deflate message), header and payload in one buffer.
+pub fn server_frame(opcode: u8, rsv1: bool, payload: &[u8]) -> Bytes {
+    let mut frame = BytesMut::with_capacity(payload.len() + 10);
+    frame.put_u8(0x80 | if rsv1 { 0x40 } else { 0 } | opcode);
+    match payload.len() {
+        n if n < 126 => frame.put_u8(n as u8),
+        n if n <= usize::from(u16::MAX) => {
+            frame.put_u8(126);
+            frame.put_u16(n as u16);
+        }
+        n => {
+            frame.put_u8(127);
+            frame.put_u64(n as u64);
+        }
+    }
+    frame.put_slice(payload);
+    frame.freeze()
+}
 
 /// One frame's header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,5 +94,27 @@ mod tests {
         let h = FrameHeader::parse(&unmasked).expect("whole");
         assert_eq!((h.fin, h.rsv23, h.opcode, h.mask, h.payload, h.len), (true, true, 0x1, None, 2, 2));
         assert_eq!(FrameHeader::parse(&[0x81]), None);
+    }
+
+    #[test]
+    fn a_server_frame_is_byte_for_byte_tungstenites() {
+        use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+        use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+        for n in [0usize, 1, 125, 126, 127, 65_535, 65_536, 70_000] {
+            let payload: Vec<u8> = (0..n).map(|i| i as u8).collect();
+            for (opcode, data) in [(TEXT, Data::Text), (BINARY, Data::Binary)] {
+                for rsv1 in [false, true] {
+                    let mut theirs = Frame::message(payload.clone(), OpCode::Data(data), true);
+                    theirs.header_mut().rsv1 = rsv1;
+                    let mut expected = Vec::new();
+                    theirs.format(&mut expected).unwrap();
+                    assert_eq!(server_frame(opcode, rsv1, &payload).as_ref(), expected.as_slice(), "{n} bytes, rsv1 {rsv1}");
+                }
+            }
+        }
+        assert_eq!(server_frame(TEXT, false, b"hi").as_ref(), [0x81, 0x02, b'h', b'i']);
+        assert_eq!(server_frame(BINARY, true, &[0; 126])[..4], [0xc2, 126, 0x00, 126]);
+        let h = FrameHeader::parse(&server_frame(BINARY, false, &[0; 70_000])).unwrap();
+        assert_eq!((h.fin, h.opcode, h.mask, h.payload, h.len), (true, BINARY, None, 70_000, 10));
     }
 }

@@ -4,6 +4,7 @@
 pub mod bosh;
 pub mod deflate;
 pub mod frame_header;
+pub mod send_queue;
 pub mod session;
 pub mod sockjs;
 pub mod utf8_watch;

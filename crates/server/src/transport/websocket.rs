@@ -5,9 +5,13 @@
 //! (`transport::sockjs`) runs the same loop with its own [`Inbound`] and
 //! [`Outbound`] framing.
 //!
-//! The writer takes everything waiting in the client's outbox at once,
-//! serialises it as one frame per message into the connection's write buffer,
-//! and flushes once, so a burst of broadcasts costs one write call.
+//! The writer takes everything waiting in the client's outbox at once and
+//! queues one frame per message on the connection's [`SendQueue`], then
+//! flushes once, so a burst of broadcasts costs one vectored write call. A
+//! data frame is built once per message, not per recipient, and cached on
+//! the [`Payload`] ([`Form`]): every recipient's queue holds the same bytes.
+//! tungstenite reads the client's frames and writes the control frames (ping,
+//! pong, the close handshake) through the same queue.
 
 use std::pin::pin;
 use std::sync::Arc;
@@ -15,7 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
-use hub::{Close, Drained, Outbox, Payload};
+use bytes::Bytes;
+use hub::{Close, Drained, Form, Outbox, Payload};
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
@@ -25,8 +30,7 @@ use tokio::time::Instant;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
-use tokio_tungstenite::tungstenite::protocol::frame::Frame;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -37,6 +41,8 @@ use crate::metrics::ConnectionMetrics;
 use crate::server::{Connection, MountState, ServerState};
 use crate::shutdown::Shutdown;
 use crate::transport::deflate::{self, Agreed, Inflating};
+use crate::transport::frame_header::{BINARY, TEXT, server_frame};
+use crate::transport::send_queue::{Refused, SendQueue, Sending};
 use crate::transport::utf8_watch::{Utf8Watch, is_invalid_text};
 use crate::time::sleep_until_some;
 use crate::token::{self, Identity};
@@ -191,23 +197,35 @@ impl Inbound for Raw {
     }
 }
 
+/// One frame on its way to the client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outgoing {
+    /// A whole data frame, built by the framing (once per message, and shared
+    /// by every recipient) and queued as it is.
+    Frame(Bytes),
+    /// A control frame (ping, close), sent through tungstenite, which keeps the
+    /// closing handshake's state.
+    Control(Message),
+}
+
 /// How the app's messages are framed on the way out. Native WebSocket sends
-/// each message as it is; SockJS opens with `o`, batches into `a[...]`,
-/// keeps proxies awake with `h` and says goodbye with `c[code,"reason"]`.
+/// each message as it is; SockJS opens with `o`, sends each message as
+/// `a[...]`, keeps proxies awake with `h` and says goodbye with
+/// `c[code,"reason"]`.
 pub trait Outbound: Send {
     /// The frames sent as soon as the connection is up, before any message.
-    fn opening(&mut self, _frames: &mut Vec<Message>) {}
+    fn opening(&mut self, _frames: &mut Vec<Outgoing>) {}
     /// Appends the frames for `batch` to `frames`.
-    fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Message>);
+    fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Outgoing>);
     /// How long the writer may stay silent before it sends [`Outbound::heartbeat`];
     /// `None` (native WebSocket) sends none.
     fn heartbeat_interval(&self) -> Option<Duration> {
         None
     }
     /// The frames that keep an idle connection alive.
-    fn heartbeat(&mut self, _frames: &mut Vec<Message>) {}
+    fn heartbeat(&mut self, _frames: &mut Vec<Outgoing>) {}
     /// The final frames before the WebSocket close frame for `close`.
-    fn closing(&mut self, _close: &Close, _frames: &mut Vec<Message>) {}
+    fn closing(&mut self, _close: &Close, _frames: &mut Vec<Outgoing>) {}
     /// Whether this framing can send permessage-deflate messages, and so
     /// whether the handshake offers it.
     fn compresses(&self) -> bool {
@@ -218,11 +236,9 @@ pub trait Outbound: Send {
 }
 
 impl Outbound for Raw {
-    fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Message>) {
-        match self.deflate.and_then(|a| a.server_window_bits) {
-            None => frames.extend(batch.iter().map(Payload::ws_message)),
-            Some(bits) => frames.extend(batch.iter().map(|p| deflated(p, bits))),
-        }
+    fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Outgoing>) {
+        let bits = self.deflate.and_then(|a| a.server_window_bits);
+        frames.extend(batch.iter().map(|p| Outgoing::Frame(native_frame(p, bits))));
     }
 
     fn compresses(&self) -> bool {
@@ -234,24 +250,24 @@ impl Outbound for Raw {
     }
 }
 
-/// `payload` as a compressed message (RSV1 set) for a client that agreed a
-/// window of `bits`; short messages, and any the compressor declines, go as
-/// they are. With the full window the compressed bytes are the payload's own,
-/// made once for every recipient.
-fn deflated(payload: &Payload, bits: u8) -> Message {
-    if payload.len() < deflate::COMPRESS_FROM {
-        return payload.ws_message();
-    }
-    let compressed = if bits == deflate::FULL_WINDOW {
-        payload.deflated(|data| deflate::compress(data, bits)).cloned()
-    } else {
-        deflate::compress(&payload.ws_message().into_data(), bits)
+/// `payload`'s frame: text or binary as it is, or compressed (RSV1 set) for
+/// a client that agreed permessage-deflate with a window of `deflate_bits`.
+/// Short messages, and any the compressor declines, go as they are. Every
+/// recipient shares the frame as it is and, with the full window, the
+/// compressed one; a narrower window is compressed per recipient.
+fn native_frame(payload: &Payload, deflate_bits: Option<u8>) -> Bytes {
+    let opcode = if payload.is_binary() { BINARY } else { TEXT };
+    let plain = || payload.form(Form::WsFrame, |p| Some(server_frame(opcode, false, p.data()))).cloned().unwrap_or_default();
+    let Some(bits) = deflate_bits.filter(|_| payload.len() >= deflate::COMPRESS_FROM) else {
+        return plain();
     };
-    let Some(compressed) = compressed else { return payload.ws_message() };
-    let data = if payload.is_binary() { Data::Binary } else { Data::Text };
-    let mut frame = Frame::message(compressed, OpCode::Data(data), true);
-    frame.header_mut().rsv1 = true;
-    Message::Frame(frame)
+    let deflated = |p: &Payload| deflate::compress(p.data(), bits).map(|c| server_frame(opcode, true, &c));
+    let compressed = if bits == deflate::FULL_WINDOW {
+        payload.form(Form::WsDeflatedFrame, deflated).cloned()
+    } else {
+        deflated(payload)
+    };
+    compressed.unwrap_or_else(plain)
 }
 
 /// Bytes tungstenite reads from a client per read call (and keeps per connection).
@@ -282,8 +298,12 @@ pub async fn run<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let config = config(limits.max_message_size);
-    let ws = WebSocketStream::from_raw_socket(Utf8Watch::new(io), Role::Server, Some(config)).await;
+    // tungstenite hands each of its frames to the send queue as it makes it
+    // (no buffer of its own), so its frames and the writer's keep their order.
+    let config = config(limits.max_message_size).write_buffer_size(0);
+    let queue = SendQueue::new();
+    let io = Sending::new(Utf8Watch::new(io), queue.clone());
+    let ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
     let (sink, stream) = ws.split();
     let outbox = client.outbox().clone();
     let heard = Heard::new();
@@ -295,7 +315,7 @@ pub async fn run<S>(
         read(stream, &mut client, inbound, &metrics, &shutdown, limits, &heard).await;
         drop(client);
     };
-    let writer = write(sink, &outbox, outbound, &metrics, limits, &heard);
+    let writer = write(sink, &queue, &outbox, outbound, &metrics, limits, &heard);
     tokio::join!(reader, writer);
 }
 
@@ -424,6 +444,7 @@ fn close_for(error: &WsError) -> Close {
 
 async fn write<Si>(
     mut sink: Si,
+    queue: &SendQueue,
     outbox: &Outbox,
     mut framing: impl Outbound,
     metrics: &ConnectionMetrics,
@@ -448,7 +469,7 @@ async fn write<Si>(
     let mut last = None;
     let close = loop {
         if !frames.is_empty() {
-            match send_batch(&mut sink, &mut frames, outbox).await {
+            match send_batch(&mut sink, queue, &mut frames, outbox).await {
                 Ok(()) => {
                     metrics.sent(count, bytes);
                     silent_since = Instant::now();
@@ -479,7 +500,7 @@ async fn write<Si>(
                 }
                 pinged = None;
                 if now.saturating_sub(last) >= every {
-                    frames.push(Message::Ping(Default::default()));
+                    frames.push(Outgoing::Control(Message::Ping(Default::default())));
                     (count, bytes) = (0, 0);
                     pinged = Some(now);
                 }
@@ -508,45 +529,87 @@ async fn write<Si>(
     }
     framing.closing(&close, &mut frames);
     let frame = CloseFrame { code: CloseCode::from(close.code), reason: close.reason.to_string().into() };
-    frames.push(Message::Close(Some(frame)));
-    let _ = tokio::time::timeout(limits.close_grace, feed_all(&mut sink, &mut frames)).await;
+    frames.push(Outgoing::Control(Message::Close(Some(frame))));
+    let _ = tokio::time::timeout(limits.close_grace, send_all(&mut sink, queue, &mut frames)).await;
 }
 
 enum Abandoned {
     /// The client was closed as a slow consumer while the write waited.
     Closed,
-    /// The connection failed.
+    /// The connection failed, or its closing handshake is under way.
     Io,
 }
 
-/// Writes the frames with one flush. A client that stops reading blocks this
+/// Sends the frames with one flush. A client that stops reading blocks this
 /// write; its queue then overflows, and the write is abandoned.
-async fn send_batch<Si>(sink: &mut Si, frames: &mut Vec<Message>, outbox: &Outbox) -> Result<(), Abandoned>
+async fn send_batch<Si>(sink: &mut Si, queue: &SendQueue, frames: &mut Vec<Outgoing>, outbox: &Outbox) -> Result<(), Abandoned>
 where
     Si: Sink<Message, Error = WsError> + Unpin,
 {
-    let mut write = pin!(feed_all(sink, frames));
+    let mut write = pin!(send_all(sink, queue, frames));
     tokio::select! {
         biased;
-        result = &mut write => result.map_err(|_| Abandoned::Io),
+        result = &mut write => result,
         close = outbox.closed() => {
             if close.is_slow_consumer() {
                 return Err(Abandoned::Closed);
             }
             // Any other close waits for this write to finish.
-            (&mut write).await.map_err(|_| Abandoned::Io)
+            (&mut write).await
         }
     }
 }
 
-/// Serialises every frame into the connection's write buffer, then flushes
-/// once: one write call for the whole batch when the socket takes it.
-async fn feed_all<Si>(sink: &mut Si, frames: &mut Vec<Message>) -> Result<(), WsError>
+/// Queues every frame in order, data frames straight onto the send queue and
+/// control frames through tungstenite, then flushes once: one vectored write
+/// for the whole batch when the socket takes it.
+async fn send_all<Si>(sink: &mut Si, queue: &SendQueue, frames: &mut Vec<Outgoing>) -> Result<(), Abandoned>
 where
     Si: Sink<Message, Error = WsError> + Unpin,
 {
     for frame in frames.drain(..) {
-        sink.feed(frame).await?;
+        match frame {
+            // Sent at once: the split sink holds an item until the next
+            // flush, and a data frame queued meanwhile would overtake it.
+            Outgoing::Control(message) => sink.send(message).await.map_err(|_| Abandoned::Io)?,
+            Outgoing::Frame(bytes) => loop {
+                match queue.push(&bytes) {
+                    Ok(()) => break,
+                    // tungstenite's own frame is waiting for room: it goes first.
+                    Err(Refused::Behind) => sink.flush().await.map_err(|_| Abandoned::Io)?,
+                    Err(Refused::Closed) => return Err(Abandoned::Io),
+                }
+            },
+        }
     }
-    sink.flush().await
+    sink.flush().await.map_err(|_| Abandoned::Io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::frame_header::FrameHeader;
+
+    #[test]
+    fn a_native_frame_is_built_once_and_shared_by_every_recipient() {
+        let text = Payload::from("hi");
+        let (a, b) = (native_frame(&text, None), native_frame(&text.clone(), None));
+        assert_eq!(a.as_ref(), [0x81, 0x02, b'h', b'i']);
+        assert_eq!(a.as_ptr(), b.as_ptr(), "the same bytes");
+        assert_eq!(native_frame(&Payload::binary(vec![0u8, 0xff]), None).as_ref(), [0x82, 0x02, 0x00, 0xff]);
+        // Too short to compress: the plain frame, shared with clients without deflate.
+        assert_eq!(native_frame(&text, Some(deflate::FULL_WINDOW)).as_ptr(), a.as_ptr());
+
+        let long = Payload::from("abc".repeat(100));
+        let full = native_frame(&long, Some(deflate::FULL_WINDOW));
+        assert_eq!(full.as_ptr(), native_frame(&long, Some(deflate::FULL_WINDOW)).as_ptr(), "compressed once");
+        let narrow = native_frame(&long, Some(9));
+        assert_ne!(narrow.as_ptr(), full.as_ptr(), "a narrower window is compressed per recipient");
+        for frame in [&full, &narrow] {
+            let h = FrameHeader::parse(frame).expect("a header");
+            assert_eq!((h.fin, h.rsv1, h.opcode, h.mask), (true, true, TEXT, None));
+            assert_eq!(h.len as u64 + h.payload, frame.len() as u64);
+            assert!(h.payload < 300, "compressed: {} bytes", h.payload);
+        }
+    }
 }

@@ -30,9 +30,11 @@ async fn frames_in_and_out() {
     ws.send("[]").await;
     ws.send(r#""b""#).await;
     assert_eq!(ws.recv().await, r#"a["b"]"#);
-    // One incoming batch goes back as one frame.
+    // Each message goes back in a frame of its own, built once for every
+    // recipient.
     ws.send(r#"["c","d\u2028"]"#).await;
-    assert_eq!(ws.recv().await, r#"a["c","d\u2028"]"#);
+    assert_eq!(ws.recv().await, r#"a["c"]"#);
+    assert_eq!(ws.recv().await, r#"a["d\u2028"]"#);
 }
 
 #[tokio::test]

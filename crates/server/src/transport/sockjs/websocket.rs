@@ -4,8 +4,9 @@
 //! lets clients reuse a session id here), so there is no registry entry and
 //! no disconnect delay.
 //!
-//! Out: `o` first, each batch of queued messages as one `a[...]` message,
-//! `h` after a heartbeat interval of silence, and on close `c[code,"reason"]`
+//! Out: `o` first, each message as an `a[...]` message of its own (its
+//! frame is built once and shared by every recipient, as native WebSocket's
+//! are), `h` after a heartbeat interval of silence, and on close `c[code,"reason"]`
 //! before the WebSocket close frame with the same code. In: each text
 //! message is a JSON array of strings (or one string); an empty one is
 //! ignored; anything else is broken framing and closes the connection at
@@ -13,12 +14,13 @@
 
 use std::time::Duration;
 
-use hub::{Close, Payload};
-use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
+use hub::{Close, Form, Payload};
+use tokio_tungstenite::tungstenite::Utf8Bytes;
 use wire::sockjs::{BROKEN_FRAMING, decode_websocket, encode_close, encode_messages, quote};
 
 use crate::apps::AppClient;
-use crate::transport::websocket::{Inbound, Outbound};
+use crate::transport::frame_header::{TEXT, server_frame};
+use crate::transport::websocket::{Inbound, Outbound, Outgoing};
 
 /// The SockJS framing of one WebSocket connection, both ways.
 #[derive(Debug, Clone)]
@@ -38,10 +40,21 @@ fn broken_framing() -> Close {
     Close::new(code, reason)
 }
 
-/// A frame built by `wire` as a text message. The codec writes only UTF-8
-/// (it escapes, never splits, characters), so the check cannot fail.
-fn text(frame: Vec<u8>) -> Option<Message> {
-    String::from_utf8(frame).ok().map(|s| Message::Text(Utf8Bytes::from(s)))
+/// A SockJS frame built by `wire` as a WebSocket text frame. The codec
+/// writes only UTF-8 (it escapes, never splits, characters).
+fn text(frame: &[u8]) -> Outgoing {
+    Outgoing::Frame(server_frame(TEXT, false, frame))
+}
+
+/// `payload` as `a["..."]` in a WebSocket text frame, made once per message.
+fn message_frame(payload: &Payload) -> bytes::Bytes {
+    let frame = payload.form(Form::SockjsWsFrame, |p| {
+        let json = p.sockjs_json(quote);
+        let mut frame = Vec::with_capacity(json.len() + 3);
+        encode_messages(std::iter::once(json), &mut frame);
+        Some(server_frame(TEXT, false, &frame))
+    });
+    frame.cloned().unwrap_or_default()
 }
 
 impl Inbound for Sockjs {
@@ -61,34 +74,29 @@ impl Inbound for Sockjs {
 }
 
 impl Outbound for Sockjs {
-    fn opening(&mut self, frames: &mut Vec<Message>) {
-        frames.push(Message::Text(Utf8Bytes::from_static("o")));
+    fn opening(&mut self, frames: &mut Vec<Outgoing>) {
+        frames.push(text(b"o"));
     }
 
-    fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Message>) {
-        if batch.is_empty() {
-            return;
-        }
-        let mut frame = Vec::with_capacity(batch.iter().map(|p| p.len() + 3).sum::<usize>() + 2);
-        encode_messages(batch.iter().map(|p| p.sockjs_json(quote)), &mut frame);
-        frames.extend(text(frame));
+    fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Outgoing>) {
+        frames.extend(batch.iter().map(|p| Outgoing::Frame(message_frame(p))));
     }
 
     fn heartbeat_interval(&self) -> Option<Duration> {
         Some(self.heartbeat)
     }
 
-    fn heartbeat(&mut self, frames: &mut Vec<Message>) {
-        frames.push(Message::Text(Utf8Bytes::from_static("h")));
+    fn heartbeat(&mut self, frames: &mut Vec<Outgoing>) {
+        frames.push(text(b"h"));
     }
 
-    fn closing(&mut self, close: &Close, frames: &mut Vec<Message>) {
+    fn closing(&mut self, close: &Close, frames: &mut Vec<Outgoing>) {
         if *close == broken_framing() {
             return;
         }
         let mut frame = Vec::with_capacity(close.reason.len() + 12);
         encode_close(close.code, &close.reason, &mut frame);
-        frames.extend(text(frame));
+        frames.push(text(&frame));
     }
 }
 
@@ -96,8 +104,17 @@ impl Outbound for Sockjs {
 mod tests {
     use super::*;
 
-    fn texts(frames: &[Message]) -> Vec<String> {
-        frames.iter().map(|m| m.to_text().unwrap().to_owned()).collect()
+    /// Each frame as tungstenite would read it: a final, unmasked text frame
+    /// whose payload is the whole rest.
+    fn texts(frames: &[Outgoing]) -> Vec<String> {
+        let texts = frames.iter().map(|f| {
+            let Outgoing::Frame(bytes) = f else { panic!("a data frame: {f:?}") };
+            let header = crate::transport::frame_header::FrameHeader::parse(bytes).expect("a header");
+            assert_eq!((header.fin, header.rsv1, header.opcode, header.mask), (true, false, TEXT, None));
+            assert_eq!(header.len as u64 + header.payload, bytes.len() as u64);
+            String::from_utf8(bytes[header.len..].to_vec()).expect("UTF-8")
+        });
+        texts.collect()
     }
 
     #[test]
@@ -110,6 +127,19 @@ mod tests {
         f.heartbeat(&mut frames);
         f.closing(&Close::new(3000, "Go away!"), &mut frames);
         f.closing(&broken_framing(), &mut frames);
-        assert_eq!(texts(&frames), ["o", r#"a["a","\u2028\""]"#, "h", r#"c[3000,"Go away!"]"#]);
+        assert_eq!(texts(&frames), ["o", r#"a["a"]"#, r#"a["\u2028\""]"#, "h", r#"c[3000,"Go away!"]"#]);
+    }
+
+    #[test]
+    fn a_message_frame_is_built_once_for_every_recipient() {
+        let p = Payload::binary(vec![0u8, 0xff]);
+        let (mut a, mut b) = (Sockjs::new(Duration::from_secs(25)), Sockjs::new(Duration::from_secs(5)));
+        let (mut fa, mut fb) = (Vec::new(), Vec::new());
+        a.frame(std::slice::from_ref(&p), &mut fa);
+        let q = p.clone();
+        b.frame(std::slice::from_ref(&q), &mut fb);
+        let (Outgoing::Frame(x), Outgoing::Frame(y)) = (&fa[0], &fb[0]) else { unreachable!() };
+        assert_eq!(x.as_ptr(), y.as_ptr(), "the same bytes");
+        assert_eq!(texts(&fa), [r#"a["AP8="]"#], "binary goes as base64 text");
     }
 }
