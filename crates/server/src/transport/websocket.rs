@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use futures_concurrency::future::Join;
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use bytes::Bytes;
 use hub::{Close, Drained, Form, Outbox, Payload};
@@ -308,15 +309,17 @@ pub async fn run<S>(
     let outbox = client.outbox().clone();
     let heard = Heard::new();
 
-    // The reader and the writer run side by side in this one task; the
-    // reader owns the app client so that it is dropped (rooms left) as soon
-    // as the client stops talking.
+    // The reader and the writer run side by side in this one task, each
+    // polled only when it was woken (a broadcast wakes the writer, and the
+    // reader's poll would cost a read attempt); the reader owns the app
+    // client so that it is dropped (rooms left) as soon as the client stops
+    // talking.
     let reader = async {
         read(stream, &mut client, inbound, &metrics, &shutdown, limits, &heard).await;
         drop(client);
     };
     let writer = write(sink, &queue, &outbox, outbound, &metrics, limits, &heard);
-    tokio::join!(reader, writer);
+    (reader, writer).join().await;
 }
 
 /// When the client last sent anything (a message, a pong, a close), which
