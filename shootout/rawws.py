@@ -5,6 +5,7 @@ nothing installed."""
 import asyncio
 import base64
 import os
+import socket
 
 
 def rss_bytes(pid):
@@ -16,9 +17,25 @@ def rss_bytes(pid):
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
-async def ws_open(host, port, path):
-    """One WebSocket handshake; returns the open (reader, writer) pair."""
-    reader, writer = await asyncio.open_connection(host, port)
+async def ws_open(host, port, path, source=None):
+    """One WebSocket handshake, from the local address `source` if given;
+    returns the open (reader, writer) pair."""
+    if source:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # The port is chosen at connect for the whole address pair (Linux's
+        # IP_BIND_ADDRESS_NO_PORT), so a port that a closed connection to
+        # another server holds in TIME_WAIT can be used again.
+        sock.setsockopt(socket.IPPROTO_IP, getattr(socket, "IP_BIND_ADDRESS_NO_PORT", 24), 1)
+        sock.bind((source, 0))
+        sock.setblocking(False)
+        try:
+            await asyncio.get_running_loop().sock_connect(sock, (host, port))
+        except BaseException:
+            sock.close()
+            raise
+        reader, writer = await asyncio.open_connection(sock=sock)
+    else:
+        reader, writer = await asyncio.open_connection(host, port)
     key = base64.b64encode(os.urandom(16)).decode()
     writer.write(
         (

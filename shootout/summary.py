@@ -342,6 +342,16 @@ def main():
     if rows:
         out.append("RSS per idle native WebSocket connection: (after − before) / connections")
         out.append(table(["server", "connections", "RSS before MiB", "RSS after MiB", "KiB per connection"], rows))
+        idle = summary["idle_rss"]
+        ours, bun = (idle.get(n, {}).get("rss_per_connection_bytes") for n in ("switchboard", "bun"))
+        if ours and bun:
+            counts = {idle[n].get("connections") for n in ("switchboard", "bun")}
+            ratio = ours / bun
+            at = " and ".join(fmt(c) for c in sorted(counts))
+            out.append(f"  switchboard / bun = {ratio:.2f} of Bun's RSS per idle connection at {at} connections "
+                       f"(goal: at most 1.00, at 50,000): " + ("HOLDS" if ratio <= 1 else "MISSED")
+                       + ("" if min(counts) >= 50000 else "; fewer than 50,000: the open-file limit allowed no more"))
+            summary["idle_rss_over_bun"] = {"value": ratio, "need": 1.0, "holds": ratio <= 1, "connections": sorted(counts)}
         out.append("")
 
     # --- CPU per delivery ------------------------------------------------------
