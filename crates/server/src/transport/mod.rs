@@ -6,6 +6,7 @@ pub mod deflate;
 pub mod frame_header;
 pub mod send_queue;
 pub mod session;
+pub mod shared_tcp;
 pub mod sockjs;
 pub mod utf8_watch;
 pub mod websocket;

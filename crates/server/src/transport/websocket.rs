@@ -27,8 +27,10 @@ use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_tungstenite::WebSocketStream;
+use tokio_util::either::Either;
 use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -44,6 +46,7 @@ use crate::shutdown::Shutdown;
 use crate::transport::deflate::{self, Agreed, Inflating};
 use crate::transport::frame_header::{BINARY, TEXT, server_frame};
 use crate::transport::send_queue::{Refused, SendQueue, Sending};
+use crate::transport::shared_tcp::{SharedTcp, Watch};
 use crate::transport::utf8_watch::{Utf8Watch, is_invalid_text};
 use crate::time::sleep_until_some;
 use crate::token::{self, Identity};
@@ -115,13 +118,15 @@ where
         let outbox = Arc::new(Outbox::new(server2.config.queue_limit));
         let client = mount.app.open(outbox, identity);
         let metrics = server2.metrics.connection(mount.config.name(), label);
-        let (io, limits, shutdown) = (TokioIo::new(upgraded), server2.websocket_limits(&mount.config), server2.shutdown.clone());
+        let (limits, shutdown) = (server2.websocket_limits(&mount.config), server2.shutdown.clone());
+        let stream = Upgraded::of(upgraded);
         match agreed {
             Some(agreed) => {
+                let Upgraded { io, watch } = stream;
                 let io = Inflating::new(io, agreed, limits.max_message_size);
-                run(io, client, inbound, outbound, limits, metrics, shutdown).await;
+                run(Upgraded { io, watch }, client, inbound, outbound, limits, metrics, shutdown).await;
             }
-            None => run(io, client, inbound, outbound, limits, metrics, shutdown).await,
+            None => run(stream, client, inbound, outbound, limits, metrics, shutdown).await,
         }
         drop(connection);
     });
@@ -130,6 +135,30 @@ where
         res.headers_mut().insert(header::SEC_WEBSOCKET_EXTENSIONS, response);
     }
     res
+}
+
+/// An upgraded connection's stream as the WebSocket connection takes it over.
+pub struct Upgraded<S> {
+    /// The stream.
+    pub io: S,
+    /// For a plain TCP connection with nothing read ahead, the stream to
+    /// watch for the client's first bytes (`transport::shared_tcp`).
+    pub watch: Option<Watch>,
+}
+
+/// What hyper hands over: a plain TCP stream, or another (TLS) as it is.
+type Handed = Either<SharedTcp, TokioIo<hyper::upgrade::Upgraded>>;
+
+impl Upgraded<Handed> {
+    fn of(upgraded: hyper::upgrade::Upgraded) -> Upgraded<Handed> {
+        match upgraded.downcast::<TokioIo<TcpStream>>() {
+            Ok(parts) => {
+                let tcp = SharedTcp::new(parts.io.into_inner(), parts.read_buf);
+                Upgraded { watch: tcp.watch(), io: Either::Left(tcp) }
+            }
+            Err(other) => Upgraded { io: Either::Right(TokioIo::new(other)), watch: None },
+        }
+    }
 }
 
 /// The 101 response that completes a handshake.
@@ -289,7 +318,7 @@ pub fn config(max_message_size: usize) -> WebSocketConfig {
 
 /// Runs a WebSocket connection over an upgraded stream until it closes.
 pub async fn run<S>(
-    io: S,
+    stream: Upgraded<S>,
     mut client: AppClient,
     inbound: impl Inbound,
     outbound: impl Outbound,
@@ -303,6 +332,7 @@ pub async fn run<S>(
     // (no buffer of its own), so its frames and the writer's keep their order.
     let config = config(limits.max_message_size).write_buffer_size(0);
     let queue = SendQueue::new();
+    let Upgraded { io, watch } = stream;
     let io = Sending::new(Utf8Watch::new(io), queue.clone());
     let ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
     let (sink, stream) = ws.split();
@@ -315,7 +345,7 @@ pub async fn run<S>(
     // client so that it is dropped (rooms left) as soon as the client stops
     // talking.
     let reader = async {
-        read(stream, &mut client, inbound, &metrics, &shutdown, limits, &heard).await;
+        read(stream, watch, &mut client, inbound, &metrics, &shutdown, limits, &heard).await;
         drop(client);
     };
     let writer = write(sink, &queue, &outbox, outbound, &metrics, limits, &heard);
@@ -346,8 +376,11 @@ impl Heard {
     }
 }
 
+// The reader's parts; a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 async fn read<St>(
     mut stream: St,
+    watch: Option<Watch>,
     client: &mut AppClient,
     mut framing: impl Inbound,
     metrics: &ConnectionMetrics,
@@ -358,6 +391,14 @@ async fn read<St>(
     St: Stream<Item = Result<Message, WsError>> + Unpin,
 {
     let outbox = client.outbox().clone();
+    // tungstenite is asked to read only once the client has sent something
+    // (see `shared_tcp`): until then its read buffer stays untouched.
+    let mut heard_first = watch.is_none();
+    let mut first_bytes = pin!(async {
+        if let Some(watch) = &watch {
+            watch.readable().await;
+        }
+    });
     // Made once, not per message: each registers a waiter when first polled.
     let mut shutting_down = pin!(shutdown.wait());
     let mut closed = pin!(outbox.closed());
@@ -368,7 +409,11 @@ async fn read<St>(
     let mut throttled: Option<Instant> = None;
     loop {
         let message = tokio::select! {
-            message = stream.next(), if throttled.is_none() => message,
+            message = stream.next(), if heard_first && throttled.is_none() => message,
+            () = &mut first_bytes, if !heard_first => {
+                heard_first = true;
+                continue;
+            }
             () = sleep_until_some(throttled) => {
                 throttled = None;
                 continue;
