@@ -36,7 +36,7 @@ use crate::transport::frame_header::FrameHeader;
 /// sends while it reads nothing).
 const TUNGSTENITE_ROOM: usize = 64 * 1024;
 
-/// Slices handed to one vectored write.
+/// Frames handed to one vectored write.
 const MAX_SLICES: usize = 64;
 
 /// Why a frame was not queued.
@@ -110,7 +110,9 @@ impl<S: AsyncWrite + Unpin> Sending<S> {
     fn poll_write_out(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let mut q = self.queue.0.lock();
         while q.len > 0 {
-            let written = if self.inner.is_write_vectored() {
+            // One frame goes with a plain write (send(2)), which costs the
+            // kernel less than writev(2); several with one vectored write.
+            let written = if q.frames.len() > 1 && self.inner.is_write_vectored() {
                 let mut slices = [IoSlice::new(&[]); MAX_SLICES];
                 let n = q.frames.iter().zip(slices.iter_mut()).map(|(f, s)| *s = IoSlice::new(f)).count();
                 ready!(Pin::new(&mut self.inner).poll_write_vectored(cx, &slices[..n]))?
