@@ -7,11 +7,13 @@
 //!
 //! The writer takes everything waiting in the client's outbox at once and
 //! queues one frame per message on the connection's [`SendQueue`], then
-//! flushes once, so a burst of broadcasts costs one vectored write call. A
-//! data frame is built once per message, not per recipient, and cached on
-//! the [`Payload`] ([`Form`]): every recipient's queue holds the same bytes.
+//! flushes once, so a burst of broadcasts costs one write call. A data frame
+//! is built once per message, not per recipient, and cached on the
+//! [`Payload`] ([`Form`]): every recipient's queue holds the same bytes.
 //! tungstenite reads the client's frames and writes the control frames (ping,
-//! pong, the close handshake) through the same queue.
+//! pong, the close handshake) through the same queue. On plain TCP the reader
+//! asks tungstenite to read only once the client has sent something
+//! ([`SharedTcp`]).
 
 use std::pin::pin;
 use std::sync::Arc;
@@ -119,12 +121,12 @@ where
         let client = mount.app.open(outbox, identity);
         let metrics = server2.metrics.connection(mount.config.name(), label);
         let (limits, shutdown) = (server2.websocket_limits(&mount.config), server2.shutdown.clone());
-        let stream = Upgraded::of(upgraded);
+        let stream = Handover::of(upgraded);
         match agreed {
             Some(agreed) => {
-                let Upgraded { io, watch } = stream;
+                let Handover { io, watch } = stream;
                 let io = Inflating::new(io, agreed, limits.max_message_size);
-                run(Upgraded { io, watch }, client, inbound, outbound, limits, metrics, shutdown).await;
+                run(Handover { io, watch }, client, inbound, outbound, limits, metrics, shutdown).await;
             }
             None => run(stream, client, inbound, outbound, limits, metrics, shutdown).await,
         }
@@ -138,7 +140,7 @@ where
 }
 
 /// An upgraded connection's stream as the WebSocket connection takes it over.
-pub struct Upgraded<S> {
+pub struct Handover<S> {
     /// The stream.
     pub io: S,
     /// For a plain TCP connection with nothing read ahead, the stream to
@@ -149,14 +151,14 @@ pub struct Upgraded<S> {
 /// What hyper hands over: a plain TCP stream, or another (TLS) as it is.
 type Handed = Either<SharedTcp, TokioIo<hyper::upgrade::Upgraded>>;
 
-impl Upgraded<Handed> {
-    fn of(upgraded: hyper::upgrade::Upgraded) -> Upgraded<Handed> {
+impl Handover<Handed> {
+    fn of(upgraded: hyper::upgrade::Upgraded) -> Handover<Handed> {
         match upgraded.downcast::<TokioIo<TcpStream>>() {
             Ok(parts) => {
                 let tcp = SharedTcp::new(parts.io.into_inner(), parts.read_buf);
-                Upgraded { watch: tcp.watch(), io: Either::Left(tcp) }
+                Handover { watch: tcp.watch(), io: Either::Left(tcp) }
             }
-            Err(other) => Upgraded { io: Either::Right(TokioIo::new(other)), watch: None },
+            Err(other) => Handover { io: Either::Right(TokioIo::new(other)), watch: None },
         }
     }
 }
@@ -318,7 +320,7 @@ pub fn config(max_message_size: usize) -> WebSocketConfig {
 
 /// Runs a WebSocket connection over an upgraded stream until it closes.
 pub async fn run<S>(
-    stream: Upgraded<S>,
+    stream: Handover<S>,
     mut client: AppClient,
     inbound: impl Inbound,
     outbound: impl Outbound,
@@ -332,7 +334,7 @@ pub async fn run<S>(
     // (no buffer of its own), so its frames and the writer's keep their order.
     let config = config(limits.max_message_size).write_buffer_size(0);
     let queue = SendQueue::new();
-    let Upgraded { io, watch } = stream;
+    let Handover { io, watch } = stream;
     let io = Sending::new(Utf8Watch::new(io), queue.clone());
     let ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
     let (sink, stream) = ws.split();
