@@ -22,12 +22,12 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 use hyper::header::{HeaderMap, HeaderValue, SEC_WEBSOCKET_EXTENSIONS};
 use tokio::io::{AsyncRead, ReadBuf};
 
-use crate::transport::frame_header::FrameHeader;
+use crate::transport::frame_header::{FrameHeader, put_header};
 
 /// Messages shorter than this go uncompressed: deflate's block header and
 /// Huffman tables make short texts longer, and RFC 7692 lets each message
@@ -383,19 +383,7 @@ impl<S> Inflating<S> {
 /// Appends one masked (zero key) frame to `out`.
 fn fragment(out: &mut BytesMut, opcode: u8, fin: bool, payload: &[u8]) {
     out.reserve(14 + payload.len());
-    out.put_u8(if fin { 0x80 } else { 0 } | opcode);
-    match payload.len() {
-        n if n < 126 => out.put_u8(0x80 | n as u8),
-        n if n <= usize::from(u16::MAX) => {
-            out.put_u8(0x80 | 126);
-            out.put_u16(n as u16);
-        }
-        n => {
-            out.put_u8(0x80 | 127);
-            out.put_u64(n as u64);
-        }
-    }
-    out.put_u32(0);
+    put_header(out, fin, false, opcode, Some([0; 4]), payload.len());
     out.extend_from_slice(payload);
 }
 
@@ -530,17 +518,12 @@ mod tests {
     fn frames(mut bytes: &[u8]) -> Vec<(bool, u8, Vec<u8>)> {
         let mut out = Vec::new();
         while !bytes.is_empty() {
-            let (b0, b1) = (bytes[0], bytes[1]);
-            let (len, head) = match b1 & 0x7f {
-                126 => (usize::from(u16::from_be_bytes([bytes[2], bytes[3]])), 4),
-                127 => (u64::from_be_bytes(bytes[2..10].try_into().expect("8")) as usize, 10),
-                n => (usize::from(n), 2),
-            };
-            assert_eq!(b1 & 0x80, 0x80, "masked");
-            let key = &bytes[head..head + 4];
-            let payload: Vec<u8> = bytes[head + 4..head + 4 + len].iter().enumerate().map(|(i, b)| b ^ key[i % 4]).collect();
-            out.push((b0 & 0x80 != 0, b0 & 0x0f, payload));
-            bytes = &bytes[head + 4 + len..];
+            let h = FrameHeader::parse(bytes).expect("a whole header");
+            let key = h.mask.expect("masked");
+            let len = h.payload as usize;
+            let payload: Vec<u8> = bytes[h.len..h.len + len].iter().enumerate().map(|(i, b)| b ^ key[i % 4]).collect();
+            out.push((h.fin, h.opcode, payload));
+            bytes = &bytes[h.len + len..];
         }
         out
     }

@@ -1,7 +1,8 @@
 //! WebSocket frame headers (RFC 6455 §5.2): read from the front of a byte
 //! stream, for the layers that follow the client's frames under tungstenite
-//! (`utf8_watch`, `deflate`), and written in front of the server's own data
-//! frames, which are built once and shared ([`server_frame`]).
+//! (`utf8_watch`, `deflate`), and written ([`put_header`]) in front of the
+//! server's own data frames, which are built once and shared
+//! ([`server_frame`]), and of the fragments `deflate` passes up.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -13,20 +14,30 @@ pub const BINARY: u8 = 0x2;
 /// permessage-deflate message), header and payload in one buffer.
 pub fn server_frame(opcode: u8, rsv1: bool, payload: &[u8]) -> Bytes {
     let mut frame = BytesMut::with_capacity(payload.len() + 10);
-    frame.put_u8(0x80 | if rsv1 { 0x40 } else { 0 } | opcode);
-    match payload.len() {
-        n if n < 126 => frame.put_u8(n as u8),
-        n if n <= usize::from(u16::MAX) => {
-            frame.put_u8(126);
-            frame.put_u16(n as u16);
-        }
-        n => {
-            frame.put_u8(127);
-            frame.put_u64(n as u64);
-        }
-    }
+    put_header(&mut frame, true, rsv1, opcode, None, payload.len());
     frame.put_slice(payload);
     frame.freeze()
+}
+
+/// Writes a frame header: FIN, RSV1, `opcode`, the mask bit, the payload's
+/// length `len` in its shortest form, and the masking key if there is one.
+pub fn put_header(out: &mut impl BufMut, fin: bool, rsv1: bool, opcode: u8, mask: Option<[u8; 4]>, len: usize) {
+    out.put_u8(if fin { 0x80 } else { 0 } | if rsv1 { 0x40 } else { 0 } | opcode);
+    let masked = if mask.is_some() { 0x80 } else { 0 };
+    match len {
+        n if n < 126 => out.put_u8(masked | n as u8),
+        n if n <= usize::from(u16::MAX) => {
+            out.put_u8(masked | 126);
+            out.put_u16(n as u16);
+        }
+        n => {
+            out.put_u8(masked | 127);
+            out.put_u64(n as u64);
+        }
+    }
+    if let Some(key) = mask {
+        out.put_slice(&key);
+    }
 }
 
 /// One frame's header.

@@ -55,19 +55,8 @@ use write_through;
 /// opcode, the payload masked with `key`.
 #[cfg(test)]
 pub(crate) fn client_frame(fin: bool, rsv1: bool, opcode: u8, payload: &[u8], key: [u8; 4]) -> Vec<u8> {
-    let mut f = vec![if fin { 0x80 } else { 0 } | if rsv1 { 0x40 } else { 0 } | opcode];
-    match payload.len() {
-        n if n < 126 => f.push(0x80 | n as u8),
-        n if n < 65536 => {
-            f.push(0x80 | 126);
-            f.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-        n => {
-            f.push(0x80 | 127);
-            f.extend_from_slice(&(n as u64).to_be_bytes());
-        }
-    }
-    f.extend_from_slice(&key);
+    let mut f = Vec::new();
+    frame_header::put_header(&mut f, fin, rsv1, opcode, Some(key), payload.len());
     f.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
     f
 }

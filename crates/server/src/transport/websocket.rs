@@ -124,9 +124,8 @@ where
         let stream = Handover::of(upgraded);
         match agreed {
             Some(agreed) => {
-                let Handover { io, watch } = stream;
-                let io = Inflating::new(io, agreed, limits.max_message_size);
-                run(Handover { io, watch }, client, inbound, outbound, limits, metrics, shutdown).await;
+                let stream = stream.map(|io| Inflating::new(io, agreed, limits.max_message_size));
+                run(stream, client, inbound, outbound, limits, metrics, shutdown).await;
             }
             None => run(stream, client, inbound, outbound, limits, metrics, shutdown).await,
         }
@@ -146,6 +145,13 @@ pub struct Handover<S> {
     /// For a plain TCP connection with nothing read ahead, the stream to
     /// watch for the client's first bytes (`transport::shared_tcp`).
     pub watch: Option<Watch>,
+}
+
+impl<S> Handover<S> {
+    /// The same connection with a layer put over its stream.
+    fn map<T>(self, layer: impl FnOnce(S) -> T) -> Handover<T> {
+        Handover { io: layer(self.io), watch: self.watch }
+    }
 }
 
 /// What hyper hands over: a plain TCP stream, or another (TLS) as it is.
