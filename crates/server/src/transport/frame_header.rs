@@ -9,6 +9,14 @@ use bytes::{BufMut, Bytes, BytesMut};
 /// Opcodes of the data frames the server builds itself.
 pub const TEXT: u8 = 0x1;
 pub const BINARY: u8 = 0x2;
+const PING: u8 = 0x9;
+
+/// The server's ping: empty, unmasked, built without tungstenite (which
+/// keeps no state about pings it did not send).
+pub fn ping() -> Bytes {
+    const FRAME: [u8; 2] = [0x80 | PING, 0];
+    Bytes::from_static(&FRAME)
+}
 
 /// A whole, final, unmasked server frame carrying `payload` (RSV1 set for a
 /// permessage-deflate message), header and payload in one buffer.
@@ -127,5 +135,9 @@ mod tests {
         assert_eq!(server_frame(BINARY, true, &[0; 126])[..4], [0xc2, 126, 0x00, 126]);
         let h = FrameHeader::parse(&server_frame(BINARY, false, &[0; 70_000])).unwrap();
         assert_eq!((h.fin, h.opcode, h.mask, h.payload, h.len), (true, BINARY, None, 70_000, 10));
+        let mut theirs = Vec::new();
+        Frame::ping(Vec::new()).format(&mut theirs).unwrap();
+        assert_eq!(ping().as_ref(), theirs.as_slice(), "an empty ping");
+        assert_eq!(ping().as_ref(), [0x89, 0x00]);
     }
 }

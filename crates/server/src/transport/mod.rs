@@ -4,6 +4,7 @@
 pub mod bosh;
 pub mod deflate;
 pub mod frame_header;
+pub mod lazy_ws;
 pub mod send_queue;
 pub mod session;
 pub mod shared_tcp;

@@ -2,14 +2,12 @@
 //! reader, so the reader can wait for the client's first bytes before it
 //! asks tungstenite to read.
 //!
-//! tungstenite zeroes its read buffer (4 KiB, [`super::websocket::config`])
-//! before every read attempt, so a connection that has only been polled,
-//! never read from, already holds that buffer resident. Most connections of
-//! a broadcast never send anything: waiting for readability first
-//! ([`SharedTcp::readable`]) leaves the buffer allocated but untouched, and
-//! so out of the process's RSS, until the client speaks. After that the
-//! stream reads and writes like the `TcpStream` it is, starting with any
-//! bytes read past the handshake.
+//! tungstenite is made on its first read (`super::lazy_ws`), with its read
+//! buffer (4 KiB, [`super::websocket::config`]), which it zeroes before
+//! every read attempt. Most connections of a broadcast never send anything:
+//! waiting for readability first ([`Watch::readable`]) means they never make
+//! it. After that the stream reads and writes like the `TcpStream` it is,
+//! starting with any bytes read past the handshake.
 
 use std::io::{self, IoSlice};
 use std::mem::MaybeUninit;

@@ -9,10 +9,11 @@
 //! queues one frame per message on the connection's [`SendQueue`], then
 //! flushes once, so a burst of broadcasts costs one write call. A data frame
 //! is built once per message, not per recipient, and cached on the
-//! [`Payload`] ([`Form`]): every recipient's queue holds the same bytes.
-//! tungstenite reads the client's frames and writes the control frames (ping,
-//! pong, the close handshake) through the same queue. On plain TCP the reader
-//! asks tungstenite to read only once the client has sent something
+//! [`Payload`] ([`Form`]): every recipient's queue holds the same bytes. The
+//! writer's pings are frames it builds too. tungstenite reads the client's
+//! frames and writes the rest (pongs, the close handshake) through the same
+//! queue; it is made only when first needed ([`LazyWs`]), and on plain TCP
+//! the reader asks it to read only once the client has sent something
 //! ([`SharedTcp`]).
 
 use std::pin::pin;
@@ -31,12 +32,11 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
-use tokio_tungstenite::WebSocketStream;
 use tokio_util::either::Either;
 use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::apps::AppClient;
@@ -46,7 +46,8 @@ use crate::metrics::ConnectionMetrics;
 use crate::server::{Connection, MountState, ServerState};
 use crate::shutdown::Shutdown;
 use crate::transport::deflate::{self, Agreed, Inflating};
-use crate::transport::frame_header::{BINARY, TEXT, server_frame};
+use crate::transport::frame_header::{self, BINARY, TEXT, server_frame};
+use crate::transport::lazy_ws::LazyWs;
 use crate::transport::send_queue::{Refused, SendQueue, Sending};
 use crate::transport::shared_tcp::{SharedTcp, Watch};
 use crate::transport::utf8_watch::{Utf8Watch, is_invalid_text};
@@ -235,35 +236,25 @@ impl Inbound for Raw {
     }
 }
 
-/// One frame on its way to the client.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outgoing {
-    /// A whole data frame, built by the framing (once per message, and shared
-    /// by every recipient) and queued as it is.
-    Frame(Bytes),
-    /// A control frame (ping, close), sent through tungstenite, which keeps the
-    /// closing handshake's state.
-    Control(Message),
-}
-
-/// How the app's messages are framed on the way out. Native WebSocket sends
-/// each message as it is; SockJS opens with `o`, sends each message as
-/// `a[...]`, keeps proxies awake with `h` and says goodbye with
-/// `c[code,"reason"]`.
+/// How the app's messages are framed on the way out, as whole data frames
+/// (built once per message and shared by every recipient where they can be).
+/// Native WebSocket sends each message as it is; SockJS opens with `o`, sends
+/// each message as `a[...]`, keeps proxies awake with `h` and says goodbye
+/// with `c[code,"reason"]`.
 pub trait Outbound: Send {
     /// The frames sent as soon as the connection is up, before any message.
-    fn opening(&mut self, _frames: &mut Vec<Outgoing>) {}
+    fn opening(&mut self, _frames: &mut Vec<Bytes>) {}
     /// Appends the frames for `batch` to `frames`.
-    fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Outgoing>);
+    fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Bytes>);
     /// How long the writer may stay silent before it sends [`Outbound::heartbeat`];
     /// `None` (native WebSocket) sends none.
     fn heartbeat_interval(&self) -> Option<Duration> {
         None
     }
     /// The frames that keep an idle connection alive.
-    fn heartbeat(&mut self, _frames: &mut Vec<Outgoing>) {}
+    fn heartbeat(&mut self, _frames: &mut Vec<Bytes>) {}
     /// The final frames before the WebSocket close frame for `close`.
-    fn closing(&mut self, _close: &Close, _frames: &mut Vec<Outgoing>) {}
+    fn closing(&mut self, _close: &Close, _frames: &mut Vec<Bytes>) {}
     /// Whether this framing can send permessage-deflate messages, and so
     /// whether the handshake offers it.
     fn compresses(&self) -> bool {
@@ -274,9 +265,9 @@ pub trait Outbound: Send {
 }
 
 impl Outbound for Raw {
-    fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Outgoing>) {
+    fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Bytes>) {
         let bits = self.deflate.and_then(|a| a.server_window_bits);
-        frames.extend(batch.iter().map(|p| Outgoing::Frame(native_frame(p, bits))));
+        frames.extend(batch.iter().map(|p| native_frame(p, bits)));
     }
 
     fn compresses(&self) -> bool {
@@ -341,9 +332,7 @@ pub async fn run<S>(
     let config = config(limits.max_message_size).write_buffer_size(0);
     let queue = SendQueue::new();
     let Handover { io, watch } = stream;
-    let io = Sending::new(Utf8Watch::new(io), queue.clone());
-    let ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
-    let (sink, stream) = ws.split();
+    let ws = LazyWs::new(Sending::new(Utf8Watch::new(io), queue.clone()), config);
     let outbox = client.outbox().clone();
     let heard = Heard::new();
 
@@ -353,10 +342,10 @@ pub async fn run<S>(
     // client so that it is dropped (rooms left) as soon as the client stops
     // talking.
     let reader = async {
-        read(stream, watch, &mut client, inbound, &metrics, &shutdown, limits, &heard).await;
+        read(&ws, watch, &mut client, inbound, &metrics, &shutdown, limits, &heard).await;
         drop(client);
     };
-    let writer = write(sink, &queue, &outbox, outbound, &metrics, limits, &heard);
+    let writer = write(&ws, &queue, &outbox, outbound, &metrics, limits, &heard);
     (reader, writer).join().await;
 }
 
@@ -556,7 +545,7 @@ async fn write<Si>(
                 }
                 pinged = None;
                 if now.saturating_sub(last) >= every {
-                    frames.push(Outgoing::Control(Message::Ping(Default::default())));
+                    frames.push(frame_header::ping());
                     (count, bytes) = (0, 0);
                     pinged = Some(now);
                 }
@@ -585,8 +574,11 @@ async fn write<Si>(
     }
     framing.closing(&close, &mut frames);
     let frame = CloseFrame { code: CloseCode::from(close.code), reason: close.reason.to_string().into() };
-    frames.push(Outgoing::Control(Message::Close(Some(frame))));
-    let _ = tokio::time::timeout(limits.close_grace, send_all(&mut sink, queue, &mut frames)).await;
+    let closing = async {
+        send_all(&mut sink, queue, &mut frames).await?;
+        sink.send(Message::Close(Some(frame))).await.map_err(|_| Abandoned::Io)
+    };
+    let _ = tokio::time::timeout(limits.close_grace, closing).await;
 }
 
 enum Abandoned {
@@ -598,7 +590,7 @@ enum Abandoned {
 
 /// Sends the frames with one flush. A client that stops reading blocks this
 /// write; its queue then overflows, and the write is abandoned.
-async fn send_batch<Si>(sink: &mut Si, queue: &SendQueue, frames: &mut Vec<Outgoing>, outbox: &Outbox) -> Result<(), Abandoned>
+async fn send_batch<Si>(sink: &mut Si, queue: &SendQueue, frames: &mut Vec<Bytes>, outbox: &Outbox) -> Result<(), Abandoned>
 where
     Si: Sink<Message, Error = WsError> + Unpin,
 {
@@ -616,26 +608,20 @@ where
     }
 }
 
-/// Queues every frame in order, data frames straight onto the send queue and
-/// control frames through tungstenite, then flushes once: one vectored write
-/// for the whole batch when the socket takes it.
-async fn send_all<Si>(sink: &mut Si, queue: &SendQueue, frames: &mut Vec<Outgoing>) -> Result<(), Abandoned>
+/// Queues every frame in order on the send queue, then flushes once: one
+/// write for the whole batch when the socket takes it.
+async fn send_all<Si>(sink: &mut Si, queue: &SendQueue, frames: &mut Vec<Bytes>) -> Result<(), Abandoned>
 where
     Si: Sink<Message, Error = WsError> + Unpin,
 {
     for frame in frames.drain(..) {
-        match frame {
-            // Sent at once: the split sink holds an item until the next
-            // flush, and a data frame queued meanwhile would overtake it.
-            Outgoing::Control(message) => sink.send(message).await.map_err(|_| Abandoned::Io)?,
-            Outgoing::Frame(bytes) => loop {
-                match queue.push(&bytes) {
-                    Ok(()) => break,
-                    // tungstenite's own frame is waiting for room: it goes first.
-                    Err(Refused::Behind) => sink.flush().await.map_err(|_| Abandoned::Io)?,
-                    Err(Refused::Closed) => return Err(Abandoned::Io),
-                }
-            },
+        loop {
+            match queue.push(&frame) {
+                Ok(()) => break,
+                // tungstenite's own frame is waiting for room: it goes first.
+                Err(Refused::Behind) => sink.flush().await.map_err(|_| Abandoned::Io)?,
+                Err(Refused::Closed) => return Err(Abandoned::Io),
+            }
         }
     }
     sink.flush().await.map_err(|_| Abandoned::Io)

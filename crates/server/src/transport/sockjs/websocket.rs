@@ -14,13 +14,14 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use hub::{Close, Form, Payload};
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 use wire::sockjs::{BROKEN_FRAMING, decode_websocket, encode_close, encode_messages, quote};
 
 use crate::apps::AppClient;
 use crate::transport::frame_header::{TEXT, server_frame};
-use crate::transport::websocket::{Inbound, Outbound, Outgoing};
+use crate::transport::websocket::{Inbound, Outbound};
 
 /// The SockJS framing of one WebSocket connection, both ways.
 #[derive(Debug, Clone)]
@@ -42,12 +43,12 @@ fn broken_framing() -> Close {
 
 /// A SockJS frame built by `wire` as a WebSocket text frame. The codec
 /// writes only UTF-8 (it escapes, never splits, characters).
-fn text(frame: &[u8]) -> Outgoing {
-    Outgoing::Frame(server_frame(TEXT, false, frame))
+fn text(frame: &[u8]) -> Bytes {
+    server_frame(TEXT, false, frame)
 }
 
 /// `payload` as `a["..."]` in a WebSocket text frame, made once per message.
-fn message_frame(payload: &Payload) -> bytes::Bytes {
+fn message_frame(payload: &Payload) -> Bytes {
     let frame = payload.form(Form::SockjsWsFrame, |p| {
         let json = p.sockjs_json(quote);
         let mut frame = Vec::with_capacity(json.len() + 3);
@@ -74,23 +75,23 @@ impl Inbound for Sockjs {
 }
 
 impl Outbound for Sockjs {
-    fn opening(&mut self, frames: &mut Vec<Outgoing>) {
+    fn opening(&mut self, frames: &mut Vec<Bytes>) {
         frames.push(text(b"o"));
     }
 
-    fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Outgoing>) {
-        frames.extend(batch.iter().map(|p| Outgoing::Frame(message_frame(p))));
+    fn frame(&mut self, batch: &[Payload], frames: &mut Vec<Bytes>) {
+        frames.extend(batch.iter().map(message_frame));
     }
 
     fn heartbeat_interval(&self) -> Option<Duration> {
         Some(self.heartbeat)
     }
 
-    fn heartbeat(&mut self, frames: &mut Vec<Outgoing>) {
+    fn heartbeat(&mut self, frames: &mut Vec<Bytes>) {
         frames.push(text(b"h"));
     }
 
-    fn closing(&mut self, close: &Close, frames: &mut Vec<Outgoing>) {
+    fn closing(&mut self, close: &Close, frames: &mut Vec<Bytes>) {
         if *close == broken_framing() {
             return;
         }
@@ -106,9 +107,8 @@ mod tests {
 
     /// Each frame as tungstenite would read it: a final, unmasked text frame
     /// whose payload is the whole rest.
-    fn texts(frames: &[Outgoing]) -> Vec<String> {
-        let texts = frames.iter().map(|f| {
-            let Outgoing::Frame(bytes) = f else { panic!("a data frame: {f:?}") };
+    fn texts(frames: &[Bytes]) -> Vec<String> {
+        let texts = frames.iter().map(|bytes| {
             let header = crate::transport::frame_header::FrameHeader::parse(bytes).expect("a header");
             assert_eq!((header.fin, header.rsv1, header.opcode, header.mask), (true, false, TEXT, None));
             assert_eq!(header.len as u64 + header.payload, bytes.len() as u64);
@@ -138,8 +138,7 @@ mod tests {
         a.frame(std::slice::from_ref(&p), &mut fa);
         let q = p.clone();
         b.frame(std::slice::from_ref(&q), &mut fb);
-        let (Outgoing::Frame(x), Outgoing::Frame(y)) = (&fa[0], &fb[0]) else { unreachable!() };
-        assert_eq!(x.as_ptr(), y.as_ptr(), "the same bytes");
+        assert_eq!(fa[0].as_ptr(), fb[0].as_ptr(), "the same bytes");
         assert_eq!(texts(&fa), [r#"a["AP8="]"#], "binary goes as base64 text");
     }
 }

@@ -1,0 +1,161 @@
+//! tungstenite's side of a server WebSocket connection, made when it is
+//! first needed: when the reader first reads (the client has sent
+//! something), or when the writer sends a control frame of tungstenite's
+//! (the close). Until then the connection holds neither tungstenite's read
+//! buffer (4 KiB, `websocket::config`) nor its protocol state, and the
+//! writer's frames, which it builds itself, go straight through the stack
+//! to the send queue (`send_queue`). Most connections of a broadcast never
+//! send anything, so most never make it.
+//!
+//! The reader and the writer share one [`LazyWs`] by reference, each through
+//! its own end: [`Stream`] for the reader, [`Sink`] for the writer. Both run in
+//! one task, so its lock is never contended.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
+use parking_lot::Mutex;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+
+/// One connection's tungstenite, made on first use; see the module docs.
+pub struct LazyWs<S> {
+    state: Mutex<State<S>>,
+}
+
+struct State<S> {
+    /// The stack and configuration it will be made with, until it is.
+    waiting: Option<(S, WebSocketConfig)>,
+    made: Option<Box<WebSocketStream<S>>>,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> LazyWs<S> {
+    /// A server connection over `io` (the stack under tungstenite), to be made with `config`.
+    pub fn new(io: S, config: WebSocketConfig) -> LazyWs<S> {
+        LazyWs { state: Mutex::new(State { waiting: Some((io, config)), made: None }) }
+    }
+
+    /// Whether tungstenite has been made.
+    #[cfg(test)]
+    fn is_made(&self) -> bool {
+        self.state.lock().made.is_some()
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> State<S> {
+    /// tungstenite, made now if it was not yet. `None` only if making it
+    /// failed, which it cannot: a stream with no handshake is ready at once.
+    fn made(&mut self) -> Option<&mut WebSocketStream<S>> {
+        if let Some((io, config)) = self.waiting.take() {
+            let made = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).now_or_never();
+            self.made = made.map(Box::new);
+        }
+        self.made.as_deref_mut()
+    }
+
+    fn with_made<T>(&mut self, f: impl FnOnce(&mut WebSocketStream<S>) -> Result<T, WsError>) -> Result<T, WsError> {
+        self.made().map_or(Err(WsError::AlreadyClosed), f)
+    }
+}
+
+/// The reader's end: tungstenite's messages, made on the first read.
+impl<S: AsyncRead + AsyncWrite + Unpin> Stream for &LazyWs<S> {
+    type Item = Result<Message, WsError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        match self.state.lock().made() {
+            Some(ws) => ws.poll_next_unpin(cx),
+            None => Poll::Ready(None),
+        }
+    }
+}
+
+/// The writer's end, for tungstenite's own frames: sending one makes it.
+/// A flush before then writes the stack's queue as it is.
+impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for &LazyWs<S> {
+    type Error = WsError;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WsError>> {
+        let mut state = self.state.lock();
+        match state.made() {
+            Some(ws) => ws.poll_ready_unpin(cx),
+            None => Poll::Ready(Err(WsError::AlreadyClosed)),
+        }
+    }
+
+    fn start_send(self: Pin<&mut Self>, message: Message) -> Result<(), WsError> {
+        self.state.lock().with_made(|ws| ws.start_send_unpin(message))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WsError>> {
+        let mut state = self.state.lock();
+        if let Some(ws) = state.made.as_deref_mut() {
+            return ws.poll_flush_unpin(cx);
+        }
+        match state.waiting.as_mut() {
+            Some((io, _)) => Pin::new(io).poll_flush(cx).map_err(WsError::Io),
+            None => Poll::Ready(Err(WsError::AlreadyClosed)),
+        }
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WsError>> {
+        let mut state = self.state.lock();
+        match state.made() {
+            Some(ws) => ws.poll_close_unpin(cx),
+            None => Poll::Ready(Err(WsError::AlreadyClosed)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::client_frame;
+    use crate::transport::send_queue::{SendQueue, Sending};
+    use bytes::Bytes;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream, duplex};
+    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+
+    fn connection() -> (LazyWs<Sending<DuplexStream>>, SendQueue, DuplexStream) {
+        let (server, client) = duplex(1024);
+        let queue = SendQueue::new();
+        (LazyWs::new(Sending::new(server, queue.clone()), WebSocketConfig::default()), queue, client)
+    }
+
+    #[tokio::test]
+    async fn a_flush_before_it_is_made_writes_the_send_queue() {
+        let (ws, queue, mut client) = connection();
+        queue.push(&Bytes::from_static(b"\x81\x02hi")).unwrap();
+        (&ws).flush().await.unwrap();
+        assert!(!ws.is_made(), "a flush makes nothing");
+        let mut got = [0u8; 4];
+        client.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"\x81\x02hi");
+    }
+
+    #[tokio::test]
+    async fn the_first_read_makes_it() {
+        let (ws, _queue, mut client) = connection();
+        client.write_all(&client_frame(true, false, 0x1, b"hey", [1, 2, 3, 4])).await.unwrap();
+        assert!(!ws.is_made());
+        let message = (&ws).next().await.expect("a message").expect("no error");
+        assert_eq!(message, Message::text("hey"));
+        assert!(ws.is_made());
+    }
+
+    #[tokio::test]
+    async fn sending_a_close_makes_it_and_writes_the_frame_after_the_queued_ones() {
+        let (ws, queue, mut client) = connection();
+        queue.push(&Bytes::from_static(b"\x81\x02hi")).unwrap();
+        let close = CloseFrame { code: 1001.into(), reason: "bye".into() };
+        (&ws).send(Message::Close(Some(close))).await.unwrap();
+        assert!(ws.is_made());
+        let mut got = [0u8; 11];
+        client.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"\x81\x02hi\x88\x05\x03\xe9bye", "the text frame, then an unmasked close: 1001, \"bye\"");
+        assert_eq!(queue.push(&Bytes::from_static(b"\x81\x00")), Err(crate::transport::send_queue::Refused::Closed));
+    }
+}
