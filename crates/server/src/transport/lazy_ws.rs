@@ -1,11 +1,15 @@
 //! tungstenite's side of a server WebSocket connection, made when it is
-//! first needed: when the reader first reads (the client has sent
-//! something), or when the writer sends a control frame of tungstenite's
-//! (the close). Until then the connection holds neither tungstenite's read
-//! buffer (4 KiB, `websocket::config`) nor its protocol state, and the
-//! writer's frames, which it builds itself, go straight through the stack
-//! to the send queue (`send_queue`). Most connections of a broadcast never
-//! send anything, so most never make it.
+//! first needed: when the client has sent something and the reader reads
+//! it, or when the writer sends a control frame of tungstenite's (the
+//! close). Until then the connection holds neither tungstenite's read buffer
+//! (4 KiB, `websocket::config`) nor its protocol state, and the writer's
+//! frames, which it builds itself, go straight through the stack to the send
+//! queue (`send_queue`). Most connections of a broadcast never send
+//! anything, so most never make it.
+//!
+//! On plain TCP the reader's first poll waits for the client's first bytes
+//! without reading them (`shared_tcp::Watch`); over TLS there is nothing to
+//! watch, and the first poll makes tungstenite and reads.
 //!
 //! The reader and the writer share one [`LazyWs`] by reference, each through
 //! its own end: [`Stream`] for the reader, [`Sink`] for the writer. Both run in
@@ -18,8 +22,11 @@ use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+
+use crate::transport::shared_tcp::Watch;
+use crate::transport::websocket::config;
 
 /// One connection's tungstenite, made on first use; see the module docs.
 pub struct LazyWs<S> {
@@ -27,15 +34,21 @@ pub struct LazyWs<S> {
 }
 
 struct State<S> {
-    /// The stack and configuration it will be made with, until it is.
-    waiting: Option<(S, WebSocketConfig)>,
+    /// The stack it will be made over, until it is.
+    waiting: Option<S>,
+    /// What to watch for the client's first bytes, until they come.
+    watch: Option<Watch>,
+    /// The largest message (and frame) tungstenite will take.
+    max_message_size: usize,
     made: Option<Box<WebSocketStream<S>>>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> LazyWs<S> {
-    /// A server connection over `io` (the stack under tungstenite), to be made with `config`.
-    pub fn new(io: S, config: WebSocketConfig) -> LazyWs<S> {
-        LazyWs { state: Mutex::new(State { waiting: Some((io, config)), made: None }) }
+    /// A server connection over `io` (the stack under tungstenite) taking
+    /// messages of at most `max_message_size` bytes; `watch`, if any, tells
+    /// when the client has sent something.
+    pub fn new(io: S, watch: Option<Watch>, max_message_size: usize) -> LazyWs<S> {
+        LazyWs { state: Mutex::new(State { waiting: Some(io), watch, max_message_size, made: None }) }
     }
 
     /// Whether tungstenite has been made.
@@ -49,9 +62,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> State<S> {
     /// tungstenite, made now if it was not yet. `None` only if making it
     /// failed, which it cannot: a stream with no handshake is ready at once.
     fn made(&mut self) -> Option<&mut WebSocketStream<S>> {
-        if let Some((io, config)) = self.waiting.take() {
+        if let Some(io) = self.waiting.take() {
+            // tungstenite hands each of its frames to the send queue as it
+            // makes it (no buffer of its own), so its frames and the
+            // writer's keep their order.
+            let config = config(self.max_message_size).write_buffer_size(0);
             let made = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).now_or_never();
             self.made = made.map(Box::new);
+            self.watch = None;
         }
         self.made.as_deref_mut()
     }
@@ -61,12 +79,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> State<S> {
     }
 }
 
-/// The reader's end: tungstenite's messages, made on the first read.
+/// The reader's end: tungstenite's messages, made once the client has sent something.
 impl<S: AsyncRead + AsyncWrite + Unpin> Stream for &LazyWs<S> {
     type Item = Result<Message, WsError>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        match self.state.lock().made() {
+        let mut state = self.state.lock();
+        if let Some(watch) = &state.watch {
+            std::task::ready!(watch.poll_readable(cx));
+            state.watch = None;
+        }
+        match state.made() {
             Some(ws) => ws.poll_next_unpin(cx),
             None => Poll::Ready(None),
         }
@@ -96,7 +119,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for &LazyWs<S> {
             return ws.poll_flush_unpin(cx);
         }
         match state.waiting.as_mut() {
-            Some((io, _)) => Pin::new(io).poll_flush(cx).map_err(WsError::Io),
+            Some(io) => Pin::new(io).poll_flush(cx).map_err(WsError::Io),
             None => Poll::Ready(Err(WsError::AlreadyClosed)),
         }
     }
@@ -122,7 +145,7 @@ mod tests {
     fn connection() -> (LazyWs<Sending<DuplexStream>>, SendQueue, DuplexStream) {
         let (server, client) = duplex(1024);
         let queue = SendQueue::new();
-        (LazyWs::new(Sending::new(server, queue.clone()), WebSocketConfig::default()), queue, client)
+        (LazyWs::new(Sending::new(server, queue.clone()), None, 1 << 20), queue, client)
     }
 
     #[tokio::test]

@@ -5,7 +5,7 @@
 //! tungstenite is made on its first read (`super::lazy_ws`), with its read
 //! buffer (4 KiB, [`super::websocket::config`]), which it zeroes before
 //! every read attempt. Most connections of a broadcast never send anything:
-//! waiting for readability first ([`Watch::readable`]) means they never make
+//! waiting for readability first ([`Watch::poll_readable`]) means they never make
 //! it. After that the stream reads and writes like the `TcpStream` it is,
 //! starting with any bytes read past the handshake.
 
@@ -48,24 +48,24 @@ impl SharedTcp {
 }
 
 impl Watch {
-    /// Waits until the client has sent something (or the stream has ended);
+    /// Ready once the client has sent something (or the stream has ended);
     /// reads nothing.
-    pub async fn readable(&self) {
+    pub fn poll_readable(&self, cx: &mut Context<'_>) -> Poll<()> {
         loop {
             // Waiting in the stream's one reader slot rather than its list of
             // waiters also drops the waker that the HTTP task left there,
             // and with it the finished task's memory. An error is met again
             // by the read that follows.
-            if std::future::poll_fn(|cx| self.0.poll_read_ready(cx)).await.is_err() {
-                return;
+            if ready!(self.0.poll_read_ready(cx)).is_err() {
+                return Poll::Ready(());
             }
             // The readiness may be left over from the handshake, which hyper
             // read without draining the socket: a peek tells, and clears it
-            // if there is nothing.
+            // (so the next poll waits) if there is nothing.
             let mut byte = [MaybeUninit::uninit()];
             match self.0.try_io(Interest::READABLE, || socket2::SockRef::from(&*self.0).peek(&mut byte)) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                _ => return,
+                _ => return Poll::Ready(()),
             }
         }
     }
@@ -143,8 +143,10 @@ mod tests {
         let mut client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
         let mut server = SharedTcp::new(listener.accept().await.unwrap().0, Bytes::new());
         let watch = server.watch().expect("nothing read ahead");
+        let mut waiting = std::pin::pin!(std::future::poll_fn(|cx| watch.poll_readable(cx)));
+        assert!(futures_util::poll!(&mut waiting).is_pending(), "nothing sent yet");
         client.write_all(b"hi").await.unwrap();
-        watch.readable().await;
+        waiting.await;
         let mut got = [0u8; 2];
         server.read_exact(&mut got).await.unwrap();
         assert_eq!(&got, b"hi");

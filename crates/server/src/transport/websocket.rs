@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures_concurrency::future::Join;
-use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
 use bytes::Bytes;
 use hub::{Close, Drained, Form, Outbox, Payload};
 use hyper::header::{self, HeaderMap, HeaderValue};
@@ -116,6 +116,9 @@ where
     }
     let on_upgrade = hyper::upgrade::on(req);
     let (mount, server2) = (mount.clone(), server.clone());
+    // This task only waits for the upgrade; the connection then runs in a
+    // task of its own, as small as its future (with or without deflate's
+    // layer), since an idle connection's memory is mostly that task.
     server.tracker.spawn(async move {
         let Ok(upgraded) = on_upgrade.await else { return };
         let outbox = Arc::new(Outbox::new(server2.config.queue_limit));
@@ -126,17 +129,26 @@ where
         match agreed {
             Some(agreed) => {
                 let stream = stream.map(|io| Inflating::new(io, agreed, limits.max_message_size));
-                run(stream, client, inbound, outbound, limits, metrics, shutdown).await;
+                let running = run(stream, client, inbound, outbound, limits, metrics, shutdown);
+                spawn_connection(&server2, running, connection);
             }
-            None => run(stream, client, inbound, outbound, limits, metrics, shutdown).await,
+            None => {
+                let running = run(stream, client, inbound, outbound, limits, metrics, shutdown);
+                spawn_connection(&server2, running, connection);
+            }
         }
-        drop(connection);
     });
     let mut res = switching_protocols(accept);
     if let Some((_, response)) = deflate {
         res.headers_mut().insert(header::SEC_WEBSOCKET_EXTENSIONS, response);
     }
     res
+}
+
+/// Runs a connection in a task of its own, which holds its slot until it ends.
+fn spawn_connection(server: &ServerState, running: impl Future<Output = ()> + Send + 'static, connection: Arc<Connection>) {
+    // `map`, not an async block: that would hold the future twice.
+    server.tracker.spawn(running.map(move |()| drop(connection)));
 }
 
 /// An upgraded connection's stream as the WebSocket connection takes it over.
@@ -316,37 +328,43 @@ pub fn config(max_message_size: usize) -> WebSocketConfig {
 }
 
 /// Runs a WebSocket connection over an upgraded stream until it closes.
-pub async fn run<S>(
+///
+/// Everything the connection holds for its whole life is set up here, before
+/// the future is made, and the future only borrows it: an idle connection's
+/// memory is mostly this future, kept small (README, "Idle memory, beside Bun").
+pub fn run<S>(
     stream: Handover<S>,
-    mut client: AppClient,
+    client: AppClient,
     inbound: impl Inbound,
     outbound: impl Outbound,
     limits: Limits,
     metrics: ConnectionMetrics,
     shutdown: Shutdown,
-) where
+) -> impl Future<Output = ()>
+where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    // tungstenite hands each of its frames to the send queue as it makes it
-    // (no buffer of its own), so its frames and the writer's keep their order.
-    let config = config(limits.max_message_size).write_buffer_size(0);
     let queue = SendQueue::new();
     let Handover { io, watch } = stream;
-    let ws = LazyWs::new(Sending::new(Utf8Watch::new(io), queue.clone()), config);
+    let ws = LazyWs::new(Sending::new(Utf8Watch::new(io), queue.clone()), watch, limits.max_message_size);
     let outbox = client.outbox().clone();
     let heard = Heard::new();
-
-    // The reader and the writer run side by side in this one task, each
-    // polled only when it was woken (a broadcast wakes the writer, and the
-    // reader's poll would cost a read attempt); the reader owns the app
-    // client so that it is dropped (rooms left) as soon as the client stops
-    // talking.
-    let reader = async {
-        read(&ws, watch, &mut client, inbound, &metrics, &shutdown, limits, &heard).await;
-        drop(client);
-    };
-    let writer = write(&ws, &queue, &outbox, outbound, &metrics, limits, &heard);
-    (reader, writer).join().await;
+    let mut client = Some(client);
+    async move {
+        // The reader and the writer run side by side in this one task, each
+        // polled only when it was woken (a broadcast wakes the writer, and
+        // the reader's poll would cost a read attempt); the reader owns the
+        // app client so that it is dropped (rooms left) as soon as the
+        // client stops talking.
+        let reader = async {
+            if let Some(client) = &mut client {
+                read(&ws, client, inbound, &metrics, &shutdown, &limits, &heard).await;
+            }
+            client = None;
+        };
+        let writer = write(&ws, &queue, &outbox, outbound, &metrics, &limits, &heard);
+        (reader, writer).join().await;
+    }
 }
 
 /// When the client last sent anything (a message, a pong, a close), which
@@ -377,25 +395,16 @@ impl Heard {
 #[allow(clippy::too_many_arguments)]
 async fn read<St>(
     mut stream: St,
-    watch: Option<Watch>,
     client: &mut AppClient,
     mut framing: impl Inbound,
     metrics: &ConnectionMetrics,
     shutdown: &Shutdown,
-    limits: Limits,
+    limits: &Limits,
     heard: &Heard,
 ) where
     St: Stream<Item = Result<Message, WsError>> + Unpin,
 {
     let outbox = client.outbox().clone();
-    // tungstenite is asked to read only once the client has sent something
-    // (see `shared_tcp`): until then its read buffer stays untouched.
-    let mut heard_first = watch.is_none();
-    let mut first_bytes = pin!(async {
-        if let Some(watch) = &watch {
-            watch.readable().await;
-        }
-    });
     // Made once, not per message: each registers a waiter when first polled.
     let mut shutting_down = pin!(shutdown.wait());
     let mut closed = pin!(outbox.closed());
@@ -405,13 +414,18 @@ async fn read<St>(
     // its own TCP window holds it back.
     let mut throttled: Option<Instant> = None;
     loop {
+        // One timer for both deadlines: the end of a throttle, and the token's expiry.
+        let deadline = match (throttled, expires) {
+            (Some(t), Some(e)) => Some(t.min(e)),
+            (t, e) => t.or(e),
+        };
         let message = tokio::select! {
-            message = stream.next(), if heard_first && throttled.is_none() => message,
-            () = &mut first_bytes, if !heard_first => {
-                heard_first = true;
-                continue;
-            }
-            () = sleep_until_some(throttled) => {
+            message = stream.next(), if throttled.is_none() => message,
+            () = sleep_until_some(deadline) => {
+                if expires.is_some_and(|at| at <= Instant::now()) {
+                    outbox.close(token::EXPIRED);
+                    break;
+                }
                 throttled = None;
                 continue;
             }
@@ -420,10 +434,6 @@ async fn read<St>(
                 break;
             }
             _ = &mut closed => break,
-            () = sleep_until_some(expires) => {
-                outbox.close(token::EXPIRED);
-                break;
-            }
         };
         heard.now();
         // What the message was to the app: how many messages and bytes it
@@ -493,7 +503,7 @@ async fn write<Si>(
     outbox: &Outbox,
     mut framing: impl Outbound,
     metrics: &ConnectionMetrics,
-    limits: Limits,
+    limits: &Limits,
     heard: &Heard,
 ) where
     Si: Sink<Message, Error = WsError> + Unpin,
@@ -504,8 +514,10 @@ async fn write<Si>(
     let heartbeat = framing.heartbeat_interval();
     let mut silent_since = Instant::now();
     let every = limits.ping_interval;
-    let mut pings = tokio::time::interval_at(Instant::now() + every, every);
-    pings.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // When the next ping is due; one timer wakes the writer for it and for
+    // the heartbeat, whichever comes first.
+    let mut next_ping = Instant::now() + every;
+    let mut timer = pin!(tokio::time::sleep_until(next_ping));
     // When the unanswered ping went out, if one did.
     let mut pinged: Option<Duration> = None;
     // What the frames about to be sent carry, for the metrics.
@@ -514,7 +526,7 @@ async fn write<Si>(
     let mut last = None;
     let close = loop {
         if !frames.is_empty() {
-            match send_batch(&mut sink, queue, &mut frames, outbox).await {
+            match send_all(&mut sink, queue, &mut frames, Some(outbox)).await {
                 Ok(()) => {
                     metrics.sent(count, bytes);
                     silent_since = Instant::now();
@@ -529,25 +541,33 @@ async fn write<Si>(
         if let Some(close) = last.take() {
             break close;
         }
+        let heartbeat_at = heartbeat.map(|every| silent_since + every);
+        let wake = heartbeat_at.map_or(next_ping, |at| at.min(next_ping));
+        if timer.deadline() != wake || timer.is_elapsed() {
+            timer.as_mut().reset(wake);
+        }
         let drained = tokio::select! {
             // `drain` is cancel-safe: a heartbeat or a ping loses no message.
             drained = outbox.drain(&mut batch) => drained,
-            () = sleep_until_some(heartbeat.map(|every| silent_since + every)) => {
-                framing.heartbeat(&mut frames);
+            () = &mut timer => {
+                let now = Instant::now();
                 (count, bytes) = (0, 0);
-                continue;
-            }
-            _ = pings.tick() => {
-                let (last, now) = (heard.last(), heard.start.elapsed());
+                if heartbeat_at.is_some_and(|at| at <= now) {
+                    framing.heartbeat(&mut frames);
+                }
+                if next_ping > now {
+                    continue;
+                }
+                next_ping = now + every;
+                let (last, since_start) = (heard.last(), heard.start.elapsed());
                 if pinged.is_some_and(|sent| last < sent) {
                     outbox.close(ping_timeout());
                     continue;
                 }
                 pinged = None;
-                if now.saturating_sub(last) >= every {
+                if since_start.saturating_sub(last) >= every {
                     frames.push(frame_header::ping());
-                    (count, bytes) = (0, 0);
-                    pinged = Some(now);
+                    pinged = Some(since_start);
                 }
                 continue;
             }
@@ -575,10 +595,11 @@ async fn write<Si>(
     framing.closing(&close, &mut frames);
     let frame = CloseFrame { code: CloseCode::from(close.code), reason: close.reason.to_string().into() };
     let closing = async {
-        send_all(&mut sink, queue, &mut frames).await?;
+        send_all(&mut sink, queue, &mut frames, None).await?;
         sink.send(Message::Close(Some(frame))).await.map_err(|_| Abandoned::Io)
     };
-    let _ = tokio::time::timeout(limits.close_grace, closing).await;
+    // Boxed: made once, at the end, it need not take room in every connection's task.
+    let _ = Box::pin(tokio::time::timeout(limits.close_grace, closing)).await;
 }
 
 enum Abandoned {
@@ -588,29 +609,11 @@ enum Abandoned {
     Io,
 }
 
-/// Sends the frames with one flush. A client that stops reading blocks this
-/// write; its queue then overflows, and the write is abandoned.
-async fn send_batch<Si>(sink: &mut Si, queue: &SendQueue, frames: &mut Vec<Bytes>, outbox: &Outbox) -> Result<(), Abandoned>
-where
-    Si: Sink<Message, Error = WsError> + Unpin,
-{
-    let mut write = pin!(send_all(sink, queue, frames));
-    tokio::select! {
-        biased;
-        result = &mut write => result,
-        close = outbox.closed() => {
-            if close.is_slow_consumer() {
-                return Err(Abandoned::Closed);
-            }
-            // Any other close waits for this write to finish.
-            (&mut write).await
-        }
-    }
-}
-
 /// Queues every frame in order on the send queue, then flushes once: one
-/// write for the whole batch when the socket takes it.
-async fn send_all<Si>(sink: &mut Si, queue: &SendQueue, frames: &mut Vec<Bytes>) -> Result<(), Abandoned>
+/// write for the whole batch when the socket takes it. With `outbox`, a
+/// write the client does not take is abandoned once it is closed as a slow
+/// consumer ([`flush`]).
+async fn send_all<Si>(sink: &mut Si, queue: &SendQueue, frames: &mut Vec<Bytes>, outbox: Option<&Outbox>) -> Result<(), Abandoned>
 where
     Si: Sink<Message, Error = WsError> + Unpin,
 {
@@ -619,12 +622,32 @@ where
             match queue.push(&frame) {
                 Ok(()) => break,
                 // tungstenite's own frame is waiting for room: it goes first.
-                Err(Refused::Behind) => sink.flush().await.map_err(|_| Abandoned::Io)?,
+                Err(Refused::Behind) => flush(sink, outbox).await?,
                 Err(Refused::Closed) => return Err(Abandoned::Io),
             }
         }
     }
-    sink.flush().await.map_err(|_| Abandoned::Io)
+    flush(sink, outbox).await
+}
+
+/// Writes out what is queued. A client that stops reading blocks this
+/// write; its queue then overflows, and with `outbox` the write is
+/// abandoned. Any other close waits for the write to finish.
+async fn flush<Si>(sink: &mut Si, outbox: Option<&Outbox>) -> Result<(), Abandoned>
+where
+    Si: Sink<Message, Error = WsError> + Unpin,
+{
+    let mut flush = sink.flush();
+    if let Some(outbox) = outbox {
+        tokio::select! {
+            biased;
+            result = &mut flush => return result.map_err(|_| Abandoned::Io),
+            close = outbox.closed() => if close.is_slow_consumer() {
+                return Err(Abandoned::Closed);
+            },
+        }
+    }
+    flush.await.map_err(|_| Abandoned::Io)
 }
 
 #[cfg(test)]
