@@ -151,7 +151,7 @@ mod tests {
     #[tokio::test]
     async fn a_flush_before_it_is_made_writes_the_send_queue() {
         let (ws, queue, mut client) = connection();
-        queue.push(&Bytes::from_static(b"\x81\x02hi")).unwrap();
+        queue.push(&mut vec![Bytes::from_static(b"\x81\x02hi")]).unwrap();
         (&ws).flush().await.unwrap();
         assert!(!ws.is_made(), "a flush makes nothing");
         let mut got = [0u8; 4];
@@ -172,13 +172,13 @@ mod tests {
     #[tokio::test]
     async fn sending_a_close_makes_it_and_writes_the_frame_after_the_queued_ones() {
         let (ws, queue, mut client) = connection();
-        queue.push(&Bytes::from_static(b"\x81\x02hi")).unwrap();
+        queue.push(&mut vec![Bytes::from_static(b"\x81\x02hi")]).unwrap();
         let close = CloseFrame { code: 1001.into(), reason: "bye".into() };
         (&ws).send(Message::Close(Some(close))).await.unwrap();
         assert!(ws.is_made());
         let mut got = [0u8; 11];
         client.read_exact(&mut got).await.unwrap();
         assert_eq!(&got, b"\x81\x02hi\x88\x05\x03\xe9bye", "the text frame, then an unmasked close: 1001, \"bye\"");
-        assert_eq!(queue.push(&Bytes::from_static(b"\x81\x00")), Err(crate::transport::send_queue::Refused::Closed));
+        assert_eq!(queue.push(&mut vec![Bytes::from_static(b"\x81\x00")]), Err(crate::transport::send_queue::Refused::Closed));
     }
 }

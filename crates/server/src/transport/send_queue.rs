@@ -70,8 +70,10 @@ impl SendQueue {
         SendQueue::default()
     }
 
-    /// Queues a whole frame made elsewhere; it goes out at the next flush.
-    pub fn push(&self, frame: &Bytes) -> Result<(), Refused> {
+    /// Queues whole frames made elsewhere, in order, taking them all from
+    /// `frames`, or refuses them all and takes none. They go out at the
+    /// next flush.
+    pub fn push(&self, frames: &mut Vec<Bytes>) -> Result<(), Refused> {
         let mut q = self.0.lock();
         if q.closed {
             return Err(Refused::Closed);
@@ -79,8 +81,8 @@ impl SendQueue {
         if q.behind {
             return Err(Refused::Behind);
         }
-        q.len += frame.len();
-        q.frames.push_back(frame.clone());
+        q.len += frames.iter().map(Bytes::len).sum::<usize>();
+        q.frames.extend(frames.drain(..));
         Ok(())
     }
 
@@ -257,16 +259,16 @@ mod tests {
     async fn frames_go_out_in_order_in_one_vectored_write() {
         let (mut out, queue) = narrow(1024);
         let shared = Bytes::from_static(&[0x81, 0x02, b'h', b'i']);
-        queue.push(&shared).unwrap();
-        queue.push(&Bytes::from_static(&[0x82, 0x01, 0xff])).unwrap();
-        queue.push(&shared).unwrap();
+        let mut frames = vec![shared.clone(), Bytes::from_static(&[0x82, 0x01, 0xff]), shared.clone()];
+        queue.push(&mut frames).unwrap();
+        assert!(frames.is_empty(), "all taken");
         assert_eq!(out.inner.calls, 0, "nothing goes before the flush");
         out.flush().await.unwrap();
         assert_eq!(out.inner.taken, [0x81, 2, b'h', b'i', 0x82, 1, 0xff, 0x81, 2, b'h', b'i']);
         assert_eq!(out.inner.calls, 1, "one write call for the three frames");
         assert_eq!(queue.len(), 0);
         // tungstenite's frame goes out at once, after what was queued before it.
-        queue.push(&shared).unwrap();
+        queue.push(&mut vec![shared.clone()]).unwrap();
         out.write_all(&[0x89, 0x00]).await.unwrap();
         assert_eq!(&out.inner.taken[11..], [0x81, 2, b'h', b'i', 0x89, 0]);
         assert_eq!(out.inner.calls, 2);
@@ -275,8 +277,8 @@ mod tests {
     #[tokio::test]
     async fn a_partial_write_resumes_mid_frame() {
         let (mut out, queue) = narrow(5);
-        queue.push(&Bytes::from_static(b"abc")).unwrap();
-        queue.push(&Bytes::from_static(b"defg")).unwrap();
+        queue.push(&mut vec![Bytes::from_static(b"abc")]).unwrap();
+        queue.push(&mut vec![Bytes::from_static(b"defg")]).unwrap();
         assert!(poll(|cx| Pin::new(&mut out).poll_flush(cx)).is_pending());
         assert_eq!(out.inner.taken, b"abcde");
         assert_eq!(queue.len(), 2);
@@ -288,13 +290,15 @@ mod tests {
     #[tokio::test]
     async fn tungstenite_waits_when_the_queue_is_full_and_its_bytes_then_go_first() {
         let (mut out, queue) = narrow(0);
-        queue.push(&Bytes::from(vec![0u8; TUNGSTENITE_ROOM])).unwrap();
+        queue.push(&mut vec![Bytes::from(vec![0u8; TUNGSTENITE_ROOM])]).unwrap();
         let pong = [0x8a, 0x00];
         assert!(poll(|cx| Pin::new(&mut out).poll_write(cx, &pong)).is_pending(), "refused whole");
-        assert_eq!(queue.push(&Bytes::from_static(b"x")), Err(Refused::Behind), "tungstenite's bytes go first");
+        let mut x = vec![Bytes::from_static(b"x")];
+        assert_eq!(queue.push(&mut x), Err(Refused::Behind), "tungstenite's bytes go first");
+        assert_eq!(x.len(), 1, "a refused frame is not taken");
         out.inner.room = TUNGSTENITE_ROOM;
         assert!(matches!(poll(|cx| Pin::new(&mut out).poll_write(cx, &pong)), Poll::Ready(Ok(2))), "taken once there is room");
-        queue.push(&Bytes::from_static(b"x")).unwrap();
+        queue.push(&mut x).unwrap();
         out.inner.room += 3;
         out.flush().await.unwrap();
         assert_eq!(&out.inner.taken[TUNGSTENITE_ROOM..], [0x8a, 0x00, b'x']);
@@ -304,7 +308,7 @@ mod tests {
     async fn nothing_is_queued_after_a_close_frame() {
         let (mut out, queue) = narrow(1024);
         out.write_all(&[0x8a, 0x01, b'p', 0x88, 0x02, 0x03, 0xe8]).await.unwrap(); // a pong, then close 1000
-        assert_eq!(queue.push(&Bytes::from_static(&[0x81, 0x00])), Err(Refused::Closed));
+        assert_eq!(queue.push(&mut vec![Bytes::from_static(&[0x81, 0x00])]), Err(Refused::Closed));
         out.flush().await.unwrap();
         assert_eq!(out.inner.taken, [0x8a, 0x01, b'p', 0x88, 0x02, 0x03, 0xe8]);
     }

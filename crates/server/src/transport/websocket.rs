@@ -358,7 +358,7 @@ where
         // client stops talking.
         let reader = async {
             if let Some(client) = &mut client {
-                read(&ws, client, inbound, &metrics, &shutdown, &limits, &heard).await;
+                read(&ws, client, &outbox, inbound, &metrics, &shutdown, &limits, &heard).await;
             }
             client = None;
         };
@@ -391,94 +391,98 @@ impl Heard {
     }
 }
 
-// The reader's parts; a struct would only rename them.
-#[allow(clippy::too_many_arguments)]
-async fn read<St>(
+// The reader's parts; a struct would only rename them. Not an async fn: see below.
+#[allow(clippy::too_many_arguments, clippy::manual_async_fn)]
+fn read<St>(
     mut stream: St,
     client: &mut AppClient,
+    outbox: &Outbox,
     mut framing: impl Inbound,
     metrics: &ConnectionMetrics,
     shutdown: &Shutdown,
     limits: &Limits,
     heard: &Heard,
-) where
+) -> impl Future<Output = ()>
+where
     St: Stream<Item = Result<Message, WsError>> + Unpin,
 {
-    let outbox = client.outbox().clone();
-    // Made once, not per message: each registers a waiter when first polled.
-    let mut shutting_down = pin!(shutdown.wait());
-    let mut closed = pin!(outbox.closed());
-    let expires = client.expires();
-    let mut inflow = Inflow::new(limits.max_message_rate, limits.max_byte_rate);
-    // Set while the client is over its rate: nothing is read until then, so
-    // its own TCP window holds it back.
-    let mut throttled: Option<Instant> = None;
-    loop {
-        // One timer for both deadlines: the end of a throttle, and the token's expiry.
-        let deadline = match (throttled, expires) {
-            (Some(t), Some(e)) => Some(t.min(e)),
-            (t, e) => t.or(e),
-        };
-        let message = tokio::select! {
-            message = stream.next(), if throttled.is_none() => message,
-            () = sleep_until_some(deadline) => {
-                if expires.is_some_and(|at| at <= Instant::now()) {
-                    outbox.close(token::EXPIRED);
+    // An async block, not an async fn, which would hold its arguments twice.
+    async move {
+        // Made once, not per message: each registers a waiter when first polled.
+        let mut shutting_down = pin!(shutdown.wait());
+        let mut closed = pin!(outbox.closed());
+        let expires = client.expires();
+        let mut inflow = Inflow::new(limits.max_message_rate, limits.max_byte_rate);
+        // Set while the client is over its rate: nothing is read until then, so
+        // its own TCP window holds it back.
+        let mut throttled: Option<Instant> = None;
+        loop {
+            // One timer for both deadlines: the end of a throttle, and the token's expiry.
+            let deadline = match (throttled, expires) {
+                (Some(t), Some(e)) => Some(t.min(e)),
+                (t, e) => t.or(e),
+            };
+            let message = tokio::select! {
+                message = stream.next(), if throttled.is_none() => message,
+                () = sleep_until_some(deadline) => {
+                    if expires.is_some_and(|at| at <= Instant::now()) {
+                        outbox.close(token::EXPIRED);
+                        break;
+                    }
+                    throttled = None;
+                    continue;
+                }
+                _ = &mut shutting_down => {
+                    outbox.close(Close::GOING_AWAY);
                     break;
                 }
-                throttled = None;
-                continue;
-            }
-            _ = &mut shutting_down => {
-                outbox.close(Close::GOING_AWAY);
-                break;
-            }
-            _ = &mut closed => break,
-        };
-        heard.now();
-        // What the message was to the app: how many messages and bytes it
-        // carried, or the close it calls for.
-        let received = match message {
-            Some(Ok(Message::Text(text))) => {
-                let len = text.len();
-                metrics.received(len);
-                framing.on_text(client, text).map(|messages| (messages, len))
-            }
-            Some(Ok(Message::Binary(data))) => {
-                let len = data.len();
-                metrics.received(len);
-                framing.on_binary(client, data).map(|messages| (messages, len))
-            }
-            Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
-            // tungstenite queues the answer to the peer's close; reading on
-            // (below) sends it, and then the stream ends and the socket closes.
-            Some(Ok(Message::Close(_))) => {
-                outbox.close(Close::PEER_GONE);
-                break;
-            }
-            None => {
-                outbox.close(Close::PEER_GONE);
+                _ = &mut closed => break,
+            };
+            heard.now();
+            // What the message was to the app: how many messages and bytes it
+            // carried, or the close it calls for.
+            let received = match message {
+                Some(Ok(Message::Text(text))) => {
+                    let len = text.len();
+                    metrics.received(len);
+                    framing.on_text(client, text).map(|messages| (messages, len))
+                }
+                Some(Ok(Message::Binary(data))) => {
+                    let len = data.len();
+                    metrics.received(len);
+                    framing.on_binary(client, data).map(|messages| (messages, len))
+                }
+                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
+                // tungstenite queues the answer to the peer's close; reading on
+                // (below) sends it, and then the stream ends and the socket closes.
+                Some(Ok(Message::Close(_))) => {
+                    outbox.close(Close::PEER_GONE);
+                    break;
+                }
+                None => {
+                    outbox.close(Close::PEER_GONE);
+                    return;
+                }
+                Some(Err(e)) => Err(close_for(&e)),
+            };
+            let close = match received {
+                Ok((messages, len)) => {
+                    throttled = inflow.charge(messages, len);
+                    continue;
+                }
+                Err(close) => close,
+            };
+            outbox.close(close);
+            if outbox.close_reason().is_some_and(|c| c == Close::PEER_GONE) {
                 return;
             }
-            Some(Err(e)) => Err(close_for(&e)),
-        };
-        let close = match received {
-            Ok((messages, len)) => {
-                throttled = inflow.charge(messages, len);
-                continue;
-            }
-            Err(close) => close,
-        };
-        outbox.close(close);
-        if outbox.close_reason().is_some_and(|c| c == Close::PEER_GONE) {
-            return;
+            break;
         }
-        break;
+        // We are closing: keep reading (and discarding) so the client's answer
+        // to our close frame completes the handshake, but not forever.
+        let drain = async { while let Some(Ok(_)) = stream.next().await {} };
+        let _ = tokio::time::timeout(limits.close_grace, drain).await;
     }
-    // We are closing: keep reading (and discarding) so the client's answer
-    // to our close frame completes the handshake, but not forever.
-    let drain = async { while let Some(Ok(_)) = stream.next().await {} };
-    let _ = tokio::time::timeout(limits.close_grace, drain).await;
 }
 
 /// The close that answers a read error.
@@ -497,7 +501,9 @@ fn close_for(error: &WsError) -> Close {
     }
 }
 
-async fn write<Si>(
+// Not an async fn: see below.
+#[allow(clippy::manual_async_fn)]
+fn write<Si>(
     mut sink: Si,
     queue: &SendQueue,
     outbox: &Outbox,
@@ -505,101 +511,103 @@ async fn write<Si>(
     metrics: &ConnectionMetrics,
     limits: &Limits,
     heard: &Heard,
-) where
+) -> impl Future<Output = ()>
+where
     Si: Sink<Message, Error = WsError> + Unpin,
 {
-    let mut batch = Vec::new();
-    let mut frames = Vec::new();
-    framing.opening(&mut frames);
-    let heartbeat = framing.heartbeat_interval();
-    let mut silent_since = Instant::now();
-    let every = limits.ping_interval;
-    // When the next ping is due; one timer wakes the writer for it and for
-    // the heartbeat, whichever comes first.
-    let mut next_ping = Instant::now() + every;
-    let mut timer = pin!(tokio::time::sleep_until(next_ping));
-    // When the unanswered ping went out, if one did.
-    let mut pinged: Option<Duration> = None;
-    // What the frames about to be sent carry, for the metrics.
-    let (mut count, mut bytes) = (0, 0);
-    // Set once the outbox is closed: the frames still to send are the last.
-    let mut last = None;
-    let close = loop {
-        if !frames.is_empty() {
-            match send_all(&mut sink, queue, &mut frames, Some(outbox)).await {
-                Ok(()) => {
-                    metrics.sent(count, bytes);
-                    silent_since = Instant::now();
-                }
-                Err(Abandoned::Closed) => break outbox.close_reason().unwrap_or(Close::PEER_GONE),
-                Err(Abandoned::Io) => {
-                    outbox.close(Close::PEER_GONE);
-                    return;
+    // An async block, not an async fn, which would hold its arguments twice.
+    async move {
+        let mut batch = Vec::new();
+        let mut frames = Vec::new();
+        framing.opening(&mut frames);
+        let mut silent_since = Instant::now();
+        // When the next ping is due; one timer wakes the writer for it and for
+        // the heartbeat, whichever comes first.
+        let mut next_ping = Instant::now() + limits.ping_interval;
+        let mut timer = pin!(tokio::time::sleep_until(next_ping));
+        // When the unanswered ping went out, if one did.
+        let mut pinged: Option<Duration> = None;
+        // What the frames about to be sent carry, for the metrics.
+        let (mut count, mut bytes) = (0, 0);
+        // Set once the outbox is closed: the frames still to send are the last.
+        let mut last = None;
+        let close = loop {
+            if !frames.is_empty() {
+                match send_all(&mut sink, queue, &mut frames, Some(outbox)).await {
+                    Ok(()) => {
+                        metrics.sent(count, bytes);
+                        silent_since = Instant::now();
+                    }
+                    Err(Abandoned::Closed) => break outbox.close_reason().unwrap_or(Close::PEER_GONE),
+                    Err(Abandoned::Io) => {
+                        outbox.close(Close::PEER_GONE);
+                        return;
+                    }
                 }
             }
-        }
-        if let Some(close) = last.take() {
-            break close;
-        }
-        let heartbeat_at = heartbeat.map(|every| silent_since + every);
-        let wake = heartbeat_at.map_or(next_ping, |at| at.min(next_ping));
-        if timer.deadline() != wake || timer.is_elapsed() {
-            timer.as_mut().reset(wake);
-        }
-        let drained = tokio::select! {
-            // `drain` is cancel-safe: a heartbeat or a ping loses no message.
-            drained = outbox.drain(&mut batch) => drained,
-            () = &mut timer => {
-                let now = Instant::now();
-                (count, bytes) = (0, 0);
-                if heartbeat_at.is_some_and(|at| at <= now) {
-                    framing.heartbeat(&mut frames);
-                }
-                if next_ping > now {
+            if let Some(close) = last.take() {
+                break close;
+            }
+            let heartbeat_at = framing.heartbeat_interval().map(|every| silent_since + every);
+            let wake = heartbeat_at.map_or(next_ping, |at| at.min(next_ping));
+            if timer.deadline() != wake || timer.is_elapsed() {
+                timer.as_mut().reset(wake);
+            }
+            let drained = tokio::select! {
+                // `drain` is cancel-safe: a heartbeat or a ping loses no message.
+                drained = outbox.drain(&mut batch) => drained,
+                () = &mut timer => {
+                    let now = Instant::now();
+                    (count, bytes) = (0, 0);
+                    if heartbeat_at.is_some_and(|at| at <= now) {
+                        framing.heartbeat(&mut frames);
+                    }
+                    if next_ping > now {
+                        continue;
+                    }
+                    next_ping = now + limits.ping_interval;
+                    let (last, since_start) = (heard.last(), heard.start.elapsed());
+                    if pinged.is_some_and(|sent| last < sent) {
+                        outbox.close(ping_timeout());
+                        continue;
+                    }
+                    pinged = None;
+                    if since_start.saturating_sub(last) >= limits.ping_interval {
+                        frames.push(frame_header::ping());
+                        pinged = Some(since_start);
+                    }
                     continue;
                 }
-                next_ping = now + every;
-                let (last, since_start) = (heard.last(), heard.start.elapsed());
-                if pinged.is_some_and(|sent| last < sent) {
-                    outbox.close(ping_timeout());
-                    continue;
-                }
-                pinged = None;
-                if since_start.saturating_sub(last) >= every {
-                    frames.push(frame_header::ping());
-                    pinged = Some(since_start);
-                }
-                continue;
+            };
+            if let Drained::Closed(close) = &drained
+                && (*close == Close::PEER_GONE || close.is_slow_consumer())
+            {
+                // Nothing queued is wanted any more.
+                break close.clone();
+            }
+            framing.frame(&batch, &mut frames);
+            bytes = batch.iter().map(Payload::len).sum();
+            count = batch.len();
+            batch.clear();
+            if let Drained::Closed(close) = drained {
+                last = Some(close);
             }
         };
-        if let Drained::Closed(close) = &drained
-            && (*close == Close::PEER_GONE || close.is_slow_consumer())
-        {
-            // Nothing queued is wanted any more.
-            break close.clone();
+        if close == Close::PEER_GONE {
+            return;
         }
-        framing.frame(&batch, &mut frames);
-        bytes = batch.iter().map(Payload::len).sum();
-        count = batch.len();
-        batch.clear();
-        if let Drained::Closed(close) = drained {
-            last = Some(close);
+        if close.is_slow_consumer() {
+            metrics.slow_consumer();
         }
-    };
-    if close == Close::PEER_GONE {
-        return;
+        framing.closing(&close, &mut frames);
+        let frame = CloseFrame { code: CloseCode::from(close.code), reason: close.reason.to_string().into() };
+        let closing = async {
+            send_all(&mut sink, queue, &mut frames, None).await?;
+            sink.send(Message::Close(Some(frame))).await.map_err(|_| Abandoned::Io)
+        };
+        // Boxed: made once, at the end, it need not take room in every connection's task.
+        let _ = Box::pin(tokio::time::timeout(limits.close_grace, closing)).await;
     }
-    if close.is_slow_consumer() {
-        metrics.slow_consumer();
-    }
-    framing.closing(&close, &mut frames);
-    let frame = CloseFrame { code: CloseCode::from(close.code), reason: close.reason.to_string().into() };
-    let closing = async {
-        send_all(&mut sink, queue, &mut frames, None).await?;
-        sink.send(Message::Close(Some(frame))).await.map_err(|_| Abandoned::Io)
-    };
-    // Boxed: made once, at the end, it need not take room in every connection's task.
-    let _ = Box::pin(tokio::time::timeout(limits.close_grace, closing)).await;
 }
 
 enum Abandoned {
@@ -617,14 +625,12 @@ async fn send_all<Si>(sink: &mut Si, queue: &SendQueue, frames: &mut Vec<Bytes>,
 where
     Si: Sink<Message, Error = WsError> + Unpin,
 {
-    for frame in frames.drain(..) {
-        loop {
-            match queue.push(&frame) {
-                Ok(()) => break,
-                // tungstenite's own frame is waiting for room: it goes first.
-                Err(Refused::Behind) => flush(sink, outbox).await?,
-                Err(Refused::Closed) => return Err(Abandoned::Io),
-            }
+    loop {
+        match queue.push(frames) {
+            Ok(()) => break,
+            // tungstenite's own frame is waiting for room: it goes first.
+            Err(Refused::Behind) => flush(sink, outbox).await?,
+            Err(Refused::Closed) => return Err(Abandoned::Io),
         }
     }
     flush(sink, outbox).await
