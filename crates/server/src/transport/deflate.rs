@@ -218,6 +218,15 @@ struct Inflater {
 /// An I/O stream whose read side inflates compressed messages; see the module docs.
 pub struct Inflating<S> {
     inner: S,
+    /// What `reading` is made with.
+    agreed: Agreed,
+    max_frame: u64,
+    /// The read side's state, made on the first read: a connection whose
+    /// client never speaks holds none of it.
+    reading: Option<Box<Reading>>,
+}
+
+struct Reading {
     agreed: Agreed,
     /// Largest compressed frame accepted, in bytes.
     max_frame: u64,
@@ -236,10 +245,15 @@ pub struct Inflating<S> {
 
 impl<S> Inflating<S> {
     pub fn new(inner: S, agreed: Agreed, max_frame: usize) -> Inflating<S> {
-        Inflating {
-            inner,
+        Inflating { inner, agreed, max_frame: max_frame as u64, reading: None }
+    }
+}
+
+impl Reading {
+    fn new(agreed: Agreed, max_frame: u64) -> Reading {
+        Reading {
             agreed,
-            max_frame: max_frame as u64,
+            max_frame,
             raw: BytesMut::new(),
             out: BytesMut::new(),
             at: At::Header,
@@ -389,7 +403,8 @@ fn fragment(out: &mut BytesMut, opcode: u8, fin: bool, payload: &[u8]) {
 
 impl<S: AsyncRead + Unpin> AsyncRead for Inflating<S> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let this = &mut *self;
+        let Inflating { inner, agreed, max_frame, reading } = &mut *self;
+        let this = reading.get_or_insert_with(|| Box::new(Reading::new(*agreed, *max_frame)));
         loop {
             if !this.out.is_empty() {
                 let n = this.out.len().min(buf.remaining());
@@ -413,7 +428,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Inflating<S> {
             }
             let mut bytes = [0u8; 4096];
             let mut read = ReadBuf::new(&mut bytes);
-            ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read))?;
+            ready!(Pin::new(&mut *inner).poll_read(cx, &mut read))?;
             if read.filled().is_empty() {
                 return Poll::Ready(Ok(())); // end of stream: tungstenite sees it as such
             }

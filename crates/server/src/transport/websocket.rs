@@ -353,15 +353,9 @@ where
     async move {
         // The reader and the writer run side by side in this one task, each
         // polled only when it was woken (a broadcast wakes the writer, and
-        // the reader's poll would cost a read attempt); the reader owns the
-        // app client so that it is dropped (rooms left) as soon as the
-        // client stops talking.
-        let reader = async {
-            if let Some(client) = &mut client {
-                read(&ws, client, &outbox, inbound, &metrics, &shutdown, &limits, &heard).await;
-            }
-            client = None;
-        };
+        // the reader's poll would cost a read attempt); the reader drops the
+        // app client (its rooms left) as soon as the client stops talking.
+        let reader = read(&ws, &mut client, &outbox, inbound, &metrics, &shutdown, &limits, &heard);
         let writer = write(&ws, &queue, &outbox, outbound, &metrics, &limits, &heard);
         (reader, writer).join().await;
     }
@@ -395,7 +389,7 @@ impl Heard {
 #[allow(clippy::too_many_arguments, clippy::manual_async_fn)]
 fn read<St>(
     mut stream: St,
-    client: &mut AppClient,
+    slot: &mut Option<AppClient>,
     outbox: &Outbox,
     mut framing: impl Inbound,
     metrics: &ConnectionMetrics,
@@ -408,6 +402,7 @@ where
 {
     // An async block, not an async fn, which would hold its arguments twice.
     async move {
+        let Some(client) = slot.as_mut() else { return };
         // Made once, not per message: each registers a waiter when first polled.
         let mut shutting_down = pin!(shutdown.wait());
         let mut closed = pin!(outbox.closed());
@@ -416,7 +411,8 @@ where
         // Set while the client is over its rate: nothing is read until then, so
         // its own TCP window holds it back.
         let mut throttled: Option<Instant> = None;
-        loop {
+        // Whether we are closing and the client may still answer.
+        let closing = loop {
             // One timer for both deadlines: the end of a throttle, and the token's expiry.
             let deadline = match (throttled, expires) {
                 (Some(t), Some(e)) => Some(t.min(e)),
@@ -427,16 +423,16 @@ where
                 () = sleep_until_some(deadline) => {
                     if expires.is_some_and(|at| at <= Instant::now()) {
                         outbox.close(token::EXPIRED);
-                        break;
+                        break true;
                     }
                     throttled = None;
                     continue;
                 }
                 _ = &mut shutting_down => {
                     outbox.close(Close::GOING_AWAY);
-                    break;
+                    break true;
                 }
-                _ = &mut closed => break,
+                _ = &mut closed => break true,
             };
             heard.now();
             // What the message was to the app: how many messages and bytes it
@@ -457,11 +453,11 @@ where
                 // (below) sends it, and then the stream ends and the socket closes.
                 Some(Ok(Message::Close(_))) => {
                     outbox.close(Close::PEER_GONE);
-                    break;
+                    break true;
                 }
                 None => {
                     outbox.close(Close::PEER_GONE);
-                    return;
+                    break false;
                 }
                 Some(Err(e)) => Err(close_for(&e)),
             };
@@ -474,14 +470,18 @@ where
             };
             outbox.close(close);
             if outbox.close_reason().is_some_and(|c| c == Close::PEER_GONE) {
-                return;
+                break false;
             }
-            break;
-        }
+            break true;
+        };
         // We are closing: keep reading (and discarding) so the client's answer
         // to our close frame completes the handshake, but not forever.
-        let drain = async { while let Some(Ok(_)) = stream.next().await {} };
-        let _ = tokio::time::timeout(limits.close_grace, drain).await;
+        if closing {
+            let drain = async { while let Some(Ok(_)) = stream.next().await {} };
+            let _ = tokio::time::timeout(limits.close_grace, drain).await;
+        }
+        // Leaves the client's rooms as soon as it stops talking.
+        *slot = None;
     }
 }
 
@@ -664,20 +664,16 @@ mod tests {
     use crate::transport::frame_header::FrameHeader;
 
     /// An idle connection's memory is mostly its task (README, "Idle memory,
-    /// beside Bun"), so the future of a native WebSocket connection over plain
-    /// TCP is held under a bound: a field added to it, or an argument an
-    /// async fn keeps twice, shows here rather than only in the shootout's
-    /// RSS. At 1,672 bytes, tokio's task cell for it (the future, 16 bytes of
+    /// beside Bun"), so the future of a WebSocket connection over plain TCP,
+    /// with and without permessage-deflate (which browsers offer), is held
+    /// under a bound: a field added to it, or an argument an async fn keeps
+    /// twice, shows here rather than only in the shootout's RSS. At 1,672
+    /// bytes, tokio's task cell for it (the future, 16 bytes of
     /// `spawn_connection`'s and the task tracker's, 104 of tokio's, aligned
     /// to 128) is 1,792 bytes, one of jemalloc's size classes.
     #[tokio::test]
     async fn a_connections_future_stays_small() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let _client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
-        let tcp = SharedTcp::new(listener.accept().await.unwrap().0, Bytes::new());
-        let stream: Handover<Handed> = Handover { watch: tcp.watch(), io: Either::Left(tcp) };
-        let app = Arc::new(App::in_memory(AppKind::Echo, hub::RoomLimits::NONE));
-        let client = app.open(Arc::new(Outbox::new(1 << 20)), None);
         let limits = Limits {
             max_message_size: 1 << 20,
             close_grace: Duration::from_secs(1),
@@ -685,10 +681,24 @@ mod tests {
             max_message_rate: 100,
             max_byte_rate: 1 << 20,
         };
-        let metrics = Metrics::default().connection("echo", "websocket");
-        let running = run(stream, client, Raw::default(), Raw::default(), limits, metrics, Shutdown::default());
-        let size = std::mem::size_of_val(&running);
-        assert!(size <= 1672, "a connection's future is {size} bytes, more than fits tokio's 1,792-byte task cell");
+        let app = Arc::new(App::in_memory(AppKind::Echo, hub::RoomLimits::NONE));
+        let metrics = Metrics::default();
+        let agreed = Agreed { server_window_bits: Some(deflate::FULL_WINDOW), client_no_context_takeover: false };
+        for deflate in [false, true] {
+            let _client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+            let tcp = SharedTcp::new(listener.accept().await.unwrap().0, Bytes::new());
+            let stream: Handover<Handed> = Handover { watch: tcp.watch(), io: Either::Left(tcp) };
+            let client = app.open(Arc::new(Outbox::new(1 << 20)), None);
+            let metrics = metrics.connection("echo", "websocket");
+            let size = if deflate {
+                let stream = stream.map(|io| Inflating::new(io, agreed, limits.max_message_size));
+                let outbound = Raw { deflate: Some(agreed) };
+                std::mem::size_of_val(&run(stream, client, Raw::default(), outbound, limits, metrics, Shutdown::default()))
+            } else {
+                std::mem::size_of_val(&run(stream, client, Raw::default(), Raw::default(), limits, metrics, Shutdown::default()))
+            };
+            assert!(size <= 1672, "with deflate {deflate}: a connection's future is {size} bytes, more than fits tokio's 1,792-byte task cell");
+        }
     }
 
     #[test]
