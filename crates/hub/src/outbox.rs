@@ -8,7 +8,9 @@
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
+use std::future::poll_fn;
 use std::pin::pin;
+use std::task::{Context, Poll, Waker};
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -73,10 +75,6 @@ pub enum Drained {
 #[derive(Debug)]
 pub struct Outbox {
     state: Mutex<State>,
-    /// Wakes the writer: signalled when the queue goes from empty to not
-    /// empty, and on close. `notify_one` keeps a permit, so a wake that
-    /// happens before the writer waits is not lost.
-    ready: Notify,
     /// Wakes everyone waiting in [`Outbox::closed`].
     closing: Notify,
     limit: usize,
@@ -87,6 +85,10 @@ struct State {
     queue: VecDeque<Payload>,
     cost: usize,
     close: Option<Close>,
+    /// The writer's, woken when the queue goes from empty to not empty and
+    /// on close. It is stored under the same lock as the queue is checked,
+    /// so a push between the check and the wait is not lost.
+    writer: Option<Waker>,
 }
 
 impl Outbox {
@@ -96,7 +98,6 @@ impl Outbox {
     pub fn new(limit_bytes: usize) -> Outbox {
         Outbox {
             state: Mutex::new(State::default()),
-            ready: Notify::new(),
             closing: Notify::new(),
             limit: limit_bytes,
         }
@@ -114,16 +115,17 @@ impl Outbox {
             state.queue = VecDeque::new();
             state.cost = 0;
             state.close = Some(Close::SLOW_CONSUMER);
+            let writer = state.writer.take();
             drop(state);
-            self.wake_closed();
+            self.wake_closed(writer);
             return Err(PushError::Full);
         }
-        let was_empty = state.queue.is_empty();
+        let writer = if state.queue.is_empty() { state.writer.take() } else { None };
         state.queue.push_back(payload);
         state.cost += cost;
         drop(state);
-        if was_empty {
-            self.ready.notify_one();
+        if let Some(writer) = writer {
+            writer.wake();
         }
         Ok(())
     }
@@ -134,8 +136,9 @@ impl Outbox {
         let mut state = self.state.lock();
         if state.close.is_none() {
             state.close = Some(close);
+            let writer = state.writer.take();
             drop(state);
-            self.wake_closed();
+            self.wake_closed(writer);
         }
     }
 
@@ -163,18 +166,46 @@ impl Outbox {
     /// moves every queued message into `out`. Cancel-safe: messages are taken
     /// only in the step that returns, so a dropped call loses nothing.
     pub async fn drain(&self, out: &mut Vec<Payload>) -> Drained {
-        loop {
-            if let Some(drained) = self.try_drain(out) {
-                return drained;
+        poll_fn(|cx| self.poll_drain(cx, out)).await
+    }
+
+    /// [`Outbox::drain`] as a poll: when there is nothing to take, the task
+    /// is woken once there is. One task drains an outbox: the last to poll
+    /// is the one woken.
+    pub fn poll_drain(&self, cx: &mut Context<'_>, out: &mut Vec<Payload>) -> Poll<Drained> {
+        let mut state = self.state.lock();
+        match Self::take(&mut state, out) {
+            Some(drained) => Poll::Ready(drained),
+            None => {
+                Self::keep(&mut state, cx.waker());
+                Poll::Pending
             }
-            self.ready.notified().await;
+        }
+    }
+
+    /// Has the writer's task woken on the close, whatever is queued; a
+    /// writer that is busy sending what it took registers so.
+    pub fn wake_on_close(&self, waker: &Waker) {
+        let mut state = self.state.lock();
+        if state.close.is_none() {
+            Self::keep(&mut state, waker);
+        }
+    }
+
+    fn keep(state: &mut State, waker: &Waker) {
+        match &mut state.writer {
+            Some(kept) if kept.will_wake(waker) => {}
+            slot => *slot = Some(waker.clone()),
         }
     }
 
     /// Like [`Outbox::drain`] but never waits: `None` when there is nothing
     /// to send and the session is open.
     pub fn try_drain(&self, out: &mut Vec<Payload>) -> Option<Drained> {
-        let mut state = self.state.lock();
+        Self::take(&mut self.state.lock(), out)
+    }
+
+    fn take(state: &mut State, out: &mut Vec<Payload>) -> Option<Drained> {
         let had_messages = !state.queue.is_empty();
         out.extend(state.queue.drain(..));
         state.cost = 0;
@@ -197,8 +228,10 @@ impl Outbox {
         }
     }
 
-    fn wake_closed(&self) {
-        self.ready.notify_one();
+    fn wake_closed(&self, writer: Option<Waker>) {
+        if let Some(writer) = writer {
+            writer.wake();
+        }
         self.closing.notify_waiters();
     }
 }
@@ -238,6 +271,31 @@ mod tests {
         tokio::task::yield_now().await;
         outbox.push(msg("x")).unwrap();
         assert_eq!(writer.await.unwrap(), 1);
+    }
+
+    struct Wakes(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Wakes {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_writer_busy_sending_is_woken_by_the_close_and_not_by_pushes() {
+        let outbox = Outbox::new(1 << 20);
+        let wakes = std::sync::Arc::new(Wakes(0.into()));
+        let waker = Waker::from(wakes.clone());
+        outbox.push(msg("a")).unwrap();
+        outbox.wake_on_close(&waker);
+        outbox.push(msg("b")).unwrap();
+        assert_eq!(wakes.0.load(std::sync::atomic::Ordering::Relaxed), 0, "the queue was not empty: no wake");
+        outbox.close(Close::GOING_AWAY);
+        assert_eq!(wakes.0.load(std::sync::atomic::Ordering::Relaxed), 1);
+        let mut out = Vec::new();
+        let mut cx = Context::from_waker(&waker);
+        assert_eq!(outbox.poll_drain(&mut cx, &mut out), Poll::Ready(Drained::Closed(Close::GOING_AWAY)));
+        assert_eq!(out.len(), 2, "what was queued before the close is still sent");
     }
 
     #[tokio::test]
