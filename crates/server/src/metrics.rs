@@ -1,5 +1,12 @@
 //! Prometheus metrics. A connection takes its labelled counters once when it
 //! opens and bumps them directly, so the hot path never looks up a label set.
+//! The counters of one label set are made once and shared by every
+//! connection with those labels: a connection holds one pointer to them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -43,6 +50,8 @@ pub struct Metrics {
     broker_connected: Gauge,
     broker_reconnects: Counter,
     xmpp_resumed: Counter,
+    /// The counters of each label set, as connections share them.
+    shared: Mutex<HashMap<Labels, Arc<Counters>>>,
 }
 
 impl Default for Metrics {
@@ -69,6 +78,7 @@ impl Metrics {
             broker_connected: Gauge::default(),
             broker_reconnects: Counter::default(),
             xmpp_resumed: Counter::default(),
+            shared: Mutex::default(),
             registry: Registry::default(),
         };
         if broker {
@@ -109,17 +119,20 @@ impl Metrics {
     /// Counts a new connection and hands it its counters.
     pub fn connection(&self, app: &str, transport: &str) -> ConnectionMetrics {
         let labels = Labels { app: app.to_owned(), transport: transport.to_owned() };
-        let connections = self.connections.get_or_create(&labels).clone();
-        connections.inc();
-        self.connections_total.get_or_create(&labels).inc();
-        ConnectionMetrics {
-            messages_in: self.messages_in.get_or_create(&labels).clone(),
-            messages_out: self.messages_out.get_or_create(&labels).clone(),
-            bytes_in: self.bytes_in.get_or_create(&labels).clone(),
-            bytes_out: self.bytes_out.get_or_create(&labels).clone(),
-            slow_consumers: self.slow_consumers.get_or_create(&labels).clone(),
-            connections,
-        }
+        let counters = self.shared.lock().entry(labels).or_insert_with_key(|labels| {
+            Arc::new(Counters {
+                connections: self.connections.get_or_create(labels).clone(),
+                accepted: self.connections_total.get_or_create(labels).clone(),
+                messages_in: self.messages_in.get_or_create(labels).clone(),
+                messages_out: self.messages_out.get_or_create(labels).clone(),
+                bytes_in: self.bytes_in.get_or_create(labels).clone(),
+                bytes_out: self.bytes_out.get_or_create(labels).clone(),
+                slow_consumers: self.slow_consumers.get_or_create(labels).clone(),
+            })
+        }).clone();
+        counters.connections.inc();
+        counters.accepted.inc();
+        ConnectionMetrics(counters)
     }
 
     /// Counts a new connection shed for `reason`.
@@ -154,8 +167,13 @@ impl Metrics {
 
 /// One connection's counters; dropping it counts the connection as closed.
 #[derive(Debug)]
-pub struct ConnectionMetrics {
+pub struct ConnectionMetrics(Arc<Counters>);
+
+/// The counters of one label set.
+#[derive(Debug)]
+struct Counters {
     connections: Gauge,
+    accepted: Counter,
     messages_in: Counter,
     messages_out: Counter,
     bytes_in: Counter,
@@ -171,25 +189,25 @@ impl ConnectionMetrics {
 
     /// Counts messages received in `bytes` (XMPP: the stanzas of a read).
     pub fn received_many(&self, messages: usize, bytes: usize) {
-        self.messages_in.inc_by(messages as u64);
-        self.bytes_in.inc_by(bytes as u64);
+        self.0.messages_in.inc_by(messages as u64);
+        self.0.bytes_in.inc_by(bytes as u64);
     }
 
     /// Counts a batch of messages sent.
     pub fn sent(&self, messages: usize, bytes: usize) {
-        self.messages_out.inc_by(messages as u64);
-        self.bytes_out.inc_by(bytes as u64);
+        self.0.messages_out.inc_by(messages as u64);
+        self.0.bytes_out.inc_by(bytes as u64);
     }
 
     /// Counts a slow-consumer disconnect.
     pub fn slow_consumer(&self) {
-        self.slow_consumers.inc();
+        self.0.slow_consumers.inc();
     }
 }
 
 impl Drop for ConnectionMetrics {
     fn drop(&mut self) {
-        self.connections.dec();
+        self.0.connections.dec();
     }
 }
 
