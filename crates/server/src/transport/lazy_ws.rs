@@ -9,7 +9,11 @@
 //!
 //! On plain TCP the reader's first poll waits for the client's first bytes
 //! without reading them (`shared_tcp::Watch`); over TLS there is nothing to
-//! watch, and the first poll makes tungstenite and reads.
+//! watch, and the first poll makes tungstenite and reads. Once made, a
+//! tungstenite that found nothing to read is asked again only when the
+//! socket is readable: a connection's task is woken for its writer too
+//! (`super::ws_task`), and each read attempt zeroes tungstenite's read
+//! buffer.
 //!
 //! The reader and the writer share one [`LazyWs`] by reference, each through
 //! its own end: [`Stream`] for the reader, [`Sink`] for the writer. Both run in
@@ -36,8 +40,12 @@ pub struct LazyWs<S> {
 struct State<S> {
     /// The stack it will be made over, until it is.
     waiting: Option<S>,
-    /// What to watch for the client's first bytes, until they come.
+    /// What to watch for the client's bytes: the first, and any after
+    /// tungstenite found nothing to read.
     watch: Option<Watch>,
+    /// tungstenite's last read found nothing: its buffer holds no whole
+    /// frame and the socket had nothing more.
+    drained: bool,
     /// The largest message (and frame) tungstenite will take.
     max_message_size: usize,
     made: Option<Box<WebSocketStream<S>>>,
@@ -48,7 +56,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> LazyWs<S> {
     /// messages of at most `max_message_size` bytes; `watch`, if any, tells
     /// when the client has sent something.
     pub fn new(io: S, watch: Option<Watch>, max_message_size: usize) -> LazyWs<S> {
-        LazyWs { state: Mutex::new(State { waiting: Some(io), watch, max_message_size, made: None }) }
+        LazyWs { state: Mutex::new(State { waiting: Some(io), watch, drained: false, max_message_size, made: None }) }
     }
 
     /// Whether tungstenite has been made.
@@ -69,7 +77,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> State<S> {
             let config = config(self.max_message_size).write_buffer_size(0);
             let made = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).now_or_never();
             self.made = made.map(Box::new);
-            self.watch = None;
         }
         self.made.as_deref_mut()
     }
@@ -86,13 +93,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Stream for &LazyWs<S> {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let mut state = self.state.lock();
         if let Some(watch) = &state.watch {
-            std::task::ready!(watch.poll_readable(cx));
-            state.watch = None;
+            if state.made.is_none() {
+                std::task::ready!(watch.poll_readable(cx));
+            } else if state.drained {
+                std::task::ready!(watch.poll_ready(cx));
+            }
         }
-        match state.made() {
+        let next = match state.made() {
             Some(ws) => ws.poll_next_unpin(cx),
             None => Poll::Ready(None),
-        }
+        };
+        // A read that found nothing left tokio's readiness cleared, so the
+        // watch waits for new bytes.
+        state.drained = next.is_pending();
+        next
     }
 }
 
@@ -138,8 +152,12 @@ mod tests {
     use super::*;
     use crate::transport::client_frame;
     use crate::transport::send_queue::{SendQueue, Sending};
+    use crate::transport::shared_tcp::SharedTcp;
     use bytes::Bytes;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream, duplex};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream, ReadBuf, duplex};
+    use tokio::net::{TcpListener, TcpStream};
     use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 
     fn connection() -> (LazyWs<Sending<DuplexStream>>, SendQueue, DuplexStream) {
@@ -167,6 +185,47 @@ mod tests {
         let message = (&ws).next().await.expect("a message").expect("no error");
         assert_eq!(message, Message::text("hey"));
         assert!(ws.is_made());
+    }
+
+    /// An AsyncRead that counts the reads asked of it.
+    struct Counting<S> {
+        inner: S,
+        reads: Arc<AtomicUsize>,
+    }
+
+    impl<S: AsyncRead + Unpin> AsyncRead for Counting<S> {
+        fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            Pin::new(&mut self.inner).poll_read(cx, buf)
+        }
+    }
+
+    crate::transport::write_through!(Counting);
+
+    #[tokio::test]
+    async fn once_it_found_nothing_it_reads_again_only_when_bytes_come() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let tcp = SharedTcp::new(listener.accept().await.unwrap().0, Bytes::new());
+        let watch = tcp.watch();
+        let reads = Arc::new(AtomicUsize::new(0));
+        let io = Sending::new(Counting { inner: tcp, reads: reads.clone() }, SendQueue::new());
+        let ws = LazyWs::new(io, watch, 1 << 20);
+        client.write_all(&client_frame(true, false, 0x1, b"one", [1, 2, 3, 4])).await.unwrap();
+        assert_eq!((&ws).next().await.unwrap().unwrap(), Message::text("one"));
+        // tungstenite reads on and finds nothing more.
+        let waker = futures_util::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert!(Pin::new(&mut &ws).poll_next(&mut cx).is_pending());
+        let before = reads.load(Ordering::Relaxed);
+        // Wakes for the writer's sake poll the reader too: they read nothing.
+        for _ in 0..10 {
+            assert!(Pin::new(&mut &ws).poll_next(&mut cx).is_pending());
+        }
+        assert_eq!(reads.load(Ordering::Relaxed), before, "no read without new bytes");
+        client.write_all(&client_frame(true, false, 0x1, b"two", [5, 6, 7, 8])).await.unwrap();
+        assert_eq!((&ws).next().await.unwrap().unwrap(), Message::text("two"));
+        assert!(reads.load(Ordering::Relaxed) > before);
     }
 
     #[tokio::test]

@@ -11,6 +11,7 @@ pub mod shared_tcp;
 pub mod sockjs;
 pub mod utf8_watch;
 pub mod websocket;
+pub mod ws_task;
 
 /// Implements `AsyncWrite` for a layer that works on the read side only (its
 /// stream is in the field `inner`) by handing every write to that stream.

@@ -48,6 +48,13 @@ impl SharedTcp {
 }
 
 impl Watch {
+    /// Ready once the stream may have something to read: tokio's readiness,
+    /// which a read that would block clears. Reads nothing, and makes no
+    /// system call.
+    pub fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
+        self.0.poll_read_ready(cx).map(|_| ())
+    }
+
     /// Ready once the client has sent something (or the stream has ended);
     /// reads nothing.
     pub fn poll_readable(&self, cx: &mut Context<'_>) -> Poll<()> {

@@ -16,43 +16,34 @@
 //! the reader asks it to read only once the client has sent something
 //! ([`SharedTcp`]).
 
-use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use futures_concurrency::future::Join;
-use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
+use futures_util::FutureExt;
 use bytes::Bytes;
-use hub::{Close, Drained, Form, Outbox, Payload};
+use hub::{Close, Form, Outbox, Payload};
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
-use tokio::time::Instant;
 use tokio_util::either::Either;
 use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use crate::apps::AppClient;
 use crate::http::{Body, method_not_allowed, text_response};
-use crate::limits::Inflow;
 use crate::metrics::ConnectionMetrics;
 use crate::server::{Connection, MountState, ServerState};
 use crate::shutdown::Shutdown;
 use crate::transport::deflate::{self, Agreed, Inflating};
-use crate::transport::frame_header::{self, BINARY, TEXT, server_frame};
-use crate::transport::lazy_ws::LazyWs;
-use crate::transport::send_queue::{Refused, SendQueue, Sending};
+use crate::transport::frame_header::{BINARY, TEXT, server_frame};
 use crate::transport::shared_tcp::{SharedTcp, Watch};
-use crate::transport::utf8_watch::{Utf8Watch, is_invalid_text};
-use crate::time::sleep_until_some;
-use crate::token::{self, Identity};
+use crate::transport::utf8_watch::is_invalid_text;
+use crate::transport::ws_task::WsTask;
+use crate::token::Identity;
 
 /// Why a handshake request cannot be upgraded, answered with an HTTP status.
 /// The texts are those the SockJS protocol suite expects of this endpoint.
@@ -215,7 +206,7 @@ pub struct Limits {
 }
 
 /// The close for a client that answered no ping for a whole interval.
-fn ping_timeout() -> Close {
+pub(crate) fn ping_timeout() -> Close {
     Close::new(1008, "ping timeout: no answer to the server's ping")
 }
 
@@ -327,166 +318,28 @@ pub fn config(max_message_size: usize) -> WebSocketConfig {
         .max_frame_size(Some(max_message_size))
 }
 
-/// Runs a WebSocket connection over an upgraded stream until it closes.
-///
-/// Everything the connection holds for its whole life is set up here, before
-/// the future is made, and the future only borrows it: an idle connection's
-/// memory is mostly this future, kept small (README, "Idle memory, beside Bun").
-pub fn run<S>(
+/// A WebSocket connection over an upgraded stream, as the future that runs
+/// it until it closes ([`WsTask`]).
+pub fn run<S, I, O>(
     stream: Handover<S>,
     client: AppClient,
-    inbound: impl Inbound,
-    outbound: impl Outbound,
+    inbound: I,
+    outbound: O,
     limits: Limits,
     metrics: ConnectionMetrics,
     shutdown: Shutdown,
-) -> impl Future<Output = ()>
+) -> WsTask<S, I, O>
 where
     S: AsyncRead + AsyncWrite + Unpin,
+    I: Inbound,
+    O: Outbound,
 {
-    let queue = SendQueue::new();
     let Handover { io, watch } = stream;
-    let ws = LazyWs::new(Sending::new(Utf8Watch::new(io), queue.clone()), watch, limits.max_message_size);
-    let outbox = client.outbox().clone();
-    let heard = Heard::new();
-    let mut client = Some(client);
-    async move {
-        // The reader and the writer run side by side in this one task, each
-        // polled only when it was woken (a broadcast wakes the writer, and
-        // the reader's poll would cost a read attempt); the reader drops the
-        // app client (its rooms left) as soon as the client stops talking.
-        let reader = read(&ws, &mut client, &outbox, inbound, &metrics, &shutdown, &limits, &heard);
-        let writer = write(&ws, &queue, &outbox, outbound, &metrics, &limits, &heard);
-        (reader, writer).join().await;
-    }
-}
-
-/// When the client last sent anything (a message, a pong, a close), which
-/// the reader records and the writer's pings read.
-struct Heard {
-    start: Instant,
-    ms: AtomicU64,
-}
-
-impl Heard {
-    fn new() -> Heard {
-        Heard { start: Instant::now(), ms: AtomicU64::new(0) }
-    }
-
-    fn now(&self) {
-        // Rounded up, so a pong heard in the millisecond its ping left counts as after it.
-        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX).saturating_add(1);
-        self.ms.store(ms, Ordering::Relaxed);
-    }
-
-    /// When the client was last heard, from the start.
-    fn last(&self) -> Duration {
-        Duration::from_millis(self.ms.load(Ordering::Relaxed))
-    }
-}
-
-// The reader's parts; a struct would only rename them. Not an async fn: see below.
-#[allow(clippy::too_many_arguments, clippy::manual_async_fn)]
-fn read<St>(
-    mut stream: St,
-    slot: &mut Option<AppClient>,
-    outbox: &Outbox,
-    mut framing: impl Inbound,
-    metrics: &ConnectionMetrics,
-    shutdown: &Shutdown,
-    limits: &Limits,
-    heard: &Heard,
-) -> impl Future<Output = ()>
-where
-    St: Stream<Item = Result<Message, WsError>> + Unpin,
-{
-    // An async block, not an async fn, which would hold its arguments twice.
-    async move {
-        let Some(client) = slot.as_mut() else { return };
-        // Made once, not per message: each registers a waiter when first polled.
-        let mut shutting_down = pin!(shutdown.wait());
-        let mut closed = pin!(outbox.closed());
-        let expires = client.expires();
-        let mut inflow = Inflow::new(limits.max_message_rate, limits.max_byte_rate);
-        // Set while the client is over its rate: nothing is read until then, so
-        // its own TCP window holds it back.
-        let mut throttled: Option<Instant> = None;
-        // Whether we are closing and the client may still answer.
-        let closing = loop {
-            // One timer for both deadlines: the end of a throttle, and the token's expiry.
-            let deadline = match (throttled, expires) {
-                (Some(t), Some(e)) => Some(t.min(e)),
-                (t, e) => t.or(e),
-            };
-            let message = tokio::select! {
-                message = stream.next(), if throttled.is_none() => message,
-                () = sleep_until_some(deadline) => {
-                    if expires.is_some_and(|at| at <= Instant::now()) {
-                        outbox.close(token::EXPIRED);
-                        break true;
-                    }
-                    throttled = None;
-                    continue;
-                }
-                _ = &mut shutting_down => {
-                    outbox.close(Close::GOING_AWAY);
-                    break true;
-                }
-                _ = &mut closed => break true,
-            };
-            heard.now();
-            // What the message was to the app: how many messages and bytes it
-            // carried, or the close it calls for.
-            let received = match message {
-                Some(Ok(Message::Text(text))) => {
-                    let len = text.len();
-                    metrics.received(len);
-                    framing.on_text(client, text).map(|messages| (messages, len))
-                }
-                Some(Ok(Message::Binary(data))) => {
-                    let len = data.len();
-                    metrics.received(len);
-                    framing.on_binary(client, data).map(|messages| (messages, len))
-                }
-                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
-                // tungstenite queues the answer to the peer's close; reading on
-                // (below) sends it, and then the stream ends and the socket closes.
-                Some(Ok(Message::Close(_))) => {
-                    outbox.close(Close::PEER_GONE);
-                    break true;
-                }
-                None => {
-                    outbox.close(Close::PEER_GONE);
-                    break false;
-                }
-                Some(Err(e)) => Err(close_for(&e)),
-            };
-            let close = match received {
-                Ok((messages, len)) => {
-                    throttled = inflow.charge(messages, len);
-                    continue;
-                }
-                Err(close) => close,
-            };
-            outbox.close(close);
-            if outbox.close_reason().is_some_and(|c| c == Close::PEER_GONE) {
-                break false;
-            }
-            break true;
-        };
-        // We are closing: keep reading (and discarding) so the client's answer
-        // to our close frame completes the handshake, but not forever.
-        if closing {
-            let drain = async { while let Some(Ok(_)) = stream.next().await {} };
-            let _ = tokio::time::timeout(limits.close_grace, drain).await;
-        }
-        // Leaves the client's rooms as soon as it stops talking.
-        *slot = None;
-    }
+    WsTask::new(io, watch, client, inbound, outbound, limits, metrics, &shutdown)
 }
 
 /// The close that answers a read error.
-fn close_for(error: &WsError) -> Close {
+pub(crate) fn close_for(error: &WsError) -> Close {
     match error {
         WsError::Capacity(CapacityError::MessageTooLong { .. }) => {
             Close::new(1009, "message too big")
@@ -501,161 +354,6 @@ fn close_for(error: &WsError) -> Close {
     }
 }
 
-// Not an async fn: see below.
-#[allow(clippy::manual_async_fn)]
-fn write<Si>(
-    mut sink: Si,
-    queue: &SendQueue,
-    outbox: &Outbox,
-    mut framing: impl Outbound,
-    metrics: &ConnectionMetrics,
-    limits: &Limits,
-    heard: &Heard,
-) -> impl Future<Output = ()>
-where
-    Si: Sink<Message, Error = WsError> + Unpin,
-{
-    // An async block, not an async fn, which would hold its arguments twice.
-    async move {
-        let mut batch = Vec::new();
-        let mut frames = Vec::new();
-        framing.opening(&mut frames);
-        let mut silent_since = Instant::now();
-        // When the next ping is due; one timer wakes the writer for it and for
-        // the heartbeat, whichever comes first.
-        let mut next_ping = Instant::now() + limits.ping_interval;
-        let mut timer = pin!(tokio::time::sleep_until(next_ping));
-        // When the unanswered ping went out, if one did.
-        let mut pinged: Option<Duration> = None;
-        // What the frames about to be sent carry, for the metrics.
-        let (mut count, mut bytes) = (0, 0);
-        // Set once the outbox is closed: the frames still to send are the last.
-        let mut last = None;
-        let close = loop {
-            if !frames.is_empty() {
-                match send_all(&mut sink, queue, &mut frames, Some(outbox)).await {
-                    Ok(()) => {
-                        metrics.sent(count, bytes);
-                        silent_since = Instant::now();
-                    }
-                    Err(Abandoned::Closed) => break outbox.close_reason().unwrap_or(Close::PEER_GONE),
-                    Err(Abandoned::Io) => {
-                        outbox.close(Close::PEER_GONE);
-                        return;
-                    }
-                }
-            }
-            if let Some(close) = last.take() {
-                break close;
-            }
-            let heartbeat_at = framing.heartbeat_interval().map(|every| silent_since + every);
-            let wake = heartbeat_at.map_or(next_ping, |at| at.min(next_ping));
-            if timer.deadline() != wake || timer.is_elapsed() {
-                timer.as_mut().reset(wake);
-            }
-            let drained = tokio::select! {
-                // `drain` is cancel-safe: a heartbeat or a ping loses no message.
-                drained = outbox.drain(&mut batch) => drained,
-                () = &mut timer => {
-                    let now = Instant::now();
-                    (count, bytes) = (0, 0);
-                    if heartbeat_at.is_some_and(|at| at <= now) {
-                        framing.heartbeat(&mut frames);
-                    }
-                    if next_ping > now {
-                        continue;
-                    }
-                    next_ping = now + limits.ping_interval;
-                    let (last, since_start) = (heard.last(), heard.start.elapsed());
-                    if pinged.is_some_and(|sent| last < sent) {
-                        outbox.close(ping_timeout());
-                        continue;
-                    }
-                    pinged = None;
-                    if since_start.saturating_sub(last) >= limits.ping_interval {
-                        frames.push(frame_header::ping());
-                        pinged = Some(since_start);
-                    }
-                    continue;
-                }
-            };
-            if let Drained::Closed(close) = &drained
-                && (*close == Close::PEER_GONE || close.is_slow_consumer())
-            {
-                // Nothing queued is wanted any more.
-                break close.clone();
-            }
-            framing.frame(&batch, &mut frames);
-            bytes = batch.iter().map(Payload::len).sum();
-            count = batch.len();
-            batch.clear();
-            if let Drained::Closed(close) = drained {
-                last = Some(close);
-            }
-        };
-        if close == Close::PEER_GONE {
-            return;
-        }
-        if close.is_slow_consumer() {
-            metrics.slow_consumer();
-        }
-        framing.closing(&close, &mut frames);
-        let frame = CloseFrame { code: CloseCode::from(close.code), reason: close.reason.to_string().into() };
-        let closing = async {
-            send_all(&mut sink, queue, &mut frames, None).await?;
-            sink.send(Message::Close(Some(frame))).await.map_err(|_| Abandoned::Io)
-        };
-        // Boxed: made once, at the end, it need not take room in every connection's task.
-        let _ = Box::pin(tokio::time::timeout(limits.close_grace, closing)).await;
-    }
-}
-
-enum Abandoned {
-    /// The client was closed as a slow consumer while the write waited.
-    Closed,
-    /// The connection failed, or its closing handshake is under way.
-    Io,
-}
-
-/// Queues every frame in order on the send queue, then flushes once: one
-/// write for the whole batch when the socket takes it. With `outbox`, a
-/// write the client does not take is abandoned once it is closed as a slow
-/// consumer ([`flush`]).
-async fn send_all<Si>(sink: &mut Si, queue: &SendQueue, frames: &mut Vec<Bytes>, outbox: Option<&Outbox>) -> Result<(), Abandoned>
-where
-    Si: Sink<Message, Error = WsError> + Unpin,
-{
-    loop {
-        match queue.push(frames) {
-            Ok(()) => break,
-            // tungstenite's own frame is waiting for room: it goes first.
-            Err(Refused::Behind) => flush(sink, outbox).await?,
-            Err(Refused::Closed) => return Err(Abandoned::Io),
-        }
-    }
-    flush(sink, outbox).await
-}
-
-/// Writes out what is queued. A client that stops reading blocks this
-/// write; its queue then overflows, and with `outbox` the write is
-/// abandoned. Any other close waits for the write to finish.
-async fn flush<Si>(sink: &mut Si, outbox: Option<&Outbox>) -> Result<(), Abandoned>
-where
-    Si: Sink<Message, Error = WsError> + Unpin,
-{
-    let mut flush = sink.flush();
-    if let Some(outbox) = outbox {
-        tokio::select! {
-            biased;
-            result = &mut flush => return result.map_err(|_| Abandoned::Io),
-            close = outbox.closed() => if close.is_slow_consumer() {
-                return Err(Abandoned::Closed);
-            },
-        }
-    }
-    flush.await.map_err(|_| Abandoned::Io)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -666,11 +364,10 @@ mod tests {
     /// An idle connection's memory is mostly its task (README, "Idle memory,
     /// beside Bun"), so the future of a WebSocket connection over plain TCP,
     /// with and without permessage-deflate (which browsers offer), is held
-    /// under a bound: a field added to it, or an argument an async fn keeps
-    /// twice, shows here rather than only in the shootout's RSS. At 1,672
-    /// bytes, tokio's task cell for it (the future, 16 bytes of
-    /// `spawn_connection`'s and the task tracker's, 104 of tokio's, aligned
-    /// to 128) is 1,792 bytes, one of jemalloc's size classes.
+    /// under a bound: a field added to it shows here rather than only in the
+    /// shootout's RSS. At 776 bytes, tokio's task cell for it (the future,
+    /// 16 bytes of `spawn_connection`'s and the task tracker's, 104 of
+    /// tokio's, aligned to 128) is 896 bytes, one of jemalloc's size classes.
     #[tokio::test]
     async fn a_connections_future_stays_small() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -697,7 +394,7 @@ mod tests {
             } else {
                 std::mem::size_of_val(&run(stream, client, Raw::default(), Raw::default(), limits, metrics, Shutdown::default()))
             };
-            assert!(size <= 1672, "with deflate {deflate}: a connection's future is {size} bytes, more than fits tokio's 1,792-byte task cell");
+            assert!(size <= 776, "with deflate {deflate}: a connection's future is {size} bytes, more than fits tokio's 896-byte task cell");
         }
     }
 
