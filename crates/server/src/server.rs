@@ -74,6 +74,8 @@ pub struct MountState {
     pub app: Arc<App>,
     /// The mount's SockJS sessions over HTTP, by session id.
     pub sessions: Arc<sockjs::Registry>,
+    /// The limits of each WebSocket connection to the mount, which they share.
+    pub websocket_limits: Arc<websocket::Limits>,
 }
 
 /// Most publishes waiting to go to the broker, across the node's clients.
@@ -101,6 +103,13 @@ impl ServerState {
                     config: m.clone(),
                     app: Arc::new(app),
                     sessions: Arc::new(sockjs::Registry::new(16, m.limits.max_sessions)),
+                    websocket_limits: Arc::new(websocket::Limits {
+                        max_message_size: config.max_message_size,
+                        close_grace: config.shutdown_grace,
+                        ping_interval: config.ping_interval,
+                        max_message_rate: m.limits.max_message_rate,
+                        max_byte_rate: m.limits.max_byte_rate,
+                    }),
                 })
             })
             .collect();
@@ -147,17 +156,6 @@ impl ServerState {
     /// The mount at `prefix` (e.g. `/echo`).
     pub fn mount(&self, prefix: &str) -> Option<&Arc<MountState>> {
         self.mounts.iter().find(|m| m.config.prefix == prefix)
-    }
-
-    /// The limits of a WebSocket connection to `mount`.
-    pub fn websocket_limits(&self, mount: &Mount) -> websocket::Limits {
-        websocket::Limits {
-            max_message_size: self.config.max_message_size,
-            close_grace: self.config.shutdown_grace,
-            ping_interval: self.config.ping_interval,
-            max_message_rate: mount.limits.max_message_rate,
-            max_byte_rate: mount.limits.max_byte_rate,
-        }
     }
 }
 

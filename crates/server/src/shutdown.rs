@@ -1,30 +1,140 @@
-//! Shutdown as a value every connection holds: the server cancels it once,
+//! Shutdown as a value every connection holds: the server starts it once,
 //! and each connection's task notices and closes its client with 1001.
+//!
+//! Tasks written with async blocks wait with [`Shutdown::wait`]. A
+//! WebSocket connection's hand-written future holds a [`Waiter`] instead: a
+//! slot in a list of wakers, 16 bytes in the connection where a waiting
+//! future takes 72, since every idle connection holds one.
 
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
 
 /// A handle on the server's shutdown; cheap to clone.
 #[derive(Debug, Clone, Default)]
-pub struct Shutdown(CancellationToken);
+pub struct Shutdown(Arc<Inner>);
+
+#[derive(Debug, Default)]
+struct Inner {
+    token: CancellationToken,
+    waiters: Mutex<Slots>,
+}
+
+/// The wakers of the [`Waiter`]s, each in its own slot.
+#[derive(Debug, Default)]
+struct Slots {
+    wakers: Vec<Option<Waker>>,
+    free: Vec<usize>,
+}
 
 impl Shutdown {
     /// Starts the shutdown; idempotent.
     pub fn trigger(&self) {
-        self.0.cancel();
+        self.0.token.cancel();
+        // After the cancel: a waiter that registers from now on sees it.
+        let wakers: Vec<Waker> = self.0.waiters.lock().wakers.iter_mut().filter_map(Option::take).collect();
+        wakers.into_iter().for_each(Waker::wake);
     }
 
     /// Resolves once shutdown has started.
     pub async fn wait(&self) {
-        self.0.cancelled().await;
+        self.0.token.cancelled().await;
     }
 
-    /// [`Shutdown::wait`] as a future that owns its handle.
-    pub fn waiting(&self) -> WaitForCancellationFutureOwned {
-        self.0.clone().cancelled_owned()
-    }
-
-    /// Whether shutdown has begun.
+    /// Whether shutdown has started.
     pub fn has_begun(&self) -> bool {
-        self.0.is_cancelled()
+        self.0.token.is_cancelled()
+    }
+
+    /// A waiter, registered on its first poll.
+    pub fn waiter(&self) -> Waiter {
+        Waiter { shutdown: self.clone(), slot: UNREGISTERED }
+    }
+}
+
+const UNREGISTERED: usize = usize::MAX;
+
+/// Waits for shutdown by polling; see the module docs.
+#[derive(Debug)]
+pub struct Waiter {
+    shutdown: Shutdown,
+    slot: usize,
+}
+
+impl Waiter {
+    /// Ready once shutdown has started. The waker is registered on the first
+    /// poll only: it must be the waker of the one task that polls this for
+    /// its whole life, as a task's own waker is.
+    pub fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.shutdown.has_begun() {
+            return Poll::Ready(());
+        }
+        if self.slot == UNREGISTERED {
+            let mut slots = self.shutdown.0.waiters.lock();
+            let waker = Some(cx.waker().clone());
+            self.slot = match slots.free.pop() {
+                Some(slot) => {
+                    slots.wakers[slot] = waker;
+                    slot
+                }
+                None => {
+                    slots.wakers.push(waker);
+                    slots.wakers.len() - 1
+                }
+            };
+            drop(slots);
+            // Started between the check above and the registration.
+            if self.shutdown.has_begun() {
+                return Poll::Ready(());
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if self.slot != UNREGISTERED {
+            let mut slots = self.shutdown.0.waiters.lock();
+            slots.wakers[self.slot] = None;
+            slots.free.push(self.slot);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Wake;
+
+    struct Wakes(AtomicUsize);
+
+    impl Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_waiter_is_woken_once_shutdown_starts_and_its_slot_is_reused() {
+        let shutdown = Shutdown::default();
+        let wakes = Arc::new(Wakes(AtomicUsize::new(0)));
+        let waker = Waker::from(wakes.clone());
+        let mut cx = Context::from_waker(&waker);
+        let (mut a, mut b) = (shutdown.waiter(), shutdown.waiter());
+        assert!(a.poll(&mut cx).is_pending());
+        assert!(b.poll(&mut cx).is_pending());
+        assert!(a.poll(&mut cx).is_pending(), "polled again, it registers nothing more");
+        drop(a);
+        let mut c = shutdown.waiter();
+        assert!(c.poll(&mut cx).is_pending());
+        assert_eq!(shutdown.0.waiters.lock().wakers.len(), 2, "c took a's slot");
+        shutdown.trigger();
+        assert_eq!(wakes.0.load(Ordering::Relaxed), 2, "b and c, not a");
+        assert!(b.poll(&mut cx).is_ready() && c.poll(&mut cx).is_ready());
+        assert!(shutdown.waiter().poll(&mut cx).is_ready(), "a waiter made after is ready at once");
     }
 }

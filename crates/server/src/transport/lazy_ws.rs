@@ -47,7 +47,8 @@ struct State<S> {
     /// frame and the socket had nothing more.
     drained: bool,
     /// The largest message (and frame) tungstenite will take.
-    max_message_size: usize,
+    /// (Saturated at 4 GiB: every connection keeps it, in 4 bytes.)
+    max_message_size: u32,
     made: Option<Box<WebSocketStream<S>>>,
 }
 
@@ -56,6 +57,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> LazyWs<S> {
     /// messages of at most `max_message_size` bytes; `watch`, if any, tells
     /// when the client has sent something.
     pub fn new(io: S, watch: Option<Watch>, max_message_size: usize) -> LazyWs<S> {
+        let max_message_size = u32::try_from(max_message_size).unwrap_or(u32::MAX);
         LazyWs { state: Mutex::new(State { waiting: Some(io), watch, drained: false, max_message_size, made: None }) }
     }
 
@@ -74,7 +76,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> State<S> {
             // tungstenite hands each of its frames to the send queue as it
             // makes it (no buffer of its own), so its frames and the
             // writer's keep their order.
-            let config = config(self.max_message_size).write_buffer_size(0);
+            let config = config(self.max_message_size as usize).write_buffer_size(0);
             let made = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).now_or_never();
             self.made = made.map(Box::new);
         }

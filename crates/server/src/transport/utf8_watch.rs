@@ -32,12 +32,13 @@ pub fn is_invalid_text(error: &io::Error) -> bool {
 #[derive(Debug)]
 pub struct Utf8Watch<S> {
     inner: S,
-    frames: Frames,
+    /// Made on the first bytes read: a client that never speaks holds none.
+    frames: Option<Box<Frames>>,
 }
 
 impl<S> Utf8Watch<S> {
     pub fn new(inner: S) -> Utf8Watch<S> {
-        Utf8Watch { inner, frames: Frames::default() }
+        Utf8Watch { inner, frames: None }
     }
 }
 
@@ -47,7 +48,8 @@ impl<S: AsyncRead + Unpin> AsyncRead for Utf8Watch<S> {
         let this = &mut *self;
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
-                if this.frames.watch(&buf.filled()[before..]) {
+                let read = &buf.filled()[before..];
+                if read.is_empty() || this.frames.get_or_insert_default().watch(read) {
                     Poll::Ready(Ok(()))
                 } else {
                     Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, INVALID_TEXT)))

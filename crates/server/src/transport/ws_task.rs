@@ -5,8 +5,9 @@
 //! beside Bun"). Written as two async blocks joined, it held each side's
 //! pinned futures (the waits on shutdown and on the outbox's close, a timer
 //! each, the select's branches) and the join's wakers; written by hand it
-//! holds one timer, one registration on shutdown, and the state each side
-//! keeps between its steps.
+//! holds one timer, a slot on shutdown's list of wakers
+//! ([`crate::shutdown::Waiter`]), and the state each side keeps between its
+//! steps.
 //!
 //! Each poll runs both sides until neither can go on. The reader takes the
 //! client's messages to the app; the writer takes what the app queued for the
@@ -37,12 +38,12 @@ use tokio::time::{Instant, Sleep};
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::apps::AppClient;
 use crate::limits::Inflow;
 use crate::metrics::ConnectionMetrics;
-use crate::shutdown::Shutdown;
+use crate::shutdown::{Shutdown, Waiter};
+use crate::time::Ms;
 use crate::token;
 use crate::transport::frame_header;
 use crate::transport::lazy_ws::LazyWs;
@@ -61,9 +62,6 @@ const ROUNDS: usize = 4;
 pin_project! {
     /// A running WebSocket connection; see the module docs.
     pub struct WsTask<S, I, O> {
-        // Registered once, on the first poll; see `poll_shutdown`.
-        #[pin]
-        shutdown: WaitForCancellationFutureOwned,
         // The one timer: the earliest deadline of the two sides.
         #[pin]
         timer: Sleep,
@@ -80,36 +78,25 @@ struct Parts<S, I, O> {
     client: Option<AppClient>,
     inbound: I,
     outbound: O,
-    limits: Limits,
+    limits: Arc<Limits>,
     metrics: ConnectionMetrics,
-    shutdown: Shutdown,
-    registered: Registered,
+    shutdown: Waiter,
     reader: Reader,
     writer: Writer,
-}
-
-#[derive(Clone, Copy)]
-enum Registered {
-    /// Not yet polled.
-    No,
-    /// Waiting: shutdown wakes the task's waker it registered.
-    Yes,
-    /// Shutdown has begun and was handled.
-    Done,
 }
 
 struct Reader {
     state: Reading,
     /// Made on the first message: a client that never speaks holds none.
     inflow: Option<Box<Inflow>>,
-    /// Set while the client is over its rate: nothing is read until then,
-    /// so its own TCP window holds it back.
-    throttled: Option<Instant>,
 }
 
 #[derive(Clone, Copy)]
 enum Reading {
     Open,
+    /// The client is over its rate: nothing is read until then, so its own
+    /// TCP window holds it back.
+    Throttled(Instant),
     /// We are closing: read on, discarding, until the client answers our
     /// close frame, but only until then.
     Draining(Instant),
@@ -125,23 +112,24 @@ struct Writer {
     /// Frames were queued and the flush has not finished.
     sending: bool,
     /// What the frames being sent carry, for the metrics.
-    count: usize,
-    bytes: usize,
+    count: u32,
+    bytes: u32,
     /// When the writer last finished sending, for the heartbeat.
-    silent_since: Instant,
-    next_ping: Instant,
+    silent_since: Ms,
+    next_ping: Ms,
     /// A ping went out (when `next_ping` was set) and is not yet answered.
     pinged: bool,
     /// When the client last sent anything (a message, a pong, a close);
     /// the reader sets it.
-    heard: Instant,
+    heard: Ms,
 }
 
 enum Writing {
-    /// `last` is set once the outbox is closed: the frames being sent are the last.
-    Open { last: Option<Close> },
+    /// `last` is set once the outbox is closed: the frames being sent are
+    /// the last. (Closes are boxed: every connection holds this state.)
+    Open { last: Option<Box<Close>> },
     /// Sending the last frames and the close frame, until the deadline.
-    Closing { close: Close, until: Instant, step: CloseStep },
+    Closing { close: Box<Close>, until: Instant, step: CloseStep },
     Done,
 }
 
@@ -179,7 +167,7 @@ where
         client: AppClient,
         inbound: I,
         mut outbound: O,
-        limits: Limits,
+        limits: Arc<Limits>,
         metrics: ConnectionMetrics,
         shutdown: &Shutdown,
     ) -> WsTask<S, I, O> {
@@ -188,7 +176,7 @@ where
         let now = Instant::now();
         let mut frames = Vec::new();
         outbound.opening(&mut frames);
-        let reader = Reader { state: Reading::Open, inflow: None, throttled: None };
+        let reader = Reader { state: Reading::Open, inflow: None };
         let writer = Writer {
             state: Writing::Open { last: None },
             batch: Vec::new(),
@@ -196,13 +184,12 @@ where
             frames,
             count: 0,
             bytes: 0,
-            silent_since: now,
-            next_ping: now + limits.ping_interval,
+            silent_since: Ms::at(now),
+            next_ping: Ms::at(now) + limits.ping_interval,
             pinged: false,
-            heard: now,
+            heard: Ms::at(now),
         };
         WsTask {
-            shutdown: shutdown.waiting(),
             timer: tokio::time::sleep_until(now + limits.ping_interval),
             parts: Parts {
                 ws,
@@ -213,8 +200,7 @@ where
                 outbound,
                 limits,
                 metrics,
-                shutdown: shutdown.clone(),
-                registered: Registered::No,
+                shutdown: shutdown.waiter(),
                 reader,
                 writer,
             },
@@ -233,7 +219,10 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.project();
         let (mut timer, parts) = (this.timer, this.parts);
-        parts.poll_shutdown(this.shutdown, cx);
+        // The waiter holds the task's waker from the first poll on.
+        if parts.shutdown.poll(cx).is_ready() {
+            parts.outbox.close(Close::GOING_AWAY);
+        }
         // The deadline the timer last fired for: the sides see it as passed.
         let mut fired: Option<Instant> = None;
         for _ in 0..ROUNDS {
@@ -267,26 +256,6 @@ where
     I: Inbound,
     O: Outbound,
 {
-    /// Closes the client with 1001 once the server shuts down. The wait is
-    /// registered on the first poll and not polled again: the token wakes
-    /// the waker it was given, a task's waker is the same for its whole
-    /// life, and polling the wait on every wake would take the token's lock
-    /// each time.
-    fn poll_shutdown(&mut self, wait: Pin<&mut WaitForCancellationFutureOwned>, cx: &mut Context<'_>) {
-        let begun = match self.registered {
-            Registered::Done => return,
-            Registered::No => {
-                self.registered = Registered::Yes;
-                wait.poll(cx).is_ready()
-            }
-            Registered::Yes => self.shutdown.has_begun(),
-        };
-        if begun {
-            self.registered = Registered::Done;
-            self.outbox.close(Close::GOING_AWAY);
-        }
-    }
-
     /// When the client's token expires, if it does.
     fn expires(&self) -> Option<Instant> {
         self.client.as_ref().and_then(AppClient::expires)
@@ -295,16 +264,14 @@ where
     /// The earliest deadline either side waits for.
     fn deadline(&self) -> Option<Instant> {
         let read = match self.reader.state {
-            Reading::Open => match (self.reader.throttled, self.expires()) {
-                (Some(t), Some(e)) => Some(t.min(e)),
-                (t, e) => t.or(e),
-            },
+            Reading::Open => self.expires(),
+            Reading::Throttled(until) => Some(self.expires().map_or(until, |e| e.min(until))),
             Reading::Draining(until) => Some(until),
             Reading::Done => None,
         };
         let write = match &self.writer.state {
             Writing::Open { .. } if self.writer.sending => None,
-            Writing::Open { .. } => Some(self.writer.wake_at(&self.outbound)),
+            Writing::Open { .. } => Some(self.writer.wake_at(&self.outbound).instant()),
             Writing::Closing { until, .. } => Some(*until),
             Writing::Done => None,
         };
@@ -319,7 +286,7 @@ where
         match self.reader.state {
             Reading::Done => false,
             Reading::Draining(until) => self.drain(cx, now, until),
-            Reading::Open => {
+            Reading::Open | Reading::Throttled(_) => {
                 // Closed by the writer, a publisher (slow consumer) or shutdown.
                 if self.outbox.is_closed() {
                     self.start_draining(now);
@@ -330,10 +297,9 @@ where
                     self.start_draining(now);
                     return true;
                 }
-                match self.reader.throttled {
-                    Some(until) if until > now => return false,
-                    Some(_) => self.reader.throttled = None,
-                    None => {}
+                match self.reader.state {
+                    Reading::Throttled(until) if until > now => return false,
+                    _ => self.reader.state = Reading::Open,
                 }
                 self.read_messages(cx, now)
             }
@@ -351,7 +317,7 @@ where
                 return progressed;
             };
             progressed = true;
-            self.writer.heard = Instant::now();
+            self.writer.heard = Ms::now();
             // What the message was to the app: how many messages and bytes it
             // carried, or the close it calls for.
             let received = match message {
@@ -386,8 +352,8 @@ where
                     let inflow = self.reader.inflow.get_or_insert_with(|| {
                         Box::new(Inflow::new(limits.max_message_rate, limits.max_byte_rate))
                     });
-                    self.reader.throttled = inflow.charge(messages, len);
-                    if self.reader.throttled.is_some() {
+                    if let Some(until) = inflow.charge(messages, len) {
+                        self.reader.state = Reading::Throttled(until);
                         return true;
                     }
                 }
@@ -453,8 +419,8 @@ where
                 match self.poll_send(cx, true) {
                     Poll::Pending => return progressed,
                     Poll::Ready(Ok(())) => {
-                        self.metrics.sent(self.writer.count, self.writer.bytes);
-                        self.writer.silent_since = Instant::now();
+                        self.metrics.sent(self.writer.count as usize, self.writer.bytes as usize);
+                        self.writer.silent_since = Ms::now();
                         self.writer.sending = false;
                         progressed = true;
                     }
@@ -473,10 +439,10 @@ where
             if let Writing::Open { last } = &mut self.writer.state
                 && let Some(close) = last.take()
             {
-                self.start_closing(close, now);
+                self.start_closing(*close, now);
                 return true;
             }
-            if self.writer.wake_at(&self.outbound) <= now {
+            if self.writer.wake_at(&self.outbound) <= Ms::at(now) {
                 self.on_timer(now);
                 progressed = true;
                 continue;
@@ -497,11 +463,12 @@ where
             }
             let w = &mut self.writer;
             self.outbound.frame(&w.batch, &mut w.frames);
-            w.bytes = w.batch.iter().map(Payload::len).sum();
-            w.count = w.batch.len();
+            // Saturating: a batch is bounded by the outbox, a few MiB at most.
+            w.bytes = u32::try_from(w.batch.iter().map(Payload::len).sum::<usize>()).unwrap_or(u32::MAX);
+            w.count = u32::try_from(w.batch.len()).unwrap_or(u32::MAX);
             w.batch.clear();
             if let Drained::Closed(close) = drained {
-                w.state = Writing::Open { last: Some(close) };
+                w.state = Writing::Open { last: Some(Box::new(close)) };
             }
             w.sending = !w.frames.is_empty();
         }
@@ -511,6 +478,7 @@ where
     fn on_timer(&mut self, now: Instant) {
         let w = &mut self.writer;
         (w.count, w.bytes) = (0, 0);
+        let now = Ms::at(now);
         if self.outbound.heartbeat_interval().is_some_and(|every| w.silent_since + every <= now) {
             self.outbound.heartbeat(&mut w.frames);
             // Until it is sent, the writer is not silent (and the sending
@@ -524,7 +492,7 @@ where
             if w.pinged && sent.is_some_and(|sent| w.heard < sent) {
                 self.outbox.close(ping_timeout());
             } else {
-                w.pinged = now.saturating_duration_since(w.heard) >= every;
+                w.pinged = now.since(w.heard) >= every;
                 if w.pinged {
                     w.frames.push(frame_header::ping());
                 }
@@ -546,7 +514,7 @@ where
         }
         self.outbound.closing(&close, &mut self.writer.frames);
         let until = now + self.limits.close_grace;
-        self.writer.state = Writing::Closing { close, until, step: CloseStep::Frames };
+        self.writer.state = Writing::Closing { close: Box::new(close), until, step: CloseStep::Frames };
     }
 
     fn write_close(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
@@ -638,7 +606,7 @@ where
 impl Writer {
     /// When the writer's timer is due: the next ping, or the heartbeat if
     /// that comes first.
-    fn wake_at(&self, outbound: &impl Outbound) -> Instant {
+    fn wake_at(&self, outbound: &impl Outbound) -> Ms {
         match outbound.heartbeat_interval() {
             Some(every) => (self.silent_since + every).min(self.next_ping),
             None => self.next_ping,
