@@ -238,7 +238,8 @@ def main():
         vals = [lv.get("max_sustainable_received_per_s") for lv in lvs if lv.get("max_sustainable_received_per_s")]
         peak = [st.get("received_per_s", 0) for lv in lvs for st in lv.get("steps", []) if st.get("missing", 1) == 0]
         ceiling = (max(vals) if vals else None, max(peak) if peak else None, lvs[0].get("connections") if lvs else None)
-    out.append("The bar (Switchboard's max sustainable received msgs/s on the broadcast sweep, server on one core):")
+    out.append("The bar (Switchboard's max sustainable received msgs/s on the broadcast sweep, "
+               + (f"server on CPUs {pins[0]}):" if pins else "server on one core):"))
     for peer, need in BAR.items():
         if base_fig is None:
             out.append(f"  vs {peer}: no Switchboard figure")
@@ -281,29 +282,7 @@ def main():
     out.append("   so the selftest ceiling, not CPU%, shows whether the bench was the limit)")
     out.append("")
 
-    # --- chat ------------------------------------------------------------------
-    rows = []
-    for s in servers:
-        c = runs.get((s, "chat"))
-        results = (c or {}).get("results") or []
-        if not results:
-            rows.append([s, "–", "–", "–", "–", "–", ((c or {}).get("error") or status.get(s, ("", ""))[1] or "no chat run")[:90]])
-            continue
-        r = max(results, key=lambda r: (r.get("rooms", 0) * r.get("users", 0), r.get("rooms", 0)))
-        lat, res = r.get("latency", {}), r.get("resources", {})
-        ok = r.get("received") == r.get("expected")
-        rows.append([s, f"{r.get('rooms')}×{r.get('users')}", fmt(lat.get("mean_us", 0) / 1000, 2),
-                     fmt(lat.get("p99_us", 0) / 1000, 2), fmt(mib(res.get("server_rss_max_bytes")), 1),
-                     fmt(res.get("server_cpu_pct")),
-                     "all delivered" if ok else f"{r.get('received')} of {r.get('expected')} delivered"])
-        summary["servers"].setdefault(s, {})["chat"] = {
-            "rooms": r.get("rooms"), "users": r.get("users"), "mean_ms": lat.get("mean_us", 0) / 1000,
-            "p99_ms": lat.get("p99_us", 0) / 1000, "server_rss_mib": mib(res.get("server_rss_max_bytes")),
-            "server_cpu_pct": res.get("server_cpu_pct"), "all_delivered": ok}
-    out.append("Chat (heaviest load run): latency from the scheduled send time, server RSS")
-    out.append(table(["server", "rooms×users", "mean ms", "p99 ms", "server RSS MiB", "server CPU %", "note"], rows))
-    out.append("")
-
+    # --- chat: the study's tables -----------------------------------------------
     out += chat_study_part(runs, servers, summary)
 
     # --- pingpong ----------------------------------------------------------------
@@ -490,7 +469,7 @@ def xmpp_part(d, xmpp_status, summary):
     for s in servers:
         heads += [f"{s} local", f"{s} 162ms"]
     out.append("XMPP: the SockJS-versus-BOSH study, total ms for 100 sequential pings after login")
-    out.append("(study: its own browser and server; ours: the bench, each server pinned to one core; 162ms: --link delay=81ms)")
+    out.append("(study: its own browser and server; ours: the bench, each server pinned as above; 162ms: --link delay=81ms)")
     out.append(table(heads, rows))
     out.append("")
 
