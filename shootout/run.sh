@@ -332,7 +332,8 @@ for s in $XMPP_SERVERS; do
 done
 if [ -n "$XMPP_OK" ]; then
   say "XMPP:$XMPP_OK"
-  QUICK="$QUICK" XMPP_SERVERS="$XMPP_OK" shootout/xmpp.sh "$OUT" || say "XMPP part FAILED (see $OUT/shootout.log)"
+  QUICK="$QUICK" XMPP_SERVERS="$XMPP_OK" SERVER_CPUS="${SERVER_PIN[2]:-}" BENCH_CPUS="${BENCH_PIN[2]:-}" \
+    shootout/xmpp.sh "$OUT" || say "XMPP part FAILED (see $OUT/shootout.log)"
 fi
 
 # Server CPU per delivery at a fixed load, Switchboard beside Bun (rounds

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The shootout's XMPP part (issue 12): Switchboard beside ejabberd and Prosody.
 #
-# For each server in turn, started fresh and pinned to core 0 with the bench on
-# core 1 (as shootout/run.sh does):
+# For each server in turn, started fresh and pinned to the CPUs shootout/run.sh
+# chose for servers, with the bench on its own (core 0 and core 1 run alone):
 # - the SockJS-versus-BOSH study: log in, then 100 sequential XEP-0199 pings,
 #   total time, over every XMPP transport the server has, on localhost and again
 #   through an emulated link of 81 ms each way (`--link delay=81ms`, the study's
@@ -50,8 +50,12 @@ mkdir -p "$OUT/bench" "$OUT/logs"
 T0=$(date +%s)
 say() { printf '[xmpp %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*" | tee -a "$OUT/shootout.log" >&2; }
 
+# The CPUs shootout/run.sh chose (SERVER_CPUS, BENCH_CPUS); run alone, core 0
+# for the server and core 1 for the bench.
 SERVER_PIN=(); BENCH_PIN=()
-if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+if [ -n "${SERVER_CPUS:-}" ] && [ -n "${BENCH_CPUS:-}" ]; then
+  SERVER_PIN=(taskset -c "$SERVER_CPUS"); BENCH_PIN=(taskset -c "$BENCH_CPUS")
+elif command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
   SERVER_PIN=(taskset -c 0); BENCH_PIN=(taskset -c 1)
 fi
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
