@@ -28,7 +28,7 @@ use bytes::{Buf, Bytes};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::transport::frame_header::FrameHeader;
+use wire::websocket::frame_header::FrameHeader;
 
 /// Queued bytes past which tungstenite's own writes wait for the socket. The
 /// writer's frames are bounded by the client's outbox; this bounds what a

@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, ReadBuf};
 
-use crate::transport::frame_header::FrameHeader;
+use wire::websocket::frame_header::FrameHeader;
 
 /// The message of the read error raised at the first invalid byte.
 const INVALID_TEXT: &str = "invalid UTF-8 in a text message";

@@ -39,7 +39,7 @@ use crate::metrics::ConnectionMetrics;
 use crate::server::{Connection, MountState, ServerState};
 use crate::shutdown::Shutdown;
 use crate::transport::deflate::{self, Agreed, Inflating};
-use crate::transport::frame_header::{BINARY, TEXT, server_frame};
+use wire::websocket::frame_header::{BINARY, TEXT, server_frame};
 use crate::transport::shared_tcp::{SharedTcp, Watch};
 use crate::transport::utf8_watch::is_invalid_text;
 use crate::transport::ws_task::WsTask;
@@ -119,7 +119,7 @@ where
         let stream = Handover::of(upgraded);
         match agreed {
             Some(agreed) => {
-                let stream = stream.map(|io| Inflating::new(io, agreed, limits.max_message_size));
+                let stream = stream.map(|io| Inflating::new(io, agreed.inflate(limits.max_message_size)));
                 let running = run(stream, client, inbound, outbound, limits, metrics, shutdown);
                 spawn_connection(&server2, running, connection);
             }
@@ -359,7 +359,7 @@ mod tests {
     use super::*;
     use crate::apps::{App, AppKind};
     use crate::metrics::Metrics;
-    use crate::transport::frame_header::FrameHeader;
+    use wire::websocket::frame_header::FrameHeader;
 
     /// An idle connection's memory is mostly its task (README, "Idle memory,
     /// beside Bun"), so the future of a WebSocket connection over plain TCP,
@@ -388,7 +388,7 @@ mod tests {
             let client = app.open(Arc::new(Outbox::new(1 << 20)), None);
             let metrics = metrics.connection("echo", "websocket");
             let size = if deflate {
-                let stream = stream.map(|io| Inflating::new(io, agreed, limits.max_message_size));
+                let stream = stream.map(|io| Inflating::new(io, agreed.inflate(limits.max_message_size)));
                 let outbound = Raw { deflate: Some(agreed) };
                 std::mem::size_of_val(&run(stream, client, Raw::default(), outbound, limits.clone(), metrics, Shutdown::default()))
             } else {

@@ -45,7 +45,7 @@ use crate::metrics::ConnectionMetrics;
 use crate::shutdown::{Shutdown, Waiter};
 use crate::time::Ms;
 use crate::token;
-use crate::transport::frame_header;
+use wire::websocket::frame_header;
 use crate::transport::lazy_ws::LazyWs;
 use crate::transport::send_queue::{Refused, SendQueue, Sending};
 use crate::transport::shared_tcp::Watch;

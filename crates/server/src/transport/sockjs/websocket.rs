@@ -20,7 +20,7 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 use wire::sockjs::{BROKEN_FRAMING, decode_websocket, encode_close, encode_messages, quote};
 
 use crate::apps::AppClient;
-use crate::transport::frame_header::{TEXT, server_frame};
+use wire::websocket::frame_header::{TEXT, server_frame};
 use crate::transport::websocket::{Inbound, Outbound};
 
 /// The SockJS framing of one WebSocket connection, both ways.
@@ -109,7 +109,7 @@ mod tests {
     /// whose payload is the whole rest.
     fn texts(frames: &[Bytes]) -> Vec<String> {
         let texts = frames.iter().map(|bytes| {
-            let header = crate::transport::frame_header::FrameHeader::parse(bytes).expect("a header");
+            let header = wire::websocket::frame_header::FrameHeader::parse(bytes).expect("a header");
             assert_eq!((header.fin, header.rsv1, header.opcode, header.mask), (true, false, TEXT, None));
             assert_eq!(header.len as u64 + header.payload, bytes.len() as u64);
             String::from_utf8(bytes[header.len..].to_vec()).expect("UTF-8")

@@ -1,8 +1,9 @@
 //! WebSocket frame headers (RFC 6455 §5.2): read from the front of a byte
-//! stream, for the layers that follow the client's frames under tungstenite
-//! (`utf8_watch`, `deflate`), and written ([`put_header`]) in front of the
-//! server's own data frames, which are built once and shared
-//! ([`server_frame`]), and of the fragments `deflate` passes up.
+//! stream, for the layers that follow the peer's frames under tungstenite
+//! (the server's UTF-8 watch, [`super::deflate`]), and written
+//! ([`put_header`]) in front of the server's own data frames, which are built
+//! once and shared ([`server_frame`]), and of the fragments `deflate` passes
+//! up.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -95,10 +96,19 @@ impl FrameHeader {
     }
 }
 
+/// A client's whole frame: FIN, RSV1, `opcode`, the payload masked with
+/// `key`. The bench sends through tungstenite; this is for tests that write a
+/// client's bytes themselves.
+pub fn client_frame(fin: bool, rsv1: bool, opcode: u8, payload: &[u8], key: [u8; 4]) -> Vec<u8> {
+    let mut f = Vec::new();
+    put_header(&mut f, fin, rsv1, opcode, Some(key), payload.len());
+    f.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
+    f
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::client_frame;
 
     #[test]
     fn every_length_form_and_the_bits_are_read() {
