@@ -300,7 +300,7 @@ async fn resolve_transports(ctx: &Ctx, choice: &TransportChoice, settings: &Sett
                 if linked && k == TransportKind::XmppTcp {
                     return Err(Error::usage("--link carries the target's HTTP port only: xmpp-tcp cannot go through it"));
                 }
-                if ctx.target.is_exact_websocket() && k != TransportKind::Websocket {
+                if ctx.target.is_exact_websocket() && !k.is_native_websocket() {
                     return Err(Error::usage(format!("the {k} transport needs an http:// --target, not a ws:// URL")));
                 }
             }
@@ -316,9 +316,12 @@ async fn resolve_transports(ctx: &Ctx, choice: &TransportChoice, settings: &Sett
             let sockjs = transport::probe_sockjs(&ctx.target, ctx.timeout).await?;
             Ok(TransportKind::ALL
                 .into_iter()
-                // socket.io, centrifuge and XMPP are other protocol families, never probed: only when named.
+                // socket.io, centrifuge and XMPP are other protocol families, never probed, and
+                // permessage-deflate is a choice: only when named.
                 .filter(|&k| {
-                    refuses(k, settings).is_none() && !k.is_xmpp() && !matches!(k, TransportKind::Socketio | TransportKind::Centrifuge)
+                    refuses(k, settings).is_none()
+                        && !k.is_xmpp()
+                        && !matches!(k, TransportKind::Socketio | TransportKind::Centrifuge | TransportKind::WebsocketDeflate)
                 })
                 .filter(|&k| !k.is_sockjs() || sockjs.is_some_and(|info| info.websocket || k != TransportKind::SockjsWebsocket))
                 .collect())

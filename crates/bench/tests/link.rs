@@ -188,3 +188,40 @@ async fn a_row_that_fails_is_recorded_and_the_table_goes_on() {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["payload_bytes"], 2);
 }
+
+#[tokio::test]
+async fn the_bytes_table_shows_what_permessage_deflate_saves() {
+    let serve = Serve::start().await;
+    let target = serve.url("echo");
+    let argv = [
+        "link", "--quiet", "--target", &target, "--transport", "websocket,websocket-deflate", "--tables", "bytes",
+        "--rate", "10mbit", "--delay", "5ms", "--payload", "1000", "--round-trips", "3", "--link", "overhead=52",
+    ];
+    let (file, err) = measure(&argv).await;
+    assert!(err.is_none(), "{err:?}");
+    let v = json(&file);
+    let run = &v["runs"][0];
+    assert_eq!(run["failures"], serde_json::json!([]), "{run:#}");
+    let rows = run["wire_bytes"].as_array().expect("bytes table");
+    let row = |t: &str| rows.iter().find(|r| r["transport"] == t).unwrap_or_else(|| panic!("{t} row in {rows:#?}")).clone();
+    let (plain, deflated) = (row("websocket"), row("websocket-deflate"));
+    // Uncompressed: the payload, a frame header (masked up: 2 + 2 + 4) and one packet's 52 B.
+    assert_eq!(f(&plain, "message_wire_up_bytes"), 1000.0 + 8.0 + 52.0, "{plain:#}");
+    assert_eq!(f(&plain, "message_wire_down_bytes"), 1000.0 + 4.0 + 52.0, "{plain:#}");
+    // Compressed both ways, and every echo came back as sent (the scenario checks each).
+    for key in ["message_wire_up_bytes", "message_wire_down_bytes"] {
+        let (p, d) = (f(&plain, key), f(&deflated, key));
+        assert!(d > 52.0 && d < p * 0.8, "{key}: {d} deflated against {p}\n{deflated:#}");
+    }
+    // The offer and its answer make the upgrade longer.
+    assert!(u(&deflated, "setup_wire_up_bytes") > u(&plain, "setup_wire_up_bytes"), "{deflated:#}");
+}
+
+#[tokio::test]
+async fn a_server_that_declines_permessage_deflate_is_a_clear_error() {
+    let serve = Serve::with(server::Config { permessage_deflate: false, ..server::Config::default() }).await;
+    let target = serve.url("echo");
+    let (_, err) = measure(&["pingpong", "--quiet", "--target", &target, "--transport", "websocket-deflate", "--count", "3"]).await;
+    let err = err.expect("refused").to_string();
+    assert!(err.contains("declined permessage-deflate"), "{err}");
+}

@@ -143,18 +143,36 @@ fn check_echo(ctx: &Ctx, sent: &str, got: &str) -> Result<(), Error> {
 }
 
 /// A message of exactly `size` bytes that tells `seq` apart from its neighbours: the
-/// sequence number's last digits, then `x`s. Plain ASCII, so no transport escapes it.
+/// sequence number's last digits, then words drawn from [`WORDS`] by a generator
+/// seeded with `seq`, so the text compresses about as much as prose of the same
+/// letters does (permessage-deflate's share in the bytes table), not as a run of
+/// one letter would. Lower-case ASCII and spaces, so no transport escapes it.
 fn payload(seq: u64, size: u32) -> String {
     let size = size as usize;
     let digits = seq.to_string();
     if digits.len() >= size {
-        digits[digits.len() - size..].to_string()
-    } else {
-        let mut s = digits;
-        s.extend(std::iter::repeat_n('x', size - s.len()));
-        s
+        return digits[digits.len() - size..].to_string();
     }
+    let mut s = digits;
+    let mut state = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    while s.len() < size {
+        // xorshift64: deterministic, and plenty for choosing words.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        s.push(' ');
+        s.push_str(WORDS[(state >> 59) as usize]);
+    }
+    s.truncate(size);
+    s
 }
+
+/// The filler's words: common English ones of one to eight letters.
+const WORDS: [&str; 32] = [
+    "the", "a", "room", "message", "server", "client", "every", "sends", "reads", "and", "to", "of", "in", "link",
+    "slow", "frame", "bytes", "wire", "on", "is", "it", "that", "with", "for", "each", "one", "time", "delay",
+    "rate", "lost", "again", "at",
+];
 
 /// Min, mean and max of a non-empty list of µs.
 fn spread(us: &[u64]) -> (u64, f64, u64) {
@@ -510,9 +528,12 @@ mod tests {
 
     #[test]
     fn payloads_have_the_exact_size_and_differ() {
-        assert_eq!(payload(7, 2), "7x");
+        assert_eq!(payload(7, 2), "7 ");
         assert_eq!(payload(123, 2), "23");
-        assert_eq!(payload(5, 10), "5xxxxxxxxx");
+        assert_eq!(payload(5, 10).len(), 10);
+        assert!(payload(5, 10).starts_with("5 "), "{:?}", payload(5, 10));
+        assert!(payload(3, 1000).bytes().all(|b| b == b' ' || b.is_ascii_alphanumeric()));
+        assert_eq!(payload(9, 300), payload(9, 300), "the same for the same message");
         assert_eq!(payload(0, 10240).len(), 10240);
         assert_ne!(payload(1, 100), payload(2, 100));
     }

@@ -17,15 +17,13 @@ use std::sync::Arc;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
-use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::Text;
+use super::websocket::Ws;
 use crate::{Error, Target};
 
-type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 type SharedSink = Arc<Mutex<SplitSink<Ws, Message>>>;
 
 /// The WebSocket URL of a target, and the channel of its app.

@@ -15,6 +15,8 @@ mod sockjs;
 mod websocket;
 pub mod xmpp;
 
+use websocket::Framing;
+
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -31,6 +33,10 @@ pub type Text = tokio_tungstenite::tungstenite::Utf8Bytes;
 pub enum TransportKind {
     /// Native WebSocket at `<target>/websocket`, one text frame per message.
     Websocket,
+    /// The same, offering permessage-deflate (RFC 7692) and refusing a server
+    /// that declines it; messages of 64 bytes or more are sent compressed.
+    /// Only when named: `all` never picks it.
+    WebsocketDeflate,
     /// SockJS over its raw WebSocket endpoint (`a[...]` frames).
     SockjsWebsocket,
     /// SockJS xhr_streaming receive + xhr_send.
@@ -71,8 +77,9 @@ pub enum TransportKind {
 
 impl TransportKind {
     /// Every transport, in table order.
-    pub const ALL: [TransportKind; 17] = [
+    pub const ALL: [TransportKind; 18] = [
         TransportKind::Websocket,
+        TransportKind::WebsocketDeflate,
         TransportKind::SockjsWebsocket,
         TransportKind::XhrStreaming,
         TransportKind::XhrPolling,
@@ -94,6 +101,7 @@ impl TransportKind {
     pub fn name(self) -> &'static str {
         match self {
             TransportKind::Websocket => "websocket",
+            TransportKind::WebsocketDeflate => "websocket-deflate",
             TransportKind::SockjsWebsocket => "sockjs-websocket",
             TransportKind::XhrStreaming => "xhr-streaming",
             TransportKind::XhrPolling => "xhr-polling",
@@ -115,6 +123,12 @@ impl TransportKind {
 
     pub fn from_name(name: &str) -> Option<TransportKind> {
         TransportKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Whether it is native WebSocket, with or without permessage-deflate: the
+    /// transports a `ws://` target takes.
+    pub fn is_native_websocket(self) -> bool {
+        matches!(self, TransportKind::Websocket | TransportKind::WebsocketDeflate)
     }
 
     /// Whether it is one of SockJS's own transports (carrying an app's messages).
@@ -181,7 +195,8 @@ pub struct Client<'a> {
 pub async fn connect(target: &Target, kind: TransportKind, client: Client<'_>, timeout: Duration) -> Result<Connection, Error> {
     let open = async {
         match kind {
-            TransportKind::Websocket => websocket::connect(target, &target.websocket_url(), false, None).await,
+            TransportKind::Websocket => websocket::connect(target, &target.websocket_url(), Framing::Native, None).await,
+            TransportKind::WebsocketDeflate => websocket::connect(target, &target.websocket_url(), Framing::Deflate, None).await,
             _ if target.is_exact_websocket() => {
                 Err(Error::usage(format!("the {kind} transport needs an http:// --target, not a ws:// URL")))
             }
@@ -215,7 +230,7 @@ pub async fn connect(target: &Target, kind: TransportKind, client: Client<'_>, t
 /// A SockJS session of `kind` on the app at `target`.
 async fn sockjs_connect(target: &Target, kind: TransportKind) -> Result<Connection, Error> {
     if kind == TransportKind::SockjsWebsocket {
-        websocket::connect(target, &target.ws_url(&format!("{}/websocket", sockjs::session_path())), true, None).await
+        websocket::connect(target, &target.ws_url(&format!("{}/websocket", sockjs::session_path())), Framing::Sockjs, None).await
     } else {
         sockjs::connect(target, kind).await
     }

@@ -14,15 +14,13 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
-use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::Text;
+use super::websocket::Ws;
 use crate::{Error, Target};
 
-type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// Both halves write: the sender its messages, the receiver its pongs. An async lock
 /// because a write may wait for the socket; it is uncontended except once per ping.

@@ -125,7 +125,7 @@ pub(super) async fn connect(target: &Target, kind: TransportKind, who: &XmppSett
         }
         TransportKind::XmppWebsocket => {
             let url = target.at_path(&endpoints.websocket_path).ws_url("");
-            let (out, input) = carried(super::websocket::connect(target, &url, false, Some("xmpp")).await?)?;
+            let (out, input) = carried(super::websocket::connect(target, &url, super::Framing::Native, Some("xmpp")).await?)?;
             (out, input, Framing::Messages, url)
         }
         TransportKind::Bosh => {

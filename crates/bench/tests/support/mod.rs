@@ -109,6 +109,11 @@ impl Serve {
         Serve::serving(server::Config::default(), None).await
     }
 
+    /// A server with settings of its own.
+    pub async fn with(config: server::Config) -> Serve {
+        Serve::serving(config, None).await
+    }
+
     /// A server that also takes XMPP clients, on a free port of its own.
     pub async fn with_xmpp(config: server::Config) -> Serve {
         let xmpp = TcpListener::bind("127.0.0.1:0").await.expect("bind");
