@@ -72,6 +72,7 @@ jdk:
 # The Smack integration test framework (Maven Central) against XMPP on
 # 127.0.0.1:5222, one specification at a time; logs in build/smack/.
 test-smack: jdk
+	python3 conformance/smack/test_check.py
 	$(CARGO) build
 	SWITCHBOARD_BIN=$(CURDIR)/target/debug/switchboard conformance/smack/run.sh
 
