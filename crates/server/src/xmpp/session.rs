@@ -716,6 +716,9 @@ impl Session {
             Some((room, event)) => {
                 let occupancy = self.rooms.get(room)?;
                 let stanza = match (event, &occupancy.renamed_from) {
+                    // Its own join's echo, still queued when it changed its
+                    // nick: the old nick was its own until then.
+                    (RoomEvent::Join { name }, Some(old)) if name == old => return None,
                     // Its own nick change, as the room's events tell it (XEP-0045 §7.6).
                     (RoomEvent::Leave { name }, Some(old)) if name == old => {
                         super::muc::render(event, &occupancy.room_jid, old, &self.full_jid(), |nick| self.shown(room, nick))?

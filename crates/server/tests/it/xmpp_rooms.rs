@@ -136,6 +136,40 @@ async fn a_room_an_xmpp_client_makes_is_its_own_to_configure_moderate_and_destro
     assert_eq!(condition(&owner.stanza().await), "not-acceptable", "no longer an occupant");
 }
 
+/// A client may send its nick change before the room has answered its
+/// join: the room's echo of that join, still queued when the change is
+/// made, is not shown to it as another occupant under its old nick.
+#[tokio::test]
+async fn a_nick_change_sent_with_the_join_shows_no_one_under_the_old_nick() {
+    let server = TestServer::with_xmpp(server::Config::default()).await;
+    let addr = server.xmpp.unwrap();
+    let (mut owner, _) = Client::login(addr).await;
+    owner.send("<presence to='den@conference.localhost/olga'/>").await;
+    joined(&mut owner).await;
+    owner.send("<iq type='set' id='c1' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><x xmlns='jabber:x:data' type='submit'/></query></iq>").await;
+    assert_eq!(owner.stanza().await.get("type"), Some("result"));
+
+    let (mut guest, _) = Client::login(addr).await;
+    guest.send("<presence to='den@conference.localhost/gus'/><presence to='den@conference.localhost/gus2'/>").await;
+    let presences = joined(&mut guest).await;
+    assert_eq!(presences.iter().map(|p| p.get("from").unwrap()).collect::<Vec<_>>(), ["den@conference.localhost/olga", "den@conference.localhost/gus"]);
+    assert_eq!(codes(&presences[1]), ["110"]);
+    let left = guest.stanza().await;
+    assert_eq!((left.get("from"), left.get("type"), codes(&left)), (Some("den@conference.localhost/gus"), Some("unavailable"), vec!["110".to_owned(), "303".to_owned()]));
+    let back = guest.stanza().await;
+    assert_eq!((back.get("from"), back.get("type"), codes(&back)), (Some("den@conference.localhost/gus2"), None, vec!["110".to_owned()]));
+    guest.send("<iq type='get' id='p1' to='localhost'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(guest.stanza().await.get("id"), Some("p1"), "nothing more came before the answer");
+
+    // The room saw gus come in, leave for gus2, and gus2 come in.
+    let seen: Vec<_> = [owner.stanza().await, owner.stanza().await, owner.stanza().await].iter().map(|p| (p.get("from").unwrap().to_owned(), p.get("type").map(str::to_owned))).collect();
+    assert_eq!(seen, [
+        ("den@conference.localhost/gus".to_owned(), None),
+        ("den@conference.localhost/gus".to_owned(), Some("unavailable".to_owned())),
+        ("den@conference.localhost/gus2".to_owned(), None),
+    ]);
+}
+
 #[tokio::test]
 async fn presence_reaches_a_users_other_resources_and_iqs_reach_other_users() {
     let config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("alice", "pw"), server::AccountEntry::new("bob", "pw")], xmpp_plain_unencrypted: true, ..server::Config::default() };
