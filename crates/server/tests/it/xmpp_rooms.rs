@@ -136,11 +136,9 @@ async fn a_room_an_xmpp_client_makes_is_its_own_to_configure_moderate_and_destro
     assert_eq!(condition(&owner.stanza().await), "not-acceptable", "no longer an occupant");
 }
 
-/// A client may send its nick change before the room has answered its
-/// join: the room's echo of that join, still queued when the change is
-/// made, is not shown to it as another occupant under its old nick.
-#[tokio::test]
-async fn a_nick_change_sent_with_the_join_shows_no_one_under_the_old_nick() {
+/// A server with room `den`, made an instant room by its owner olga; olga,
+/// and a guest logged in but not in the room.
+async fn instant_room() -> (TestServer, Client, Client) {
     let server = TestServer::with_xmpp(server::Config::default()).await;
     let addr = server.xmpp.unwrap();
     let (mut owner, _) = Client::login(addr).await;
@@ -148,8 +146,22 @@ async fn a_nick_change_sent_with_the_join_shows_no_one_under_the_old_nick() {
     joined(&mut owner).await;
     owner.send("<iq type='set' id='c1' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><x xmlns='jabber:x:data' type='submit'/></query></iq>").await;
     assert_eq!(owner.stanza().await.get("type"), Some("result"));
+    let (guest, _) = Client::login(addr).await;
+    (server, owner, guest)
+}
 
-    let (mut guest, _) = Client::login(addr).await;
+/// Answers a ping, so that a test can tell nothing came before the answer.
+async fn nothing_more(c: &mut Client) {
+    c.send("<iq type='get' id='p1' to='localhost'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(c.stanza().await.get("id"), Some("p1"), "nothing more came before the answer");
+}
+
+/// A client may send its nick change before the room has answered its
+/// join: the room's echo of that join, still queued when the change is
+/// made, is not shown to it as another occupant under its old nick.
+#[tokio::test]
+async fn a_nick_change_sent_with_the_join_shows_no_one_under_the_old_nick() {
+    let (_server, mut owner, mut guest) = instant_room().await;
     guest.send("<presence to='den@conference.localhost/gus'/><presence to='den@conference.localhost/gus2'/>").await;
     let presences = joined(&mut guest).await;
     assert_eq!(presences.iter().map(|p| p.get("from").unwrap()).collect::<Vec<_>>(), ["den@conference.localhost/olga", "den@conference.localhost/gus"]);
@@ -158,8 +170,7 @@ async fn a_nick_change_sent_with_the_join_shows_no_one_under_the_old_nick() {
     assert_eq!((left.get("from"), left.get("type"), codes(&left)), (Some("den@conference.localhost/gus"), Some("unavailable"), vec!["110".to_owned(), "303".to_owned()]));
     let back = guest.stanza().await;
     assert_eq!((back.get("from"), back.get("type"), codes(&back)), (Some("den@conference.localhost/gus2"), None, vec!["110".to_owned()]));
-    guest.send("<iq type='get' id='p1' to='localhost'><ping xmlns='urn:xmpp:ping'/></iq>").await;
-    assert_eq!(guest.stanza().await.get("id"), Some("p1"), "nothing more came before the answer");
+    nothing_more(&mut guest).await;
 
     // The room saw gus come in, leave for gus2, and gus2 come in.
     let seen: Vec<_> = [owner.stanza().await, owner.stanza().await, owner.stanza().await].iter().map(|p| (p.get("from").unwrap().to_owned(), p.get("type").map(str::to_owned))).collect();
@@ -168,6 +179,33 @@ async fn a_nick_change_sent_with_the_join_shows_no_one_under_the_old_nick() {
         ("den@conference.localhost/gus".to_owned(), Some("unavailable".to_owned())),
         ("den@conference.localhost/gus2".to_owned(), None),
     ]);
+}
+
+/// A client that leaves a room and enters it again in the same write is
+/// told of its leave once, and is in the room after.
+#[tokio::test]
+async fn a_leave_and_a_join_sent_together_leave_the_client_in_the_room() {
+    let (_server, mut owner, mut guest) = instant_room().await;
+    guest.send("<presence to='den@conference.localhost/gus'/>").await;
+    joined(&mut guest).await;
+    assert_eq!(owner.stanza().await.get("from"), Some("den@conference.localhost/gus"));
+
+    guest.send("<presence type='unavailable' to='den@conference.localhost/gus'/><presence to='den@conference.localhost/gus'/>").await;
+    let left = guest.stanza().await;
+    assert_eq!((left.get("from"), left.get("type"), codes(&left)), (Some("den@conference.localhost/gus"), Some("unavailable"), vec!["110".to_owned()]));
+    let presences = joined(&mut guest).await;
+    assert_eq!(presences.iter().map(|p| (p.get("from").unwrap(), p.get("type"))).collect::<Vec<_>>(), [("den@conference.localhost/olga", None), ("den@conference.localhost/gus", None)]);
+    nothing_more(&mut guest).await;
+    for kind in [Some("unavailable"), None] {
+        let seen = owner.stanza().await;
+        assert_eq!((seen.get("from"), seen.get("type")), (Some("den@conference.localhost/gus"), kind));
+    }
+    // In the room: its message reaches the owner and comes back to it.
+    guest.send("<message type='groupchat' to='den@conference.localhost'><body>back</body></message>").await;
+    for c in [&mut owner, &mut guest] {
+        let message = c.stanza().await;
+        assert_eq!((message.get("from"), message.find("body", "jabber:client").map(Element::text_content)), (Some("den@conference.localhost/gus"), Some("back".to_owned())));
+    }
 }
 
 #[tokio::test]
