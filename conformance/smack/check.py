@@ -66,8 +66,9 @@ class Run:
 
 def again_runs(stem):
     """The runs of single tests after the first, in the order they ran."""
-    paths = glob.glob(glob.escape(stem) + ".again*.log")
-    return [Run(p) for p in sorted(paths, key=lambda p: int(p[len(stem) + 6:-4] or 0))]
+    numbered = re.compile(re.escape(stem) + r"\.again(\d+)\.log")
+    runs = [(int(m.group(1)), p) for p in glob.glob(glob.escape(stem) + ".again*.log") if (m := numbered.fullmatch(p))]
+    return [Run(p) for _, p in sorted(runs)]
 
 
 def outcomes(expected, first, later):
@@ -81,8 +82,8 @@ def outcomes(expected, first, later):
         if run.finished is None:
             problems.append(f"{run.path}: the run did not finish:\n    {run.tail}")
             continue
-        if run.miscounted():
-            problems.append(f"{run.path}: {run.miscounted()}")
+        if wrong := run.miscounted():
+            problems.append(f"{run.path}: {wrong}")
         for name in run.passed:
             if name in runs:
                 runs[name].append(True)
@@ -110,8 +111,8 @@ def check(known_path, stems):
                 continue
             problems.append(f"{spec}: the run did not finish:\n    {first.tail}")
             continue
-        if first.miscounted():
-            problems.append(f"{spec}: {first.miscounted()}")
+        if wrong := first.miscounted():
+            problems.append(f"{spec}: {wrong}")
         retried, later_problems = outcomes(expected, first, again_runs(stem))
         problems += later_problems
         passed_later = [name for name, (_, _, passed) in retried.items() if passed]
