@@ -17,5 +17,6 @@ mod sockjs_http;
 mod sockjs_ws;
 mod xmpp;
 mod xmpp_bosh;
+mod xmpp_hostile;
 mod xmpp_rooms;
 mod xmpp_sockjs;

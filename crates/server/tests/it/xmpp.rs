@@ -30,6 +30,11 @@ impl Client {
         self.stream.write_all(xml.as_bytes()).await.unwrap();
     }
 
+    /// Sends bytes that need not be whole characters.
+    pub async fn send_bytes(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.unwrap();
+    }
+
     /// The next event of the server's stream; `None` once it closed the socket.
     pub async fn event(&mut self) -> Option<StreamEvent> {
         loop {

@@ -153,18 +153,24 @@ impl Element {
     }
 }
 
-/// Escapes text or an attribute value: `&`, `<`, `>`, `"` and `'`.
+/// Escapes text or an attribute value with quick-xml (`&`, `<`, `>`, `"`,
+/// `'` and CR); a character XML 1.0 does not allow, which text from
+/// another protocol may carry (a chat message's U+0001), becomes U+FFFD, so
+/// that no stream is broken by it.
 pub fn escape_into(text: &str, out: &mut String) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
+    if text.chars().all(is_xml_char) {
+        out.push_str(&quick_xml::escape::escape(text));
+    } else {
+        let safe: String = text.chars().map(|c| if is_xml_char(c) { c } else { char::REPLACEMENT_CHARACTER }).collect();
+        out.push_str(&quick_xml::escape::escape(safe.as_str()));
     }
+}
+
+/// Whether XML 1.0 allows `c` in a document (§2.2, `Char`): tab, line
+/// feed, carriage return, and from U+0020 on except U+FFFE and U+FFFF
+/// (a Rust `char` is never a surrogate).
+pub fn is_xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | ' '..='\u{FFFD}' | '\u{10000}'..)
 }
 
 #[cfg(test)]
@@ -194,5 +200,11 @@ mod tests {
         );
         assert_eq!(Element::new("presence", "jabber:client").to_xml_standalone(), r#"<presence xmlns="jabber:client"/>"#);
         assert_eq!(message.get("type"), Some("groupchat"));
+    }
+
+    #[test]
+    fn what_xml_forbids_is_written_as_a_replacement_character() {
+        let body = Element::new("body", "jabber:client").attr("a", "x\u{0}y").text("a\u{1}b\u{1b}\u{FFFE}\u{FFFF}c\td\re\u{10FFFF}");
+        assert_eq!(body.to_xml("jabber:client"), "<body a=\"x\u{FFFD}y\">a\u{FFFD}b\u{FFFD}\u{FFFD}\u{FFFD}c\td&#13;e\u{10FFFF}</body>");
     }
 }

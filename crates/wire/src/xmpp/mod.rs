@@ -6,9 +6,10 @@ mod element;
 pub mod fuzz;
 mod header;
 pub mod ns;
+mod scan;
 mod stream;
 
-pub use element::{Element, Node, STREAMS_NS, escape_into};
+pub use element::{Element, Node, STREAMS_NS, escape_into, is_xml_char};
 pub use header::{CLOSE, Header, STREAM_END};
 pub use stream::{Limits, StreamError, StreamEvent, StreamParser};
 pub(crate) use stream::{Document, parse_document};

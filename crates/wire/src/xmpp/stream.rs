@@ -4,13 +4,16 @@
 //! Parsing is quick-xml's. What RFC 6120 §11.1 forbids in a stream is an
 //! error here: a DOCTYPE (so no entity can expand: no XML bomb), processing
 //! instructions, comments, and entity references other than the five XML
-//! predefines and character references. A stanza is parsed once it is
-//! complete; until then its bytes wait, within [`Limits::max_stanza_bytes`].
+//! predefines and character references; so is any character XML 1.0 does
+//! not allow (control characters, U+FFFE, U+FFFF), raw or as a reference.
+//! A stanza is parsed once it is complete (`scan` finds its end as its bytes
+//! arrive); until then its bytes wait, within [`Limits::max_stanza_bytes`].
 
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
-use super::element::{Element, Node, STREAMS_NS};
+use super::element::{Element, Node, STREAMS_NS, is_xml_char};
+use super::scan::{Goal, Scanner};
 
 /// Bounds on what a peer may make the parser hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +93,8 @@ pub struct StreamParser {
     /// stanza: (prefix, namespace), the default one with an empty prefix.
     scope: Option<Vec<(String, String)>>,
     closed: bool,
+    /// Where the element at the buffer's start ends, as far as it has come.
+    scan: Scanner,
 }
 
 /// Whether a parse ended for want of bytes.
@@ -100,14 +105,14 @@ enum Parsed<T> {
 
 impl StreamParser {
     pub fn new(limits: Limits) -> StreamParser {
-        StreamParser { limits, buf: Vec::new(), scope: None, closed: false }
+        StreamParser { limits, buf: Vec::new(), scope: None, closed: false, scan: Scanner::default() }
     }
 
     /// A parser of elements that each stand alone, with no stream header
     /// around them (XMPP over WebSocket, RFC 7395: one element per message,
     /// each declaring its own namespace).
     pub fn fragments(limits: Limits) -> StreamParser {
-        StreamParser { limits, buf: Vec::new(), scope: Some(Vec::new()), closed: false }
+        StreamParser { limits, buf: Vec::new(), scope: Some(Vec::new()), closed: false, scan: Scanner::default() }
     }
 
     /// Starts a new stream on the same bytes, as after SASL success or
@@ -115,6 +120,7 @@ impl StreamParser {
     pub fn restart(&mut self) {
         self.scope = None;
         self.closed = false;
+        self.scan.reset();
     }
 
     /// Takes bytes as they arrived.
@@ -129,45 +135,50 @@ impl StreamParser {
 
     /// The next event, `Ok(None)` until enough bytes have arrived.
     pub fn next_event(&mut self) -> Result<Option<StreamEvent>, StreamError> {
-        let start = self.buf.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(self.buf.len());
-        if start == self.buf.len() {
-            self.buf.clear();
-            return Ok(None);
-        }
-        if self.closed {
-            return Err(StreamError::BadFormat("data after the end of the stream".into()));
-        }
-        if self.buf[start] != b'<' {
-            return Err(StreamError::BadFormat("text outside any stanza".into()));
-        }
-        let parsed = match &self.scope {
-            None => self.parse_header(start)?,
-            Some(scope) => parse_stanza(&self.buf[start..], scope, STREAM_ROOT, self.limits)?,
-        };
-        match parsed {
-            Parsed::Done(event, used) => {
-                self.buf.drain(..start + used);
-                match &event {
-                    StreamEvent::Open { .. } => {}
-                    StreamEvent::Close => self.closed = true,
-                    StreamEvent::Stanza(_) => {}
-                }
-                Ok(Some(event))
+        if self.scan.is_fresh() {
+            // Whitespace between stanzas is dropped; anything else must start one.
+            let start = self.buf.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(self.buf.len());
+            self.buf.drain(..start);
+            let Some(&first) = self.buf.first() else { return Ok(None) };
+            if self.closed {
+                return Err(StreamError::BadFormat("data after the end of the stream".into()));
             }
-            Parsed::Incomplete if self.buf.len() - start > self.limits.max_stanza_bytes => Err(StreamError::PolicyViolation(
-                format!("a stanza of more than {} bytes", self.limits.max_stanza_bytes),
-            )),
-            Parsed::Incomplete => Ok(None),
+            if first != b'<' {
+                return Err(StreamError::BadFormat("text outside any stanza".into()));
+            }
         }
+        let goal = if self.scope.is_none() { Goal::Header } else { Goal::Stanza };
+        let Some(end) = self.scan.scan(&self.buf, goal, self.limits.max_depth)? else {
+            if self.buf.len() > self.limits.max_stanza_bytes {
+                return Err(StreamError::PolicyViolation(format!("a stanza of more than {} bytes", self.limits.max_stanza_bytes)));
+            }
+            return Ok(None);
+        };
+        if goal == Goal::Stanza && end > self.limits.max_stanza_bytes {
+            return Err(StreamError::PolicyViolation(format!("a stanza of more than {} bytes", self.limits.max_stanza_bytes)));
+        }
+        self.scan.reset();
+        let parsed = match &self.scope {
+            None => self.parse_header(end)?,
+            Some(scope) => parse_stanza(&self.buf[..end], scope, STREAM_ROOT, self.limits)?,
+        };
+        let Parsed::Done(event, used) = parsed else {
+            return Err(StreamError::NotWellFormed("an element that does not end where its tags say".into()));
+        };
+        self.buf.drain(..used);
+        if event == StreamEvent::Close {
+            self.closed = true;
+        }
+        Ok(Some(event))
     }
 
-    fn parse_header(&mut self, start: usize) -> Result<Parsed<StreamEvent>, StreamError> {
-        let bytes = &self.buf[start..];
+    fn parse_header(&mut self, end: usize) -> Result<Parsed<StreamEvent>, StreamError> {
+        let bytes = &self.buf[..end];
         let mut reader = Reader::from_reader(bytes);
         loop {
             let event = match reader.read_event() {
                 Ok(event) => event,
-                Err(e) => return if incomplete(&e, reader.error_position(), bytes.len()) { Ok(Parsed::Incomplete) } else { Err(ill_formed(e)) },
+                Err(e) => return Err(ill_formed(e)),
             };
             match event {
                 Event::Decl(_) => {}
@@ -209,7 +220,7 @@ fn parse_stanza(bytes: &[u8], scope: &[(String, String)], root: (&str, &str), li
     loop {
         let event = match reader.read_event() {
             Ok(event) => event,
-            Err(e) => return if incomplete(&e, reader.error_position(), bytes.len()) { Ok(Parsed::Incomplete) } else { Err(ill_formed(e)) },
+            Err(e) => return Err(ill_formed(e)),
         };
         let closed = match event {
             Event::Start(head) | Event::Empty(head) if open.len() >= limits.max_depth => {
@@ -244,6 +255,7 @@ fn parse_stanza(bytes: &[u8], scope: &[(String, String)], root: (&str, &str), li
             },
             Event::Text(text) => {
                 let text = text.xml10_content();
+                allowed(&text)?;
                 match open.last_mut() {
                     Some((parent, _)) => push_text(parent, &text),
                     None if text.trim().is_empty() => {}
@@ -253,6 +265,7 @@ fn parse_stanza(bytes: &[u8], scope: &[(String, String)], root: (&str, &str), li
             }
             Event::CData(data) => {
                 let text = data.into_inner().into_owned();
+                allowed(&text)?;
                 match open.last_mut() {
                     Some((parent, _)) => push_text(parent, &text),
                     None => return Err(StreamError::BadFormat("text between stanzas".into())),
@@ -272,6 +285,7 @@ fn parse_stanza(bytes: &[u8], scope: &[(String, String)], root: (&str, &str), li
                     },
                     Err(e) => return Err(StreamError::NotWellFormed(e.to_string())),
                 };
+                allowed(c.encode_utf8(&mut [0; 4]))?;
                 match open.last_mut() {
                     Some((parent, _)) => push_text(parent, c.encode_utf8(&mut [0; 4])),
                     None => return Err(StreamError::BadFormat("text between stanzas".into())),
@@ -385,6 +399,8 @@ fn attributes(head: &BytesStart<'_>, scope: &mut Vec<(String, String)>, limits: 
         let attr = attr.map_err(|e| StreamError::NotWellFormed(e.to_string()))?;
         let name = attr.key.as_ref().to_owned();
         let value = attr.normalized_value(quick_xml::XmlVersion::Implicit1_0).map_err(|e| StreamError::RestrictedXml(e.to_string()))?.into_owned();
+        allowed(&name)?;
+        allowed(&value)?;
         if name == "xmlns" {
             scope.push((String::new(), value));
         } else if let Some(prefix) = name.strip_prefix("xmlns:") {
@@ -399,6 +415,7 @@ fn attributes(head: &BytesStart<'_>, scope: &mut Vec<(String, String)>, limits: 
 /// An element name's prefix and local part.
 fn split(head: &BytesStart<'_>) -> Result<(String, String), StreamError> {
     let name = head.name().as_ref().to_owned();
+    allowed(&name)?;
     Ok(match name.split_once(':') {
         Some((prefix, local)) => (prefix.to_owned(), local.to_owned()),
         None => (String::new(), name),
@@ -413,18 +430,12 @@ fn lookup(scope: &[(String, String)], prefix: &str) -> Option<String> {
     scope.iter().rev().find(|(p, _)| p == prefix).map(|(_, ns)| ns.clone())
 }
 
-/// Whether an error only says that the bytes ran out in the middle of
-/// something: the rest may still come.
-fn incomplete(error: &quick_xml::Error, at: u64, len: usize) -> bool {
-    use quick_xml::errors::{IllFormedError, SyntaxError};
-    match error {
-        // `<!` and what follows it so far may still become `<![CDATA[`.
-        quick_xml::Error::Syntax(SyntaxError::InvalidBangMarkup) => len.saturating_sub(at as usize) < 9,
-        // Markup cut off by the end of the bytes.
-        quick_xml::Error::Syntax(_) => true,
-        // A reference cut short (`&am`), at the very end.
-        quick_xml::Error::IllFormed(IllFormedError::UnclosedReference) => len.saturating_sub(at as usize) < 12,
-        _ => false,
+/// Refuses text with a character XML 1.0 does not allow (§2.2): it would
+/// break every reader it was passed on to.
+fn allowed(text: &str) -> Result<(), StreamError> {
+    match text.chars().find(|&c| !is_xml_char(c)) {
+        None => Ok(()),
+        Some(c) => Err(StreamError::NotWellFormed(format!("U+{:04X} is not a character XML allows", u32::from(c)))),
     }
 }
 
@@ -529,6 +540,54 @@ mod tests {
         p.next_event().unwrap();
         p.feed(format!("<message><body>{}", "x".repeat(100)).as_bytes());
         assert_eq!(p.next_event().unwrap_err().condition(), "policy-violation", "an unfinished stanza over the byte bound");
+    }
+
+    #[test]
+    fn a_character_cut_by_a_read_waits_for_its_other_bytes() {
+        let body = "Привет, мир! ☺ 𝄞 ".repeat(40);
+        let stanza = format!("<message to='lobby@conference.localhost' type='groupchat'><body>{body}</body></message>");
+        for cut in 1..stanza.len() {
+            let mut p = opened();
+            p.feed(&stanza.as_bytes()[..cut]);
+            assert_eq!(p.next_event(), Ok(None), "cut at {cut}");
+            p.feed(&stanza.as_bytes()[cut..]);
+            let Ok(Some(StreamEvent::Stanza(message))) = p.next_event() else { panic!("cut at {cut}") };
+            assert_eq!(message.find("body", "jabber:client").unwrap().text_content(), body);
+        }
+    }
+
+    #[test]
+    fn characters_xml_forbids_are_not_well_formed_raw_or_referenced() {
+        for input in [
+            "<message><body>a\u{1}b</body></message>",
+            "<message><body>a\u{0}b</body></message>",
+            "<message><body>a&#1;b</body></message>",
+            "<message><body>a&#x1B;b</body></message>",
+            "<message><body>a&#xFFFE;b</body></message>",
+            "<message><body>\u{FFFF}</body></message>",
+            "<message><body><![CDATA[\u{7}]]></body></message>",
+            "<message to='a&#1;b'/>",
+            "<message to='a\u{8}b'/>",
+        ] {
+            let mut p = opened();
+            p.feed(input.as_bytes());
+            let error = p.next_event().expect_err(input);
+            assert_eq!(error.condition(), "not-well-formed", "{input}: {error}");
+        }
+        let mut p = opened();
+        p.feed("<message><body>tab\tcr\rlf\n&#9;&#xD;&#10;\u{FFFD}\u{10000}</body></message>".as_bytes());
+        let Ok(Some(StreamEvent::Stanza(message))) = p.next_event() else { panic!("the characters XML allows") };
+        assert_eq!(message.find("body", "jabber:client").unwrap().text_content(), "tab\tcr\nlf\n\t\r\n\u{FFFD}\u{10000}");
+    }
+
+    #[test]
+    fn a_stanza_whole_in_one_read_is_held_to_the_byte_bound_too() {
+        let limits = Limits { max_stanza_bytes: 100, ..Limits::default() };
+        let mut p = StreamParser::new(limits);
+        p.feed(HEADER.as_bytes());
+        p.next_event().unwrap();
+        p.feed(format!("<message><body>{}</body></message>", "x".repeat(100)).as_bytes());
+        assert_eq!(p.next_event().unwrap_err().condition(), "policy-violation");
     }
 
     #[test]
