@@ -226,6 +226,11 @@ impl Accounts {
         self.open.is_none() && self.map.read().is_empty()
     }
 
+    /// Whether the account `name` exists.
+    pub fn exists(&self, name: &str) -> bool {
+        self.map.read().contains_key(name)
+    }
+
     fn get(&self, name: &str) -> Option<Arc<Account>> {
         self.map.read().get(name).cloned()
     }

@@ -80,6 +80,10 @@ struct User {
     pending: Vec<(String, Element)>,
 }
 
+/// The most of a subscription request kept while it waits (its `<status/>`
+/// and other children count; its attributes are JIDs, bounded anyway).
+pub const REQUEST_BYTES: usize = 1024;
+
 /// The roster is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Full;
@@ -101,7 +105,13 @@ impl Rosters {
     /// contact as it is after, if it is there.
     pub fn update(&self, user: &str, jid: &str, add: bool, change: impl FnOnce(&mut Contact)) -> Result<Option<Contact>, Full> {
         let mut users = self.users.lock();
-        let entry = users.entry(user.to_owned()).or_default();
+        // Only an addition may make a roster: a change to one that is not
+        // there must not leave an empty one behind.
+        let entry = match users.get_mut(user) {
+            Some(entry) => entry,
+            None if !add => return Ok(None),
+            None => users.entry(user.to_owned()).or_default(),
+        };
         let at = match entry.contacts.iter().position(|c| c.jid == jid) {
             Some(at) => at,
             None if !add => return Ok(None),
@@ -125,14 +135,24 @@ impl Rosters {
     }
 
     /// Keeps `request` from `from` until `user` answers it (one per
-    /// requester, at most the limit).
-    pub fn hold(&self, user: &str, from: &str, request: Element) {
+    /// requester, at most the limit), as at most [`REQUEST_BYTES`]: past
+    /// that, only its attributes are kept, so what a requester can make the
+    /// server hold for a user is bounded whatever it sends.
+    pub fn hold(&self, user: &str, from: &str, mut request: Element) {
+        if request.to_xml(ns::CLIENT).len() > REQUEST_BYTES {
+            request.children.clear();
+        }
         let mut users = self.users.lock();
         let entry = users.entry(user.to_owned()).or_default();
         entry.pending.retain(|(f, _)| f != from);
         if entry.pending.len() < self.limit {
             entry.pending.push((from.to_owned(), request));
         }
+    }
+
+    /// Subscription requests waiting for their users, in all.
+    pub fn waiting(&self) -> usize {
+        self.users.lock().values().map(|u| u.pending.len()).sum()
     }
 
     /// Forgets `from`'s request to `user`; whether there was one.
@@ -191,5 +211,19 @@ mod tests {
         assert_eq!(rosters.pending("b@l").len(), 1);
         assert!(rosters.answered("b@l", "a@l"));
         assert!(!rosters.answered("b@l", "a@l"));
+        assert_eq!(rosters.update("nobody@l", "a@l", false, |_| {}), Ok(None));
+        assert!(!rosters.users.lock().contains_key("nobody@l"), "a change to no roster makes none");
+    }
+
+    #[test]
+    fn a_waiting_request_is_kept_within_its_byte_bound() {
+        let rosters = Rosters::new(10);
+        let short = Element::new("presence", ns::CLIENT).attr("type", "subscribe").child(Element::new("status", ns::CLIENT).text("hi"));
+        rosters.hold("b@l", "a@l", short.clone());
+        assert_eq!(rosters.pending("b@l"), [short]);
+        let long = Element::new("presence", ns::CLIENT).attr("type", "subscribe").child(Element::new("status", ns::CLIENT).text(&"x".repeat(REQUEST_BYTES)));
+        rosters.hold("b@l", "c@l", long);
+        assert_eq!(rosters.pending("b@l")[1], Element::new("presence", ns::CLIENT).attr("type", "subscribe"));
+        assert_eq!(rosters.waiting(), 2);
     }
 }

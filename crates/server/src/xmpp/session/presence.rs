@@ -172,6 +172,18 @@ impl Session {
                 if !local {
                     return;
                 }
+                if !self.xmpp.exists(&other) {
+                    // No such user: the server answers for it (RFC 6121 §8.5.1),
+                    // and keeps nothing.
+                    let mut answer = Element::new("presence", ns::CLIENT).attr("type", "unsubscribed");
+                    answer.attrs.push(("from".into(), contact.clone()));
+                    answer.attrs.push(("to".into(), user.clone()));
+                    if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| c.ask = false) {
+                        push(&self.xmpp, &user, mine.item());
+                    }
+                    deliver(&self.xmpp, &user, &answer);
+                    return;
+                }
                 if rosters.contact(&contact, &user).is_some_and(|c| c.subscription.from) {
                     // Approved before: the contact's server answers for it (§3.1.3).
                     let mut answer = Element::new("presence", ns::CLIENT).attr("type", "subscribed");
