@@ -128,6 +128,10 @@ pub struct Args {
     #[arg(long, env = "SWITCHBOARD_XMPP_RESUME_TIMEOUT", value_parser = humantime::parse_duration)]
     pub xmpp_resume_timeout: Option<Duration>,
 
+    /// Most XMPP sessions kept waiting to be resumed at once, each holding at most two --queue-limit's worth of stanzas; past it the one waiting longest ends. Anonymous sessions are never kept: they cannot be resumed [default: 1000]
+    #[arg(long, env = "SWITCHBOARD_XMPP_MAX_PARKED")]
+    pub xmpp_max_parked: Option<usize>,
+
     /// Failed SASL attempts after which the XMPP stream is closed with not-authorized [default: 3]
     #[arg(long, env = "SWITCHBOARD_XMPP_AUTH_TRIES")]
     pub xmpp_auth_tries: Option<u32>,
@@ -268,6 +272,8 @@ pub struct Config {
     pub xmpp_list_limit: usize,
     /// How long a broken XMPP session waits to be resumed.
     pub xmpp_resume_timeout: Duration,
+    /// Most broken XMPP sessions waiting to be resumed.
+    pub xmpp_max_parked: usize,
     /// Longest a BOSH request is held.
     pub bosh_wait: Duration,
     /// How long a BOSH session lives without a request.
@@ -332,6 +338,8 @@ impl Default for Config {
             xmpp_registration: 0,
             xmpp_list_limit: 1000,
             xmpp_resume_timeout: Duration::from_secs(300),
+            // 1,000 sessions of 2 MiB at worst: 2 GiB, the most resumption can hold.
+            xmpp_max_parked: 1000,
             bosh_wait: Duration::from_secs(60),
             bosh_inactivity: Duration::from_secs(60),
             bosh_max_sessions: 10_000,
@@ -454,6 +462,7 @@ struct File {
     xmpp_list_limit: Option<usize>,
     #[serde(default, with = "humantime_serde")]
     xmpp_resume_timeout: Option<Duration>,
+    xmpp_max_parked: Option<usize>,
     #[serde(default, with = "humantime_serde")]
     bosh_wait: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
@@ -610,6 +619,7 @@ impl Config {
             xmpp_registration: args.xmpp_registration.or(file.xmpp_registration).unwrap_or(d.xmpp_registration),
             xmpp_list_limit: args.xmpp_list_limit.or(file.xmpp_list_limit).unwrap_or(d.xmpp_list_limit),
             xmpp_resume_timeout: args.xmpp_resume_timeout.or(file.xmpp_resume_timeout).unwrap_or(d.xmpp_resume_timeout),
+            xmpp_max_parked: args.xmpp_max_parked.or(file.xmpp_max_parked).unwrap_or(d.xmpp_max_parked),
             bosh_wait: args.bosh_wait.or(file.bosh_wait).unwrap_or(d.bosh_wait),
             bosh_inactivity: args.bosh_inactivity.or(file.bosh_inactivity).unwrap_or(d.bosh_inactivity),
             bosh_max_sessions: args.bosh_max_sessions.or(file.bosh_max_sessions).unwrap_or(d.bosh_max_sessions),
@@ -654,6 +664,9 @@ impl Config {
         }
         if self.xmpp_list_limit == 0 {
             return bad("xmpp_list_limit must be at least 1".into());
+        }
+        if self.xmpp_max_parked == 0 {
+            return bad("xmpp_max_parked must be at least 1".into());
         }
         if self.xmpp_auth_tries == 0 {
             return bad("xmpp_auth_tries must be at least 1".into());

@@ -133,6 +133,10 @@ pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connect
             if let Some(link) = &server.link {
                 server.metrics.broker(link.state().is_up(), link.state().reconnects());
             }
+            if let Some(xmpp) = &server.xmpp {
+                let (parked, waiting) = xmpp.held();
+                server.metrics.xmpp(parked, waiting);
+            }
             bytes_response(
                 StatusCode::OK,
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",

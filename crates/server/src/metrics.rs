@@ -50,6 +50,8 @@ pub struct Metrics {
     broker_connected: Gauge,
     broker_reconnects: Counter,
     xmpp_resumed: Counter,
+    xmpp_parked: Gauge,
+    xmpp_requests_waiting: Gauge,
     /// The counters of each label set, as connections share them.
     shared: Mutex<HashMap<Labels, Arc<Counters>>>,
 }
@@ -78,6 +80,8 @@ impl Metrics {
             broker_connected: Gauge::default(),
             broker_reconnects: Counter::default(),
             xmpp_resumed: Counter::default(),
+            xmpp_parked: Gauge::default(),
+            xmpp_requests_waiting: Gauge::default(),
             shared: Mutex::default(),
             registry: Registry::default(),
         };
@@ -110,6 +114,16 @@ impl Metrics {
             "xmpp_resumptions",
             "XMPP sessions resumed on a new connection (XEP-0198)",
             m.xmpp_resumed.clone(),
+        );
+        registry.register(
+            "xmpp_parked_sessions",
+            "XMPP sessions whose connection broke, waiting to be resumed (at most --xmpp-max-parked)",
+            m.xmpp_parked.clone(),
+        );
+        registry.register(
+            "xmpp_subscription_requests_waiting",
+            "Presence subscription requests kept until their users answer (at most --xmpp-list-limit per user)",
+            m.xmpp_requests_waiting.clone(),
         );
         Metrics { registry, ..m }
     }
@@ -154,6 +168,13 @@ impl Metrics {
     pub fn broker(&self, up: bool, reconnects: u64) {
         self.broker_connected.set(i64::from(up));
         self.broker_reconnects.inc_by(reconnects.saturating_sub(self.broker_reconnects.get()));
+    }
+
+    /// Takes what XMPP holds, before an encode: sessions waiting to be
+    /// resumed, and subscription requests waiting for an answer.
+    pub fn xmpp(&self, parked: usize, requests_waiting: usize) {
+        self.xmpp_parked.set(i64::try_from(parked).unwrap_or(i64::MAX));
+        self.xmpp_requests_waiting.set(i64::try_from(requests_waiting).unwrap_or(i64::MAX));
     }
 
     /// The metrics in Prometheus text format.

@@ -79,8 +79,14 @@ pub struct Xmpp {
     pub tls: Option<tokio_rustls::TlsAcceptor>,
     /// How long a broken session waits to be resumed (XEP-0198).
     pub resume_timeout: std::time::Duration,
-    /// Sessions whose connection broke, waiting to be resumed, by id.
-    parked: Mutex<HashMap<String, session::Session>>,
+    /// Sessions whose connection broke, waiting to be resumed, by id, each
+    /// with the order it was parked in; at most `max_parked`.
+    parked: Mutex<HashMap<String, (u64, session::Session)>>,
+    /// Most sessions parked at once (`--xmpp-max-parked`): past it the
+    /// one parked longest ends, as if its time had run out.
+    max_parked: usize,
+    /// How many sessions have been parked, for their order.
+    parked_count: std::sync::atomic::AtomicU64,
     /// Resumable sessions, by id: their account, framing, and how to ask
     /// their connection for them.
     #[allow(clippy::type_complexity)]
@@ -120,10 +126,13 @@ impl Xmpp {
         auth: Auth,
         tls: Option<tokio_rustls::TlsAcceptor>,
         resume_timeout: std::time::Duration,
+        max_parked: usize,
         list_limit: usize,
     ) -> Xmpp {
         Xmpp {
             list_limit,
+            max_parked,
+            parked_count: std::sync::atomic::AtomicU64::new(0),
             auth,
             tls,
             resume_timeout,
@@ -141,33 +150,61 @@ impl Xmpp {
 
     /// Keeps a session whose connection broke for `resume_timeout`, still
     /// in its rooms (its outbox gathers what happens meanwhile, within its
-    /// bound); then it ends like any other.
+    /// bound); then it ends like any other. With `max_parked` already
+    /// waiting, the one parked longest ends first.
     pub(crate) fn park(self: &Arc<Self>, session: session::Session) {
         let Some(id) = session.resumable() else {
             let mut session = session;
             session.leave_all();
             return;
         };
-        self.parked.lock().insert(id.clone(), session);
+        let order = self.parked_count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let evicted = {
+            let mut parked = self.parked.lock();
+            let oldest = (parked.len() >= self.max_parked)
+                .then(|| parked.iter().min_by_key(|(_, (order, _))| *order).map(|(id, _)| id.clone()))
+                .flatten();
+            let evicted = oldest.and_then(|id| parked.remove(&id));
+            parked.insert(id.clone(), (order, session));
+            evicted
+        };
+        // Leaving rooms publishes: not under the lock.
+        if let Some((_, mut session)) = evicted {
+            session.leave_all();
+        }
         let xmpp = self.clone();
         tokio::spawn(async move {
             tokio::time::sleep(xmpp.resume_timeout).await;
-            let expired = xmpp.parked.lock().remove(&id);
-            if let Some(mut session) = expired {
+            let expired = {
+                let mut parked = xmpp.parked.lock();
+                // The same id parked again since is another wait.
+                match parked.get(&id) {
+                    Some((kept, _)) if *kept == order => parked.remove(&id),
+                    _ => None,
+                }
+            };
+            if let Some((_, mut session)) = expired {
                 session.leave_all();
             }
         });
     }
 
+    /// What XMPP holds for clients that are not connected: sessions
+    /// waiting to be resumed, and subscription requests waiting for an
+    /// answer.
+    pub fn held(&self) -> (usize, usize) {
+        (self.parked.lock().len(), self.rosters.waiting())
+    }
+
     /// The parked session `id` of the account `bare`, taken for resumption.
     fn take_parked(&self, id: &str, bare: &Jid, framing: session::Framing) -> Option<session::Session> {
         let mut parked = self.parked.lock();
-        let session = parked.get(id)?;
+        let (_, session) = parked.get(id)?;
         // Its kept stanzas are framed for its transport: it resumes on the same kind.
         if session.bare_jid().as_ref() != Some(bare) || session.framing() != framing {
             return None;
         }
-        parked.remove(id)
+        parked.remove(id).map(|(_, session)| session)
     }
 
     /// Notes that the session resumable by `id` (of the account `bare`) is
@@ -193,6 +230,13 @@ impl Xmpp {
         takeover.send(reply).await.ok()?;
         // The old connection answers at once unless it is itself ending.
         tokio::time::timeout(std::time::Duration::from_secs(10), session).await.ok()?.ok()
+    }
+
+    /// Whether `bare` is a user of this server: an account, or a user
+    /// logged in anonymously, who exists while bound.
+    fn exists(&self, bare: &Jid) -> bool {
+        let Some(local) = bare.local.as_deref() else { return false };
+        bare.domain == self.domain && (self.auth.accounts.exists(local) || self.sessions.lock().contains_key(&bare.bare().to_string()))
     }
 
     /// Registers a bound resource; `false` if that full JID is taken.

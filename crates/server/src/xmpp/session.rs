@@ -368,8 +368,11 @@ impl Session {
             ("enable", None) => {
                 let mut enabled = Element::new("enabled", ns::SM);
                 let mut sm = StreamManagement::default();
+                // An anonymous user can never log in as itself again, so its
+                // session could never be resumed: it is not kept for that.
                 if matches!(nonza.get("resume"), Some("true" | "1"))
                     && self.may_resume
+                    && !self.anonymous
                     && let Some(bare) = self.jid.as_ref().map(Jid::bare)
                 {
                     let id = format!("{:032x}", rand::random::<u128>());

@@ -17,6 +17,16 @@ async fn join(c: &mut Client, room: &str, nick: &str) {
     while c.stanza().await.find("subject", "jabber:client").is_none() {}
 }
 
+/// Logs in anonymously on a server that may offer more, and binds: the
+/// client and its JID.
+async fn anonymous(addr: std::net::SocketAddr) -> (Client, String) {
+    let (mut c, _, _) = Client::authenticate(addr, "<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='ANONYMOUS'/>").await;
+    c.send("<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>").await;
+    let bound = c.stanza().await;
+    let jid = bound.find("bind", "urn:ietf:params:xml:ns:xmpp-bind").unwrap().find("jid", "urn:ietf:params:xml:ns:xmpp-bind").unwrap().text_content();
+    (c, jid)
+}
+
 /// Bytes the server has read from XMPP clients over TCP.
 async fn bytes_in(server: &TestServer) -> f64 {
     server.metric(r#"switchboard_bytes_in_total{app="xmpp",transport="tcp"}"#).await.unwrap_or(0.0)
@@ -84,4 +94,97 @@ async fn characters_xml_forbids_never_reach_an_xmpp_stream() {
             break;
         }
     }
+}
+
+/// Sends `presence` (a subscription request) and reads what comes back to
+/// the requester up to the server's answer of `unsubscribed`.
+async fn refused_subscription(c: &mut Client, to: &str, status: &str) {
+    c.send(&format!("<presence to='{to}' type='subscribe'><status>{status}</status></presence>")).await;
+    loop {
+        let stanza = c.stanza().await;
+        if stanza.name == "presence" {
+            assert_eq!((stanza.get("type"), stanza.get("from")), (Some("unsubscribed"), Some(to)), "{stanza:?}");
+            return;
+        }
+        assert_eq!(stanza.name, "iq", "only roster pushes come before the answer: {stanza:?}");
+        c.send(&format!("<iq type='result' id='{}'/>", stanza.get("id").unwrap())).await;
+    }
+}
+
+#[tokio::test]
+async fn subscription_requests_to_nobody_are_answered_and_not_kept() {
+    let config = Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw")], xmpp_plain_unencrypted: true, ..Config::default() };
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let waiting = r#"switchboard_xmpp_subscription_requests_waiting "#;
+    let big = "x".repeat(30_000);
+    for _ in 0..3 {
+        let (mut c, _) = anonymous(addr).await;
+        for i in 0..20 {
+            refused_subscription(&mut c, &format!("ghost{i}@localhost"), &big).await;
+        }
+    }
+    assert_eq!(server.metric(waiting).await, Some(0.0), "nothing kept for users that do not exist");
+    // A request to an account that is offline waits for it, within its byte bound.
+    let (mut c, jid) = anonymous(addr).await;
+    c.send(&format!("<presence to='ann@localhost' type='subscribe'><status>{big}</status></presence>")).await;
+    c.send("<iq type='get' id='p'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    while c.stanza().await.get("id") != Some("p") {}
+    assert_eq!(server.metric(waiting).await, Some(1.0));
+    let mut ann = crate::xmpp::bound_account(addr, "ann", "desk").await;
+    ann.send("<presence/>").await;
+    let request = loop {
+        let stanza = ann.stanza().await;
+        if stanza.name == "presence" && stanza.get("type") == Some("subscribe") {
+            break stanza;
+        }
+    };
+    assert_eq!(request.get("from"), Some(jid.split('/').next().unwrap()));
+    assert!(request.find("status", "jabber:client").is_none(), "a request over 1 KiB is kept without its status");
+}
+
+#[tokio::test]
+async fn parked_sessions_are_bounded_and_anonymous_ones_are_never_parked() {
+    let config = Config {
+        xmpp_accounts: vec![server::AccountEntry::new("fay", "pw")],
+        xmpp_plain_unencrypted: true,
+        xmpp_max_parked: 2,
+        ..Config::default()
+    };
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let mut alice = server.chat_member("alice", "lobby").await;
+    let parked = r#"switchboard_xmpp_parked_sessions "#;
+    // Anonymous: resumption is not offered, and a broken connection leaves the room at once.
+    let (mut anon, _) = anonymous(addr).await;
+    anon.send("<enable xmlns='urn:xmpp:sm:3' resume='true'/>").await;
+    let enabled = anon.stanza().await;
+    assert_eq!((enabled.name.as_str(), enabled.get("resume"), enabled.get("id")), ("enabled", None, None));
+    join(&mut anon, "lobby", "ghost").await;
+    assert_eq!(alice.recv_json().await, json!({"event": "join", "name": "ghost", "room": "lobby"}));
+    drop(anon);
+    assert_eq!(alice.recv_json().await, json!({"event": "leave", "name": "ghost", "room": "lobby"}));
+    // An account's sessions are parked, three of them past a bound of two:
+    // the first parked leaves its room when the third is parked.
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let mut c = crate::xmpp::bound_account(addr, "fay", &format!("r{n}")).await;
+        c.send("<enable xmlns='urn:xmpp:sm:3' resume='true'/>").await;
+        let enabled = c.stanza().await;
+        ids.push(enabled.get("id").unwrap().to_owned());
+        join(&mut c, "lobby", &format!("fay{n}")).await;
+        assert_eq!(alice.recv_json().await["name"], format!("fay{n}"));
+        drop(c);
+        until(|| async { (server.metric(parked).await == Some((n + 1).min(2) as f64)).then_some(()) }).await;
+    }
+    assert_eq!(alice.recv_json().await, json!({"event": "leave", "name": "fay0", "room": "lobby"}));
+    // The first can no longer be resumed; the last can.
+    let mut clients = Vec::new();
+    for (id, resumed) in [(&ids[0], false), (&ids[2], true)] {
+        let mut c = crate::xmpp::login_account(addr, "fay", "pw").await;
+        c.send(&format!("<resume xmlns='urn:xmpp:sm:3' previd='{id}' h='0'/>")).await;
+        assert_eq!(c.stanza().await.name, if resumed { "resumed" } else { "failed" });
+        clients.push(c);
+    }
+    assert_eq!(server.metric(parked).await, Some(1.0), "fay1 waits; fay2 is connected again");
 }
