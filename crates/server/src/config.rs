@@ -60,7 +60,7 @@ pub struct Args {
     #[arg(long, env = "SWITCHBOARD_MAX_HEADER_SIZE")]
     pub max_header_size: Option<usize>,
 
-    /// How often a silent WebSocket client is pinged; one that answers no ping for a whole interval is closed with 1008 [default: 25s]
+    /// How often a silent WebSocket or XMPP client is pinged; one that answers no ping for a whole interval is closed (WebSocket 1008, XMPP connection-timeout), and so is one whose socket takes no bytes for as long [default: 25s]
     #[arg(long, env = "SWITCHBOARD_PING_INTERVAL", value_parser = humantime::parse_duration)]
     pub ping_interval: Option<Duration>,
 
@@ -127,6 +127,10 @@ pub struct Args {
     /// How long an XMPP session whose connection broke waits to be resumed (XEP-0198), still in its rooms [default: 5m]
     #[arg(long, env = "SWITCHBOARD_XMPP_RESUME_TIMEOUT", value_parser = humantime::parse_duration)]
     pub xmpp_resume_timeout: Option<Duration>,
+
+    /// How long an XMPP client over TCP has from connecting to binding a resource (stream headers, TLS, SASL); then the stream ends with connection-timeout. Once bound, a client silent for --ping-interval is pinged (XEP-0199) and one silent for another interval is closed the same way [default: 1m]
+    #[arg(long, env = "SWITCHBOARD_XMPP_LOGIN_TIMEOUT", value_parser = humantime::parse_duration)]
+    pub xmpp_login_timeout: Option<Duration>,
 
     /// Most XMPP sessions kept waiting to be resumed at once, each holding at most two --queue-limit's worth of stanzas; past it the one waiting longest ends. Anonymous sessions are never kept: they cannot be resumed [default: 1000]
     #[arg(long, env = "SWITCHBOARD_XMPP_MAX_PARKED")]
@@ -274,6 +278,8 @@ pub struct Config {
     pub xmpp_resume_timeout: Duration,
     /// Most broken XMPP sessions waiting to be resumed.
     pub xmpp_max_parked: usize,
+    /// How long an XMPP client over TCP may take to log in and bind.
+    pub xmpp_login_timeout: Duration,
     /// Longest a BOSH request is held.
     pub bosh_wait: Duration,
     /// How long a BOSH session lives without a request.
@@ -340,6 +346,8 @@ impl Default for Config {
             xmpp_resume_timeout: Duration::from_secs(300),
             // 1,000 sessions of 2 MiB at worst: 2 GiB, the most resumption can hold.
             xmpp_max_parked: 1000,
+            // A login over a slow link takes a few round trips; an idle socket gets no more.
+            xmpp_login_timeout: Duration::from_secs(60),
             bosh_wait: Duration::from_secs(60),
             bosh_inactivity: Duration::from_secs(60),
             bosh_max_sessions: 10_000,
@@ -463,6 +471,8 @@ struct File {
     #[serde(default, with = "humantime_serde")]
     xmpp_resume_timeout: Option<Duration>,
     xmpp_max_parked: Option<usize>,
+    #[serde(default, with = "humantime_serde")]
+    xmpp_login_timeout: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
     bosh_wait: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
@@ -620,6 +630,7 @@ impl Config {
             xmpp_list_limit: args.xmpp_list_limit.or(file.xmpp_list_limit).unwrap_or(d.xmpp_list_limit),
             xmpp_resume_timeout: args.xmpp_resume_timeout.or(file.xmpp_resume_timeout).unwrap_or(d.xmpp_resume_timeout),
             xmpp_max_parked: args.xmpp_max_parked.or(file.xmpp_max_parked).unwrap_or(d.xmpp_max_parked),
+            xmpp_login_timeout: args.xmpp_login_timeout.or(file.xmpp_login_timeout).unwrap_or(d.xmpp_login_timeout),
             bosh_wait: args.bosh_wait.or(file.bosh_wait).unwrap_or(d.bosh_wait),
             bosh_inactivity: args.bosh_inactivity.or(file.bosh_inactivity).unwrap_or(d.bosh_inactivity),
             bosh_max_sessions: args.bosh_max_sessions.or(file.bosh_max_sessions).unwrap_or(d.bosh_max_sessions),
@@ -646,6 +657,7 @@ impl Config {
             ("header_timeout", self.header_timeout),
             ("idle_timeout", self.idle_timeout),
             ("ping_interval", self.ping_interval),
+            ("xmpp_login_timeout", self.xmpp_login_timeout),
         ] {
             if value.is_zero() {
                 return bad(format!("{name} must be above zero"));

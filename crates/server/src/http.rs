@@ -32,6 +32,37 @@ use crate::transport::{sockjs, websocket};
 /// The body of every response: a whole buffer or a stream of frames.
 pub type Body = BoxBody<Bytes, Infallible>;
 
+/// Why a request's body could not be read whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyError {
+    /// Longer than the bound.
+    TooLarge,
+    /// Not all there within `--idle-timeout`: the client is stalling (its
+    /// `Content-Length` promised more than it sends).
+    TimedOut,
+    /// The client went away mid-body.
+    Broken,
+}
+
+/// Reads a request's body whole: at most `limit` bytes, within `deadline`.
+pub async fn read_body(body: Incoming, limit: usize, deadline: std::time::Duration) -> Result<Bytes, BodyError> {
+    match tokio::time::timeout(deadline, http_body_util::Limited::new(body, limit).collect()).await {
+        Ok(Ok(body)) => Ok(body.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
+        Ok(Err(_)) => Err(BodyError::Broken),
+        Err(_) => Err(BodyError::TimedOut),
+    }
+}
+
+/// The answer to a body that did not arrive in time: `408`, and the
+/// connection closes, since the rest of the body would be read as the next
+/// request.
+pub fn body_timeout(mut res: Response<Body>) -> Response<Body> {
+    *res.status_mut() = StatusCode::REQUEST_TIMEOUT;
+    res.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    res
+}
+
 /// A response with a text body.
 pub fn text_response(status: StatusCode, text: impl Into<Bytes>) -> Response<Body> {
     bytes_response(status, "text/plain; charset=UTF-8", text)

@@ -33,8 +33,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
+
+use crate::http::BodyError;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use parking_lot::Mutex;
@@ -186,11 +187,12 @@ pub async fn handle(req: Request<Incoming>, server: &Arc<ServerState>, connectio
         }
     }
     let limit = server.config.max_message_size.saturating_mul(BODY_LIMIT_IN_MESSAGES);
-    let bytes = match Limited::new(req.into_body(), limit).collect().await {
-        Ok(body) => body.to_bytes(),
-        Err(e) if e.is::<LengthLimitError>() => return terminate(StatusCode::PAYLOAD_TOO_LARGE, Condition::PolicyViolation),
+    let bytes = match crate::http::read_body(req.into_body(), limit, server.config.idle_timeout).await {
+        Ok(bytes) => bytes,
+        Err(BodyError::TooLarge) => return terminate(StatusCode::PAYLOAD_TOO_LARGE, Condition::PolicyViolation),
+        Err(BodyError::TimedOut) => return crate::http::body_timeout(terminate(StatusCode::BAD_REQUEST, Condition::PolicyViolation)),
         // The client went away mid-body; nobody reads this answer.
-        Err(_) => return terminate(StatusCode::BAD_REQUEST, Condition::BadRequest),
+        Err(BodyError::Broken) => return terminate(StatusCode::BAD_REQUEST, Condition::BadRequest),
     };
     let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
     let Ok(body) = Wrapper::parse(&bytes, limits) else {

@@ -788,6 +788,18 @@ impl Session {
         self.framing.text(&error)
     }
 
+    /// Pings the client (XEP-0199) to see whether it is still there: any
+    /// bytes it sends, its answer or anything else, say so.
+    pub fn ping(&self) {
+        let ping = Element::new("iq", ns::CLIENT)
+            .attr("type", "get")
+            .attr("id", &format!("ping-{:08x}", rand::random::<u32>()))
+            .attr("from", &self.xmpp.domain)
+            .attr("to", &self.full_jid())
+            .child(Element::new("ping", ns::PING));
+        self.send(&ping);
+    }
+
     /// The domain served, for an error before the client's header.
     pub fn domain(&self) -> &str {
         &self.xmpp.domain

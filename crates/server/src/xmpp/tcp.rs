@@ -3,15 +3,19 @@
 
 use std::sync::Arc;
 
+use std::pin::Pin;
+
 use hub::{Drained, Outbox, Payload};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::{Instant, Sleep};
 use tokio_rustls::TlsAcceptor;
 use wire::xmpp::{Limits, StreamParser};
 
 use super::Xmpp;
 use super::session::{Flow, Framing, Phase, STREAM_CLOSE, Session, StreamEnd, header, stream_end_for};
+use crate::limits::Inflow;
 use crate::metrics::ConnectionMetrics;
 use crate::server::ServerState;
 
@@ -36,6 +40,23 @@ struct Conn {
     metrics: ConnectionMetrics,
     batch: Vec<Payload>,
     out: String,
+    /// What the client may send (`--max-message-rate`, `--max-byte-rate`).
+    inflow: Inflow,
+    /// Until when the client is not read, for being over its rate.
+    paused: Option<Instant>,
+    /// When the client must have bound a resource (`--xmpp-login-timeout`).
+    login_deadline: Instant,
+    /// When the client was last heard from, or last pinged.
+    quiet_since: Instant,
+    /// Whether the client has been pinged since it was last heard from.
+    pinged: bool,
+    /// Whether the session has bound a resource: from then on the timer
+    /// watches for silence instead of the login deadline.
+    bound: bool,
+    /// Wakes the connection for the earliest of the deadlines above; it is
+    /// set lazily: a read only notes the time, and a wake that comes early
+    /// sets the timer again.
+    timer: Pin<Box<Sleep>>,
 }
 
 /// Serves one client connection until either side ends the stream; with
@@ -45,7 +66,17 @@ pub async fn run(mut tcp: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, 
     let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
     let tls = xmpp.tls.clone();
     let service = xmpp.clone();
+    let rates = server.config.mounts.iter().find(|m| m.app == crate::AppKind::Xmpp).map(|m| m.limits).unwrap_or_default();
+    let now = Instant::now();
+    let login_deadline = now + server.config.xmpp_login_timeout;
     let mut conn = Conn {
+        inflow: Inflow::new(rates.max_message_rate, rates.max_byte_rate),
+        paused: None,
+        login_deadline,
+        quiet_since: now,
+        pinged: false,
+        bound: false,
+        timer: Box::pin(tokio::time::sleep_until(login_deadline)),
         metrics: server.metrics.connection("xmpp", "tcp"),
         session: Session::new(server.clone(), Framing::Stream, xmpp, outbox.clone()),
         server,
@@ -84,6 +115,9 @@ impl Conn {
         }
     }
 }
+
+/// How long the stream's last words (its error and end) may take to write.
+const LAST_WORDS: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Bytes read from a client at a time; a bigger stanza takes several reads.
 const READ_CHUNK: usize = 4 * 1024;
@@ -129,12 +163,15 @@ impl Conn {
     async fn drive<S: Socket>(&mut self, stream: &mut S) -> Ending {
         loop {
             tokio::select! {
-                n = stream.read_into(&mut self.parser) => {
+                n = stream.read_into(&mut self.parser), if self.paused.is_none() => {
                     let n = match n {
                         Ok(0) | Err(_) => return Ending::Broken,
                         Ok(n) => n,
                     };
+                    self.quiet_since = Instant::now();
+                    self.pinged = false;
                     let mut n_left = n;
+                    let before = self.session.stanzas_in;
                     // Events already buffered after a resumption are the
                     // resumed session's: handle them without waiting to read.
                     loop {
@@ -167,13 +204,35 @@ impl Conn {
                             Err(end) => return Ending::Done(Some(end)),
                         }
                     }
+                    if !self.bound && self.session.phase == Phase::Ready {
+                        self.bound = true;
+                        let next = self.quiet_since + self.server.config.ping_interval;
+                        self.timer.as_mut().reset(next);
+                    }
+                    // Over its rate, the client is read again only once under it:
+                    // TCP holds it back meanwhile, and nothing it sent is lost.
+                    if let Some(until) = self.inflow.charge(self.session.stanzas_in - before, n) {
+                        self.paused = Some(until);
+                        let next = until.min(self.timer.deadline());
+                        self.timer.as_mut().reset(next);
+                    }
                 }
                 drained = self.outbox.drain(&mut self.batch) => {
                     if !self.write(stream).await {
-                        return Ending::Broken;
+                        // A write abandoned because the queue overflowed behind it
+                        // ends the session; any other failure may be resumed.
+                        return match self.outbox.close_reason() {
+                            Some(close) => self.closed_by(&close),
+                            None => Ending::Broken,
+                        };
                     }
                     if let Drained::Closed(close) = drained {
-                        return Ending::Done(Some(stream_end_for(&close)));
+                        return self.closed_by(&close);
+                    }
+                }
+                () = self.timer.as_mut() => {
+                    if let Err(end) = self.on_timer() {
+                        return Ending::Done(Some(end));
                     }
                 }
                 reply = self.session.taken_over() => {
@@ -185,6 +244,45 @@ impl Conn {
                 () = self.server.shutdown.wait() => return Ending::Done(Some(StreamEnd("system-shutdown", "the server is shutting down".into()))),
             }
         }
+    }
+
+    /// The session's outbox was closed (a slow consumer, shutdown …): the
+    /// stream ends with the error that says why.
+    fn closed_by(&self, close: &hub::Close) -> Ending {
+        if close.is_slow_consumer() {
+            self.metrics.slow_consumer();
+        }
+        Ending::Done(Some(stream_end_for(close)))
+    }
+
+    /// The timer went off: the client may be read again, or has taken too
+    /// long to log in, or is pinged for being silent, or is closed for not
+    /// answering; then the timer is set for what comes next.
+    fn on_timer(&mut self) -> Result<(), StreamEnd> {
+        let now = Instant::now();
+        if self.paused.is_some_and(|until| until <= now) {
+            self.paused = None;
+        }
+        let interval = self.server.config.ping_interval;
+        let watch = if self.session.phase != Phase::Ready {
+            if self.login_deadline <= now {
+                let limit = humantime::format_duration(self.server.config.xmpp_login_timeout);
+                return Err(StreamEnd("connection-timeout", format!("no resource bound within {limit}")));
+            }
+            self.login_deadline
+        } else if self.quiet_since + interval <= now {
+            if self.pinged {
+                return Err(StreamEnd("connection-timeout", "no answer to the server's ping".into()));
+            }
+            self.session.ping();
+            self.pinged = true;
+            self.quiet_since = now;
+            now + interval
+        } else {
+            self.quiet_since + interval
+        };
+        self.timer.as_mut().reset(self.paused.map_or(watch, |until| until.min(watch)));
+        Ok(())
     }
 
     /// Hands the session to the connection that resumed it, and ends this
@@ -217,7 +315,15 @@ impl Conn {
         if self.out.is_empty() {
             return true;
         }
-        let ok = stream.write_all(self.out.as_bytes()).await.is_ok();
+        // A client that takes no bytes for a ping interval is gone, or
+        // hostile: it must not hold its connection and queue forever; nor
+        // once its queue has overflowed behind the write.
+        let write = tokio::time::timeout(self.server.config.ping_interval, stream.write_all(self.out.as_bytes()));
+        let ok = tokio::select! {
+            biased;
+            written = write => matches!(written, Ok(Ok(()))),
+            _ = self.outbox.closed() => false,
+        };
         self.metrics.sent(count, self.out.len());
         ok
     }
@@ -240,8 +346,9 @@ impl Conn {
                 out.push_str(&self.session.stream_error(condition, &text));
             }
             out.push_str(STREAM_CLOSE);
-            let _ = stream.write_all(out.as_bytes()).await;
+            // A client that is not reading gets no longer than this to take it.
+            let _ = tokio::time::timeout(LAST_WORDS, stream.write_all(out.as_bytes())).await;
         }
-        let _ = stream.shutdown().await;
+        let _ = tokio::time::timeout(LAST_WORDS, stream.shutdown()).await;
     }
 }

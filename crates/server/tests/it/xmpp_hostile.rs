@@ -2,11 +2,14 @@
 //! meets a bound or a clear error, and harms no other client. Assertions
 //! are about counts, bounds and bytes, never timings.
 
+use std::time::Duration;
+
 use serde_json::json;
 use server::Config;
+use tokio::io::AsyncWriteExt;
 
 use crate::support::{TestServer, until};
-use crate::xmpp::Client;
+use crate::xmpp::{Client, HEADER};
 
 const MUC: &str = "http://jabber.org/protocol/muc";
 
@@ -187,4 +190,138 @@ async fn parked_sessions_are_bounded_and_anonymous_ones_are_never_parked() {
         clients.push(c);
     }
     assert_eq!(server.metric(parked).await, Some(1.0), "fay1 waits; fay2 is connected again");
+}
+
+/// A server whose XMPP clients have `login` to bind and are pinged after
+/// `ping` of silence.
+async fn impatient(login: Duration, ping: Duration) -> TestServer {
+    TestServer::with_xmpp(Config { xmpp_login_timeout: login, ping_interval: ping, ..Config::default() }).await
+}
+
+#[tokio::test]
+async fn a_socket_that_does_not_log_in_in_time_is_closed_with_connection_timeout() {
+    let server = impatient(Duration::from_millis(300), Duration::from_secs(25)).await;
+    let addr = server.xmpp.unwrap();
+    for sent in ["", "<?xml version='1.0'?><stream:stream to='local", HEADER, &format!("{HEADER}<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>")] {
+        let mut c = Client::connect(addr).await;
+        c.send(sent).await;
+        assert_eq!(c.stream_error().await, "connection-timeout", "after {sent:?}");
+        assert!(c.event().await.is_none(), "and the socket is closed");
+    }
+}
+
+#[tokio::test]
+async fn a_silent_client_is_pinged_and_closed_if_it_never_answers() {
+    let server = impatient(Duration::from_secs(60), Duration::from_millis(200)).await;
+    let addr = server.xmpp.unwrap();
+    let (mut quiet, jid) = Client::login(addr).await;
+    let (mut lively, _) = Client::login(addr).await;
+    // The lively one answers its ping, and is pinged again: still connected.
+    for _ in 0..2 {
+        let ping = lively.stanza().await;
+        assert_eq!((ping.name.as_str(), ping.get("type"), ping.find("ping", "urn:xmpp:ping").is_some()), ("iq", Some("get"), true));
+        lively.send(&format!("<iq type='result' id='{}' to='localhost'/>", ping.get("id").unwrap())).await;
+    }
+    let ping = quiet.stanza().await;
+    assert_eq!((ping.get("to"), ping.get("from")), (Some(jid.as_str()), Some("localhost")));
+    assert_eq!(quiet.stream_error().await, "connection-timeout");
+    lively.send("<iq type='get' id='still'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    loop {
+        let stanza = lively.stanza().await;
+        if stanza.get("id") == Some("still") {
+            assert_eq!(stanza.get("type"), Some("result"));
+            break;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_is_closed_as_a_slow_consumer_and_counted() {
+    let server = TestServer::with_xmpp(Config { queue_limit: 64 * 1024, ..Config::default() }).await;
+    let mut alice = server.chat_member("alice", "lobby").await;
+    let (mut stuck, _) = Client::login(server.xmpp.unwrap()).await;
+    join(&mut stuck, "lobby", "stuck").await;
+    assert_eq!(alice.recv_json().await["event"], "join");
+    // Far more than the socket's buffers and the queue hold; the stuck
+    // client reads none of it.
+    let text = "y".repeat(16 * 1024);
+    let slow = r#"switchboard_slow_consumer_disconnects_total{app="xmpp",transport="tcp"} "#;
+    let mut sent = 0;
+    let mut left = false;
+    while !left || server.metric(slow).await != Some(1.0) {
+        assert!(sent < 2000, "the stuck client was never closed");
+        alice.send(&json!({"message": text}).to_string()).await;
+        sent += 1;
+        // The sender hears its own message, and the stuck client leave.
+        loop {
+            let event = alice.recv_json().await;
+            if event["event"] == "leave" {
+                assert_eq!(event["name"], "stuck");
+                left = true;
+                continue;
+            }
+            assert_eq!(event["message"].as_str().map(str::len), Some(text.len()));
+            break;
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_xmpp_flood_is_held_to_the_rate_and_no_reader_loses_a_message() {
+    let mut config = Config { max_room_members: 10, ..Config::default() };
+    for mount in &mut config.mounts {
+        mount.limits.max_message_rate = 20;
+    }
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let mut alice = server.chat_member("alice", "lobby").await;
+    let (mut reader, _) = Client::login(addr).await;
+    join(&mut reader, "lobby", "reader").await;
+    let (mut flooder, _) = Client::login(addr).await;
+    join(&mut flooder, "lobby", "flooder").await;
+    let handled = r#"switchboard_messages_in_total{app="xmpp",transport="tcp"} "#;
+    let before = server.metric(handled).await.unwrap();
+    let pad = "z".repeat(1000);
+    let flood: String = (0..60).map(|i| format!("<message to='lobby@conference.localhost' type='groupchat'><body>{i} {pad}</body></message>")).collect();
+    flooder.send(&flood).await;
+    let mut heard = Vec::new();
+    while heard.len() < 60 {
+        let stanza = reader.stanza().await;
+        let Some(body) = stanza.find("body", "jabber:client") else { continue };
+        heard.push(body.text_content().split(' ').next().unwrap().parse::<u32>().unwrap());
+        if heard.len() == 12 {
+            // Twenty a second, with a second's burst: far from all sixty yet.
+            let now = server.metric(handled).await.unwrap() - before;
+            assert!(now < 60.0, "{now} stanzas handled already: the flood is not held back");
+        }
+    }
+    assert_eq!(heard, (0..60).collect::<Vec<_>>(), "every message, in order");
+    let mut got = 0;
+    while got < 60 {
+        let event = alice.recv_json().await;
+        if event["name"] == "flooder" && event.get("message").is_some() {
+            got += 1;
+        }
+    }
+}
+
+/// A request whose `Content-Length` promises more than it sends: answered
+/// 408 after the idle timeout, and the connection closed.
+async fn stalled_body(server: &TestServer, path: &str) -> String {
+    let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let head = format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: text/xml\r\nContent-Length: 100000\r\n\r\n<body");
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    String::from_utf8_lossy(&crate::support::read_to_close(&mut tcp).await).into_owned()
+}
+
+#[tokio::test]
+async fn a_request_body_that_never_arrives_is_timed_out() {
+    let server = TestServer::with_xmpp(Config { idle_timeout: Duration::from_millis(300), ..Config::default() }).await;
+    let bosh = stalled_body(&server, "/http-bind").await;
+    assert!(bosh.starts_with("HTTP/1.1 408"), "{bosh}");
+    assert!(bosh.contains("policy-violation"), "{bosh}");
+    let id = crate::support::session_id();
+    assert_eq!(server.http("POST", &format!("/echo/000/{id}/xhr"), &[], b"").await.status(), 200);
+    let send = stalled_body(&server, &format!("/echo/000/{id}/xhr_send")).await;
+    assert!(send.starts_with("HTTP/1.1 408"), "{send}");
 }

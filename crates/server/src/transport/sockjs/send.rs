@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use crate::http::BodyError;
 use hub::Close;
 use hyper::body::Incoming;
 use hyper::header;
@@ -57,14 +57,17 @@ async fn deliver(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let limit = server.config.max_message_size.saturating_mul(BODY_LIMIT_IN_MESSAGES);
-    let body = match Limited::new(req.into_body(), limit).collect().await {
-        Ok(body) => body.to_bytes(),
-        Err(e) if e.is::<LengthLimitError>() => {
+    let body = match crate::http::read_body(req.into_body(), limit, server.config.idle_timeout).await {
+        Ok(body) => body,
+        Err(BodyError::TooLarge) => {
             session.outbox().close(Close::new(1009, "message too big"));
             return Err(echo.session_response(StatusCode::PAYLOAD_TOO_LARGE, headers::TEXT, "Payload too large."));
         }
+        Err(BodyError::TimedOut) => {
+            return Err(crate::http::body_timeout(echo.session_response(StatusCode::REQUEST_TIMEOUT, headers::TEXT, "The body did not arrive in time.")));
+        }
         // The client went away mid-body; nobody reads this answer.
-        Err(_) => return Err(echo.session_response(StatusCode::BAD_REQUEST, headers::TEXT, "Incomplete body.")),
+        Err(BodyError::Broken) => return Err(echo.session_response(StatusCode::BAD_REQUEST, headers::TEXT, "Incomplete body.")),
     };
     let messages = decode(content_type.as_deref(), &body)
         .map_err(|e| echo.session_response(StatusCode::INTERNAL_SERVER_ERROR, headers::TEXT, e.reason()))?;
