@@ -131,7 +131,7 @@ impl ServerState {
                 plain_unencrypted: config.xmpp_plain_unencrypted,
                 tries: config.xmpp_auth_tries,
             };
-            Arc::new(crate::xmpp::Xmpp::new(&config.xmpp_domain, rooms, config.max_connections, auth, xmpp_tls, config.xmpp_resume_timeout, config.xmpp_max_parked, config.xmpp_list_limit))
+            Arc::new(crate::xmpp::Xmpp::new(&config.xmpp_domain, rooms, config.max_connections, auth, xmpp_tls, crate::xmpp::Resumption { timeout: config.xmpp_resume_timeout, max_parked: config.xmpp_max_parked }, config.xmpp_list_limit))
         });
 
         let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;

@@ -106,6 +106,15 @@ impl std::fmt::Debug for Xmpp {
     }
 }
 
+/// How long and how many broken sessions wait to be resumed (XEP-0198).
+#[derive(Debug, Clone, Copy)]
+pub struct Resumption {
+    /// `--xmpp-resume-timeout`.
+    pub timeout: std::time::Duration,
+    /// `--xmpp-max-parked`.
+    pub max_parked: usize,
+}
+
 /// How clients log in.
 #[derive(Debug, Clone, Default)]
 pub struct Auth {
@@ -125,10 +134,10 @@ impl Xmpp {
         max_connections: usize,
         auth: Auth,
         tls: Option<tokio_rustls::TlsAcceptor>,
-        resume_timeout: std::time::Duration,
-        max_parked: usize,
+        resumption: Resumption,
         list_limit: usize,
     ) -> Xmpp {
+        let Resumption { timeout: resume_timeout, max_parked } = resumption;
         Xmpp {
             list_limit,
             max_parked,
