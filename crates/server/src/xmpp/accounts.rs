@@ -238,12 +238,8 @@ impl Accounts {
     /// Makes the account `name` (in-band registration); the name as kept,
     /// mapped to lower case as RFC 7613's UsernameCaseMapped profile says.
     pub fn register(&self, name: &str, password: &str) -> Result<String, Refused> {
-        use precis_core::profile::Profile;
         let limit = self.open.ok_or(Refused::Closed)?;
-        let name = precis_profiles::UsernameCaseMapped::new().enforce(name).map_err(|_| Refused::BadName)?.into_owned();
-        if password.is_empty() || name.contains(['@', '/', '"', '&', '\'', ':', '<', '>', ' ', ',', '=']) || name.len() > 1023 {
-            return Err(Refused::BadName);
-        }
+        let name = self.available(name, password)?;
         // The keys are made before the lock is taken: they cost thousands of hashes.
         let entry = AccountEntry::new(&name, password);
         let account = Accounts::new(std::slice::from_ref(&entry)).map_err(|_| Refused::BadName)?.get(&name).ok_or(Refused::BadName)?;
@@ -257,6 +253,25 @@ impl Accounts {
         }
         registered.insert(name.clone());
         map.insert(name.clone(), account);
+        Ok(name)
+    }
+
+    /// The name `name` would be kept under, if registration could make it
+    /// now with `password`: checked before any key is made, which costs
+    /// thousands of hashes.
+    pub fn available(&self, name: &str, password: &str) -> Result<String, Refused> {
+        use precis_core::profile::Profile;
+        let limit = self.open.ok_or(Refused::Closed)?;
+        let name = precis_profiles::UsernameCaseMapped::new().enforce(name).map_err(|_| Refused::BadName)?.into_owned();
+        if password.is_empty() || name.contains(['@', '/', '"', '&', '\'', ':', '<', '>', ' ', ',', '=']) || name.len() > 1023 {
+            return Err(Refused::BadName);
+        }
+        if self.exists(&name) {
+            return Err(Refused::Taken);
+        }
+        if self.registered.lock().len() >= limit {
+            return Err(Refused::Full);
+        }
         Ok(name)
     }
 
@@ -318,9 +333,16 @@ impl Accounts {
         if !authzid.is_empty() && authzid != name.as_bytes() {
             return Step::Failure("invalid-authzid");
         }
-        let Some(account) = self.get(name) else { return Step::Failure("not-authorized") };
-        let keys = Hash::Sha256.keys(password, &account.salt, account.iterations);
-        if same(&keys.stored, &account.sha256.stored) { Step::Success(Some(name.to_owned()), Vec::new()) } else { Step::Failure("not-authorized") }
+        // An unknown name costs what a known one does (keys derived and
+        // compared), so that the time of a failure does not tell which
+        // names have accounts.
+        let account = self.get(name);
+        let (salt, iterations, stored) = match &account {
+            Some(account) => (account.salt.as_slice(), account.iterations, account.sha256.stored.as_slice()),
+            None => (&[0u8; 16][..], ITERATIONS, &[0u8; 32][..]),
+        };
+        let keys = Hash::Sha256.keys(password, salt, iterations);
+        if same(&keys.stored, stored) && account.is_some() { Step::Success(Some(name.to_owned()), Vec::new()) } else { Step::Failure("not-authorized") }
     }
 
     fn scram_first(&self, hash: Hash, data: &[u8]) -> Result<(ScramState, Vec<u8>), &'static str> {

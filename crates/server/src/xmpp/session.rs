@@ -336,7 +336,7 @@ impl Session {
             return Ok(false);
         }
         match self.phase {
-            Phase::Authenticating => return self.on_sasl(&stanza),
+            Phase::Authenticating => return self.on_sasl(&stanza).await,
             Phase::Binding | Phase::Ready if stanza.ns == ns::CLIENT => {}
             Phase::Binding | Phase::Ready => {
                 return Err(StreamEnd("unsupported-stanza-type", format!("{{{}}}{} is not a stanza", stanza.ns, stanza.name)));
@@ -474,13 +474,13 @@ impl Session {
 
     /// One SASL element (RFC 6120 §6.4): `<auth/>`, `<response/>` or
     /// `<abort/>`; `Ok(true)` once authenticated, when the stream restarts.
-    fn on_sasl(&mut self, stanza: &Element) -> Result<bool, StreamEnd> {
+    async fn on_sasl(&mut self, stanza: &Element) -> Result<bool, StreamEnd> {
         if stanza.name == "iq"
             && stanza.ns == ns::CLIENT
             && self.xmpp.auth.accounts.is_open()
             && let Some(query) = stanza.find("query", ns::REGISTER)
         {
-            self.on_register(stanza, query);
+            self.on_register(stanza, query).await?;
             return Ok(false);
         }
         if stanza.ns != ns::SASL {
@@ -495,6 +495,12 @@ impl Session {
             ("auth", Ok(data)) => {
                 let auth = &self.xmpp.auth;
                 match auth.accounts.start(stanza.get("mechanism").unwrap_or_default(), self.plain_allowed(), auth.anonymous) {
+                    // PLAIN derives keys from the password: thousands of hashes,
+                    // which must not hold up the connections sharing this thread.
+                    Some(Exchange::Plain) => {
+                        let accounts = auth.accounts.clone();
+                        tokio::task::spawn_blocking(move || accounts.step(&mut Exchange::Plain, &data)).await.unwrap_or(Step::Failure("temporary-auth-failure"))
+                    }
                     Some(mut exchange) => {
                         let step = auth.accounts.step(&mut exchange, &data);
                         self.sasl = Some(exchange);

@@ -325,3 +325,32 @@ async fn a_request_body_that_never_arrives_is_timed_out() {
     let send = stalled_body(&server, &format!("/echo/000/{id}/xhr_send")).await;
     assert!(send.starts_with("HTTP/1.1 408"), "{send}");
 }
+
+#[tokio::test]
+async fn registrations_of_a_taken_name_are_refused_within_the_tries_and_stall_no_one() {
+    let config = Config { xmpp_registration: 10, xmpp_plain_unencrypted: true, ..Config::default() };
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let (mut canary, _) = anonymous(addr).await;
+    let register = |id: usize| format!("<iq type='set' id='r{id}'><query xmlns='jabber:iq:register'><username>zoe</username><password>pw</password></query></iq>");
+    let mut first = Client::connect(addr).await;
+    first.send(HEADER).await;
+    first.event().await;
+    first.stanza().await;
+    first.send(&register(0)).await;
+    assert_eq!(first.stanza().await.get("type"), Some("result"));
+    // Pipelined: three refusals (the default tries), then the stream ends.
+    let mut flood = Client::connect(addr).await;
+    flood.send(&format!("{HEADER}{}", (1..=500).map(register).collect::<String>())).await;
+    flood.event().await;
+    flood.stanza().await;
+    for id in 1..=3 {
+        let refused = flood.stanza().await;
+        assert_eq!(refused.get("id"), Some(format!("r{id}").as_str()));
+        assert!(refused.find("error", "jabber:client").unwrap().find("conflict", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "{refused:?}");
+    }
+    assert_eq!(flood.stream_error().await, "policy-violation");
+    assert_eq!(server.metric(r#"switchboard_refused_total{app="xmpp",reason="registration"} "#).await, Some(3.0));
+    canary.send("<iq type='get' id='c'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(canary.stanza().await.get("id"), Some("c"));
+}

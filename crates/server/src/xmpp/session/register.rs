@@ -10,7 +10,11 @@ use super::super::ns;
 use super::Session;
 
 impl Session {
-    pub(super) fn on_register(&mut self, iq: &Element, query: &Element) {
+    /// A registration iq before authentication. A refused `set` counts as a
+    /// failed attempt to log in (`--xmpp-auth-tries`; then the stream ends
+    /// with policy-violation), the name is checked before any key is made,
+    /// and the keys are made on the blocking pool: thousands of hashes each.
+    pub(super) async fn on_register(&mut self, iq: &Element, query: &Element) -> Result<(), super::StreamEnd> {
         let answer = |kind: &str| Element::new("iq", ns::CLIENT).attr("type", kind).attr("id", iq.get("id").unwrap_or_default());
         let error = |kind: &str, condition: &str| {
             answer("error").child(Element::new("error", ns::CLIENT).attr("type", kind).child(Element::new(condition, ns::STANZA_ERRORS)))
@@ -28,7 +32,7 @@ impl Session {
             Some("set") => {
                 let field = |name: &str| query.find(name, ns::REGISTER).map(Element::text_content);
                 match (field("username"), field("password")) {
-                    (Some(name), Some(password)) => match self.xmpp.auth.accounts.register(&name, &password) {
+                    (Some(name), Some(password)) => match self.register(name, password).await {
                         Ok(_) => answer("result"),
                         Err(Refused::Taken) => error("cancel", "conflict"),
                         Err(Refused::BadName) => error("modify", "not-acceptable"),
@@ -41,6 +45,20 @@ impl Session {
             _ => error("modify", "bad-request"),
         };
         self.send(&out);
+        if out.get("type") == Some("error") && iq.get("type") == Some("set") {
+            self.failed += 1;
+            self.server.metrics.refused("xmpp", "registration");
+            if self.failed >= self.xmpp.auth.tries {
+                return Err(super::StreamEnd("policy-violation", format!("{} failed attempts to register or authenticate", self.failed)));
+            }
+        }
+        Ok(())
+    }
+
+    async fn register(&self, name: String, password: String) -> Result<String, Refused> {
+        let accounts = self.xmpp.auth.accounts.clone();
+        let name = accounts.available(&name, &password)?;
+        tokio::task::spawn_blocking(move || accounts.register(&name, &password)).await.unwrap_or(Err(Refused::Full))
     }
 
     /// `<remove/>` from an authenticated user (XEP-0077 §3.2): its account
