@@ -874,6 +874,8 @@ websocket = false
             format!("[default: {}]", d.room_history.messages),
             format!("[default: {}]", d.room_history.bytes),
             format!("[default: {}]", humantime::format_duration(d.broker_ttl)),
+            format!("[default: {}]", d.xmpp_max_parked),
+            format!("[default: {}]", humantime::format_duration(d.xmpp_login_timeout)),
         ] {
             assert!(table.contains(&expected), "missing {expected} in\n{table}");
         }

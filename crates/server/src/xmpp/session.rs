@@ -641,12 +641,7 @@ impl Session {
                 self.reply(iq, Some(features(info, &[ns::DISCO_INFO, ns::DISCO_ITEMS, ns::MUC, ns::PING])));
             }
             (ns::DISCO_ITEMS, "query", "get") if muc_service => {
-                let mut items = Element::new("query", ns::DISCO_ITEMS);
-                for (room, name) in self.xmpp.muc.listed() {
-                    let jid = format!("{room}@{}", self.xmpp.muc_domain);
-                    let name = if name.is_empty() { &*room } else { &name };
-                    items = items.child(Element::new("item", ns::DISCO_ITEMS).attr("jid", &jid).attr("name", name));
-                }
+                let items = rooms_page(&self.xmpp.muc.listed(), &self.xmpp.muc_domain, payload.find("set", ns::RSM));
                 self.reply(iq, Some(items));
             }
             _ => self.refuse(iq, "cancel", "service-unavailable"),
@@ -812,10 +807,83 @@ impl Session {
     }
 }
 
+/// Rooms listed in one `disco#items` answer at most, and the bytes of
+/// their items at most: past either, the answer is a page (XEP-0059) and
+/// the client asks for the next, so that a small request never brings a
+/// large answer.
+const ROOMS_PER_PAGE: usize = 100;
+const ROOMS_PAGE_BYTES: usize = 16 * 1024;
+
+/// One page of the listed rooms, after the room `<after/>` names and at
+/// most `<max/>` of them, with the `<set/>` that says where it is.
+fn rooms_page(listed: &[(Arc<str>, String)], muc_domain: &str, set: Option<&Element>) -> Element {
+    let asked = |name: &str| set.and_then(|s| s.find(name, ns::RSM)).map(Element::text_content);
+    let max = asked("max").and_then(|m| m.parse().ok()).unwrap_or(ROOMS_PER_PAGE).min(ROOMS_PER_PAGE);
+    let after = asked("after");
+    let start = match &after {
+        Some(after) => listed.iter().position(|(room, _)| format!("{room}@{muc_domain}") == *after).map_or(listed.len(), |at| at + 1),
+        None => 0,
+    };
+    let mut items = Element::new("query", ns::DISCO_ITEMS);
+    let (mut bytes, mut first, mut last) = (0, None, None);
+    for (room, name) in listed.iter().skip(start).take(max) {
+        let jid = format!("{room}@{muc_domain}");
+        let name = if name.is_empty() { &**room } else { name.as_str() };
+        bytes += jid.len() + name.len();
+        if bytes > ROOMS_PAGE_BYTES && first.is_some() {
+            break;
+        }
+        first.get_or_insert_with(|| jid.clone());
+        items = items.child(Element::new("item", ns::DISCO_ITEMS).attr("jid", &jid).attr("name", name));
+        last = Some(jid);
+    }
+    let shown = items.children.len();
+    if set.is_some() || shown < listed.len() {
+        let mut page = Element::new("set", ns::RSM);
+        if let (Some(first), Some(last)) = (first, last) {
+            page = page.child(Element::new("first", ns::RSM).attr("index", &start.to_string()).text(&first)).child(Element::new("last", ns::RSM).text(&last));
+        }
+        items = items.child(page.child(Element::new("count", ns::RSM).text(&listed.len().to_string())));
+    }
+    items
+}
+
 /// `info` with a `<feature var=…/>` for each of `vars`.
 fn features(mut info: Element, vars: &[&str]) -> Element {
     for var in vars {
         info = info.child(Element::new("feature", ns::DISCO_INFO).attr("var", var));
     }
     info
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rooms(n: usize, name_len: usize) -> Vec<(Arc<str>, String)> {
+        (0..n).map(|i| (Arc::from(format!("r{i:04}")), "n".repeat(name_len))).collect()
+    }
+
+    fn jids(page: &Element) -> Vec<String> {
+        page.elements().filter(|e| e.name == "item").map(|e| e.get("jid").unwrap_or_default().to_owned()).collect()
+    }
+
+    #[test]
+    fn the_room_list_comes_in_pages_bounded_in_count_and_bytes() {
+        let few = rooms_page(&rooms(3, 4), "c.l", None);
+        assert_eq!(few.to_xml(ns::CLIENT), r#"<query xmlns="http://jabber.org/protocol/disco#items"><item jid="r0000@c.l" name="nnnn"/><item jid="r0001@c.l" name="nnnn"/><item jid="r0002@c.l" name="nnnn"/></query>"#);
+        let many = rooms(250, 4);
+        let first = rooms_page(&many, "c.l", None);
+        assert_eq!(jids(&first).len(), ROOMS_PER_PAGE);
+        let set = first.find("set", ns::RSM).unwrap();
+        assert_eq!(set.find("count", ns::RSM).unwrap().text_content(), "250");
+        let last = set.find("last", ns::RSM).unwrap().text_content();
+        assert_eq!(last, "r0099@c.l");
+        let ask = Element::new("set", ns::RSM).child(Element::new("max", ns::RSM).text("10")).child(Element::new("after", ns::RSM).text(&last));
+        assert_eq!(jids(&rooms_page(&many, "c.l", Some(&ask))), (100..110).map(|i| format!("r{i:04}@c.l")).collect::<Vec<_>>());
+        // Long names: the page ends at its byte bound, whatever the count.
+        let long = rooms_page(&rooms(400, 256), "c.l", None);
+        let bytes: usize = long.elements().filter(|e| e.name == "item").map(|e| e.attrs.iter().map(|(_, v)| v.len()).sum::<usize>()).sum();
+        assert!(bytes <= ROOMS_PAGE_BYTES && jids(&long).len() < ROOMS_PER_PAGE, "{bytes} bytes in {} items", jids(&long).len());
+    }
 }

@@ -25,3 +25,4 @@ pub const MUC_OWNER: &str = "http://jabber.org/protocol/muc#owner";
 pub const DELAY: &str = "urn:xmpp:delay";
 pub const DATA: &str = "jabber:x:data";
 pub const REGISTER: &str = "jabber:iq:register";
+pub const RSM: &str = "http://jabber.org/protocol/rsm";

@@ -425,6 +425,10 @@ fn config_form(config: &Config) -> Element {
         .child(whois)
 }
 
+/// The longest text a room's configuration keeps (its name, description,
+/// password): what every `disco#items` answer repeats must stay small.
+pub(crate) const CONFIG_TEXT_CHARS: usize = 256;
+
 /// Applies a submitted configuration form; the fields it does not name
 /// keep their values. Refuses a persistent room, which is not offered.
 fn apply_form(config: &mut Config, form: &Element) -> Result<(), &'static str> {
@@ -433,6 +437,9 @@ fn apply_form(config: &mut Config, form: &Element) -> Result<(), &'static str> {
     for field in form.elements().filter(|e| e.name == "field") {
         let values: Vec<String> = field.elements().filter(|e| e.name == "value").map(Element::text_content).collect();
         let value = values.first().map(String::as_str).unwrap_or_default();
+        if value.chars().count() > CONFIG_TEXT_CHARS {
+            return Err("a room's name, description and password are at most 256 characters");
+        }
         let on = matches!(value, "1" | "true");
         match field.get("var").unwrap_or_default() {
             "muc#roomconfig_roomname" => config.name = value.to_owned(),
@@ -474,6 +481,9 @@ mod tests {
     fn a_submitted_form_sets_what_it_names_and_keeps_the_rest() {
         let mut config = Config::default();
         apply_form(&mut config, &submitted(&[("muc#roomconfig_roomname", "Lobby"), ("muc#roomconfig_publicroom", "0")])).unwrap();
+        let long = "n".repeat(CONFIG_TEXT_CHARS + 1);
+        assert!(apply_form(&mut config, &submitted(&[("muc#roomconfig_roomname", &long)])).is_err());
+        assert_eq!(config.name, "Lobby");
         assert_eq!((config.name.as_str(), config.public, config.change_subject), ("Lobby", false, true));
         apply_form(&mut config, &submitted(&[("muc#roomconfig_passwordprotectedroom", "1"), ("muc#roomconfig_roomsecret", "pw")])).unwrap();
         assert_eq!(config.password.as_deref(), Some("pw"));
