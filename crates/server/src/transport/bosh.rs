@@ -144,6 +144,9 @@ enum Turn {
     Lost,
 }
 
+/// The largest `rid` XEP-0124 allows (2^53 - 1).
+const MAX_RID: u64 = (1 << 53) - 1;
+
 /// Waits, for at most `wait`, until `rid` is the next request of `window`.
 async fn turn(window: &Window, rid: u64, wait: Duration) -> Turn {
     let deadline = Instant::now() + wait;
@@ -213,6 +216,11 @@ pub async fn handle(req: Request<Incoming>, server: &Arc<ServerState>, connectio
 /// A session creation request.
 async fn create(service: &Service, server: &Arc<ServerState>, connection: &Connection, body: Wrapper, rid: u64) -> Response<Body> {
     let domain = &server.config.xmpp_domain;
+    // XEP-0124 §14: rids stay within 2^53 - 1 as they count up, so one
+    // beyond it cannot start a session (and could never wrap one).
+    if rid > MAX_RID {
+        return terminate(StatusCode::OK, Condition::BadRequest);
+    }
     match body.get("to") {
         Some(to) if to.eq_ignore_ascii_case(domain) => {}
         Some(_) => return terminate(StatusCode::OK, Condition::HostUnknown),

@@ -206,6 +206,9 @@ async fn what_is_not_a_request_of_a_session_is_answered_with_its_condition() {
         ("<body rid='1' sid='nope' xmlns='http://jabber.org/protocol/httpbind'/>", 200, "item-not-found"),
         ("<body rid='1' to='example.org' xmlns='http://jabber.org/protocol/httpbind'/>", 200, "host-unknown"),
         ("<body rid='1' wait='soon' to='localhost' xmlns='http://jabber.org/protocol/httpbind'/>", 200, "bad-request"),
+        // XEP-0124 §14: a rid stays below 2^53; one at 2^64-1 would wrap.
+        ("<body rid='18446744073709551615' wait='60' hold='1' to='localhost' xmlns='http://jabber.org/protocol/httpbind'/>", 200, "bad-request"),
+        ("<body rid='9007199254740992' wait='60' hold='1' to='localhost' xmlns='http://jabber.org/protocol/httpbind'/>", 200, "bad-request"),
     ] {
         let reply = post(server.addr, body).await;
         assert_eq!((reply.status(), reply.text()), (status, terminate(condition).as_str()), "{body}");
