@@ -233,6 +233,8 @@ impl Session {
                 None => return Ok(Flow::Continue),
                 Some(StreamEvent::Open { attrs, ns }) => self.on_open(&attrs, &ns)?,
                 Some(StreamEvent::Close) => return Ok(Flow::Closed),
+                // The client ends its stream with an error (RFC 6120 §4.9.1.1): so does the server's side.
+                Some(StreamEvent::Stanza(e)) if e.ns == STREAMS_NS && e.name == "error" => return Ok(Flow::Closed),
                 // RFC 7395's framing elements stand for the stream's header and end.
                 Some(StreamEvent::Stanza(e)) if e.ns == FRAMING_NS && e.name == "open" => self.on_open(&e.attrs, ns::CLIENT)?,
                 Some(StreamEvent::Stanza(e)) if e.ns == FRAMING_NS && e.name == "close" => return Ok(Flow::Closed),

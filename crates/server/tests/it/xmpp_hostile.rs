@@ -354,3 +354,12 @@ async fn registrations_of_a_taken_name_are_refused_within_the_tries_and_stall_no
     canary.send("<iq type='get' id='c'><ping xmlns='urn:xmpp:ping'/></iq>").await;
     assert_eq!(canary.stanza().await.get("id"), Some("c"));
 }
+
+#[tokio::test]
+async fn a_clients_stream_error_ends_the_stream() {
+    let server = TestServer::with_xmpp(Config::default()).await;
+    let (mut c, _) = Client::login(server.xmpp.unwrap()).await;
+    c.send("<stream:error><undefined-condition xmlns='urn:ietf:params:xml:ns:xmpp-streams'/></stream:error>").await;
+    assert_eq!(c.event().await, Some(wire::xmpp::StreamEvent::Close), "the server's side ends, with no error of its own");
+    assert!(c.event().await.is_none());
+}
