@@ -170,10 +170,12 @@ impl Xmpp {
         let order = self.parked_count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let evicted = {
             let mut parked = self.parked.lock();
-            let oldest = (parked.len() >= self.max_parked)
-                .then(|| parked.iter().min_by_key(|(_, (order, _))| *order).map(|(id, _)| id.clone()))
-                .flatten();
-            let evicted = oldest.and_then(|id| parked.remove(&id));
+            let mut evicted = None;
+            if parked.len() >= self.max_parked
+                && let Some(oldest) = parked.iter().min_by_key(|(_, (order, _))| *order).map(|(id, _)| id.clone())
+            {
+                evicted = parked.remove(&oldest);
+            }
             parked.insert(id.clone(), (order, session));
             evicted
         };

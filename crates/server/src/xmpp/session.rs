@@ -821,9 +821,12 @@ const ROOMS_PAGE_BYTES: usize = 16 * 1024;
 fn rooms_page(listed: &[(Arc<str>, String)], muc_domain: &str, set: Option<&Element>) -> Element {
     let asked = |name: &str| set.and_then(|s| s.find(name, ns::RSM)).map(Element::text_content);
     let max = asked("max").and_then(|m| m.parse().ok()).unwrap_or(ROOMS_PER_PAGE).min(ROOMS_PER_PAGE);
-    let after = asked("after");
-    let start = match &after {
-        Some(after) => listed.iter().position(|(room, _)| format!("{room}@{muc_domain}") == *after).map_or(listed.len(), |at| at + 1),
+    // `<after/>` is the last room JID of the page before; the list is sorted by room.
+    let start = match asked("after") {
+        Some(after) => {
+            let room = after.strip_suffix(muc_domain).and_then(|r| r.strip_suffix('@'));
+            listed.iter().position(|(name, _)| Some(&**name) == room).map_or(listed.len(), |at| at + 1)
+        }
         None => 0,
     };
     let mut items = Element::new("query", ns::DISCO_ITEMS);

@@ -1,9 +1,8 @@
 //! XMPP over TCP: one XML stream each way on the socket, which STARTTLS
 //! (RFC 6120 §5) can turn into TLS.
 
-use std::sync::Arc;
-
 use std::pin::Pin;
+use std::sync::Arc;
 
 use hub::{Drained, Outbox, Payload};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -50,9 +49,6 @@ struct Conn {
     quiet_since: Instant,
     /// Whether the client has been pinged since it was last heard from.
     pinged: bool,
-    /// Whether the session has bound a resource: from then on the timer
-    /// watches for silence instead of the login deadline.
-    bound: bool,
     /// Wakes the connection for the earliest of the deadlines above; it is
     /// set lazily: a read only notes the time, and a wake that comes early
     /// sets the timer again.
@@ -75,7 +71,6 @@ pub async fn run(mut tcp: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, 
         login_deadline,
         quiet_since: now,
         pinged: false,
-        bound: false,
         timer: Box::pin(tokio::time::sleep_until(login_deadline)),
         metrics: server.metrics.connection("xmpp", "tcp"),
         session: Session::new(server.clone(), Framing::Stream, xmpp, outbox.clone()),
@@ -204,10 +199,11 @@ impl Conn {
                             Err(end) => return Ending::Done(Some(end)),
                         }
                     }
-                    if !self.bound && self.session.phase == Phase::Ready {
-                        self.bound = true;
-                        let next = self.quiet_since + self.server.config.ping_interval;
-                        self.timer.as_mut().reset(next);
+                    // Once bound, silence is watched instead of the login
+                    // deadline, which may be later.
+                    let silence = self.quiet_since + self.server.config.ping_interval;
+                    if self.session.phase == Phase::Ready && self.timer.deadline() > silence {
+                        self.timer.as_mut().reset(silence);
                     }
                     // Over its rate, the client is read again only once under it:
                     // TCP holds it back meanwhile, and nothing it sent is lost.

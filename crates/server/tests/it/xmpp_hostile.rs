@@ -8,7 +8,7 @@ use serde_json::json;
 use server::Config;
 use tokio::io::AsyncWriteExt;
 
-use crate::support::{TestServer, until};
+use crate::support::{TestServer, Ws, until};
 use crate::xmpp::{Client, HEADER};
 
 const MUC: &str = "http://jabber.org/protocol/muc";
@@ -18,6 +18,16 @@ const MUC: &str = "http://jabber.org/protocol/muc";
 async fn join(c: &mut Client, room: &str, nick: &str) {
     c.send(&format!("<presence to='{room}@conference.localhost/{nick}'><x xmlns='{MUC}'/></presence>")).await;
     while c.stanza().await.find("subject", "jabber:client").is_none() {}
+}
+
+/// `alice`, a chat member of `lobby`, and an XMPP occupant `nick` of the
+/// same room, whose join alice has seen.
+async fn lobby(server: &TestServer, nick: &str) -> (Ws, Client) {
+    let mut alice = server.chat_member("alice", "lobby").await;
+    let (mut c, _) = Client::login(server.xmpp.unwrap()).await;
+    join(&mut c, "lobby", nick).await;
+    assert_eq!(alice.recv_json().await["event"], "join");
+    (alice, c)
 }
 
 /// Logs in anonymously on a server that may offer more, and binds: the
@@ -38,10 +48,7 @@ async fn bytes_in(server: &TestServer) -> f64 {
 #[tokio::test]
 async fn a_character_split_across_two_reads_arrives_whole() {
     let server = TestServer::with_xmpp(Config::default()).await;
-    let mut alice = server.chat_member("alice", "lobby").await;
-    let (mut bob, _) = Client::login(server.xmpp.unwrap()).await;
-    join(&mut bob, "lobby", "bob").await;
-    assert_eq!(alice.recv_json().await["event"], "join");
+    let (mut alice, mut bob) = lobby(&server, "bob").await;
     let body = "Привет, мир ☺ 𝄞";
     let stanza = format!("<message to='lobby@conference.localhost' type='groupchat'><body>{body}</body></message>");
     // Cut inside each kind of character: two, three and four bytes long.
@@ -60,10 +67,7 @@ async fn a_character_split_across_two_reads_arrives_whole() {
 #[tokio::test]
 async fn characters_xml_forbids_never_reach_an_xmpp_stream() {
     let server = TestServer::with_xmpp(Config::default()).await;
-    let mut alice = server.chat_member("alice", "lobby").await;
-    let (mut bob, _) = Client::login(server.xmpp.unwrap()).await;
-    join(&mut bob, "lobby", "bob").await;
-    assert_eq!(alice.recv_json().await["event"], "join");
+    let (mut alice, mut bob) = lobby(&server, "bob").await;
     // From a chat member: replaced, so the occupant's stream stays well-formed
     // (`Client` reads it with the server's own strict parser).
     alice.send(&json!({"message": "a\u{1}b\u{0}c\u{fffe}"}).to_string()).await;
@@ -238,10 +242,7 @@ async fn a_silent_client_is_pinged_and_closed_if_it_never_answers() {
 #[tokio::test]
 async fn a_client_that_stops_reading_is_closed_as_a_slow_consumer_and_counted() {
     let server = TestServer::with_xmpp(Config { queue_limit: 64 * 1024, ..Config::default() }).await;
-    let mut alice = server.chat_member("alice", "lobby").await;
-    let (mut stuck, _) = Client::login(server.xmpp.unwrap()).await;
-    join(&mut stuck, "lobby", "stuck").await;
-    assert_eq!(alice.recv_json().await["event"], "join");
+    let (mut alice, _stuck) = lobby(&server, "stuck").await;
     // Far more than the socket's buffers and the queue hold; the stuck
     // client reads none of it.
     let text = "y".repeat(16 * 1024);

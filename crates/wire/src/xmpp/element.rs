@@ -158,12 +158,25 @@ impl Element {
 /// another protocol may carry (a chat message's U+0001), becomes U+FFFD, so
 /// that no stream is broken by it.
 pub fn escape_into(text: &str, out: &mut String) {
-    if text.chars().all(is_xml_char) {
+    if first_forbidden(text).is_none() {
         out.push_str(&quick_xml::escape::escape(text));
     } else {
         let safe: String = text.chars().map(|c| if is_xml_char(c) { c } else { char::REPLACEMENT_CHARACTER }).collect();
         out.push_str(&quick_xml::escape::escape(safe.as_str()));
     }
+}
+
+/// The first character of `text` that XML 1.0 does not allow, if any. The
+/// bytes are looked at first, which is fast: a control character is one
+/// byte, and U+FFFE and U+FFFF both start with 0xEF; only text that has
+/// one of those is looked at character by character.
+pub fn first_forbidden(text: &str) -> Option<char> {
+    let bytes = text.as_bytes();
+    let control = bytes.iter().any(|&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r'));
+    if !control && memchr::memchr(0xEF, bytes).is_none() {
+        return None;
+    }
+    text.chars().find(|&c| !is_xml_char(c))
 }
 
 /// Whether XML 1.0 allows `c` in a document (§2.2, `Char`): tab, line

@@ -9,7 +9,7 @@ pub mod ns;
 mod scan;
 mod stream;
 
-pub use element::{Element, Node, STREAMS_NS, escape_into, is_xml_char};
+pub use element::{Element, Node, STREAMS_NS, escape_into};
 pub use header::{CLOSE, Header, STREAM_END};
 pub use stream::{Limits, StreamError, StreamEvent, StreamParser};
 pub(crate) use stream::{Document, parse_document};

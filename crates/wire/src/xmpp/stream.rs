@@ -12,7 +12,7 @@
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
-use super::element::{Element, Node, STREAMS_NS, is_xml_char};
+use super::element::{Element, Node, STREAMS_NS, first_forbidden};
 use super::scan::{Goal, Scanner};
 
 /// Bounds on what a peer may make the parser hold.
@@ -148,15 +148,18 @@ impl StreamParser {
             }
         }
         let goal = if self.scope.is_none() { Goal::Header } else { Goal::Stanza };
-        let Some(end) = self.scan.scan(&self.buf, goal, self.limits.max_depth)? else {
-            if self.buf.len() > self.limits.max_stanza_bytes {
-                return Err(StreamError::PolicyViolation(format!("a stanza of more than {} bytes", self.limits.max_stanza_bytes)));
-            }
-            return Ok(None);
+        let end = self.scan.scan(&self.buf, goal, self.limits.max_depth)?;
+        // An unfinished stanza or header is bounded as it grows; a whole
+        // stanza by its length (the header's bound is its attributes).
+        let held = match end {
+            None => self.buf.len(),
+            Some(end) if goal == Goal::Stanza => end,
+            Some(_) => 0,
         };
-        if goal == Goal::Stanza && end > self.limits.max_stanza_bytes {
+        if held > self.limits.max_stanza_bytes {
             return Err(StreamError::PolicyViolation(format!("a stanza of more than {} bytes", self.limits.max_stanza_bytes)));
         }
+        let Some(end) = end else { return Ok(None) };
         self.scan.reset();
         let parsed = match &self.scope {
             None => self.parse_header(end)?,
@@ -433,14 +436,7 @@ fn lookup(scope: &[(String, String)], prefix: &str) -> Option<String> {
 /// Refuses text with a character XML 1.0 does not allow (§2.2): it would
 /// break every reader it was passed on to.
 fn allowed(text: &str) -> Result<(), StreamError> {
-    // Bytes first, which is fast: a control character is one byte, and
-    // U+FFFE and U+FFFF both start with 0xEF; only then characters.
-    let bytes = text.as_bytes();
-    let control = bytes.iter().any(|&b| b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r'));
-    if !control && memchr::memchr(0xEF, bytes).is_none() {
-        return Ok(());
-    }
-    match text.chars().find(|&c| !is_xml_char(c)) {
+    match first_forbidden(text) {
         None => Ok(()),
         Some(c) => Err(StreamError::NotWellFormed(format!("U+{:04X} is not a character XML allows", u32::from(c)))),
     }
