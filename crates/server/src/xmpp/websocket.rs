@@ -6,19 +6,19 @@ use std::sync::Arc;
 
 use futures_util::{SinkExt, StreamExt};
 use hyper::header::{self, HeaderValue};
-use hub::{Drained, Outbox};
+use hub::{Close, Drained, Outbox};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::Role;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 use wire::xmpp::{Limits, StreamParser};
 
 use super::session::{FRAMING_CLOSE, Flow, Framing, Session, StreamEnd, stream_end_for};
 use crate::http::{Body, text_response};
 use crate::server::{Connection, ServerState};
-use crate::transport::websocket::{check_handshake, switching_protocols};
+use crate::transport::websocket::{check_handshake, close_for, switching_protocols};
 
 /// Answers the handshake and serves the session once upgraded; a client
 /// that does not offer the `xmpp` subprotocol is refused with 400.
@@ -97,6 +97,8 @@ where
     let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
     let mut parser = StreamParser::fragments(limits);
     let mut batch = Vec::new();
+    // The close frame's code and reason, when not a normal closure.
+    let mut closing: Option<Close> = None;
     let ending = loop {
         tokio::select! {
             message = ws.next() => {
@@ -106,7 +108,18 @@ where
                     Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
                     Some(Ok(Message::Close(_))) => break None,
                     // Gone without a close: the session may wait to be resumed.
-                    None | Some(Err(_)) => return service.park(session),
+                    None => return service.park(session),
+                    Some(Err(e)) => {
+                        let close = close_for(&e);
+                        if close == Close::PEER_GONE {
+                            return service.park(session);
+                        }
+                        // The client broke the framing (a message over the
+                        // size limit, bad UTF-8): it is told, not kept.
+                        let end = StreamEnd(condition_for(close.code), close.reason.to_string());
+                        closing = Some(close);
+                        break Some(end);
+                    }
                 };
                 parser.feed(text.as_bytes());
                 let before = session.stanzas_in;
@@ -177,6 +190,16 @@ where
         for text in session.last_words(end) {
             let _ = ws.feed(Message::text(text)).await;
         }
-        let _ = ws.close(None).await;
+        let frame = closing.map(|c| CloseFrame { code: c.code.into(), reason: c.reason.as_ref().into() });
+        let _ = ws.close(frame).await;
+    }
+}
+
+/// The stream error that goes with a WebSocket close for a broken frame.
+fn condition_for(code: u16) -> &'static str {
+    match code {
+        1009 => "policy-violation",
+        1007 => "unsupported-encoding",
+        _ => "not-well-formed",
     }
 }

@@ -623,3 +623,30 @@ async fn a_resumption_takes_the_session_from_a_connection_that_is_still_open() {
     let (_, metrics) = server.get("/metrics").await;
     assert!(metrics.contains("switchboard_xmpp_resumptions_total 1\n"), "{metrics}");
 }
+
+#[tokio::test]
+async fn a_websocket_message_over_the_size_limit_ends_the_stream_with_1009_and_is_not_kept() {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let config = server::Config {
+        xmpp_accounts: vec![server::AccountEntry::new("ivy", "pw")],
+        xmpp_plain_unencrypted: true,
+        max_message_size: 4096,
+        ..server::Config::default()
+    };
+    let server = TestServer::with_xmpp(config).await;
+    let mut c = ws_login_account(&server, "ivy").await;
+    c.send("<iq xmlns='jabber:client' type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>").await;
+    assert_eq!(c.element().await.get("type"), Some("result"));
+    c.send("<enable xmlns='urn:xmpp:sm:3' resume='true'/>").await;
+    assert!(c.element().await.get("id").is_some(), "resumable");
+    c.send(&format!("<message xmlns='jabber:client' to='ivy@localhost'><body>{}</body></message>", "a".repeat(5000))).await;
+    let error = c.element().await;
+    assert_eq!((error.name.as_str(), error.elements().next().map(|e| e.name.as_str())), ("error", Some("policy-violation")));
+    assert_eq!(c.element().await.name, "close");
+    match tokio::time::timeout(PATIENCE, c.ws.next()).await.expect("a close in time") {
+        Some(Ok(Message::Close(Some(frame)))) => assert_eq!(u16::from(frame.code), 1009),
+        other => panic!("expected a close frame with 1009, got {other:?}"),
+    }
+    assert_eq!(server.metric("switchboard_xmpp_parked_sessions ").await, Some(0.0), "a session that broke the framing is not kept");
+}
