@@ -87,10 +87,12 @@ start() {
   : >"$log"
   if [ "$name" = switchboard ]; then
     # Every client comes from 127.0.0.1, and the sweep's clients all join one
-    # room at once: the per-address limit on new BOSH and SockJS sessions and
-    # the per-room join rate would refuse them; the peers have no such limits.
+    # room at once: the per-address limits on new BOSH and SockJS sessions and
+    # on BOSH sessions held, and the per-room join rate, would refuse them;
+    # the peers have no such limits.
     "${SERVER_PIN[@]}" "$BIN" serve --config "$CONFIG" --listen 127.0.0.1:0 --xmpp-listen 127.0.0.1:0 \
-      --xmpp-plain-unencrypted true --session-rate 1000000 --join-rate 1000000 >>"$log" 2>"$err" &
+      --xmpp-plain-unencrypted true --session-rate 1000000 --join-rate 1000000 \
+      --bosh-max-sessions-per-address 10000 >>"$log" 2>"$err" &
   else
     "${SERVER_PIN[@]}" "peers/$name/start.sh" 0 >>"$log" 2>"$err" &
   fi

@@ -23,6 +23,13 @@ impl Bucket {
         Bucket { rate: f64::from(rate.max(1)), burst, tokens: burst, last: Instant::now() }
     }
 
+    /// A full bucket holding at most `count` tokens and gaining `count`
+    /// each `period`: for rates slower than one a second.
+    pub fn per(count: u32, period: Duration) -> Bucket {
+        let count = f64::from(count.max(1));
+        Bucket { rate: count / period.as_secs_f64().max(1e-9), burst: count, tokens: count, last: Instant::now() }
+    }
+
     fn refill(&mut self, now: Instant) {
         let gained = now.saturating_duration_since(self.last).as_secs_f64() * self.rate;
         self.tokens = (self.tokens + gained).min(self.burst);
@@ -46,6 +53,12 @@ impl Bucket {
         } else {
             false
         }
+    }
+
+    /// Whether there is a token to take now; looking takes nothing.
+    pub fn has_one(&mut self, now: Instant) -> bool {
+        self.refill(now);
+        self.tokens >= 1.0
     }
 
     /// Whether the bucket is full, so forgetting it changes nothing.

@@ -140,6 +140,14 @@ pub struct Args {
     #[arg(long, env = "SWITCHBOARD_XMPP_AUTH_TRIES")]
     pub xmpp_auth_tries: Option<u32>,
 
+    /// Failed XMPP logins (SASL failures and refused in-band registrations) one client address may make a minute, all of them at once if it likes; past it the address's streams end with policy-violation before any password is checked, until it has one again [default: 30]
+    #[arg(long, env = "SWITCHBOARD_XMPP_AUTH_FAILURES")]
+    pub xmpp_auth_failures: Option<u32>,
+
+    /// Most MUC rooms one XMPP session may be in at once (so also the most it can create); a join past it is refused with resource-constraint [default: 100]
+    #[arg(long, env = "SWITCHBOARD_XMPP_MAX_ROOMS")]
+    pub xmpp_max_rooms: Option<usize>,
+
     /// Accounts that XMPP clients may make themselves by in-band registration (XEP-0077), kept in memory until the server stops; 0 turns it off [default: 0]
     #[arg(long, env = "SWITCHBOARD_XMPP_REGISTRATION")]
     pub xmpp_registration: Option<usize>,
@@ -159,6 +167,10 @@ pub struct Args {
     /// Most BOSH sessions held at once; past it, new ones are refused with 503 [default: 10000]
     #[arg(long, env = "SWITCHBOARD_BOSH_MAX_SESSIONS")]
     pub bosh_max_sessions: Option<usize>,
+
+    /// Most BOSH sessions one client address holds at once, so that a few addresses cannot take every session; past it, new ones from it are refused with 429 [default: 100]
+    #[arg(long, env = "SWITCHBOARD_BOSH_MAX_SESSIONS_PER_ADDRESS")]
+    pub bosh_max_sessions_per_address: Option<usize>,
 
     /// PEM certificate chain for TLS on the listener (https:// and wss://); needs --tls-key [default: none, plain TCP]
     #[arg(long, env = "SWITCHBOARD_TLS_CERT")]
@@ -270,6 +282,10 @@ pub struct Config {
     pub xmpp_plain_unencrypted: bool,
     /// Failed SASL attempts before the stream is closed.
     pub xmpp_auth_tries: u32,
+    /// Failed logins per client address a minute.
+    pub xmpp_auth_failures: u32,
+    /// Most rooms one session is in.
+    pub xmpp_max_rooms: usize,
     /// Accounts in-band registration may make; 0: off.
     pub xmpp_registration: usize,
     /// Longest roster, waiting-request, directed-presence or affiliation list.
@@ -286,6 +302,8 @@ pub struct Config {
     pub bosh_inactivity: Duration,
     /// Most BOSH sessions at once.
     pub bosh_max_sessions: usize,
+    /// Most BOSH sessions of one client address.
+    pub bosh_max_sessions_per_address: usize,
     /// TLS on the listener, if configured.
     pub tls: Option<TlsFiles>,
     /// How clients' tokens are checked, if they must present one.
@@ -341,6 +359,10 @@ impl Default for Config {
             xmpp_anonymous: true,
             xmpp_plain_unencrypted: false,
             xmpp_auth_tries: 3,
+            // A person who mistypes a password a few times is far from it; a
+            // guesser gets one try every two seconds.
+            xmpp_auth_failures: 30,
+            xmpp_max_rooms: 100,
             xmpp_registration: 0,
             xmpp_list_limit: 1000,
             xmpp_resume_timeout: Duration::from_secs(300),
@@ -351,6 +373,8 @@ impl Default for Config {
             bosh_wait: Duration::from_secs(60),
             bosh_inactivity: Duration::from_secs(60),
             bosh_max_sessions: 10_000,
+            // A hundred addresses to fill the server, rather than one.
+            bosh_max_sessions_per_address: 100,
             tls: None,
             token_key: None,
             mounts: AppKind::ALL.iter().map(|&app| Mount::new(app)).collect(),
@@ -466,6 +490,8 @@ struct File {
     xmpp_anonymous: Option<bool>,
     xmpp_plain_unencrypted: Option<bool>,
     xmpp_auth_tries: Option<u32>,
+    xmpp_auth_failures: Option<u32>,
+    xmpp_max_rooms: Option<usize>,
     xmpp_registration: Option<usize>,
     xmpp_list_limit: Option<usize>,
     #[serde(default, with = "humantime_serde")]
@@ -478,6 +504,7 @@ struct File {
     #[serde(default, with = "humantime_serde")]
     bosh_inactivity: Option<Duration>,
     bosh_max_sessions: Option<usize>,
+    bosh_max_sessions_per_address: Option<usize>,
     session_rate: Option<u32>,
     tls_cert: Option<PathBuf>,
     tls_key: Option<PathBuf>,
@@ -626,6 +653,8 @@ impl Config {
             xmpp_anonymous: args.xmpp_anonymous.or(file.xmpp_anonymous).unwrap_or(d.xmpp_anonymous),
             xmpp_plain_unencrypted: args.xmpp_plain_unencrypted.or(file.xmpp_plain_unencrypted).unwrap_or(d.xmpp_plain_unencrypted),
             xmpp_auth_tries: args.xmpp_auth_tries.or(file.xmpp_auth_tries).unwrap_or(d.xmpp_auth_tries),
+            xmpp_auth_failures: args.xmpp_auth_failures.or(file.xmpp_auth_failures).unwrap_or(d.xmpp_auth_failures),
+            xmpp_max_rooms: args.xmpp_max_rooms.or(file.xmpp_max_rooms).unwrap_or(d.xmpp_max_rooms),
             xmpp_registration: args.xmpp_registration.or(file.xmpp_registration).unwrap_or(d.xmpp_registration),
             xmpp_list_limit: args.xmpp_list_limit.or(file.xmpp_list_limit).unwrap_or(d.xmpp_list_limit),
             xmpp_resume_timeout: args.xmpp_resume_timeout.or(file.xmpp_resume_timeout).unwrap_or(d.xmpp_resume_timeout),
@@ -634,6 +663,7 @@ impl Config {
             bosh_wait: args.bosh_wait.or(file.bosh_wait).unwrap_or(d.bosh_wait),
             bosh_inactivity: args.bosh_inactivity.or(file.bosh_inactivity).unwrap_or(d.bosh_inactivity),
             bosh_max_sessions: args.bosh_max_sessions.or(file.bosh_max_sessions).unwrap_or(d.bosh_max_sessions),
+            bosh_max_sessions_per_address: args.bosh_max_sessions_per_address.or(file.bosh_max_sessions_per_address).unwrap_or(d.bosh_max_sessions_per_address),
             tls,
             token_key,
             mounts,
@@ -680,6 +710,12 @@ impl Config {
         if self.xmpp_max_parked == 0 {
             return bad("xmpp_max_parked must be at least 1".into());
         }
+        if self.xmpp_auth_failures == 0 {
+            return bad("xmpp_auth_failures must be at least 1".into());
+        }
+        if self.xmpp_max_rooms == 0 {
+            return bad("xmpp_max_rooms must be at least 1".into());
+        }
         if self.xmpp_auth_tries == 0 {
             return bad("xmpp_auth_tries must be at least 1".into());
         }
@@ -691,6 +727,9 @@ impl Config {
         }
         if self.bosh_max_sessions == 0 {
             return bad("bosh_max_sessions must be at least 1".into());
+        }
+        if self.bosh_max_sessions_per_address == 0 {
+            return bad("bosh_max_sessions_per_address must be at least 1".into());
         }
         crate::xmpp::Accounts::new(&self.xmpp_accounts).map_err(Error::config)?;
         if self.broker_ttl < Duration::from_secs(1) {

@@ -40,18 +40,30 @@ impl Inflow {
 /// the address that asks is refused, so the map itself stays bounded.
 const MAX_ADDRESSES: usize = 65_536;
 
-/// A rate per client address: how many new sessions each may open.
+/// A rate per client address: how many new sessions each may open, or how
+/// many failed logins each may make.
 #[derive(Debug)]
 pub struct AddressRates {
-    rate: u32,
-    burst: u32,
+    /// A full bucket, which each address starts with a copy of.
+    fresh: Bucket,
     buckets: Shards<HashMap<IpAddr, Bucket>>,
 }
 
 impl AddressRates {
     /// `rate` a second per address, with bursts of `burst`.
     pub fn new(rate: u32, burst: u32) -> AddressRates {
-        AddressRates { rate, burst, buckets: Shards::new(16) }
+        AddressRates { fresh: Bucket::new(rate, burst), buckets: Shards::new(16) }
+    }
+
+    /// `count` each `period` per address, all of them at once if need be.
+    pub fn per(count: u32, period: std::time::Duration) -> AddressRates {
+        AddressRates { fresh: Bucket::per(count, period), buckets: Shards::new(16) }
+    }
+
+    /// Whether `address` has one left now, without counting one.
+    pub fn allows(&self, address: IpAddr) -> bool {
+        let now = Instant::now();
+        self.buckets.get(&address).lock().get_mut(&address).is_none_or(|bucket| bucket.has_one(now))
     }
 
     /// Whether `address` may open one more now; counts it if so.
@@ -65,7 +77,7 @@ impl AddressRates {
                 return false;
             }
         }
-        shard.entry(address).or_insert_with(|| Bucket::new(self.rate, self.burst)).try_take(now)
+        shard.entry(address).or_insert_with(|| self.fresh.clone()).try_take(now)
     }
 }
 
@@ -95,6 +107,21 @@ mod tests {
         tokio::time::advance(Duration::from_secs(1)).await;
         assert!(rates.admit(a));
         assert!(!rates.admit(a));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_rate_a_minute_allows_its_count_then_one_each_share_of_the_minute() {
+        let failures = AddressRates::per(30, Duration::from_secs(60));
+        let a: IpAddr = [127, 0, 0, 1].into();
+        assert!(failures.allows(a));
+        assert_eq!((0..40).filter(|_| failures.admit(a)).count(), 30);
+        assert!(!failures.allows(a), "looking counts nothing, and there is none left");
+        tokio::time::advance(Duration::from_millis(1900)).await;
+        assert!(!failures.allows(a));
+        tokio::time::advance(Duration::from_millis(100)).await;
+        assert!(failures.allows(a));
+        assert!(failures.admit(a));
+        assert!(!failures.admit(a));
     }
 
     #[tokio::test(start_paused = true)]

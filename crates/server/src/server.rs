@@ -130,13 +130,16 @@ impl ServerState {
                 anonymous: config.xmpp_anonymous,
                 plain_unencrypted: config.xmpp_plain_unencrypted,
                 tries: config.xmpp_auth_tries,
+                failures: AddressRates::per(config.xmpp_auth_failures, std::time::Duration::from_secs(60)),
             };
-            Arc::new(crate::xmpp::Xmpp::new(&config.xmpp_domain, rooms, config.max_connections, auth, xmpp_tls, crate::xmpp::Resumption { timeout: config.xmpp_resume_timeout, max_parked: config.xmpp_max_parked }, config.xmpp_list_limit))
+            let resumption = crate::xmpp::Resumption { timeout: config.xmpp_resume_timeout, max_parked: config.xmpp_max_parked };
+            let quotas = crate::xmpp::Quotas { list: config.xmpp_list_limit, rooms: config.xmpp_max_rooms };
+            Arc::new(crate::xmpp::Xmpp::new(&config.xmpp_domain, rooms, config.max_connections, auth, xmpp_tls, resumption, quotas))
         });
 
         let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
         let tokens = config.token_key.as_ref().map(Verifier::new).transpose()?;
-        let bosh = xmpp.is_some().then(|| crate::transport::bosh::Service::new(config.bosh_max_sessions));
+        let bosh = xmpp.is_some().then(|| crate::transport::bosh::Service::new(config.bosh_max_sessions, config.bosh_max_sessions_per_address));
         let session_rates = AddressRates::new(config.session_rate, config.session_rate.saturating_mul(SESSION_BURST_SECONDS));
         Ok(ServerState {
             config,

@@ -4,6 +4,7 @@
 
 mod chat;
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -112,10 +113,11 @@ impl App {
         self.kind
     }
 
-    /// Attaches a newly connected client, whose messages go to
-    /// `outbox`, and who is `identity` if it presented a token. Dropping the
+    /// Attaches a newly connected client at `address` (which only XMPP
+    /// keeps, for its per-address limits), whose messages go to `outbox`,
+    /// and who is `identity` if it presented a token. Dropping the
     /// returned value ends it (leaves its rooms).
-    pub fn open(self: &Arc<App>, outbox: Arc<Outbox>, identity: Option<Arc<Identity>>) -> AppClient {
+    pub fn open(self: &Arc<App>, outbox: Arc<Outbox>, identity: Option<Arc<Identity>>, address: IpAddr) -> AppClient {
         let client = Client { id: next_client_id(), outbox, identity };
         let state = match self.kind {
             AppKind::Broadcast => State::Broadcast(self.join_broadcast(&client)),
@@ -126,20 +128,20 @@ impl App {
             }
             AppKind::Echo => State::Echo,
             AppKind::Count => State::Count,
-            AppKind::Xmpp => return self.xmpp_client(client, crate::xmpp::Framing::Messages),
+            AppKind::Xmpp => return self.xmpp_client(client, crate::xmpp::Framing::Messages, address),
         };
         AppClient { app: self.clone(), client, state }
     }
 
     /// Attaches a newly connected XMPP client of a transport that carries
     /// one element per message (SockJS, BOSH), framed as `framing`.
-    pub fn open_xmpp(self: &Arc<App>, outbox: Arc<Outbox>, framing: crate::xmpp::Framing) -> AppClient {
-        self.xmpp_client(Client { id: next_client_id(), outbox, identity: None }, framing)
+    pub fn open_xmpp(self: &Arc<App>, outbox: Arc<Outbox>, framing: crate::xmpp::Framing, address: IpAddr) -> AppClient {
+        self.xmpp_client(Client { id: next_client_id(), outbox, identity: None }, framing, address)
     }
 
-    fn xmpp_client(self: &Arc<App>, client: Client, framing: crate::xmpp::Framing) -> AppClient {
+    fn xmpp_client(self: &Arc<App>, client: Client, framing: crate::xmpp::Framing, address: IpAddr) -> AppClient {
         let state = match self.server.get().and_then(std::sync::Weak::upgrade) {
-            Some(server) if server.xmpp.is_some() => State::Xmpp(crate::xmpp::bridge::open(server, client.outbox.clone(), framing)),
+            Some(server) if server.xmpp.is_some() => State::Xmpp(crate::xmpp::bridge::open(server, client.outbox.clone(), framing, address)),
             _ => {
                 client.outbox.close(Close::new(1011, "XMPP is off on this server (--xmpp-listen)"));
                 State::Closed

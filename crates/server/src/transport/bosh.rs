@@ -44,7 +44,7 @@ use tokio::time::Instant;
 use wire::bosh::{Body as Wrapper, Condition, VERSION};
 use wire::xmpp::{Element, Limits};
 
-use super::session::{self, Attach, Registry, Session, Step};
+use super::session::{self, Attach, Refusal, Registry, Session, Step};
 use crate::apps::{App, AppKind};
 use crate::config::MountLimits;
 use crate::http::{Body, bytes_response};
@@ -70,11 +70,12 @@ pub struct Service {
 }
 
 impl Service {
-    /// A service holding at most `max_sessions` sessions.
-    pub fn new(max_sessions: usize) -> Service {
+    /// A service holding at most `max_sessions` sessions, and at most
+    /// `per_address` of one client address.
+    pub fn new(max_sessions: usize, per_address: usize) -> Service {
         Service {
             app: Arc::new(App::in_memory(AppKind::Xmpp, hub::RoomLimits::NONE)),
-            sessions: Arc::new(Registry::new(16, max_sessions)),
+            sessions: Arc::new(Registry::new(16, max_sessions).shared(per_address)),
         }
     }
 
@@ -256,13 +257,20 @@ async fn create(service: &Service, server: &Arc<ServerState>, connection: &Conne
     ];
     let id = format!("{:032x}", rand::random::<u128>());
     let limits = MountLimits::default();
-    let opened = service.sessions.get_or_open(&id, |id| {
+    let opened = service.sessions.get_or_open(&id, connection.address, |id| {
         let outbox = Arc::new(hub::Outbox::new(config.queue_limit));
-        let app = service.app.open_xmpp(outbox, Framing::Bosh);
+        let app = service.app.open_xmpp(outbox, Framing::Bosh, connection.address);
         Session::new(id, app, server.metrics.connection("xmpp", "bosh"), limits.max_message_rate, limits.max_byte_rate, window)
     });
-    // (A 128-bit random id already taken would be someone else's session.)
-    let Some((session, true)) = opened else { return refuse(StatusCode::SERVICE_UNAVAILABLE, "5") };
+    let session = match opened {
+        Ok((session, true)) => session,
+        Err(Refusal::AddressFull) => {
+            server.metrics.refused("xmpp", "address_sessions");
+            return refuse(StatusCode::TOO_MANY_REQUESTS, "5");
+        }
+        // (A 128-bit random id already taken would be someone else's session.)
+        Ok((_, false)) | Err(Refusal::Full) => return refuse(StatusCode::SERVICE_UNAVAILABLE, "5"),
+    };
     server.tracker.spawn(session::reap(service.sessions.clone(), session.clone(), config.bosh_inactivity, server.shutdown.clone()));
     let mut created = Wrapper::new().attr("sid", session.id()).attr("from", domain);
     for (name, value) in terms {

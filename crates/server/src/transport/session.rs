@@ -19,6 +19,7 @@
 //! lock, never the other way round, and neither is held across an await.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -52,13 +53,59 @@ pub struct Registry<X = ()> {
     /// Sessions held, and the most it may hold.
     count: AtomicUsize,
     max: usize,
+    /// Sessions each client address holds, and the most one may hold
+    /// (at least `max`: no share of its own).
+    by_address: Mutex<HashMap<IpAddr, usize>>,
+    per_address: usize,
+}
+
+/// Why a registry opens no new session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// It holds as many as it may.
+    Full,
+    /// The client's address holds its share.
+    AddressFull,
 }
 
 impl<X> Registry<X> {
     /// An empty registry with `shards` independently locked shards (at least
     /// one), holding at most `max` sessions.
     pub fn new(shards: usize, max: usize) -> Registry<X> {
-        Registry { sessions: Shards::new(shards), count: AtomicUsize::new(0), max }
+        Registry { sessions: Shards::new(shards), count: AtomicUsize::new(0), max, by_address: Mutex::default(), per_address: max }
+    }
+
+    /// The same, with each client address holding at most `per_address`.
+    pub fn shared(self, per_address: usize) -> Registry<X> {
+        Registry { per_address, ..self }
+    }
+
+    /// Counts one more session for `address`, if its share allows it.
+    fn reserve_for(&self, address: IpAddr) -> bool {
+        if self.per_address >= self.max {
+            return true;
+        }
+        let mut held = self.by_address.lock();
+        let n = held.entry(address).or_default();
+        if *n >= self.per_address {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    fn release_for(&self, address: IpAddr) {
+        if self.per_address >= self.max {
+            return;
+        }
+        let mut held = self.by_address.lock();
+        if let Some(n) = held.get_mut(&address) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&address);
+                hub::shrink_when_sparse(&mut held);
+            }
+        }
     }
 
     /// Whether the registry holds as many sessions as it may.
@@ -76,23 +123,30 @@ impl<X> Registry<X> {
         self.sessions.get(id).lock().get(id).cloned()
     }
 
-    /// The session `id`, or a new one built by `open` if there is none; the
-    /// flag says whether it is new. `None` when a new one is needed and the
-    /// registry is full. `open` runs under the shard's lock, so it must only
-    /// build (joining an app's rooms is fine: the hub never calls back).
-    pub fn get_or_open(&self, id: &str, open: impl FnOnce(Arc<str>) -> Session<X>) -> Option<(Arc<Session<X>>, bool)> {
+    /// The session `id`, or a new one for a client at `address` built by
+    /// `open` if there is none; the flag says whether it is new. A new one
+    /// is refused when the registry is full or the address holds its share.
+    /// `open` runs under the shard's lock, so it must only build (joining an
+    /// app's rooms is fine: the hub never calls back).
+    pub fn get_or_open(&self, id: &str, address: IpAddr, open: impl FnOnce(Arc<str>) -> Session<X>) -> Result<(Arc<Session<X>>, bool), Refusal> {
         let mut shard = self.sessions.get(id).lock();
         if let Some(session) = shard.get(id) {
-            return Some((session.clone(), false));
+            return Ok((session.clone(), false));
         }
         // Reserved before building, so that racing opens cannot pass the bound.
         if self.count.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |n| (n < self.max).then_some(n + 1)).is_err() {
-            return None;
+            return Err(Refusal::Full);
+        }
+        if !self.reserve_for(address) {
+            self.count.fetch_sub(1, Ordering::AcqRel);
+            return Err(Refusal::AddressFull);
         }
         let id: Arc<str> = Arc::from(id);
-        let session = Arc::new(open(id.clone()));
+        let mut session = open(id.clone());
+        session.address = address;
+        let session = Arc::new(session);
         shard.insert(id, session.clone());
-        Some((session, true))
+        Ok((session, true))
     }
 
     /// Removes `session` if it has had no receiving request for `delay`.
@@ -120,6 +174,7 @@ impl<X> Registry<X> {
             shard.remove(&session.id);
             hub::shrink_when_sparse(&mut shard);
             self.count.fetch_sub(1, Ordering::AcqRel);
+            self.release_for(session.address);
         }
         true
     }
@@ -151,6 +206,8 @@ pub struct Session<X = ()> {
     expires: Option<Instant>,
     /// What the transport keeps about the session.
     pub transport: X,
+    /// Where the client connects from, once its registry holds it.
+    address: IpAddr,
 }
 
 #[derive(Debug)]
@@ -197,6 +254,7 @@ impl<X> Session<X> {
             changed: Notify::new(),
             metrics,
             transport,
+            address: std::net::Ipv4Addr::UNSPECIFIED.into(),
         }
     }
 
@@ -431,7 +489,7 @@ mod tests {
         let app = Arc::new(App::in_memory(kind, hub::RoomLimits::NONE));
         let metrics = Metrics::default();
         let outbox = Arc::new(Outbox::new(1 << 20));
-        Arc::new(Session::new(Arc::from("s"), app.open(outbox, None), metrics.connection("echo", "xhr"), 100, 1 << 20, ()))
+        Arc::new(Session::new(Arc::from("s"), app.open(outbox, None, std::net::Ipv4Addr::LOCALHOST.into()), metrics.connection("echo", "xhr"), 100, 1 << 20, ()))
     }
 
     fn receiver(session: &Arc<Session>, take_over: bool) -> Receiver {
@@ -533,18 +591,36 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn each_address_holds_at_most_its_share_and_gets_it_back() {
+        let registry = Registry::new(4, 10).shared(2);
+        let app = Arc::new(App::in_memory(AppKind::Echo, hub::RoomLimits::NONE));
+        let metrics = Metrics::default();
+        let (a, b) = ([127, 0, 0, 1].into(), [127, 0, 0, 2].into());
+        let open = |id| Session::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None, a), metrics.connection("echo", "xhr"), 100, 1 << 20, ());
+        let (first, _) = registry.get_or_open("a1", a, open).unwrap();
+        registry.get_or_open("a2", a, open).unwrap();
+        assert_eq!(registry.get_or_open("a3", a, open).err(), Some(Refusal::AddressFull));
+        assert!(registry.get_or_open("b1", b, open).is_ok(), "another address has its own share");
+        assert_eq!(registry.len(), 3, "a refused session is not counted");
+        registry.remove(&first);
+        assert!(registry.get_or_open("a3", a, open).is_ok(), "a session that ends gives its place back");
+        assert_eq!(registry.by_address.lock().get(&a), Some(&2));
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn the_reaper_expires_an_idle_session_and_keeps_a_busy_one() {
         let registry = Arc::new(Registry::new(4, 2));
         let app = Arc::new(App::in_memory(AppKind::Echo, hub::RoomLimits::NONE));
         let metrics = Metrics::default();
-        let open = |id| Session::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None), metrics.connection("echo", "xhr"), 100, 1 << 20, ());
-        let (s, created) = registry.get_or_open("abc", open).unwrap();
+        let open = |id| Session::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None, std::net::Ipv4Addr::LOCALHOST.into()), metrics.connection("echo", "xhr"), 100, 1 << 20, ());
+        let here = std::net::Ipv4Addr::LOCALHOST.into();
+        let (s, created) = registry.get_or_open("abc", here, open).unwrap();
         assert!(created);
-        assert!(!registry.get_or_open("abc", open).unwrap().1);
+        assert!(!registry.get_or_open("abc", here, open).unwrap().1);
         // The registry holds two at most.
-        assert!(registry.get_or_open("def", open).is_some());
+        assert!(registry.get_or_open("def", here, open).is_ok());
         assert!(registry.is_full());
-        assert!(registry.get_or_open("ghi", open).is_none());
+        assert_eq!(registry.get_or_open("ghi", here, open).err(), Some(Refusal::Full));
         let delay = Duration::from_secs(5);
         let reaper = tokio::spawn(reap(registry.clone(), s.clone(), delay, Shutdown::default()));
         let r = receiver(&s, false);

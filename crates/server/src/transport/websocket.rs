@@ -29,7 +29,7 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_util::either::Either;
-use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError};
+use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError, ProtocolError};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
@@ -113,7 +113,7 @@ where
     server.tracker.spawn(async move {
         let Ok(upgraded) = on_upgrade.await else { return };
         let outbox = Arc::new(Outbox::new(server2.config.queue_limit));
-        let client = mount.app.open(outbox, identity);
+        let client = mount.app.open(outbox, identity, connection.address);
         let metrics = server2.metrics.connection(mount.config.name(), label);
         let (limits, shutdown) = (mount.websocket_limits.clone(), server2.shutdown.clone());
         let stream = Handover::of(upgraded);
@@ -349,6 +349,8 @@ pub(crate) fn close_for(error: &WsError) -> Close {
         WsError::Io(e) if is_invalid_text(e) => Close::new(1007, "invalid UTF-8 in text frame"),
         WsError::Io(e) if deflate::is_corrupt(e) => Close::new(1007, "invalid compressed data"),
         WsError::Io(e) if deflate::is_too_big(e) => Close::new(1009, "frame too big"),
+        // The connection ended without a close frame: there is nobody to tell.
+        WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake) => Close::PEER_GONE,
         WsError::Protocol(_) => Close::new(1002, "protocol error"),
         _ => Close::PEER_GONE,
     }
@@ -385,7 +387,7 @@ mod tests {
             let _client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
             let tcp = SharedTcp::new(listener.accept().await.unwrap().0, Bytes::new());
             let stream: Handover<Handed> = Handover { watch: tcp.watch(), io: Either::Left(tcp) };
-            let client = app.open(Arc::new(Outbox::new(1 << 20)), None);
+            let client = app.open(Arc::new(Outbox::new(1 << 20)), None, std::net::Ipv4Addr::LOCALHOST.into());
             let metrics = metrics.connection("echo", "websocket");
             let size = if deflate {
                 let stream = stream.map(|io| Inflating::new(io, agreed.inflate(limits.max_message_size)));

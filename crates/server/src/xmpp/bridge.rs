@@ -28,21 +28,21 @@ use crate::server::ServerState;
 /// Messages from the client the task has not taken yet.
 const INBOUND: usize = 64;
 
-/// Starts a client's XMPP session, whose output goes to `client` (the
-/// transport session's outbox) framed as `framing`; the sender takes the
+/// Starts the XMPP session of a client at `address`, whose output goes to
+/// `client` (the transport session's outbox) framed as `framing`; the sender takes the
 /// client's messages, and dropping it ends the session. The transport
 /// session counts the messages in its metrics; this task counts nothing.
-pub fn open(server: Arc<ServerState>, client: Arc<Outbox>, framing: Framing) -> mpsc::Sender<Utf8Bytes> {
+pub fn open(server: Arc<ServerState>, client: Arc<Outbox>, framing: Framing, address: std::net::IpAddr) -> mpsc::Sender<Utf8Bytes> {
     let (tx, rx) = mpsc::channel(INBOUND);
     let tracker = server.tracker.clone();
-    tracker.spawn(run(server, client, framing, rx));
+    tracker.spawn(run(server, client, framing, address, rx));
     tx
 }
 
-async fn run(server: Arc<ServerState>, client: Arc<Outbox>, framing: Framing, mut inbound: mpsc::Receiver<Utf8Bytes>) {
+async fn run(server: Arc<ServerState>, client: Arc<Outbox>, framing: Framing, address: std::net::IpAddr, mut inbound: mpsc::Receiver<Utf8Bytes>) {
     let Some(xmpp) = server.xmpp.clone() else { return };
     let own = Arc::new(Outbox::new(server.config.queue_limit));
-    let mut session = Session::new(server.clone(), framing, xmpp, own.clone());
+    let mut session = Session::new(server.clone(), framing, xmpp, own.clone(), address);
     session.may_resume = false;
     let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
     let mut parser = StreamParser::fragments(limits);

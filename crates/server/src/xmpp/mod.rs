@@ -97,6 +97,8 @@ pub struct Xmpp {
     rosters: roster::Rosters,
     /// Longest list a user can make the server keep (`--xmpp-list-limit`).
     list_limit: usize,
+    /// Most rooms one session is in at once (`--xmpp-max-rooms`).
+    max_rooms: usize,
 }
 
 impl std::fmt::Debug for Xmpp {
@@ -116,7 +118,7 @@ pub struct Resumption {
 }
 
 /// How clients log in.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug)]
 pub struct Auth {
     pub accounts: Accounts,
     /// SASL ANONYMOUS offered.
@@ -125,6 +127,18 @@ pub struct Auth {
     pub plain_unencrypted: bool,
     /// Failed attempts before the stream is closed.
     pub tries: u32,
+    /// Failed attempts each client address may make (`--xmpp-auth-failures`).
+    pub failures: crate::limits::AddressRates,
+}
+
+/// What one user may make XMPP keep.
+#[derive(Debug, Clone, Copy)]
+pub struct Quotas {
+    /// `--xmpp-list-limit`: contacts, waiting requests, directed presences,
+    /// affiliations.
+    pub list: usize,
+    /// `--xmpp-max-rooms`: rooms one session is in.
+    pub rooms: usize,
 }
 
 impl Xmpp {
@@ -135,11 +149,13 @@ impl Xmpp {
         auth: Auth,
         tls: Option<tokio_rustls::TlsAcceptor>,
         resumption: Resumption,
-        list_limit: usize,
+        quotas: Quotas,
     ) -> Xmpp {
         let Resumption { timeout: resume_timeout, max_parked } = resumption;
+        let Quotas { list: list_limit, rooms: max_rooms } = quotas;
         Xmpp {
             list_limit,
+            max_rooms,
             max_parked,
             parked_count: std::sync::atomic::AtomicU64::new(0),
             auth,
@@ -162,11 +178,14 @@ impl Xmpp {
     /// bound); then it ends like any other. With `max_parked` already
     /// waiting, the one parked longest ends first.
     pub(crate) fn park(self: &Arc<Self>, session: session::Session) {
+        let mut session = session;
         let Some(id) = session.resumable() else {
-            let mut session = session;
             session.leave_all();
             return;
         };
+        // A room it made and has not configured is of use to nobody else:
+        // no session without a connection holds one's name.
+        session.leave_locked_rooms();
         let order = self.parked_count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let evicted = {
             let mut parked = self.parked.lock();

@@ -121,6 +121,8 @@ pub struct Session {
     directed: Vec<Jid>,
     /// Logged in anonymously: its roster goes when it does.
     anonymous: bool,
+    /// Where the client connects from, for per-address limits.
+    address: std::net::IpAddr,
 }
 
 /// A request for a session whose connection is still open: where to send it.
@@ -199,8 +201,11 @@ pub fn header(domain: &str, id: &str) -> String {
 }
 
 impl Session {
-    pub fn new(server: Arc<crate::server::ServerState>, framing: Framing, xmpp: Arc<Xmpp>, outbox: Arc<Outbox>) -> Session {
+    /// A session of a client at `address`, whose stanzas go to `outbox`
+    /// framed as `framing`.
+    pub fn new(server: Arc<crate::server::ServerState>, framing: Framing, xmpp: Arc<Xmpp>, outbox: Arc<Outbox>, address: std::net::IpAddr) -> Session {
         Session {
+            address,
             server,
             framing,
             xmpp,
@@ -477,6 +482,12 @@ impl Session {
     /// One SASL element (RFC 6120 §6.4): `<auth/>`, `<response/>` or
     /// `<abort/>`; `Ok(true)` once authenticated, when the stream restarts.
     async fn on_sasl(&mut self, stanza: &Element) -> Result<bool, StreamEnd> {
+        // Refused before any password is looked at: a guesser's failures
+        // cost the server nothing more once its address has used them up.
+        if !self.xmpp.auth.failures.allows(self.address) {
+            self.server.metrics.refused("xmpp", "auth_failures");
+            return Err(StreamEnd("policy-violation", "too many failed logins from your address; try again later".into()));
+        }
         if stanza.name == "iq"
             && stanza.ns == ns::CLIENT
             && self.xmpp.auth.accounts.is_open()
@@ -542,7 +553,7 @@ impl Session {
                 self.sasl = None;
                 self.send(&Element::new("failure", ns::SASL).child(Element::new(condition, ns::SASL)));
                 if condition != "aborted" {
-                    self.failed += 1;
+                    self.count_failure();
                     self.server.metrics.refused("xmpp", "sasl");
                 }
                 if self.failed >= self.xmpp.auth.tries {
@@ -551,6 +562,12 @@ impl Session {
                 Ok(false)
             }
         }
+    }
+
+    /// Counts a failed login, on this stream and against its address.
+    fn count_failure(&mut self) {
+        self.failed += 1;
+        self.xmpp.auth.failures.admit(self.address);
     }
 
     /// Whether PLAIN may be offered: over TLS, or where allowed without.

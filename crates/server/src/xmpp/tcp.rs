@@ -65,6 +65,7 @@ pub async fn run(mut tcp: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, 
     let rates = server.config.mounts.iter().find(|m| m.app == crate::AppKind::Xmpp).map(|m| m.limits).unwrap_or_default();
     let now = Instant::now();
     let login_deadline = now + server.config.xmpp_login_timeout;
+    let address = tcp.peer_addr().map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |a| a.ip());
     let mut conn = Conn {
         inflow: Inflow::new(rates.max_message_rate, rates.max_byte_rate),
         paused: None,
@@ -73,7 +74,7 @@ pub async fn run(mut tcp: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, 
         pinged: false,
         timer: Box::pin(tokio::time::sleep_until(login_deadline)),
         metrics: server.metrics.connection("xmpp", "tcp"),
-        session: Session::new(server.clone(), Framing::Stream, xmpp, outbox.clone()),
+        session: Session::new(server.clone(), Framing::Stream, xmpp, outbox.clone(), address),
         server,
         outbox,
         parser: StreamParser::new(limits),

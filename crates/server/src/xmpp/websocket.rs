@@ -42,7 +42,7 @@ pub fn upgrade(req: &mut Request<Incoming>, server: &Arc<ServerState>, connectio
         let Ok(upgraded) = on_upgrade.await else { return };
         let config = crate::transport::websocket::config(server2.config.max_message_size);
         let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config)).await;
-        run(ws, server2, xmpp).await;
+        run(ws, server2, xmpp, connection.address).await;
         drop(connection);
     });
     let mut res = switching_protocols(accept);
@@ -86,14 +86,14 @@ fn valid_host(host: &str) -> bool {
     !host.is_empty() && host.len() <= 255 && host.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c))
 }
 
-async fn run<S>(mut ws: WebSocketStream<S>, server: Arc<ServerState>, xmpp: Arc<super::Xmpp>)
+async fn run<S>(mut ws: WebSocketStream<S>, server: Arc<ServerState>, xmpp: Arc<super::Xmpp>, address: std::net::IpAddr)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
     let mut outbox = Arc::new(Outbox::new(server.config.queue_limit));
     let metrics = server.metrics.connection("xmpp", "websocket");
     let service = xmpp.clone();
-    let mut session = Session::new(server.clone(), Framing::Messages, xmpp, outbox.clone());
+    let mut session = Session::new(server.clone(), Framing::Messages, xmpp, outbox.clone(), address);
     let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
     let mut parser = StreamParser::fragments(limits);
     let mut batch = Vec::new();

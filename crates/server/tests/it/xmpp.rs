@@ -26,6 +26,13 @@ impl Client {
         Client { stream: TcpStream::connect(addr).await.unwrap(), parser: StreamParser::new(Limits::default()) }
     }
 
+    /// Connects from the loopback address `from` (any 127.x).
+    pub async fn connect_from(addr: SocketAddr, from: std::net::IpAddr) -> Client {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(SocketAddr::new(from, 0)).unwrap();
+        Client { stream: socket.connect(addr).await.unwrap(), parser: StreamParser::new(Limits::default()) }
+    }
+
     pub async fn send(&mut self, xml: &str) {
         self.stream.write_all(xml.as_bytes()).await.unwrap();
     }

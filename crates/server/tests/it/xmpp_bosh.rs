@@ -267,3 +267,21 @@ async fn bosh_is_off_with_xmpp() {
     let reply = post(server.addr, "<body rid='1' to='localhost' xmlns='http://jabber.org/protocol/httpbind'/>").await;
     assert_eq!(reply.status(), 404);
 }
+
+#[tokio::test]
+async fn one_address_holds_at_most_its_share_of_sessions() {
+    let config = server::Config { bosh_max_sessions_per_address: 2, ..server::Config::default() };
+    let server = TestServer::with_xmpp(config).await;
+    let create = "<body rid='1' to='localhost' ver='1.6' wait='1' xmlns='http://jabber.org/protocol/httpbind'/>";
+    let from = |last: u8| async move {
+        crate::support::Raw::connect_from(server.addr, [127, 0, 0, last].into()).await.exchange("POST", "/http-bind", &[XML], create.as_bytes()).await
+    };
+    for _ in 0..2 {
+        assert!(parsed(&from(1).await).get("sid").is_some());
+    }
+    let refused = from(1).await;
+    assert_eq!((refused.status(), refused.header("retry-after")), (429, Some("5")));
+    assert_eq!(parsed(&refused).get("condition"), Some("policy-violation"));
+    assert_eq!(server.metric(r#"switchboard_refused_total{app="xmpp",reason="address_sessions"} "#).await, Some(1.0));
+    assert!(parsed(&from(2).await).get("sid").is_some(), "another address has its own share");
+}

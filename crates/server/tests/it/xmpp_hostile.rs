@@ -364,3 +364,96 @@ async fn a_clients_stream_error_ends_the_stream() {
     assert_eq!(c.event().await, Some(wire::xmpp::StreamEvent::Close), "the server's side ends, with no error of its own");
     assert!(c.event().await.is_none());
 }
+
+/// PLAIN's `<auth/>` for `name` with `password`.
+fn plain(name: &str, password: &str) -> String {
+    use base64::Engine;
+    let text = base64::engine::general_purpose::STANDARD.encode(format!("\0{name}\0{password}"));
+    format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{text}</auth>")
+}
+
+/// A client from `from` whose stream is open, past the features.
+async fn opened(addr: std::net::SocketAddr, from: [u8; 4]) -> Client {
+    let mut c = Client::connect_from(addr, from.into()).await;
+    c.send(HEADER).await;
+    c.event().await;
+    c.stanza().await;
+    c
+}
+
+#[tokio::test]
+async fn failed_logins_are_bounded_per_address_across_connections() {
+    let config = Config {
+        xmpp_accounts: vec![server::AccountEntry::new("kim", "pw")],
+        xmpp_plain_unencrypted: true,
+        xmpp_auth_failures: 4,
+        ..Config::default()
+    };
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    // Two connections, two wrong guesses each: within the stream's three tries.
+    for _ in 0..2 {
+        let mut c = opened(addr, [127, 0, 0, 1]).await;
+        for _ in 0..2 {
+            c.send(&plain("kim", "guess")).await;
+            let failure = c.stanza().await;
+            assert_eq!((failure.name.as_str(), failure.elements().next().map(|e| e.name.as_str())), ("failure", Some("not-authorized")));
+        }
+    }
+    // The address has used its four: a third connection is refused before
+    // its password is looked at, even the right one.
+    let mut c = opened(addr, [127, 0, 0, 1]).await;
+    c.send(&plain("kim", "pw")).await;
+    assert_eq!(c.stream_error().await, "policy-violation");
+    assert_eq!(server.metric(r#"switchboard_refused_total{app="xmpp",reason="auth_failures"} "#).await, Some(1.0));
+    assert_eq!(server.metric(r#"switchboard_refused_total{app="xmpp",reason="sasl"} "#).await, Some(4.0));
+    // Another address is not held to the first one's failures.
+    let mut other = opened(addr, [127, 0, 0, 2]).await;
+    other.send(&plain("kim", "pw")).await;
+    assert_eq!(other.stanza().await.name, "success");
+}
+
+#[tokio::test]
+async fn a_session_is_in_at_most_its_share_of_rooms() {
+    let config = Config { xmpp_max_rooms: 2, ..Config::default() };
+    let server = TestServer::with_xmpp(config).await;
+    let (mut c, _) = Client::login(server.xmpp.unwrap()).await;
+    join(&mut c, "one", "ann").await;
+    join(&mut c, "two", "ann").await;
+    c.send(&format!("<presence to='three@conference.localhost/ann' id='j3'><x xmlns='{MUC}'/></presence>")).await;
+    let refused = c.stanza().await;
+    let error = refused.find("error", "jabber:client").expect("an error");
+    assert_eq!((refused.get("type"), error.get("type")), (Some("error"), Some("wait")));
+    assert!(error.find("resource-constraint", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "{refused:?}");
+    // Out of one room, it may go into another.
+    c.send("<presence to='one@conference.localhost/ann' type='unavailable'/>").await;
+    assert_eq!(c.stanza().await.get("type"), Some("unavailable"));
+    join(&mut c, "three", "ann").await;
+}
+
+#[tokio::test]
+async fn a_session_waiting_to_be_resumed_holds_no_room_it_left_locked() {
+    let config = Config {
+        xmpp_accounts: vec![server::AccountEntry::new("ned", "pw")],
+        xmpp_plain_unencrypted: true,
+        ..Config::default()
+    };
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let mut ned = crate::xmpp::bound_account(addr, "ned", "desk").await;
+    ned.send("<enable xmlns='urn:xmpp:sm:3' resume='true'/>").await;
+    assert!(ned.stanza().await.get("id").is_some(), "resumable");
+    // Made, so locked until configured: nobody else may enter it.
+    join(&mut ned, "taken", "ned").await;
+    let (mut other, _) = anonymous(addr).await;
+    other.send(&format!("<presence to='taken@conference.localhost/eve' id='e1'><x xmlns='{MUC}'/></presence>")).await;
+    assert!(other.stanza().await.find("error", "jabber:client").unwrap().find("item-not-found", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some());
+    // Its connection breaks: the session waits, but the room goes.
+    drop(ned);
+    until(|| async { (server.metric("switchboard_xmpp_parked_sessions ").await == Some(1.0)).then_some(()) }).await;
+    other.send(&format!("<presence to='taken@conference.localhost/eve' id='e2'><x xmlns='{MUC}'/></presence>")).await;
+    // Alone in it, the first presence eve gets is her own.
+    let own = other.stanza().await;
+    let codes: Vec<_> = own.find("x", "http://jabber.org/protocol/muc#user").unwrap().elements().filter(|e| e.name == "status").filter_map(|e| e.get("code").map(str::to_owned)).collect();
+    assert!(codes.contains(&"201".to_owned()), "eve made the room anew: {codes:?}");
+}

@@ -227,15 +227,15 @@ impl Receiving<'_> {
     #[allow(clippy::result_large_err)]
     fn attach(self, echo: &Echo) -> Result<Option<Receiver>, Response<Body>> {
         let full = || self.full(echo);
-        let Receiving { id, transport, mount, server, ref identity, .. } = self;
+        let Receiving { id, transport, mount, server, ref identity, address } = self;
         loop {
-            let opened = mount.sessions.get_or_open(id, |id| {
+            let opened = mount.sessions.get_or_open(id, address, |id| {
                 let outbox = Arc::new(Outbox::new(server.config.queue_limit));
                 let metrics = server.metrics.connection(mount.config.name(), transport.label());
                 let limits = mount.config.limits;
-                Session::new(id, mount.app.open(outbox, identity.clone()), metrics, limits.max_message_rate, limits.max_byte_rate, ())
+                Session::new(id, mount.app.open(outbox, identity.clone(), address), metrics, limits.max_message_rate, limits.max_byte_rate, ())
             });
-            let Some((session, created)) = opened else { return Err(full()) };
+            let Ok((session, created)) = opened else { return Err(full()) };
             if created {
                 server.tracker.spawn(session::reap(
                     mount.sessions.clone(),

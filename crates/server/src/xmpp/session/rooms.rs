@@ -104,6 +104,9 @@ impl Session {
             return self.refuse(presence, "modify", "jid-malformed");
         };
         let Some(me) = self.jid.clone() else { return };
+        if self.rooms.len() >= self.xmpp.max_rooms {
+            return self.refuse(presence, "wait", "resource-constraint");
+        }
         let password = presence.find("x", ns::MUC).and_then(|x| x.find("password", ns::MUC)).map(Element::text_content);
         if let Some((kind, condition)) = self.xmpp.muc.refusal(&room, &me, password.as_deref()) {
             return self.refuse(presence, kind, condition);
@@ -144,6 +147,14 @@ impl Session {
             Err(JoinError::RoomFull) => self.refuse(presence, "wait", "service-unavailable"),
             Err(JoinError::TooManyJoins) => self.refuse(presence, "wait", "resource-constraint"),
             Err(JoinError::Broker(_)) => self.refuse(presence, "wait", "remote-server-timeout"),
+        }
+    }
+
+    /// Leaves the rooms it made and has not configured yet (still locked).
+    pub(crate) fn leave_locked_rooms(&mut self) {
+        let locked: Vec<Arc<str>> = self.rooms.keys().filter(|room| self.xmpp.muc.with(room, |r| r.locked).unwrap_or(false)).cloned().collect();
+        for room in locked {
+            self.leave(&room, false);
         }
     }
 

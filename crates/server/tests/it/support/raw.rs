@@ -70,6 +70,13 @@ impl Raw {
         Raw { stream: BufReader::new(stream), host: addr.to_string() }
     }
 
+    /// Connects from the loopback address `from` (any 127.x).
+    pub async fn connect_from(addr: SocketAddr, from: std::net::IpAddr) -> Raw {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(SocketAddr::new(from, 0)).unwrap();
+        Raw { stream: BufReader::new(socket.connect(addr).await.unwrap()), host: addr.to_string() }
+    }
+
     /// Sends a request: `version` is `1.0` or `1.1`; a body gets a
     /// Content-Length, and so does a POST without one (as browsers send it).
     pub async fn send(&mut self, method: &str, path: &str, version: &str, headers: &[(&str, &str)], body: &[u8]) {
