@@ -310,6 +310,17 @@ pub struct Config {
     pub token_key: Option<TokenKey>,
     /// The apps and where they are mounted.
     pub mounts: Vec<Mount>,
+    /// The limits of a mount that sets none of its own (the top-level
+    /// settings).
+    pub limits: MountLimits,
+}
+
+impl Config {
+    /// What one XMPP client may send, over TCP and BOSH: the `xmpp` mount's
+    /// limits, or the top-level ones where there is no such mount.
+    pub fn xmpp_limits(&self) -> MountLimits {
+        self.mounts.iter().find(|m| m.app == AppKind::Xmpp).map_or(self.limits, |m| m.limits)
+    }
 }
 
 /// The certificate chain and key of the listener's TLS, as PEM files.
@@ -378,6 +389,7 @@ impl Default for Config {
             tls: None,
             token_key: None,
             mounts: AppKind::ALL.iter().map(|&app| Mount::new(app)).collect(),
+            limits: MountLimits::default(),
         }
     }
 }
@@ -667,6 +679,7 @@ impl Config {
             tls,
             token_key,
             mounts,
+            limits,
         };
         config.validate()?;
         Ok(config)
@@ -855,6 +868,18 @@ websocket = false
         let disabled = config.mount("/disabled_websocket_echo").unwrap();
         assert!(!disabled.sockjs.websocket);
         assert_eq!(disabled.sockjs.response_limit, 128 * 1024);
+    }
+
+    #[test]
+    fn xmpp_takes_the_xmpp_mounts_rates_or_the_top_level_ones() {
+        let path = write_toml("max_message_rate = 7\n[[mount]]\napp = \"chat\"\n");
+        let config = Config::resolve(&Args { config: Some(path.clone()), ..Args::default() }).unwrap();
+        std::fs::remove_file(path).ok();
+        assert_eq!(config.xmpp_limits().max_message_rate, 7, "no xmpp mount: the top level's");
+        let path = write_toml("max_message_rate = 7\n[[mount]]\napp = \"xmpp\"\nmax_message_rate = 9\n");
+        let config = Config::resolve(&Args { config: Some(path.clone()), ..Args::default() }).unwrap();
+        std::fs::remove_file(path).ok();
+        assert_eq!(config.xmpp_limits().max_message_rate, 9, "the xmpp mount's own");
     }
 
     #[test]

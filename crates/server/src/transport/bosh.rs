@@ -46,7 +46,6 @@ use wire::xmpp::{Element, Limits};
 
 use super::session::{self, Attach, Refusal, Registry, Session, Step};
 use crate::apps::{App, AppKind};
-use crate::config::MountLimits;
 use crate::http::{Body, bytes_response};
 use crate::server::{Connection, ServerState};
 use crate::xmpp::Framing;
@@ -256,7 +255,7 @@ async fn create(service: &Service, server: &Arc<ServerState>, connection: &Conne
         ("polling", "1".to_owned()),
     ];
     let id = format!("{:032x}", rand::random::<u128>());
-    let limits = MountLimits::default();
+    let limits = config.xmpp_limits();
     let opened = service.sessions.get_or_open(&id, connection.address, |id| {
         let outbox = Arc::new(hub::Outbox::new(config.queue_limit));
         let app = service.app.open_xmpp(outbox, Framing::Bosh, connection.address);

@@ -62,7 +62,7 @@ pub async fn run(mut tcp: TcpStream, server: Arc<ServerState>, xmpp: Arc<Xmpp>, 
     let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
     let tls = xmpp.tls.clone();
     let service = xmpp.clone();
-    let rates = server.config.mounts.iter().find(|m| m.app == crate::AppKind::Xmpp).map(|m| m.limits).unwrap_or_default();
+    let rates = server.config.xmpp_limits();
     let now = Instant::now();
     let login_deadline = now + server.config.xmpp_login_timeout;
     let address = tcp.peer_addr().map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |a| a.ip());
