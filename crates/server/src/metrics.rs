@@ -107,7 +107,7 @@ impl Metrics {
         );
         registry.register(
             "refused",
-            "Requests refused by a limit (sessions per mount, new sessions per address, bad or missing token, ...)",
+            "Requests refused, and connections closed, by a limit (sessions per mount, new sessions per address, bad or missing token, timeouts, ...)",
             m.refused.clone(),
         );
         registry.register(

@@ -193,7 +193,10 @@ pub async fn handle(req: Request<Incoming>, server: &Arc<ServerState>, connectio
     let bytes = match crate::http::read_body(req.into_body(), limit, server.config.idle_timeout).await {
         Ok(bytes) => bytes,
         Err(BodyError::TooLarge) => return terminate(StatusCode::PAYLOAD_TOO_LARGE, Condition::PolicyViolation),
-        Err(BodyError::TimedOut) => return crate::http::body_timeout(terminate(StatusCode::BAD_REQUEST, Condition::PolicyViolation)),
+        Err(BodyError::TimedOut) => {
+            server.metrics.refused("xmpp", "body_timeout");
+            return crate::http::body_timeout(terminate(StatusCode::BAD_REQUEST, Condition::PolicyViolation));
+        }
         // The client went away mid-body; nobody reads this answer.
         Err(BodyError::Broken) => return terminate(StatusCode::BAD_REQUEST, Condition::BadRequest),
     };

@@ -264,11 +264,13 @@ impl Conn {
         let watch = if self.session.phase != Phase::Ready {
             if self.login_deadline <= now {
                 let limit = humantime::format_duration(self.server.config.xmpp_login_timeout);
+                self.server.metrics.refused("xmpp", "login_timeout");
                 return Err(StreamEnd("connection-timeout", format!("no resource bound within {limit}")));
             }
             self.login_deadline
         } else if self.quiet_since + interval <= now {
             if self.pinged {
+                self.server.metrics.refused("xmpp", "ping_timeout");
                 return Err(StreamEnd("connection-timeout", "no answer to the server's ping".into()));
             }
             self.session.ping();

@@ -212,6 +212,7 @@ async fn a_socket_that_does_not_log_in_in_time_is_closed_with_connection_timeout
         assert_eq!(c.stream_error().await, "connection-timeout", "after {sent:?}");
         assert!(c.event().await.is_none(), "and the socket is closed");
     }
+    assert_eq!(server.metric(r#"switchboard_refused_total{app="xmpp",reason="login_timeout"} "#).await, Some(4.0));
 }
 
 #[tokio::test]
@@ -229,6 +230,7 @@ async fn a_silent_client_is_pinged_and_closed_if_it_never_answers() {
     let ping = quiet.stanza().await;
     assert_eq!((ping.get("to"), ping.get("from")), (Some(jid.as_str()), Some("localhost")));
     assert_eq!(quiet.stream_error().await, "connection-timeout");
+    assert_eq!(server.metric(r#"switchboard_refused_total{app="xmpp",reason="ping_timeout"} "#).await, Some(1.0));
     lively.send("<iq type='get' id='still'><ping xmlns='urn:xmpp:ping'/></iq>").await;
     loop {
         let stanza = lively.stanza().await;
@@ -325,6 +327,9 @@ async fn a_request_body_that_never_arrives_is_timed_out() {
     assert_eq!(server.http("POST", &format!("/echo/000/{id}/xhr"), &[], b"").await.status(), 200);
     let send = stalled_body(&server, &format!("/echo/000/{id}/xhr_send")).await;
     assert!(send.starts_with("HTTP/1.1 408"), "{send}");
+    for app in ["xmpp", "echo"] {
+        assert_eq!(server.metric(&format!(r#"switchboard_refused_total{{app="{app}",reason="body_timeout"}} "#)).await, Some(1.0), "{app}");
+    }
 }
 
 #[tokio::test]
@@ -425,6 +430,7 @@ async fn a_session_is_in_at_most_its_share_of_rooms() {
     let error = refused.find("error", "jabber:client").expect("an error");
     assert_eq!((refused.get("type"), error.get("type")), (Some("error"), Some("wait")));
     assert!(error.find("resource-constraint", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "{refused:?}");
+    assert_eq!(server.metric(r#"switchboard_refused_total{app="xmpp",reason="max_rooms"} "#).await, Some(1.0));
     // Out of one room, it may go into another.
     c.send("<presence to='one@conference.localhost/ann' type='unavailable'/>").await;
     assert_eq!(c.stanza().await.get("type"), Some("unavailable"));

@@ -64,6 +64,7 @@ async fn deliver(
             return Err(echo.session_response(StatusCode::PAYLOAD_TOO_LARGE, headers::TEXT, "Payload too large."));
         }
         Err(BodyError::TimedOut) => {
+            server.metrics.refused(mount.config.name(), "body_timeout");
             return Err(crate::http::body_timeout(echo.session_response(StatusCode::REQUEST_TIMEOUT, headers::TEXT, "The body did not arrive in time.")));
         }
         // The client went away mid-body; nobody reads this answer.
