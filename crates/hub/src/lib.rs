@@ -19,5 +19,5 @@ pub use bucket::Bucket;
 pub use event::RoomEvent;
 pub use outbox::{Close, Drained, Outbox, PushError};
 pub use payload::{Form, Payload};
-pub use rooms::{Delivery, HistoryLimits, Hub, JoinError, Member, MemberId, RenameError, RoomLimits, Roster};
+pub use rooms::{Delivery, HistoryLimits, Hub, JoinError, Member, MemberId, RenameError, next_member_id, RoomLimits, Roster};
 pub use shards::{Shards, shrink_when_sparse};

@@ -9,8 +9,16 @@ use wire::nickname::Nickname;
 
 use crate::{Bucket, Outbox, Payload, PushError, Shards};
 
-/// Identifies a session for as long as the process runs.
+/// Identifies a client for as long as the process runs, whatever its
+/// protocol, so that clients of every protocol can share rooms.
 pub type MemberId = u64;
+
+static NEXT_MEMBER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A new member id, unique among every client of the process.
+pub fn next_member_id() -> MemberId {
+    NEXT_MEMBER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 
 /// A session in a room: where to push its messages, and its name if the app
 /// gives members names. Names are unique in a room by their comparison form.

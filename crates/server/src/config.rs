@@ -323,21 +323,8 @@ impl Config {
     }
 }
 
-/// The certificate chain and key of the listener's TLS, as PEM files.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TlsFiles {
-    pub cert: PathBuf,
-    pub key: PathBuf,
-}
-
-/// What verifies connection tokens.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TokenKey {
-    /// HS256 with a shared secret.
-    Secret(String),
-    /// RS256 or ES256 with the public key in this PEM file.
-    PublicKey(PathBuf),
-}
+pub use base::tls::TlsFiles;
+pub use base::token::TokenKey;
 
 impl Default for Config {
     fn default() -> Config {

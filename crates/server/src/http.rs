@@ -17,8 +17,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use base::http::{Body, bytes_response, not_found, text_response};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use http_body_util::BodyExt;
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
@@ -26,74 +27,8 @@ use wire::app::{AppError, Count};
 
 use crate::apps::AppKind;
 use crate::server::{Busy, Connection, MountState, ServerState};
-use crate::token::{Identity, TokenError};
+use base::token::{Identity, TokenError};
 use crate::transport::{sockjs, websocket};
-
-/// The body of every response: a whole buffer or a stream of frames.
-pub type Body = BoxBody<Bytes, Infallible>;
-
-/// Why a request's body could not be read whole.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyError {
-    /// Longer than the bound.
-    TooLarge,
-    /// Not all there within `--idle-timeout`: the client is stalling (its
-    /// `Content-Length` promised more than it sends).
-    TimedOut,
-    /// The client went away mid-body.
-    Broken,
-}
-
-/// Reads a request's body whole: at most `limit` bytes, within `deadline`.
-pub async fn read_body(body: Incoming, limit: usize, deadline: std::time::Duration) -> Result<Bytes, BodyError> {
-    match tokio::time::timeout(deadline, http_body_util::Limited::new(body, limit).collect()).await {
-        Ok(Ok(body)) => Ok(body.to_bytes()),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
-        Ok(Err(_)) => Err(BodyError::Broken),
-        Err(_) => Err(BodyError::TimedOut),
-    }
-}
-
-/// The answer to a body that did not arrive in time: `408`, and the
-/// connection closes, since the rest of the body would be read as the next
-/// request.
-pub fn body_timeout(mut res: Response<Body>) -> Response<Body> {
-    *res.status_mut() = StatusCode::REQUEST_TIMEOUT;
-    res.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
-    res
-}
-
-/// A response with a text body.
-pub fn text_response(status: StatusCode, text: impl Into<Bytes>) -> Response<Body> {
-    bytes_response(status, "text/plain; charset=UTF-8", text)
-}
-
-/// A response with a body of the given content type.
-pub fn bytes_response(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<Body> {
-    let mut res = Response::new(Full::new(body.into()).boxed());
-    *res.status_mut() = status;
-    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    res
-}
-
-/// An empty body.
-pub fn empty() -> Body {
-    Full::new(Bytes::new()).boxed()
-}
-
-/// 404 for a path nothing is served at.
-pub fn not_found() -> Response<Body> {
-    text_response(StatusCode::NOT_FOUND, "Not found\n")
-}
-
-/// 405 naming the methods that are allowed, with no body and no content type
-/// (as the SockJS protocol suite checks).
-pub fn method_not_allowed(allow: &'static str) -> Response<Body> {
-    let mut res = Response::new(empty());
-    *res.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
-    res.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
-    res
-}
 
 /// Keeps `busy` (the request counted as in progress) until the body is
 /// done or dropped, so a streaming response keeps its connection busy.
@@ -156,10 +91,17 @@ pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connect
         "/" | "/index.html" => bytes_response(StatusCode::OK, "text/html; charset=UTF-8", INDEX_HTML),
         "/healthz" => text_response(StatusCode::OK, "ok\n"),
         sockjs::CLIENT_SCRIPT_PATH => sockjs::client_script(&req),
-        "/xmpp-websocket" => crate::xmpp::websocket::upgrade(&mut req, &server, connection.clone()),
-        crate::transport::bosh::PATH => crate::transport::bosh::handle(req, &server, &connection).await,
-        "/.well-known/host-meta" => crate::xmpp::websocket::host_meta(&req, &server, false),
-        "/.well-known/host-meta.json" => crate::xmpp::websocket::host_meta(&req, &server, true),
+        "/xmpp-websocket" => match &server.xmpp {
+            Some(xmpp) => crate::xmpp::websocket::upgrade(&mut req, xmpp, connection.clone()),
+            None => xmpp_off(),
+        },
+        crate::transport::bosh::PATH => match &server.bosh {
+            Some(bosh) => crate::transport::bosh::handle(req, bosh, &connection).await,
+            None => xmpp_off(),
+        },
+        "/.well-known/host-meta" | "/.well-known/host-meta.json" if server.xmpp.is_none() => xmpp_off(),
+        "/.well-known/host-meta" => crate::xmpp::websocket::host_meta(&req, server.config.tls.is_some(), false),
+        "/.well-known/host-meta.json" => crate::xmpp::websocket::host_meta(&req, server.config.tls.is_some(), true),
         "/metrics" => {
             if let Some(link) = &server.link {
                 server.metrics.broker(link.state().is_up(), link.state().reconnects());
@@ -186,6 +128,11 @@ pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connect
         }
     };
     Ok(res)
+}
+
+/// The answer at XMPP's endpoints when XMPP is off.
+fn xmpp_off() -> Response<Body> {
+    text_response(StatusCode::NOT_FOUND, "XMPP is off on this server (--xmpp-listen).")
 }
 
 async fn route_mount(

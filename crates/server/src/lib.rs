@@ -10,14 +10,8 @@
 mod apps;
 mod config;
 mod http;
-mod limits;
-mod metrics;
 mod server;
 mod shed;
-mod shutdown;
-mod time;
-mod tls;
-mod token;
 mod transport;
 mod xmpp;
 
@@ -70,6 +64,12 @@ impl std::fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl From<base::ConfigError> for Error {
+    fn from(e: base::ConfigError) -> Error {
+        Error::config(e.0)
+    }
+}
 
 /// Runs `switchboard serve` from its flags until SIGINT or SIGTERM.
 pub async fn run_cli(args: Args) -> Result<(), Error> {

@@ -9,7 +9,7 @@
 //! watchdog bounds the time between requests.
 
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -20,33 +20,31 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, Semaphore};
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::task::TaskTracker;
 
+use base::limits::AddressRates;
+use base::metrics::Metrics;
+use base::shutdown::Shutdown;
+use base::token::Verifier;
+use base::{Bounds, Context, tls};
+
 use crate::apps::App;
 use crate::config::{Config, Mount};
-use crate::limits::AddressRates;
-use crate::metrics::Metrics;
 use crate::shed::Shedder;
-use crate::shutdown::Shutdown;
-use crate::token::Verifier;
 use crate::transport::{sockjs, websocket};
-use crate::{Error, http, tls};
+use crate::{Error, http};
 
-/// What every connection of one server shares.
+/// What every connection of one server shares: the protocols' context,
+/// and what the server put together from the configuration.
 pub struct ServerState {
+    /// What every protocol is handed (shutdown, tasks, metrics, rates,
+    /// tokens, bounds).
+    pub context: Arc<Context>,
     pub config: Config,
     pub mounts: Vec<Arc<MountState>>,
-    pub metrics: Metrics,
-    pub shutdown: Shutdown,
-    /// Every task serving a client, so shutdown can wait for them.
-    pub tracker: TaskTracker,
-    /// New SockJS sessions per client address, across mounts.
-    pub session_rates: AddressRates,
-    /// Checks connection tokens, when clients must present one.
-    pub tokens: Option<Verifier>,
     /// The connection to the other nodes, when rooms span several.
     pub link: Option<Arc<cluster::Link>>,
     /// The XMPP service, when XMPP is on.
@@ -54,6 +52,14 @@ pub struct ServerState {
     /// XMPP over BOSH, when XMPP is on.
     pub bosh: Option<crate::transport::bosh::Service>,
     tls: Option<TlsAcceptor>,
+}
+
+impl std::ops::Deref for ServerState {
+    type Target = Context;
+
+    fn deref(&self) -> &Context {
+        &self.context
+    }
 }
 
 impl std::fmt::Debug for ServerState {
@@ -118,6 +124,24 @@ impl ServerState {
             Some(files) if xmpp_on => Some(tls::acceptor_for(files, &[])?),
             _ => None,
         };
+        let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
+        let tokens = config.token_key.as_ref().map(Verifier::new).transpose()?;
+        let session_rates = AddressRates::new(config.session_rate, config.session_rate.saturating_mul(SESSION_BURST_SECONDS));
+        let bounds = Bounds {
+            queue_limit: config.queue_limit,
+            max_message_size: config.max_message_size,
+            header_timeout: config.header_timeout,
+            idle_timeout: config.idle_timeout,
+            ping_interval: config.ping_interval,
+        };
+        let context = Arc::new(Context {
+            metrics: Metrics::new(link.is_some()),
+            shutdown: Shutdown::default(),
+            tracker: TaskTracker::new(),
+            session_rates,
+            tokens,
+            bounds,
+        });
         let xmpp = xmpp_on.then(|| {
             // MUC rooms are the first chat mount's rooms.
             let rooms = mounts.iter().find(|m| m.app.kind() == crate::AppKind::Chat).map(|m| m.app.broker().clone());
@@ -132,23 +156,35 @@ impl ServerState {
                 tries: config.xmpp_auth_tries,
                 failures: AddressRates::per(config.xmpp_auth_failures, std::time::Duration::from_secs(60)),
             };
-            let resumption = crate::xmpp::Resumption { timeout: config.xmpp_resume_timeout, max_parked: config.xmpp_max_parked };
-            let quotas = crate::xmpp::Quotas { list: config.xmpp_list_limit, rooms: config.xmpp_max_rooms };
-            Arc::new(crate::xmpp::Xmpp::new(&config.xmpp_domain, rooms, config.max_connections, auth, xmpp_tls, resumption, quotas))
+            let rates = config.xmpp_limits();
+            let settings = crate::xmpp::Settings {
+                domain: config.xmpp_domain.clone(),
+                max_connections: config.max_connections,
+                resumption: crate::xmpp::Resumption { timeout: config.xmpp_resume_timeout, max_parked: config.xmpp_max_parked },
+                quotas: crate::xmpp::Quotas { list: config.xmpp_list_limit, rooms: config.xmpp_max_rooms },
+                login_timeout: config.xmpp_login_timeout,
+                inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
+            };
+            Arc::new(crate::xmpp::Xmpp::new(context.clone(), settings, auth, xmpp_tls, rooms))
         });
-
-        let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
-        let tokens = config.token_key.as_ref().map(Verifier::new).transpose()?;
-        let bosh = xmpp.is_some().then(|| crate::transport::bosh::Service::new(config.bosh_max_sessions, config.bosh_max_sessions_per_address));
-        let session_rates = AddressRates::new(config.session_rate, config.session_rate.saturating_mul(SESSION_BURST_SECONDS));
+        let bosh = xmpp.as_ref().map(|xmpp| {
+            let settings = crate::transport::bosh::Settings {
+                max_sessions: config.bosh_max_sessions,
+                per_address: config.bosh_max_sessions_per_address,
+                wait: config.bosh_wait,
+                inactivity: config.bosh_inactivity,
+            };
+            crate::transport::bosh::Service::new(xmpp.clone(), settings)
+        });
+        if let Some(xmpp) = &xmpp {
+            for mount in mounts.iter().filter(|m| m.app.kind() == crate::AppKind::Xmpp) {
+                mount.app.serve_xmpp(xmpp);
+            }
+        }
         Ok(ServerState {
+            context,
             config,
             mounts,
-            metrics: Metrics::new(link.is_some()),
-            shutdown: Shutdown::default(),
-            tracker: TaskTracker::new(),
-            session_rates,
-            tokens,
             link,
             xmpp,
             bosh,
@@ -162,14 +198,7 @@ impl ServerState {
     }
 }
 
-/// One accepted TCP connection, for as long as anything serves it: its
-/// slot under `--max-connections` is held until the last holder lets go.
-#[derive(Debug)]
-pub struct Connection {
-    /// Where it connects from, for per-address limits.
-    pub address: IpAddr,
-    _slot: OwnedSemaphorePermit,
-}
+pub use base::Connection;
 
 /// Serves clients on `listener` until `shutdown` resolves; then stops
 /// accepting, closes every client with 1001, and returns once they are gone
@@ -229,16 +258,10 @@ pub async fn serve_with(
         None => None,
     };
     let state = Arc::new(ServerState::new(config, link, xmpp.any())?);
-    for mount in &state.mounts {
-        mount.app.serve_for(&state);
-    }
-    if let Some(bosh) = &state.bosh {
-        bosh.serve_for(&state);
-    }
     if let Some(service) = state.xmpp.clone() {
         for (listener, direct_tls) in [(xmpp.plain, false), (xmpp.direct_tls, true)] {
             if let Some(listener) = listener {
-                state.tracker.spawn(crate::xmpp::serve(listener, state.clone(), service.clone(), direct_tls));
+                state.tracker.spawn(crate::xmpp::serve(listener, service.clone(), direct_tls));
             }
         }
     }
@@ -264,7 +287,7 @@ pub async fn serve_with(
         shedder.accepted(slots.available_permits());
         // Small frames are the norm here; do not hold them back for Nagle.
         let _ = stream.set_nodelay(true);
-        let connection = Arc::new(Connection { address: peer.ip(), _slot: slot });
+        let connection = Arc::new(Connection::new(peer.ip(), slot));
         state.tracker.spawn(handle_connection(stream, peer, connection, state.clone()));
     }
     drop(listener);

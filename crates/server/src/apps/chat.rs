@@ -138,7 +138,7 @@ async fn join(broker: &dyn Broker, client: &Client, text: &str) -> Result<Joined
 }
 
 /// A client with a token joins under its token's name, in its token's rooms.
-fn check_token(identity: &crate::token::Identity, name: &Nickname, room: &str) -> Result<(), AppError> {
+fn check_token(identity: &base::token::Identity, name: &Nickname, room: &str) -> Result<(), AppError> {
     let own = Nickname::parse(&identity.name).map_err(AppError::InvalidNickname)?;
     if own.key != name.key {
         return Err(AppError::NotYourName { name: name.shown.to_string(), token_name: own.shown.to_string() });

@@ -6,7 +6,6 @@ mod chat;
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use futures_util::FutureExt;
@@ -16,7 +15,7 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 use tokio::time::Instant;
 use wire::app::{AppError, Count};
 
-use crate::token::Identity;
+use base::token::Identity;
 
 /// The apps a mount can serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
@@ -65,27 +64,20 @@ const BROADCAST_ROOM: &str = "broadcast";
 pub struct App {
     kind: AppKind,
     broker: Arc<dyn Broker>,
-    /// The server, for an XMPP mount's sessions (set once it exists).
-    server: std::sync::OnceLock<std::sync::Weak<crate::server::ServerState>>,
-}
-
-static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
-
-/// A new client id, unique among every client of the process (app clients
-/// and XMPP sessions alike, so that they can share rooms).
-pub fn next_client_id() -> MemberId {
-    NEXT_CLIENT.fetch_add(1, Ordering::Relaxed)
+    /// The XMPP service, for an XMPP mount's sessions (set once it exists:
+    /// it is made after the apps, whose chat rooms are MUC's).
+    xmpp: std::sync::OnceLock<Arc<crate::xmpp::Xmpp>>,
 }
 
 impl App {
     /// A new instance of the app whose rooms are `broker`'s.
     pub fn new(kind: AppKind, broker: Arc<dyn Broker>) -> App {
-        App { kind, broker, server: std::sync::OnceLock::new() }
+        App { kind, broker, xmpp: std::sync::OnceLock::new() }
     }
 
-    /// Tells an XMPP mount's app which server its sessions are of.
-    pub fn serve_for(&self, server: &Arc<crate::server::ServerState>) {
-        let _ = self.server.set(Arc::downgrade(server));
+    /// Tells an XMPP mount's app which service its sessions are of.
+    pub fn serve_xmpp(&self, xmpp: &Arc<crate::xmpp::Xmpp>) {
+        let _ = self.xmpp.set(xmpp.clone());
     }
 
     /// The app on its own node, its rooms in memory; chat rooms keep to
@@ -118,7 +110,7 @@ impl App {
     /// and who is `identity` if it presented a token. Dropping the
     /// returned value ends it (leaves its rooms).
     pub fn open(self: &Arc<App>, outbox: Arc<Outbox>, identity: Option<Arc<Identity>>, address: IpAddr) -> AppClient {
-        let client = Client { id: next_client_id(), outbox, identity };
+        let client = Client { id: hub::next_member_id(), outbox, identity };
         let state = match self.kind {
             AppKind::Broadcast => State::Broadcast(self.join_broadcast(&client)),
             AppKind::Chat => State::Chat(chat::Chat::new(&self.broker, &client)),
@@ -136,12 +128,12 @@ impl App {
     /// Attaches a newly connected XMPP client of a transport that carries
     /// one element per message (SockJS, BOSH), framed as `framing`.
     pub fn open_xmpp(self: &Arc<App>, outbox: Arc<Outbox>, framing: crate::xmpp::Framing, address: IpAddr) -> AppClient {
-        self.xmpp_client(Client { id: next_client_id(), outbox, identity: None }, framing, address)
+        self.xmpp_client(Client { id: hub::next_member_id(), outbox, identity: None }, framing, address)
     }
 
     fn xmpp_client(self: &Arc<App>, client: Client, framing: crate::xmpp::Framing, address: IpAddr) -> AppClient {
-        let state = match self.server.get().and_then(std::sync::Weak::upgrade) {
-            Some(server) if server.xmpp.is_some() => State::Xmpp(crate::xmpp::bridge::open(server, client.outbox.clone(), framing, address)),
+        let state = match self.xmpp.get() {
+            Some(xmpp) => State::Xmpp(crate::xmpp::bridge::open(xmpp.clone(), client.outbox.clone(), framing, address)),
             _ => {
                 client.outbox.close(Close::new(1011, "XMPP is off on this server (--xmpp-listen)"));
                 State::Closed

@@ -35,7 +35,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use hyper::body::Incoming;
 
-use crate::http::BodyError;
+use base::http::BodyError;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use parking_lot::Mutex;
@@ -46,8 +46,10 @@ use wire::xmpp::{Element, Limits};
 
 use super::session::{self, Attach, Refusal, Registry, Session, Step};
 use crate::apps::{App, AppKind};
-use crate::http::{Body, bytes_response};
-use crate::server::{Connection, ServerState};
+use base::http::{Body, bytes_response};
+use base::{Connection, Context};
+
+use crate::xmpp::Xmpp;
 use crate::xmpp::Framing;
 
 /// Where BOSH is served.
@@ -60,27 +62,40 @@ const HOLD: u64 = 1;
 /// How many full-size stanzas a request's body may be, as a SockJS send.
 const BODY_LIMIT_IN_MESSAGES: usize = 8;
 
-/// The BOSH service of a server with XMPP on: the app its XMPP sessions
-/// are opened with, and its sessions.
+/// The BOSH service of a server with XMPP on: the XMPP service its
+/// sessions are of, the app they are opened with, its sessions and its
+/// terms.
 #[derive(Debug)]
 pub struct Service {
+    xmpp: Arc<Xmpp>,
     app: Arc<App>,
     sessions: Arc<Registry<Window>>,
+    settings: Settings,
+}
+
+/// BOSH's settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// Most sessions at once (`--bosh-max-sessions`).
+    pub max_sessions: usize,
+    /// Most sessions of one client address (`--bosh-max-sessions-per-address`).
+    pub per_address: usize,
+    /// Longest a request is held (`--bosh-wait`).
+    pub wait: Duration,
+    /// How long a session lives with no request (`--bosh-inactivity`).
+    pub inactivity: Duration,
 }
 
 impl Service {
-    /// A service holding at most `max_sessions` sessions, and at most
-    /// `per_address` of one client address.
-    pub fn new(max_sessions: usize, per_address: usize) -> Service {
-        Service {
-            app: Arc::new(App::in_memory(AppKind::Xmpp, hub::RoomLimits::NONE)),
-            sessions: Arc::new(Registry::new(16, max_sessions).shared(per_address)),
-        }
+    /// The BOSH service of `xmpp`.
+    pub fn new(xmpp: Arc<Xmpp>, settings: Settings) -> Service {
+        let app = Arc::new(App::in_memory(AppKind::Xmpp, hub::RoomLimits::NONE));
+        app.serve_xmpp(&xmpp);
+        Service { xmpp, app, sessions: Arc::new(Registry::new(16, settings.max_sessions).shared(settings.per_address)), settings }
     }
 
-    /// Tells the service which server its XMPP sessions are of.
-    pub fn serve_for(&self, server: &Arc<ServerState>) {
-        self.app.serve_for(server);
+    fn context(&self) -> &Context {
+        &self.xmpp.context
     }
 }
 
@@ -176,10 +191,8 @@ async fn turn(window: &Window, rid: u64, wait: Duration) -> Turn {
 }
 
 /// Handles a request to [`PATH`].
-pub async fn handle(req: Request<Incoming>, server: &Arc<ServerState>, connection: &Connection) -> Response<Body> {
-    let Some(service) = &server.bosh else {
-        return answer(bytes_response(StatusCode::NOT_FOUND, "text/plain; charset=UTF-8", "BOSH needs XMPP, which is off (--xmpp-listen).\n"));
-    };
+pub async fn handle(req: Request<Incoming>, service: &Service, connection: &Connection) -> Response<Body> {
+    let context = service.context();
     match *req.method() {
         Method::POST => {}
         Method::OPTIONS => return preflight(),
@@ -189,18 +202,18 @@ pub async fn handle(req: Request<Incoming>, server: &Arc<ServerState>, connectio
             return answer(res);
         }
     }
-    let limit = server.config.max_message_size.saturating_mul(BODY_LIMIT_IN_MESSAGES);
-    let bytes = match crate::http::read_body(req.into_body(), limit, server.config.idle_timeout).await {
+    let limit = context.bounds.max_message_size.saturating_mul(BODY_LIMIT_IN_MESSAGES);
+    let bytes = match base::http::read_body(req.into_body(), limit, context.bounds.idle_timeout).await {
         Ok(bytes) => bytes,
         Err(BodyError::TooLarge) => return terminate(StatusCode::PAYLOAD_TOO_LARGE, Condition::PolicyViolation),
         Err(BodyError::TimedOut) => {
-            server.metrics.refused("xmpp", "body_timeout");
-            return crate::http::body_timeout(terminate(StatusCode::BAD_REQUEST, Condition::PolicyViolation));
+            context.metrics.refused("xmpp", "body_timeout");
+            return base::http::body_timeout(terminate(StatusCode::BAD_REQUEST, Condition::PolicyViolation));
         }
         // The client went away mid-body; nobody reads this answer.
         Err(BodyError::Broken) => return terminate(StatusCode::BAD_REQUEST, Condition::BadRequest),
     };
-    let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
+    let limits = Limits { max_stanza_bytes: context.bounds.max_message_size, ..Limits::default() };
     let Ok(body) = Wrapper::parse(&bytes, limits) else {
         return terminate(StatusCode::BAD_REQUEST, Condition::BadRequest);
     };
@@ -208,17 +221,18 @@ pub async fn handle(req: Request<Incoming>, server: &Arc<ServerState>, connectio
         return terminate(StatusCode::BAD_REQUEST, Condition::BadRequest);
     };
     match body.get("sid") {
-        None => create(service, server, connection, body, rid).await,
+        None => create(service, connection, body, rid).await,
         Some(sid) => match service.sessions.get(sid) {
-            Some(session) => carry(&service.sessions, server, &session, body, rid).await,
+            Some(session) => carry(service, &session, body, rid).await,
             None => terminate(StatusCode::OK, Condition::ItemNotFound),
         },
     }
 }
 
 /// A session creation request.
-async fn create(service: &Service, server: &Arc<ServerState>, connection: &Connection, body: Wrapper, rid: u64) -> Response<Body> {
-    let domain = &server.config.xmpp_domain;
+async fn create(service: &Service, connection: &Connection, body: Wrapper, rid: u64) -> Response<Body> {
+    let context = service.context();
+    let domain = &service.xmpp.domain;
     // XEP-0124 §14: rids stay within 2^53 - 1 as they count up, so one
     // beyond it cannot start a session (and could never wrap one).
     if rid > MAX_RID {
@@ -233,16 +247,16 @@ async fn create(service: &Service, server: &Arc<ServerState>, connection: &Conne
         return terminate(StatusCode::OK, Condition::BadRequest);
     };
     if service.sessions.is_full() {
-        server.metrics.refused("xmpp", "max_sessions");
+        context.metrics.refused("xmpp", "max_sessions");
         return refuse(StatusCode::SERVICE_UNAVAILABLE, "5");
     }
-    if !server.session_rates.admit(connection.address) {
-        server.metrics.refused("xmpp", "session_rate");
+    if !context.session_rates.admit(connection.address) {
+        context.metrics.refused("xmpp", "session_rate");
         return refuse(StatusCode::TOO_MANY_REQUESTS, "1");
     }
-    let config = &server.config;
+    let settings = &service.settings;
     let window = Window {
-        wait: wait.map_or(config.bosh_wait, |w| Duration::from_secs(w).min(config.bosh_wait)),
+        wait: wait.map_or(settings.wait, |w| Duration::from_secs(w).min(settings.wait)),
         hold: hold.unwrap_or(HOLD).min(HOLD),
         acks: body.get("ack") == Some("1"),
         legacy: body.get("ver").is_none(),
@@ -254,26 +268,25 @@ async fn create(service: &Service, server: &Arc<ServerState>, connection: &Conne
         ("wait", window.wait.as_secs().to_string()),
         ("hold", window.hold.to_string()),
         ("requests", window.requests().to_string()),
-        ("inactivity", config.bosh_inactivity.as_secs().to_string()),
+        ("inactivity", settings.inactivity.as_secs().to_string()),
         ("polling", "1".to_owned()),
     ];
     let id = format!("{:032x}", rand::random::<u128>());
-    let limits = config.xmpp_limits();
     let opened = service.sessions.get_or_open(&id, connection.address, |id| {
-        let outbox = Arc::new(hub::Outbox::new(config.queue_limit));
+        let outbox = Arc::new(hub::Outbox::new(context.bounds.queue_limit));
         let app = service.app.open_xmpp(outbox, Framing::Bosh, connection.address);
-        Session::new(id, app, server.metrics.connection("xmpp", "bosh"), limits.max_message_rate, limits.max_byte_rate, window)
+        Session::new(id, app, context.metrics.connection("xmpp", "bosh"), service.xmpp.inflow.clone(), window)
     });
     let session = match opened {
         Ok((session, true)) => session,
         Err(Refusal::AddressFull) => {
-            server.metrics.refused("xmpp", "address_sessions");
+            context.metrics.refused("xmpp", "address_sessions");
             return refuse(StatusCode::TOO_MANY_REQUESTS, "5");
         }
         // (A 128-bit random id already taken would be someone else's session.)
         Ok((_, false)) | Err(Refusal::Full) => return refuse(StatusCode::SERVICE_UNAVAILABLE, "5"),
     };
-    server.tracker.spawn(session::reap(service.sessions.clone(), session.clone(), config.bosh_inactivity, server.shutdown.clone()));
+    context.tracker.spawn(session::reap(service.sessions.clone(), session.clone(), settings.inactivity, context.shutdown.clone()));
     let mut created = Wrapper::new().attr("sid", session.id()).attr("from", domain);
     for (name, value) in terms {
         created = created.attr(name, value);
@@ -285,11 +298,11 @@ async fn create(service: &Service, server: &Arc<ServerState>, connection: &Conne
         created = created.attr("ack", rid);
     }
     created = created.attr("secure", "true").attr("xmpp:version", "1.0").attr("xmpp:restartlogic", "true");
-    exchange(&service.sessions, server, &session, vec![open(domain)], rid, created).await
+    exchange(service, &session, vec![open(domain)], rid, created).await
 }
 
 /// A request of a session that exists.
-async fn carry(sessions: &Arc<Registry<Window>>, server: &ServerState, session: &Arc<Session<Window>>, body: Wrapper, rid: u64) -> Response<Body> {
+async fn carry(service: &Service, session: &Arc<Session<Window>>, body: Wrapper, rid: u64) -> Response<Body> {
     let window = &session.transport;
     if let Ok(Some(ack)) = body.number("ack") {
         window.acknowledged(ack);
@@ -298,7 +311,7 @@ async fn carry(sessions: &Arc<Registry<Window>>, server: &ServerState, session: 
     match turn(window, rid, window.wait).await {
         Turn::Now => {
             if body.get("xmpp:restart") == Some("true") {
-                messages.push(open(&server.config.xmpp_domain));
+                messages.push(open(&service.xmpp.domain));
             }
             messages.extend(body.stanzas.iter().map(Element::to_xml_standalone));
             if body.is_terminate() {
@@ -306,34 +319,33 @@ async fn carry(sessions: &Arc<Registry<Window>>, server: &ServerState, session: 
             }
         }
         Turn::Again(answer) => return xml(answer),
-        Turn::Held => return exchange(sessions, server, session, Vec::new(), rid, Wrapper::new()).await,
+        Turn::Held => return exchange(service, session, Vec::new(), rid, Wrapper::new()).await,
         Turn::Lost => {
             session.outbox().close(hub::Close::new(1008, "a request outside the window"));
             return terminate(status(window, Condition::ItemNotFound), Condition::ItemNotFound);
         }
     }
     if body.is_terminate() {
-        session.deliver(messages, server.config.max_message_size);
+        session.deliver(messages, service.context().bounds.max_message_size);
         handled(window, rid);
-        sessions.remove(session);
+        service.sessions.remove(session);
         return xml(Bytes::from(Wrapper::new().attr("type", "terminate").to_xml()));
     }
-    exchange(sessions, server, session, messages, rid, Wrapper::new()).await
+    exchange(service, session, messages, rid, Wrapper::new()).await
 }
 
 /// Hands `messages` to the session as request `rid`, then holds the
 /// request until there is something to send (or `wait` passes), and
 /// answers with `head`'s attributes around it.
 async fn exchange(
-    sessions: &Arc<Registry<Window>>,
-    server: &ServerState,
+    service: &Service,
     session: &Arc<Session<Window>>,
     messages: Vec<String>,
     rid: u64,
     mut head: Wrapper,
 ) -> Response<Body> {
     let window = &session.transport;
-    let until = (!messages.is_empty()).then(|| session.deliver(messages, server.config.max_message_size)).flatten();
+    let until = (!messages.is_empty()).then(|| session.deliver(messages, service.context().bounds.max_message_size)).flatten();
     let highest = handled(window, rid);
     if let Some(until) = until {
         // Over its rate: the answer waits, and with it the client's next request.
@@ -371,7 +383,7 @@ async fn exchange(
             head = head.attr("condition", condition.as_str());
             code = status(window, condition);
         }
-        sessions.remove(session);
+        service.sessions.remove(session);
     }
     let mut out = String::new();
     head.write_around(stanzas.iter().map(String::as_str), &mut out);
@@ -466,7 +478,7 @@ fn answer(mut res: Response<Body>) -> Response<Body> {
 
 /// The answer to a CORS preflight.
 fn preflight() -> Response<Body> {
-    let mut res = answer(Response::new(crate::http::empty()));
+    let mut res = answer(Response::new(base::http::empty()));
     let headers = res.headers_mut();
     headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("POST, OPTIONS"));
     headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static("Content-Type"));

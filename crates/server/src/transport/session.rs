@@ -32,11 +32,11 @@ use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 
 use crate::apps::AppClient;
-use crate::limits::Inflow;
-use crate::metrics::ConnectionMetrics;
-use crate::shutdown::Shutdown;
-use crate::time::sleep_until_some;
-use crate::token;
+use base::limits::Inflow;
+use base::metrics::ConnectionMetrics;
+use base::shutdown::Shutdown;
+use base::time::sleep_until_some;
+use base::token;
 
 /// The close a session gets when its receiving request vanishes mid-way
 /// (the client went away, or a proxy cut the request): what was in flight
@@ -236,13 +236,13 @@ pub enum Attach<X = ()> {
 
 impl<X> Session<X> {
     /// A session for `app`, whose outbox the session's messages come from,
-    /// with what its transport keeps about it.
-    pub fn new(id: Arc<str>, app: AppClient, metrics: ConnectionMetrics, message_rate: u32, byte_rate: u32, transport: X) -> Session<X> {
+    /// held to `inflow`, with what its transport keeps about it.
+    pub fn new(id: Arc<str>, app: AppClient, metrics: ConnectionMetrics, inflow: Inflow, transport: X) -> Session<X> {
         Session {
             id,
             outbox: app.outbox().clone(),
             expires: app.expires(),
-            inflow: Mutex::new(Inflow::new(message_rate, byte_rate)),
+            inflow: Mutex::new(inflow),
             app: Mutex::new(Some(app)),
             state: Mutex::new(State {
                 receiver: None,
@@ -483,13 +483,13 @@ impl<X> Drop for Receiver<X> {
 mod tests {
     use super::*;
     use crate::apps::{App, AppKind};
-    use crate::metrics::Metrics;
+    use base::metrics::Metrics;
 
     fn session(kind: AppKind) -> Arc<Session> {
         let app = Arc::new(App::in_memory(kind, hub::RoomLimits::NONE));
         let metrics = Metrics::default();
         let outbox = Arc::new(Outbox::new(1 << 20));
-        Arc::new(Session::new(Arc::from("s"), app.open(outbox, None, std::net::Ipv4Addr::LOCALHOST.into()), metrics.connection("echo", "xhr"), 100, 1 << 20, ()))
+        Arc::new(Session::new(Arc::from("s"), app.open(outbox, None, std::net::Ipv4Addr::LOCALHOST.into()), metrics.connection("echo", "xhr"), Inflow::new(100, 1 << 20), ()))
     }
 
     fn receiver(session: &Arc<Session>, take_over: bool) -> Receiver {
@@ -596,7 +596,7 @@ mod tests {
         let app = Arc::new(App::in_memory(AppKind::Echo, hub::RoomLimits::NONE));
         let metrics = Metrics::default();
         let (a, b) = ([127, 0, 0, 1].into(), [127, 0, 0, 2].into());
-        let open = |id| Session::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None, a), metrics.connection("echo", "xhr"), 100, 1 << 20, ());
+        let open = |id| Session::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None, a), metrics.connection("echo", "xhr"), Inflow::new(100, 1 << 20), ());
         let (first, _) = registry.get_or_open("a1", a, open).unwrap();
         registry.get_or_open("a2", a, open).unwrap();
         assert_eq!(registry.get_or_open("a3", a, open).err(), Some(Refusal::AddressFull));
@@ -612,7 +612,7 @@ mod tests {
         let registry = Arc::new(Registry::new(4, 2));
         let app = Arc::new(App::in_memory(AppKind::Echo, hub::RoomLimits::NONE));
         let metrics = Metrics::default();
-        let open = |id| Session::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None, std::net::Ipv4Addr::LOCALHOST.into()), metrics.connection("echo", "xhr"), 100, 1 << 20, ());
+        let open = |id| Session::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None, std::net::Ipv4Addr::LOCALHOST.into()), metrics.connection("echo", "xhr"), Inflow::new(100, 1 << 20), ());
         let here = std::net::Ipv4Addr::LOCALHOST.into();
         let (s, created) = registry.get_or_open("abc", here, open).unwrap();
         assert!(created);

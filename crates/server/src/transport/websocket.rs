@@ -34,16 +34,16 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use crate::apps::AppClient;
-use crate::http::{Body, method_not_allowed, text_response};
-use crate::metrics::ConnectionMetrics;
+use base::http::{Body, method_not_allowed, text_response};
+use base::metrics::ConnectionMetrics;
 use crate::server::{Connection, MountState, ServerState};
-use crate::shutdown::Shutdown;
+use base::shutdown::Shutdown;
 use crate::transport::deflate::{self, Agreed, Inflating};
 use wire::websocket::frame_header::{BINARY, TEXT, server_frame};
 use crate::transport::shared_tcp::{SharedTcp, Watch};
 use crate::transport::utf8_watch::is_invalid_text;
 use crate::transport::ws_task::WsTask;
-use crate::token::Identity;
+use base::token::Identity;
 
 /// Why a handshake request cannot be upgraded, answered with an HTTP status.
 /// The texts are those the SockJS protocol suite expects of this endpoint.
@@ -360,7 +360,7 @@ pub(crate) fn close_for(error: &WsError) -> Close {
 mod tests {
     use super::*;
     use crate::apps::{App, AppKind};
-    use crate::metrics::Metrics;
+    use base::metrics::Metrics;
     use wire::websocket::frame_header::FrameHeader;
 
     /// An idle connection's memory is mostly its task (README, "Idle memory,

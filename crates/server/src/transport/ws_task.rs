@@ -6,7 +6,7 @@
 //! pinned futures (the waits on shutdown and on the outbox's close, a timer
 //! each, the select's branches) and the join's wakers; written by hand it
 //! holds one timer, a slot on shutdown's list of wakers
-//! ([`crate::shutdown::Waiter`]), and the state each side keeps between its
+//! ([`base::shutdown::Waiter`]), and the state each side keeps between its
 //! steps.
 //!
 //! Each poll runs both sides until neither can go on. The reader takes the
@@ -40,11 +40,11 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::apps::AppClient;
-use crate::limits::Inflow;
-use crate::metrics::ConnectionMetrics;
-use crate::shutdown::{Shutdown, Waiter};
-use crate::time::Ms;
-use crate::token;
+use base::limits::Inflow;
+use base::metrics::ConnectionMetrics;
+use base::shutdown::{Shutdown, Waiter};
+use base::time::Ms;
+use base::token;
 use wire::websocket::frame_header;
 use crate::transport::lazy_ws::LazyWs;
 use crate::transport::send_queue::{Refused, SendQueue, Sending};

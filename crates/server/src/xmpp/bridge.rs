@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 use wire::xmpp::{Limits, StreamParser};
 
+use super::Xmpp;
 use super::session::{Flow, Framing, Session, StreamEnd, stream_end_for};
 
 /// The close of a BOSH client's outbox when its XMPP stream ends: 1000 with
@@ -23,7 +24,6 @@ use super::session::{Flow, Framing, Session, StreamEnd, stream_end_for};
 pub fn ended(end: &StreamEnd) -> Close {
     Close::new(1000, end.0)
 }
-use crate::server::ServerState;
 
 /// Messages from the client the task has not taken yet.
 const INBOUND: usize = 64;
@@ -32,19 +32,19 @@ const INBOUND: usize = 64;
 /// `client` (the transport session's outbox) framed as `framing`; the sender takes the
 /// client's messages, and dropping it ends the session. The transport
 /// session counts the messages in its metrics; this task counts nothing.
-pub fn open(server: Arc<ServerState>, client: Arc<Outbox>, framing: Framing, address: std::net::IpAddr) -> mpsc::Sender<Utf8Bytes> {
+pub fn open(xmpp: Arc<Xmpp>, client: Arc<Outbox>, framing: Framing, address: std::net::IpAddr) -> mpsc::Sender<Utf8Bytes> {
     let (tx, rx) = mpsc::channel(INBOUND);
-    let tracker = server.tracker.clone();
-    tracker.spawn(run(server, client, framing, address, rx));
+    let tracker = xmpp.context.tracker.clone();
+    tracker.spawn(run(xmpp, client, framing, address, rx));
     tx
 }
 
-async fn run(server: Arc<ServerState>, client: Arc<Outbox>, framing: Framing, address: std::net::IpAddr, mut inbound: mpsc::Receiver<Utf8Bytes>) {
-    let Some(xmpp) = server.xmpp.clone() else { return };
-    let own = Arc::new(Outbox::new(server.config.queue_limit));
-    let mut session = Session::new(server.clone(), framing, xmpp, own.clone(), address);
+async fn run(xmpp: Arc<Xmpp>, client: Arc<Outbox>, framing: Framing, address: std::net::IpAddr, mut inbound: mpsc::Receiver<Utf8Bytes>) {
+    let context = xmpp.context.clone();
+    let own = Arc::new(Outbox::new(context.bounds.queue_limit));
+    let mut session = Session::new(framing, xmpp, own.clone(), address);
     session.may_resume = false;
-    let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
+    let limits = Limits { max_stanza_bytes: context.bounds.max_message_size, ..Limits::default() };
     let mut parser = StreamParser::fragments(limits);
     let mut batch = Vec::new();
     let ending = loop {
@@ -69,7 +69,7 @@ async fn run(server: Arc<ServerState>, client: Arc<Outbox>, framing: Framing, ad
                     break Some(stream_end_for(&close));
                 }
             }
-            () = server.shutdown.wait() => break Some(StreamEnd("system-shutdown", "the server is shutting down".into())),
+            () = context.shutdown.wait() => break Some(StreamEnd("system-shutdown", "the server is shutting down".into())),
         }
     };
     session.leave_all();

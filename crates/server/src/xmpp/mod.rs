@@ -30,7 +30,6 @@ use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-use crate::server::ServerState;
 
 pub use accounts::{AccountEntry, Accounts};
 pub use jid::Jid;
@@ -62,6 +61,12 @@ pub(crate) type Target = (Arc<Outbox>, session::Framing);
 
 /// What every XMPP session of the server shares.
 pub struct Xmpp {
+    /// What every protocol of the server shares.
+    pub context: Arc<base::Context>,
+    /// How long a client over TCP has to bind (`--xmpp-login-timeout`).
+    pub login_timeout: std::time::Duration,
+    /// What one client may send (`--max-message-rate`, `--max-byte-rate`).
+    pub inflow: base::limits::Inflow,
     /// The domain the server serves, e.g. `localhost`.
     pub domain: String,
     /// The MUC service's domain: `conference.<domain>`.
@@ -128,7 +133,23 @@ pub struct Auth {
     /// Failed attempts before the stream is closed.
     pub tries: u32,
     /// Failed attempts each client address may make (`--xmpp-auth-failures`).
-    pub failures: crate::limits::AddressRates,
+    pub failures: base::limits::AddressRates,
+}
+
+/// How the XMPP service is set up: the parts of the configuration that
+/// are XMPP's.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The domain served (`--xmpp-domain`).
+    pub domain: String,
+    /// Most XMPP connections at once (`--max-connections`).
+    pub max_connections: usize,
+    pub resumption: Resumption,
+    pub quotas: Quotas,
+    /// `--xmpp-login-timeout`.
+    pub login_timeout: std::time::Duration,
+    /// What one client may send.
+    pub inflow: base::limits::Inflow,
 }
 
 /// What one user may make XMPP keep.
@@ -142,18 +163,15 @@ pub struct Quotas {
 }
 
 impl Xmpp {
-    pub fn new(
-        domain: &str,
-        rooms: Option<Arc<dyn Broker>>,
-        max_connections: usize,
-        auth: Auth,
-        tls: Option<tokio_rustls::TlsAcceptor>,
-        resumption: Resumption,
-        quotas: Quotas,
-    ) -> Xmpp {
+    /// The service for `settings`, whose MUC rooms are `rooms`.
+    pub fn new(context: Arc<base::Context>, settings: Settings, auth: Auth, tls: Option<tokio_rustls::TlsAcceptor>, rooms: Option<Arc<dyn Broker>>) -> Xmpp {
+        let Settings { domain, max_connections, resumption, quotas, login_timeout, inflow } = settings;
         let Resumption { timeout: resume_timeout, max_parked } = resumption;
         let Quotas { list: list_limit, rooms: max_rooms } = quotas;
         Xmpp {
+            context,
+            login_timeout,
+            inflow,
             list_limit,
             max_rooms,
             max_parked,
@@ -165,7 +183,7 @@ impl Xmpp {
             live: Mutex::new(HashMap::new()),
             muc: room::MucRooms::default(),
             rosters: roster::Rosters::new(list_limit),
-            domain: domain.to_owned(),
+            domain: domain.clone(),
             muc_domain: format!("conference.{domain}"),
             rooms,
             sessions: Mutex::new(HashMap::new()),
@@ -332,21 +350,22 @@ impl Xmpp {
 
 /// Accepts XMPP client connections on `listener` until shutdown; with
 /// `direct_tls`, each starts with a TLS handshake (XEP-0368).
-pub async fn serve(listener: TcpListener, server: Arc<ServerState>, xmpp: Arc<Xmpp>, direct_tls: bool) {
+pub async fn serve(listener: TcpListener, xmpp: Arc<Xmpp>, direct_tls: bool) {
+    let context = xmpp.context.clone();
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            () = server.shutdown.wait() => return,
+            () = context.shutdown.wait() => return,
         };
         match accepted {
             Ok((stream, _)) => {
                 // Over the limit the connection is closed at once, unread.
                 let Ok(slot) = xmpp.slots.clone().try_acquire_owned() else {
-                    server.metrics.shed("xmpp_max_connections");
+                    context.metrics.shed("xmpp_max_connections");
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                server.tracker.spawn(tcp::run(stream, server.clone(), xmpp.clone(), slot, direct_tls));
+                context.tracker.spawn(tcp::run(stream, xmpp.clone(), slot, direct_tls));
             }
             Err(e) => {
                 tracing::warn!("xmpp: accept failed: {e}");

@@ -91,7 +91,6 @@ pub enum Phase {
 
 /// The session's state, owned by its one task.
 pub struct Session {
-    server: Arc<crate::server::ServerState>,
     framing: Framing,
     xmpp: Arc<Xmpp>,
     id: hub::MemberId,
@@ -203,13 +202,12 @@ pub fn header(domain: &str, id: &str) -> String {
 impl Session {
     /// A session of a client at `address`, whose stanzas go to `outbox`
     /// framed as `framing`.
-    pub fn new(server: Arc<crate::server::ServerState>, framing: Framing, xmpp: Arc<Xmpp>, outbox: Arc<Outbox>, address: std::net::IpAddr) -> Session {
+    pub fn new(framing: Framing, xmpp: Arc<Xmpp>, outbox: Arc<Outbox>, address: std::net::IpAddr) -> Session {
         Session {
             address,
-            server,
             framing,
             xmpp,
-            id: crate::apps::next_client_id(),
+            id: hub::next_member_id(),
             outbox,
             phase: Phase::Connected,
             jid: None,
@@ -469,7 +467,7 @@ impl Session {
         };
         parked.encrypted = self.encrypted;
         std::mem::replace(self, parked).leave_all();
-        self.server.metrics.xmpp_resumed();
+        self.xmpp.context.metrics.xmpp_resumed();
         Ok(resumed)
     }
 
@@ -485,7 +483,7 @@ impl Session {
         // Refused before any password is looked at: a guesser's failures
         // cost the server nothing more once its address has used them up.
         if !self.xmpp.auth.failures.allows(self.address) {
-            self.server.metrics.refused("xmpp", "auth_failures");
+            self.xmpp.context.metrics.refused("xmpp", "auth_failures");
             return Err(StreamEnd("policy-violation", "too many failed logins from your address; try again later".into()));
         }
         if stanza.name == "iq"
@@ -554,7 +552,7 @@ impl Session {
                 self.send(&Element::new("failure", ns::SASL).child(Element::new(condition, ns::SASL)));
                 if condition != "aborted" {
                     self.count_failure();
-                    self.server.metrics.refused("xmpp", "sasl");
+                    self.xmpp.context.metrics.refused("xmpp", "sasl");
                 }
                 if self.failed >= self.xmpp.auth.tries {
                     return Err(StreamEnd("not-authorized", format!("{} failed attempts to authenticate", self.failed)));
@@ -760,7 +758,7 @@ impl Session {
             }
             None => payload.as_text().unwrap_or_default().to_owned(),
         };
-        let limit = self.server.config.queue_limit;
+        let limit = self.xmpp.context.bounds.queue_limit;
         if let Some(sm) = &mut self.sm
             && sm.counting
         {

@@ -16,16 +16,15 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 use wire::xmpp::{Limits, StreamParser};
 
 use super::session::{FRAMING_CLOSE, Flow, Framing, Session, StreamEnd, stream_end_for};
-use crate::http::{Body, text_response};
-use crate::server::{Connection, ServerState};
+use base::http::{Body, text_response};
+use base::Connection;
+
+use super::Xmpp;
 use crate::transport::websocket::{check_handshake, close_for, switching_protocols};
 
 /// Answers the handshake and serves the session once upgraded; a client
 /// that does not offer the `xmpp` subprotocol is refused with 400.
-pub fn upgrade(req: &mut Request<Incoming>, server: &Arc<ServerState>, connection: Arc<Connection>) -> Response<Body> {
-    let Some(xmpp) = server.xmpp.clone() else {
-        return text_response(StatusCode::NOT_FOUND, "XMPP is off on this server (--xmpp-listen).");
-    };
+pub fn upgrade(req: &mut Request<Incoming>, xmpp: &Arc<Xmpp>, connection: Arc<Connection>) -> Response<Body> {
     let accept = match check_handshake(req) {
         Ok(accept) => accept,
         Err(res) => return res,
@@ -37,12 +36,12 @@ pub fn upgrade(req: &mut Request<Incoming>, server: &Arc<ServerState>, connectio
         return text_response(StatusCode::BAD_REQUEST, "XMPP over WebSocket needs the subprotocol \"xmpp\" (RFC 7395).");
     }
     let on_upgrade = hyper::upgrade::on(req);
-    let server2 = server.clone();
-    server.tracker.spawn(async move {
+    let xmpp = xmpp.clone();
+    xmpp.context.tracker.clone().spawn(async move {
         let Ok(upgraded) = on_upgrade.await else { return };
-        let config = crate::transport::websocket::config(server2.config.max_message_size);
+        let config = crate::transport::websocket::config(xmpp.context.bounds.max_message_size);
         let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config)).await;
-        run(ws, server2, xmpp, connection.address).await;
+        run(ws, xmpp, connection.address).await;
         drop(connection);
     });
     let mut res = switching_protocols(accept);
@@ -52,29 +51,25 @@ pub fn upgrade(req: &mut Request<Incoming>, server: &Arc<ServerState>, connectio
 
 /// XEP-0156 discovery: where this server's XMPP over WebSocket endpoint is,
 /// as `/.well-known/host-meta` (XRD) or `host-meta.json` (JRD), built from
-/// the request's Host header.
-pub fn host_meta(req: &Request<Incoming>, server: &ServerState, json: bool) -> Response<Body> {
-    if server.xmpp.is_none() {
-        return text_response(StatusCode::NOT_FOUND, "XMPP is off on this server (--xmpp-listen).");
-    }
+/// the request's Host header; `tls` says whether the listener is TLS.
+pub fn host_meta(req: &Request<Incoming>, tls: bool, json: bool) -> Response<Body> {
     let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).filter(|h| valid_host(h));
     let Some(host) = host else {
         return text_response(StatusCode::BAD_REQUEST, "A Host header naming this server is needed.");
     };
-    let tls = server.config.tls.is_some();
     let websocket = format!("{}://{host}/xmpp-websocket", if tls { "wss" } else { "ws" });
     let bosh = format!("{}://{host}{}", if tls { "https" } else { "http" }, crate::transport::bosh::PATH);
     let links = [("urn:xmpp:alt-connections:websocket", websocket), ("urn:xmpp:alt-connections:xbosh", bosh)];
     let mut res = if json {
         let links: Vec<_> = links.iter().map(|(rel, href)| serde_json::json!({"rel": rel, "href": href})).collect();
-        crate::http::bytes_response(StatusCode::OK, "application/json", serde_json::json!({ "links": links }).to_string())
+        base::http::bytes_response(StatusCode::OK, "application/json", serde_json::json!({ "links": links }).to_string())
     } else {
         let mut body = "<?xml version='1.0' encoding='utf-8'?>\n<XRD xmlns='http://docs.oasis-open.org/ns/xri/xrd-1.0'>\n".to_owned();
         for (rel, href) in &links {
             body.push_str(&format!("  <Link rel=\"{rel}\" href=\"{href}\"/>\n"));
         }
         body.push_str("</XRD>\n");
-        crate::http::bytes_response(StatusCode::OK, "application/xrd+xml", body)
+        base::http::bytes_response(StatusCode::OK, "application/xrd+xml", body)
     };
     // Browsers fetch it from pages on other origins.
     res.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
@@ -86,15 +81,16 @@ fn valid_host(host: &str) -> bool {
     !host.is_empty() && host.len() <= 255 && host.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c))
 }
 
-async fn run<S>(mut ws: WebSocketStream<S>, server: Arc<ServerState>, xmpp: Arc<super::Xmpp>, address: std::net::IpAddr)
+async fn run<S>(mut ws: WebSocketStream<S>, xmpp: Arc<Xmpp>, address: std::net::IpAddr)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    let mut outbox = Arc::new(Outbox::new(server.config.queue_limit));
-    let metrics = server.metrics.connection("xmpp", "websocket");
+    let context = xmpp.context.clone();
+    let mut outbox = Arc::new(Outbox::new(context.bounds.queue_limit));
+    let metrics = context.metrics.connection("xmpp", "websocket");
     let service = xmpp.clone();
-    let mut session = Session::new(server.clone(), Framing::Messages, xmpp, outbox.clone(), address);
-    let limits = Limits { max_stanza_bytes: server.config.max_message_size, ..Limits::default() };
+    let mut session = Session::new(Framing::Messages, xmpp, outbox.clone(), address);
+    let limits = Limits { max_stanza_bytes: context.bounds.max_message_size, ..Limits::default() };
     let mut parser = StreamParser::fragments(limits);
     let mut batch = Vec::new();
     // The close frame's code and reason, when not a normal closure.
@@ -182,7 +178,7 @@ where
                     return;
                 }
             }
-            () = server.shutdown.wait() => break Some(StreamEnd("system-shutdown", "the server is shutting down".into())),
+            () = context.shutdown.wait() => break Some(StreamEnd("system-shutdown", "the server is shutting down".into())),
         }
     };
     session.leave_all();

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 
-use crate::http::{Body, bytes_response};
+use base::http::{Body, bytes_response};
 
 /// `Cache-Control` of every response that must not be cached: sessions are
 /// polled with GET (eventsource, htmlfile, jsonp) and iOS 6 caches POSTs.
@@ -135,7 +135,7 @@ pub fn cache_for_a_year(headers: &mut HeaderMap) {
 /// The answer to a CORS preflight (`OPTIONS`) of a URL that takes `methods`:
 /// 204, cacheable for a year by browsers and proxies alike.
 pub fn preflight(echo: &Echo, methods: &'static str) -> Response<Body> {
-    let mut res = Response::new(crate::http::empty());
+    let mut res = Response::new(base::http::empty());
     *res.status_mut() = StatusCode::NO_CONTENT;
     let headers = res.headers_mut();
     cache_for_a_year(headers);

@@ -35,9 +35,11 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use self::headers::Echo;
 use super::session::{self, Attach, Receiver, Session, Step};
-use crate::http::{Body, authenticate, method_not_allowed, not_found, text_response};
+use base::http::{Body, method_not_allowed, not_found, text_response};
+use base::limits::Inflow;
+use crate::http::authenticate;
 use crate::server::{Connection, MountState, ServerState};
-use crate::token::Identity;
+use base::token::Identity;
 
 pub use self::headers::origin_allowed;
 pub use self::pages::{CLIENT_SCRIPT_PATH, client_script};
@@ -233,7 +235,7 @@ impl Receiving<'_> {
                 let outbox = Arc::new(Outbox::new(server.config.queue_limit));
                 let metrics = server.metrics.connection(mount.config.name(), transport.label());
                 let limits = mount.config.limits;
-                Session::new(id, mount.app.open(outbox, identity.clone(), address), metrics, limits.max_message_rate, limits.max_byte_rate, ())
+                Session::new(id, mount.app.open(outbox, identity.clone(), address), metrics, Inflow::new(limits.max_message_rate, limits.max_byte_rate), ())
             });
             let Ok((session, created)) = opened else { return Err(full()) };
             if created {

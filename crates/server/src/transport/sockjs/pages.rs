@@ -11,7 +11,7 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use super::headers::{self, Echo};
 use crate::config::SockjsOptions;
-use crate::http::{Body, bytes_response, empty, method_not_allowed};
+use base::http::{Body, bytes_response, empty, method_not_allowed};
 
 /// sockjs-client's `dist/sockjs.min.js` from `web/node_modules`, embedded by
 /// `build.rs`.

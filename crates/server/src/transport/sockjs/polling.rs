@@ -12,7 +12,7 @@ use wire::sockjs::{Callback, OPEN, jsonp_into, xhr_into};
 
 use super::headers::{self, Echo};
 use super::{Receiving, another_connection_still_open, callback_param, next_frame};
-use crate::http::Body;
+use base::http::Body;
 
 /// `POST /<server>/<session>/xhr`.
 pub async fn xhr(echo: &Echo, receiving: Receiving<'_>) -> Response<Body> {

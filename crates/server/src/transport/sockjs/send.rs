@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::http::BodyError;
+use base::http::BodyError;
 use hub::Close;
 use hyper::body::Incoming;
 use hyper::header;
@@ -15,7 +15,7 @@ use hyper::{Request, Response, StatusCode};
 use wire::sockjs::{PayloadError, decode_jsonp_send, decode_xhr_send};
 
 use super::headers::{self, Echo};
-use crate::http::Body;
+use base::http::Body;
 use crate::server::{MountState, ServerState};
 
 /// `POST /<server>/<session>/xhr_send`.
@@ -57,7 +57,7 @@ async fn deliver(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let limit = server.config.max_message_size.saturating_mul(BODY_LIMIT_IN_MESSAGES);
-    let body = match crate::http::read_body(req.into_body(), limit, server.config.idle_timeout).await {
+    let body = match base::http::read_body(req.into_body(), limit, server.config.idle_timeout).await {
         Ok(body) => body,
         Err(BodyError::TooLarge) => {
             session.outbox().close(Close::new(1009, "message too big"));
@@ -65,7 +65,7 @@ async fn deliver(
         }
         Err(BodyError::TimedOut) => {
             server.metrics.refused(mount.config.name(), "body_timeout");
-            return Err(crate::http::body_timeout(echo.session_response(StatusCode::REQUEST_TIMEOUT, headers::TEXT, "The body did not arrive in time.")));
+            return Err(base::http::body_timeout(echo.session_response(StatusCode::REQUEST_TIMEOUT, headers::TEXT, "The body did not arrive in time.")));
         }
         // The client went away mid-body; nobody reads this answer.
         Err(BodyError::Broken) => return Err(echo.session_response(StatusCode::BAD_REQUEST, headers::TEXT, "Incomplete body.")),

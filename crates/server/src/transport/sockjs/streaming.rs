@@ -23,7 +23,7 @@ use wire::sockjs::{Callback, EVENTSOURCE_PRELUDE, Framing, OPEN, XHR_STREAMING_P
 use super::headers::{self, Echo};
 use super::{Receiver, Wrote, next_frame};
 use super::{Receiving, another_connection_still_open, callback_param};
-use crate::http::Body;
+use base::http::Body;
 
 /// `POST /<server>/<session>/xhr_streaming`: frames each followed by `\n`,
 /// after 2 KiB of `h` (old browsers show nothing of a streamed response

@@ -47,7 +47,7 @@ impl Session {
         self.send(&out);
         if out.get("type") == Some("error") && iq.get("type") == Some("set") {
             self.count_failure();
-            self.server.metrics.refused("xmpp", "registration");
+            self.xmpp.context.metrics.refused("xmpp", "registration");
             if self.failed >= self.xmpp.auth.tries {
                 return Err(super::StreamEnd("policy-violation", format!("{} failed attempts to register or authenticate", self.failed)));
             }

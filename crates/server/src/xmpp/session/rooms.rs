@@ -105,7 +105,7 @@ impl Session {
         };
         let Some(me) = self.jid.clone() else { return };
         if self.rooms.len() >= self.xmpp.max_rooms {
-            self.server.metrics.refused("xmpp", "max_rooms");
+            self.xmpp.context.metrics.refused("xmpp", "max_rooms");
             return self.refuse(presence, "wait", "resource-constraint");
         }
         let password = presence.find("x", ns::MUC).and_then(|x| x.find("password", ns::MUC)).map(Element::text_content);

@@ -2,6 +2,7 @@
 //! chain and key come from PEM files named in the configuration. The XMPP
 //! listener is to use the same [`acceptor`].
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rustls::ServerConfig;
@@ -9,8 +10,14 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::TlsAcceptor;
 
-use crate::Error;
-use crate::config::TlsFiles;
+use crate::ConfigError as Error;
+
+/// The certificate chain and key of a TLS listener, as PEM files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
 
 /// An acceptor for the files' certificate and key, offering HTTP/1.1.
 pub fn acceptor(files: &TlsFiles) -> Result<TlsAcceptor, Error> {
@@ -22,18 +29,18 @@ pub fn acceptor(files: &TlsFiles) -> Result<TlsAcceptor, Error> {
 pub fn acceptor_for(files: &TlsFiles, alpn: &[&[u8]]) -> Result<TlsAcceptor, Error> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&files.cert)
         .and_then(|certs| certs.collect())
-        .map_err(|e| Error::config(format!("cannot read the certificate {}: {e}", files.cert.display())))?;
+        .map_err(|e| Error::new(format!("cannot read the certificate {}: {e}", files.cert.display())))?;
     if certs.is_empty() {
-        return Err(Error::config(format!("{} holds no certificate", files.cert.display())));
+        return Err(Error::new(format!("{} holds no certificate", files.cert.display())));
     }
     let key = PrivateKeyDer::from_pem_file(&files.key)
-        .map_err(|e| Error::config(format!("cannot read the private key {}: {e}", files.key.display())))?;
+        .map_err(|e| Error::new(format!("cannot read the private key {}: {e}", files.key.display())))?;
     let mut config = ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
-        .map_err(|e| Error::config(format!("TLS: {e}")))?
+        .map_err(|e| Error::new(format!("TLS: {e}")))?
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .map_err(|e| Error::config(format!("the certificate and key in {} and {} do not make a TLS identity: {e}", files.cert.display(), files.key.display())))?;
+        .map_err(|e| Error::new(format!("the certificate and key in {} and {} do not make a TLS identity: {e}", files.cert.display(), files.key.display())))?;
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Ok(TlsAcceptor::from(Arc::new(config)))
 }

@@ -22,8 +22,16 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use tokio::time::Instant;
 
-use crate::Error;
-use crate::config::TokenKey;
+use crate::ConfigError as Error;
+
+/// What verifies connection tokens.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TokenKey {
+    /// HS256 with a shared secret.
+    Secret(String),
+    /// RS256 or ES256 with the public key in this PEM file.
+    PublicKey(std::path::PathBuf),
+}
 
 /// Clock skew tolerated on `exp` and `nbf`, in seconds.
 const LEEWAY_SECONDS: u64 = 5;
@@ -77,19 +85,19 @@ impl Verifier {
         let (key, algorithm) = match key {
             TokenKey::Secret(secret) => {
                 if secret.len() < 16 {
-                    return Err(Error::config("--token-secret must be at least 16 bytes"));
+                    return Err(Error::new("--token-secret must be at least 16 bytes"));
                 }
                 (DecodingKey::from_secret(secret.as_bytes()), Algorithm::HS256)
             }
             TokenKey::PublicKey(path) => {
                 let pem = std::fs::read(path)
-                    .map_err(|e| Error::config(format!("cannot read the token public key {}: {e}", path.display())))?;
+                    .map_err(|e| Error::new(format!("cannot read the token public key {}: {e}", path.display())))?;
                 if let Ok(key) = DecodingKey::from_rsa_pem(&pem) {
                     (key, Algorithm::RS256)
                 } else if let Ok(key) = DecodingKey::from_ec_pem(&pem) {
                     (key, Algorithm::ES256)
                 } else {
-                    return Err(Error::config(format!(
+                    return Err(Error::new(format!(
                         "{} is neither an RSA nor an EC public key in PEM",
                         path.display()
                     )));

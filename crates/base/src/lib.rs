@@ -1,0 +1,30 @@
+//! What every protocol of the server stands on: the shutdown signal,
+//! metrics, rates and their clocks, TLS acceptors, the connection-token
+//! verifier and HTTP response helpers. Nothing here knows a protocol, an
+//! app or the server that puts them together.
+//!
+//! (The design calls this layer "core"; a crate of that name would shadow
+//! Rust's own `core`.)
+
+pub mod context;
+pub mod http;
+pub mod limits;
+pub mod metrics;
+pub mod shutdown;
+pub mod time;
+pub mod tls;
+pub mod token;
+
+pub use context::{Bounds, Connection, Context};
+
+/// A setting that cannot be used: a key or certificate file that cannot be
+/// read, or one too weak.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+impl ConfigError {
+    pub fn new(message: impl Into<String>) -> ConfigError {
+        ConfigError(message.into())
+    }
+}
