@@ -24,7 +24,7 @@ use std::task::{Context, Poll};
 
 use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
 use parking_lot::Mutex;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
@@ -59,6 +59,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin> LazyWs<S> {
     pub fn new(io: S, watch: Option<Watch>, max_message_size: usize) -> LazyWs<S> {
         let max_message_size = u32::try_from(max_message_size).unwrap_or(u32::MAX);
         LazyWs { state: Mutex::new(State { waiting: Some(io), watch, drained: false, max_message_size, made: None }) }
+    }
+
+    /// Reads and drops what the client still sends after tungstenite gave
+    /// up on its frames (a protocol error): `Ready(true)` once the client's
+    /// side has ended or failed, `Ready(false)` after some bytes. A socket
+    /// closed with bytes unread is reset, and a reset can cost the client
+    /// the close frame it has not read yet.
+    pub fn poll_discard(&self, cx: &mut Context<'_>) -> Poll<bool> {
+        let mut state = self.state.lock();
+        let Some(ws) = state.made() else { return Poll::Ready(true) };
+        let mut buf = [0u8; 512];
+        let mut read = ReadBuf::new(&mut buf);
+        match Pin::new(ws.get_mut()).poll_read(cx, &mut read) {
+            Poll::Ready(Ok(())) => Poll::Ready(read.filled().is_empty()),
+            Poll::Ready(Err(_)) => Poll::Ready(true),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Ends our side of the stream under tungstenite (a FIN on TCP), once
+    /// the close frame is written and the client's is not going to be read.
+    pub fn poll_shutdown_write(&self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut state = self.state.lock();
+        let Some(ws) = state.made() else { return Poll::Ready(()) };
+        Pin::new(ws.get_mut()).poll_shutdown(cx).map(|_| ())
     }
 
     /// Whether tungstenite has been made.

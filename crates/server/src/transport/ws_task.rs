@@ -100,6 +100,9 @@ enum Reading {
     /// We are closing: read on, discarding, until the client answers our
     /// close frame, but only until then.
     Draining(Instant),
+    /// The client broke the protocol: tungstenite reads no more, so its
+    /// bytes are read and dropped until it ends its side, but only until then.
+    Discarding(Instant),
     Done,
 }
 
@@ -141,6 +144,9 @@ enum CloseStep {
     Close,
     /// Its flush.
     Flush,
+    /// The end of our side of the stream, after a client broke the
+    /// protocol: its close frame is not read, so our FIN tells it we are done.
+    Shutdown,
 }
 
 /// Why a send stopped.
@@ -266,7 +272,7 @@ where
         let read = match self.reader.state {
             Reading::Open => self.expires(),
             Reading::Throttled(until) => Some(self.expires().map_or(until, |e| e.min(until))),
-            Reading::Draining(until) => Some(until),
+            Reading::Draining(until) | Reading::Discarding(until) => Some(until),
             Reading::Done => None,
         };
         let write = match &self.writer.state {
@@ -286,6 +292,7 @@ where
         match self.reader.state {
             Reading::Done => false,
             Reading::Draining(until) => self.drain(cx, now, until),
+            Reading::Discarding(until) => self.discard(cx, now, until),
             Reading::Open | Reading::Throttled(_) => {
                 // Closed by the writer, a publisher (slow consumer) or shutdown.
                 if self.outbox.is_closed() {
@@ -363,7 +370,7 @@ where
                     if self.outbox.close_reason().is_some_and(|c| c == Close::PEER_GONE) {
                         self.finish_reading();
                     } else {
-                        self.start_draining(now);
+                        self.reader.state = Reading::Discarding(now + self.limits.close_grace);
                     }
                     return true;
                 }
@@ -387,6 +394,25 @@ where
             match Pin::new(&mut &self.ws).poll_next(cx) {
                 Poll::Ready(Some(Ok(_))) => {}
                 Poll::Ready(_) => {
+                    self.finish_reading();
+                    return true;
+                }
+                Poll::Pending => return false,
+            }
+        }
+        cx.waker().wake_by_ref();
+        false
+    }
+
+    fn discard(&mut self, cx: &mut Context<'_>, now: Instant, until: Instant) -> bool {
+        if until <= now {
+            self.finish_reading();
+            return true;
+        }
+        for _ in 0..READ_BUDGET {
+            match self.ws.poll_discard(cx) {
+                Poll::Ready(false) => {}
+                Poll::Ready(true) => {
                     self.finish_reading();
                     return true;
                 }
@@ -548,9 +574,13 @@ where
                     let mut sink = &self.ws;
                     match Pin::new(&mut sink).poll_flush(cx) {
                         Poll::Pending => return progressed,
-                        Poll::Ready(_) => None,
+                        Poll::Ready(_) => matches!(self.reader.state, Reading::Discarding(_)).then_some(CloseStep::Shutdown),
                     }
                 }
+                CloseStep::Shutdown => match self.ws.poll_shutdown_write(cx) {
+                    Poll::Pending => return progressed,
+                    Poll::Ready(()) => None,
+                },
             };
             progressed = true;
             match (next, &mut self.writer.state) {

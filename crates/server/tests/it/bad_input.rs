@@ -68,3 +68,30 @@ async fn garbage_on_the_socket_harms_no_one() {
     ws.send("after garbage").await;
     assert_eq!(ws.recv().await, "after garbage");
 }
+
+#[tokio::test]
+async fn a_client_still_sending_after_a_protocol_error_reads_the_close_and_no_reset() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = TestServer::start().await;
+    let mut ws = server.raw_ws("/echo/websocket").await;
+    // Autobahn's case 4.2.5, whose client sends a byte at a time: "hi",
+    // then the head of a frame with the reserved opcode 15 (masked, zero mask).
+    ws.write_all(&[0x81, 0x82, 0, 0, 0, 0, b'h', b'i', 0x8f, 0x8d, 0, 0, 0, 0]).await.unwrap();
+    let reason = b"protocol error";
+    let mut expected = vec![0x81, 0x02, b'h', b'i', 0x88, 2 + reason.len() as u8, 0x03, 0xea];
+    expected.extend_from_slice(reason);
+    let mut got = vec![0u8; expected.len()];
+    tokio::time::timeout(crate::support::PATIENCE, ws.read_exact(&mut got)).await.unwrap().unwrap();
+    assert_eq!(got, expected, "the echo, then the close");
+    // The client has not seen the close yet: it sends the rest of that
+    // frame and a ping. The server reads them and drops them, so that the
+    // connection ends with the client's own end, not with a reset that would
+    // throw away what the client has not read yet.
+    ws.write_all(b"Hello, world!").await.unwrap();
+    ws.write_all(&[0x89, 0x80, 0, 0, 0, 0]).await.unwrap();
+    ws.shutdown().await.unwrap();
+    let mut rest = Vec::new();
+    let end = tokio::time::timeout(crate::support::PATIENCE, ws.read_to_end(&mut rest)).await.unwrap();
+    assert!(end.is_ok(), "the connection ended cleanly: {end:?}");
+    assert!(rest.is_empty(), "{rest:?}");
+}
