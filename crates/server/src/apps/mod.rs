@@ -228,19 +228,16 @@ enum State {
     Xmpp(tokio::sync::mpsc::Sender<Utf8Bytes>),
 }
 
-impl AppClient {
-    /// The client's outbox, which the transport's writer drains.
-    pub fn outbox(&self) -> &Arc<Outbox> {
+impl crate::transport::Client for AppClient {
+    fn outbox(&self) -> &Arc<Outbox> {
         &self.client.outbox
     }
 
-    /// When the client's token expires and it must be closed.
-    pub fn expires(&self) -> Option<Instant> {
+    fn expires(&self) -> Option<Instant> {
         self.client.identity.as_ref().map(|i| i.expires)
     }
 
-    /// Handles one message from the client.
-    pub fn on_message(&mut self, text: Utf8Bytes) {
+    fn on_message(&mut self, text: Utf8Bytes) {
         match &mut self.state {
             State::Echo => self.client.send(Payload::new(text)),
             State::Broadcast(_) => self.broadcast(Payload::new(text)),
@@ -258,10 +255,9 @@ impl AppClient {
         }
     }
 
-    /// Handles one binary message from the client: echo and broadcast carry
-    /// it as binary; chat and count speak JSON text only, and `Err` is the
-    /// close that says so.
-    pub fn on_binary(&mut self, data: Bytes) -> Result<(), Close> {
+    /// Echo and broadcast carry binary messages as binary; chat and count
+    /// speak JSON text only, and `Err` is the close that says so.
+    fn on_binary(&mut self, data: Bytes) -> Result<(), Close> {
         match &self.state {
             State::Echo => self.client.send(Payload::binary(data)),
             State::Broadcast(_) => self.broadcast(Payload::binary(data)),
@@ -272,6 +268,9 @@ impl AppClient {
         Ok(())
     }
 
+}
+
+impl AppClient {
     /// Sends to every member of the broadcast room; a client whose message
     /// the broker cannot take is closed with 1013, so that nothing it sent
     /// is lost without its knowing.

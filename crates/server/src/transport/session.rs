@@ -31,7 +31,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 
-use crate::apps::AppClient;
+use crate::transport::Client;
 use base::limits::Inflow;
 use base::metrics::ConnectionMetrics;
 use base::shutdown::Shutdown;
@@ -193,8 +193,9 @@ impl<X> Registry<X> {
 pub struct Session<X = ()> {
     id: Arc<str>,
     outbox: Arc<Outbox>,
-    /// `None` once the session is closed or expired: the app is done with it.
-    app: Mutex<Option<AppClient>>,
+    /// The protocol's client; `None` once the session is closed or expired:
+    /// the protocol is done with it.
+    app: Mutex<Option<Box<dyn Client>>>,
     state: Mutex<State>,
     /// Signalled whenever a receiver attaches or detaches, for the reaper.
     changed: Notify,
@@ -237,13 +238,13 @@ pub enum Attach<X = ()> {
 impl<X> Session<X> {
     /// A session for `app`, whose outbox the session's messages come from,
     /// held to `inflow`, with what its transport keeps about it.
-    pub fn new(id: Arc<str>, app: AppClient, metrics: ConnectionMetrics, inflow: Inflow, transport: X) -> Session<X> {
+    pub fn new(id: Arc<str>, app: impl Client, metrics: ConnectionMetrics, inflow: Inflow, transport: X) -> Session<X> {
         Session {
             id,
             outbox: app.outbox().clone(),
             expires: app.expires(),
             inflow: Mutex::new(inflow),
-            app: Mutex::new(Some(app)),
+            app: Mutex::new(Some(Box::new(app))),
             state: Mutex::new(State {
                 receiver: None,
                 next_token: 0,

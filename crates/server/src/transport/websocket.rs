@@ -33,7 +33,7 @@ use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsError, Pro
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
-use crate::apps::AppClient;
+use crate::transport::Client;
 use base::http::{Body, method_not_allowed, text_response};
 use base::metrics::ConnectionMetrics;
 use crate::server::{Connection, MountState, ServerState};
@@ -215,9 +215,9 @@ pub(crate) fn ping_timeout() -> Close {
 pub trait Inbound: Send {
     /// Handles one text message and says how many application messages it
     /// carried; `Err` closes the connection with that close.
-    fn on_text(&mut self, client: &mut AppClient, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<usize, Close>;
+    fn on_text<C: Client>(&mut self, client: &mut C, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<usize, Close>;
     /// Handles one binary message, likewise.
-    fn on_binary(&mut self, client: &mut AppClient, data: bytes::Bytes) -> Result<usize, Close>;
+    fn on_binary<C: Client>(&mut self, client: &mut C, data: bytes::Bytes) -> Result<usize, Close>;
 }
 
 /// Native framing: the frame payload is the message, compressed when
@@ -228,12 +228,12 @@ pub struct Raw {
 }
 
 impl Inbound for Raw {
-    fn on_text(&mut self, client: &mut AppClient, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<usize, Close> {
+    fn on_text<C: Client>(&mut self, client: &mut C, text: tokio_tungstenite::tungstenite::Utf8Bytes) -> Result<usize, Close> {
         client.on_message(text);
         Ok(1)
     }
 
-    fn on_binary(&mut self, client: &mut AppClient, data: bytes::Bytes) -> Result<usize, Close> {
+    fn on_binary<C: Client>(&mut self, client: &mut C, data: bytes::Bytes) -> Result<usize, Close> {
         client.on_binary(data)?;
         Ok(1)
     }
@@ -320,17 +320,18 @@ pub fn config(max_message_size: usize) -> WebSocketConfig {
 
 /// A WebSocket connection over an upgraded stream, as the future that runs
 /// it until it closes ([`WsTask`]).
-pub fn run<S, I, O>(
+pub fn run<S, C, I, O>(
     stream: Handover<S>,
-    client: AppClient,
+    client: C,
     inbound: I,
     outbound: O,
     limits: Arc<Limits>,
     metrics: ConnectionMetrics,
     shutdown: Shutdown,
-) -> WsTask<S, I, O>
+) -> WsTask<S, C, I, O>
 where
     S: AsyncRead + AsyncWrite + Unpin,
+    C: Client,
     I: Inbound,
     O: Outbound,
 {

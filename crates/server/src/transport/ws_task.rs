@@ -39,7 +39,7 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::apps::AppClient;
+use crate::transport::Client;
 use base::limits::Inflow;
 use base::metrics::ConnectionMetrics;
 use base::shutdown::{Shutdown, Waiter};
@@ -61,21 +61,21 @@ const ROUNDS: usize = 4;
 
 pin_project! {
     /// A running WebSocket connection; see the module docs.
-    pub struct WsTask<S, I, O> {
+    pub struct WsTask<S, C, I, O> {
         // The one timer: the earliest deadline of the two sides.
         #[pin]
         timer: Sleep,
-        parts: Parts<S, I, O>,
+        parts: Parts<S, C, I, O>,
     }
 }
 
 /// Everything of the connection but its two pinned parts.
-struct Parts<S, I, O> {
+struct Parts<S, C, I, O> {
     ws: LazyWs<Sending<Utf8Watch<S>>>,
     queue: SendQueue,
     outbox: Arc<Outbox>,
-    /// The app client, until the reader is done: dropping it leaves its rooms.
-    client: Option<AppClient>,
+    /// The protocol's client, until the reader is done: dropping it leaves its rooms.
+    client: Option<C>,
     inbound: I,
     outbound: O,
     limits: Arc<Limits>,
@@ -157,26 +157,27 @@ enum Abandoned {
     Io,
 }
 
-impl<S, I, O> WsTask<S, I, O>
+impl<S, C, I, O> WsTask<S, C, I, O>
 where
     S: AsyncRead + AsyncWrite + Unpin,
+    C: Client,
     I: Inbound,
     O: Outbound,
 {
     /// The connection over `io` (`watch`, if any, tells when the client has
-    /// first sent something) for the app client `client`.
+    /// first sent something) for the protocol's client `client`.
     // Each argument is a different piece of the connection.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         io: S,
         watch: Option<Watch>,
-        client: AppClient,
+        client: C,
         inbound: I,
         mut outbound: O,
         limits: Arc<Limits>,
         metrics: ConnectionMetrics,
         shutdown: &Shutdown,
-    ) -> WsTask<S, I, O> {
+    ) -> WsTask<S, C, I, O> {
         let queue = SendQueue::new();
         let ws = LazyWs::new(Sending::new(Utf8Watch::new(io), queue.clone()), watch, limits.max_message_size);
         let now = Instant::now();
@@ -214,9 +215,10 @@ where
     }
 }
 
-impl<S, I, O> Future for WsTask<S, I, O>
+impl<S, C, I, O> Future for WsTask<S, C, I, O>
 where
     S: AsyncRead + AsyncWrite + Unpin,
+    C: Client,
     I: Inbound,
     O: Outbound,
 {
@@ -256,15 +258,16 @@ where
     }
 }
 
-impl<S, I, O> Parts<S, I, O>
+impl<S, C, I, O> Parts<S, C, I, O>
 where
     S: AsyncRead + AsyncWrite + Unpin,
+    C: Client,
     I: Inbound,
     O: Outbound,
 {
     /// When the client's token expires, if it does.
     fn expires(&self) -> Option<Instant> {
-        self.client.as_ref().and_then(AppClient::expires)
+        self.client.as_ref().and_then(C::expires)
     }
 
     /// The earliest deadline either side waits for.

@@ -19,7 +19,7 @@ use hub::{Close, Form, Payload};
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 use wire::sockjs::{BROKEN_FRAMING, decode_websocket, encode_close, encode_messages, quote};
 
-use crate::apps::AppClient;
+use crate::transport::Client;
 use wire::websocket::frame_header::{TEXT, server_frame};
 use crate::transport::websocket::{Inbound, Outbound};
 
@@ -59,7 +59,7 @@ fn message_frame(payload: &Payload) -> Bytes {
 }
 
 impl Inbound for Sockjs {
-    fn on_text(&mut self, client: &mut AppClient, text: Utf8Bytes) -> Result<usize, Close> {
+    fn on_text<C: Client>(&mut self, client: &mut C, text: Utf8Bytes) -> Result<usize, Close> {
         let messages = decode_websocket(text.as_bytes()).map_err(|_| broken_framing())?;
         let count = messages.len();
         for message in messages {
@@ -69,7 +69,7 @@ impl Inbound for Sockjs {
     }
 
     /// SockJS frames are JSON text; a binary frame is not one.
-    fn on_binary(&mut self, _session: &mut AppClient, _data: bytes::Bytes) -> Result<usize, Close> {
+    fn on_binary<C: Client>(&mut self, _session: &mut C, _data: bytes::Bytes) -> Result<usize, Close> {
         Err(Close::new(1003, "SockJS frames are text; binary frames are not accepted"))
     }
 }
