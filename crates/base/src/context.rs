@@ -5,15 +5,19 @@
 //! else of the server's.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use hyper::header::{self, HeaderValue};
+use hyper::{Request, Response, StatusCode};
 use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::task::TaskTracker;
 
+use crate::http::{Body, text_response};
 use crate::limits::AddressRates;
 use crate::metrics::Metrics;
 use crate::shutdown::Shutdown;
-use crate::token::Verifier;
+use crate::token::{Identity, TokenError, Verifier};
 
 /// See the module docs.
 #[derive(Debug)]
@@ -29,6 +33,32 @@ pub struct Context {
     pub tokens: Option<Verifier>,
     /// What every connection is held to.
     pub bounds: Bounds,
+}
+
+impl Context {
+    /// The identity of a client of `app` when the server requires tokens
+    /// (`Ok(None)` when it does not), or the 401 that refuses it.
+    // The error is the response to send; its size on the stack does not matter.
+    #[allow(clippy::result_large_err)]
+    pub fn authenticate<B>(&self, req: &Request<B>, app: &str) -> Result<Option<Arc<Identity>>, Response<Body>> {
+        let Some(verifier) = &self.tokens else { return Ok(None) };
+        verifier.verify_request(req).map(Some).map_err(|e| {
+            self.metrics.refused(app, "token");
+            unauthorized(&e)
+        })
+    }
+}
+
+/// 401 with the reason in the body and in `WWW-Authenticate` (RFC 6750).
+fn unauthorized(error: &TokenError) -> Response<Body> {
+    let reason = error.to_string();
+    let mut res = text_response(StatusCode::UNAUTHORIZED, format!("{reason}\n"));
+    let code = if *error == TokenError::Missing { "invalid_request" } else { "invalid_token" };
+    let challenge = format!("Bearer error=\"{code}\", error_description=\"{}\"", reason.replace('"', "'"));
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        res.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+    }
+    res
 }
 
 /// What every connection is held to, whatever its protocol.

@@ -323,6 +323,7 @@ impl Config {
     }
 }
 
+pub use crate::transport::{MountLimits, SockjsOptions};
 pub use base::tls::TlsFiles;
 pub use base::token::TokenKey;
 
@@ -394,26 +395,6 @@ pub struct Mount {
     pub limits: MountLimits,
 }
 
-/// Per-mount bounds, set for all mounts by flags or the file's top level,
-/// and per `[[mount]]` in the file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MountLimits {
-    /// Messages per second one client may send (default 10,000).
-    pub max_message_rate: u32,
-    /// Message bytes per second one client may send (default 8 MiB).
-    pub max_byte_rate: u32,
-    /// Most SockJS sessions over HTTP at once (default 10,000).
-    pub max_sessions: usize,
-}
-
-impl Default for MountLimits {
-    fn default() -> MountLimits {
-        // A client pinging as fast as loopback allows stays under the message
-        // rate; the byte rate lets through 128 full-size messages a second.
-        MountLimits { max_message_rate: 10_000, max_byte_rate: 8 * 1024 * 1024, max_sessions: 10_000 }
-    }
-}
-
 impl Mount {
     /// The app at its default prefix (`/<app>`) with default options.
     pub fn new(app: AppKind) -> Mount {
@@ -423,36 +404,6 @@ impl Mount {
     /// The mount's name for logs and metrics: its prefix without the slash.
     pub fn name(&self) -> &str {
         self.prefix.trim_start_matches('/')
-    }
-}
-
-/// SockJS settings of one mount.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SockjsOptions {
-    /// Whether the websocket transports are offered (default true).
-    pub websocket: bool,
-    /// Whether `/info` asks clients for a JSESSIONID cookie (default false).
-    pub cookie_needed: bool,
-    /// Interval between heartbeat frames (default 25 s).
-    pub heartbeat: Duration,
-    /// How long a session outlives its last receiving request (default 5 s).
-    pub disconnect_delay: Duration,
-    /// Bytes a streaming response carries before it ends (default 128 KiB).
-    pub response_limit: usize,
-    /// Origins allowed, as `host:port` patterns with `*` (default `*:*`).
-    pub origins: Vec<String>,
-}
-
-impl Default for SockjsOptions {
-    fn default() -> SockjsOptions {
-        SockjsOptions {
-            websocket: true,
-            cookie_needed: false,
-            heartbeat: Duration::from_secs(25),
-            disconnect_delay: Duration::from_secs(5),
-            response_limit: 128 * 1024,
-            origins: vec!["*:*".to_owned()],
-        }
     }
 }
 

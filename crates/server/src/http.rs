@@ -27,7 +27,6 @@ use wire::app::{AppError, Count};
 
 use crate::apps::AppKind;
 use crate::server::{Busy, Connection, MountState, ServerState};
-use base::token::{Identity, TokenError};
 use crate::transport::{sockjs, websocket};
 
 /// Keeps `busy` (the request counted as in progress) until the body is
@@ -56,30 +55,6 @@ impl hyper::body::Body for Held {
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
     }
-}
-
-/// The identity of a client of `app` when the server requires tokens
-/// (`Ok(None)` when it does not), or the 401 that refuses it.
-// The error is the response to send; its size on the stack does not matter.
-#[allow(clippy::result_large_err)]
-pub fn authenticate<B>(req: &Request<B>, server: &ServerState, app: &str) -> Result<Option<Arc<Identity>>, Response<Body>> {
-    let Some(verifier) = &server.tokens else { return Ok(None) };
-    verifier.verify_request(req).map(Some).map_err(|e| {
-        server.metrics.refused(app, "token");
-        unauthorized(&e)
-    })
-}
-
-/// 401 with the reason in the body and in `WWW-Authenticate` (RFC 6750).
-fn unauthorized(error: &TokenError) -> Response<Body> {
-    let reason = error.to_string();
-    let mut res = text_response(StatusCode::UNAUTHORIZED, format!("{reason}\n"));
-    let code = if *error == TokenError::Missing { "invalid_request" } else { "invalid_token" };
-    let challenge = format!("Bearer error=\"{code}\", error_description=\"{}\"", reason.replace('"', "'"));
-    if let Ok(value) = HeaderValue::from_str(&challenge) {
-        res.headers_mut().insert(header::WWW_AUTHENTICATE, value);
-    }
-    res
 }
 
 const INDEX_HTML: &str = include_str!("../../../web/index.html");
@@ -143,27 +118,27 @@ async fn route_mount(
     connection: Arc<Connection>,
 ) -> Response<Body> {
     match rest {
-        "/websocket" if mount.config.sockjs.websocket => {
-            if !sockjs::origin_allowed(req.headers(), &mount.config.sockjs.origins) {
+        "/websocket" if mount.sockjs.websocket => {
+            if !sockjs::origin_allowed(req.headers(), &mount.sockjs.origins) {
                 return text_response(StatusCode::FORBIDDEN, "Origin not allowed.\n");
             }
-            let identity = match authenticate(&req, server, mount.config.name()) {
+            let identity = match server.context.authenticate(&req, mount.name()) {
                 Ok(identity) => identity,
                 Err(res) => return res,
             };
-            websocket::upgrade(&mut req, mount, server, connection, identity, "websocket", websocket::Raw::default(), websocket::Raw::default())
+            websocket::upgrade(&mut req, mount, &server.context, connection, identity, "websocket", websocket::Raw::default(), websocket::Raw::default())
         }
-        "/xhr" if mount.app.kind() == AppKind::Count => match authenticate(&req, server, mount.config.name()) {
+        "/xhr" if mount.protocol.kind() == AppKind::Count => match server.context.authenticate(&req, mount.name()) {
             Ok(_) => count_xhr(&req, server, mount),
             Err(res) => res,
         },
-        _ => sockjs::route(req, rest, mount, server, connection).await,
+        _ => sockjs::route(req, rest, mount, &server.context, connection).await,
     }
 }
 
 /// `GET /count/xhr?count=N` → `{"count":N-1}`.
 fn count_xhr(req: &Request<Incoming>, server: &ServerState, mount: &MountState) -> Response<Body> {
-    let metrics = server.metrics.connection(mount.config.name(), "http");
+    let metrics = server.metrics.connection(mount.name(), "http");
     let query = req.uri().query().unwrap_or("");
     let count = query
         .split('&')

@@ -32,7 +32,7 @@ use base::token::Verifier;
 use base::{Bounds, Context, tls};
 
 use crate::apps::App;
-use crate::config::{Config, Mount};
+use crate::config::Config;
 use crate::shed::Shedder;
 use crate::transport::{sockjs, websocket};
 use crate::{Error, http};
@@ -74,15 +74,7 @@ impl std::fmt::Debug for ServerState {
 }
 
 /// One mounted app.
-#[derive(Debug)]
-pub struct MountState {
-    pub config: Mount,
-    pub app: Arc<App>,
-    /// The mount's SockJS sessions over HTTP, by session id.
-    pub sessions: Arc<sockjs::Registry>,
-    /// The limits of each WebSocket connection to the mount, which they share.
-    pub websocket_limits: Arc<websocket::Limits>,
-}
+pub type MountState = crate::transport::Mount<App>;
 
 /// Most publishes waiting to go to the broker, across the node's clients.
 const BROKER_QUEUE: usize = 65_536;
@@ -106,8 +98,10 @@ impl ServerState {
                     None => App::in_memory(m.app, chat_rooms),
                 };
                 Arc::new(MountState {
-                    config: m.clone(),
-                    app: Arc::new(app),
+                    prefix: m.prefix.clone(),
+                    sockjs: m.sockjs.clone(),
+                    limits: m.limits,
+                    protocol: Arc::new(app),
                     sessions: Arc::new(sockjs::Registry::new(16, m.limits.max_sessions)),
                     websocket_limits: Arc::new(websocket::Limits {
                         max_message_size: config.max_message_size,
@@ -115,6 +109,7 @@ impl ServerState {
                         ping_interval: config.ping_interval,
                         max_message_rate: m.limits.max_message_rate,
                         max_byte_rate: m.limits.max_byte_rate,
+                        permessage_deflate: config.permessage_deflate,
                     }),
                 })
             })
@@ -144,7 +139,7 @@ impl ServerState {
         });
         let xmpp = xmpp_on.then(|| {
             // MUC rooms are the first chat mount's rooms.
-            let rooms = mounts.iter().find(|m| m.app.kind() == crate::AppKind::Chat).map(|m| m.app.broker().clone());
+            let rooms = mounts.iter().find(|m| m.protocol.kind() == crate::AppKind::Chat).map(|m| m.protocol.broker().clone());
             let auth = crate::xmpp::Auth {
                 // Checked by the configuration's validation.
                 accounts: {
@@ -177,8 +172,8 @@ impl ServerState {
             crate::transport::bosh::Service::new(xmpp.clone(), settings)
         });
         if let Some(xmpp) = &xmpp {
-            for mount in mounts.iter().filter(|m| m.app.kind() == crate::AppKind::Xmpp) {
-                mount.app.serve_xmpp(xmpp);
+            for mount in mounts.iter().filter(|m| m.protocol.kind() == crate::AppKind::Xmpp) {
+                mount.protocol.serve_xmpp(xmpp);
             }
         }
         Ok(ServerState {
@@ -194,7 +189,7 @@ impl ServerState {
 
     /// The mount at `prefix` (e.g. `/echo`).
     pub fn mount(&self, prefix: &str) -> Option<&Arc<MountState>> {
-        self.mounts.iter().find(|m| m.config.prefix == prefix)
+        self.mounts.iter().find(|m| m.prefix == prefix)
     }
 }
 

@@ -105,25 +105,6 @@ impl App {
         self.kind
     }
 
-    /// Attaches a newly connected client at `address` (which only XMPP
-    /// keeps, for its per-address limits), whose messages go to `outbox`,
-    /// and who is `identity` if it presented a token. Dropping the
-    /// returned value ends it (leaves its rooms).
-    pub fn open(self: &Arc<App>, outbox: Arc<Outbox>, identity: Option<Arc<Identity>>, address: IpAddr) -> AppClient {
-        let client = Client { id: hub::next_member_id(), outbox, identity };
-        let state = match self.kind {
-            AppKind::Broadcast => State::Broadcast(self.join_broadcast(&client)),
-            AppKind::Chat => State::Chat(chat::Chat::new(&self.broker, &client)),
-            AppKind::Close => {
-                client.outbox.close(Close::new(3000, "Go away!"));
-                State::Closed
-            }
-            AppKind::Echo => State::Echo,
-            AppKind::Count => State::Count,
-            AppKind::Xmpp => return self.xmpp_client(client, crate::xmpp::Framing::Messages, address),
-        };
-        AppClient { app: self.clone(), client, state }
-    }
 
     /// Attaches a newly connected XMPP client of a transport that carries
     /// one element per message (SockJS, BOSH), framed as `framing`.
@@ -166,6 +147,27 @@ impl App {
             }
         });
         Some(gone)
+    }
+}
+
+impl crate::transport::Protocol for App {
+    type Client = AppClient;
+
+    /// `address` is kept only by XMPP, for its per-address limits.
+    fn open(self: &Arc<App>, outbox: Arc<Outbox>, identity: Option<Arc<Identity>>, address: IpAddr) -> AppClient {
+        let client = Client { id: hub::next_member_id(), outbox, identity };
+        let state = match self.kind {
+            AppKind::Broadcast => State::Broadcast(self.join_broadcast(&client)),
+            AppKind::Chat => State::Chat(chat::Chat::new(&self.broker, &client)),
+            AppKind::Close => {
+                client.outbox.close(Close::new(3000, "Go away!"));
+                State::Closed
+            }
+            AppKind::Echo => State::Echo,
+            AppKind::Count => State::Count,
+            AppKind::Xmpp => return self.xmpp_client(client, crate::xmpp::Framing::Messages, address),
+        };
+        AppClient { app: self.clone(), client, state }
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod bosh;
 pub mod deflate;
 pub mod lazy_ws;
+pub mod mount;
 pub mod send_queue;
 pub mod session;
 pub mod shared_tcp;
@@ -19,6 +20,8 @@ use hub::{Close, Outbox};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 use wire::write_through;
+
+pub use mount::{Mount, MountLimits, Protocol, SockjsOptions};
 
 /// One client's end of the protocol it speaks (an app, or XMPP), as a
 /// transport sees it: where the client's messages go, and the outbox the

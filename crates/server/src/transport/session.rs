@@ -484,6 +484,7 @@ impl<X> Drop for Receiver<X> {
 mod tests {
     use super::*;
     use crate::apps::{App, AppKind};
+    use crate::transport::Protocol;
     use base::metrics::Metrics;
 
     fn session(kind: AppKind) -> Arc<Session> {

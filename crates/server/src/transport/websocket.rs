@@ -36,7 +36,9 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use crate::transport::Client;
 use base::http::{Body, method_not_allowed, text_response};
 use base::metrics::ConnectionMetrics;
-use crate::server::{Connection, MountState, ServerState};
+use base::{Connection, Context};
+
+use crate::transport::{Mount, Protocol};
 use base::shutdown::Shutdown;
 use crate::transport::deflate::{self, Agreed, Inflating};
 use wire::websocket::frame_header::{BINARY, TEXT, server_frame};
@@ -74,15 +76,16 @@ pub fn check_handshake(req: &Request<impl Sized>) -> Result<HeaderValue, Respons
 }
 
 /// Answers a WebSocket handshake on `mount`: checks it, and once the
-/// connection is upgraded runs it with the given framing, opening
-/// a new app client for `identity`; `label` names the transport in metrics.
+/// connection is upgraded runs it with the given framing, opening a new
+/// client of the mount's protocol for `identity`; `label` names the
+/// transport in metrics.
 /// The client's connection slot is held until the connection ends.
 // Each argument is a different piece of the connection; a struct would only rename them.
 #[allow(clippy::too_many_arguments)]
-pub fn upgrade<I, O>(
+pub fn upgrade<P, I, O>(
     req: &mut Request<Incoming>,
-    mount: &Arc<MountState>,
-    server: &Arc<ServerState>,
+    mount: &Arc<Mount<P>>,
+    context: &Arc<Context>,
     connection: Arc<Connection>,
     identity: Option<Arc<Identity>>,
     label: &'static str,
@@ -90,6 +93,7 @@ pub fn upgrade<I, O>(
     outbound: O,
 ) -> Response<Body>
 where
+    P: Protocol,
     I: Inbound + 'static,
     O: Outbound + 'static,
 {
@@ -98,7 +102,7 @@ where
         Err(res) => return res,
     };
     let mut outbound = outbound;
-    let deflate = (server.config.permessage_deflate && outbound.compresses())
+    let deflate = (mount.websocket_limits.permessage_deflate && outbound.compresses())
         .then(|| deflate::negotiate(req.headers()))
         .flatten();
     let agreed = deflate.as_ref().map(|(agreed, _)| *agreed);
@@ -106,26 +110,26 @@ where
         outbound.agree(agreed);
     }
     let on_upgrade = hyper::upgrade::on(req);
-    let (mount, server2) = (mount.clone(), server.clone());
+    let (mount, context2) = (mount.clone(), context.clone());
     // This task only waits for the upgrade; the connection then runs in a
     // task of its own, as small as its future (with or without deflate's
     // layer), since an idle connection's memory is mostly that task.
-    server.tracker.spawn(async move {
+    context.tracker.spawn(async move {
         let Ok(upgraded) = on_upgrade.await else { return };
-        let outbox = Arc::new(Outbox::new(server2.config.queue_limit));
-        let client = mount.app.open(outbox, identity, connection.address);
-        let metrics = server2.metrics.connection(mount.config.name(), label);
-        let (limits, shutdown) = (mount.websocket_limits.clone(), server2.shutdown.clone());
+        let outbox = Arc::new(Outbox::new(context2.bounds.queue_limit));
+        let client = mount.protocol.open(outbox, identity, connection.address);
+        let metrics = context2.metrics.connection(mount.name(), label);
+        let (limits, shutdown) = (mount.websocket_limits.clone(), context2.shutdown.clone());
         let stream = Handover::of(upgraded);
         match agreed {
             Some(agreed) => {
                 let stream = stream.map(|io| Inflating::new(io, agreed.inflate(limits.max_message_size)));
                 let running = run(stream, client, inbound, outbound, limits, metrics, shutdown);
-                spawn_connection(&server2, running, connection);
+                spawn_connection(&context2, running, connection);
             }
             None => {
                 let running = run(stream, client, inbound, outbound, limits, metrics, shutdown);
-                spawn_connection(&server2, running, connection);
+                spawn_connection(&context2, running, connection);
             }
         }
     });
@@ -137,9 +141,9 @@ where
 }
 
 /// Runs a connection in a task of its own, which holds its slot until it ends.
-fn spawn_connection(server: &ServerState, running: impl Future<Output = ()> + Send + 'static, connection: Arc<Connection>) {
+fn spawn_connection(context: &Context, running: impl Future<Output = ()> + Send + 'static, connection: Arc<Connection>) {
     // `map`, not an async block: that would hold the future twice.
-    server.tracker.spawn(running.map(move |()| drop(connection)));
+    context.tracker.spawn(running.map(move |()| drop(connection)));
 }
 
 /// An upgraded connection's stream as the WebSocket connection takes it over.
@@ -203,6 +207,8 @@ pub struct Limits {
     pub max_message_rate: u32,
     /// Message bytes a second the client may send before it is read more slowly.
     pub max_byte_rate: u32,
+    /// Whether permessage-deflate is offered (`--permessage-deflate`).
+    pub permessage_deflate: bool,
 }
 
 /// The close for a client that answered no ping for a whole interval.
@@ -361,6 +367,7 @@ pub(crate) fn close_for(error: &WsError) -> Close {
 mod tests {
     use super::*;
     use crate::apps::{App, AppKind};
+    use crate::transport::Protocol;
     use base::metrics::Metrics;
     use wire::websocket::frame_header::FrameHeader;
 
@@ -380,6 +387,7 @@ mod tests {
             ping_interval: Duration::from_secs(30),
             max_message_rate: 100,
             max_byte_rate: 1 << 20,
+            permessage_deflate: true,
         });
         let app = Arc::new(App::in_memory(AppKind::Echo, hub::RoomLimits::NONE));
         let metrics = Metrics::default();

@@ -37,8 +37,9 @@ use self::headers::Echo;
 use super::session::{self, Attach, Receiver, Session, Step};
 use base::http::{Body, method_not_allowed, not_found, text_response};
 use base::limits::Inflow;
-use crate::http::authenticate;
-use crate::server::{Connection, MountState, ServerState};
+use base::{Connection, Context};
+
+use crate::transport::{Mount, Protocol};
 use base::token::Identity;
 
 pub use self::headers::origin_allowed;
@@ -118,14 +119,14 @@ fn session_path(rest: &str) -> Option<(&str, Transport)> {
 
 /// Handles a request under a mount that no other route took: `rest` is the
 /// path after the mount's prefix.
-pub async fn route(
+pub async fn route<P: Protocol>(
     mut req: Request<Incoming>,
     rest: &str,
-    mount: &Arc<MountState>,
-    server: &Arc<ServerState>,
+    mount: &Arc<Mount<P>>,
+    context: &Arc<Context>,
     connection: Arc<Connection>,
 ) -> Response<Body> {
-    let options = &mount.config.sockjs;
+    let options = &mount.sockjs;
     match rest {
         "" | "/" => return pages::greeting(&req),
         _ if pages::is_iframe(rest) => return pages::iframe(&req),
@@ -139,10 +140,10 @@ pub async fn route(
     }
     let Some((id, transport)) = session_path(rest) else { return not_found() };
     if rest.split('/').any(|part| part.len() > MAX_ID_LEN) {
-        server.metrics.refused(mount.config.name(), "session_id_length");
+        context.metrics.refused(mount.name(), "session_id_length");
         return text_response(StatusCode::BAD_REQUEST, format!("Session and server ids may be at most {MAX_ID_LEN} bytes.\n"));
     }
-    let identity = match authenticate(&req, server, mount.config.name()) {
+    let identity = match context.authenticate(&req, mount.name()) {
         Ok(identity) => identity,
         Err(res) => return res,
     };
@@ -152,10 +153,10 @@ pub async fn route(
         }
         let framing = websocket::Sockjs::new(options.heartbeat);
         let label = transport.label();
-        return crate::transport::websocket::upgrade(&mut req, mount, server, connection, identity, label, framing.clone(), framing);
+        return crate::transport::websocket::upgrade(&mut req, mount, context, connection, identity, label, framing.clone(), framing);
     }
     let echo = Echo::new(&req, options.cookie_needed);
-    let receiving = Receiving { id, transport, mount, server, identity, address: connection.address };
+    let receiving = Receiving { id, transport, mount, context, identity, address: connection.address };
     if transport.receives()
         && req.method() != Method::OPTIONS
         && mount.sessions.get(id).is_none()
@@ -172,24 +173,24 @@ pub async fn route(
         (Transport::XhrStreaming, Method::POST) => streaming::xhr_streaming(&echo, receiving),
         (Transport::EventSource, Method::GET) => streaming::eventsource(&echo, receiving),
         (Transport::HtmlFile, Method::GET) => streaming::htmlfile(&req, &echo, receiving),
-        (Transport::XhrSend, Method::POST) => send::xhr_send(req, &echo, id, mount, server).await,
-        (Transport::JsonpSend, Method::POST) => send::jsonp_send(req, &echo, id, mount, server).await,
+        (Transport::XhrSend, Method::POST) => send::xhr_send(req, &echo, id, mount, context).await,
+        (Transport::JsonpSend, Method::POST) => send::jsonp_send(req, &echo, id, mount, context).await,
         _ => method_not_allowed(transport.methods()),
     }
 }
 
 /// A receiving request: which session it names, by which transport, from
 /// whom.
-struct Receiving<'a> {
+struct Receiving<'a, P> {
     id: &'a str,
     transport: Transport,
-    mount: &'a Arc<MountState>,
-    server: &'a Arc<ServerState>,
+    mount: &'a Arc<Mount<P>>,
+    context: &'a Arc<Context>,
     identity: Option<Arc<Identity>>,
     address: IpAddr,
 }
 
-impl Receiving<'_> {
+impl<P: Protocol> Receiving<'_, P> {
     /// Whether this request may open a new session: the mount has room for
     /// one more, and its address has not opened too many lately. A refusal
     /// is answered 503 or 429 with a `Retry-After`, and counted. The room
@@ -201,7 +202,7 @@ impl Receiving<'_> {
         if self.mount.sessions.is_full() {
             return Err(self.full(echo));
         }
-        if !self.server.session_rates.admit(self.address) {
+        if !self.context.session_rates.admit(self.address) {
             let text = "Too many new sessions from your address; slow down.\n".to_owned();
             return Err(self.refuse(echo, StatusCode::TOO_MANY_REQUESTS, "session_rate", text, "1"));
         }
@@ -215,7 +216,7 @@ impl Receiving<'_> {
     }
 
     fn refuse(&self, echo: &Echo, status: StatusCode, reason: &'static str, text: String, retry: &'static str) -> Response<Body> {
-        self.server.metrics.refused(self.mount.config.name(), reason);
+        self.context.metrics.refused(self.mount.name(), reason);
         let mut res = echo.session_response(status, headers::TEXT, text);
         res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static(retry));
         res
@@ -229,21 +230,21 @@ impl Receiving<'_> {
     #[allow(clippy::result_large_err)]
     fn attach(self, echo: &Echo) -> Result<Option<Receiver>, Response<Body>> {
         let full = || self.full(echo);
-        let Receiving { id, transport, mount, server, ref identity, address } = self;
+        let Receiving { id, transport, mount, context, ref identity, address } = self;
         loop {
             let opened = mount.sessions.get_or_open(id, address, |id| {
-                let outbox = Arc::new(Outbox::new(server.config.queue_limit));
-                let metrics = server.metrics.connection(mount.config.name(), transport.label());
-                let limits = mount.config.limits;
-                Session::new(id, mount.app.open(outbox, identity.clone(), address), metrics, Inflow::new(limits.max_message_rate, limits.max_byte_rate), ())
+                let outbox = Arc::new(Outbox::new(context.bounds.queue_limit));
+                let metrics = context.metrics.connection(mount.name(), transport.label());
+                let limits = mount.limits;
+                Session::new(id, mount.protocol.open(outbox, identity.clone(), address), metrics, Inflow::new(limits.max_message_rate, limits.max_byte_rate), ())
             });
             let Ok((session, created)) = opened else { return Err(full()) };
             if created {
-                server.tracker.spawn(session::reap(
+                context.tracker.spawn(session::reap(
                     mount.sessions.clone(),
                     session.clone(),
-                    mount.config.sockjs.disconnect_delay,
-                    server.shutdown.clone(),
+                    mount.sockjs.disconnect_delay,
+                    context.shutdown.clone(),
                 ));
             }
             match session.attach(false) {
@@ -257,7 +258,7 @@ impl Receiving<'_> {
     }
 
     fn heartbeat(&self) -> std::time::Duration {
-        self.mount.config.sockjs.heartbeat
+        self.mount.sockjs.heartbeat
     }
 }
 

@@ -11,11 +11,12 @@ use hyper::{Request, Response, StatusCode};
 use wire::sockjs::{Callback, OPEN, jsonp_into, xhr_into};
 
 use super::headers::{self, Echo};
+use crate::transport::Protocol;
 use super::{Receiving, another_connection_still_open, callback_param, next_frame};
 use base::http::Body;
 
 /// `POST /<server>/<session>/xhr`.
-pub async fn xhr(echo: &Echo, receiving: Receiving<'_>) -> Response<Body> {
+pub async fn xhr<P: Protocol>(echo: &Echo, receiving: Receiving<'_, P>) -> Response<Body> {
     let frame = match poll(echo, receiving).await {
         Ok(frame) => frame,
         Err(refused) => return refused,
@@ -27,7 +28,7 @@ pub async fn xhr(echo: &Echo, receiving: Receiving<'_>) -> Response<Body> {
 
 /// `GET /<server>/<session>/jsonp?c=<callback>`. The callback is checked
 /// before the session is touched.
-pub async fn jsonp<B>(req: &Request<B>, echo: &Echo, receiving: Receiving<'_>) -> Response<Body> {
+pub async fn jsonp<B, P: Protocol>(req: &Request<B>, echo: &Echo, receiving: Receiving<'_, P>) -> Response<Body> {
     let name = callback_param(req);
     let callback = match Callback::parse(name.as_deref()) {
         Ok(callback) => callback,
@@ -51,7 +52,7 @@ pub async fn jsonp<B>(req: &Request<B>, echo: &Echo, receiving: Receiving<'_>) -
 /// a mount that filled up.
 // The error is the response to send; its size on the stack does not matter.
 #[allow(clippy::result_large_err)]
-async fn poll(echo: &Echo, receiving: Receiving<'_>) -> Result<Vec<u8>, Response<Body>> {
+async fn poll<P: Protocol>(echo: &Echo, receiving: Receiving<'_, P>) -> Result<Vec<u8>, Response<Body>> {
     let mut frame = Vec::new();
     let heartbeat = receiving.heartbeat();
     match receiving.attach(echo)? {

@@ -16,19 +16,21 @@ use wire::sockjs::{PayloadError, decode_jsonp_send, decode_xhr_send};
 
 use super::headers::{self, Echo};
 use base::http::Body;
-use crate::server::{MountState, ServerState};
+use base::Context;
+
+use crate::transport::{Mount, Protocol};
 
 /// `POST /<server>/<session>/xhr_send`.
-pub async fn xhr_send(req: Request<Incoming>, echo: &Echo, id: &str, mount: &Arc<MountState>, server: &ServerState) -> Response<Body> {
-    match deliver(req, echo, id, mount, server, |_, body| decode_xhr_send(body)).await {
+pub async fn xhr_send<P: Protocol>(req: Request<Incoming>, echo: &Echo, id: &str, mount: &Arc<Mount<P>>, context: &Context) -> Response<Body> {
+    match deliver(req, echo, id, mount, context, |_, body| decode_xhr_send(body)).await {
         Ok(()) => echo.session_response(StatusCode::NO_CONTENT, headers::TEXT, ""),
         Err(res) => res,
     }
 }
 
 /// `POST /<server>/<session>/jsonp_send`.
-pub async fn jsonp_send(req: Request<Incoming>, echo: &Echo, id: &str, mount: &Arc<MountState>, server: &ServerState) -> Response<Body> {
-    match deliver(req, echo, id, mount, server, decode_jsonp_send).await {
+pub async fn jsonp_send<P: Protocol>(req: Request<Incoming>, echo: &Echo, id: &str, mount: &Arc<Mount<P>>, context: &Context) -> Response<Body> {
+    match deliver(req, echo, id, mount, context, decode_jsonp_send).await {
         Ok(()) => echo.session_response(StatusCode::OK, headers::TEXT, "ok"),
         Err(res) => res,
     }
@@ -40,12 +42,12 @@ pub async fn jsonp_send(req: Request<Incoming>, echo: &Echo, id: &str, mount: &A
 /// message; past this it is refused with 413 and the session closed (1009).
 const BODY_LIMIT_IN_MESSAGES: usize = 8;
 
-async fn deliver(
+async fn deliver<P: Protocol>(
     req: Request<Incoming>,
     echo: &Echo,
     id: &str,
-    mount: &MountState,
-    server: &ServerState,
+    mount: &Mount<P>,
+    context: &Context,
     decode: impl FnOnce(Option<&str>, &[u8]) -> Result<Vec<String>, PayloadError>,
 ) -> Result<(), Response<Body>> {
     let Some(session) = mount.sessions.get(id) else {
@@ -56,15 +58,15 @@ async fn deliver(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let limit = server.config.max_message_size.saturating_mul(BODY_LIMIT_IN_MESSAGES);
-    let body = match base::http::read_body(req.into_body(), limit, server.config.idle_timeout).await {
+    let limit = context.bounds.max_message_size.saturating_mul(BODY_LIMIT_IN_MESSAGES);
+    let body = match base::http::read_body(req.into_body(), limit, context.bounds.idle_timeout).await {
         Ok(body) => body,
         Err(BodyError::TooLarge) => {
             session.outbox().close(Close::new(1009, "message too big"));
             return Err(echo.session_response(StatusCode::PAYLOAD_TOO_LARGE, headers::TEXT, "Payload too large."));
         }
         Err(BodyError::TimedOut) => {
-            server.metrics.refused(mount.config.name(), "body_timeout");
+            context.metrics.refused(mount.name(), "body_timeout");
             return Err(base::http::body_timeout(echo.session_response(StatusCode::REQUEST_TIMEOUT, headers::TEXT, "The body did not arrive in time.")));
         }
         // The client went away mid-body; nobody reads this answer.
@@ -72,7 +74,7 @@ async fn deliver(
     };
     let messages = decode(content_type.as_deref(), &body)
         .map_err(|e| echo.session_response(StatusCode::INTERNAL_SERVER_ERROR, headers::TEXT, e.reason()))?;
-    if let Some(until) = session.deliver(messages, server.config.max_message_size) {
+    if let Some(until) = session.deliver(messages, context.bounds.max_message_size) {
         // Over its rate: the answer waits, and with it the client's next send.
         tokio::time::sleep_until(until).await;
     }

@@ -22,25 +22,26 @@ use wire::sockjs::{Callback, EVENTSOURCE_PRELUDE, Framing, OPEN, XHR_STREAMING_P
 
 use super::headers::{self, Echo};
 use super::{Receiver, Wrote, next_frame};
+use crate::transport::Protocol;
 use super::{Receiving, another_connection_still_open, callback_param};
 use base::http::Body;
 
 /// `POST /<server>/<session>/xhr_streaming`: frames each followed by `\n`,
 /// after 2 KiB of `h` (old browsers show nothing of a streamed response
 /// before that much).
-pub fn xhr_streaming(echo: &Echo, receiving: Receiving<'_>) -> Response<Body> {
+pub fn xhr_streaming<P: Protocol>(echo: &Echo, receiving: Receiving<'_, P>) -> Response<Body> {
     stream(echo, receiving, Framing::Xhr, Bytes::from_static(XHR_STREAMING_PRELUDE), headers::JAVASCRIPT)
 }
 
 /// `GET /<server>/<session>/eventsource`: one `data:` event per frame.
-pub fn eventsource(echo: &Echo, receiving: Receiving<'_>) -> Response<Body> {
+pub fn eventsource<P: Protocol>(echo: &Echo, receiving: Receiving<'_, P>) -> Response<Body> {
     stream(echo, receiving, Framing::EventSource, Bytes::from_static(EVENTSOURCE_PRELUDE), headers::EVENT_STREAM)
 }
 
 /// `GET /<server>/<session>/htmlfile?c=<callback>`: a page that hands each
 /// frame, in its own `<script>` block, to `parent.<callback>`. The callback
 /// is checked before the session is touched.
-pub fn htmlfile<B>(req: &Request<B>, echo: &Echo, receiving: Receiving<'_>) -> Response<Body> {
+pub fn htmlfile<B, P: Protocol>(req: &Request<B>, echo: &Echo, receiving: Receiving<'_, P>) -> Response<Body> {
     let name = callback_param(req);
     let callback = match Callback::parse(name.as_deref()) {
         Ok(callback) => callback,
@@ -51,13 +52,13 @@ pub fn htmlfile<B>(req: &Request<B>, echo: &Echo, receiving: Receiving<'_>) -> R
     stream(echo, receiving, Framing::HtmlFile, Bytes::from(prelude), headers::HTML)
 }
 
-fn stream(echo: &Echo, receiving: Receiving<'_>, framing: Framing, prelude: Bytes, content_type: &'static str) -> Response<Body> {
+fn stream<P: Protocol>(echo: &Echo, receiving: Receiving<'_, P>, framing: Framing, prelude: Bytes, content_type: &'static str) -> Response<Body> {
     let mut frames = Frames {
         chunks: VecDeque::from([prelude]),
         receiver: None,
         framing,
         heartbeat: receiving.heartbeat(),
-        left: receiving.mount.config.sockjs.response_limit,
+        left: receiving.mount.sockjs.response_limit,
         frame: Vec::new(),
     };
     match receiving.attach(echo) {
