@@ -8,7 +8,7 @@
 //! | `/sockjs.min.js` | the sockjs-client script, for the pages and the SockJS iframe |
 //! | `/<app>/websocket` | native WebSocket |
 //! | `/count/xhr?count=N` | plain HTTP count-down (`{"count":N-1}`) |
-//! | `/http-bind` | XMPP over BOSH (`transport::bosh`) |
+//! | `/http-bind` | XMPP over BOSH (`xmpp::bosh`) |
 //! | `/xmpp-websocket`, `/.well-known/host-meta` | XMPP over WebSocket and its discovery (`xmpp::websocket`) |
 //! | `/<app>`, `/<app>/info`, `/<app>/iframe*.html`, `/<app>/<server>/<session>/<transport>` | SockJS (`transport::sockjs`) |
 
@@ -70,8 +70,8 @@ pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connect
             Some(xmpp) => crate::xmpp::websocket::upgrade(&mut req, xmpp, connection.clone()),
             None => xmpp_off(),
         },
-        crate::transport::bosh::PATH => match &server.bosh {
-            Some(bosh) => crate::transport::bosh::handle(req, bosh, &connection).await,
+        crate::xmpp::bosh::PATH => match &server.bosh {
+            Some(bosh) => crate::xmpp::bosh::handle(req, bosh, &connection).await,
             None => xmpp_off(),
         },
         "/.well-known/host-meta" | "/.well-known/host-meta.json" if server.xmpp.is_none() => xmpp_off(),

@@ -50,7 +50,7 @@ pub struct ServerState {
     /// The XMPP service, when XMPP is on.
     pub xmpp: Option<Arc<crate::xmpp::Xmpp>>,
     /// XMPP over BOSH, when XMPP is on.
-    pub bosh: Option<crate::transport::bosh::Service>,
+    pub bosh: Option<crate::xmpp::bosh::Service>,
     tls: Option<TlsAcceptor>,
 }
 
@@ -163,13 +163,13 @@ impl ServerState {
             Arc::new(crate::xmpp::Xmpp::new(context.clone(), settings, auth, xmpp_tls, rooms))
         });
         let bosh = xmpp.as_ref().map(|xmpp| {
-            let settings = crate::transport::bosh::Settings {
+            let settings = crate::xmpp::bosh::Settings {
                 max_sessions: config.bosh_max_sessions,
                 per_address: config.bosh_max_sessions_per_address,
                 wait: config.bosh_wait,
                 inactivity: config.bosh_inactivity,
             };
-            crate::transport::bosh::Service::new(xmpp.clone(), settings)
+            crate::xmpp::bosh::Service::new(xmpp.clone(), settings)
         });
         if let Some(xmpp) = &xmpp {
             for mount in mounts.iter().filter(|m| m.protocol.kind() == crate::AppKind::Xmpp) {

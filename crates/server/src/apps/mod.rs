@@ -105,16 +105,11 @@ impl App {
         self.kind
     }
 
-
-    /// Attaches a newly connected XMPP client of a transport that carries
-    /// one element per message (SockJS, BOSH), framed as `framing`.
-    pub fn open_xmpp(self: &Arc<App>, outbox: Arc<Outbox>, framing: crate::xmpp::Framing, address: IpAddr) -> AppClient {
-        self.xmpp_client(Client { id: hub::next_member_id(), outbox, identity: None }, framing, address)
-    }
-
-    fn xmpp_client(self: &Arc<App>, client: Client, framing: crate::xmpp::Framing, address: IpAddr) -> AppClient {
+    /// Attaches a newly connected XMPP client over SockJS (one element per
+    /// message).
+    fn xmpp_client(self: &Arc<App>, client: Client, address: IpAddr) -> AppClient {
         let state = match self.xmpp.get() {
-            Some(xmpp) => State::Xmpp(crate::xmpp::bridge::open(xmpp.clone(), client.outbox.clone(), framing, address)),
+            Some(xmpp) => State::Xmpp(crate::xmpp::bridge::open(xmpp.clone(), client.outbox.clone(), crate::xmpp::Framing::Messages, address)),
             _ => {
                 client.outbox.close(Close::new(1011, "XMPP is off on this server (--xmpp-listen)"));
                 State::Closed
@@ -165,7 +160,7 @@ impl crate::transport::Protocol for App {
             }
             AppKind::Echo => State::Echo,
             AppKind::Count => State::Count,
-            AppKind::Xmpp => return self.xmpp_client(client, crate::xmpp::Framing::Messages, address),
+            AppKind::Xmpp => return self.xmpp_client(client, address),
         };
         AppClient { app: self.clone(), client, state }
     }
@@ -225,9 +220,8 @@ enum State {
     Count,
     /// The close app's clients are closed before any message.
     Closed,
-    /// Where its messages go: the task that runs its XMPP session, which
-    /// ends when this sender drops.
-    Xmpp(tokio::sync::mpsc::Sender<Utf8Bytes>),
+    /// An XMPP client over SockJS: its XMPP session's end.
+    Xmpp(crate::xmpp::bridge::Bridged),
 }
 
 impl crate::transport::Client for AppClient {
@@ -248,11 +242,7 @@ impl crate::transport::Client for AppClient {
                 Err(e) => self.client.send_error(&e),
             },
             State::Chat(chat) => chat.on_message(&self.app.broker, &self.client, text),
-            State::Xmpp(session) => {
-                if session.try_send(text).is_err() {
-                    self.client.outbox.close(Close::new(1008, "sending faster than the XMPP session takes stanzas"));
-                }
-            }
+            State::Xmpp(bridged) => bridged.on_message(text),
             State::Closed => {}
         }
     }
@@ -260,11 +250,11 @@ impl crate::transport::Client for AppClient {
     /// Echo and broadcast carry binary messages as binary; chat and count
     /// speak JSON text only, and `Err` is the close that says so.
     fn on_binary(&mut self, data: Bytes) -> Result<(), Close> {
-        match &self.state {
+        match &mut self.state {
             State::Echo => self.client.send(Payload::binary(data)),
             State::Broadcast(_) => self.broadcast(Payload::binary(data)),
             State::Chat(_) | State::Count => return Err(text_only()),
-            State::Xmpp(_) => return Err(Close::new(1003, "XMPP is text: binary messages are not accepted here")),
+            State::Xmpp(bridged) => return bridged.on_binary(data),
             State::Closed => {}
         }
         Ok(())

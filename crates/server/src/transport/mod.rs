@@ -1,7 +1,6 @@
 //! Transports: each adapts a wire format to an app client. A transport reads
 //! requests and writes frames; it never knows what a room is.
 
-pub mod bosh;
 pub mod deflate;
 pub mod lazy_ws;
 pub mod mount;

@@ -28,15 +28,44 @@ pub fn ended(end: &StreamEnd) -> Close {
 /// Messages from the client the task has not taken yet.
 const INBOUND: usize = 64;
 
+/// A SockJS or BOSH client whose protocol is XMPP, as its transport holds
+/// it: its messages go to the task that runs its XMPP session, which ends
+/// when this drops.
+#[derive(Debug)]
+pub struct Bridged {
+    outbox: Arc<Outbox>,
+    session: mpsc::Sender<Utf8Bytes>,
+}
+
+impl crate::transport::Client for Bridged {
+    fn outbox(&self) -> &Arc<Outbox> {
+        &self.outbox
+    }
+
+    fn expires(&self) -> Option<tokio::time::Instant> {
+        None
+    }
+
+    fn on_message(&mut self, text: Utf8Bytes) {
+        if self.session.try_send(text).is_err() {
+            self.outbox.close(Close::new(1008, "sending faster than the XMPP session takes stanzas"));
+        }
+    }
+
+    fn on_binary(&mut self, _data: bytes::Bytes) -> Result<(), Close> {
+        Err(Close::new(1003, "XMPP is text: binary messages are not accepted here"))
+    }
+}
+
 /// Starts the XMPP session of a client at `address`, whose output goes to
-/// `client` (the transport session's outbox) framed as `framing`; the sender takes the
-/// client's messages, and dropping it ends the session. The transport
-/// session counts the messages in its metrics; this task counts nothing.
-pub fn open(xmpp: Arc<Xmpp>, client: Arc<Outbox>, framing: Framing, address: std::net::IpAddr) -> mpsc::Sender<Utf8Bytes> {
+/// `client` (the transport session's outbox) framed as `framing`. The
+/// transport session counts the messages in its metrics; this task counts
+/// nothing.
+pub fn open(xmpp: Arc<Xmpp>, client: Arc<Outbox>, framing: Framing, address: std::net::IpAddr) -> Bridged {
     let (tx, rx) = mpsc::channel(INBOUND);
     let tracker = xmpp.context.tracker.clone();
-    tracker.spawn(run(xmpp, client, framing, address, rx));
-    tx
+    tracker.spawn(run(xmpp, client.clone(), framing, address, rx));
+    Bridged { outbox: client, session: tx }
 }
 
 async fn run(xmpp: Arc<Xmpp>, client: Arc<Outbox>, framing: Framing, address: std::net::IpAddr, mut inbound: mpsc::Receiver<Utf8Bytes>) {

@@ -13,6 +13,7 @@
 //! `bridge` hands it the messages of SockJS and BOSH sessions.
 
 mod accounts;
+pub mod bosh;
 pub mod bridge;
 mod jid;
 mod muc;

@@ -58,7 +58,7 @@ pub fn host_meta(req: &Request<Incoming>, tls: bool, json: bool) -> Response<Bod
         return text_response(StatusCode::BAD_REQUEST, "A Host header naming this server is needed.");
     };
     let websocket = format!("{}://{host}/xmpp-websocket", if tls { "wss" } else { "ws" });
-    let bosh = format!("{}://{host}{}", if tls { "https" } else { "http" }, crate::transport::bosh::PATH);
+    let bosh = format!("{}://{host}{}", if tls { "https" } else { "http" }, super::bosh::PATH);
     let links = [("urn:xmpp:alt-connections:websocket", websocket), ("urn:xmpp:alt-connections:xbosh", bosh)];
     let mut res = if json {
         let links: Vec<_> = links.iter().map(|(rel, href)| serde_json::json!({"rel": rel, "href": href})).collect();

@@ -35,7 +35,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use hyper::body::Incoming;
 
-use base::http::BodyError;
+use base::http::{Body, BodyError, bytes_response};
+use base::{Connection, Context};
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use parking_lot::Mutex;
@@ -44,13 +45,9 @@ use tokio::time::Instant;
 use wire::bosh::{Body as Wrapper, Condition, VERSION};
 use wire::xmpp::{Element, Limits};
 
-use super::session::{self, Attach, Refusal, Registry, Session, Step};
-use crate::apps::{App, AppKind};
-use base::http::{Body, bytes_response};
-use base::{Connection, Context};
+use super::{FRAMING_CLOSE, FRAMING_NS, Framing, Xmpp};
+use crate::transport::session::{self, Attach, Refusal, Registry, Session, Step};
 
-use crate::xmpp::Xmpp;
-use crate::xmpp::Framing;
 
 /// Where BOSH is served.
 pub const PATH: &str = "/http-bind";
@@ -63,12 +60,10 @@ const HOLD: u64 = 1;
 const BODY_LIMIT_IN_MESSAGES: usize = 8;
 
 /// The BOSH service of a server with XMPP on: the XMPP service its
-/// sessions are of, the app they are opened with, its sessions and its
-/// terms.
+/// sessions are of, its sessions and its terms.
 #[derive(Debug)]
 pub struct Service {
     xmpp: Arc<Xmpp>,
-    app: Arc<App>,
     sessions: Arc<Registry<Window>>,
     settings: Settings,
 }
@@ -89,9 +84,7 @@ pub struct Settings {
 impl Service {
     /// The BOSH service of `xmpp`.
     pub fn new(xmpp: Arc<Xmpp>, settings: Settings) -> Service {
-        let app = Arc::new(App::in_memory(AppKind::Xmpp, hub::RoomLimits::NONE));
-        app.serve_xmpp(&xmpp);
-        Service { xmpp, app, sessions: Arc::new(Registry::new(16, settings.max_sessions).shared(settings.per_address)), settings }
+        Service { xmpp, sessions: Arc::new(Registry::new(16, settings.max_sessions).shared(settings.per_address)), settings }
     }
 
     fn context(&self) -> &Context {
@@ -274,8 +267,8 @@ async fn create(service: &Service, connection: &Connection, body: Wrapper, rid: 
     let id = format!("{:032x}", rand::random::<u128>());
     let opened = service.sessions.get_or_open(&id, connection.address, |id| {
         let outbox = Arc::new(hub::Outbox::new(context.bounds.queue_limit));
-        let app = service.app.open_xmpp(outbox, Framing::Bosh, connection.address);
-        Session::new(id, app, context.metrics.connection("xmpp", "bosh"), service.xmpp.inflow.clone(), window)
+        let client = super::bridge::open(service.xmpp.clone(), outbox, Framing::Bosh, connection.address);
+        Session::new(id, client, context.metrics.connection("xmpp", "bosh"), service.xmpp.inflow.clone(), window)
     });
     let session = match opened {
         Ok((session, true)) => session,
@@ -315,7 +308,7 @@ async fn carry(service: &Service, session: &Arc<Session<Window>>, body: Wrapper,
             }
             messages.extend(body.stanzas.iter().map(Element::to_xml_standalone));
             if body.is_terminate() {
-                messages.push(crate::xmpp::FRAMING_CLOSE.to_owned());
+                messages.push(FRAMING_CLOSE.to_owned());
             }
         }
         Turn::Again(answer) => return xml(answer),
@@ -411,7 +404,7 @@ fn handled(window: &Window, rid: u64) -> u64 {
 /// requests reach the XMPP session.
 fn open(domain: &str) -> String {
     let mut out = String::new();
-    Element::new("open", crate::xmpp::FRAMING_NS).attr("to", domain).attr("version", "1.0").write("", &mut out);
+    Element::new("open", FRAMING_NS).attr("to", domain).attr("version", "1.0").write("", &mut out);
     out
 }
 
