@@ -323,7 +323,7 @@ impl Config {
     }
 }
 
-pub use crate::transport::{MountLimits, SockjsOptions};
+pub use transport::{MountLimits, SockjsOptions};
 pub use base::tls::TlsFiles;
 pub use base::token::TokenKey;
 

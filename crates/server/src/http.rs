@@ -27,7 +27,7 @@ use wire::app::{AppError, Count};
 
 use crate::apps::AppKind;
 use crate::server::{Busy, Connection, MountState, ServerState};
-use crate::transport::{sockjs, websocket};
+use transport::{sockjs, websocket};
 
 /// Keeps `busy` (the request counted as in progress) until the body is
 /// done or dropped, so a streaming response keeps its connection busy.

@@ -12,7 +12,6 @@ mod config;
 mod http;
 mod server;
 mod shed;
-mod transport;
 mod xmpp;
 
 pub use apps::AppKind;

@@ -34,7 +34,7 @@ use base::{Bounds, Context, tls};
 use crate::apps::App;
 use crate::config::Config;
 use crate::shed::Shedder;
-use crate::transport::{sockjs, websocket};
+use transport::{sockjs, websocket};
 use crate::{Error, http};
 
 /// What every connection of one server shares: the protocols' context,
@@ -74,7 +74,7 @@ impl std::fmt::Debug for ServerState {
 }
 
 /// One mounted app.
-pub type MountState = crate::transport::Mount<App>;
+pub type MountState = transport::Mount<App>;
 
 /// Most publishes waiting to go to the broker, across the node's clients.
 const BROKER_QUEUE: usize = 65_536;

@@ -145,7 +145,7 @@ impl App {
     }
 }
 
-impl crate::transport::Protocol for App {
+impl transport::Protocol for App {
     type Client = AppClient;
 
     /// `address` is kept only by XMPP, for its per-address limits.
@@ -224,7 +224,7 @@ enum State {
     Xmpp(crate::xmpp::bridge::Bridged),
 }
 
-impl crate::transport::Client for AppClient {
+impl transport::Client for AppClient {
     fn outbox(&self) -> &Arc<Outbox> {
         &self.client.outbox
     }
@@ -289,4 +289,28 @@ impl Drop for AppClient {
 /// What the broker's refusal tells a chat client.
 fn broker_error(e: BrokerError) -> wire::app::AppError {
     wire::app::AppError::Broker(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use transport::Protocol;
+
+    /// An idle connection's memory is mostly its task (README, "Idle memory,
+    /// beside Bun"), so the future of a WebSocket connection to an app over
+    /// plain TCP, with and without permessage-deflate (which browsers
+    /// offer), is held under a bound: a field added to it, or to the app's
+    /// client, shows here rather than only in the shootout's RSS. At 520
+    /// bytes, tokio's task cell for it (the future, 16 bytes of
+    /// `spawn_connection`'s and the task tracker's, 104 of tokio's, aligned
+    /// to 128) is 640 bytes, one of jemalloc's size classes.
+    #[tokio::test]
+    async fn a_connections_future_stays_small() {
+        let app = Arc::new(App::in_memory(AppKind::Echo, hub::RoomLimits::NONE));
+        let open = || app.open(Arc::new(Outbox::new(1 << 20)), None, std::net::Ipv4Addr::LOCALHOST.into());
+        let sizes = transport::websocket::connection_future_sizes(open).await;
+        for (size, deflate) in sizes.into_iter().zip([false, true]) {
+            assert!(size <= 520, "with deflate {deflate}: a connection's future is {size} bytes, more than fits tokio's 640-byte task cell");
+        }
+    }
 }

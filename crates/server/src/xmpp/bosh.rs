@@ -46,7 +46,7 @@ use wire::bosh::{Body as Wrapper, Condition, VERSION};
 use wire::xmpp::{Element, Limits};
 
 use super::{FRAMING_CLOSE, FRAMING_NS, Framing, Xmpp};
-use crate::transport::session::{self, Attach, Refusal, Registry, Session, Step};
+use transport::session::{self, Attach, Refusal, Registry, Session, Step};
 
 
 /// Where BOSH is served.

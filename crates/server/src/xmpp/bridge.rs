@@ -37,7 +37,7 @@ pub struct Bridged {
     session: mpsc::Sender<Utf8Bytes>,
 }
 
-impl crate::transport::Client for Bridged {
+impl transport::Client for Bridged {
     fn outbox(&self) -> &Arc<Outbox> {
         &self.outbox
     }

@@ -20,7 +20,7 @@ use base::http::{Body, text_response};
 use base::Connection;
 
 use super::Xmpp;
-use crate::transport::websocket::{check_handshake, close_for, switching_protocols};
+use transport::websocket::{check_handshake, close_for, switching_protocols};
 
 /// Answers the handshake and serves the session once upgraded; a client
 /// that does not offer the `xmpp` subprotocol is refused with 400.
@@ -39,7 +39,7 @@ pub fn upgrade(req: &mut Request<Incoming>, xmpp: &Arc<Xmpp>, connection: Arc<Co
     let xmpp = xmpp.clone();
     xmpp.context.tracker.clone().spawn(async move {
         let Ok(upgraded) = on_upgrade.await else { return };
-        let config = crate::transport::websocket::config(xmpp.context.bounds.max_message_size);
+        let config = transport::websocket::config(xmpp.context.bounds.max_message_size);
         let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config)).await;
         run(ws, xmpp, connection.address).await;
         drop(connection);

@@ -208,7 +208,7 @@ mod tests {
 
     /// A masked client frame.
     fn frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
-        crate::transport::client_frame(fin, false, opcode, payload, [0x37, 0xfa, 0x21, 0x3d])
+        crate::client_frame(fin, false, opcode, payload, [0x37, 0xfa, 0x21, 0x3d])
     }
 
     /// Feeds `stream` in pieces of `size` bytes; the index of the piece that

@@ -19,9 +19,9 @@ use hub::{Close, Form, Payload};
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 use wire::sockjs::{BROKEN_FRAMING, decode_websocket, encode_close, encode_messages, quote};
 
-use crate::transport::Client;
+use crate::Client;
 use wire::websocket::frame_header::{TEXT, server_frame};
-use crate::transport::websocket::{Inbound, Outbound};
+use crate::websocket::{Inbound, Outbound};
 
 /// The SockJS framing of one WebSocket connection, both ways.
 #[derive(Debug, Clone)]

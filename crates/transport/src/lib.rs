@@ -8,6 +8,8 @@ pub mod send_queue;
 pub mod session;
 pub mod shared_tcp;
 pub mod sockjs;
+#[cfg(test)]
+mod testing;
 pub mod utf8_watch;
 pub mod websocket;
 pub mod ws_task;

@@ -11,7 +11,7 @@ use hyper::{Request, Response, StatusCode};
 use wire::sockjs::{Callback, OPEN, jsonp_into, xhr_into};
 
 use super::headers::{self, Echo};
-use crate::transport::Protocol;
+use crate::Protocol;
 use super::{Receiving, another_connection_still_open, callback_param, next_frame};
 use base::http::Body;
 

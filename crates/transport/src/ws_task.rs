@@ -39,18 +39,18 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::transport::Client;
+use crate::Client;
 use base::limits::Inflow;
 use base::metrics::ConnectionMetrics;
 use base::shutdown::{Shutdown, Waiter};
 use base::time::Ms;
 use base::token;
 use wire::websocket::frame_header;
-use crate::transport::lazy_ws::LazyWs;
-use crate::transport::send_queue::{Refused, SendQueue, Sending};
-use crate::transport::shared_tcp::Watch;
-use crate::transport::utf8_watch::Utf8Watch;
-use crate::transport::websocket::{Inbound, Limits, Outbound, close_for, ping_timeout};
+use crate::lazy_ws::LazyWs;
+use crate::send_queue::{Refused, SendQueue, Sending};
+use crate::shared_tcp::Watch;
+use crate::utf8_watch::Utf8Watch;
+use crate::websocket::{Inbound, Limits, Outbound, close_for, ping_timeout};
 
 /// Messages the reader takes in one poll before it lets other tasks run.
 const READ_BUDGET: usize = 32;

@@ -29,8 +29,8 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
-use crate::transport::shared_tcp::Watch;
-use crate::transport::websocket::config;
+use crate::shared_tcp::Watch;
+use crate::websocket::config;
 
 /// One connection's tungstenite, made on first use; see the module docs.
 pub struct LazyWs<S> {
@@ -177,9 +177,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for &LazyWs<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::client_frame;
-    use crate::transport::send_queue::{SendQueue, Sending};
-    use crate::transport::shared_tcp::SharedTcp;
+    use crate::client_frame;
+    use crate::send_queue::{SendQueue, Sending};
+    use crate::shared_tcp::SharedTcp;
     use bytes::Bytes;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -227,7 +227,7 @@ mod tests {
         }
     }
 
-    crate::transport::write_through!(Counting);
+    crate::write_through!(Counting);
 
     #[tokio::test]
     async fn once_it_found_nothing_it_reads_again_only_when_bytes_come() {
@@ -265,6 +265,6 @@ mod tests {
         let mut got = [0u8; 11];
         client.read_exact(&mut got).await.unwrap();
         assert_eq!(&got, b"\x81\x02hi\x88\x05\x03\xe9bye", "the text frame, then an unmasked close: 1001, \"bye\"");
-        assert_eq!(queue.push(&mut vec![Bytes::from_static(b"\x81\x00")]), Err(crate::transport::send_queue::Refused::Closed));
+        assert_eq!(queue.push(&mut vec![Bytes::from_static(b"\x81\x00")]), Err(crate::send_queue::Refused::Closed));
     }
 }

@@ -39,7 +39,7 @@ use base::http::{Body, method_not_allowed, not_found, text_response};
 use base::limits::Inflow;
 use base::{Connection, Context};
 
-use crate::transport::{Mount, Protocol};
+use crate::{Mount, Protocol};
 use base::token::Identity;
 
 pub use self::headers::origin_allowed;
@@ -153,7 +153,7 @@ pub async fn route<P: Protocol>(
         }
         let framing = websocket::Sockjs::new(options.heartbeat);
         let label = transport.label();
-        return crate::transport::websocket::upgrade(&mut req, mount, context, connection, identity, label, framing.clone(), framing);
+        return crate::websocket::upgrade(&mut req, mount, context, connection, identity, label, framing.clone(), framing);
     }
     let echo = Echo::new(&req, options.cookie_needed);
     let receiving = Receiving { id, transport, mount, context, identity, address: connection.address };

@@ -18,7 +18,7 @@ use super::headers::{self, Echo};
 use base::http::Body;
 use base::Context;
 
-use crate::transport::{Mount, Protocol};
+use crate::{Mount, Protocol};
 
 /// `POST /<server>/<session>/xhr_send`.
 pub async fn xhr_send<P: Protocol>(req: Request<Incoming>, echo: &Echo, id: &str, mount: &Arc<Mount<P>>, context: &Context) -> Response<Body> {

@@ -22,7 +22,7 @@ use wire::sockjs::{Callback, EVENTSOURCE_PRELUDE, Framing, OPEN, XHR_STREAMING_P
 
 use super::headers::{self, Echo};
 use super::{Receiver, Wrote, next_frame};
-use crate::transport::Protocol;
+use crate::Protocol;
 use super::{Receiving, another_connection_still_open, callback_param};
 use base::http::Body;
 

@@ -31,7 +31,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 
-use crate::transport::Client;
+use crate::Client;
 use base::limits::Inflow;
 use base::metrics::ConnectionMetrics;
 use base::shutdown::Shutdown;
@@ -181,7 +181,7 @@ impl<X> Registry<X> {
 
     /// Number of live sessions.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         let held = self.sessions.iter().map(|s| s.lock().len()).sum();
         assert_eq!(held, self.count.load(Ordering::Relaxed), "the count follows the map");
         held
@@ -483,12 +483,12 @@ impl<X> Drop for Receiver<X> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apps::{App, AppKind};
-    use crate::transport::Protocol;
+    use crate::Protocol;
+    use crate::testing::Echo;
     use base::metrics::Metrics;
 
-    fn session(kind: AppKind) -> Arc<Session> {
-        let app = Arc::new(App::in_memory(kind, hub::RoomLimits::NONE));
+    fn session() -> Arc<Session> {
+        let app = Arc::new(Echo);
         let metrics = Metrics::default();
         let outbox = Arc::new(Outbox::new(1 << 20));
         Arc::new(Session::new(Arc::from("s"), app.open(outbox, None, std::net::Ipv4Addr::LOCALHOST.into()), metrics.connection("echo", "xhr"), Inflow::new(100, 1 << 20), ()))
@@ -510,7 +510,7 @@ mod tests {
 
     #[tokio::test]
     async fn one_receiver_at_a_time_and_open_only_once() {
-        let s = session(AppKind::Echo);
+        let s = session();
         let first = receiver(&s, false);
         assert!(first.opening());
         assert!(matches!(s.attach(false), Attach::Busy));
@@ -522,7 +522,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_newer_receiver_takes_over_and_the_older_is_answered_at_once() {
-        let s = session(AppKind::Echo);
+        let s = session();
         let mut held = receiver(&s, true);
         let mut newer = receiver(&s, true);
         assert!(matches!(held.next(Duration::from_secs(60)).await, Step::Displaced));
@@ -535,7 +535,7 @@ mod tests {
 
     #[tokio::test]
     async fn messages_then_close_then_close_again() {
-        let s = session(AppKind::Echo);
+        let s = session();
         s.deliver(vec!["a".into(), "b".into()], 100);
         s.outbox().close(Close::new(3000, "Go away!"));
         let mut r = receiver(&s, false);
@@ -550,7 +550,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_close_that_came_with_the_messages_can_be_taken_with_them() {
-        let s = session(AppKind::Echo);
+        let s = session();
         s.deliver(vec!["a".into()], 100);
         s.outbox().close(Close::new(1000, "done"));
         let mut r = receiver(&s, false);
@@ -561,7 +561,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn idle_when_nothing_happens() {
-        let s = session(AppKind::Echo);
+        let s = session();
         let mut r = receiver(&s, false);
         assert!(matches!(r.next(Duration::from_secs(25)).await, Step::Idle));
         r.finish();
@@ -569,7 +569,7 @@ mod tests {
 
     #[tokio::test]
     async fn what_is_queued_goes_even_when_no_wait_is_allowed() {
-        let s = session(AppKind::Echo);
+        let s = session();
         s.deliver(vec!["a".into()], 100);
         let mut r = receiver(&s, false);
         assert_eq!(texts(r.next(Duration::ZERO).await), ["a"]);
@@ -579,14 +579,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_dropped_receiver_interrupts_the_session() {
-        let s = session(AppKind::Echo);
+        let s = session();
         drop(receiver(&s, false));
         assert_eq!(s.outbox().close_reason(), Some(interrupted()));
     }
 
     #[tokio::test]
     async fn oversized_messages_close_with_1009() {
-        let s = session(AppKind::Echo);
+        let s = session();
         s.deliver(vec!["ok".into(), "x".repeat(11), "never".into()], 10);
         assert_eq!(s.outbox().close_reason().map(|c| c.code), Some(1009));
         assert_eq!(s.outbox().len(), 1);
@@ -595,7 +595,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn each_address_holds_at_most_its_share_and_gets_it_back() {
         let registry = Registry::new(4, 10).shared(2);
-        let app = Arc::new(App::in_memory(AppKind::Echo, hub::RoomLimits::NONE));
+        let app = Arc::new(Echo);
         let metrics = Metrics::default();
         let (a, b) = ([127, 0, 0, 1].into(), [127, 0, 0, 2].into());
         let open = |id| Session::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None, a), metrics.connection("echo", "xhr"), Inflow::new(100, 1 << 20), ());
@@ -612,7 +612,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_reaper_expires_an_idle_session_and_keeps_a_busy_one() {
         let registry = Arc::new(Registry::new(4, 2));
-        let app = Arc::new(App::in_memory(AppKind::Echo, hub::RoomLimits::NONE));
+        let app = Arc::new(Echo);
         let metrics = Metrics::default();
         let open = |id| Session::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None, std::net::Ipv4Addr::LOCALHOST.into()), metrics.connection("echo", "xhr"), Inflow::new(100, 1 << 20), ());
         let here = std::net::Ipv4Addr::LOCALHOST.into();

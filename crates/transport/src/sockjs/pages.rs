@@ -10,7 +10,7 @@ use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use super::headers::{self, Echo};
-use crate::transport::SockjsOptions;
+use crate::SockjsOptions;
 use base::http::{Body, bytes_response, empty, method_not_allowed};
 
 /// sockjs-client's `dist/sockjs.min.js` from `web/node_modules`, embedded by
