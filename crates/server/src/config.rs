@@ -13,7 +13,7 @@ use std::time::Duration;
 use hub::HistoryLimits;
 use serde::Deserialize;
 
-use crate::Error;
+use crate::error::Error;
 use crate::apps::AppKind;
 
 /// Flags of `switchboard serve`. Unset flags fall back to the environment,

@@ -26,7 +26,10 @@ use hyper::{Request, Response, StatusCode};
 use wire::app::{AppError, Count};
 
 use crate::apps::AppKind;
-use crate::server::{Busy, Connection, MountState, ServerState};
+use base::Connection;
+
+use crate::activity::Busy;
+use crate::state::{MountState, ServerState};
 use transport::{sockjs, websocket};
 
 /// Keeps `busy` (the request counted as in progress) until the body is

@@ -7,68 +7,21 @@
 //! XMPP sessions (`xmpp`) share the chat app's rooms. Each connection's
 //! writer drains its bounded outbox.
 
+mod activity;
 mod apps;
 mod config;
+mod error;
 mod http;
 mod server;
 mod shed;
+mod state;
 mod xmpp;
 
 pub use apps::AppKind;
+pub use error::Error;
 pub use config::{Args, Config, Mount, MountLimits, SockjsOptions, TlsFiles, TokenKey, markdown_table};
 pub use server::{XmppListeners, serve, serve_with};
 pub use xmpp::AccountEntry;
-
-/// An error that stops the server: bad configuration or a socket that
-/// cannot be bound.
-#[derive(Debug)]
-pub struct Error {
-    kind: ErrorKind,
-    message: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ErrorKind {
-    Config,
-    Io,
-}
-
-impl Error {
-    fn config(message: impl Into<String>) -> Error {
-        Error { kind: ErrorKind::Config, message: message.into() }
-    }
-
-    fn io(message: impl Into<String>) -> Error {
-        Error { kind: ErrorKind::Io, message: message.into() }
-    }
-
-    /// Whether the configuration was invalid.
-    pub fn is_config(&self) -> bool {
-        self.kind == ErrorKind::Config
-    }
-
-    /// Whether a socket operation failed.
-    pub fn is_io(&self) -> bool {
-        self.kind == ErrorKind::Io
-    }
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.kind {
-            ErrorKind::Config => write!(f, "configuration: {}", self.message),
-            ErrorKind::Io => f.write_str(&self.message),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl From<base::ConfigError> for Error {
-    fn from(e: base::ConfigError) -> Error {
-        Error::config(e.0)
-    }
-}
 
 /// Runs `switchboard serve` from its flags until SIGINT or SIGTERM.
 pub async fn run_cli(args: Args) -> Result<(), Error> {

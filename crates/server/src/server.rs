@@ -1,4 +1,5 @@
-//! The accept loop and the state every connection shares.
+//! The accept loop: connections are accepted, bounded and handed to
+//! hyper with the router (`http`); the state they share is `state`.
 //!
 //! Like mini-redis, [`serve`] takes an already-bound listener and a shutdown
 //! future, so tests run it on port 0 and stop it when they like. A semaphore
@@ -12,188 +13,26 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
-use tokio_rustls::TlsAcceptor;
-use tokio_util::task::TaskTracker;
 
-use base::limits::AddressRates;
-use base::metrics::Metrics;
-use base::shutdown::Shutdown;
-use base::token::Verifier;
-use base::{Bounds, Context, tls};
-
-use crate::apps::App;
+use crate::activity::{Activity, Busy};
 use crate::config::Config;
+use crate::error::Error;
+use crate::http;
 use crate::shed::Shedder;
-use transport::{sockjs, websocket};
-use crate::{Error, http};
+use crate::state::ServerState;
 
-/// What every connection of one server shares: the protocols' context,
-/// and what the server put together from the configuration.
-pub struct ServerState {
-    /// What every protocol is handed (shutdown, tasks, metrics, rates,
-    /// tokens, bounds).
-    pub context: Arc<Context>,
-    pub config: Config,
-    pub mounts: Vec<Arc<MountState>>,
-    /// The connection to the other nodes, when rooms span several.
-    pub link: Option<Arc<cluster::Link>>,
-    /// The XMPP service, when XMPP is on.
-    pub xmpp: Option<Arc<crate::xmpp::Xmpp>>,
-    /// XMPP over BOSH, when XMPP is on.
-    pub bosh: Option<crate::xmpp::bosh::Service>,
-    tls: Option<TlsAcceptor>,
-}
-
-impl std::ops::Deref for ServerState {
-    type Target = Context;
-
-    fn deref(&self) -> &Context {
-        &self.context
-    }
-}
-
-impl std::fmt::Debug for ServerState {
-    // rustls's acceptor has no Debug; say whether there is one.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerState")
-            .field("config", &self.config)
-            .field("mounts", &self.mounts)
-            .field("tls", &self.tls.is_some())
-            .finish_non_exhaustive()
-    }
-}
-
-/// One mounted app.
-pub type MountState = transport::Mount<App>;
+pub use base::Connection;
 
 /// Most publishes waiting to go to the broker, across the node's clients.
 const BROKER_QUEUE: usize = 65_536;
-
-/// Bursts of new sessions an address may open: ten seconds' worth.
-const SESSION_BURST_SECONDS: u32 = 10;
-
-impl ServerState {
-    fn new(config: Config, link: Option<Arc<cluster::Link>>, xmpp_on: bool) -> Result<ServerState, Error> {
-        let chat_rooms = hub::RoomLimits {
-            max_members: config.max_room_members,
-            join_rate: Some(config.join_rate),
-            history: config.room_history,
-        };
-        let mounts: Vec<Arc<MountState>> = config
-            .mounts
-            .iter()
-            .map(|m| {
-                let app = match &link {
-                    Some(link) => App::new(m.app, cluster::NatsBroker::new(link.clone(), &m.prefix, App::limits(m.app, chat_rooms))),
-                    None => App::in_memory(m.app, chat_rooms),
-                };
-                Arc::new(MountState {
-                    prefix: m.prefix.clone(),
-                    sockjs: m.sockjs.clone(),
-                    limits: m.limits,
-                    protocol: Arc::new(app),
-                    sessions: Arc::new(sockjs::Registry::new(16, m.limits.max_sessions)),
-                    websocket_limits: Arc::new(websocket::Limits {
-                        max_message_size: config.max_message_size,
-                        close_grace: config.shutdown_grace,
-                        ping_interval: config.ping_interval,
-                        max_message_rate: m.limits.max_message_rate,
-                        max_byte_rate: m.limits.max_byte_rate,
-                        permessage_deflate: config.permessage_deflate,
-                    }),
-                })
-            })
-            .collect();
-        // STARTTLS on XMPP streams uses the listener's certificate.
-        let xmpp_tls = match &config.tls {
-            Some(files) if xmpp_on => Some(tls::acceptor_for(files, &[])?),
-            _ => None,
-        };
-        let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
-        let tokens = config.token_key.as_ref().map(Verifier::new).transpose()?;
-        let session_rates = AddressRates::new(config.session_rate, config.session_rate.saturating_mul(SESSION_BURST_SECONDS));
-        let bounds = Bounds {
-            queue_limit: config.queue_limit,
-            max_message_size: config.max_message_size,
-            header_timeout: config.header_timeout,
-            idle_timeout: config.idle_timeout,
-            ping_interval: config.ping_interval,
-        };
-        let context = Arc::new(Context {
-            metrics: Metrics::new(link.is_some()),
-            shutdown: Shutdown::default(),
-            tracker: TaskTracker::new(),
-            session_rates,
-            tokens,
-            bounds,
-        });
-        let xmpp = xmpp_on.then(|| {
-            // MUC rooms are the first chat mount's rooms.
-            let rooms = mounts.iter().find(|m| m.protocol.kind() == crate::AppKind::Chat).map(|m| m.protocol.broker().clone());
-            let auth = crate::xmpp::Auth {
-                // Checked by the configuration's validation.
-                accounts: {
-                    let accounts = crate::xmpp::Accounts::new(&config.xmpp_accounts).unwrap_or_default();
-                    if config.xmpp_registration > 0 { accounts.open(config.xmpp_registration) } else { accounts }
-                },
-                anonymous: config.xmpp_anonymous,
-                plain_unencrypted: config.xmpp_plain_unencrypted,
-                tries: config.xmpp_auth_tries,
-                failures: AddressRates::per(config.xmpp_auth_failures, std::time::Duration::from_secs(60)),
-            };
-            let rates = config.xmpp_limits();
-            let settings = crate::xmpp::Settings {
-                domain: config.xmpp_domain.clone(),
-                max_connections: config.max_connections,
-                resumption: crate::xmpp::Resumption { timeout: config.xmpp_resume_timeout, max_parked: config.xmpp_max_parked },
-                quotas: crate::xmpp::Quotas { list: config.xmpp_list_limit, rooms: config.xmpp_max_rooms },
-                login_timeout: config.xmpp_login_timeout,
-                inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
-            };
-            Arc::new(crate::xmpp::Xmpp::new(context.clone(), settings, auth, xmpp_tls, rooms))
-        });
-        let bosh = xmpp.as_ref().map(|xmpp| {
-            let settings = crate::xmpp::bosh::Settings {
-                max_sessions: config.bosh_max_sessions,
-                per_address: config.bosh_max_sessions_per_address,
-                wait: config.bosh_wait,
-                inactivity: config.bosh_inactivity,
-            };
-            crate::xmpp::bosh::Service::new(xmpp.clone(), settings)
-        });
-        if let Some(xmpp) = &xmpp {
-            for mount in mounts.iter().filter(|m| m.protocol.kind() == crate::AppKind::Xmpp) {
-                mount.protocol.serve_xmpp(xmpp);
-            }
-        }
-        Ok(ServerState {
-            context,
-            config,
-            mounts,
-            link,
-            xmpp,
-            bosh,
-            tls,
-        })
-    }
-
-    /// The mount at `prefix` (e.g. `/echo`).
-    pub fn mount(&self, prefix: &str) -> Option<&Arc<MountState>> {
-        self.mounts.iter().find(|m| m.prefix == prefix)
-    }
-}
-
-pub use base::Connection;
 
 /// Serves clients on `listener` until `shutdown` resolves; then stops
 /// accepting, closes every client with 1001, and returns once they are gone
@@ -342,68 +181,6 @@ where
         _ = state.shutdown.wait() => {
             conn.as_mut().graceful_shutdown();
             let _ = conn.await;
-        }
-    }
-}
-
-/// Whether a connection has a request in progress, and since when it has not.
-#[derive(Debug)]
-struct Activity {
-    started: Instant,
-    in_progress: AtomicUsize,
-    /// Milliseconds from `started` to the end of the last request.
-    idle_since_ms: AtomicU64,
-    /// Signalled when the last request in progress ends.
-    ended: Notify,
-}
-
-impl Activity {
-    fn new() -> Activity {
-        Activity {
-            started: Instant::now(),
-            in_progress: AtomicUsize::new(0),
-            idle_since_ms: AtomicU64::new(0),
-            ended: Notify::new(),
-        }
-    }
-
-    /// Resolves once the connection has had no request in progress for `limit`.
-    async fn idle_for(&self, limit: Duration) {
-        loop {
-            if self.in_progress.load(Ordering::Acquire) > 0 {
-                // `notify_one` keeps a permit, so an end between the load and
-                // this wait is not missed.
-                self.ended.notified().await;
-                continue;
-            }
-            let idle_since = self.started + Duration::from_millis(self.idle_since_ms.load(Ordering::Acquire));
-            if Instant::now() >= idle_since + limit {
-                return;
-            }
-            // A request may start meanwhile; the check above then waits for it.
-            tokio::time::sleep_until(idle_since + limit).await;
-        }
-    }
-}
-
-/// A request in progress: from its head until its response body is done
-/// (a streaming response is in progress for as long as it streams).
-#[derive(Debug)]
-pub struct Busy(Arc<Activity>);
-
-impl Busy {
-    fn start(activity: Arc<Activity>) -> Busy {
-        activity.in_progress.fetch_add(1, Ordering::AcqRel);
-        Busy(activity)
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        let ms = u64::try_from(self.0.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.0.idle_since_ms.store(ms, Ordering::Release);
-        if self.0.in_progress.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.ended.notify_one();
         }
     }
 }

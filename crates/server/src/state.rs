@@ -1,0 +1,174 @@
+//! What every connection of one server shares: the protocols' `Context`,
+//! the configuration, the mounts, and the XMPP and BOSH services, put
+//! together from the configuration.
+
+use std::sync::Arc;
+
+use base::limits::AddressRates;
+use base::metrics::Metrics;
+use base::shutdown::Shutdown;
+use base::token::Verifier;
+use base::{Bounds, Context, tls};
+use tokio_rustls::TlsAcceptor;
+use tokio_util::task::TaskTracker;
+use transport::{sockjs, websocket};
+
+use crate::error::Error;
+use crate::apps::App;
+use crate::config::Config;
+
+/// What every connection of one server shares: the protocols' context,
+/// and what the server put together from the configuration.
+pub struct ServerState {
+    /// What every protocol is handed (shutdown, tasks, metrics, rates,
+    /// tokens, bounds).
+    pub context: Arc<Context>,
+    pub config: Config,
+    pub mounts: Vec<Arc<MountState>>,
+    /// The connection to the other nodes, when rooms span several.
+    pub link: Option<Arc<cluster::Link>>,
+    /// The XMPP service, when XMPP is on.
+    pub xmpp: Option<Arc<crate::xmpp::Xmpp>>,
+    /// XMPP over BOSH, when XMPP is on.
+    pub bosh: Option<crate::xmpp::bosh::Service>,
+    /// TLS on the listener, if configured.
+    pub tls: Option<TlsAcceptor>,
+}
+
+impl std::ops::Deref for ServerState {
+    type Target = Context;
+
+    fn deref(&self) -> &Context {
+        &self.context
+    }
+}
+
+impl std::fmt::Debug for ServerState {
+    // rustls's acceptor has no Debug; say whether there is one.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerState")
+            .field("config", &self.config)
+            .field("mounts", &self.mounts)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One mounted app.
+pub type MountState = transport::Mount<App>;
+
+/// Bursts of new sessions an address may open: ten seconds' worth.
+const SESSION_BURST_SECONDS: u32 = 10;
+
+impl ServerState {
+    /// The state of a server with `config`, whose rooms span nodes through
+    /// `link` if there is one, with XMPP on if `xmpp_on`.
+    pub fn new(config: Config, link: Option<Arc<cluster::Link>>, xmpp_on: bool) -> Result<ServerState, Error> {
+        let chat_rooms = hub::RoomLimits {
+            max_members: config.max_room_members,
+            join_rate: Some(config.join_rate),
+            history: config.room_history,
+        };
+        let mounts: Vec<Arc<MountState>> = config
+            .mounts
+            .iter()
+            .map(|m| {
+                let app = match &link {
+                    Some(link) => App::new(m.app, cluster::NatsBroker::new(link.clone(), &m.prefix, App::limits(m.app, chat_rooms))),
+                    None => App::in_memory(m.app, chat_rooms),
+                };
+                Arc::new(MountState {
+                    prefix: m.prefix.clone(),
+                    sockjs: m.sockjs.clone(),
+                    limits: m.limits,
+                    protocol: Arc::new(app),
+                    sessions: Arc::new(sockjs::Registry::new(16, m.limits.max_sessions)),
+                    websocket_limits: Arc::new(websocket::Limits {
+                        max_message_size: config.max_message_size,
+                        close_grace: config.shutdown_grace,
+                        ping_interval: config.ping_interval,
+                        max_message_rate: m.limits.max_message_rate,
+                        max_byte_rate: m.limits.max_byte_rate,
+                        permessage_deflate: config.permessage_deflate,
+                    }),
+                })
+            })
+            .collect();
+        // STARTTLS on XMPP streams uses the listener's certificate.
+        let xmpp_tls = match &config.tls {
+            Some(files) if xmpp_on => Some(tls::acceptor_for(files, &[])?),
+            _ => None,
+        };
+        let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
+        let tokens = config.token_key.as_ref().map(Verifier::new).transpose()?;
+        let session_rates = AddressRates::new(config.session_rate, config.session_rate.saturating_mul(SESSION_BURST_SECONDS));
+        let bounds = Bounds {
+            queue_limit: config.queue_limit,
+            max_message_size: config.max_message_size,
+            header_timeout: config.header_timeout,
+            idle_timeout: config.idle_timeout,
+            ping_interval: config.ping_interval,
+        };
+        let context = Arc::new(Context {
+            metrics: Metrics::new(link.is_some()),
+            shutdown: Shutdown::default(),
+            tracker: TaskTracker::new(),
+            session_rates,
+            tokens,
+            bounds,
+        });
+        let xmpp = xmpp_on.then(|| {
+            // MUC rooms are the first chat mount's rooms.
+            let rooms = mounts.iter().find(|m| m.protocol.kind() == crate::apps::AppKind::Chat).map(|m| m.protocol.broker().clone());
+            let auth = crate::xmpp::Auth {
+                // Checked by the configuration's validation.
+                accounts: {
+                    let accounts = crate::xmpp::Accounts::new(&config.xmpp_accounts).unwrap_or_default();
+                    if config.xmpp_registration > 0 { accounts.open(config.xmpp_registration) } else { accounts }
+                },
+                anonymous: config.xmpp_anonymous,
+                plain_unencrypted: config.xmpp_plain_unencrypted,
+                tries: config.xmpp_auth_tries,
+                failures: AddressRates::per(config.xmpp_auth_failures, std::time::Duration::from_secs(60)),
+            };
+            let rates = config.xmpp_limits();
+            let settings = crate::xmpp::Settings {
+                domain: config.xmpp_domain.clone(),
+                max_connections: config.max_connections,
+                resumption: crate::xmpp::Resumption { timeout: config.xmpp_resume_timeout, max_parked: config.xmpp_max_parked },
+                quotas: crate::xmpp::Quotas { list: config.xmpp_list_limit, rooms: config.xmpp_max_rooms },
+                login_timeout: config.xmpp_login_timeout,
+                inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
+            };
+            Arc::new(crate::xmpp::Xmpp::new(context.clone(), settings, auth, xmpp_tls, rooms))
+        });
+        let bosh = xmpp.as_ref().map(|xmpp| {
+            let settings = crate::xmpp::bosh::Settings {
+                max_sessions: config.bosh_max_sessions,
+                per_address: config.bosh_max_sessions_per_address,
+                wait: config.bosh_wait,
+                inactivity: config.bosh_inactivity,
+            };
+            crate::xmpp::bosh::Service::new(xmpp.clone(), settings)
+        });
+        if let Some(xmpp) = &xmpp {
+            for mount in mounts.iter().filter(|m| m.protocol.kind() == crate::apps::AppKind::Xmpp) {
+                mount.protocol.serve_xmpp(xmpp);
+            }
+        }
+        Ok(ServerState {
+            context,
+            config,
+            mounts,
+            link,
+            xmpp,
+            bosh,
+            tls,
+        })
+    }
+
+    /// The mount at `prefix` (e.g. `/echo`).
+    pub fn mount(&self, prefix: &str) -> Option<&Arc<MountState>> {
+        self.mounts.iter().find(|m| m.prefix == prefix)
+    }
+}
