@@ -1,6 +1,8 @@
 //! The `switchboard` binary: parses flags and hands them to the crate that does the job.
 
-use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
+
+use clap::{Parser, Subcommand, ValueEnum};
 
 // jemalloc's background thread returns freed pages to the system within its
 // decay time (10 s), so RSS falls back after a flood; glibc's malloc keeps them.
@@ -17,6 +19,15 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How log lines are written to standard error: `text` (coloured only on a terminal) or `json`, one object a line, for log collectors. `RUST_LOG` picks what is logged [default: text]
+    #[arg(long, global = true, env = "SWITCHBOARD_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, hide_default_value = true)]
+    log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 // Parsed once at start-up; the variants' size difference costs nothing.
@@ -40,13 +51,13 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match cli.log_format {
+        // Colour codes only where a person reads them, not in a file or a pipe.
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => logs.json().init(),
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async {
         match cli.command {

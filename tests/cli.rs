@@ -61,3 +61,39 @@ async fn serve_prints_where_it_listens_and_sigterm_closes_clients_with_1001() {
     assert!(status.success(), "{status}");
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+/// Starts `serve` with `args`, stops it with SIGTERM once it listens, and
+/// returns what it wrote to standard error (a pipe, not a terminal).
+fn logs_of(args: &[&str]) -> String {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "off"])
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("switchboard listening on"), "{line}");
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", out.status);
+    String::from_utf8(out.stderr).unwrap()
+}
+
+#[test]
+fn logs_to_a_pipe_carry_no_colour_codes() {
+    let logs = logs_of(&[]);
+    assert!(logs.contains("shutting down"), "{logs}");
+    assert!(!logs.contains('\u{1b}'), "an escape sequence in {logs:?}");
+}
+
+#[test]
+fn json_logs_are_one_object_a_line() {
+    let logs = logs_of(&["--log-format", "json"]);
+    let lines: Vec<serde_json::Value> = logs.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect();
+    let stop = lines.iter().find(|l| l["fields"]["message"] == "shutting down").unwrap_or_else(|| panic!("no shutdown line in {logs}"));
+    assert_eq!(stop["level"], "INFO");
+    assert!(stop["timestamp"].is_string(), "{stop}");
+}
