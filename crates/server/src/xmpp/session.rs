@@ -6,18 +6,21 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use base64::Engine;
 use tokio_tungstenite::tungstenite::Message;
 use hub::{Close, Outbox, Payload, RoomEvent};
 use wire::xmpp::{Element, STREAMS_NS, StreamEvent, StreamParser};
 
-use super::accounts::{Exchange, Step};
+use super::accounts::Exchange;
 use super::muc::Occupancy;
 use super::{Jid, Xmpp, ns};
 
 mod moderation;
 mod presence;
 mod register;
+mod sasl;
+mod sm;
+
+use sm::StreamManagement;
 mod rooms;
 
 /// The namespace of XMPP over WebSocket's `<open/>` and `<close/>`.
@@ -126,38 +129,6 @@ pub struct Session {
 
 /// A request for a session whose connection is still open: where to send it.
 pub type Takeover = tokio::sync::oneshot::Sender<Session>;
-
-/// XEP-0198's counts: stanzas handled from the client, and stanzas sent to
-/// it and how many of those it acknowledged; for a resumable session, its
-/// id and the sent stanzas not yet acknowledged.
-#[derive(Debug, Default)]
-struct StreamManagement {
-    handled: u32,
-    sent: u32,
-    acked: u32,
-    id: Option<String>,
-    unacked: std::collections::VecDeque<String>,
-    unacked_bytes: usize,
-    /// Whether `<enabled/>` has been written: the stanzas written after it
-    /// are the ones the client counts.
-    counting: bool,
-}
-
-impl StreamManagement {
-    /// The client has handled `h` of the stanzas sent: forget those.
-    fn ack(&mut self, h: u32) -> Result<(), StreamEnd> {
-        // Counts wrap at 2^32; h may not pass what was sent.
-        if h.wrapping_sub(self.acked) > self.sent.wrapping_sub(self.acked) {
-            return Err(StreamEnd("undefined-condition", format!("h={h} acknowledges more than the {} stanzas sent", self.sent)));
-        }
-        let done = h.wrapping_sub(self.acked) as usize;
-        for text in self.unacked.drain(..done.min(self.unacked.len())) {
-            self.unacked_bytes -= text.len();
-        }
-        self.acked = h;
-        Ok(())
-    }
-}
 
 /// What the transport does after a batch of events.
 pub enum Flow {
@@ -367,55 +338,6 @@ impl Session {
         Ok(false)
     }
 
-    /// A stream management nonza (XEP-0198): `<enable/>`, `<r/>`, `<a/>`.
-    fn on_sm(&mut self, nonza: &Element) -> Result<(), StreamEnd> {
-        match (nonza.name.as_str(), &mut self.sm) {
-            ("enable", None) => {
-                let mut enabled = Element::new("enabled", ns::SM);
-                let mut sm = StreamManagement::default();
-                // An anonymous user can never log in as itself again, so its
-                // session could never be resumed: it is not kept for that.
-                if matches!(nonza.get("resume"), Some("true" | "1"))
-                    && self.may_resume
-                    && !self.anonymous
-                    && let Some(bare) = self.jid.as_ref().map(Jid::bare)
-                {
-                    let id = format!("{:032x}", rand::random::<u128>());
-                    self.xmpp.live(&id, &bare, self.framing, self.takeover.0.clone());
-                    let max = self.xmpp.resume_timeout.as_secs().to_string();
-                    enabled = enabled.attr("id", &id).attr("resume", "true").attr("max", &max);
-                    sm.id = Some(id);
-                }
-                self.sm = Some(sm);
-                self.send_nonza(&enabled);
-            }
-            ("enable", Some(_)) => {
-                self.send_nonza(&Element::new("failed", ns::SM).child(Element::new("unexpected-request", ns::STANZA_ERRORS)));
-            }
-            ("r", Some(sm)) => {
-                let h = sm.handled.to_string();
-                self.send_nonza(&Element::new("a", ns::SM).attr("h", &h));
-            }
-            ("a", Some(sm)) => {
-                let h: u32 = nonza.get("h").and_then(|h| h.parse().ok()).ok_or_else(|| StreamEnd("bad-format", "<a/> needs a number h".into()))?;
-                sm.ack(h)?;
-            }
-            (_, None) => {
-                self.send_nonza(&Element::new("failed", ns::SM).child(Element::new("unexpected-request", ns::STANZA_ERRORS)));
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    /// The id a broken connection can resume this session by, if any.
-    pub fn resumable(&self) -> Option<String> {
-        if self.phase != Phase::Ready {
-            return None;
-        }
-        self.sm.as_ref().and_then(|sm| sm.id.clone())
-    }
-
     /// The session's bare JID once authenticated.
     pub fn bare_jid(&self) -> Option<Jid> {
         self.jid.as_ref().map(Jid::bare)
@@ -429,148 +351,6 @@ impl Session {
     /// The framing its stanzas are kept in for resumption.
     pub fn framing(&self) -> Framing {
         self.framing
-    }
-
-    /// Resolves when another connection resumes this session while its
-    /// connection is still open: the connection ends and sends the session
-    /// on with the sender it is given.
-    pub async fn taken_over(&mut self) -> tokio::sync::oneshot::Sender<Session> {
-        match self.takeover.1.recv().await {
-            Some(reply) => reply,
-            // The sender is kept in `takeover.0`, so this never ends.
-            None => std::future::pending().await,
-        }
-    }
-
-    /// Takes up this (parked) session on a new connection whose client has
-    /// handled `h` of its stanzas: `<resumed/>`, then every stanza sent
-    /// after those, again (XEP-0198 §5).
-    fn resume(&mut self, h: u32) -> Result<Vec<String>, StreamEnd> {
-        let Some(sm) = &mut self.sm else { return Err(StreamEnd("undefined-condition", "no stream management".into())) };
-        sm.ack(h)?;
-        let previd = sm.id.clone().unwrap_or_default();
-        let mut out = vec![self.framing.text(&Element::new("resumed", ns::SM).attr("previd", &previd).attr("h", &sm.handled.to_string()))];
-        out.extend(sm.unacked.iter().cloned());
-        Ok(out)
-    }
-
-    /// Goes on as `parked` (this fresh session held nothing yet), whose
-    /// client has handled `h` of its stanzas: what `resume` says, to send
-    /// first. A parked session that cannot resume ends as a timed-out one.
-    pub fn take_up(&mut self, mut parked: Session, h: u32) -> Result<Vec<String>, StreamEnd> {
-        let resumed = match parked.resume(h) {
-            Ok(texts) => texts,
-            Err(end) => {
-                parked.leave_all();
-                return Err(end);
-            }
-        };
-        parked.encrypted = self.encrypted;
-        std::mem::replace(self, parked).leave_all();
-        self.xmpp.context.metrics.xmpp_resumed();
-        Ok(resumed)
-    }
-
-    /// Sends a nonza: as a binary payload, which the writer sends like any
-    /// text but does not count as a stanza.
-    fn send_nonza(&self, element: &Element) {
-        let _ = self.outbox.push(Payload::binary(self.framing.text(element).into_bytes()));
-    }
-
-    /// One SASL element (RFC 6120 §6.4): `<auth/>`, `<response/>` or
-    /// `<abort/>`; `Ok(true)` once authenticated, when the stream restarts.
-    async fn on_sasl(&mut self, stanza: &Element) -> Result<bool, StreamEnd> {
-        // Refused before any password is looked at: a guesser's failures
-        // cost the server nothing more once its address has used them up.
-        if !self.xmpp.auth.failures.allows(self.address) {
-            self.xmpp.context.metrics.refused("xmpp", "auth_failures");
-            return Err(StreamEnd("policy-violation", "too many failed logins from your address; try again later".into()));
-        }
-        if stanza.name == "iq"
-            && stanza.ns == ns::CLIENT
-            && self.xmpp.auth.accounts.is_open()
-            && let Some(query) = stanza.find("query", ns::REGISTER)
-        {
-            self.on_register(stanza, query).await?;
-            return Ok(false);
-        }
-        if stanza.ns != ns::SASL {
-            return Err(StreamEnd("not-authorized", "authenticate first".into()));
-        }
-        let data = match stanza.text_content().trim() {
-            // "=" is an empty initial response; no text is none.
-            "" | "=" => Ok(Vec::new()),
-            text => base64::engine::general_purpose::STANDARD.decode(text),
-        };
-        let step = match (stanza.name.as_str(), data) {
-            ("auth", Ok(data)) => {
-                let auth = &self.xmpp.auth;
-                match auth.accounts.start(stanza.get("mechanism").unwrap_or_default(), self.plain_allowed(), auth.anonymous) {
-                    // PLAIN derives keys from the password: thousands of hashes,
-                    // which must not hold up the connections sharing this thread.
-                    Some(Exchange::Plain) => {
-                        let accounts = auth.accounts.clone();
-                        tokio::task::spawn_blocking(move || accounts.step(&mut Exchange::Plain, &data)).await.unwrap_or(Step::Failure("temporary-auth-failure"))
-                    }
-                    Some(mut exchange) => {
-                        let step = auth.accounts.step(&mut exchange, &data);
-                        self.sasl = Some(exchange);
-                        step
-                    }
-                    None => Step::Failure("invalid-mechanism"),
-                }
-            }
-            ("response", Ok(data)) => match self.sasl.as_mut() {
-                Some(exchange) => self.xmpp.auth.accounts.step(exchange, &data),
-                None => Step::Failure("malformed-request"),
-            },
-            ("abort", _) => Step::Failure("aborted"),
-            (_, Err(_)) => Step::Failure("incorrect-encoding"),
-            _ => return Err(StreamEnd("not-authorized", "authenticate first".into())),
-        };
-        match step {
-            Step::Challenge(challenge) => {
-                let text = base64::engine::general_purpose::STANDARD.encode(challenge);
-                self.send(&Element::new("challenge", ns::SASL).text(&text));
-                Ok(false)
-            }
-            Step::Success(account, data) => {
-                self.sasl = None;
-                self.anonymous = account.is_none();
-                let local = account.unwrap_or_else(|| format!("anon-{:012x}", rand::random::<u64>() >> 16));
-                self.jid = Some(Jid { local: Some(local), domain: self.xmpp.domain.clone(), resource: None });
-                let mut success = Element::new("success", ns::SASL);
-                if !data.is_empty() {
-                    success = success.text(&base64::engine::general_purpose::STANDARD.encode(data));
-                }
-                self.send(&success);
-                self.phase = Phase::Restarting;
-                Ok(true)
-            }
-            Step::Failure(condition) => {
-                self.sasl = None;
-                self.send(&Element::new("failure", ns::SASL).child(Element::new(condition, ns::SASL)));
-                if condition != "aborted" {
-                    self.count_failure();
-                    self.xmpp.context.metrics.refused("xmpp", "sasl");
-                }
-                if self.failed >= self.xmpp.auth.tries {
-                    return Err(StreamEnd("not-authorized", format!("{} failed attempts to authenticate", self.failed)));
-                }
-                Ok(false)
-            }
-        }
-    }
-
-    /// Counts a failed login, on this stream and against its address.
-    fn count_failure(&mut self) {
-        self.failed += 1;
-        self.xmpp.auth.failures.admit(self.address);
-    }
-
-    /// Whether PLAIN may be offered: over TLS, or where allowed without.
-    fn plain_allowed(&self) -> bool {
-        self.encrypted || self.xmpp.auth.plain_unencrypted
     }
 
     /// The session's full JID once bound.

@@ -1,0 +1,108 @@
+//! SASL (RFC 6120 §6): the exchange of each mechanism is `accounts`'; this
+//! is the session's side of it, with the bounds on failed attempts.
+
+use base64::Engine;
+use wire::xmpp::Element;
+
+use super::{Phase, Session, StreamEnd};
+use crate::xmpp::Jid;
+use crate::xmpp::accounts::{Exchange, Step};
+use crate::xmpp::ns;
+
+impl Session {
+    /// One SASL element (RFC 6120 §6.4): `<auth/>`, `<response/>` or
+    /// `<abort/>`; `Ok(true)` once authenticated, when the stream restarts.
+    pub(super) async fn on_sasl(&mut self, stanza: &Element) -> Result<bool, StreamEnd> {
+        // Refused before any password is looked at: a guesser's failures
+        // cost the server nothing more once its address has used them up.
+        if !self.xmpp.auth.failures.allows(self.address) {
+            self.xmpp.context.metrics.refused("xmpp", "auth_failures");
+            return Err(StreamEnd("policy-violation", "too many failed logins from your address; try again later".into()));
+        }
+        if stanza.name == "iq"
+            && stanza.ns == ns::CLIENT
+            && self.xmpp.auth.accounts.is_open()
+            && let Some(query) = stanza.find("query", ns::REGISTER)
+        {
+            self.on_register(stanza, query).await?;
+            return Ok(false);
+        }
+        if stanza.ns != ns::SASL {
+            return Err(StreamEnd("not-authorized", "authenticate first".into()));
+        }
+        let data = match stanza.text_content().trim() {
+            // "=" is an empty initial response; no text is none.
+            "" | "=" => Ok(Vec::new()),
+            text => base64::engine::general_purpose::STANDARD.decode(text),
+        };
+        let step = match (stanza.name.as_str(), data) {
+            ("auth", Ok(data)) => {
+                let auth = &self.xmpp.auth;
+                match auth.accounts.start(stanza.get("mechanism").unwrap_or_default(), self.plain_allowed(), auth.anonymous) {
+                    // PLAIN derives keys from the password: thousands of hashes,
+                    // which must not hold up the connections sharing this thread.
+                    Some(Exchange::Plain) => {
+                        let accounts = auth.accounts.clone();
+                        tokio::task::spawn_blocking(move || accounts.step(&mut Exchange::Plain, &data)).await.unwrap_or(Step::Failure("temporary-auth-failure"))
+                    }
+                    Some(mut exchange) => {
+                        let step = auth.accounts.step(&mut exchange, &data);
+                        self.sasl = Some(exchange);
+                        step
+                    }
+                    None => Step::Failure("invalid-mechanism"),
+                }
+            }
+            ("response", Ok(data)) => match self.sasl.as_mut() {
+                Some(exchange) => self.xmpp.auth.accounts.step(exchange, &data),
+                None => Step::Failure("malformed-request"),
+            },
+            ("abort", _) => Step::Failure("aborted"),
+            (_, Err(_)) => Step::Failure("incorrect-encoding"),
+            _ => return Err(StreamEnd("not-authorized", "authenticate first".into())),
+        };
+        match step {
+            Step::Challenge(challenge) => {
+                let text = base64::engine::general_purpose::STANDARD.encode(challenge);
+                self.send(&Element::new("challenge", ns::SASL).text(&text));
+                Ok(false)
+            }
+            Step::Success(account, data) => {
+                self.sasl = None;
+                self.anonymous = account.is_none();
+                let local = account.unwrap_or_else(|| format!("anon-{:012x}", rand::random::<u64>() >> 16));
+                self.jid = Some(Jid { local: Some(local), domain: self.xmpp.domain.clone(), resource: None });
+                let mut success = Element::new("success", ns::SASL);
+                if !data.is_empty() {
+                    success = success.text(&base64::engine::general_purpose::STANDARD.encode(data));
+                }
+                self.send(&success);
+                self.phase = Phase::Restarting;
+                Ok(true)
+            }
+            Step::Failure(condition) => {
+                self.sasl = None;
+                self.send(&Element::new("failure", ns::SASL).child(Element::new(condition, ns::SASL)));
+                if condition != "aborted" {
+                    self.count_failure();
+                    self.xmpp.context.metrics.refused("xmpp", "sasl");
+                }
+                if self.failed >= self.xmpp.auth.tries {
+                    return Err(StreamEnd("not-authorized", format!("{} failed attempts to authenticate", self.failed)));
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    /// Counts a failed login, on this stream and against its address.
+    pub(super) fn count_failure(&mut self) {
+        self.failed += 1;
+        self.xmpp.auth.failures.admit(self.address);
+    }
+
+    /// Whether PLAIN may be offered: over TLS, or where allowed without.
+    pub(super) fn plain_allowed(&self) -> bool {
+        self.encrypted || self.xmpp.auth.plain_unencrypted
+    }
+}

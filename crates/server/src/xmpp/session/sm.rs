@@ -1,0 +1,138 @@
+//! Stream management (XEP-0198): counting stanzas each way,
+//! acknowledgements, and resuming a session on a new connection with what
+//! its client had not acknowledged.
+
+use hub::Payload;
+use wire::xmpp::Element;
+
+use super::{Phase, Session, StreamEnd};
+use crate::xmpp::{Jid, ns};
+
+/// XEP-0198's counts: stanzas handled from the client, and stanzas sent to
+/// it and how many of those it acknowledged; for a resumable session, its
+/// id and the sent stanzas not yet acknowledged.
+#[derive(Debug, Default)]
+pub(super) struct StreamManagement {
+    pub(super) handled: u32,
+    pub(super) sent: u32,
+    pub(super) acked: u32,
+    pub(super) id: Option<String>,
+    pub(super) unacked: std::collections::VecDeque<String>,
+    pub(super) unacked_bytes: usize,
+    /// Whether `<enabled/>` has been written: the stanzas written after it
+    /// are the ones the client counts.
+    pub(super) counting: bool,
+}
+
+impl StreamManagement {
+    /// The client has handled `h` of the stanzas sent: forget those.
+    pub(super) fn ack(&mut self, h: u32) -> Result<(), StreamEnd> {
+        // Counts wrap at 2^32; h may not pass what was sent.
+        if h.wrapping_sub(self.acked) > self.sent.wrapping_sub(self.acked) {
+            return Err(StreamEnd("undefined-condition", format!("h={h} acknowledges more than the {} stanzas sent", self.sent)));
+        }
+        let done = h.wrapping_sub(self.acked) as usize;
+        for text in self.unacked.drain(..done.min(self.unacked.len())) {
+            self.unacked_bytes -= text.len();
+        }
+        self.acked = h;
+        Ok(())
+    }
+}
+
+impl Session {
+    /// A stream management nonza (XEP-0198): `<enable/>`, `<r/>`, `<a/>`.
+    pub(super) fn on_sm(&mut self, nonza: &Element) -> Result<(), StreamEnd> {
+        match (nonza.name.as_str(), &mut self.sm) {
+            ("enable", None) => {
+                let mut enabled = Element::new("enabled", ns::SM);
+                let mut sm = StreamManagement::default();
+                // An anonymous user can never log in as itself again, so its
+                // session could never be resumed: it is not kept for that.
+                if matches!(nonza.get("resume"), Some("true" | "1"))
+                    && self.may_resume
+                    && !self.anonymous
+                    && let Some(bare) = self.jid.as_ref().map(Jid::bare)
+                {
+                    let id = format!("{:032x}", rand::random::<u128>());
+                    self.xmpp.live(&id, &bare, self.framing, self.takeover.0.clone());
+                    let max = self.xmpp.resume_timeout.as_secs().to_string();
+                    enabled = enabled.attr("id", &id).attr("resume", "true").attr("max", &max);
+                    sm.id = Some(id);
+                }
+                self.sm = Some(sm);
+                self.send_nonza(&enabled);
+            }
+            ("enable", Some(_)) => {
+                self.send_nonza(&Element::new("failed", ns::SM).child(Element::new("unexpected-request", ns::STANZA_ERRORS)));
+            }
+            ("r", Some(sm)) => {
+                let h = sm.handled.to_string();
+                self.send_nonza(&Element::new("a", ns::SM).attr("h", &h));
+            }
+            ("a", Some(sm)) => {
+                let h: u32 = nonza.get("h").and_then(|h| h.parse().ok()).ok_or_else(|| StreamEnd("bad-format", "<a/> needs a number h".into()))?;
+                sm.ack(h)?;
+            }
+            (_, None) => {
+                self.send_nonza(&Element::new("failed", ns::SM).child(Element::new("unexpected-request", ns::STANZA_ERRORS)));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The id a broken connection can resume this session by, if any.
+    pub fn resumable(&self) -> Option<String> {
+        if self.phase != Phase::Ready {
+            return None;
+        }
+        self.sm.as_ref().and_then(|sm| sm.id.clone())
+    }
+
+    /// Resolves when another connection resumes this session while its
+    /// connection is still open: the connection ends and sends the session
+    /// on with the sender it is given.
+    pub async fn taken_over(&mut self) -> tokio::sync::oneshot::Sender<Session> {
+        match self.takeover.1.recv().await {
+            Some(reply) => reply,
+            // The sender is kept in `takeover.0`, so this never ends.
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Takes up this (parked) session on a new connection whose client has
+    /// handled `h` of its stanzas: `<resumed/>`, then every stanza sent
+    /// after those, again (XEP-0198 §5).
+    pub(super) fn resume(&mut self, h: u32) -> Result<Vec<String>, StreamEnd> {
+        let Some(sm) = &mut self.sm else { return Err(StreamEnd("undefined-condition", "no stream management".into())) };
+        sm.ack(h)?;
+        let previd = sm.id.clone().unwrap_or_default();
+        let mut out = vec![self.framing.text(&Element::new("resumed", ns::SM).attr("previd", &previd).attr("h", &sm.handled.to_string()))];
+        out.extend(sm.unacked.iter().cloned());
+        Ok(out)
+    }
+
+    /// Goes on as `parked` (this fresh session held nothing yet), whose
+    /// client has handled `h` of its stanzas: what `resume` says, to send
+    /// first. A parked session that cannot resume ends as a timed-out one.
+    pub fn take_up(&mut self, mut parked: Session, h: u32) -> Result<Vec<String>, StreamEnd> {
+        let resumed = match parked.resume(h) {
+            Ok(texts) => texts,
+            Err(end) => {
+                parked.leave_all();
+                return Err(end);
+            }
+        };
+        parked.encrypted = self.encrypted;
+        std::mem::replace(self, parked).leave_all();
+        self.xmpp.context.metrics.xmpp_resumed();
+        Ok(resumed)
+    }
+
+    /// Sends a nonza: as a binary payload, which the writer sends like any
+    /// text but does not count as a stanza.
+    pub(super) fn send_nonza(&self, element: &Element) {
+        let _ = self.outbox.push(Payload::binary(self.framing.text(element).into_bytes()));
+    }
+}
