@@ -12,6 +12,7 @@ mod apps;
 mod config;
 mod error;
 mod http;
+mod served;
 mod server;
 mod shed;
 mod state;

@@ -14,7 +14,8 @@ use tokio_util::task::TaskTracker;
 use transport::{sockjs, websocket};
 
 use crate::error::Error;
-use crate::apps::App;
+use crate::apps::{App, AppKind};
+use crate::served::Served;
 use crate::config::Config;
 
 /// What every connection of one server shares: the protocols' context,
@@ -54,8 +55,8 @@ impl std::fmt::Debug for ServerState {
     }
 }
 
-/// One mounted app.
-pub type MountState = transport::Mount<App>;
+/// One mount: an app, or XMPP over SockJS.
+pub type MountState = transport::Mount<Served>;
 
 /// Bursts of new sessions an address may open: ten seconds' worth.
 const SESSION_BURST_SECONDS: u32 = 10;
@@ -69,28 +70,16 @@ impl ServerState {
             join_rate: Some(config.join_rate),
             history: config.room_history,
         };
-        let mounts: Vec<Arc<MountState>> = config
+        // The apps first: XMPP's MUC rooms are the first chat mount's.
+        let apps: Vec<Option<Arc<App>>> = config
             .mounts
             .iter()
             .map(|m| {
-                let app = match &link {
-                    Some(link) => App::new(m.app, cluster::NatsBroker::new(link.clone(), &m.prefix, App::limits(m.app, chat_rooms))),
-                    None => App::in_memory(m.app, chat_rooms),
-                };
-                Arc::new(MountState {
-                    prefix: m.prefix.clone(),
-                    sockjs: m.sockjs.clone(),
-                    limits: m.limits,
-                    protocol: Arc::new(app),
-                    sessions: Arc::new(sockjs::Registry::new(16, m.limits.max_sessions)),
-                    websocket_limits: Arc::new(websocket::Limits {
-                        max_message_size: config.max_message_size,
-                        close_grace: config.shutdown_grace,
-                        ping_interval: config.ping_interval,
-                        max_message_rate: m.limits.max_message_rate,
-                        max_byte_rate: m.limits.max_byte_rate,
-                        permessage_deflate: config.permessage_deflate,
-                    }),
+                (m.app != AppKind::Xmpp).then(|| {
+                    Arc::new(match &link {
+                        Some(link) => App::new(m.app, cluster::NatsBroker::new(link.clone(), &m.prefix, App::limits(m.app, chat_rooms))),
+                        None => App::in_memory(m.app, chat_rooms),
+                    })
                 })
             })
             .collect();
@@ -119,7 +108,7 @@ impl ServerState {
         });
         let xmpp = xmpp_on.then(|| {
             // MUC rooms are the first chat mount's rooms.
-            let rooms = mounts.iter().find(|m| m.protocol.kind() == crate::apps::AppKind::Chat).map(|m| m.protocol.broker().clone());
+            let rooms = apps.iter().flatten().find(|app| app.kind() == AppKind::Chat).map(|app| app.broker().clone());
             let auth = crate::xmpp::Auth {
                 // Checked by the configuration's validation.
                 accounts: {
@@ -151,11 +140,33 @@ impl ServerState {
             };
             crate::xmpp::bosh::Service::new(xmpp.clone(), settings)
         });
-        if let Some(xmpp) = &xmpp {
-            for mount in mounts.iter().filter(|m| m.protocol.kind() == crate::apps::AppKind::Xmpp) {
-                mount.protocol.serve_xmpp(xmpp);
-            }
-        }
+        let mounts = config
+            .mounts
+            .iter()
+            .zip(apps)
+            .map(|(m, app)| {
+                let served = match (app, &xmpp) {
+                    (Some(app), _) => Served::App(app),
+                    (None, Some(xmpp)) => Served::Xmpp(xmpp.clone()),
+                    (None, None) => Served::XmppOff,
+                };
+                Arc::new(MountState {
+                    prefix: m.prefix.clone(),
+                    sockjs: m.sockjs.clone(),
+                    limits: m.limits,
+                    protocol: Arc::new(served),
+                    sessions: Arc::new(sockjs::Registry::new(16, m.limits.max_sessions)),
+                    websocket_limits: Arc::new(websocket::Limits {
+                        max_message_size: config.max_message_size,
+                        close_grace: config.shutdown_grace,
+                        ping_interval: config.ping_interval,
+                        max_message_rate: m.limits.max_message_rate,
+                        max_byte_rate: m.limits.max_byte_rate,
+                        permessage_deflate: config.permessage_deflate,
+                    }),
+                })
+            })
+            .collect();
         Ok(ServerState {
             context,
             config,

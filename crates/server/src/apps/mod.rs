@@ -64,20 +64,12 @@ const BROADCAST_ROOM: &str = "broadcast";
 pub struct App {
     kind: AppKind,
     broker: Arc<dyn Broker>,
-    /// The XMPP service, for an XMPP mount's sessions (set once it exists:
-    /// it is made after the apps, whose chat rooms are MUC's).
-    xmpp: std::sync::OnceLock<Arc<crate::xmpp::Xmpp>>,
 }
 
 impl App {
     /// A new instance of the app whose rooms are `broker`'s.
     pub fn new(kind: AppKind, broker: Arc<dyn Broker>) -> App {
-        App { kind, broker, xmpp: std::sync::OnceLock::new() }
-    }
-
-    /// Tells an XMPP mount's app which service its sessions are of.
-    pub fn serve_xmpp(&self, xmpp: &Arc<crate::xmpp::Xmpp>) {
-        let _ = self.xmpp.set(xmpp.clone());
+        App { kind, broker }
     }
 
     /// The app on its own node, its rooms in memory; chat rooms keep to
@@ -103,19 +95,6 @@ impl App {
     /// The app's kind.
     pub fn kind(&self) -> AppKind {
         self.kind
-    }
-
-    /// Attaches a newly connected XMPP client over SockJS (one element per
-    /// message).
-    fn xmpp_client(self: &Arc<App>, client: Client, address: IpAddr) -> AppClient {
-        let state = match self.xmpp.get() {
-            Some(xmpp) => State::Xmpp(crate::xmpp::bridge::open(xmpp.clone(), client.outbox.clone(), crate::xmpp::Framing::Messages, address)),
-            _ => {
-                client.outbox.close(Close::new(1011, "XMPP is off on this server (--xmpp-listen)"));
-                State::Closed
-            }
-        };
-        AppClient { app: self.clone(), client, state }
     }
 
     /// Puts a client in the broadcast room: at once in memory; through the
@@ -148,8 +127,7 @@ impl App {
 impl transport::Protocol for App {
     type Client = AppClient;
 
-    /// `address` is kept only by XMPP, for its per-address limits.
-    fn open(self: &Arc<App>, outbox: Arc<Outbox>, identity: Option<Arc<Identity>>, address: IpAddr) -> AppClient {
+    fn open(self: &Arc<App>, outbox: Arc<Outbox>, identity: Option<Arc<Identity>>, _address: IpAddr) -> AppClient {
         let client = Client { id: hub::next_member_id(), outbox, identity };
         let state = match self.kind {
             AppKind::Broadcast => State::Broadcast(self.join_broadcast(&client)),
@@ -160,7 +138,11 @@ impl transport::Protocol for App {
             }
             AppKind::Echo => State::Echo,
             AppKind::Count => State::Count,
-            AppKind::Xmpp => return self.xmpp_client(client, address),
+            // The xmpp mount is served by XMPP itself (`served::Served`), never by an app.
+            AppKind::Xmpp => {
+                client.outbox.close(Close::new(1011, "this mount is XMPP's, not an app's"));
+                State::Closed
+            }
         };
         AppClient { app: self.clone(), client, state }
     }
@@ -220,8 +202,6 @@ enum State {
     Count,
     /// The close app's clients are closed before any message.
     Closed,
-    /// An XMPP client over SockJS: its XMPP session's end.
-    Xmpp(crate::xmpp::bridge::Bridged),
 }
 
 impl transport::Client for AppClient {
@@ -242,7 +222,6 @@ impl transport::Client for AppClient {
                 Err(e) => self.client.send_error(&e),
             },
             State::Chat(chat) => chat.on_message(&self.app.broker, &self.client, text),
-            State::Xmpp(bridged) => bridged.on_message(text),
             State::Closed => {}
         }
     }
@@ -250,16 +229,14 @@ impl transport::Client for AppClient {
     /// Echo and broadcast carry binary messages as binary; chat and count
     /// speak JSON text only, and `Err` is the close that says so.
     fn on_binary(&mut self, data: Bytes) -> Result<(), Close> {
-        match &mut self.state {
+        match &self.state {
             State::Echo => self.client.send(Payload::binary(data)),
             State::Broadcast(_) => self.broadcast(Payload::binary(data)),
             State::Chat(_) | State::Count => return Err(text_only()),
-            State::Xmpp(bridged) => return bridged.on_binary(data),
             State::Closed => {}
         }
         Ok(())
     }
-
 }
 
 impl AppClient {
@@ -281,7 +258,7 @@ impl Drop for AppClient {
                 self.app.broker.leave(BROADCAST_ROOM, self.client.id);
             }
             State::Chat(chat) => chat.end(&self.app.broker, &self.client),
-            State::Broadcast(Some(_)) | State::Echo | State::Count | State::Closed | State::Xmpp(_) => {}
+            State::Broadcast(Some(_)) | State::Echo | State::Count | State::Closed => {}
         }
     }
 }
@@ -291,26 +268,3 @@ fn broker_error(e: BrokerError) -> wire::app::AppError {
     wire::app::AppError::Broker(e.to_string())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use transport::Protocol;
-
-    /// An idle connection's memory is mostly its task (README, "Idle memory,
-    /// beside Bun"), so the future of a WebSocket connection to an app over
-    /// plain TCP, with and without permessage-deflate (which browsers
-    /// offer), is held under a bound: a field added to it, or to the app's
-    /// client, shows here rather than only in the shootout's RSS. At 520
-    /// bytes, tokio's task cell for it (the future, 16 bytes of
-    /// `spawn_connection`'s and the task tracker's, 104 of tokio's, aligned
-    /// to 128) is 640 bytes, one of jemalloc's size classes.
-    #[tokio::test]
-    async fn a_connections_future_stays_small() {
-        let app = Arc::new(App::in_memory(AppKind::Echo, hub::RoomLimits::NONE));
-        let open = || app.open(Arc::new(Outbox::new(1 << 20)), None, std::net::Ipv4Addr::LOCALHOST.into());
-        let sizes = transport::websocket::connection_future_sizes(open).await;
-        for (size, deflate) in sizes.into_iter().zip([false, true]) {
-            assert!(size <= 520, "with deflate {deflate}: a connection's future is {size} bytes, more than fits tokio's 640-byte task cell");
-        }
-    }
-}

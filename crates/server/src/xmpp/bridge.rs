@@ -57,6 +57,15 @@ impl transport::Client for Bridged {
     }
 }
 
+/// XMPP over SockJS: each client a session, one element per message.
+impl transport::Protocol for Xmpp {
+    type Client = Bridged;
+
+    fn open(self: &Arc<Self>, outbox: Arc<Outbox>, _identity: Option<Arc<base::token::Identity>>, address: std::net::IpAddr) -> Bridged {
+        open(self.clone(), outbox, Framing::Messages, address)
+    }
+}
+
 /// Starts the XMPP session of a client at `address`, whose output goes to
 /// `client` (the transport session's outbox) framed as `framing`. The
 /// transport session counts the messages in its metrics; this task counts
