@@ -275,7 +275,7 @@ pub struct Config {
     /// The XMPP domain.
     pub xmpp_domain: String,
     /// XMPP accounts (`[[xmpp_account]]` in the file; see `switchboard xmpp-account`).
-    pub xmpp_accounts: Vec<crate::xmpp::AccountEntry>,
+    pub xmpp_accounts: Vec<xmpp::AccountEntry>,
     /// Whether SASL ANONYMOUS is offered.
     pub xmpp_anonymous: bool,
     /// Whether SASL PLAIN is offered without TLS.
@@ -436,7 +436,7 @@ struct File {
     xmpp_tls_listen: Option<XmppListen>,
     xmpp_domain: Option<String>,
     #[serde(default)]
-    xmpp_account: Vec<crate::xmpp::AccountEntry>,
+    xmpp_account: Vec<xmpp::AccountEntry>,
     xmpp_anonymous: Option<bool>,
     xmpp_plain_unencrypted: Option<bool>,
     xmpp_auth_tries: Option<u32>,
@@ -682,7 +682,7 @@ impl Config {
         if self.bosh_max_sessions_per_address == 0 {
             return bad("bosh_max_sessions_per_address must be at least 1".into());
         }
-        crate::xmpp::Accounts::new(&self.xmpp_accounts).map_err(Error::config)?;
+        xmpp::Accounts::new(&self.xmpp_accounts).map_err(Error::config)?;
         if self.broker_ttl < Duration::from_secs(1) {
             return bad("broker_ttl must be at least 1s".into());
         }

@@ -70,16 +70,16 @@ pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connect
         "/healthz" => text_response(StatusCode::OK, "ok\n"),
         sockjs::CLIENT_SCRIPT_PATH => sockjs::client_script(&req),
         "/xmpp-websocket" => match &server.xmpp {
-            Some(xmpp) => crate::xmpp::websocket::upgrade(&mut req, xmpp, connection.clone()),
+            Some(xmpp) => xmpp::websocket::upgrade(&mut req, xmpp, connection.clone()),
             None => xmpp_off(),
         },
-        crate::xmpp::bosh::PATH => match &server.bosh {
-            Some(bosh) => crate::xmpp::bosh::handle(req, bosh, &connection).await,
+        xmpp::bosh::PATH => match &server.bosh {
+            Some(bosh) => xmpp::bosh::handle(req, bosh, &connection).await,
             None => xmpp_off(),
         },
         "/.well-known/host-meta" | "/.well-known/host-meta.json" if server.xmpp.is_none() => xmpp_off(),
-        "/.well-known/host-meta" => crate::xmpp::websocket::host_meta(&req, server.config.tls.is_some(), false),
-        "/.well-known/host-meta.json" => crate::xmpp::websocket::host_meta(&req, server.config.tls.is_some(), true),
+        "/.well-known/host-meta" => xmpp::websocket::host_meta(&req, server.config.tls.is_some(), false),
+        "/.well-known/host-meta.json" => xmpp::websocket::host_meta(&req, server.config.tls.is_some(), true),
         "/metrics" => {
             if let Some(link) = &server.link {
                 server.metrics.broker(link.state().is_up(), link.state().reconnects());

@@ -16,7 +16,6 @@ mod served;
 mod server;
 mod shed;
 mod state;
-mod xmpp;
 
 pub use apps::AppKind;
 pub use error::Error;

@@ -14,8 +14,8 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 use transport::{Client, Protocol};
 
 use crate::apps::{App, AppClient, AppKind};
-use crate::xmpp::Xmpp;
-use crate::xmpp::bridge::Bridged;
+use xmpp::Xmpp;
+use xmpp::bridge::Bridged;
 
 /// See the module docs.
 #[derive(Debug)]

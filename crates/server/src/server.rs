@@ -95,7 +95,7 @@ pub async fn serve_with(
     if let Some(service) = state.xmpp.clone() {
         for (listener, direct_tls) in [(xmpp.plain, false), (xmpp.direct_tls, true)] {
             if let Some(listener) = listener {
-                state.tracker.spawn(crate::xmpp::serve(listener, service.clone(), direct_tls));
+                state.tracker.spawn(xmpp::serve(listener, service.clone(), direct_tls));
             }
         }
     }

@@ -29,9 +29,9 @@ pub struct ServerState {
     /// The connection to the other nodes, when rooms span several.
     pub link: Option<Arc<cluster::Link>>,
     /// The XMPP service, when XMPP is on.
-    pub xmpp: Option<Arc<crate::xmpp::Xmpp>>,
+    pub xmpp: Option<Arc<xmpp::Xmpp>>,
     /// XMPP over BOSH, when XMPP is on.
-    pub bosh: Option<crate::xmpp::bosh::Service>,
+    pub bosh: Option<xmpp::bosh::Service>,
     /// TLS on the listener, if configured.
     pub tls: Option<TlsAcceptor>,
 }
@@ -109,10 +109,10 @@ impl ServerState {
         let xmpp = xmpp_on.then(|| {
             // MUC rooms are the first chat mount's rooms.
             let rooms = apps.iter().flatten().find(|app| app.kind() == AppKind::Chat).map(|app| app.broker().clone());
-            let auth = crate::xmpp::Auth {
+            let auth = xmpp::Auth {
                 // Checked by the configuration's validation.
                 accounts: {
-                    let accounts = crate::xmpp::Accounts::new(&config.xmpp_accounts).unwrap_or_default();
+                    let accounts = xmpp::Accounts::new(&config.xmpp_accounts).unwrap_or_default();
                     if config.xmpp_registration > 0 { accounts.open(config.xmpp_registration) } else { accounts }
                 },
                 anonymous: config.xmpp_anonymous,
@@ -121,24 +121,24 @@ impl ServerState {
                 failures: AddressRates::per(config.xmpp_auth_failures, std::time::Duration::from_secs(60)),
             };
             let rates = config.xmpp_limits();
-            let settings = crate::xmpp::Settings {
+            let settings = xmpp::Settings {
                 domain: config.xmpp_domain.clone(),
                 max_connections: config.max_connections,
-                resumption: crate::xmpp::Resumption { timeout: config.xmpp_resume_timeout, max_parked: config.xmpp_max_parked },
-                quotas: crate::xmpp::Quotas { list: config.xmpp_list_limit, rooms: config.xmpp_max_rooms },
+                resumption: xmpp::Resumption { timeout: config.xmpp_resume_timeout, max_parked: config.xmpp_max_parked },
+                quotas: xmpp::Quotas { list: config.xmpp_list_limit, rooms: config.xmpp_max_rooms },
                 login_timeout: config.xmpp_login_timeout,
                 inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
             };
-            Arc::new(crate::xmpp::Xmpp::new(context.clone(), settings, auth, xmpp_tls, rooms))
+            Arc::new(xmpp::Xmpp::new(context.clone(), settings, auth, xmpp_tls, rooms))
         });
         let bosh = xmpp.as_ref().map(|xmpp| {
-            let settings = crate::xmpp::bosh::Settings {
+            let settings = xmpp::bosh::Settings {
                 max_sessions: config.bosh_max_sessions,
                 per_address: config.bosh_max_sessions_per_address,
                 wait: config.bosh_wait,
                 inactivity: config.bosh_inactivity,
             };
-            crate::xmpp::bosh::Service::new(xmpp.clone(), settings)
+            xmpp::bosh::Service::new(xmpp.clone(), settings)
         });
         let mounts = config
             .mounts

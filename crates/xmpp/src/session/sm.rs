@@ -6,7 +6,7 @@ use hub::Payload;
 use wire::xmpp::Element;
 
 use super::{Phase, Session, StreamEnd};
-use crate::xmpp::{Jid, ns};
+use crate::{Jid, ns};
 
 /// XEP-0198's counts: stanzas handled from the client, and stanzas sent to
 /// it and how many of those it acknowledged; for a resumable session, its

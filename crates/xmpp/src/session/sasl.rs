@@ -5,9 +5,9 @@ use base64::Engine;
 use wire::xmpp::Element;
 
 use super::{Phase, Session, StreamEnd};
-use crate::xmpp::Jid;
-use crate::xmpp::accounts::{Exchange, Step};
-use crate::xmpp::ns;
+use crate::Jid;
+use crate::accounts::{Exchange, Step};
+use crate::ns;
 
 impl Session {
     /// One SASL element (RFC 6120 §6.4): `<auth/>`, `<response/>` or
