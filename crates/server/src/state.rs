@@ -13,10 +13,10 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::task::TaskTracker;
 use transport::{sockjs, websocket};
 
-use crate::error::Error;
 use crate::apps::{App, AppKind};
-use crate::served::Served;
 use crate::config::Config;
+use crate::error::Error;
+use crate::served::Served;
 
 /// What every connection of one server shares: the protocols' context,
 /// and what the server put together from the configuration.

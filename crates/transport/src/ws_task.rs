@@ -294,8 +294,8 @@ where
     fn poll_read(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
         match self.reader.state {
             Reading::Done => false,
-            Reading::Draining(until) => self.drain(cx, now, until),
-            Reading::Discarding(until) => self.discard(cx, now, until),
+            Reading::Draining(until) => self.drain(cx, now, until, false),
+            Reading::Discarding(until) => self.drain(cx, now, until, true),
             Reading::Open | Reading::Throttled(_) => {
                 // Closed by the writer, a publisher (slow consumer) or shutdown.
                 if self.outbox.is_closed() {
@@ -388,32 +388,21 @@ where
         self.reader.state = Reading::Draining(now + self.limits.close_grace);
     }
 
-    fn drain(&mut self, cx: &mut Context<'_>, now: Instant, until: Instant) -> bool {
+    /// Reads on, dropping what comes, until the client's side ends or
+    /// `until`: through tungstenite while draining (it answers the client's
+    /// close frame), under it once the client broke the protocol (`raw`).
+    fn drain(&mut self, cx: &mut Context<'_>, now: Instant, until: Instant, raw: bool) -> bool {
         if until <= now {
             self.finish_reading();
             return true;
         }
         for _ in 0..READ_BUDGET {
-            match Pin::new(&mut &self.ws).poll_next(cx) {
-                Poll::Ready(Some(Ok(_))) => {}
-                Poll::Ready(_) => {
-                    self.finish_reading();
-                    return true;
-                }
-                Poll::Pending => return false,
-            }
-        }
-        cx.waker().wake_by_ref();
-        false
-    }
-
-    fn discard(&mut self, cx: &mut Context<'_>, now: Instant, until: Instant) -> bool {
-        if until <= now {
-            self.finish_reading();
-            return true;
-        }
-        for _ in 0..READ_BUDGET {
-            match self.ws.poll_discard(cx) {
+            let ended = if raw {
+                self.ws.poll_discard(cx)
+            } else {
+                Pin::new(&mut &self.ws).poll_next(cx).map(|next| !matches!(next, Some(Ok(_))))
+            };
+            match ended {
                 Poll::Ready(false) => {}
                 Poll::Ready(true) => {
                     self.finish_reading();

@@ -359,14 +359,14 @@ pub async fn serve(listener: TcpListener, xmpp: Arc<Xmpp>, direct_tls: bool) {
             () = context.shutdown.wait() => return,
         };
         match accepted {
-            Ok((stream, _)) => {
+            Ok((stream, peer)) => {
                 // Over the limit the connection is closed at once, unread.
                 let Ok(slot) = xmpp.slots.clone().try_acquire_owned() else {
                     context.metrics.shed("xmpp_max_connections");
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                context.tracker.spawn(tcp::run(stream, xmpp.clone(), slot, direct_tls));
+                context.tracker.spawn(tcp::run(stream, peer.ip(), xmpp.clone(), slot, direct_tls));
             }
             Err(e) => {
                 tracing::warn!("xmpp: accept failed: {e}");

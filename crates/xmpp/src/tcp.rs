@@ -31,9 +31,8 @@ enum Ending {
 
 /// What one connection's loop works with, whatever the socket.
 struct Conn {
-    context: Arc<base::Context>,
-    /// `--xmpp-login-timeout`, for what a client is told.
-    login_timeout: std::time::Duration,
+    /// The service: its context, and its settings.
+    xmpp: Arc<Xmpp>,
     session: Session,
     outbox: Arc<Outbox>,
     parser: StreamParser,
@@ -56,28 +55,27 @@ struct Conn {
     timer: Pin<Box<Sleep>>,
 }
 
-/// Serves one client connection until either side ends the stream; with
-/// `direct_tls` the connection starts with a TLS handshake (XEP-0368).
-pub async fn run(mut tcp: TcpStream, xmpp: Arc<Xmpp>, _slot: OwnedSemaphorePermit, direct_tls: bool) {
-    let context = xmpp.context.clone();
+/// Serves one client connection from `address` until either side ends the
+/// stream; with `direct_tls` the connection starts with a TLS handshake
+/// (XEP-0368).
+pub async fn run(mut tcp: TcpStream, address: std::net::IpAddr, xmpp: Arc<Xmpp>, _slot: OwnedSemaphorePermit, direct_tls: bool) {
+    let context = &xmpp.context;
     let outbox = Arc::new(Outbox::new(context.bounds.queue_limit));
     let limits = Limits { max_stanza_bytes: context.bounds.max_message_size, ..Limits::default() };
     let tls = xmpp.tls.clone();
     let service = xmpp.clone();
     let now = Instant::now();
     let login_deadline = now + xmpp.login_timeout;
-    let address = tcp.peer_addr().map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |a| a.ip());
     let mut conn = Conn {
         inflow: xmpp.inflow.clone(),
-        login_timeout: xmpp.login_timeout,
         paused: None,
         login_deadline,
         quiet_since: now,
         pinged: false,
         timer: Box::pin(tokio::time::sleep_until(login_deadline)),
         metrics: context.metrics.connection("xmpp", "tcp"),
-        session: Session::new(Framing::Stream, xmpp, outbox.clone(), address),
-        context,
+        session: Session::new(Framing::Stream, xmpp.clone(), outbox.clone(), address),
+        xmpp,
         outbox,
         parser: StreamParser::new(limits),
         batch: Vec::new(),
@@ -97,7 +95,7 @@ impl Conn {
     /// Goes on over TLS, after `<proceed/>` or from the first byte.
     async fn over_tls(mut self, mut tcp: TcpStream, tls: Option<TlsAcceptor>, service: Arc<Xmpp>) {
         let Some(acceptor) = tls else { return self.finish(&mut tcp, None).await };
-        let handshake = tokio::time::timeout(self.context.bounds.header_timeout, acceptor.accept(tcp)).await;
+        let handshake = tokio::time::timeout(self.xmpp.context.bounds.header_timeout, acceptor.accept(tcp)).await;
         let Ok(Ok(mut stream)) = handshake else {
             // Nothing more can be said on a failed handshake.
             self.session.leave_all();
@@ -204,7 +202,7 @@ impl Conn {
                     }
                     // Once bound, silence is watched instead of the login
                     // deadline, which may be later.
-                    let silence = self.quiet_since + self.context.bounds.ping_interval;
+                    let silence = self.quiet_since + self.xmpp.context.bounds.ping_interval;
                     if self.session.phase == Phase::Ready && self.timer.deadline() > silence {
                         self.timer.as_mut().reset(silence);
                     }
@@ -240,7 +238,7 @@ impl Conn {
                         return Ending::TakenOver(reply);
                     }
                 }
-                () = self.context.shutdown.wait() => return Ending::Done(Some(StreamEnd("system-shutdown", "the server is shutting down".into()))),
+                () = self.xmpp.context.shutdown.wait() => return Ending::Done(Some(StreamEnd("system-shutdown", "the server is shutting down".into()))),
             }
         }
     }
@@ -262,17 +260,17 @@ impl Conn {
         if self.paused.is_some_and(|until| until <= now) {
             self.paused = None;
         }
-        let interval = self.context.bounds.ping_interval;
+        let interval = self.xmpp.context.bounds.ping_interval;
         let watch = if self.session.phase != Phase::Ready {
             if self.login_deadline <= now {
-                let limit = humantime::format_duration(self.login_timeout);
-                self.context.metrics.refused("xmpp", "login_timeout");
+                let limit = humantime::format_duration(self.xmpp.login_timeout);
+                self.xmpp.context.metrics.refused("xmpp", "login_timeout");
                 return Err(StreamEnd("connection-timeout", format!("no resource bound within {limit}")));
             }
             self.login_deadline
         } else if self.quiet_since + interval <= now {
             if self.pinged {
-                self.context.metrics.refused("xmpp", "ping_timeout");
+                self.xmpp.context.metrics.refused("xmpp", "ping_timeout");
                 return Err(StreamEnd("connection-timeout", "no answer to the server's ping".into()));
             }
             self.session.ping();
@@ -319,7 +317,7 @@ impl Conn {
         // A client that takes no bytes for a ping interval is gone, or
         // hostile: it must not hold its connection and queue forever; nor
         // once its queue has overflowed behind the write.
-        let write = tokio::time::timeout(self.context.bounds.ping_interval, stream.write_all(self.out.as_bytes()));
+        let write = tokio::time::timeout(self.xmpp.context.bounds.ping_interval, stream.write_all(self.out.as_bytes()));
         let ok = tokio::select! {
             biased;
             written = write => matches!(written, Ok(Ok(()))),
