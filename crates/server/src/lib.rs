@@ -33,6 +33,9 @@ pub async fn run_cli(args: Args) -> Result<(), Error> {
         tracing::warn!("max_connections {} lowered to {room}: the open-file limit is {files}", config.max_connections);
         config.max_connections = room.max(1);
     }
+    // Before the server says it listens: a SIGTERM sent as soon as it does
+    // must find the handlers, not the default action, which kills at once.
+    let stop = signal();
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| Error::io(format!("cannot listen on {}: {e}", config.listen)))?;
@@ -51,7 +54,7 @@ pub async fn run_cli(args: Args) -> Result<(), Error> {
             println!("switchboard serves XMPP for {} on {at}{how}", config.xmpp_domain);
         }
     }
-    serve_with(listener, xmpp, config, signal()).await
+    serve_with(listener, xmpp, config, stop).await
 }
 
 /// `switchboard xmpp-account NAME`: reads a password from the first line of
@@ -85,15 +88,19 @@ fn raise_open_file_limit() -> u64 {
 }
 
 /// Resolves on the first SIGINT or SIGTERM.
-async fn signal() {
+/// The handlers are in place when this returns, not when it is first polled.
+fn signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
-        // Without signal handlers the server runs until killed.
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+    let handlers = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()));
+    async move {
+        let (Ok(mut term), Ok(mut int)) = handlers else {
+            // Without signal handlers the server runs until killed.
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        tracing::info!("shutting down");
     }
-    tracing::info!("shutting down");
 }
