@@ -13,8 +13,9 @@ use std::time::Duration;
 use hub::HistoryLimits;
 use serde::Deserialize;
 
+use apps::AppKind;
+
 use crate::error::Error;
-use crate::apps::AppKind;
 
 /// Flags of `switchboard serve`. Unset flags fall back to the environment,
 /// then the `--config` file, then the default shown.
@@ -233,6 +234,48 @@ fn parse_xmpp_listen(text: &str) -> Result<XmppListen, String> {
     text.parse().map(XmppListen::At).map_err(|_| format!("{text:?} is not an address like 127.0.0.1:5222, nor off"))
 }
 
+/// What a mount serves: one of the apps, or XMPP over SockJS (`xmpp`), each
+/// message one element as RFC 7395 frames them over WebSocket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(try_from = "String")]
+pub enum MountKind {
+    App(AppKind),
+    Xmpp,
+}
+
+impl MountKind {
+    /// What is mounted when the configuration names no mounts.
+    pub const DEFAULT: [MountKind; 5] = [
+        MountKind::App(AppKind::Echo),
+        MountKind::App(AppKind::Broadcast),
+        MountKind::App(AppKind::Chat),
+        MountKind::App(AppKind::Count),
+        MountKind::Xmpp,
+    ];
+
+    /// Its name in the file, also its default prefix.
+    pub fn name(self) -> &'static str {
+        match self {
+            MountKind::App(app) => app.name(),
+            MountKind::Xmpp => "xmpp",
+        }
+    }
+}
+
+impl TryFrom<String> for MountKind {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<MountKind, String> {
+        match name.as_str() {
+            "xmpp" => Ok(MountKind::Xmpp),
+            _ => AppKind::from_name(&name).map(MountKind::App).ok_or_else(|| {
+                let known: Vec<_> = AppKind::ALL.iter().map(|a| a.name()).chain(["xmpp"]).collect();
+                format!("unknown app {name:?}: one of {}", known.join(", "))
+            }),
+        }
+    }
+}
+
 /// The resolved configuration the server runs with.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -319,7 +362,7 @@ impl Config {
     /// What one XMPP client may send, over TCP and BOSH: the `xmpp` mount's
     /// limits, or the top-level ones where there is no such mount.
     pub fn xmpp_limits(&self) -> MountLimits {
-        self.mounts.iter().find(|m| m.app == AppKind::Xmpp).map_or(self.limits, |m| m.limits)
+        self.mounts.iter().find(|m| m.app == MountKind::Xmpp).map_or(self.limits, |m| m.limits)
     }
 }
 
@@ -376,7 +419,7 @@ impl Default for Config {
             bosh_max_sessions_per_address: 100,
             tls: None,
             token_key: None,
-            mounts: AppKind::ALL.iter().map(|&app| Mount::new(app)).collect(),
+            mounts: MountKind::DEFAULT.iter().map(|&app| Mount::new(app)).collect(),
             limits: MountLimits::default(),
         }
     }
@@ -387,8 +430,8 @@ impl Default for Config {
 pub struct Mount {
     /// Path prefix without a trailing slash, e.g. `/echo`.
     pub prefix: String,
-    /// Which app serves it.
-    pub app: AppKind,
+    /// What it serves.
+    pub app: MountKind,
     /// SockJS settings of this mount.
     pub sockjs: SockjsOptions,
     /// What one client may send to this mount, and how many SockJS sessions it holds.
@@ -397,7 +440,7 @@ pub struct Mount {
 
 impl Mount {
     /// The app at its default prefix (`/<app>`) with default options.
-    pub fn new(app: AppKind) -> Mount {
+    pub fn new(app: MountKind) -> Mount {
         Mount { prefix: format!("/{}", app.name()), app, sockjs: SockjsOptions::default(), limits: MountLimits::default() }
     }
 
@@ -492,7 +535,7 @@ struct FileSockjs {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileMount {
-    app: AppKind,
+    app: MountKind,
     prefix: Option<String>,
     #[serde(flatten)]
     sockjs: FileSockjs,

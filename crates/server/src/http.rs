@@ -17,20 +17,20 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use apps::AppKind;
+use base::Connection;
 use base::http::{Body, bytes_response, not_found, text_response};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
+use transport::{sockjs, websocket};
 use wire::app::{AppError, Count};
 
-use crate::apps::AppKind;
-use base::Connection;
-
 use crate::activity::Busy;
+use crate::config::MountKind;
 use crate::state::{MountState, ServerState};
-use transport::{sockjs, websocket};
 
 /// Keeps `busy` (the request counted as in progress) until the body is
 /// done or dropped, so a streaming response keeps its connection busy.
@@ -131,7 +131,7 @@ async fn route_mount(
             };
             websocket::upgrade(&mut req, mount, &server.context, connection, identity, "websocket", websocket::Raw::default(), websocket::Raw::default())
         }
-        "/xhr" if mount.protocol.kind() == AppKind::Count => match server.context.authenticate(&req, mount.name()) {
+        "/xhr" if mount.protocol.kind() == MountKind::App(AppKind::Count) => match server.context.authenticate(&req, mount.name()) {
             Ok(_) => count_xhr(&req, server, mount),
             Err(res) => res,
         },

@@ -2,13 +2,13 @@
 //!
 //! A request enters through [`server::serve`]'s accept loop, is routed by
 //! path in `http`, and a transport (`transport::websocket`, …) adapts its
-//! wire format to an app client (`apps`). Apps reach their rooms through a
+//! wire format to a client of the mount's protocol (`served`): an app
+//! (the `apps` crate) or XMPP. Apps reach their rooms through a
 //! `hub::Broker` (in memory, or across nodes with `cluster::NatsBroker`);
 //! XMPP sessions (`xmpp`) share the chat app's rooms. Each connection's
 //! writer drains its bounded outbox.
 
 mod activity;
-mod apps;
 mod config;
 mod error;
 mod http;
@@ -18,6 +18,7 @@ mod shed;
 mod state;
 
 pub use apps::AppKind;
+pub use config::MountKind;
 pub use error::Error;
 pub use config::{Args, Config, Mount, MountLimits, SockjsOptions, TlsFiles, TokenKey, markdown_table};
 pub use server::{XmppListeners, serve, serve_with};

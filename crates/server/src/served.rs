@@ -6,16 +6,17 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use apps::{App, AppClient};
 use base::token::Identity;
 use bytes::Bytes;
 use hub::{Close, Outbox};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 use transport::{Client, Protocol};
-
-use crate::apps::{App, AppClient, AppKind};
 use xmpp::Xmpp;
 use xmpp::bridge::Bridged;
+
+use crate::config::MountKind;
 
 /// See the module docs.
 #[derive(Debug)]
@@ -27,11 +28,11 @@ pub enum Served {
 }
 
 impl Served {
-    /// Which app the mount serves (`Xmpp` for the XMPP mount).
-    pub fn kind(&self) -> AppKind {
+    /// What the mount serves.
+    pub fn kind(&self) -> MountKind {
         match self {
-            Served::App(app) => app.kind(),
-            Served::Xmpp(_) | Served::XmppOff => AppKind::Xmpp,
+            Served::App(app) => MountKind::App(app.kind()),
+            Served::Xmpp(_) | Served::XmppOff => MountKind::Xmpp,
         }
     }
 }
@@ -96,7 +97,7 @@ impl Client for ServedClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apps::App;
+    use apps::{App, AppKind};
 
     /// An idle connection's memory is mostly its task (README, "Idle memory,
     /// beside Bun"), so the future of a WebSocket connection to a mount over

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use apps::{App, AppKind};
 use base::limits::AddressRates;
 use base::metrics::Metrics;
 use base::shutdown::Shutdown;
@@ -13,8 +14,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::task::TaskTracker;
 use transport::{sockjs, websocket};
 
-use crate::apps::{App, AppKind};
-use crate::config::Config;
+use crate::config::{Config, MountKind};
 use crate::error::Error;
 use crate::served::Served;
 
@@ -75,12 +75,11 @@ impl ServerState {
             .mounts
             .iter()
             .map(|m| {
-                (m.app != AppKind::Xmpp).then(|| {
-                    Arc::new(match &link {
-                        Some(link) => App::new(m.app, cluster::NatsBroker::new(link.clone(), &m.prefix, App::limits(m.app, chat_rooms))),
-                        None => App::in_memory(m.app, chat_rooms),
-                    })
-                })
+                let MountKind::App(kind) = m.app else { return None };
+                Some(Arc::new(match &link {
+                    Some(link) => App::new(kind, cluster::NatsBroker::new(link.clone(), &m.prefix, App::limits(kind, chat_rooms))),
+                    None => App::in_memory(kind, chat_rooms),
+                }))
             })
             .collect();
         // STARTTLS on XMPP streams uses the listener's certificate.

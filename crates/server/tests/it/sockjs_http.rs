@@ -683,7 +683,7 @@ async fn the_server_escapes_what_browsers_mangle() {
 
 #[tokio::test]
 async fn origins_outside_the_allowed_list_are_refused() {
-    let mut config = Config { mounts: vec![Mount::new(server::AppKind::Echo)], ..Config::default() };
+    let mut config = Config { mounts: vec![Mount::new(server::MountKind::App(server::AppKind::Echo))], ..Config::default() };
     config.mounts[0].sockjs.origins = vec!["example.com:*".to_owned()];
     let server = TestServer::with(config).await;
     let url = session_url("echo");

@@ -1,6 +1,7 @@
 //! The apps: what the server does with a client's messages. An app sees a
 //! [`Client`] (an id, an outbox and who it is) and never knows which transport
-//! carries it.
+//! carries it, nor that XMPP exists: it speaks to its rooms through a
+//! [`Broker`] that other protocols may share.
 
 mod chat;
 
@@ -10,7 +11,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::FutureExt;
 use hub::{Broker, BrokerError, Close, Member, MemberId, Outbox, Payload};
-use serde::Deserialize;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 use tokio::time::Instant;
 use wire::app::{AppError, Count};
@@ -18,8 +18,7 @@ use wire::app::{AppError, Count};
 use base::token::Identity;
 
 /// The apps a mount can serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AppKind {
     /// Sends every message back to its sender.
     Echo,
@@ -32,15 +31,11 @@ pub enum AppKind {
     /// Closes every client at once with 3000 "Go away!" (for the SockJS
     /// protocol suite).
     Close,
-    /// XMPP: each message is one framing element as RFC 7395 has them over
-    /// WebSocket (`<open/>`, a stanza, `<close/>`), so that XMPP runs over
-    /// every SockJS transport.
-    Xmpp,
 }
 
 impl AppKind {
-    /// The apps mounted when the configuration names none.
-    pub const ALL: [AppKind; 5] = [AppKind::Echo, AppKind::Broadcast, AppKind::Chat, AppKind::Count, AppKind::Xmpp];
+    /// Every app.
+    pub const ALL: [AppKind; 5] = [AppKind::Echo, AppKind::Broadcast, AppKind::Chat, AppKind::Count, AppKind::Close];
 
     /// The app's name, also its default prefix.
     pub fn name(self) -> &'static str {
@@ -50,8 +45,12 @@ impl AppKind {
             AppKind::Chat => "chat",
             AppKind::Count => "count",
             AppKind::Close => "close",
-            AppKind::Xmpp => "xmpp",
         }
+    }
+
+    /// The app named `name`.
+    pub fn from_name(name: &str) -> Option<AppKind> {
+        AppKind::ALL.into_iter().find(|kind| kind.name() == name)
     }
 }
 
@@ -138,11 +137,6 @@ impl transport::Protocol for App {
             }
             AppKind::Echo => State::Echo,
             AppKind::Count => State::Count,
-            // The xmpp mount is served by XMPP itself (`served::Served`), never by an app.
-            AppKind::Xmpp => {
-                client.outbox.close(Close::new(1011, "this mount is XMPP's, not an app's"));
-                State::Closed
-            }
         };
         AppClient { app: self.clone(), client, state }
     }
