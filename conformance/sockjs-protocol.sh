@@ -13,7 +13,7 @@
 # arguments go to unittest, e.g. `XhrPolling` or `-v`.
 #
 # Expected: every test passes except Websocket.test_haproxy, which speaks
-# the obsolete hixie-76 handshake (see the README).
+# the obsolete hixie-76 handshake (see docs/sockjs.md).
 set -euo pipefail
 
 suite=${1:?usage: $0 PATH-TO-SOCKJS-PROTOCOL [unittest args...]}

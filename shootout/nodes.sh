@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The price of the broker: Switchboard as one node with its rooms in memory,
-# against two nodes sharing their rooms through one nats-server (README,
-# "Several nodes").
+# against two nodes sharing their rooms through one nats-server (docs/nodes.md).
 #
 #   1. chat round trip, 2 users per room: one node in memory; two nodes with
 #      both users of a room on one node; two nodes with one user on each.

@@ -92,8 +92,8 @@ run_spec() {
   stop
 }
 
-# Some of the framework's tests race with its own listeners (see the
-# README): a test that fails, and is not a known failure, runs again on its
+# Some of the framework's tests race with its own listeners (see
+# docs/xmpp.md): a test that fails, and is not a known failure, runs again on its
 # own against a fresh server, up to three more times; its last run decides,
 # and check.py prints the failure of its first.
 for spec in "${SPECS[@]}"; do

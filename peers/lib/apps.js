@@ -1,6 +1,6 @@
 'use strict';
 // The four Switchboard apps (echo, broadcast, chat, count) for the Node peers,
-// with Switchboard's exact message formats (README.md, "Apps and message
+// with Switchboard's exact message formats (docs/apps.md, "Apps and message
 // formats"; crates/wire/src/app.rs). Transport-free: a peer's server hands each
 // app a `conn` ({ send(text) }) and calls onOpen / onMessage / onClose.
 //

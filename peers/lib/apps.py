@@ -1,5 +1,5 @@
 """The four Switchboard apps (echo, broadcast, chat, count) for the Python
-peers, with Switchboard's exact message formats (README.md, "Apps and message
+peers, with Switchboard's exact message formats (docs/apps.md, "Apps and message
 formats"; crates/wire/src/app.rs). Transport-free: a peer's server gives each
 app a `conn` object with a `send(text)` method and calls on_open / on_message /
 on_close.

@@ -27,7 +27,7 @@ for (const name of APP_NAMES) {
     // sockjs logs every request at 'debug'/'info' on stdout by default; keep
     // stdout for the ready line and send only errors to stderr.
     log: (severity, line) => { if (severity === 'error') console.error(line); },
-    // Switchboard's SockJS defaults (README, [sockjs]); these are also sockjs's own.
+    // Switchboard's SockJS defaults (docs/sockjs.md, options under [sockjs]); these are also sockjs's own.
     heartbeat_delay: 25000,
     disconnect_delay: 5000,
     response_limit: 128 * 1024,

@@ -17,9 +17,9 @@ from sockjs.tornado import SockJSConnection, SockJSRouter  # noqa: E402
 import apps  # noqa: E402
 from tornado_peer import CountXhr, Healthz, run  # noqa: E402
 
-# Switchboard's SockJS defaults (README, [sockjs]), which are also
-# sockjs-tornado's, except the JSESSIONID cookie, which Switchboard does not ask
-# for by default.
+# Switchboard's SockJS defaults (docs/sockjs.md, options under [sockjs]),
+# which are also sockjs-tornado's, except the JSESSIONID cookie, which
+# Switchboard does not ask for by default.
 SOCKJS_SETTINGS = {
     "heartbeat_delay": 25,
     "disconnect_delay": 5,

@@ -50,7 +50,7 @@ pub struct CommonArgs {
     /// App base URL (http://host:port/<app>), optionally `name=url`; a ws:// URL is used
     /// exactly as given. Repeatable: several servers, each with its own name, are measured
     /// one after another into one result file. Several URLs joined by commas are the nodes of
-    /// one server: client i connects to node i mod N (see README, "Several nodes")
+    /// one server: client i connects to node i mod N (see docs/nodes.md)
     /// [default: http://127.0.0.1:8080/<the scenario's app>]
     #[arg(long, value_name = "[NAME=]URL[,URL...]")]
     pub target: Vec<String>,

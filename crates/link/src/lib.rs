@@ -179,7 +179,7 @@ async fn resolve(upstream: &str) -> Result<SocketAddr, Error> {
 }
 
 /// The flags as a Markdown table (flag, default, meaning), from the same
-/// declarations clap uses, for the README.
+/// declarations clap uses, for docs/link.md.
 pub fn flags_markdown() -> String {
     use clap::Args as _;
     let command = Args::augment_args(clap::Command::new("link"));

@@ -3,7 +3,7 @@
 //! environment over the file, the file over the defaults.
 //!
 //! Every knob's default lives in [`Config::default`] and [`SockjsOptions::default`];
-//! the flags' help texts and the README's table are checked against them by
+//! the flags' help texts and the table in docs/configuration.md are checked against them by
 //! tests, so the three cannot drift apart.
 
 use std::net::SocketAddr;
@@ -97,7 +97,7 @@ pub struct Args {
     #[arg(long, env = "SWITCHBOARD_ROOM_HISTORY_BYTES")]
     pub room_history_bytes: Option<usize>,
 
-    /// NATS server through which several nodes share their rooms, e.g. nats://127.0.0.1:4222 (nats-server with -js); see README, "Several nodes" [default: none, one node with its rooms in memory]
+    /// NATS server through which several nodes share their rooms, e.g. nats://127.0.0.1:4222 (nats-server with -js); see docs/nodes.md [default: none, one node with its rooms in memory]
     #[arg(long, env = "SWITCHBOARD_BROKER")]
     pub broker: Option<String>,
 
@@ -773,7 +773,7 @@ fn read_file(path: &Path) -> Result<File, Error> {
     toml::from_str(&text).map_err(|e| Error::config(format!("{}: {e}", path.display())))
 }
 
-/// The README's configuration table, generated from the flags' definitions.
+/// The configuration table of docs/configuration.md, generated from the flags' definitions.
 pub fn markdown_table() -> String {
     use clap::CommandFactory;
     #[derive(clap::Parser)]
@@ -929,13 +929,13 @@ websocket = false
     }
 
     #[test]
-    fn the_readme_table_matches_the_flags() {
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-            .expect("README.md at the repository root");
+    fn the_configuration_page_table_matches_the_flags() {
+        let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/configuration.md"))
+            .expect("docs/configuration.md in the repository");
         let table = markdown_table();
         assert!(
-            readme.contains(&table),
-            "README.md's configuration table is stale; replace it with:\n{table}"
+            page.contains(&table),
+            "docs/configuration.md's table of flags is stale; replace it with:\n{table}"
         );
     }
 }

@@ -99,8 +99,8 @@ mod tests {
     use super::*;
     use apps::{App, AppKind};
 
-    /// An idle connection's memory is mostly its task (README, "Idle memory,
-    /// beside Bun"), so the future of a WebSocket connection to a mount over
+    /// An idle connection's memory is mostly its task (docs/shootout.md, "Idle
+    /// memory, beside Bun"), so the future of a WebSocket connection to a mount over
     /// plain TCP, with and without permessage-deflate (which browsers
     /// offer), is held under a bound: a field added to it, or to a mount's
     /// client (an app's or XMPP's), shows here rather than only in the

@@ -1,8 +1,8 @@
 //! A WebSocket connection's task: its reader and its writer as one future,
 //! written by hand.
 //!
-//! An idle connection's memory is mostly this future (README, "Idle memory,
-//! beside Bun"). Written as two async blocks joined, it held each side's
+//! An idle connection's memory is mostly this future (docs/shootout.md,
+//! "Idle memory, beside Bun"). Written as two async blocks joined, it held each side's
 //! pinned futures (the waits on shutdown and on the outbox's close, a timer
 //! each, the select's branches) and the join's wakers; written by hand it
 //! holds one timer, a slot on shutdown's list of wakers

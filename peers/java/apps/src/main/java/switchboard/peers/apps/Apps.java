@@ -12,7 +12,7 @@ import java.util.regex.Pattern;
 
 /**
  * Switchboard's four apps (echo, broadcast, chat, count) with its exact message
- * formats (README "Apps and message formats"), for the Java peers. The same
+ * formats (docs/apps.md, "Apps and message formats"), for the Java peers. The same
  * logic as peers/lib/apps.js. Frameworks call from several threads (Tomcat and
  * Jetty workers, Pekko's dispatcher), so broadcast and chat hold one lock while
  * they publish: every member sees a room's messages in one order, the order of
