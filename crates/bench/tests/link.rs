@@ -219,7 +219,9 @@ async fn the_bytes_table_shows_what_permessage_deflate_saves() {
 
 #[tokio::test]
 async fn a_server_that_declines_permessage_deflate_is_a_clear_error() {
-    let serve = Serve::with(server::Config { permessage_deflate: false, ..server::Config::default() }).await;
+    let mut config = server::Config::default();
+    config.server.permessage_deflate = false;
+    let serve = Serve::with(config).await;
     let target = serve.url("echo");
     let (_, err) = measure(&["pingpong", "--quiet", "--target", &target, "--transport", "websocket-deflate", "--count", "3"]).await;
     let err = err.expect("refused").to_string();

@@ -32,12 +32,9 @@ async fn measure_at(serve: &Serve, argv: &[&str]) -> (bench::ResultFile, Option<
 /// A server with the accounts bench0 … bench{n-1}, password `bench`, PLAIN allowed
 /// without TLS and no anonymous logins.
 async fn serve_accounts(n: u32) -> Serve {
-    let config = server::Config {
-        xmpp_accounts: (0..n).map(|i| server::AccountEntry::new(&format!("bench{i}"), "bench")).collect(),
-        xmpp_plain_unencrypted: true,
-        xmpp_anonymous: false,
-        ..server::Config::default()
-    };
+    let mut config = server::Config { xmpp_accounts: (0..n).map(|i| server::AccountEntry::new(&format!("bench{i}"), "bench")).collect(), ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    config.xmpp.anonymous = false;
     Serve::with_xmpp(config).await
 }
 

@@ -20,7 +20,10 @@ mod state;
 pub use apps::AppKind;
 pub use config::MountKind;
 pub use error::Error;
-pub use config::{Args, Config, Mount, MountLimits, SockjsOptions, TlsFiles, TokenKey, markdown_table};
+pub use config::{
+    Args, BoshConfig, BrokerConfig, Config, Listen, Mount, MountLimits, RoomConfig, ServerConfig, SockjsOptions, TlsFiles, TokenKey, XmppConfig,
+    markdown_table,
+};
 pub use server::{XmppListeners, serve, serve_with};
 pub use xmpp::AccountEntry;
 
@@ -30,16 +33,16 @@ pub async fn run_cli(args: Args) -> Result<(), Error> {
     let files = raise_open_file_limit();
     // Each connection takes a descriptor; leave some for everything else.
     let room = usize::try_from(files.saturating_sub(OTHER_FILES)).unwrap_or(usize::MAX);
-    if config.max_connections > room {
-        tracing::warn!("max_connections {} lowered to {room}: the open-file limit is {files}", config.max_connections);
-        config.max_connections = room.max(1);
+    if config.server.max_connections > room {
+        tracing::warn!("max_connections {} lowered to {room}: the open-file limit is {files}", config.server.max_connections);
+        config.server.max_connections = room.max(1);
     }
     // Before the server says it listens: a SIGTERM sent as soon as it does
     // must find the handlers, not the default action, which kills at once.
     let stop = signal();
-    let listener = tokio::net::TcpListener::bind(config.listen)
+    let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
-        .map_err(|e| Error::io(format!("cannot listen on {}: {e}", config.listen)))?;
+        .map_err(|e| Error::io(format!("cannot listen on {}: {e}", config.server.listen)))?;
     let local = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
     let apps: Vec<String> = config
         .mounts
@@ -52,7 +55,7 @@ pub async fn run_cli(args: Args) -> Result<(), Error> {
     for (listener, how) in [(&xmpp.plain, ""), (&xmpp.direct_tls, " with direct TLS")] {
         if let Some(listener) = listener {
             let at = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
-            println!("switchboard serves XMPP for {} on {at}{how}", config.xmpp_domain);
+            println!("switchboard serves XMPP for {} on {at}{how}", config.xmpp.domain);
         }
     }
     serve_with(listener, xmpp, config, stop).await

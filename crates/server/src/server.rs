@@ -62,7 +62,7 @@ impl XmppListeners {
                 None => Ok(None),
             }
         };
-        Ok(XmppListeners { plain: bind(config.xmpp_listen).await?, direct_tls: bind(config.xmpp_tls_listen).await? })
+        Ok(XmppListeners { plain: bind(config.xmpp.listen.address()).await?, direct_tls: bind(config.xmpp.tls_listen.address()).await? })
     }
 
     fn any(&self) -> bool {
@@ -71,20 +71,20 @@ impl XmppListeners {
 }
 
 /// Serves as [`serve`] does, with XMPP clients on `xmpp` (bound by the
-/// caller, whatever `config.xmpp_listen` says).
+/// caller, whatever `config.xmpp.listen` says).
 pub async fn serve_with(
     listener: TcpListener,
     xmpp: XmppListeners,
     config: Config,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
-    let link = match &config.broker {
+    let link = match &config.broker.url {
         Some(url) => {
             let options = cluster::Options {
                 url: url.clone(),
-                ttl: config.broker_ttl,
-                history: config.room_history.messages,
-                max_message_size: config.max_message_size,
+                ttl: config.broker.ttl,
+                history: config.rooms.history,
+                max_message_size: config.server.max_message_size,
                 queue: BROKER_QUEUE,
             };
             Some(cluster::Link::connect(options).await.map_err(|e| Error::io(format!("broker: {e}")))?)
@@ -99,8 +99,8 @@ pub async fn serve_with(
             }
         }
     }
-    let slots = Arc::new(Semaphore::new(state.config.max_connections));
-    let mut shedder = Shedder::new(state.config.max_connections);
+    let slots = Arc::new(Semaphore::new(state.config.server.max_connections));
+    let mut shedder = Shedder::new(state.config.server.max_connections);
     let mut shutdown = pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -125,7 +125,7 @@ pub async fn serve_with(
         state.tracker.spawn(handle_connection(stream, peer, connection, state.clone()));
     }
     drop(listener);
-    let deadline = Instant::now() + state.config.shutdown_grace;
+    let deadline = Instant::now() + state.config.server.shutdown_grace;
     state.shutdown.trigger();
     state.tracker.close();
     if tokio::time::timeout_at(deadline, state.tracker.wait()).await.is_err() {
@@ -140,7 +140,7 @@ async fn handle_connection(stream: TcpStream, peer: SocketAddr, connection: Arc<
         None => http_connection(stream, connection, state).await,
         Some(acceptor) => {
             // A handshake is a head like any other: it gets the header timeout.
-            let handshake = tokio::time::timeout(state.config.header_timeout, acceptor.accept(stream));
+            let handshake = tokio::time::timeout(state.config.server.header_timeout, acceptor.accept(stream));
             match handshake.await {
                 Ok(Ok(tls)) => http_connection(tls, connection, state.clone()).await,
                 Ok(Err(e)) => tracing::debug!("TLS handshake with {peer} failed: {e}"),
@@ -169,13 +169,13 @@ where
     builder
         .keep_alive(true)
         .timer(TokioTimer::new())
-        .header_read_timeout(state.config.header_timeout)
-        .max_buf_size(state.config.max_header_size);
+        .header_read_timeout(state.config.server.header_timeout)
+        .max_buf_size(state.config.server.max_header_size);
     let conn = builder.serve_connection(TokioIo::new(io), service).with_upgrades();
     let mut conn = pin!(conn);
     tokio::select! {
         _ = conn.as_mut() => {}
-        () = activity.idle_for(state.config.idle_timeout) => {
+        () = activity.idle_for(state.config.server.idle_timeout) => {
             // No request is in progress, so closing loses nothing.
         }
         _ = state.shutdown.wait() => {

@@ -65,11 +65,7 @@ impl ServerState {
     /// The state of a server with `config`, whose rooms span nodes through
     /// `link` if there is one, with XMPP on if `xmpp_on`.
     pub fn new(config: Config, link: Option<Arc<cluster::Link>>, xmpp_on: bool) -> Result<ServerState, Error> {
-        let chat_rooms = hub::RoomLimits {
-            max_members: config.max_room_members,
-            join_rate: Some(config.join_rate),
-            history: config.room_history,
-        };
+        let chat_rooms = config.rooms.limits();
         // The apps first: XMPP's MUC rooms are the first chat mount's.
         let apps: Vec<Option<Arc<App>>> = config
             .mounts
@@ -89,13 +85,13 @@ impl ServerState {
         };
         let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
         let tokens = config.token_key.as_ref().map(Verifier::new).transpose()?;
-        let session_rates = AddressRates::new(config.session_rate, config.session_rate.saturating_mul(SESSION_BURST_SECONDS));
+        let session_rates = AddressRates::new(config.server.session_rate, config.server.session_rate.saturating_mul(SESSION_BURST_SECONDS));
         let bounds = Bounds {
-            queue_limit: config.queue_limit,
-            max_message_size: config.max_message_size,
-            header_timeout: config.header_timeout,
-            idle_timeout: config.idle_timeout,
-            ping_interval: config.ping_interval,
+            queue_limit: config.server.queue_limit,
+            max_message_size: config.server.max_message_size,
+            header_timeout: config.server.header_timeout,
+            idle_timeout: config.server.idle_timeout,
+            ping_interval: config.server.ping_interval,
         };
         let context = Arc::new(Context {
             metrics: Metrics::new(link.is_some()),
@@ -112,30 +108,30 @@ impl ServerState {
                 // Checked by the configuration's validation.
                 accounts: {
                     let accounts = xmpp::Accounts::new(&config.xmpp_accounts).unwrap_or_default();
-                    if config.xmpp_registration > 0 { accounts.open(config.xmpp_registration) } else { accounts }
+                    if config.xmpp.registration > 0 { accounts.open(config.xmpp.registration) } else { accounts }
                 },
-                anonymous: config.xmpp_anonymous,
-                plain_unencrypted: config.xmpp_plain_unencrypted,
-                tries: config.xmpp_auth_tries,
-                failures: AddressRates::per(config.xmpp_auth_failures, std::time::Duration::from_secs(60)),
+                anonymous: config.xmpp.anonymous,
+                plain_unencrypted: config.xmpp.plain_unencrypted,
+                tries: config.xmpp.auth_tries,
+                failures: AddressRates::per(config.xmpp.auth_failures, std::time::Duration::from_secs(60)),
             };
             let rates = config.xmpp_limits();
             let settings = xmpp::Settings {
-                domain: config.xmpp_domain.clone(),
-                max_connections: config.max_connections,
-                resumption: xmpp::Resumption { timeout: config.xmpp_resume_timeout, max_parked: config.xmpp_max_parked },
-                quotas: xmpp::Quotas { list: config.xmpp_list_limit, rooms: config.xmpp_max_rooms },
-                login_timeout: config.xmpp_login_timeout,
+                domain: config.xmpp.domain.clone(),
+                max_connections: config.server.max_connections,
+                resumption: xmpp::Resumption { timeout: config.xmpp.resume_timeout, max_parked: config.xmpp.max_parked },
+                quotas: xmpp::Quotas { list: config.xmpp.list_limit, rooms: config.xmpp.max_rooms },
+                login_timeout: config.xmpp.login_timeout,
                 inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
             };
             Arc::new(xmpp::Xmpp::new(context.clone(), settings, auth, xmpp_tls, rooms))
         });
         let bosh = xmpp.as_ref().map(|xmpp| {
             let settings = xmpp::bosh::Settings {
-                max_sessions: config.bosh_max_sessions,
-                per_address: config.bosh_max_sessions_per_address,
-                wait: config.bosh_wait,
-                inactivity: config.bosh_inactivity,
+                max_sessions: config.bosh.max_sessions,
+                per_address: config.bosh.max_sessions_per_address,
+                wait: config.bosh.wait,
+                inactivity: config.bosh.inactivity,
             };
             xmpp::bosh::Service::new(xmpp.clone(), settings)
         });
@@ -156,12 +152,12 @@ impl ServerState {
                     protocol: Arc::new(served),
                     sessions: Arc::new(sockjs::Registry::new(16, m.limits.max_sessions)),
                     websocket_limits: Arc::new(websocket::Limits {
-                        max_message_size: config.max_message_size,
-                        close_grace: config.shutdown_grace,
-                        ping_interval: config.ping_interval,
+                        max_message_size: config.server.max_message_size,
+                        close_grace: config.server.shutdown_grace,
+                        ping_interval: config.server.ping_interval,
                         max_message_rate: m.limits.max_message_rate,
                         max_byte_rate: m.limits.max_byte_rate,
-                        permessage_deflate: config.permessage_deflate,
+                        permessage_deflate: config.server.permessage_deflate,
                     }),
                 })
             })

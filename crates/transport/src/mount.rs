@@ -64,16 +64,20 @@ impl Default for MountLimits {
     }
 }
 
-/// SockJS settings of one mount.
-#[derive(Debug, Clone, PartialEq)]
+/// SockJS settings of one mount; in the configuration file, `[sockjs]` and
+/// each `[[mount]]`, with durations as `25s`.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SockjsOptions {
     /// Whether the websocket transports are offered (default true).
     pub websocket: bool,
     /// Whether `/info` asks clients for a JSESSIONID cookie (default false).
     pub cookie_needed: bool,
     /// Interval between heartbeat frames (default 25 s).
+    #[serde(with = "humantime_serde")]
     pub heartbeat: Duration,
     /// How long a session outlives its last receiving request (default 5 s).
+    #[serde(with = "humantime_serde")]
     pub disconnect_delay: Duration,
     /// Bytes a streaming response carries before it ends (default 128 KiB).
     pub response_limit: usize,

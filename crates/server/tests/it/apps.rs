@@ -165,7 +165,7 @@ async fn count_answers_over_plain_http_with_keep_alive() {
 #[tokio::test]
 async fn a_member_who_joins_later_gets_the_rooms_last_messages_first() {
     let mut config = server::Config::default();
-    config.room_history.messages = 2;
+    config.rooms.history = 2;
     let server = TestServer::with(config).await;
     let mut alice = join(&server, "alice", "lobby").await;
     for text in ["one", "two", "three"] {

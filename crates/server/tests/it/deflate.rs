@@ -74,7 +74,9 @@ async fn the_handshake_agrees_no_context_takeover_for_the_server() {
     assert!(!head.to_ascii_lowercase().contains("sec-websocket-extensions"), "{head}");
     let (_, head) = server.raw_ws_with("/echo/websocket", "Sec-WebSocket-Extensions: permessage-deflate; x=1\r\n").await;
     assert!(!head.to_ascii_lowercase().contains("sec-websocket-extensions"), "{head}");
-    let off = TestServer::with(Config { permessage_deflate: false, ..Config::default() }).await;
+    let mut config = Config::default();
+    config.server.permessage_deflate = false;
+    let off = TestServer::with(config).await;
     let (_, head) = off.raw_ws_with("/echo/websocket", OFFER).await;
     assert!(!head.to_ascii_lowercase().contains("sec-websocket-extensions"), "{head}");
     // SockJS's WebSocket does not offer it.

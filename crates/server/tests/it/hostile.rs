@@ -64,7 +64,7 @@ async fn sessions_opened_at_once_past_the_cap_are_each_answered_503() {
 #[tokio::test]
 async fn new_sessions_from_one_address_are_rate_limited() {
     // 2 a second with bursts of 20.
-    let server = TestServer::with(config(|c| c.session_rate = 2)).await;
+    let server = TestServer::with(config(|c| c.server.session_rate = 2)).await;
     let mut ok = 0;
     let mut limited = 0;
     for _ in 0..25 {
@@ -97,8 +97,8 @@ async fn long_session_ids_are_refused() {
 #[tokio::test]
 async fn slowloris_connections_are_closed_by_the_header_timeout() {
     let server = TestServer::with(config(|c| {
-        c.header_timeout = Duration::from_millis(500);
-        c.idle_timeout = Duration::from_secs(60);
+        c.server.header_timeout = Duration::from_millis(500);
+        c.server.idle_timeout = Duration::from_secs(60);
     }))
     .await;
     let mut clients = Vec::new();
@@ -140,8 +140,8 @@ async fn a_huge_request_head_gets_431() {
 #[tokio::test]
 async fn idle_sockets_are_closed_and_past_the_cap_new_clients_are_answered_503() {
     let server = TestServer::with(config(|c| {
-        c.max_connections = 5;
-        c.idle_timeout = Duration::from_millis(500);
+        c.server.max_connections = 5;
+        c.server.idle_timeout = Duration::from_millis(500);
     }))
     .await;
     let mut idle = Vec::new();
@@ -165,7 +165,7 @@ async fn idle_sockets_are_closed_and_past_the_cap_new_clients_are_answered_503()
 
 #[tokio::test]
 async fn a_client_that_never_answers_pings_is_closed() {
-    let server = TestServer::with(config(|c| c.ping_interval = Duration::from_millis(200))).await;
+    let server = TestServer::with(config(|c| c.server.ping_interval = Duration::from_millis(200))).await;
     let mut silent = server.raw_ws("/echo/websocket").await;
     let bytes = read_to_close(&mut silent).await;
     // One empty ping (0x89 0x00), then the close: 0x88, length, 1008, reason.
@@ -248,8 +248,8 @@ async fn a_flooding_publisher_is_held_to_its_rate_and_the_readers_keep_every_mes
 #[tokio::test]
 async fn a_join_storm_meets_the_room_cap_and_the_join_rate() {
     let server = TestServer::with(config(|c| {
-        c.max_room_members = 30;
-        c.join_rate = 20;
+        c.rooms.max_members = 30;
+        c.rooms.join_rate = 20;
     }))
     .await;
     let mut joined = Vec::new();
@@ -279,7 +279,7 @@ async fn a_join_storm_meets_the_room_cap_and_the_join_rate() {
 
 #[tokio::test]
 async fn the_member_list_is_cut_at_100_names_and_says_how_many() {
-    let server = TestServer::with(config(|c| c.join_rate = 1000)).await;
+    let server = TestServer::with(config(|c| c.rooms.join_rate = 1000)).await;
     let mut members = Vec::new();
     for i in 0..101 {
         let mut ws = server.ws("/chat/websocket").await;

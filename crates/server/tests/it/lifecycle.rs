@@ -14,7 +14,9 @@ const SLOW_CONSUMERS: &str =
 #[tokio::test]
 async fn a_client_that_never_reads_is_closed_with_1008_and_others_get_everything() {
     const MESSAGES: usize = 4_000;
-    let config = Config { queue_limit: 64 * 1024, shutdown_grace: PATIENCE, ..Config::default() };
+    let mut config = Config::default();
+    config.server.queue_limit = 64 * 1024;
+    config.server.shutdown_grace = PATIENCE;
     let server = TestServer::with(config).await;
 
     // The slow client shrinks its receive buffer so the server's side fills

@@ -161,7 +161,9 @@ async fn tls_serves_https_and_wss() {
 #[tokio::test]
 async fn shutdown_keeps_its_grace_even_with_a_client_that_never_answers() {
     let grace = Duration::from_secs(2);
-    let server = TestServer::with(Config { shutdown_grace: grace, ..Config::default() }).await;
+    let mut config = Config::default();
+    config.server.shutdown_grace = grace;
+    let server = TestServer::with(config).await;
     // A client that completed the handshake and then stopped reading and writing.
     let mut stuck = TcpStream::connect(server.addr).await.unwrap();
     stuck

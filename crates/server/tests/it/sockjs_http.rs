@@ -301,7 +301,8 @@ async fn nothing_is_lost_between_jsonp_polls() {
 
 #[tokio::test]
 async fn a_session_that_stops_polling_is_closed_past_its_queue_bound() {
-    let config = Config { queue_limit: 1024, ..sockjs_config(|_| {}) };
+    let mut config = sockjs_config(|_| {});
+    config.server.queue_limit = 1024;
     let server = TestServer::with(config).await;
     let url = session_url("echo");
     assert_eq!(poll(&server, &url).await, "o\n");
@@ -708,7 +709,8 @@ async fn origins_outside_the_allowed_list_are_refused() {
 
 #[tokio::test]
 async fn a_message_over_the_size_limit_closes_the_session_with_1009() {
-    let config = Config { max_message_size: 10, ..sockjs_config(|_| {}) };
+    let mut config = sockjs_config(|_| {});
+    config.server.max_message_size = 10;
     let server = TestServer::with(config).await;
     let url = session_url("echo");
     assert_eq!(poll(&server, &url).await, "o\n");

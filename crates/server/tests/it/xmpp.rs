@@ -310,12 +310,9 @@ async fn host_meta_says_where_the_websocket_and_bosh_endpoints_are() {
 
 #[tokio::test]
 async fn wrong_passwords_fail_and_the_stream_closes_after_the_tries() {
-    let config = server::Config {
-        xmpp_accounts: vec![server::AccountEntry::new("dora", "right")],
-        xmpp_plain_unencrypted: true,
-        xmpp_anonymous: false,
-        ..server::Config::default()
-    };
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("dora", "right")], ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    config.xmpp.anonymous = false;
     let server = TestServer::with_xmpp(config).await;
     let mut c = Client::connect(server.xmpp.unwrap()).await;
     c.send(HEADER).await;
@@ -439,11 +436,8 @@ pub async fn login_account(addr: SocketAddr, name: &str, password: &str) -> Clie
 
 #[tokio::test]
 async fn a_broken_connection_resumes_and_nothing_unacknowledged_is_lost() {
-    let config = server::Config {
-        xmpp_accounts: vec![server::AccountEntry::new("fay", "pw")],
-        xmpp_plain_unencrypted: true,
-        ..server::Config::default()
-    };
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("fay", "pw")], ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
     let server = TestServer::with_xmpp(config).await;
     let addr = server.xmpp.unwrap();
     let mut alice = server.chat_member("alice", "lobby").await;
@@ -501,7 +495,9 @@ pub async fn bound_account(addr: SocketAddr, name: &str, resource: &str) -> Clie
 
 #[tokio::test]
 async fn in_band_registration_makes_an_account_when_it_is_on() {
-    let config = server::Config { xmpp_registration: 2, xmpp_plain_unencrypted: true, ..server::Config::default() };
+    let mut config = server::Config::default();
+    config.xmpp.registration = 2;
+    config.xmpp.plain_unencrypted = true;
     let server = TestServer::with_xmpp(config).await;
     let addr = server.xmpp.unwrap();
     let mut c = Client::connect(addr).await;
@@ -537,7 +533,9 @@ async fn in_band_registration_makes_an_account_when_it_is_on() {
     assert!(full.find("error", "jabber:client").unwrap().find("resource-constraint", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "{full:?}");
 
     // Off (the default): not offered, and asking is asking before authenticating.
-    let server = TestServer::with_xmpp(server::Config { xmpp_plain_unencrypted: true, ..server::Config::default() }).await;
+    let mut config = server::Config::default();
+    config.xmpp.plain_unencrypted = true;
+    let server = TestServer::with_xmpp(config).await;
     let mut e = Client::connect(server.xmpp.unwrap()).await;
     e.send(HEADER).await;
     e.event().await;
@@ -566,7 +564,8 @@ async fn ws_login_account(server: &TestServer, name: &str) -> WsClient {
 
 #[tokio::test]
 async fn a_websocket_session_resumes_on_a_new_websocket() {
-    let config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("gil", "pw")], xmpp_plain_unencrypted: true, ..server::Config::default() };
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("gil", "pw")], ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
     let server = TestServer::with_xmpp(config).await;
     let mut alice = server.chat_member("alice", "lobby").await;
 
@@ -608,7 +607,8 @@ async fn a_websocket_session_resumes_on_a_new_websocket() {
 
 #[tokio::test]
 async fn a_resumption_takes_the_session_from_a_connection_that_is_still_open() {
-    let config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("hal", "pw")], xmpp_plain_unencrypted: true, ..server::Config::default() };
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("hal", "pw")], ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
     let server = TestServer::with_xmpp(config).await;
     let addr = server.xmpp.unwrap();
     let mut old = bound_account(addr, "hal", "desk").await;
@@ -635,12 +635,9 @@ async fn a_resumption_takes_the_session_from_a_connection_that_is_still_open() {
 async fn a_websocket_message_over_the_size_limit_ends_the_stream_with_1009_and_is_not_kept() {
     use futures_util::StreamExt;
     use tokio_tungstenite::tungstenite::Message;
-    let config = server::Config {
-        xmpp_accounts: vec![server::AccountEntry::new("ivy", "pw")],
-        xmpp_plain_unencrypted: true,
-        max_message_size: 4096,
-        ..server::Config::default()
-    };
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ivy", "pw")], ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    config.server.max_message_size = 4096;
     let server = TestServer::with_xmpp(config).await;
     let mut c = ws_login_account(&server, "ivy").await;
     c.send("<iq xmlns='jabber:client' type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>").await;

@@ -247,7 +247,9 @@ async fn a_client_that_predates_ver_is_told_by_http_status() {
 
 #[tokio::test]
 async fn sessions_are_bounded_and_expire_without_requests() {
-    let config = server::Config { bosh_max_sessions: 1, bosh_inactivity: std::time::Duration::from_secs(1), ..server::Config::default() };
+    let mut config = server::Config::default();
+    config.bosh.max_sessions = 1;
+    config.bosh.inactivity = std::time::Duration::from_secs(1);
     let server = TestServer::with_xmpp(config).await;
     let (mut c, _) = Bosh::create(&server, "").await;
     let full = post(server.addr, "<body rid='1' to='localhost' ver='1.6' xmlns='http://jabber.org/protocol/httpbind'/>").await;
@@ -270,7 +272,8 @@ async fn bosh_is_off_with_xmpp() {
 
 #[tokio::test]
 async fn one_address_holds_at_most_its_share_of_sessions() {
-    let config = server::Config { bosh_max_sessions_per_address: 2, ..server::Config::default() };
+    let mut config = server::Config::default();
+    config.bosh.max_sessions_per_address = 2;
     let server = TestServer::with_xmpp(config).await;
     let create = "<body rid='1' to='localhost' ver='1.6' wait='1' xmlns='http://jabber.org/protocol/httpbind'/>";
     let from = |last: u8| async move {

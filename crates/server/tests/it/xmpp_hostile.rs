@@ -120,7 +120,8 @@ async fn refused_subscription(c: &mut Client, to: &str, status: &str) {
 
 #[tokio::test]
 async fn subscription_requests_to_nobody_are_answered_and_not_kept() {
-    let config = Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw")], xmpp_plain_unencrypted: true, ..Config::default() };
+    let mut config = Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw")], ..Config::default() };
+    config.xmpp.plain_unencrypted = true;
     let server = TestServer::with_xmpp(config).await;
     let addr = server.xmpp.unwrap();
     let waiting = r#"switchboard_xmpp_subscription_requests_waiting "#;
@@ -152,12 +153,9 @@ async fn subscription_requests_to_nobody_are_answered_and_not_kept() {
 
 #[tokio::test]
 async fn parked_sessions_are_bounded_and_anonymous_ones_are_never_parked() {
-    let config = Config {
-        xmpp_accounts: vec![server::AccountEntry::new("fay", "pw")],
-        xmpp_plain_unencrypted: true,
-        xmpp_max_parked: 2,
-        ..Config::default()
-    };
+    let mut config = Config { xmpp_accounts: vec![server::AccountEntry::new("fay", "pw")], ..Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    config.xmpp.max_parked = 2;
     let server = TestServer::with_xmpp(config).await;
     let addr = server.xmpp.unwrap();
     let mut alice = server.chat_member("alice", "lobby").await;
@@ -199,7 +197,10 @@ async fn parked_sessions_are_bounded_and_anonymous_ones_are_never_parked() {
 /// A server whose XMPP clients have `login` to bind and are pinged after
 /// `ping` of silence.
 async fn impatient(login: Duration, ping: Duration) -> TestServer {
-    TestServer::with_xmpp(Config { xmpp_login_timeout: login, ping_interval: ping, ..Config::default() }).await
+    let mut config = Config::default();
+    config.xmpp.login_timeout = login;
+    config.server.ping_interval = ping;
+    TestServer::with_xmpp(config).await
 }
 
 #[tokio::test]
@@ -243,7 +244,9 @@ async fn a_silent_client_is_pinged_and_closed_if_it_never_answers() {
 
 #[tokio::test]
 async fn a_client_that_stops_reading_is_closed_as_a_slow_consumer_and_counted() {
-    let server = TestServer::with_xmpp(Config { queue_limit: 64 * 1024, ..Config::default() }).await;
+    let mut config = Config::default();
+    config.server.queue_limit = 64 * 1024;
+    let server = TestServer::with_xmpp(config).await;
     let (mut alice, _stuck) = lobby(&server, "stuck").await;
     // Far more than the socket's buffers and the queue hold; the stuck
     // client reads none of it.
@@ -271,7 +274,9 @@ async fn a_client_that_stops_reading_is_closed_as_a_slow_consumer_and_counted() 
 
 #[tokio::test]
 async fn an_xmpp_flood_is_held_to_the_rate_and_no_reader_loses_a_message() {
-    let mut config = Config { max_room_members: 10, ..Config::default() };
+    let mut config = Config::default();
+    config.rooms.max_members = 10;
+    let mut config = config;
     for mount in &mut config.mounts {
         mount.limits.max_message_rate = 20;
     }
@@ -319,7 +324,9 @@ async fn stalled_body(server: &TestServer, path: &str) -> String {
 
 #[tokio::test]
 async fn a_request_body_that_never_arrives_is_timed_out() {
-    let server = TestServer::with_xmpp(Config { idle_timeout: Duration::from_millis(300), ..Config::default() }).await;
+    let mut config = Config::default();
+    config.server.idle_timeout = Duration::from_millis(300);
+    let server = TestServer::with_xmpp(config).await;
     let bosh = stalled_body(&server, "/http-bind").await;
     assert!(bosh.starts_with("HTTP/1.1 408"), "{bosh}");
     assert!(bosh.contains("policy-violation"), "{bosh}");
@@ -334,7 +341,9 @@ async fn a_request_body_that_never_arrives_is_timed_out() {
 
 #[tokio::test]
 async fn registrations_of_a_taken_name_are_refused_within_the_tries_and_stall_no_one() {
-    let config = Config { xmpp_registration: 10, xmpp_plain_unencrypted: true, ..Config::default() };
+    let mut config = Config::default();
+    config.xmpp.registration = 10;
+    config.xmpp.plain_unencrypted = true;
     let server = TestServer::with_xmpp(config).await;
     let addr = server.xmpp.unwrap();
     let (mut canary, _) = anonymous(addr).await;
@@ -388,12 +397,9 @@ async fn opened(addr: std::net::SocketAddr, from: [u8; 4]) -> Client {
 
 #[tokio::test]
 async fn failed_logins_are_bounded_per_address_across_connections() {
-    let config = Config {
-        xmpp_accounts: vec![server::AccountEntry::new("kim", "pw")],
-        xmpp_plain_unencrypted: true,
-        xmpp_auth_failures: 4,
-        ..Config::default()
-    };
+    let mut config = Config { xmpp_accounts: vec![server::AccountEntry::new("kim", "pw")], ..Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    config.xmpp.auth_failures = 4;
     let server = TestServer::with_xmpp(config).await;
     let addr = server.xmpp.unwrap();
     // Two connections, two wrong guesses each: within the stream's three tries.
@@ -420,7 +426,8 @@ async fn failed_logins_are_bounded_per_address_across_connections() {
 
 #[tokio::test]
 async fn a_session_is_in_at_most_its_share_of_rooms() {
-    let config = Config { xmpp_max_rooms: 2, ..Config::default() };
+    let mut config = Config::default();
+    config.xmpp.max_rooms = 2;
     let server = TestServer::with_xmpp(config).await;
     let (mut c, _) = Client::login(server.xmpp.unwrap()).await;
     join(&mut c, "one", "ann").await;
@@ -439,11 +446,8 @@ async fn a_session_is_in_at_most_its_share_of_rooms() {
 
 #[tokio::test]
 async fn a_session_waiting_to_be_resumed_holds_no_room_it_left_locked() {
-    let config = Config {
-        xmpp_accounts: vec![server::AccountEntry::new("ned", "pw")],
-        xmpp_plain_unencrypted: true,
-        ..Config::default()
-    };
+    let mut config = Config { xmpp_accounts: vec![server::AccountEntry::new("ned", "pw")], ..Config::default() };
+    config.xmpp.plain_unencrypted = true;
     let server = TestServer::with_xmpp(config).await;
     let addr = server.xmpp.unwrap();
     let mut ned = crate::xmpp::bound_account(addr, "ned", "desk").await;

@@ -210,7 +210,8 @@ async fn a_leave_and_a_join_sent_together_leave_the_client_in_the_room() {
 
 #[tokio::test]
 async fn presence_reaches_a_users_other_resources_and_iqs_reach_other_users() {
-    let config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("alice", "pw"), server::AccountEntry::new("bob", "pw")], xmpp_plain_unencrypted: true, ..server::Config::default() };
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("alice", "pw"), server::AccountEntry::new("bob", "pw")], ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
     let server = TestServer::with_xmpp(config).await;
     let addr = server.xmpp.unwrap();
     let mut desk = crate::xmpp::bound_account(addr, "alice", "desk").await;
@@ -261,7 +262,8 @@ async fn past_pushes(c: &mut Client, pushed: &mut Vec<(String, String, Option<St
 
 #[tokio::test]
 async fn removing_a_contact_whose_answer_is_awaited_withdraws_the_request_and_sends_nothing() {
-    let config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw"), server::AccountEntry::new("ben", "pw")], xmpp_plain_unencrypted: true, ..server::Config::default() };
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw"), server::AccountEntry::new("ben", "pw")], ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
     let server = TestServer::with_xmpp(config).await;
     let addr = server.xmpp.unwrap();
     let mut ann = crate::xmpp::bound_account(addr, "ann", "a").await;
@@ -293,7 +295,8 @@ async fn removing_a_contact_whose_answer_is_awaited_withdraws_the_request_and_se
 
 #[tokio::test]
 async fn a_subscription_is_asked_approved_pushed_and_ended_as_rfc_6121_says() {
-    let config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw"), server::AccountEntry::new("ben", "pw")], xmpp_plain_unencrypted: true, ..server::Config::default() };
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw"), server::AccountEntry::new("ben", "pw")], ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
     let server = TestServer::with_xmpp(config).await;
     let addr = server.xmpp.unwrap();
     let mut ann = crate::xmpp::bound_account(addr, "ann", "a").await;

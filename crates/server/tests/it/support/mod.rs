@@ -42,7 +42,9 @@ impl TestServer {
     /// A server with `config`, serving no XMPP (a config resolved as the
     /// command line resolves it would listen on 5222; see `with_xmpp`).
     pub async fn with(config: Config) -> TestServer {
-        let config = Config { xmpp_listen: None, xmpp_tls_listen: None, ..config };
+        let mut config = config;
+        config.xmpp.listen = server::Listen::Off;
+        config.xmpp.tls_listen = server::Listen::Off;
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
