@@ -18,6 +18,8 @@ use hmac::{Hmac, Mac};
 use serde::Deserialize;
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use wire::xmpp::jid::localpart;
 
 /// PBKDF2 rounds for new accounts: RFC 7677's minimum for SCRAM-SHA-256.
 pub const ITERATIONS: u32 = 4096;
@@ -200,11 +202,13 @@ impl Accounts {
             if entry.iterations == 0 || salt.is_empty() {
                 return Err(fix());
             }
-            if entry.name.is_empty() || entry.name.contains(['@', '/', '"', '&', '\'', ':', '<', '>', ' ', ',', '=']) {
+            // Kept under its JID local part's canonical form (RFC 7622 §3.3):
+            // `Alice` logs in, and is reached, as `alice`.
+            let Some(name) = localpart(&entry.name).filter(|name| !name.contains([',', '='])) else {
                 return Err(format!("xmpp_account {:?}: not a JID localpart", entry.name));
-            }
+            };
             let account = Account { salt, iterations: entry.iterations, sha1: keys(&entry.sha1, 20)?, sha256: keys(&entry.sha256, 32)? };
-            if accounts.insert(entry.name.clone(), Arc::new(account)).is_some() {
+            if accounts.insert(name, Arc::new(account)).is_some() {
                 return Err(format!("xmpp_account {:?} is given twice", entry.name));
             }
         }
@@ -260,10 +264,9 @@ impl Accounts {
     /// now with `password`: checked before any key is made, which costs
     /// thousands of hashes.
     pub fn available(&self, name: &str, password: &str) -> Result<String, Refused> {
-        use precis_core::profile::Profile;
         let limit = self.open.ok_or(Refused::Closed)?;
-        let name = precis_profiles::UsernameCaseMapped::new().enforce(name).map_err(|_| Refused::BadName)?.into_owned();
-        if password.is_empty() || name.contains(['@', '/', '"', '&', '\'', ':', '<', '>', ' ', ',', '=']) || name.len() > 1023 {
+        let name = localpart(name).filter(|name| !name.contains([',', '='])).ok_or(Refused::BadName)?;
+        if password.is_empty() {
             return Err(Refused::BadName);
         }
         if self.exists(&name) {
@@ -333,16 +336,17 @@ impl Accounts {
         if !authzid.is_empty() && authzid != name.as_bytes() {
             return Step::Failure("invalid-authzid");
         }
+        let name = localpart(name).unwrap_or_default();
         // An unknown name costs what a known one does (keys derived and
         // compared), so that the time of a failure does not tell which
         // names have accounts.
-        let account = self.get(name);
+        let account = self.get(&name);
         let (salt, iterations, stored) = match &account {
             Some(account) => (account.salt.as_slice(), account.iterations, account.sha256.stored.as_slice()),
             None => (&[0u8; 16][..], ITERATIONS, &[0u8; 32][..]),
         };
         let keys = Hash::Sha256.keys(password, salt, iterations);
-        if same(&keys.stored, stored) && account.is_some() { Step::Success(Some(name.to_owned()), Vec::new()) } else { Step::Failure("not-authorized") }
+        if same(&keys.stored, stored) && account.is_some() { Step::Success(Some(name), Vec::new()) } else { Step::Failure("not-authorized") }
     }
 
     fn scram_first(&self, hash: Hash, data: &[u8]) -> Result<(ScramState, Vec<u8>), &'static str> {
@@ -367,6 +371,7 @@ impl Accounts {
             }
         }
         let (Some(name), Some(client_nonce)) = (name, client_nonce) else { return Err("malformed-request") };
+        let name = localpart(&name).unwrap_or(name);
         // An unknown name gets a challenge like any other (it fails at the
         // proof), so that names cannot be probed.
         let (salt, iterations) = match self.get(&name) {
@@ -412,10 +417,9 @@ impl Accounts {
     }
 }
 
-/// Whether two keys are equal, comparing every byte whatever the first
-/// difference, so that the time taken does not tell where it is.
+/// Whether two keys are equal, in time that does not tell where they differ.
 fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.ct_eq(b).into()
 }
 
 #[cfg(test)]
@@ -440,6 +444,22 @@ mod tests {
         assert!(accounts.start("PLAIN", false, false).is_none(), "PLAIN only where allowed");
         assert_eq!(accounts.offered(false, true), ["SCRAM-SHA-256", "SCRAM-SHA-1", "ANONYMOUS"]);
         assert!(Accounts::default().offered(true, false).is_empty());
+    }
+
+    /// An account is one name whatever its case (RFC 7622 §3.3): kept,
+    /// logged in and registered under its local part's canonical form.
+    #[test]
+    fn names_are_the_case_folded_local_parts() {
+        let accounts = Accounts::new(&[AccountEntry::new("Alice", "s3cret")]).unwrap();
+        assert!(accounts.exists("alice") && !accounts.exists("Alice"));
+        let mut plain = accounts.start("PLAIN", true, false).unwrap();
+        assert_eq!(accounts.step(&mut plain, b"\0ALICE\0s3cret"), Step::Success(Some("alice".into()), Vec::new()));
+        let twice = Accounts::new(&[AccountEntry::new("bob", "a"), AccountEntry::new("BOB", "b")]).unwrap_err();
+        assert!(twice.contains("given twice"), "{twice}");
+        let open = accounts.open(10);
+        assert_eq!(open.available("ALICE", "pw"), Err(Refused::Taken));
+        assert_eq!(open.register("Carol", "pw"), Ok("carol".to_owned()));
+        assert_eq!(open.available("a b", "pw"), Err(Refused::BadName));
     }
 
     /// RFC 7677 §3's example exchange, to the byte: user "user", password

@@ -15,7 +15,6 @@
 mod accounts;
 pub mod bosh;
 pub mod bridge;
-mod jid;
 mod muc;
 mod room;
 mod roster;
@@ -33,7 +32,7 @@ use tokio::sync::Semaphore;
 
 
 pub use accounts::{AccountEntry, Accounts};
-pub use jid::Jid;
+pub use wire::xmpp::Jid;
 pub use session::{FRAMING_CLOSE, FRAMING_NS, Framing};
 
 /// The namespaces the server speaks: the shared codec's, which the bench's
