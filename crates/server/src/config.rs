@@ -70,9 +70,7 @@ macro_rules! settings {
 
             /// The settings: each as given, or its default.
             pub fn resolve(self) -> $name {
-                #[allow(unused_variables)] // a group whose settings have no defaults
-                let defaults = $name::default();
-                $name { $( $field: settings!(@pick self.$field, defaults.$field $(, $default)?), )* }
+                $name { $( $field: settings!(@pick self.$field $(, $default)?), )* }
             }
         }
     };
@@ -80,8 +78,8 @@ macro_rules! settings {
     (@type $ty:ty, $default:expr) => { $ty };
     (@default) => { None };
     (@default $default:expr) => { $default };
-    (@pick $given:expr, $default:expr) => { $given };
-    (@pick $given:expr, $default:expr, $d:expr) => { $given.unwrap_or($default) };
+    (@pick $given:expr) => { $given };
+    (@pick $given:expr, $default:expr) => { $given.unwrap_or_else(|| $default) };
 }
 
 settings! {
@@ -544,10 +542,11 @@ const MIN_HEADER_SIZE: usize = 8192;
 
 impl ServerConfig {
     fn validate(&self) -> Result<(), String> {
+        let header_size = format!("max_header_size must be at least {MIN_HEADER_SIZE}");
         check(&[
             (self.max_message_size > 0, "max_message_size must be at least 1"),
             (self.max_connections > 0, "max_connections must be at least 1"),
-            (self.max_header_size >= MIN_HEADER_SIZE, "max_header_size must be at least 8192"),
+            (self.max_header_size >= MIN_HEADER_SIZE, &header_size),
             (!self.header_timeout.is_zero(), "header_timeout must be above zero"),
             (!self.idle_timeout.is_zero(), "idle_timeout must be above zero"),
             (!self.ping_interval.is_zero(), "ping_interval must be above zero"),
@@ -575,7 +574,8 @@ impl BrokerConfig {
 
 impl XmppConfig {
     fn validate(&self) -> Result<(), String> {
-        if self.domain.is_empty() || self.domain.len() > 1023 || self.domain.contains(['@', '/', ' ', '"', '\'', '<', '>', '&']) {
+        // A domain the server can route to: a JID that is a domain alone.
+        if !xmpp::Jid::parse(&self.domain).is_some_and(|jid| jid.local.is_none() && jid.resource.is_none()) {
             return Err(format!("xmpp_domain {:?} must be a domain name such as localhost", self.domain));
         }
         check(&[

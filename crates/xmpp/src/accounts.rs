@@ -204,7 +204,7 @@ impl Accounts {
             }
             // Kept under its JID local part's canonical form (RFC 7622 §3.3):
             // `Alice` logs in, and is reached, as `alice`.
-            let Some(name) = localpart(&entry.name).filter(|name| !name.contains([',', '='])) else {
+            let Some(name) = account_name(&entry.name) else {
                 return Err(format!("xmpp_account {:?}: not a JID localpart", entry.name));
             };
             let account = Account { salt, iterations: entry.iterations, sha1: keys(&entry.sha1, 20)?, sha256: keys(&entry.sha256, 32)? };
@@ -265,7 +265,7 @@ impl Accounts {
     /// thousands of hashes.
     pub fn available(&self, name: &str, password: &str) -> Result<String, Refused> {
         let limit = self.open.ok_or(Refused::Closed)?;
-        let name = localpart(name).filter(|name| !name.contains([',', '='])).ok_or(Refused::BadName)?;
+        let name = account_name(name).ok_or(Refused::BadName)?;
         if password.is_empty() {
             return Err(Refused::BadName);
         }
@@ -415,6 +415,12 @@ impl Accounts {
         let server_signature = hash.hmac(&keys.server, auth_message.as_bytes());
         Step::Success(Some(first.account.clone()), format!("v={}", STANDARD.encode(server_signature)).into_bytes())
     }
+}
+
+/// The name an account is kept under: its JID local part's canonical form,
+/// without the two characters SCRAM's `n=` attribute escapes.
+fn account_name(text: &str) -> Option<String> {
+    localpart(text).filter(|name| !name.contains([',', '=']))
 }
 
 /// Whether two keys are equal, in time that does not tell where they differ.
