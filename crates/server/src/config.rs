@@ -200,7 +200,7 @@ settings! {
         plain_unencrypted: bool = false, "xmpp-plain-unencrypted", "SWITCHBOARD_XMPP_PLAIN_UNENCRYPTED";
         /// How long an XMPP session whose connection broke waits to be resumed (XEP-0198), still in its rooms [default: 5m]
         resume_timeout: Duration = Duration::from_secs(300), "xmpp-resume-timeout", "SWITCHBOARD_XMPP_RESUME_TIMEOUT", arg(value_parser = duration);
-        /// How long an XMPP client over TCP has from connecting to binding a resource (stream headers, TLS, SASL); then the stream ends with connection-timeout. Once bound, a client silent for --ping-interval is pinged (XEP-0199) and one silent for another interval is closed the same way [default: 1m]
+        /// How long an XMPP client over TCP or WebSocket has from connecting to binding a resource (stream headers, TLS, SASL); then the stream ends with connection-timeout. Once bound, a client silent for --ping-interval is pinged (XEP-0199) and one silent for another interval is closed the same way [default: 1m]
         // A login over a slow link takes a few round trips; an idle socket gets no more.
         login_timeout: Duration = Duration::from_secs(60), "xmpp-login-timeout", "SWITCHBOARD_XMPP_LOGIN_TIMEOUT", arg(value_parser = duration);
         /// Most XMPP sessions kept waiting to be resumed at once, each holding at most two --queue-limit's worth of stanzas; past it the one waiting longest ends. Anonymous sessions are never kept: they cannot be resumed [default: 1000]

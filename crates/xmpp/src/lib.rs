@@ -19,6 +19,7 @@ mod muc;
 mod room;
 mod roster;
 mod session;
+mod stream;
 mod tcp;
 pub mod websocket;
 

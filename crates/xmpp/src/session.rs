@@ -560,9 +560,10 @@ impl Session {
         Some(text)
     }
 
-    /// What a stream of single-element messages (WebSocket, SockJS, BOSH)
-    /// says as it ends: what was still queued for the client, the stream
-    /// error if there is one, then `<close/>` (BOSH's terminating body says
+    /// What the stream says as it ends: what was still queued for the
+    /// client (the stream header, when the error came in the same read as
+    /// the client's), the stream error if there is one, then the stream's
+    /// end (`</stream:stream>`, or `<close/>`; BOSH's terminating body says
     /// that instead).
     pub fn last_words(&mut self, end: StreamEnd) -> Vec<String> {
         let mut batch = Vec::new();
@@ -571,6 +572,10 @@ impl Session {
             out.extend(batch.iter().filter_map(|p| self.render(p)));
         }
         let StreamEnd(condition, text) = end;
+        if self.phase == Phase::Connected && self.framing == Framing::Stream {
+            // An error before the client's header still opens a stream (RFC 6120 §4.9.1.1).
+            out.push(header(&self.xmpp.domain, "error"));
+        }
         if !condition.is_empty() {
             out.push(self.stream_error(condition, &text));
         }
@@ -596,11 +601,6 @@ impl Session {
             .attr("to", &self.full_jid())
             .child(Element::new("ping", ns::PING));
         self.send(&ping);
-    }
-
-    /// The domain served, for an error before the client's header.
-    pub fn domain(&self) -> &str {
-        &self.xmpp.domain
     }
 }
 

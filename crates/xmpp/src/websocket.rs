@@ -6,16 +6,17 @@ use std::sync::Arc;
 
 use futures_util::{SinkExt, StreamExt};
 use hyper::header::{self, HeaderValue};
-use hub::{Close, Drained, Outbox};
+use hub::Close;
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
-use wire::xmpp::{Limits, StreamParser};
+use wire::xmpp::StreamParser;
 
-use super::session::{FRAMING_CLOSE, Flow, Framing, Session, StreamEnd, stream_end_for};
+use super::session::{Framing, StreamEnd};
+use super::stream::{Carrier, StreamTask, Unread};
 use base::http::{Body, text_response};
 use base::Connection;
 
@@ -81,113 +82,66 @@ fn valid_host(host: &str) -> bool {
     !host.is_empty() && host.len() <= 255 && host.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c))
 }
 
-async fn run<S>(mut ws: WebSocketStream<S>, xmpp: Arc<Xmpp>, address: std::net::IpAddr)
+/// Serves the stream of a client at `address` on an upgraded connection.
+async fn run<S>(ws: WebSocketStream<S>, xmpp: Arc<Xmpp>, address: std::net::IpAddr)
 where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send,
 {
-    let context = xmpp.context.clone();
-    let mut outbox = Arc::new(Outbox::new(context.bounds.queue_limit));
-    let metrics = context.metrics.connection("xmpp", "websocket");
-    let service = xmpp.clone();
-    let mut session = Session::new(Framing::Messages, xmpp, outbox.clone(), address);
-    let limits = Limits { max_stanza_bytes: context.bounds.max_message_size, ..Limits::default() };
-    let mut parser = StreamParser::fragments(limits);
-    let mut batch = Vec::new();
-    // The close frame's code and reason, when not a normal closure.
-    let mut closing: Option<Close> = None;
-    let ending = loop {
-        tokio::select! {
-            message = ws.next() => {
-                let text = match message {
-                    Some(Ok(Message::Text(text))) => text,
-                    Some(Ok(Message::Binary(_))) => break Some(StreamEnd("unsupported-stanza-type", "XMPP over WebSocket is text".into())),
-                    Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
-                    Some(Ok(Message::Close(_))) => break None,
-                    // Gone without a close: the session may wait to be resumed.
-                    None => return service.park(session),
-                    Some(Err(e)) => {
-                        let close = close_for(&e);
-                        if close == Close::PEER_GONE {
-                            return service.park(session);
-                        }
-                        // The client broke the framing (a message over the
-                        // size limit, bad UTF-8): it is told, not kept.
-                        let end = StreamEnd(condition_for(close.code), close.reason.to_string());
-                        closing = Some(close);
-                        break Some(end);
+    let mut task = StreamTask::new(xmpp, Framing::Messages, "websocket", address);
+    let mut carrier = Messages { ws, closing: None };
+    // The session refuses STARTTLS on WebSocket, so it never asks for it.
+    let ending = task.drive(&mut carrier).await;
+    task.end(&mut carrier, ending).await;
+}
+
+/// A stream carried one element per WebSocket text message.
+struct Messages<S> {
+    ws: WebSocketStream<S>,
+    /// The close frame's code and reason, when not a normal closure.
+    closing: Option<Close>,
+}
+
+impl<S> Carrier for Messages<S>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send,
+{
+    async fn read_into(&mut self, parser: &mut StreamParser) -> Result<usize, Unread> {
+        loop {
+            let text = match self.ws.next().await {
+                Some(Ok(Message::Text(text))) => text,
+                Some(Ok(Message::Binary(_))) => return Err(Unread::Ended(Some(StreamEnd("unsupported-stanza-type", "XMPP over WebSocket is text".into())))),
+                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
+                Some(Ok(Message::Close(_))) => return Err(Unread::Ended(None)),
+                None => return Err(Unread::Gone),
+                Some(Err(e)) => {
+                    let close = close_for(&e);
+                    if close == Close::PEER_GONE {
+                        return Err(Unread::Gone);
                     }
-                };
-                parser.feed(text.as_bytes());
-                let before = session.stanzas_in;
-                let flow = session.take_events(&mut parser).await;
-                metrics.received_many(session.stanzas_in - before, text.len());
-                match flow {
-                    // STARTTLS is refused on WebSocket, so it is not asked for.
-                    Ok(Flow::Continue | Flow::StartTls) => {}
-                    Ok(Flow::Resume(parked, h)) => {
-                        let resumed = match session.take_up(*parked, h) {
-                            Ok(texts) => texts,
-                            Err(end) => break Some(end),
-                        };
-                        outbox = session.outbox().clone();
-                        for text in resumed {
-                            if ws.feed(Message::text(text)).await.is_err() {
-                                break;
-                            }
-                        }
-                        if ws.flush().await.is_err() {
-                            return service.park(session);
-                        }
-                    }
-                    Ok(Flow::Closed) => break Some(StreamEnd::closed()),
-                    Err(end) => break Some(end),
+                    // The client broke the framing (a message over the size
+                    // limit, bad UTF-8): it is told, not kept.
+                    let end = StreamEnd(condition_for(close.code), close.reason.to_string());
+                    self.closing = Some(close);
+                    return Err(Unread::Ended(Some(end)));
                 }
-            }
-            drained = outbox.drain(&mut batch) => {
-                let count = batch.len();
-                let mut bytes = 0;
-                for text in batch.drain(..).filter_map(|p| session.render(&p)) {
-                    bytes += text.len();
-                    if ws.feed(Message::text(text)).await.is_err() {
-                        break;
-                    }
-                }
-                if ws.flush().await.is_err() {
-                    return service.park(session);
-                }
-                metrics.sent(count, bytes);
-                if let Drained::Closed(close) = drained {
-                    break Some(stream_end_for(&close));
-                }
-            }
-            reply = session.taken_over() => {
-                // Refused (the reply dropped) once it can no longer be resumed.
-                if session.resumable().is_some() {
-                    let error = session.stream_error("conflict", "the session was resumed on another connection");
-                    // The session first: this connection is likely dead, and a
-                    // write to it may wait long.
-                    if let Err(mut session) = reply.send(session) {
-                        session.leave_all();
-                    }
-                    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), async {
-                        let _ = ws.feed(Message::text(error)).await;
-                        let _ = ws.feed(Message::text(FRAMING_CLOSE)).await;
-                        let _ = ws.close(None).await;
-                    })
-                    .await;
-                    return;
-                }
-            }
-            () = context.shutdown.wait() => break Some(StreamEnd("system-shutdown", "the server is shutting down".into())),
+            };
+            parser.feed(text.as_bytes());
+            return Ok(text.len());
         }
-    };
-    session.leave_all();
-    if let Some(end) = ending {
-        for text in session.last_words(end) {
-            let _ = ws.feed(Message::text(text)).await;
+    }
+
+    async fn send(&mut self, texts: &[String]) -> std::io::Result<()> {
+        for text in texts {
+            self.ws.feed(Message::text(text.as_str())).await.map_err(std::io::Error::other)?;
         }
-        let frame = closing.map(|c| CloseFrame { code: c.code.into(), reason: c.reason.as_ref().into() });
-        let _ = ws.close(frame).await;
+        self.ws.flush().await.map_err(std::io::Error::other)
+    }
+
+    async fn close(&mut self, last_words: &[String]) {
+        if self.send(last_words).await.is_ok() {
+            let frame = self.closing.take().map(|c| CloseFrame { code: c.code.into(), reason: c.reason.as_ref().into() });
+            let _ = self.ws.close(frame).await;
+        }
     }
 }
 

@@ -205,7 +205,7 @@ async fn bad_input_gets_the_stream_error_rfc_6120_names() {
 }
 
 /// An XMPP over WebSocket client (RFC 7395): one element per message.
-struct WsClient {
+pub struct WsClient {
     ws: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>,
 }
 
@@ -225,12 +225,25 @@ impl WsClient {
     }
 
     /// The next message, parsed as the element it must be on its own.
-    async fn element(&mut self) -> Element {
+    pub async fn element(&mut self) -> Element {
         use futures_util::StreamExt;
         let message = tokio::time::timeout(PATIENCE, self.ws.next()).await.expect("a message in time").unwrap().unwrap();
         standalone(&message.into_text().unwrap())
     }
+
+    /// Whether the server closed the WebSocket, with no message before.
+    pub async fn closed(&mut self) -> bool {
+        use futures_util::StreamExt;
+        use tokio_tungstenite::tungstenite::Message;
+        match tokio::time::timeout(PATIENCE, self.ws.next()).await.expect("the close in time") {
+            Some(Ok(Message::Close(_))) | None => true,
+            other => panic!("expected the close, got {other:?}"),
+        }
+    }
 }
+
+/// What opens a stream of single elements (RFC 7395).
+pub const OPEN: &str = "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to='localhost' version='1.0'/>";
 
 /// A message of a stream of single elements (RFC 7395), parsed as the one
 /// element standing alone it must be.
@@ -246,7 +259,7 @@ pub fn standalone(text: &str) -> Element {
 #[tokio::test]
 async fn xmpp_over_websocket_frames_each_element_alone() {
     let server = TestServer::with_xmpp(server::Config::default()).await;
-    let open = "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to='localhost' version='1.0'/>";
+    let open = OPEN;
     let mut c = WsClient::connect(&server).await;
     c.send(open).await;
     let opened = c.element().await;
@@ -548,7 +561,7 @@ async fn in_band_registration_makes_an_account_when_it_is_on() {
 /// returns the client after the stream restart, before bind.
 async fn ws_login_account(server: &TestServer, name: &str) -> WsClient {
     use base64::Engine;
-    let open = "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to='localhost' version='1.0'/>";
+    let open = OPEN;
     let mut c = WsClient::connect(server).await;
     c.send(open).await;
     c.element().await;

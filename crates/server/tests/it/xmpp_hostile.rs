@@ -9,7 +9,7 @@ use server::Config;
 use tokio::io::AsyncWriteExt;
 
 use crate::support::{TestServer, Ws, until};
-use crate::xmpp::{Client, HEADER};
+use crate::xmpp::{Client, HEADER, OPEN, WsClient};
 
 const MUC: &str = "http://jabber.org/protocol/muc";
 
@@ -217,6 +217,21 @@ async fn a_socket_that_does_not_log_in_in_time_is_closed_with_connection_timeout
 }
 
 #[tokio::test]
+async fn a_websocket_stream_that_does_not_log_in_in_time_is_closed_as_a_sockets_is() {
+    let server = impatient(Duration::from_millis(300), Duration::from_secs(25)).await;
+    let mut c = WsClient::connect(&server).await;
+    c.send(OPEN).await;
+    assert_eq!(c.element().await.name, "open");
+    assert_eq!(c.element().await.name, "features");
+    let error = c.element().await;
+    assert_eq!((error.name.as_str(), error.ns.as_str()), ("error", wire::xmpp::STREAMS_NS));
+    assert_eq!(error.elements().next().map(|e| e.name.as_str()), Some("connection-timeout"));
+    assert_eq!(c.element().await.name, "close");
+    assert!(c.closed().await);
+    assert_eq!(server.metric(r#"switchboard_refused_total{app="xmpp",reason="login_timeout"} "#).await, Some(1.0));
+}
+
+#[tokio::test]
 async fn a_silent_client_is_pinged_and_closed_if_it_never_answers() {
     let server = impatient(Duration::from_secs(60), Duration::from_millis(200)).await;
     let addr = server.xmpp.unwrap();
@@ -276,7 +291,6 @@ async fn a_client_that_stops_reading_is_closed_as_a_slow_consumer_and_counted() 
 async fn an_xmpp_flood_is_held_to_the_rate_and_no_reader_loses_a_message() {
     let mut config = Config::default();
     config.rooms.max_members = 10;
-    let mut config = config;
     for mount in &mut config.mounts {
         mount.limits.max_message_rate = 20;
     }

@@ -1,0 +1,316 @@
+//! One client's XML stream, whatever carries it: the task that reads the
+//! client's bytes into the parser and hands its stanzas to the session,
+//! writes what the session's outbox holds, watches the login deadline, the
+//! client's silence and its rate, hands the session over when another
+//! connection resumes it, and ends the stream with the error that says why.
+//! A `Carrier` moves the bytes: a socket (`tcp`, plain or TLS) or WebSocket
+//! messages (`websocket`).
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use hub::{Drained, Outbox, Payload};
+use tokio::time::{Instant, Sleep};
+use wire::xmpp::{Limits, StreamParser};
+
+use super::Xmpp;
+use super::session::{Flow, Framing, Phase, Session, StreamEnd, Takeover, stream_end_for};
+use base::limits::Inflow;
+use base::metrics::ConnectionMetrics;
+
+/// What moves one stream's bytes between the client and the server.
+pub(crate) trait Carrier: Send {
+    /// Waits for the client's next bytes and hands them to `parser`; how
+    /// many.
+    fn read_into(&mut self, parser: &mut StreamParser) -> impl Future<Output = Result<usize, Unread>> + Send;
+
+    /// Sends `texts` in order: each is one element, or the stream's header
+    /// or end.
+    fn send(&mut self, texts: &[String]) -> impl Future<Output = std::io::Result<()>> + Send;
+
+    /// Sends the stream's last words, then closes the carrier.
+    fn close(&mut self, last_words: &[String]) -> impl Future<Output = ()> + Send;
+}
+
+/// Why nothing more can be read.
+pub(crate) enum Unread {
+    /// The client went without a word: the session may wait to be resumed.
+    Gone,
+    /// The client ended its carrier, or broke its framing, and is told why
+    /// if anything is to be said.
+    Ended(Option<StreamEnd>),
+}
+
+/// How a stream ended on one carrier.
+pub(crate) enum Ending {
+    /// The carrier is done with: after a stream error or end, or when it failed.
+    Done(Option<StreamEnd>),
+    /// The client asked for TLS and was told to proceed.
+    StartTls,
+    /// The carrier failed: the session may wait to be resumed.
+    Broken,
+    /// Another connection resumed the session: it goes there.
+    TakenOver(Takeover),
+}
+
+/// How long the stream's last words (its error and end) may take to write.
+const LAST_WORDS: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// One stream's state, kept across a change of carrier (STARTTLS).
+pub(crate) struct StreamTask {
+    /// The service: its context, and its settings.
+    xmpp: Arc<Xmpp>,
+    pub session: Session,
+    outbox: Arc<Outbox>,
+    parser: StreamParser,
+    metrics: ConnectionMetrics,
+    batch: Vec<Payload>,
+    /// What is rendered of `batch`, for the carrier.
+    texts: Vec<String>,
+    /// What the client may send (`--max-message-rate`, `--max-byte-rate`).
+    inflow: Inflow,
+    /// Until when the client is not read, for being over its rate.
+    paused: Option<Instant>,
+    /// When the client must have bound a resource (`--xmpp-login-timeout`).
+    login_deadline: Instant,
+    /// When the client was last heard from, or last pinged.
+    quiet_since: Instant,
+    /// Whether the client has been pinged since it was last heard from.
+    pinged: bool,
+    /// Wakes the task for the earliest of the deadlines above; it is set
+    /// lazily: a read only notes the time, and a wake that comes early sets
+    /// the timer again.
+    timer: Pin<Box<Sleep>>,
+}
+
+impl StreamTask {
+    /// A new stream of a client at `address`, framed as `framing`;
+    /// `carrier` names it in the metrics.
+    pub fn new(xmpp: Arc<Xmpp>, framing: Framing, carrier: &'static str, address: std::net::IpAddr) -> StreamTask {
+        let context = &xmpp.context;
+        let outbox = Arc::new(Outbox::new(context.bounds.queue_limit));
+        let limits = Limits { max_stanza_bytes: context.bounds.max_message_size, ..Limits::default() };
+        let parser = match framing {
+            Framing::Stream => StreamParser::new(limits),
+            Framing::Messages | Framing::Bosh => StreamParser::fragments(limits),
+        };
+        let now = Instant::now();
+        let login_deadline = now + xmpp.login_timeout;
+        StreamTask {
+            inflow: xmpp.inflow.clone(),
+            paused: None,
+            login_deadline,
+            quiet_since: now,
+            pinged: false,
+            timer: Box::pin(tokio::time::sleep_until(login_deadline)),
+            metrics: context.metrics.connection("xmpp", carrier),
+            session: Session::new(framing, xmpp.clone(), outbox.clone(), address),
+            xmpp,
+            outbox,
+            parser,
+            batch: Vec::new(),
+            texts: Vec::new(),
+        }
+    }
+
+    /// Ends the stream on `carrier` as `ending` says: with its last words,
+    /// by parking the session for resumption, or by handing it over.
+    /// `StartTls` is for a carrier that can turn to TLS to handle first.
+    pub async fn end<C: Carrier>(mut self, carrier: &mut C, ending: Ending) {
+        match ending {
+            Ending::Done(end) => self.finish(carrier, end).await,
+            Ending::Broken => self.xmpp.clone().park(self.session),
+            Ending::TakenOver(reply) => self.hand_over(carrier, reply).await,
+            Ending::StartTls => self.finish(carrier, None).await,
+        }
+    }
+
+    /// Reads and writes the stream until it ends or turns to TLS.
+    pub async fn drive<C: Carrier>(&mut self, carrier: &mut C) -> Ending {
+        loop {
+            tokio::select! {
+                n = carrier.read_into(&mut self.parser), if self.paused.is_none() => {
+                    let n = match n {
+                        Ok(n) => n,
+                        Err(Unread::Gone) => return Ending::Broken,
+                        Err(Unread::Ended(end)) => return Ending::Done(end),
+                    };
+                    if let Some(ending) = self.on_read(carrier, n).await {
+                        return ending;
+                    }
+                }
+                drained = self.outbox.drain(&mut self.batch) => {
+                    if !self.write(carrier).await {
+                        // A write abandoned because the queue overflowed behind it
+                        // ends the session; any other failure may be resumed.
+                        return match self.outbox.close_reason() {
+                            Some(close) => self.closed_by(&close),
+                            None => Ending::Broken,
+                        };
+                    }
+                    if let Drained::Closed(close) = drained {
+                        return self.closed_by(&close);
+                    }
+                }
+                () = self.timer.as_mut() => {
+                    if let Err(end) = self.on_timer() {
+                        return Ending::Done(Some(end));
+                    }
+                }
+                reply = self.session.taken_over() => {
+                    // Refused (the reply dropped) once it can no longer be resumed.
+                    if self.session.resumable().is_some() {
+                        return Ending::TakenOver(reply);
+                    }
+                }
+                () = self.xmpp.context.shutdown.wait() => return Ending::Done(Some(StreamEnd("system-shutdown", "the server is shutting down".into()))),
+            }
+        }
+    }
+
+    /// Handles the `n` bytes just read: every whole event they complete,
+    /// then the client's rate; an ending if the stream ends there.
+    async fn on_read<C: Carrier>(&mut self, carrier: &mut C, n: usize) -> Option<Ending> {
+        self.quiet_since = Instant::now();
+        self.pinged = false;
+        let mut n_left = n;
+        let before = self.session.stanzas_in;
+        // Events already buffered after a resumption are the resumed
+        // session's: handle them without waiting to read.
+        loop {
+            let before = self.session.stanzas_in;
+            // Boxed: what handling a stanza may await (a room's join through
+            // the broker …) would otherwise make every idle stream's task as
+            // big as its biggest step.
+            let flow = Box::pin(self.session.take_events(&mut self.parser)).await;
+            self.metrics.received_many(self.session.stanzas_in - before, std::mem::take(&mut n_left));
+            match flow {
+                Ok(Flow::Continue) => break,
+                Ok(Flow::Closed) => return Some(Ending::Done(Some(StreamEnd::closed()))),
+                Ok(Flow::StartTls) => {
+                    // `<proceed/>` must reach the client before the handshake.
+                    if self.outbox.try_drain(&mut self.batch).is_some() && !self.write(carrier).await {
+                        return Some(Ending::Broken);
+                    }
+                    return Some(Ending::StartTls);
+                }
+                Ok(Flow::Resume(parked, h)) => {
+                    let resumed = match self.session.take_up(*parked, h) {
+                        Ok(texts) => texts,
+                        Err(end) => return Some(Ending::Done(Some(end))),
+                    };
+                    self.outbox = self.session.outbox().clone();
+                    if carrier.send(&resumed).await.is_err() {
+                        return Some(Ending::Broken);
+                    }
+                }
+                Err(end) => return Some(Ending::Done(Some(end))),
+            }
+        }
+        // Once bound, silence is watched instead of the login deadline,
+        // which may be later.
+        let silence = self.quiet_since + self.xmpp.context.bounds.ping_interval;
+        if self.session.phase == Phase::Ready && self.timer.deadline() > silence {
+            self.timer.as_mut().reset(silence);
+        }
+        // Over its rate, the client is read again only once under it: the
+        // socket holds it back meanwhile, and nothing it sent is lost.
+        if let Some(until) = self.inflow.charge(self.session.stanzas_in - before, n) {
+            self.paused = Some(until);
+            let next = until.min(self.timer.deadline());
+            self.timer.as_mut().reset(next);
+        }
+        None
+    }
+
+    /// The session's outbox was closed (a slow consumer, shutdown …): the
+    /// stream ends with the error that says why.
+    fn closed_by(&self, close: &hub::Close) -> Ending {
+        if close.is_slow_consumer() {
+            self.metrics.slow_consumer();
+        }
+        Ending::Done(Some(stream_end_for(close)))
+    }
+
+    /// The timer went off: the client may be read again, or has taken too
+    /// long to log in, or is pinged for being silent, or is closed for not
+    /// answering; then the timer is set for what comes next.
+    fn on_timer(&mut self) -> Result<(), StreamEnd> {
+        let now = Instant::now();
+        if self.paused.is_some_and(|until| until <= now) {
+            self.paused = None;
+        }
+        let interval = self.xmpp.context.bounds.ping_interval;
+        let watch = if self.session.phase != Phase::Ready {
+            if self.login_deadline <= now {
+                let limit = humantime::format_duration(self.xmpp.login_timeout);
+                self.xmpp.context.metrics.refused("xmpp", "login_timeout");
+                return Err(StreamEnd("connection-timeout", format!("no resource bound within {limit}")));
+            }
+            self.login_deadline
+        } else if self.quiet_since + interval <= now {
+            if self.pinged {
+                self.xmpp.context.metrics.refused("xmpp", "ping_timeout");
+                return Err(StreamEnd("connection-timeout", "no answer to the server's ping".into()));
+            }
+            self.session.ping();
+            self.pinged = true;
+            self.quiet_since = now;
+            now + interval
+        } else {
+            self.quiet_since + interval
+        };
+        self.timer.as_mut().reset(self.paused.map_or(watch, |until| until.min(watch)));
+        Ok(())
+    }
+
+    /// Hands the session to the connection that resumed it, and ends this
+    /// one with `conflict` (XEP-0198 §5).
+    async fn hand_over<C: Carrier>(self, carrier: &mut C, reply: Takeover) {
+        let mut words = vec![self.session.stream_error("conflict", "the session was resumed on another connection")];
+        words.extend(self.session.framing().close().map(str::to_owned));
+        // The session first: this connection is likely dead, and a write to
+        // it may wait long.
+        if let Err(mut session) = reply.send(self.session) {
+            // The new connection gave up waiting: the session ends here.
+            session.leave_all();
+        }
+        let _ = tokio::time::timeout(LAST_WORDS, carrier.close(&words)).await;
+    }
+
+    /// Writes the drained batch; `false` if the carrier failed.
+    async fn write<C: Carrier>(&mut self, carrier: &mut C) -> bool {
+        self.texts.clear();
+        let count = self.batch.len();
+        for payload in self.batch.drain(..) {
+            if let Some(text) = self.session.render(&payload) {
+                self.texts.push(text);
+            }
+        }
+        if self.texts.is_empty() {
+            return true;
+        }
+        let bytes = self.texts.iter().map(String::len).sum();
+        // A client that takes no bytes for a ping interval is gone, or
+        // hostile: it must not hold its connection and queue forever; nor
+        // once its queue has overflowed behind the write.
+        let write = tokio::time::timeout(self.xmpp.context.bounds.ping_interval, carrier.send(&self.texts));
+        let ok = tokio::select! {
+            biased;
+            written = write => matches!(written, Ok(Ok(()))),
+            _ = self.outbox.closed() => false,
+        };
+        self.metrics.sent(count, bytes);
+        ok
+    }
+
+    /// Leaves the rooms and ends the stream: what was answered before the
+    /// end first, then the error if any, then the stream's end; with no
+    /// end to say, the carrier just closes.
+    async fn finish<C: Carrier>(&mut self, carrier: &mut C, end: Option<StreamEnd>) {
+        self.session.leave_all();
+        let words = end.map(|end| self.session.last_words(end)).unwrap_or_default();
+        // A client that is not reading gets no longer than this to take it.
+        let _ = tokio::time::timeout(LAST_WORDS, carrier.close(&words)).await;
+    }
+}
