@@ -6,11 +6,12 @@
 //! (SCRAM-SHA-256, SCRAM-SHA-1, PLAIN, ANONYMOUS) against the configured
 //! accounts and those made by in-band registration (`accounts`), resource
 //! binding, rosters and presence subscriptions in memory (`roster`),
-//! routing between users, MUC (`muc` for its stanzas, `room` for what XMPP
-//! keeps of a room), ping, service discovery, and stream management with
-//! resumption; every other iq is answered `service-unavailable`. One
-//! client's protocol is `session`; `tcp` and `websocket` carry it, and
-//! `bridge` hands it the messages of SockJS and BOSH sessions.
+//! routing between users (`router`), MUC (`muc` for its stanzas, `room`
+//! for what XMPP keeps of a room), ping, service discovery, and stream
+//! management with resumption; every other iq is answered
+//! `service-unavailable`. One client's protocol is `session`; `stream` runs
+//! it over a carrier, `tcp` and `websocket`, and `bridge` hands it the
+//! messages of SockJS and BOSH sessions.
 
 mod accounts;
 pub mod bosh;
@@ -18,6 +19,7 @@ pub mod bridge;
 mod muc;
 mod room;
 mod roster;
+mod router;
 mod session;
 mod stream;
 mod tcp;
@@ -26,7 +28,7 @@ pub mod websocket;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use hub::{Broker, Outbox};
+use hub::Broker;
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -40,25 +42,7 @@ pub use session::{FRAMING_CLOSE, FRAMING_NS, Framing};
 /// client names too.
 pub use wire::xmpp::ns;
 
-/// A bound resource: its name, where its stanzas go and how they are
-/// framed there, and its presence once it has sent available presence.
-struct Resource {
-    name: String,
-    outbox: Arc<Outbox>,
-    framing: session::Framing,
-    presence: Option<wire::xmpp::Element>,
-}
-
-/// An available resource of a user: its full JID, its current presence,
-/// and where its stanzas go.
-pub(crate) struct Available {
-    pub jid: String,
-    pub presence: wire::xmpp::Element,
-    pub target: Target,
-}
-
-/// Where one stanza goes: an outbox, and the framing its transport needs.
-pub(crate) type Target = (Arc<Outbox>, session::Framing);
+pub(crate) use router::Target;
 
 /// What every XMPP session of the server shares.
 pub struct Xmpp {
@@ -75,8 +59,8 @@ pub struct Xmpp {
     /// The chat app's rooms, which MUC rooms are; `None` without a chat
     /// mount (then there is no MUC service).
     pub rooms: Option<Arc<dyn Broker>>,
-    /// Bound sessions: bare JID to each resource's outbox.
-    sessions: Mutex<HashMap<String, Vec<Resource>>>,
+    /// Where stanzas go: to this server's bound resources.
+    router: router::Router,
     /// One per open XMPP connection, at most `--max-connections`.
     slots: Arc<Semaphore>,
     /// Who may log in, and how.
@@ -187,7 +171,7 @@ impl Xmpp {
             domain: domain.clone(),
             muc_domain: format!("conference.{domain}"),
             rooms,
-            sessions: Mutex::new(HashMap::new()),
+            router: router::Router::new(domain.clone()),
             slots: Arc::new(Semaphore::new(max_connections)),
         }
     }
@@ -285,67 +269,7 @@ impl Xmpp {
     /// logged in anonymously, who exists while bound.
     fn exists(&self, bare: &Jid) -> bool {
         let Some(local) = bare.local.as_deref() else { return false };
-        bare.domain == self.domain && (self.auth.accounts.exists(local) || self.sessions.lock().contains_key(&bare.bare().to_string()))
-    }
-
-    /// Registers a bound resource; `false` if that full JID is taken.
-    fn bind(&self, jid: &Jid, outbox: Arc<Outbox>, framing: session::Framing) -> bool {
-        let (bare, name) = (jid.bare().to_string(), jid.resource.clone().unwrap_or_default());
-        let mut sessions = self.sessions.lock();
-        let resources = sessions.entry(bare).or_default();
-        if resources.iter().any(|r| r.name == name) {
-            return false;
-        }
-        resources.push(Resource { name, outbox, framing, presence: None });
-        true
-    }
-
-    /// Keeps the resource `jid`'s current presence (`None`: unavailable).
-    fn set_presence(&self, jid: &Jid, presence: Option<wire::xmpp::Element>) {
-        let mut sessions = self.sessions.lock();
-        let Some(resources) = sessions.get_mut(&jid.bare().to_string()) else { return };
-        if let Some(r) = resources.iter_mut().find(|r| Some(&r.name) == jid.resource.as_ref()) {
-            r.presence = presence;
-        }
-    }
-
-    /// The available resources of the user `bare`.
-    fn available(&self, bare: &str) -> Vec<Available> {
-        let sessions = self.sessions.lock();
-        let Some(resources) = sessions.get(bare) else { return Vec::new() };
-        resources
-            .iter()
-            .filter_map(|r| {
-                let presence = r.presence.clone()?;
-                Some(Available { jid: format!("{bare}/{}", r.name), presence, target: (r.outbox.clone(), r.framing) })
-            })
-            .collect()
-    }
-
-    /// Every bound resource of the user `bare`, with its full JID.
-    fn resources(&self, bare: &str) -> Vec<(String, Target)> {
-        let sessions = self.sessions.lock();
-        let Some(resources) = sessions.get(bare) else { return Vec::new() };
-        resources.iter().map(|r| (format!("{bare}/{}", r.name), (r.outbox.clone(), r.framing))).collect()
-    }
-
-    fn unbind(&self, jid: &Jid) {
-        let bare = jid.bare().to_string();
-        let mut sessions = self.sessions.lock();
-        if let Some(resources) = sessions.get_mut(&bare) {
-            resources.retain(|r| Some(&r.name) != jid.resource.as_ref());
-            if resources.is_empty() {
-                sessions.remove(&bare);
-            }
-        }
-    }
-
-    /// Where a stanza to `to` goes: that resource, or every resource of a
-    /// bare JID.
-    fn route(&self, to: &Jid) -> Vec<Target> {
-        let sessions = self.sessions.lock();
-        let Some(resources) = sessions.get(&to.bare().to_string()) else { return Vec::new() };
-        resources.iter().filter(|r| to.resource.as_ref().is_none_or(|want| *want == r.name)).map(|r| (r.outbox.clone(), r.framing)).collect()
+        bare.domain == self.domain && (self.auth.accounts.exists(local) || self.router.is_bound(bare))
     }
 }
 

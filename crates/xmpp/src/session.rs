@@ -450,7 +450,7 @@ impl Session {
         let asked = bind.find("resource", ns::BIND).map(Element::text_content).filter(|r| !r.is_empty() && r.len() <= 1023);
         let resource = asked.unwrap_or_else(|| format!("sb-{:08x}", rand::random::<u32>()));
         let full = bare.with_resource(&resource);
-        if !self.xmpp.bind(&full, self.outbox.clone(), self.framing) {
+        if !self.xmpp.router.bind(&full, self.outbox.clone(), self.framing) {
             return self.refuse(iq, "cancel", "conflict");
         }
         self.jid = Some(full.clone());
@@ -495,7 +495,7 @@ impl Session {
             && let Some(jid) = self.jid.clone()
         {
             self.end_presence();
-            self.xmpp.unbind(&jid);
+            self.xmpp.router.unbind(&jid);
         }
     }
 

@@ -14,7 +14,7 @@ impl Session {
     /// bare JID), from this session's full JID, each in its own framing;
     /// `service-unavailable` when nobody is there (RFC 6121 §8.5).
     pub(super) fn route_to_user(&mut self, stanza: &Element, to: &Jid) {
-        let targets = self.xmpp.route(to);
+        let targets = self.xmpp.router.route(to);
         if targets.is_empty() {
             return self.refuse(stanza, "cancel", "service-unavailable");
         }
@@ -96,20 +96,20 @@ impl Session {
         };
         let first = available && !self.available;
         self.available = available;
-        self.xmpp.set_presence(&me, available.then(|| presence.clone()));
+        self.xmpp.router.set_presence(&me, available.then(|| presence.clone()));
         let me_full = me.to_string();
         let mut targets: Vec<Target> =
-            self.xmpp.available(&user).into_iter().filter(|r| r.jid != me_full).map(|r| r.target).collect();
+            self.xmpp.router.available(&user).into_iter().filter(|r| r.jid != me_full).map(|r| r.target).collect();
         let contacts = self.xmpp.rosters.contacts(&user);
         for jid in contacts.iter().filter(|c| c.subscription.from).filter_map(|c| Jid::parse(&c.jid)) {
-            targets.extend(self.xmpp.route(&jid));
+            targets.extend(self.xmpp.router.route(&jid));
         }
         self.carry(presence, targets);
         if first {
-            let mut theirs = self.xmpp.available(&user);
+            let mut theirs = self.xmpp.router.available(&user);
             theirs.retain(|r| r.jid != me_full);
             for contact in contacts.iter().filter(|c| c.subscription.to) {
-                theirs.extend(self.xmpp.available(&contact.jid));
+                theirs.extend(self.xmpp.router.available(&contact.jid));
             }
             for r in theirs {
                 let mut current = r.presence;
@@ -141,7 +141,7 @@ impl Session {
         }
         // Presence is not answered with errors (RFC 6121 §4.6.2): with
         // nobody there it is dropped.
-        let targets = self.xmpp.route(to);
+        let targets = self.xmpp.router.route(to);
         self.carry(presence, targets);
     }
 
@@ -208,8 +208,8 @@ impl Session {
                 }
                 subscribed(&self.xmpp, &contact, &user, &stamped);
                 // Then this user's current presence, from each of its available resources.
-                let targets = self.xmpp.route(&other);
-                for r in self.xmpp.available(&user) {
+                let targets = self.xmpp.router.route(&other);
+                for r in self.xmpp.router.available(&user) {
                     carry_from(&r.presence, &r.jid, targets.clone());
                 }
             }
@@ -234,8 +234,8 @@ impl Session {
                 deliver(&self.xmpp, &contact, &stamped);
                 // The contact's presence is no longer this user's to see, if it was.
                 if had_from {
-                    let mine = self.jid.as_ref().map(|j| self.xmpp.route(&j.bare())).unwrap_or_default();
-                    for r in self.xmpp.available(&contact) {
+                    let mine = self.jid.as_ref().map(|j| self.xmpp.router.route(&j.bare())).unwrap_or_default();
+                    for r in self.xmpp.router.available(&contact) {
                         let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable");
                         carry_from(&gone, &r.jid, mine.clone());
                     }
@@ -257,8 +257,8 @@ impl Session {
                     push(&self.xmpp, &contact, theirs.item());
                 }
                 deliver(&self.xmpp, &contact, &stamped);
-                let targets = self.xmpp.route(&other);
-                for r in self.xmpp.available(&user) {
+                let targets = self.xmpp.router.route(&other);
+                for r in self.xmpp.router.available(&user) {
                     let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable");
                     carry_from(&gone, &r.jid, targets.clone());
                 }
@@ -270,7 +270,7 @@ impl Session {
     pub(super) fn end_directed(&mut self) {
         for to in std::mem::take(&mut self.directed) {
             let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable").attr("to", &to.to_string());
-            self.carry(&gone, self.xmpp.route(&to));
+            self.carry(&gone, self.xmpp.router.route(&to));
         }
     }
 
@@ -285,7 +285,7 @@ impl Session {
         self.end_directed();
         if self.anonymous
             && let Some(user) = self.user()
-            && self.xmpp.resources(&user).len() <= 1
+            && self.xmpp.router.resources(&user).len() <= 1
         {
             self.xmpp.rosters.forget(&user);
         }
@@ -304,14 +304,14 @@ fn carry_from(stanza: &Element, from: &str, targets: Vec<Target>) {
 
 /// A stanza already stamped, to every resource of the user `bare`.
 fn deliver(xmpp: &super::super::Xmpp, bare: &str, stanza: &Element) {
-    for (_, (outbox, framing)) in xmpp.resources(bare) {
+    for (_, (outbox, framing)) in xmpp.router.resources(bare) {
         let _ = outbox.push(framing.payload(stanza));
     }
 }
 
 /// A roster push (RFC 6121 §2.1.6) of `item` to every resource of `user`.
 fn push(xmpp: &super::super::Xmpp, user: &str, item: Element) {
-    for (jid, (outbox, framing)) in xmpp.resources(user) {
+    for (jid, (outbox, framing)) in xmpp.router.resources(user) {
         let id = format!("push-{:08x}", rand::random::<u32>());
         let iq = Element::new("iq", ns::CLIENT)
             .attr("type", "set")
