@@ -130,8 +130,9 @@ impl Metrics {
 }
 
 impl Metrics {
-    /// Counts a new connection and hands it its counters.
-    pub fn connection(&self, app: &str, transport: &str) -> ConnectionMetrics {
+    /// Counts a new client (in `switchboard_connections`: one client is one
+    /// connection there, whatever carries it) and hands it its counters.
+    pub fn client(&self, app: &str, transport: &str) -> ClientMetrics {
         let labels = Labels { app: app.to_owned(), transport: transport.to_owned() };
         let counters = self.shared.lock().entry(labels).or_insert_with_key(|labels| {
             Arc::new(Counters {
@@ -146,7 +147,7 @@ impl Metrics {
         }).clone();
         counters.connections.inc();
         counters.accepted.inc();
-        ConnectionMetrics(counters)
+        ClientMetrics(counters)
     }
 
     /// Counts a new connection shed for `reason`.
@@ -186,9 +187,9 @@ impl Metrics {
     }
 }
 
-/// One connection's counters; dropping it counts the connection as closed.
+/// One client's counters; dropping it counts its connection as closed.
 #[derive(Debug)]
-pub struct ConnectionMetrics(Arc<Counters>);
+pub struct ClientMetrics(Arc<Counters>);
 
 /// The counters of one label set.
 #[derive(Debug)]
@@ -202,7 +203,7 @@ struct Counters {
     slow_consumers: Counter,
 }
 
-impl ConnectionMetrics {
+impl ClientMetrics {
     /// Counts one message received.
     pub fn received(&self, bytes: usize) {
         self.received_many(1, bytes);
@@ -226,7 +227,7 @@ impl ConnectionMetrics {
     }
 }
 
-impl Drop for ConnectionMetrics {
+impl Drop for ClientMetrics {
     fn drop(&mut self) {
         self.0.connections.dec();
     }
@@ -239,7 +240,7 @@ mod tests {
     #[test]
     fn counters_appear_with_their_labels() {
         let metrics = Metrics::default();
-        let conn = metrics.connection("echo", "websocket");
+        let conn = metrics.client("echo", "websocket");
         conn.received(5);
         conn.sent(2, 10);
         conn.slow_consumer();

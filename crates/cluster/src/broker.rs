@@ -25,12 +25,12 @@ use wire::nickname::Nickname;
 use tokio::task::AbortHandle;
 
 use crate::envelope::{self, Claim};
-use crate::link::Link;
+use crate::nats::Nats;
 
 /// One app's rooms on this node, spread over the cluster.
 #[derive(Debug)]
 pub struct NatsBroker {
-    link: Arc<Link>,
+    nats: Arc<Nats>,
     /// The app's subject token.
     app: String,
     hub: Arc<Hub>,
@@ -57,14 +57,14 @@ struct Room {
 impl NatsBroker {
     /// The rooms of the app mounted at `prefix`, whose rooms on this node
     /// keep to `limits`.
-    pub fn new(link: Arc<Link>, prefix: &str, limits: RoomLimits) -> Arc<NatsBroker> {
+    pub fn new(nats: Arc<Nats>, prefix: &str, limits: RoomLimits) -> Arc<NatsBroker> {
         let broker = Arc::new(NatsBroker {
             app: envelope::token(prefix),
             hub: Arc::new(Hub::with_limits(16, limits)),
             rooms: Arc::new(Mutex::new(HashMap::new())),
-            link,
+            nats,
         });
-        tokio::spawn(bury_lost_nodes(Arc::downgrade(&broker), broker.link.lost_nodes()));
+        tokio::spawn(bury_lost_nodes(Arc::downgrade(&broker), broker.nats.lost_nodes()));
         broker
     }
 
@@ -81,7 +81,7 @@ impl NatsBroker {
                 None => {
                     let state = Arc::new(Room { ready: watch::channel(None).0, elsewhere: Mutex::new(HashMap::new()) });
                     let name: Arc<str> = Arc::from(room);
-                    let task = tokio::spawn(follow(self.link.clone(), self.app.clone(), self.hub.clone(), name.clone(), state.clone()));
+                    let task = tokio::spawn(follow(self.nats.clone(), self.app.clone(), self.hub.clone(), name.clone(), state.clone()));
                     rooms.insert(name, Followed { interest: 1, room: state.clone(), task: task.abort_handle() });
                     state
                 }
@@ -133,13 +133,13 @@ impl Broker for NatsBroker {
         Box::pin(async move {
             let key = self.name_key(room, &member);
             if let (Some(key), Some(name)) = (&key, &member.name)
-                && !self.link.claim(key.clone(), name.shown.clone()).await?
+                && !self.nats.claim(key.clone(), name.shown.clone()).await?
             {
                 return Err(JoinError::NameTaken);
             }
             let joined = self.join_claimed(room, member, listed, greet).await;
             if let (Err(_), Some(key)) = (&joined, key) {
-                self.link.release(key);
+                self.nats.release(key);
             }
             joined
         })
@@ -148,7 +148,7 @@ impl Broker for NatsBroker {
     fn leave(&self, room: &str, id: MemberId) -> Option<Member> {
         let member = self.hub.leave(room, id)?;
         if let Some(key) = self.name_key(room, &member) {
-            self.link.release(key);
+            self.nats.release(key);
         }
         self.unfollow(room);
         Some(member)
@@ -158,18 +158,18 @@ impl Broker for NatsBroker {
         Box::pin(async move {
             let key = envelope::name_key(&self.app, room, &name.key);
             let shown = name.shown.clone();
-            if !self.link.claim(key.clone(), shown).await? {
+            if !self.nats.claim(key.clone(), shown).await? {
                 return Err(RenameError::NameTaken);
             }
             match self.hub.rename(room, id, name) {
                 Ok(old) => {
                     if let Some(old) = old.filter(|old| envelope::name_key(&self.app, room, &old.key) != key) {
-                        self.link.release(envelope::name_key(&self.app, room, &old.key));
+                        self.nats.release(envelope::name_key(&self.app, room, &old.key));
                     }
                     Ok(())
                 }
                 Err(e) => {
-                    self.link.release(key);
+                    self.nats.release(key);
                     Err(e)
                 }
             }
@@ -177,13 +177,13 @@ impl Broker for NatsBroker {
     }
 
     fn publish(&self, room: &str, payload: Payload) -> Result<(), BrokerError> {
-        let (headers, body) = envelope::encode(&self.link.node, &payload);
-        self.link.send(envelope::room_subject(&self.app, room) + "e", headers, body)
+        let (headers, body) = envelope::encode(&self.nats.node, &payload);
+        self.nats.send(envelope::room_subject(&self.app, room) + "e", headers, body)
     }
 
     fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<(), BrokerError>> {
-        let (headers, body) = envelope::encode(&self.link.node, &payload);
-        Box::pin(self.link.store(envelope::room_subject(&self.app, room) + "m", headers, body))
+        let (headers, body) = envelope::encode(&self.nats.node, &payload);
+        Box::pin(self.nats.store(envelope::room_subject(&self.app, room) + "m", headers, body))
     }
 
     fn limits(&self) -> RoomLimits {
@@ -193,9 +193,9 @@ impl Broker for NatsBroker {
 
 /// Follows one room until aborted: reads its history and the names held
 /// elsewhere, says it is ready, then hands each new event to the hub.
-async fn follow(link: Arc<Link>, app: String, hub: Arc<Hub>, room: Arc<str>, state: Arc<Room>) {
+async fn follow(nats: Arc<Nats>, app: String, hub: Arc<Hub>, room: Arc<str>, state: Arc<Room>) {
     let subjects = envelope::room_subject(&app, &room);
-    let (backlog, mut messages) = match ordered(&link, &link.rooms, format!("{subjects}*"), DeliverPolicy::All).await {
+    let (backlog, mut messages) = match ordered(&nats, &nats.rooms, format!("{subjects}*"), DeliverPolicy::All).await {
         Ok(followed) => followed,
         Err(e) => {
             tracing::warn!(%room, "broker: cannot follow a room: {e}");
@@ -215,9 +215,9 @@ async fn follow(link: Arc<Link>, app: String, hub: Arc<Hub>, room: Arc<str>, sta
             hub.keep(&room, &received.payload);
         }
     }
-    match names_elsewhere(&link, &app, &room).await {
+    match names_elsewhere(&nats, &app, &room).await {
         Ok(names) => {
-            names.values().for_each(|node| link.note_node(node));
+            names.values().for_each(|node| nats.note_node(node));
             *state.elsewhere.lock() = names;
         }
         Err(e) => {
@@ -240,10 +240,10 @@ async fn follow(link: Arc<Link>, app: String, hub: Arc<Hub>, room: Arc<str>, sta
             hub.publish_and_keep(&room, &received.payload);
             continue;
         }
-        if received.node != link.node {
+        if received.node != nats.node {
             match received.payload.as_event() {
                 Some((_, RoomEvent::Join { name })) => {
-                    link.note_node(&received.node);
+                    nats.note_node(&received.node);
                     state.elsewhere.lock().insert(name.clone(), received.node.clone());
                 }
                 Some((_, RoomEvent::Leave { name })) => {
@@ -269,13 +269,13 @@ fn decode(room: &Arc<str>, message: &async_nats::jetstream::Message) -> Option<e
 /// how many messages it had to deliver when it was made (what is already
 /// stored: the backlog before live events).
 async fn ordered(
-    link: &Link,
+    nats: &Nats,
     stream: &async_nats::jetstream::stream::Stream,
     filter: String,
     policy: DeliverPolicy,
 ) -> Result<(u64, push::Ordered), async_nats::Error> {
     let config = push::OrderedConfig {
-        deliver_subject: link.client.new_inbox(),
+        deliver_subject: nats.client.new_inbox(),
         filter_subject: filter,
         deliver_policy: policy,
         ..Default::default()
@@ -286,9 +286,9 @@ async fn ordered(
 }
 
 /// The names of a room held on other nodes, from the names bucket.
-async fn names_elsewhere(link: &Link, app: &str, room: &str) -> Result<HashMap<Arc<str>, Arc<str>>, async_nats::Error> {
-    let filter = format!("{}{}*", link.names.prefix, envelope::names_of(app, room));
-    let (mut left, mut entries) = ordered(link, &link.names.stream, filter, DeliverPolicy::LastPerSubject).await?;
+async fn names_elsewhere(nats: &Nats, app: &str, room: &str) -> Result<HashMap<Arc<str>, Arc<str>>, async_nats::Error> {
+    let filter = format!("{}{}*", nats.names.prefix, envelope::names_of(app, room));
+    let (mut left, mut entries) = ordered(nats, &nats.names.stream, filter, DeliverPolicy::LastPerSubject).await?;
     let mut names = HashMap::new();
     while left > 0 {
         let Some(entry) = entries.next().await else { break };
@@ -299,7 +299,7 @@ async fn names_elsewhere(link: &Link, app: &str, room: &str) -> Result<HashMap<A
             continue;
         }
         if let Ok(claim) = serde_json::from_slice::<Claim>(&entry.payload)
-            && claim.node != link.node
+            && claim.node != nats.node
         {
             names.insert(claim.name, claim.node);
         }

@@ -1,10 +1,10 @@
 //! Switchboard on several nodes: rooms that span nodes through NATS
-//! JetStream (see `NatsBroker`), and one node's connection to it (`Link`).
+//! JetStream (see `NatsBroker`), and one node's connection to it (`Nats`).
 //! The encoding every node must share is in `envelope`.
 
 mod broker;
 pub mod envelope;
-mod link;
+mod nats;
 
 pub use broker::NatsBroker;
-pub use link::{ConnectError, Link, LinkState, Options};
+pub use nats::{ConnectError, Nats, NatsState, Options};

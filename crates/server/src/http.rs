@@ -81,8 +81,8 @@ pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connect
         "/.well-known/host-meta" => xmpp::websocket::host_meta(&req, server.config.tls.is_some(), false),
         "/.well-known/host-meta.json" => xmpp::websocket::host_meta(&req, server.config.tls.is_some(), true),
         "/metrics" => {
-            if let Some(link) = &server.link {
-                server.metrics.broker(link.state().is_up(), link.state().reconnects());
+            if let Some(nats) = &server.nats {
+                server.metrics.broker(nats.state().is_up(), nats.state().reconnects());
             }
             if let Some(xmpp) = &server.xmpp {
                 let (parked, waiting) = xmpp.held();
@@ -141,7 +141,7 @@ async fn route_mount(
 
 /// `GET /count/xhr?count=N` → `{"count":N-1}`.
 fn count_xhr(req: &Request<Incoming>, server: &ServerState, mount: &MountState) -> Response<Body> {
-    let metrics = server.metrics.connection(mount.name(), "http");
+    let metrics = server.metrics.client(mount.name(), "http");
     let query = req.uri().query().unwrap_or("");
     let count = query
         .split('&')

@@ -78,7 +78,7 @@ pub async fn serve_with(
     config: Config,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
-    let link = match &config.broker.url {
+    let nats = match &config.broker.url {
         Some(url) => {
             let options = cluster::Options {
                 url: url.clone(),
@@ -87,11 +87,11 @@ pub async fn serve_with(
                 max_message_size: config.server.max_message_size,
                 queue: BROKER_QUEUE,
             };
-            Some(cluster::Link::connect(options).await.map_err(|e| Error::io(format!("broker: {e}")))?)
+            Some(cluster::Nats::connect(options).await.map_err(|e| Error::io(format!("broker: {e}")))?)
         }
         None => None,
     };
-    let state = Arc::new(ServerState::new(config, link, xmpp.any())?);
+    let state = Arc::new(ServerState::new(config, nats, xmpp.any())?);
     if let Some(service) = state.xmpp.clone() {
         for (listener, direct_tls) in [(xmpp.plain, false), (xmpp.direct_tls, true)] {
             if let Some(listener) = listener {

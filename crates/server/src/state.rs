@@ -27,11 +27,11 @@ pub struct ServerState {
     pub config: Config,
     pub mounts: Vec<Arc<MountState>>,
     /// The connection to the other nodes, when rooms span several.
-    pub link: Option<Arc<cluster::Link>>,
+    pub nats: Option<Arc<cluster::Nats>>,
     /// The XMPP service, when XMPP is on.
     pub xmpp: Option<Arc<xmpp::Xmpp>>,
     /// XMPP over BOSH, when XMPP is on.
-    pub bosh: Option<xmpp::bosh::Service>,
+    pub bosh: Option<xmpp::bosh::Bosh>,
     /// TLS on the listener, if configured.
     pub tls: Option<TlsAcceptor>,
 }
@@ -63,8 +63,8 @@ const SESSION_BURST_SECONDS: u32 = 10;
 
 impl ServerState {
     /// The state of a server with `config`, whose rooms span nodes through
-    /// `link` if there is one, with XMPP on if `xmpp_on`.
-    pub fn new(config: Config, link: Option<Arc<cluster::Link>>, xmpp_on: bool) -> Result<ServerState, Error> {
+    /// `nats` if there is one, with XMPP on if `xmpp_on`.
+    pub fn new(config: Config, nats: Option<Arc<cluster::Nats>>, xmpp_on: bool) -> Result<ServerState, Error> {
         let chat_rooms = config.rooms.limits();
         // The apps first: XMPP's MUC rooms are the first chat mount's.
         let apps: Vec<Option<Arc<App>>> = config
@@ -72,8 +72,8 @@ impl ServerState {
             .iter()
             .map(|m| {
                 let MountKind::App(kind) = m.app else { return None };
-                Some(Arc::new(match &link {
-                    Some(link) => App::new(kind, cluster::NatsBroker::new(link.clone(), &m.prefix, App::limits(kind, chat_rooms))),
+                Some(Arc::new(match &nats {
+                    Some(nats) => App::new(kind, cluster::NatsBroker::new(nats.clone(), &m.prefix, App::limits(kind, chat_rooms))),
                     None => App::in_memory(kind, chat_rooms),
                 }))
             })
@@ -94,7 +94,7 @@ impl ServerState {
             ping_interval: config.server.ping_interval,
         };
         let context = Arc::new(Context {
-            metrics: Metrics::new(link.is_some()),
+            metrics: Metrics::new(nats.is_some()),
             shutdown: Shutdown::default(),
             tracker: TaskTracker::new(),
             session_rates,
@@ -133,7 +133,7 @@ impl ServerState {
                 wait: config.bosh.wait,
                 inactivity: config.bosh.inactivity,
             };
-            xmpp::bosh::Service::new(xmpp.clone(), settings)
+            xmpp::bosh::Bosh::new(xmpp.clone(), settings)
         });
         let mounts = config
             .mounts
@@ -166,7 +166,7 @@ impl ServerState {
             context,
             config,
             mounts,
-            link,
+            nats,
             xmpp,
             bosh,
             tls,

@@ -5,7 +5,7 @@ pub mod deflate;
 pub mod lazy_ws;
 pub mod mount;
 pub mod send_queue;
-pub mod session;
+pub mod http_session;
 pub mod shared_tcp;
 pub mod sockjs;
 #[cfg(test)]

@@ -11,7 +11,7 @@ use base::token::Identity;
 use hub::Outbox;
 
 use super::Client;
-use super::session::Registry;
+use super::http_session::Registry;
 use super::websocket;
 
 /// What a mount serves: it opens a client for each WebSocket connection

@@ -35,7 +35,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use crate::Client;
 use base::http::{Body, method_not_allowed, text_response};
-use base::metrics::ConnectionMetrics;
+use base::metrics::ClientMetrics;
 use base::{Connection, Context};
 
 use crate::{Mount, Protocol};
@@ -118,7 +118,7 @@ where
         let Ok(upgraded) = on_upgrade.await else { return };
         let outbox = Arc::new(Outbox::new(context2.bounds.queue_limit));
         let client = mount.protocol.open(outbox, identity, connection.address);
-        let metrics = context2.metrics.connection(mount.name(), label);
+        let metrics = context2.metrics.client(mount.name(), label);
         let (limits, shutdown) = (mount.websocket_limits.clone(), context2.shutdown.clone());
         let stream = Handover::of(upgraded);
         match agreed {
@@ -332,7 +332,7 @@ pub fn run<S, C, I, O>(
     inbound: I,
     outbound: O,
     limits: Arc<Limits>,
-    metrics: ConnectionMetrics,
+    metrics: ClientMetrics,
     shutdown: Shutdown,
 ) -> WsTask<S, C, I, O>
 where
@@ -386,7 +386,7 @@ pub async fn connection_future_sizes<C: Client>(mut client: impl FnMut() -> C) -
         let _client = TcpStream::connect(address).await.expect("a loopback connection");
         let tcp = SharedTcp::new(listener.accept().await.expect("the connection").0, Bytes::new());
         let stream: Handover<Handed> = Handover { watch: tcp.watch(), io: Either::Left(tcp) };
-        let metrics = metrics.connection("measure", "websocket");
+        let metrics = metrics.client("measure", "websocket");
         *size = if deflate == 1 {
             let stream = stream.map(|io| Inflating::new(io, agreed.inflate(limits.max_message_size)));
             let outbound = Raw { deflate: Some(agreed) };

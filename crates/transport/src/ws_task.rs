@@ -41,7 +41,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::Client;
 use base::limits::Inflow;
-use base::metrics::ConnectionMetrics;
+use base::metrics::ClientMetrics;
 use base::shutdown::{Shutdown, Waiter};
 use base::time::Ms;
 use base::token;
@@ -79,7 +79,7 @@ struct Parts<S, C, I, O> {
     inbound: I,
     outbound: O,
     limits: Arc<Limits>,
-    metrics: ConnectionMetrics,
+    metrics: ClientMetrics,
     shutdown: Waiter,
     reader: Reader,
     writer: Writer,
@@ -175,7 +175,7 @@ where
         inbound: I,
         mut outbound: O,
         limits: Arc<Limits>,
-        metrics: ConnectionMetrics,
+        metrics: ClientMetrics,
         shutdown: &Shutdown,
     ) -> WsTask<S, C, I, O> {
         let queue = SendQueue::new();

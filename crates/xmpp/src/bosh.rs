@@ -2,7 +2,7 @@
 //! clients that can only make HTTP requests. The codec is `wire::bosh`;
 //! the XMPP session is the server's like any other, fed stanza by stanza
 //! through `xmpp::bridge`; the session registry and reaper are the ones
-//! SockJS uses (`transport::session`).
+//! SockJS uses (`transport::http_session`).
 //!
 //! A session lives across requests, each a `<body/>` with the next `rid`:
 //! - a request without `sid` creates one, and its answer carries the
@@ -46,7 +46,7 @@ use wire::bosh::{Body as Wrapper, Condition, VERSION};
 use wire::xmpp::{Element, Limits};
 
 use super::{FRAMING_CLOSE, FRAMING_NS, Framing, Xmpp};
-use transport::session::{self, Attach, Refusal, Registry, Session, Step};
+use transport::http_session::{self, Attach, HttpSession, Refusal, Registry, Step};
 
 
 /// Where BOSH is served.
@@ -62,7 +62,7 @@ const BODY_LIMIT_IN_MESSAGES: usize = 8;
 /// The BOSH service of a server with XMPP on: the XMPP service its
 /// sessions are of, its sessions and its terms.
 #[derive(Debug)]
-pub struct Service {
+pub struct Bosh {
     xmpp: Arc<Xmpp>,
     sessions: Arc<Registry<Window>>,
     settings: Settings,
@@ -81,10 +81,10 @@ pub struct Settings {
     pub inactivity: Duration,
 }
 
-impl Service {
+impl Bosh {
     /// The BOSH service of `xmpp`.
-    pub fn new(xmpp: Arc<Xmpp>, settings: Settings) -> Service {
-        Service { xmpp, sessions: Arc::new(Registry::new(16, settings.max_sessions).shared(settings.per_address)), settings }
+    pub fn new(xmpp: Arc<Xmpp>, settings: Settings) -> Bosh {
+        Bosh { xmpp, sessions: Arc::new(Registry::new(16, settings.max_sessions).shared(settings.per_address)), settings }
     }
 
     fn context(&self) -> &Context {
@@ -184,7 +184,7 @@ async fn turn(window: &Window, rid: u64, wait: Duration) -> Turn {
 }
 
 /// Handles a request to [`PATH`].
-pub async fn handle(req: Request<Incoming>, service: &Service, connection: &Connection) -> Response<Body> {
+pub async fn handle(req: Request<Incoming>, service: &Bosh, connection: &Connection) -> Response<Body> {
     let context = service.context();
     match *req.method() {
         Method::POST => {}
@@ -223,7 +223,7 @@ pub async fn handle(req: Request<Incoming>, service: &Service, connection: &Conn
 }
 
 /// A session creation request.
-async fn create(service: &Service, connection: &Connection, body: Wrapper, rid: u64) -> Response<Body> {
+async fn create(service: &Bosh, connection: &Connection, body: Wrapper, rid: u64) -> Response<Body> {
     let context = service.context();
     let domain = &service.xmpp.domain;
     // XEP-0124 §14: rids stay within 2^53 - 1 as they count up, so one
@@ -268,7 +268,7 @@ async fn create(service: &Service, connection: &Connection, body: Wrapper, rid: 
     let opened = service.sessions.get_or_open(&id, connection.address, |id| {
         let outbox = Arc::new(hub::Outbox::new(context.bounds.queue_limit));
         let client = super::bridge::open(service.xmpp.clone(), outbox, Framing::Bosh, connection.address);
-        Session::new(id, client, context.metrics.connection("xmpp", "bosh"), service.xmpp.inflow.clone(), window)
+        HttpSession::new(id, client, context.metrics.client("xmpp", "bosh"), service.xmpp.inflow.clone(), window)
     });
     let session = match opened {
         Ok((session, true)) => session,
@@ -279,7 +279,7 @@ async fn create(service: &Service, connection: &Connection, body: Wrapper, rid: 
         // (A 128-bit random id already taken would be someone else's session.)
         Ok((_, false)) | Err(Refusal::Full) => return refuse(StatusCode::SERVICE_UNAVAILABLE, "5"),
     };
-    context.tracker.spawn(session::reap(service.sessions.clone(), session.clone(), settings.inactivity, context.shutdown.clone()));
+    context.tracker.spawn(http_session::reap(service.sessions.clone(), session.clone(), settings.inactivity, context.shutdown.clone()));
     let mut created = Wrapper::new().attr("sid", session.id()).attr("from", domain);
     for (name, value) in terms {
         created = created.attr(name, value);
@@ -295,7 +295,7 @@ async fn create(service: &Service, connection: &Connection, body: Wrapper, rid: 
 }
 
 /// A request of a session that exists.
-async fn carry(service: &Service, session: &Arc<Session<Window>>, body: Wrapper, rid: u64) -> Response<Body> {
+async fn carry(service: &Bosh, session: &Arc<HttpSession<Window>>, body: Wrapper, rid: u64) -> Response<Body> {
     let window = &session.transport;
     if let Ok(Some(ack)) = body.number("ack") {
         window.acknowledged(ack);
@@ -331,8 +331,8 @@ async fn carry(service: &Service, session: &Arc<Session<Window>>, body: Wrapper,
 /// request until there is something to send (or `wait` passes), and
 /// answers with `head`'s attributes around it.
 async fn exchange(
-    service: &Service,
-    session: &Arc<Session<Window>>,
+    service: &Bosh,
+    session: &Arc<HttpSession<Window>>,
     messages: Vec<String>,
     rid: u64,
     mut head: Wrapper,

@@ -16,7 +16,7 @@ use wire::xmpp::{Limits, StreamParser};
 use super::Xmpp;
 use super::session::{Flow, Framing, Phase, Session, StreamEnd, Takeover, stream_end_for};
 use base::limits::Inflow;
-use base::metrics::ConnectionMetrics;
+use base::metrics::ClientMetrics;
 
 /// What moves one stream's bytes between the client and the server.
 pub(crate) trait Carrier: Send {
@@ -63,7 +63,7 @@ pub(crate) struct StreamTask {
     pub session: Session,
     outbox: Arc<Outbox>,
     parser: StreamParser,
-    metrics: ConnectionMetrics,
+    metrics: ClientMetrics,
     batch: Vec<Payload>,
     /// What is rendered of `batch`, for the carrier.
     texts: Vec<String>,
@@ -103,7 +103,7 @@ impl StreamTask {
             quiet_since: now,
             pinged: false,
             timer: Box::pin(tokio::time::sleep_until(login_deadline)),
-            metrics: context.metrics.connection("xmpp", carrier),
+            metrics: context.metrics.client("xmpp", carrier),
             session: Session::new(framing, xmpp.clone(), outbox.clone(), address),
             xmpp,
             outbox,

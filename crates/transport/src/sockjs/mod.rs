@@ -34,7 +34,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use self::headers::Echo;
-use super::session::{self, Attach, Receiver, Session, Step};
+use super::http_session::{self, Attach, HttpSession, Receiver, Step};
 use base::http::{Body, method_not_allowed, not_found, text_response};
 use base::limits::Inflow;
 use base::{Connection, Context};
@@ -45,7 +45,7 @@ use base::token::Identity;
 pub use self::headers::origin_allowed;
 pub use self::pages::{CLIENT_SCRIPT_PATH, client_script};
 /// The SockJS sessions of one mount.
-pub type Registry = session::Registry;
+pub type Registry = http_session::Registry;
 
 /// The transports of a session URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,13 +234,13 @@ impl<P: Protocol> Receiving<'_, P> {
         loop {
             let opened = mount.sessions.get_or_open(id, address, |id| {
                 let outbox = Arc::new(Outbox::new(context.bounds.queue_limit));
-                let metrics = context.metrics.connection(mount.name(), transport.label());
+                let metrics = context.metrics.client(mount.name(), transport.label());
                 let limits = mount.limits;
-                Session::new(id, mount.protocol.open(outbox, identity.clone(), address), metrics, Inflow::new(limits.max_message_rate, limits.max_byte_rate), ())
+                HttpSession::new(id, mount.protocol.open(outbox, identity.clone(), address), metrics, Inflow::new(limits.max_message_rate, limits.max_byte_rate), ())
             });
             let Ok((session, created)) = opened else { return Err(full()) };
             if created {
-                context.tracker.spawn(session::reap(
+                context.tracker.spawn(http_session::reap(
                     mount.sessions.clone(),
                     session.clone(),
                     mount.sockjs.disconnect_delay,

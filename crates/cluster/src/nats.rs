@@ -56,14 +56,14 @@ pub enum ConnectError {
 
 /// The connection and this node's place in the cluster.
 #[derive(Debug)]
-pub struct Link {
+pub struct Nats {
     pub(crate) client: async_nats::Client,
     pub(crate) js: jetstream::Context,
     pub(crate) rooms: stream::Stream,
     pub(crate) names: kv::Store,
     pub(crate) node: Arc<str>,
     ttl: Duration,
-    state: Arc<LinkState>,
+    state: Arc<NatsState>,
     outgoing: mpsc::Sender<(Subject, HeaderMap, Bytes)>,
     /// The names this node holds, by key: the value and its last revision.
     held: Mutex<HashMap<String, (Bytes, u64)>>,
@@ -74,7 +74,7 @@ pub struct Link {
 
 /// Whether the connection is up, and how often it came back.
 #[derive(Debug, Default)]
-pub struct LinkState {
+pub struct NatsState {
     up: AtomicBool,
     reconnects: AtomicU64,
     /// Set once the first connection is made: a later one is a reconnection.
@@ -84,7 +84,7 @@ pub struct LinkState {
     rejoined: AtomicBool,
 }
 
-impl LinkState {
+impl NatsState {
     /// Whether the connection to NATS is up.
     pub fn is_up(&self) -> bool {
         self.up.load(Ordering::Relaxed)
@@ -96,12 +96,12 @@ impl LinkState {
     }
 }
 
-impl Link {
+impl Nats {
     /// Connects, makes sure the stream and bucket exist, and starts the
     /// node's background tasks.
-    pub async fn connect(options: Options) -> Result<Arc<Link>, ConnectError> {
+    pub async fn connect(options: Options) -> Result<Arc<Nats>, ConnectError> {
         let node: Arc<str> = Arc::from(format!("{:016x}", rand::random::<u64>()));
-        let state = Arc::new(LinkState::default());
+        let state = Arc::new(NatsState::default());
         let events = state.clone();
         let url = options.url.clone();
         let client = async_nats::ConnectOptions::new()
@@ -174,7 +174,7 @@ impl Link {
         .map_err(|e| jet("the names bucket")(e.into()))?;
         let names = js.get_key_value(envelope::NAMES).await.map_err(|e| jet("the names bucket")(e.into()))?;
         let (outgoing, queued) = mpsc::channel(options.queue);
-        let link = Arc::new(Link {
+        let nats = Arc::new(Nats {
             client,
             js,
             rooms,
@@ -187,12 +187,12 @@ impl Link {
             heard: Mutex::new(HashMap::new()),
             lost: broadcast::channel(64).0,
         });
-        tokio::spawn(send_queued(link.client.clone(), queued));
-        tokio::spawn(keep_alive(Arc::downgrade(&link)));
-        let heartbeats = link.client.subscribe(envelope::HEARTBEATS).await.map_err(|e| jet("heartbeats")(e.into()))?;
-        tokio::spawn(listen(Arc::downgrade(&link), heartbeats));
-        tracing::info!(node = %link.node, url = %options.url, "broker: joined the cluster through NATS");
-        Ok(link)
+        tokio::spawn(send_queued(nats.client.clone(), queued));
+        tokio::spawn(keep_alive(Arc::downgrade(&nats)));
+        let heartbeats = nats.client.subscribe(envelope::HEARTBEATS).await.map_err(|e| jet("heartbeats")(e.into()))?;
+        tokio::spawn(listen(Arc::downgrade(&nats), heartbeats));
+        tracing::info!(node = %nats.node, url = %options.url, "broker: joined the cluster through NATS");
+        Ok(nats)
     }
 
     /// This node's id.
@@ -201,7 +201,7 @@ impl Link {
     }
 
     /// The connection's state, for metrics.
-    pub fn state(&self) -> &Arc<LinkState> {
+    pub fn state(&self) -> &Arc<NatsState> {
         &self.state
     }
 
@@ -266,11 +266,11 @@ impl Link {
         if self.held.lock().remove(&key).is_none() {
             return;
         }
-        let link = self.clone();
+        let nats = self.clone();
         tokio::spawn(async move {
             // If this fails the name still expires after the TTL.
-            if let Err(e) = link.names.delete(&key).await {
-                tracing::warn!("broker: cannot free a name (it expires in {:?}): {e}", link.ttl);
+            if let Err(e) = nats.names.delete(&key).await {
+                tracing::warn!("broker: cannot free a name (it expires in {:?}): {e}", nats.ttl);
             }
         });
     }
@@ -327,28 +327,28 @@ async fn send_queued(client: async_nats::Client, mut queued: mpsc::Receiver<(Sub
 }
 
 /// Beats, refreshes names and looks for lost nodes, every third of the TTL.
-async fn keep_alive(link: std::sync::Weak<Link>) {
-    let Some(every) = link.upgrade().map(|l| l.ttl / 3) else { return };
+async fn keep_alive(nats: std::sync::Weak<Nats>) {
+    let Some(every) = nats.upgrade().map(|l| l.ttl / 3) else { return };
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let Some(link) = link.upgrade() else { return };
-        if link.state.is_up() {
-            let _ = link.client.publish(format!("sb.node.{}", link.node), Bytes::new()).await;
+        let Some(nats) = nats.upgrade() else { return };
+        if nats.state.is_up() {
+            let _ = nats.client.publish(format!("sb.node.{}", nats.node), Bytes::new()).await;
         }
-        link.refresh().await;
-        link.find_lost();
+        nats.refresh().await;
+        nats.find_lost();
     }
 }
 
 /// Notes each node's heartbeat.
-async fn listen(link: std::sync::Weak<Link>, mut heartbeats: async_nats::Subscriber) {
+async fn listen(nats: std::sync::Weak<Nats>, mut heartbeats: async_nats::Subscriber) {
     while let Some(beat) = heartbeats.next().await {
-        let Some(link) = link.upgrade() else { return };
+        let Some(nats) = nats.upgrade() else { return };
         let Some(node) = beat.subject.strip_prefix("sb.node.") else { continue };
-        if node != &*link.node {
-            let mut heard = link.heard.lock();
+        if node != &*nats.node {
+            let mut heard = nats.heard.lock();
             match heard.get_mut(node) {
                 Some(at) => *at = Instant::now(),
                 None => {

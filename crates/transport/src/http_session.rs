@@ -1,4 +1,4 @@
-//! Sessions that outlive the HTTP requests that carry them: SockJS's
+//! HTTP sessions, which outlive the HTTP requests that carry them: SockJS's
 //! polling and streaming transports, and BOSH.
 //!
 //! A session is an app client, its bounded outbox, which request (if any)
@@ -33,7 +33,7 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 
 use crate::Client;
 use base::limits::Inflow;
-use base::metrics::ConnectionMetrics;
+use base::metrics::ClientMetrics;
 use base::shutdown::Shutdown;
 use base::time::sleep_until_some;
 use base::token;
@@ -49,7 +49,7 @@ pub fn interrupted() -> Close {
 /// requests for different sessions rarely meet on a lock.
 #[derive(Debug)]
 pub struct Registry<X = ()> {
-    sessions: Shards<HashMap<Arc<str>, Arc<Session<X>>>>,
+    sessions: Shards<HashMap<Arc<str>, Arc<HttpSession<X>>>>,
     /// Sessions held, and the most it may hold.
     count: AtomicUsize,
     max: usize,
@@ -119,7 +119,7 @@ impl<X> Registry<X> {
     }
 
     /// The live session `id`, if there is one.
-    pub fn get(&self, id: &str) -> Option<Arc<Session<X>>> {
+    pub fn get(&self, id: &str) -> Option<Arc<HttpSession<X>>> {
         self.sessions.get(id).lock().get(id).cloned()
     }
 
@@ -128,7 +128,7 @@ impl<X> Registry<X> {
     /// is refused when the registry is full or the address holds its share.
     /// `open` runs under the shard's lock, so it must only build (joining an
     /// app's rooms is fine: the hub never calls back).
-    pub fn get_or_open(&self, id: &str, address: IpAddr, open: impl FnOnce(Arc<str>) -> Session<X>) -> Result<(Arc<Session<X>>, bool), Refusal> {
+    pub fn get_or_open(&self, id: &str, address: IpAddr, open: impl FnOnce(Arc<str>) -> HttpSession<X>) -> Result<(Arc<HttpSession<X>>, bool), Refusal> {
         let mut shard = self.sessions.get(id).lock();
         if let Some(session) = shard.get(id) {
             return Ok((session.clone(), false));
@@ -152,18 +152,18 @@ impl<X> Registry<X> {
     /// Removes `session` if it has had no receiving request for `delay`.
     /// Done under the shard's lock, so a lookup never returns a session that
     /// has already expired.
-    fn expire_if_idle(&self, session: &Arc<Session<X>>, delay: Duration) -> bool {
+    fn expire_if_idle(&self, session: &Arc<HttpSession<X>>, delay: Duration) -> bool {
         self.forget(session, |state| state.receiver.is_none() && state.idle_since + delay <= Instant::now())
     }
 
     /// Removes `session` at once (a BOSH client ended it).
-    pub fn remove(&self, session: &Arc<Session<X>>) {
+    pub fn remove(&self, session: &Arc<HttpSession<X>>) {
         self.forget(session, |_| true);
     }
 
     /// Marks `session` expired and drops it from its shard if `expire`
     /// agrees, deciding under both locks (shard first, as everywhere).
-    fn forget(&self, session: &Arc<Session<X>>, expire: impl FnOnce(&State) -> bool) -> bool {
+    fn forget(&self, session: &Arc<HttpSession<X>>, expire: impl FnOnce(&State) -> bool) -> bool {
         let mut shard = self.sessions.get(&*session.id).lock();
         let mut state = session.state.lock();
         if !expire(&state) {
@@ -188,9 +188,9 @@ impl<X> Registry<X> {
     }
 }
 
-/// One session; see the module docs.
+/// One HTTP session; see the module docs.
 #[derive(Debug)]
-pub struct Session<X = ()> {
+pub struct HttpSession<X = ()> {
     id: Arc<str>,
     outbox: Arc<Outbox>,
     /// The protocol's client; `None` once the session is closed or expired:
@@ -200,7 +200,7 @@ pub struct Session<X = ()> {
     /// Signalled whenever a receiver attaches or detaches, for the reaper.
     changed: Notify,
     /// Counted as one connection for as long as the session lives.
-    metrics: ConnectionMetrics,
+    metrics: ClientMetrics,
     /// What the client may send a second, over all its send requests.
     inflow: Mutex<Inflow>,
     /// When the client's token expires, if it has one.
@@ -235,11 +235,11 @@ pub enum Attach<X = ()> {
     Expired,
 }
 
-impl<X> Session<X> {
+impl<X> HttpSession<X> {
     /// A session for `app`, whose outbox the session's messages come from,
     /// held to `inflow`, with what its transport keeps about it.
-    pub fn new(id: Arc<str>, app: impl Client, metrics: ConnectionMetrics, inflow: Inflow, transport: X) -> Session<X> {
-        Session {
+    pub fn new(id: Arc<str>, app: impl Client, metrics: ClientMetrics, inflow: Inflow, transport: X) -> HttpSession<X> {
+        HttpSession {
             id,
             outbox: app.outbox().clone(),
             expires: app.expires(),
@@ -275,7 +275,7 @@ impl<X> Session<X> {
     /// (after anything still queued) and never counts as busy, so a client
     /// asking again learns why the session ended rather than "another
     /// connection still open".
-    pub fn attach(self: &Arc<Session<X>>, take_over: bool) -> Attach<X> {
+    pub fn attach(self: &Arc<HttpSession<X>>, take_over: bool) -> Attach<X> {
         let mut state = self.state.lock();
         if state.expired {
             return Attach::Expired;
@@ -339,7 +339,7 @@ impl<X> Session<X> {
 /// session is closed (so a chat member leaves its room at once), expires
 /// the session after `delay` without a receiving request, and closes it
 /// with 1001 when the server shuts down.
-pub async fn reap<X>(registry: Arc<Registry<X>>, session: Arc<Session<X>>, delay: Duration, shutdown: Shutdown) {
+pub async fn reap<X>(registry: Arc<Registry<X>>, session: Arc<HttpSession<X>>, delay: Duration, shutdown: Shutdown) {
     let mut app_open = true;
     loop {
         let mut changed = pin!(session.changed.notified());
@@ -392,7 +392,7 @@ pub enum Step<'a> {
 /// is then closed with 1002 "Connection interrupted".
 #[derive(Debug)]
 pub struct Receiver<X = ()> {
-    session: Arc<Session<X>>,
+    session: Arc<HttpSession<X>>,
     /// `None` for a request on a closed session, which holds no slot.
     token: Option<u64>,
     opening: bool,
@@ -487,14 +487,14 @@ mod tests {
     use crate::testing::Echo;
     use base::metrics::Metrics;
 
-    fn session() -> Arc<Session> {
+    fn session() -> Arc<HttpSession> {
         let app = Arc::new(Echo);
         let metrics = Metrics::default();
         let outbox = Arc::new(Outbox::new(1 << 20));
-        Arc::new(Session::new(Arc::from("s"), app.open(outbox, None, std::net::Ipv4Addr::LOCALHOST.into()), metrics.connection("echo", "xhr"), Inflow::new(100, 1 << 20), ()))
+        Arc::new(HttpSession::new(Arc::from("s"), app.open(outbox, None, std::net::Ipv4Addr::LOCALHOST.into()), metrics.client("echo", "xhr"), Inflow::new(100, 1 << 20), ()))
     }
 
-    fn receiver(session: &Arc<Session>, take_over: bool) -> Receiver {
+    fn receiver(session: &Arc<HttpSession>, take_over: bool) -> Receiver {
         match session.attach(take_over) {
             Attach::Receiver(r) => r,
             other => panic!("expected a receiver, got {other:?}"),
@@ -598,7 +598,7 @@ mod tests {
         let app = Arc::new(Echo);
         let metrics = Metrics::default();
         let (a, b) = ([127, 0, 0, 1].into(), [127, 0, 0, 2].into());
-        let open = |id| Session::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None, a), metrics.connection("echo", "xhr"), Inflow::new(100, 1 << 20), ());
+        let open = |id| HttpSession::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None, a), metrics.client("echo", "xhr"), Inflow::new(100, 1 << 20), ());
         let (first, _) = registry.get_or_open("a1", a, open).unwrap();
         registry.get_or_open("a2", a, open).unwrap();
         assert_eq!(registry.get_or_open("a3", a, open).err(), Some(Refusal::AddressFull));
@@ -614,7 +614,7 @@ mod tests {
         let registry = Arc::new(Registry::new(4, 2));
         let app = Arc::new(Echo);
         let metrics = Metrics::default();
-        let open = |id| Session::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None, std::net::Ipv4Addr::LOCALHOST.into()), metrics.connection("echo", "xhr"), Inflow::new(100, 1 << 20), ());
+        let open = |id| HttpSession::new(id, app.open(Arc::new(Outbox::new(1 << 20)), None, std::net::Ipv4Addr::LOCALHOST.into()), metrics.client("echo", "xhr"), Inflow::new(100, 1 << 20), ());
         let here = std::net::Ipv4Addr::LOCALHOST.into();
         let (s, created) = registry.get_or_open("abc", here, open).unwrap();
         assert!(created);
