@@ -111,7 +111,7 @@ pub struct ChatArgs {
     /// Messages each user sends.
     #[arg(long, default_value_t = 500)]
     pub messages: u64,
-    /// Time between two messages of one user (e.g. 10ms, 1s; a bare number is ms).
+    /// Time between two messages of one user (e.g. 10ms, 1s).
     #[arg(long, default_value = "10ms", value_parser = parse_duration)]
     pub interval: Duration,
     /// How long to wait for missing messages after the last send before counting them lost.
@@ -265,30 +265,20 @@ fn parse_step(s: &str) -> Result<RateStep, String> {
     }
 }
 
-/// `250ms`, `1.5s`, `2m`, `800us`; a bare number is milliseconds.
+/// `250ms`, `1.5s`, `1m 30s`, `800us`: humantime's syntax, as `serve`
+/// and `link` read durations.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    parse_duration_unit(s, 1e-3)
+    humantime::parse_duration(s.trim()).map_err(|e| format!("{s:?} is not a duration ({e}); try 10ms, 3s or 1m 30s"))
 }
 
-/// Like `parse_duration`, but a bare number is seconds.
+/// Like `parse_duration`, and a bare number is seconds, for the flags
+/// counted in seconds (`--step-seconds 3`, `--hold`, `--bosh-wait`).
 fn parse_seconds(s: &str) -> Result<Duration, String> {
-    parse_duration_unit(s, 1.0)
-}
-
-fn parse_duration_unit(s: &str, bare: f64) -> Result<Duration, String> {
     let s = s.trim();
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration (try 10ms, 3s)"))?;
-    let scale = match unit.trim() {
-        "" => bare,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "s" => 1.0,
-        "m" | "min" => 60.0,
-        other => return Err(format!("{s:?}: unknown unit {other:?} (use us, ms, s, m)")),
-    };
-    Ok(Duration::from_secs_f64(n * scale))
+    if s.parse::<f64>().is_ok() {
+        return parse_duration(&format!("{s}s"));
+    }
+    parse_duration(s)
 }
 
 /// Which transports to run.
@@ -635,11 +625,15 @@ mod tests {
     #[test]
     fn durations() {
         assert_eq!(parse_duration("10ms"), Ok(Duration::from_millis(10)));
-        assert_eq!(parse_duration("10"), Ok(Duration::from_millis(10)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1s 500ms"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_seconds("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_seconds("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_seconds("300ms"), Ok(Duration::from_millis(300)));
+        assert!(parse_seconds("-1").is_err() && parse_seconds("NaN").is_err());
+        assert!(parse_duration("10").is_err(), "a bare number is a duration only where the flag says seconds");
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert!(parse_duration("ten").is_err());
-        assert!(parse_duration("3h").is_err());
     }
 
     #[test]

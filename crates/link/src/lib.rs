@@ -46,7 +46,7 @@ pub struct Args {
     #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
     pub rate: Option<Rate>,
 
-    /// One-way delay of each direction: 500ms, 1s, 0.5s (us, ms, s).
+    /// One-way delay of each direction: 500ms, 0.5s, 1m 30s (us, ms, s, m, h).
     /// Default: 0ms.
     #[arg(long, value_name = "TIME", default_value = "0ms", hide_default_value = true, allow_hyphen_values = true,
           value_parser = parse_duration)]

@@ -34,8 +34,9 @@ fn unparsable_values_name_the_flag() {
     rejects(&["--rate", "24oo"], "--rate <RATE>", "24oo", "e.g. 2400bit, 19.2kbit or 1mbit");
     rejects(&["--rate", "2400"], "--rate <RATE>", "2400", "units: bit, kbit, mbit, gbit");
     rejects(&["--rate", "0bit"], "--rate <RATE>", "0bit", "above 0");
-    rejects(&["--delay", "500"], "--delay <TIME>", "500", "e.g. 500ms, 1s or 0.5s");
-    rejects(&["--delay", "half"], "--delay <TIME>", "half", "units: us, ms, s");
+    rejects(&["--delay", "500"], "--delay <TIME>", "500", "e.g. 500ms, 0.5s or 1m 30s");
+    rejects(&["--delay", "half"], "--delay <TIME>", "half", "units: us, ms, s, m, h");
+    rejects(&["--delay", "1.0001ns"], "--delay <TIME>", "1.0001ns", "not a duration");
     rejects(&["--jitter", "-3ms"], "--jitter <TIME>", "-3ms", "not a duration");
     rejects(&["--loss", "0.5"], "--loss <PERCENT>", "0.5", "e.g. 0.5%");
     rejects(&["--loss", "100%"], "--loss <PERCENT>", "100%", "below 100%");
