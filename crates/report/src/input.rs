@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::Error;
-use crate::json::Json;
+use serde_json::Value;
 
 /// One result file: its header and its runs.
 #[derive(Debug)]
@@ -53,7 +53,7 @@ pub struct Run {
     pub server_cpus: Option<String>,
     pub scenario: String,
     /// The whole run object, for the scenario's own reader or the generic tables.
-    pub raw: Json,
+    pub raw: Value,
     /// Index into the report's sources, set by `sources`.
     pub source: usize,
 }
@@ -61,7 +61,7 @@ pub struct Run {
 impl Run {
     /// Reads the run into a scenario's own tolerant type.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, String> {
-        serde_json::from_value(self.raw.to_value()).map_err(|e| e.to_string())
+        serde_json::from_value(self.raw.clone()).map_err(|e| e.to_string())
     }
 }
 
@@ -214,7 +214,7 @@ pub fn load(path: &Path) -> Result<ResultFile, Error> {
         path: path.to_path_buf(),
         error,
     })?;
-    let json: Json = serde_json::from_str(&text).map_err(|error| Error::Json {
+    let json: Value = serde_json::from_str(&text).map_err(|error| Error::Json {
         path: path.to_path_buf(),
         error,
     })?;
@@ -222,27 +222,27 @@ pub fn load(path: &Path) -> Result<ResultFile, Error> {
         path: path.to_path_buf(),
         reason: reason.to_string(),
     };
-    if !matches!(json, Json::Object(_)) {
+    if !matches!(json, Value::Object(_)) {
         return Err(refuse("the top level is not a JSON object"));
     }
     match json.get("format") {
-        None | Some(Json::Null) => {}
-        Some(Json::String(f)) if f.starts_with("switchboard-bench/") => {}
+        None | Some(Value::Null) => {}
+        Some(Value::String(f)) if f.starts_with("switchboard-bench/") => {}
         Some(other) => {
             return Err(refuse(&format!(
                 "its format is {}, not switchboard-bench/…",
-                other.to_value()
+                other
             )));
         }
     }
     let runs = match json.get("runs") {
-        Some(Json::Array(runs)) => runs,
+        Some(Value::Array(runs)) => runs,
         Some(_) => return Err(refuse("`runs` is not an array")),
         None => return Err(refuse("it has no `runs` array")),
     };
     let mut parsed = Vec::with_capacity(runs.len());
     for (i, raw) in runs.iter().enumerate() {
-        if !matches!(raw, Json::Object(_)) {
+        if !matches!(raw, Value::Object(_)) {
             return Err(refuse(&format!("run {} is not a JSON object", i + 1)));
         }
         parsed.push(Run {
@@ -259,9 +259,9 @@ pub fn load(path: &Path) -> Result<ResultFile, Error> {
         });
     }
     let versions = match json.get("versions") {
-        Some(Json::Object(fields)) => fields
+        Some(Value::Object(fields)) => fields
             .iter()
-            .map(|(k, v)| (k.clone(), v.to_cell()))
+            .map(|(k, v)| (k.clone(), crate::table::cell(v)))
             .collect(),
         _ => Vec::new(),
     };
@@ -280,8 +280,8 @@ pub fn load(path: &Path) -> Result<ResultFile, Error> {
 }
 
 /// One field read leniently: missing or of another type reads as `None`.
-fn field<T: DeserializeOwned>(object: &Json, key: &str) -> Option<T> {
-    serde_json::from_value(object.get(key)?.to_value()).ok()
+fn field<T: DeserializeOwned>(object: &Value, key: &str) -> Option<T> {
+    serde_json::from_value(object.get(key)?.clone()).ok()
 }
 
 /// Where a series comes from: one server, that is the runs of one target in one file
@@ -319,7 +319,7 @@ impl Source {
 /// Whether the run's clients went `over` XMPP or an emulated link: the bench records
 /// `xmpp` and `link` then.
 fn over(run: &Run, what: &str) -> bool {
-    run.raw.get(what).is_some_and(|v| !matches!(v, Json::Null))
+    run.raw.get(what).is_some_and(|v| !matches!(v, Value::Null))
 }
 
 /// Groups the runs of all files into sources, in order of appearance, and tags each run
@@ -439,7 +439,7 @@ pub(crate) fn test_file(name: &str, runs: &[(&str, &str)]) -> ResultFile {
                 bench_cpu_bound: false,
                 server_cpus: None,
                 scenario: scenario.to_string(),
-                raw: Json::Null,
+                raw: Value::Null,
                 source: usize::MAX,
             })
             .collect(),

@@ -11,7 +11,6 @@ mod chart;
 mod error;
 mod html;
 mod input;
-mod json;
 mod scenario;
 mod summary;
 mod table;

@@ -1,5 +1,22 @@
 //! Tables of figures, shown under every chart, and how numbers are written in them.
 
+use serde_json::Value;
+
+/// A JSON value as one table cell: strings bare, numbers as written, arrays
+/// of scalars joined with commas, anything nested as compact JSON.
+pub fn cell(value: &Value) -> String {
+    match value {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) if items.iter().all(is_scalar) => items.iter().map(cell).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    }
+}
+
+pub fn is_scalar(value: &Value) -> bool {
+    !matches!(value, Value::Array(_) | Value::Object(_))
+}
+
 /// A table; cells are plain text, escaped when the page is written.
 #[derive(Debug, Clone, Default)]
 pub struct Table {
@@ -108,6 +125,17 @@ pub fn trim(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_reads_in_the_order_written_and_fits_a_cell() {
+        // The workspace's serde_json keeps objects in file order (`preserve_order`).
+        let value: Value = serde_json::from_str(r#"{"z":1,"a":[true,null,"s",-2,1.5],"m":{"k":{}}}"#).expect("valid JSON");
+        let keys: Vec<&str> = value.as_object().expect("an object").keys().map(String::as_str).collect();
+        assert_eq!(keys, ["z", "a", "m"]);
+        assert_eq!(cell(&value["a"]), "true, , s, -2, 1.5");
+        assert_eq!(cell(&value["m"]), r#"{"k":{}}"#);
+        assert_eq!(cell(&value["z"]), "1");
+    }
 
     #[test]
     fn numbers() {

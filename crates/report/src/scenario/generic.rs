@@ -5,7 +5,7 @@
 
 use super::{Ctx, Section};
 use crate::input::Run;
-use crate::json::Json;
+use serde_json::Value;
 use crate::table::{Column, Row, Table};
 
 /// Run fields the file header and section warnings already show.
@@ -37,7 +37,7 @@ pub fn section(ctx: &Ctx, id: &str, scenario: &str, runs: &[&Run]) -> Section {
 /// The tables of one run: its scalar fields, then one table per array of objects.
 pub fn run_tables(ctx: &Ctx, run: &Run) -> Vec<Table> {
     let label = ctx.label(run);
-    let Json::Object(fields) = &run.raw else {
+    let Value::Object(fields) = &run.raw else {
         return Vec::new();
     };
     let mut scalars = Table::new(
@@ -53,10 +53,10 @@ pub fn run_tables(ctx: &Ctx, run: &Run) -> Vec<Table> {
         let mut nested = Vec::new();
         flatten(key, value, &mut cells, &mut nested);
         for (k, v) in cells {
-            scalars.push(vec![k, v.to_cell()], false);
+            scalars.push(vec![k, crate::table::cell(v)], false);
         }
         for (k, items) in nested {
-            let rows: Vec<(String, &Json)> = items
+            let rows: Vec<(String, &Value)> = items
                 .iter()
                 .enumerate()
                 .map(|(i, item)| ((i + 1).to_string(), item))
@@ -71,23 +71,23 @@ pub fn run_tables(ctx: &Ctx, run: &Run) -> Vec<Table> {
 }
 
 /// One table for `rows` (each with its number), then tables for arrays inside them.
-fn rows_tables(caption: &str, rows: &[(String, &Json)], out: &mut Vec<Table>) {
+fn rows_tables(caption: &str, rows: &[(String, &Value)], out: &mut Vec<Table>) {
     let mut columns: Vec<Column> = vec![Column {
         title: "#".to_string(),
         numeric: false,
     }];
-    let mut table_rows: Vec<(String, Vec<(String, &Json)>)> = Vec::new();
-    let mut nested: Vec<(String, Vec<(String, &Json)>)> = Vec::new();
+    let mut table_rows: Vec<(String, Vec<(String, &Value)>)> = Vec::new();
+    let mut nested: Vec<(String, Vec<(String, &Value)>)> = Vec::new();
     for (number, item) in rows {
         let mut cells = Vec::new();
         let mut inner = Vec::new();
         flatten("", item, &mut cells, &mut inner);
         for (key, value) in &cells {
             match columns.iter_mut().find(|c| c.title == *key) {
-                Some(c) => c.numeric &= matches!(value, Json::Number(_) | Json::Null),
+                Some(c) => c.numeric &= matches!(value, Value::Number(_) | Value::Null),
                 None => columns.push(Column {
                     title: key.clone(),
-                    numeric: matches!(value, Json::Number(_) | Json::Null),
+                    numeric: matches!(value, Value::Number(_) | Value::Null),
                 }),
             }
         }
@@ -111,13 +111,13 @@ fn rows_tables(caption: &str, rows: &[(String, &Json)], out: &mut Vec<Table>) {
     for (number, cells) in table_rows {
         let flagged = cells.iter().any(|(k, v)| {
             (k.ends_with("bench_cpu_bound") || k.ends_with("partial"))
-                && matches!(v, Json::Bool(true))
+                && matches!(v, Value::Bool(true))
         });
         let mut row = vec![String::new(); table.columns.len()];
         row[0] = number;
         for (key, value) in cells {
             if let Some(i) = table.columns.iter().position(|c| c.title == key) {
-                row[i] = value.to_cell();
+                row[i] = crate::table::cell(value);
             }
         }
         table.rows.push(Row {
@@ -135,9 +135,9 @@ fn rows_tables(caption: &str, rows: &[(String, &Json)], out: &mut Vec<Table>) {
 /// objects into `nested`.
 fn flatten<'a>(
     prefix: &str,
-    value: &'a Json,
-    cells: &mut Vec<(String, &'a Json)>,
-    nested: &mut Vec<(String, &'a [Json])>,
+    value: &'a Value,
+    cells: &mut Vec<(String, &'a Value)>,
+    nested: &mut Vec<(String, &'a [Value])>,
 ) {
     let join = |k: &str| {
         if prefix.is_empty() {
@@ -147,12 +147,12 @@ fn flatten<'a>(
         }
     };
     match value {
-        Json::Object(fields) => {
+        Value::Object(fields) => {
             for (k, v) in fields {
                 flatten(&join(k), v, cells, nested);
             }
         }
-        Json::Array(items) if items.iter().any(|i| matches!(i, Json::Object(_))) => {
+        Value::Array(items) if items.iter().any(|i| matches!(i, Value::Object(_))) => {
             let last = prefix.rsplit('.').next().unwrap_or(prefix);
             if !SKIPPED.contains(&last) {
                 nested.push((prefix.to_string(), items));

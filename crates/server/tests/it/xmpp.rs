@@ -315,7 +315,8 @@ async fn host_meta_says_where_the_websocket_and_bosh_endpoints_are() {
     let jrd = server.http("GET", "/.well-known/host-meta.json", &[], b"").await;
     assert_eq!(
         jrd.text(),
-        format!(r#"{{"links":[{{"href":"{websocket}","rel":"urn:xmpp:alt-connections:websocket"}},{{"href":"{bosh}","rel":"urn:xmpp:alt-connections:xbosh"}}]}}"#)
+        // In XEP-0156's order: rel, then href.
+        format!(r#"{{"links":[{{"rel":"urn:xmpp:alt-connections:websocket","href":"{websocket}"}},{{"rel":"urn:xmpp:alt-connections:xbosh","href":"{bosh}"}}]}}"#)
     );
     let off = TestServer::start().await;
     assert_eq!(off.http("GET", "/.well-known/host-meta", &[], b"").await.status(), 404);
