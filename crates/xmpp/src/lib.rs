@@ -35,6 +35,8 @@ use tokio::sync::Semaphore;
 
 
 pub use accounts::{AccountEntry, Accounts};
+#[doc(hidden)]
+pub use tcp::stream_future_size;
 pub use wire::xmpp::Jid;
 pub use session::{FRAMING_CLOSE, FRAMING_NS, Framing};
 

@@ -300,6 +300,8 @@ impl StreamTask {
             written = write => matches!(written, Ok(Ok(()))),
             _ = self.outbox.closed() => false,
         };
+        // An idle stream keeps none of what it last wrote.
+        self.texts.clear();
         self.metrics.sent(count, bytes);
         ok
     }

@@ -91,7 +91,8 @@ where
     let mut carrier = Messages { ws, closing: None };
     // The session refuses STARTTLS on WebSocket, so it never asks for it.
     let ending = task.drive(&mut carrier).await;
-    task.end(&mut carrier, ending).await;
+    // Boxed: see `tcp::run`.
+    Box::pin(task.end(&mut carrier, ending)).await;
 }
 
 /// A stream carried one element per WebSocket text message.
