@@ -31,6 +31,17 @@ struct Resource {
     presence: Option<Element>,
 }
 
+/// What becomes of a message to one of this server's users (RFC 6121 §8.5).
+#[derive(Debug)]
+pub(crate) enum MessageRoute {
+    /// Carried to these resources.
+    To(Vec<Target>),
+    /// Answered `service-unavailable`.
+    Refused,
+    /// Dropped without an answer.
+    Dropped,
+}
+
 pub(crate) struct Router {
     /// The domain served: the local arm's.
     domain: String,
@@ -100,6 +111,37 @@ impl Router {
         resources.iter().map(|r| (format!("{bare}/{}", r.name), (r.outbox.clone(), r.framing))).collect()
     }
 
+    /// Where a message of type `kind` to `to` goes (RFC 6121 §8.5): to the
+    /// resource a full JID names, if bound; otherwise (a bare JID, or a
+    /// resource that is not there) a `chat` or `normal` message goes to the
+    /// available resources of the highest non-negative priority, a
+    /// `headline` to every available resource of non-negative priority, and
+    /// a `groupchat` one is refused. An `error` goes nowhere but to the
+    /// resource it names; with nobody to take it, a message is refused, a
+    /// `headline` dropped.
+    pub fn route_message(&self, to: &Jid, kind: &str) -> MessageRoute {
+        if to.domain != self.domain {
+            return MessageRoute::Refused;
+        }
+        let local = self.local.lock();
+        let resources = local.get(&to.bare().to_string()).map_or(&[][..], Vec::as_slice);
+        if let Some(want) = &to.resource
+            && let Some(r) = resources.iter().find(|r| r.name == *want)
+        {
+            return MessageRoute::To(vec![(r.outbox.clone(), r.framing)]);
+        }
+        let available: Vec<(i8, &Resource)> = resources.iter().filter_map(|r| Some((priority(r.presence.as_ref()?), r))).filter(|(p, _)| *p >= 0).collect();
+        let top = available.iter().map(|(p, _)| *p).max();
+        let chosen: Vec<Target> = match kind {
+            "error" => return MessageRoute::Dropped,
+            "groupchat" => return MessageRoute::Refused,
+            "headline" if available.is_empty() => return MessageRoute::Dropped,
+            "headline" => available.iter().map(|(_, r)| (r.outbox.clone(), r.framing)).collect(),
+            _ => available.iter().filter(|(p, _)| Some(*p) == top).map(|(_, r)| (r.outbox.clone(), r.framing)).collect(),
+        };
+        if chosen.is_empty() { MessageRoute::Refused } else { MessageRoute::To(chosen) }
+    }
+
     /// Where a stanza to `to` goes: that resource, or every resource of a
     /// bare JID; nowhere for a JID of another domain.
     pub fn route(&self, to: &Jid) -> Vec<Target> {
@@ -110,4 +152,10 @@ impl Router {
         let Some(resources) = local.get(&to.bare().to_string()) else { return Vec::new() };
         resources.iter().filter(|r| to.resource.as_ref().is_none_or(|want| *want == r.name)).map(|r| (r.outbox.clone(), r.framing)).collect()
     }
+}
+
+/// A presence's priority (RFC 6121 §4.7.2.3): from -128 to 127, 0 when it
+/// says none or nothing that fits.
+fn priority(presence: &Element) -> i8 {
+    presence.find("priority", wire::xmpp::ns::CLIENT).and_then(|p| p.text_content().trim().parse().ok()).unwrap_or(0)
 }

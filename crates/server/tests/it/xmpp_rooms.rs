@@ -347,3 +347,67 @@ async fn a_subscription_is_asked_approved_pushed_and_ended_as_rfc_6121_says() {
     ann.send("<iq type='set' id='r4'><query xmlns='jabber:iq:roster'><item jid='ben@localhost' subscription='remove'/></query></iq>").await;
     assert_eq!(condition(&past_pushes(&mut ann, &mut ann_pushes).await), "item-not-found");
 }
+
+/// The messages `c` was sent until now, skipping presence: it pings the
+/// server and takes what comes before the answer.
+async fn messages_so_far(c: &mut Client) -> Vec<Element> {
+    c.send("<iq type='get' id='so-far'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    let mut messages = Vec::new();
+    loop {
+        let stanza = c.stanza().await;
+        match stanza.name.as_str() {
+            "iq" if stanza.get("id") == Some("so-far") => return messages,
+            "message" => messages.push(stanza),
+            _ => {}
+        }
+    }
+}
+
+fn ids(messages: &[Element]) -> Vec<&str> {
+    messages.iter().map(|m| m.get("id").unwrap_or_default()).collect()
+}
+
+#[tokio::test]
+async fn messages_to_a_user_go_where_rfc_6121_section_8_5_says() {
+    let accounts = ["alice", "bob", "carol"].map(|name| server::AccountEntry::new(name, "pw")).to_vec();
+    let mut config = server::Config { xmpp_accounts: accounts, ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let mut alice = crate::xmpp::bound_account(addr, "alice", "a").await;
+    // bob: priorities 1, 0 and -1, and a resource that never said it is available.
+    let mut high = crate::xmpp::bound_account(addr, "bob", "high").await;
+    let mut low = crate::xmpp::bound_account(addr, "bob", "low").await;
+    let mut away = crate::xmpp::bound_account(addr, "bob", "away").await;
+    let mut silent = crate::xmpp::bound_account(addr, "bob", "silent").await;
+    for (c, presence) in [(&mut high, "<priority>1</priority>"), (&mut low, ""), (&mut away, "<priority>-1</priority>")] {
+        c.send(&format!("<presence>{presence}</presence>")).await;
+        messages_so_far(c).await;
+    }
+    // carol is bound and has never been available.
+    let _carol = crate::xmpp::bound_account(addr, "carol", "c").await;
+    let sent = [
+        ("chat", "bob@localhost"),
+        ("normal", "bob@localhost/gone"),
+        ("headline", "bob@localhost"),
+        ("groupchat", "bob@localhost"),
+        ("groupchat", "bob@localhost/silent"),
+        ("error", "bob@localhost"),
+        ("chat", "bob@localhost/away"),
+        ("chat", "carol@localhost"),
+        ("headline", "carol@localhost"),
+        ("chat", "nobody@localhost"),
+    ];
+    for (kind, to) in sent {
+        alice.send(&format!("<message to='{to}' type='{kind}' id='{kind} {to}'><body>hi</body></message>")).await;
+    }
+    let refused = messages_so_far(&mut alice).await;
+    assert_eq!(ids(&refused), ["groupchat bob@localhost", "chat carol@localhost", "chat nobody@localhost"]);
+    assert!(refused.iter().all(|m| m.get("type") == Some("error") && condition(m) == "service-unavailable"));
+    // A bare JID's chat and normal messages go to the highest priority, a
+    // headline to every non-negative one, a full JID's to its resource.
+    assert_eq!(ids(&messages_so_far(&mut high).await), ["chat bob@localhost", "normal bob@localhost/gone", "headline bob@localhost"]);
+    assert_eq!(ids(&messages_so_far(&mut low).await), ["headline bob@localhost"]);
+    assert_eq!(ids(&messages_so_far(&mut away).await), ["chat bob@localhost/away"]);
+    assert_eq!(ids(&messages_so_far(&mut silent).await), ["groupchat bob@localhost/silent"]);
+}

@@ -6,6 +6,7 @@
 use wire::xmpp::Element;
 
 use super::super::roster::{Contact, Full};
+use super::super::router::MessageRoute;
 use super::super::{Jid, Target, ns};
 use super::Session;
 
@@ -19,6 +20,16 @@ impl Session {
             return self.refuse(stanza, "cancel", "service-unavailable");
         }
         self.carry(stanza, targets);
+    }
+
+    /// Carries a message to one of this server's users, as the router's
+    /// delivery rules say (RFC 6121 §8.5).
+    pub(super) fn message_to_user(&mut self, message: &Element, to: &Jid) {
+        match self.xmpp.router.route_message(to, message.get("type").unwrap_or("normal")) {
+            MessageRoute::To(targets) => self.carry(message, targets),
+            MessageRoute::Refused => self.refuse(message, "cancel", "service-unavailable"),
+            MessageRoute::Dropped => {}
+        }
     }
 
     fn carry(&self, stanza: &Element, targets: Vec<Target>) {
