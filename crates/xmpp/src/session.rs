@@ -229,6 +229,11 @@ impl Session {
                         _ => self.send_nonza(&Element::new("failed", ns::SM).child(Element::new("item-not-found", ns::STANZA_ERRORS))),
                     }
                 }
+                // Stream management before authentication (XEP-0198 §3):
+                // refused, and the stream goes on.
+                Some(StreamEvent::Stanza(e)) if e.ns == ns::SM && e.name == "enable" && self.phase == Phase::Authenticating => {
+                    self.send_nonza(&Element::new("failed", ns::SM).child(Element::new("unexpected-request", ns::STANZA_ERRORS)));
+                }
                 Some(StreamEvent::Stanza(e)) if e.ns == ns::TLS && e.name == "starttls" => {
                     if self.phase != Phase::Authenticating || self.encrypted || self.framing != Framing::Stream || self.xmpp.tls.is_none() {
                         self.send(&Element::new("failure", ns::TLS));
@@ -420,6 +425,23 @@ impl Session {
             (ns::SESSION, "session", "set") if here => self.reply(iq, None),
             (ns::PING, "ping", "get") if here || muc_service => self.reply(iq, None),
             (ns::ROSTER, "query", "get" | "set") if here => self.on_roster(iq, payload),
+            // Another user's items (XEP-0030 §4.3, answered by the server
+            // for the account, RFC 6121 §8.5.2.1.3): its available
+            // resources, for those who see its presence; none for others,
+            // nor for a user who does not exist.
+            (ns::DISCO_ITEMS, "query", "get") if to.as_ref().is_some_and(|to| to.local.is_some() && to.resource.is_none() && to.domain == self.xmpp.domain) => {
+                let user = to.as_ref().map(|to| to.bare().to_string()).unwrap_or_default();
+                let mut items = Element::new("query", ns::DISCO_ITEMS);
+                let sees = self.user().is_some_and(|me| self.xmpp.rosters.contact(&user, &me).is_some_and(|c| c.subscription.from));
+                if sees {
+                    for resource in self.xmpp.router.available(&user) {
+                        items = items.child(Element::new("item", ns::DISCO_ITEMS).attr("jid", &resource.jid));
+                    }
+                }
+                self.reply(iq, Some(items));
+            }
+            // Another user's roster is theirs alone (RFC 6121 §2.1.5).
+            (ns::ROSTER, "query", "set") if to.as_ref().is_some_and(|to| to.local.is_some() && to.resource.is_none()) => self.refuse(iq, "auth", "forbidden"),
             (ns::DISCO_INFO, "query", "get") if here => {
                 let info = Element::new("query", ns::DISCO_INFO)
                     .child(Element::new("identity", ns::DISCO_INFO).attr("category", "server").attr("type", "im").attr("name", "Switchboard"));

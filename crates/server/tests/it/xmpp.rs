@@ -418,6 +418,20 @@ async fn starttls_and_direct_tls_encrypt_the_stream_and_then_plain_is_offered() 
 }
 
 #[tokio::test]
+async fn stream_management_before_authentication_is_refused_and_the_stream_goes_on() {
+    let server = TestServer::with_xmpp(server::Config::default()).await;
+    let mut c = Client::connect(server.xmpp.unwrap()).await;
+    c.send(HEADER).await;
+    assert!(matches!(c.event().await, Some(StreamEvent::Open { .. })));
+    assert_eq!(c.stanza().await.name, "features");
+    c.send("<enable xmlns='urn:xmpp:sm:3'/>").await;
+    let failed = c.stanza().await;
+    assert_eq!(failed.to_xml("jabber:client"), r#"<failed xmlns="urn:xmpp:sm:3"><unexpected-request xmlns="urn:ietf:params:xml:ns:xmpp-stanzas"/></failed>"#);
+    c.send("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='ANONYMOUS'/>").await;
+    assert_eq!(c.stanza().await.name, "success");
+}
+
+#[tokio::test]
 async fn stream_management_counts_stanzas_both_ways() {
     let server = TestServer::with_xmpp(server::Config::default()).await;
     let (mut c, _) = Client::login(server.xmpp.unwrap()).await;

@@ -411,3 +411,60 @@ async fn messages_to_a_user_go_where_rfc_6121_section_8_5_says() {
     assert_eq!(ids(&messages_so_far(&mut away).await), ["chat bob@localhost/away"]);
     assert_eq!(ids(&messages_so_far(&mut silent).await), ["groupchat bob@localhost/silent"]);
 }
+
+#[tokio::test]
+async fn a_roster_set_that_rfc_6121_refuses_changes_nothing() {
+    let accounts = ["alice", "bob"].map(|name| server::AccountEntry::new(name, "pw")).to_vec();
+    let mut config = server::Config { xmpp_accounts: accounts, ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    let server = TestServer::with_xmpp(config).await;
+    let mut alice = crate::xmpp::bound_account(server.xmpp.unwrap(), "alice", "a").await;
+    let refused = [
+        ("bob@localhost", "<group>friends</group>", "forbidden"),
+        ("", "<group>friends</group><group>friends</group>", "bad-request"),
+        ("", "<group/>", "not-acceptable"),
+    ];
+    for (to, groups, expected) in refused {
+        let to = if to.is_empty() { String::new() } else { format!(" to='{to}'") };
+        alice.send(&format!("<iq type='set' id='set'{to}><query xmlns='jabber:iq:roster'><item jid='carol@localhost'>{groups}</item></query></iq>")).await;
+        let answer = alice.stanza().await;
+        assert_eq!((answer.get("id"), condition(&answer)), (Some("set"), expected.to_owned()), "{groups}{to}");
+    }
+    alice.send("<iq type='get' id='get'><query xmlns='jabber:iq:roster'/></iq>").await;
+    let roster = alice.stanza().await;
+    assert_eq!(roster.to_xml("jabber:client"), r#"<iq type="result" id="get" to="alice@localhost/a"><query xmlns="jabber:iq:roster"/></iq>"#);
+}
+
+#[tokio::test]
+async fn another_users_items_are_empty_to_those_who_do_not_see_its_presence() {
+    let accounts = ["alice", "bob"].map(|name| server::AccountEntry::new(name, "pw")).to_vec();
+    let mut config = server::Config { xmpp_accounts: accounts, ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let mut alice = crate::xmpp::bound_account(addr, "alice", "a").await;
+    let mut bob = crate::xmpp::bound_account(addr, "bob", "b").await;
+    bob.send("<presence/>").await;
+    messages_so_far(&mut bob).await;
+    for user in ["bob@localhost", "nobody@localhost"] {
+        alice.send(&format!("<iq type='get' id='items' to='{user}'><query xmlns='http://jabber.org/protocol/disco#items'/></iq>")).await;
+        assert_eq!(
+            alice.stanza().await.to_xml("jabber:client"),
+            format!(r#"<iq type="result" id="items" from="{user}" to="alice@localhost/a"><query xmlns="http://jabber.org/protocol/disco#items"/></iq>"#)
+        );
+    }
+    // Once bob lets alice see his presence, she sees his available resource.
+    alice.send("<presence type='subscribe' to='bob@localhost'/>").await;
+    while bob.stanza().await.get("type") != Some("subscribe") {}
+    bob.send("<presence type='subscribed' to='alice@localhost'/>").await;
+    messages_so_far(&mut bob).await;
+    alice.send("<iq type='get' id='items' to='bob@localhost'><query xmlns='http://jabber.org/protocol/disco#items'/></iq>").await;
+    let items = loop {
+        let stanza = alice.stanza().await;
+        if stanza.get("id") == Some("items") {
+            break stanza;
+        }
+    };
+    let query = items.find("query", "http://jabber.org/protocol/disco#items").unwrap();
+    assert_eq!(query.elements().map(|i| i.get("jid").unwrap_or_default()).collect::<Vec<_>>(), ["bob@localhost/b"]);
+}

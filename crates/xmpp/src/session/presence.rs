@@ -36,7 +36,7 @@ impl Session {
         carry_from(stanza, &self.full_jid(), targets);
     }
 
-    fn user(&self) -> Option<String> {
+    pub(super) fn user(&self) -> Option<String> {
         self.jid.as_ref().map(|j| j.bare().to_string())
     }
 
@@ -80,6 +80,14 @@ impl Session {
         }
         let name = item.get("name").map(str::to_owned);
         let groups: Vec<String> = item.elements().filter(|e| e.name == "group").map(Element::text_content).collect();
+        // RFC 6121 §2.3.3: a group named twice is a bad request, an empty
+        // name is not acceptable.
+        if groups.iter().any(String::is_empty) {
+            return self.refuse(iq, "modify", "not-acceptable");
+        }
+        if groups.iter().enumerate().any(|(i, g)| groups[..i].contains(g)) {
+            return self.refuse(iq, "modify", "bad-request");
+        }
         match self.xmpp.rosters.update(&user, &contact, true, |c| {
             c.name = name;
             c.groups = groups;
