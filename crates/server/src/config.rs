@@ -777,17 +777,22 @@ websocket = false
     }
 
     /// The file's keys are the flags' names, read by the flags' parsers.
+    /// What reading `text` as the configuration file is refused with.
+    fn file_error(text: &str) -> String {
+        resolve_file(text, Args::default()).unwrap_err().to_string()
+    }
+
     #[test]
     fn the_file_speaks_as_the_flags_do() {
         let text = "xmpp_resume_timeout = \"1m 30s\"\nxmpp_listen = \"off\"\nbosh_max_sessions = 7\nxmpp_anonymous = false\n";
         let config = resolve_file(text, Args::default()).unwrap();
         assert_eq!(config.xmpp.resume_timeout, Duration::from_secs(90));
         assert_eq!((config.xmpp.listen, config.bosh.max_sessions, config.xmpp.anonymous), (Listen::Off, 7, false));
-        let err = resolve_file("xmpp_listen = \"nowhere\"\n", Args::default()).unwrap_err().to_string();
+        let err = file_error("xmpp_listen = \"nowhere\"\n");
         assert!(err.contains("nowhere") && err.contains("xmpp-listen"), "{err}");
-        let err = resolve_file("config = \"other.toml\"\n", Args::default()).unwrap_err().to_string();
+        let err = file_error("config = \"other.toml\"\n");
         assert!(err.contains("unknown setting \"config\""), "{err}");
-        let err = resolve_file("[sockjs]\nmax_sessions = 3\n", Args::default()).unwrap_err().to_string();
+        let err = file_error("[sockjs]\nmax_sessions = 3\n");
         assert!(err.contains("not in [sockjs]"), "{err}");
     }
 
@@ -812,13 +817,13 @@ websocket = false
 
     #[test]
     fn bad_files_name_the_problem() {
-        let err = resolve_file("listen = 5\nunknown_knob = 1\n", Args::default()).unwrap_err().to_string();
+        let err = file_error("listen = 5\nunknown_knob = 1\n");
         assert!(err.contains("switchboard-config") && err.contains("unknown_knob"), "{err}");
-        let err = resolve_file("[[mount]]\napp = \"echo\"\n[[mount]]\napp = \"echo\"\n", Args::default()).unwrap_err().to_string();
+        let err = file_error("[[mount]]\napp = \"echo\"\n[[mount]]\napp = \"echo\"\n");
         assert!(err.contains("used twice"), "{err}");
-        let err = resolve_file("[[mount]]\napp = \"chess\"\n", Args::default()).unwrap_err().to_string();
+        let err = file_error("[[mount]]\napp = \"chess\"\n");
         assert!(err.contains("unknown app \"chess\""), "{err}");
-        let err = resolve_file("[[mount]]\napp = \"echo\"\nheartbeet = \"1s\"\n", Args::default()).unwrap_err().to_string();
+        let err = file_error("[[mount]]\napp = \"echo\"\nheartbeet = \"1s\"\n");
         assert!(err.contains("heartbeet"), "{err}");
         let missing = Args { config: Some("/nonexistent/x.toml".into()), ..Args::default() };
         assert!(Config::resolve(&missing).unwrap_err().to_string().contains("cannot read"));

@@ -31,6 +31,12 @@ struct Resource {
     presence: Option<Element>,
 }
 
+impl Resource {
+    fn target(&self) -> Target {
+        (self.outbox.clone(), self.framing)
+    }
+}
+
 /// What becomes of a message to one of this server's users (RFC 6121 §8.5).
 #[derive(Debug)]
 pub(crate) enum MessageRoute {
@@ -91,24 +97,19 @@ impl Router {
         }
     }
 
+    /// What `pick` takes of each bound resource of the user `bare`.
+    fn each<T>(&self, bare: &str, pick: impl FnMut(&Resource) -> Option<T>) -> Vec<T> {
+        self.local.lock().get(bare).map_or_else(Vec::new, |resources| resources.iter().filter_map(pick).collect())
+    }
+
     /// The available resources of the user `bare`.
     pub fn available(&self, bare: &str) -> Vec<Available> {
-        let local = self.local.lock();
-        let Some(resources) = local.get(bare) else { return Vec::new() };
-        resources
-            .iter()
-            .filter_map(|r| {
-                let presence = r.presence.clone()?;
-                Some(Available { jid: format!("{bare}/{}", r.name), presence, target: (r.outbox.clone(), r.framing) })
-            })
-            .collect()
+        self.each(bare, |r| Some(Available { jid: format!("{bare}/{}", r.name), presence: r.presence.clone()?, target: r.target() }))
     }
 
     /// Every bound resource of the user `bare`, with its full JID.
     pub fn resources(&self, bare: &str) -> Vec<(String, Target)> {
-        let local = self.local.lock();
-        let Some(resources) = local.get(bare) else { return Vec::new() };
-        resources.iter().map(|r| (format!("{bare}/{}", r.name), (r.outbox.clone(), r.framing))).collect()
+        self.each(bare, |r| Some((format!("{bare}/{}", r.name), r.target())))
     }
 
     /// Where a message of type `kind` to `to` goes (RFC 6121 §8.5): to the
@@ -128,7 +129,7 @@ impl Router {
         if let Some(want) = &to.resource
             && let Some(r) = resources.iter().find(|r| r.name == *want)
         {
-            return MessageRoute::To(vec![(r.outbox.clone(), r.framing)]);
+            return MessageRoute::To(vec![r.target()]);
         }
         let available: Vec<(i8, &Resource)> = resources.iter().filter_map(|r| Some((priority(r.presence.as_ref()?), r))).filter(|(p, _)| *p >= 0).collect();
         let top = available.iter().map(|(p, _)| *p).max();
@@ -136,8 +137,8 @@ impl Router {
             "error" => return MessageRoute::Dropped,
             "groupchat" => return MessageRoute::Refused,
             "headline" if available.is_empty() => return MessageRoute::Dropped,
-            "headline" => available.iter().map(|(_, r)| (r.outbox.clone(), r.framing)).collect(),
-            _ => available.iter().filter(|(p, _)| Some(*p) == top).map(|(_, r)| (r.outbox.clone(), r.framing)).collect(),
+            "headline" => available.iter().map(|(_, r)| r.target()).collect(),
+            _ => available.iter().filter(|(p, _)| Some(*p) == top).map(|(_, r)| r.target()).collect(),
         };
         if chosen.is_empty() { MessageRoute::Refused } else { MessageRoute::To(chosen) }
     }
@@ -148,9 +149,7 @@ impl Router {
         if to.domain != self.domain {
             return Vec::new();
         }
-        let local = self.local.lock();
-        let Some(resources) = local.get(&to.bare().to_string()) else { return Vec::new() };
-        resources.iter().filter(|r| to.resource.as_ref().is_none_or(|want| *want == r.name)).map(|r| (r.outbox.clone(), r.framing)).collect()
+        self.each(&to.bare().to_string(), |r| to.resource.as_ref().is_none_or(|want| *want == r.name).then(|| r.target()))
     }
 }
 

@@ -419,29 +419,21 @@ impl Session {
         let own_bare = self.jid.as_ref().map(Jid::bare);
         let to = to.filter(|to| Some(to.bare()) != own_bare || to.resource.is_some());
         let here = to.as_ref().is_none_or(|to| to.local.is_none() && to.resource.is_none() && to.domain == self.xmpp.domain);
+        // A user's bare JID, not this session's own.
+        let other_user = to.as_ref().filter(|to| to.local.is_some() && to.resource.is_none());
         let muc_service = to.as_ref().is_some_and(|to| to.local.is_none() && to.domain == self.xmpp.muc_domain && self.xmpp.rooms.is_some());
         match (payload.ns.as_str(), payload.name.as_str(), kind) {
             (ns::BIND, "bind", "set") if self.phase == Phase::Binding => self.on_bind(iq, payload),
             (ns::SESSION, "session", "set") if here => self.reply(iq, None),
             (ns::PING, "ping", "get") if here || muc_service => self.reply(iq, None),
             (ns::ROSTER, "query", "get" | "set") if here => self.on_roster(iq, payload),
-            // Another user's items (XEP-0030 §4.3, answered by the server
-            // for the account, RFC 6121 §8.5.2.1.3): its available
-            // resources, for those who see its presence; none for others,
-            // nor for a user who does not exist.
-            (ns::DISCO_ITEMS, "query", "get") if to.as_ref().is_some_and(|to| to.local.is_some() && to.resource.is_none() && to.domain == self.xmpp.domain) => {
-                let user = to.as_ref().map(|to| to.bare().to_string()).unwrap_or_default();
-                let mut items = Element::new("query", ns::DISCO_ITEMS);
-                let sees = self.user().is_some_and(|me| self.xmpp.rosters.contact(&user, &me).is_some_and(|c| c.subscription.from));
-                if sees {
-                    for resource in self.xmpp.router.available(&user) {
-                        items = items.child(Element::new("item", ns::DISCO_ITEMS).attr("jid", &resource.jid));
-                    }
-                }
+            // Another user's, answered by the server for the account (RFC 6121 §8.5.2.1.3).
+            (ns::DISCO_ITEMS, "query", "get") if other_user.is_some_and(|user| user.domain == self.xmpp.domain) => {
+                let items = self.items_of(&other_user.map(Jid::to_string).unwrap_or_default());
                 self.reply(iq, Some(items));
             }
             // Another user's roster is theirs alone (RFC 6121 §2.1.5).
-            (ns::ROSTER, "query", "set") if to.as_ref().is_some_and(|to| to.local.is_some() && to.resource.is_none()) => self.refuse(iq, "auth", "forbidden"),
+            (ns::ROSTER, "query", "set") if other_user.is_some() => self.refuse(iq, "auth", "forbidden"),
             (ns::DISCO_INFO, "query", "get") if here => {
                 let info = Element::new("query", ns::DISCO_INFO)
                     .child(Element::new("identity", ns::DISCO_INFO).attr("category", "server").attr("type", "im").attr("name", "Switchboard"));

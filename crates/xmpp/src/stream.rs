@@ -65,7 +65,7 @@ pub(crate) struct StreamTask {
     parser: StreamParser,
     metrics: ClientMetrics,
     batch: Vec<Payload>,
-    /// What is rendered of `batch`, for the carrier.
+    /// What is rendered of `batch`, for the carrier; empty between writes.
     texts: Vec<String>,
     /// What the client may send (`--max-message-rate`, `--max-byte-rate`).
     inflow: Inflow,
@@ -280,7 +280,6 @@ impl StreamTask {
 
     /// Writes the drained batch; `false` if the carrier failed.
     async fn write<C: Carrier>(&mut self, carrier: &mut C) -> bool {
-        self.texts.clear();
         let count = self.batch.len();
         for payload in self.batch.drain(..) {
             if let Some(text) = self.session.render(&payload) {

@@ -464,9 +464,7 @@ pub async fn login_account(addr: SocketAddr, name: &str, password: &str) -> Clie
 
 #[tokio::test]
 async fn a_broken_connection_resumes_and_nothing_unacknowledged_is_lost() {
-    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("fay", "pw")], ..server::Config::default() };
-    config.xmpp.plain_unencrypted = true;
-    let server = TestServer::with_xmpp(config).await;
+    let server = with_accounts(&["fay"]).await;
     let addr = server.xmpp.unwrap();
     let mut alice = server.chat_member("alice", "lobby").await;
 
@@ -514,6 +512,15 @@ async fn a_broken_connection_resumes_and_nothing_unacknowledged_is_lost() {
 }
 
 /// Logs in to an account (password `pw`) and binds `resource`.
+/// A server with XMPP and an account for each of `names` (password `pw`),
+/// PLAIN allowed without TLS so that `bound_account` can log in.
+pub async fn with_accounts(names: &[&str]) -> TestServer {
+    let accounts = names.iter().map(|name| server::AccountEntry::new(name, "pw")).collect();
+    let mut config = server::Config { xmpp_accounts: accounts, ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    TestServer::with_xmpp(config).await
+}
+
 pub async fn bound_account(addr: SocketAddr, name: &str, resource: &str) -> Client {
     let mut c = login_account(addr, name, "pw").await;
     c.send(&format!("<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>{resource}</resource></bind></iq>")).await;
@@ -592,9 +599,7 @@ async fn ws_login_account(server: &TestServer, name: &str) -> WsClient {
 
 #[tokio::test]
 async fn a_websocket_session_resumes_on_a_new_websocket() {
-    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("gil", "pw")], ..server::Config::default() };
-    config.xmpp.plain_unencrypted = true;
-    let server = TestServer::with_xmpp(config).await;
+    let server = with_accounts(&["gil"]).await;
     let mut alice = server.chat_member("alice", "lobby").await;
 
     let mut c = ws_login_account(&server, "gil").await;
@@ -635,9 +640,7 @@ async fn a_websocket_session_resumes_on_a_new_websocket() {
 
 #[tokio::test]
 async fn a_resumption_takes_the_session_from_a_connection_that_is_still_open() {
-    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("hal", "pw")], ..server::Config::default() };
-    config.xmpp.plain_unencrypted = true;
-    let server = TestServer::with_xmpp(config).await;
+    let server = with_accounts(&["hal"]).await;
     let addr = server.xmpp.unwrap();
     let mut old = bound_account(addr, "hal", "desk").await;
     old.send("<enable xmlns='urn:xmpp:sm:3' resume='true'/>").await;

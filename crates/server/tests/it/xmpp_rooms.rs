@@ -210,9 +210,7 @@ async fn a_leave_and_a_join_sent_together_leave_the_client_in_the_room() {
 
 #[tokio::test]
 async fn presence_reaches_a_users_other_resources_and_iqs_reach_other_users() {
-    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("alice", "pw"), server::AccountEntry::new("bob", "pw")], ..server::Config::default() };
-    config.xmpp.plain_unencrypted = true;
-    let server = TestServer::with_xmpp(config).await;
+    let server = crate::xmpp::with_accounts(&["alice", "bob"]).await;
     let addr = server.xmpp.unwrap();
     let mut desk = crate::xmpp::bound_account(addr, "alice", "desk").await;
     let mut phone = crate::xmpp::bound_account(addr, "alice", "phone").await;
@@ -262,9 +260,7 @@ async fn past_pushes(c: &mut Client, pushed: &mut Vec<(String, String, Option<St
 
 #[tokio::test]
 async fn removing_a_contact_whose_answer_is_awaited_withdraws_the_request_and_sends_nothing() {
-    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw"), server::AccountEntry::new("ben", "pw")], ..server::Config::default() };
-    config.xmpp.plain_unencrypted = true;
-    let server = TestServer::with_xmpp(config).await;
+    let server = crate::xmpp::with_accounts(&["ann", "ben"]).await;
     let addr = server.xmpp.unwrap();
     let mut ann = crate::xmpp::bound_account(addr, "ann", "a").await;
     let mut ben = crate::xmpp::bound_account(addr, "ben", "b").await;
@@ -295,9 +291,7 @@ async fn removing_a_contact_whose_answer_is_awaited_withdraws_the_request_and_se
 
 #[tokio::test]
 async fn a_subscription_is_asked_approved_pushed_and_ended_as_rfc_6121_says() {
-    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw"), server::AccountEntry::new("ben", "pw")], ..server::Config::default() };
-    config.xmpp.plain_unencrypted = true;
-    let server = TestServer::with_xmpp(config).await;
+    let server = crate::xmpp::with_accounts(&["ann", "ben"]).await;
     let addr = server.xmpp.unwrap();
     let mut ann = crate::xmpp::bound_account(addr, "ann", "a").await;
     let mut ben = crate::xmpp::bound_account(addr, "ben", "b").await;
@@ -369,10 +363,7 @@ fn ids(messages: &[Element]) -> Vec<&str> {
 
 #[tokio::test]
 async fn messages_to_a_user_go_where_rfc_6121_section_8_5_says() {
-    let accounts = ["alice", "bob", "carol"].map(|name| server::AccountEntry::new(name, "pw")).to_vec();
-    let mut config = server::Config { xmpp_accounts: accounts, ..server::Config::default() };
-    config.xmpp.plain_unencrypted = true;
-    let server = TestServer::with_xmpp(config).await;
+    let server = crate::xmpp::with_accounts(&["alice", "bob", "carol"]).await;
     let addr = server.xmpp.unwrap();
     let mut alice = crate::xmpp::bound_account(addr, "alice", "a").await;
     // bob: priorities 1, 0 and -1, and a resource that never said it is available.
@@ -414,10 +405,7 @@ async fn messages_to_a_user_go_where_rfc_6121_section_8_5_says() {
 
 #[tokio::test]
 async fn a_roster_set_that_rfc_6121_refuses_changes_nothing() {
-    let accounts = ["alice", "bob"].map(|name| server::AccountEntry::new(name, "pw")).to_vec();
-    let mut config = server::Config { xmpp_accounts: accounts, ..server::Config::default() };
-    config.xmpp.plain_unencrypted = true;
-    let server = TestServer::with_xmpp(config).await;
+    let server = crate::xmpp::with_accounts(&["alice", "bob"]).await;
     let mut alice = crate::xmpp::bound_account(server.xmpp.unwrap(), "alice", "a").await;
     let refused = [
         ("bob@localhost", "<group>friends</group>", "forbidden"),
@@ -437,10 +425,7 @@ async fn a_roster_set_that_rfc_6121_refuses_changes_nothing() {
 
 #[tokio::test]
 async fn another_users_items_are_empty_to_those_who_do_not_see_its_presence() {
-    let accounts = ["alice", "bob"].map(|name| server::AccountEntry::new(name, "pw")).to_vec();
-    let mut config = server::Config { xmpp_accounts: accounts, ..server::Config::default() };
-    config.xmpp.plain_unencrypted = true;
-    let server = TestServer::with_xmpp(config).await;
+    let server = crate::xmpp::with_accounts(&["alice", "bob"]).await;
     let addr = server.xmpp.unwrap();
     let mut alice = crate::xmpp::bound_account(addr, "alice", "a").await;
     let mut bob = crate::xmpp::bound_account(addr, "bob", "b").await;

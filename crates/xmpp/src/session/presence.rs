@@ -22,6 +22,20 @@ impl Session {
         self.carry(stanza, targets);
     }
 
+    /// The disco#items of the user `user` (XEP-0030 §4.3): its available
+    /// resources, to those who see its presence; none to others, nor for a
+    /// user who does not exist.
+    pub(super) fn items_of(&self, user: &str) -> Element {
+        let mut items = Element::new("query", ns::DISCO_ITEMS);
+        let sees = self.user().is_some_and(|me| self.xmpp.rosters.contact(user, &me).is_some_and(|c| c.subscription.from));
+        if sees {
+            for resource in self.xmpp.router.available(user) {
+                items = items.child(Element::new("item", ns::DISCO_ITEMS).attr("jid", &resource.jid));
+            }
+        }
+        items
+    }
+
     /// Carries a message to one of this server's users, as the router's
     /// delivery rules say (RFC 6121 §8.5).
     pub(super) fn message_to_user(&mut self, message: &Element, to: &Jid) {
@@ -36,7 +50,7 @@ impl Session {
         carry_from(stanza, &self.full_jid(), targets);
     }
 
-    pub(super) fn user(&self) -> Option<String> {
+    fn user(&self) -> Option<String> {
         self.jid.as_ref().map(|j| j.bare().to_string())
     }
 
