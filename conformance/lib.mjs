@@ -20,7 +20,9 @@ export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 export async function startServer(extraArgs = []) {
   // XMPP listens on 5222 unless told otherwise: only where a test asks for it.
   const xmpp = extraArgs.includes("--xmpp-listen") ? [] : ["--xmpp-listen", "off"];
-  const proc = spawn(BIN, ["serve", "--listen", "127.0.0.1:0", ...xmpp, ...extraArgs], {
+  // Nothing kept between runs unless a test asks for a store.
+  const store = extraArgs.includes("--store") ? [] : ["--store", "memory"];
+  const proc = spawn(BIN, ["serve", "--listen", "127.0.0.1:0", ...xmpp, ...store, ...extraArgs], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   // Every line the server prints, kept until a caller takes it.

@@ -42,6 +42,8 @@ enum Command {
     Link(link::Args),
     /// Turn bench result files into one HTML report with charts.
     Report(report::Args),
+    /// Add, remove, list the accounts in the server's store, or change a password.
+    Account(server::AccountArgs),
     /// Print an XMPP account's entry for the configuration file, from a password read on standard input.
     XmppAccount {
         /// The account's name (its JID's localpart).
@@ -65,6 +67,7 @@ fn main() -> anyhow::Result<()> {
             Command::Bench(args) => bench::run(args).await?,
             Command::Link(args) => link::run(args).await?,
             Command::Report(args) => report::run(args).await?,
+            Command::Account(args) => print!("{}", server::run_account(args).await?),
             Command::XmppAccount { name } => print!("{}", server::xmpp_account_cli(&name)?),
         }
         Ok(())

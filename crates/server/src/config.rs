@@ -12,6 +12,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use apps::AppKind;
@@ -214,7 +215,7 @@ settings! {
         auth_failures: u32 = 30, "xmpp-auth-failures", "SWITCHBOARD_XMPP_AUTH_FAILURES";
         /// Most MUC rooms one XMPP session may be in at once (so also the most it can create); a join past it is refused with resource-constraint [default: 100]
         max_rooms: usize = 100, "xmpp-max-rooms", "SWITCHBOARD_XMPP_MAX_ROOMS";
-        /// Accounts that XMPP clients may make themselves by in-band registration (XEP-0077), kept in memory until the server stops; 0 turns it off [default: 0]
+        /// Accounts that XMPP clients may make themselves by in-band registration (XEP-0077), kept in the store (--store); 0 turns it off [default: 0]
         registration: usize = 0, "xmpp-registration", "SWITCHBOARD_XMPP_REGISTRATION";
         /// Longest list an XMPP user can make the server keep: contacts in a roster, subscription requests waiting for one user, JIDs a session's directed presence is remembered for, affiliations in one room [default: 1000]
         list_limit: usize = 1000, "xmpp-list-limit", "SWITCHBOARD_XMPP_LIST_LIMIT";
@@ -233,6 +234,45 @@ settings! {
         /// Most BOSH sessions one client address holds at once, so that a few addresses cannot take every session; past it, new ones from it are refused with 429 [default: 100]
         // A hundred addresses to fill the server, rather than one.
         max_sessions_per_address: usize = 100, "bosh-max-sessions-per-address", "SWITCHBOARD_BOSH_MAX_SESSIONS_PER_ADDRESS";
+    }
+}
+
+settings! {
+    /// What outlives a restart: accounts, rosters and waiting subscription requests (docs/storage.md).
+    pub struct StoreConfig, flags StoreFlags {
+        /// Where accounts and rosters are kept: `sqlite`, a file in --data-dir; or `memory`, nothing outlives the process [default: sqlite]
+        kind: StoreKind = StoreKind::Sqlite, "store", "SWITCHBOARD_STORE";
+        /// Folder of the SQLite store (switchboard.db), made at start if missing; a relative path is from where the server starts [default: data]
+        data_dir: PathBuf = PathBuf::from("data"), "data-dir", "SWITCHBOARD_DATA_DIR";
+    }
+}
+
+/// Which store keeps what outlives a restart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    Sqlite,
+    Memory,
+}
+
+impl FromStr for StoreKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<StoreKind, String> {
+        match text {
+            "sqlite" => Ok(StoreKind::Sqlite),
+            "memory" => Ok(StoreKind::Memory),
+            _ => Err(format!("{text:?} is not a store: sqlite or memory")),
+        }
+    }
+}
+
+impl StoreConfig {
+    /// The store these settings name.
+    pub fn choice(&self) -> store::Choice {
+        match self.kind {
+            StoreKind::Sqlite => store::Choice::Sqlite(self.data_dir.clone()),
+            StoreKind::Memory => store::Choice::Memory,
+        }
     }
 }
 
@@ -281,6 +321,8 @@ pub struct Args {
     #[command(flatten)]
     pub bosh: BoshFlags,
     #[command(flatten)]
+    pub store: StoreFlags,
+    #[command(flatten)]
     pub tls: TlsFlags,
     #[command(flatten)]
     pub tokens: TokenFlags,
@@ -297,6 +339,7 @@ impl Args {
             broker: self.broker.or(under.broker),
             xmpp: self.xmpp.or(under.xmpp),
             bosh: self.bosh.or(under.bosh),
+            store: self.store.or(under.store),
             tls: self.tls.or(under.tls),
             tokens: self.tokens.or(under.tokens),
         }
@@ -393,6 +436,7 @@ pub struct Config {
     /// XMPP accounts (`[[xmpp_account]]` in the file; see `switchboard xmpp-account`).
     pub xmpp_accounts: Vec<AccountEntry>,
     pub bosh: BoshConfig,
+    pub store: StoreConfig,
     /// TLS on the listener, if configured.
     pub tls: Option<TlsFiles>,
     /// How clients' tokens are checked, if they must present one.
@@ -411,6 +455,7 @@ impl Default for Config {
             xmpp: XmppConfig::default(),
             xmpp_accounts: Vec::new(),
             bosh: BoshConfig::default(),
+            store: StoreConfig::default(),
             tls: None,
             token_key: None,
             mounts: MountKind::DEFAULT.iter().map(|&app| Mount::new(app)).collect(),
@@ -482,6 +527,7 @@ impl Config {
             xmpp: flags.xmpp.resolve(),
             xmpp_accounts: file.accounts,
             bosh: flags.bosh.resolve(),
+            store: flags.store.resolve(),
             tls,
             token_key,
             mounts,
@@ -499,7 +545,7 @@ impl Config {
         if self.xmpp.tls_listen != Listen::Off && self.tls.is_none() {
             return Err(Error::config("xmpp_tls_listen needs a certificate: give --tls-cert and --tls-key"));
         }
-        xmpp::Accounts::new(&self.xmpp_accounts).map_err(Error::config)?;
+        xmpp::Accounts::new(&self.xmpp_accounts, Arc::new(store::MemoryStore::default())).map_err(Error::config)?;
         for (i, m) in self.mounts.iter().enumerate() {
             if m.prefix.is_empty() || m.prefix.matches('/').count() != 1 {
                 return Err(Error::config(format!("mount prefix {:?} must be one path segment like \"/echo\"", m.prefix)));

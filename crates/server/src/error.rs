@@ -1,7 +1,7 @@
 //! The error that stops the server.
 
-/// An error that stops the server: bad configuration or a socket that
-/// cannot be bound.
+/// An error that stops the server: bad configuration, a socket that
+/// cannot be bound, or a store that cannot be opened.
 #[derive(Debug)]
 pub struct Error {
     kind: ErrorKind,
@@ -12,6 +12,7 @@ pub struct Error {
 enum ErrorKind {
     Config,
     Io,
+    Store,
 }
 
 impl Error {
@@ -23,6 +24,10 @@ impl Error {
         Error { kind: ErrorKind::Io, message: message.into() }
     }
 
+    pub(crate) fn store(e: store::Error) -> Error {
+        Error { kind: ErrorKind::Store, message: e.to_string() }
+    }
+
     /// Whether the configuration was invalid.
     pub fn is_config(&self) -> bool {
         self.kind == ErrorKind::Config
@@ -32,13 +37,18 @@ impl Error {
     pub fn is_io(&self) -> bool {
         self.kind == ErrorKind::Io
     }
+
+    /// Whether the store could not be opened or failed.
+    pub fn is_store(&self) -> bool {
+        self.kind == ErrorKind::Store
+    }
 }
 
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.kind {
             ErrorKind::Config => write!(f, "configuration: {}", self.message),
-            ErrorKind::Io => f.write_str(&self.message),
+            ErrorKind::Io | ErrorKind::Store => f.write_str(&self.message),
         }
     }
 }

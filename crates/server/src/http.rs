@@ -85,7 +85,7 @@ pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connect
                 server.metrics.broker(nats.state().is_up(), nats.state().reconnects());
             }
             if let Some(xmpp) = &server.xmpp {
-                let (parked, waiting) = xmpp.held();
+                let (parked, waiting) = xmpp.held().await;
                 server.metrics.xmpp(parked, waiting);
             }
             bytes_response(

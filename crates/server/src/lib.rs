@@ -8,6 +8,7 @@
 //! XMPP sessions (`xmpp`) share the chat app's rooms. Each connection's
 //! writer drains its bounded outbox.
 
+mod account;
 mod activity;
 mod config;
 mod error;
@@ -21,9 +22,10 @@ pub use apps::AppKind;
 pub use config::MountKind;
 pub use error::Error;
 pub use config::{
-    Args, BoshConfig, BrokerConfig, Config, Listen, Mount, MountLimits, RoomConfig, ServerConfig, SockjsOptions, TlsFiles, TokenKey, XmppConfig,
-    markdown_table,
+    Args, BoshConfig, BrokerConfig, Config, Listen, Mount, MountLimits, RoomConfig, ServerConfig, SockjsOptions, StoreConfig, StoreFlags, StoreKind,
+    TlsFiles, TokenKey, XmppConfig, markdown_table,
 };
+pub use account::{AccountArgs, run_account};
 pub use server::{XmppListeners, serve, serve_with};
 pub use xmpp::AccountEntry;
 
@@ -65,14 +67,9 @@ pub async fn run_cli(args: Args) -> Result<(), Error> {
 /// standard input and prints the account's `[[xmpp_account]]` entry (salted
 /// keys, never the password) for the configuration file.
 pub fn xmpp_account_cli(name: &str) -> Result<String, Error> {
-    let mut password = String::new();
-    std::io::stdin().read_line(&mut password).map_err(|e| Error::io(format!("cannot read the password: {e}")))?;
-    let password = password.trim_end_matches(['\n', '\r']);
-    if password.is_empty() {
-        return Err(Error::config("give the password on standard input, e.g. `echo secret | switchboard xmpp-account alice`"));
-    }
-    let entry = AccountEntry::new(name, password);
-    xmpp::Accounts::new(std::slice::from_ref(&entry)).map_err(Error::config)?;
+    let password = account::password("xmpp-account alice")?;
+    let entry = AccountEntry::new(name, &password);
+    xmpp::Accounts::new(std::slice::from_ref(&entry), std::sync::Arc::new(store::MemoryStore::default())).map_err(Error::config)?;
     Ok(entry.to_toml())
 }
 

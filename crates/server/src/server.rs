@@ -91,7 +91,8 @@ pub async fn serve_with(
         }
         None => None,
     };
-    let state = Arc::new(ServerState::new(config, nats, xmpp.any())?);
+    let store = store::open(&config.store.choice()).await.map_err(Error::store)?;
+    let state = Arc::new(ServerState::new(config, nats, store, xmpp.any())?);
     if let Some(service) = state.xmpp.clone() {
         for (listener, direct_tls) in [(xmpp.plain, false), (xmpp.direct_tls, true)] {
             if let Some(listener) = listener {

@@ -63,8 +63,9 @@ const SESSION_BURST_SECONDS: u32 = 10;
 
 impl ServerState {
     /// The state of a server with `config`, whose rooms span nodes through
-    /// `nats` if there is one, with XMPP on if `xmpp_on`.
-    pub fn new(config: Config, nats: Option<Arc<cluster::Nats>>, xmpp_on: bool) -> Result<ServerState, Error> {
+    /// `nats` if there is one, which keeps what outlives it in `store`,
+    /// with XMPP on if `xmpp_on`.
+    pub fn new(config: Config, nats: Option<Arc<cluster::Nats>>, store: Arc<dyn store::Store>, xmpp_on: bool) -> Result<ServerState, Error> {
         let chat_rooms = config.rooms.limits();
         // The apps first: XMPP's MUC rooms are the first chat mount's.
         let apps: Vec<Option<Arc<App>>> = config
@@ -107,7 +108,7 @@ impl ServerState {
             let auth = xmpp::Auth {
                 // Checked by the configuration's validation.
                 accounts: {
-                    let accounts = xmpp::Accounts::new(&config.xmpp_accounts).unwrap_or_default();
+                    let accounts = xmpp::Accounts::new(&config.xmpp_accounts, store.clone()).unwrap_or_default();
                     if config.xmpp.registration > 0 { accounts.open(config.xmpp.registration) } else { accounts }
                 },
                 anonymous: config.xmpp.anonymous,
@@ -124,7 +125,7 @@ impl ServerState {
                 login_timeout: config.xmpp.login_timeout,
                 inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
             };
-            Arc::new(xmpp::Xmpp::new(context.clone(), settings, auth, xmpp_tls, rooms))
+            Arc::new(xmpp::Xmpp::new(context.clone(), settings, auth, xmpp_tls, rooms, store.clone()))
         });
         let bosh = xmpp.as_ref().map(|xmpp| {
             let settings = xmpp::bosh::Settings {
@@ -190,7 +191,7 @@ mod tests {
     /// tokio's, aligned to 128) stays within jemalloc's 1,792-byte class.
     #[tokio::test]
     async fn an_xmpp_streams_future_stays_small() {
-        let state = ServerState::new(Config::default(), None, true).expect("the default configuration");
+        let state = ServerState::new(Config::default(), None, Arc::new(store::MemoryStore::default()), true).expect("the default configuration");
         let size = xmpp::stream_future_size(state.xmpp.clone().expect("XMPP is on")).await;
         assert!(size <= 1664, "an XMPP stream's future is {size} bytes");
     }

@@ -1,16 +1,21 @@
-//! XMPP accounts from the configuration, and SASL against them
-//! (SCRAM-SHA-256 and SCRAM-SHA-1 of RFC 5802 and 7677, PLAIN, ANONYMOUS).
+//! XMPP accounts, and SASL against them (SCRAM-SHA-256 and SCRAM-SHA-1
+//! of RFC 5802 and 7677, PLAIN, ANONYMOUS). The accounts are those of the
+//! configuration file and those in the store: made by in-band
+//! registration, or by `switchboard account add`.
 //!
 //! A password is never stored: an account keeps, for SHA-1 and SHA-256,
 //! SCRAM's StoredKey and ServerKey (RFC 5802 §3), made from the password
-//! and a salt by `switchboard xmpp-account NAME`. PLAIN is checked by
-//! deriving the same keys from the password given. The hashes, HMAC and
+//! and a salt. PLAIN is checked by deriving the same keys from the
+//! password given. The hashes, HMAC and
 //! PBKDF2 are RustCrypto's; the exchange is written here because the
 //! `sasl` crate's server (0.5) refuses a client that does not do channel
 //! binding (`n,,`), which is every client on a stream without TLS.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+
+pub use store::Account;
+use store::{Created, Origin, ScramKeys as Keys, Store};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -85,23 +90,39 @@ impl Hash {
         let salted = self.salted_password(password, salt, iterations);
         Keys { stored: self.digest(&self.hmac(&salted, b"Client Key")), server: self.hmac(&salted, b"Server Key") }
     }
+
+    fn of(self, account: &Account) -> &Keys {
+        match self {
+            Hash::Sha1 => &account.sha1,
+            Hash::Sha256 => &account.sha256,
+        }
+    }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Keys {
-    stored: Vec<u8>,
-    server: Vec<u8>,
+/// The keys of a new account for `password`, salted at random: thousands
+/// of hashes, to be made off the threads that serve connections.
+pub fn new_account(password: &str) -> Account {
+    let salt: [u8; 16] = rand::random();
+    Account {
+        salt: salt.to_vec(),
+        iterations: ITERATIONS,
+        sha1: Hash::Sha1.keys(password, &salt, ITERATIONS),
+        sha256: Hash::Sha256.keys(password, &salt, ITERATIONS),
+    }
 }
 
 impl AccountEntry {
     /// A new entry for `name` with `password`, salted at random.
     pub fn new(name: &str, password: &str) -> AccountEntry {
-        let salt: [u8; 16] = rand::random();
-        let keys = |hash: Hash| {
-            let k = hash.keys(password, &salt, ITERATIONS);
-            format!("{}:{}", STANDARD.encode(k.stored), STANDARD.encode(k.server))
-        };
-        AccountEntry { name: name.to_owned(), salt: STANDARD.encode(salt), iterations: ITERATIONS, sha1: keys(Hash::Sha1), sha256: keys(Hash::Sha256) }
+        let account = new_account(password);
+        let keys = |k: &Keys| format!("{}:{}", STANDARD.encode(&k.stored), STANDARD.encode(&k.server));
+        AccountEntry {
+            name: name.to_owned(),
+            salt: STANDARD.encode(&account.salt),
+            iterations: account.iterations,
+            sha1: keys(&account.sha1),
+            sha256: keys(&account.sha256),
+        }
     }
 
     /// The entry as the TOML to paste into the configuration file.
@@ -113,32 +134,23 @@ impl AccountEntry {
     }
 }
 
-#[derive(Debug)]
-struct Account {
-    salt: Vec<u8>,
-    iterations: u32,
-    sha1: Keys,
-    sha256: Keys,
-}
-
-impl Account {
-    fn keys(&self, hash: Hash) -> &Keys {
-        match hash {
-            Hash::Sha1 => &self.sha1,
-            Hash::Sha256 => &self.sha256,
-        }
-    }
-}
-
-/// The accounts, by name: those of the configuration, and those made by
-/// in-band registration (XEP-0077) while the server runs, up to `open`.
-#[derive(Debug, Clone, Default)]
+/// The accounts, by name: those of the configuration, and those of the
+/// store (made by in-band registration, XEP-0077, up to `open`, or by an
+/// administrator). A configured name is the configuration's, whatever the
+/// store holds.
+#[derive(Debug, Clone)]
 pub struct Accounts {
-    map: Arc<parking_lot::RwLock<HashMap<String, Arc<Account>>>>,
+    configured: Arc<HashMap<String, Arc<Account>>>,
+    store: Arc<dyn Store>,
     /// How many accounts registration may keep at once; `None`: it is off.
     open: Option<usize>,
-    /// The names of the accounts registration made.
-    registered: Arc<parking_lot::Mutex<std::collections::HashSet<String>>>,
+}
+
+impl Default for Accounts {
+    /// No account, none kept: a server of anonymous users only.
+    fn default() -> Accounts {
+        Accounts { configured: Arc::default(), store: Arc::new(store::MemoryStore::default()), open: None }
+    }
 }
 
 /// Why a registration was refused.
@@ -152,6 +164,8 @@ pub enum Refused {
     Taken,
     /// Registration made as many accounts as it may.
     Full,
+    /// The store failed.
+    Unavailable,
 }
 
 /// What a SASL step answers.
@@ -178,6 +192,9 @@ pub enum Exchange {
 #[derive(Debug)]
 pub struct ScramState {
     account: String,
+    /// The account's keys, as read for the first message; none for a name
+    /// without an account, which fails at the proof.
+    keys: Option<Arc<Account>>,
     /// `client-first-message-bare,server-first-message,` of the AuthMessage.
     messages: String,
     gs2_header: String,
@@ -185,8 +202,9 @@ pub struct ScramState {
 }
 
 impl Accounts {
-    /// The accounts of the configuration; `Err` names a bad entry.
-    pub fn new(entries: &[AccountEntry]) -> Result<Accounts, String> {
+    /// The accounts of the configuration, beside those of `store`; `Err`
+    /// names a bad entry.
+    pub fn new(entries: &[AccountEntry], store: Arc<dyn Store>) -> Result<Accounts, String> {
         let mut accounts = HashMap::new();
         for entry in entries {
             let fix = || format!("xmpp_account {:?}: make it with `switchboard xmpp-account NAME`", entry.name);
@@ -212,7 +230,7 @@ impl Accounts {
                 return Err(format!("xmpp_account {:?} is given twice", entry.name));
             }
         }
-        Ok(Accounts { map: Arc::new(parking_lot::RwLock::new(accounts)), ..Accounts::default() })
+        Ok(Accounts { configured: Arc::new(accounts), store, open: None })
     }
 
     /// Opens in-band registration for at most `limit` new accounts.
@@ -225,68 +243,67 @@ impl Accounts {
         self.open.is_some()
     }
 
-    /// Whether accounts can log in: there are some, or some can be made.
+    /// Whether no account can log in: none is configured, none can be
+    /// made, and the store keeps none from before.
     pub fn is_empty(&self) -> bool {
-        self.open.is_none() && self.map.read().is_empty()
+        self.open.is_none() && self.configured.is_empty() && !self.store.persistent()
     }
 
-    /// Whether the account `name` exists.
-    pub fn exists(&self, name: &str) -> bool {
-        self.map.read().contains_key(name)
+    /// Whether the account `name` exists; `Err` when the store cannot say.
+    pub async fn exists(&self, name: &str) -> Result<bool, store::Error> {
+        Ok(self.get(name).await?.is_some())
     }
 
-    fn get(&self, name: &str) -> Option<Arc<Account>> {
-        self.map.read().get(name).cloned()
+    async fn get(&self, name: &str) -> Result<Option<Arc<Account>>, store::Error> {
+        if let Some(account) = self.configured.get(name) {
+            return Ok(Some(account.clone()));
+        }
+        Ok(self.store.account(name).await?.map(Arc::new))
     }
 
-    /// Makes the account `name` (in-band registration); the name as kept,
-    /// mapped to lower case as RFC 7613's UsernameCaseMapped profile says.
-    pub fn register(&self, name: &str, password: &str) -> Result<String, Refused> {
+    /// Makes the account `name` (in-band registration), and keeps it
+    /// before it answers; the name as kept, mapped to lower case as RFC
+    /// 7613's UsernameCaseMapped profile says.
+    pub async fn register(&self, name: &str, password: &str) -> Result<String, Refused> {
         let limit = self.open.ok_or(Refused::Closed)?;
-        let name = self.available(name, password)?;
-        // The keys are made before the lock is taken: they cost thousands of hashes.
-        let entry = AccountEntry::new(&name, password);
-        let account = Accounts::new(std::slice::from_ref(&entry)).map_err(|_| Refused::BadName)?.get(&name).ok_or(Refused::BadName)?;
-        let mut map = self.map.write();
-        if map.contains_key(&name) {
-            return Err(Refused::Taken);
+        let name = self.available(name, password).await?;
+        let password = password.to_owned();
+        // Thousands of hashes: not on the threads that serve connections.
+        let account = tokio::task::spawn_blocking(move || new_account(&password)).await.map_err(|_| Refused::Unavailable)?;
+        match self.store.create(&name, &account, Origin::Registration, limit).await {
+            Ok(Created::Made) => Ok(name),
+            Ok(Created::Taken) => Err(Refused::Taken),
+            Ok(Created::Full) => Err(Refused::Full),
+            Err(e) => {
+                tracing::warn!("xmpp: registration of {name:?} not kept: {e}");
+                Err(Refused::Unavailable)
+            }
         }
-        let mut registered = self.registered.lock();
-        if registered.len() >= limit {
-            return Err(Refused::Full);
-        }
-        registered.insert(name.clone());
-        map.insert(name.clone(), account);
-        Ok(name)
     }
 
     /// The name `name` would be kept under, if registration could make it
     /// now with `password`: checked before any key is made, which costs
-    /// thousands of hashes.
-    pub fn available(&self, name: &str, password: &str) -> Result<String, Refused> {
-        let limit = self.open.ok_or(Refused::Closed)?;
+    /// thousands of hashes. The store's bound is checked as it makes it.
+    pub async fn available(&self, name: &str, password: &str) -> Result<String, Refused> {
+        self.open.ok_or(Refused::Closed)?;
         let name = account_name(name).ok_or(Refused::BadName)?;
         if password.is_empty() {
             return Err(Refused::BadName);
         }
-        if self.exists(&name) {
-            return Err(Refused::Taken);
+        match self.exists(&name).await {
+            Ok(true) => Err(Refused::Taken),
+            Ok(false) => Ok(name),
+            Err(_) => Err(Refused::Unavailable),
         }
-        if self.registered.lock().len() >= limit {
-            return Err(Refused::Full);
-        }
-        Ok(name)
     }
 
-    /// Removes the account `name`, if registration made it (XEP-0077 §3.2);
+    /// Removes the account `name` (XEP-0077 §3.2), if the store has it;
     /// those of the configuration stay.
-    pub fn unregister(&self, name: &str) -> bool {
-        let mut map = self.map.write();
-        if !self.registered.lock().remove(name) {
-            return false;
+    pub async fn unregister(&self, name: &str) -> Result<bool, store::Error> {
+        if self.configured.contains_key(name) {
+            return Ok(false);
         }
-        map.remove(name);
-        true
+        self.store.remove(name).await
     }
 
     /// The exchange for mechanism `name`, if the server offers it: `plain`
@@ -308,24 +325,24 @@ impl Accounts {
     }
 
     /// Takes the client's next message of `exchange`.
-    pub fn step(&self, exchange: &mut Exchange, data: &[u8]) -> Step {
+    pub async fn step(&self, exchange: &mut Exchange, data: &[u8]) -> Step {
         match exchange {
             Exchange::Anonymous => Step::Success(None, Vec::new()),
-            Exchange::Plain => self.plain(data),
+            Exchange::Plain => self.plain(data).await,
             Exchange::Scram { hash, state } => match state.take() {
-                None => match self.scram_first(*hash, data) {
+                None => match self.scram_first(*hash, data).await {
                     Ok((next, challenge)) => {
                         *state = Some(next);
                         Step::Challenge(challenge)
                     }
                     Err(condition) => Step::Failure(condition),
                 },
-                Some(first) => self.scram_final(*hash, &first, data),
+                Some(first) => scram_final(*hash, &first, data),
             },
         }
     }
 
-    fn plain(&self, data: &[u8]) -> Step {
+    async fn plain(&self, data: &[u8]) -> Step {
         let mut parts = data.split(|&b| b == 0);
         let (Some(authzid), Some(name), Some(password), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
             return Step::Failure("malformed-request");
@@ -337,19 +354,29 @@ impl Accounts {
             return Step::Failure("invalid-authzid");
         }
         let name = localpart(name).unwrap_or_default();
-        // An unknown name costs what a known one does (keys derived and
-        // compared), so that the time of a failure does not tell which
-        // names have accounts.
-        let account = self.get(&name);
-        let (salt, iterations, stored) = match &account {
-            Some(account) => (account.salt.as_slice(), account.iterations, account.sha256.stored.as_slice()),
-            None => (&[0u8; 16][..], ITERATIONS, &[0u8; 32][..]),
-        };
-        let keys = Hash::Sha256.keys(password, salt, iterations);
-        if same(&keys.stored, stored) && account.is_some() { Step::Success(Some(name), Vec::new()) } else { Step::Failure("not-authorized") }
+        let Ok(account) = self.get(&name).await else { return Step::Failure("temporary-auth-failure") };
+        let password = password.to_owned();
+        // PLAIN derives keys from the password: thousands of hashes, which
+        // must not hold up the connections sharing this thread.
+        let checked = tokio::task::spawn_blocking(move || {
+            // An unknown name costs what a known one does (keys derived and
+            // compared), so that the time of a failure does not tell which
+            // names have accounts.
+            let (salt, iterations, stored) = match &account {
+                Some(account) => (account.salt.as_slice(), account.iterations, account.sha256.stored.as_slice()),
+                None => (&[0u8; 16][..], ITERATIONS, &[0u8; 32][..]),
+            };
+            let keys = Hash::Sha256.keys(&password, salt, iterations);
+            same(&keys.stored, stored) && account.is_some()
+        });
+        match checked.await {
+            Ok(true) => Step::Success(Some(name), Vec::new()),
+            Ok(false) => Step::Failure("not-authorized"),
+            Err(_) => Step::Failure("temporary-auth-failure"),
+        }
     }
 
-    fn scram_first(&self, hash: Hash, data: &[u8]) -> Result<(ScramState, Vec<u8>), &'static str> {
+    async fn scram_first(&self, hash: Hash, data: &[u8]) -> Result<(ScramState, Vec<u8>), &'static str> {
         let text = std::str::from_utf8(data).map_err(|_| "malformed-request")?;
         // gs2-header: "n,," or "y,," (no channel binding here); an authzid is refused.
         let (flag, rest) = text.split_once(',').ok_or("malformed-request")?;
@@ -372,54 +399,56 @@ impl Accounts {
         }
         let (Some(name), Some(client_nonce)) = (name, client_nonce) else { return Err("malformed-request") };
         let name = localpart(&name).unwrap_or(name);
+        let keys = self.get(&name).await.map_err(|_| "temporary-auth-failure")?;
         // An unknown name gets a challenge like any other (it fails at the
         // proof), so that names cannot be probed.
-        let (salt, iterations) = match self.get(&name) {
+        let (salt, iterations) = match &keys {
             Some(account) => (account.salt.clone(), account.iterations),
             None => (hash.digest(name.as_bytes())[..16].to_vec(), ITERATIONS),
         };
         let nonce = format!("{client_nonce}{}", STANDARD.encode(rand::random::<[u8; 18]>()));
         let server_first = format!("r={nonce},s={},i={iterations}", STANDARD.encode(salt));
-        let state = ScramState { account: name, messages: format!("{bare},{server_first},"), gs2_header: format!("{flag},{authzid},"), nonce };
+        let state = ScramState { account: name, keys, messages: format!("{bare},{server_first},"), gs2_header: format!("{flag},{authzid},"), nonce };
         Ok((state, server_first.into_bytes()))
     }
+}
 
-    fn scram_final(&self, hash: Hash, first: &ScramState, data: &[u8]) -> Step {
-        let Ok(text) = std::str::from_utf8(data) else { return Step::Failure("malformed-request") };
-        let Some((without_proof, proof)) = text.rsplit_once(",p=") else { return Step::Failure("malformed-request") };
-        let mut binding = None;
-        let mut nonce = None;
-        for attr in without_proof.split(',') {
-            match attr.split_once('=') {
-                Some(("c", v)) => binding = Some(v),
-                Some(("r", v)) => nonce = Some(v),
-                _ => {}
-            }
+/// The client's last SCRAM message, checked against the keys read for its first.
+fn scram_final(hash: Hash, first: &ScramState, data: &[u8]) -> Step {
+    let Ok(text) = std::str::from_utf8(data) else { return Step::Failure("malformed-request") };
+    let Some((without_proof, proof)) = text.rsplit_once(",p=") else { return Step::Failure("malformed-request") };
+    let mut binding = None;
+    let mut nonce = None;
+    for attr in without_proof.split(',') {
+        match attr.split_once('=') {
+            Some(("c", v)) => binding = Some(v),
+            Some(("r", v)) => nonce = Some(v),
+            _ => {}
         }
-        if binding != Some(STANDARD.encode(&first.gs2_header).as_str()) || nonce != Some(first.nonce.as_str()) {
-            return Step::Failure("not-authorized");
-        }
-        let (Ok(proof), Some(account)) = (STANDARD.decode(proof), self.get(&first.account)) else {
-            return Step::Failure("not-authorized");
-        };
-        let keys = account.keys(hash);
-        let auth_message = format!("{}{without_proof}", first.messages);
-        let signature = hash.hmac(&keys.stored, auth_message.as_bytes());
-        if proof.len() != signature.len() {
-            return Step::Failure("not-authorized");
-        }
-        let client_key: Vec<u8> = proof.iter().zip(&signature).map(|(a, b)| a ^ b).collect();
-        if !same(&hash.digest(&client_key), &keys.stored) {
-            return Step::Failure("not-authorized");
-        }
-        let server_signature = hash.hmac(&keys.server, auth_message.as_bytes());
-        Step::Success(Some(first.account.clone()), format!("v={}", STANDARD.encode(server_signature)).into_bytes())
     }
+    if binding != Some(STANDARD.encode(&first.gs2_header).as_str()) || nonce != Some(first.nonce.as_str()) {
+        return Step::Failure("not-authorized");
+    }
+    let (Ok(proof), Some(account)) = (STANDARD.decode(proof), first.keys.as_ref()) else {
+        return Step::Failure("not-authorized");
+    };
+    let keys = hash.of(account);
+    let auth_message = format!("{}{without_proof}", first.messages);
+    let signature = hash.hmac(&keys.stored, auth_message.as_bytes());
+    if proof.len() != signature.len() {
+        return Step::Failure("not-authorized");
+    }
+    let client_key: Vec<u8> = proof.iter().zip(&signature).map(|(a, b)| a ^ b).collect();
+    if !same(&hash.digest(&client_key), &keys.stored) {
+        return Step::Failure("not-authorized");
+    }
+    let server_signature = hash.hmac(&keys.server, auth_message.as_bytes());
+    Step::Success(Some(first.account.clone()), format!("v={}", STANDARD.encode(server_signature)).into_bytes())
 }
 
 /// The name an account is kept under: its JID local part's canonical form,
 /// without the two characters SCRAM's `n=` attribute escapes.
-fn account_name(text: &str) -> Option<String> {
+pub fn account_name(text: &str) -> Option<String> {
     localpart(text).filter(|name| !name.contains([',', '=']))
 }
 
@@ -432,21 +461,25 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    fn alice() -> Accounts {
-        Accounts::new(&[AccountEntry::new("alice", "s3cret")]).unwrap()
+    fn memory() -> Arc<dyn Store> {
+        Arc::new(store::MemoryStore::default())
     }
 
-    #[test]
-    fn an_entry_survives_its_toml_and_plain_checks_the_password_only() {
+    fn alice() -> Accounts {
+        Accounts::new(&[AccountEntry::new("alice", "s3cret")], memory()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_entry_survives_its_toml_and_plain_checks_the_password_only() {
         let entry = AccountEntry::new("alice", "s3cret");
         let file: HashMap<String, Vec<AccountEntry>> = toml::from_str(&entry.to_toml()).unwrap();
         assert_eq!(file["xmpp_account"][0], entry);
-        let accounts = Accounts::new(&[entry]).unwrap();
+        let accounts = Accounts::new(&[entry], memory()).unwrap();
         let mut plain = accounts.start("PLAIN", true, false).unwrap();
-        assert_eq!(accounts.step(&mut plain, b"\0alice\0s3cret"), Step::Success(Some("alice".into()), Vec::new()));
-        assert_eq!(accounts.step(&mut plain, b"\0alice\0guess"), Step::Failure("not-authorized"));
-        assert_eq!(accounts.step(&mut plain, b"\0bob\0s3cret"), Step::Failure("not-authorized"));
-        assert_eq!(accounts.step(&mut plain, b"garbage"), Step::Failure("malformed-request"));
+        assert_eq!(accounts.step(&mut plain, b"\0alice\0s3cret").await, Step::Success(Some("alice".into()), Vec::new()));
+        assert_eq!(accounts.step(&mut plain, b"\0alice\0guess").await, Step::Failure("not-authorized"));
+        assert_eq!(accounts.step(&mut plain, b"\0bob\0s3cret").await, Step::Failure("not-authorized"));
+        assert_eq!(accounts.step(&mut plain, b"garbage").await, Step::Failure("malformed-request"));
         assert!(accounts.start("PLAIN", false, false).is_none(), "PLAIN only where allowed");
         assert_eq!(accounts.offered(false, true), ["SCRAM-SHA-256", "SCRAM-SHA-1", "ANONYMOUS"]);
         assert!(Accounts::default().offered(true, false).is_empty());
@@ -454,18 +487,18 @@ mod tests {
 
     /// An account is one name whatever its case (RFC 7622 §3.3): kept,
     /// logged in and registered under its local part's canonical form.
-    #[test]
-    fn names_are_the_case_folded_local_parts() {
-        let accounts = Accounts::new(&[AccountEntry::new("Alice", "s3cret")]).unwrap();
-        assert!(accounts.exists("alice") && !accounts.exists("Alice"));
+    #[tokio::test]
+    async fn names_are_the_case_folded_local_parts() {
+        let accounts = Accounts::new(&[AccountEntry::new("Alice", "s3cret")], memory()).unwrap();
+        assert!(accounts.exists("alice").await.unwrap() && !accounts.exists("Alice").await.unwrap());
         let mut plain = accounts.start("PLAIN", true, false).unwrap();
-        assert_eq!(accounts.step(&mut plain, b"\0ALICE\0s3cret"), Step::Success(Some("alice".into()), Vec::new()));
-        let twice = Accounts::new(&[AccountEntry::new("bob", "a"), AccountEntry::new("BOB", "b")]).unwrap_err();
+        assert_eq!(accounts.step(&mut plain, b"\0ALICE\0s3cret").await, Step::Success(Some("alice".into()), Vec::new()));
+        let twice = Accounts::new(&[AccountEntry::new("bob", "a"), AccountEntry::new("BOB", "b")], memory()).unwrap_err();
         assert!(twice.contains("given twice"), "{twice}");
         let open = accounts.open(10);
-        assert_eq!(open.available("ALICE", "pw"), Err(Refused::Taken));
-        assert_eq!(open.register("Carol", "pw"), Ok("carol".to_owned()));
-        assert_eq!(open.available("a b", "pw"), Err(Refused::BadName));
+        assert_eq!(open.available("ALICE", "pw").await, Err(Refused::Taken));
+        assert_eq!(open.register("Carol", "pw").await, Ok("carol".to_owned()));
+        assert_eq!(open.available("a b", "pw").await, Err(Refused::BadName));
     }
 
     /// RFC 7677 §3's example exchange, to the byte: user "user", password
@@ -475,57 +508,70 @@ mod tests {
         let salt = STANDARD.decode("W22ZaJ0SNY7soEsUEjb6gQ==").unwrap();
         let keys = Hash::Sha256.keys("pencil", &salt, 4096);
         let account = Account { salt, iterations: 4096, sha1: keys.clone(), sha256: keys };
-        let accounts = Accounts { map: Arc::new(parking_lot::RwLock::new(HashMap::from([("user".to_owned(), Arc::new(account))]))), ..Accounts::default() };
         let bare = "n=user,r=rOprNGfwEbeRWgbNEkqO";
         let server_first = "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
         let first = ScramState {
             account: "user".into(),
+            keys: Some(Arc::new(account)),
             messages: format!("{bare},{server_first},"),
             gs2_header: "n,,".into(),
             nonce: "rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0".into(),
         };
         let client_final = "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=";
         assert_eq!(
-            accounts.scram_final(Hash::Sha256, &first, client_final.as_bytes()),
+            scram_final(Hash::Sha256, &first, client_final.as_bytes()),
             Step::Success(Some("user".into()), b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=".to_vec())
         );
         let wrong = client_final.replace("p=dHzb", "p=eHzb");
-        assert_eq!(accounts.scram_final(Hash::Sha256, &first, wrong.as_bytes()), Step::Failure("not-authorized"));
+        assert_eq!(scram_final(Hash::Sha256, &first, wrong.as_bytes()), Step::Failure("not-authorized"));
     }
 
-    #[test]
-    fn a_scram_exchange_needs_the_password_and_the_nonce() {
+    #[tokio::test]
+    async fn a_scram_exchange_needs_the_password_and_the_nonce() {
         let accounts = alice();
         let mut exchange = accounts.start("SCRAM-SHA-1", false, false).unwrap();
-        let Step::Challenge(challenge) = accounts.step(&mut exchange, b"n,,n=alice,r=abc") else { panic!() };
+        let Step::Challenge(challenge) = accounts.step(&mut exchange, b"n,,n=alice,r=abc").await else { panic!() };
         let challenge = String::from_utf8(challenge).unwrap();
         assert!(challenge.starts_with("r=abc") && challenge.contains(",i=4096"), "{challenge}");
         // A client-final with a made-up proof fails.
         let nonce = challenge.split(',').next().unwrap();
         let guess = format!("c=biws,{nonce},p={}", STANDARD.encode([0u8; 20]));
-        assert_eq!(accounts.step(&mut exchange, guess.as_bytes()), Step::Failure("not-authorized"));
+        assert_eq!(accounts.step(&mut exchange, guess.as_bytes()).await, Step::Failure("not-authorized"));
         let mut exchange = accounts.start("SCRAM-SHA-256", false, false).unwrap();
-        assert_eq!(accounts.step(&mut exchange, b"p=tls-unique,,n=alice,r=abc"), Step::Failure("malformed-request"));
-        assert_eq!(accounts.step(&mut exchange, b"n,a=bob,n=alice,r=abc"), Step::Failure("invalid-authzid"));
+        assert_eq!(accounts.step(&mut exchange, b"p=tls-unique,,n=alice,r=abc").await, Step::Failure("malformed-request"));
+        assert_eq!(accounts.step(&mut exchange, b"n,a=bob,n=alice,r=abc").await, Step::Failure("invalid-authzid"));
     }
 
-    #[test]
-    fn registration_makes_accounts_up_to_its_limit_under_case_mapped_names() {
-        let closed = Accounts::new(&[]).unwrap();
+    #[tokio::test]
+    async fn registration_makes_accounts_up_to_its_limit_under_case_mapped_names() {
+        let closed = Accounts::new(&[], memory()).unwrap();
         assert!(closed.is_empty());
-        assert_eq!(closed.register("zoe", "pw"), Err(Refused::Closed));
-        let open = Accounts::new(&[AccountEntry::new("alice", "s3cret")]).unwrap().open(2);
+        assert_eq!(closed.register("zoe", "pw").await, Err(Refused::Closed));
+        let open = Accounts::new(&[AccountEntry::new("alice", "s3cret")], memory()).unwrap().open(2);
         assert!(!open.is_empty());
-        assert_eq!(open.register("Zoe", "pw"), Ok("zoe".to_owned()));
-        assert_eq!(open.register("ZOE", "other"), Err(Refused::Taken));
-        assert_eq!(open.register("alice", "other"), Err(Refused::Taken), "a configured account");
-        assert_eq!(open.register("a b", "pw"), Err(Refused::BadName));
-        assert_eq!(open.register("yan", ""), Err(Refused::BadName));
-        assert_eq!(open.register("yan", "pw"), Ok("yan".to_owned()));
-        assert_eq!(open.register("xia", "pw"), Err(Refused::Full));
-        assert!(!open.unregister("alice"), "a configured account stays");
-        assert!(open.unregister("yan"));
-        assert_eq!(open.register("xia", "pw"), Ok("xia".to_owned()), "a removed account frees its place");
-        assert_eq!(open.plain(b"\0zoe\0pw"), Step::Success(Some("zoe".into()), Vec::new()));
+        assert_eq!(open.register("Zoe", "pw").await, Ok("zoe".to_owned()));
+        assert_eq!(open.register("ZOE", "other").await, Err(Refused::Taken));
+        assert_eq!(open.register("alice", "other").await, Err(Refused::Taken), "a configured account");
+        assert_eq!(open.register("a b", "pw").await, Err(Refused::BadName));
+        assert_eq!(open.register("yan", "").await, Err(Refused::BadName));
+        assert_eq!(open.register("yan", "pw").await, Ok("yan".to_owned()));
+        assert_eq!(open.register("xia", "pw").await, Err(Refused::Full));
+        assert!(!open.unregister("alice").await.unwrap(), "a configured account stays");
+        assert!(open.unregister("yan").await.unwrap());
+        assert_eq!(open.register("xia", "pw").await, Ok("xia".to_owned()), "a removed account frees its place");
+        assert_eq!(open.plain(b"\0zoe\0pw").await, Step::Success(Some("zoe".into()), Vec::new()));
+    }
+
+    /// A persistent store's accounts can log in though none is configured
+    /// and registration is off: SCRAM and PLAIN are offered.
+    #[tokio::test]
+    async fn a_kept_account_logs_in_without_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store::open(&store::Choice::Sqlite(dir.path().to_owned())).await.unwrap();
+        store.create("dora", &new_account("pw"), Origin::Administrator, 0).await.unwrap();
+        let accounts = Accounts::new(&[], store).unwrap();
+        assert_eq!(accounts.offered(true, false), ["SCRAM-SHA-256", "SCRAM-SHA-1", "PLAIN"]);
+        let mut plain = accounts.start("PLAIN", true, false).unwrap();
+        assert_eq!(accounts.step(&mut plain, b"\0dora\0pw").await, Step::Success(Some("dora".into()), Vec::new()));
     }
 }

@@ -110,7 +110,7 @@ async fn run(xmpp: Arc<Xmpp>, client: Arc<Outbox>, framing: Framing, address: st
             () = context.shutdown.wait() => break Some(StreamEnd("system-shutdown", "the server is shutting down".into())),
         }
     };
-    session.leave_all();
+    session.leave_all().await;
     if let Some(end) = ending {
         let close = if framing == Framing::Bosh { ended(&end) } else { Close::new(1000, "the XMPP stream ended") };
         for text in session.last_words(end) {

@@ -4,8 +4,8 @@
 //!
 //! What is here: stream negotiation, STARTTLS and direct TLS, SASL
 //! (SCRAM-SHA-256, SCRAM-SHA-1, PLAIN, ANONYMOUS) against the configured
-//! accounts and those made by in-band registration (`accounts`), resource
-//! binding, rosters and presence subscriptions in memory (`roster`),
+//! accounts and those in the store (`accounts`), resource binding, rosters
+//! and presence subscriptions kept in the store (`roster`),
 //! routing between users (`router`), MUC (`muc` for its stanzas, `room`
 //! for what XMPP keeps of a room), ping, service discovery, and stream
 //! management with resumption; every other iq is answered
@@ -34,7 +34,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 
-pub use accounts::{AccountEntry, Accounts};
+pub use accounts::{AccountEntry, Accounts, account_name, new_account};
 #[doc(hidden)]
 pub use tcp::stream_future_size;
 pub use wire::xmpp::Jid;
@@ -150,8 +150,16 @@ pub struct Quotas {
 }
 
 impl Xmpp {
-    /// The service for `settings`, whose MUC rooms are `rooms`.
-    pub fn new(context: Arc<base::Context>, settings: Settings, auth: Auth, tls: Option<tokio_rustls::TlsAcceptor>, rooms: Option<Arc<dyn Broker>>) -> Xmpp {
+    /// The service for `settings`, whose MUC rooms are `rooms` and whose
+    /// rosters are kept in `store`.
+    pub fn new(
+        context: Arc<base::Context>,
+        settings: Settings,
+        auth: Auth,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+        rooms: Option<Arc<dyn Broker>>,
+        store: Arc<dyn store::Store>,
+    ) -> Xmpp {
         let Settings { domain, max_connections, resumption, quotas, login_timeout, inflow } = settings;
         let Resumption { timeout: resume_timeout, max_parked } = resumption;
         let Quotas { list: list_limit, rooms: max_rooms } = quotas;
@@ -169,7 +177,7 @@ impl Xmpp {
             parked: Mutex::new(HashMap::new()),
             live: Mutex::new(HashMap::new()),
             muc: room::MucRooms::default(),
-            rosters: roster::Rosters::new(list_limit),
+            rosters: roster::Rosters::new(store, list_limit),
             domain: domain.clone(),
             muc_domain: format!("conference.{domain}"),
             rooms,
@@ -182,10 +190,10 @@ impl Xmpp {
     /// in its rooms (its outbox gathers what happens meanwhile, within its
     /// bound); then it ends like any other. With `max_parked` already
     /// waiting, the one parked longest ends first.
-    pub(crate) fn park(self: &Arc<Self>, session: session::Session) {
+    pub(crate) async fn park(self: &Arc<Self>, session: session::Session) {
         let mut session = session;
         let Some(id) = session.resumable() else {
-            session.leave_all();
+            session.leave_all().await;
             return;
         };
         // A room it made and has not configured is of use to nobody else:
@@ -205,7 +213,7 @@ impl Xmpp {
         };
         // Leaving rooms publishes: not under the lock.
         if let Some((_, mut session)) = evicted {
-            session.leave_all();
+            session.leave_all().await;
         }
         let xmpp = self.clone();
         tokio::spawn(async move {
@@ -219,7 +227,7 @@ impl Xmpp {
                 }
             };
             if let Some((_, mut session)) = expired {
-                session.leave_all();
+                session.leave_all().await;
             }
         });
     }
@@ -227,8 +235,9 @@ impl Xmpp {
     /// What XMPP holds for clients that are not connected: sessions
     /// waiting to be resumed, and subscription requests waiting for an
     /// answer.
-    pub fn held(&self) -> (usize, usize) {
-        (self.parked.lock().len(), self.rosters.waiting())
+    pub async fn held(&self) -> (usize, usize) {
+        let parked = self.parked.lock().len();
+        (parked, self.rosters.waiting().await)
     }
 
     /// The parked session `id` of the account `bare`, taken for resumption.
@@ -269,9 +278,11 @@ impl Xmpp {
 
     /// Whether `bare` is a user of this server: an account, or a user
     /// logged in anonymously, who exists while bound.
-    fn exists(&self, bare: &Jid) -> bool {
+    async fn exists(&self, bare: &Jid) -> bool {
         let Some(local) = bare.local.as_deref() else { return false };
-        bare.domain == self.domain && (self.auth.accounts.exists(local) || self.router.is_bound(bare))
+        // A store that cannot say is taken to have the account: nothing is
+        // refused in a user's name for a failure of the server's.
+        bare.domain == self.domain && (self.router.is_bound(bare) || self.auth.accounts.exists(local).await.unwrap_or(true))
     }
 }
 

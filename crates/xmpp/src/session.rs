@@ -317,7 +317,10 @@ impl Session {
             return Ok(false);
         }
         match self.phase {
-            Phase::Authenticating => return self.on_sasl(&stanza).await,
+            // Boxed, as are the iqs and presence below: their state (the
+            // store's calls among it) would otherwise sit in every idle
+            // stream's task, which only waits for messages.
+            Phase::Authenticating => return Box::pin(self.on_sasl(&stanza)).await,
             Phase::Binding | Phase::Ready if stanza.ns == ns::CLIENT => {}
             Phase::Binding | Phase::Ready => {
                 return Err(StreamEnd("unsupported-stanza-type", format!("{{{}}}{} is not a stanza", stanza.ns, stanza.name)));
@@ -330,11 +333,11 @@ impl Session {
         match stanza.name.as_str() {
             "iq" if self.xmpp.auth.accounts.is_open() && stanza.get("to").is_none() && stanza.find("query", ns::REGISTER).is_some() => {
                 let query = stanza.find("query", ns::REGISTER).cloned().unwrap_or_default();
-                self.on_unregister(&stanza, &query)?;
+                Box::pin(self.on_unregister(&stanza, &query)).await?;
             }
-            "iq" => self.on_iq(&stanza),
+            "iq" => Box::pin(self.on_iq(&stanza)).await,
             "message" => self.on_message(&stanza).await,
-            "presence" => self.on_presence(&stanza).await,
+            "presence" => Box::pin(self.on_presence(&stanza)).await,
             other => return Err(StreamEnd("unsupported-stanza-type", format!("<{other}/> is not a stanza"))),
         }
         if let Some(sm) = &mut self.sm {
@@ -389,7 +392,7 @@ impl Session {
         self.send(&error.child(Element::new("error", ns::CLIENT).attr("type", kind).child(Element::new(condition, ns::STANZA_ERRORS))));
     }
 
-    fn on_iq(&mut self, iq: &Element) {
+    async fn on_iq(&mut self, iq: &Element) {
         let kind = iq.get("type").unwrap_or_default();
         let to = match iq.get("to").map(Jid::parse) {
             Some(None) => return self.refuse(iq, "modify", "jid-malformed"),
@@ -426,10 +429,10 @@ impl Session {
             (ns::BIND, "bind", "set") if self.phase == Phase::Binding => self.on_bind(iq, payload),
             (ns::SESSION, "session", "set") if here => self.reply(iq, None),
             (ns::PING, "ping", "get") if here || muc_service => self.reply(iq, None),
-            (ns::ROSTER, "query", "get" | "set") if here => self.on_roster(iq, payload),
+            (ns::ROSTER, "query", "get" | "set") if here => self.on_roster(iq, payload).await,
             // Another user's, answered by the server for the account (RFC 6121 §8.5.2.1.3).
             (ns::DISCO_ITEMS, "query", "get") if other_user.is_some_and(|user| user.domain == self.xmpp.domain) => {
-                let items = self.items_of(&other_user.map(Jid::to_string).unwrap_or_default());
+                let items = self.items_of(&other_user.map(Jid::to_string).unwrap_or_default()).await;
                 self.reply(iq, Some(items));
             }
             // Another user's roster is theirs alone (RFC 6121 §2.1.5).
@@ -484,7 +487,7 @@ impl Session {
 
     async fn on_presence(&mut self, presence: &Element) {
         let Some(to) = presence.get("to") else {
-            return self.broadcast_presence(presence);
+            return self.broadcast_presence(presence).await;
         };
         let Some(to) = Jid::parse(to) else {
             return self.refuse(presence, "modify", "jid-malformed");
@@ -493,11 +496,11 @@ impl Session {
             let room: Arc<str> = Arc::from(to.local.as_deref().unwrap_or_default());
             return self.on_room_presence(presence, &to, room).await;
         }
-        self.direct_presence(presence, &to);
+        self.direct_presence(presence, &to).await;
     }
 
     /// Leaves every room and unbinds: the session is over.
-    pub fn leave_all(&mut self) {
+    pub async fn leave_all(&mut self) {
         if let Some(id) = self.sm.as_ref().and_then(|sm| sm.id.as_deref()) {
             self.xmpp.forget_live(id);
         }
@@ -508,7 +511,7 @@ impl Session {
         if self.phase == Phase::Ready
             && let Some(jid) = self.jid.clone()
         {
-            self.end_presence();
+            self.end_presence().await;
             self.xmpp.router.unbind(&jid);
         }
     }

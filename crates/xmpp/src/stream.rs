@@ -119,7 +119,7 @@ impl StreamTask {
     pub async fn end<C: Carrier>(mut self, carrier: &mut C, ending: Ending) {
         match ending {
             Ending::Done(end) => self.finish(carrier, end).await,
-            Ending::Broken => self.xmpp.clone().park(self.session),
+            Ending::Broken => self.xmpp.clone().park(self.session).await,
             Ending::TakenOver(reply) => self.hand_over(carrier, reply).await,
             Ending::StartTls => self.finish(carrier, None).await,
         }
@@ -195,7 +195,7 @@ impl StreamTask {
                     return Some(Ending::StartTls);
                 }
                 Ok(Flow::Resume(parked, h)) => {
-                    let resumed = match self.session.take_up(*parked, h) {
+                    let resumed = match Box::pin(self.session.take_up(*parked, h)).await {
                         Ok(texts) => texts,
                         Err(end) => return Some(Ending::Done(Some(end))),
                     };
@@ -273,7 +273,7 @@ impl StreamTask {
         // it may wait long.
         if let Err(mut session) = reply.send(self.session) {
             // The new connection gave up waiting: the session ends here.
-            session.leave_all();
+            session.leave_all().await;
         }
         let _ = tokio::time::timeout(LAST_WORDS, carrier.close(&words)).await;
     }
@@ -309,7 +309,7 @@ impl StreamTask {
     /// end first, then the error if any, then the stream's end; with no
     /// end to say, the carrier just closes.
     async fn finish<C: Carrier>(&mut self, carrier: &mut C, end: Option<StreamEnd>) {
-        self.session.leave_all();
+        self.session.leave_all().await;
         let words = end.map(|end| self.session.last_words(end)).unwrap_or_default();
         // A client that is not reading gets no longer than this to take it.
         let _ = tokio::time::timeout(LAST_WORDS, carrier.close(&words)).await;

@@ -37,7 +37,7 @@ async fn over_tls(mut task: StreamTask, mut tcp: TcpStream, tls: Option<TlsAccep
     let handshake = tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await;
     let Ok(Ok(mut stream)) = handshake else {
         // Nothing more can be said on a failed handshake.
-        task.session.leave_all();
+        task.session.leave_all().await;
         return;
     };
     task.session.encrypted = true;

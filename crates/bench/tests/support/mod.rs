@@ -120,7 +120,9 @@ impl Serve {
         Serve::serving(config, Some(xmpp)).await
     }
 
-    async fn serving(config: server::Config, xmpp: Option<TcpListener>) -> Serve {
+    /// Serves with `config`, keeping nothing beyond itself (`--store memory`).
+    async fn serving(mut config: server::Config, xmpp: Option<TcpListener>) -> Serve {
+        config.store.kind = server::StoreKind::Memory;
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let xmpp_addr = xmpp.as_ref().map(|l| l.local_addr().expect("addr"));

@@ -5,7 +5,7 @@
 
 use wire::xmpp::Element;
 
-use super::super::roster::{Contact, Full};
+use super::super::roster::{self, Refused};
 use super::super::router::MessageRoute;
 use super::super::{Jid, Target, ns};
 use super::Session;
@@ -25,9 +25,12 @@ impl Session {
     /// The disco#items of the user `user` (XEP-0030 §4.3): its available
     /// resources, to those who see its presence; none to others, nor for a
     /// user who does not exist.
-    pub(super) fn items_of(&self, user: &str) -> Element {
+    pub(super) async fn items_of(&self, user: &str) -> Element {
         let mut items = Element::new("query", ns::DISCO_ITEMS);
-        let sees = self.user().is_some_and(|me| self.xmpp.rosters.contact(user, &me).is_some_and(|c| c.subscription.from));
+        let sees = match self.user() {
+            Some(me) => self.xmpp.rosters.contact(user, &me).await.is_some_and(|c| c.subscription.from),
+            None => false,
+        };
         if sees {
             for resource in self.xmpp.router.available(user) {
                 items = items.child(Element::new("item", ns::DISCO_ITEMS).attr("jid", &resource.jid));
@@ -50,17 +53,20 @@ impl Session {
         carry_from(stanza, &self.full_jid(), targets);
     }
 
-    fn user(&self) -> Option<String> {
+    pub(super) fn user(&self) -> Option<String> {
         self.jid.as_ref().map(|j| j.bare().to_string())
     }
 
     /// The roster (RFC 6121 §2): get, or set one item (add, change, remove).
-    pub(super) fn on_roster(&mut self, iq: &Element, query: &Element) {
+    pub(super) async fn on_roster(&mut self, iq: &Element, query: &Element) {
         let Some(user) = self.user() else { return };
         if iq.get("type") == Some("get") {
+            let Ok(contacts) = self.xmpp.rosters.contacts(&user).await else {
+                return self.refuse(iq, "wait", "internal-server-error");
+            };
             let mut result = Element::new("query", ns::ROSTER);
-            for contact in self.xmpp.rosters.contacts(&user) {
-                result = result.child(contact.item());
+            for contact in &contacts {
+                result = result.child(roster::item(contact));
             }
             return self.reply(iq, Some(result));
         }
@@ -73,22 +79,24 @@ impl Session {
         };
         let contact = jid.bare().to_string();
         if item.get("subscription") == Some("remove") {
-            let Some(removed) = self.xmpp.rosters.remove(&user, &contact) else {
-                return self.refuse(iq, "cancel", "item-not-found");
+            let removed = match self.xmpp.rosters.remove(&user, &contact).await {
+                Ok(Some(removed)) => removed,
+                Ok(None) => return self.refuse(iq, "cancel", "item-not-found"),
+                Err(_) => return self.refuse(iq, "wait", "internal-server-error"),
             };
-            push(&self.xmpp, &user, Contact::removed(&contact));
+            push(&self.xmpp, &user, roster::removed(&contact));
             self.reply(iq, None);
             // RFC 6121 §2.5.2: removing a contact ends the subscriptions
             // there are, both ways. A request not yet answered is not one: it
             // is withdrawn where it waits, and the contact is sent nothing.
             let bare = |kind| Element::new("presence", ns::CLIENT).attr("type", kind).attr("to", &contact);
             if removed.subscription.to {
-                self.subscription(&bare("unsubscribe"), "unsubscribe", &jid);
+                self.subscription(&bare("unsubscribe"), "unsubscribe", &jid).await;
             } else if removed.ask {
-                self.xmpp.rosters.answered(&contact, &user);
+                self.xmpp.rosters.answered(&contact, &user).await;
             }
             if removed.subscription.from {
-                self.subscription(&bare("unsubscribed"), "unsubscribed", &jid);
+                self.subscription(&bare("unsubscribed"), "unsubscribed", &jid).await;
             }
             return;
         }
@@ -103,15 +111,18 @@ impl Session {
             return self.refuse(iq, "modify", "bad-request");
         }
         match self.xmpp.rosters.update(&user, &contact, true, |c| {
-            c.name = name;
-            c.groups = groups;
-        }) {
+            c.name.clone_from(&name);
+            c.groups.clone_from(&groups);
+        })
+        .await
+        {
             Ok(Some(changed)) => {
-                push(&self.xmpp, &user, changed.item());
+                push(&self.xmpp, &user, roster::item(&changed));
                 self.reply(iq, None);
             }
             Ok(None) => {}
-            Err(Full) => self.refuse(iq, "wait", "resource-constraint"),
+            Err(Refused::Full) => self.refuse(iq, "wait", "resource-constraint"),
+            Err(Refused::Store) => self.refuse(iq, "wait", "internal-server-error"),
         }
     }
 
@@ -120,7 +131,7 @@ impl Session {
     /// available presence also brings it the current presence of its other
     /// resources and of the contacts it sees, and the subscription requests
     /// waiting for it.
-    pub(super) fn broadcast_presence(&mut self, presence: &Element) {
+    pub(super) async fn broadcast_presence(&mut self, presence: &Element) {
         let (Some(me), Some(user)) = (self.jid.clone(), self.user()) else { return };
         let available = match presence.get("type") {
             None => true,
@@ -133,7 +144,7 @@ impl Session {
         let me_full = me.to_string();
         let mut targets: Vec<Target> =
             self.xmpp.router.available(&user).into_iter().filter(|r| r.jid != me_full).map(|r| r.target).collect();
-        let contacts = self.xmpp.rosters.contacts(&user);
+        let contacts = self.xmpp.rosters.contacts(&user).await.unwrap_or_default();
         for jid in contacts.iter().filter(|c| c.subscription.from).filter_map(|c| Jid::parse(&c.jid)) {
             targets.extend(self.xmpp.router.route(&jid));
         }
@@ -150,7 +161,7 @@ impl Session {
                 current.attrs.push(("to".into(), me_full.clone()));
                 carry_from(&current, &r.jid, vec![(self.outbox.clone(), self.framing)]);
             }
-            for request in self.xmpp.rosters.pending(&user) {
+            for request in self.xmpp.rosters.pending(&user).await {
                 self.send(&request);
             }
         }
@@ -163,10 +174,10 @@ impl Session {
     /// presence directed at it (RFC 6121 §4.6), which goes to its
     /// resources that are online and is remembered, so that it is told
     /// when this one goes.
-    pub(super) fn direct_presence(&mut self, presence: &Element, to: &Jid) {
+    pub(super) async fn direct_presence(&mut self, presence: &Element, to: &Jid) {
         match presence.get("type") {
             Some(kind @ ("subscribe" | "subscribed" | "unsubscribe" | "unsubscribed")) => {
-                return self.subscription(presence, kind, to);
+                return self.subscription(presence, kind, to).await;
             }
             None if !self.directed.contains(to) && self.directed.len() < self.xmpp.list_limit => self.directed.push(to.clone()),
             Some("unavailable") => self.directed.retain(|j| j != to),
@@ -181,7 +192,7 @@ impl Session {
     /// A subscription request or answer from this user to the user `to`
     /// (RFC 6121 §3), stamped with this user's bare JID and sent to the
     /// other's bare JID; both rosters change and are pushed.
-    fn subscription(&mut self, presence: &Element, kind: &str, to: &Jid) {
+    async fn subscription(&mut self, presence: &Element, kind: &str, to: &Jid) {
         let Some(user) = self.user() else { return };
         let other = to.bare();
         let contact = other.to_string();
@@ -197,49 +208,51 @@ impl Session {
         let rosters = &self.xmpp.rosters;
         match kind {
             "subscribe" => {
-                match rosters.update(&user, &contact, true, |c| c.ask = !c.subscription.to) {
-                    Ok(Some(mine)) => push(&self.xmpp, &user, mine.item()),
+                match rosters.update(&user, &contact, true, |c| c.ask = !c.subscription.to).await {
+                    Ok(Some(mine)) => push(&self.xmpp, &user, roster::item(&mine)),
                     Ok(None) => {}
-                    Err(Full) => return self.refuse(presence, "wait", "resource-constraint"),
+                    Err(Refused::Full) => return self.refuse(presence, "wait", "resource-constraint"),
+                    Err(Refused::Store) => return self.refuse(presence, "wait", "internal-server-error"),
                 }
                 if !local {
                     return;
                 }
-                if !self.xmpp.exists(&other) {
+                if !self.xmpp.exists(&other).await {
                     // No such user: the server answers for it (RFC 6121 §8.5.1),
                     // and keeps nothing.
                     let mut answer = Element::new("presence", ns::CLIENT).attr("type", "unsubscribed");
                     answer.attrs.push(("from".into(), contact.clone()));
                     answer.attrs.push(("to".into(), user.clone()));
-                    if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| c.ask = false) {
-                        push(&self.xmpp, &user, mine.item());
+                    if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| c.ask = false).await {
+                        push(&self.xmpp, &user, roster::item(&mine));
                     }
                     deliver(&self.xmpp, &user, &answer);
                     return;
                 }
-                if rosters.contact(&contact, &user).is_some_and(|c| c.subscription.from) {
+                if rosters.contact(&contact, &user).await.is_some_and(|c| c.subscription.from) {
                     // Approved before: the contact's server answers for it (§3.1.3).
                     let mut answer = Element::new("presence", ns::CLIENT).attr("type", "subscribed");
                     answer.attrs.push(("from".into(), contact.clone()));
                     answer.attrs.push(("to".into(), user.clone()));
-                    subscribed(&self.xmpp, &user, &contact, &answer);
+                    subscribed(&self.xmpp, &user, &contact, &answer).await;
                     return;
                 }
-                rosters.hold(&contact, &user, stamped.clone());
+                rosters.hold(&contact, &user, stamped.clone()).await;
                 deliver(&self.xmpp, &contact, &stamped);
             }
             "subscribed" => {
                 // An approval with no request to answer is dropped (§3.1.5).
-                let asked = rosters.answered(&user, &contact) || rosters.contact(&contact, &user).is_some_and(|c| c.ask);
+                let asked = rosters.answered(&user, &contact).await || rosters.contact(&contact, &user).await.is_some_and(|c| c.ask);
                 if !asked || !local {
                     return;
                 }
-                match rosters.update(&user, &contact, true, |c| c.subscription.from = true) {
-                    Ok(Some(mine)) => push(&self.xmpp, &user, mine.item()),
+                match rosters.update(&user, &contact, true, |c| c.subscription.from = true).await {
+                    Ok(Some(mine)) => push(&self.xmpp, &user, roster::item(&mine)),
                     Ok(None) => {}
-                    Err(Full) => return self.refuse(presence, "wait", "resource-constraint"),
+                    Err(Refused::Full) => return self.refuse(presence, "wait", "resource-constraint"),
+                    Err(Refused::Store) => return self.refuse(presence, "wait", "internal-server-error"),
                 }
-                subscribed(&self.xmpp, &contact, &user, &stamped);
+                subscribed(&self.xmpp, &contact, &user, &stamped).await;
                 // Then this user's current presence, from each of its available resources.
                 let targets = self.xmpp.router.route(&other);
                 for r in self.xmpp.router.available(&user) {
@@ -247,22 +260,22 @@ impl Session {
                 }
             }
             "unsubscribe" => {
-                if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| {
-                    c.subscription.to = false;
-                    c.ask = false;
-                }) {
-                    push(&self.xmpp, &user, mine.item());
+                if let Ok(Some(mine)) = rosters
+                    .update(&user, &contact, false, |c| {
+                        c.subscription.to = false;
+                        c.ask = false;
+                    })
+                    .await
+                {
+                    push(&self.xmpp, &user, roster::item(&mine));
                 }
                 if !local {
                     return;
                 }
-                rosters.answered(&contact, &user);
-                let mut had_from = false;
-                if let Ok(Some(theirs)) = rosters.update(&contact, &user, false, |c| {
-                    had_from = c.subscription.from;
-                    c.subscription.from = false;
-                }) {
-                    push(&self.xmpp, &contact, theirs.item());
+                rosters.answered(&contact, &user).await;
+                let had_from = rosters.contact(&contact, &user).await.is_some_and(|c| c.subscription.from);
+                if let Ok(Some(theirs)) = rosters.update(&contact, &user, false, |c| c.subscription.from = false).await {
+                    push(&self.xmpp, &contact, roster::item(&theirs));
                 }
                 deliver(&self.xmpp, &contact, &stamped);
                 // The contact's presence is no longer this user's to see, if it was.
@@ -276,18 +289,21 @@ impl Session {
             }
             _ => {
                 // "unsubscribed": this user ends (or refuses) the other's subscription to it.
-                rosters.answered(&user, &contact);
-                if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| c.subscription.from = false) {
-                    push(&self.xmpp, &user, mine.item());
+                rosters.answered(&user, &contact).await;
+                if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| c.subscription.from = false).await {
+                    push(&self.xmpp, &user, roster::item(&mine));
                 }
                 if !local {
                     return;
                 }
-                if let Ok(Some(theirs)) = rosters.update(&contact, &user, false, |c| {
-                    c.subscription.to = false;
-                    c.ask = false;
-                }) {
-                    push(&self.xmpp, &contact, theirs.item());
+                if let Ok(Some(theirs)) = rosters
+                    .update(&contact, &user, false, |c| {
+                        c.subscription.to = false;
+                        c.ask = false;
+                    })
+                    .await
+                {
+                    push(&self.xmpp, &contact, roster::item(&theirs));
                 }
                 deliver(&self.xmpp, &contact, &stamped);
                 let targets = self.xmpp.router.route(&other);
@@ -310,17 +326,17 @@ impl Session {
     /// The session ends: its user's other resources, its contacts and
     /// those it directed presence at see it go unavailable; an anonymous
     /// user's roster goes with its last resource.
-    pub(super) fn end_presence(&mut self) {
+    pub(super) async fn end_presence(&mut self) {
         if self.available {
             let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable");
-            self.broadcast_presence(&gone);
+            self.broadcast_presence(&gone).await;
         }
         self.end_directed();
         if self.anonymous
             && let Some(user) = self.user()
             && self.xmpp.router.resources(&user).len() <= 1
         {
-            self.xmpp.rosters.forget(&user);
+            self.xmpp.rosters.forget(&user).await;
         }
     }
 }
@@ -357,12 +373,16 @@ fn push(xmpp: &super::super::Xmpp, user: &str, item: Element) {
 
 /// `contact` approved `user`'s request: the user's roster sees it (`to`),
 /// and its resources get the approval `answer`.
-fn subscribed(xmpp: &super::super::Xmpp, user: &str, contact: &str, answer: &Element) {
-    if let Ok(Some(theirs)) = xmpp.rosters.update(user, contact, true, |c| {
-        c.subscription.to = true;
-        c.ask = false;
-    }) {
-        push(xmpp, user, theirs.item());
+async fn subscribed(xmpp: &super::super::Xmpp, user: &str, contact: &str, answer: &Element) {
+    if let Ok(Some(theirs)) = xmpp
+        .rosters
+        .update(user, contact, true, |c| {
+            c.subscription.to = true;
+            c.ask = false;
+        })
+        .await
+    {
+        push(xmpp, user, roster::item(&theirs));
     }
     deliver(xmpp, user, answer);
 }

@@ -32,12 +32,13 @@ impl Session {
             Some("set") => {
                 let field = |name: &str| query.find(name, ns::REGISTER).map(Element::text_content);
                 match (field("username"), field("password")) {
-                    (Some(name), Some(password)) => match self.register(name, password).await {
+                    (Some(name), Some(password)) => match self.xmpp.auth.accounts.register(&name, &password).await {
                         Ok(_) => answer("result"),
                         Err(Refused::Taken) => error("cancel", "conflict"),
                         Err(Refused::BadName) => error("modify", "not-acceptable"),
                         Err(Refused::Full) => error("wait", "resource-constraint"),
                         Err(Refused::Closed) => error("cancel", "service-unavailable"),
+                        Err(Refused::Unavailable) => error("wait", "internal-server-error"),
                     },
                     _ => error("modify", "bad-request"),
                 }
@@ -55,23 +56,28 @@ impl Session {
         Ok(())
     }
 
-    async fn register(&self, name: String, password: String) -> Result<String, Refused> {
-        let accounts = self.xmpp.auth.accounts.clone();
-        let name = accounts.available(&name, &password)?;
-        tokio::task::spawn_blocking(move || accounts.register(&name, &password)).await.unwrap_or(Err(Refused::Full))
-    }
-
     /// `<remove/>` from an authenticated user (XEP-0077 §3.2): its account
-    /// goes, if registration made it, and the stream ends.
-    pub(super) fn on_unregister(&mut self, iq: &Element, query: &Element) -> Result<(), super::StreamEnd> {
+    /// goes with its roster, unless the configuration file holds it, and
+    /// the stream ends.
+    pub(super) async fn on_unregister(&mut self, iq: &Element, query: &Element) -> Result<(), super::StreamEnd> {
         let name = self.jid.as_ref().and_then(|j| j.local.clone()).unwrap_or_default();
         if iq.get("type") != Some("set") || query.find("remove", ns::REGISTER).is_none() {
             self.refuse(iq, "modify", "bad-request");
             return Ok(());
         }
-        if !self.xmpp.auth.accounts.unregister(&name) {
-            self.refuse(iq, "cancel", "not-allowed");
-            return Ok(());
+        match self.xmpp.auth.accounts.unregister(&name).await {
+            Ok(true) => {}
+            Ok(false) => {
+                self.refuse(iq, "cancel", "not-allowed");
+                return Ok(());
+            }
+            Err(_) => {
+                self.refuse(iq, "wait", "internal-server-error");
+                return Ok(());
+            }
+        }
+        if let Some(user) = self.user() {
+            self.xmpp.rosters.forget(&user).await;
         }
         self.reply(iq, None);
         Err(super::StreamEnd("not-authorized", "the account was removed".into()))

@@ -39,14 +39,9 @@ impl Session {
             ("auth", Ok(data)) => {
                 let auth = &self.xmpp.auth;
                 match auth.accounts.start(stanza.get("mechanism").unwrap_or_default(), self.plain_allowed(), auth.anonymous) {
-                    // PLAIN derives keys from the password: thousands of hashes,
-                    // which must not hold up the connections sharing this thread.
-                    Some(Exchange::Plain) => {
-                        let accounts = auth.accounts.clone();
-                        tokio::task::spawn_blocking(move || accounts.step(&mut Exchange::Plain, &data)).await.unwrap_or(Step::Failure("temporary-auth-failure"))
-                    }
+                    Some(Exchange::Plain) => auth.accounts.step(&mut Exchange::Plain, &data).await,
                     Some(mut exchange) => {
-                        let step = auth.accounts.step(&mut exchange, &data);
+                        let step = auth.accounts.step(&mut exchange, &data).await;
                         self.sasl = Some(exchange);
                         step
                     }
@@ -54,7 +49,7 @@ impl Session {
                 }
             }
             ("response", Ok(data)) => match self.sasl.as_mut() {
-                Some(exchange) => self.xmpp.auth.accounts.step(exchange, &data),
+                Some(exchange) => self.xmpp.auth.accounts.step(exchange, &data).await,
                 None => Step::Failure("malformed-request"),
             },
             ("abort", _) => Step::Failure("aborted"),

@@ -116,16 +116,16 @@ impl Session {
     /// Goes on as `parked` (this fresh session held nothing yet), whose
     /// client has handled `h` of its stanzas: what `resume` says, to send
     /// first. A parked session that cannot resume ends as a timed-out one.
-    pub fn take_up(&mut self, mut parked: Session, h: u32) -> Result<Vec<String>, StreamEnd> {
+    pub async fn take_up(&mut self, mut parked: Session, h: u32) -> Result<Vec<String>, StreamEnd> {
         let resumed = match parked.resume(h) {
             Ok(texts) => texts,
             Err(end) => {
-                parked.leave_all();
+                parked.leave_all().await;
                 return Err(end);
             }
         };
         parked.encrypted = self.encrypted;
-        std::mem::replace(self, parked).leave_all();
+        std::mem::replace(self, parked).leave_all().await;
         self.xmpp.context.metrics.xmpp_resumed();
         Ok(resumed)
     }

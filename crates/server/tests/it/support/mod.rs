@@ -40,9 +40,11 @@ impl TestServer {
     }
 
     /// A server with `config`, serving no XMPP (a config resolved as the
-    /// command line resolves it would listen on 5222; see `with_xmpp`).
+    /// command line resolves it would listen on 5222; see `with_xmpp`),
+    /// keeping nothing beyond itself (`--store memory`).
     pub async fn with(config: Config) -> TestServer {
         let mut config = config;
+        config.store.kind = server::StoreKind::Memory;
         config.xmpp.listen = server::Listen::Off;
         config.xmpp.tls_listen = server::Listen::Off;
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -54,8 +56,15 @@ impl TestServer {
         TestServer { addr, xmpp: None, xmpp_tls: None, stop: Some(stop), task }
     }
 
-    /// A server that also serves XMPP on a port of its own.
-    pub async fn with_xmpp(config: Config) -> TestServer {
+    /// A server that also serves XMPP on a port of its own, keeping
+    /// nothing beyond itself (`--store memory`).
+    pub async fn with_xmpp(mut config: Config) -> TestServer {
+        config.store.kind = server::StoreKind::Memory;
+        TestServer::with_xmpp_kept(config).await
+    }
+
+    /// A server that serves XMPP and keeps what `config.store` says.
+    pub async fn with_xmpp_kept(config: Config) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let xmpp = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let direct_tls = match config.tls {

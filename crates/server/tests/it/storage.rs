@@ -1,0 +1,93 @@
+//! What the store keeps across a restart of the server: accounts made by
+//! in-band registration, rosters, and subscription requests waiting for a
+//! user who was offline.
+
+use std::net::SocketAddr;
+
+use wire::xmpp::{Element, StreamEvent};
+
+use crate::support::TestServer;
+use crate::xmpp::{Client, HEADER, bound_account};
+
+const ROSTER: &str = "jabber:iq:roster";
+
+/// A server keeping its store in `dir` (SQLite), with registration open.
+fn kept_in(dir: &std::path::Path) -> server::Config {
+    let mut config = server::Config::default();
+    config.store.data_dir = dir.to_owned();
+    config.xmpp.registration = 10;
+    config.xmpp.plain_unencrypted = true;
+    config
+}
+
+async fn register(addr: SocketAddr, name: &str) {
+    let mut c = Client::connect(addr).await;
+    c.send(HEADER).await;
+    assert!(matches!(c.event().await, Some(StreamEvent::Open { .. })));
+    c.stanza().await;
+    c.send(&format!("<iq type='set' id='r'><query xmlns='jabber:iq:register'><username>{name}</username><password>pw</password></query></iq>")).await;
+    assert_eq!(c.stanza().await.get("type"), Some("result"), "{name} registered");
+}
+
+/// The answer to the iq `id`, past any roster push before it.
+async fn answer(c: &mut Client, id: &str) -> Element {
+    loop {
+        let stanza = c.stanza().await;
+        if stanza.get("id") == Some(id) {
+            return stanza;
+        }
+    }
+}
+
+#[tokio::test]
+async fn accounts_rosters_and_waiting_requests_outlive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = TestServer::with_xmpp_kept(kept_in(dir.path())).await;
+    let addr = first.xmpp.unwrap();
+    register(addr, "ann").await;
+    register(addr, "ben").await;
+    let mut ann = bound_account(addr, "ann", "desk").await;
+    ann.send("<iq type='set' id='add'><query xmlns='jabber:iq:roster'><item jid='ben@localhost' name='Ben'><group>Friends</group></item></query></iq>").await;
+    assert_eq!(answer(&mut ann, "add").await.get("type"), Some("result"));
+    // Ben is offline: the request waits for him, in the store.
+    ann.send("<presence to='ben@localhost' type='subscribe'/>").await;
+    let push = ann.stanza().await;
+    assert_eq!(push.find("query", ROSTER).unwrap().find("item", ROSTER).unwrap().get("ask"), Some("subscribe"));
+    // A roster get after the request: the subscribe was handled before it is answered.
+    ann.send("<iq type='get' id='sync'><query xmlns='jabber:iq:roster'/></iq>").await;
+    answer(&mut ann, "sync").await;
+    drop(ann);
+    first.shutdown().await.unwrap().unwrap();
+
+    let second = TestServer::with_xmpp_kept(kept_in(dir.path())).await;
+    let addr = second.xmpp.unwrap();
+    let mut ann = bound_account(addr, "ann", "desk").await;
+    ann.send("<iq type='get' id='roster'><query xmlns='jabber:iq:roster'/></iq>").await;
+    let roster = answer(&mut ann, "roster").await;
+    assert_eq!(
+        roster.find("query", ROSTER).unwrap().to_xml("jabber:client"),
+        "<query xmlns=\"jabber:iq:roster\"><item jid=\"ben@localhost\" subscription=\"none\" name=\"Ben\" ask=\"subscribe\"><group>Friends</group></item></query>"
+    );
+    let mut ben = bound_account(addr, "ben", "phone").await;
+    ben.send("<presence/>").await;
+    let request = ben.stanza().await;
+    assert_eq!((request.name.as_str(), request.get("type"), request.get("from")), ("presence", Some("subscribe"), Some("ann@localhost")));
+    // A name registered before the restart is still taken.
+    let mut c = Client::connect(addr).await;
+    c.send(HEADER).await;
+    c.event().await;
+    c.stanza().await;
+    c.send("<iq type='set' id='again'><query xmlns='jabber:iq:register'><username>Ann</username><password>x</password></query></iq>").await;
+    let taken = c.stanza().await;
+    assert!(taken.find("error", "jabber:client").unwrap().find("conflict", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "{taken:?}");
+}
+
+/// A store the server cannot open stops it at start, saying which file.
+#[tokio::test]
+async fn a_store_that_cannot_be_opened_stops_the_server_with_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("switchboard.db"), vec![b'x'; 4096]).unwrap();
+    let server = TestServer::with_xmpp_kept(kept_in(dir.path())).await;
+    let error = server.shutdown().await.unwrap().unwrap_err();
+    assert!(error.is_store() && error.to_string().contains("switchboard.db"), "{error}");
+}

@@ -1,0 +1,84 @@
+//! What the server keeps beyond one connection, behind one trait per kind
+//! of thing kept: accounts (`AccountStore`) and rosters with their waiting
+//! subscription requests (`RosterStore`). A [`Store`] is all of them.
+//!
+//! Two implementations, named by where they keep it: [`MemoryStore`] (lost
+//! when the server stops, for tests and labs) and [`SqliteStore`] (a file,
+//! the default). The traits are asynchronous because a database is; what
+//! calls them (SASL, registration, rosters, presence) awaits, and never
+//! holds a lock across the call.
+//!
+//! The store knows nothing of XMPP's wire format: a waiting subscription
+//! request is kept as the text the XMPP side gives it, and read back as such.
+
+mod account;
+mod memory;
+mod roster;
+mod sqlite;
+
+use std::fmt::Debug;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use account::{Account, AccountStore, Created, Origin, ScramKeys};
+pub use memory::MemoryStore;
+pub use roster::{Contact, RosterStore, Subscription, Updated};
+pub use sqlite::SqliteStore;
+
+/// Everything the server keeps.
+pub trait Store: AccountStore + RosterStore + Debug + Send + Sync {
+    /// Whether what is kept outlives the process: a client may log in to
+    /// an account nobody made since the server started.
+    fn persistent(&self) -> bool;
+}
+
+/// Why the store could not do what was asked: the database failed (it is
+/// missing, locked, corrupt or full), or holds what this version cannot read.
+#[derive(Debug, thiserror::Error)]
+#[error("store: {0}")]
+pub struct Error(String);
+
+impl Error {
+    fn new(what: impl std::fmt::Display) -> Error {
+        Error(what.to_string())
+    }
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Error {
+        Error::new(e)
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for Error {
+    fn from(e: sqlx::migrate::MigrateError) -> Error {
+        Error::new(e)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Which store to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choice {
+    /// Nothing outlives the process.
+    Memory,
+    /// `switchboard.db` in this folder, made if it is not there.
+    Sqlite(std::path::PathBuf),
+}
+
+/// Opens the store `choice` names, ready for use (its schema brought up to date).
+pub async fn open(choice: &Choice) -> Result<Arc<dyn Store>> {
+    Ok(match choice {
+        Choice::Memory => Arc::new(MemoryStore::default()),
+        Choice::Sqlite(dir) => Arc::new(SqliteStore::open(&SqliteStore::file_in(dir)).await?),
+    })
+}
+
+/// The file of a SQLite store in `dir`.
+pub fn sqlite_file(dir: &Path) -> std::path::PathBuf {
+    SqliteStore::file_in(dir)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,132 @@
+//! `MemoryStore`: everything in maps, lost when the process ends
+//! (`--store memory`: tests, and labs that want nothing kept).
+
+use std::collections::{BTreeMap, HashMap};
+
+use async_trait::async_trait;
+use parking_lot::Mutex;
+
+use crate::{Account, AccountStore, Contact, Created, Origin, Result, RosterStore, Store, Updated};
+
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    /// Each account, and whether registration made it.
+    accounts: Mutex<BTreeMap<String, (Account, bool)>>,
+    rosters: Mutex<HashMap<String, Roster>>,
+}
+
+#[derive(Debug, Default)]
+struct Roster {
+    contacts: Vec<Contact>,
+    /// Requests waiting for the user: the requester's bare JID and its request.
+    pending: Vec<(String, String)>,
+}
+
+impl Store for MemoryStore {
+    fn persistent(&self) -> bool {
+        false
+    }
+}
+
+#[async_trait]
+impl AccountStore for MemoryStore {
+    async fn account(&self, name: &str) -> Result<Option<Account>> {
+        Ok(self.accounts.lock().get(name).map(|(a, _)| a.clone()))
+    }
+
+    async fn create(&self, name: &str, account: &Account, origin: Origin, limit: usize) -> Result<Created> {
+        let mut accounts = self.accounts.lock();
+        if accounts.contains_key(name) {
+            return Ok(Created::Taken);
+        }
+        if origin.registered() && accounts.values().filter(|(_, registered)| *registered).count() >= limit {
+            return Ok(Created::Full);
+        }
+        accounts.insert(name.to_owned(), (account.clone(), origin.registered()));
+        Ok(Created::Made)
+    }
+
+    async fn set_keys(&self, name: &str, account: &Account) -> Result<bool> {
+        Ok(self.accounts.lock().get_mut(name).map(|(kept, _)| *kept = account.clone()).is_some())
+    }
+
+    async fn remove(&self, name: &str) -> Result<bool> {
+        Ok(self.accounts.lock().remove(name).is_some())
+    }
+
+    async fn names(&self) -> Result<Vec<String>> {
+        Ok(self.accounts.lock().keys().cloned().collect())
+    }
+}
+
+#[async_trait]
+impl RosterStore for MemoryStore {
+    async fn contacts(&self, user: &str) -> Result<Vec<Contact>> {
+        Ok(self.rosters.lock().get(user).map(|r| r.contacts.clone()).unwrap_or_default())
+    }
+
+    async fn contact(&self, user: &str, jid: &str) -> Result<Option<Contact>> {
+        Ok(self.rosters.lock().get(user).and_then(|r| r.contacts.iter().find(|c| c.jid == jid).cloned()))
+    }
+
+    async fn update(&self, user: &str, jid: &str, add: bool, limit: usize, change: &mut (dyn for<'c> FnMut(&'c mut Contact) + Send)) -> Result<Updated> {
+        let mut rosters = self.rosters.lock();
+        // Only an addition may make a roster: a change to one that is not
+        // there must not leave an empty one behind.
+        let roster = match rosters.get_mut(user) {
+            Some(roster) => roster,
+            None if !add => return Ok(Updated::Absent),
+            None => rosters.entry(user.to_owned()).or_default(),
+        };
+        let at = match roster.contacts.iter().position(|c| c.jid == jid) {
+            Some(at) => at,
+            None if !add => return Ok(Updated::Absent),
+            None if roster.contacts.len() >= limit => return Ok(Updated::Full),
+            None => {
+                roster.contacts.push(Contact { jid: jid.to_owned(), ..Contact::default() });
+                roster.contacts.len() - 1
+            }
+        };
+        change(&mut roster.contacts[at]);
+        Ok(Updated::Changed(roster.contacts[at].clone()))
+    }
+
+    async fn remove_contact(&self, user: &str, jid: &str) -> Result<Option<Contact>> {
+        let mut rosters = self.rosters.lock();
+        let Some(roster) = rosters.get_mut(user) else { return Ok(None) };
+        let Some(at) = roster.contacts.iter().position(|c| c.jid == jid) else { return Ok(None) };
+        roster.pending.retain(|(from, _)| from != jid);
+        Ok(Some(roster.contacts.remove(at)))
+    }
+
+    async fn hold(&self, user: &str, from: &str, request: &str, limit: usize) -> Result<()> {
+        let mut rosters = self.rosters.lock();
+        let roster = rosters.entry(user.to_owned()).or_default();
+        roster.pending.retain(|(f, _)| f != from);
+        if roster.pending.len() < limit {
+            roster.pending.push((from.to_owned(), request.to_owned()));
+        }
+        Ok(())
+    }
+
+    async fn answered(&self, user: &str, from: &str) -> Result<bool> {
+        let mut rosters = self.rosters.lock();
+        let Some(roster) = rosters.get_mut(user) else { return Ok(false) };
+        let before = roster.pending.len();
+        roster.pending.retain(|(f, _)| f != from);
+        Ok(roster.pending.len() != before)
+    }
+
+    async fn pending(&self, user: &str) -> Result<Vec<String>> {
+        Ok(self.rosters.lock().get(user).map(|r| r.pending.iter().map(|(_, request)| request.clone()).collect()).unwrap_or_default())
+    }
+
+    async fn waiting(&self) -> Result<usize> {
+        Ok(self.rosters.lock().values().map(|r| r.pending.len()).sum())
+    }
+
+    async fn forget(&self, user: &str) -> Result<()> {
+        self.rosters.lock().remove(user);
+        Ok(())
+    }
+}

@@ -1,0 +1,113 @@
+//! One test body for every store: what one keeps, the other keeps the same
+//! way, and the SQLite one still has after it is opened again.
+
+use super::*;
+
+fn account(n: u8) -> Account {
+    Account {
+        salt: vec![n; 16],
+        iterations: 4096,
+        sha1: ScramKeys { stored: vec![n; 20], server: vec![n + 1; 20] },
+        sha256: ScramKeys { stored: vec![n; 32], server: vec![n + 1; 32] },
+    }
+}
+
+/// Each store under test: in memory, and SQLite in a folder of its own.
+async fn stores(dir: &Path) -> Vec<Arc<dyn Store>> {
+    vec![open(&Choice::Memory).await.unwrap(), open(&Choice::Sqlite(dir.to_owned())).await.unwrap()]
+}
+
+async fn accounts_body(store: &dyn Store) {
+    assert_eq!(store.create("alice", &account(1), Origin::Administrator, 0).await.unwrap(), Created::Made, "an administrator's is not bounded");
+    assert_eq!(store.create("alice", &account(2), Origin::Registration, 10).await.unwrap(), Created::Taken);
+    assert_eq!(store.create("zoe", &account(3), Origin::Registration, 1).await.unwrap(), Created::Made);
+    assert_eq!(store.create("yan", &account(3), Origin::Registration, 1).await.unwrap(), Created::Full, "registration's bound counts its own");
+    assert_eq!(store.account("alice").await.unwrap(), Some(account(1)));
+    assert_eq!(store.account("nobody").await.unwrap(), None);
+    assert!(store.set_keys("alice", &account(7)).await.unwrap());
+    assert!(!store.set_keys("nobody", &account(7)).await.unwrap());
+    assert_eq!(store.account("alice").await.unwrap(), Some(account(7)));
+    assert_eq!(store.names().await.unwrap(), ["alice", "zoe"]);
+    assert!(store.remove("zoe").await.unwrap());
+    assert!(!store.remove("zoe").await.unwrap());
+    assert_eq!(store.create("yan", &account(3), Origin::Registration, 1).await.unwrap(), Created::Made, "a removed account frees its place");
+}
+
+async fn rosters_body(store: &dyn Store) {
+    let mut asking = |c: &mut Contact| c.ask = true;
+    for i in 0..3 {
+        let jid = format!("c{i}@l");
+        let Updated::Changed(added) = store.update("a@l", &jid, true, 3, &mut asking).await.unwrap() else { panic!("not added") };
+        assert_eq!(added, Contact { jid, ask: true, ..Contact::default() });
+    }
+    assert_eq!(store.update("a@l", "more@l", true, 3, &mut |_| {}).await.unwrap(), Updated::Full);
+    assert_eq!(store.update("a@l", "absent@l", false, 3, &mut |_| {}).await.unwrap(), Updated::Absent);
+    assert_eq!(store.update("nobody@l", "a@l", false, 3, &mut |_| {}).await.unwrap(), Updated::Absent);
+    let mut both = |c: &mut Contact| {
+        c.subscription = Subscription { to: true, from: true };
+        c.name = Some("Cy \"one\"".into());
+        c.groups = vec!["Friends".into(), "Work, and 'more'".into()];
+        c.ask = false;
+    };
+    let Updated::Changed(changed) = store.update("a@l", "c1@l", false, 3, &mut both).await.unwrap() else { panic!("not changed") };
+    assert_eq!(store.contact("a@l", "c1@l").await.unwrap(), Some(changed.clone()));
+    let jids: Vec<String> = store.contacts("a@l").await.unwrap().into_iter().map(|c| c.jid).collect();
+    assert_eq!(jids, ["c0@l", "c1@l", "c2@l"], "in the order added, a change keeping its place");
+    assert!(store.contacts("nobody@l").await.unwrap().is_empty());
+
+    store.hold("b@l", "a@l", "<presence type='subscribe'/>", 2).await.unwrap();
+    store.hold("b@l", "a@l", "<presence type='subscribe'>again</presence>", 2).await.unwrap();
+    store.hold("b@l", "c@l", "<c/>", 2).await.unwrap();
+    store.hold("b@l", "d@l", "<d/>", 2).await.unwrap();
+    assert_eq!(store.pending("b@l").await.unwrap(), ["<presence type='subscribe'>again</presence>", "<c/>"], "one per requester, at most the limit");
+    assert_eq!(store.waiting().await.unwrap(), 2);
+    assert!(store.answered("b@l", "a@l").await.unwrap());
+    assert!(!store.answered("b@l", "a@l").await.unwrap());
+    store.hold("a@l", "c1@l", "<x/>", 2).await.unwrap();
+    assert_eq!(store.remove_contact("a@l", "c1@l").await.unwrap(), Some(changed));
+    assert_eq!(store.remove_contact("a@l", "c1@l").await.unwrap(), None);
+    assert!(store.pending("a@l").await.unwrap().is_empty(), "a removed contact's request goes with it");
+    store.forget("a@l").await.unwrap();
+    assert!(store.contacts("a@l").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn every_store_keeps_accounts_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    for store in stores(dir.path()).await {
+        accounts_body(&*store).await;
+    }
+}
+
+#[tokio::test]
+async fn every_store_keeps_rosters_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    for store in stores(dir.path()).await {
+        rosters_body(&*store).await;
+    }
+}
+
+#[tokio::test]
+async fn sqlite_keeps_what_it_was_given_when_opened_again() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open(&Choice::Sqlite(dir.path().join("deeper"))).await.unwrap();
+        assert!(store.persistent());
+        store.create("alice", &account(1), Origin::Registration, 5).await.unwrap();
+        store.update("alice@l", "bob@l", true, 5, &mut |c| c.subscription.to = true).await.unwrap();
+        store.hold("alice@l", "cy@l", "<presence/>", 5).await.unwrap();
+    }
+    let again = open(&Choice::Sqlite(dir.path().join("deeper"))).await.unwrap();
+    assert_eq!(again.account("alice").await.unwrap(), Some(account(1)));
+    assert_eq!(again.contacts("alice@l").await.unwrap()[0].subscription, Subscription { to: true, from: false });
+    assert_eq!(again.pending("alice@l").await.unwrap(), ["<presence/>"]);
+    assert_eq!(again.create("zed", &account(2), Origin::Registration, 1).await.unwrap(), Created::Full, "the bound counts what was kept");
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_a_database_is_refused_with_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(sqlite_file(dir.path()), b"this is not a database, and it is long enough to have a header").unwrap();
+    let error = open(&Choice::Sqlite(dir.path().to_owned())).await.unwrap_err().to_string();
+    assert!(error.contains("switchboard.db"), "{error}");
+}

@@ -1,0 +1,159 @@
+//! The store as a user meets it through the binary: `switchboard account`
+//! writes where `serve` reads, and what the server confirmed is still there
+//! after it is killed (SIGKILL) and started again.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use base64::Engine;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use wire::xmpp::{Element, Limits, StreamEvent, StreamParser};
+
+const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+const HEADER: &str = "<stream:stream to='localhost' version='1.0' xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>";
+
+fn account(dir: &Path, args: &[&str], password: Option<&str>) -> (bool, String, String) {
+    let mut child = Command::new(BIN)
+        .args(["account", "--data-dir"])
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    if let Some(password) = password {
+        writeln!(stdin, "{password}").unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn the_account_command_adds_lists_changes_and_removes_accounts() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(account(dir.path(), &["add", "Zoe"], Some("first")), (true, "added zoe\n".into(), String::new()));
+    assert!(account(dir.path(), &["add", "bob"], Some("pw")).0);
+    let (ok, _, err) = account(dir.path(), &["add", "zoe"], Some("again"));
+    assert!(!ok && err.contains("zoe has an account already"), "{err}");
+    let (ok, _, err) = account(dir.path(), &["add", "a b"], Some("pw"));
+    assert!(!ok && err.contains("not a JID localpart"), "{err}");
+    let (ok, _, err) = account(dir.path(), &["add", "cy"], None);
+    assert!(!ok && err.contains("standard input"), "{err}");
+    assert_eq!(account(dir.path(), &["list"], None).1, "bob\nzoe\n");
+    assert_eq!(account(dir.path(), &["passwd", "zoe"], Some("second")).1, "changed the password of zoe\n");
+    assert_eq!(account(dir.path(), &["remove", "bob"], None).1, "removed bob\n");
+    let (ok, _, err) = account(dir.path(), &["remove", "bob"], None);
+    assert!(!ok && err.contains("bob has no account"), "{err}");
+    assert_eq!(account(dir.path(), &["list"], None).1, "zoe\n");
+    let (ok, _, err) = Command::new(BIN).args(["account", "--store", "memory", "list"]).output().map(|o| (o.status.success(), (), String::from_utf8_lossy(&o.stderr).into_owned())).unwrap();
+    assert!(!ok && err.contains("keeps nothing"), "{err}");
+}
+
+/// `serve` on free ports with its store in `dir`; the child and its XMPP address.
+fn serve(dir: &Path) -> (Child, SocketAddr) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "127.0.0.1:0", "--xmpp-plain-unencrypted", "true", "--xmpp-registration", "5", "--data-dir"])
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let xmpp = lines.find_map(|line| line.unwrap().split("serves XMPP for localhost on ").nth(1).map(|at| at.parse().unwrap())).unwrap();
+    (child, xmpp)
+}
+
+/// A client on a raw socket, reading with the server's own parser.
+struct Client {
+    stream: TcpStream,
+    parser: StreamParser,
+}
+
+impl Client {
+    async fn open(addr: SocketAddr) -> Client {
+        let mut c = Client { stream: TcpStream::connect(addr).await.unwrap(), parser: StreamParser::new(Limits::default()) };
+        c.restart().await;
+        c
+    }
+
+    async fn restart(&mut self) {
+        self.parser.restart();
+        self.stream.write_all(HEADER.as_bytes()).await.unwrap();
+        assert!(matches!(self.event().await, StreamEvent::Open { .. }));
+        assert_eq!(self.stanza().await.name, "features");
+    }
+
+    async fn event(&mut self) -> StreamEvent {
+        loop {
+            if let Some(event) = self.parser.next_event().unwrap() {
+                return event;
+            }
+            let mut buf = [0u8; 4096];
+            let n = tokio::time::timeout(Duration::from_secs(10), self.stream.read(&mut buf)).await.expect("an answer in time").unwrap();
+            assert!(n > 0, "the server closed the stream");
+            self.parser.feed(&buf[..n]);
+        }
+    }
+
+    async fn stanza(&mut self) -> Element {
+        match self.event().await {
+            StreamEvent::Stanza(e) => e,
+            other => panic!("expected a stanza, got {other:?}"),
+        }
+    }
+
+    /// Sends `xml` and returns the answer whose id is `id`.
+    async fn ask(&mut self, xml: &str, id: &str) -> Element {
+        self.stream.write_all(xml.as_bytes()).await.unwrap();
+        loop {
+            let stanza = self.stanza().await;
+            if stanza.get("id") == Some(id) {
+                return stanza;
+            }
+        }
+    }
+
+    async fn login(addr: SocketAddr, name: &str) -> Client {
+        let mut c = Client::open(addr).await;
+        let plain = base64::engine::general_purpose::STANDARD.encode(format!("\0{name}\0pw"));
+        c.stream.write_all(format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{plain}</auth>").as_bytes()).await.unwrap();
+        assert_eq!(c.stanza().await.name, "success", "{name} logs in");
+        c.restart().await;
+        let bound = c.ask("<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>", "b").await;
+        assert_eq!(bound.get("type"), Some("result"));
+        c
+    }
+}
+
+#[tokio::test]
+async fn what_the_server_confirmed_outlives_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut first, addr) = serve(dir.path());
+    let mut c = Client::open(addr).await;
+    let registered = c.ask("<iq type='set' id='r'><query xmlns='jabber:iq:register'><username>kim</username><password>pw</password></query></iq>", "r").await;
+    assert_eq!(registered.get("type"), Some("result"));
+    let mut kim = Client::login(addr, "kim").await;
+    let added = kim.ask("<iq type='set' id='add'><query xmlns='jabber:iq:roster'><item jid='lee@localhost' name='Lee'/></query></iq>", "add").await;
+    assert_eq!(added.get("type"), Some("result"));
+    // Confirmed, then killed: no shutdown of any kind.
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    let (mut second, addr) = serve(dir.path());
+    let mut kim = Client::login(addr, "kim").await;
+    let roster = kim.ask("<iq type='get' id='get'><query xmlns='jabber:iq:roster'/></iq>", "get").await;
+    let items: Vec<_> = roster.find("query", "jabber:iq:roster").unwrap().elements().map(|i| (i.get("jid").unwrap().to_owned(), i.get("name").unwrap().to_owned())).collect();
+    assert_eq!(items, [("lee@localhost".to_owned(), "Lee".to_owned())]);
+    // An account added beside the running server logs in at once.
+    assert!(account(dir.path(), &["add", "lee"], Some("pw")).0);
+    Client::login(addr, "lee").await;
+    second.kill().unwrap();
+    second.wait().unwrap();
+}
