@@ -219,6 +219,8 @@ settings! {
         registration: usize = 0, "xmpp-registration", "SWITCHBOARD_XMPP_REGISTRATION";
         /// Longest list an XMPP user can make the server keep: contacts in a roster, subscription requests waiting for one user, JIDs a session's directed presence is remembered for, affiliations in one room [default: 1000]
         list_limit: usize = 1000, "xmpp-list-limit", "SWITCHBOARD_XMPP_LIST_LIMIT";
+        /// Messages kept in the store for one account while it has no available resource (XEP-0160), each at most a stanza's size, given to it with their delay stamp when it next sends available presence; past it the sender is answered service-unavailable; 0 keeps none [default: 100]
+        offline_limit: usize = 100, "xmpp-offline-limit", "SWITCHBOARD_XMPP_OFFLINE_LIMIT";
     }
 }
 

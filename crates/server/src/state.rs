@@ -121,7 +121,7 @@ impl ServerState {
                 domain: config.xmpp.domain.clone(),
                 max_connections: config.server.max_connections,
                 resumption: xmpp::Resumption { timeout: config.xmpp.resume_timeout, max_parked: config.xmpp.max_parked },
-                quotas: xmpp::Quotas { list: config.xmpp.list_limit, rooms: config.xmpp.max_rooms },
+                quotas: xmpp::Quotas { list: config.xmpp.list_limit, rooms: config.xmpp.max_rooms, offline: config.xmpp.offline_limit },
                 login_timeout: config.xmpp.login_timeout,
                 inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
             };

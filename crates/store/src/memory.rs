@@ -6,13 +6,14 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use crate::{Account, AccountStore, Contact, Created, Origin, Result, RosterStore, Store, Updated};
+use crate::{Account, AccountStore, Contact, Created, OfflineStore, Origin, Result, RosterStore, Store, Updated};
 
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     /// Each account, and whether registration made it.
     accounts: Mutex<BTreeMap<String, (Account, bool)>>,
     rosters: Mutex<HashMap<String, Roster>>,
+    offline: Mutex<HashMap<String, Vec<String>>>,
 }
 
 #[derive(Debug, Default)]
@@ -128,5 +129,22 @@ impl RosterStore for MemoryStore {
     async fn forget(&self, user: &str) -> Result<()> {
         self.rosters.lock().remove(user);
         Ok(())
+    }
+}
+
+#[async_trait]
+impl OfflineStore for MemoryStore {
+    async fn keep(&self, user: &str, message: &str, limit: usize) -> Result<bool> {
+        let mut offline = self.offline.lock();
+        let kept = offline.entry(user.to_owned()).or_default();
+        if kept.len() >= limit {
+            return Ok(false);
+        }
+        kept.push(message.to_owned());
+        Ok(true)
+    }
+
+    async fn take(&self, user: &str) -> Result<Vec<String>> {
+        Ok(self.offline.lock().remove(user).unwrap_or_default())
     }
 }

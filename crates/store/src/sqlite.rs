@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous};
 use sqlx::{Row, Sqlite, Transaction};
 
-use crate::{Account, AccountStore, Contact, Created, Error, Origin, Result, RosterStore, ScramKeys, Store, Subscription, Updated};
+use crate::{Account, AccountStore, Contact, Created, Error, OfflineStore, Origin, Result, RosterStore, ScramKeys, Store, Subscription, Updated};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -252,5 +252,27 @@ impl RosterStore for SqliteStore {
         sqlx::query("DELETE FROM subscription_request WHERE user = ?1").bind(user).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(())
+    }
+}
+
+#[async_trait]
+impl OfflineStore for SqliteStore {
+    async fn keep(&self, user: &str, message: &str, limit: usize) -> Result<bool> {
+        let mut tx = self.write().await?;
+        let count: i64 = sqlx::query_scalar("SELECT count(*) FROM offline_message WHERE user = ?1").bind(user).fetch_one(&mut *tx).await?;
+        if usize::try_from(count).unwrap_or(usize::MAX) >= limit {
+            return Ok(false);
+        }
+        sqlx::query("INSERT INTO offline_message (user, message) VALUES (?1, ?2)").bind(user).bind(message).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn take(&self, user: &str) -> Result<Vec<String>> {
+        let mut tx = self.write().await?;
+        let messages = sqlx::query_scalar("SELECT message FROM offline_message WHERE user = ?1 ORDER BY id").bind(user).fetch_all(&mut *tx).await?;
+        sqlx::query("DELETE FROM offline_message WHERE user = ?1").bind(user).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(messages)
     }
 }

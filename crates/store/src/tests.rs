@@ -71,6 +71,27 @@ async fn rosters_body(store: &dyn Store) {
     assert!(store.contacts("a@l").await.unwrap().is_empty());
 }
 
+async fn offline_body(store: &dyn Store) {
+    assert!(store.take("a@l").await.unwrap().is_empty());
+    for i in 0..3 {
+        assert!(store.keep("a@l", &format!("<message>{i}</message>"), 3).await.unwrap());
+    }
+    assert!(!store.keep("a@l", "<message>3</message>", 3).await.unwrap(), "past the limit");
+    assert!(store.keep("b@l", "<message>b</message>", 3).await.unwrap(), "the limit is each user's");
+    assert_eq!(store.take("a@l").await.unwrap(), ["<message>0</message>", "<message>1</message>", "<message>2</message>"]);
+    assert!(store.take("a@l").await.unwrap().is_empty(), "taken once");
+    assert!(store.keep("a@l", "<message>4</message>", 3).await.unwrap(), "room again once taken");
+    assert_eq!(store.take("b@l").await.unwrap(), ["<message>b</message>"]);
+}
+
+#[tokio::test]
+async fn every_store_keeps_offline_messages_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    for store in stores(dir.path()).await {
+        offline_body(&*store).await;
+    }
+}
+
 #[tokio::test]
 async fn every_store_keeps_accounts_alike() {
     let dir = tempfile::tempdir().unwrap();

@@ -17,6 +17,7 @@ mod accounts;
 pub mod bosh;
 pub mod bridge;
 mod muc;
+mod offline;
 mod room;
 mod roster;
 mod router;
@@ -87,6 +88,8 @@ pub struct Xmpp {
     muc: room::MucRooms,
     /// Users' contacts and presence subscriptions.
     rosters: roster::Rosters,
+    /// Messages kept for accounts that are offline.
+    offline: offline::Offline,
     /// Longest list a user can make the server keep (`--xmpp-list-limit`).
     list_limit: usize,
     /// Most rooms one session is in at once (`--xmpp-max-rooms`).
@@ -147,6 +150,8 @@ pub struct Quotas {
     pub list: usize,
     /// `--xmpp-max-rooms`: rooms one session is in.
     pub rooms: usize,
+    /// `--xmpp-offline-limit`: messages kept for an account that is offline.
+    pub offline: usize,
 }
 
 impl Xmpp {
@@ -162,7 +167,7 @@ impl Xmpp {
     ) -> Xmpp {
         let Settings { domain, max_connections, resumption, quotas, login_timeout, inflow } = settings;
         let Resumption { timeout: resume_timeout, max_parked } = resumption;
-        let Quotas { list: list_limit, rooms: max_rooms } = quotas;
+        let Quotas { list: list_limit, rooms: max_rooms, offline } = quotas;
         Xmpp {
             context,
             login_timeout,
@@ -177,6 +182,7 @@ impl Xmpp {
             parked: Mutex::new(HashMap::new()),
             live: Mutex::new(HashMap::new()),
             muc: room::MucRooms::default(),
+            offline: offline::Offline::new(store.clone(), offline),
             rosters: roster::Rosters::new(store, list_limit),
             domain: domain.clone(),
             muc_domain: format!("conference.{domain}"),

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use store::{Store, Updated};
-use wire::xmpp::{Element, Limits, StreamEvent, StreamParser};
+use wire::xmpp::Element;
 
 pub use store::Contact;
 
@@ -112,7 +112,7 @@ impl Rosters {
     /// The requests waiting for `user`.
     pub async fn pending(&self, user: &str) -> Vec<Element> {
         let kept = self.store.pending(user).await.unwrap_or_else(|e| failed(e, Vec::new()));
-        kept.iter().filter_map(|text| parse(text)).collect()
+        kept.iter().filter_map(|text| super::offline::parse(text)).collect()
     }
 
     /// Forgets `user`'s roster (an anonymous user's when it goes, or a
@@ -128,16 +128,6 @@ impl Rosters {
 fn failed<T>(e: store::Error, instead: T) -> T {
     tracing::warn!("xmpp: roster: {e}");
     instead
-}
-
-/// A waiting request as it was kept: one standalone element.
-fn parse(text: &str) -> Option<Element> {
-    let mut parser = StreamParser::fragments(Limits::default());
-    parser.feed(text.as_bytes());
-    match parser.next_event() {
-        Ok(Some(StreamEvent::Stanza(element))) => Some(element),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

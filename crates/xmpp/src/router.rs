@@ -155,6 +155,6 @@ impl Router {
 
 /// A presence's priority (RFC 6121 §4.7.2.3): from -128 to 127, 0 when it
 /// says none or nothing that fits.
-fn priority(presence: &Element) -> i8 {
+pub(crate) fn priority(presence: &Element) -> i8 {
     presence.find("priority", wire::xmpp::ns::CLIENT).and_then(|p| p.text_content().trim().parse().ok()).unwrap_or(0)
 }

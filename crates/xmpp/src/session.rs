@@ -482,7 +482,7 @@ impl Session {
         if to.domain == self.xmpp.muc_domain && to.local.is_some() && self.xmpp.rooms.is_some() {
             return self.on_room_message(message, &to).await;
         }
-        self.message_to_user(message, &to);
+        self.message_to_user(message, &to).await;
     }
 
     async fn on_presence(&mut self, presence: &Element) {

@@ -1,6 +1,6 @@
 //! What the store keeps across a restart of the server: accounts made by
-//! in-band registration, rosters, and subscription requests waiting for a
-//! user who was offline.
+//! in-band registration, rosters, and subscription requests and messages
+//! waiting for a user who was offline (XEP-0160).
 
 use std::net::SocketAddr;
 
@@ -53,7 +53,8 @@ async fn accounts_rosters_and_waiting_requests_outlive_a_restart() {
     ann.send("<presence to='ben@localhost' type='subscribe'/>").await;
     let push = ann.stanza().await;
     assert_eq!(push.find("query", ROSTER).unwrap().find("item", ROSTER).unwrap().get("ask"), Some("subscribe"));
-    // A roster get after the request: the subscribe was handled before it is answered.
+    ann.send("<message to='ben@localhost' type='chat' id='m1'><body>while you were away</body></message>").await;
+    // A roster get after both: they were handled before it is answered.
     ann.send("<iq type='get' id='sync'><query xmlns='jabber:iq:roster'/></iq>").await;
     answer(&mut ann, "sync").await;
     drop(ann);
@@ -72,6 +73,10 @@ async fn accounts_rosters_and_waiting_requests_outlive_a_restart() {
     ben.send("<presence/>").await;
     let request = ben.stanza().await;
     assert_eq!((request.name.as_str(), request.get("type"), request.get("from")), ("presence", Some("subscribe"), Some("ann@localhost")));
+    let kept = ben.stanza().await;
+    assert_eq!((kept.get("id"), kept.get("from")), (Some("m1"), Some("ann@localhost/desk")));
+    assert_eq!(kept.find("body", "jabber:client").unwrap().text_content(), "while you were away");
+    assert!(kept.find("delay", "urn:xmpp:delay").is_some(), "{kept:?}");
     // A name registered before the restart is still taken.
     let mut c = Client::connect(addr).await;
     c.send(HEADER).await;
@@ -90,4 +95,51 @@ async fn a_store_that_cannot_be_opened_stops_the_server_with_its_name() {
     let server = TestServer::with_xmpp_kept(kept_in(dir.path())).await;
     let error = server.shutdown().await.unwrap().unwrap_err();
     assert!(error.is_store() && error.to_string().contains("switchboard.db"), "{error}");
+}
+
+/// Past `--xmpp-offline-limit` messages waiting for one account, the sender
+/// is told `service-unavailable`; a headline or a message without a body is
+/// not kept; a negative priority takes nothing.
+#[tokio::test]
+async fn offline_messages_are_bounded_per_account_and_wait_for_a_non_negative_priority() {
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw"), server::AccountEntry::new("ben", "pw")], ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    config.xmpp.offline_limit = 2;
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let mut ann = bound_account(addr, "ann", "desk").await;
+    for id in ["one", "two", "three"] {
+        ann.send(&format!("<message to='ben@localhost' type='chat' id='{id}'><body>{id}</body></message>")).await;
+    }
+    ann.send("<message to='ben@localhost' type='headline' id='news'><body>dropped</body></message>").await;
+    ann.send("<message to='ben@localhost' type='chat' id='typing'><composing xmlns='http://jabber.org/protocol/chatstates'/></message>").await;
+    let full = ann.stanza().await;
+    assert_eq!((full.get("id"), full.get("type")), (Some("three"), Some("error")));
+    assert!(full.find("error", "jabber:client").unwrap().find("service-unavailable", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some());
+    let bodiless = ann.stanza().await;
+    assert_eq!((bodiless.get("id"), bodiless.get("type")), (Some("typing"), Some("error")));
+    assert_eq!(server.metric("switchboard_refused_total{app=\"xmpp\",reason=\"offline_full\"}").await, Some(1.0));
+
+    let mut ben = bound_account(addr, "ben", "phone").await;
+    ben.send("<presence><priority>-1</priority></presence>").await;
+    let mut ben2 = bound_account(addr, "ben", "laptop").await;
+    ben2.send("<presence/>").await;
+    // Its other resource's presence first, then what was kept, in order.
+    let mut ids = Vec::new();
+    while ids.len() < 2 {
+        let stanza = ben2.stanza().await;
+        if stanza.name == "message" {
+            ids.push(stanza.get("id").unwrap().to_owned());
+        }
+    }
+    assert_eq!(ids, ["one", "two"]);
+    // The negative-priority resource was given none of them.
+    ben.send("<iq type='get' id='ping'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    loop {
+        let stanza = ben.stanza().await;
+        assert_ne!(stanza.name, "message", "{stanza:?}");
+        if stanza.get("id") == Some("ping") {
+            break;
+        }
+    }
 }

@@ -376,7 +376,7 @@ async fn messages_to_a_user_go_where_rfc_6121_section_8_5_says() {
         messages_so_far(c).await;
     }
     // carol is bound and has never been available.
-    let _carol = crate::xmpp::bound_account(addr, "carol", "c").await;
+    let mut carol = crate::xmpp::bound_account(addr, "carol", "c").await;
     let sent = [
         ("chat", "bob@localhost"),
         ("normal", "bob@localhost/gone"),
@@ -393,7 +393,9 @@ async fn messages_to_a_user_go_where_rfc_6121_section_8_5_says() {
         alice.send(&format!("<message to='{to}' type='{kind}' id='{kind} {to}'><body>hi</body></message>")).await;
     }
     let refused = messages_so_far(&mut alice).await;
-    assert_eq!(ids(&refused), ["groupchat bob@localhost", "chat carol@localhost", "chat nobody@localhost"]);
+    // carol has an account but no available resource: her chat message is
+    // kept for her (XEP-0160), her headline dropped; nobody has no account.
+    assert_eq!(ids(&refused), ["groupchat bob@localhost", "chat nobody@localhost"]);
     assert!(refused.iter().all(|m| m.get("type") == Some("error") && condition(m) == "service-unavailable"));
     // A bare JID's chat and normal messages go to the highest priority, a
     // headline to every non-negative one, a full JID's to its resource.
@@ -401,6 +403,11 @@ async fn messages_to_a_user_go_where_rfc_6121_section_8_5_says() {
     assert_eq!(ids(&messages_so_far(&mut low).await), ["headline bob@localhost"]);
     assert_eq!(ids(&messages_so_far(&mut away).await), ["chat bob@localhost/away"]);
     assert_eq!(ids(&messages_so_far(&mut silent).await), ["groupchat bob@localhost/silent"]);
+    carol.send("<presence/>").await;
+    let kept = messages_so_far(&mut carol).await;
+    assert_eq!(ids(&kept), ["chat carol@localhost"]);
+    assert_eq!(kept[0].get("from"), Some("alice@localhost/a"));
+    assert!(kept[0].find("delay", "urn:xmpp:delay").is_some_and(|d| d.get("from") == Some("localhost")), "{kept:?}");
 }
 
 #[tokio::test]

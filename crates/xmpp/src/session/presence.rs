@@ -6,7 +6,8 @@
 use wire::xmpp::Element;
 
 use super::super::roster::{self, Refused};
-use super::super::router::MessageRoute;
+use super::super::offline::Kept;
+use super::super::router::{MessageRoute, priority};
 use super::super::{Jid, Target, ns};
 use super::Session;
 
@@ -40,12 +41,39 @@ impl Session {
     }
 
     /// Carries a message to one of this server's users, as the router's
-    /// delivery rules say (RFC 6121 §8.5).
-    pub(super) fn message_to_user(&mut self, message: &Element, to: &Jid) {
-        match self.xmpp.router.route_message(to, message.get("type").unwrap_or("normal")) {
+    /// delivery rules say (RFC 6121 §8.5), or keeps it for an account that
+    /// is offline (XEP-0160).
+    pub(super) async fn message_to_user(&mut self, message: &Element, to: &Jid) {
+        let kind = message.get("type").unwrap_or("normal");
+        match self.xmpp.router.route_message(to, kind) {
             MessageRoute::To(targets) => self.carry(message, targets),
+            // Boxed: rare, and its state would sit in every idle stream's task.
+            MessageRoute::Refused if self.xmpp.offline.keeps(kind, message) => Box::pin(self.keep_offline(message, to)).await,
             MessageRoute::Refused => self.refuse(message, "cancel", "service-unavailable"),
             MessageRoute::Dropped => {}
+        }
+    }
+
+    /// Keeps `message` for the account `to` if it has one; otherwise, or
+    /// past the account's share, the sender is told `service-unavailable`.
+    async fn keep_offline(&mut self, message: &Element, to: &Jid) {
+        let account = to.local.as_deref().filter(|_| to.domain == self.xmpp.domain);
+        let exists = match account {
+            Some(name) => self.xmpp.auth.accounts.exists(name).await,
+            None => Ok(false),
+        };
+        let kept = match exists {
+            Ok(true) => self.xmpp.offline.keep(&to.bare().to_string(), &self.full_jid(), &self.xmpp.domain, message).await,
+            Ok(false) => return self.refuse(message, "cancel", "service-unavailable"),
+            Err(_) => Kept::Failed,
+        };
+        match kept {
+            Kept::Stored => {}
+            Kept::Full => {
+                self.xmpp.context.metrics.refused("xmpp", "offline_full");
+                self.refuse(message, "cancel", "service-unavailable");
+            }
+            Kept::Failed => self.refuse(message, "wait", "internal-server-error"),
         }
     }
 
@@ -163,6 +191,13 @@ impl Session {
             }
             for request in self.xmpp.rosters.pending(&user).await {
                 self.send(&request);
+            }
+            // Messages kept while it was offline, to a resource that takes
+            // messages to its bare JID (XEP-0160 §3).
+            if priority(presence) >= 0 {
+                for message in self.xmpp.offline.take(&user).await {
+                    self.send(&message);
+                }
             }
         }
         if !available {
