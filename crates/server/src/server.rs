@@ -93,6 +93,10 @@ pub async fn serve_with(
     };
     let store = store::open(&config.store.choice()).await.map_err(Error::store)?;
     let state = Arc::new(ServerState::new(config, nats, store, xmpp.any())?);
+    if let Some(service) = &state.xmpp {
+        let rooms = service.load_rooms().await.map_err(Error::store)?;
+        tracing::debug!("{rooms} persistent rooms taken back from the store");
+    }
     if let Some(service) = state.xmpp.clone() {
         for (listener, direct_tls) in [(xmpp.plain, false), (xmpp.direct_tls, true)] {
             if let Some(listener) = listener {

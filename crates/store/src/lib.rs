@@ -1,7 +1,8 @@
 //! What the server keeps beyond one connection, behind one trait per kind
 //! of thing kept: accounts (`AccountStore`), rosters with their waiting
-//! subscription requests (`RosterStore`), and messages kept for users who
-//! are offline (`OfflineStore`). A [`Store`] is all of them.
+//! subscription requests (`RosterStore`), messages kept for users who are
+//! offline (`OfflineStore`), and persistent rooms (`RoomStore`). A
+//! [`Store`] is all of them.
 //!
 //! Two implementations, named by where they keep it: [`MemoryStore`] (lost
 //! when the server stops, for tests and labs) and [`SqliteStore`] (a file,
@@ -15,6 +16,7 @@
 mod account;
 mod memory;
 mod offline;
+mod room;
 mod roster;
 mod sqlite;
 
@@ -25,11 +27,12 @@ use std::sync::Arc;
 pub use account::{Account, AccountStore, Created, Origin, ScramKeys};
 pub use memory::MemoryStore;
 pub use offline::OfflineStore;
+pub use room::RoomStore;
 pub use roster::{Contact, RosterStore, Subscription, Updated};
 pub use sqlite::SqliteStore;
 
 /// Everything the server keeps.
-pub trait Store: AccountStore + RosterStore + OfflineStore + Debug + Send + Sync {
+pub trait Store: AccountStore + RosterStore + OfflineStore + RoomStore + Debug + Send + Sync {
     /// Whether what is kept outlives the process: a client may log in to
     /// an account nobody made since the server started.
     fn persistent(&self) -> bool;

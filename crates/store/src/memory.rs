@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use crate::{Account, AccountStore, Contact, Created, OfflineStore, Origin, Result, RosterStore, Store, Updated};
+use crate::{Account, AccountStore, Contact, Created, OfflineStore, Origin, Result, RoomStore, RosterStore, Store, Updated};
 
 #[derive(Debug, Default)]
 pub struct MemoryStore {
@@ -14,6 +14,7 @@ pub struct MemoryStore {
     accounts: Mutex<BTreeMap<String, (Account, bool)>>,
     rosters: Mutex<HashMap<String, Roster>>,
     offline: Mutex<HashMap<String, Vec<String>>>,
+    rooms: Mutex<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Default)]
@@ -146,5 +147,22 @@ impl OfflineStore for MemoryStore {
 
     async fn take(&self, user: &str) -> Result<Vec<String>> {
         Ok(self.offline.lock().remove(user).unwrap_or_default())
+    }
+}
+
+#[async_trait]
+impl RoomStore for MemoryStore {
+    async fn save_room(&self, name: &str, state: &str) -> Result<()> {
+        self.rooms.lock().insert(name.to_owned(), state.to_owned());
+        Ok(())
+    }
+
+    async fn remove_room(&self, name: &str) -> Result<()> {
+        self.rooms.lock().remove(name);
+        Ok(())
+    }
+
+    async fn rooms(&self) -> Result<Vec<(String, String)>> {
+        Ok(self.rooms.lock().iter().map(|(name, state)| (name.clone(), state.clone())).collect())
     }
 }

@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous};
 use sqlx::{Row, Sqlite, Transaction};
 
-use crate::{Account, AccountStore, Contact, Created, Error, OfflineStore, Origin, Result, RosterStore, ScramKeys, Store, Subscription, Updated};
+use crate::{Account, AccountStore, Contact, Created, Error, OfflineStore, Origin, Result, RoomStore, RosterStore, ScramKeys, Store, Subscription, Updated};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -274,5 +274,26 @@ impl OfflineStore for SqliteStore {
         sqlx::query("DELETE FROM offline_message WHERE user = ?1").bind(user).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(messages)
+    }
+}
+
+#[async_trait]
+impl RoomStore for SqliteStore {
+    async fn save_room(&self, name: &str, state: &str) -> Result<()> {
+        sqlx::query("INSERT INTO room (name, state) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET state = excluded.state")
+            .bind(name)
+            .bind(state)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    async fn remove_room(&self, name: &str) -> Result<()> {
+        sqlx::query("DELETE FROM room WHERE name = ?1").bind(name).execute(&self.writer).await?;
+        Ok(())
+    }
+
+    async fn rooms(&self) -> Result<Vec<(String, String)>> {
+        Ok(sqlx::query_as("SELECT name, state FROM room ORDER BY name").fetch_all(&self.reader).await?)
     }
 }

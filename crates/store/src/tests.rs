@@ -84,6 +84,25 @@ async fn offline_body(store: &dyn Store) {
     assert_eq!(store.take("b@l").await.unwrap(), ["<message>b</message>"]);
 }
 
+async fn rooms_body(store: &dyn Store) {
+    assert!(store.rooms().await.unwrap().is_empty());
+    store.save_room("lobby", "{\"one\":1}").await.unwrap();
+    store.save_room("attic", "{}").await.unwrap();
+    store.save_room("lobby", "{\"two\":2}").await.unwrap();
+    assert_eq!(store.rooms().await.unwrap(), [("attic".to_owned(), "{}".to_owned()), ("lobby".to_owned(), "{\"two\":2}".to_owned())]);
+    store.remove_room("attic").await.unwrap();
+    store.remove_room("nowhere").await.unwrap();
+    assert_eq!(store.rooms().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn every_store_keeps_rooms_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    for store in stores(dir.path()).await {
+        rooms_body(&*store).await;
+    }
+}
+
 #[tokio::test]
 async fn every_store_keeps_offline_messages_alike() {
     let dir = tempfile::tempdir().unwrap();

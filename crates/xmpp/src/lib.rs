@@ -90,6 +90,8 @@ pub struct Xmpp {
     rosters: roster::Rosters,
     /// Messages kept for accounts that are offline.
     offline: offline::Offline,
+    /// Where persistent rooms are kept.
+    store: Arc<dyn store::Store>,
     /// Longest list a user can make the server keep (`--xmpp-list-limit`).
     list_limit: usize,
     /// Most rooms one session is in at once (`--xmpp-max-rooms`).
@@ -183,6 +185,7 @@ impl Xmpp {
             live: Mutex::new(HashMap::new()),
             muc: room::MucRooms::default(),
             offline: offline::Offline::new(store.clone(), offline),
+            store: store.clone(),
             rosters: roster::Rosters::new(store, list_limit),
             domain: domain.clone(),
             muc_domain: format!("conference.{domain}"),
@@ -236,6 +239,30 @@ impl Xmpp {
                 session.leave_all().await;
             }
         });
+    }
+
+    /// Takes back the persistent rooms the store keeps; how many. A room
+    /// whose state cannot be read is skipped, and logged.
+    pub async fn load_rooms(&self) -> Result<usize, store::Error> {
+        let mut loaded = 0;
+        for (name, state) in self.store.rooms().await? {
+            match self.muc.restore(&name, &state) {
+                Ok(()) => loaded += 1,
+                Err(e) => tracing::warn!("xmpp: room {name:?} in the store cannot be read: {e}"),
+            }
+        }
+        Ok(loaded)
+    }
+
+    /// Keeps room `name` in the store if it is persistent, or forgets it
+    /// there if it was (`was`) and no longer is (or is gone).
+    async fn keep_room(&self, name: &str, was: bool) -> Result<(), store::Error> {
+        let kept = match self.muc.kept(name) {
+            Some(state) => self.store.save_room(name, &state).await,
+            None if was => self.store.remove_room(name).await,
+            None => Ok(()),
+        };
+        kept.inspect_err(|e| tracing::warn!("xmpp: room {name:?} not kept: {e}"))
     }
 
     /// What XMPP holds for clients that are not connected: sessions

@@ -5,7 +5,9 @@
 //! affiliation, in the role of a participant.
 //!
 //! This state lives on the node whose XMPP occupants are in the room: with
-//! `--broker`, each node keeps its own.
+//! `--broker`, each node keeps its own. A persistent room's (its owner's
+//! choice) is also kept in the store, as JSON (`Kept`), and read back at
+//! start; a temporary room is forgotten when its last XMPP occupant leaves.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,7 +19,8 @@ use super::Jid;
 use super::session::Framing;
 
 /// An occupant's standing in a room (XEP-0045 §5.2), lowest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Affiliation {
     Outcast,
     None,
@@ -80,7 +83,8 @@ impl Role {
 }
 
 /// The owner's settings (XEP-0045 §10.2), as far as they are honoured.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Config {
     /// A name for people; the room's localpart when empty.
     pub name: String,
@@ -99,6 +103,8 @@ pub struct Config {
     pub members_only: bool,
     /// Only participants and moderators may speak; others enter as visitors.
     pub moderated: bool,
+    /// Kept in the store, across restarts and with no occupant.
+    pub persistent: bool,
 }
 
 impl Default for Config {
@@ -113,6 +119,7 @@ impl Default for Config {
             max_users: None,
             members_only: false,
             moderated: false,
+            persistent: false,
         }
     }
 }
@@ -207,6 +214,31 @@ impl MucRoom {
     }
 }
 
+/// What the store keeps of a persistent room: its configuration, its
+/// affiliations and its subject (XEP-0045 §10.2: the room outlives its
+/// occupants); not its occupants, roles or history.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Kept {
+    config: Config,
+    affiliations: HashMap<String, Affiliation>,
+    subject: Option<(String, String)>,
+}
+
+impl Kept {
+    fn of(room: &MucRoom) -> Kept {
+        Kept {
+            config: room.config.clone(),
+            affiliations: room.affiliations.clone(),
+            subject: room.subject.as_ref().map(|(by, text)| (by.to_string(), text.clone())),
+        }
+    }
+
+    fn to_json(&self) -> String {
+        // Plain strings, booleans and numbers: nothing here fails to serialise.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
 /// Every room XMPP knows of on this node, by room name.
 #[derive(Debug, Default)]
 pub struct MucRooms {
@@ -258,16 +290,35 @@ impl MucRooms {
         Entered { created, affiliation, role, subject: room.subject.clone(), shows_jids: room.shows_jids_to(role), non_anonymous: room.config.whois_anyone }
     }
 
-    /// Forgets the XMPP occupant `member` of room `name`; a room with no
-    /// XMPP occupant left is forgotten (rooms are not persistent).
+    /// Forgets the XMPP occupant `member` of room `name`; a temporary
+    /// room with no XMPP occupant left is forgotten.
     pub fn exit(&self, name: &str, member: MemberId) {
         let mut rooms = self.rooms.lock();
         if let Some(room) = rooms.get_mut(name) {
             room.occupants.retain(|o| o.member != member);
-            if room.occupants.is_empty() {
+            if room.occupants.is_empty() && !room.config.persistent {
                 rooms.remove(name);
             }
         }
+    }
+
+    /// What the store keeps of room `name`, if it is persistent.
+    pub fn kept(&self, name: &str) -> Option<String> {
+        self.with(name, |room| room.config.persistent.then(|| Kept::of(room).to_json())).flatten()
+    }
+
+    /// Takes back a persistent room as the store kept it; `Err` says why
+    /// the text is not a room's.
+    pub fn restore(&self, name: &str, text: &str) -> Result<(), serde_json::Error> {
+        let kept: Kept = serde_json::from_str(text)?;
+        let room = MucRoom {
+            config: Config { persistent: true, ..kept.config },
+            subject: kept.subject.map(|(by, text)| (Arc::from(by), text)),
+            affiliations: kept.affiliations,
+            ..MucRoom::default()
+        };
+        self.rooms.lock().insert(Arc::from(name), room);
+        Ok(())
     }
 
     /// Whether `member` is an XMPP occupant of room `name`.
@@ -316,6 +367,31 @@ mod tests {
         rooms.exit("r", 2);
         assert!(rooms.with("r", |_| ()).is_none());
         assert!(!rooms.enter(&name, occupant("c", 3, "c@l/z"), false).created, "not alone: the chat room has members");
+    }
+
+    #[test]
+    fn a_persistent_room_outlives_its_occupants_and_comes_back_from_what_is_kept() {
+        let rooms = MucRooms::default();
+        let name: Arc<str> = "r".into();
+        rooms.enter(&name, occupant("a", 1, "a@l/x"), true);
+        assert_eq!(rooms.kept("r"), None, "temporary: nothing to keep");
+        rooms.with("r", |room| {
+            room.locked = false;
+            room.config.persistent = true;
+            room.config.members_only = true;
+            room.subject = Some(("a".into(), "Plans".into()));
+        });
+        let kept = rooms.kept("r").unwrap();
+        rooms.exit("r", 1);
+        assert!(rooms.with("r", |_| ()).is_some(), "persistent: kept with no occupant");
+        let again = MucRooms::default();
+        again.restore("r", &kept).unwrap();
+        let entered = again.enter(&name, occupant("a", 2, "a@l/y"), true);
+        assert!(!entered.created);
+        assert_eq!(entered.affiliation, Affiliation::Owner);
+        assert_eq!(entered.subject.map(|(by, text)| (by.to_string(), text)), Some(("a".into(), "Plans".into())));
+        assert_eq!(again.refusal("r", &Jid::parse("b@l/z").unwrap(), None), Some(("auth", "registration-required")));
+        assert!(again.restore("r", "not json").is_err());
     }
 
     #[test]

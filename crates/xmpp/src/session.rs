@@ -404,8 +404,8 @@ impl Session {
             let in_room = to.local.is_some() && to.domain == self.xmpp.muc_domain && self.xmpp.rooms.is_some();
             if in_room && (to.resource.is_some() || payload.is_some()) {
                 return match payload {
-                    Some(payload) if to.resource.is_none() => self.on_room_iq(iq, to, &payload.clone()),
-                    _ => self.on_room_iq(iq, to, &Element::default()),
+                    Some(payload) if to.resource.is_none() => self.on_room_iq(iq, to, &payload.clone()).await,
+                    _ => self.on_room_iq(iq, to, &Element::default()).await,
                 };
             }
             // Another user's resource: carried there (RFC 6120 §10.5.4).

@@ -143,3 +143,77 @@ async fn offline_messages_are_bounded_per_account_and_wait_for_a_non_negative_pr
         }
     }
 }
+
+/// Reads up to the room's subject, the end of a join; the subject.
+async fn subject_after_join(c: &mut Client) -> Element {
+    loop {
+        let stanza = c.stanza().await;
+        if stanza.find("subject", "jabber:client").is_some() {
+            return stanza;
+        }
+    }
+}
+
+/// A room its owner made persistent (XEP-0045 §10.2) keeps its
+/// configuration, affiliations and subject across a restart, with no
+/// occupant; destroying it forgets it in the store too.
+#[tokio::test]
+async fn a_persistent_room_outlives_a_restart_and_a_destroyed_one_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = || {
+        let mut config = kept_in(dir.path());
+        config.xmpp_accounts = ["ann", "ben", "cy"].iter().map(|name| server::AccountEntry::new(name, "pw")).collect();
+        config
+    };
+    let first = TestServer::with_xmpp_kept(config()).await;
+    let addr = first.xmpp.unwrap();
+    let mut ann = bound_account(addr, "ann", "desk").await;
+    for room in ["plans", "scratch"] {
+        ann.send(&format!("<presence to='{room}@conference.localhost/ann'><x xmlns='http://jabber.org/protocol/muc'/></presence>")).await;
+        subject_after_join(&mut ann).await;
+        let form = format!(
+            "<iq type='set' id='cfg-{room}' to='{room}@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><x xmlns='jabber:x:data' type='submit'>\
+             <field var='muc#roomconfig_roomname'><value>The {room}</value></field>\
+             <field var='muc#roomconfig_persistentroom'><value>1</value></field>\
+             <field var='muc#roomconfig_membersonly'><value>1</value></field></x></query></iq>"
+        );
+        ann.send(&form).await;
+        assert_eq!(answer(&mut ann, &format!("cfg-{room}")).await.get("type"), Some("result"));
+    }
+    ann.send("<iq type='set' id='member' to='plans@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#admin'><item affiliation='member' jid='ben@localhost'/></query></iq>").await;
+    assert_eq!(answer(&mut ann, "member").await.get("type"), Some("result"));
+    ann.send("<message to='plans@conference.localhost' type='groupchat'><subject>Q4 plans</subject></message>").await;
+    ann.send("<iq type='set' id='gone' to='scratch@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><destroy/></query></iq>").await;
+    assert_eq!(answer(&mut ann, "gone").await.get("type"), Some("result"));
+    drop(ann);
+    first.shutdown().await.unwrap().unwrap();
+
+    let second = TestServer::with_xmpp_kept(config()).await;
+    let addr = second.xmpp.unwrap();
+    let mut cy = bound_account(addr, "cy", "desk").await;
+    cy.send("<iq type='get' id='list' to='conference.localhost'><query xmlns='http://jabber.org/protocol/disco#items'/></iq>").await;
+    assert_eq!(
+        answer(&mut cy, "list").await.find("query", "http://jabber.org/protocol/disco#items").unwrap().to_xml("jabber:client"),
+        "<query xmlns=\"http://jabber.org/protocol/disco#items\"><item jid=\"plans@conference.localhost\" name=\"The plans\"/></query>",
+        "listed with no occupant; the destroyed room is not"
+    );
+    cy.send("<presence to='plans@conference.localhost/cy'/>").await;
+    let refused = cy.stanza().await;
+    assert!(refused.find("error", "jabber:client").unwrap().find("registration-required", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "{refused:?}");
+    let mut ben = bound_account(addr, "ben", "phone").await;
+    ben.send("<presence to='plans@conference.localhost/ben'/>").await;
+    let subject = subject_after_join(&mut ben).await;
+    assert_eq!(subject.find("subject", "jabber:client").unwrap().text_content(), "Q4 plans");
+    // The owner is still its owner: the room was not made anew.
+    let mut ann = bound_account(addr, "ann", "desk").await;
+    ann.send("<presence to='plans@conference.localhost/ann'/>").await;
+    let own = loop {
+        let stanza = ann.stanza().await;
+        if stanza.name == "presence" && stanza.get("from") == Some("plans@conference.localhost/ann") {
+            break stanza;
+        }
+    };
+    let x = own.find("x", "http://jabber.org/protocol/muc#user").unwrap();
+    assert_eq!(x.find("item", "http://jabber.org/protocol/muc#user").unwrap().get("affiliation"), Some("owner"));
+    assert!(!x.elements().any(|s| s.get("code") == Some("201")), "not created again: {own:?}");
+}

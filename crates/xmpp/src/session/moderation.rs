@@ -26,7 +26,9 @@ enum Effect {
 type Refusal = (&'static str, &'static str);
 
 impl Session {
-    pub(super) fn on_admin(&mut self, iq: &Element, room: &Arc<str>, to: &Jid, query: &Element) {
+    /// The admin list requests (XEP-0045 §9, §10): a persistent room's
+    /// affiliations are answered once the store has them.
+    pub(super) async fn on_admin(&mut self, iq: &Element, room: &Arc<str>, to: &Jid, query: &Element) {
         let Some(me) = self.jid.clone() else { return };
         let room_jid = to.bare().to_string();
         let items: Vec<&Element> = query.elements().filter(|e| e.name == "item" && e.ns == ns::MUC_ADMIN).collect();
@@ -56,7 +58,10 @@ impl Session {
         match effects {
             Some(Ok(effects)) => {
                 self.tell(room, &room_jid, effects);
-                self.reply(iq, None);
+                match self.xmpp.keep_room(room, false).await {
+                    Ok(()) => self.reply(iq, None),
+                    Err(_) => self.refuse(iq, "wait", "internal-server-error"),
+                }
             }
             Some(Err((kind, condition))) => self.refuse(iq, kind, condition),
             None => self.refuse(iq, "cancel", "item-not-found"),

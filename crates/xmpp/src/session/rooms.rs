@@ -188,7 +188,7 @@ impl Session {
             return self.refuse(message, "modify", "bad-request");
         }
         if let Some(subject) = message.find("subject", ns::CLIENT) {
-            return self.set_subject(message, &room, &occupancy, subject.text_content());
+            return self.set_subject(message, &room, &occupancy, subject.text_content()).await;
         }
         let Some(body) = message.find("body", ns::CLIENT).map(Element::text_content) else { return };
         let role = self.xmpp.muc.with(&room, |r| r.occupant_by_member(self.id).map(|o| o.role)).flatten();
@@ -204,7 +204,7 @@ impl Session {
 
     /// XEP-0045 §8.1: a new subject, from an occupant allowed to set it,
     /// to every XMPP occupant (the chat app has no subjects).
-    fn set_subject(&mut self, message: &Element, room: &str, occupancy: &Occupancy, text: String) {
+    async fn set_subject(&mut self, message: &Element, room: &str, occupancy: &Occupancy, text: String) {
         let allowed = self
             .xmpp
             .muc
@@ -220,6 +220,9 @@ impl Session {
         let Some(occupants) = allowed else {
             return self.refuse(message, "auth", "forbidden");
         };
+        // A persistent room's subject is kept (a failure is logged: the
+        // subject has no answer to carry an error).
+        let _ = self.xmpp.keep_room(room, false).await;
         for o in occupants {
             let stanza = muc::subject(&occupancy.room_jid, &o.jid.to_string(), Some(&occupancy.nick), &text);
             let _ = o.outbox.push(o.framing.payload(&stanza));
@@ -245,7 +248,7 @@ impl Session {
     }
 
     /// An iq to a room or to one of its occupants.
-    pub(super) fn on_room_iq(&mut self, iq: &Element, to: &Jid, payload: &Element) {
+    pub(super) async fn on_room_iq(&mut self, iq: &Element, to: &Jid, payload: &Element) {
         let room: Arc<str> = Arc::from(to.local.as_deref().unwrap_or_default());
         let kind = iq.get("type").unwrap_or_default();
         if to.resource.is_none() && (kind == "result" || kind == "error") {
@@ -273,15 +276,17 @@ impl Session {
                 }
                 self.reply(iq, Some(items));
             }
-            (ns::MUC_OWNER, "query", "get" | "set") => self.on_owner(iq, &room, to, payload),
-            (ns::MUC_ADMIN, "query", "get" | "set") => self.on_admin(iq, &room, to, payload),
+            (ns::MUC_OWNER, "query", "get" | "set") => self.on_owner(iq, &room, to, payload).await,
+            (ns::MUC_ADMIN, "query", "get" | "set") => self.on_admin(iq, &room, to, payload).await,
             _ => self.refuse(iq, "cancel", "service-unavailable"),
         }
     }
 
     /// The owner's requests (XEP-0045 §10): the configuration form, its
-    /// submission (which unlocks a new room), and destroying the room.
-    fn on_owner(&mut self, iq: &Element, room: &Arc<str>, to: &Jid, query: &Element) {
+    /// submission (which unlocks a new room, and makes it persistent or
+    /// not), and destroying the room. A persistent room's change is
+    /// answered once the store has it.
+    async fn on_owner(&mut self, iq: &Element, room: &Arc<str>, to: &Jid, query: &Element) {
         let Some(me) = self.jid.clone() else { return };
         let owner = self.xmpp.muc.with(room, |r| r.affiliation(&me) == Affiliation::Owner);
         match owner {
@@ -294,21 +299,29 @@ impl Session {
             return self.reply(iq, Some(Element::new("query", ns::MUC_OWNER).child(form)));
         }
         if let Some(destroy) = query.find("destroy", ns::MUC_OWNER) {
+            let was = self.xmpp.muc.with(room, |r| r.config.persistent).unwrap_or(false);
             self.destroy(room, &to.bare().to_string(), destroy);
-            return self.reply(iq, None);
+            return match self.xmpp.keep_room(room, was).await {
+                Ok(()) => self.reply(iq, None),
+                Err(_) => self.refuse(iq, "wait", "internal-server-error"),
+            };
         }
         let Some(form) = query.find("x", ns::DATA) else {
             return self.refuse(iq, "modify", "bad-request");
         };
         let applied = self.xmpp.muc.with(room, |r| {
+            let was = r.config.persistent;
             if form.get("type") == Some("submit") {
                 apply_form(&mut r.config, form)?;
             }
             r.locked = false;
-            Ok::<(), &'static str>(())
+            Ok::<bool, &'static str>(was)
         });
         match applied {
-            Some(Ok(())) => self.reply(iq, None),
+            Some(Ok(was)) => match self.xmpp.keep_room(room, was).await {
+                Ok(()) => self.reply(iq, None),
+                Err(_) => self.refuse(iq, "wait", "internal-server-error"),
+            },
             _ => self.refuse(iq, "modify", "not-acceptable"),
         }
     }
@@ -391,7 +404,7 @@ fn room_info(config: &Config, room: &str) -> Element {
         if config.whois_anyone { "muc_nonanonymous" } else { "muc_semianonymous" },
         if config.members_only { "muc_membersonly" } else { "muc_open" },
         if config.moderated { "muc_moderated" } else { "muc_unmoderated" },
-        "muc_temporary",
+        if config.persistent { "muc_persistent" } else { "muc_temporary" },
     ];
     for var in features {
         info = info.child(Element::new("feature", ns::DISCO_INFO).attr("var", var));
@@ -428,7 +441,7 @@ fn config_form(config: &Config) -> Element {
         .child(field("muc#roomconfig_roomdesc", "text-single", "Description", &[&config.description]))
         .child(field("muc#roomconfig_changesubject", "boolean", "Occupants may change the subject", &[flag(config.change_subject)]))
         .child(field("muc#roomconfig_publicroom", "boolean", "Listed", &[flag(config.public)]))
-        .child(field("muc#roomconfig_persistentroom", "boolean", "Persistent (not offered)", &["0"]))
+        .child(field("muc#roomconfig_persistentroom", "boolean", "Persistent", &[flag(config.persistent)]))
         .child(field("muc#roomconfig_membersonly", "boolean", "Members only", &[flag(config.members_only)]))
         .child(field("muc#roomconfig_moderatedroom", "boolean", "Moderated", &[flag(config.moderated)]))
         .child(field("muc#roomconfig_passwordprotectedroom", "boolean", "Password needed", &[flag(config.password.is_some())]))
@@ -442,7 +455,7 @@ fn config_form(config: &Config) -> Element {
 pub(crate) const CONFIG_TEXT_CHARS: usize = 256;
 
 /// Applies a submitted configuration form; the fields it does not name
-/// keep their values. Refuses a persistent room, which is not offered.
+/// keep their values.
 fn apply_form(config: &mut Config, form: &Element) -> Result<(), &'static str> {
     let mut protected = None;
     let mut secret = None;
@@ -458,7 +471,7 @@ fn apply_form(config: &mut Config, form: &Element) -> Result<(), &'static str> {
             "muc#roomconfig_roomdesc" => config.description = value.to_owned(),
             "muc#roomconfig_changesubject" => config.change_subject = on,
             "muc#roomconfig_publicroom" => config.public = on,
-            "muc#roomconfig_persistentroom" if on => return Err("persistent rooms are not offered"),
+            "muc#roomconfig_persistentroom" => config.persistent = on,
             "muc#roomconfig_passwordprotectedroom" => protected = Some(on),
             "muc#roomconfig_roomsecret" => secret = Some(value.to_owned()),
             "muc#roomconfig_maxusers" => config.max_users = value.parse().ok(),
@@ -503,7 +516,8 @@ mod tests {
         assert_eq!((config.max_users, config.whois_anyone), (Some(10), true));
         apply_form(&mut config, &submitted(&[("muc#roomconfig_maxusers", "none"), ("muc#roomconfig_passwordprotectedroom", "0")])).unwrap();
         assert_eq!((config.max_users, config.password.as_deref()), (None, None));
-        assert!(apply_form(&mut config, &submitted(&[("muc#roomconfig_persistentroom", "1")])).is_err());
+        apply_form(&mut config, &submitted(&[("muc#roomconfig_persistentroom", "1")])).unwrap();
+        assert!(config.persistent);
         assert!(apply_form(&mut config, &submitted(&[("muc#roomconfig_passwordprotectedroom", "1")])).is_err());
     }
 
