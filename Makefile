@@ -1,6 +1,7 @@
 # The project's two commands: `make run` and `make test`.
 # `make test` installs what the tests need (npm packages into web/, Debian's
-# chromium for the browser tests and nats-server for the several-node tests,
+# chromium for the browser tests, nats-server for the several-node tests and
+# postgresql for the store's,
 # the socket.io peer, the Autobahn TestSuite
 # into build/autobahn/, a JDK, Maven and the Smack integration tests into
 # build/smack/) and runs every test: Rust unit and integration tests, the
@@ -11,7 +12,7 @@ NPM ?= npm
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 WEB_DEPS := web/node_modules/.package-lock.json
 
-.PHONY: run build test test-rust test-conformance test-autobahn test-smack jdk deps chromium nats-server xmpp-clients peer-socketio shootout peers
+.PHONY: run build test test-rust test-conformance test-autobahn test-smack jdk deps chromium nats-server postgresql xmpp-clients peer-socketio shootout peers
 
 run: build
 	./target/release/switchboard serve
@@ -19,7 +20,7 @@ run: build
 build: $(WEB_DEPS)
 	$(CARGO) build --release
 
-deps: $(WEB_DEPS) chromium nats-server peer-socketio
+deps: $(WEB_DEPS) chromium nats-server postgresql peer-socketio
 
 # npm packages the build embeds (sockjs-client, Chart.js) and the browser
 # tests drive (playwright-core), pinned by web/package-lock.json.
@@ -36,13 +37,18 @@ chromium:
 nats-server:
 	@command -v nats-server >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server; }
 
+# Debian's PostgreSQL (15): the store's tests start their own servers from
+# its binaries, in temporary folders, on free loopback ports.
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
+
 test: deps test-rust test-conformance test-autobahn test-smack
 
 # The bench's socket.io transport is tested against the real socket.io peer.
 peer-socketio:
 	peers/socketio/install.sh
 
-test-rust: $(WEB_DEPS) nats-server peer-socketio
+test-rust: $(WEB_DEPS) nats-server postgresql peer-socketio
 	$(CARGO) test --workspace
 
 # slixmpp (PyPI), the XMPP client the XMPP conformance test drives, with the

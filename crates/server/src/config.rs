@@ -242,10 +242,12 @@ settings! {
 settings! {
     /// What outlives a restart: accounts, rosters and waiting subscription requests (docs/storage.md).
     pub struct StoreConfig, flags StoreFlags {
-        /// Where accounts and rosters are kept: `sqlite`, a file in --data-dir; or `memory`, nothing outlives the process [default: sqlite]
+        /// Where accounts, rosters, offline messages and persistent rooms are kept: `sqlite`, a file in --data-dir; `postgres`, the database at --database, which several nodes may share; or `memory`, nothing outlives the process [default: sqlite]
         kind: StoreKind = StoreKind::Sqlite, "store", "SWITCHBOARD_STORE";
         /// Folder of the SQLite store (switchboard.db), made at start if missing; a relative path is from where the server starts [default: data]
         data_dir: PathBuf = PathBuf::from("data"), "data-dir", "SWITCHBOARD_DATA_DIR";
+        /// The PostgreSQL database of --store postgres, e.g. postgres://switchboard:secret@127.0.0.1/switchboard [default: none]
+        database: String, "database", "SWITCHBOARD_DATABASE", arg(hide_env_values = true);
     }
 }
 
@@ -253,6 +255,7 @@ settings! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreKind {
     Sqlite,
+    Postgres,
     Memory,
 }
 
@@ -262,8 +265,9 @@ impl FromStr for StoreKind {
     fn from_str(text: &str) -> Result<StoreKind, String> {
         match text {
             "sqlite" => Ok(StoreKind::Sqlite),
+            "postgres" => Ok(StoreKind::Postgres),
             "memory" => Ok(StoreKind::Memory),
-            _ => Err(format!("{text:?} is not a store: sqlite or memory")),
+            _ => Err(format!("{text:?} is not a store: sqlite, postgres or memory")),
         }
     }
 }
@@ -273,7 +277,19 @@ impl StoreConfig {
     pub fn choice(&self) -> store::Choice {
         match self.kind {
             StoreKind::Sqlite => store::Choice::Sqlite(self.data_dir.clone()),
+            StoreKind::Postgres => store::Choice::Postgres(self.database.clone().unwrap_or_default()),
             StoreKind::Memory => store::Choice::Memory,
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        match (self.kind, &self.database) {
+            (StoreKind::Postgres, None) => Err("--store postgres needs --database postgres://…".into()),
+            (StoreKind::Postgres, Some(url)) if !url.starts_with("postgres://") && !url.starts_with("postgresql://") => {
+                Err("--database must be a postgres:// URL".into())
+            }
+            (StoreKind::Sqlite | StoreKind::Memory, Some(_)) => Err("--database is for --store postgres".into()),
+            _ => Ok(()),
         }
     }
 }
@@ -544,6 +560,7 @@ impl Config {
         self.broker.validate().map_err(Error::config)?;
         self.xmpp.validate().map_err(Error::config)?;
         self.bosh.validate().map_err(Error::config)?;
+        self.store.validate().map_err(Error::config)?;
         if self.xmpp.tls_listen != Listen::Off && self.tls.is_none() {
             return Err(Error::config("xmpp_tls_listen needs a certificate: give --tls-cert and --tls-key"));
         }
@@ -886,6 +903,24 @@ websocket = false
         assert!(err.contains("must be a nats:// URL"), "{err}");
         let short = Args { broker: BrokerFlags { ttl: Some(Duration::from_millis(10)), ..BrokerFlags::default() }, ..Args::default() };
         assert!(Config::resolve(&short).unwrap_err().to_string().contains("broker_ttl"));
+    }
+
+    #[test]
+    fn the_store_is_named_by_a_flag_or_the_file_and_postgres_needs_its_database() {
+        let config = resolve_file("store = \"postgres\"\ndatabase = \"postgres://s@127.0.0.1/s\"\n", Args::default()).unwrap();
+        assert_eq!(config.store.choice(), store::Choice::Postgres("postgres://s@127.0.0.1/s".into()));
+        let memory = Args { store: StoreFlags { kind: Some(StoreKind::Memory), ..StoreFlags::default() }, ..Args::default() };
+        assert_eq!(Config::resolve(&memory).unwrap().store.choice(), store::Choice::Memory);
+        assert_eq!(Config::resolve(&Args::default()).unwrap().store.choice(), store::Choice::Sqlite(PathBuf::from("data")));
+        for (text, expected) in [
+            ("store = \"postgres\"\n", "needs --database"),
+            ("store = \"postgres\"\ndatabase = \"mysql://x\"\n", "postgres:// URL"),
+            ("database = \"postgres://x\"\n", "is for --store postgres"),
+            ("store = \"redis\"\n", "sqlite, postgres or memory"),
+        ] {
+            let err = resolve_file(text, Args::default()).unwrap_err().to_string();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
     }
 
     /// Every flag whose help states a default: giving that value makes the

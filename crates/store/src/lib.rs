@@ -5,8 +5,9 @@
 //! [`Store`] is all of them.
 //!
 //! Two implementations, named by where they keep it: [`MemoryStore`] (lost
-//! when the server stops, for tests and labs) and [`SqliteStore`] (a file,
-//! the default). The traits are asynchronous because a database is; what
+//! when the server stops, for tests and labs) and [`SqlStore`], in a
+//! database: SQLite (a file, the default) or PostgreSQL (shared by several
+//! nodes). The traits are asynchronous because a database is; what
 //! calls them (SASL, registration, rosters, presence) awaits, and never
 //! holds a lock across the call.
 //!
@@ -16,9 +17,10 @@
 mod account;
 mod memory;
 mod offline;
+mod postgres_server;
 mod room;
 mod roster;
-mod sqlite;
+mod sql;
 
 use std::fmt::Debug;
 use std::path::Path;
@@ -27,9 +29,10 @@ use std::sync::Arc;
 pub use account::{Account, AccountStore, Created, Origin, ScramKeys};
 pub use memory::MemoryStore;
 pub use offline::OfflineStore;
+pub use postgres_server::PostgresServer;
 pub use room::RoomStore;
 pub use roster::{Contact, RosterStore, Subscription, Updated};
-pub use sqlite::SqliteStore;
+pub use sql::SqlStore;
 
 /// Everything the server keeps.
 pub trait Store: AccountStore + RosterStore + OfflineStore + RoomStore + Debug + Send + Sync {
@@ -71,19 +74,22 @@ pub enum Choice {
     Memory,
     /// `switchboard.db` in this folder, made if it is not there.
     Sqlite(std::path::PathBuf),
+    /// The PostgreSQL database at this URL (`postgres://…`).
+    Postgres(String),
 }
 
 /// Opens the store `choice` names, ready for use (its schema brought up to date).
 pub async fn open(choice: &Choice) -> Result<Arc<dyn Store>> {
     Ok(match choice {
         Choice::Memory => Arc::new(MemoryStore::default()),
-        Choice::Sqlite(dir) => Arc::new(SqliteStore::open(&SqliteStore::file_in(dir)).await?),
+        Choice::Sqlite(dir) => Arc::new(SqlStore::sqlite(&SqlStore::file_in(dir)).await?),
+        Choice::Postgres(url) => Arc::new(SqlStore::postgres(url).await?),
     })
 }
 
 /// The file of a SQLite store in `dir`.
 pub fn sqlite_file(dir: &Path) -> std::path::PathBuf {
-    SqliteStore::file_in(dir)
+    SqlStore::file_in(dir)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! One test body for every store: what one keeps, the other keeps the same
-//! way, and the SQLite one still has after it is opened again.
+//! One test body for every store: what one keeps, the others keep the same
+//! way (in memory, SQLite and PostgreSQL), and the databases still have it
+//! after they are opened again.
 
 use super::*;
 
@@ -12,9 +13,24 @@ fn account(n: u8) -> Account {
     }
 }
 
-/// Each store under test: in memory, and SQLite in a folder of its own.
-async fn stores(dir: &Path) -> Vec<Arc<dyn Store>> {
-    vec![open(&Choice::Memory).await.unwrap(), open(&Choice::Sqlite(dir.to_owned())).await.unwrap()]
+/// Each store under test: in memory, SQLite in a folder of its own, and
+/// PostgreSQL on a server of its own (Debian's; the test fails, naming the
+/// package, without it).
+struct Stores {
+    list: Vec<Arc<dyn Store>>,
+    _dir: tempfile::TempDir,
+    _postgres: PostgresServer,
+}
+
+async fn stores() -> Stores {
+    let dir = tempfile::tempdir().unwrap();
+    let postgres = PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let list = vec![
+        open(&Choice::Memory).await.unwrap(),
+        open(&Choice::Sqlite(dir.path().to_owned())).await.unwrap(),
+        open(&Choice::Postgres(postgres.url.clone())).await.unwrap(),
+    ];
+    Stores { list, _dir: dir, _postgres: postgres }
 }
 
 async fn accounts_body(store: &dyn Store) {
@@ -97,47 +113,41 @@ async fn rooms_body(store: &dyn Store) {
 
 #[tokio::test]
 async fn every_store_keeps_rooms_alike() {
-    let dir = tempfile::tempdir().unwrap();
-    for store in stores(dir.path()).await {
-        rooms_body(&*store).await;
+    for store in &stores().await.list {
+        rooms_body(&**store).await;
     }
 }
 
 #[tokio::test]
 async fn every_store_keeps_offline_messages_alike() {
-    let dir = tempfile::tempdir().unwrap();
-    for store in stores(dir.path()).await {
-        offline_body(&*store).await;
+    for store in &stores().await.list {
+        offline_body(&**store).await;
     }
 }
 
 #[tokio::test]
 async fn every_store_keeps_accounts_alike() {
-    let dir = tempfile::tempdir().unwrap();
-    for store in stores(dir.path()).await {
-        accounts_body(&*store).await;
+    for store in &stores().await.list {
+        accounts_body(&**store).await;
     }
 }
 
 #[tokio::test]
 async fn every_store_keeps_rosters_alike() {
-    let dir = tempfile::tempdir().unwrap();
-    for store in stores(dir.path()).await {
-        rosters_body(&*store).await;
+    for store in &stores().await.list {
+        rosters_body(&**store).await;
     }
 }
 
-#[tokio::test]
-async fn sqlite_keeps_what_it_was_given_when_opened_again() {
-    let dir = tempfile::tempdir().unwrap();
+async fn kept_when_opened_again(choice: Choice) {
     {
-        let store = open(&Choice::Sqlite(dir.path().join("deeper"))).await.unwrap();
+        let store = open(&choice).await.unwrap();
         assert!(store.persistent());
         store.create("alice", &account(1), Origin::Registration, 5).await.unwrap();
         store.update("alice@l", "bob@l", true, 5, &mut |c| c.subscription.to = true).await.unwrap();
         store.hold("alice@l", "cy@l", "<presence/>", 5).await.unwrap();
     }
-    let again = open(&Choice::Sqlite(dir.path().join("deeper"))).await.unwrap();
+    let again = open(&choice).await.unwrap();
     assert_eq!(again.account("alice").await.unwrap(), Some(account(1)));
     assert_eq!(again.contacts("alice@l").await.unwrap()[0].subscription, Subscription { to: true, from: false });
     assert_eq!(again.pending("alice@l").await.unwrap(), ["<presence/>"]);
@@ -145,9 +155,35 @@ async fn sqlite_keeps_what_it_was_given_when_opened_again() {
 }
 
 #[tokio::test]
-async fn a_file_that_is_not_a_database_is_refused_with_its_name() {
+async fn the_databases_keep_what_they_were_given_when_opened_again() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(sqlite_file(dir.path()), b"this is not a database, and it is long enough to have a header").unwrap();
-    let error = open(&Choice::Sqlite(dir.path().to_owned())).await.unwrap_err().to_string();
-    assert!(error.contains("switchboard.db"), "{error}");
+    kept_when_opened_again(Choice::Sqlite(dir.path().join("deeper"))).await;
+    let postgres = PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+    kept_when_opened_again(Choice::Postgres(postgres.url.clone())).await;
+}
+
+/// Two stores on one PostgreSQL database (two nodes' worth) see each
+/// other's writes, and registration's bound holds across them.
+#[tokio::test]
+async fn two_stores_on_one_postgres_database_share_what_they_keep() {
+    let postgres = PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let a = open(&Choice::Postgres(postgres.url.clone())).await.unwrap();
+    let b = open(&Choice::Postgres(postgres.url.clone())).await.unwrap();
+    assert_eq!(a.create("alice", &account(1), Origin::Registration, 2).await.unwrap(), Created::Made);
+    assert_eq!(b.account("alice").await.unwrap(), Some(account(1)));
+    assert_eq!(b.create("alice", &account(2), Origin::Registration, 2).await.unwrap(), Created::Taken);
+    let (bob, cy) = (account(3), account(4));
+    let (one, two) = tokio::join!(a.create("bob", &bob, Origin::Registration, 2), b.create("cy", &cy, Origin::Registration, 2));
+    let made = [one.unwrap(), two.unwrap()].iter().filter(|c| **c == Created::Made).count();
+    assert_eq!(made, 1, "one place left, taken once");
+    b.update("alice@l", "bob@l", true, 5, &mut |c| c.ask = true).await.unwrap();
+    assert!(a.contact("alice@l", "bob@l").await.unwrap().unwrap().ask);
+}
+
+#[tokio::test]
+async fn a_database_that_cannot_be_opened_is_refused_with_its_address_but_not_its_password() {
+    let postgres = PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let url = postgres.url.replace("switchboard@", "switchboard:secret@").replace("/postgres", "/nowhere");
+    let error = open(&Choice::Postgres(url)).await.unwrap_err().to_string();
+    assert!(error.contains("cannot connect to postgres://switchboard@127.0.0.1:") && error.contains("nowhere") && !error.contains("secret"), "{error}");
 }

@@ -217,3 +217,36 @@ async fn a_persistent_room_outlives_a_restart_and_a_destroyed_one_does_not() {
     assert_eq!(x.find("item", "http://jabber.org/protocol/muc#user").unwrap().get("affiliation"), Some("owner"));
     assert!(!x.elements().any(|s| s.get("code") == Some("201")), "not created again: {own:?}");
 }
+
+/// Two nodes on one PostgreSQL database share accounts, rosters and
+/// offline messages: a user registered on one logs in on the other.
+#[tokio::test]
+async fn two_nodes_on_one_postgres_database_share_accounts_rosters_and_offline_messages() {
+    let postgres = store::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let node = || {
+        let mut config = server::Config::default();
+        config.store.kind = server::StoreKind::Postgres;
+        config.store.database = Some(postgres.url.clone());
+        config.xmpp.registration = 10;
+        config.xmpp.plain_unencrypted = true;
+        config
+    };
+    let (a, b) = (TestServer::with_xmpp_kept(node()).await, TestServer::with_xmpp_kept(node()).await);
+    register(a.xmpp.unwrap(), "dana").await;
+    register(a.xmpp.unwrap(), "eli").await;
+    let mut dana = bound_account(b.xmpp.unwrap(), "dana", "b").await;
+    dana.send("<iq type='set' id='add'><query xmlns='jabber:iq:roster'><item jid='eli@localhost'/></query></iq>").await;
+    assert_eq!(answer(&mut dana, "add").await.get("type"), Some("result"));
+    dana.send("<message to='eli@localhost' type='chat' id='hello'><body>from node b</body></message>").await;
+    dana.send("<iq type='get' id='sync'><query xmlns='jabber:iq:roster'/></iq>").await;
+    answer(&mut dana, "sync").await;
+
+    let mut on_a = bound_account(a.xmpp.unwrap(), "dana", "a").await;
+    on_a.send("<iq type='get' id='get'><query xmlns='jabber:iq:roster'/></iq>").await;
+    let roster = answer(&mut on_a, "get").await;
+    assert_eq!(roster.find("query", ROSTER).unwrap().elements().map(|i| i.get("jid").unwrap().to_owned()).collect::<Vec<_>>(), ["eli@localhost"]);
+    let mut eli = bound_account(a.xmpp.unwrap(), "eli", "a").await;
+    eli.send("<presence/>").await;
+    let kept = eli.stanza().await;
+    assert_eq!((kept.get("id"), kept.get("from")), (Some("hello"), Some("dana@localhost/b")));
+}

@@ -14,7 +14,7 @@ CREATE TABLE account (
 -- Roster items (RFC 6121 §2), in the order they were added (id).
 CREATE TABLE contact (
     id INTEGER PRIMARY KEY,
-    user TEXT NOT NULL,
+    owner TEXT NOT NULL,
     jid TEXT NOT NULL,
     name TEXT,
     -- A JSON array of the group names.
@@ -22,14 +22,14 @@ CREATE TABLE contact (
     sub_to INTEGER NOT NULL,
     sub_from INTEGER NOT NULL,
     ask INTEGER NOT NULL,
-    UNIQUE (user, jid)
+    UNIQUE (owner, jid)
 );
 
 -- Subscription requests waiting for their user's answer, oldest first (id).
 CREATE TABLE subscription_request (
     id INTEGER PRIMARY KEY,
-    user TEXT NOT NULL,
+    owner TEXT NOT NULL,
     requester TEXT NOT NULL,
     request TEXT NOT NULL,
-    UNIQUE (user, requester)
+    UNIQUE (owner, requester)
 );

@@ -1,0 +1,391 @@
+//! `SqlStore`: the store in a database, SQLite (one file, `switchboard.db`
+//! in `--data-dir`, the embedded default) or PostgreSQL (shared by several
+//! nodes). One set of statements serves both, through sqlx's `Any` driver:
+//! they use `$N` parameters, which both databases read, and plain types
+//! (text, bytes, 64-bit integers; flags are 0 or 1). Each database has its
+//! own migrations (`migrations/sqlite`, `migrations/postgres`), embedded and
+//! run at open.
+//!
+//! SQLite runs in WAL mode with `synchronous = NORMAL`: a transaction that
+//! has committed survives the process being killed; the last ones before a
+//! power cut or an operating-system crash may be lost (SQLite's own account
+//! of WAL). Its writes go through one connection, so that they are serial
+//! within the process and a read-then-write transaction (`BEGIN
+//! IMMEDIATE`) is never refused halfway for another's lock; reads go
+//! through a small pool beside it, which WAL lets read while the writer
+//! writes. PostgreSQL's writes may run at once on several connections and
+//! nodes: a read-then-write transaction first takes a transaction-scoped
+//! advisory lock on what it changes (one user's roster, the accounts).
+
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
+use sqlx::AnyPool;
+use sqlx::migrate::Migrator;
+use sqlx::{Any, ConnectOptions, Connection, Executor, Row, Transaction};
+
+use crate::{Account, AccountStore, Contact, Created, Error, OfflineStore, Origin, Result, RoomStore, RosterStore, ScramKeys, Store, Subscription, Updated};
+
+static SQLITE: Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES: Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// How long a statement waits for another connection's lock on a SQLite
+/// file (the `switchboard account` command beside a running server).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Connections that read SQLite at once.
+const SQLITE_READERS: u32 = 4;
+
+/// Connections to PostgreSQL.
+const POSTGRES_CONNECTIONS: u32 = 8;
+
+/// How long a statement waits for a connection to PostgreSQL, and the
+/// server for its first one at start, before failing.
+const POSTGRES_WAIT: Duration = Duration::from_secs(10);
+
+/// The lock key of the accounts as a whole (registration's bound).
+const ACCOUNTS: &str = "accounts";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Debug, Clone)]
+pub struct SqlStore {
+    backend: Backend,
+    writer: AnyPool,
+    reader: AnyPool,
+    /// The file, or the database's address without its password, for messages.
+    place: String,
+}
+
+fn install_drivers() {
+    static DRIVERS: Once = Once::new();
+    DRIVERS.call_once(sqlx::any::install_default_drivers);
+}
+
+impl SqlStore {
+    /// The SQLite store's file in the folder `dir`.
+    pub fn file_in(dir: &Path) -> PathBuf {
+        dir.join("switchboard.db")
+    }
+
+    /// Opens (or makes) the SQLite store in the file `path`, making its
+    /// folder if needed, and brings its schema up to date.
+    pub async fn sqlite(path: &Path) -> Result<SqlStore> {
+        install_drivers();
+        let place = path.display().to_string();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| Error::new(format!("cannot make {}: {e}", dir.display())))?;
+        }
+        let file = sqlx::sqlite::SqliteConnectOptions::new().filename(path).create_if_missing(true);
+        let options = AnyConnectOptions::from_url(&file.to_url_lossy()).map_err(|e| Error::new(format!("{place}: {e}")))?;
+        let opened = |e: sqlx::Error| Error::new(format!("cannot open {place}: {e}"));
+        // One connection first, which fails at once on a file that is not a
+        // database (a pool would retry until its timeout) and sets WAL, a
+        // property of the file, kept once set.
+        let mut first = sqlx::AnyConnection::connect_with(&options).await.map_err(opened)?;
+        first.execute("PRAGMA journal_mode = WAL").await.map_err(opened)?;
+        first.close().await.map_err(opened)?;
+        let writer = AnyPoolOptions::new().max_connections(1).after_connect(|conn, _| sqlite_pragmas(conn, false)).connect_with(options.clone()).await.map_err(opened)?;
+        SQLITE.run(&writer).await.map_err(|e| Error::new(format!("{place}: {e}")))?;
+        let reader = AnyPoolOptions::new().max_connections(SQLITE_READERS).after_connect(|conn, _| sqlite_pragmas(conn, true)).connect_with(options).await.map_err(opened)?;
+        Ok(SqlStore { backend: Backend::Sqlite, writer, reader, place })
+    }
+
+    /// Connects to the PostgreSQL database at `url` (`postgres://…`) and
+    /// brings its schema up to date.
+    pub async fn postgres(url: &str) -> Result<SqlStore> {
+        install_drivers();
+        let options = AnyConnectOptions::from_url(&url.parse().map_err(|e| Error::new(format!("{url:?} is not a database URL: {e}")))?)
+            .map_err(|e| Error::new(format!("{url:?}: {e}")))?;
+        let place = without_password(url);
+        let pool = AnyPoolOptions::new()
+            .max_connections(POSTGRES_CONNECTIONS)
+            .acquire_timeout(POSTGRES_WAIT)
+            .connect_with(options)
+            .await
+            .map_err(|e| Error::new(format!("cannot connect to {place}: {e}")))?;
+        POSTGRES.run(&pool).await.map_err(|e| Error::new(format!("{place}: {e}")))?;
+        Ok(SqlStore { backend: Backend::Postgres, writer: pool.clone(), reader: pool, place })
+    }
+
+    /// Where it keeps its data: the SQLite file, or the database's address.
+    pub fn place(&self) -> &str {
+        &self.place
+    }
+
+    /// A write transaction in which what it reads of `key` (a user's bare
+    /// JID, or [`ACCOUNTS`]) cannot change before it writes.
+    async fn write(&self, key: &str) -> Result<Transaction<'static, Any>> {
+        match self.backend {
+            Backend::Sqlite => Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?),
+            Backend::Postgres => {
+                let mut tx = self.writer.begin().await?;
+                sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1))").bind(key).execute(&mut *tx).await?;
+                Ok(tx)
+            }
+        }
+    }
+}
+
+/// What each SQLite connection is told as it opens: how long to wait for
+/// another's lock, how often to sync, and, for a reader, to write nothing.
+fn sqlite_pragmas(conn: &mut sqlx::AnyConnection, reading: bool) -> futures_core::future::BoxFuture<'_, std::result::Result<(), sqlx::Error>> {
+    let timeout = BUSY_TIMEOUT.as_millis();
+    Box::pin(async move {
+        conn.execute(format!("PRAGMA busy_timeout = {timeout}; PRAGMA synchronous = NORMAL; PRAGMA query_only = {reading}").as_str()).await?;
+        Ok(())
+    })
+}
+
+/// `url` with its password, if any, left out.
+fn without_password(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(None);
+            parsed.to_string()
+        }
+        _ => url.to_owned(),
+    }
+}
+
+impl Store for SqlStore {
+    fn persistent(&self) -> bool {
+        true
+    }
+}
+
+/// A count as the databases give it.
+fn count(n: i64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+fn flag(on: bool) -> i64 {
+    i64::from(on)
+}
+
+type Query<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>;
+
+/// `query` with an account's salt, iteration count and keys bound next, in
+/// the columns' order.
+fn keys<'q>(query: Query<'q>, account: &'q Account) -> Query<'q> {
+    query
+        .bind(&account.salt)
+        .bind(i64::from(account.iterations))
+        .bind(&account.sha1.stored)
+        .bind(&account.sha1.server)
+        .bind(&account.sha256.stored)
+        .bind(&account.sha256.server)
+}
+
+fn account_of(row: &AnyRow) -> Result<Account> {
+    let iterations: i64 = row.try_get("iterations")?;
+    Ok(Account {
+        salt: row.try_get("salt")?,
+        iterations: u32::try_from(iterations).map_err(|_| Error::new(format!("an account's iteration count is {iterations}")))?,
+        sha1: ScramKeys { stored: row.try_get("sha1_stored")?, server: row.try_get("sha1_server")? },
+        sha256: ScramKeys { stored: row.try_get("sha256_stored")?, server: row.try_get("sha256_server")? },
+    })
+}
+
+#[async_trait]
+impl AccountStore for SqlStore {
+    async fn account(&self, name: &str) -> Result<Option<Account>> {
+        let row = sqlx::query("SELECT * FROM account WHERE name = $1").bind(name).fetch_optional(&self.reader).await?;
+        row.as_ref().map(account_of).transpose()
+    }
+
+    async fn create(&self, name: &str, account: &Account, origin: Origin, limit: usize) -> Result<Created> {
+        let mut tx = self.write(ACCOUNTS).await?;
+        if sqlx::query("SELECT 1 FROM account WHERE name = $1").bind(name).fetch_optional(&mut *tx).await?.is_some() {
+            return Ok(Created::Taken);
+        }
+        if origin.registered() {
+            let registered: i64 = sqlx::query_scalar("SELECT count(*) FROM account WHERE registered = 1").fetch_one(&mut *tx).await?;
+            if count(registered) >= limit {
+                return Ok(Created::Full);
+            }
+        }
+        let insert = sqlx::query(
+            "INSERT INTO account (name, salt, iterations, sha1_stored, sha1_server, sha256_stored, sha256_server, registered) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        );
+        keys(insert.bind(name), account).bind(flag(origin.registered())).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(Created::Made)
+    }
+
+    async fn set_keys(&self, name: &str, account: &Account) -> Result<bool> {
+        let update = sqlx::query(
+            "UPDATE account SET salt = $2, iterations = $3, sha1_stored = $4, sha1_server = $5, sha256_stored = $6, sha256_server = $7 WHERE name = $1",
+        );
+        let done = keys(update.bind(name), account).execute(&self.writer).await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn remove(&self, name: &str) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM account WHERE name = $1").bind(name).execute(&self.writer).await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn names(&self) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar("SELECT name FROM account ORDER BY name").fetch_all(&self.reader).await?)
+    }
+}
+
+fn contact_of(row: &AnyRow) -> Result<Contact> {
+    let groups: String = row.try_get("groups")?;
+    let on = |column: &str| -> Result<bool> { Ok(row.try_get::<i64, _>(column)? != 0) };
+    Ok(Contact {
+        jid: row.try_get("jid")?,
+        name: row.try_get("name")?,
+        groups: serde_json::from_str(&groups).map_err(|e| Error::new(format!("a contact's groups: {e}")))?,
+        subscription: Subscription { to: on("sub_to")?, from: on("sub_from")? },
+        ask: on("ask")?,
+    })
+}
+
+#[async_trait]
+impl RosterStore for SqlStore {
+    async fn contacts(&self, user: &str) -> Result<Vec<Contact>> {
+        let rows = sqlx::query("SELECT * FROM contact WHERE owner = $1 ORDER BY id").bind(user).fetch_all(&self.reader).await?;
+        rows.iter().map(contact_of).collect()
+    }
+
+    async fn contact(&self, user: &str, jid: &str) -> Result<Option<Contact>> {
+        let row = sqlx::query("SELECT * FROM contact WHERE owner = $1 AND jid = $2").bind(user).bind(jid).fetch_optional(&self.reader).await?;
+        row.as_ref().map(contact_of).transpose()
+    }
+
+    async fn update(&self, user: &str, jid: &str, add: bool, limit: usize, change: &mut (dyn for<'c> FnMut(&'c mut Contact) + Send)) -> Result<Updated> {
+        let mut tx = self.write(user).await?;
+        let row = sqlx::query("SELECT * FROM contact WHERE owner = $1 AND jid = $2").bind(user).bind(jid).fetch_optional(&mut *tx).await?;
+        let mut contact = match row {
+            Some(row) => contact_of(&row)?,
+            None if !add => return Ok(Updated::Absent),
+            None => {
+                let held: i64 = sqlx::query_scalar("SELECT count(*) FROM contact WHERE owner = $1").bind(user).fetch_one(&mut *tx).await?;
+                if count(held) >= limit {
+                    return Ok(Updated::Full);
+                }
+                Contact { jid: jid.to_owned(), ..Contact::default() }
+            }
+        };
+        change(&mut contact);
+        let groups = serde_json::to_string(&contact.groups).map_err(Error::new)?;
+        sqlx::query(
+            "INSERT INTO contact (owner, jid, name, groups, sub_to, sub_from, ask) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT (owner, jid) DO UPDATE SET name = excluded.name, groups = excluded.groups, \
+             sub_to = excluded.sub_to, sub_from = excluded.sub_from, ask = excluded.ask",
+        )
+        .bind(user)
+        .bind(jid)
+        .bind(contact.name.clone())
+        .bind(groups)
+        .bind(flag(contact.subscription.to))
+        .bind(flag(contact.subscription.from))
+        .bind(flag(contact.ask))
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Updated::Changed(contact))
+    }
+
+    async fn remove_contact(&self, user: &str, jid: &str) -> Result<Option<Contact>> {
+        let mut tx = self.write(user).await?;
+        let row = sqlx::query("SELECT * FROM contact WHERE owner = $1 AND jid = $2").bind(user).bind(jid).fetch_optional(&mut *tx).await?;
+        let Some(row) = row else { return Ok(None) };
+        let contact = contact_of(&row)?;
+        sqlx::query("DELETE FROM contact WHERE owner = $1 AND jid = $2").bind(user).bind(jid).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM subscription_request WHERE owner = $1 AND requester = $2").bind(user).bind(jid).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(Some(contact))
+    }
+
+    async fn hold(&self, user: &str, from: &str, request: &str, limit: usize) -> Result<()> {
+        let mut tx = self.write(user).await?;
+        sqlx::query("DELETE FROM subscription_request WHERE owner = $1 AND requester = $2").bind(user).bind(from).execute(&mut *tx).await?;
+        let waiting: i64 = sqlx::query_scalar("SELECT count(*) FROM subscription_request WHERE owner = $1").bind(user).fetch_one(&mut *tx).await?;
+        if count(waiting) < limit {
+            sqlx::query("INSERT INTO subscription_request (owner, requester, request) VALUES ($1, $2, $3)")
+                .bind(user)
+                .bind(from)
+                .bind(request)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn answered(&self, user: &str, from: &str) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM subscription_request WHERE owner = $1 AND requester = $2").bind(user).bind(from).execute(&self.writer).await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn pending(&self, user: &str) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar("SELECT request FROM subscription_request WHERE owner = $1 ORDER BY id").bind(user).fetch_all(&self.reader).await?)
+    }
+
+    async fn waiting(&self) -> Result<usize> {
+        let waiting: i64 = sqlx::query_scalar("SELECT count(*) FROM subscription_request").fetch_one(&self.reader).await?;
+        Ok(count(waiting))
+    }
+
+    async fn forget(&self, user: &str) -> Result<()> {
+        let mut tx = self.write(user).await?;
+        sqlx::query("DELETE FROM contact WHERE owner = $1").bind(user).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM subscription_request WHERE owner = $1").bind(user).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl OfflineStore for SqlStore {
+    async fn keep(&self, user: &str, message: &str, limit: usize) -> Result<bool> {
+        let mut tx = self.write(user).await?;
+        let kept: i64 = sqlx::query_scalar("SELECT count(*) FROM offline_message WHERE owner = $1").bind(user).fetch_one(&mut *tx).await?;
+        if count(kept) >= limit {
+            return Ok(false);
+        }
+        sqlx::query("INSERT INTO offline_message (owner, message) VALUES ($1, $2)").bind(user).bind(message).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn take(&self, user: &str) -> Result<Vec<String>> {
+        let mut tx = self.write(user).await?;
+        let messages = sqlx::query_scalar("SELECT message FROM offline_message WHERE owner = $1 ORDER BY id").bind(user).fetch_all(&mut *tx).await?;
+        sqlx::query("DELETE FROM offline_message WHERE owner = $1").bind(user).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(messages)
+    }
+}
+
+#[async_trait]
+impl RoomStore for SqlStore {
+    async fn save_room(&self, name: &str, state: &str) -> Result<()> {
+        sqlx::query("INSERT INTO room (name, state) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET state = excluded.state")
+            .bind(name)
+            .bind(state)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    async fn remove_room(&self, name: &str) -> Result<()> {
+        sqlx::query("DELETE FROM room WHERE name = $1").bind(name).execute(&self.writer).await?;
+        Ok(())
+    }
+
+    async fn rooms(&self) -> Result<Vec<(String, String)>> {
+        Ok(sqlx::query_as("SELECT name, state FROM room ORDER BY name").fetch_all(&self.reader).await?)
+    }
+}
