@@ -36,6 +36,20 @@ pub struct Context {
 }
 
 impl Context {
+    /// A context held to `bounds`, with nothing else set: no tokens, new
+    /// sessions per address bounded only by `u32::MAX` a second, metrics of
+    /// one node (tests and tools; the server sets each part).
+    pub fn new(bounds: Bounds) -> Context {
+        Context {
+            shutdown: Shutdown::default(),
+            tracker: TaskTracker::new(),
+            metrics: Metrics::new(false),
+            session_rates: AddressRates::new(u32::MAX, u32::MAX),
+            tokens: None,
+            bounds,
+        }
+    }
+
     /// The identity of a client of `app` when the server requires tokens
     /// (`Ok(None)` when it does not), or the 401 that refuses it.
     // The error is the response to send; its size on the stack does not matter.

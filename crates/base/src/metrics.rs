@@ -34,6 +34,12 @@ struct RefusedLabels {
     reason: &'static str,
 }
 
+/// What the store failed to do, by what it was asked for.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StoreLabels {
+    what: &'static str,
+}
+
 /// All of the server's metrics.
 #[derive(Debug)]
 pub struct Metrics {
@@ -47,6 +53,7 @@ pub struct Metrics {
     slow_consumers: Family<Labels, Counter>,
     shed: Family<ShedLabels, Counter>,
     refused: Family<RefusedLabels, Counter>,
+    store_failures: Family<StoreLabels, Counter>,
     broker_connected: Gauge,
     broker_reconnects: Counter,
     xmpp_resumed: Counter,
@@ -77,6 +84,7 @@ impl Metrics {
             slow_consumers: Family::default(),
             shed: Family::default(),
             refused: Family::default(),
+            store_failures: Family::default(),
             broker_connected: Gauge::default(),
             broker_reconnects: Counter::default(),
             xmpp_resumed: Counter::default(),
@@ -109,6 +117,11 @@ impl Metrics {
             "refused",
             "Requests refused, and connections closed, by a limit (sessions per mount, new sessions per address, bad or missing token, timeouts, ...)",
             m.refused.clone(),
+        );
+        registry.register(
+            "store_failures",
+            "Operations the store (--store) failed, by what they were for (accounts, rosters, offline, rooms); each failed the request that needed it",
+            m.store_failures.clone(),
         );
         registry.register(
             "xmpp_resumptions",
@@ -158,6 +171,11 @@ impl Metrics {
     /// Counts a request to `app` refused for `reason`.
     pub fn refused(&self, app: &str, reason: &'static str) {
         self.refused.get_or_create(&RefusedLabels { app: app.to_owned(), reason }).inc();
+    }
+
+    /// Counts an operation the store failed, for `what`.
+    pub fn store_failed(&self, what: &'static str) {
+        self.store_failures.get_or_create(&StoreLabels { what }).inc();
     }
 
     /// Counts an XMPP session resumed (XEP-0198).

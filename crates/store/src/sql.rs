@@ -44,7 +44,7 @@ const POSTGRES_CONNECTIONS: u32 = 8;
 
 /// How long a statement waits for a connection to PostgreSQL, and the
 /// server for its first one at start, before failing.
-const POSTGRES_WAIT: Duration = Duration::from_secs(10);
+const POSTGRES_WAIT: Duration = Duration::from_secs(5);
 
 /// The lock key of the accounts as a whole (registration's bound).
 const ACCOUNTS: &str = "accounts";

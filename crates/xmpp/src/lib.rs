@@ -171,6 +171,7 @@ impl Xmpp {
         let Resumption { timeout: resume_timeout, max_parked } = resumption;
         let Quotas { list: list_limit, rooms: max_rooms, offline } = quotas;
         Xmpp {
+            rosters: roster::Rosters::new(store.clone(), context.clone(), list_limit),
             context,
             login_timeout,
             inflow,
@@ -186,7 +187,6 @@ impl Xmpp {
             muc: room::MucRooms::default(),
             offline: offline::Offline::new(store.clone(), offline),
             store: store.clone(),
-            rosters: roster::Rosters::new(store, list_limit),
             domain: domain.clone(),
             muc_domain: format!("conference.{domain}"),
             rooms,
@@ -262,7 +262,10 @@ impl Xmpp {
             None if was => self.store.remove_room(name).await,
             None => Ok(()),
         };
-        kept.inspect_err(|e| tracing::warn!("xmpp: room {name:?} not kept: {e}"))
+        kept.inspect_err(|e| {
+            tracing::warn!("xmpp: room {name:?} not kept: {e}");
+            self.context.metrics.store_failed("rooms");
+        })
     }
 
     /// What XMPP holds for clients that are not connected: sessions
@@ -270,7 +273,9 @@ impl Xmpp {
     /// answer.
     pub async fn held(&self) -> (usize, usize) {
         let parked = self.parked.lock().len();
-        (parked, self.rosters.waiting().await)
+        // A scrape of the metrics does not wait long for a store in trouble.
+        let waiting = tokio::time::timeout(std::time::Duration::from_secs(1), self.rosters.waiting()).await.unwrap_or(0);
+        (parked, waiting)
     }
 
     /// The parked session `id` of the account `bare`, taken for resumption.
@@ -315,7 +320,10 @@ impl Xmpp {
         let Some(local) = bare.local.as_deref() else { return false };
         // A store that cannot say is taken to have the account: nothing is
         // refused in a user's name for a failure of the server's.
-        bare.domain == self.domain && (self.router.is_bound(bare) || self.auth.accounts.exists(local).await.unwrap_or(true))
+        let account = || async {
+            self.auth.accounts.exists(local).await.inspect_err(|_| self.context.metrics.store_failed("accounts")).unwrap_or(true)
+        };
+        bare.domain == self.domain && (self.router.is_bound(bare) || account().await)
     }
 }
 

@@ -64,14 +64,9 @@ impl Offline {
     }
 
     /// The messages kept for `user`, oldest first, taken out of the store.
-    pub async fn take(&self, user: &str) -> Vec<Element> {
-        match self.store.take(user).await {
-            Ok(texts) => texts.iter().filter_map(|text| parse(text)).collect(),
-            Err(e) => {
-                tracing::warn!("xmpp: offline messages for {user} not read: {e}");
-                Vec::new()
-            }
-        }
+    pub async fn take(&self, user: &str) -> Result<Vec<Element>, store::Error> {
+        let texts = self.store.take(user).await.inspect_err(|e| tracing::warn!("xmpp: offline messages for {user} not read: {e}"))?;
+        Ok(texts.iter().filter_map(|text| parse(text)).collect())
     }
 }
 
@@ -99,7 +94,7 @@ mod tests {
         assert_eq!(offline.keep("b@l", "a@l/desk", "l", &message).await, Kept::Stored);
         assert_eq!(offline.keep("b@l", "a@l/desk", "l", &message).await, Kept::Stored);
         assert_eq!(offline.keep("b@l", "a@l/desk", "l", &message).await, Kept::Full);
-        let back = offline.take("b@l").await;
+        let back = offline.take("b@l").await.unwrap();
         assert_eq!(back.len(), 2);
         let xml = back[0].to_xml(ns::CLIENT);
         let stamp = back[0].find("delay", DELAY).unwrap().get("stamp").unwrap().to_owned();
@@ -108,6 +103,6 @@ mod tests {
             xml,
             format!("<message to=\"b@l\" type=\"chat\" from=\"a@l/desk\"><body>hi &amp; &lt;bye&gt;</body><delay xmlns=\"urn:xmpp:delay\" from=\"l\" stamp=\"{stamp}\"/></message>")
         );
-        assert!(offline.take("b@l").await.is_empty());
+        assert!(offline.take("b@l").await.unwrap().is_empty());
     }
 }

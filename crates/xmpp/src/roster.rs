@@ -37,6 +37,8 @@ pub fn removed(jid: &str) -> Element {
 #[derive(Debug)]
 pub struct Rosters {
     store: Arc<dyn Store>,
+    /// Where a failure of the store is counted.
+    context: Arc<base::Context>,
     /// Contacts at most in one roster, and subscription requests at most
     /// waiting for one user (`--xmpp-list-limit`).
     limit: usize,
@@ -56,24 +58,27 @@ pub enum Refused {
 }
 
 impl Rosters {
-    pub fn new(store: Arc<dyn Store>, limit: usize) -> Rosters {
-        Rosters { store, limit }
+    pub fn new(store: Arc<dyn Store>, context: Arc<base::Context>, limit: usize) -> Rosters {
+        Rosters { store, context, limit }
     }
 
     /// `user`'s contacts (a failure of the store is logged here too).
     pub async fn contacts(&self, user: &str) -> Result<Vec<Contact>, store::Error> {
-        self.store.contacts(user).await.inspect_err(|e| tracing::warn!("xmpp: roster: {e}"))
+        self.store.contacts(user).await.inspect_err(|e| self.failed(e))
     }
 
     /// `user`'s contact `jid`; none when the store cannot be read.
     pub async fn contact(&self, user: &str, jid: &str) -> Option<Contact> {
-        self.store.contact(user, jid).await.unwrap_or_else(|e| failed(e, None))
+        self.store.contact(user, jid).await.inspect_err(|e| self.failed(e)).ok().flatten()
     }
 
     /// Changes (or adds, when `add`) the contact `jid` of `user`; the
     /// contact as it is after, if it is there. Kept once this returns.
     pub async fn update(&self, user: &str, jid: &str, add: bool, mut change: impl FnMut(&mut Contact) + Send) -> Result<Option<Contact>, Refused> {
-        let updated = self.store.update(user, jid, add, self.limit, &mut change).await.map_err(|e| failed(e, Refused::Store))?;
+        let updated = self.store.update(user, jid, add, self.limit, &mut change).await.map_err(|e| {
+            self.failed(&e);
+            Refused::Store
+        })?;
         match updated {
             Updated::Changed(contact) => Ok(Some(contact)),
             Updated::Absent => Ok(None),
@@ -83,7 +88,7 @@ impl Rosters {
 
     /// Takes the contact `jid` off `user`'s roster.
     pub async fn remove(&self, user: &str, jid: &str) -> Result<Option<Contact>, store::Error> {
-        self.store.remove_contact(user, jid).await.inspect_err(|e| tracing::warn!("xmpp: roster: {e}"))
+        self.store.remove_contact(user, jid).await.inspect_err(|e| self.failed(e))
     }
 
     /// Keeps `request` from `from` until `user` answers it (one per
@@ -94,40 +99,36 @@ impl Rosters {
         if request.to_xml(ns::CLIENT).len() > REQUEST_BYTES {
             request.children.clear();
         }
-        if let Err(e) = self.store.hold(user, from, &request.to_xml_standalone(), self.limit).await {
-            failed(e, ());
-        }
+        let _ = self.store.hold(user, from, &request.to_xml_standalone(), self.limit).await.inspect_err(|e| self.failed(e));
     }
 
     /// Subscription requests waiting for their users, in all.
     pub async fn waiting(&self) -> usize {
-        self.store.waiting().await.unwrap_or_else(|e| failed(e, 0))
+        self.store.waiting().await.inspect_err(|e| self.failed(e)).unwrap_or(0)
     }
 
     /// Forgets `from`'s request to `user`; whether there was one.
     pub async fn answered(&self, user: &str, from: &str) -> bool {
-        self.store.answered(user, from).await.unwrap_or_else(|e| failed(e, false))
+        self.store.answered(user, from).await.inspect_err(|e| self.failed(e)).unwrap_or(false)
     }
 
     /// The requests waiting for `user`.
     pub async fn pending(&self, user: &str) -> Vec<Element> {
-        let kept = self.store.pending(user).await.unwrap_or_else(|e| failed(e, Vec::new()));
+        let kept = self.store.pending(user).await.inspect_err(|e| self.failed(e)).unwrap_or_default();
         kept.iter().filter_map(|text| super::offline::parse(text)).collect()
     }
 
     /// Forgets `user`'s roster (an anonymous user's when it goes, or a
     /// removed account's).
     pub async fn forget(&self, user: &str) {
-        if let Err(e) = self.store.forget(user).await {
-            failed(e, ());
-        }
+        let _ = self.store.forget(user).await.inspect_err(|e| self.failed(e));
     }
-}
 
-/// What a read gives when the store fails: `instead`, and a log line.
-fn failed<T>(e: store::Error, instead: T) -> T {
-    tracing::warn!("xmpp: roster: {e}");
-    instead
+    /// Logs and counts a failure of the store.
+    fn failed(&self, e: &store::Error) {
+        tracing::warn!("xmpp: roster: {e}");
+        self.context.metrics.store_failed("rosters");
+    }
 }
 
 #[cfg(test)]
@@ -136,7 +137,14 @@ mod tests {
     use store::Subscription;
 
     fn rosters(limit: usize) -> Rosters {
-        Rosters::new(Arc::new(store::MemoryStore::default()), limit)
+        let bounds = base::Bounds {
+            queue_limit: 1024,
+            max_message_size: 1024,
+            header_timeout: std::time::Duration::from_secs(1),
+            idle_timeout: std::time::Duration::from_secs(1),
+            ping_interval: std::time::Duration::from_secs(1),
+        };
+        Rosters::new(Arc::new(store::MemoryStore::default()), Arc::new(base::Context::new(bounds)), limit)
     }
 
     #[test]

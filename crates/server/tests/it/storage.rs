@@ -250,3 +250,38 @@ async fn two_nodes_on_one_postgres_database_share_accounts_rosters_and_offline_m
     let kept = eli.stanza().await;
     assert_eq!((kept.get("id"), kept.get("from")), (Some("hello"), Some("dana@localhost/b")));
 }
+
+/// A database that goes away while the server runs fails the requests that
+/// need it, each with an error the client reads and a count in the metrics;
+/// live chat goes on.
+#[tokio::test]
+async fn a_database_gone_while_running_fails_only_what_needs_it() {
+    let postgres = store::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw")], ..server::Config::default() };
+    config.store.kind = server::StoreKind::Postgres;
+    config.store.database = Some(postgres.url.clone());
+    config.xmpp.plain_unencrypted = true;
+    let server = TestServer::with_xmpp_kept(config).await;
+    let mut ann = bound_account(server.xmpp.unwrap(), "ann", "desk").await;
+    drop(postgres);
+    ann.send("<iq type='get' id='roster'><query xmlns='jabber:iq:roster'/></iq>").await;
+    let failed = answer(&mut ann, "roster").await;
+    let error = failed.find("error", "jabber:client").unwrap();
+    assert_eq!(error.get("type"), Some("wait"));
+    assert!(error.find("internal-server-error", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "{failed:?}");
+    // Counted: the roster get (and the scrape's count of waiting requests,
+    // if the store fails before the scrape stops waiting for it).
+    let failures = server.metric("switchboard_store_failures_total{what=\"rosters\"}").await.unwrap_or(0.0);
+    assert!(failures >= 1.0, "{failures}");
+    // The room does not need the store: its members still talk, XMPP occupant included.
+    let mut bob = server.chat_member("bob", "lobby").await;
+    ann.send("<presence to='lobby@conference.localhost/ann'/>").await;
+    assert_eq!(bob.recv_json().await["name"], "ann");
+    bob.send(&serde_json::json!({"message": "still here"}).to_string()).await;
+    loop {
+        let stanza = ann.stanza().await;
+        if stanza.find("body", "jabber:client").is_some_and(|b| b.text_content() == "still here") {
+            break;
+        }
+    }
+}

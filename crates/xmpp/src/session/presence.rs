@@ -65,7 +65,10 @@ impl Session {
         let kept = match exists {
             Ok(true) => self.xmpp.offline.keep(&to.bare().to_string(), &self.full_jid(), &self.xmpp.domain, message).await,
             Ok(false) => return self.refuse(message, "cancel", "service-unavailable"),
-            Err(_) => Kept::Failed,
+            Err(_) => {
+                self.xmpp.context.metrics.store_failed("accounts");
+                return self.refuse(message, "wait", "internal-server-error");
+            }
         };
         match kept {
             Kept::Stored => {}
@@ -73,7 +76,10 @@ impl Session {
                 self.xmpp.context.metrics.refused("xmpp", "offline_full");
                 self.refuse(message, "cancel", "service-unavailable");
             }
-            Kept::Failed => self.refuse(message, "wait", "internal-server-error"),
+            Kept::Failed => {
+                self.xmpp.context.metrics.store_failed("offline");
+                self.refuse(message, "wait", "internal-server-error");
+            }
         }
     }
 
@@ -195,8 +201,10 @@ impl Session {
             // Messages kept while it was offline, to a resource that takes
             // messages to its bare JID (XEP-0160 §3).
             if priority(presence) >= 0 {
-                for message in self.xmpp.offline.take(&user).await {
-                    self.send(&message);
+                match self.xmpp.offline.take(&user).await {
+                    Ok(messages) => messages.iter().for_each(|message| self.send(message)),
+                    // Still kept: given at the next available presence.
+                    Err(_) => self.xmpp.context.metrics.store_failed("offline"),
                 }
             }
         }

@@ -38,7 +38,10 @@ impl Session {
                         Err(Refused::BadName) => error("modify", "not-acceptable"),
                         Err(Refused::Full) => error("wait", "resource-constraint"),
                         Err(Refused::Closed) => error("cancel", "service-unavailable"),
-                        Err(Refused::Unavailable) => error("wait", "internal-server-error"),
+                        Err(Refused::Unavailable) => {
+                            self.xmpp.context.metrics.store_failed("accounts");
+                            error("wait", "internal-server-error")
+                        }
                     },
                     _ => error("modify", "bad-request"),
                 }
@@ -72,6 +75,7 @@ impl Session {
                 return Ok(());
             }
             Err(_) => {
+                self.xmpp.context.metrics.store_failed("accounts");
                 self.refuse(iq, "wait", "internal-server-error");
                 return Ok(());
             }

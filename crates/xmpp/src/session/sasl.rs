@@ -77,6 +77,9 @@ impl Session {
             }
             Step::Failure(condition) => {
                 self.sasl = None;
+                if condition == "temporary-auth-failure" {
+                    self.xmpp.context.metrics.store_failed("accounts");
+                }
                 self.send(&Element::new("failure", ns::SASL).child(Element::new(condition, ns::SASL)));
                 if condition != "aborted" {
                     self.count_failure();
