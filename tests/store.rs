@@ -1,6 +1,6 @@
 //! The store as a user meets it through the binary: `switchboard account`
 //! writes where `serve` reads, and what the server confirmed is still there
-//! after it is killed (SIGKILL) and started again.
+//! after it is stopped (SIGTERM) or killed (SIGKILL) and started again.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
@@ -132,21 +132,37 @@ impl Client {
     }
 }
 
+/// Stops `child` with `signal` (`KILL`, or `TERM` for a graceful stop)
+/// and waits for it to end.
+fn stop(mut child: Child, signal: &str) {
+    let sent = Command::new("kill").arg(format!("-{signal}")).arg(child.id().to_string()).status().unwrap();
+    assert!(sent.success());
+    child.wait().unwrap();
+}
+
 #[tokio::test]
 async fn what_the_server_confirmed_outlives_sigkill() {
+    outlives("KILL").await;
+}
+
+#[tokio::test]
+async fn what_the_server_confirmed_outlives_sigterm() {
+    outlives("TERM").await;
+}
+
+async fn outlives(signal: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let (mut first, addr) = serve(dir.path());
+    let (first, addr) = serve(dir.path());
     let mut c = Client::open(addr).await;
     let registered = c.ask("<iq type='set' id='r'><query xmlns='jabber:iq:register'><username>kim</username><password>pw</password></query></iq>", "r").await;
     assert_eq!(registered.get("type"), Some("result"));
     let mut kim = Client::login(addr, "kim").await;
     let added = kim.ask("<iq type='set' id='add'><query xmlns='jabber:iq:roster'><item jid='lee@localhost' name='Lee'/></query></iq>", "add").await;
     assert_eq!(added.get("type"), Some("result"));
-    // Confirmed, then killed: no shutdown of any kind.
-    first.kill().unwrap();
-    first.wait().unwrap();
+    // Confirmed, then stopped: with SIGKILL, no shutdown of any kind.
+    stop(first, signal);
 
-    let (mut second, addr) = serve(dir.path());
+    let (second, addr) = serve(dir.path());
     let mut kim = Client::login(addr, "kim").await;
     let roster = kim.ask("<iq type='get' id='get'><query xmlns='jabber:iq:roster'/></iq>", "get").await;
     let items: Vec<_> = roster.find("query", "jabber:iq:roster").unwrap().elements().map(|i| (i.get("jid").unwrap().to_owned(), i.get("name").unwrap().to_owned())).collect();
@@ -154,6 +170,5 @@ async fn what_the_server_confirmed_outlives_sigkill() {
     // An account added beside the running server logs in at once.
     assert!(account(dir.path(), &["add", "lee"], Some("pw")).0);
     Client::login(addr, "lee").await;
-    second.kill().unwrap();
-    second.wait().unwrap();
+    stop(second, "KILL");
 }

@@ -20,6 +20,7 @@ pub struct MemoryStore {
 #[derive(Debug, Default)]
 struct Roster {
     contacts: Vec<Contact>,
+    version: u64,
     /// Requests waiting for the user: the requester's bare JID and its request.
     pending: Vec<(String, String)>,
 }
@@ -90,6 +91,7 @@ impl RosterStore for MemoryStore {
             }
         };
         change(&mut roster.contacts[at]);
+        roster.version += 1;
         Ok(Updated::Changed(roster.contacts[at].clone()))
     }
 
@@ -98,6 +100,7 @@ impl RosterStore for MemoryStore {
         let Some(roster) = rosters.get_mut(user) else { return Ok(None) };
         let Some(at) = roster.contacts.iter().position(|c| c.jid == jid) else { return Ok(None) };
         roster.pending.retain(|(from, _)| from != jid);
+        roster.version += 1;
         Ok(Some(roster.contacts.remove(at)))
     }
 
@@ -130,6 +133,10 @@ impl RosterStore for MemoryStore {
     async fn forget(&self, user: &str) -> Result<()> {
         self.rosters.lock().remove(user);
         Ok(())
+    }
+
+    async fn version(&self, user: &str) -> Result<u64> {
+        Ok(self.rosters.lock().get(user).map_or(0, |r| r.version))
     }
 }
 

@@ -80,4 +80,9 @@ pub trait RosterStore {
 
     /// Forgets `user`'s roster and the requests waiting for it.
     async fn forget(&self, user: &str) -> Result<()>;
+
+    /// `user`'s roster version (RFC 6121 §2.6): one more after each change
+    /// to its items (an update or a removal), 0 for a roster never changed
+    /// or forgotten. Requests waiting do not count: they are not items.
+    async fn version(&self, user: &str) -> Result<u64>;
 }

@@ -293,6 +293,7 @@ impl RosterStore for SqlStore {
         .bind(flag(contact.ask))
         .execute(&mut *tx)
         .await?;
+        bump(&mut tx, user).await?;
         tx.commit().await?;
         Ok(Updated::Changed(contact))
     }
@@ -304,6 +305,7 @@ impl RosterStore for SqlStore {
         let contact = contact_of(&row)?;
         sqlx::query("DELETE FROM contact WHERE owner = $1 AND jid = $2").bind(user).bind(jid).execute(&mut *tx).await?;
         sqlx::query("DELETE FROM subscription_request WHERE owner = $1 AND requester = $2").bind(user).bind(jid).execute(&mut *tx).await?;
+        bump(&mut tx, user).await?;
         tx.commit().await?;
         Ok(Some(contact))
     }
@@ -342,9 +344,24 @@ impl RosterStore for SqlStore {
         let mut tx = self.write(user).await?;
         sqlx::query("DELETE FROM contact WHERE owner = $1").bind(user).execute(&mut *tx).await?;
         sqlx::query("DELETE FROM subscription_request WHERE owner = $1").bind(user).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM roster_version WHERE owner = $1").bind(user).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(())
     }
+
+    async fn version(&self, user: &str) -> Result<u64> {
+        let ver: Option<i64> = sqlx::query_scalar("SELECT ver FROM roster_version WHERE owner = $1").bind(user).fetch_optional(&self.reader).await?;
+        Ok(ver.map_or(0, |v| u64::try_from(v).unwrap_or(0)))
+    }
+}
+
+/// One more to `user`'s roster version, in the transaction that changes it.
+async fn bump(tx: &mut Transaction<'static, Any>, user: &str) -> Result<()> {
+    sqlx::query("INSERT INTO roster_version (owner, ver) VALUES ($1, 1) ON CONFLICT (owner) DO UPDATE SET ver = roster_version.ver + 1")
+        .bind(user)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 #[async_trait]

@@ -67,6 +67,8 @@ async fn rosters_body(store: &dyn Store) {
     };
     let Updated::Changed(changed) = store.update("a@l", "c1@l", false, 3, &mut both).await.unwrap() else { panic!("not changed") };
     assert_eq!(store.contact("a@l", "c1@l").await.unwrap(), Some(changed.clone()));
+    assert_eq!(store.version("a@l").await.unwrap(), 4, "three added, one changed");
+    assert_eq!(store.version("nobody@l").await.unwrap(), 0);
     let jids: Vec<String> = store.contacts("a@l").await.unwrap().into_iter().map(|c| c.jid).collect();
     assert_eq!(jids, ["c0@l", "c1@l", "c2@l"], "in the order added, a change keeping its place");
     assert!(store.contacts("nobody@l").await.unwrap().is_empty());
@@ -82,9 +84,11 @@ async fn rosters_body(store: &dyn Store) {
     store.hold("a@l", "c1@l", "<x/>", 2).await.unwrap();
     assert_eq!(store.remove_contact("a@l", "c1@l").await.unwrap(), Some(changed));
     assert_eq!(store.remove_contact("a@l", "c1@l").await.unwrap(), None);
+    assert_eq!(store.version("a@l").await.unwrap(), 5, "one removed; a request held or answered is no change");
     assert!(store.pending("a@l").await.unwrap().is_empty(), "a removed contact's request goes with it");
     store.forget("a@l").await.unwrap();
     assert!(store.contacts("a@l").await.unwrap().is_empty());
+    assert_eq!(store.version("a@l").await.unwrap(), 0);
 }
 
 async fn offline_body(store: &dyn Store) {

@@ -118,6 +118,11 @@ impl Rosters {
         kept.iter().filter_map(|text| super::offline::parse(text)).collect()
     }
 
+    /// `user`'s roster version (RFC 6121 §2.6); none when the store cannot say.
+    pub async fn version(&self, user: &str) -> Option<u64> {
+        self.store.version(user).await.inspect_err(|e| self.failed(e)).ok()
+    }
+
     /// Forgets `user`'s roster (an anonymous user's when it goes, or a
     /// removed account's).
     pub async fn forget(&self, user: &str) {

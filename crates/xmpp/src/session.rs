@@ -303,6 +303,7 @@ impl Session {
                     .child(Element::new("bind", ns::BIND))
                     .child(Element::new("session", ns::SESSION).child(Element::new("optional", ns::SESSION)))
                     .child(Element::new("sm", ns::SM))
+                    .child(Element::new("ver", ns::ROSTER_VERSIONING))
             }
             _ => return Err(StreamEnd("bad-format", "a stream header in the middle of the stream".into())),
         };

@@ -285,3 +285,50 @@ async fn a_database_gone_while_running_fails_only_what_needs_it() {
         }
     }
 }
+
+/// Roster versioning (RFC 6121 §2.6), to the byte: the feature is offered;
+/// a client with the current version gets an empty result, even after a
+/// restart; pushes carry the new version; an old version gets the roster.
+#[tokio::test]
+async fn a_client_with_the_current_roster_version_is_sent_no_roster_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = || server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw")], ..kept_in(dir.path()) };
+    let first = TestServer::with_xmpp_kept(config()).await;
+    let addr = first.xmpp.unwrap();
+    let features = {
+        use base64::Engine;
+        let plain = base64::engine::general_purpose::STANDARD.encode("\0ann\0pw");
+        Client::authenticate(addr, &format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{plain}</auth>")).await.2
+    };
+    assert!(features.find("ver", "urn:xmpp:features:rosterver").is_some(), "{features:?}");
+    let mut ann = bound_account(addr, "ann", "desk").await;
+    ann.send("<iq type='get' id='g1'><query xmlns='jabber:iq:roster' ver=''/></iq>").await;
+    assert_eq!(
+        answer(&mut ann, "g1").await.to_xml("jabber:client"),
+        "<iq type=\"result\" id=\"g1\" to=\"ann@localhost/desk\"><query xmlns=\"jabber:iq:roster\" ver=\"0\"/></iq>"
+    );
+    ann.send("<iq type='set' id='add'><query xmlns='jabber:iq:roster'><item jid='bo@localhost'/></query></iq>").await;
+    let push = ann.stanza().await;
+    assert_eq!(push.find("query", ROSTER).unwrap().get("ver"), Some("1"), "{push:?}");
+    answer(&mut ann, "add").await;
+    ann.send("<iq type='get' id='g2'><query xmlns='jabber:iq:roster' ver='1'/></iq>").await;
+    assert_eq!(answer(&mut ann, "g2").await.to_xml("jabber:client"), "<iq type=\"result\" id=\"g2\" to=\"ann@localhost/desk\"/>");
+    drop(ann);
+    first.shutdown().await.unwrap().unwrap();
+
+    let second = TestServer::with_xmpp_kept(config()).await;
+    let mut ann = bound_account(second.xmpp.unwrap(), "ann", "desk").await;
+    ann.send("<iq type='get' id='g3'><query xmlns='jabber:iq:roster' ver='1'/></iq>").await;
+    assert_eq!(answer(&mut ann, "g3").await.to_xml("jabber:client"), "<iq type=\"result\" id=\"g3\" to=\"ann@localhost/desk\"/>");
+    ann.send("<iq type='get' id='g4'><query xmlns='jabber:iq:roster' ver='0'/></iq>").await;
+    assert_eq!(
+        answer(&mut ann, "g4").await.to_xml("jabber:client"),
+        "<iq type=\"result\" id=\"g4\" to=\"ann@localhost/desk\"><query xmlns=\"jabber:iq:roster\" ver=\"1\"><item jid=\"bo@localhost\" subscription=\"none\"/></query></iq>"
+    );
+    ann.send("<iq type='get' id='g5'><query xmlns='jabber:iq:roster'/></iq>").await;
+    assert_eq!(
+        answer(&mut ann, "g5").await.to_xml("jabber:client"),
+        "<iq type=\"result\" id=\"g5\" to=\"ann@localhost/desk\"><query xmlns=\"jabber:iq:roster\"><item jid=\"bo@localhost\" subscription=\"none\"/></query></iq>",
+        "no version asked, none given"
+    );
+}

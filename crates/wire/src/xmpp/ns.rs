@@ -18,6 +18,8 @@ pub const PING: &str = "urn:xmpp:ping";
 pub const DISCO_INFO: &str = "http://jabber.org/protocol/disco#info";
 pub const DISCO_ITEMS: &str = "http://jabber.org/protocol/disco#items";
 pub const ROSTER: &str = "jabber:iq:roster";
+/// Roster versioning's stream feature (RFC 6121 §2.6.1).
+pub const ROSTER_VERSIONING: &str = "urn:xmpp:features:rosterver";
 pub const MUC: &str = "http://jabber.org/protocol/muc";
 pub const MUC_USER: &str = "http://jabber.org/protocol/muc#user";
 pub const MUC_ADMIN: &str = "http://jabber.org/protocol/muc#admin";

@@ -95,10 +95,23 @@ impl Session {
     pub(super) async fn on_roster(&mut self, iq: &Element, query: &Element) {
         let Some(user) = self.user() else { return };
         if iq.get("type") == Some("get") {
+            // RFC 6121 §2.6: a client that has the current version is told
+            // so with an empty result; one with another gets the roster
+            // whole, with its version; one that asks for none, no version.
+            let asked = query.get("ver");
+            let ver = match asked {
+                Some(_) => self.xmpp.rosters.version(&user).await,
+                None => None,
+            };
+            if let (Some(asked), Some(ver)) = (asked, ver)
+                && asked == ver.to_string()
+            {
+                return self.reply(iq, None);
+            }
             let Ok(contacts) = self.xmpp.rosters.contacts(&user).await else {
                 return self.refuse(iq, "wait", "internal-server-error");
             };
-            let mut result = Element::new("query", ns::ROSTER);
+            let mut result = versioned(Element::new("query", ns::ROSTER), ver);
             for contact in &contacts {
                 result = result.child(roster::item(contact));
             }
@@ -118,7 +131,7 @@ impl Session {
                 Ok(None) => return self.refuse(iq, "cancel", "item-not-found"),
                 Err(_) => return self.refuse(iq, "wait", "internal-server-error"),
             };
-            push(&self.xmpp, &user, roster::removed(&contact));
+            push(&self.xmpp, &user, roster::removed(&contact)).await;
             self.reply(iq, None);
             // RFC 6121 §2.5.2: removing a contact ends the subscriptions
             // there are, both ways. A request not yet answered is not one: it
@@ -151,7 +164,7 @@ impl Session {
         .await
         {
             Ok(Some(changed)) => {
-                push(&self.xmpp, &user, roster::item(&changed));
+                push(&self.xmpp, &user, roster::item(&changed)).await;
                 self.reply(iq, None);
             }
             Ok(None) => {}
@@ -252,7 +265,7 @@ impl Session {
         match kind {
             "subscribe" => {
                 match rosters.update(&user, &contact, true, |c| c.ask = !c.subscription.to).await {
-                    Ok(Some(mine)) => push(&self.xmpp, &user, roster::item(&mine)),
+                    Ok(Some(mine)) => push(&self.xmpp, &user, roster::item(&mine)).await,
                     Ok(None) => {}
                     Err(Refused::Full) => return self.refuse(presence, "wait", "resource-constraint"),
                     Err(Refused::Store) => return self.refuse(presence, "wait", "internal-server-error"),
@@ -267,7 +280,7 @@ impl Session {
                     answer.attrs.push(("from".into(), contact.clone()));
                     answer.attrs.push(("to".into(), user.clone()));
                     if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| c.ask = false).await {
-                        push(&self.xmpp, &user, roster::item(&mine));
+                        push(&self.xmpp, &user, roster::item(&mine)).await;
                     }
                     deliver(&self.xmpp, &user, &answer);
                     return;
@@ -290,7 +303,7 @@ impl Session {
                     return;
                 }
                 match rosters.update(&user, &contact, true, |c| c.subscription.from = true).await {
-                    Ok(Some(mine)) => push(&self.xmpp, &user, roster::item(&mine)),
+                    Ok(Some(mine)) => push(&self.xmpp, &user, roster::item(&mine)).await,
                     Ok(None) => {}
                     Err(Refused::Full) => return self.refuse(presence, "wait", "resource-constraint"),
                     Err(Refused::Store) => return self.refuse(presence, "wait", "internal-server-error"),
@@ -310,7 +323,7 @@ impl Session {
                     })
                     .await
                 {
-                    push(&self.xmpp, &user, roster::item(&mine));
+                    push(&self.xmpp, &user, roster::item(&mine)).await;
                 }
                 if !local {
                     return;
@@ -318,7 +331,7 @@ impl Session {
                 rosters.answered(&contact, &user).await;
                 let had_from = rosters.contact(&contact, &user).await.is_some_and(|c| c.subscription.from);
                 if let Ok(Some(theirs)) = rosters.update(&contact, &user, false, |c| c.subscription.from = false).await {
-                    push(&self.xmpp, &contact, roster::item(&theirs));
+                    push(&self.xmpp, &contact, roster::item(&theirs)).await;
                 }
                 deliver(&self.xmpp, &contact, &stamped);
                 // The contact's presence is no longer this user's to see, if it was.
@@ -334,7 +347,7 @@ impl Session {
                 // "unsubscribed": this user ends (or refuses) the other's subscription to it.
                 rosters.answered(&user, &contact).await;
                 if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| c.subscription.from = false).await {
-                    push(&self.xmpp, &user, roster::item(&mine));
+                    push(&self.xmpp, &user, roster::item(&mine)).await;
                 }
                 if !local {
                     return;
@@ -346,7 +359,7 @@ impl Session {
                     })
                     .await
                 {
-                    push(&self.xmpp, &contact, roster::item(&theirs));
+                    push(&self.xmpp, &contact, roster::item(&theirs)).await;
                 }
                 deliver(&self.xmpp, &contact, &stamped);
                 let targets = self.xmpp.router.route(&other);
@@ -402,15 +415,26 @@ fn deliver(xmpp: &super::super::Xmpp, bare: &str, stanza: &Element) {
 }
 
 /// A roster push (RFC 6121 §2.1.6) of `item` to every resource of `user`.
-fn push(xmpp: &super::super::Xmpp, user: &str, item: Element) {
+async fn push(xmpp: &super::super::Xmpp, user: &str, item: Element) {
+    // Its roster's version after the change (RFC 6121 §2.6.3); a store
+    // that cannot say gives none, and the client asks for the whole roster.
+    let ver = xmpp.rosters.version(user).await;
     for (jid, (outbox, framing)) in xmpp.router.resources(user) {
         let id = format!("push-{:08x}", rand::random::<u32>());
         let iq = Element::new("iq", ns::CLIENT)
             .attr("type", "set")
             .attr("id", &id)
             .attr("to", &jid)
-            .child(Element::new("query", ns::ROSTER).child(item.clone()));
+            .child(versioned(Element::new("query", ns::ROSTER), ver).child(item.clone()));
         let _ = outbox.push(framing.payload(&iq));
+    }
+}
+
+/// `query` with the roster version `ver`, if there is one.
+fn versioned(query: Element, ver: Option<u64>) -> Element {
+    match ver {
+        Some(ver) => query.attr("ver", &ver.to_string()),
+        None => query,
     }
 }
 
@@ -425,7 +449,7 @@ async fn subscribed(xmpp: &super::super::Xmpp, user: &str, contact: &str, answer
         })
         .await
     {
-        push(xmpp, user, roster::item(&theirs));
+        push(xmpp, user, roster::item(&theirs)).await;
     }
     deliver(xmpp, user, answer);
 }
