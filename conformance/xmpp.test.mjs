@@ -2,7 +2,9 @@
 // chat-app WebSocket client in the same room:
 // - slixmpp (PyPI) over TCP with STARTTLS and a self-signed certificate
 //   made here with openssl: login, ping, discovery (conformance/xmpp/
-//   slixmpp_muc.py; `make test` installs slixmpp into build/xmpp/venv);
+//   slixmpp_muc.py; `make test` installs slixmpp into build/xmpp/venv), and
+//   a roster and an offline message kept across a restart of a server on a
+//   SQLite store (slixmpp_store.py);
 // - Strophe.js 5 (npm) in Chromium over XMPP over WebSocket (RFC 7395), over
 //   BOSH (XEP-0206), and over each SockJS transport at the /xmpp mount.
 
@@ -16,6 +18,7 @@ import { launchBrowser, runSwitchboard, servePages, startServer } from "./lib.mj
 
 const PYTHON = new URL("../build/xmpp/venv/bin/python", import.meta.url).pathname;
 const SCRIPT = new URL("./xmpp/slixmpp_muc.py", import.meta.url).pathname;
+const STORE_SCRIPT = new URL("./xmpp/slixmpp_store.py", import.meta.url).pathname;
 const STROPHE = new URL("../web/node_modules/strophe.js/dist/strophe.umd.min.js", import.meta.url).pathname;
 
 let server, xmppPort, tlsServer, tlsXmppPort, configDir, certFile;
@@ -62,6 +65,41 @@ test("slixmpp logs in over STARTTLS (anonymously, and to an account with SCRAM),
   const code = await new Promise((resolve) => proc.once("exit", resolve));
   assert.equal(code, 0, output);
   assert.match(output, /^12 passed, 0 failed$/m, output);
+});
+
+/** Runs slixmpp_store.py `phase` against XMPP on `port`; its output. */
+async function slixmppStore(phase, port) {
+  const proc = spawn(PYTHON, [STORE_SCRIPT, phase, port, certFile], { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  proc.stdout.on("data", (d) => (output += d));
+  proc.stderr.on("data", (d) => (output += d));
+  const code = await new Promise((resolve) => proc.once("exit", resolve));
+  assert.equal(code, 0, output);
+  return output;
+}
+
+test("slixmpp's roster and a message to an offline user outlive a restart (SIGTERM) of a server on a SQLite store", async () => {
+  assert.ok(existsSync(PYTHON), `no ${PYTHON}: run \`make xmpp-clients\` (make test does) to install slixmpp`);
+  const dataDir = join(configDir, "data");
+  // Accounts made as an administrator makes them, into the store the server will read.
+  for (const [name, password] of [["dora", "doras-secret"], ["evan", "evans-secret"]]) {
+    const made = await runSwitchboard(["account", "--data-dir", dataDir, "add", name], { input: `${password}\n` });
+    assert.equal(made.code, 0, made.stderr);
+  }
+  const keyFile = join(configDir, "key.pem");
+  const args = ["--xmpp-listen", "127.0.0.1:0", "--store", "sqlite", "--data-dir", dataDir, "--tls-cert", certFile, "--tls-key", keyFile];
+  const first = await startServer(args);
+  try {
+    assert.match(await slixmppStore("before", await xmppPortOf(first)), /^2 passed, 0 failed$/m);
+  } finally {
+    assert.equal(await first.stop(), 0);
+  }
+  const second = await startServer(args);
+  try {
+    assert.match(await slixmppStore("after", await xmppPortOf(second)), /^3 passed, 0 failed$/m);
+  } finally {
+    assert.equal(await second.stop(), 0);
+  }
 });
 
 /**
