@@ -6,7 +6,11 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use crate::{Account, AccountStore, Contact, Created, OfflineStore, Origin, Result, RoomStore, RosterStore, Store, Updated};
+use crate::{Account, AccountStore, ArchiveStore, Contact, Created, Cursor, Entry, Filter, OfflineStore, Origin, Page, Result, RoomStore, RosterStore, Store, Updated};
+
+/// Entries the memory store's archives keep at most, all archives together;
+/// past it the oldest are dropped.
+pub const MEMORY_ARCHIVE: usize = 100_000;
 
 #[derive(Debug, Default)]
 pub struct MemoryStore {
@@ -15,6 +19,8 @@ pub struct MemoryStore {
     rosters: Mutex<HashMap<String, Roster>>,
     offline: Mutex<HashMap<String, Vec<String>>>,
     rooms: Mutex<BTreeMap<String, String>>,
+    /// Every archive's entries, in the order written.
+    archive: Mutex<Vec<Entry>>,
 }
 
 #[derive(Debug, Default)]
@@ -171,5 +177,72 @@ impl RoomStore for MemoryStore {
 
     async fn rooms(&self) -> Result<Vec<(String, String)>> {
         Ok(self.rooms.lock().iter().map(|(name, state)| (name.clone(), state.clone())).collect())
+    }
+}
+
+#[async_trait]
+impl ArchiveStore for MemoryStore {
+    async fn append(&self, entries: &[Entry]) -> Result<()> {
+        let mut all = self.archive.lock();
+        all.extend_from_slice(entries);
+        // Nothing outlives the process here: the oldest go first past the bound.
+        let over = all.len().saturating_sub(MEMORY_ARCHIVE);
+        all.drain(..over);
+        Ok(())
+    }
+
+    async fn page(&self, archive: &str, filter: &Filter, from: &Cursor, max: usize) -> Result<Option<Page>> {
+        let all = self.archive.lock();
+        let mine: Vec<(usize, &Entry)> = all.iter().enumerate().filter(|(_, e)| e.archive == archive).collect();
+        let at = |id: &str| mine.iter().find(|(_, e)| e.id == id).map(|(seq, _)| *seq);
+        let mut bounds = (0, usize::MAX);
+        for (id, after) in [(&filter.after_id, true), (&filter.before_id, false)] {
+            let Some(id) = id else { continue };
+            let Some(seq) = at(id) else { return Ok(None) };
+            if after { bounds.0 = bounds.0.max(seq + 1) } else { bounds.1 = bounds.1.min(seq) }
+        }
+        let kept: Vec<&(usize, &Entry)> = mine
+            .iter()
+            .filter(|(seq, e)| {
+                (bounds.0..bounds.1).contains(seq)
+                    && filter.with.as_ref().is_none_or(|w| *w == e.with)
+                    && filter.start.is_none_or(|s| e.at >= s)
+                    && filter.end.is_none_or(|end| e.at <= end)
+                    && (filter.ids.is_empty() || filter.ids.contains(&e.id))
+            })
+            .collect();
+        let (taken, complete): (Vec<&(usize, &Entry)>, bool) = match from {
+            Cursor::Oldest => (kept.iter().take(max).copied().collect(), kept.len() <= max),
+            Cursor::After(id) => {
+                let Some(after) = at(id) else { return Ok(None) };
+                let rest: Vec<_> = kept.iter().filter(|(seq, _)| *seq > after).copied().collect();
+                (rest.iter().take(max).copied().collect(), rest.len() <= max)
+            }
+            Cursor::Before(id) => {
+                let before = match id {
+                    Some(id) => match at(id) {
+                        Some(seq) => seq,
+                        None => return Ok(None),
+                    },
+                    None => usize::MAX,
+                };
+                let rest: Vec<_> = kept.iter().filter(|(seq, _)| *seq < before).copied().collect();
+                let skip = rest.len().saturating_sub(max);
+                (rest[skip..].to_vec(), skip == 0)
+            }
+        };
+        Ok(Some(Page { entries: taken.into_iter().map(|(_, e)| (*e).clone()).collect(), complete }))
+    }
+
+    async fn trim(&self, before: i64) -> Result<u64> {
+        let mut all = self.archive.lock();
+        let was = all.len();
+        all.retain(|e| e.at >= before);
+        Ok((was - all.len()) as u64)
+    }
+
+    async fn forget_archive(&self, archive: &str) -> Result<()> {
+        self.archive.lock().retain(|e| e.archive != archive);
+        Ok(())
     }
 }

@@ -27,7 +27,7 @@ use sqlx::AnyPool;
 use sqlx::migrate::Migrator;
 use sqlx::{Any, ConnectOptions, Connection, Executor, Row, Transaction};
 
-use crate::{Account, AccountStore, Contact, Created, Error, OfflineStore, Origin, Result, RoomStore, RosterStore, ScramKeys, Store, Subscription, Updated};
+use crate::{Account, AccountStore, ArchiveStore, Contact, Created, Cursor, Entry, Error, Filter, OfflineStore, Origin, Page, Result, RoomStore, RosterStore, ScramKeys, Store, Subscription, Updated};
 
 static SQLITE: Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES: Migrator = sqlx::migrate!("./migrations/postgres");
@@ -404,5 +404,122 @@ impl RoomStore for SqlStore {
 
     async fn rooms(&self) -> Result<Vec<(String, String)>> {
         Ok(sqlx::query_as("SELECT name, state FROM room ORDER BY name").fetch_all(&self.reader).await?)
+    }
+}
+
+/// A value bound to a statement built as it goes.
+enum Arg {
+    Text(String),
+    Int(i64),
+}
+
+/// A statement's text and its arguments, `$N` numbered as they are added.
+#[derive(Default)]
+struct Built {
+    sql: String,
+    args: Vec<Arg>,
+}
+
+impl Built {
+    /// `$N` for `arg`, added.
+    fn arg(&mut self, arg: Arg) -> String {
+        self.args.push(arg);
+        format!("${}", self.args.len())
+    }
+
+    fn query(&self) -> Query<'_> {
+        self.args.iter().fold(sqlx::query(&self.sql), |q, arg| match arg {
+            Arg::Text(text) => q.bind(text.as_str()),
+            Arg::Int(n) => q.bind(*n),
+        })
+    }
+}
+
+fn entry_of(row: &AnyRow) -> Result<Entry> {
+    Ok(Entry { archive: row.try_get("archive")?, id: row.try_get("id")?, at: row.try_get("at")?, with: row.try_get("peer")?, message: row.try_get("message")? })
+}
+
+impl SqlStore {
+    /// The position of entry `id` in `archive`.
+    async fn seq_of(&self, archive: &str, id: &str) -> Result<Option<i64>> {
+        Ok(sqlx::query_scalar("SELECT seq FROM archive WHERE archive = $1 AND id = $2").bind(archive).bind(id).fetch_optional(&self.reader).await?)
+    }
+}
+
+#[async_trait]
+impl ArchiveStore for SqlStore {
+    async fn append(&self, entries: &[Entry]) -> Result<()> {
+        let mut tx = self.writer.begin().await?;
+        for e in entries {
+            sqlx::query("INSERT INTO archive (archive, id, at, peer, message) VALUES ($1, $2, $3, $4, $5)")
+                .bind(&e.archive)
+                .bind(&e.id)
+                .bind(e.at)
+                .bind(&e.with)
+                .bind(&e.message)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn page(&self, archive: &str, filter: &Filter, from: &Cursor, max: usize) -> Result<Option<Page>> {
+        let mut b = Built::default();
+        let mut conditions = vec![format!("archive = {}", b.arg(Arg::Text(archive.to_owned())))];
+        if let Some(with) = &filter.with {
+            conditions.push(format!("peer = {}", b.arg(Arg::Text(with.clone()))));
+        }
+        if let Some(start) = filter.start {
+            conditions.push(format!("at >= {}", b.arg(Arg::Int(start))));
+        }
+        if let Some(end) = filter.end {
+            conditions.push(format!("at <= {}", b.arg(Arg::Int(end))));
+        }
+        let ids = [(&filter.after_id, ">"), (&filter.before_id, "<")];
+        for (id, op) in ids {
+            let Some(id) = id else { continue };
+            let Some(at) = self.seq_of(archive, id).await? else { return Ok(None) };
+            conditions.push(format!("seq {op} {}", b.arg(Arg::Int(at))));
+        }
+        if !filter.ids.is_empty() {
+            let listed: Vec<String> = filter.ids.iter().take(max.max(1)).map(|id| b.arg(Arg::Text(id.clone()))).collect();
+            conditions.push(format!("id IN ({})", listed.join(", ")));
+        }
+        let (op, order) = match from {
+            Cursor::Oldest => (None, "ASC"),
+            Cursor::After(id) => match self.seq_of(archive, id).await? {
+                Some(at) => (Some((">", at)), "ASC"),
+                None => return Ok(None),
+            },
+            Cursor::Before(Some(id)) => match self.seq_of(archive, id).await? {
+                Some(at) => (Some(("<", at)), "DESC"),
+                None => return Ok(None),
+            },
+            Cursor::Before(None) => (None, "DESC"),
+        };
+        if let Some((op, at)) = op {
+            conditions.push(format!("seq {op} {}", b.arg(Arg::Int(at))));
+        }
+        // One more than a page: whether there is more says whether it is complete.
+        let limit = b.arg(Arg::Int(i64::try_from(max).unwrap_or(i64::MAX).saturating_add(1)));
+        b.sql = format!("SELECT archive, id, at, peer, message FROM archive WHERE {} ORDER BY seq {order} LIMIT {limit}", conditions.join(" AND "));
+        let rows = b.query().fetch_all(&self.reader).await?;
+        let complete = rows.len() <= max;
+        let mut entries = rows.iter().take(max).map(entry_of).collect::<Result<Vec<_>>>()?;
+        if order == "DESC" {
+            entries.reverse();
+        }
+        Ok(Some(Page { entries, complete }))
+    }
+
+    async fn trim(&self, before: i64) -> Result<u64> {
+        let done = sqlx::query("DELETE FROM archive WHERE at < $1").bind(before).execute(&self.writer).await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn forget_archive(&self, archive: &str) -> Result<()> {
+        sqlx::query("DELETE FROM archive WHERE archive = $1").bind(archive).execute(&self.writer).await?;
+        Ok(())
     }
 }

@@ -115,6 +115,54 @@ async fn rooms_body(store: &dyn Store) {
     assert_eq!(store.rooms().await.unwrap().len(), 1);
 }
 
+fn entry(archive: &str, n: i64, with: &str) -> Entry {
+    Entry { archive: archive.into(), id: format!("id{n}"), at: n * 1_000_000, with: with.into(), message: format!("<message><body>{n}</body></message>") }
+}
+
+fn ids(page: &Page) -> Vec<&str> {
+    page.entries.iter().map(|e| e.id.as_str()).collect()
+}
+
+async fn archive_body(store: &dyn Store) {
+    // a@l's archive: 10 messages, with b (even) and c (odd); another archive between.
+    for n in 0..10 {
+        store.append(&[entry("a@l", n, if n % 2 == 0 { "b@l" } else { "c@l" }), entry("z@l", 100 + n, "a@l")]).await.unwrap();
+    }
+    let page = |filter: Filter, cursor: Cursor, max| async move { store.page("a@l", &filter, &cursor, max).await.unwrap().unwrap() };
+    let first = page(Filter::default(), Cursor::Oldest, 4).await;
+    assert_eq!((ids(&first), first.complete), (vec!["id0", "id1", "id2", "id3"], false));
+    assert_eq!(first.entries[2], entry("a@l", 2, "b@l"), "an entry comes back whole");
+    let next = page(Filter::default(), Cursor::After("id3".into()), 4).await;
+    assert_eq!(ids(&next), ["id4", "id5", "id6", "id7"]);
+    let last = page(Filter::default(), Cursor::After("id7".into()), 4).await;
+    assert_eq!((ids(&last), last.complete), (vec!["id8", "id9"], true));
+    let newest = page(Filter::default(), Cursor::Before(None), 3).await;
+    assert_eq!((ids(&newest), newest.complete), (vec!["id7", "id8", "id9"], false), "backwards: the newest page, oldest first");
+    let earlier = page(Filter::default(), Cursor::Before(Some("id2".into())), 3).await;
+    assert_eq!((ids(&earlier), earlier.complete), (vec!["id0", "id1"], true));
+    let with_c = page(Filter { with: Some("c@l".into()), ..Filter::default() }, Cursor::Oldest, 10).await;
+    assert_eq!(ids(&with_c), ["id1", "id3", "id5", "id7", "id9"]);
+    let timed = page(Filter { start: Some(3_000_000), end: Some(5_000_000), ..Filter::default() }, Cursor::Oldest, 10).await;
+    assert_eq!((ids(&timed), timed.complete), (vec!["id3", "id4", "id5"], true));
+    let between = page(Filter { after_id: Some("id5".into()), before_id: Some("id8".into()), ..Filter::default() }, Cursor::Oldest, 10).await;
+    assert_eq!(ids(&between), ["id6", "id7"]);
+    let chosen = page(Filter { ids: vec!["id9".into(), "id2".into(), "nope".into()], ..Filter::default() }, Cursor::Oldest, 10).await;
+    assert_eq!(ids(&chosen), ["id2", "id9"]);
+    assert_eq!(store.page("a@l", &Filter::default(), &Cursor::After("id100".into()), 5).await.unwrap(), None, "another archive's id is not this one's");
+    assert_eq!(store.page("a@l", &Filter { after_id: Some("nope".into()), ..Filter::default() }, &Cursor::Oldest, 5).await.unwrap(), None);
+    assert_eq!(store.trim(2_000_000).await.unwrap(), 2, "a@l's two oldest");
+    assert_eq!(ids(&page(Filter::default(), Cursor::Oldest, 1).await), ["id2"]);
+    store.forget_archive("z@l").await.unwrap();
+    assert!(store.page("z@l", &Filter::default(), &Cursor::Oldest, 5).await.unwrap().unwrap().entries.is_empty());
+}
+
+#[tokio::test]
+async fn every_store_keeps_archives_alike() {
+    for store in &stores().await.list {
+        archive_body(&**store).await;
+    }
+}
+
 #[tokio::test]
 async fn every_store_keeps_rooms_alike() {
     for store in &stores().await.list {

@@ -1,0 +1,76 @@
+//! Message archives (XEP-0313): each account's 1:1 messages, and each
+//! room's. An entry is a message as the protocol renders it, with the id
+//! the archive gave it (XEP-0359's stanza-id), when the server took it, and
+//! the other party; archives are read a page at a time, in the order they
+//! were written, forwards or backwards from an entry.
+
+use async_trait::async_trait;
+
+use crate::Result;
+
+/// One archived message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Whose archive: an account's bare JID, or a room's.
+    pub archive: String,
+    /// Its id in the archive, unique there.
+    pub id: String,
+    /// When the server took it, in microseconds since 1970 (UTC).
+    pub at: i64,
+    /// The other party's bare JID (for a room, the sender's nick's JID).
+    pub with: String,
+    /// The message, as the protocol keeps it.
+    pub message: String,
+}
+
+/// Which entries a query is about (XEP-0313 §4.1.2 and its `#extended`
+/// fields); every field given narrows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub with: Option<String>,
+    /// At or after this time (microseconds).
+    pub start: Option<i64>,
+    /// At or before this time (microseconds).
+    pub end: Option<i64>,
+    /// After the entry with this id.
+    pub after_id: Option<String>,
+    /// Before the entry with this id.
+    pub before_id: Option<String>,
+    /// Only these entries (at most a page's worth are looked at).
+    pub ids: Vec<String>,
+}
+
+/// Where a page starts (XEP-0059): from the oldest, after an entry, or
+/// before one (`None`: the newest page).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cursor {
+    Oldest,
+    After(String),
+    Before(Option<String>),
+}
+
+/// One page of an archive, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    pub entries: Vec<Entry>,
+    /// Nothing more in the direction read: the last page forwards, the
+    /// first one backwards.
+    pub complete: bool,
+}
+
+#[async_trait]
+pub trait ArchiveStore {
+    /// Appends `entries`, in order, all or none. Kept once this returns.
+    async fn append(&self, entries: &[Entry]) -> Result<()>;
+
+    /// At most `max` entries of `archive` that `filter` keeps, from `from`;
+    /// `None` when an id it names is not in the archive.
+    async fn page(&self, archive: &str, filter: &Filter, from: &Cursor, max: usize) -> Result<Option<Page>>;
+
+    /// Forgets the entries taken before `before` (microseconds), in every
+    /// archive; how many.
+    async fn trim(&self, before: i64) -> Result<u64>;
+
+    /// Forgets `archive` whole.
+    async fn forget_archive(&self, archive: &str) -> Result<()>;
+}
