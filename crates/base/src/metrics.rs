@@ -59,6 +59,7 @@ pub struct Metrics {
     xmpp_resumed: Counter,
     xmpp_parked: Gauge,
     xmpp_requests_waiting: Gauge,
+    xmpp_archive_queue: Gauge,
     /// The counters of each label set, as connections share them.
     shared: Mutex<HashMap<Labels, Arc<Counters>>>,
 }
@@ -90,6 +91,7 @@ impl Metrics {
             xmpp_resumed: Counter::default(),
             xmpp_parked: Gauge::default(),
             xmpp_requests_waiting: Gauge::default(),
+            xmpp_archive_queue: Gauge::default(),
             shared: Mutex::default(),
             registry: Registry::default(),
         };
@@ -137,6 +139,11 @@ impl Metrics {
             "xmpp_subscription_requests_waiting",
             "Presence subscription requests kept until their users answer (at most --xmpp-list-limit per user)",
             m.xmpp_requests_waiting.clone(),
+        );
+        registry.register(
+            "xmpp_archive_queue",
+            "Batches of archive entries (XEP-0313) waiting for the archive's writer (at most --xmpp-archive-queue)",
+            m.xmpp_archive_queue.clone(),
         );
         Metrics { registry, ..m }
     }
@@ -191,9 +198,10 @@ impl Metrics {
 
     /// Takes what XMPP holds, before an encode: sessions waiting to be
     /// resumed, and subscription requests waiting for an answer.
-    pub fn xmpp(&self, parked: usize, requests_waiting: usize) {
+    pub fn xmpp(&self, parked: usize, requests_waiting: usize, archive_queue: usize) {
         self.xmpp_parked.set(i64::try_from(parked).unwrap_or(i64::MAX));
         self.xmpp_requests_waiting.set(i64::try_from(requests_waiting).unwrap_or(i64::MAX));
+        self.xmpp_archive_queue.set(i64::try_from(archive_queue).unwrap_or(i64::MAX));
     }
 
     /// The metrics in Prometheus text format.

@@ -26,7 +26,7 @@ pub struct AccountArgs {
 pub enum AccountAction {
     /// Make an account; its password is the first line of standard input.
     Add { name: String },
-    /// Remove an account and its roster.
+    /// Remove an account, its roster and its archive.
     Remove { name: String },
     /// List the accounts, one name a line.
     List,
@@ -57,7 +57,9 @@ pub async fn run_account(args: AccountArgs) -> Result<String, Error> {
             if !store.remove(&name).await.map_err(Error::store)? {
                 return Err(Error::config(format!("{name} has no account")));
             }
-            store.forget(&format!("{name}@{}", config.xmpp.domain)).await.map_err(Error::store)?;
+            let bare = format!("{name}@{}", config.xmpp.domain);
+            store.forget(&bare).await.map_err(Error::store)?;
+            store.forget_archive(&bare).await.map_err(Error::store)?;
             format!("removed {name}\n")
         }
         AccountAction::List => store.names().await.map_err(Error::store)?.iter().map(|name| format!("{name}\n")).collect(),

@@ -219,6 +219,12 @@ settings! {
         registration: usize = 0, "xmpp-registration", "SWITCHBOARD_XMPP_REGISTRATION";
         /// Longest list an XMPP user can make the server keep: contacts in a roster, subscription requests waiting for one user, JIDs a session's directed presence is remembered for, affiliations in one room [default: 1000]
         list_limit: usize = 1000, "xmpp-list-limit", "SWITCHBOARD_XMPP_LIST_LIMIT";
+        /// Whether XMPP messages between users (chat and normal, with a body) are kept in each account's archive in the store, for clients to page through (XEP-0313) [default: true]
+        archive: bool = true, "xmpp-archive", "SWITCHBOARD_XMPP_ARCHIVE";
+        /// Batches of archive entries waiting for the archive's writer at most; past it, senders wait for room (their next stanza is read once theirs is kept) [default: 10000]
+        archive_queue: usize = 10_000, "xmpp-archive-queue", "SWITCHBOARD_XMPP_ARCHIVE_QUEUE";
+        /// How long archived messages are kept (checked every hour), e.g. 365d [default: none, for good]
+        archive_retention: Duration, "xmpp-archive-retention", "SWITCHBOARD_XMPP_ARCHIVE_RETENTION", arg(value_parser = duration);
         /// Messages kept in the store for one account while it has no available resource (XEP-0160), each at most a stanza's size, given to it with their delay stamp when it next sends available presence; past it the sender is answered service-unavailable; 0 keeps none [default: 100]
         offline_limit: usize = 100, "xmpp-offline-limit", "SWITCHBOARD_XMPP_OFFLINE_LIMIT";
     }

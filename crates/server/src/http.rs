@@ -86,7 +86,7 @@ pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connect
             }
             if let Some(xmpp) = &server.xmpp {
                 let (parked, waiting) = xmpp.held().await;
-                server.metrics.xmpp(parked, waiting);
+                server.metrics.xmpp(parked, waiting, xmpp.archive_waiting());
             }
             bytes_response(
                 StatusCode::OK,

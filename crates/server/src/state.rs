@@ -124,6 +124,7 @@ impl ServerState {
                 quotas: xmpp::Quotas { list: config.xmpp.list_limit, rooms: config.xmpp.max_rooms, offline: config.xmpp.offline_limit },
                 login_timeout: config.xmpp.login_timeout,
                 inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
+                archive: config.xmpp.archive.then_some(xmpp::ArchiveSettings { queue: config.xmpp.archive_queue, retention: config.xmpp.archive_retention }),
             };
             Arc::new(xmpp::Xmpp::new(context.clone(), settings, auth, xmpp_tls, rooms, store.clone()))
         });

@@ -14,6 +14,7 @@
 //! messages of SockJS and BOSH sessions.
 
 mod accounts;
+mod archive;
 pub mod bosh;
 pub mod bridge;
 mod muc;
@@ -36,6 +37,7 @@ use tokio::sync::Semaphore;
 
 
 pub use accounts::{AccountEntry, Accounts, account_name, new_account};
+pub use archive::MAM;
 #[doc(hidden)]
 pub use tcp::stream_future_size;
 pub use wire::xmpp::Jid;
@@ -92,6 +94,8 @@ pub struct Xmpp {
     offline: offline::Offline,
     /// Where persistent rooms are kept.
     store: Arc<dyn store::Store>,
+    /// The message archives (XEP-0313), unless archiving is off.
+    archive: Option<archive::Archive>,
     /// Longest list a user can make the server keep (`--xmpp-list-limit`).
     list_limit: usize,
     /// Most rooms one session is in at once (`--xmpp-max-rooms`).
@@ -142,6 +146,17 @@ pub struct Settings {
     pub login_timeout: std::time::Duration,
     /// What one client may send.
     pub inflow: base::limits::Inflow,
+    /// The message archives (XEP-0313); `None`: nothing is archived.
+    pub archive: Option<ArchiveSettings>,
+}
+
+/// How messages are archived (XEP-0313).
+#[derive(Debug, Clone, Copy)]
+pub struct ArchiveSettings {
+    /// Writes waiting for the archive's writer at most (`--xmpp-archive-queue`).
+    pub queue: usize,
+    /// How long entries are kept (`--xmpp-archive-retention`); `None`: for good.
+    pub retention: Option<std::time::Duration>,
 }
 
 /// What one user may make XMPP keep.
@@ -167,7 +182,8 @@ impl Xmpp {
         rooms: Option<Arc<dyn Broker>>,
         store: Arc<dyn store::Store>,
     ) -> Xmpp {
-        let Settings { domain, max_connections, resumption, quotas, login_timeout, inflow } = settings;
+        let Settings { domain, max_connections, resumption, quotas, login_timeout, inflow, archive } = settings;
+        let archive = archive.map(|a| archive::Archive::start(store.clone(), a.queue, a.retention, context.clone()));
         let Resumption { timeout: resume_timeout, max_parked } = resumption;
         let Quotas { list: list_limit, rooms: max_rooms, offline } = quotas;
         Xmpp {
@@ -186,6 +202,7 @@ impl Xmpp {
             live: Mutex::new(HashMap::new()),
             muc: room::MucRooms::default(),
             offline: offline::Offline::new(store.clone(), offline),
+            archive,
             store: store.clone(),
             domain: domain.clone(),
             muc_domain: format!("conference.{domain}"),
@@ -271,6 +288,19 @@ impl Xmpp {
     /// What XMPP holds for clients that are not connected: sessions
     /// waiting to be resumed, and subscription requests waiting for an
     /// answer.
+    /// Forgets the archive of `user`, whose account is gone.
+    pub(crate) async fn forget_archive(&self, user: &str) {
+        if let Err(e) = self.store.forget_archive(user).await {
+            tracing::warn!("xmpp: archive of {user} not forgotten: {e}");
+            self.context.metrics.store_failed("archive");
+        }
+    }
+
+    /// Archive writes waiting for the writer.
+    pub fn archive_waiting(&self) -> usize {
+        self.archive.as_ref().map_or(0, archive::Archive::waiting)
+    }
+
     pub async fn held(&self) -> (usize, usize) {
         let parked = self.parked.lock().len();
         // A scrape of the metrics does not wait long for a store in trouble.

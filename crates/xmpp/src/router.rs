@@ -29,6 +29,8 @@ struct Resource {
     outbox: Arc<Outbox>,
     framing: Framing,
     presence: Option<Element>,
+    /// Logged in anonymously: a user with no account.
+    anonymous: bool,
 }
 
 impl Resource {
@@ -60,15 +62,16 @@ impl Router {
         Router { domain, local: Mutex::new(HashMap::new()) }
     }
 
-    /// Registers a bound resource; `false` if that full JID is taken.
-    pub fn bind(&self, jid: &Jid, outbox: Arc<Outbox>, framing: Framing) -> bool {
+    /// Registers a bound resource (of a user with no account when
+    /// `anonymous`); `false` if that full JID is taken.
+    pub fn bind(&self, jid: &Jid, outbox: Arc<Outbox>, framing: Framing, anonymous: bool) -> bool {
         let (bare, name) = (jid.bare().to_string(), jid.resource.clone().unwrap_or_default());
         let mut local = self.local.lock();
         let resources = local.entry(bare).or_default();
         if resources.iter().any(|r| r.name == name) {
             return false;
         }
-        resources.push(Resource { name, outbox, framing, presence: None });
+        resources.push(Resource { name, outbox, framing, presence: None, anonymous });
         true
     }
 
@@ -86,6 +89,11 @@ impl Router {
     /// Whether the user `bare` has a bound resource.
     pub fn is_bound(&self, bare: &Jid) -> bool {
         self.local.lock().contains_key(&bare.bare().to_string())
+    }
+
+    /// Whether the user `bare` is bound as one with no account (anonymous).
+    pub fn is_anonymous(&self, bare: &str) -> bool {
+        self.local.lock().get(bare).is_some_and(|resources| resources.iter().any(|r| r.anonymous))
     }
 
     /// Keeps the resource `jid`'s current presence (`None`: unavailable).

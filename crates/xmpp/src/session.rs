@@ -14,6 +14,7 @@ use super::accounts::Exchange;
 use super::muc::Occupancy;
 use super::{Jid, Xmpp, ns};
 
+mod mam;
 mod moderation;
 mod presence;
 mod register;
@@ -431,6 +432,9 @@ impl Session {
             (ns::SESSION, "session", "set") if here => self.reply(iq, None),
             (ns::PING, "ping", "get") if here || muc_service => self.reply(iq, None),
             (ns::ROSTER, "query", "get" | "set") if here => self.on_roster(iq, payload).await,
+            (super::archive::MAM, "query", "set") if here => Box::pin(self.on_mam_query(iq, payload)).await,
+            (super::archive::MAM, "query", "get") if here && self.xmpp.archive.is_some() => self.reply(iq, Some(super::archive::form())),
+            (super::archive::MAM, "metadata", "get") if here => Box::pin(self.on_mam_metadata(iq)).await,
             // Another user's, answered by the server for the account (RFC 6121 §8.5.2.1.3).
             (ns::DISCO_ITEMS, "query", "get") if other_user.is_some_and(|user| user.domain == self.xmpp.domain) => {
                 let items = self.items_of(&other_user.map(Jid::to_string).unwrap_or_default()).await;
@@ -441,7 +445,8 @@ impl Session {
             (ns::DISCO_INFO, "query", "get") if here => {
                 let info = Element::new("query", ns::DISCO_INFO)
                     .child(Element::new("identity", ns::DISCO_INFO).attr("category", "server").attr("type", "im").attr("name", "Switchboard"));
-                self.reply(iq, Some(features(info, &[ns::DISCO_INFO, ns::DISCO_ITEMS, ns::PING])));
+                let archive: &[&str] = if self.xmpp.archive.is_some() { &[super::archive::MAM, super::archive::MAM_EXTENDED, super::archive::SID] } else { &[] };
+                self.reply(iq, Some(features(info, &[&[ns::DISCO_INFO, ns::DISCO_ITEMS, ns::PING][..], archive].concat())));
             }
             (ns::DISCO_ITEMS, "query", "get") if here => {
                 let mut items = Element::new("query", ns::DISCO_ITEMS);
@@ -468,7 +473,7 @@ impl Session {
         let asked = bind.find("resource", ns::BIND).map(Element::text_content).filter(|r| !r.is_empty() && r.len() <= 1023);
         let resource = asked.unwrap_or_else(|| format!("sb-{:08x}", rand::random::<u32>()));
         let full = bare.with_resource(&resource);
-        if !self.xmpp.router.bind(&full, self.outbox.clone(), self.framing) {
+        if !self.xmpp.router.bind(&full, self.outbox.clone(), self.framing, self.anonymous) {
             return self.refuse(iq, "cancel", "conflict");
         }
         self.jid = Some(full.clone());

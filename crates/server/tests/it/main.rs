@@ -17,6 +17,7 @@ mod storage;
 mod sockjs_http;
 mod sockjs_ws;
 mod xmpp;
+mod xmpp_archive;
 mod xmpp_bosh;
 mod xmpp_hostile;
 mod xmpp_rooms;

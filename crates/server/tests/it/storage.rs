@@ -77,6 +77,19 @@ async fn accounts_rosters_and_waiting_requests_outlive_a_restart() {
     assert_eq!((kept.get("id"), kept.get("from")), (Some("m1"), Some("ann@localhost/desk")));
     assert_eq!(kept.find("body", "jabber:client").unwrap().text_content(), "while you were away");
     assert!(kept.find("delay", "urn:xmpp:delay").is_some(), "{kept:?}");
+    // And it is in his archive (XEP-0313), kept across the restart too.
+    ben.send("<iq type='set' id='mam'><query xmlns='urn:xmpp:mam:2'/></iq>").await;
+    let mut archived = Vec::new();
+    loop {
+        let stanza = ben.stanza().await;
+        if stanza.get("id") == Some("mam") {
+            break;
+        }
+        if let Some(result) = stanza.find("result", "urn:xmpp:mam:2") {
+            archived.push(result.find("forwarded", "urn:xmpp:forward:0").unwrap().find("message", "jabber:client").unwrap().get("id").unwrap().to_owned());
+        }
+    }
+    assert_eq!(archived, ["m1"]);
     // A name registered before the restart is still taken.
     let mut c = Client::connect(addr).await;
     c.send(HEADER).await;

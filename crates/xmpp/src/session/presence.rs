@@ -46,6 +46,11 @@ impl Session {
     pub(super) async fn message_to_user(&mut self, message: &Element, to: &Jid) {
         let kind = message.get("type").unwrap_or("normal");
         match self.xmpp.router.route_message(to, kind) {
+            // Boxed, as the rest below: its state would sit in every idle stream's task.
+            MessageRoute::To(targets) if self.archives(kind, message, to) => {
+                let recipient = !self.xmpp.router.is_anonymous(&to.bare().to_string());
+                Box::pin(self.carry_archived(message, to, targets, recipient)).await;
+            }
             MessageRoute::To(targets) => self.carry(message, targets),
             // Boxed: rare, and its state would sit in every idle stream's task.
             MessageRoute::Refused if self.xmpp.offline.keeps(kind, message) => Box::pin(self.keep_offline(message, to)).await,
@@ -71,6 +76,8 @@ impl Session {
             }
         };
         match kept {
+            // Kept for the recipient, and archived as if carried to it.
+            Kept::Stored if self.archives(message.get("type").unwrap_or("normal"), message, to) => self.carry_archived(message, to, Vec::new(), true).await,
             Kept::Stored => {}
             Kept::Full => {
                 self.xmpp.context.metrics.refused("xmpp", "offline_full");
@@ -83,7 +90,7 @@ impl Session {
         }
     }
 
-    fn carry(&self, stanza: &Element, targets: Vec<Target>) {
+    pub(super) fn carry(&self, stanza: &Element, targets: Vec<Target>) {
         carry_from(stanza, &self.full_jid(), targets);
     }
 

@@ -1,0 +1,102 @@
+//! The session's side of message archives (XEP-0313, XEP-0359): what it
+//! archives of the messages it carries between users, and the queries of
+//! its own archive. The archive itself is `crate::archive`.
+
+use store::{Cursor, Entry, Filter};
+use wire::xmpp::Element;
+
+use super::super::archive::{self, SID};
+use super::super::{Jid, Target, ns};
+use super::Session;
+
+impl Session {
+    /// Whether a message of type `kind` to `to` is archived: a `chat` or
+    /// `normal` one with a body, between users of this server, when
+    /// archiving is on.
+    pub(super) fn archives(&self, kind: &str, message: &Element, to: &Jid) -> bool {
+        self.xmpp.archive.is_some() && matches!(kind, "chat" | "normal") && message.find("body", ns::CLIENT).is_some() && to.domain == self.xmpp.domain && to.local.is_some()
+    }
+
+    /// Carries `message` to `targets` and archives it, in the recipient's
+    /// archive (`recipient`: it has an account; its live copy then carries
+    /// the id, XEP-0359) and in this user's unless it is anonymous; returns
+    /// once both are kept.
+    pub(super) async fn carry_archived(&mut self, message: &Element, to: &Jid, targets: Vec<Target>, recipient: bool) {
+        let (Some(archive), Some(me)) = (&self.xmpp.archive, self.user()) else { return self.carry(message, targets) };
+        let them = to.bare().to_string();
+        let at = archive::now();
+        let mut sent = message.clone();
+        // Ids only this server gives (XEP-0359 §4): a client's claims go.
+        sent.children.retain(|c| !matches!(c, wire::xmpp::Node::Element(e) if e.ns == SID && e.name == "stanza-id"));
+        sent.attrs.retain(|(n, _)| n != "from");
+        sent.attrs.push(("from".into(), self.full_jid()));
+        let mut entries = Vec::with_capacity(2);
+        if !self.anonymous {
+            entries.push(Entry { archive: me.clone(), id: archive::new_id(at), at, with: them.clone(), message: sent.to_xml_standalone() });
+        }
+        let mut live = sent;
+        if recipient {
+            let id = archive::new_id(at);
+            live = live.child(Element::new("stanza-id", SID).attr("by", &them).attr("id", &id));
+            entries.push(Entry { archive: them, id, at, with: me, message: live.to_xml_standalone() });
+        }
+        self.carry(&live, targets);
+        if !entries.is_empty() {
+            archive.keep(entries).await;
+        }
+    }
+
+    /// A query of this user's archive (XEP-0313 §4): each message of the
+    /// page, then the `<fin/>` that says where the page is.
+    pub(super) async fn on_mam_query(&mut self, iq: &Element, query: &Element) {
+        let (Some(archive), Some(me)) = (&self.xmpp.archive, self.user()) else {
+            return self.refuse(iq, "cancel", "service-unavailable");
+        };
+        let asked = match archive::query(query) {
+            Ok(asked) => asked,
+            Err(condition) => return self.refuse(iq, "modify", condition),
+        };
+        let page = match archive.page(&me, &asked.filter, &asked.cursor, asked.max).await {
+            Ok(Some(page)) => page,
+            Ok(None) => return self.refuse(iq, "cancel", "item-not-found"),
+            Err(_) => {
+                self.xmpp.context.metrics.store_failed("archive");
+                return self.refuse(iq, "wait", "internal-server-error");
+            }
+        };
+        let to = self.full_jid();
+        let queryid = query.get("queryid");
+        let mut entries: Vec<&Entry> = page.entries.iter().collect();
+        if asked.flip {
+            entries.reverse();
+        }
+        for entry in entries {
+            let Some(message) = super::super::offline::parse(&entry.message) else { continue };
+            let result = Element::new("message", ns::CLIENT).attr("to", &to).attr("from", &me).child(archive::result(queryid, entry, message));
+            self.send(&result);
+        }
+        self.reply(iq, Some(archive::fin(&page)));
+    }
+
+    /// The archive's first and last entries (XEP-0313 §5.1).
+    pub(super) async fn on_mam_metadata(&mut self, iq: &Element) {
+        let (Some(archive), Some(me)) = (&self.xmpp.archive, self.user()) else {
+            return self.refuse(iq, "cancel", "service-unavailable");
+        };
+        let mut metadata = Element::new("metadata", archive::MAM);
+        for (name, cursor) in [("start", Cursor::Oldest), ("end", Cursor::Before(None))] {
+            match archive.page(&me, &Filter::default(), &cursor, 1).await {
+                Ok(Some(page)) => {
+                    if let Some(entry) = page.entries.first() {
+                        metadata = metadata.child(Element::new(name, archive::MAM).attr("id", &entry.id).attr("timestamp", &archive::stamp(entry.at)));
+                    }
+                }
+                _ => {
+                    self.xmpp.context.metrics.store_failed("archive");
+                    return self.refuse(iq, "wait", "internal-server-error");
+                }
+            }
+        }
+        self.reply(iq, Some(metadata));
+    }
+}
