@@ -3,8 +3,9 @@
 // - slixmpp (PyPI) over TCP with STARTTLS and a self-signed certificate
 //   made here with openssl: login, ping, discovery (conformance/xmpp/
 //   slixmpp_muc.py; `make test` installs slixmpp into build/xmpp/venv), and
-//   a roster and an offline message kept across a restart of a server on a
-//   SQLite store (slixmpp_store.py);
+//   a roster, offline messages and the archive (paged by slixmpp's MAM
+//   plugin) kept across a restart of a server on a SQLite store
+//   (slixmpp_store.py);
 // - Strophe.js 5 (npm) in Chromium over XMPP over WebSocket (RFC 7395), over
 //   BOSH (XEP-0206), and over each SockJS transport at the /xmpp mount.
 
@@ -78,7 +79,7 @@ async function slixmppStore(phase, port) {
   return output;
 }
 
-test("slixmpp's roster and a message to an offline user outlive a restart (SIGTERM) of a server on a SQLite store", async () => {
+test("slixmpp's roster, messages to an offline user and its archive outlive a restart (SIGTERM) of a server on a SQLite store", async () => {
   assert.ok(existsSync(PYTHON), `no ${PYTHON}: run \`make xmpp-clients\` (make test does) to install slixmpp`);
   const dataDir = join(configDir, "data");
   // Accounts made as an administrator makes them, into the store the server will read.
@@ -96,7 +97,7 @@ test("slixmpp's roster and a message to an offline user outlive a restart (SIGTE
   }
   const second = await startServer(args);
   try {
-    assert.match(await slixmppStore("after", await xmppPortOf(second)), /^3 passed, 0 failed$/m);
+    assert.match(await slixmppStore("after", await xmppPortOf(second)), /^5 passed, 0 failed$/m);
   } finally {
     assert.equal(await second.stop(), 0);
   }

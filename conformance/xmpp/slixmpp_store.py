@@ -2,8 +2,10 @@
 in two runs around it. `before`: dora logs in with SCRAM over STARTTLS, adds
 evan to her roster and sends him a message while he is offline. `after`
 (against the restarted server, on the same store): evan logs in, says he is
-available and is given the message with its delay stamp (XEP-0160,
-XEP-0203); dora's roster still has evan.
+available and is given the messages with their delay stamps (XEP-0160,
+XEP-0203); dora's roster still has evan; evan pages through his archive
+with slixmpp's MAM plugin (XEP-0313 over XEP-0059, two a page) and finds
+them all, in order.
 
     slixmpp_store.py before|after XMPP_PORT CA_FILE   (exits 0 when every check passed)
 """
@@ -14,6 +16,7 @@ import sys
 import slixmpp
 
 PATIENCE = 20
+SENT = ["kept for you", "two", "three", "four", "five"]
 
 
 async def session(jid, password, port, ca_file, plugins=()):
@@ -43,7 +46,8 @@ async def main(phase, port, ca_file):
         check("dora's roster has evan", "evan@localhost" in dora.client_roster, str(list(dora.client_roster)))
         refused = asyncio.Queue()
         dora.add_event_handler("message_error", lambda m: refused.put_nowait(m))
-        dora.send_message(mto="evan@localhost", mbody="kept for you", mtype="chat")
+        for body in SENT:
+            dora.send_message(mto="evan@localhost", mbody=body, mtype="chat")
         # A ping after it: answered once the message was handled (kept).
         await dora.plugin["xep_0199"].ping(jid="localhost", timeout=PATIENCE)
         check("the message to offline evan is not refused", refused.empty())
@@ -53,7 +57,8 @@ async def main(phase, port, ca_file):
         check("dora's roster still has evan after the restart", item is not None and item["name"] == "Evan" and item["groups"] == ["Friends"], str(item and (item["name"], item["groups"])))
         evan = slixmpp.ClientXMPP("evan@localhost/phone", "evans-secret")
         evan.ca_certs = ca_file
-        evan.register_plugin("xep_0203")
+        for plugin in ("xep_0203", "xep_0313"):
+            evan.register_plugin(plugin)
         got = asyncio.Queue()
         evan.add_event_handler("message", lambda m: m["type"] in ("chat", "normal") and got.put_nowait(m))
         # slixmpp sends its initial presence at session start: the kept
@@ -63,6 +68,12 @@ async def main(phase, port, ca_file):
         message = await asyncio.wait_for(got.get(), PATIENCE)
         check("evan is given the message kept while he was offline", message["body"] == "kept for you" and message["from"].bare == "dora@localhost", str(message))
         check("with its delay stamp (XEP-0203)", bool(message["delay"]["stamp"]) and message["delay"]["from"] == "localhost", str(message["delay"]))
+        rest = [(await asyncio.wait_for(got.get(), PATIENCE))["body"] for _ in SENT[1:]]
+        check("and the others after it, in order", rest == SENT[1:], str(rest))
+        archived = []
+        async for result in evan.plugin["xep_0313"].iterate(rsm={"max": 2}):
+            archived.append(result["mam_result"]["forwarded"]["stanza"]["body"])
+        check("slixmpp's MAM plugin pages through evan's archive, two at a time", archived == SENT, str(archived))
         evan.disconnect()
     dora.disconnect()
     failed = checks.count(False)
