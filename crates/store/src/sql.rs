@@ -46,6 +46,10 @@ const POSTGRES_CONNECTIONS: u32 = 8;
 /// server for its first one at start, before failing.
 const POSTGRES_WAIT: Duration = Duration::from_secs(5);
 
+/// Archive rows in one INSERT: five parameters each, within what both
+/// databases take in one statement.
+const ROWS_PER_INSERT: usize = 64;
+
 /// The lock key of the accounts as a whole (registration's bound).
 const ACCOUNTS: &str = "accounts";
 
@@ -450,15 +454,21 @@ impl SqlStore {
 impl ArchiveStore for SqlStore {
     async fn append(&self, entries: &[Entry]) -> Result<()> {
         let mut tx = self.writer.begin().await?;
-        for e in entries {
-            sqlx::query("INSERT INTO archive (archive, id, at, peer, message) VALUES ($1, $2, $3, $4, $5)")
-                .bind(&e.archive)
-                .bind(&e.id)
-                .bind(e.at)
-                .bind(&e.with)
-                .bind(&e.message)
-                .execute(&mut *tx)
-                .await?;
+        // Many rows a statement (benches/archive.rs, SQLite, one core,
+        // 1,000,000 entries in batches of 1,024): one row a statement 53,600
+        // entries/s; 32 rows 129,000; 64 rows 128,000; 128 rows 107,000; 512
+        // rows 50,000.
+        for chunk in entries.chunks(ROWS_PER_INSERT) {
+            let mut b = Built::default();
+            let rows: Vec<String> = chunk
+                .iter()
+                .map(|e| {
+                    let values = [Arg::Text(e.archive.clone()), Arg::Text(e.id.clone()), Arg::Int(e.at), Arg::Text(e.with.clone()), Arg::Text(e.message.clone())];
+                    format!("({})", values.into_iter().map(|v| b.arg(v)).collect::<Vec<_>>().join(", "))
+                })
+                .collect();
+            b.sql = format!("INSERT INTO archive (archive, id, at, peer, message) VALUES {}", rows.join(", "));
+            b.query().execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(())

@@ -1,0 +1,81 @@
+//! The archive on SQLite, measured: how fast the writer's batches go in,
+//! and how long a page of 50 takes from a large archive.
+//!
+//!     cargo bench -p switchboard-store --bench archive [-- ENTRIES]
+//!
+//! Prints entries per second appended in batches of 1,024 (one transaction
+//! each, as the XMPP archive's writer does), then p50 and p99 over 1,000
+//! queries of a page of 50 at random places in one account's archive of
+//! ENTRIES (default 1,000,000), forwards after an id and the newest page.
+//! Run it pinned to one core (`taskset -c 1`) to read it as one core's.
+
+use std::time::{Duration, Instant};
+
+use store::{Choice, Cursor, Entry, Filter};
+
+const BATCH: usize = 1024;
+const QUERIES: usize = 1000;
+
+fn entry(n: usize) -> Entry {
+    // Two peers, so that `with` narrows to half.
+    Entry {
+        archive: "ann@localhost".into(),
+        id: format!("{n:013x}00000000"),
+        at: 1_700_000_000_000_000 + n as i64,
+        with: if n % 2 == 0 { "ben@localhost".into() } else { "cy@localhost".into() },
+        message: format!("<message xmlns='jabber:client' from='ben@localhost/phone' to='ann@localhost' type='chat' id='m{n}'><body>message number {n}, of about the size people write</body></message>"),
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let entries: usize = std::env::args().skip(1).find(|a| !a.starts_with('-')).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let store = store::open(&Choice::Sqlite(dir.path().to_owned())).await.expect("a SQLite store");
+    let started = Instant::now();
+    let mut batch = Vec::with_capacity(BATCH);
+    for n in 0..entries {
+        batch.push(entry(n));
+        if batch.len() == BATCH {
+            store.append(&batch).await.expect("appended");
+            batch.clear();
+        }
+    }
+    store.append(&batch).await.expect("appended");
+    let took = started.elapsed();
+    println!("append: {entries} entries in batches of {BATCH}: {:.2} s, {:.0} entries/s", took.as_secs_f64(), entries as f64 / took.as_secs_f64());
+
+    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % entries as u64) as usize
+    };
+    for (name, with) in [("after a random id", None), ("after a random id, with one peer", Some("ben@localhost".to_owned()))] {
+        let filter = Filter { with, ..Filter::default() };
+        let mut times = Vec::with_capacity(QUERIES);
+        for _ in 0..QUERIES {
+            let after = entry(next()).id;
+            let start = Instant::now();
+            let page = store.page("ann@localhost", &filter, &Cursor::After(after), 50).await.expect("a page").expect("the id is there");
+            times.push(start.elapsed());
+            assert!(page.entries.len() <= 50);
+        }
+        times.sort();
+        println!("page of 50 {name}: p50 {:?}, p99 {:?}", percentile(&times, 0.5), percentile(&times, 0.99));
+    }
+    let mut times = Vec::with_capacity(QUERIES);
+    for _ in 0..QUERIES {
+        let start = Instant::now();
+        let page = store.page("ann@localhost", &Filter::default(), &Cursor::Before(None), 50).await.expect("a page").expect("a page");
+        times.push(start.elapsed());
+        assert_eq!(page.entries.len(), 50);
+    }
+    times.sort();
+    println!("newest page of 50: p50 {:?}, p99 {:?}", percentile(&times, 0.5), percentile(&times, 0.99));
+}
