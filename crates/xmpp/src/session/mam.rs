@@ -78,6 +78,19 @@ impl Session {
         self.reply(iq, Some(archive::fin(&page)));
     }
 
+    /// Archiving preferences (XEP-0313 §6): every message is archived, and
+    /// that is the one preference taken; asking for another (a default of
+    /// `roster` or `never`, JIDs always or never archived) is answered
+    /// `feature-not-implemented`, never quietly ignored.
+    pub(super) fn on_mam_prefs(&mut self, iq: &Element, prefs: &Element) {
+        let listed = |name: &str| prefs.find(name, archive::MAM).is_some_and(|list| list.elements().next().is_some());
+        if iq.get("type") == Some("set") && (prefs.get("default") != Some("always") || listed("always") || listed("never")) {
+            return self.refuse(iq, "cancel", "feature-not-implemented");
+        }
+        let current = Element::new("prefs", archive::MAM).attr("default", "always").child(Element::new("always", archive::MAM)).child(Element::new("never", archive::MAM));
+        self.reply(iq, Some(current));
+    }
+
     /// The archive's first and last entries (XEP-0313 §5.1).
     pub(super) async fn on_mam_metadata(&mut self, iq: &Element) {
         let (Some(archive), Some(me)) = (&self.xmpp.archive, self.user()) else {

@@ -219,8 +219,9 @@ impl Session {
                 self.send(&request);
             }
             // Messages kept while it was offline, to a resource that takes
-            // messages to its bare JID (XEP-0160 §3).
-            if priority(presence) >= 0 {
+            // messages to its bare JID (XEP-0160 §3); an anonymous user has
+            // no account, so none are kept for it.
+            if priority(presence) >= 0 && !self.anonymous {
                 match self.xmpp.offline.take(&user).await {
                     Ok(messages) => messages.iter().for_each(|message| self.send(message)),
                     // Still kept: given at the next available presence.
