@@ -22,7 +22,7 @@ fn entry(n: usize) -> Entry {
         archive: "ann@localhost".into(),
         id: format!("{n:013x}00000000"),
         at: 1_700_000_000_000_000 + n as i64,
-        with: if n % 2 == 0 { "ben@localhost".into() } else { "cy@localhost".into() },
+        with: if n.is_multiple_of(2) { "ben@localhost".into() } else { "cy@localhost".into() },
         message: format!("<message xmlns='jabber:client' from='ben@localhost/phone' to='ann@localhost' type='chat' id='m{n}'><body>message number {n}, of about the size people write</body></message>"),
     }
 }
