@@ -172,3 +172,83 @@ async fn outlives(signal: &str) {
     Client::login(addr, "lee").await;
     stop(second, "KILL");
 }
+
+/// Under a stream of messages, the server is killed (SIGKILL) just after it
+/// acknowledged some (XEP-0198): after a restart, both archives hold every
+/// acknowledged message, in order, once, and nothing the sender did not send.
+#[tokio::test]
+async fn every_acknowledged_message_is_archived_once_and_in_order_after_sigkill() {
+    const SENT: usize = 2000;
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["kim", "lee"] {
+        assert!(account(dir.path(), &["add", name], Some("pw")).0);
+    }
+    let (server, addr) = serve(dir.path());
+    let mut lee = Client::login(addr, "lee").await;
+    lee.stream.write_all(b"<presence/>").await.unwrap();
+    let mut kim = Client::login(addr, "kim").await;
+    kim.stream.write_all(b"<enable xmlns='urn:xmpp:sm:3'/>").await.unwrap();
+    let enabled = kim.stanza().await;
+    assert_eq!(enabled.name, "enabled", "{enabled:?}");
+    let mut burst = String::new();
+    for n in 0..SENT {
+        burst.push_str(&format!("<message to='lee@localhost' type='chat' id='m{n}'><body>{n}</body></message>"));
+        if n % 50 == 49 {
+            burst.push_str("<r xmlns='urn:xmpp:sm:3'/>");
+        }
+    }
+    let (mut reader, mut writer) = kim.stream.into_split();
+    let sending = tokio::spawn(async move {
+        // The server may be killed while this is still being written.
+        let _ = writer.write_all(burst.as_bytes()).await;
+        writer
+    });
+    // Acknowledgements until one says a tenth of the messages were handled.
+    let mut acked = 0;
+    while acked < SENT / 10 {
+        let mut buf = [0u8; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(20), reader.read(&mut buf)).await.expect("an ack in time").unwrap();
+        assert!(n > 0, "the server closed the stream");
+        kim.parser.feed(&buf[..n]);
+        while let Some(event) = kim.parser.next_event().unwrap() {
+            if let StreamEvent::Stanza(a) = event
+                && a.name == "a"
+            {
+                acked = acked.max(a.get("h").unwrap().parse::<usize>().unwrap());
+            }
+        }
+    }
+    stop(server, "KILL");
+    drop(sending);
+    drop(lee);
+
+    let (again, addr) = serve(dir.path());
+    for name in ["kim", "lee"] {
+        let mut c = Client::login(addr, name).await;
+        let mut ids = Vec::new();
+        let mut after = String::new();
+        loop {
+            let set = if after.is_empty() { "<max>250</max>".to_owned() } else { format!("<max>250</max><after>{after}</after>") };
+            c.stream.write_all(format!("<iq type='set' id='q'><query xmlns='urn:xmpp:mam:2'><set xmlns='http://jabber.org/protocol/rsm'>{set}</set></query></iq>").as_bytes()).await.unwrap();
+            let fin = loop {
+                let stanza = c.stanza().await;
+                if let Some(result) = stanza.find("result", "urn:xmpp:mam:2") {
+                    let message = result.find("forwarded", "urn:xmpp:forward:0").unwrap().find("message", "jabber:client").unwrap();
+                    ids.push(message.get("id").unwrap().to_owned());
+                } else if stanza.get("id") == Some("q") {
+                    break stanza;
+                }
+            };
+            let fin = fin.find("fin", "urn:xmpp:mam:2").unwrap();
+            if fin.get("complete") == Some("true") {
+                break;
+            }
+            after = fin.find("set", "http://jabber.org/protocol/rsm").unwrap().find("last", "http://jabber.org/protocol/rsm").unwrap().text_content();
+        }
+        // What was kept is what was sent, from the first, with no gap and no repeat.
+        let expected: Vec<String> = (0..ids.len()).map(|n| format!("m{n}")).collect();
+        assert_eq!(ids, expected, "{name}'s archive");
+        assert!(ids.len() >= acked && ids.len() <= SENT, "{name}: {} kept, {acked} acknowledged", ids.len());
+    }
+    stop(again, "KILL");
+}
