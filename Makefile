@@ -1,7 +1,7 @@
 # The project's two commands: `make run` and `make test`.
 # `make test` installs what the tests need (npm packages into web/, Debian's
-# chromium for the browser tests, nats-server for the several-node tests and
-# postgresql for the store's,
+# chromium for the browser tests, nats-server for the several-node tests,
+# postgresql for the store's, profanity and tmux for the terminal client's,
 # the socket.io peer, the Autobahn TestSuite
 # into build/autobahn/, a JDK, Maven and the Smack integration tests into
 # build/smack/) and runs every test: Rust unit and integration tests, the
@@ -12,7 +12,7 @@ NPM ?= npm
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 WEB_DEPS := web/node_modules/.package-lock.json
 
-.PHONY: run build test test-rust test-conformance test-autobahn test-smack jdk deps chromium nats-server postgresql xmpp-clients peer-socketio shootout peers
+.PHONY: run build test test-rust test-conformance test-autobahn test-smack jdk deps chromium nats-server postgresql xmpp-clients terminal-clients peer-socketio shootout peers
 
 run: build
 	./target/release/switchboard serve
@@ -60,7 +60,12 @@ $(XMPP_VENV)/.installed: conformance/xmpp/requirements.txt
 	$(XMPP_VENV)/bin/pip install -q -r conformance/xmpp/requirements.txt
 	@touch $@
 
-test-conformance: $(WEB_DEPS) chromium xmpp-clients
+# Debian's profanity, a terminal XMPP client, driven in tmux by
+# conformance/terminal.test.mjs.
+terminal-clients:
+	@command -v profanity >/dev/null && command -v tmux >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq profanity tmux; }
+
+test-conformance: $(WEB_DEPS) chromium xmpp-clients terminal-clients
 	$(CARGO) build
 	ulimit -n 65536 2>/dev/null || true; \
 	SWITCHBOARD_BIN=$(CURDIR)/target/debug/switchboard node --test --test-concurrency=1 conformance/

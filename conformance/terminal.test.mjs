@@ -1,0 +1,127 @@
+// A terminal XMPP client people use, Debian's profanity, driven in tmux (its
+// screen read with capture-pane): a message sent to its user while it was
+// offline, kept across a restart of a server on a SQLite store, is given to
+// it when it connects (XEP-0160). `make test` installs profanity and tmux.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runSwitchboard, startServer } from "./lib.mjs";
+
+const PATIENCE = 20000;
+
+/** The XMPP port a server prints on its second line. */
+async function xmppPortOf(server) {
+  const line = await server.nextLine();
+  const m = line.match(/serves XMPP for localhost on 127\.0\.0\.1:(\d+)/);
+  assert.ok(m, `unexpected second line: ${line}`);
+  return Number(m[1]);
+}
+
+/** A raw XMPP client on `port`: `until(text)` resolves once the server has sent `text`. */
+function rawClient(port) {
+  const socket = net.connect(port, "127.0.0.1");
+  let heard = "";
+  const waiting = [];
+  socket.setEncoding("utf8");
+  socket.on("data", (d) => {
+    heard += d;
+    for (const w of waiting.splice(0)) w();
+  });
+  const until = (text) =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no ${text} in: ${heard}`)), PATIENCE);
+      const check = () => {
+        const at = heard.indexOf(text);
+        if (at < 0) return waiting.push(check);
+        clearTimeout(timer);
+        heard = heard.slice(at + text.length);
+        resolve();
+      };
+      check();
+    });
+  return { send: (xml) => socket.write(xml), until, close: () => socket.destroy() };
+}
+
+/** dora logs in with PLAIN and sends evan, who is offline, `body`; resolves once it was handled. */
+async function doraSends(port, body) {
+  const c = rawClient(port);
+  const open = "<stream:stream to='localhost' version='1.0' xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>";
+  c.send(open);
+  await c.until("</stream:features>");
+  c.send(`<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>${Buffer.from("\0dora\0doras-secret").toString("base64")}</auth>`);
+  await c.until("<success");
+  c.send(open);
+  await c.until("</stream:features>");
+  c.send("<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>");
+  await c.until("id=\"b\"");
+  c.send(`<message to='evan@localhost' type='chat' id='m1'><body>${body}</body></message><iq type='get' id='p'><ping xmlns='urn:xmpp:ping'/></iq>`);
+  await c.until("id=\"p\"");
+  c.close();
+}
+
+/** What the tmux session `name` shows now. */
+function screen(name) {
+  return execFileSync("tmux", ["capture-pane", "-p", "-t", name], { encoding: "utf8" });
+}
+
+/** Resolves once the screen of tmux session `name` shows `text`. */
+async function shows(name, text) {
+  const deadline = Date.now() + PATIENCE;
+  for (;;) {
+    const now = screen(name);
+    if (now.includes(text)) return now;
+    if (Date.now() > deadline) throw new Error(`the screen never showed ${JSON.stringify(text)}:\n${now}`);
+    // The screen has no event to await: look again shortly, within the deadline.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+test("profanity, in tmux, is given a message kept for its user while it was offline, across a restart", async () => {
+  for (const tool of ["tmux", "profanity"]) {
+    try {
+      execFileSync("which", [tool], { stdio: "pipe" });
+    } catch {
+      assert.fail(`no ${tool}: \`make test\` installs Debian's ${tool}`);
+    }
+  }
+  const dir = mkdtempSync(join(tmpdir(), "switchboard-terminal-"));
+  const session = `switchboard-profanity-${process.pid}`;
+  let server;
+  try {
+    const dataDir = join(dir, "data");
+    for (const [name, password] of [["dora", "doras-secret"], ["evan", "evans-secret"]]) {
+      const made = await runSwitchboard(["account", "--data-dir", dataDir, "add", name], { input: `${password}\n` });
+      assert.equal(made.code, 0, made.stderr);
+    }
+    const args = ["--xmpp-listen", "127.0.0.1:0", "--store", "sqlite", "--data-dir", dataDir, "--xmpp-plain-unencrypted", "true"];
+    server = await startServer(args);
+    const body = "kept for you while you were away";
+    await doraSends(await xmppPortOf(server), body);
+    assert.equal(await server.stop(), 0);
+    server = await startServer(args);
+    const port = await xmppPortOf(server);
+
+    execFileSync("tmux", ["new-session", "-d", "-s", session, "-x", "160", "-y", "40", "-e", `HOME=${dir}`, "profanity"]);
+    await shows(session, "Type '/help'");
+    execFileSync("tmux", ["send-keys", "-t", session, `/connect evan@localhost server 127.0.0.1 port ${port} tls disable`, "Enter"]);
+    await shows(session, "password");
+    execFileSync("tmux", ["send-keys", "-t", session, "evans-secret", "Enter"]);
+    await shows(session, "logged in successfully");
+    await shows(session, "chat message: dora@localhost");
+    execFileSync("tmux", ["send-keys", "-t", session, "/win 2", "Enter"]);
+    await shows(session, body);
+  } finally {
+    try {
+      execFileSync("tmux", ["kill-session", "-t", session], { stdio: "pipe" });
+    } catch {
+      // Never started.
+    }
+    if (server) assert.equal(await server.stop(), 0);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
