@@ -168,13 +168,16 @@ fn change(room: &mut MucRoom, me: &Jid, id: hub::MemberId, item: &Element, limit
     Ok(effects)
 }
 
-/// The affiliation list (admins and owners may see it) or the role list
-/// (moderators may) an item asks for (XEP-0045 §9.5, §8.5).
+/// The affiliation list or the role list an item asks for: the member and
+/// ban lists to admins and owners (XEP-0045 §9.5, §9.2), the admin and
+/// owner lists to owners only (§10.8, §10.5), a role list to moderators
+/// (§8.5).
 fn list(room: &MucRoom, me: &Jid, asked: &Element) -> Result<Element, Refusal> {
     let mut query = Element::new("query", ns::MUC_ADMIN);
     if let Some(affiliation) = asked.get("affiliation") {
         let affiliation = Affiliation::parse(affiliation).ok_or(("modify", "bad-request"))?;
-        if room.affiliation(me) < Affiliation::Admin {
+        let needed = if affiliation >= Affiliation::Admin { Affiliation::Owner } else { Affiliation::Admin };
+        if room.affiliation(me) < needed {
             return Err(("auth", "forbidden"));
         }
         let mut jids: Vec<&String> = room.affiliations.iter().filter(|(_, a)| **a == affiliation).map(|(j, _)| j).collect();
@@ -222,5 +225,26 @@ mod tests {
         assert_eq!(change(&mut room, &owner, 1, &demote, LIMIT).err(), Some(("modify", "conflict")));
         let stranger = Jid::parse("s@l/x").unwrap();
         assert_eq!(change(&mut room, &stranger, 2, &member(5), LIMIT).err(), Some(("auth", "forbidden")));
+    }
+
+    /// XEP-0045 §10.5, §10.8: only owners see the owner and admin lists;
+    /// admins see the member and ban lists.
+    #[test]
+    fn the_owner_and_admin_lists_are_the_owners_to_read() {
+        let mut room = MucRoom::default();
+        room.affiliations.insert("o@l".into(), Affiliation::Owner);
+        room.affiliations.insert("a@l".into(), Affiliation::Admin);
+        room.affiliations.insert("m@l".into(), Affiliation::Member);
+        let (owner, admin, member) = (Jid::parse("o@l/x").unwrap(), Jid::parse("a@l/x").unwrap(), Jid::parse("m@l/x").unwrap());
+        let asking = |affiliation: &str| Element::new("item", ns::MUC_ADMIN).attr("affiliation", affiliation);
+        for wanted in ["owner", "admin"] {
+            assert_eq!(list(&room, &admin, &asking(wanted)).err(), Some(("auth", "forbidden")), "{wanted}");
+            assert!(list(&room, &owner, &asking(wanted)).is_ok(), "{wanted}");
+        }
+        assert_eq!(
+            list(&room, &admin, &asking("member")).unwrap().to_xml(ns::MUC_ADMIN),
+            "<query><item affiliation=\"member\" jid=\"m@l\"/></query>"
+        );
+        assert_eq!(list(&room, &member, &asking("member")).err(), Some(("auth", "forbidden")));
     }
 }
