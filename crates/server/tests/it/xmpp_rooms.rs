@@ -460,3 +460,62 @@ async fn another_users_items_are_empty_to_those_who_do_not_see_its_presence() {
     let query = items.find("query", "http://jabber.org/protocol/disco#items").unwrap();
     assert_eq!(query.elements().map(|i| i.get("jid").unwrap_or_default()).collect::<Vec<_>>(), ["bob@localhost/b"]);
 }
+
+/// XEP-0045 §10.1.3: cancelling a new room's configuration destroys it;
+/// §10.2.1: a configuration change is told to the occupants (172 when real
+/// JIDs are shown to all, 173 when no longer, 104 otherwise), and a room
+/// made members-only takes out those who are not members (322).
+#[tokio::test]
+async fn configuration_changes_are_told_and_a_cancelled_creation_destroys_the_room() {
+    let server = TestServer::with_xmpp(server::Config::default()).await;
+    let addr = server.xmpp.unwrap();
+    let (mut owner, _) = Client::login(addr).await;
+    let owner_iq = |id: &str, x: &str| format!("<iq type='set' id='{id}' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'>{x}</query></iq>");
+    owner.send("<presence to='den@conference.localhost/olga'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    assert_eq!(codes(&joined(&mut owner).await.pop().unwrap()), ["110", "201"]);
+    owner.send(&owner_iq("c0", "<x xmlns='jabber:x:data' type='cancel'/>")).await;
+    let gone = owner.stanza().await;
+    assert_eq!((gone.name.as_str(), gone.get("type")), ("presence", Some("unavailable")), "{gone:?}");
+    assert!(gone.find("x", MUC_USER).unwrap().find("destroy", MUC_USER).is_some(), "{gone:?}");
+    assert_eq!(owner.stanza().await.get("id"), Some("c0"));
+    // Destroyed: the next to enter makes it anew.
+    owner.send("<presence to='den@conference.localhost/olga'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    assert_eq!(codes(&joined(&mut owner).await.pop().unwrap()), ["110", "201"]);
+    owner.send(&owner_iq("c1", "<x xmlns='jabber:x:data' type='submit'/>")).await;
+    assert_eq!(owner.stanza().await.get("id"), Some("c1"));
+    let (mut guest, guest_jid) = Client::login(addr).await;
+    guest.send("<presence to='den@conference.localhost/gus'/>").await;
+    joined(&mut guest).await;
+    owner.stanza().await; // the guest's presence
+
+    let field = |var: &str, value: &str| format!("<field var='{var}'><value>{value}</value></field>");
+    for (id, change, expected) in [
+        ("c2", field("muc#roomconfig_whois", "anyone"), vec!["172"]),
+        ("c3", field("muc#roomconfig_roomname", "The Den"), vec!["104"]),
+        ("c4", format!("{}{}", field("muc#roomconfig_whois", "moderators"), field("muc#roomconfig_roomdesc", "ours")), vec!["173", "104"]),
+    ] {
+        owner.send(&owner_iq(id, &format!("<x xmlns='jabber:x:data' type='submit'>{change}</x>"))).await;
+        for c in [&mut owner, &mut guest] {
+            let told = c.stanza().await;
+            assert_eq!(
+                told.to_xml("jabber:client"),
+                format!(
+                    "<message type=\"groupchat\" from=\"den@conference.localhost\" to=\"{}\"><x xmlns=\"http://jabber.org/protocol/muc#user\">{}</x></message>",
+                    told.get("to").unwrap(),
+                    expected.iter().map(|code| format!("<status code=\"{code}\"/>")).collect::<String>()
+                )
+            );
+        }
+        assert_eq!(owner.stanza().await.get("id"), Some(id));
+    }
+    owner.send(&owner_iq("c5", &format!("<x xmlns='jabber:x:data' type='submit'>{}</x>", field("muc#roomconfig_membersonly", "1")))).await;
+    let out = loop {
+        let stanza = guest.stanza().await;
+        if stanza.name == "presence" {
+            break stanza;
+        }
+    };
+    assert_eq!(out.get("type"), Some("unavailable"));
+    assert_eq!(out.get("to"), Some(guest_jid.as_str()));
+    assert_eq!(codes(&out), ["110", "322"]);
+}

@@ -14,7 +14,7 @@ use super::Session;
 
 /// What a change does to the room, for the caller to tell outside the
 /// room's lock.
-enum Effect {
+pub(super) enum Effect {
     /// An occupant was taken out (kicked, banned, or no longer a member of
     /// a members-only room): the status codes of its leave.
     Removed(Occupant, Affiliation, Vec<&'static str>),
@@ -71,7 +71,7 @@ impl Session {
     /// Tells the room what changed: a removed occupant gets its own
     /// unavailable presence and the others see it leave (with its status
     /// codes); a changed one's new presence goes to every XMPP occupant.
-    fn tell(&self, room: &Arc<str>, room_jid: &str, effects: Vec<Effect>) {
+    pub(super) fn tell(&self, room: &Arc<str>, room_jid: &str, effects: Vec<Effect>) {
         let Some(rooms) = self.xmpp.rooms.clone() else { return };
         for effect in effects {
             match effect {

@@ -12,6 +12,7 @@ use super::super::muc::{self, Item, Newcomer, Occupancy};
 use super::super::room::{Affiliation, Config, Departure, MucRooms, Occupant, Role};
 use super::super::{Jid, ns};
 use super::Session;
+use super::moderation::Effect;
 
 impl Session {
     /// The session's place in `room`, if it is still there: an owner who
@@ -309,20 +310,66 @@ impl Session {
         let Some(form) = query.find("x", ns::DATA) else {
             return self.refuse(iq, "modify", "bad-request");
         };
+        let room_jid = to.bare().to_string();
+        if form.get("type") == Some("cancel") {
+            // XEP-0045 §10.1.3: cancelling a new room's first configuration
+            // destroys it; cancelling a later one changes nothing.
+            if self.xmpp.muc.with(room, |r| r.locked).unwrap_or(false) {
+                self.destroy(room, &room_jid, &Element::new("destroy", ns::MUC_OWNER));
+            }
+            return self.reply(iq, None);
+        }
         let applied = self.xmpp.muc.with(room, |r| {
-            let was = r.config.persistent;
+            let before = r.config.clone();
             if form.get("type") == Some("submit") {
                 apply_form(&mut r.config, form)?;
             }
-            r.locked = false;
-            Ok::<bool, &'static str>(was)
+            let first = std::mem::replace(&mut r.locked, false);
+            // XEP-0045 §10.2: a room made members-only takes out those who are not members (322).
+            let mut effects = Vec::new();
+            if r.config.members_only && !before.members_only {
+                let out: Vec<Occupant> = r.occupants.iter().filter(|o| r.affiliation(&o.jid) < Affiliation::Member).cloned().collect();
+                for o in out {
+                    let affiliation = r.affiliation(&o.jid);
+                    r.occupants.retain(|x| x.member != o.member);
+                    r.departed.insert(o.nick.clone(), Departure { affiliation, codes: vec!["322"], new_nick: None });
+                    effects.push(Effect::Removed(o, affiliation, vec!["322"]));
+                }
+            }
+            Ok::<_, &'static str>((before, r.config.clone(), first, effects))
         });
-        match applied {
-            Some(Ok(was)) => match self.xmpp.keep_room(room, was).await {
-                Ok(()) => self.reply(iq, None),
-                Err(_) => self.refuse(iq, "wait", "internal-server-error"),
-            },
-            _ => self.refuse(iq, "modify", "not-acceptable"),
+        let Some(Ok((before, after, first, effects))) = applied else {
+            return self.refuse(iq, "modify", "not-acceptable");
+        };
+        self.tell(room, &room_jid, effects);
+        if !first && before != after {
+            self.announce_config(room, &room_jid, &before, &after);
+        }
+        match self.xmpp.keep_room(room, before.persistent).await {
+            Ok(()) => self.reply(iq, None),
+            Err(_) => self.refuse(iq, "wait", "internal-server-error"),
+        }
+    }
+
+    /// Tells every XMPP occupant that the room's configuration changed
+    /// (XEP-0045 §10.2.1): 172 when real JIDs are now shown to all, 173 when
+    /// no longer, 104 for any other change.
+    fn announce_config(&self, room: &str, room_jid: &str, before: &Config, after: &Config) {
+        let mut codes = Vec::new();
+        match (before.whois_anyone, after.whois_anyone) {
+            (false, true) => codes.push("172"),
+            (true, false) => codes.push("173"),
+            _ => {}
+        }
+        let others = Config { whois_anyone: before.whois_anyone, ..after.clone() };
+        if others != *before {
+            codes.push("104");
+        }
+        let occupants = self.xmpp.muc.with(room, |r| r.occupants.clone()).unwrap_or_default();
+        for o in occupants {
+            let x = codes.iter().fold(Element::new("x", ns::MUC_USER), |x, code| x.child(Element::new("status", ns::MUC_USER).attr("code", code)));
+            let message = Element::new("message", ns::CLIENT).attr("type", "groupchat").attr("from", room_jid).attr("to", &o.jid.to_string()).child(x);
+            let _ = o.outbox.push(o.framing.payload(&message));
         }
     }
 
