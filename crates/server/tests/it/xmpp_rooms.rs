@@ -519,3 +519,35 @@ async fn configuration_changes_are_told_and_a_cancelled_creation_destroys_the_ro
     assert_eq!(out.get("to"), Some(guest_jid.as_str()));
     assert_eq!(codes(&out), ["110", "322"]);
 }
+
+/// XEP-0045 §7.8.2: a mediated invitation, to the byte; in a members-only
+/// room only admins and owners invite, and the invitee becomes a member.
+/// §7.5: a private message of type groupchat is refused.
+#[tokio::test]
+async fn invitations_go_through_the_room_and_a_groupchat_private_message_is_refused() {
+    let server = crate::xmpp::with_accounts(&["olga", "ben", "cy"]).await;
+    let addr = server.xmpp.unwrap();
+    let mut olga = crate::xmpp::bound_account(addr, "olga", "desk").await;
+    olga.send("<presence to='den@conference.localhost/olga'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    joined(&mut olga).await;
+    olga.send("<iq type='set' id='c' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><x xmlns='jabber:x:data' type='submit'><field var='muc#roomconfig_membersonly'><value>1</value></field></x></query></iq>").await;
+    assert_eq!(olga.stanza().await.get("id"), Some("c"));
+    let mut ben = crate::xmpp::bound_account(addr, "ben", "phone").await;
+    ben.send("<presence to='den@conference.localhost/ben'/>").await;
+    assert_eq!(condition(&ben.stanza().await), "registration-required");
+    olga.send("<message to='den@conference.localhost'><x xmlns='http://jabber.org/protocol/muc#user'><invite to='ben@localhost'><reason>plans</reason></invite></x></message>").await;
+    assert_eq!(
+        ben.stanza().await.to_xml("jabber:client"),
+        "<message from=\"den@conference.localhost\" to=\"ben@localhost\"><x xmlns=\"http://jabber.org/protocol/muc#user\"><invite from=\"olga@localhost/desk\"><reason>plans</reason></invite></x></message>"
+    );
+    ben.send("<presence to='den@conference.localhost/ben'/>").await;
+    let presences = joined(&mut ben).await;
+    assert_eq!(standing(presences.last().unwrap()), ("member".to_owned(), "participant".to_owned()));
+    olga.stanza().await; // ben's presence
+    // A member who is not an admin invites nobody into a members-only room.
+    ben.send("<message to='den@conference.localhost' id='inv'><x xmlns='http://jabber.org/protocol/muc#user'><invite to='cy@localhost'/></x></message>").await;
+    assert_eq!(condition(&ben.stanza().await), "forbidden");
+    ben.send("<message to='den@conference.localhost/olga' type='groupchat' id='pm'><body>psst</body></message>").await;
+    let refused = ben.stanza().await;
+    assert_eq!((refused.get("id"), condition(&refused)), (Some("pm"), "bad-request".to_owned()));
+}

@@ -183,7 +183,14 @@ impl Session {
             return self.refuse(message, "modify", "not-acceptable");
         };
         if let Some(nick) = &to.resource {
+            // XEP-0045 §7.5: a private message is not of type groupchat.
+            if message.get("type") == Some("groupchat") {
+                return self.refuse(message, "modify", "bad-request");
+            }
             return self.carry_to_occupant(message, &room, &occupancy, nick);
+        }
+        if let Some(invite) = message.find("x", ns::MUC_USER).and_then(|x| x.find("invite", ns::MUC_USER)) {
+            return self.invite(message, &room, &occupancy, invite).await;
         }
         if message.get("type") != Some("groupchat") {
             return self.refuse(message, "modify", "bad-request");
@@ -201,6 +208,52 @@ impl Session {
         if rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await.is_err() {
             self.refuse(message, "wait", "resource-constraint");
         }
+    }
+
+    /// A mediated invitation (XEP-0045 §7.8.2): the room tells the invitee
+    /// who invites it, why, and the room's password if it has one. In a
+    /// members-only room only admins and owners invite, and the invitee
+    /// becomes a member.
+    async fn invite(&mut self, message: &Element, room: &str, occupancy: &Occupancy, invite: &Element) {
+        let (Some(me), Some(invitee)) = (self.jid.clone(), invite.get("to").and_then(Jid::parse)) else {
+            return self.refuse(message, "modify", "bad-request");
+        };
+        let limit = self.xmpp.list_limit;
+        let allowed = self.xmpp.muc.with(room, |r| {
+            if !r.config.members_only {
+                return Ok(r.config.password.clone());
+            }
+            if r.affiliation(&me) < Affiliation::Admin {
+                return Err(("auth", "forbidden"));
+            }
+            let key = invitee.bare().to_string();
+            if r.affiliation(&invitee) < Affiliation::Member {
+                if r.affiliations.len() >= limit {
+                    return Err(("wait", "resource-constraint"));
+                }
+                r.affiliations.insert(key, Affiliation::Member);
+            }
+            Ok(r.config.password.clone())
+        });
+        let password = match allowed {
+            Some(Ok(password)) => password,
+            Some(Err((kind, condition))) => return self.refuse(message, kind, condition),
+            None => return self.refuse(message, "cancel", "item-not-found"),
+        };
+        let mut told = Element::new("invite", ns::MUC_USER).attr("from", &me.to_string());
+        if let Some(reason) = invite.find("reason", ns::MUC_USER) {
+            told = told.child(Element::new("reason", ns::MUC_USER).text(&reason.text_content()));
+        }
+        let mut x = Element::new("x", ns::MUC_USER).child(told);
+        if let Some(password) = password {
+            x = x.child(Element::new("password", ns::MUC_USER).text(&password));
+        }
+        let invitation = Element::new("message", ns::CLIENT).attr("from", &occupancy.room_jid).attr("to", &invitee.to_string()).child(x);
+        for (outbox, framing) in self.xmpp.router.route(&invitee) {
+            let _ = outbox.push(framing.payload(&invitation));
+        }
+        // A persistent room keeps its new member (a failure is logged and counted).
+        let _ = self.xmpp.keep_room(room, false).await;
     }
 
     /// XEP-0045 §8.1: a new subject, from an occupant allowed to set it,
