@@ -441,6 +441,18 @@ impl Session {
                 let items = self.items_of(&other_user.map(Jid::to_string).unwrap_or_default()).await;
                 self.reply(iq, Some(items));
             }
+            // Another user's identity, answered by the server for it (XEP-0030 §3.1,
+            // RFC 6121 §8.5.2.1.3); for nobody, service-unavailable (§8.5.1).
+            (ns::DISCO_INFO, "query", "get") if let Some(user) = other_user.filter(|user| user.domain == self.xmpp.domain).cloned() => {
+                match Box::pin(self.xmpp.exists(&user)).await {
+                    true => {
+                        let kind = if self.xmpp.router.is_anonymous(&user.to_string()) { "anonymous" } else { "registered" };
+                        let info = Element::new("query", ns::DISCO_INFO).child(Element::new("identity", ns::DISCO_INFO).attr("category", "account").attr("type", kind));
+                        self.reply(iq, Some(features(info, &[ns::DISCO_INFO, ns::DISCO_ITEMS])));
+                    }
+                    false => self.refuse(iq, "cancel", "service-unavailable"),
+                }
+            }
             // Another user's roster is theirs alone (RFC 6121 §2.1.5).
             (ns::ROSTER, "query", "set") if other_user.is_some() => self.refuse(iq, "auth", "forbidden"),
             (ns::DISCO_INFO, "query", "get") if here => {

@@ -81,18 +81,26 @@ impl Client {
         (c, before, after)
     }
 
-    /// Negotiates an anonymous session and returns the bound JID.
+    /// Negotiates an anonymous session on a server with no accounts (only
+    /// ANONYMOUS is offered) and returns the bound JID.
     pub async fn login(addr: SocketAddr) -> (Client, String) {
-        let (mut c, before, after) = Client::authenticate(addr, "<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='ANONYMOUS'/>").await;
+        let (c, jid, before) = Client::anonymous(addr).await;
         let mechanisms = before.find("mechanisms", "urn:ietf:params:xml:ns:xmpp-sasl").expect("SASL offered");
         assert_eq!(mechanisms.elements().map(Element::text_content).collect::<Vec<_>>(), ["ANONYMOUS"]);
+        (c, jid)
+    }
+
+    /// Logs in anonymously and binds `desk`: the client, its JID, and the
+    /// features offered before authentication.
+    pub async fn anonymous(addr: SocketAddr) -> (Client, String, Element) {
+        let (mut c, before, after) = Client::authenticate(addr, "<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='ANONYMOUS'/>").await;
         assert!(after.find("bind", "urn:ietf:params:xml:ns:xmpp-bind").is_some());
         c.send("<iq type='set' id='b1'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>desk</resource></bind></iq>").await;
         let bound = c.stanza().await;
         assert_eq!((bound.get("type"), bound.get("id")), (Some("result"), Some("b1")));
         let jid = bound.find("bind", "urn:ietf:params:xml:ns:xmpp-bind").unwrap().find("jid", "urn:ietf:params:xml:ns:xmpp-bind").unwrap().text_content();
         assert!(jid.ends_with("@localhost/desk"), "{jid}");
-        (c, jid)
+        (c, jid, before)
     }
 
     /// The stream error condition the server ends the stream with.

@@ -129,10 +129,7 @@ async fn messages_are_archived_with_the_id_their_live_copy_carries_and_read_back
 async fn only_accounts_keep_archives_and_only_chat_and_normal_messages_are_kept() {
     let server = with_accounts(&["ben"]).await;
     let addr = server.xmpp.unwrap();
-    let (mut anon, _, _) = Client::authenticate(addr, "<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='ANONYMOUS'/>").await;
-    anon.send("<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>").await;
-    let bound = until_answer(&mut anon, "b").await.1;
-    let anon_jid = bound.find("bind", "urn:ietf:params:xml:ns:xmpp-bind").unwrap().find("jid", "urn:ietf:params:xml:ns:xmpp-bind").unwrap().text_content();
+    let (mut anon, anon_jid, _) = Client::anonymous(addr).await;
     let mut ben = bound_account(addr, "ben", "phone").await;
     ben.send("<presence/>").await;
     anon.send("<message to='ben@localhost' type='normal'><body>from nobody</body></message>").await;

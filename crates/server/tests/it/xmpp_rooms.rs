@@ -551,3 +551,27 @@ async fn invitations_go_through_the_room_and_a_groupchat_private_message_is_refu
     let refused = ben.stanza().await;
     assert_eq!((refused.get("id"), condition(&refused)), (Some("pm"), "bad-request".to_owned()));
 }
+
+/// XEP-0030 §3.1, RFC 6121 §8.5.2.1.3: the server answers disco#info to a
+/// user's bare JID for it: an account, registered or anonymous; for a name
+/// with no user, service-unavailable (§8.5.1).
+#[tokio::test]
+async fn the_server_answers_disco_info_for_a_users_bare_jid() {
+    let server = crate::xmpp::with_accounts(&["alice", "bob"]).await;
+    let addr = server.xmpp.unwrap();
+    let mut alice = crate::xmpp::bound_account(addr, "alice", "a").await;
+    let (_anon, anon_jid, _) = Client::anonymous(addr).await;
+    let anon_bare = anon_jid.split('/').next().unwrap().to_owned();
+    for (user, kind) in [("bob@localhost", "registered"), (anon_bare.as_str(), "anonymous")] {
+        alice.send(&format!("<iq type='get' id='i' to='{user}'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>")).await;
+        assert_eq!(
+            alice.stanza().await.to_xml("jabber:client"),
+            format!(
+                "<iq type=\"result\" id=\"i\" from=\"{user}\" to=\"alice@localhost/a\"><query xmlns=\"http://jabber.org/protocol/disco#info\"><identity category=\"account\" type=\"{kind}\"/><feature var=\"http://jabber.org/protocol/disco#info\"/><feature var=\"http://jabber.org/protocol/disco#items\"/></query></iq>"
+            )
+        );
+    }
+    alice.send("<iq type='get' id='n' to='nobody@localhost'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>").await;
+    let refused = alice.stanza().await;
+    assert_eq!((refused.get("id"), condition(&refused)), (Some("n"), "service-unavailable".to_owned()));
+}
