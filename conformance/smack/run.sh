@@ -49,12 +49,8 @@ done
 
 # The core run's certificate for localhost, and a Java trust store with it.
 TLS="$OUT/tls"
-rm -rf "$TLS" && mkdir -p "$TLS"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
-  -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout "$TLS/key.pem" -out "$TLS/cert.pem" 2>"$TLS/openssl.log" \
-  || die "openssl could not make a certificate; see $TLS/openssl.log"
-keytool -importcert -noprompt -alias switchboard -file "$TLS/cert.pem" -keystore "$TLS/trust.p12" \
-  -storetype PKCS12 -storepass changeit >"$TLS/keytool.log" 2>&1 || die "keytool could not make a trust store; see $TLS/keytool.log"
+source "$HERE/../java-tls.sh"
+java_tls "$TLS"
 
 SERVER=
 stop() { [ -z "$SERVER" ] || { kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true; SERVER=; }; }

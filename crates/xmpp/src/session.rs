@@ -442,9 +442,11 @@ impl Session {
                 self.reply(iq, Some(items));
             }
             // Another user's identity, answered by the server for it (XEP-0030 §3.1,
-            // RFC 6121 §8.5.2.1.3); for nobody, service-unavailable (§8.5.1).
+            // RFC 6121 §8.5.2.1.3), to those who see its presence; to others, and
+            // for nobody, service-unavailable (XEP-0030 §8, RFC 6121 §8.5.1).
             (ns::DISCO_INFO, "query", "get") if let Some(user) = other_user.filter(|user| user.domain == self.xmpp.domain).cloned() => {
-                match Box::pin(self.xmpp.exists(&user)).await {
+                let sees = Box::pin(self.sees_presence_of(&user.to_string())).await;
+                match sees && Box::pin(self.xmpp.exists(&user)).await {
                     true => {
                         let kind = if self.xmpp.router.is_anonymous(&user.to_string()) { "anonymous" } else { "registered" };
                         let info = Element::new("query", ns::DISCO_INFO).child(Element::new("identity", ns::DISCO_INFO).attr("category", "account").attr("type", kind));

@@ -553,25 +553,35 @@ async fn invitations_go_through_the_room_and_a_groupchat_private_message_is_refu
 }
 
 /// XEP-0030 §3.1, RFC 6121 §8.5.2.1.3: the server answers disco#info to a
-/// user's bare JID for it: an account, registered or anonymous; for a name
-/// with no user, service-unavailable (§8.5.1).
+/// user's bare JID for it, to those who see its presence; to others, and
+/// for a name with no user, service-unavailable (XEP-0030 §8, RFC 6121
+/// §8.5.1), so that neither presence nor existence leaks.
 #[tokio::test]
-async fn the_server_answers_disco_info_for_a_users_bare_jid() {
+async fn the_server_answers_disco_info_for_a_users_bare_jid_to_those_who_see_its_presence() {
     let server = crate::xmpp::with_accounts(&["alice", "bob"]).await;
     let addr = server.xmpp.unwrap();
     let mut alice = crate::xmpp::bound_account(addr, "alice", "a").await;
-    let (_anon, anon_jid, _) = Client::anonymous(addr).await;
-    let anon_bare = anon_jid.split('/').next().unwrap().to_owned();
-    for (user, kind) in [("bob@localhost", "registered"), (anon_bare.as_str(), "anonymous")] {
-        alice.send(&format!("<iq type='get' id='i' to='{user}'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>")).await;
-        assert_eq!(
-            alice.stanza().await.to_xml("jabber:client"),
-            format!(
-                "<iq type=\"result\" id=\"i\" from=\"{user}\" to=\"alice@localhost/a\"><query xmlns=\"http://jabber.org/protocol/disco#info\"><identity category=\"account\" type=\"{kind}\"/><feature var=\"http://jabber.org/protocol/disco#info\"/><feature var=\"http://jabber.org/protocol/disco#items\"/></query></iq>"
-            )
-        );
+    let mut bob = crate::xmpp::bound_account(addr, "bob", "b").await;
+    bob.send("<presence/>").await;
+    messages_so_far(&mut bob).await;
+    for user in ["bob@localhost", "nobody@localhost"] {
+        alice.send(&format!("<iq type='get' id='n' to='{user}'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>")).await;
+        let refused = alice.stanza().await;
+        assert_eq!((refused.get("id"), condition(&refused)), (Some("n"), "service-unavailable".to_owned()), "{user}");
     }
-    alice.send("<iq type='get' id='n' to='nobody@localhost'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>").await;
-    let refused = alice.stanza().await;
-    assert_eq!((refused.get("id"), condition(&refused)), (Some("n"), "service-unavailable".to_owned()));
+    alice.send("<presence type='subscribe' to='bob@localhost'/>").await;
+    while bob.stanza().await.get("type") != Some("subscribe") {}
+    bob.send("<presence type='subscribed' to='alice@localhost'/>").await;
+    messages_so_far(&mut bob).await;
+    alice.send("<iq type='get' id='i' to='bob@localhost'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>").await;
+    let info = loop {
+        let stanza = alice.stanza().await;
+        if stanza.get("id") == Some("i") {
+            break stanza;
+        }
+    };
+    assert_eq!(
+        info.to_xml("jabber:client"),
+        "<iq type=\"result\" id=\"i\" from=\"bob@localhost\" to=\"alice@localhost/a\"><query xmlns=\"http://jabber.org/protocol/disco#info\"><identity category=\"account\" type=\"registered\"/><feature var=\"http://jabber.org/protocol/disco#info\"/><feature var=\"http://jabber.org/protocol/disco#items\"/></query></iq>"
+    );
 }

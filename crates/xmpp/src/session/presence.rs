@@ -28,16 +28,21 @@ impl Session {
     /// user who does not exist.
     pub(super) async fn items_of(&self, user: &str) -> Element {
         let mut items = Element::new("query", ns::DISCO_ITEMS);
-        let sees = match self.user() {
-            Some(me) => self.xmpp.rosters.contact(user, &me).await.is_some_and(|c| c.subscription.from),
-            None => false,
-        };
-        if sees {
+        if self.sees_presence_of(user).await {
             for resource in self.xmpp.router.available(user) {
                 items = items.child(Element::new("item", ns::DISCO_ITEMS).attr("jid", &resource.jid));
             }
         }
         items
+    }
+
+    /// Whether this user is subscribed to the presence of `user` (a bare
+    /// JID): what it may learn of `user` through service discovery.
+    pub(super) async fn sees_presence_of(&self, user: &str) -> bool {
+        match self.user() {
+            Some(me) => self.xmpp.rosters.contact(user, &me).await.is_some_and(|c| c.subscription.from),
+            None => false,
+        }
     }
 
     /// Carries a message to one of this server's users, as the router's
