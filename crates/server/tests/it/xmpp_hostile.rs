@@ -456,6 +456,22 @@ async fn a_session_is_in_at_most_its_share_of_rooms() {
     c.send("<presence to='one@conference.localhost/ann' type='unavailable'/>").await;
     assert_eq!(c.stanza().await.get("type"), Some("unavailable"));
     join(&mut c, "three", "ann").await;
+    // Taken out of one by another (here, its owner destroys it): the same.
+    let (mut owner, _) = Client::login(server.xmpp.unwrap()).await;
+    join(&mut owner, "four", "olga").await;
+    owner.send("<iq type='set' id='i' to='four@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><x xmlns='jabber:x:data' type='submit'/></query></iq>").await;
+    assert_eq!(owner.stanza().await.get("id"), Some("i"));
+    c.send("<presence to='three@conference.localhost/ann' type='unavailable'/>").await;
+    assert_eq!(c.stanza().await.get("type"), Some("unavailable"));
+    join(&mut c, "four", "ann").await;
+    owner.send("<iq type='set' id='d' to='four@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><destroy/></query></iq>").await;
+    loop {
+        let stanza = c.stanza().await;
+        if stanza.get("type") == Some("unavailable") {
+            break;
+        }
+    }
+    join(&mut c, "five", "ann").await;
 }
 
 #[tokio::test]

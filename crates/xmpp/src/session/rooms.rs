@@ -106,6 +106,12 @@ impl Session {
         };
         let Some(me) = self.jid.clone() else { return };
         if self.rooms.len() >= self.xmpp.max_rooms {
+            // Rooms it was taken out of by others (destroyed, kicked, banned)
+            // are still listed here until looked up: they are not its own.
+            let (muc, id) = (&self.xmpp.muc, self.id);
+            self.rooms.retain(|room, _| muc.is_occupant(room, id));
+        }
+        if self.rooms.len() >= self.xmpp.max_rooms {
             self.xmpp.context.metrics.refused("xmpp", "max_rooms");
             return self.refuse(presence, "wait", "resource-constraint");
         }
