@@ -24,7 +24,6 @@ mod roster;
 mod sql;
 
 use std::fmt::Debug;
-use std::path::Path;
 use std::sync::Arc;
 
 pub use account::{Account, AccountStore, Created, Origin, ScramKeys};
@@ -87,11 +86,6 @@ pub async fn open(choice: &Choice) -> Result<Arc<dyn Store>> {
         Choice::Sqlite(dir) => Arc::new(SqlStore::sqlite(&SqlStore::file_in(dir)).await?),
         Choice::Postgres(url) => Arc::new(SqlStore::postgres(url).await?),
     })
-}
-
-/// The file of a SQLite store in `dir`.
-pub fn sqlite_file(dir: &Path) -> std::path::PathBuf {
-    SqlStore::file_in(dir)
 }
 
 #[cfg(test)]

@@ -64,8 +64,6 @@ pub struct SqlStore {
     backend: Backend,
     writer: AnyPool,
     reader: AnyPool,
-    /// The file, or the database's address without its password, for messages.
-    place: String,
 }
 
 fn install_drivers() {
@@ -99,7 +97,7 @@ impl SqlStore {
         let writer = AnyPoolOptions::new().max_connections(1).after_connect(|conn, _| sqlite_pragmas(conn, false)).connect_with(options.clone()).await.map_err(opened)?;
         SQLITE.run(&writer).await.map_err(|e| Error::new(format!("{place}: {e}")))?;
         let reader = AnyPoolOptions::new().max_connections(SQLITE_READERS).after_connect(|conn, _| sqlite_pragmas(conn, true)).connect_with(options).await.map_err(opened)?;
-        Ok(SqlStore { backend: Backend::Sqlite, writer, reader, place })
+        Ok(SqlStore { backend: Backend::Sqlite, writer, reader })
     }
 
     /// Connects to the PostgreSQL database at `url` (`postgres://…`) and
@@ -116,12 +114,7 @@ impl SqlStore {
             .await
             .map_err(|e| Error::new(format!("cannot connect to {place}: {e}")))?;
         POSTGRES.run(&pool).await.map_err(|e| Error::new(format!("{place}: {e}")))?;
-        Ok(SqlStore { backend: Backend::Postgres, writer: pool.clone(), reader: pool, place })
-    }
-
-    /// Where it keeps its data: the SQLite file, or the database's address.
-    pub fn place(&self) -> &str {
-        &self.place
+        Ok(SqlStore { backend: Backend::Postgres, writer: pool.clone(), reader: pool })
     }
 
     /// A write transaction in which what it reads of `key` (a user's bare

@@ -239,3 +239,11 @@ async fn a_database_that_cannot_be_opened_is_refused_with_its_address_but_not_it
     let error = open(&Choice::Postgres(url)).await.unwrap_err().to_string();
     assert!(error.contains("cannot connect to postgres://switchboard@127.0.0.1:") && error.contains("nowhere") && !error.contains("secret"), "{error}");
 }
+
+#[tokio::test]
+async fn a_file_that_is_not_a_database_is_refused_with_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(SqlStore::file_in(dir.path()), b"this is not a database, and it is long enough to have a header").unwrap();
+    let error = open(&Choice::Sqlite(dir.path().to_owned())).await.unwrap_err().to_string();
+    assert!(error.contains("switchboard.db"), "{error}");
+}

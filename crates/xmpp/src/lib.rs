@@ -37,7 +37,6 @@ use tokio::sync::Semaphore;
 
 
 pub use accounts::{AccountEntry, Accounts, account_name, new_account};
-pub use archive::MAM;
 #[doc(hidden)]
 pub use tcp::stream_future_size;
 pub use wire::xmpp::Jid;
@@ -350,10 +349,10 @@ impl Xmpp {
         let Some(local) = bare.local.as_deref() else { return false };
         // A store that cannot say is taken to have the account: nothing is
         // refused in a user's name for a failure of the server's.
-        let account = || async {
-            self.auth.accounts.exists(local).await.inspect_err(|_| self.context.metrics.store_failed("accounts")).unwrap_or(true)
-        };
-        bare.domain == self.domain && (self.router.is_bound(bare) || account().await)
+        if bare.domain != self.domain {
+            return false;
+        }
+        self.router.is_bound(bare) || self.auth.accounts.exists(local).await.inspect_err(|_| self.context.metrics.store_failed("accounts")).unwrap_or(true)
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use store::Store;
-use wire::xmpp::{Element, Limits, StreamEvent, StreamParser};
+use wire::xmpp::Element;
 
 use super::ns;
 
@@ -66,17 +66,7 @@ impl Offline {
     /// The messages kept for `user`, oldest first, taken out of the store.
     pub async fn take(&self, user: &str) -> Result<Vec<Element>, store::Error> {
         let texts = self.store.take(user).await.inspect_err(|e| tracing::warn!("xmpp: offline messages for {user} not read: {e}"))?;
-        Ok(texts.iter().filter_map(|text| parse(text)).collect())
-    }
-}
-
-/// A stanza as the store keeps it: one standalone element.
-pub(crate) fn parse(text: &str) -> Option<Element> {
-    let mut parser = StreamParser::fragments(Limits::default());
-    parser.feed(text.as_bytes());
-    match parser.next_event() {
-        Ok(Some(StreamEvent::Stanza(element))) => Some(element),
-        _ => None,
+        Ok(texts.iter().filter_map(|text| wire::xmpp::standalone(text)).collect())
     }
 }
 

@@ -115,7 +115,7 @@ impl Rosters {
     /// The requests waiting for `user`.
     pub async fn pending(&self, user: &str) -> Vec<Element> {
         let kept = self.store.pending(user).await.inspect_err(|e| self.failed(e)).unwrap_or_default();
-        kept.iter().filter_map(|text| super::offline::parse(text)).collect()
+        kept.iter().filter_map(|text| wire::xmpp::standalone(text)).collect()
     }
 
     /// `user`'s roster version (RFC 6121 §2.6); none when the store cannot say.

@@ -29,16 +29,6 @@ async fn register(addr: SocketAddr, name: &str) {
     assert_eq!(c.stanza().await.get("type"), Some("result"), "{name} registered");
 }
 
-/// The answer to the iq `id`, past any roster push before it.
-async fn answer(c: &mut Client, id: &str) -> Element {
-    loop {
-        let stanza = c.stanza().await;
-        if stanza.get("id") == Some(id) {
-            return stanza;
-        }
-    }
-}
-
 #[tokio::test]
 async fn accounts_rosters_and_waiting_requests_outlive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
@@ -48,7 +38,7 @@ async fn accounts_rosters_and_waiting_requests_outlive_a_restart() {
     register(addr, "ben").await;
     let mut ann = bound_account(addr, "ann", "desk").await;
     ann.send("<iq type='set' id='add'><query xmlns='jabber:iq:roster'><item jid='ben@localhost' name='Ben'><group>Friends</group></item></query></iq>").await;
-    assert_eq!(answer(&mut ann, "add").await.get("type"), Some("result"));
+    assert_eq!(ann.answer("add").await.get("type"), Some("result"));
     // Ben is offline: the request waits for him, in the store.
     ann.send("<presence to='ben@localhost' type='subscribe'/>").await;
     let push = ann.stanza().await;
@@ -56,7 +46,7 @@ async fn accounts_rosters_and_waiting_requests_outlive_a_restart() {
     ann.send("<message to='ben@localhost' type='chat' id='m1'><body>while you were away</body></message>").await;
     // A roster get after both: they were handled before it is answered.
     ann.send("<iq type='get' id='sync'><query xmlns='jabber:iq:roster'/></iq>").await;
-    answer(&mut ann, "sync").await;
+    ann.answer("sync").await;
     drop(ann);
     first.shutdown().await.unwrap().unwrap();
 
@@ -64,7 +54,7 @@ async fn accounts_rosters_and_waiting_requests_outlive_a_restart() {
     let addr = second.xmpp.unwrap();
     let mut ann = bound_account(addr, "ann", "desk").await;
     ann.send("<iq type='get' id='roster'><query xmlns='jabber:iq:roster'/></iq>").await;
-    let roster = answer(&mut ann, "roster").await;
+    let roster = ann.answer("roster").await;
     assert_eq!(
         roster.find("query", ROSTER).unwrap().to_xml("jabber:client"),
         "<query xmlns=\"jabber:iq:roster\"><item jid=\"ben@localhost\" subscription=\"none\" name=\"Ben\" ask=\"subscribe\"><group>Friends</group></item></query>"
@@ -191,13 +181,13 @@ async fn a_persistent_room_outlives_a_restart_and_a_destroyed_one_does_not() {
              <field var='muc#roomconfig_membersonly'><value>1</value></field></x></query></iq>"
         );
         ann.send(&form).await;
-        assert_eq!(answer(&mut ann, &format!("cfg-{room}")).await.get("type"), Some("result"));
+        assert_eq!(ann.answer(&format!("cfg-{room}")).await.get("type"), Some("result"));
     }
     ann.send("<iq type='set' id='member' to='plans@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#admin'><item affiliation='member' jid='ben@localhost'/></query></iq>").await;
-    assert_eq!(answer(&mut ann, "member").await.get("type"), Some("result"));
+    assert_eq!(ann.answer("member").await.get("type"), Some("result"));
     ann.send("<message to='plans@conference.localhost' type='groupchat'><subject>Q4 plans</subject></message>").await;
     ann.send("<iq type='set' id='gone' to='scratch@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><destroy/></query></iq>").await;
-    assert_eq!(answer(&mut ann, "gone").await.get("type"), Some("result"));
+    assert_eq!(ann.answer("gone").await.get("type"), Some("result"));
     drop(ann);
     first.shutdown().await.unwrap().unwrap();
 
@@ -206,7 +196,7 @@ async fn a_persistent_room_outlives_a_restart_and_a_destroyed_one_does_not() {
     let mut cy = bound_account(addr, "cy", "desk").await;
     cy.send("<iq type='get' id='list' to='conference.localhost'><query xmlns='http://jabber.org/protocol/disco#items'/></iq>").await;
     assert_eq!(
-        answer(&mut cy, "list").await.find("query", "http://jabber.org/protocol/disco#items").unwrap().to_xml("jabber:client"),
+        cy.answer("list").await.find("query", "http://jabber.org/protocol/disco#items").unwrap().to_xml("jabber:client"),
         "<query xmlns=\"http://jabber.org/protocol/disco#items\"><item jid=\"plans@conference.localhost\" name=\"The plans\"/></query>",
         "listed with no occupant; the destroyed room is not"
     );
@@ -249,14 +239,14 @@ async fn two_nodes_on_one_postgres_database_share_accounts_rosters_and_offline_m
     register(a.xmpp.unwrap(), "eli").await;
     let mut dana = bound_account(b.xmpp.unwrap(), "dana", "b").await;
     dana.send("<iq type='set' id='add'><query xmlns='jabber:iq:roster'><item jid='eli@localhost'/></query></iq>").await;
-    assert_eq!(answer(&mut dana, "add").await.get("type"), Some("result"));
+    assert_eq!(dana.answer("add").await.get("type"), Some("result"));
     dana.send("<message to='eli@localhost' type='chat' id='hello'><body>from node b</body></message>").await;
     dana.send("<iq type='get' id='sync'><query xmlns='jabber:iq:roster'/></iq>").await;
-    answer(&mut dana, "sync").await;
+    dana.answer("sync").await;
 
     let mut on_a = bound_account(a.xmpp.unwrap(), "dana", "a").await;
     on_a.send("<iq type='get' id='get'><query xmlns='jabber:iq:roster'/></iq>").await;
-    let roster = answer(&mut on_a, "get").await;
+    let roster = on_a.answer("get").await;
     assert_eq!(roster.find("query", ROSTER).unwrap().elements().map(|i| i.get("jid").unwrap().to_owned()).collect::<Vec<_>>(), ["eli@localhost"]);
     let mut eli = bound_account(a.xmpp.unwrap(), "eli", "a").await;
     eli.send("<presence/>").await;
@@ -278,7 +268,7 @@ async fn a_database_gone_while_running_fails_only_what_needs_it() {
     let mut ann = bound_account(server.xmpp.unwrap(), "ann", "desk").await;
     drop(postgres);
     ann.send("<iq type='get' id='roster'><query xmlns='jabber:iq:roster'/></iq>").await;
-    let failed = answer(&mut ann, "roster").await;
+    let failed = ann.answer("roster").await;
     let error = failed.find("error", "jabber:client").unwrap();
     assert_eq!(error.get("type"), Some("wait"));
     assert!(error.find("internal-server-error", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "{failed:?}");
@@ -317,30 +307,30 @@ async fn a_client_with_the_current_roster_version_is_sent_no_roster_across_a_res
     let mut ann = bound_account(addr, "ann", "desk").await;
     ann.send("<iq type='get' id='g1'><query xmlns='jabber:iq:roster' ver=''/></iq>").await;
     assert_eq!(
-        answer(&mut ann, "g1").await.to_xml("jabber:client"),
+        ann.answer("g1").await.to_xml("jabber:client"),
         "<iq type=\"result\" id=\"g1\" to=\"ann@localhost/desk\"><query xmlns=\"jabber:iq:roster\" ver=\"0\"/></iq>"
     );
     ann.send("<iq type='set' id='add'><query xmlns='jabber:iq:roster'><item jid='bo@localhost'/></query></iq>").await;
     let push = ann.stanza().await;
     assert_eq!(push.find("query", ROSTER).unwrap().get("ver"), Some("1"), "{push:?}");
-    answer(&mut ann, "add").await;
+    ann.answer("add").await;
     ann.send("<iq type='get' id='g2'><query xmlns='jabber:iq:roster' ver='1'/></iq>").await;
-    assert_eq!(answer(&mut ann, "g2").await.to_xml("jabber:client"), "<iq type=\"result\" id=\"g2\" to=\"ann@localhost/desk\"/>");
+    assert_eq!(ann.answer("g2").await.to_xml("jabber:client"), "<iq type=\"result\" id=\"g2\" to=\"ann@localhost/desk\"/>");
     drop(ann);
     first.shutdown().await.unwrap().unwrap();
 
     let second = TestServer::with_xmpp_kept(config()).await;
     let mut ann = bound_account(second.xmpp.unwrap(), "ann", "desk").await;
     ann.send("<iq type='get' id='g3'><query xmlns='jabber:iq:roster' ver='1'/></iq>").await;
-    assert_eq!(answer(&mut ann, "g3").await.to_xml("jabber:client"), "<iq type=\"result\" id=\"g3\" to=\"ann@localhost/desk\"/>");
+    assert_eq!(ann.answer("g3").await.to_xml("jabber:client"), "<iq type=\"result\" id=\"g3\" to=\"ann@localhost/desk\"/>");
     ann.send("<iq type='get' id='g4'><query xmlns='jabber:iq:roster' ver='0'/></iq>").await;
     assert_eq!(
-        answer(&mut ann, "g4").await.to_xml("jabber:client"),
+        ann.answer("g4").await.to_xml("jabber:client"),
         "<iq type=\"result\" id=\"g4\" to=\"ann@localhost/desk\"><query xmlns=\"jabber:iq:roster\" ver=\"1\"><item jid=\"bo@localhost\" subscription=\"none\"/></query></iq>"
     );
     ann.send("<iq type='get' id='g5'><query xmlns='jabber:iq:roster'/></iq>").await;
     assert_eq!(
-        answer(&mut ann, "g5").await.to_xml("jabber:client"),
+        ann.answer("g5").await.to_xml("jabber:client"),
         "<iq type=\"result\" id=\"g5\" to=\"ann@localhost/desk\"><query xmlns=\"jabber:iq:roster\"><item jid=\"bo@localhost\" subscription=\"none\"/></query></iq>",
         "no version asked, none given"
     );

@@ -103,6 +103,23 @@ impl Client {
         (c, jid, before)
     }
 
+    /// The stanzas up to the answer to the iq `id`, and the answer.
+    pub async fn until_answer(&mut self, id: &str) -> (Vec<Element>, Element) {
+        let mut before = Vec::new();
+        loop {
+            let stanza = self.stanza().await;
+            if stanza.name == "iq" && stanza.get("id") == Some(id) {
+                return (before, stanza);
+            }
+            before.push(stanza);
+        }
+    }
+
+    /// The answer to the iq `id`, past whatever comes before it.
+    pub async fn answer(&mut self, id: &str) -> Element {
+        self.until_answer(id).await.1
+    }
+
     /// The stream error condition the server ends the stream with.
     pub async fn stream_error(&mut self) -> String {
         loop {
@@ -256,12 +273,7 @@ pub const OPEN: &str = "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' to='lo
 /// A message of a stream of single elements (RFC 7395), parsed as the one
 /// element standing alone it must be.
 pub fn standalone(text: &str) -> Element {
-    let mut parser = StreamParser::fragments(Limits::default());
-    parser.feed(text.as_bytes());
-    match parser.next_event() {
-        Ok(Some(StreamEvent::Stanza(element))) => element,
-        other => panic!("{text:?} is not one element standing alone: {other:?}"),
-    }
+    wire::xmpp::standalone(text).unwrap_or_else(|| panic!("{text:?} is not one element standing alone"))
 }
 
 #[tokio::test]

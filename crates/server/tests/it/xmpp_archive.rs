@@ -8,18 +8,6 @@ const MAM: &str = "urn:xmpp:mam:2";
 const SID: &str = "urn:xmpp:sid:0";
 const STANZAS: &str = "urn:ietf:params:xml:ns:xmpp-stanzas";
 
-/// The stanzas up to the answer to the iq `id`, and the answer.
-async fn until_answer(c: &mut Client, id: &str) -> (Vec<Element>, Element) {
-    let mut before = Vec::new();
-    loop {
-        let stanza = c.stanza().await;
-        if stanza.name == "iq" && stanza.get("id") == Some(id) {
-            return (before, stanza);
-        }
-        before.push(stanza);
-    }
-}
-
 fn result_ids(messages: &[Element]) -> Vec<String> {
     messages.iter().filter_map(|m| m.find("result", MAM)).map(|r| r.get("id").unwrap().to_owned()).collect()
 }
@@ -68,7 +56,7 @@ async fn messages_are_archived_with_the_id_their_live_copy_carries_and_read_back
 
     // Ben's archive, two at a time.
     ben.send("<iq type='set' id='q1'><query xmlns='urn:xmpp:mam:2' queryid='f1'><set xmlns='http://jabber.org/protocol/rsm'><max>2</max></set></query></iq>").await;
-    let (page, fin) = until_answer(&mut ben, "q1").await;
+    let (page, fin) = ben.until_answer("q1").await;
     assert_eq!(result_ids(&page), ids[..2]);
     let first = &page[0];
     let stamp = first.find("result", MAM).unwrap().find("forwarded", "urn:xmpp:forward:0").unwrap().find("delay", "urn:xmpp:delay").unwrap().get("stamp").unwrap();
@@ -84,41 +72,41 @@ async fn messages_are_archived_with_the_id_their_live_copy_carries_and_read_back
         format!("<iq type=\"result\" id=\"q1\" to=\"ben@localhost/phone\"><fin xmlns=\"urn:xmpp:mam:2\"><set xmlns=\"http://jabber.org/protocol/rsm\"><first>{}</first><last>{}</last></set></fin></iq>", ids[0], ids[1])
     );
     ben.send(&format!("<iq type='set' id='q2'><query xmlns='urn:xmpp:mam:2'><set xmlns='http://jabber.org/protocol/rsm'><max>10</max><after>{}</after></set></query></iq>", ids[1])).await;
-    let (rest, fin) = until_answer(&mut ben, "q2").await;
+    let (rest, fin) = ben.until_answer("q2").await;
     assert_eq!(bodies(&rest), ["n2", "n3", "n4"]);
     assert_eq!(fin.find("fin", MAM).unwrap().get("complete"), Some("true"));
     // Backwards: the newest page first, in order; flipped, newest first.
     ben.send("<iq type='set' id='q3'><query xmlns='urn:xmpp:mam:2'><set xmlns='http://jabber.org/protocol/rsm'><max>2</max><before/></set><flip-page/></query></iq>").await;
-    assert_eq!(bodies(&until_answer(&mut ben, "q3").await.0), ["n4", "n3"]);
+    assert_eq!(bodies(&ben.until_answer("q3").await.0), ["n4", "n3"]);
     // An id the archive has not: item-not-found.
     ben.send("<iq type='set' id='q4'><query xmlns='urn:xmpp:mam:2'><set xmlns='http://jabber.org/protocol/rsm'><after>nope</after></set></query></iq>").await;
-    let missing = until_answer(&mut ben, "q4").await.1;
+    let missing = ben.until_answer("q4").await.1;
     assert!(missing.find("error", "jabber:client").unwrap().find("item-not-found", STANZAS).is_some(), "{missing:?}");
 
     // Ann's archive has what she sent, with ben, under ids of its own.
     ann.send("<iq type='set' id='a1'><query xmlns='urn:xmpp:mam:2'><x xmlns='jabber:x:data' type='submit'><field var='FORM_TYPE'><value>urn:xmpp:mam:2</value></field><field var='with'><value>ben@localhost</value></field></x></query></iq>").await;
-    let (sent, _) = until_answer(&mut ann, "a1").await;
+    let (sent, _) = ann.until_answer("a1").await;
     assert_eq!(bodies(&sent), ["n0", "n1", "n2", "n3", "n4"]);
     assert!(result_ids(&sent).iter().all(|id| !ids.contains(id)));
     ann.send("<iq type='set' id='a2'><query xmlns='urn:xmpp:mam:2'><x xmlns='jabber:x:data' type='submit'><field var='with'><value>nobody@localhost</value></field></x></query></iq>").await;
-    assert!(until_answer(&mut ann, "a2").await.0.is_empty());
+    assert!(ann.until_answer("a2").await.0.is_empty());
     ann.send("<iq type='set' id='a3'><query xmlns='urn:xmpp:mam:2'><x xmlns='jabber:x:data' type='submit'><field var='start'><value>not a date</value></field></x></query></iq>").await;
-    assert!(until_answer(&mut ann, "a3").await.1.find("error", "jabber:client").unwrap().find("bad-request", STANZAS).is_some());
+    assert!(ann.until_answer("a3").await.1.find("error", "jabber:client").unwrap().find("bad-request", STANZAS).is_some());
 
     // What the server offers, and the archive's ends.
     ann.send("<iq type='get' id='d'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>").await;
-    let info = until_answer(&mut ann, "d").await.1;
+    let info = ann.until_answer("d").await.1;
     let features: Vec<&str> = info.find("query", "http://jabber.org/protocol/disco#info").unwrap().elements().filter_map(|f| f.get("var")).collect();
     for feature in [MAM, "urn:xmpp:mam:2#extended", SID] {
         assert!(features.contains(&feature), "{features:?}");
     }
     ben.send("<iq type='get' id='md'><metadata xmlns='urn:xmpp:mam:2'/></iq>").await;
-    let metadata = until_answer(&mut ben, "md").await.1;
+    let metadata = ben.until_answer("md").await.1;
     let metadata = metadata.find("metadata", MAM).unwrap();
     assert_eq!(metadata.find("start", MAM).unwrap().get("id"), Some(ids[0].as_str()));
     assert_eq!(metadata.find("end", MAM).unwrap().get("id"), Some(ids[4].as_str()));
     ben.send("<iq type='get' id='form'><query xmlns='urn:xmpp:mam:2'/></iq>").await;
-    let form = until_answer(&mut ben, "form").await.1;
+    let form = ben.until_answer("form").await.1;
     let vars: Vec<&str> = form.find("query", MAM).unwrap().find("x", "jabber:x:data").unwrap().elements().filter_map(|f| f.get("var")).collect();
     assert_eq!(vars, ["FORM_TYPE", "with", "start", "end", "after-id", "before-id", "ids"]);
 }
@@ -136,7 +124,7 @@ async fn only_accounts_keep_archives_and_only_chat_and_normal_messages_are_kept(
     anon.send("<message to='ben@localhost' type='headline'><body>news</body></message>").await;
     ben.send(&format!("<message to='{anon_jid}' type='chat'><body>back</body></message>")).await;
     ben.send("<iq type='set' id='q'><query xmlns='urn:xmpp:mam:2'/></iq>").await;
-    let (stanzas, _) = until_answer(&mut ben, "q").await;
+    let (stanzas, _) = ben.until_answer("q").await;
     let archived: Vec<Element> = stanzas.into_iter().filter(|s| s.find("result", MAM).is_some()).collect();
     assert_eq!(bodies(&archived), ["from nobody", "back"]);
     // The anonymous user's copy of ben's answer has no id: it has no archive.
@@ -148,7 +136,7 @@ async fn only_accounts_keep_archives_and_only_chat_and_normal_messages_are_kept(
     };
     assert!(back.find("stanza-id", SID).is_none(), "{back:?}");
     anon.send("<iq type='set' id='aq'><query xmlns='urn:xmpp:mam:2'/></iq>").await;
-    let (none, fin) = until_answer(&mut anon, "aq").await;
+    let (none, fin) = anon.until_answer("aq").await;
     assert!(none.iter().all(|s| s.find("result", MAM).is_none()));
     assert_eq!(fin.find("fin", MAM).unwrap().get("complete"), Some("true"));
 }

@@ -357,6 +357,14 @@ async fn messages_so_far(c: &mut Client) -> Vec<Element> {
     }
 }
 
+/// alice asks to see bob's presence and bob lets her (RFC 6121 §3.1).
+async fn alice_sees_bob(alice: &mut Client, bob: &mut Client) {
+    alice.send("<presence type='subscribe' to='bob@localhost'/>").await;
+    while bob.stanza().await.get("type") != Some("subscribe") {}
+    bob.send("<presence type='subscribed' to='alice@localhost'/>").await;
+    messages_so_far(bob).await;
+}
+
 fn ids(messages: &[Element]) -> Vec<&str> {
     messages.iter().map(|m| m.get("id").unwrap_or_default()).collect()
 }
@@ -446,17 +454,9 @@ async fn another_users_items_are_empty_to_those_who_do_not_see_its_presence() {
         );
     }
     // Once bob lets alice see his presence, she sees his available resource.
-    alice.send("<presence type='subscribe' to='bob@localhost'/>").await;
-    while bob.stanza().await.get("type") != Some("subscribe") {}
-    bob.send("<presence type='subscribed' to='alice@localhost'/>").await;
-    messages_so_far(&mut bob).await;
+    alice_sees_bob(&mut alice, &mut bob).await;
     alice.send("<iq type='get' id='items' to='bob@localhost'><query xmlns='http://jabber.org/protocol/disco#items'/></iq>").await;
-    let items = loop {
-        let stanza = alice.stanza().await;
-        if stanza.get("id") == Some("items") {
-            break stanza;
-        }
-    };
+    let items = alice.answer("items").await;
     let query = items.find("query", "http://jabber.org/protocol/disco#items").unwrap();
     assert_eq!(query.elements().map(|i| i.get("jid").unwrap_or_default()).collect::<Vec<_>>(), ["bob@localhost/b"]);
 }
@@ -569,17 +569,9 @@ async fn the_server_answers_disco_info_for_a_users_bare_jid_to_those_who_see_its
         let refused = alice.stanza().await;
         assert_eq!((refused.get("id"), condition(&refused)), (Some("n"), "service-unavailable".to_owned()), "{user}");
     }
-    alice.send("<presence type='subscribe' to='bob@localhost'/>").await;
-    while bob.stanza().await.get("type") != Some("subscribe") {}
-    bob.send("<presence type='subscribed' to='alice@localhost'/>").await;
-    messages_so_far(&mut bob).await;
+    alice_sees_bob(&mut alice, &mut bob).await;
     alice.send("<iq type='get' id='i' to='bob@localhost'><query xmlns='http://jabber.org/protocol/disco#info'/></iq>").await;
-    let info = loop {
-        let stanza = alice.stanza().await;
-        if stanza.get("id") == Some("i") {
-            break stanza;
-        }
-    };
+    let info = alice.answer("i").await;
     assert_eq!(
         info.to_xml("jabber:client"),
         "<iq type=\"result\" id=\"i\" from=\"bob@localhost\" to=\"alice@localhost/a\"><query xmlns=\"http://jabber.org/protocol/disco#info\"><identity category=\"account\" type=\"registered\"/><feature var=\"http://jabber.org/protocol/disco#info\"/><feature var=\"http://jabber.org/protocol/disco#items\"/></query></iq>"

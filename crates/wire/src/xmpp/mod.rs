@@ -13,5 +13,5 @@ mod stream;
 pub use element::{Element, Node, STREAMS_NS, escape_into};
 pub use header::{CLOSE, Header, STREAM_END};
 pub use jid::Jid;
-pub use stream::{Limits, StreamError, StreamEvent, StreamParser};
+pub use stream::{Limits, StreamError, StreamEvent, StreamParser, standalone};
 pub(crate) use stream::{Document, parse_document};

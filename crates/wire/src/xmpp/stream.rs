@@ -103,6 +103,18 @@ enum Parsed<T> {
     Incomplete,
 }
 
+/// `text` as the one element standing alone it must be (RFC 7395's
+/// framing; what the server keeps of a stanza), parsed within the default
+/// limits; `None` if it is not one.
+pub fn standalone(text: &str) -> Option<Element> {
+    let mut parser = StreamParser::fragments(Limits::default());
+    parser.feed(text.as_bytes());
+    match parser.next_event() {
+        Ok(Some(StreamEvent::Stanza(element))) => Some(element),
+        _ => None,
+    }
+}
+
 impl StreamParser {
     pub fn new(limits: Limits) -> StreamParser {
         StreamParser { limits, buf: Vec::new(), scope: None, closed: false, scan: Scanner::default() }

@@ -40,7 +40,10 @@ impl Session {
             live = live.child(Element::new("stanza-id", SID).attr("by", &them).attr("id", &id));
             entries.push(Entry { archive: them, id, at, with: me, message: live.to_xml_standalone() });
         }
-        self.carry(&live, targets);
+        // Stamped already: pushed as it is, not stamped again by `carry`.
+        for (outbox, framing) in targets {
+            let _ = outbox.push(framing.payload(&live));
+        }
         if !entries.is_empty() {
             archive.keep(entries).await;
         }
@@ -71,7 +74,7 @@ impl Session {
             entries.reverse();
         }
         for entry in entries {
-            let Some(message) = super::super::offline::parse(&entry.message) else { continue };
+            let Some(message) = wire::xmpp::standalone(&entry.message) else { continue };
             let result = Element::new("message", ns::CLIENT).attr("to", &to).attr("from", &me).child(archive::result(queryid, entry, message));
             self.send(&result);
         }
