@@ -4,9 +4,10 @@
 //! The app speaks to its rooms through a [`Broker`]. A memory broker
 //! answers at once, so a client's messages are handled as they arrive. A
 //! broker that spans nodes answers later (a name is claimed across the
-//! nodes), so each client's messages then go through a queue to a task of
-//! its own, which handles them in order and leaves the room when the client
-//! is gone.
+//! nodes), and so does one that archives (a message is delivered, then
+//! kept, and the sender's next message waits for that); each client's
+//! messages then go through a queue to a task of its own, which handles
+//! them in order and leaves the room when the client is gone.
 
 use std::sync::Arc;
 
@@ -19,9 +20,9 @@ use wire::nickname::Nickname;
 
 use super::{Client, broker_error, unavailable};
 
-/// Most messages of one client waiting for a slow broker; a client that
-/// sends more is closed with 1013 (its messages are already bounded by the
-/// per-client rates, so only an outage fills this).
+/// Most messages of one client waiting for a slow broker or archive; a
+/// client that sends more is closed with 1013 (its messages are already
+/// bounded by the per-client rates, so only an outage fills this).
 pub const QUEUE: usize = 64;
 
 /// A chat client as its app holds it.

@@ -50,6 +50,14 @@ impl Context {
         }
     }
 
+    /// A context for tests, with small bounds.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> Arc<Context> {
+        let second = Duration::from_secs(1);
+        let bounds = Bounds { queue_limit: 1 << 16, max_message_size: 1 << 16, header_timeout: second, idle_timeout: second, ping_interval: second };
+        Arc::new(Context::new(bounds))
+    }
+
     /// The identity of a client of `app` when the server requires tokens
     /// (`Ok(None)` when it does not), or the 401 that refuses it.
     // The error is the response to send; its size on the stack does not matter.

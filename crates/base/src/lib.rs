@@ -6,10 +6,12 @@
 //! (The design calls this layer "core"; a crate of that name would shadow
 //! Rust's own `core`.)
 
+pub mod archive;
 pub mod context;
 pub mod http;
 pub mod limits;
 pub mod metrics;
+pub mod rooms;
 pub mod shutdown;
 pub mod time;
 pub mod tls;

@@ -59,7 +59,8 @@ pub struct Metrics {
     xmpp_resumed: Counter,
     xmpp_parked: Gauge,
     xmpp_requests_waiting: Gauge,
-    xmpp_archive_queue: Gauge,
+    archive_queue: Gauge,
+    archive_lag: Gauge<f64, std::sync::atomic::AtomicU64>,
     /// The counters of each label set, as connections share them.
     shared: Mutex<HashMap<Labels, Arc<Counters>>>,
 }
@@ -91,7 +92,8 @@ impl Metrics {
             xmpp_resumed: Counter::default(),
             xmpp_parked: Gauge::default(),
             xmpp_requests_waiting: Gauge::default(),
-            xmpp_archive_queue: Gauge::default(),
+            archive_queue: Gauge::default(),
+            archive_lag: Gauge::default(),
             shared: Mutex::default(),
             registry: Registry::default(),
         };
@@ -141,9 +143,14 @@ impl Metrics {
             m.xmpp_requests_waiting.clone(),
         );
         registry.register(
-            "xmpp_archive_queue",
-            "Batches of archive entries (XEP-0313) waiting for the archive's writer (at most --xmpp-archive-queue)",
-            m.xmpp_archive_queue.clone(),
+            "archive_queue",
+            "Batches of archive entries (XMPP's XEP-0313, rooms') waiting for the archive's writer (at most --archive-queue)",
+            m.archive_queue.clone(),
+        );
+        registry.register(
+            "archive_lag_seconds",
+            "How long the oldest entries of the archive writer's last batch waited before they were kept",
+            m.archive_lag.clone(),
         );
         Metrics { registry, ..m }
     }
@@ -198,10 +205,19 @@ impl Metrics {
 
     /// Takes what XMPP holds, before an encode: sessions waiting to be
     /// resumed, and subscription requests waiting for an answer.
-    pub fn xmpp(&self, parked: usize, requests_waiting: usize, archive_queue: usize) {
+    pub fn xmpp(&self, parked: usize, requests_waiting: usize) {
         self.xmpp_parked.set(i64::try_from(parked).unwrap_or(i64::MAX));
         self.xmpp_requests_waiting.set(i64::try_from(requests_waiting).unwrap_or(i64::MAX));
-        self.xmpp_archive_queue.set(i64::try_from(archive_queue).unwrap_or(i64::MAX));
+    }
+
+    /// Takes the archive writer's queue, before an encode.
+    pub fn archive_queue(&self, waiting: usize) {
+        self.archive_queue.set(i64::try_from(waiting).unwrap_or(i64::MAX));
+    }
+
+    /// Takes how long the archive writer's last batch waited.
+    pub fn archive_lag(&self, waited: std::time::Duration) {
+        self.archive_lag.set(waited.as_secs_f64());
     }
 
     /// The metrics in Prometheus text format.

@@ -14,7 +14,8 @@
 //!   `Sb-Kind`: `text` or `binary` for an app's opaque data, carried as the
 //!   body; `event` for a room event, whose body is JSON:
 //!   `{"event":"message","name":"…","text":"…"}`, `{"event":"join","name":"…"}`
-//!   or `{"event":"leave","name":"…"}`.
+//!   or `{"event":"leave","name":"…"}`. A message kept in its room's
+//!   archive also has `Sb-Id`, its id there.
 
 use std::sync::Arc;
 
@@ -37,6 +38,7 @@ pub const HEARTBEATS: &str = "sb.node.>";
 
 const NODE: &str = "Sb-Node";
 const KIND: &str = "Sb-Kind";
+const ID: &str = "Sb-Id";
 
 /// One subject token for any text.
 pub fn token(text: &str) -> String {
@@ -98,6 +100,9 @@ pub fn encode(node: &str, payload: &Payload) -> (HeaderMap, Bytes) {
     let mut headers = HeaderMap::new();
     headers.insert(NODE, node);
     headers.insert(KIND, kind);
+    if let Some(id) = payload.id() {
+        headers.insert(ID, id);
+    }
     (headers, body)
 }
 
@@ -134,7 +139,8 @@ pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes, at: std
                 Event::Join { name } => RoomEvent::Join { name },
                 Event::Leave { name } => RoomEvent::Leave { name },
             };
-            Payload::event_at(room.clone(), event, at)
+            let id = headers.and_then(|h| h.get(ID)).map(|v| Arc::from(v.as_str()));
+            Payload::archived(room.clone(), event, at, id)
         }
         other => return Err(DecodeError::Kind(other.to_owned())),
     };
@@ -160,6 +166,7 @@ mod tests {
             (Payload::event(room.clone(), RoomEvent::Message { name: "al".into(), text: "hi".into() }), "event", &br#"{"event":"message","name":"al","text":"hi"}"#[..]),
             (Payload::event(room.clone(), RoomEvent::Join { name: "al".into() }), "event", br#"{"event":"join","name":"al"}"#),
             (Payload::event(room.clone(), RoomEvent::Leave { name: "al".into() }), "event", br#"{"event":"leave","name":"al"}"#),
+            (Payload::archived(room.clone(), RoomEvent::Message { name: "al".into(), text: "kept".into() }, std::time::SystemTime::now(), Some("01".into())), "event", br#"{"event":"message","name":"al","text":"kept"}"#),
             (Payload::from("plain"), "text", b"plain"),
             (Payload::binary(vec![0u8, 255]), "binary", &[0, 255]),
         ];
@@ -168,6 +175,7 @@ mod tests {
             assert_eq!(headers.get("Sb-Kind").map(|v| v.as_str()), Some(kind));
             assert_eq!(headers.get("Sb-Node").map(|v| v.as_str()), Some("n1"));
             assert_eq!(bytes.as_ref(), body);
+            assert_eq!(headers.get("Sb-Id").map(|v| v.as_str()), payload.id());
             let at = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
             let back = decode(&room, Some(&headers), bytes, at).unwrap();
             assert_eq!(&*back.node, "n1");
@@ -175,6 +183,7 @@ mod tests {
                 assert_eq!(back.payload.at(), at, "an event keeps the time the stream stored it");
             }
             assert_eq!(back.payload.ws_message(), payload.ws_message());
+            assert_eq!(back.payload.id(), payload.id());
             assert_eq!(back.payload.as_event().map(|(_, e)| e.clone()), payload.as_event().map(|(_, e)| e.clone()));
         }
     }

@@ -57,6 +57,18 @@ pub trait Broker: Send + Sync + Debug {
     /// The bounds each room keeps to.
     fn limits(&self) -> RoomLimits;
 
+    /// Whether a join to `room` would open it with no history, which the
+    /// caller may then give it ([`Broker::seed`]) from an archive: a room
+    /// of this node's memory has none once its last member left. A broker
+    /// that keeps its rooms' history itself (across nodes) says `false`.
+    fn wants_history(&self, _room: &str) -> bool {
+        false
+    }
+
+    /// Opens `room` with `history` (oldest first) if it is not open, for
+    /// the join that follows; does nothing if it is.
+    fn seed(&self, _room: &str, _history: Vec<Payload>) {}
+
     /// Whether every call completes at once (no I/O), so a caller may run
     /// [`Broker::join`]'s future to its end in one poll.
     fn is_immediate(&self) -> bool {
@@ -107,6 +119,14 @@ impl Broker for MemoryBroker {
 
     fn limits(&self) -> RoomLimits {
         self.hub.limits()
+    }
+
+    fn wants_history(&self, room: &str) -> bool {
+        !self.hub.is_open(room)
+    }
+
+    fn seed(&self, room: &str, history: Vec<Payload>) {
+        self.hub.seed(room, &history);
     }
 
     fn is_immediate(&self) -> bool {

@@ -45,6 +45,8 @@ struct Inner {
     forms: [OnceLock<Option<Bytes>>; FORMS],
     /// When it was published (a room's history tells it, e.g. to XMPP).
     at: SystemTime,
+    /// Its id in its room's archive, if it was archived.
+    id: Option<Arc<str>>,
 }
 
 #[derive(Debug)]
@@ -73,16 +75,28 @@ impl Payload {
     /// A typed event of `room` published at `at` (one that comes from
     /// another node's history).
     pub fn event_at(room: impl Into<Arc<str>>, event: RoomEvent, at: SystemTime) -> Payload {
-        Payload(Arc::new(Inner { data: Data::Event { room: room.into(), event, json: OnceLock::new() }, forms: Default::default(), at }))
+        Payload::archived(room, event, at, None)
+    }
+
+    /// A typed event of `room` published at `at`, kept in its room's
+    /// archive under `id` (if it was).
+    pub fn archived(room: impl Into<Arc<str>>, event: RoomEvent, at: SystemTime, id: Option<Arc<str>>) -> Payload {
+        let data = Data::Event { room: room.into(), event, json: OnceLock::new() };
+        Payload(Arc::new(Inner { data, forms: Default::default(), at, id }))
     }
 
     fn of(data: Data) -> Payload {
-        Payload(Arc::new(Inner { data, forms: Default::default(), at: SystemTime::now() }))
+        Payload(Arc::new(Inner { data, forms: Default::default(), at: SystemTime::now(), id: None }))
     }
 
     /// When it was published.
     pub fn at(&self) -> SystemTime {
         self.0.at
+    }
+
+    /// Its id in its room's archive, if it was archived.
+    pub fn id(&self) -> Option<&str> {
+        self.0.id.as_deref()
     }
 
     /// Length of the application data in bytes.

@@ -255,6 +255,27 @@ impl Hub {
         self.entry(&mut rooms, room).keep(payload, limits);
     }
 
+    /// Whether `room` is open: it has members, or history kept for them.
+    pub fn is_open(&self, room: &str) -> bool {
+        self.shard(room).lock().contains_key(room)
+    }
+
+    /// Opens `room` with `history` (oldest first, within the history's
+    /// limits) unless it is open; returns whether it did. A room opened so
+    /// stays open until a member joins and leaves, or [`Hub::forget`].
+    pub fn seed(&self, room: &str, history: &[Payload]) -> bool {
+        let mut rooms = self.shard(room).lock();
+        if rooms.contains_key(room) {
+            return false;
+        }
+        let limits = self.limits.history;
+        let entry = self.entry(&mut rooms, room);
+        for payload in history {
+            entry.keep(payload, limits);
+        }
+        true
+    }
+
     /// Drops a room that has no members (and so only history), returning
     /// whether it did.
     pub fn forget(&self, room: &str) -> bool {
@@ -524,5 +545,19 @@ mod tests {
         hub.keep("empty", &Payload::from("x"));
         assert!(hub.forget("empty"));
         assert!(!hub.forget("empty"));
+    }
+
+    #[test]
+    fn a_room_is_seeded_with_history_only_when_it_is_not_open() {
+        let hub = Hub::with_limits(2, RoomLimits { history: HistoryLimits { messages: 2, bytes: 100 }, ..RoomLimits::NONE });
+        assert!(!hub.is_open("lobby"));
+        assert!(hub.seed("lobby", &["a", "b", "c"].map(Payload::from)));
+        assert!(hub.is_open("lobby"));
+        assert!(!hub.seed("lobby", &[Payload::from("late")]), "an open room keeps its own history");
+        let roster = hub.join("lobby", member(1, Some("alice"), 1 << 10), 10).unwrap();
+        let kept: Vec<_> = roster.history.iter().map(|p| p.as_text().unwrap().to_owned()).collect();
+        assert_eq!(kept, ["b", "c"]);
+        hub.leave("lobby", 1).unwrap();
+        assert!(!hub.is_open("lobby"), "its history goes with its last member");
     }
 }

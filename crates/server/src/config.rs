@@ -162,6 +162,8 @@ settings! {
         history: usize = 20, "room-history", "SWITCHBOARD_ROOM_HISTORY";
         /// Bytes of messages a chat room keeps at most, the oldest going first [default: 65536]
         history_bytes: usize = 64 * 1024, "room-history-bytes", "SWITCHBOARD_ROOM_HISTORY_BYTES";
+        /// Whether each chat room's messages are kept in its archive in the store (--store): a room opened again (after a restart, or once its last member left) greets its members with the newest of them, and XMPP clients page through it (XEP-0313); a sender's next message is read once its message is kept [default: true]
+        archive: bool = true, "room-archive", "SWITCHBOARD_ROOM_ARCHIVE";
     }
 }
 
@@ -221,10 +223,6 @@ settings! {
         list_limit: usize = 1000, "xmpp-list-limit", "SWITCHBOARD_XMPP_LIST_LIMIT";
         /// Whether XMPP messages between users (chat and normal, with a body) are kept in each account's archive in the store, for clients to page through (XEP-0313) [default: true]
         archive: bool = true, "xmpp-archive", "SWITCHBOARD_XMPP_ARCHIVE";
-        /// Batches of archive entries waiting for the archive's writer at most; past it, senders wait for room (their next stanza is read once theirs is kept) [default: 10000]
-        archive_queue: usize = 10_000, "xmpp-archive-queue", "SWITCHBOARD_XMPP_ARCHIVE_QUEUE";
-        /// How long archived messages are kept (checked every hour), e.g. 365d [default: none, for good]
-        archive_retention: Duration, "xmpp-archive-retention", "SWITCHBOARD_XMPP_ARCHIVE_RETENTION", arg(value_parser = duration);
         /// Messages kept in the store for one account while it has no available resource (XEP-0160), each at most a stanza's size, given to it with their delay stamp when it next sends available presence; past it the sender is answered service-unavailable; 0 keeps none [default: 100]
         offline_limit: usize = 100, "xmpp-offline-limit", "SWITCHBOARD_XMPP_OFFLINE_LIMIT";
     }
@@ -254,6 +252,10 @@ settings! {
         data_dir: PathBuf = PathBuf::from("data"), "data-dir", "SWITCHBOARD_DATA_DIR";
         /// The PostgreSQL database of --store postgres, e.g. postgres://switchboard:secret@127.0.0.1/switchboard [default: none]
         database: String, "database", "SWITCHBOARD_DATABASE", arg(hide_env_values = true);
+        /// Batches of archive entries (XMPP's, rooms') waiting for the archive's writer at most; past it, senders wait for room (their next message is read once theirs is kept) [default: 10000]
+        archive_queue: usize = 10_000, "archive-queue", "SWITCHBOARD_ARCHIVE_QUEUE";
+        /// How long archived messages are kept (checked every hour), e.g. 365d [default: none, for good]
+        archive_retention: Duration, "archive-retention", "SWITCHBOARD_ARCHIVE_RETENTION", arg(value_parser = duration);
     }
 }
 

@@ -86,7 +86,10 @@ pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connect
             }
             if let Some(xmpp) = &server.xmpp {
                 let (parked, waiting) = xmpp.held().await;
-                server.metrics.xmpp(parked, waiting, xmpp.archive_waiting());
+                server.metrics.xmpp(parked, waiting);
+            }
+            if let Some(archive) = &server.archive {
+                server.metrics.archive_queue(archive.waiting());
             }
             bytes_response(
                 StatusCode::OK,

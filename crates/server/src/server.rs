@@ -136,6 +136,12 @@ pub async fn serve_with(
     if tokio::time::timeout_at(deadline, state.tracker.wait()).await.is_err() {
         tracing::warn!("{} connections still open at the end of the shutdown grace; exiting anyway", state.tracker.len());
     }
+    // What the archive's writer was given is kept before the server stops.
+    if let Some(archive) = &state.archive
+        && tokio::time::timeout(state.config.server.shutdown_grace, archive.flush()).await.is_err()
+    {
+        tracing::warn!("the archive's writer did not finish within the shutdown grace");
+    }
     Ok(())
 }
 

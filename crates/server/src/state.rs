@@ -9,6 +9,7 @@ use base::limits::AddressRates;
 use base::metrics::Metrics;
 use base::shutdown::Shutdown;
 use base::token::Verifier;
+use base::rooms::ArchivedRooms;
 use base::{Bounds, Context, tls};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::task::TaskTracker;
@@ -34,6 +35,8 @@ pub struct ServerState {
     pub bosh: Option<xmpp::bosh::Bosh>,
     /// TLS on the listener, if configured.
     pub tls: Option<TlsAcceptor>,
+    /// The archives' writer, when anything is archived.
+    pub archive: Option<Arc<base::archive::Archive>>,
 }
 
 impl std::ops::Deref for ServerState {
@@ -66,19 +69,6 @@ impl ServerState {
     /// `nats` if there is one, which keeps what outlives it in `store`,
     /// with XMPP on if `xmpp_on`.
     pub fn new(config: Config, nats: Option<Arc<cluster::Nats>>, store: Arc<dyn store::Store>, xmpp_on: bool) -> Result<ServerState, Error> {
-        let chat_rooms = config.rooms.limits();
-        // The apps first: XMPP's MUC rooms are the first chat mount's.
-        let apps: Vec<Option<Arc<App>>> = config
-            .mounts
-            .iter()
-            .map(|m| {
-                let MountKind::App(kind) = m.app else { return None };
-                Some(Arc::new(match &nats {
-                    Some(nats) => App::new(kind, cluster::NatsBroker::new(nats.clone(), &m.prefix, App::limits(kind, chat_rooms))),
-                    None => App::in_memory(kind, chat_rooms),
-                }))
-            })
-            .collect();
         // STARTTLS on XMPP streams uses the listener's certificate.
         let xmpp_tls = match &config.tls {
             Some(files) if xmpp_on => Some(tls::acceptor_for(files, &[])?),
@@ -102,6 +92,32 @@ impl ServerState {
             tokens,
             bounds,
         });
+        // One writer for every archive: XMPP's accounts' and the rooms'.
+        let xmpp_archive = xmpp_on && config.xmpp.archive;
+        let archive = (xmpp_archive || config.rooms.archive).then(|| {
+            Arc::new(base::archive::Archive::start(store.clone(), config.store.archive_queue, config.store.archive_retention, context.clone()))
+        });
+        let room_archive = archive.clone().filter(|_| config.rooms.archive);
+        let chat_rooms = config.rooms.limits();
+        // The apps first: XMPP's MUC rooms are the first chat mount's.
+        let apps: Vec<Option<Arc<App>>> = config
+            .mounts
+            .iter()
+            .map(|m| {
+                let MountKind::App(kind) = m.app else { return None };
+                let limits = App::limits(kind, chat_rooms);
+                let rooms: Arc<dyn hub::Broker> = match &nats {
+                    Some(nats) => cluster::NatsBroker::new(nats.clone(), &m.prefix, limits),
+                    None => Arc::new(hub::MemoryBroker::new(hub::Hub::with_limits(16, limits))),
+                };
+                let rooms: Arc<dyn hub::Broker> = match &room_archive {
+                    Some(archive) if kind == AppKind::Chat => Arc::new(ArchivedRooms::new(rooms, archive.clone(), &m.prefix, context.clone())),
+                    _ => rooms,
+                };
+                Some(Arc::new(App::new(kind, rooms)))
+            })
+            .collect();
+        let muc_prefix = config.mounts.iter().find(|m| m.app == MountKind::App(AppKind::Chat)).map(|m| m.prefix.clone());
         let xmpp = xmpp_on.then(|| {
             // MUC rooms are the first chat mount's rooms.
             let rooms = apps.iter().flatten().find(|app| app.kind() == AppKind::Chat).map(|app| app.broker().clone());
@@ -124,7 +140,10 @@ impl ServerState {
                 quotas: xmpp::Quotas { list: config.xmpp.list_limit, rooms: config.xmpp.max_rooms, offline: config.xmpp.offline_limit },
                 login_timeout: config.xmpp.login_timeout,
                 inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
-                archive: config.xmpp.archive.then_some(xmpp::ArchiveSettings { queue: config.xmpp.archive_queue, retention: config.xmpp.archive_retention }),
+                archiving: xmpp::Archiving {
+                    chats: archive.clone().filter(|_| xmpp_archive),
+                    rooms: room_archive.clone().zip(muc_prefix),
+                },
             };
             Arc::new(xmpp::Xmpp::new(context.clone(), settings, auth, xmpp_tls, rooms, store.clone()))
         });
@@ -172,6 +191,7 @@ impl ServerState {
             xmpp,
             bosh,
             tls,
+            archive,
         })
     }
 

@@ -1,19 +1,15 @@
-//! Message archives (XEP-0313, `urn:xmpp:mam:2` with `#extended`): each
-//! account keeps the `chat` and `normal` messages with a body that it sends
-//! and receives, each under an id of its archive's that the recipient's
-//! live copy also carries (XEP-0359's `<stanza-id/>`).
+//! Message archives (XEP-0313, `urn:xmpp:mam:2` with `#extended`) as
+//! XMPP reads them: each account keeps the `chat` and `normal` messages
+//! with a body that it sends and receives, and each room its messages,
+//! each under an id of its archive's that the recipient's live copy also
+//! carries (XEP-0359's `<stanza-id/>`).
 //!
-//! Off the live path: a message is delivered first, then its entries go
-//! through a bounded queue to one writer, which appends what has gathered
-//! in one transaction. The session waits for that commit before it reads
-//! the sender's next stanza, so what stream management acknowledges
-//! (XEP-0198) is archived. A full queue holds senders back, never drops.
+//! The writer is `base::archive`'s, shared with the rooms: a message is
+//! delivered first, then archived. The session waits for the commit before
+//! it reads the sender's next stanza, so what stream management
+//! acknowledges (XEP-0198) is archived.
 
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
-
-use store::{Cursor, Entry, Filter, Page, Store};
-use tokio::sync::{mpsc, oneshot};
+use store::{Cursor, Entry, Filter, Page};
 use wire::xmpp::Element;
 
 use super::ns;
@@ -26,115 +22,21 @@ pub const SID: &str = "urn:xmpp:sid:0";
 /// XEP-0297's namespace.
 pub const FORWARD: &str = "urn:xmpp:forward:0";
 
-/// Entries at most in one transaction.
-const BATCH: usize = 1024;
-
 /// A page of a query has at most this many messages, whatever is asked.
 pub const PAGE_MAX: usize = 250;
 
 /// A page's size when the query asks for none.
 pub const PAGE_DEFAULT: usize = 50;
 
-/// Entries waiting for the writer, with who waits for their commit.
-type Queued = (Vec<Entry>, oneshot::Sender<bool>);
-
-/// The archives' writer, and how to read them.
-#[derive(Debug)]
-pub struct Archive {
-    store: Arc<dyn Store>,
-    queue: mpsc::Sender<Queued>,
-    /// Entries waiting, for the metrics.
-    capacity: usize,
-}
-
-impl Archive {
-    /// The archives in `store`, written by a task of their own through a
-    /// queue of at most `queue` waiting writes; entries older than
-    /// `retention`, if any, are trimmed every hour.
-    pub fn start(store: Arc<dyn Store>, queue: usize, retention: Option<Duration>, context: Arc<base::Context>) -> Archive {
-        let (tx, rx) = mpsc::channel(queue.max(1));
-        tokio::spawn(write(store.clone(), rx, context));
-        if let Some(retention) = retention {
-            tokio::spawn(trim(store.clone(), retention));
-        }
-        Archive { store, queue: tx, capacity: queue.max(1) }
-    }
-
-    /// Writes waiting for the writer.
-    pub fn waiting(&self) -> usize {
-        self.capacity - self.queue.capacity()
-    }
-
-    /// Appends `entries` and waits until they are kept; `false` if the
-    /// store failed (counted and logged by the writer).
-    pub async fn keep(&self, entries: Vec<Entry>) -> bool {
-        let (done, kept) = oneshot::channel();
-        if self.queue.send((entries, done)).await.is_err() {
-            return false;
-        }
-        kept.await.unwrap_or(false)
-    }
-
-    /// A page of `archive`; `None` when an id it names is not there.
-    pub async fn page(&self, archive: &str, filter: &Filter, cursor: &Cursor, max: usize) -> Result<Option<Page>, store::Error> {
-        self.store.page(archive, filter, cursor, max).await
-    }
-}
-
-/// A new entry's id: its time, then random bits, so that ids sort by time
-/// and two nodes writing one database do not collide.
-pub fn new_id(at: i64) -> String {
-    format!("{at:013x}{:08x}", rand::random::<u32>())
-}
-
-/// Microseconds since 1970 now.
-pub fn now() -> i64 {
-    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
-}
-
 /// A time in microseconds as XEP-0082 writes it.
 pub fn stamp(at: i64) -> String {
-    let at = SystemTime::UNIX_EPOCH + Duration::from_micros(u64::try_from(at).unwrap_or(0));
-    humantime::format_rfc3339_micros(at).to_string()
+    humantime::format_rfc3339_micros(base::archive::time(at)).to_string()
 }
 
 /// A time as XEP-0082 writes it, in microseconds.
 pub fn parse_stamp(text: &str) -> Option<i64> {
     let at = humantime::parse_rfc3339_weak(text.trim()).ok()?;
-    i64::try_from(at.duration_since(SystemTime::UNIX_EPOCH).ok()?.as_micros()).ok()
-}
-
-/// The one writer: appends what has gathered, each batch in one transaction.
-async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, context: Arc<base::Context>) {
-    let mut batch = Vec::new();
-    while queue.recv_many(&mut batch, BATCH).await > 0 {
-        let entries: Vec<Entry> = batch.iter().flat_map(|(entries, _)| entries.iter().cloned()).collect();
-        let kept = match store.append(&entries).await {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!("xmpp: {} archive entries not kept: {e}", entries.len());
-                context.metrics.store_failed("archive");
-                false
-            }
-        };
-        for (_, done) in batch.drain(..) {
-            let _ = done.send(kept);
-        }
-    }
-}
-
-/// Forgets what is older than `retention`, every hour.
-async fn trim(store: Arc<dyn Store>, retention: Duration) {
-    let mut every = tokio::time::interval(Duration::from_secs(3600));
-    loop {
-        every.tick().await;
-        let before = now().saturating_sub(i64::try_from(retention.as_micros()).unwrap_or(i64::MAX));
-        match store.trim(before).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!("xmpp: {n} archive entries past the retention trimmed"),
-            Err(e) => tracing::warn!("xmpp: archive not trimmed: {e}"),
-        }
-    }
+    (at >= std::time::SystemTime::UNIX_EPOCH).then(|| base::archive::micros(at))
 }
 
 /// What a MAM query asks: its filter, where its page starts, how many, and
@@ -256,7 +158,6 @@ mod tests {
             fin(&page).to_xml(ns::CLIENT),
             "<fin xmlns=\"urn:xmpp:mam:2\" complete=\"true\"><set xmlns=\"http://jabber.org/protocol/rsm\"><first>X1</first><last>X2</last></set></fin>"
         );
-        assert!(new_id(1) < new_id(2), "ids sort by time");
         assert_eq!(parse_stamp(&stamp(1_275_868_800_123_456)), Some(1_275_868_800_123_456));
     }
 }

@@ -93,8 +93,12 @@ pub struct Xmpp {
     offline: offline::Offline,
     /// Where persistent rooms are kept.
     store: Arc<dyn store::Store>,
-    /// The message archives (XEP-0313), unless archiving is off.
-    archive: Option<archive::Archive>,
+    /// The archive of messages between users (XEP-0313), unless that
+    /// archiving is off.
+    archive: Option<Arc<base::archive::Archive>>,
+    /// The rooms' archive, and the prefix its names start with, when the
+    /// rooms are archived.
+    room_archive: Option<(Arc<base::archive::Archive>, String)>,
     /// Longest list a user can make the server keep (`--xmpp-list-limit`).
     list_limit: usize,
     /// Most rooms one session is in at once (`--xmpp-max-rooms`).
@@ -145,17 +149,20 @@ pub struct Settings {
     pub login_timeout: std::time::Duration,
     /// What one client may send.
     pub inflow: base::limits::Inflow,
-    /// The message archives (XEP-0313); `None`: nothing is archived.
-    pub archive: Option<ArchiveSettings>,
+    /// What is archived (XEP-0313).
+    pub archiving: Archiving,
 }
 
-/// How messages are archived (XEP-0313).
-#[derive(Debug, Clone, Copy)]
-pub struct ArchiveSettings {
-    /// Writes waiting for the archive's writer at most (`--xmpp-archive-queue`).
-    pub queue: usize,
-    /// How long entries are kept (`--xmpp-archive-retention`); `None`: for good.
-    pub retention: Option<std::time::Duration>,
+/// What is archived, and where (XEP-0313).
+#[derive(Debug, Clone, Default)]
+pub struct Archiving {
+    /// Where messages between users are archived (`--xmpp-archive`);
+    /// `None`: they are not.
+    pub chats: Option<Arc<base::archive::Archive>>,
+    /// Where the MUC rooms' messages are, and the prefix of their
+    /// archives' names (`base::rooms::ArchivedRooms::archive_of`), when the
+    /// rooms are archived (`--room-archive`).
+    pub rooms: Option<(Arc<base::archive::Archive>, String)>,
 }
 
 /// What one user may make XMPP keep.
@@ -181,8 +188,7 @@ impl Xmpp {
         rooms: Option<Arc<dyn Broker>>,
         store: Arc<dyn store::Store>,
     ) -> Xmpp {
-        let Settings { domain, max_connections, resumption, quotas, login_timeout, inflow, archive } = settings;
-        let archive = archive.map(|a| archive::Archive::start(store.clone(), a.queue, a.retention, context.clone()));
+        let Settings { domain, max_connections, resumption, quotas, login_timeout, inflow, archiving } = settings;
         let Resumption { timeout: resume_timeout, max_parked } = resumption;
         let Quotas { list: list_limit, rooms: max_rooms, offline } = quotas;
         Xmpp {
@@ -201,7 +207,8 @@ impl Xmpp {
             live: Mutex::new(HashMap::new()),
             muc: room::MucRooms::default(),
             offline: offline::Offline::new(store.clone(), offline),
-            archive,
+            archive: archiving.chats,
+            room_archive: archiving.rooms,
             store: store.clone(),
             domain: domain.clone(),
             muc_domain: format!("conference.{domain}"),
@@ -284,9 +291,6 @@ impl Xmpp {
         })
     }
 
-    /// What XMPP holds for clients that are not connected: sessions
-    /// waiting to be resumed, and subscription requests waiting for an
-    /// answer.
     /// Forgets the archive of `user`, whose account is gone.
     pub(crate) async fn forget_archive(&self, user: &str) {
         if let Err(e) = self.store.forget_archive(user).await {
@@ -295,11 +299,9 @@ impl Xmpp {
         }
     }
 
-    /// Archive writes waiting for the writer.
-    pub fn archive_waiting(&self) -> usize {
-        self.archive.as_ref().map_or(0, archive::Archive::waiting)
-    }
-
+    /// What XMPP holds for clients that are not connected: sessions
+    /// waiting to be resumed, and subscription requests waiting for an
+    /// answer.
     pub async fn held(&self) -> (usize, usize) {
         let parked = self.parked.lock().len();
         // A scrape of the metrics does not wait long for a store in trouble.

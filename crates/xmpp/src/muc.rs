@@ -84,6 +84,14 @@ pub fn groupchat(room_jid: &str, nick: &str, to: &str, text: &str) -> Element {
         .child(Element::new("body", ns::CLIENT).text(text))
 }
 
+/// `message` with the id its room's archive gave it (XEP-0359), if any.
+pub fn with_stanza_id(message: Element, room_jid: &str, id: Option<&str>) -> Element {
+    match id {
+        Some(id) => message.child(Element::new("stanza-id", super::archive::SID).attr("id", id).attr("by", room_jid)),
+        None => message,
+    }
+}
+
 /// How much history a joining occupant asked for (XEP-0045 §7.2.14's
 /// `<history/>`): at most `max_stanzas` messages and `max_chars`
 /// characters of their XML, the newest kept, none older than `seconds` or
@@ -147,7 +155,7 @@ pub fn greeting(
             Some((_, RoomEvent::Message { name, text })) => {
                 let stamp = humantime::format_rfc3339_seconds(kept.at()).to_string();
                 let delay = Element::new("delay", ns::DELAY).attr("from", room_jid).attr("stamp", &stamp);
-                Some(groupchat(room_jid, name, to, text).child(delay))
+                Some(with_stanza_id(groupchat(room_jid, name, to, text), room_jid, kept.id()).child(delay))
             }
             _ => None,
         })

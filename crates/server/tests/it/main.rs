@@ -13,6 +13,7 @@ mod deflate;
 mod hostile;
 mod lifecycle;
 mod security;
+mod room_archive;
 mod storage;
 mod sockjs_http;
 mod sockjs_ws;

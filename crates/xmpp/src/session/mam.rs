@@ -1,7 +1,10 @@
 //! The session's side of message archives (XEP-0313, XEP-0359): what it
 //! archives of the messages it carries between users, and the queries of
-//! its own archive. The archive itself is `crate::archive`.
+//! its own archive and of rooms'. The archive's stanzas are
+//! `crate::archive`; its writer and the rooms' archiving are `base`'s.
 
+use base::archive::{Archive, new_id, now};
+use base::rooms::ArchivedRooms;
 use store::{Cursor, Entry, Filter};
 use wire::xmpp::Element;
 
@@ -24,7 +27,7 @@ impl Session {
     pub(super) async fn carry_archived(&mut self, message: &Element, to: &Jid, targets: Vec<Target>, recipient: bool) {
         let (Some(archive), Some(me)) = (&self.xmpp.archive, self.user()) else { return self.carry(message, targets) };
         let them = to.bare().to_string();
-        let at = archive::now();
+        let at = now();
         let mut sent = message.clone();
         // Ids only this server gives (XEP-0359 §4): a client's claims go.
         sent.children.retain(|c| !matches!(c, wire::xmpp::Node::Element(e) if e.ns == SID && e.name == "stanza-id"));
@@ -32,11 +35,11 @@ impl Session {
         sent.attrs.push(("from".into(), self.full_jid()));
         let mut entries = Vec::with_capacity(2);
         if !self.anonymous {
-            entries.push(Entry { archive: me.clone(), id: archive::new_id(at), at, with: them.clone(), message: sent.to_xml_standalone() });
+            entries.push(Entry { archive: me.clone(), id: new_id(at), at, with: them.clone(), message: sent.to_xml_standalone() });
         }
         let mut live = sent;
         if recipient {
-            let id = archive::new_id(at);
+            let id = new_id(at);
             live = live.child(Element::new("stanza-id", SID).attr("by", &them).attr("id", &id));
             entries.push(Entry { archive: them, id, at, with: me, message: live.to_xml_standalone() });
         }
@@ -52,14 +55,40 @@ impl Session {
     /// A query of this user's archive (XEP-0313 §4): each message of the
     /// page, then the `<fin/>` that says where the page is.
     pub(super) async fn on_mam_query(&mut self, iq: &Element, query: &Element) {
-        let (Some(archive), Some(me)) = (&self.xmpp.archive, self.user()) else {
+        let (Some(archive), Some(me)) = (self.xmpp.archive.clone(), self.user()) else {
             return self.refuse(iq, "cancel", "service-unavailable");
         };
+        self.answer_query(iq, query, &archive, &me, &me, |entry| wire::xmpp::standalone(&entry.message)).await;
+    }
+
+    /// A query of a room's archive (XEP-0313 §4, to the room's JID): by
+    /// its occupants, and by those who could enter it without a password.
+    pub(super) async fn on_room_mam_query(&mut self, iq: &Element, room: &str, room_jid: &str, query: &Element) {
+        let Some((archive, prefix)) = self.xmpp.room_archive.clone() else {
+            return self.refuse(iq, "cancel", "service-unavailable");
+        };
+        let Some(me) = self.jid.clone() else { return };
+        let occupant = self.occupancy(room).is_some();
+        let refusal = self.xmpp.muc.with(room, |r| r.refusal(&me, None)).flatten().filter(|(_, condition)| *condition != "service-unavailable");
+        if let (false, Some((kind, condition))) = (occupant, refusal) {
+            return self.refuse(iq, kind, condition);
+        }
+        let name = ArchivedRooms::archive_of(&prefix, room);
+        let message = |entry: &Entry| {
+            let body = Element::new("body", ns::CLIENT).text(&entry.message);
+            Some(Element::new("message", ns::CLIENT).attr("from", &format!("{room_jid}/{}", entry.with)).attr("type", "groupchat").child(body))
+        };
+        self.answer_query(iq, query, &archive, &name, room_jid, message).await;
+    }
+
+    /// Answers `query` with a page of `archive`'s archive `name`, each
+    /// entry's message made by `message`, forwarded from `from`.
+    async fn answer_query(&mut self, iq: &Element, query: &Element, archive: &Archive, name: &str, from: &str, message: impl Fn(&Entry) -> Option<Element>) {
         let asked = match archive::query(query) {
             Ok(asked) => asked,
             Err(condition) => return self.refuse(iq, "modify", condition),
         };
-        let page = match archive.page(&me, &asked.filter, &asked.cursor, asked.max).await {
+        let page = match archive.page(name, &asked.filter, &asked.cursor, asked.max).await {
             Ok(Some(page)) => page,
             Ok(None) => return self.refuse(iq, "cancel", "item-not-found"),
             Err(_) => {
@@ -74,8 +103,8 @@ impl Session {
             entries.reverse();
         }
         for entry in entries {
-            let Some(message) = wire::xmpp::standalone(&entry.message) else { continue };
-            let result = Element::new("message", ns::CLIENT).attr("to", &to).attr("from", &me).child(archive::result(queryid, entry, message));
+            let Some(message) = message(entry) else { continue };
+            let result = Element::new("message", ns::CLIENT).attr("to", &to).attr("from", from).child(archive::result(queryid, entry, message));
             self.send(&result);
         }
         self.reply(iq, Some(archive::fin(&page)));

@@ -8,6 +8,7 @@ use hub::{Greeting, JoinError, Member, Payload, RenameError, RoomEvent};
 use wire::nickname::Nickname;
 use wire::xmpp::Element;
 
+use super::super::archive;
 use super::super::muc::{self, Item, Newcomer, Occupancy};
 use super::super::room::{Affiliation, Config, Departure, MucRooms, Occupant, Role};
 use super::super::{Jid, ns};
@@ -324,7 +325,8 @@ impl Session {
         match (payload.ns.as_str(), payload.name.as_str(), kind) {
             (ns::DISCO_INFO, "query", "get") => {
                 // A chat room XMPP has no state for has the defaults.
-                let info = self.xmpp.muc.with(&room, |r| room_info(&r.config, &room)).unwrap_or_else(|| room_info(&Config::default(), &room));
+                let archived = self.xmpp.room_archive.is_some();
+                let info = self.xmpp.muc.with(&room, |r| room_info(&r.config, &room, archived)).unwrap_or_else(|| room_info(&Config::default(), &room, archived));
                 self.reply(iq, Some(info));
             }
             (ns::DISCO_ITEMS, "query", "get") => {
@@ -336,6 +338,8 @@ impl Session {
                 }
                 self.reply(iq, Some(items));
             }
+            (archive::MAM, "query", "set") => Box::pin(self.on_room_mam_query(iq, &room, &to.bare().to_string(), payload)).await,
+            (archive::MAM, "query", "get") if self.xmpp.room_archive.is_some() => self.reply(iq, Some(archive::form())),
             (ns::MUC_OWNER, "query", "get" | "set") => self.on_owner(iq, &room, to, payload).await,
             (ns::MUC_ADMIN, "query", "get" | "set") => self.on_admin(iq, &room, to, payload).await,
             _ => self.refuse(iq, "cancel", "service-unavailable"),
@@ -361,6 +365,10 @@ impl Session {
         if let Some(destroy) = query.find("destroy", ns::MUC_OWNER) {
             let was = self.xmpp.muc.with(room, |r| r.config.persistent).unwrap_or(false);
             self.destroy(room, &to.bare().to_string(), destroy);
+            // Its history goes with it.
+            if let Some((archive, prefix)) = &self.xmpp.room_archive {
+                archive.forget(&base::rooms::ArchivedRooms::archive_of(prefix, room), &self.xmpp.context).await;
+            }
             return match self.xmpp.keep_room(room, was).await {
                 Ok(()) => self.reply(iq, None),
                 Err(_) => self.refuse(iq, "wait", "internal-server-error"),
@@ -498,8 +506,9 @@ fn item_of(muc: &MucRooms, room: &str, nick: &str, viewer: hub::MemberId) -> Ite
     .unwrap_or_else(Item::participant)
 }
 
-/// A room's disco#info (XEP-0045 §6.4): its identity and its features.
-fn room_info(config: &Config, room: &str) -> Element {
+/// A room's disco#info (XEP-0045 §6.4): its identity and its features,
+/// with XEP-0313's and XEP-0359's when its messages are `archived`.
+fn room_info(config: &Config, room: &str, archived: bool) -> Element {
     let name = if config.name.is_empty() { room } else { &config.name };
     let mut info = Element::new("query", ns::DISCO_INFO)
         .child(Element::new("identity", ns::DISCO_INFO).attr("category", "conference").attr("type", "text").attr("name", name));
@@ -512,7 +521,8 @@ fn room_info(config: &Config, room: &str) -> Element {
         if config.moderated { "muc_moderated" } else { "muc_unmoderated" },
         if config.persistent { "muc_persistent" } else { "muc_temporary" },
     ];
-    for var in features {
+    let archive: &[&str] = if archived { &[archive::MAM, archive::MAM_EXTENDED, archive::SID] } else { &[] };
+    for var in features.iter().chain(archive) {
         info = info.child(Element::new("feature", ns::DISCO_INFO).attr("var", var));
     }
     info

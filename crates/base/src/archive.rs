@@ -1,0 +1,168 @@
+//! The one writer of message archives, which every protocol that archives
+//! shares: XMPP's accounts (XEP-0313) and the rooms' (see `rooms`).
+//!
+//! Off the live path: a message is delivered first, then its entries go
+//! through a bounded queue to this writer, which appends what has gathered
+//! in one transaction. Whoever queued them may wait for that commit (XMPP
+//! and the chat app do, before they read the sender's next message). A
+//! full queue holds senders back, never drops.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use store::{Cursor, Entry, Filter, Page, Store};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use crate::Context;
+
+/// Entries at most in one transaction.
+const BATCH: usize = 1024;
+
+/// Entries waiting for the writer: when they were queued, and who waits
+/// for their commit.
+struct Queued {
+    entries: Vec<Entry>,
+    queued: Instant,
+    done: oneshot::Sender<bool>,
+}
+
+/// The archives' writer, and how to read them.
+#[derive(Debug)]
+pub struct Archive {
+    store: Arc<dyn Store>,
+    queue: mpsc::Sender<Queued>,
+    /// Writes waiting at most, for the metrics.
+    capacity: usize,
+}
+
+impl Archive {
+    /// The archives in `store`, written by a task of their own through a
+    /// queue of at most `queue` waiting writes; entries older than
+    /// `retention`, if any, are trimmed every hour.
+    pub fn start(store: Arc<dyn Store>, queue: usize, retention: Option<Duration>, context: Arc<Context>) -> Archive {
+        let (tx, rx) = mpsc::channel(queue.max(1));
+        tokio::spawn(write(store.clone(), rx, context));
+        if let Some(retention) = retention {
+            tokio::spawn(trim(store.clone(), retention));
+        }
+        Archive { store, queue: tx, capacity: queue.max(1) }
+    }
+
+    /// Writes waiting for the writer.
+    pub fn waiting(&self) -> usize {
+        self.capacity - self.queue.capacity()
+    }
+
+    /// Appends `entries` and waits until they are kept; `false` if the
+    /// store failed (counted and logged by the writer).
+    pub async fn keep(&self, entries: Vec<Entry>) -> bool {
+        let (done, kept) = oneshot::channel();
+        if self.queue.send(Queued { entries, queued: Instant::now(), done }).await.is_err() {
+            return false;
+        }
+        kept.await.unwrap_or(false)
+    }
+
+    /// Waits until every entry queued before this call is written (or
+    /// failed).
+    pub async fn flush(&self) {
+        self.keep(Vec::new()).await;
+    }
+
+    /// A page of `archive`; `None` when an id it names is not there.
+    pub async fn page(&self, archive: &str, filter: &Filter, cursor: &Cursor, max: usize) -> Result<Option<Page>, store::Error> {
+        self.store.page(archive, filter, cursor, max).await
+    }
+
+    /// Forgets `archive` whole; a failure is logged and counted.
+    pub async fn forget(&self, archive: &str, context: &Context) {
+        if let Err(e) = self.store.forget_archive(archive).await {
+            tracing::warn!("archive {archive:?} not forgotten: {e}");
+            context.metrics.store_failed("archive");
+        }
+    }
+}
+
+/// A new entry's id: its time, then random bits, so that ids sort by time
+/// and two nodes writing one database do not collide.
+pub fn new_id(at: i64) -> String {
+    format!("{at:013x}{:08x}", rand::random::<u32>())
+}
+
+/// Microseconds since 1970 now.
+pub fn now() -> i64 {
+    micros(SystemTime::now())
+}
+
+/// A time in microseconds since 1970.
+pub fn micros(at: SystemTime) -> i64 {
+    at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// A time given in microseconds since 1970.
+pub fn time(micros: i64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_micros(u64::try_from(micros).unwrap_or(0))
+}
+
+/// The one writer: appends what has gathered, each batch in one transaction.
+async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, context: Arc<Context>) {
+    let mut batch = Vec::new();
+    while queue.recv_many(&mut batch, BATCH).await > 0 {
+        let entries: Vec<Entry> = batch.iter().flat_map(|q| q.entries.iter().cloned()).collect();
+        // A flush alone has nothing to write.
+        let appended = if entries.is_empty() { Ok(()) } else { store.append(&entries).await };
+        let kept = match appended {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("{} archive entries not kept: {e}", entries.len());
+                context.metrics.store_failed("archive");
+                false
+            }
+        };
+        if let Some(oldest) = batch.first() {
+            context.metrics.archive_lag(oldest.queued.elapsed());
+        }
+        for queued in batch.drain(..) {
+            let _ = queued.done.send(kept);
+        }
+    }
+}
+
+/// Forgets what is older than `retention`, every hour.
+async fn trim(store: Arc<dyn Store>, retention: Duration) {
+    let mut every = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        every.tick().await;
+        let before = now().saturating_sub(i64::try_from(retention.as_micros()).unwrap_or(i64::MAX));
+        match store.trim(before).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!("{n} archive entries past the retention trimmed"),
+            Err(e) => tracing::warn!("archive not trimmed: {e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_sort_by_time_and_times_go_both_ways() {
+        assert!(new_id(1) < new_id(2));
+        assert_eq!(new_id(0x1234).len(), 21);
+        assert_eq!(micros(time(1_275_868_800_123_456)), 1_275_868_800_123_456);
+    }
+
+    #[tokio::test]
+    async fn what_is_kept_is_read_back_in_order() {
+        let store: Arc<dyn Store> = Arc::new(store::MemoryStore::default());
+        let archive = Archive::start(store, 4, None, Context::for_tests());
+        let entry = |id: &str| Entry { archive: "a".into(), id: id.into(), at: now(), with: "b".into(), message: id.into() };
+        assert!(archive.keep(vec![entry("1"), entry("2")]).await);
+        assert!(archive.keep(vec![entry("3")]).await);
+        let page = archive.page("a", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap();
+        assert_eq!(page.entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["1", "2", "3"]);
+        assert_eq!(archive.waiting(), 0);
+    }
+}

@@ -1,0 +1,175 @@
+//! Rooms whose messages outlive the server: a broker in front of another
+//! that keeps each message of a room in the room's archive, under an id
+//! its members' copies carry, and opens a room that has no history (after
+//! a restart, or once its last member left) with the newest of it.
+//!
+//! A room's archive is named `<mount>#<room>` (the mount's prefix, then
+//! the room's name), which no account's bare JID can be. An entry's `with`
+//! is the sender's name in the room and its message the text, whatever
+//! protocol the members speak; each renders it as its own.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use hub::{BoxFuture, Broker, BrokerError, Greeting, JoinError, Member, MemberId, Payload, RenameError, RoomEvent, RoomLimits, Roster};
+use store::{Cursor, Entry, Filter};
+use wire::nickname::Nickname;
+
+use crate::Context;
+use crate::archive::{self, Archive};
+
+/// Rooms of `rooms` whose messages are kept in `archive`.
+#[derive(Debug)]
+pub struct ArchivedRooms {
+    rooms: Arc<dyn Broker>,
+    archive: Arc<Archive>,
+    /// The mount's prefix, which names its rooms' archives.
+    prefix: String,
+    context: Arc<Context>,
+}
+
+impl ArchivedRooms {
+    /// The rooms of the mount at `prefix`, carried by `rooms`, archived in `archive`.
+    pub fn new(rooms: Arc<dyn Broker>, archive: Arc<Archive>, prefix: &str, context: Arc<Context>) -> ArchivedRooms {
+        ArchivedRooms { rooms, archive, prefix: prefix.to_owned(), context }
+    }
+
+    /// The name of the archive of `room` of the mount at `prefix`.
+    pub fn archive_of(prefix: &str, room: &str) -> String {
+        format!("{prefix}#{room}")
+    }
+
+    /// The message an archived entry of `room` was.
+    pub fn message(room: &str, entry: &Entry) -> Payload {
+        let event = RoomEvent::Message { name: Arc::from(entry.with.as_str()), text: Arc::from(entry.message.as_str()) };
+        Payload::archived(room, event, archive::time(entry.at), Some(Arc::from(entry.id.as_str())))
+    }
+
+    /// The newest messages of `room`, as many as a room keeps, oldest
+    /// first; none if the store fails (logged and counted: the room opens
+    /// without them, and live chat goes on).
+    async fn newest(&self, room: &str) -> Vec<Payload> {
+        let wanted = self.rooms.limits().history.messages;
+        if wanted == 0 {
+            return Vec::new();
+        }
+        let name = ArchivedRooms::archive_of(&self.prefix, room);
+        match self.archive.page(&name, &Filter::default(), &Cursor::Before(None), wanted).await {
+            Ok(page) => page.map(|p| p.entries).unwrap_or_default().iter().map(|e| ArchivedRooms::message(room, e)).collect(),
+            Err(e) => {
+                tracing::warn!("the history of room {room:?} could not be read: {e}");
+                self.context.metrics.store_failed("archive");
+                Vec::new()
+            }
+        }
+    }
+}
+
+impl Broker for ArchivedRooms {
+    fn join<'a>(&'a self, room: &'a str, member: Member, listed: usize, greet: Greeting) -> BoxFuture<'a, Result<Roster, JoinError>> {
+        Box::pin(async move {
+            if self.rooms.wants_history(room) {
+                let history = self.newest(room).await;
+                self.rooms.seed(room, history);
+            }
+            self.rooms.join(room, member, listed, greet).await
+        })
+    }
+
+    fn leave(&self, room: &str, id: MemberId) -> Option<Member> {
+        self.rooms.leave(room, id)
+    }
+
+    fn rename<'a>(&'a self, room: &'a str, id: MemberId, name: Nickname) -> BoxFuture<'a, Result<(), RenameError>> {
+        self.rooms.rename(room, id, name)
+    }
+
+    fn publish(&self, room: &str, payload: Payload) -> Result<(), BrokerError> {
+        self.rooms.publish(room, payload)
+    }
+
+    /// Delivers a message first, then resolves once it is in the room's
+    /// archive (or the store failed: counted, and the message stays
+    /// delivered).
+    fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<(), BrokerError>> {
+        let Some((_, RoomEvent::Message { name, text })) = payload.as_event() else {
+            return self.rooms.publish_and_keep(room, payload);
+        };
+        let at = SystemTime::now();
+        let micros = archive::micros(at);
+        let id = archive::new_id(micros);
+        let entry = Entry { archive: ArchivedRooms::archive_of(&self.prefix, room), id, at: micros, with: name.to_string(), message: text.to_string() };
+        let event = RoomEvent::Message { name: name.clone(), text: text.clone() };
+        let payload = Payload::archived(room, event, at, Some(Arc::from(entry.id.as_str())));
+        Box::pin(async move {
+            self.rooms.publish_and_keep(room, payload).await?;
+            self.archive.keep(vec![entry]).await;
+            Ok(())
+        })
+    }
+
+    fn limits(&self) -> RoomLimits {
+        self.rooms.limits()
+    }
+
+    fn wants_history(&self, room: &str) -> bool {
+        self.rooms.wants_history(room)
+    }
+
+    fn seed(&self, room: &str, history: Vec<Payload>) {
+        self.rooms.seed(room, history);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hub::{HistoryLimits, Hub, MemoryBroker, Outbox};
+
+    fn rooms(store: Arc<dyn store::Store>) -> ArchivedRooms {
+        let context = Context::for_tests();
+        let history = HistoryLimits { messages: 2, bytes: 1 << 10 };
+        let hub = Hub::with_limits(2, RoomLimits { history, ..RoomLimits::NONE });
+        let archive = Arc::new(Archive::start(store, 16, None, context.clone()));
+        ArchivedRooms::new(Arc::new(MemoryBroker::new(hub)), archive, "/chat", context)
+    }
+
+    fn member(id: MemberId, name: &str) -> Member {
+        Member { id, name: Some(Nickname::parse(name).unwrap()), outbox: Arc::new(Outbox::new(1 << 16)) }
+    }
+
+    fn say(name: &str, text: &str) -> Payload {
+        Payload::event("lobby", RoomEvent::Message { name: name.into(), text: text.into() })
+    }
+
+    #[tokio::test]
+    async fn messages_are_archived_under_the_id_members_see_and_greet_a_room_opened_again() {
+        let store: Arc<dyn store::Store> = Arc::new(store::MemoryStore::default());
+        let first = rooms(store.clone());
+        let alice = member(1, "alice");
+        first.join("lobby", alice.clone(), 10, Box::new(|_| Vec::new())).await.unwrap();
+        for text in ["one", "two", "three"] {
+            first.publish_and_keep("lobby", say("alice", text)).await.unwrap();
+        }
+        // A join is not archived; nor is anything but a message.
+        first.publish("lobby", Payload::event("lobby", RoomEvent::Join { name: "bob".into() })).unwrap();
+        let mut seen = Vec::new();
+        alice.outbox.try_drain(&mut seen);
+        let ids: Vec<&str> = seen.iter().filter_map(Payload::id).collect();
+        let page = store.page("/chat#lobby", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap();
+        assert_eq!(page.entries.iter().map(|e| (e.id.as_str(), e.with.as_str(), e.message.as_str())).collect::<Vec<_>>(), [
+            (ids[0], "alice", "one"),
+            (ids[1], "alice", "two"),
+            (ids[2], "alice", "three")
+        ]);
+        // Another server on the same store (a restart) opens the room with
+        // the newest of it, as many as a room keeps.
+        let again = rooms(store);
+        let roster = again.join("lobby", member(2, "bob"), 10, Box::new(|_| Vec::new())).await.unwrap();
+        let kept: Vec<(&str, Option<&str>)> = roster.history.iter().map(|p| (p.as_text().unwrap(), p.id())).collect();
+        assert_eq!(kept, [
+            (r#"{"name":"alice","room":"lobby","message":"two"}"#, Some(ids[1])),
+            (r#"{"name":"alice","room":"lobby","message":"three"}"#, Some(ids[2]))
+        ]);
+    }
+}
