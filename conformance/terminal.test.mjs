@@ -1,7 +1,9 @@
 // A terminal XMPP client people use, Debian's profanity, driven in tmux (its
 // screen read with capture-pane): a message sent to its user while it was
 // offline, kept across a restart of a server on a SQLite store, is given to
-// it when it connects (XEP-0160). `make test` installs profanity and tmux.
+// it when it connects (XEP-0160), and a room it joins after the restart
+// shows what was said there before it, read from the room's archive.
+// `make test` installs profanity and tmux.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -47,8 +49,9 @@ function rawClient(port) {
   return { send: (xml) => socket.write(xml), until, close: () => socket.destroy() };
 }
 
-/** dora logs in with PLAIN and sends evan, who is offline, `body`; resolves once it was handled. */
-async function doraSends(port, body) {
+/** dora logs in with PLAIN, sends evan, who is offline, `body`, and says
+ * `news` in the room `plans`; resolves once both were handled. */
+async function doraSends(port, body, news) {
   const c = rawClient(port);
   const open = "<stream:stream to='localhost' version='1.0' xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>";
   c.send(open);
@@ -59,6 +62,12 @@ async function doraSends(port, body) {
   await c.until("</stream:features>");
   c.send("<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>");
   await c.until("id=\"b\"");
+  c.send("<presence to='plans@conference.localhost/dora'><x xmlns='http://jabber.org/protocol/muc'/></presence>");
+  await c.until("<subject");
+  // A new room is locked until its owner accepts the default configuration (XEP-0045 §10.1.2).
+  c.send("<iq type='set' id='cfg' to='plans@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><x xmlns='jabber:x:data' type='submit'/></query></iq>");
+  await c.until("id=\"cfg\"");
+  c.send(`<message to='plans@conference.localhost' type='groupchat'><body>${news}</body></message>`);
   c.send(`<message to='evan@localhost' type='chat' id='m1'><body>${body}</body></message><iq type='get' id='p'><ping xmlns='urn:xmpp:ping'/></iq>`);
   await c.until("id=\"p\"");
   c.close();
@@ -81,7 +90,7 @@ async function shows(name, text) {
   }
 }
 
-test("profanity, in tmux, is given a message kept for its user while it was offline, across a restart", async () => {
+test("profanity, in tmux, is given a message kept for its user while it was offline and a room's history, across a restart", async () => {
   for (const tool of ["tmux", "profanity"]) {
     try {
       execFileSync("which", [tool], { stdio: "pipe" });
@@ -101,7 +110,8 @@ test("profanity, in tmux, is given a message kept for its user while it was offl
     const args = ["--xmpp-listen", "127.0.0.1:0", "--store", "sqlite", "--data-dir", dataDir, "--xmpp-plain-unencrypted", "true"];
     server = await startServer(args);
     const body = "kept for you while you were away";
-    await doraSends(await xmppPortOf(server), body);
+    const news = "said in the room before the restart";
+    await doraSends(await xmppPortOf(server), body, news);
     assert.equal(await server.stop(), 0);
     server = await startServer(args);
     const port = await xmppPortOf(server);
@@ -115,6 +125,8 @@ test("profanity, in tmux, is given a message kept for its user while it was offl
     await shows(session, "chat message: dora@localhost");
     execFileSync("tmux", ["send-keys", "-t", session, "/win 2", "Enter"]);
     await shows(session, body);
+    execFileSync("tmux", ["send-keys", "-t", session, "/join plans@conference.localhost", "Enter"]);
+    await shows(session, news);
   } finally {
     try {
       execFileSync("tmux", ["kill-session", "-t", session], { stdio: "pipe" });

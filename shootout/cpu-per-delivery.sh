@@ -13,6 +13,7 @@
 # Needs the release build (make build) and the peers named (peers/<peer>/install.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. shootout/lib.sh
 RATE="${RATE:-500}" CLIENTS="${CLIENTS:-200}" STEP_SECONDS="${STEP_SECONDS:-10}" ROUNDS="${ROUNDS:-2}"
 SERVERS=("$@"); [ ${#SERVERS[@]} -gt 0 ] || SERVERS=(switchboard bun)
 BIN=target/release/switchboard
@@ -32,14 +33,7 @@ for round in $(seq "$ROUNDS"); do
       taskset -c 0 "peers/$name/start.sh" 0 >>"$log" 2>&1 &
     fi
     PID=$!
-    port=""
-    for _ in $(seq 300); do
-      port="$(sed -n 's#^.*listening on http://127\.0\.0\.1:\([0-9][0-9]*\)/.*$#\1#p' "$log" | head -n1)"
-      [ -n "$port" ] && break
-      kill -0 "$PID" 2>/dev/null || { echo "cpu-per-delivery: $name exited: $(tail -n3 "$log")" >&2; exit 1; }
-      sleep 0.1
-    done
-    [ -n "$port" ] || { echo "cpu-per-delivery: $name did not start in 30 s" >&2; exit 1; }
+    port="$(listening_port "$log" "$PID" "cpu-per-delivery: $name")" || exit 1
     taskset -c 1 "$BIN" bench broadcast --quiet --target "$name=http://127.0.0.1:$port/broadcast" --server-pid "$PID" \
       --levels "$CLIENTS" --start-rate "$RATE" --max-rate "$RATE" --step-seconds "$STEP_SECONDS" \
       --out "$OUT/$name-$round.json" >"$OUT/$name-$round.bench.log" 2>&1 \

@@ -88,9 +88,9 @@ impl Broker for ArchivedRooms {
         self.rooms.publish(room, payload)
     }
 
-    /// Delivers a message first, then resolves once it is in the room's
-    /// archive (or the store failed: counted, and the message stays
-    /// delivered).
+    /// Delivers a message first, then resolves once it is queued for the
+    /// room's archive ([`Archive::flush`] waits until it is kept; a store
+    /// that fails is counted, and the message stays delivered).
     fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<(), BrokerError>> {
         let Some((_, RoomEvent::Message { name, text })) = payload.as_event() else {
             return self.rooms.publish_and_keep(room, payload);
@@ -103,7 +103,7 @@ impl Broker for ArchivedRooms {
         let payload = Payload::archived(room, event, at, Some(Arc::from(entry.id.as_str())));
         Box::pin(async move {
             self.rooms.publish_and_keep(room, payload).await?;
-            self.archive.keep(vec![entry]).await;
+            self.archive.queue(vec![entry]).await;
             Ok(())
         })
     }
@@ -153,6 +153,7 @@ mod tests {
         }
         // A join is not archived; nor is anything but a message.
         first.publish("lobby", Payload::event("lobby", RoomEvent::Join { name: "bob".into() })).unwrap();
+        assert!(first.archive.flush().await);
         let mut seen = Vec::new();
         alice.outbox.try_drain(&mut seen);
         let ids: Vec<&str> = seen.iter().filter_map(Payload::id).collect();

@@ -162,7 +162,7 @@ settings! {
         history: usize = 20, "room-history", "SWITCHBOARD_ROOM_HISTORY";
         /// Bytes of messages a chat room keeps at most, the oldest going first [default: 65536]
         history_bytes: usize = 64 * 1024, "room-history-bytes", "SWITCHBOARD_ROOM_HISTORY_BYTES";
-        /// Whether each chat room's messages are kept in its archive in the store (--store): a room opened again (after a restart, or once its last member left) greets its members with the newest of them, and XMPP clients page through it (XEP-0313); a sender's next message is read once its message is kept [default: true]
+        /// Whether each chat room's messages are kept in its archive in the store (--store): a room opened again (after a restart, or once its last member left) greets its members with the newest of them, and XMPP clients page through it (XEP-0313) [default: true]
         archive: bool = true, "room-archive", "SWITCHBOARD_ROOM_ARCHIVE";
     }
 }
@@ -252,7 +252,7 @@ settings! {
         data_dir: PathBuf = PathBuf::from("data"), "data-dir", "SWITCHBOARD_DATA_DIR";
         /// The PostgreSQL database of --store postgres, e.g. postgres://switchboard:secret@127.0.0.1/switchboard [default: none]
         database: String, "database", "SWITCHBOARD_DATABASE", arg(hide_env_values = true);
-        /// Batches of archive entries (XMPP's, rooms') waiting for the archive's writer at most; past it, senders wait for room (their next message is read once theirs is kept) [default: 10000]
+        /// Batches of archive entries (XMPP's, rooms') waiting for the archive's writer at most; past it, senders wait for room (their next message is read once theirs is queued) [default: 10000]
         archive_queue: usize = 10_000, "archive-queue", "SWITCHBOARD_ARCHIVE_QUEUE";
         /// How long archived messages are kept (checked every hour), e.g. 365d [default: none, for good]
         archive_retention: Duration, "archive-retention", "SWITCHBOARD_ARCHIVE_RETENTION", arg(value_parser = duration);

@@ -124,6 +124,9 @@ pub struct Session {
     directed: Vec<Jid>,
     /// Logged in anonymously: its roster goes when it does.
     anonymous: bool,
+    /// It queued messages for the archive since the writer last said all
+    /// it was given is kept (see `Session::archived`).
+    unflushed: bool,
     /// Where the client connects from, for per-address limits.
     address: std::net::IpAddr,
 }
@@ -194,6 +197,7 @@ impl Session {
             takeover: tokio::sync::mpsc::channel(1),
             directed: Vec::new(),
             anonymous: false,
+            unflushed: false,
         }
     }
 
@@ -315,7 +319,7 @@ impl Session {
     /// Handles one stanza; `Ok(true)` when the stream restarts after it.
     async fn on_stanza(&mut self, stanza: Element) -> Result<bool, StreamEnd> {
         if stanza.ns == ns::SM && self.phase == Phase::Ready {
-            self.on_sm(&stanza)?;
+            Box::pin(self.on_sm(&stanza)).await?;
             return Ok(false);
         }
         match self.phase {

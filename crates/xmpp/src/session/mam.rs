@@ -48,7 +48,20 @@ impl Session {
             let _ = outbox.push(framing.payload(&live));
         }
         if !entries.is_empty() {
-            archive.keep(entries).await;
+            archive.queue(entries).await;
+            self.unflushed = true;
+        }
+    }
+
+    /// Waits until what this session queued for the archive is kept:
+    /// before it acknowledges stanzas (XEP-0198) and before it reads an
+    /// archive, which then has its own messages.
+    pub(super) async fn archived(&mut self) {
+        if !std::mem::take(&mut self.unflushed) {
+            return;
+        }
+        if let Some(archive) = self.xmpp.archive.as_ref().or(self.xmpp.room_archive.as_ref().map(|(a, _)| a)) {
+            archive.flush().await;
         }
     }
 
@@ -84,6 +97,7 @@ impl Session {
     /// Answers `query` with a page of `archive`'s archive `name`, each
     /// entry's message made by `message`, forwarded from `from`.
     async fn answer_query(&mut self, iq: &Element, query: &Element, archive: &Archive, name: &str, from: &str, message: impl Fn(&Entry) -> Option<Element>) {
+        self.archived().await;
         let asked = match archive::query(query) {
             Ok(asked) => asked,
             Err(condition) => return self.refuse(iq, "modify", condition),
@@ -125,9 +139,10 @@ impl Session {
 
     /// The archive's first and last entries (XEP-0313 §5.1).
     pub(super) async fn on_mam_metadata(&mut self, iq: &Element) {
-        let (Some(archive), Some(me)) = (&self.xmpp.archive, self.user()) else {
+        let (Some(archive), Some(me)) = (self.xmpp.archive.clone(), self.user()) else {
             return self.refuse(iq, "cancel", "service-unavailable");
         };
+        self.archived().await;
         let mut metadata = Element::new("metadata", archive::MAM);
         for (name, cursor) in [("start", Cursor::Oldest), ("end", Cursor::Before(None))] {
             match archive.page(&me, &Filter::default(), &cursor, 1).await {

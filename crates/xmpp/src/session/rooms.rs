@@ -213,8 +213,10 @@ impl Session {
         }
         let event = RoomEvent::Message { name: occupancy.nick.clone(), text: Arc::from(body) };
         if rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await.is_err() {
-            self.refuse(message, "wait", "resource-constraint");
+            return self.refuse(message, "wait", "resource-constraint");
         }
+        // Queued for the room's archive, if it has one.
+        self.unflushed |= self.xmpp.room_archive.is_some();
     }
 
     /// A mediated invitation (XEP-0045 §7.8.2): the room tells the invitee

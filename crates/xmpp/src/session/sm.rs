@@ -42,7 +42,7 @@ impl StreamManagement {
 
 impl Session {
     /// A stream management nonza (XEP-0198): `<enable/>`, `<r/>`, `<a/>`.
-    pub(super) fn on_sm(&mut self, nonza: &Element) -> Result<(), StreamEnd> {
+    pub(super) async fn on_sm(&mut self, nonza: &Element) -> Result<(), StreamEnd> {
         match (nonza.name.as_str(), &mut self.sm) {
             ("enable", None) => {
                 let mut enabled = Element::new("enabled", ns::SM);
@@ -66,8 +66,10 @@ impl Session {
             ("enable", Some(_)) => {
                 self.send_nonza(&Element::new("failed", ns::SM).child(Element::new("unexpected-request", ns::STANZA_ERRORS)));
             }
-            ("r", Some(sm)) => {
-                let h = sm.handled.to_string();
+            ("r", Some(_)) => {
+                // What is acknowledged is archived.
+                self.archived().await;
+                let h = self.sm.as_ref().map(|sm| sm.handled.to_string()).unwrap_or_default();
                 self.send_nonza(&Element::new("a", ns::SM).attr("h", &h));
             }
             ("a", Some(sm)) => {
