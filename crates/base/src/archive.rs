@@ -47,13 +47,14 @@ pub struct Archive {
 
 impl Archive {
     /// The archives in `store`, written by a task of their own through a
-    /// queue of at most `queue` waiting writes; entries older than
-    /// `retention`, if any, are trimmed every hour.
-    pub fn start(store: Arc<dyn Store>, queue: usize, retention: Option<Duration>, context: Arc<Context>) -> Archive {
+    /// queue of at most `queue` waiting writes; every hour, entries older
+    /// than `bounds.retention` and all but the newest `bounds.limit` of
+    /// each archive are forgotten.
+    pub fn start(store: Arc<dyn Store>, queue: usize, bounds: Bounds, context: Arc<Context>) -> Archive {
         let (tx, rx) = mpsc::channel(queue.max(1));
         tokio::spawn(write(store.clone(), rx, context));
-        if let Some(retention) = retention {
-            tokio::spawn(trim(store.clone(), retention));
+        if bounds.retention.is_some() || bounds.limit.is_some() {
+            tokio::spawn(trim(store.clone(), bounds));
         }
         Archive { store, queue: tx, capacity: queue.max(1) }
     }
@@ -95,6 +96,16 @@ impl Archive {
             context.metrics.store_failed("archive");
         }
     }
+}
+
+/// How much each archive keeps, checked every hour: an archive may pass
+/// its limit by what an hour brings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bounds {
+    /// Entries older than this go (`--archive-retention`).
+    pub retention: Option<Duration>,
+    /// Each archive keeps its newest this many (`--archive-limit`).
+    pub limit: Option<u64>,
 }
 
 /// Entries queued for the writer, until they are written.
@@ -163,16 +174,25 @@ async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, context
     }
 }
 
-/// Forgets what is older than `retention`, every hour.
-async fn trim(store: Arc<dyn Store>, retention: Duration) {
+/// Forgets what is past `bounds`, every hour.
+async fn trim(store: Arc<dyn Store>, bounds: Bounds) {
     let mut every = tokio::time::interval(Duration::from_secs(3600));
     loop {
         every.tick().await;
-        let before = now().saturating_sub(i64::try_from(retention.as_micros()).unwrap_or(i64::MAX));
-        match store.trim(before).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!("{n} archive entries past the retention trimmed"),
-            Err(e) => tracing::warn!("archive not trimmed: {e}"),
+        if let Some(retention) = bounds.retention {
+            let before = now().saturating_sub(i64::try_from(retention.as_micros()).unwrap_or(i64::MAX));
+            match store.trim(before).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!("{n} archive entries past the retention trimmed"),
+                Err(e) => tracing::warn!("archive not trimmed: {e}"),
+            }
+        }
+        if let Some(limit) = bounds.limit {
+            match store.cap(limit).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!("{n} archive entries past --archive-limit trimmed"),
+                Err(e) => tracing::warn!("archive not trimmed to its limit: {e}"),
+            }
         }
     }
 }
@@ -191,7 +211,7 @@ mod tests {
     #[tokio::test]
     async fn what_is_kept_is_read_back_in_order() {
         let store: Arc<dyn Store> = Arc::new(store::MemoryStore::default());
-        let archive = Archive::start(store, 4, None, Context::for_tests());
+        let archive = Archive::start(store, 4, Bounds::default(), Context::for_tests());
         let entry = |id: &str| Entry { archive: "a".into(), id: id.into(), at: now(), with: "b".into(), message: id.into() };
         assert!(archive.keep(vec![entry("1"), entry("2")]).await);
         assert!(archive.keep(vec![entry("3")]).await);

@@ -130,7 +130,7 @@ mod tests {
         let context = Context::for_tests();
         let history = HistoryLimits { messages: 2, bytes: 1 << 10 };
         let hub = Hub::with_limits(2, RoomLimits { history, ..RoomLimits::NONE });
-        let archive = Arc::new(Archive::start(store, 16, None, context.clone()));
+        let archive = Arc::new(Archive::start(store, 16, crate::archive::Bounds::default(), context.clone()));
         ArchivedRooms::new(Arc::new(MemoryBroker::new(hub)), archive, "/chat", context)
     }
 

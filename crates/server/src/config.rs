@@ -256,6 +256,8 @@ settings! {
         archive_queue: usize = 10_000, "archive-queue", "SWITCHBOARD_ARCHIVE_QUEUE";
         /// How long archived messages are kept (checked every hour), e.g. 365d [default: none, for good]
         archive_retention: Duration, "archive-retention", "SWITCHBOARD_ARCHIVE_RETENTION", arg(value_parser = duration);
+        /// Messages each archive (an account's, a room's) keeps at most, the newest; checked every hour, so an archive may pass it by what an hour brings; 0 for no limit [default: 100000]
+        archive_limit: u64 = 100_000, "archive-limit", "SWITCHBOARD_ARCHIVE_LIMIT";
     }
 }
 

@@ -95,7 +95,8 @@ impl ServerState {
         // One writer for every archive: XMPP's accounts' and the rooms'.
         let xmpp_archive = xmpp_on && config.xmpp.archive;
         let archive = (xmpp_archive || config.rooms.archive).then(|| {
-            Arc::new(base::archive::Archive::start(store.clone(), config.store.archive_queue, config.store.archive_retention, context.clone()))
+            let bounds = base::archive::Bounds { retention: config.store.archive_retention, limit: Some(config.store.archive_limit).filter(|&l| l > 0) };
+            Arc::new(base::archive::Archive::start(store.clone(), config.store.archive_queue, bounds, context.clone()))
         });
         let room_archive = archive.clone().filter(|_| config.rooms.archive);
         let chat_rooms = config.rooms.limits();

@@ -71,6 +71,10 @@ pub trait ArchiveStore {
     /// archive; how many.
     async fn trim(&self, before: i64) -> Result<u64>;
 
+    /// Forgets all but the newest `keep` entries of every archive; how
+    /// many it forgot.
+    async fn cap(&self, keep: u64) -> Result<u64>;
+
     /// Forgets `archive` whole.
     async fn forget_archive(&self, archive: &str) -> Result<()>;
 }

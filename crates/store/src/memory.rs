@@ -241,6 +241,21 @@ impl ArchiveStore for MemoryStore {
         Ok((was - all.len()) as u64)
     }
 
+    async fn cap(&self, keep: u64) -> Result<u64> {
+        let mut all = self.archive.lock();
+        let mut left: HashMap<String, u64> = HashMap::new();
+        let was = all.len();
+        // Newest first: each archive keeps its first `keep`.
+        let mut kept: Vec<Entry> = all.drain(..).rev().filter(|e| {
+            let n = left.entry(e.archive.clone()).or_insert(0);
+            *n += 1;
+            *n <= keep
+        }).collect();
+        kept.reverse();
+        *all = kept;
+        Ok((was - all.len()) as u64)
+    }
+
     async fn forget_archive(&self, archive: &str) -> Result<()> {
         self.archive.lock().retain(|e| e.archive != archive);
         Ok(())

@@ -528,6 +528,13 @@ impl ArchiveStore for SqlStore {
         Ok(done.rows_affected())
     }
 
+    async fn cap(&self, keep: u64) -> Result<u64> {
+        let ranked = "SELECT seq, ROW_NUMBER() OVER (PARTITION BY archive ORDER BY seq DESC) AS n FROM archive";
+        let sql = format!("DELETE FROM archive WHERE seq IN (SELECT seq FROM ({ranked}) ranked WHERE n > $1)");
+        let done = sqlx::query(&sql).bind(i64::try_from(keep).unwrap_or(i64::MAX)).execute(&self.writer).await?;
+        Ok(done.rows_affected())
+    }
+
     async fn forget_archive(&self, archive: &str) -> Result<()> {
         sqlx::query("DELETE FROM archive WHERE archive = $1").bind(archive).execute(&self.writer).await?;
         Ok(())

@@ -152,6 +152,10 @@ async fn archive_body(store: &dyn Store) {
     assert_eq!(store.page("a@l", &Filter { after_id: Some("nope".into()), ..Filter::default() }, &Cursor::Oldest, 5).await.unwrap(), None);
     assert_eq!(store.trim(2_000_000).await.unwrap(), 2, "a@l's two oldest");
     assert_eq!(ids(&page(Filter::default(), Cursor::Oldest, 1).await), ["id2"]);
+    // Eight left in a@l, ten in z@l: each keeps its newest three.
+    assert_eq!(store.cap(3).await.unwrap(), 5 + 7);
+    assert_eq!(ids(&page(Filter::default(), Cursor::Oldest, 10).await), ["id7", "id8", "id9"]);
+    assert_eq!(ids(&store.page("z@l", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap()), ["id107", "id108", "id109"]);
     store.forget_archive("z@l").await.unwrap();
     assert!(store.page("z@l", &Filter::default(), &Cursor::Oldest, 5).await.unwrap().unwrap().entries.is_empty());
 }
