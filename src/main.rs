@@ -44,6 +44,8 @@ enum Command {
     Report(report::Args),
     /// Add, remove, list the accounts in the server's store, or change a password.
     Account(server::AccountArgs),
+    /// Copy everything the server's store keeps into a new database (from SQLite to PostgreSQL).
+    Store(server::StoreArgs),
     /// Print an XMPP account's entry for the configuration file, from a password read on standard input.
     XmppAccount {
         /// The account's name (its JID's localpart).
@@ -68,6 +70,7 @@ fn main() -> anyhow::Result<()> {
             Command::Link(args) => link::run(args).await?,
             Command::Report(args) => report::run(args).await?,
             Command::Account(args) => print!("{}", server::run_account(args).await?),
+            Command::Store(args) => print!("{}", server::run_store(args).await?),
             Command::XmppAccount { name } => print!("{}", server::xmpp_account_cli(&name)?),
         }
         Ok(())

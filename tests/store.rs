@@ -58,9 +58,14 @@ fn the_account_command_adds_lists_changes_and_removes_accounts() {
 
 /// `serve` on free ports with its store in `dir`; the child and its XMPP address.
 fn serve(dir: &Path) -> (Child, SocketAddr) {
+    serve_on(&["--data-dir", dir.to_str().unwrap()])
+}
+
+/// The server on the store `store` names (its flags).
+fn serve_on(store: &[&str]) -> (Child, SocketAddr) {
     let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "127.0.0.1:0", "--xmpp-plain-unencrypted", "true", "--xmpp-registration", "5", "--data-dir"])
-        .arg(dir)
+        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "127.0.0.1:0", "--xmpp-plain-unencrypted", "true", "--xmpp-registration", "5"])
+        .args(store)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -275,4 +280,42 @@ async fn acknowledged_messages_outlive_sigkill(message: impl Fn(usize) -> String
         assert!(ids.len() >= acked && ids.len() <= SENT, "{name}: {} kept, {acked} acknowledged", ids.len());
     }
     stop(again, "KILL");
+}
+
+/// `switchboard store copy` moves a stopped server's SQLite store into a new
+/// PostgreSQL database: a server started on that has its accounts and the
+/// message it kept for a user who was offline.
+#[tokio::test]
+async fn store_copy_moves_a_sqlite_store_to_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["kim", "lee"] {
+        assert!(account(dir.path(), &["add", name], Some("pw")).0);
+    }
+    let (server, addr) = serve(dir.path());
+    let mut kim = Client::login(addr, "kim").await;
+    kim.stream.write_all(b"<message to='lee@localhost' type='chat' id='moved'><body>see you on the other side</body></message>").await.unwrap();
+    // Answered after the message was kept.
+    kim.ask("<iq type='get' id='sync'><query xmlns='jabber:iq:roster'/></iq>", "sync").await;
+    stop(server, "TERM");
+
+    let postgres = store::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let out = Command::new(BIN).args(["store", "--data-dir"]).arg(dir.path()).args(["copy", "--to-database", &postgres.url]).output().unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(printed.contains("account: 2 copied\n") && printed.contains("offline_message: 1 copied\n"), "{printed}");
+    // Not twice into the same database.
+    let again = Command::new(BIN).args(["store", "--data-dir"]).arg(dir.path()).args(["copy", "--to-database", &postgres.url]).output().unwrap();
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("already keeps"));
+
+    let (moved, addr) = serve_on(&["--store", "postgres", "--database", &postgres.url]);
+    let mut lee = Client::login(addr, "lee").await;
+    lee.stream.write_all(b"<presence/>").await.unwrap();
+    let kept = loop {
+        let stanza = lee.stanza().await;
+        if stanza.name == "message" {
+            break stanza;
+        }
+    };
+    assert_eq!((kept.get("id"), kept.find("body", "jabber:client").map(Element::text_content)), (Some("moved"), Some("see you on the other side".to_owned())));
+    stop(moved, "KILL");
 }

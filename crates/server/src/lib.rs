@@ -10,6 +10,7 @@
 
 mod account;
 mod activity;
+mod copy;
 mod config;
 mod error;
 mod http;
@@ -26,6 +27,7 @@ pub use config::{
     TlsFiles, TokenKey, XmppConfig, markdown_table,
 };
 pub use account::{AccountArgs, run_account};
+pub use copy::{StoreArgs, run_store};
 pub use server::{XmppListeners, serve, serve_with};
 pub use xmpp::AccountEntry;
 

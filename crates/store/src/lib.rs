@@ -33,7 +33,7 @@ pub use offline::OfflineStore;
 pub use postgres_server::PostgresServer;
 pub use room::RoomStore;
 pub use roster::{Contact, RosterStore, Subscription, Updated};
-pub use sql::SqlStore;
+pub use sql::{SqlStore, copy};
 
 /// Everything the server keeps.
 pub trait Store: AccountStore + RosterStore + OfflineStore + RoomStore + ArchiveStore + Debug + Send + Sync {

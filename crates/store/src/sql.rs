@@ -27,6 +27,10 @@ use sqlx::AnyPool;
 use sqlx::migrate::Migrator;
 use sqlx::{Any, ConnectOptions, Connection, Executor, Row, Transaction};
 
+mod copy;
+
+pub use copy::copy;
+
 use crate::{Account, AccountStore, ArchiveStore, Contact, Created, Cursor, Entry, Error, Filter, OfflineStore, Origin, Page, Result, RoomStore, RosterStore, ScramKeys, Store, Subscription, Updated};
 
 static SQLITE: Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -415,6 +419,8 @@ impl RoomStore for SqlStore {
 enum Arg {
     Text(String),
     Int(i64),
+    MaybeText(Option<String>),
+    Blob(Vec<u8>),
 }
 
 /// A statement's text and its arguments, `$N` numbered as they are added.
@@ -435,6 +441,8 @@ impl Built {
         self.args.iter().fold(sqlx::query(&self.sql), |q, arg| match arg {
             Arg::Text(text) => q.bind(text.as_str()),
             Arg::Int(n) => q.bind(*n),
+            Arg::MaybeText(text) => q.bind(text.as_deref()),
+            Arg::Blob(bytes) => q.bind(bytes.as_slice()),
         })
     }
 }

@@ -251,3 +251,52 @@ async fn a_file_that_is_not_a_database_is_refused_with_its_name() {
     let error = open(&Choice::Sqlite(dir.path().to_owned())).await.unwrap_err().to_string();
     assert!(error.contains("switchboard.db"), "{error}");
 }
+
+/// What a SQLite store keeps, copied into a new PostgreSQL database, is
+/// read back there alike; a database that keeps something already is not
+/// copied into.
+#[tokio::test]
+async fn a_sqlite_store_is_copied_into_postgres_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let postgres = PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let (from, to) = (Choice::Sqlite(dir.path().to_owned()), Choice::Postgres(postgres.url.clone()));
+    let sqlite = open(&from).await.unwrap();
+    sqlite.create("alice", &account(1), Origin::Registration, 10).await.unwrap();
+    sqlite.create("bob", &account(2), Origin::Administrator, 0).await.unwrap();
+    for jid in ["c@l", "b@l"] {
+        sqlite.update("alice@l", jid, true, 10, &mut |c: &mut Contact| c.name = Some(jid.to_uppercase())).await.unwrap();
+    }
+    sqlite.update("alice@l", "c@l", true, 10, &mut |c: &mut Contact| c.subscription.to = true).await.unwrap();
+    sqlite.hold("bob@l", "x@l", "<presence type='subscribe'/>", 10).await.unwrap();
+    for text in ["first", "second"] {
+        sqlite.keep("bob@l", text, 10).await.unwrap();
+    }
+    sqlite.save_room("plans", "{}").await.unwrap();
+    let entries: Vec<Entry> = (0..1234).map(|n| entry(if n % 3 == 0 { "/chat#lobby" } else { "alice@l" }, n, "b@l")).collect();
+    sqlite.append(&entries).await.unwrap();
+    drop(sqlite);
+
+    let copied = copy(&from, &to).await.unwrap();
+    assert_eq!(copied, [("account", 2), ("contact", 2), ("subscription_request", 1), ("roster_version", 1), ("offline_message", 2), ("room", 1), ("archive", 1234)]);
+    let pg = open(&to).await.unwrap();
+    assert_eq!(pg.account("alice").await.unwrap(), Some(account(1)));
+    assert_eq!(pg.names().await.unwrap(), ["alice", "bob"]);
+    assert_eq!(pg.create("carl", &account(3), Origin::Registration, 1).await.unwrap(), Created::Full, "alice still counts as registered");
+    let contacts = pg.contacts("alice@l").await.unwrap();
+    assert_eq!(contacts.iter().map(|c| (c.jid.as_str(), c.name.as_deref(), c.subscription.to)).collect::<Vec<_>>(), [("c@l", Some("C@L"), true), ("b@l", Some("B@L"), false)]);
+    assert_eq!(pg.version("alice@l").await.unwrap(), 3);
+    assert_eq!(pg.pending("bob@l").await.unwrap(), ["<presence type='subscribe'/>"]);
+    assert_eq!(pg.take("bob@l").await.unwrap(), ["first", "second"]);
+    assert_eq!(pg.rooms().await.unwrap(), [("plans".to_owned(), "{}".to_owned())]);
+    let newest = pg.page("alice@l", &Filter::default(), &Cursor::Before(None), 2).await.unwrap().unwrap();
+    assert_eq!(ids(&newest), ["id1231", "id1232"]);
+    let room = pg.page("/chat#lobby", &Filter::default(), &Cursor::Oldest, 2).await.unwrap().unwrap();
+    assert_eq!((ids(&room), room.entries[0].clone()), (vec!["id0", "id3"], entry("/chat#lobby", 0, "b@l")));
+    // The archive goes on after what was copied.
+    pg.append(&[entry("alice@l", 5000, "b@l")]).await.unwrap();
+    assert_eq!(ids(&pg.page("alice@l", &Filter::default(), &Cursor::Before(None), 1).await.unwrap().unwrap()), ["id5000"]);
+
+    let again = copy(&from, &to).await.unwrap_err();
+    assert!(again.to_string().contains("already keeps"), "{again}");
+    assert!(copy(&Choice::Memory, &to).await.is_err());
+}
