@@ -67,7 +67,11 @@ async fn accounts_rosters_and_waiting_requests_outlive_a_restart() {
     assert_eq!((kept.get("id"), kept.get("from")), (Some("m1"), Some("ann@localhost/desk")));
     assert_eq!(kept.find("body", "jabber:client").unwrap().text_content(), "while you were away");
     assert!(kept.find("delay", "urn:xmpp:delay").is_some(), "{kept:?}");
-    // And it is in his archive (XEP-0313), kept across the restart too.
+    let sid = kept.find("stanza-id", "urn:xmpp:sid:0").unwrap_or_else(|| panic!("no stanza-id: {kept:?}"));
+    assert_eq!(sid.get("by"), Some("ben@localhost"));
+    let sid = sid.get("id").unwrap().to_owned();
+    // And it is in his archive (XEP-0313), kept across the restart too,
+    // under the id his copy carries.
     ben.send("<iq type='set' id='mam'><query xmlns='urn:xmpp:mam:2'/></iq>").await;
     let mut archived = Vec::new();
     loop {
@@ -76,10 +80,11 @@ async fn accounts_rosters_and_waiting_requests_outlive_a_restart() {
             break;
         }
         if let Some(result) = stanza.find("result", "urn:xmpp:mam:2") {
-            archived.push(result.find("forwarded", "urn:xmpp:forward:0").unwrap().find("message", "jabber:client").unwrap().get("id").unwrap().to_owned());
+            let message = result.find("forwarded", "urn:xmpp:forward:0").unwrap().find("message", "jabber:client").unwrap();
+            archived.push((result.get("id").unwrap().to_owned(), message.get("id").unwrap().to_owned()));
         }
     }
-    assert_eq!(archived, ["m1"]);
+    assert_eq!(archived, [(sid, "m1".to_owned())]);
     // A name registered before the restart is still taken.
     let mut c = Client::connect(addr).await;
     c.send(HEADER).await;

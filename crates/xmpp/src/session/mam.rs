@@ -20,12 +20,12 @@ impl Session {
         self.xmpp.archive.is_some() && matches!(kind, "chat" | "normal") && message.find("body", ns::CLIENT).is_some() && to.domain == self.xmpp.domain && to.local.is_some()
     }
 
-    /// Carries `message` to `targets` and archives it, in the recipient's
-    /// archive (`recipient`: it has an account; its live copy then carries
-    /// the id, XEP-0359) and in this user's unless it is anonymous; returns
-    /// once both are kept.
-    pub(super) async fn carry_archived(&mut self, message: &Element, to: &Jid, targets: Vec<Target>, recipient: bool) {
-        let (Some(archive), Some(me)) = (&self.xmpp.archive, self.user()) else { return self.carry(message, targets) };
+    /// `message` as its recipient gets it, and its archive entries: in the
+    /// recipient's archive (`recipient`: it has an account; the copy then
+    /// carries the entry's id, XEP-0359) and in this user's unless it is
+    /// anonymous. `None` when this session archives nothing.
+    pub(super) fn archived_copy(&self, message: &Element, to: &Jid, recipient: bool) -> Option<(Element, Vec<Entry>)> {
+        let me = self.user().filter(|_| self.xmpp.archive.is_some())?;
         let them = to.bare().to_string();
         let at = now();
         let mut sent = message.clone();
@@ -37,17 +37,31 @@ impl Session {
         if !self.anonymous {
             entries.push(Entry { archive: me.clone(), id: new_id(at), at, with: them.clone(), message: sent.to_xml_standalone() });
         }
-        let mut live = sent;
+        let mut copy = sent;
         if recipient {
             let id = new_id(at);
-            live = live.child(Element::new("stanza-id", SID).attr("by", &them).attr("id", &id));
-            entries.push(Entry { archive: them, id, at, with: me, message: live.to_xml_standalone() });
+            copy = copy.child(Element::new("stanza-id", SID).attr("by", &them).attr("id", &id));
+            entries.push(Entry { archive: them, id, at, with: me, message: copy.to_xml_standalone() });
         }
+        Some((copy, entries))
+    }
+
+    /// Carries `message` to `targets` and queues its archive entries (see
+    /// `archived_copy`).
+    pub(super) async fn carry_archived(&mut self, message: &Element, to: &Jid, targets: Vec<Target>, recipient: bool) {
+        let Some((copy, entries)) = self.archived_copy(message, to, recipient) else { return self.carry(message, targets) };
         // Stamped already: pushed as it is, not stamped again by `carry`.
         for (outbox, framing) in targets {
-            let _ = outbox.push(framing.payload(&live));
+            let _ = outbox.push(framing.payload(&copy));
         }
-        if !entries.is_empty() {
+        self.queue_archive(entries).await;
+    }
+
+    /// Queues `entries` for the archive's writer.
+    pub(super) async fn queue_archive(&mut self, entries: Vec<Entry>) {
+        if let Some(archive) = &self.xmpp.archive
+            && !entries.is_empty()
+        {
             archive.queue(entries).await;
             self.unflushed = true;
         }

@@ -72,8 +72,11 @@ impl Session {
             Some(name) => self.xmpp.auth.accounts.exists(name).await,
             None => Ok(false),
         };
+        // Kept as the recipient would have got it live: with its archive id.
+        let archived = if self.archives(message.get("type").unwrap_or("normal"), message, to) { self.archived_copy(message, to, true) } else { None };
+        let (copy, entries) = archived.unwrap_or_else(|| (message.clone(), Vec::new()));
         let kept = match exists {
-            Ok(true) => self.xmpp.offline.keep(&to.bare().to_string(), &self.full_jid(), &self.xmpp.domain, message).await,
+            Ok(true) => self.xmpp.offline.keep(&to.bare().to_string(), &self.full_jid(), &self.xmpp.domain, &copy).await,
             Ok(false) => return self.refuse(message, "cancel", "service-unavailable"),
             Err(_) => {
                 self.xmpp.context.metrics.store_failed("accounts");
@@ -82,8 +85,7 @@ impl Session {
         };
         match kept {
             // Kept for the recipient, and archived as if carried to it.
-            Kept::Stored if self.archives(message.get("type").unwrap_or("normal"), message, to) => self.carry_archived(message, to, Vec::new(), true).await,
-            Kept::Stored => {}
+            Kept::Stored => self.queue_archive(entries).await,
             Kept::Full => {
                 self.xmpp.context.metrics.refused("xmpp", "offline_full");
                 self.refuse(message, "cancel", "service-unavailable");
