@@ -178,6 +178,10 @@ impl RoomStore for MemoryStore {
     async fn rooms(&self) -> Result<Vec<(String, String)>> {
         Ok(self.rooms.lock().iter().map(|(name, state)| (name.clone(), state.clone())).collect())
     }
+
+    async fn room(&self, name: &str) -> Result<Option<String>> {
+        Ok(self.rooms.lock().get(name).cloned())
+    }
 }
 
 #[async_trait]

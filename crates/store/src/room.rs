@@ -17,4 +17,7 @@ pub trait RoomStore {
 
     /// Every room kept, by name, in order.
     async fn rooms(&self) -> Result<Vec<(String, String)>>;
+
+    /// Room `name`'s state, if it is kept.
+    async fn room(&self, name: &str) -> Result<Option<String>>;
 }

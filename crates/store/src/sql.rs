@@ -413,6 +413,10 @@ impl RoomStore for SqlStore {
     async fn rooms(&self) -> Result<Vec<(String, String)>> {
         Ok(sqlx::query_as("SELECT name, state FROM room ORDER BY name").fetch_all(&self.reader).await?)
     }
+
+    async fn room(&self, name: &str) -> Result<Option<String>> {
+        Ok(sqlx::query_scalar("SELECT state FROM room WHERE name = $1").bind(name).fetch_optional(&self.reader).await?)
+    }
 }
 
 /// A value bound to a statement built as it goes.

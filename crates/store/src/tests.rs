@@ -110,9 +110,11 @@ async fn rooms_body(store: &dyn Store) {
     store.save_room("attic", "{}").await.unwrap();
     store.save_room("lobby", "{\"two\":2}").await.unwrap();
     assert_eq!(store.rooms().await.unwrap(), [("attic".to_owned(), "{}".to_owned()), ("lobby".to_owned(), "{\"two\":2}".to_owned())]);
+    assert_eq!(store.room("lobby").await.unwrap().as_deref(), Some("{\"two\":2}"));
     store.remove_room("attic").await.unwrap();
     store.remove_room("nowhere").await.unwrap();
     assert_eq!(store.rooms().await.unwrap().len(), 1);
+    assert_eq!(store.room("attic").await.unwrap(), None);
 }
 
 fn entry(archive: &str, n: i64, with: &str) -> Entry {

@@ -277,6 +277,28 @@ impl Xmpp {
         Ok(loaded)
     }
 
+    /// Takes up persistent room `name` from the store if this node holds
+    /// no state of it (another node on the same database made it since this
+    /// one started); a store that fails is logged and counted, and the
+    /// join goes on as for a new room.
+    async fn take_up_room(&self, name: &str) {
+        if !self.store.persistent() || self.muc.with(name, |_| ()).is_some() {
+            return;
+        }
+        match self.store.room(name).await {
+            Ok(Some(state)) => {
+                if let Err(e) = self.muc.restore_if_absent(name, &state) {
+                    tracing::warn!("xmpp: room {name:?} in the store cannot be read: {e}");
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!("xmpp: room {name:?} not read from the store: {e}");
+                self.context.metrics.store_failed("rooms");
+            }
+        }
+    }
+
     /// Keeps room `name` in the store if it is persistent, or forgets it
     /// there if it was (`was`) and no longer is (or is gone).
     async fn keep_room(&self, name: &str, was: bool) -> Result<(), store::Error> {

@@ -310,15 +310,27 @@ impl MucRooms {
     /// Takes back a persistent room as the store kept it; `Err` says why
     /// the text is not a room's.
     pub fn restore(&self, name: &str, text: &str) -> Result<(), serde_json::Error> {
+        let room = MucRooms::kept_room(text)?;
+        self.rooms.lock().insert(Arc::from(name), room);
+        Ok(())
+    }
+
+    /// Takes back room `name` as [`MucRooms::restore`] does, unless a room
+    /// of that name is here already (made while the store was read).
+    pub fn restore_if_absent(&self, name: &str, text: &str) -> Result<(), serde_json::Error> {
+        let room = MucRooms::kept_room(text)?;
+        self.rooms.lock().entry(Arc::from(name)).or_insert(room);
+        Ok(())
+    }
+
+    fn kept_room(text: &str) -> Result<MucRoom, serde_json::Error> {
         let kept: Kept = serde_json::from_str(text)?;
-        let room = MucRoom {
+        Ok(MucRoom {
             config: Config { persistent: true, ..kept.config },
             subject: kept.subject.map(|(by, text)| (Arc::from(by), text)),
             affiliations: kept.affiliations,
             ..MucRoom::default()
-        };
-        self.rooms.lock().insert(Arc::from(name), room);
-        Ok(())
+        })
     }
 
     /// Whether `member` is an XMPP occupant of room `name`.

@@ -340,3 +340,47 @@ async fn a_client_with_the_current_roster_version_is_sent_no_roster_across_a_res
         "no version asked, none given"
     );
 }
+
+/// A room made persistent on one node is taken up from the shared
+/// database by another node that started before it was made: its
+/// configuration and affiliations hold there.
+#[tokio::test]
+async fn a_persistent_room_made_on_one_node_holds_on_another() {
+    let postgres = store::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let node = || {
+        let mut config = server::Config::default();
+        config.store.kind = server::StoreKind::Postgres;
+        config.store.database = Some(postgres.url.clone());
+        config.xmpp_accounts = ["ann", "ben", "cy"].iter().map(|name| server::AccountEntry::new(name, "pw")).collect();
+        config.xmpp.plain_unencrypted = true;
+        config
+    };
+    let (a, b) = (TestServer::with_xmpp_kept(node()).await, TestServer::with_xmpp_kept(node()).await);
+    let mut ann = bound_account(a.xmpp.unwrap(), "ann", "desk").await;
+    ann.send("<presence to='vault@conference.localhost/ann'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    subject_after_join(&mut ann).await;
+    ann.send(
+        "<iq type='set' id='cfg' to='vault@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><x xmlns='jabber:x:data' type='submit'>\
+         <field var='muc#roomconfig_persistentroom'><value>1</value></field>\
+         <field var='muc#roomconfig_membersonly'><value>1</value></field></x></query></iq>",
+    )
+    .await;
+    assert_eq!(ann.answer("cfg").await.get("type"), Some("result"));
+    ann.send("<iq type='set' id='member' to='vault@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#admin'><item affiliation='member' jid='ben@localhost'/></query></iq>").await;
+    assert_eq!(ann.answer("member").await.get("type"), Some("result"));
+
+    let mut cy = bound_account(b.xmpp.unwrap(), "cy", "desk").await;
+    cy.send("<presence to='vault@conference.localhost/cy'/>").await;
+    let refused = cy.stanza().await;
+    assert!(refused.find("error", "jabber:client").unwrap().find("registration-required", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "{refused:?}");
+    let mut ben = bound_account(b.xmpp.unwrap(), "ben", "phone").await;
+    ben.send("<presence to='vault@conference.localhost/ben'/>").await;
+    let own = loop {
+        let stanza = ben.stanza().await;
+        if stanza.name == "presence" && stanza.get("from") == Some("vault@conference.localhost/ben") {
+            break stanza;
+        }
+    };
+    let item = own.find("x", "http://jabber.org/protocol/muc#user").unwrap().find("item", "http://jabber.org/protocol/muc#user").unwrap();
+    assert_eq!(item.get("affiliation"), Some("member"), "{own:?}");
+}

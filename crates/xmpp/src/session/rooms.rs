@@ -116,6 +116,8 @@ impl Session {
             self.xmpp.context.metrics.refused("xmpp", "max_rooms");
             return self.refuse(presence, "wait", "resource-constraint");
         }
+        // A persistent room another node made or changed since this one started.
+        self.xmpp.take_up_room(&room).await;
         let password = presence.find("x", ns::MUC).and_then(|x| x.find("password", ns::MUC)).map(Element::text_content);
         if let Some((kind, condition)) = self.xmpp.muc.refusal(&room, &me, password.as_deref()) {
             return self.refuse(presence, kind, condition);
