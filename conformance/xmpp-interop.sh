@@ -7,11 +7,12 @@
 # certificate made here and the JVM is told to trust it. XEP-0133 (service
 # administration) is left out: the server has no admin account.
 #
-#   conformance/xmpp-interop.sh PATH-TO-CHECKOUT [SPEC,SPEC...]
+#   conformance/xmpp-interop.sh PATH-TO-CHECKOUT [SPEC,SPEC...] [CLASS,CLASS...]
 #
 # Builds the suite's jar with Maven (`mvn -DskipTests package`) if the
 # checkout has none, runs it (every specification, or those given) against
-# a fresh server on 127.0.0.1:5222 (the suite has no port setting), and
+# a fresh server on 127.0.0.1:5222 (the suite has no port setting; test
+# classes, if given, narrow it to those, e.g. MultiUserChatOwnerIntegrationTest), and
 # prints the table of passed, failed and not possible tests by
 # specification (conformance/xmpp_interop_table.py). Logs in
 # build/xmpp-interop/. The suite is a repository, not a package, so
@@ -22,6 +23,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 CHECKOUT="$(cd "${1:?usage: conformance/xmpp-interop.sh PATH-TO-CHECKOUT [SPEC,...]}" && pwd)"
 ONLY="${2:-}"
+CLASSES="${3:-}"
 # The release build: a debug build's key derivation makes each of the
 # suite's many registrations and logins slow.
 BIN="${SWITCHBOARD_BIN:-$ROOT/target/release/switchboard}"
@@ -57,6 +59,7 @@ done
 
 select=(-Dsinttest.disabledSpecifications=XEP-0133)
 [ -z "$ONLY" ] || select+=(-Dsinttest.enabledSpecifications="$ONLY")
+[ -z "$CLASSES" ] || select+=(-Dsinttest.enabledTests="$CLASSES")
 echo "xmpp-interop: running the suite (${ONLY:-every specification}); log in $OUT/suite.log" >&2
 java -Dsinttest.service=localhost -Dsinttest.host=127.0.0.1 -Dsinttest.enabledConnections=tcp \
   -Dsinttest.securityMode=required -Dsinttest.replyTimeout=5000 "${select[@]}" \

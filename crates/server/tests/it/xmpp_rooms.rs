@@ -125,10 +125,15 @@ async fn a_room_an_xmpp_client_makes_is_its_own_to_configure_moderate_and_destro
     assert_eq!(chat.recv_json().await, json!({"event": "leave", "name": "gus2", "room": "den"}));
 
     // Destroyed: each XMPP occupant is told; the chat app sees it leave.
-    owner.send("<iq type='set' id='d1' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><destroy><reason>done</reason></destroy></query></iq>").await;
+    owner.send("<iq type='set' id='d1' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><destroy jid='attic@conference.localhost'><password>up</password><reason>done</reason></destroy></query></iq>").await;
     let told = owner.stanza().await;
     let destroy = told.find("x", MUC_USER).unwrap().find("destroy", MUC_USER).expect("a <destroy/>");
-    assert_eq!((told.get("type"), destroy.find("reason", MUC_USER).unwrap().text_content()), (Some("unavailable"), "done".to_owned()));
+    assert_eq!(told.get("type"), Some("unavailable"));
+    // The alternate venue, its password and the reason (XEP-0045 §10.9), to the byte.
+    assert_eq!(
+        destroy.to_xml(MUC_USER),
+        "<destroy jid=\"attic@conference.localhost\"><password>up</password><reason>done</reason></destroy>"
+    );
     assert_eq!(codes(&told), ["110"]);
     assert_eq!(owner.stanza().await.get("id"), Some("d1"));
     assert_eq!(chat.recv_json().await, json!({"event": "leave", "name": "olga", "room": "den"}));
@@ -576,4 +581,47 @@ async fn the_server_answers_disco_info_for_a_users_bare_jid_to_those_who_see_its
         info.to_xml("jabber:client"),
         "<iq type=\"result\" id=\"i\" from=\"bob@localhost\" to=\"alice@localhost/a\"><query xmlns=\"http://jabber.org/protocol/disco#info\"><identity category=\"account\" type=\"registered\"/><feature var=\"http://jabber.org/protocol/disco#info\"/><feature var=\"http://jabber.org/protocol/disco#items\"/></query></iq>"
     );
+}
+
+/// The configuration form names the room's owners (XEP-0045 §10.2's
+/// muc#roomconfig_roomowners): a form that names none is refused with
+/// conflict, one that names others makes them owners and the rest
+/// unaffiliated, each told as an affiliation change would be.
+#[tokio::test]
+async fn the_configuration_form_sets_the_owners_but_never_none() {
+    let server = TestServer::with_xmpp(server::Config::default()).await;
+    let addr = server.xmpp.unwrap();
+    let (mut olga, olga_jid) = Client::login(addr).await;
+    let (mut gus, gus_jid) = Client::login(addr).await;
+    let bare = |jid: &str| jid.split('/').next().unwrap().to_owned();
+    olga.send("<presence to='den@conference.localhost/olga'/>").await;
+    joined(&mut olga).await;
+    let form = |id: &str, owners: &[String]| {
+        let values: String = owners.iter().map(|o| format!("<value>{o}</value>")).collect();
+        format!("<iq type='set' id='{id}' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><x xmlns='jabber:x:data' type='submit'><field var='muc#roomconfig_roomowners'>{values}</field></x></query></iq>")
+    };
+    olga.send(&form("none", &[])).await;
+    assert_eq!(condition(&olga.stanza().await), "conflict");
+    olga.send(&form("both", &[bare(&olga_jid), bare(&gus_jid)])).await;
+    assert_eq!(olga.stanza().await.get("type"), Some("result"));
+    gus.send("<presence to='den@conference.localhost/gus'/>").await;
+    let own = joined(&mut gus).await.pop().unwrap();
+    assert_eq!(standing(&own).0, "owner");
+    // Olga hands the room to gus alone.
+    olga.send(&form("gus", &[bare(&gus_jid)])).await;
+    let demoted = loop {
+        let stanza = gus.stanza().await;
+        if stanza.get("from") == Some("den@conference.localhost/olga") {
+            break stanza;
+        }
+    };
+    assert_eq!(standing(&demoted).0, "none");
+    olga.send("<iq type='get' id='owners' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#admin'><item affiliation='owner'/></query></iq>").await;
+    loop {
+        let stanza = olga.stanza().await;
+        if stanza.get("id") == Some("owners") {
+            assert_eq!(condition(&stanza), "forbidden", "no longer an owner");
+            break;
+        }
+    }
 }

@@ -23,7 +23,7 @@ pub(super) enum Effect {
 }
 
 /// A stanza error's type and condition.
-type Refusal = (&'static str, &'static str);
+pub(super) type Refusal = (&'static str, &'static str);
 
 impl Session {
     /// The admin list requests (XEP-0045 §9, §10): a persistent room's
@@ -92,7 +92,7 @@ impl Session {
 
 /// One item of a change request, checked against the actor's standing and
 /// applied to the room.
-fn change(room: &mut MucRoom, me: &Jid, id: hub::MemberId, item: &Element, limit: usize) -> Result<Vec<Effect>, Refusal> {
+pub(super) fn change(room: &mut MucRoom, me: &Jid, id: hub::MemberId, item: &Element, limit: usize) -> Result<Vec<Effect>, Refusal> {
     let mine = room.affiliation(me);
     let my_role = room.occupant_by_member(id).map_or(Role::None, |o| o.role);
     if let Some(role) = item.get("role") {
@@ -126,7 +126,18 @@ fn change(room: &mut MucRoom, me: &Jid, id: hub::MemberId, item: &Element, limit
         (None, None) => return Err(("modify", "bad-request")),
     };
     let theirs = room.affiliation(&bare);
-    if mine < Affiliation::Admin || ((affiliation >= Affiliation::Admin || theirs >= Affiliation::Admin) && mine < Affiliation::Owner) {
+    if mine < Affiliation::Admin {
+        return Err(("auth", "forbidden"));
+    }
+    // XEP-0045 §9.1: an admin or owner who bans itself is told conflict,
+    // an admin who bans one above it not-allowed.
+    if affiliation == Affiliation::Outcast && bare == me.bare() {
+        return Err(("cancel", "conflict"));
+    }
+    if affiliation == Affiliation::Outcast && theirs > mine {
+        return Err(("cancel", "not-allowed"));
+    }
+    if (affiliation >= Affiliation::Admin || theirs >= Affiliation::Admin) && mine < Affiliation::Owner {
         return Err(("auth", "forbidden"));
     }
     if theirs == Affiliation::Owner && affiliation < Affiliation::Owner && room.affiliations.values().filter(|a| **a == Affiliation::Owner).count() == 1 {
@@ -225,6 +236,25 @@ mod tests {
         assert_eq!(change(&mut room, &owner, 1, &demote, LIMIT).err(), Some(("modify", "conflict")));
         let stranger = Jid::parse("s@l/x").unwrap();
         assert_eq!(change(&mut room, &stranger, 2, &member(5), LIMIT).err(), Some(("auth", "forbidden")));
+    }
+
+    /// XEP-0045 §9.1: an admin or owner banning itself is told conflict,
+    /// an admin banning an owner not-allowed; an admin banning a member
+    /// may.
+    #[test]
+    fn bans_of_oneself_and_of_those_above_are_refused_as_the_xep_says() {
+        let mut room = MucRoom::default();
+        room.affiliations.insert("o@l".into(), Affiliation::Owner);
+        room.affiliations.insert("o2@l".into(), Affiliation::Owner);
+        room.affiliations.insert("a@l".into(), Affiliation::Admin);
+        room.affiliations.insert("m@l".into(), Affiliation::Member);
+        let (owner, admin) = (Jid::parse("o@l/x").unwrap(), Jid::parse("a@l/x").unwrap());
+        let ban = |jid: &str| Element::new("item", ns::MUC_ADMIN).attr("affiliation", "outcast").attr("jid", jid);
+        assert_eq!(change(&mut room, &admin, 2, &ban("a@l"), LIMIT).err(), Some(("cancel", "conflict")));
+        assert_eq!(change(&mut room, &owner, 1, &ban("o@l"), LIMIT).err(), Some(("cancel", "conflict")), "even with another owner");
+        assert_eq!(change(&mut room, &admin, 2, &ban("o@l"), LIMIT).err(), Some(("cancel", "not-allowed")));
+        assert!(change(&mut room, &admin, 2, &ban("m@l"), LIMIT).is_ok());
+        assert_eq!(room.affiliation(&Jid::parse("m@l").unwrap()), Affiliation::Outcast);
     }
 
     /// XEP-0045 §10.5, §10.8: only owners see the owner and admin lists;

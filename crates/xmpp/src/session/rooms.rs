@@ -10,10 +10,10 @@ use wire::xmpp::Element;
 
 use super::super::archive;
 use super::super::muc::{self, Item, Newcomer, Occupancy};
-use super::super::room::{Affiliation, Config, Departure, MucRooms, Occupant, Role};
+use super::super::room::{Affiliation, Config, Departure, MucRoom, MucRooms, Occupant, Role};
 use super::super::{Jid, ns};
 use super::Session;
-use super::moderation::Effect;
+use super::moderation::{Effect, Refusal, change};
 
 impl Session {
     /// The session's place in `room`, if it is still there: an owner who
@@ -363,7 +363,14 @@ impl Session {
             Some(true) => {}
         }
         if iq.get("type") == Some("get") {
-            let form = self.xmpp.muc.with(room, |r| config_form(&r.config)).unwrap_or_else(|| Element::new("x", ns::DATA));
+            let form = self
+                .xmpp
+                .muc
+                .with(room, |r| {
+                    let owners: Vec<&str> = r.affiliations.iter().filter(|(_, a)| **a == Affiliation::Owner).map(|(jid, _)| jid.as_str()).collect();
+                    config_form(&r.config, &owners)
+                })
+                .unwrap_or_else(|| Element::new("x", ns::DATA));
             return self.reply(iq, Some(Element::new("query", ns::MUC_OWNER).child(form)));
         }
         if let Some(destroy) = query.find("destroy", ns::MUC_OWNER) {
@@ -390,14 +397,22 @@ impl Session {
             }
             return self.reply(iq, None);
         }
+        let owners = match owners_of(form) {
+            Ok(owners) => owners,
+            Err(refusal) => return self.refuse(iq, refusal.0, refusal.1),
+        };
+        let (id, limit) = (self.id, self.xmpp.list_limit);
         let applied = self.xmpp.muc.with(room, |r| {
             let before = r.config.clone();
             if form.get("type") == Some("submit") {
-                apply_form(&mut r.config, form)?;
+                apply_form(&mut r.config, form).map_err(|_| ("modify", "not-acceptable"))?;
+            }
+            let mut effects = Vec::new();
+            if let Some(owners) = &owners {
+                effects.extend(set_owners(r, &me, id, owners, limit)?);
             }
             let first = std::mem::replace(&mut r.locked, false);
             // XEP-0045 §10.2: a room made members-only takes out those who are not members (322).
-            let mut effects = Vec::new();
             if r.config.members_only && !before.members_only {
                 let out: Vec<Occupant> = r.occupants.iter().filter(|o| r.affiliation(&o.jid) < Affiliation::Member).cloned().collect();
                 for o in out {
@@ -407,10 +422,12 @@ impl Session {
                     effects.push(Effect::Removed(o, affiliation, vec!["322"]));
                 }
             }
-            Ok::<_, &'static str>((before, r.config.clone(), first, effects))
+            Ok::<_, Refusal>((before, r.config.clone(), first, effects))
         });
-        let Some(Ok((before, after, first, effects))) = applied else {
-            return self.refuse(iq, "modify", "not-acceptable");
+        let (before, after, first, effects) = match applied {
+            Some(Ok(applied)) => applied,
+            Some(Err((kind, condition))) => return self.refuse(iq, kind, condition),
+            None => return self.refuse(iq, "cancel", "item-not-found"),
         };
         self.tell(room, &room_jid, effects);
         if !first && before != after {
@@ -456,8 +473,11 @@ impl Session {
         if let Some(jid) = destroy.get("jid") {
             told = told.attr("jid", jid);
         }
-        if let Some(reason) = destroy.find("reason", ns::MUC_OWNER) {
-            told = told.child(Element::new("reason", ns::MUC_USER).text(&reason.text_content()));
+        // The alternate venue's password, and why (XEP-0045 §10.9).
+        for name in ["password", "reason"] {
+            if let Some(given) = destroy.find(name, ns::MUC_OWNER) {
+                told = told.child(Element::new(name, ns::MUC_USER).text(&given.text_content()));
+            }
         }
         for o in &occupants {
             // Its own presence, so with 110: a client then knows it is out
@@ -544,8 +564,46 @@ fn flag(on: bool) -> &'static str {
     if on { "1" } else { "0" }
 }
 
-/// The configuration form (XEP-0045 §10.2) with the settings honoured.
-fn config_form(config: &Config) -> Element {
+/// The owners a submitted configuration form names (XEP-0045 §10.2's
+/// `muc#roomconfig_roomowners`), as bare JIDs; `None` if it names none.
+/// A form that would leave the room without an owner is refused with
+/// conflict, one with a JID that is not one with jid-malformed.
+fn owners_of(form: &Element) -> Result<Option<Vec<Jid>>, Refusal> {
+    let Some(field) = form.elements().find(|f| f.name == "field" && f.get("var") == Some("muc#roomconfig_roomowners")) else {
+        return Ok(None);
+    };
+    let mut owners = Vec::new();
+    for value in field.elements().filter(|e| e.name == "value").map(Element::text_content).filter(|v| !v.trim().is_empty()) {
+        let jid = Jid::parse(value.trim()).ok_or(("modify", "jid-malformed"))?.bare();
+        if !owners.contains(&jid) {
+            owners.push(jid);
+        }
+    }
+    if owners.is_empty() {
+        return Err(("cancel", "conflict"));
+    }
+    Ok(Some(owners))
+}
+
+/// Makes `owners` the room's owners, as one owner's affiliation changes
+/// would (XEP-0045 §10.3, §10.4): those added first, so that the room is
+/// never left without one; the others become unaffiliated.
+fn set_owners(room: &mut MucRoom, me: &Jid, id: hub::MemberId, owners: &[Jid], limit: usize) -> Result<Vec<Effect>, Refusal> {
+    let item = |affiliation: &str, jid: &str| Element::new("item", ns::MUC_ADMIN).attr("affiliation", affiliation).attr("jid", jid);
+    let current: Vec<String> = room.affiliations.iter().filter(|(_, a)| **a == Affiliation::Owner).map(|(jid, _)| jid.clone()).collect();
+    let mut effects = Vec::new();
+    for owner in owners.iter().map(Jid::to_string).filter(|o| !current.contains(o)) {
+        effects.extend(change(room, me, id, &item("owner", &owner), limit)?);
+    }
+    for gone in current.iter().filter(|c| !owners.iter().any(|o| o.to_string() == **c)) {
+        effects.extend(change(room, me, id, &item("none", gone), limit)?);
+    }
+    Ok(effects)
+}
+
+/// The configuration form (XEP-0045 §10.2) with the settings honoured,
+/// and the room's `owners` (bare JIDs).
+fn config_form(config: &Config, owners: &[&str]) -> Element {
     let max = config.max_users.map(|m| m.to_string()).unwrap_or_else(|| "none".into());
     let mut maxusers = field("muc#roomconfig_maxusers", "list-single", "Most occupants", &[&max]);
     for option in ["10", "20", "30", "50", "100", "none"] {
@@ -568,6 +626,7 @@ fn config_form(config: &Config) -> Element {
         .child(field("muc#roomconfig_roomsecret", "text-private", "Password", &[config.password.as_deref().unwrap_or_default()]))
         .child(maxusers)
         .child(whois)
+        .child(field("muc#roomconfig_roomowners", "jid-multi", "Owners", owners))
 }
 
 /// The longest text a room's configuration keeps (its name, description,
@@ -643,8 +702,9 @@ mod tests {
 
     #[test]
     fn the_form_to_the_byte() {
-        let form = config_form(&Config::default()).to_xml(ns::CLIENT);
+        let form = config_form(&Config::default(), &["ann@l"]).to_xml(ns::CLIENT);
         assert!(form.starts_with("<x xmlns=\"jabber:x:data\" type=\"form\"><field var=\"FORM_TYPE\" type=\"hidden\" label=\"\"><value>http://jabber.org/protocol/muc#roomconfig</value></field>"), "{form}");
         assert!(form.contains("<field var=\"muc#roomconfig_whois\" type=\"list-single\" label=\"Who sees real JIDs\"><value>moderators</value>"));
+        assert!(form.ends_with("<field var=\"muc#roomconfig_roomowners\" type=\"jid-multi\" label=\"Owners\"><value>ann@l</value></field></x>"), "{form}");
     }
 }
