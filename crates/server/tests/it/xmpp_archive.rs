@@ -54,6 +54,12 @@ async fn messages_are_archived_with_the_id_their_live_copy_carries_and_read_back
         format!("<message to=\"ben@localhost\" type=\"chat\" id=\"m0\" from=\"ann@localhost/desk\"><body>n0</body><stanza-id xmlns=\"urn:xmpp:sid:0\" by=\"ben@localhost\" id=\"{}\"/></message>", ids[0])
     );
 
+    // What ben was given live is in his archive when he asks at once,
+    // though another session queued it.
+    ben.send("<iq type='set' id='q0'><query xmlns='urn:xmpp:mam:2'><set xmlns='http://jabber.org/protocol/rsm'><max>5</max><before/></set></query></iq>").await;
+    let (newest, _) = ben.until_answer("q0").await;
+    assert_eq!(result_ids(&newest), ids);
+
     // Ben's archive, two at a time.
     ben.send("<iq type='set' id='q1'><query xmlns='urn:xmpp:mam:2' queryid='f1'><set xmlns='http://jabber.org/protocol/rsm'><max>2</max></set></query></iq>").await;
     let (page, fin) = ben.until_answer("q1").await;

@@ -68,8 +68,7 @@ impl Session {
     }
 
     /// Waits until what this session queued for the archive is kept:
-    /// before it acknowledges stanzas (XEP-0198) and before it reads an
-    /// archive, which then has its own messages.
+    /// before it acknowledges stanzas (XEP-0198).
     pub(super) async fn archived(&mut self) {
         if !std::mem::take(&mut self.unflushed) {
             return;
@@ -111,7 +110,10 @@ impl Session {
     /// Answers `query` with a page of `archive`'s archive `name`, each
     /// entry's message made by `message`, forwarded from `from`.
     async fn answer_query(&mut self, iq: &Element, query: &Element, archive: &Archive, name: &str, from: &str, message: impl Fn(&Entry) -> Option<Element>) {
-        self.archived().await;
+        // Everything queued before the query, by any session, is in it: a
+        // message its client was given live is in its archive.
+        archive.flush().await;
+        self.unflushed = false;
         let asked = match archive::query(query) {
             Ok(asked) => asked,
             Err(condition) => return self.refuse(iq, "modify", condition),
@@ -156,7 +158,8 @@ impl Session {
         let (Some(archive), Some(me)) = (self.xmpp.archive.clone(), self.user()) else {
             return self.refuse(iq, "cancel", "service-unavailable");
         };
-        self.archived().await;
+        archive.flush().await;
+        self.unflushed = false;
         let mut metadata = Element::new("metadata", archive::MAM);
         for (name, cursor) in [("start", Cursor::Oldest), ("end", Cursor::Before(None))] {
             match archive.page(&me, &Filter::default(), &cursor, 1).await {
