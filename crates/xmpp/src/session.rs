@@ -395,6 +395,11 @@ impl Session {
                 error = error.attr(if name == "to" { "from" } else { name }, value);
             }
         }
+        // A message comes back with what it carried (RFC 6120 §8.3.1 allows
+        // it), so that its sender can tell which one failed by its body.
+        if stanza.name == "message" {
+            error.children = stanza.children.clone();
+        }
         self.send(&error.child(Element::new("error", ns::CLIENT).attr("type", kind).child(Element::new(condition, ns::STANZA_ERRORS))));
     }
 

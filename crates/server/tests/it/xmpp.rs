@@ -179,6 +179,13 @@ async fn an_xmpp_occupant_and_a_chat_client_share_a_room() {
     let gone = bob.stanza().await;
     assert_eq!((gone.get("type"), gone.find("x", MUC_USER).unwrap().find("status", MUC_USER).is_some()), (Some("unavailable"), true));
     assert_eq!(alice.recv_json().await, json!({"event": "leave", "name": "bob", "room": "lobby"}));
+
+    // A refused message comes back with what it carried (RFC 6120 §8.3.1), to the byte.
+    bob.send("<message to='nobody@localhost' type='chat' id='x1'><body>anyone?</body></message>").await;
+    assert_eq!(
+        bob.stanza().await.to_xml("jabber:client"),
+        format!("<message type=\"error\" to=\"{jid}\" id=\"x1\" from=\"nobody@localhost\"><body>anyone?</body><error type=\"cancel\"><service-unavailable xmlns=\"urn:ietf:params:xml:ns:xmpp-stanzas\"/></error></message>")
+    );
 }
 
 #[tokio::test]
