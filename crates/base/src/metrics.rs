@@ -40,6 +40,18 @@ struct StoreLabels {
     what: &'static str,
 }
 
+/// Which way a stream between servers goes, from this server's side.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DirectionLabels {
+    direction: &'static str,
+}
+
+/// Why a stream between servers failed or was refused.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
 /// All of the server's metrics.
 #[derive(Debug)]
 pub struct Metrics {
@@ -61,6 +73,12 @@ pub struct Metrics {
     xmpp_requests_waiting: Gauge,
     archive_queue: Gauge,
     archive_lag: Gauge<f64, std::sync::atomic::AtomicU64>,
+    s2s_streams: Family<DirectionLabels, Gauge>,
+    s2s_stanzas: Family<DirectionLabels, Counter>,
+    s2s_bytes: Family<DirectionLabels, Counter>,
+    s2s_failures: Family<ReasonLabels, Counter>,
+    s2s_waiting: Gauge,
+    s2s_guests: Gauge,
     /// The counters of each label set, as connections share them.
     shared: Mutex<HashMap<Labels, Arc<Counters>>>,
 }
@@ -94,6 +112,12 @@ impl Metrics {
             xmpp_requests_waiting: Gauge::default(),
             archive_queue: Gauge::default(),
             archive_lag: Gauge::default(),
+            s2s_streams: Family::default(),
+            s2s_stanzas: Family::default(),
+            s2s_bytes: Family::default(),
+            s2s_failures: Family::default(),
+            s2s_waiting: Gauge::default(),
+            s2s_guests: Gauge::default(),
             shared: Mutex::default(),
             registry: Registry::default(),
         };
@@ -152,6 +176,16 @@ impl Metrics {
             "How long the oldest entries of the archive writer's last batch waited before they were kept",
             m.archive_lag.clone(),
         );
+        registry.register("s2s_streams", "Open XMPP streams between servers (federation), by direction (in, out), authenticated", m.s2s_streams.clone());
+        registry.register("s2s_stanzas", "Stanzas carried between servers, by direction", m.s2s_stanzas.clone());
+        registry.register("s2s_bytes", "Bytes of stanzas carried between servers, by direction", m.s2s_bytes.clone());
+        registry.register(
+            "s2s_failures",
+            "Streams between servers that failed or were refused, by reason (connect, timeout, certificate, negotiation, max_streams, or the stream error sent)",
+            m.s2s_failures.clone(),
+        );
+        registry.register("s2s_waiting", "Stanzas waiting for a stream to their domain (at most --xmpp-s2s-queue bytes per domain)", m.s2s_waiting.clone());
+        registry.register("s2s_guests", "Users of other servers in this server's MUC rooms (at most --xmpp-s2s-max-guests)", m.s2s_guests.clone());
         Metrics { registry, ..m }
     }
 }
@@ -220,12 +254,58 @@ impl Metrics {
         self.archive_lag.set(waited.as_secs_f64());
     }
 
+    /// Counts a stream between servers open, going `direction` (`in`,
+    /// `out`), until the guard is dropped.
+    pub fn s2s_stream(&self, direction: &'static str) -> StreamOpen {
+        let gauge = self.s2s_streams.get_or_create(&DirectionLabels { direction }).clone();
+        gauge.inc();
+        StreamOpen(gauge)
+    }
+
+    /// Counts stanzas sent to other servers.
+    pub fn s2s_sent(&self, stanzas: usize, bytes: usize) {
+        self.s2s_count("out", stanzas, bytes);
+    }
+
+    /// Counts stanzas received from other servers.
+    pub fn s2s_received(&self, stanzas: usize, bytes: usize) {
+        self.s2s_count("in", stanzas, bytes);
+    }
+
+    fn s2s_count(&self, direction: &'static str, stanzas: usize, bytes: usize) {
+        let labels = DirectionLabels { direction };
+        self.s2s_stanzas.get_or_create(&labels).inc_by(stanzas as u64);
+        self.s2s_bytes.get_or_create(&labels).inc_by(bytes as u64);
+    }
+
+    /// Counts a stream between servers that failed or was refused for `reason`.
+    pub fn s2s_failed(&self, reason: &'static str) {
+        self.s2s_failures.get_or_create(&ReasonLabels { reason }).inc();
+    }
+
+    /// Takes the stanzas waiting for other servers, and the guests of
+    /// other servers in the rooms, before an encode.
+    pub fn s2s(&self, waiting: usize, guests: usize) {
+        self.s2s_waiting.set(i64::try_from(waiting).unwrap_or(i64::MAX));
+        self.s2s_guests.set(i64::try_from(guests).unwrap_or(i64::MAX));
+    }
+
     /// The metrics in Prometheus text format.
     pub fn encode(&self) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+}
+
+/// A stream between servers, counted open while this is held.
+#[derive(Debug)]
+pub struct StreamOpen(Gauge);
+
+impl Drop for StreamOpen {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 

@@ -229,6 +229,45 @@ settings! {
 }
 
 settings! {
+    /// XMPP between servers: federation (docs/federation.md).
+    pub struct FederationConfig, flags FederationFlags {
+        /// Where other XMPP servers connect (RFC 6120 server-to-server); federation needs --tls-cert (its certificate names the XMPP domain and conference.<domain>); `off` for no federation, either way [default: 127.0.0.1:5269]
+        listen: Listen = Listen::At(SocketAddr::from(([127, 0, 0, 1], 5269))), "xmpp-s2s-listen", "SWITCHBOARD_XMPP_S2S_LISTEN";
+        /// Where other domains' servers are, as domain=address pairs separated by commas (e.g. b.test=127.0.0.3:5269), for labs and private networks; other domains are found through DNS [default: none]
+        routes: Routes = Routes::default(), "xmpp-s2s-routes", "SWITCHBOARD_XMPP_S2S_ROUTES";
+        /// PEM file of the authorities trusted to vouch for other servers' certificates [default: none, the authorities browsers trust (Mozilla's list)]
+        trust: PathBuf, "xmpp-s2s-trust", "SWITCHBOARD_XMPP_S2S_TRUST";
+        /// How long a stream to another server may take to be ready (connected, encrypted, authenticated); then what waits for it is answered remote-server-timeout [default: 30s]
+        connect_timeout: Duration = Duration::from_secs(30), "xmpp-s2s-connect-timeout", "SWITCHBOARD_XMPP_S2S_CONNECT_TIMEOUT", arg(value_parser = duration);
+        /// How long a stream between servers that carries nothing stays open [default: 10m]
+        idle_timeout: Duration = Duration::from_secs(600), "xmpp-s2s-idle-timeout", "SWITCHBOARD_XMPP_S2S_IDLE_TIMEOUT", arg(value_parser = duration);
+        /// Bytes of stanzas waiting for one domain's stream at most; a stanza past it is answered resource-constraint [default: 262144]
+        queue: usize = 256 * 1024, "xmpp-s2s-queue", "SWITCHBOARD_XMPP_S2S_QUEUE";
+        /// Most streams between servers open at once, both ways; past it, new ones are refused [default: 1000]
+        max_streams: usize = 1000, "xmpp-s2s-max-streams", "SWITCHBOARD_XMPP_S2S_MAX_STREAMS";
+        /// Most users of other servers in this server's MUC rooms at once; past it, a new one is answered resource-constraint [default: 10000]
+        max_guests: usize = 10_000, "xmpp-s2s-max-guests", "SWITCHBOARD_XMPP_S2S_MAX_GUESTS";
+    }
+}
+
+/// Where other domains' servers are: `--xmpp-s2s-routes`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Routes(pub Vec<(String, SocketAddr)>);
+
+impl FromStr for Routes {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Routes, String> {
+        let routes = text.split(',').map(str::trim).filter(|pair| !pair.is_empty()).map(|pair| {
+            let (domain, address) = pair.split_once('=').ok_or_else(|| format!("{pair:?} is not domain=address"))?;
+            let address = address.trim().parse().map_err(|_| format!("{address:?} in {pair:?} is not an address like 127.0.0.3:5269"))?;
+            Ok((domain.trim().to_ascii_lowercase(), address))
+        });
+        routes.collect::<Result<_, String>>().map(Routes)
+    }
+}
+
+settings! {
     /// XMPP over BOSH (XEP-0124, XEP-0206) at /http-bind.
     pub struct BoshConfig, flags BoshFlags {
         /// Longest a BOSH request (XMPP over HTTP at /http-bind) is held waiting for something to send; a client asking for longer gets this [default: 60s]
@@ -347,6 +386,8 @@ pub struct Args {
     #[command(flatten)]
     pub xmpp: XmppFlags,
     #[command(flatten)]
+    pub federation: FederationFlags,
+    #[command(flatten)]
     pub bosh: BoshFlags,
     #[command(flatten)]
     pub store: StoreFlags,
@@ -366,6 +407,7 @@ impl Args {
             rooms: self.rooms.or(under.rooms),
             broker: self.broker.or(under.broker),
             xmpp: self.xmpp.or(under.xmpp),
+            federation: self.federation.or(under.federation),
             bosh: self.bosh.or(under.bosh),
             store: self.store.or(under.store),
             tls: self.tls.or(under.tls),
@@ -463,6 +505,7 @@ pub struct Config {
     pub xmpp: XmppConfig,
     /// XMPP accounts (`[[xmpp_account]]` in the file; see `switchboard xmpp-account`).
     pub xmpp_accounts: Vec<AccountEntry>,
+    pub federation: FederationConfig,
     pub bosh: BoshConfig,
     pub store: StoreConfig,
     /// TLS on the listener, if configured.
@@ -482,6 +525,7 @@ impl Default for Config {
             broker: BrokerConfig::default(),
             xmpp: XmppConfig::default(),
             xmpp_accounts: Vec::new(),
+            federation: FederationConfig::default(),
             bosh: BoshConfig::default(),
             store: StoreConfig::default(),
             tls: None,
@@ -554,6 +598,7 @@ impl Config {
             broker: flags.broker.resolve(),
             xmpp: flags.xmpp.resolve(),
             xmpp_accounts: file.accounts,
+            federation: flags.federation.resolve(),
             bosh: flags.bosh.resolve(),
             store: flags.store.resolve(),
             tls,
@@ -569,6 +614,7 @@ impl Config {
         self.rooms.validate().map_err(Error::config)?;
         self.broker.validate().map_err(Error::config)?;
         self.xmpp.validate().map_err(Error::config)?;
+        self.federation.validate().map_err(Error::config)?;
         self.bosh.validate().map_err(Error::config)?;
         self.store.validate().map_err(Error::config)?;
         if self.xmpp.tls_listen != Listen::Off && self.tls.is_none() {
@@ -660,6 +706,24 @@ impl XmppConfig {
             (self.auth_failures > 0, "xmpp_auth_failures must be at least 1"),
             (self.max_rooms > 0, "xmpp_max_rooms must be at least 1"),
             (self.auth_tries > 0, "xmpp_auth_tries must be at least 1"),
+        ])
+    }
+}
+
+impl FederationConfig {
+    /// Whether the server federates: it listens for other servers, and
+    /// has a certificate to show them.
+    pub fn on(&self, tls: Option<&TlsFiles>) -> bool {
+        self.listen != Listen::Off && tls.is_some()
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        check(&[
+            (!self.connect_timeout.is_zero(), "xmpp_s2s_connect_timeout must be above zero"),
+            (!self.idle_timeout.is_zero(), "xmpp_s2s_idle_timeout must be above zero"),
+            (self.max_streams > 0, "xmpp_s2s_max_streams must be at least 1"),
+            (self.queue > 0, "xmpp_s2s_queue must be at least 1"),
+            (self.max_guests > 0, "xmpp_s2s_max_guests must be at least 1"),
         ])
     }
 }

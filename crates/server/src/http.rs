@@ -87,6 +87,8 @@ pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connect
             if let Some(xmpp) = &server.xmpp {
                 let (parked, waiting) = xmpp.held().await;
                 server.metrics.xmpp(parked, waiting);
+                let (waiting, guests) = xmpp.federated();
+                server.metrics.s2s(waiting, guests);
             }
             if let Some(archive) = &server.archive {
                 server.metrics.archive_queue(archive.waiting());

@@ -23,8 +23,8 @@ pub use apps::AppKind;
 pub use config::MountKind;
 pub use error::Error;
 pub use config::{
-    Args, BoshConfig, BrokerConfig, Config, Listen, Mount, MountLimits, RoomConfig, ServerConfig, SockjsOptions, StoreConfig, StoreFlags, StoreKind,
-    TlsFiles, TokenKey, XmppConfig, markdown_table,
+    Args, BoshConfig, BrokerConfig, Config, FederationConfig, Listen, Mount, MountLimits, RoomConfig, ServerConfig, SockjsOptions, StoreConfig, StoreFlags, StoreKind,
+    Routes, TlsFiles, TokenKey, XmppConfig, markdown_table,
 };
 pub use account::{AccountArgs, run_account};
 pub use copy::{StoreArgs, run_store};
@@ -61,6 +61,10 @@ pub async fn run_cli(args: Args) -> Result<(), Error> {
             let at = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
             println!("switchboard serves XMPP for {} on {at}{how}", config.xmpp.domain);
         }
+    }
+    if let Some(listener) = &xmpp.s2s {
+        let at = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
+        println!("switchboard federates {} with other XMPP servers on {at}", config.xmpp.domain);
     }
     serve_with(listener, xmpp, config, stop).await
 }

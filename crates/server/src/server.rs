@@ -46,11 +46,13 @@ pub async fn serve(
     serve_with(listener, xmpp, config, shutdown).await
 }
 
-/// Where XMPP clients connect: plain TCP (with STARTTLS) and direct TLS.
+/// Where XMPP clients connect: plain TCP (with STARTTLS) and direct TLS;
+/// and where other servers do (federation).
 #[derive(Debug, Default)]
 pub struct XmppListeners {
     pub plain: Option<TcpListener>,
     pub direct_tls: Option<TcpListener>,
+    pub s2s: Option<TcpListener>,
 }
 
 impl XmppListeners {
@@ -62,11 +64,12 @@ impl XmppListeners {
                 None => Ok(None),
             }
         };
-        Ok(XmppListeners { plain: bind(config.xmpp.listen.address()).await?, direct_tls: bind(config.xmpp.tls_listen.address()).await? })
+        let s2s = if config.federation.on(config.tls.as_ref()) { config.federation.listen.address() } else { None };
+        Ok(XmppListeners { plain: bind(config.xmpp.listen.address()).await?, direct_tls: bind(config.xmpp.tls_listen.address()).await?, s2s: bind(s2s).await? })
     }
 
     fn any(&self) -> bool {
-        self.plain.is_some() || self.direct_tls.is_some()
+        self.plain.is_some() || self.direct_tls.is_some() || self.s2s.is_some()
     }
 }
 
@@ -92,7 +95,7 @@ pub async fn serve_with(
         None => None,
     };
     let store = store::open(&config.store.choice()).await.map_err(Error::store)?;
-    let state = Arc::new(ServerState::new(config, nats, store, xmpp.any())?);
+    let state = Arc::new(ServerState::new(config, nats, store, xmpp.any(), xmpp.s2s.is_some())?);
     if let Some(service) = &state.xmpp {
         let rooms = service.load_rooms().await.map_err(Error::store)?;
         tracing::debug!("{rooms} persistent rooms taken back from the store");
@@ -102,6 +105,9 @@ pub async fn serve_with(
             if let Some(listener) = listener {
                 state.tracker.spawn(xmpp::serve(listener, service.clone(), direct_tls));
             }
+        }
+        if let Some(listener) = xmpp.s2s {
+            state.tracker.spawn(xmpp::s2s::serve(listener, service.clone()));
         }
     }
     let slots = Arc::new(Semaphore::new(state.config.server.max_connections));

@@ -67,8 +67,8 @@ const SESSION_BURST_SECONDS: u32 = 10;
 impl ServerState {
     /// The state of a server with `config`, whose rooms span nodes through
     /// `nats` if there is one, which keeps what outlives it in `store`,
-    /// with XMPP on if `xmpp_on`.
-    pub fn new(config: Config, nats: Option<Arc<cluster::Nats>>, store: Arc<dyn store::Store>, xmpp_on: bool) -> Result<ServerState, Error> {
+    /// with XMPP on if `xmpp_on`, federating with other servers if `federates`.
+    pub fn new(config: Config, nats: Option<Arc<cluster::Nats>>, store: Arc<dyn store::Store>, xmpp_on: bool, federates: bool) -> Result<ServerState, Error> {
         // STARTTLS on XMPP streams uses the listener's certificate.
         let xmpp_tls = match &config.tls {
             Some(files) if xmpp_on => Some(tls::acceptor_for(files, &[])?),
@@ -118,6 +118,22 @@ impl ServerState {
                 Some(Arc::new(App::new(kind, rooms)))
             })
             .collect();
+        let federation = match &config.tls {
+            Some(files) if federates => {
+                let f = &config.federation;
+                let identity = xmpp::s2s::Identity::new(files, f.trust.as_deref())?;
+                let settings = xmpp::s2s::Settings {
+                    routes: f.routes.0.iter().cloned().collect(),
+                    connect_timeout: f.connect_timeout,
+                    queue_bytes: f.queue,
+                    idle_timeout: f.idle_timeout,
+                    max_streams: f.max_streams,
+                    max_guests: f.max_guests,
+                };
+                Some(Arc::new(xmpp::s2s::Federation::new(settings, identity)))
+            }
+            _ => None,
+        };
         let muc_prefix = config.mounts.iter().find(|m| m.app == MountKind::App(AppKind::Chat)).map(|m| m.prefix.clone());
         let xmpp = xmpp_on.then(|| {
             // MUC rooms are the first chat mount's rooms.
@@ -145,6 +161,7 @@ impl ServerState {
                     chats: archive.clone().filter(|_| xmpp_archive),
                     rooms: room_archive.clone().zip(muc_prefix),
                 },
+                federation,
             };
             Arc::new(xmpp::Xmpp::new(context.clone(), settings, auth, xmpp_tls, rooms, store.clone()))
         });
@@ -213,7 +230,7 @@ mod tests {
     /// tokio's, aligned to 128) stays within jemalloc's 1,792-byte class.
     #[tokio::test]
     async fn an_xmpp_streams_future_stays_small() {
-        let state = ServerState::new(Config::default(), None, Arc::new(store::MemoryStore::default()), true).expect("the default configuration");
+        let state = ServerState::new(Config::default(), None, Arc::new(store::MemoryStore::default()), true, false).expect("the default configuration");
         let size = xmpp::stream_future_size(state.xmpp.clone().expect("XMPP is on")).await;
         assert!(size <= 1664, "an XMPP stream's future is {size} bytes");
     }

@@ -11,7 +11,8 @@
 //! management with resumption; every other iq is answered
 //! `service-unavailable`. One client's protocol is `session`; `stream` runs
 //! it over a carrier, `tcp` and `websocket`, and `bridge` hands it the
-//! messages of SockJS and BOSH sessions.
+//! messages of SockJS and BOSH sessions. `s2s` federates with other
+//! servers.
 
 mod accounts;
 mod archive;
@@ -22,6 +23,7 @@ mod offline;
 mod room;
 mod roster;
 mod router;
+pub mod s2s;
 mod session;
 mod stream;
 mod tcp;
@@ -103,6 +105,11 @@ pub struct Xmpp {
     list_limit: usize,
     /// Most rooms one session is in at once (`--xmpp-max-rooms`).
     max_rooms: usize,
+    /// The router's remote arm: streams to and from other servers, when
+    /// the server federates.
+    federation: Option<Arc<s2s::Federation>>,
+    /// Users of other servers in the rooms here.
+    guests: s2s::Guests,
 }
 
 impl std::fmt::Debug for Xmpp {
@@ -151,6 +158,8 @@ pub struct Settings {
     pub inflow: base::limits::Inflow,
     /// What is archived (XEP-0313).
     pub archiving: Archiving,
+    /// How the server federates, if it does.
+    pub federation: Option<Arc<s2s::Federation>>,
 }
 
 /// What is archived, and where (XEP-0313).
@@ -188,7 +197,7 @@ impl Xmpp {
         rooms: Option<Arc<dyn Broker>>,
         store: Arc<dyn store::Store>,
     ) -> Xmpp {
-        let Settings { domain, max_connections, resumption, quotas, login_timeout, inflow, archiving } = settings;
+        let Settings { domain, max_connections, resumption, quotas, login_timeout, inflow, archiving, federation } = settings;
         let Resumption { timeout: resume_timeout, max_parked } = resumption;
         let Quotas { list: list_limit, rooms: max_rooms, offline } = quotas;
         Xmpp {
@@ -215,6 +224,8 @@ impl Xmpp {
             rooms,
             router: router::Router::new(domain.clone()),
             slots: Arc::new(Semaphore::new(max_connections)),
+            federation,
+            guests: s2s::Guests::default(),
         }
     }
 
@@ -331,6 +342,12 @@ impl Xmpp {
         (parked, waiting)
     }
 
+    /// What federation holds: stanzas waiting for streams to other
+    /// servers, and users of other servers in the rooms here.
+    pub fn federated(&self) -> (usize, usize) {
+        (self.federation.as_ref().map_or(0, |f| f.waiting()), self.guests.count())
+    }
+
     /// The parked session `id` of the account `bare`, taken for resumption.
     fn take_parked(&self, id: &str, bare: &Jid, framing: session::Framing) -> Option<session::Session> {
         let mut parked = self.parked.lock();
@@ -384,6 +401,20 @@ impl Xmpp {
 /// `direct_tls`, each starts with a TLS handshake (XEP-0368).
 pub async fn serve(listener: TcpListener, xmpp: Arc<Xmpp>, direct_tls: bool) {
     let context = xmpp.context.clone();
+    accept(listener, &context, |stream, peer| {
+        // Over the limit the connection is closed at once, unread.
+        let Ok(slot) = xmpp.slots.clone().try_acquire_owned() else {
+            context.metrics.shed("xmpp_max_connections");
+            return;
+        };
+        context.tracker.spawn(tcp::run(stream, peer.ip(), xmpp.clone(), slot, direct_tls));
+    })
+    .await;
+}
+
+/// Hands each connection `listener` accepts to `take`, without Nagle's
+/// delay, until shutdown.
+async fn accept(listener: TcpListener, context: &base::Context, mut take: impl FnMut(tokio::net::TcpStream, std::net::SocketAddr)) {
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -391,13 +422,8 @@ pub async fn serve(listener: TcpListener, xmpp: Arc<Xmpp>, direct_tls: bool) {
         };
         match accepted {
             Ok((stream, peer)) => {
-                // Over the limit the connection is closed at once, unread.
-                let Ok(slot) = xmpp.slots.clone().try_acquire_owned() else {
-                    context.metrics.shed("xmpp_max_connections");
-                    continue;
-                };
                 let _ = stream.set_nodelay(true);
-                context.tracker.spawn(tcp::run(stream, peer.ip(), xmpp.clone(), slot, direct_tls));
+                take(stream, peer);
             }
             Err(e) => {
                 tracing::warn!("xmpp: accept failed: {e}");

@@ -1,6 +1,7 @@
 //! Where a stanza addressed to a JID goes. The router's local arm holds the
-//! resources this server's users have bound; a JID of another domain has no
-//! arm yet (federation adds the remote one), so nothing routes there.
+//! resources this server's users have bound; a JID of another domain is
+//! federation's, the remote arm (`s2s`), which the session asks first
+//! (`Xmpp::is_remote`), so nothing here routes there.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -17,6 +17,8 @@ use super::{Jid, Xmpp, ns};
 mod mam;
 mod moderation;
 mod presence;
+
+pub(crate) use presence::{deliver, push};
 mod register;
 mod sasl;
 mod sm;
@@ -199,6 +201,29 @@ impl Session {
             anonymous: false,
             unflushed: false,
         }
+    }
+
+    /// The session of a user of another server in this server's rooms
+    /// (`s2s::guests`): bound as `jid` from the start, with no connection,
+    /// its output to `outbox`.
+    pub(crate) fn guest(xmpp: Arc<Xmpp>, outbox: Arc<Outbox>, jid: Jid) -> Session {
+        let mut session = Session::new(Framing::Stream, xmpp, outbox, std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+        session.jid = Some(jid);
+        session.phase = Phase::Ready;
+        session.may_resume = false;
+        // Its server's stream is.
+        session.encrypted = true;
+        session
+    }
+
+    /// Handles a guest's stanza, as its server handed it.
+    pub(crate) async fn take_stanza(&mut self, stanza: Element) {
+        let _ = self.on_stanza(stanza).await;
+    }
+
+    /// Whether the session is in any room.
+    pub(crate) fn in_rooms(&self) -> bool {
+        !self.rooms.is_empty()
     }
 
     /// Handles every complete event the parser has.
@@ -411,6 +436,11 @@ impl Session {
             None => None,
         };
         let payload = iq.elements().next();
+        if let Some(to) = &to
+            && self.xmpp.is_remote(to)
+        {
+            return self.to_remote(iq, &self.full_jid());
+        }
         if let Some(to) = &to {
             let in_room = to.local.is_some() && to.domain == self.xmpp.muc_domain && self.xmpp.rooms.is_some();
             if in_room && (to.resource.is_some() || payload.is_some()) {

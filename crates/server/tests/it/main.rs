@@ -10,6 +10,7 @@ mod apps;
 mod bad_input;
 mod binary;
 mod deflate;
+mod federation;
 mod hostile;
 mod lifecycle;
 mod security;

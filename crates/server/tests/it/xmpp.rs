@@ -68,14 +68,20 @@ impl Client {
     /// succeeds at once) and restarts the stream: the client, and the
     /// features offered before and after.
     pub async fn authenticate(addr: SocketAddr, auth: &str) -> (Client, Element, Element) {
+        Client::authenticate_at(addr, "localhost", auth).await
+    }
+
+    /// As `authenticate`, to the server of `domain`.
+    pub async fn authenticate_at(addr: SocketAddr, domain: &str, auth: &str) -> (Client, Element, Element) {
+        let header = HEADER.replace("to='localhost'", &format!("to='{domain}'"));
         let mut c = Client::connect(addr).await;
-        c.send(HEADER).await;
+        c.send(&header).await;
         assert!(matches!(c.event().await, Some(StreamEvent::Open { .. })));
         let before = c.stanza().await;
         c.send(auth).await;
         assert_eq!(c.stanza().await.name, "success");
         c.parser.restart();
-        c.send(HEADER).await;
+        c.send(&header).await;
         assert!(matches!(c.event().await, Some(StreamEvent::Open { .. })));
         let after = c.stanza().await;
         (c, before, after)
@@ -481,10 +487,15 @@ async fn stream_management_counts_stanzas_both_ways() {
 /// Logs in to an account with PLAIN over a plain stream (the test server
 /// allows it) and returns the client after the stream restart, before bind.
 pub async fn login_account(addr: SocketAddr, name: &str, password: &str) -> Client {
+    login_account_at(addr, "localhost", name, password).await
+}
+
+/// As `login_account`, to the server of `domain`.
+pub async fn login_account_at(addr: SocketAddr, domain: &str, name: &str, password: &str) -> Client {
     use base64::Engine;
     let plain = base64::engine::general_purpose::STANDARD.encode(format!("\0{name}\0{password}"));
     let auth = format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{plain}</auth>");
-    let (c, _, features) = Client::authenticate(addr, &auth).await;
+    let (c, _, features) = Client::authenticate_at(addr, domain, &auth).await;
     assert!(features.find("sm", "urn:xmpp:sm:3").is_some(), "stream management offered");
     c
 }
@@ -549,7 +560,12 @@ pub async fn with_accounts(names: &[&str]) -> TestServer {
 }
 
 pub async fn bound_account(addr: SocketAddr, name: &str, resource: &str) -> Client {
-    let mut c = login_account(addr, name, "pw").await;
+    bound_account_at(addr, "localhost", name, resource).await
+}
+
+/// As `bound_account`, to the server of `domain`.
+pub async fn bound_account_at(addr: SocketAddr, domain: &str, name: &str, resource: &str) -> Client {
+    let mut c = login_account_at(addr, domain, name, "pw").await;
     c.send(&format!("<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>{resource}</resource></bind></iq>")).await;
     assert_eq!(c.stanza().await.get("type"), Some("result"));
     c

@@ -23,7 +23,17 @@ pub const CLOSE: &str = "<close xmlns='urn:ietf:params:xml:ns:xmpp-framing'/>";
 impl Header<'_> {
     /// The stream header over TCP, XML declaration first, stanzas in `jabber:client`.
     pub fn stream(&self) -> String {
-        let mut out = format!("<?xml version='1.0'?><stream:stream xmlns='{}' xmlns:stream='{}'", ns::CLIENT, ns::STREAMS);
+        self.stream_of(ns::CLIENT)
+    }
+
+    /// The header of a stream between servers (RFC 6120 §4.7): stanzas in
+    /// `jabber:server`.
+    pub fn server_stream(&self) -> String {
+        self.stream_of(ns::SERVER)
+    }
+
+    fn stream_of(&self, stanzas: &str) -> String {
+        let mut out = format!("<?xml version='1.0'?><stream:stream xmlns='{stanzas}' xmlns:stream='{}'", ns::STREAMS);
         self.write_attributes(&mut out);
         out.push('>');
         out
@@ -70,6 +80,11 @@ mod tests {
             "<?xml version='1.0'?><stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams' id='s1' from='it&apos;s.example' version='1.0' xml:lang='en'>"
         );
         assert_eq!(server.open(), "<open xmlns='urn:ietf:params:xml:ns:xmpp-framing' id='s1' from='it&apos;s.example' version='1.0' xml:lang='en'/>");
+        let federated = Header { id: None, from: Some("a.test"), to: Some("b.test") };
+        assert_eq!(
+            federated.server_stream(),
+            "<?xml version='1.0'?><stream:stream xmlns='jabber:server' xmlns:stream='http://etherx.jabber.org/streams' from='a.test' to='b.test' version='1.0' xml:lang='en'>"
+        );
     }
 
     #[test]

@@ -2,6 +2,8 @@
 
 /// Stanzas of a client stream (RFC 6120 §4.8.3).
 pub const CLIENT: &str = "jabber:client";
+/// Stanzas of a stream between servers (RFC 6120 §4.8.3).
+pub const SERVER: &str = "jabber:server";
 /// The stream's own elements: `<stream:stream/>`, `<stream:features/>`, `<stream:error/>`.
 pub const STREAMS: &str = super::STREAMS_NS;
 /// XMPP over WebSocket's `<open/>` and `<close/>` (RFC 7395 §3.3).

@@ -49,6 +49,9 @@ impl Session {
     /// delivery rules say (RFC 6121 §8.5), or keeps it for an account that
     /// is offline (XEP-0160).
     pub(super) async fn message_to_user(&mut self, message: &Element, to: &Jid) {
+        if self.xmpp.is_remote(to) {
+            return self.to_remote(message, &self.full_jid());
+        }
         let kind = message.get("type").unwrap_or("normal");
         match self.xmpp.router.route_message(to, kind) {
             // Boxed, as the rest below: its state would sit in every idle stream's task.
@@ -94,6 +97,21 @@ impl Session {
                 self.xmpp.context.metrics.store_failed("offline");
                 self.refuse(message, "wait", "internal-server-error");
             }
+        }
+    }
+
+    /// Sends `stanza` from `from` (this session's JID, full or bare) to
+    /// another server; a message or iq that cannot go is answered with
+    /// the reason (RFC 6120 §8.3.3), a presence is not (RFC 6121 §4.6.2).
+    pub(super) fn to_remote(&self, stanza: &Element, from: &str) {
+        let mut routed = stanza.clone();
+        routed.attrs.retain(|(n, _)| n != "from");
+        routed.attrs.push(("from".into(), from.to_owned()));
+        if let Err(why) = self.xmpp.send_remote(routed)
+            && stanza.name != "presence"
+        {
+            let (kind, condition) = why.error();
+            self.refuse(stanza, kind, condition);
         }
     }
 
@@ -207,14 +225,27 @@ impl Session {
             self.xmpp.router.available(&user).into_iter().filter(|r| r.jid != me_full).map(|r| r.target).collect();
         let contacts = self.xmpp.rosters.contacts(&user).await.unwrap_or_default();
         for jid in contacts.iter().filter(|c| c.subscription.from).filter_map(|c| Jid::parse(&c.jid)) {
-            targets.extend(self.xmpp.router.route(&jid));
+            if self.xmpp.is_remote(&jid) {
+                let mut to_contact = presence.clone();
+                to_contact.attrs.retain(|(n, _)| n != "to");
+                self.to_remote(&to_contact.attr("to", &jid.to_string()), &me_full);
+            } else {
+                targets.extend(self.xmpp.router.route(&jid));
+            }
         }
         self.carry(presence, targets);
         if first {
             let mut theirs = self.xmpp.router.available(&user);
             theirs.retain(|r| r.jid != me_full);
             for contact in contacts.iter().filter(|c| c.subscription.to) {
-                theirs.extend(self.xmpp.router.available(&contact.jid));
+                match Jid::parse(&contact.jid) {
+                    // Another server's user: its server is asked (RFC 6121 §4.3).
+                    Some(jid) if self.xmpp.is_remote(&jid) => {
+                        let probe = Element::new("presence", ns::CLIENT).attr("type", "probe").attr("to", &contact.jid);
+                        self.to_remote(&probe, &user);
+                    }
+                    _ => theirs.extend(self.xmpp.router.available(&contact.jid)),
+                }
             }
             for r in theirs {
                 let mut current = r.presence;
@@ -254,6 +285,9 @@ impl Session {
             Some("unavailable") => self.directed.retain(|j| j != to),
             _ => {}
         }
+        if self.xmpp.is_remote(to) {
+            return self.to_remote(presence, &self.full_jid());
+        }
         // Presence is not answered with errors (RFC 6121 §4.6.2): with
         // nobody there it is dropped.
         let targets = self.xmpp.router.route(to);
@@ -270,8 +304,10 @@ impl Session {
         if contact == user {
             return;
         }
-        // Only this server's users can be reached (there is no server-to-server).
+        // Another server's user is sent the stamped stanza; its server
+        // keeps its side (`s2s::inbound`).
         let local = to.domain == self.xmpp.domain && to.local.is_some();
+        let remote = self.xmpp.is_remote(to) && to.local.is_some();
         let mut stamped = presence.clone();
         stamped.attrs.retain(|(n, _)| n != "from" && n != "to");
         stamped.attrs.push(("from".into(), user.clone()));
@@ -284,6 +320,9 @@ impl Session {
                     Ok(None) => {}
                     Err(Refused::Full) => return self.refuse(presence, "wait", "resource-constraint"),
                     Err(Refused::Store) => return self.refuse(presence, "wait", "internal-server-error"),
+                }
+                if remote {
+                    return self.to_remote(&stamped, &user);
                 }
                 if !local {
                     return;
@@ -313,8 +352,8 @@ impl Session {
             }
             "subscribed" => {
                 // An approval with no request to answer is dropped (§3.1.5).
-                let asked = rosters.answered(&user, &contact).await || rosters.contact(&contact, &user).await.is_some_and(|c| c.ask);
-                if !asked || !local {
+                let asked = rosters.answered(&user, &contact).await || (local && rosters.contact(&contact, &user).await.is_some_and(|c| c.ask));
+                if !asked || !(local || remote) {
                     return;
                 }
                 match rosters.update(&user, &contact, true, |c| c.subscription.from = true).await {
@@ -322,6 +361,16 @@ impl Session {
                     Ok(None) => {}
                     Err(Refused::Full) => return self.refuse(presence, "wait", "resource-constraint"),
                     Err(Refused::Store) => return self.refuse(presence, "wait", "internal-server-error"),
+                }
+                if remote {
+                    self.to_remote(&stamped, &user);
+                    // Then this user's current presence, from each of its available resources.
+                    for r in self.xmpp.router.available(&user) {
+                        let mut current = r.presence;
+                        current.attrs.retain(|(n, _)| n != "to");
+                        self.to_remote(&current.attr("to", &contact), &r.jid);
+                    }
+                    return;
                 }
                 subscribed(&self.xmpp, &contact, &user, &stamped).await;
                 // Then this user's current presence, from each of its available resources.
@@ -339,6 +388,9 @@ impl Session {
                     .await
                 {
                     push(&self.xmpp, &user, roster::item(&mine)).await;
+                }
+                if remote {
+                    return self.to_remote(&stamped, &user);
                 }
                 if !local {
                     return;
@@ -363,6 +415,9 @@ impl Session {
                 rosters.answered(&user, &contact).await;
                 if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| c.subscription.from = false).await {
                     push(&self.xmpp, &user, roster::item(&mine)).await;
+                }
+                if remote {
+                    return self.to_remote(&stamped, &user);
                 }
                 if !local {
                     return;
@@ -390,7 +445,11 @@ impl Session {
     pub(super) fn end_directed(&mut self) {
         for to in std::mem::take(&mut self.directed) {
             let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable").attr("to", &to.to_string());
-            self.carry(&gone, self.xmpp.router.route(&to));
+            if self.xmpp.is_remote(&to) {
+                self.to_remote(&gone, &self.full_jid());
+            } else {
+                self.carry(&gone, self.xmpp.router.route(&to));
+            }
         }
     }
 
@@ -423,14 +482,14 @@ fn carry_from(stanza: &Element, from: &str, targets: Vec<Target>) {
 }
 
 /// A stanza already stamped, to every resource of the user `bare`.
-fn deliver(xmpp: &super::super::Xmpp, bare: &str, stanza: &Element) {
+pub(crate) fn deliver(xmpp: &super::super::Xmpp, bare: &str, stanza: &Element) {
     for (_, (outbox, framing)) in xmpp.router.resources(bare) {
         let _ = outbox.push(framing.payload(stanza));
     }
 }
 
 /// A roster push (RFC 6121 §2.1.6) of `item` to every resource of `user`.
-async fn push(xmpp: &super::super::Xmpp, user: &str, item: Element) {
+pub(crate) async fn push(xmpp: &super::super::Xmpp, user: &str, item: Element) {
     // Its roster's version after the change (RFC 6121 §2.6.3); a store
     // that cannot say gives none, and the client asks for the whole roster.
     let ver = xmpp.rosters.version(user).await;

@@ -65,6 +65,17 @@ impl TestServer {
 
     /// A server that serves XMPP and keeps what `config.store` says.
     pub async fn with_xmpp_kept(config: Config) -> TestServer {
+        TestServer::with_listeners(config, None).await
+    }
+
+    /// A server that serves XMPP, keeping nothing beyond itself, and
+    /// federates with other servers on `s2s` (it needs `config.tls`).
+    pub async fn federated(mut config: Config, s2s: TcpListener) -> TestServer {
+        config.store.kind = server::StoreKind::Memory;
+        TestServer::with_listeners(config, Some(s2s)).await
+    }
+
+    async fn with_listeners(config: Config, s2s: Option<TcpListener>) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let xmpp = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let direct_tls = match config.tls {
@@ -74,7 +85,7 @@ impl TestServer {
         let (addr, xmpp_addr) = (listener.local_addr().unwrap(), xmpp.local_addr().unwrap());
         let xmpp_tls = direct_tls.as_ref().map(|l| l.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
-        let listeners = server::XmppListeners { plain: Some(xmpp), direct_tls };
+        let listeners = server::XmppListeners { plain: Some(xmpp), direct_tls, s2s };
         let task = tokio::spawn(server::serve_with(listener, listeners, config, async move {
             let _ = stopped.await;
         }));

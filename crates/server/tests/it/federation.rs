@@ -1,0 +1,379 @@
+//! Federation between two servers of this project, each its own domain on
+//! its own loopback address, with certificates from a private authority
+//! the test makes: messages, presence subscriptions and iqs both ways,
+//! the certificate checks, a domain that cannot be reached, and the
+//! stream errors of RFC 6120 to the byte.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use futures_util::{SinkExt, StreamExt};
+use tokio_tungstenite::tungstenite::Message;
+use wire::xmpp::Element;
+
+use crate::support::{PATIENCE, TestServer};
+use crate::xmpp::{Client, bound_account_at};
+
+const STANZAS: &str = "urn:ietf:params:xml:ns:xmpp-stanzas";
+
+/// A private authority and the certificates it signs.
+struct Authority {
+    dir: tempfile::TempDir,
+    issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+}
+
+impl Authority {
+    fn new() -> Authority {
+        let dir = tempfile::tempdir().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name.push(rcgen::DnType::CommonName, "Switchboard test authority");
+        let issuer = rcgen::CertifiedIssuer::self_signed(params, rcgen::KeyPair::generate().unwrap()).unwrap();
+        std::fs::write(dir.path().join("ca.pem"), issuer.pem()).unwrap();
+        Authority { dir, issuer }
+    }
+
+    /// A TLS connection to `server`'s listener, trusting the authority, for `domain`.
+    async fn connect(&self, server: &TestServer, domain: &str) -> tokio_rustls::client::TlsStream<TcpStream> {
+        let ca = rustls::pki_types::CertificateDer::from(self.issuer.der().to_vec());
+        let tcp = TcpStream::connect(server.addr).await.unwrap();
+        let name = rustls::pki_types::ServerName::try_from(domain.to_owned()).unwrap();
+        crate::support::tls_connector(&ca).connect(name, tcp).await.unwrap()
+    }
+
+    fn trust(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    /// A certificate naming `names`, signed by the authority: its files.
+    fn certificate(&self, file: &str, names: &[&str]) -> server::TlsFiles {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let params = rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        write_pair(self.dir.path(), file, &cert.pem(), &key.serialize_pem())
+    }
+}
+
+fn write_pair(dir: &Path, file: &str, cert: &str, key: &str) -> server::TlsFiles {
+    let (cert_path, key_path) = (dir.join(format!("{file}.pem")), dir.join(format!("{file}.key")));
+    std::fs::write(&cert_path, cert).unwrap();
+    std::fs::write(&key_path, key).unwrap();
+    server::TlsFiles { cert: cert_path, key: key_path }
+}
+
+/// The configuration of the server of `domain`, with one account `user`
+/// (password `pw`), showing `tls`, trusting `trust`, with `routes`.
+fn config(domain: &str, user: &str, tls: server::TlsFiles, trust: &Path, routes: &[(&str, SocketAddr)]) -> server::Config {
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new(user, "pw")], tls: Some(tls), ..server::Config::default() };
+    config.xmpp.domain = domain.to_owned();
+    config.xmpp.plain_unencrypted = true;
+    config.federation.trust = Some(trust.to_owned());
+    config.federation.routes = server::Routes(routes.iter().map(|(d, a)| (d.to_string(), *a)).collect());
+    config
+}
+
+/// Two federated servers: a.test (account alice) on 127.0.0.2 and b.test
+/// (account bob) on 127.0.0.3, each with a certificate for its domain and
+/// its MUC service's.
+async fn two_domains(authority: &Authority) -> (TestServer, TestServer) {
+    let (a_s2s, b_s2s) = (TcpListener::bind("127.0.0.2:0").await.unwrap(), TcpListener::bind("127.0.0.3:0").await.unwrap());
+    let (a_at, b_at) = (a_s2s.local_addr().unwrap(), b_s2s.local_addr().unwrap());
+    let a_cert = authority.certificate("a", &["a.test", "conference.a.test"]);
+    let b_cert = authority.certificate("b", &["b.test", "conference.b.test"]);
+    let a = config("a.test", "alice", a_cert, &authority.trust(), &[("b.test", b_at), ("conference.b.test", b_at)]);
+    let b = config("b.test", "bob", b_cert, &authority.trust(), &[("a.test", a_at), ("conference.a.test", a_at)]);
+    (TestServer::federated(a, a_s2s).await, TestServer::federated(b, b_s2s).await)
+}
+
+/// A user bound as `desk`, its initial presence sent.
+async fn online(server: &TestServer, domain: &str, user: &str) -> Client {
+    let mut c = bound_account_at(server.xmpp.unwrap(), domain, user, "desk").await;
+    c.send("<presence/>").await;
+    c
+}
+
+fn body(stanza: &Element) -> String {
+    stanza.find("body", "jabber:client").map(Element::text_content).unwrap_or_default()
+}
+
+/// The next stanza named `name`, past others (roster pushes, presence …).
+async fn next_named(c: &mut Client, name: &str) -> Element {
+    loop {
+        let stanza = c.stanza().await;
+        if stanza.name == name {
+            return stanza;
+        }
+    }
+}
+
+#[tokio::test]
+async fn users_of_two_domains_exchange_messages_presence_and_iqs() {
+    let authority = Authority::new();
+    let (a, b) = two_domains(&authority).await;
+    let mut alice = online(&a, "a.test", "alice").await;
+    let mut bob = online(&b, "b.test", "bob").await;
+
+    alice.send("<message to='bob@b.test' type='chat' id='m1'><body>hello from a</body></message>").await;
+    let got = next_named(&mut bob, "message").await;
+    assert_eq!((got.get("from"), got.get("to"), got.get("id"), body(&got).as_str()), (Some("alice@a.test/desk"), Some("bob@b.test"), Some("m1"), "hello from a"));
+    bob.send("<message to='alice@a.test/desk' type='chat' id='m2'><body>and back from b</body></message>").await;
+    let got = next_named(&mut alice, "message").await;
+    assert_eq!((got.get("from"), body(&got).as_str()), (Some("bob@b.test/desk"), "and back from b"));
+
+    // A subscription across domains (RFC 6121 §3.1): asked, approved, and
+    // then the contact's presence comes.
+    alice.send("<presence to='bob@b.test' type='subscribe'/>").await;
+    let asked = next_named(&mut bob, "presence").await;
+    assert_eq!((asked.get("type"), asked.get("from")), (Some("subscribe"), Some("alice@a.test")));
+    bob.send("<presence to='alice@a.test' type='subscribed'/>").await;
+    let approved = next_named(&mut alice, "presence").await;
+    assert_eq!((approved.get("type"), approved.get("from")), (Some("subscribed"), Some("bob@b.test")));
+    let current = next_named(&mut alice, "presence").await;
+    assert_eq!((current.get("type"), current.get("from")), (None, Some("bob@b.test/desk")));
+    alice.send("<iq type='get' id='r1'><query xmlns='jabber:iq:roster'/></iq>").await;
+    let roster = alice.answer("r1").await;
+    let item = roster.find("query", "jabber:iq:roster").and_then(|q| q.elements().next()).cloned().unwrap();
+    assert_eq!((item.get("jid"), item.get("subscription")), (Some("bob@b.test"), Some("to")));
+    // Bob's next presence reaches his new subscriber on the other server.
+    bob.send("<presence><show>away</show></presence>").await;
+    let away = next_named(&mut alice, "presence").await;
+    assert_eq!((away.get("from"), away.find("show", "jabber:client").map(Element::text_content)), (Some("bob@b.test/desk"), Some("away".into())));
+
+    // An iq to a resource on the other server, answered by it; a ping to the
+    // other server, answered by the server.
+    alice.send("<iq type='get' id='p1' to='bob@b.test/desk'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    let ping = bob.answer("p1").await;
+    assert_eq!((ping.get("from"), ping.get("id")), (Some("alice@a.test/desk"), Some("p1")));
+    bob.send("<iq type='result' id='p1' to='alice@a.test/desk'/>").await;
+    let pong = alice.answer("p1").await;
+    assert_eq!((pong.get("type"), pong.get("from")), (Some("result"), Some("bob@b.test/desk")));
+    alice.send("<iq type='get' id='p2' to='b.test'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    let pong = alice.answer("p2").await;
+    assert_eq!((pong.get("type"), pong.get("from")), (Some("result"), Some("b.test")));
+    // Nobody there: the other server says so.
+    alice.send("<iq type='get' id='p3' to='bob@b.test/phone'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    let refused = alice.answer("p3").await;
+    assert_eq!(error_condition(&refused), "service-unavailable");
+
+    // One stream each way between the two, each authenticated with its certificate.
+    for (server, domain) in [(&a, "a.test"), (&b, "b.test")] {
+        for direction in ["in", "out"] {
+            let series = format!("switchboard_s2s_streams{{direction=\"{direction}\"}}");
+            assert_eq!(metric(server, &authority, domain, &series).await, Some(1.0), "{domain} {direction}");
+        }
+    }
+    // Alice's message, her request, and her three iqs.
+    assert_eq!(metric(&a, &authority, "a.test", "switchboard_s2s_stanzas_total{direction=\"out\"}").await, Some(5.0));
+}
+
+/// The value of one metric of a server whose listener has TLS with a
+/// certificate of `authority` for `domain`.
+async fn metric(server: &TestServer, authority: &Authority, domain: &str, series: &str) -> Option<f64> {
+    let mut tls = authority.connect(server, domain).await;
+    tls.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(PATIENCE, tls.read_to_end(&mut out)).await.expect("the metrics").unwrap();
+    let text = String::from_utf8_lossy(&out);
+    text.lines().find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok()))
+}
+
+/// A chat-app member over WebSocket with TLS, in `room` as `name`, past
+/// its `members` and `join` events.
+async fn chat_member(server: &TestServer, authority: &Authority, domain: &str, name: &str, room: &str) -> Wss {
+    let tls = authority.connect(server, domain).await;
+    let url = format!("wss://{domain}/chat/websocket");
+    let (socket, _) = tokio_tungstenite::client_async(url, tls).await.unwrap();
+    let mut ws = Wss(socket);
+    ws.send(&serde_json::json!({"name": name, "room": room}).to_string()).await;
+    assert_eq!(ws.recv_json().await["event"], "members");
+    assert_eq!(ws.recv_json().await["event"], "join");
+    ws
+}
+
+/// A chat-app client over WebSocket with TLS.
+struct Wss(tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<TcpStream>>);
+
+impl Wss {
+    async fn send(&mut self, text: &str) {
+        self.0.send(Message::text(text)).await.unwrap();
+    }
+
+    /// The next text message, as JSON.
+    async fn recv_json(&mut self) -> serde_json::Value {
+        loop {
+            match tokio::time::timeout(PATIENCE, self.0.next()).await.expect("a message in time") {
+                Some(Ok(Message::Text(text))) => return serde_json::from_str(&text).unwrap(),
+                Some(Ok(_)) => continue,
+                other => panic!("expected a message, got {other:?}"),
+            }
+        }
+    }
+}
+
+/// The condition of an error stanza.
+fn error_condition(stanza: &Element) -> String {
+    assert_eq!(stanza.get("type"), Some("error"), "{stanza:?}");
+    let error = stanza.find("error", "jabber:client").expect("an error");
+    error.elements().find(|e| e.ns == STANZAS).map(|e| e.name.clone()).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_certificate_that_does_not_name_its_domain_is_refused_and_the_sender_told() {
+    let authority = Authority::new();
+    let b_s2s = TcpListener::bind("127.0.0.3:0").await.unwrap();
+    let b_at = b_s2s.local_addr().unwrap();
+    let b = TestServer::federated(config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]), b_s2s).await;
+    // a.test shows a certificate for another name, from the same authority.
+    let wrong = authority.certificate("wrong", &["elsewhere.test"]);
+    let a = TestServer::federated(config("a.test", "alice", wrong, &authority.trust(), &[("b.test", b_at)]), TcpListener::bind("127.0.0.2:0").await.unwrap()).await;
+    let mut alice = online(&a, "a.test", "alice").await;
+    let _bob = online(&b, "b.test", "bob").await;
+    alice.send("<message to='bob@b.test' type='chat' id='m1'><body>let me in</body></message>").await;
+    let refused = next_named(&mut alice, "message").await;
+    assert_eq!((refused.get("id"), refused.get("from"), error_condition(&refused).as_str()), (Some("m1"), Some("bob@b.test"), "remote-server-not-found"));
+    assert_eq!(body(&refused), "let me in", "the error carries what failed");
+    assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_failures_total{reason=\"certificate\"}").await, Some(1.0));
+    assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_streams{direction=\"in\"}").await.unwrap_or(0.0), 0.0);
+}
+
+#[tokio::test]
+async fn a_domain_that_cannot_be_reached_answers_its_senders_and_nothing_waits_for_ever() {
+    let authority = Authority::new();
+    // An address nobody listens on: bound, then closed.
+    let gone = TcpListener::bind("127.0.0.4:0").await.unwrap().local_addr().unwrap();
+    let a_cert = authority.certificate("a", &["a.test"]);
+    let a = TestServer::federated(config("a.test", "alice", a_cert, &authority.trust(), &[("c.test", gone)]), TcpListener::bind("127.0.0.2:0").await.unwrap()).await;
+    let mut alice = online(&a, "a.test", "alice").await;
+    for id in ["m1", "m2"] {
+        alice.send(&format!("<message to='carol@c.test' id='{id}'><body>anyone?</body></message>")).await;
+    }
+    alice.send("<iq type='get' id='q1' to='carol@c.test/x'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    for id in ["m1", "m2", "q1"] {
+        let refused = loop {
+            let stanza = alice.stanza().await;
+            if stanza.get("id") == Some(id) {
+                break stanza;
+            }
+        };
+        assert_eq!(error_condition(&refused), "remote-server-not-found", "{id}");
+    }
+    assert_eq!(metric(&a, &authority, "a.test", "switchboard_s2s_waiting").await, Some(0.0));
+}
+
+/// Sends `bytes` to `at` and reads what comes back until the socket closes.
+async fn exchange(at: SocketAddr, bytes: &str) -> String {
+    let mut tcp = TcpStream::connect(at).await.unwrap();
+    tcp.write_all(bytes.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(PATIENCE, tcp.read_to_end(&mut out)).await.expect("the server closes").unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// What the server says after its header (whose id is random).
+fn after_header(text: &str) -> &str {
+    &text[text.find("'>").expect("a header") + 2..]
+}
+
+#[tokio::test]
+async fn a_stream_from_another_server_gets_the_stream_errors_rfc_6120_names() {
+    let authority = Authority::new();
+    let s2s = TcpListener::bind("127.0.0.3:0").await.unwrap();
+    let at = s2s.local_addr().unwrap();
+    let _b = TestServer::federated(config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]), s2s).await;
+    let header = |to: &str, ns: &str| {
+        format!("<?xml version='1.0'?><stream:stream xmlns='{ns}' xmlns:stream='http://etherx.jabber.org/streams' from='a.test' to='{to}' version='1.0'>")
+    };
+    let error = |condition: &str, text: &str| {
+        format!("<stream:error><{condition} xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\"/><text xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\">{text}</text></stream:error></stream:stream>")
+    };
+    // A domain not served here.
+    let said = exchange(at, &header("nowhere.test", "jabber:server")).await;
+    assert!(said.starts_with("<?xml version='1.0'?><stream:stream xmlns='jabber:server' xmlns:stream='http://etherx.jabber.org/streams' id='"), "{said}");
+    assert!(said.contains(" from='b.test' to='a.test' version='1.0' xml:lang='en'>"), "{said}");
+    assert_eq!(after_header(&said), error("host-unknown", "nowhere.test is not served here"));
+    // A client's stream on the servers' port.
+    let said = exchange(at, &header("b.test", "jabber:client")).await;
+    assert_eq!(after_header(&said), error("invalid-namespace", "stanzas between servers are in jabber:server"));
+    // A stanza before TLS: TLS is required.
+    let said = exchange(at, &format!("{}<message from='x@a.test' to='bob@b.test'/>", header("b.test", "jabber:server"))).await;
+    let features = "<stream:features><starttls xmlns=\"urn:ietf:params:xml:ns:xmpp-tls\"><required/></starttls></stream:features>";
+    assert_eq!(after_header(&said), format!("{features}{}", error("policy-violation", "TLS is required between servers")));
+}
+
+/// Joins `room` as `nick` and reads up to the room's subject: the
+/// presences of those already there, in the order they came.
+async fn join(c: &mut Client, room: &str, nick: &str) -> Vec<Element> {
+    c.send(&format!("<presence to='{room}/{nick}'><x xmlns='http://jabber.org/protocol/muc'/></presence>")).await;
+    let mut presences = Vec::new();
+    loop {
+        let stanza = c.stanza().await;
+        if stanza.name == "message" && stanza.find("subject", "jabber:client").is_some() {
+            return presences;
+        }
+        if stanza.name == "presence" {
+            presences.push(stanza);
+        }
+    }
+}
+
+/// The bodies of the next `n` groupchat messages `c` is sent, with who sent each.
+async fn groupchat(c: &mut Client, n: usize) -> Vec<(String, String)> {
+    let mut got = Vec::new();
+    while got.len() < n {
+        let stanza = c.stanza().await;
+        if stanza.name == "message" && stanza.get("type") == Some("groupchat") {
+            got.push((stanza.get("from").unwrap_or_default().to_owned(), body(&stanza)));
+        }
+    }
+    got
+}
+
+#[tokio::test]
+async fn a_user_of_each_domain_joins_a_room_of_the_other_with_a_chat_app_member_there() {
+    let authority = Authority::new();
+    let (a, b) = two_domains(&authority).await;
+    let mut alice = online(&a, "a.test", "alice").await;
+    let mut carol = chat_member(&b, &authority, "b.test", "carol", "lobby").await;
+
+    // alice@a.test in lobby@conference.b.test, where carol (WebSocket) is.
+    let there = join(&mut alice, "lobby@conference.b.test", "alice").await;
+    let froms: Vec<_> = there.iter().map(|p| p.get("from").unwrap_or_default()).collect();
+    assert_eq!(froms, ["lobby@conference.b.test/carol", "lobby@conference.b.test/alice"]);
+    assert_eq!(carol.recv_json().await, serde_json::json!({"event": "join", "name": "alice", "room": "lobby"}));
+
+    // One order for everyone: carol, alice and carol again.
+    carol.send(&serde_json::json!({"message": "one"}).to_string()).await;
+    alice.send("<message to='lobby@conference.b.test' type='groupchat'><body>two</body></message>").await;
+    carol.send(&serde_json::json!({"message": "three"}).to_string()).await;
+    let seen_by_alice = groupchat(&mut alice, 3).await;
+    let mut seen_by_carol = Vec::new();
+    for _ in 0..3 {
+        let event = carol.recv_json().await;
+        seen_by_carol.push((format!("lobby@conference.b.test/{}", event["name"].as_str().unwrap()), event["message"].as_str().unwrap().to_owned()));
+    }
+    assert_eq!(seen_by_alice, seen_by_carol);
+    let mut bodies: Vec<_> = seen_by_alice.iter().map(|(_, b)| b.as_str()).collect();
+    bodies.sort_unstable();
+    assert_eq!(bodies, ["one", "three", "two"]);
+    assert!(seen_by_alice.contains(&("lobby@conference.b.test/alice".into(), "two".into())));
+
+    // alice leaves: carol sees her go, and b.test holds no guest.
+    alice.send("<presence to='lobby@conference.b.test/alice' type='unavailable'/>").await;
+    assert_eq!(carol.recv_json().await, serde_json::json!({"event": "leave", "name": "alice", "room": "lobby"}));
+    let gone = next_named(&mut alice, "presence").await;
+    assert_eq!((gone.get("type"), gone.get("from")), (Some("unavailable"), Some("lobby@conference.b.test/alice")));
+    crate::support::until(|| async { (metric(&b, &authority, "b.test", "switchboard_s2s_guests").await == Some(0.0)).then_some(()) }).await;
+
+    // And the other way: bob@b.test in lobby@conference.a.test with dave.
+    let mut bob = online(&b, "b.test", "bob").await;
+    let mut dave = chat_member(&a, &authority, "a.test", "dave", "lobby").await;
+    join(&mut bob, "lobby@conference.a.test", "bob").await;
+    assert_eq!(dave.recv_json().await["name"], "bob");
+    bob.send("<message to='lobby@conference.a.test' type='groupchat'><body>from b</body></message>").await;
+    assert_eq!(dave.recv_json().await, serde_json::json!({"name": "bob", "room": "lobby", "message": "from b"}));
+    dave.send(&serde_json::json!({"message": "from a"}).to_string()).await;
+    let got = groupchat(&mut bob, 2).await;
+    assert_eq!(got, [("lobby@conference.a.test/bob".into(), "from b".into()), ("lobby@conference.a.test/dave".into(), "from a".into())]);
+}

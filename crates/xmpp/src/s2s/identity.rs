@@ -1,0 +1,145 @@
+//! Who a server is, by its certificate (RFC 6120 §13.7.2, RFC 7590): this
+//! server's own, shown on every stream between servers both ways, and the
+//! check that another's is trusted and names the domain it claims.
+//!
+//! The TLS handshake itself takes any certificate: whether it vouches for
+//! a domain is decided after it, against the domain the stream's header
+//! names, so that a stream whose certificate does not may end with the
+//! stream error that says so (and, where it is allowed, go on to other
+//! means) instead of a bare TLS alert.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use base::ConfigError;
+use base::tls::TlsFiles;
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+/// This server's certificate for streams between servers, and the
+/// authorities it trusts to vouch for others.
+#[derive(Clone)]
+pub struct Identity {
+    verifier: Arc<WebPkiServerVerifier>,
+    connector: TlsConnector,
+    acceptor: TlsAcceptor,
+}
+
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Identity").finish_non_exhaustive()
+    }
+}
+
+impl Identity {
+    /// The identity in `files`, trusting the authorities in `trust` (a
+    /// PEM file), or the Mozilla list of authorities that browsers trust.
+    pub fn new(files: &TlsFiles, trust: Option<&Path>) -> Result<Identity, ConfigError> {
+        let roots = match trust {
+            Some(path) => base::tls::trust_store(path)?,
+            None => rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() },
+        };
+        let provider = base::tls::provider();
+        let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .build()
+            .map_err(|e| ConfigError::new(format!("the trusted authorities: {e}")))?;
+        let later = Arc::new(Later(verifier.clone()));
+        let (certs, key) = base::tls::identity(files)?;
+        let tls = |e: rustls::Error| ConfigError::new(format!("TLS between servers: {e}"));
+        let client = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(tls)?
+            .dangerous()
+            .with_custom_certificate_verifier(later.clone())
+            .with_client_auth_cert(certs.clone(), key.clone_key())
+            .map_err(tls)?;
+        let server = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(tls)?
+            .with_client_cert_verifier(later)
+            .with_single_cert(certs, key)
+            .map_err(tls)?;
+        Ok(Identity { verifier, connector: TlsConnector::from(Arc::new(client)), acceptor: TlsAcceptor::from(Arc::new(server)) })
+    }
+
+    /// What opens TLS to another server, showing this server's certificate.
+    pub fn connector(&self) -> &TlsConnector {
+        &self.connector
+    }
+
+    /// What takes TLS from another server, asking for its certificate.
+    pub fn acceptor(&self) -> &TlsAcceptor {
+        &self.acceptor
+    }
+
+    /// Whether `chain` (the other side's certificates, its own first) is
+    /// signed by a trusted authority, in date, and names `domain` (its
+    /// DNS-ID, RFC 6125 §6.4).
+    pub fn vouches(&self, chain: Option<&[CertificateDer<'_>]>, domain: &str) -> bool {
+        let Some((own, rest)) = chain.and_then(<[_]>::split_first) else { return false };
+        let Ok(name) = ServerName::try_from(domain.to_owned()) else { return false };
+        self.verifier.verify_server_cert(own, rest, &name, &[], UnixTime::now()).is_ok()
+    }
+}
+
+/// The handshake's verifier, both ways: it checks the other side's
+/// signatures (that it holds its certificate's key) and leaves whether the
+/// certificate is trusted, and for which domain, to `Identity::vouches`.
+#[derive(Debug)]
+struct Later(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for Later {
+    fn verify_server_cert(
+        &self,
+        _own: &CertificateDer<'_>,
+        _rest: &[CertificateDer<'_>],
+        _name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+impl ClientCertVerifier for Later {
+    // A server that shows none may still authenticate otherwise.
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(&self, _own: &CertificateDer<'_>, _rest: &[CertificateDer<'_>], _now: UnixTime) -> Result<ClientCertVerified, rustls::Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}

@@ -1,0 +1,201 @@
+//! What a stanza from another server does here, once its stream has
+//! checked its addresses: a message or presence to one of this server's
+//! users goes to that user's resources as RFC 6121 says (or, a message for
+//! an account that is offline, into its offline store); subscription
+//! requests and answers change the user's roster as they would from a
+//! user of this server; the server answers iqs addressed to it.
+//! Everything that must be answered is answered over the stream to the
+//! sender's domain. What goes to the MUC service goes to the sender's
+//! guest session (`guests`).
+
+use std::sync::Arc;
+
+use wire::xmpp::Element;
+
+use super::ns;
+use crate::offline::Kept;
+use crate::roster;
+use crate::router::MessageRoute;
+use crate::session::{deliver, push};
+use crate::{Jid, Xmpp};
+
+impl Xmpp {
+    /// Delivers `stanza` (in `jabber:client`, with a `from` of another
+    /// domain and a `to` of one served here).
+    pub(crate) async fn take_remote(self: &Arc<Self>, stanza: Element) {
+        let (Some(from), Some(to)) = (stanza.get("from").and_then(Jid::parse), stanza.get("to").and_then(Jid::parse)) else { return };
+        if to.domain == self.muc_domain && self.rooms.is_some() {
+            let limit = self.federation.as_ref().map_or(0, |f| f.settings.max_guests);
+            if from.resource.is_none() {
+                return self.answer_remote(&stanza, "modify", "jid-malformed");
+            }
+            if self.to_guest(from, stanza.clone(), limit).await.is_err() {
+                self.context.metrics.refused("xmpp", "s2s_max_guests");
+                self.answer_remote(&stanza, "wait", "resource-constraint");
+            }
+            return;
+        }
+        if to.domain != self.domain || (to.local.is_none() && stanza.name != "iq") {
+            return self.answer_remote(&stanza, "cancel", "service-unavailable");
+        }
+        match stanza.name.as_str() {
+            "message" => self.remote_message(&stanza, &to).await,
+            "presence" => self.remote_presence(&stanza, &from, &to).await,
+            _ => self.remote_iq(&stanza, &to),
+        }
+    }
+
+    /// Answers `stanza` from another server with an error of `kind` and
+    /// `condition`, from the JID it was sent to (RFC 6120 §8.3).
+    fn answer_remote(self: &Arc<Self>, stanza: &Element, kind: &str, condition: &str) {
+        if matches!(stanza.get("type"), Some("error" | "result")) {
+            return;
+        }
+        let error = Element::new("error", ns::CLIENT).attr("type", kind).child(Element::new(condition, ns::STANZA_ERRORS));
+        let mut answer = reply_to(stanza, "error");
+        if stanza.name == "message" {
+            answer.children = stanza.children.clone();
+        }
+        let _ = self.send_remote(answer.child(error));
+    }
+
+    async fn remote_message(self: &Arc<Self>, message: &Element, to: &Jid) {
+        let kind = message.get("type").unwrap_or("normal");
+        match self.router.route_message(to, kind) {
+            MessageRoute::To(targets) => {
+                for (outbox, framing) in targets {
+                    let _ = outbox.push(framing.payload(message));
+                }
+            }
+            MessageRoute::Refused if self.offline.keeps(kind, message) && self.exists(&to.bare()).await => {
+                let from = message.get("from").unwrap_or_default();
+                match self.offline.keep(&to.bare().to_string(), from, &self.domain, message).await {
+                    Kept::Stored => {}
+                    Kept::Full => self.answer_remote(message, "cancel", "service-unavailable"),
+                    Kept::Failed => self.answer_remote(message, "wait", "internal-server-error"),
+                }
+            }
+            MessageRoute::Refused => self.answer_remote(message, "cancel", "service-unavailable"),
+            MessageRoute::Dropped => {}
+        }
+    }
+
+    /// Presence from a user of another server (RFC 6121 §3, §4): updates
+    /// and directed presence go to the user's resources; subscription
+    /// requests and answers change its roster first; a probe is answered
+    /// with the user's presence if the prober may see it.
+    async fn remote_presence(self: &Arc<Self>, presence: &Element, from: &Jid, to: &Jid) {
+        let (user, contact) = (to.bare().to_string(), from.bare().to_string());
+        let rosters = &self.rosters;
+        match presence.get("type") {
+            Some("probe") => {
+                if !rosters.contact(&user, &contact).await.is_some_and(|c| c.subscription.from) {
+                    return;
+                }
+                let available = self.router.available(&user);
+                if available.is_empty() {
+                    let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable").attr("from", &user).attr("to", &contact);
+                    let _ = self.send_remote(gone);
+                }
+                for r in available {
+                    let _ = self.send_remote(stamped(r.presence, &r.jid, from.to_string()));
+                }
+            }
+            Some("subscribe") => {
+                if !self.exists(&to.bare()).await {
+                    let _ = self.send_remote(answer(&user, &contact, "unsubscribed"));
+                } else if rosters.contact(&user, &contact).await.is_some_and(|c| c.subscription.from) {
+                    let _ = self.send_remote(answer(&user, &contact, "subscribed"));
+                } else {
+                    let request = stamped(presence.clone(), &contact, user.clone());
+                    rosters.hold(&user, &contact, request.clone()).await;
+                    deliver(self, &user, &request);
+                }
+            }
+            Some("subscribed") => {
+                if !rosters.contact(&user, &contact).await.is_some_and(|c| c.ask) {
+                    return;
+                }
+                let changed = rosters.update(&user, &contact, true, |c| {
+                    c.subscription.to = true;
+                    c.ask = false;
+                });
+                if let Ok(Some(mine)) = changed.await {
+                    push(self, &user, roster::item(&mine)).await;
+                }
+                deliver(self, &user, &stamped(presence.clone(), &contact, user.clone()));
+            }
+            Some("unsubscribe") => {
+                rosters.answered(&user, &contact).await;
+                if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| c.subscription.from = false).await {
+                    push(self, &user, roster::item(&mine)).await;
+                }
+                deliver(self, &user, &stamped(presence.clone(), &contact, user.clone()));
+            }
+            Some("unsubscribed") => {
+                let changed = rosters.update(&user, &contact, false, |c| {
+                    c.subscription.to = false;
+                    c.ask = false;
+                });
+                if let Ok(Some(mine)) = changed.await {
+                    push(self, &user, roster::item(&mine)).await;
+                }
+                deliver(self, &user, &stamped(presence.clone(), &contact, user.clone()));
+            }
+            // Updates, unavailability, directed presence and errors.
+            _ => {
+                for (outbox, framing) in self.router.route(to) {
+                    let _ = outbox.push(framing.payload(presence));
+                }
+            }
+        }
+    }
+
+    /// An iq from another server: to a resource, carried there; to a
+    /// user's bare JID or to the server, a ping is answered and anything
+    /// else refused (RFC 6120 §10.5.3, RFC 6121 §8.5).
+    fn remote_iq(self: &Arc<Self>, iq: &Element, to: &Jid) {
+        if to.resource.is_some() {
+            let targets = self.router.route(to);
+            if targets.is_empty() {
+                return self.answer_remote(iq, "cancel", "service-unavailable");
+            }
+            for (outbox, framing) in targets {
+                let _ = outbox.push(framing.payload(iq));
+            }
+            return;
+        }
+        let payload = iq.elements().next();
+        match (iq.get("type"), payload.map(|p| (p.ns.as_str(), p.name.as_str()))) {
+            (Some("get"), Some((ns::PING, "ping"))) => {
+                let _ = self.send_remote(reply_to(iq, "result"));
+            }
+            (Some("get" | "set"), _) => self.answer_remote(iq, "cancel", "service-unavailable"),
+            _ => {}
+        }
+    }
+}
+
+/// An answer to `stanza` of type `kind`: the same name and id, from where it went, to where it came from.
+fn reply_to(stanza: &Element, kind: &str) -> Element {
+    let mut answer = Element::new(&stanza.name, ns::CLIENT).attr("type", kind);
+    for (from, to) in [("to", "from"), ("from", "to"), ("id", "id")] {
+        if let Some(value) = stanza.get(from) {
+            answer = answer.attr(to, value);
+        }
+    }
+    answer
+}
+
+/// A subscription answer of `kind` from `user` to `contact`, both bare.
+fn answer(user: &str, contact: &str, kind: &str) -> Element {
+    Element::new("presence", ns::CLIENT).attr("type", kind).attr("from", user).attr("to", contact)
+}
+
+/// `stanza` from `from` to `to`, whatever it said.
+fn stamped(mut stanza: Element, from: &str, to: String) -> Element {
+    stanza.attrs.retain(|(n, _)| n != "from" && n != "to");
+    stanza.attrs.push(("from".into(), from.to_owned()));
+    stanza.attrs.push(("to".into(), to));
+    stanza
+}

@@ -1,0 +1,197 @@
+//! Streams other servers open to this one (RFC 6120, the receiving
+//! entity): TLS is required, the other's certificate must name the domain
+//! its header claims, SASL EXTERNAL (XEP-0178) authenticates it, and then
+//! each stanza it carries, once its addresses are checked against that
+//! domain, is delivered here (`inbound`).
+
+use std::sync::Arc;
+
+use base64::Engine;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::io::{AsyncRead, AsyncWrite};
+use wire::xmpp::{Element, Header, Limits, STREAMS_NS, StreamEvent};
+
+use super::wire_stream::{Failed, WireStream, as_client, attribute};
+use super::{Federation, ns};
+use crate::{Jid, Xmpp};
+
+/// Accepts streams from other servers on `listener` until shutdown.
+pub async fn serve(listener: TcpListener, xmpp: Arc<Xmpp>) {
+    let Some(federation) = xmpp.federation.clone() else { return };
+    let context = xmpp.context.clone();
+    crate::accept(listener, &context, |tcp, _| {
+        let Ok(slot) = federation.streams.clone().try_acquire_owned() else {
+            context.metrics.s2s_failed("max_streams");
+            return;
+        };
+        context.tracker.spawn(run(tcp, xmpp.clone(), federation.clone(), slot));
+    })
+    .await;
+}
+
+/// A stream's negotiation failed: the stream error that says why.
+struct Refusal(&'static str, String);
+
+/// Serves one stream from another server until it ends.
+async fn run(tcp: TcpStream, xmpp: Arc<Xmpp>, federation: Arc<Federation>, _slot: OwnedSemaphorePermit) {
+    let limits = Limits { max_stanza_bytes: xmpp.context.bounds.max_message_size, ..Limits::default() };
+    let negotiated = tokio::time::timeout(federation.settings.connect_timeout, negotiate(&xmpp, &federation, WireStream::new(tcp, limits))).await;
+    let Ok(Some((mut stream, domain))) = negotiated else {
+        xmpp.context.metrics.s2s_failed("negotiation");
+        return;
+    };
+    let _open = xmpp.context.metrics.s2s_stream("in");
+    tracing::debug!("xmpp: stream from {domain} authenticated");
+    let mut inflow = xmpp.inflow.clone();
+    loop {
+        let before = stream.read;
+        let event = tokio::select! {
+            event = stream.event() => event,
+            () = tokio::time::sleep(federation.settings.idle_timeout) => {
+                let _ = stream.send(wire::xmpp::STREAM_END).await;
+                return;
+            }
+            () = xmpp.context.shutdown.wait() => return stream.fail("system-shutdown", "the server is shutting down").await,
+        };
+        let stanza = match event {
+            Ok(StreamEvent::Stanza(stanza)) => stanza,
+            Ok(_) => return stream.fail("bad-format", "a stream header in the middle of the stream").await,
+            Err(Failed::Closed(_)) => {
+                let _ = stream.send(wire::xmpp::STREAM_END).await;
+                return;
+            }
+            Err(Failed::Protocol(condition, text)) => return stream.fail(condition, &text).await,
+            Err(Failed::Io(_)) => return,
+        };
+        let bytes = stream.read - before;
+        xmpp.context.metrics.s2s_received(1, bytes);
+        if let Err(Refusal(condition, text)) = check(&xmpp, &stanza, &domain) {
+            xmpp.context.metrics.s2s_failed(condition);
+            return stream.fail(condition, &text).await;
+        }
+        Box::pin(xmpp.take_remote(as_client(stanza))).await;
+        // Over its rate, the other server is read again only once under it.
+        if let Some(until) = inflow.charge(1, bytes) {
+            tokio::time::sleep_until(until).await;
+        }
+    }
+}
+
+/// Whether `stanza` may come from a stream authenticated for `domain`
+/// (RFC 6120 §8.1.1.2, §8.1.2.2, §13.7.2.1): a stanza, with both
+/// addresses, from that domain, to one served here.
+fn check(xmpp: &Xmpp, stanza: &Element, domain: &str) -> Result<(), Refusal> {
+    if stanza.ns != ns::SERVER || !matches!(stanza.name.as_str(), "message" | "presence" | "iq") {
+        return Err(Refusal("unsupported-stanza-type", format!("{{{}}}{} is not a stanza", stanza.ns, stanza.name)));
+    }
+    let (Some(from), Some(to)) = (stanza.get("from"), stanza.get("to")) else {
+        return Err(Refusal("improper-addressing", "a stanza between servers has both 'from' and 'to'".into()));
+    };
+    let (Some(from), Some(to)) = (Jid::parse(from), Jid::parse(to)) else {
+        return Err(Refusal("improper-addressing", "a stanza's address is not a JID".into()));
+    };
+    if from.domain != domain {
+        return Err(Refusal("invalid-from", format!("this stream is authenticated for {domain}, not {}", from.domain)));
+    }
+    if !xmpp.serves(&to.domain) {
+        return Err(Refusal("host-unknown", format!("{} is not served here", to.domain)));
+    }
+    Ok(())
+}
+
+/// Negotiates the stream up to its authentication; the stream and the
+/// domain it is authenticated for, or `None` once it has been refused.
+async fn negotiate(xmpp: &Xmpp, federation: &Federation, mut plain: WireStream<TcpStream>) -> Option<(WireStream<tokio_rustls::server::TlsStream<TcpStream>>, String)> {
+    let id = || format!("{:016x}", rand::random::<u64>());
+    let (from, to) = match opened(xmpp, &mut plain, &id()).await {
+        Ok(names) => names,
+        Err(Refusal(condition, text)) => return refuse(&mut plain, condition, &text).await,
+    };
+    let features = Element::new("features", STREAMS_NS).child(Element::new("starttls", ns::TLS).child(Element::new("required", ns::TLS)));
+    plain.send_element(&features).await.ok()?;
+    match plain.element().await {
+        Ok(e) if e.ns == ns::TLS && e.name == "starttls" => plain.send_element(&Element::new("proceed", ns::TLS)).await.ok()?,
+        Ok(_) => return refuse(&mut plain, "policy-violation", "TLS is required between servers").await,
+        Err(Failed::Protocol(condition, text)) => return refuse(&mut plain, condition, &text).await,
+        Err(_) => return None,
+    }
+    let limits = Limits { max_stanza_bytes: xmpp.context.bounds.max_message_size, ..Limits::default() };
+    let (tcp, _) = plain.into_parts();
+    let tls = federation.identity.acceptor().accept(tcp).await.ok()?;
+    let vouched = federation.identity.vouches(tls.get_ref().1.peer_certificates(), &from);
+    let mut secure = WireStream::new(tls, limits);
+    match opened(xmpp, &mut secure, &id()).await {
+        Ok(again) if again == (from.clone(), to.clone()) => {}
+        Ok(_) => return refuse(&mut secure, "invalid-from", "the stream restarted for other domains").await,
+        Err(Refusal(condition, text)) => return refuse(&mut secure, condition, &text).await,
+    }
+    if !vouched {
+        federation.refused(&from, "certificate");
+        xmpp.context.metrics.s2s_failed("certificate");
+        return refuse(&mut secure, "not-authorized", &format!("no certificate trusted here vouches for {from}")).await;
+    }
+    let mechanisms = Element::new("mechanisms", ns::SASL).child(Element::new("mechanism", ns::SASL).text("EXTERNAL"));
+    secure.send_element(&Element::new("features", STREAMS_NS).child(mechanisms)).await.ok()?;
+    let auth = match secure.element().await {
+        Ok(e) if e.ns == ns::SASL && e.name == "auth" && e.get("mechanism") == Some("EXTERNAL") => e,
+        Ok(_) => return refuse(&mut secure, "not-authorized", "authenticate with SASL EXTERNAL first").await,
+        Err(Failed::Protocol(condition, text)) => return refuse(&mut secure, condition, &text).await,
+        Err(_) => return None,
+    };
+    // The authorization identity, if given, is the domain the header claims (XEP-0178 §3).
+    let authzid = auth.text_content();
+    let named = match authzid.trim() {
+        "" | "=" => Some(from.clone()),
+        encoded => base64::engine::general_purpose::STANDARD.decode(encoded).ok().and_then(|d| String::from_utf8(d).ok()),
+    };
+    if named.as_deref() != Some(from.as_str()) {
+        let failure = Element::new("failure", ns::SASL).child(Element::new("invalid-authzid", ns::SASL));
+        let _ = secure.send(&format!("{}{}", failure.to_xml(ns::SERVER), wire::xmpp::STREAM_END)).await;
+        return None;
+    }
+    secure.send_element(&Element::new("success", ns::SASL)).await.ok()?;
+    secure.parser.restart();
+    match opened(xmpp, &mut secure, &id()).await {
+        Ok(again) if again == (from.clone(), to) => {}
+        Ok(_) => return refuse(&mut secure, "invalid-from", "the stream restarted for other domains").await,
+        Err(Refusal(condition, text)) => return refuse(&mut secure, condition, &text).await,
+    }
+    secure.send_element(&Element::new("features", STREAMS_NS)).await.ok()?;
+    Some((secure, from))
+}
+
+/// Reads the other server's header and answers with this one's: the
+/// domain it claims (`from`) and the one it asks for (`to`), served here.
+/// On `Err` this side's header is sent, and the error is to follow.
+async fn opened<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Xmpp, stream: &mut WireStream<S>, id: &str) -> Result<(String, String), Refusal> {
+    let attrs = match stream.header().await {
+        Ok(attrs) => attrs,
+        Err(Failed::Protocol(condition, text)) => {
+            let _ = stream.send(&Header { id: Some(id), from: Some(&xmpp.domain), to: None }.server_stream()).await;
+            return Err(Refusal(condition, text));
+        }
+        Err(e) => return Err(Refusal("undefined-condition", e.to_string())),
+    };
+    let to = attribute(&attrs, "to").unwrap_or_default().to_ascii_lowercase();
+    let from = attribute(&attrs, "from").unwrap_or_default().to_ascii_lowercase();
+    let served = xmpp.serves(&to);
+    let ours = if served { to.as_str() } else { xmpp.domain.as_str() };
+    let theirs = Some(from.as_str()).filter(|f| !f.is_empty());
+    stream.send(&Header { id: Some(id), from: Some(ours), to: theirs }.server_stream()).await.map_err(|e| Refusal("undefined-condition", e.to_string()))?;
+    if !served {
+        return Err(Refusal("host-unknown", format!("{to} is not served here")));
+    }
+    if Jid::parse(&from).is_none_or(|jid| jid.local.is_some() || jid.resource.is_some()) {
+        return Err(Refusal("invalid-from", "a server's stream names its domain in 'from'".into()));
+    }
+    Ok((from, to))
+}
+
+/// Ends a stream being negotiated with a stream error (this side's header
+/// already sent); `None`, for `negotiate`.
+async fn refuse<S: AsyncRead + AsyncWrite + Unpin, T>(stream: &mut WireStream<S>, condition: &'static str, text: &str) -> Option<T> {
+    tracing::debug!("xmpp: a server's stream refused: {condition}: {text}");
+    stream.fail(condition, text).await;
+    None
+}

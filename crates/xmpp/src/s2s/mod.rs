@@ -1,0 +1,285 @@
+//! Federation: XMPP between servers (RFC 6120 over `jabber:server`), the
+//! router's remote arm. A stanza to a domain this server does not serve
+//! goes into that domain's queue (`Peer`), bounded in bytes, which one
+//! outgoing stream (`outgoing`) drains once it has connected, secured
+//! (STARTTLS) and authenticated (SASL EXTERNAL with this server's
+//! certificate); streams other servers open here (`incoming`) are
+//! authenticated the same way, and what they carry is delivered here
+//! (`inbound`). A domain that cannot be reached sends its senders
+//! `remote-server-not-found` or `remote-server-timeout`: nothing waiting
+//! for it is dropped without a word.
+
+mod guests;
+mod identity;
+mod inbound;
+mod incoming;
+mod outgoing;
+mod wire_stream;
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::{Notify, Semaphore};
+use wire::xmpp::Element;
+
+use super::{Jid, Xmpp, ns};
+
+pub use identity::Identity;
+pub(crate) use guests::Guests;
+pub use incoming::serve;
+
+/// How this server federates: the parts of the configuration that are
+/// federation's.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Where each domain's servers are, when DNS is not to be asked
+    /// (`--xmpp-s2s-route`).
+    pub routes: HashMap<String, SocketAddr>,
+    /// How long a stream to another server may take to be ready, from the
+    /// first connection attempt to its authentication (`--xmpp-s2s-connect-timeout`).
+    pub connect_timeout: Duration,
+    /// Bytes of stanzas waiting for one domain at most (`--xmpp-s2s-queue`).
+    pub queue_bytes: usize,
+    /// How long a stream that carries nothing stays open (`--xmpp-s2s-idle-timeout`).
+    pub idle_timeout: Duration,
+    /// Most streams between servers at once, both ways (`--xmpp-s2s-max-streams`).
+    pub max_streams: usize,
+    /// Most users of other servers in the rooms here at once (`--xmpp-s2s-max-guests`).
+    pub max_guests: usize,
+}
+
+/// What the server federates with: its settings, its TLS identity, and
+/// the queues of the domains it sends to.
+pub struct Federation {
+    settings: Settings,
+    identity: Identity,
+    /// The queue of each (local domain, remote domain) pair a stream goes
+    /// between: one outgoing stream each.
+    peers: Mutex<HashMap<(String, String), Arc<Peer>>>,
+    /// One per stream between servers, either way.
+    streams: Arc<Semaphore>,
+    /// Domains refused for want of authentication, logged the first time
+    /// (at most `REFUSED_LOGGED` of them are remembered).
+    refused: Mutex<std::collections::HashSet<String>>,
+}
+
+/// Refused domains remembered so as to log each once.
+const REFUSED_LOGGED: usize = 1024;
+
+impl std::fmt::Debug for Federation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Federation").field("settings", &self.settings).finish_non_exhaustive()
+    }
+}
+
+impl Federation {
+    pub fn new(settings: Settings, identity: Identity) -> Federation {
+        Federation {
+            streams: Arc::new(Semaphore::new(settings.max_streams)),
+            settings,
+            identity,
+            peers: Mutex::new(HashMap::new()),
+            refused: Mutex::default(),
+        }
+    }
+
+    /// Notes that `domain` was refused for `why`, logged the first time.
+    fn refused(&self, domain: &str, why: &str) {
+        let mut refused = self.refused.lock();
+        if refused.len() < REFUSED_LOGGED && refused.insert(domain.to_owned()) {
+            tracing::warn!("xmpp: a stream from {domain:?} refused: {why} (logged once per domain)");
+        }
+    }
+
+    /// Stanzas waiting for a stream to their domain, across domains.
+    pub fn waiting(&self) -> usize {
+        self.peers.lock().values().map(|peer| peer.queue.lock().stanzas.len()).sum()
+    }
+}
+
+/// Why a stanza cannot go to another server: the stanza error its sender
+/// is told (RFC 6120 §8.3.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Undelivered {
+    /// No server for the domain could be found or reached, or it refused us.
+    NotFound,
+    /// The domain's server took too long.
+    Timeout,
+    /// Too much is already waiting for the domain.
+    Full,
+}
+
+impl Undelivered {
+    /// The error's type and condition.
+    pub fn error(self) -> (&'static str, &'static str) {
+        match self {
+            Undelivered::NotFound => ("cancel", "remote-server-not-found"),
+            Undelivered::Timeout => ("wait", "remote-server-timeout"),
+            Undelivered::Full => ("wait", "resource-constraint"),
+        }
+    }
+}
+
+/// The stanzas waiting for one remote domain, and the stream that takes them.
+struct Peer {
+    queue: Mutex<Queue>,
+    /// Wakes the outgoing stream when a stanza is queued.
+    ready: Notify,
+}
+
+/// A stanza waiting for another server.
+enum Item {
+    /// From a user here: told if it cannot go.
+    Stanza(Element),
+    /// To a guest in a room here, from the room, as rendered for it: the
+    /// guest leaves the room if it cannot go.
+    Guest { text: String, to: String },
+}
+
+impl Item {
+    fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Item::Stanza(stanza) => stanza.to_xml(ns::CLIENT).into(),
+            Item::Guest { text, .. } => text.as_str().into(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Queue {
+    stanzas: VecDeque<(Item, usize)>,
+    bytes: usize,
+    /// The stream is gone: the next stanza for the domain makes a new peer.
+    closed: bool,
+}
+
+impl Peer {
+    /// Queues `stanza` of `bytes` unless the queue is full; the caller
+    /// has checked, under the peers' lock, that it is not closed.
+    fn push(&self, stanza: Item, bytes: usize, limit: usize) -> Result<(), Undelivered> {
+        let mut queue = self.queue.lock();
+        // One stanza always fits, however big: the bound is on what waits.
+        if queue.bytes + bytes > limit && !queue.stanzas.is_empty() {
+            return Err(Undelivered::Full);
+        }
+        queue.bytes += bytes;
+        queue.stanzas.push_back((stanza, bytes));
+        drop(queue);
+        self.ready.notify_one();
+        Ok(())
+    }
+
+    /// Everything waiting, taken.
+    fn take(&self) -> Vec<Item> {
+        let mut queue = self.queue.lock();
+        queue.bytes = 0;
+        queue.stanzas.drain(..).map(|(stanza, _)| stanza).collect()
+    }
+}
+
+impl Xmpp {
+    /// Whether `domain` is served here: the users' domain or the MUC service's.
+    pub(crate) fn serves(&self, domain: &str) -> bool {
+        domain == self.domain || domain == self.muc_domain
+    }
+
+    /// Whether a stanza to `to` goes to another server.
+    pub(crate) fn is_remote(&self, to: &Jid) -> bool {
+        self.federation.is_some() && !self.serves(&to.domain)
+    }
+
+    /// Sends `stanza`, stamped with its `from` (a JID of a domain served
+    /// here), to the server of its `to`'s domain, opening a stream there if
+    /// none is open; `Err` says why it cannot go.
+    pub(crate) fn send_remote(self: &Arc<Self>, stanza: Element) -> Result<(), Undelivered> {
+        let (Some(from), Some(to)) = (stanza.get("from").and_then(Jid::parse), stanza.get("to").and_then(Jid::parse)) else {
+            return Err(Undelivered::NotFound);
+        };
+        let bytes = stanza.to_xml(ns::CLIENT).len();
+        self.enqueue((from.domain, to.domain), Item::Stanza(stanza), bytes)
+    }
+
+    /// Sends `text`, a stanza from a room here rendered for `to`, a guest
+    /// of another server (see `guests`).
+    pub(crate) fn send_to_guest(self: &Arc<Self>, text: String, to: &Jid) -> Result<(), Undelivered> {
+        let bytes = text.len();
+        self.enqueue((self.muc_domain.clone(), to.domain.clone()), Item::Guest { text, to: to.to_string() }, bytes)
+    }
+
+    fn enqueue(self: &Arc<Self>, key: (String, String), item: Item, bytes: usize) -> Result<(), Undelivered> {
+        let Some(federation) = &self.federation else { return Err(Undelivered::NotFound) };
+        let limit = federation.settings.queue_bytes;
+        let mut peers = federation.peers.lock();
+        // A queue is closed only under the lock held here.
+        if let Some(peer) = peers.get(&key)
+            && !peer.queue.lock().closed
+        {
+            return peer.push(item, bytes, limit);
+        }
+        let peer = Arc::new(Peer { queue: Mutex::new(Queue::default()), ready: Notify::new() });
+        peer.push(item, bytes, limit)?;
+        peers.insert(key.clone(), peer.clone());
+        drop(peers);
+        self.context.tracker.spawn(outgoing::run(self.clone(), key, peer));
+        Ok(())
+    }
+
+    /// Closes `peer`'s queue (the next stanza for its domain opens a new
+    /// stream) and tells the senders of what still waits in it why it
+    /// could not go; guests it was for leave their rooms.
+    fn give_up(&self, key: &(String, String), peer: &Peer, why: Undelivered) {
+        self.close_peer(key, peer);
+        let left = peer.take();
+        if !left.is_empty() {
+            tracing::info!("xmpp: {} stanzas for {} not delivered: {why:?}", left.len(), key.1);
+        }
+        self.undelivered(left, why);
+    }
+
+    /// What could not go to another server: its senders are told why, its
+    /// guests leave.
+    fn undelivered(&self, items: Vec<Item>, why: Undelivered) {
+        for item in items {
+            match item {
+                Item::Stanza(stanza) => self.bounce(&stanza, why),
+                Item::Guest { to, .. } => self.guests.gone(&to),
+            }
+        }
+    }
+
+    /// Closes `peer`'s queue: the next stanza for its domain makes a new one.
+    fn close_peer(&self, key: &(String, String), peer: &Peer) {
+        let Some(federation) = &self.federation else { return };
+        let mut peers = federation.peers.lock();
+        if peers.get(key).is_some_and(|kept| std::ptr::eq(&**kept, peer)) {
+            peers.remove(key);
+        }
+        peer.queue.lock().closed = true;
+    }
+
+    /// Tells the local sender of `stanza`, which could not go to another
+    /// server, why (RFC 6120 §8.3.1): an error stanza from the JID it was
+    /// sent to. Errors are not answered with errors.
+    fn bounce(&self, stanza: &Element, why: Undelivered) {
+        if matches!(stanza.get("type"), Some("error" | "result")) {
+            return;
+        }
+        let (Some(from), Some(to)) = (stanza.get("from"), stanza.get("to")) else { return };
+        let Some(sender) = Jid::parse(from) else { return };
+        let (kind, condition) = why.error();
+        let mut error = Element::new(&stanza.name, ns::CLIENT).attr("type", "error").attr("from", to).attr("to", from);
+        if let Some(id) = stanza.get("id") {
+            error = error.attr("id", id);
+        }
+        if stanza.name == "message" {
+            error.children = stanza.children.clone();
+        }
+        let error = error.child(Element::new("error", ns::CLIENT).attr("type", kind).child(Element::new(condition, ns::STANZA_ERRORS)));
+        for (outbox, framing) in self.router.route(&sender) {
+            let _ = outbox.push(framing.payload(&error));
+        }
+    }
+}

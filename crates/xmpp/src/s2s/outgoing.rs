@@ -1,0 +1,158 @@
+//! The stream this server opens to another to send it stanzas (RFC 6120,
+//! the initiating entity): it connects, asks for TLS, checks that the
+//! other's certificate names its domain, authenticates with SASL EXTERNAL
+//! (XEP-0178) and then writes what waits in the domain's queue, in order,
+//! until the stream has been idle for `--xmpp-s2s-idle-timeout`.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use wire::xmpp::{Element, Header, Limits};
+
+use super::wire_stream::{Failed, WireStream};
+use super::{Federation, Peer, Undelivered, ns};
+use crate::Xmpp;
+
+/// The port of servers' streams when neither a route nor DNS says another.
+const PORT: u16 = 5269;
+
+type Secure = WireStream<TlsStream<TcpStream>>;
+
+/// Sends what `peer` queues for the pair of domains `key` (ours, theirs)
+/// over a new stream, until it is idle or fails; then whatever could not
+/// go goes back to its senders as an error.
+pub(super) async fn run(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<Peer>) {
+    let Some(federation) = xmpp.federation.clone() else { return };
+    let metrics = &xmpp.context.metrics;
+    let Ok(_slot) = federation.streams.clone().try_acquire_owned() else {
+        metrics.s2s_failed("max_streams");
+        tracing::warn!("xmpp: no stream to {}: --xmpp-s2s-max-streams are open", key.1);
+        return xmpp.give_up(&key, &peer, Undelivered::NotFound);
+    };
+    let (from, to) = (&key.0, &key.1);
+    let connected = tokio::time::timeout(federation.settings.connect_timeout, connect(&xmpp, &federation, from, to)).await;
+    let mut stream = match connected {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            metrics.s2s_failed("connect");
+            tracing::warn!("xmpp: stream from {from} to {to} failed: {e}");
+            return xmpp.give_up(&key, &peer, Undelivered::NotFound);
+        }
+        Err(_) => {
+            metrics.s2s_failed("timeout");
+            tracing::warn!("xmpp: stream from {from} to {to} not ready within {}", humantime::format_duration(federation.settings.connect_timeout));
+            return xmpp.give_up(&key, &peer, Undelivered::Timeout);
+        }
+    };
+    let _open = metrics.s2s_stream("out");
+    tracing::debug!("xmpp: stream from {from} to {to} ready");
+    let why = pump(&xmpp, &federation, &key, &peer, &mut stream).await;
+    xmpp.give_up(&key, &peer, why);
+}
+
+/// Writes what is queued as it comes; returns when the stream ends, with
+/// what the senders of anything still queued are told.
+async fn pump(xmpp: &Xmpp, federation: &Federation, key: &(String, String), peer: &Peer, stream: &mut Secure) -> Undelivered {
+    let metrics = &xmpp.context.metrics;
+    loop {
+        let batch = peer.take();
+        if !batch.is_empty() {
+            let text: String = batch.iter().map(|item| item.text()).collect();
+            if let Err(e) = stream.send(&text).await {
+                tracing::warn!("xmpp: stream to {} broke: {e}", key.1);
+                xmpp.undelivered(batch, Undelivered::Timeout);
+                return Undelivered::Timeout;
+            }
+            metrics.s2s_sent(batch.len(), text.len());
+            continue;
+        }
+        tokio::select! {
+            () = peer.ready.notified() => {}
+            // Nothing is expected the other way but whitespace, its errors and its end.
+            event = stream.event() => {
+                if let Err(e) = event {
+                    tracing::info!("xmpp: stream to {} ended: {e}", key.1);
+                    return Undelivered::Timeout;
+                }
+            }
+            () = tokio::time::sleep(federation.settings.idle_timeout) => {
+                // Closed first: a stanza queued meanwhile opens a new stream.
+                xmpp.close_peer(key, peer);
+                let left: String = peer.take().iter().map(|item| item.text()).collect();
+                let _ = stream.send(&format!("{left}{}", wire::xmpp::STREAM_END)).await;
+                return Undelivered::Timeout;
+            }
+            () = xmpp.context.shutdown.wait() => {
+                xmpp.close_peer(key, peer);
+                let _ = stream.send(wire::xmpp::STREAM_END).await;
+                return Undelivered::NotFound;
+            }
+        }
+    }
+}
+
+/// A stream from `from` to `to`, secured and authenticated.
+async fn connect(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> Result<Secure, Failed> {
+    let limits = Limits { max_stanza_bytes: xmpp.context.bounds.max_message_size, ..Limits::default() };
+    let tcp = open(federation, to).await?;
+    let _ = tcp.set_nodelay(true);
+    let header = Header { id: None, from: Some(from), to: Some(to) }.server_stream();
+    let mut plain = WireStream::new(tcp, limits);
+    plain.send(&header).await?;
+    plain.header().await?;
+    let features = plain.element().await?;
+    if features.find("starttls", ns::TLS).is_none() {
+        plain.fail("policy-violation", "TLS is required between servers").await;
+        return Err(Failed::Protocol("policy-violation", format!("{to} offers no TLS")));
+    }
+    plain.send_element(&Element::new("starttls", ns::TLS)).await?;
+    let proceed = plain.element().await?;
+    if proceed.name != "proceed" {
+        return Err(Failed::Protocol("policy-violation", format!("{to} refused TLS")));
+    }
+    let (tcp, _) = plain.into_parts();
+    let name = ServerName::try_from(to.to_owned()).map_err(|e| Failed::Protocol("host-unknown", e.to_string()))?;
+    let tls = federation.identity.connector().connect(name, tcp).await?;
+    if !federation.identity.vouches(tls.get_ref().1.peer_certificates(), to) {
+        return Err(Failed::Protocol("not-authorized", format!("the certificate of {to}'s server does not vouch for {to}")));
+    }
+    let mut secure = WireStream::new(tls, limits);
+    secure.send(&header).await?;
+    secure.header().await?;
+    let features = secure.element().await?;
+    let external = features.find("mechanisms", ns::SASL).is_some_and(|m| m.elements().any(|m| m.text_content() == "EXTERNAL"));
+    if !external {
+        secure.fail("not-authorized", "no means of authentication in common").await;
+        return Err(Failed::Protocol("not-authorized", format!("{to} does not offer SASL EXTERNAL")));
+    }
+    let authzid = base64::engine::general_purpose::STANDARD.encode(from);
+    secure.send_element(&Element::new("auth", ns::SASL).attr("mechanism", "EXTERNAL").text(&authzid)).await?;
+    let outcome = secure.element().await?;
+    if outcome.name != "success" {
+        let condition = outcome.elements().next().map(|c| c.name.clone()).unwrap_or_default();
+        return Err(Failed::Protocol("not-authorized", format!("{to} refused our certificate for {from}: {condition}")));
+    }
+    secure.parser.restart();
+    secure.send(&header).await?;
+    secure.header().await?;
+    secure.element().await?;
+    Ok(secure)
+}
+
+/// A connection to `to`'s server: where its route says, or where DNS does.
+async fn open(federation: &Federation, to: &str) -> Result<TcpStream, Failed> {
+    if let Some(address) = federation.settings.routes.get(to) {
+        return Ok(TcpStream::connect(address).await?);
+    }
+    let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, format!("no address for {to}"));
+    for address in tokio::net::lookup_host((to, PORT)).await? {
+        match TcpStream::connect(address).await {
+            Ok(tcp) => return Ok(tcp),
+            Err(e) => last = e,
+        }
+    }
+    Err(Failed::Io(last))
+}
