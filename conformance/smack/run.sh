@@ -62,7 +62,7 @@ run_spec() {
   local spec=$1 log=$2 only=${3:-}
   PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
   if [ "$spec" = core ]; then
-    serve=(--tls-cert "$TLS/cert.pem" --tls-key "$TLS/key.pem" --xmpp-registration 1000)
+    serve=(--tls-cert "$TLS/cert.pem" --tls-key "$TLS/key.pem" --xmpp-registration 1000 --xmpp-s2s-listen off)
     framework=(-Djavax.net.ssl.trustStore="$TLS/trust.p12" -Djavax.net.ssl.trustStorePassword=changeit
       -Djavax.net.ssl.trustStoreType=PKCS12 -Dsinttest.securityMode=required -Dsinttest.enabledTests="$CORE")
   else
