@@ -20,9 +20,11 @@ export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 export async function startServer(extraArgs = []) {
   // XMPP listens on 5222 unless told otherwise: only where a test asks for it.
   const xmpp = extraArgs.includes("--xmpp-listen") ? [] : ["--xmpp-listen", "off"];
+  // Nor for other servers on 5269, which a certificate would open.
+  const s2s = extraArgs.includes("--xmpp-s2s-listen") ? [] : ["--xmpp-s2s-listen", "off"];
   // Nothing kept between runs unless a test asks for a store.
   const store = extraArgs.includes("--store") ? [] : ["--store", "memory"];
-  const proc = spawn(BIN, ["serve", "--listen", "127.0.0.1:0", ...xmpp, ...store, ...extraArgs], {
+  const proc = spawn(BIN, ["serve", "--listen", "127.0.0.1:0", ...xmpp, ...s2s, ...store, ...extraArgs], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   // Every line the server prints, kept until a caller takes it.

@@ -46,7 +46,7 @@ before(async () => {
   const keyFile = join(configDir, "key.pem");
   execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
     "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", keyFile, "-out", certFile], { stdio: "pipe" });
-  tlsServer = await startServer(["--xmpp-listen", "127.0.0.1:0", "--config", config, "--tls-cert", certFile, "--tls-key", keyFile, "--xmpp-s2s-listen", "off"]);
+  tlsServer = await startServer(["--xmpp-listen", "127.0.0.1:0", "--config", config, "--tls-cert", certFile, "--tls-key", keyFile]);
   tlsXmppPort = await xmppPortOf(tlsServer);
 });
 after(async () => {
@@ -88,7 +88,7 @@ test("slixmpp's roster, messages to an offline user and its archive outlive a re
     assert.equal(made.code, 0, made.stderr);
   }
   const keyFile = join(configDir, "key.pem");
-  const args = ["--xmpp-listen", "127.0.0.1:0", "--store", "sqlite", "--data-dir", dataDir, "--tls-cert", certFile, "--tls-key", keyFile, "--xmpp-s2s-listen", "off"];
+  const args = ["--xmpp-listen", "127.0.0.1:0", "--store", "sqlite", "--data-dir", dataDir, "--tls-cert", certFile, "--tls-key", keyFile];
   const first = await startServer(args);
   try {
     assert.match(await slixmppStore("before", await xmppPortOf(first)), /^2 passed, 0 failed$/m);
