@@ -78,13 +78,19 @@ fn config(domain: &str, user: &str, tls: server::TlsFiles, trust: &Path, routes:
 /// (account bob) on 127.0.0.3, each with a certificate for its domain and
 /// its MUC service's.
 async fn two_domains(authority: &Authority) -> (TestServer, TestServer) {
+    let ((a, _), (b, _)) = two_domains_at(authority).await;
+    (a, b)
+}
+
+/// As `two_domains`, with where each listens for the other.
+async fn two_domains_at(authority: &Authority) -> ((TestServer, SocketAddr), (TestServer, SocketAddr)) {
     let (a_s2s, b_s2s) = (TcpListener::bind("127.0.0.2:0").await.unwrap(), TcpListener::bind("127.0.0.3:0").await.unwrap());
     let (a_at, b_at) = (a_s2s.local_addr().unwrap(), b_s2s.local_addr().unwrap());
     let a_cert = authority.certificate("a", &["a.test", "conference.a.test"]);
     let b_cert = authority.certificate("b", &["b.test", "conference.b.test"]);
     let a = config("a.test", "alice", a_cert, &authority.trust(), &[("b.test", b_at), ("conference.b.test", b_at)]);
     let b = config("b.test", "bob", b_cert, &authority.trust(), &[("a.test", a_at), ("conference.a.test", a_at)]);
-    (TestServer::federated(a, a_s2s).await, TestServer::federated(b, b_s2s).await)
+    ((TestServer::federated(a, a_s2s).await, a_at), (TestServer::federated(b, b_s2s).await, b_at))
 }
 
 /// A user bound as `desk`, its initial presence sent.
@@ -376,4 +382,83 @@ async fn a_user_of_each_domain_joins_a_room_of_the_other_with_a_chat_app_member_
     dave.send(&serde_json::json!({"message": "from a"}).to_string()).await;
     let got = groupchat(&mut bob, 2).await;
     assert_eq!(got, [("lobby@conference.a.test/bob".into(), "from b".into()), ("lobby@conference.a.test/dave".into(), "from a".into())]);
+}
+
+#[tokio::test]
+async fn a_peer_that_goes_away_gets_its_senders_told_and_takes_stanzas_again_once_back() {
+    let authority = Authority::new();
+    let ((a, a_at), (b, b_at)) = two_domains_at(&authority).await;
+    let mut alice = online(&a, "a.test", "alice").await;
+    let mut bob = online(&b, "b.test", "bob").await;
+    alice.send("<message to='bob@b.test' id='m1'><body>one</body></message>").await;
+    assert_eq!(body(&next_named(&mut bob, "message").await), "one");
+
+    // b.test stops: a.test's stream to it ends, and a message finds nobody.
+    drop(bob);
+    b.shutdown().await.unwrap().unwrap();
+    alice.send("<message to='bob@b.test' id='m2'><body>two</body></message>").await;
+    let refused = next_named(&mut alice, "message").await;
+    assert_eq!((refused.get("id"), error_condition(&refused).as_str()), (Some("m2"), "remote-server-not-found"));
+
+    // Back on the same address: the next message goes.
+    let b_cert = authority.certificate("b2", &["b.test", "conference.b.test"]);
+    let b = TestServer::federated(config("b.test", "bob", b_cert, &authority.trust(), &[("a.test", a_at)]), TcpListener::bind(b_at).await.unwrap()).await;
+    let mut bob = online(&b, "b.test", "bob").await;
+    alice.send("<message to='bob@b.test' id='m3'><body>three</body></message>").await;
+    let got = next_named(&mut bob, "message").await;
+    assert_eq!((got.get("id"), body(&got).as_str()), (Some("m3"), "three"));
+}
+
+/// Reads from `tls` until `want` has come, and returns all it read.
+async fn read_until<S: tokio::io::AsyncRead + Unpin>(tls: &mut S, want: &str) -> String {
+    let mut got = Vec::new();
+    while !String::from_utf8_lossy(&got).contains(want) {
+        let mut buf = [0u8; 4096];
+        let n = tokio::time::timeout(PATIENCE, tls.read(&mut buf)).await.expect("more in time").unwrap();
+        assert!(n > 0, "closed before {want:?}: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8(got).unwrap()
+}
+
+#[tokio::test]
+async fn a_stanza_from_a_domain_the_stream_is_not_authenticated_for_ends_it_with_invalid_from() {
+    let authority = Authority::new();
+    let s2s = TcpListener::bind("127.0.0.3:0").await.unwrap();
+    let at = s2s.local_addr().unwrap();
+    let _b = TestServer::federated(config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]), s2s).await;
+    // An initiating server for a.test, written out by hand.
+    let header = "<?xml version='1.0'?><stream:stream xmlns='jabber:server' xmlns:stream='http://etherx.jabber.org/streams' from='a.test' to='b.test' version='1.0'>";
+    let mut tcp = TcpStream::connect(at).await.unwrap();
+    tcp.write_all(header.as_bytes()).await.unwrap();
+    read_until(&mut tcp, "</stream:features>").await;
+    tcp.write_all(b"<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>").await.unwrap();
+    assert!(read_until(&mut tcp, "/>").await.ends_with("<proceed xmlns=\"urn:ietf:params:xml:ns:xmpp-tls\"/>"));
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["a.test".to_owned()]).unwrap().signed_by(&key, &authority.issuer).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(rustls::pki_types::CertificateDer::from(authority.issuer.der().to_vec())).unwrap();
+    let client = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_client_auth_cert(vec![cert.der().clone()], rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap())
+        .unwrap();
+    let name = rustls::pki_types::ServerName::try_from("b.test").unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(client)).connect(name, tcp).await.unwrap();
+    tls.write_all(header.as_bytes()).await.unwrap();
+    let offered = read_until(&mut tls, "</stream:features>").await;
+    assert!(offered.ends_with("<stream:features><mechanisms xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"><mechanism>EXTERNAL</mechanism></mechanisms></stream:features>"), "{offered}");
+    // The authorization identity, base64 of a.test.
+    tls.write_all(b"<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='EXTERNAL'>YS50ZXN0</auth>").await.unwrap();
+    assert_eq!(read_until(&mut tls, "/>").await, "<success xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"/>");
+    tls.write_all(header.as_bytes()).await.unwrap();
+    assert!(read_until(&mut tls, "<stream:features/>").await.ends_with("<stream:features/>"));
+    // Authenticated for a.test, it claims to speak for c.test.
+    tls.write_all(b"<message from='mallory@c.test' to='bob@b.test'><body>hi</body></message>").await.unwrap();
+    let said = read_until(&mut tls, "</stream:stream>").await;
+    assert_eq!(
+        said,
+        "<stream:error><invalid-from xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\"/><text xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\">this stream is authenticated for a.test, not c.test</text></stream:error></stream:stream>"
+    );
 }
