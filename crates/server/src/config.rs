@@ -26,6 +26,7 @@ pub use base::tls::TlsFiles;
 pub use base::token::TokenKey;
 pub use transport::{MountLimits, SockjsOptions};
 pub use xmpp::AccountEntry;
+pub use xmpp::s2s::DialbackPolicy;
 
 /// Declares a group of settings: the plain struct the server reads, with
 /// its `Default`, and the flags that set it (each an `Option`, unset unless
@@ -247,6 +248,10 @@ settings! {
         max_streams: usize = 1000, "xmpp-s2s-max-streams", "SWITCHBOARD_XMPP_S2S_MAX_STREAMS";
         /// Most users of other servers in this server's MUC rooms at once; past it, a new one is answered resource-constraint [default: 10000]
         max_guests: usize = 10_000, "xmpp-s2s-max-guests", "SWITCHBOARD_XMPP_S2S_MAX_GUESTS";
+        /// Which domains may authenticate with Server Dialback (XEP-0220) when their certificate does not vouch for them: `off`, domains separated by commas, or `*` for any [default: off]
+        dialback: DialbackPolicy = DialbackPolicy::Off, "xmpp-s2s-dialback", "SWITCHBOARD_XMPP_S2S_DIALBACK";
+        /// Secret this server's dialback keys are derived from (XEP-0185); nodes serving one domain must share it [default: none, a random one at each start]
+        secret: String, "xmpp-s2s-secret", "SWITCHBOARD_XMPP_S2S_SECRET", arg(hide_env_values = true);
     }
 }
 

@@ -129,6 +129,8 @@ impl ServerState {
                     idle_timeout: f.idle_timeout,
                     max_streams: f.max_streams,
                     max_guests: f.max_guests,
+                    dialback: f.dialback.clone(),
+                    secret: f.secret.clone(),
                 };
                 Some(Arc::new(xmpp::s2s::Federation::new(settings, identity)))
             }

@@ -296,7 +296,7 @@ async fn a_stream_from_another_server_gets_the_stream_errors_rfc_6120_names() {
     };
     // A domain not served here.
     let said = exchange(at, &header("nowhere.test", "jabber:server")).await;
-    assert!(said.starts_with("<?xml version='1.0'?><stream:stream xmlns='jabber:server' xmlns:stream='http://etherx.jabber.org/streams' id='"), "{said}");
+    assert!(said.starts_with("<?xml version='1.0'?><stream:stream xmlns='jabber:server' xmlns:db='jabber:server:dialback' xmlns:stream='http://etherx.jabber.org/streams' id='"), "{said}");
     assert!(said.contains(" from='b.test' to='a.test' version='1.0' xml:lang='en'>"), "{said}");
     assert_eq!(after_header(&said), error("host-unknown", "nowhere.test is not served here"));
     // A client's stream on the servers' port.
@@ -448,7 +448,9 @@ async fn a_stanza_from_a_domain_the_stream_is_not_authenticated_for_ends_it_with
     let mut tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(client)).connect(name, tcp).await.unwrap();
     tls.write_all(header.as_bytes()).await.unwrap();
     let offered = read_until(&mut tls, "</stream:features>").await;
-    assert!(offered.ends_with("<stream:features><mechanisms xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"><mechanism>EXTERNAL</mechanism></mechanisms></stream:features>"), "{offered}");
+    let features = "<stream:features><mechanisms xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"><mechanism>EXTERNAL</mechanism></mechanisms>\
+                    <dialback xmlns=\"urn:xmpp:features:dialback\"><errors/></dialback></stream:features>";
+    assert!(offered.ends_with(features), "{offered}");
     // The authorization identity, base64 of a.test.
     tls.write_all(b"<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='EXTERNAL'>YS50ZXN0</auth>").await.unwrap();
     assert_eq!(read_until(&mut tls, "/>").await, "<success xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"/>");
@@ -461,4 +463,48 @@ async fn a_stanza_from_a_domain_the_stream_is_not_authenticated_for_ends_it_with
         said,
         "<stream:error><invalid-from xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\"/><text xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\">this stream is authenticated for a.test, not c.test</text></stream:error></stream:stream>"
     );
+}
+
+#[tokio::test]
+async fn dialback_lets_in_a_domain_whose_certificate_does_not_name_it_where_allowed_and_refuses_a_forged_key() {
+    let authority = Authority::new();
+    let (a_s2s, b_s2s) = (TcpListener::bind("127.0.0.2:0").await.unwrap(), TcpListener::bind("127.0.0.3:0").await.unwrap());
+    let (a_at, b_at) = (a_s2s.local_addr().unwrap(), b_s2s.local_addr().unwrap());
+    // a.test's certificate names another domain; b.test lets a.test in with dialback.
+    let a_config = config("a.test", "alice", authority.certificate("a", &["elsewhere.test"]), &authority.trust(), &[("b.test", b_at)]);
+    let mut b_config = config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[("a.test", a_at)]);
+    b_config.federation.dialback = "a.test".parse().unwrap();
+    let (a, b) = (TestServer::federated(a_config, a_s2s).await, TestServer::federated(b_config, b_s2s).await);
+    let mut alice = online(&a, "a.test", "alice").await;
+    let mut bob = online(&b, "b.test", "bob").await;
+    alice.send("<message to='bob@b.test' id='m1'><body>by dialback</body></message>").await;
+    let got = next_named(&mut bob, "message").await;
+    assert_eq!((got.get("from"), body(&got).as_str()), (Some("alice@a.test/desk"), "by dialback"));
+    // The other way b.test's certificate is enough; a.test's is taken for want of better, as dialback allows.
+    bob.send("<message to='alice@a.test/desk' id='m2'><body>and back</body></message>").await;
+    assert_eq!(body(&next_named(&mut alice, "message").await), "and back");
+
+    // A server claiming a.test with a key a.test never gave is refused.
+    let header = "<?xml version='1.0'?><stream:stream xmlns='jabber:server' xmlns:db='jabber:server:dialback' xmlns:stream='http://etherx.jabber.org/streams' from='a.test' to='b.test' version='1.0'>";
+    let mut tcp = TcpStream::connect(b_at).await.unwrap();
+    tcp.write_all(header.as_bytes()).await.unwrap();
+    read_until(&mut tcp, "</stream:features>").await;
+    tcp.write_all(b"<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>").await.unwrap();
+    read_until(&mut tcp, "/>").await;
+    let ca = rustls::pki_types::CertificateDer::from(authority.issuer.der().to_vec());
+    let name = rustls::pki_types::ServerName::try_from("b.test").unwrap();
+    let mut tls = crate::support::tls_connector(&ca).connect(name, tcp).await.unwrap();
+    tls.write_all(header.as_bytes()).await.unwrap();
+    let offered = read_until(&mut tls, "</stream:features>").await;
+    assert!(
+        offered.ends_with("<stream:features><dialback xmlns=\"urn:xmpp:features:dialback\"><errors/></dialback></stream:features>"),
+        "no certificate, so no EXTERNAL: {offered}"
+    );
+    tls.write_all(b"<db:result from='a.test' to='b.test'>0123456789abcdef</db:result>").await.unwrap();
+    let said = read_until(&mut tls, "</stream:stream>").await;
+    assert_eq!(
+        said,
+        "<result xmlns=\"jabber:server:dialback\" from=\"b.test\" to=\"a.test\" type=\"invalid\"/><stream:error><not-authorized xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\"/><text xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\">a.test&apos;s server did not vouch for the key</text></stream:error></stream:stream>"
+    );
+    assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_failures_total{reason=\"dialback\"}").await, Some(1.0));
 }

@@ -27,9 +27,13 @@ impl Header<'_> {
     }
 
     /// The header of a stream between servers (RFC 6120 §4.7): stanzas in
-    /// `jabber:server`.
+    /// `jabber:server`, and the `db:` prefix of Server Dialback (XEP-0220
+    /// §2.1), which some servers look for before they offer it.
     pub fn server_stream(&self) -> String {
-        self.stream_of(ns::SERVER)
+        let mut out = format!("<?xml version='1.0'?><stream:stream xmlns='{}' xmlns:db='{}' xmlns:stream='{}'", ns::SERVER, ns::DIALBACK, ns::STREAMS);
+        self.write_attributes(&mut out);
+        out.push('>');
+        out
     }
 
     fn stream_of(&self, stanzas: &str) -> String {
@@ -83,7 +87,7 @@ mod tests {
         let federated = Header { id: None, from: Some("a.test"), to: Some("b.test") };
         assert_eq!(
             federated.server_stream(),
-            "<?xml version='1.0'?><stream:stream xmlns='jabber:server' xmlns:stream='http://etherx.jabber.org/streams' from='a.test' to='b.test' version='1.0' xml:lang='en'>"
+            "<?xml version='1.0'?><stream:stream xmlns='jabber:server' xmlns:db='jabber:server:dialback' xmlns:stream='http://etherx.jabber.org/streams' from='a.test' to='b.test' version='1.0' xml:lang='en'>"
         );
     }
 

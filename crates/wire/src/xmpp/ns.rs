@@ -4,6 +4,10 @@
 pub const CLIENT: &str = "jabber:client";
 /// Stanzas of a stream between servers (RFC 6120 §4.8.3).
 pub const SERVER: &str = "jabber:server";
+/// Server Dialback's elements, `db:result` and `db:verify` (XEP-0220).
+pub const DIALBACK: &str = "jabber:server:dialback";
+/// The stream feature that says a server speaks Server Dialback (XEP-0220 §2.4).
+pub const DIALBACK_FEATURE: &str = "urn:xmpp:features:dialback";
 /// The stream's own elements: `<stream:stream/>`, `<stream:features/>`, `<stream:error/>`.
 pub const STREAMS: &str = super::STREAMS_NS;
 /// XMPP over WebSocket's `<open/>` and `<close/>` (RFC 7395 §3.3).

@@ -101,7 +101,8 @@ fn check(xmpp: &Xmpp, stanza: &Element, domain: &str) -> Result<(), Refusal> {
 }
 
 /// Negotiates the stream up to its authentication; the stream and the
-/// domain it is authenticated for, or `None` once it has been refused.
+/// domain it is authenticated for, or `None` once it has been refused or
+/// has only asked this server to verify dialback keys.
 async fn negotiate(xmpp: &Xmpp, federation: &Federation, mut plain: WireStream<TcpStream>) -> Option<(WireStream<tokio_rustls::server::TlsStream<TcpStream>>, String)> {
     let id = || format!("{:016x}", rand::random::<u64>());
     let (from, to) = match opened(xmpp, &mut plain, &id()).await {
@@ -121,44 +122,93 @@ async fn negotiate(xmpp: &Xmpp, federation: &Federation, mut plain: WireStream<T
     let tls = federation.identity.acceptor().accept(tcp).await.ok()?;
     let vouched = federation.identity.vouches(tls.get_ref().1.peer_certificates(), &from);
     let mut secure = WireStream::new(tls, limits);
-    match opened(xmpp, &mut secure, &id()).await {
+    let stream_id = id();
+    match opened(xmpp, &mut secure, &stream_id).await {
         Ok(again) if again == (from.clone(), to.clone()) => {}
         Ok(_) => return refuse(&mut secure, "invalid-from", "the stream restarted for other domains").await,
         Err(Refusal(condition, text)) => return refuse(&mut secure, condition, &text).await,
     }
-    if !vouched {
-        federation.refused(&from, "certificate");
-        xmpp.context.metrics.s2s_failed("certificate");
-        return refuse(&mut secure, "not-authorized", &format!("no certificate trusted here vouches for {from}")).await;
+    // SASL EXTERNAL for a certificate that vouches for the domain; dialback
+    // always, as this server answers for its own keys whoever asks.
+    let mut offered = Element::new("features", STREAMS_NS);
+    if vouched {
+        offered = offered.child(Element::new("mechanisms", ns::SASL).child(Element::new("mechanism", ns::SASL).text("EXTERNAL")));
     }
-    let mechanisms = Element::new("mechanisms", ns::SASL).child(Element::new("mechanism", ns::SASL).text("EXTERNAL"));
-    secure.send_element(&Element::new("features", STREAMS_NS).child(mechanisms)).await.ok()?;
-    let auth = match secure.element().await {
-        Ok(e) if e.ns == ns::SASL && e.name == "auth" && e.get("mechanism") == Some("EXTERNAL") => e,
-        Ok(_) => return refuse(&mut secure, "not-authorized", "authenticate with SASL EXTERNAL first").await,
-        Err(Failed::Protocol(condition, text)) => return refuse(&mut secure, condition, &text).await,
-        Err(_) => return None,
-    };
-    // The authorization identity, if given, is the domain the header claims (XEP-0178 §3).
-    let authzid = auth.text_content();
-    let named = match authzid.trim() {
-        "" | "=" => Some(from.clone()),
+    offered = offered.child(Element::new("dialback", ns::DIALBACK_FEATURE).child(Element::new("errors", ns::DIALBACK_FEATURE)));
+    secure.send_element(&offered).await.ok()?;
+    loop {
+        let asked = match secure.element().await {
+            Ok(asked) => asked,
+            Err(Failed::Protocol(condition, text)) => return refuse(&mut secure, condition, &text).await,
+            Err(_) => return None,
+        };
+        match (asked.ns.as_str(), asked.name.as_str()) {
+            (ns::SASL, "auth") if vouched && asked.get("mechanism") == Some("EXTERNAL") => {
+                if !authorizes(&asked, &from) {
+                    let failure = Element::new("failure", ns::SASL).child(Element::new("invalid-authzid", ns::SASL));
+                    let _ = secure.send(&format!("{}{}", failure.to_xml(ns::SERVER), wire::xmpp::STREAM_END)).await;
+                    return None;
+                }
+                secure.send_element(&Element::new("success", ns::SASL)).await.ok()?;
+                secure.parser.restart();
+                match opened(xmpp, &mut secure, &id()).await {
+                    Ok(again) if again == (from.clone(), to) => {}
+                    Ok(_) => return refuse(&mut secure, "invalid-from", "the stream restarted for other domains").await,
+                    Err(Refusal(condition, text)) => return refuse(&mut secure, condition, &text).await,
+                }
+                secure.send_element(&Element::new("features", STREAMS_NS)).await.ok()?;
+                return Some((secure, from));
+            }
+            (ns::SASL, "auth") => {
+                let failure = Element::new("failure", ns::SASL).child(Element::new("not-authorized", ns::SASL));
+                secure.send_element(&failure).await.ok()?;
+            }
+            (ns::DIALBACK, "verify") => {
+                // The other server asks whether this one gave a key (XEP-0220 §2.2).
+                let (asker, ours, key_id) = (asked.get("from").unwrap_or_default(), asked.get("to").unwrap_or_default(), asked.get("id").unwrap_or_default());
+                let valid = xmpp.serves(ours) && federation.keys.check(asker, ours, key_id, &asked.text_content());
+                let answer = Element::new("verify", ns::DIALBACK).attr("from", ours).attr("to", asker).attr("id", key_id).attr("type", if valid { "valid" } else { "invalid" });
+                secure.send_element(&answer).await.ok()?;
+            }
+            (ns::DIALBACK, "result") if asked.get("type").is_none() => {
+                let claimed = asked.get("from").unwrap_or_default().to_ascii_lowercase();
+                if claimed != from || asked.get("to").is_none_or(|t| !t.eq_ignore_ascii_case(&to)) {
+                    return refuse(&mut secure, "invalid-from", "dialback is for the domains the stream names").await;
+                }
+                if !federation.dialback.allows(&from) {
+                    federation.refused(&from, "its certificate does not vouch for it, and dialback is not allowed for it");
+                    xmpp.context.metrics.s2s_failed("certificate");
+                    return refuse(&mut secure, "not-authorized", &format!("no certificate trusted here vouches for {from}")).await;
+                }
+                let valid = super::outgoing::verify(xmpp, federation, &to, &from, &stream_id, &asked.text_content()).await;
+                let valid = valid.inspect_err(|e| tracing::info!("xmpp: dialback for {from} not verified: {e}")).unwrap_or(false);
+                let answer = Element::new("result", ns::DIALBACK).attr("from", &to).attr("to", &from).attr("type", if valid { "valid" } else { "invalid" });
+                secure.send_element(&answer).await.ok()?;
+                if !valid {
+                    federation.refused(&from, "its dialback key was not verified");
+                    xmpp.context.metrics.s2s_failed("dialback");
+                    return refuse(&mut secure, "not-authorized", &format!("{from}'s server did not vouch for the key")).await;
+                }
+                return Some((secure, from));
+            }
+            _ if !vouched => {
+                federation.refused(&from, "its certificate does not vouch for it");
+                xmpp.context.metrics.s2s_failed("certificate");
+                return refuse(&mut secure, "not-authorized", &format!("no certificate trusted here vouches for {from}")).await;
+            }
+            _ => return refuse(&mut secure, "not-authorized", "authenticate with SASL EXTERNAL or dialback first").await,
+        }
+    }
+}
+
+/// Whether the authorization identity of an EXTERNAL `<auth/>`, if it
+/// gives one, is `domain` (XEP-0178 §3).
+fn authorizes(auth: &Element, domain: &str) -> bool {
+    let named = match auth.text_content().trim() {
+        "" | "=" => Some(domain.to_owned()),
         encoded => base64::engine::general_purpose::STANDARD.decode(encoded).ok().and_then(|d| String::from_utf8(d).ok()),
     };
-    if named.as_deref() != Some(from.as_str()) {
-        let failure = Element::new("failure", ns::SASL).child(Element::new("invalid-authzid", ns::SASL));
-        let _ = secure.send(&format!("{}{}", failure.to_xml(ns::SERVER), wire::xmpp::STREAM_END)).await;
-        return None;
-    }
-    secure.send_element(&Element::new("success", ns::SASL)).await.ok()?;
-    secure.parser.restart();
-    match opened(xmpp, &mut secure, &id()).await {
-        Ok(again) if again == (from.clone(), to) => {}
-        Ok(_) => return refuse(&mut secure, "invalid-from", "the stream restarted for other domains").await,
-        Err(Refusal(condition, text)) => return refuse(&mut secure, condition, &text).await,
-    }
-    secure.send_element(&Element::new("features", STREAMS_NS)).await.ok()?;
-    Some((secure, from))
+    named.as_deref() == Some(domain)
 }
 
 /// Reads the other server's header and answers with this one's: the

@@ -9,6 +9,7 @@
 //! `remote-server-not-found` or `remote-server-timeout`: nothing waiting
 //! for it is dropped without a word.
 
+mod dialback;
 mod guests;
 mod identity;
 mod inbound;
@@ -27,13 +28,14 @@ use wire::xmpp::Element;
 
 use super::{Jid, Xmpp, ns};
 
+pub use dialback::DialbackPolicy;
 pub use identity::Identity;
 pub(crate) use guests::Guests;
 pub use incoming::serve;
 
 /// How this server federates: the parts of the configuration that are
 /// federation's.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Settings {
     /// Where each domain's servers are, when DNS is not to be asked
     /// (`--xmpp-s2s-route`).
@@ -49,6 +51,18 @@ pub struct Settings {
     pub max_streams: usize,
     /// Most users of other servers in the rooms here at once (`--xmpp-s2s-max-guests`).
     pub max_guests: usize,
+    /// Which domains may authenticate with dialback (`--xmpp-s2s-dialback`).
+    pub dialback: DialbackPolicy,
+    /// What this server's dialback keys are derived from
+    /// (`--xmpp-s2s-secret`); none, a random one.
+    pub secret: Option<String>,
+}
+
+impl std::fmt::Debug for Settings {
+    // Without the secret.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings").field("routes", &self.routes).field("dialback", &self.dialback).finish_non_exhaustive()
+    }
 }
 
 /// What the server federates with: its settings, its TLS identity, and
@@ -56,6 +70,10 @@ pub struct Settings {
 pub struct Federation {
     settings: Settings,
     identity: Identity,
+    /// The dialback keys this server gives and checks.
+    keys: dialback::Keys,
+    /// Which domains may authenticate with dialback.
+    dialback: DialbackPolicy,
     /// The queue of each (local domain, remote domain) pair a stream goes
     /// between: one outgoing stream each.
     peers: Mutex<HashMap<(String, String), Arc<Peer>>>,
@@ -71,13 +89,15 @@ const REFUSED_LOGGED: usize = 1024;
 
 impl std::fmt::Debug for Federation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Federation").field("settings", &self.settings).finish_non_exhaustive()
+        f.debug_struct("Federation").field("routes", &self.settings.routes).field("dialback", &self.dialback).finish_non_exhaustive()
     }
 }
 
 impl Federation {
     pub fn new(settings: Settings, identity: Identity) -> Federation {
         Federation {
+            keys: dialback::Keys::new(&settings.secret.clone().unwrap_or_else(|| format!("{:032x}", rand::random::<u128>()))),
+            dialback: settings.dialback.clone(),
             streams: Arc::new(Semaphore::new(settings.max_streams)),
             settings,
             identity,

@@ -12,7 +12,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use wire::xmpp::{Element, Header, Limits};
 
-use super::wire_stream::{Failed, WireStream};
+use super::wire_stream::{Failed, WireStream, attribute};
 use super::{Federation, Peer, Undelivered, ns};
 use crate::Xmpp;
 
@@ -94,8 +94,18 @@ async fn pump(xmpp: &Xmpp, federation: &Federation, key: &(String, String), peer
     }
 }
 
-/// A stream from `from` to `to`, secured and authenticated.
-async fn connect(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> Result<Secure, Failed> {
+/// A stream from `from` to `to`, secured, as the other server opened its
+/// side: its stream id, the features it offers, and whether its
+/// certificate vouches for `to`.
+pub(super) struct Opened {
+    pub stream: Secure,
+    pub id: String,
+    pub features: Element,
+    pub vouched: bool,
+}
+
+/// Connects to `to`'s server and secures a stream from `from` with TLS.
+pub(super) async fn open_secure(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> Result<Opened, Failed> {
     let limits = Limits { max_stanza_bytes: xmpp.context.bounds.max_message_size, ..Limits::default() };
     let tcp = open(federation, to).await?;
     let _ = tcp.set_nodelay(true);
@@ -116,30 +126,62 @@ async fn connect(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> 
     let (tcp, _) = plain.into_parts();
     let name = ServerName::try_from(to.to_owned()).map_err(|e| Failed::Protocol("host-unknown", e.to_string()))?;
     let tls = federation.identity.connector().connect(name, tcp).await?;
-    if !federation.identity.vouches(tls.get_ref().1.peer_certificates(), to) {
+    let vouched = federation.identity.vouches(tls.get_ref().1.peer_certificates(), to);
+    let mut stream = WireStream::new(tls, limits);
+    stream.send(&header).await?;
+    let attrs = stream.header().await?;
+    let id = attribute(&attrs, "id").unwrap_or_default().to_owned();
+    let features = stream.element().await?;
+    Ok(Opened { stream, id, features, vouched })
+}
+
+/// A stream from `from` to `to`, secured and authenticated: with SASL
+/// EXTERNAL when the other server offers it, else with dialback.
+async fn connect(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> Result<Secure, Failed> {
+    let Opened { mut stream, id, features, vouched } = open_secure(xmpp, federation, from, to).await?;
+    // Where dialback is allowed, DNS (or the route) is what vouches for the other server.
+    if !vouched && !federation.dialback.allows(to) {
+        stream.fail("undefined-condition", "your certificate does not vouch for your domain").await;
         return Err(Failed::Protocol("not-authorized", format!("the certificate of {to}'s server does not vouch for {to}")));
     }
-    let mut secure = WireStream::new(tls, limits);
-    secure.send(&header).await?;
-    secure.header().await?;
-    let features = secure.element().await?;
     let external = features.find("mechanisms", ns::SASL).is_some_and(|m| m.elements().any(|m| m.text_content() == "EXTERNAL"));
-    if !external {
-        secure.fail("not-authorized", "no means of authentication in common").await;
-        return Err(Failed::Protocol("not-authorized", format!("{to} does not offer SASL EXTERNAL")));
+    if external {
+        let authzid = base64::engine::general_purpose::STANDARD.encode(from);
+        stream.send_element(&Element::new("auth", ns::SASL).attr("mechanism", "EXTERNAL").text(&authzid)).await?;
+        let outcome = stream.element().await?;
+        if outcome.name == "success" {
+            stream.parser.restart();
+            stream.send(&Header { id: None, from: Some(from), to: Some(to) }.server_stream()).await?;
+            stream.header().await?;
+            stream.element().await?;
+            return Ok(stream);
+        }
+        tracing::info!("xmpp: {to} refused our certificate for {from}; trying dialback");
     }
-    let authzid = base64::engine::general_purpose::STANDARD.encode(from);
-    secure.send_element(&Element::new("auth", ns::SASL).attr("mechanism", "EXTERNAL").text(&authzid)).await?;
-    let outcome = secure.element().await?;
-    if outcome.name != "success" {
-        let condition = outcome.elements().next().map(|c| c.name.clone()).unwrap_or_default();
-        return Err(Failed::Protocol("not-authorized", format!("{to} refused our certificate for {from}: {condition}")));
+    if features.find("dialback", ns::DIALBACK_FEATURE).is_none() {
+        stream.fail("not-authorized", "no means of authentication in common").await;
+        return Err(Failed::Protocol("not-authorized", format!("{to} offers neither SASL EXTERNAL for us nor dialback")));
     }
-    secure.parser.restart();
-    secure.send(&header).await?;
-    secure.header().await?;
-    secure.element().await?;
-    Ok(secure)
+    let key = federation.keys.key(to, from, &id);
+    stream.send_element(&Element::new("result", ns::DIALBACK).attr("from", from).attr("to", to).text(&key)).await?;
+    let answer = stream.element().await?;
+    if answer.ns == ns::DIALBACK && answer.name == "result" && answer.get("type") == Some("valid") {
+        return Ok(stream);
+    }
+    Err(Failed::Protocol("not-authorized", format!("{to} did not take our dialback key for {from}")))
+}
+
+/// Asks `originating`'s server whether it gave `key` to this server, as
+/// `receiving`, on the stream `id` (XEP-0220 §2.1.3): over a new stream,
+/// whatever its certificate, since the domain's address is what
+/// dialback trusts.
+pub(super) async fn verify(xmpp: &Xmpp, federation: &Federation, receiving: &str, originating: &str, id: &str, key: &str) -> Result<bool, Failed> {
+    let Opened { mut stream, .. } = open_secure(xmpp, federation, receiving, originating).await?;
+    let ask = Element::new("verify", ns::DIALBACK).attr("from", receiving).attr("to", originating).attr("id", id).text(key);
+    stream.send_element(&ask).await?;
+    let answer = stream.element().await?;
+    let _ = stream.send(wire::xmpp::STREAM_END).await;
+    Ok(answer.ns == ns::DIALBACK && answer.name == "verify" && answer.get("id") == Some(id) && answer.get("type") == Some("valid"))
 }
 
 /// A connection to `to`'s server: where its route says, or where DNS does.
