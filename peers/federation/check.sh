@@ -6,10 +6,10 @@
 # The domains are under .internal, the top-level domain kept for private
 # use: libunbound, which Prosody resolves with, answers every name under
 # .test (RFC 6761) NXDOMAIN itself, asking no server.
-# Prosody and ejabberd find the others through a dnsmasq on 127.0.0.10
-# that serves each domain's A and _xmpp-server._tcp SRV records (Prosody
-# through libunbound, pointed at it; ejabberd through ERL_INETRC);
-# Switchboard through its static routes. slixmpp users on each server
+# The three find each other through a dnsmasq on 127.0.0.10 that serves
+# each domain's A and _xmpp-server._tcp SRV records (Switchboard with
+# --xmpp-s2s-dns, Prosody through libunbound, ejabberd through
+# ERL_INETRC and a hosts file of its own). slixmpp users on each server
 # message the users of the others and share a MUC room on each
 # (check.py).
 #
@@ -90,13 +90,11 @@ wait_port() { # HOST PORT PID WHAT
   die "$4 is not listening on $1:$2 after a minute"
 }
 
-# Switchboard: alice@sb.internal, routes to the other two.
+# Switchboard: alice@sb.internal, finding the other two through dnsmasq.
 "$BIN" xmpp-account alice <<<"pw" >"$RUN/sb.toml"
-routes=""
-for name in prosody ejabberd; do routes+="$name.internal=${AT[$name]}:5269,conference.$name.internal=${AT[$name]}:5269,"; done
 RUST_LOG="$LOGLEVEL" "$BIN" serve --listen "${AT[sb]}:0" --store memory --config "$RUN/sb.toml" --xmpp-domain sb.internal \
   --xmpp-listen "${AT[sb]}:5222" --tls-cert "$RUN/sb.pem" --tls-key "$RUN/sb.key" --xmpp-s2s-listen "${AT[sb]}:5269" \
-  --xmpp-s2s-trust "$RUN/ca.pem" --xmpp-s2s-routes "${routes%,}" >&2 &
+  --xmpp-s2s-trust "$RUN/ca.pem" --xmpp-s2s-dns "$DNS:53" >&2 &
 pids+=($!)
 wait_port "${AT[sb]}" 5269 $! switchboard
 

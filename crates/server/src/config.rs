@@ -236,6 +236,8 @@ settings! {
         listen: Listen = Listen::At(SocketAddr::from(([127, 0, 0, 1], 5269))), "xmpp-s2s-listen", "SWITCHBOARD_XMPP_S2S_LISTEN";
         /// Where other domains' servers are, as domain=address pairs separated by commas (e.g. b.test=127.0.0.3:5269), for labs and private networks; other domains are found through DNS [default: none]
         routes: Routes = Routes::default(), "xmpp-s2s-routes", "SWITCHBOARD_XMPP_S2S_ROUTES";
+        /// Name server asked for other domains' SRV (_xmpp-server._tcp) and address records, e.g. 127.0.0.10:53 [default: none, the system's (/etc/resolv.conf)]
+        dns: SocketAddr, "xmpp-s2s-dns", "SWITCHBOARD_XMPP_S2S_DNS";
         /// PEM file of the authorities trusted to vouch for other servers' certificates [default: none, the authorities browsers trust (Mozilla's list)]
         trust: PathBuf, "xmpp-s2s-trust", "SWITCHBOARD_XMPP_S2S_TRUST";
         /// How long a stream to another server may take to be ready (connected, encrypted, authenticated); then what waits for it is answered remote-server-timeout [default: 30s]

@@ -124,6 +124,7 @@ impl ServerState {
                 let identity = xmpp::s2s::Identity::new(files, f.trust.as_deref())?;
                 let settings = xmpp::s2s::Settings {
                     routes: f.routes.0.iter().cloned().collect(),
+                    dns: f.dns,
                     connect_timeout: f.connect_timeout,
                     queue_bytes: f.queue,
                     idle_timeout: f.idle_timeout,

@@ -508,3 +508,55 @@ async fn dialback_lets_in_a_domain_whose_certificate_does_not_name_it_where_allo
     );
     assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_failures_total{reason=\"dialback\"}").await, Some(1.0));
 }
+
+/// A name server on 127.0.0.5 answering from `records` (NXDOMAIN for
+/// anything else), as a zone's server would: where it listens.
+async fn name_server(records: Vec<hickory_proto::rr::Record>) -> SocketAddr {
+    use hickory_proto::op::{Message, MessageType, ResponseCode};
+    let socket = tokio::net::UdpSocket::bind("127.0.0.5:0").await.unwrap();
+    let at = socket.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 1500];
+        while let Ok((n, from)) = socket.recv_from(&mut buf).await {
+            let Ok(query) = Message::from_vec(&buf[..n]) else { continue };
+            let mut reply = Message::new();
+            reply.set_id(query.id()).set_message_type(MessageType::Response).set_op_code(query.op_code()).set_recursion_available(true);
+            reply.add_queries(query.queries().to_vec());
+            for question in query.queries() {
+                reply.add_answers(records.iter().filter(|r| r.name() == question.name() && r.record_type() == question.query_type()).cloned());
+            }
+            if reply.answers().is_empty() {
+                reply.set_response_code(ResponseCode::NXDomain);
+            }
+            let _ = socket.send_to(&reply.to_vec().unwrap(), from).await;
+        }
+    });
+    at
+}
+
+#[tokio::test]
+async fn another_domains_server_is_found_by_its_srv_record() {
+    use hickory_proto::rr::{Name, RData, Record, rdata};
+    let authority = Authority::new();
+    let (a_s2s, b_s2s) = (TcpListener::bind("127.0.0.2:0").await.unwrap(), TcpListener::bind("127.0.0.3:0").await.unwrap());
+    let (a_at, b_at) = (a_s2s.local_addr().unwrap(), b_s2s.local_addr().unwrap());
+    // b.test's server is xmpp.b.test, on the port its SRV record gives.
+    let name = |n: &str| Name::from_ascii(n).unwrap();
+    let dns = name_server(vec![
+        Record::from_rdata(name("_xmpp-server._tcp.b.test."), 60, RData::SRV(rdata::SRV::new(0, 5, b_at.port(), name("xmpp.b.test.")))),
+        Record::from_rdata(name("xmpp.b.test."), 60, RData::A(rdata::A::new(127, 0, 0, 3))),
+    ])
+    .await;
+    let mut a_config = config("a.test", "alice", authority.certificate("a", &["a.test"]), &authority.trust(), &[]);
+    a_config.federation.dns = Some(dns);
+    let b_config = config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[("a.test", a_at)]);
+    let (a, b) = (TestServer::federated(a_config, a_s2s).await, TestServer::federated(b_config, b_s2s).await);
+    let mut alice = online(&a, "a.test", "alice").await;
+    let mut bob = online(&b, "b.test", "bob").await;
+    alice.send("<message to='bob@b.test' id='m1'><body>found you</body></message>").await;
+    assert_eq!(body(&next_named(&mut bob, "message").await), "found you");
+    // A domain the name server does not know is not found.
+    alice.send("<message to='carol@c.test' id='m2'><body>anyone?</body></message>").await;
+    let refused = next_named(&mut alice, "message").await;
+    assert_eq!((refused.get("id"), error_condition(&refused).as_str()), (Some("m2"), "remote-server-not-found"));
+}

@@ -15,6 +15,7 @@ mod identity;
 mod inbound;
 mod incoming;
 mod outgoing;
+mod resolve;
 mod wire_stream;
 
 use std::collections::{HashMap, VecDeque};
@@ -38,8 +39,10 @@ pub use incoming::serve;
 #[derive(Clone)]
 pub struct Settings {
     /// Where each domain's servers are, when DNS is not to be asked
-    /// (`--xmpp-s2s-route`).
+    /// (`--xmpp-s2s-routes`).
     pub routes: HashMap<String, SocketAddr>,
+    /// The name server to ask instead of the system's (`--xmpp-s2s-dns`).
+    pub dns: Option<SocketAddr>,
     /// How long a stream to another server may take to be ready, from the
     /// first connection attempt to its authentication (`--xmpp-s2s-connect-timeout`).
     pub connect_timeout: Duration,
@@ -74,6 +77,8 @@ pub struct Federation {
     keys: dialback::Keys,
     /// Which domains may authenticate with dialback.
     dialback: DialbackPolicy,
+    /// How other domains' servers are found.
+    resolver: resolve::Resolver,
     /// The queue of each (local domain, remote domain) pair a stream goes
     /// between: one outgoing stream each.
     peers: Mutex<HashMap<(String, String), Arc<Peer>>>,
@@ -98,6 +103,7 @@ impl Federation {
         Federation {
             keys: dialback::Keys::new(&settings.secret.clone().unwrap_or_else(|| format!("{:032x}", rand::random::<u128>()))),
             dialback: settings.dialback.clone(),
+            resolver: resolve::Resolver::new(settings.dns),
             streams: Arc::new(Semaphore::new(settings.max_streams)),
             settings,
             identity,

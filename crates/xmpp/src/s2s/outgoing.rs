@@ -16,9 +16,6 @@ use super::wire_stream::{Failed, WireStream, attribute};
 use super::{Federation, Peer, Undelivered, ns};
 use crate::Xmpp;
 
-/// The port of servers' streams when neither a route nor DNS says another.
-const PORT: u16 = 5269;
-
 type Secure = WireStream<TlsStream<TcpStream>>;
 
 /// Sends what `peer` queues for the pair of domains `key` (ours, theirs)
@@ -189,11 +186,20 @@ async fn open(federation: &Federation, to: &str) -> Result<TcpStream, Failed> {
     if let Some(address) = federation.settings.routes.get(to) {
         return Ok(TcpStream::connect(address).await?);
     }
-    let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, format!("no address for {to}"));
-    for address in tokio::net::lookup_host((to, PORT)).await? {
-        match TcpStream::connect(address).await {
-            Ok(tcp) => return Ok(tcp),
-            Err(e) => last = e,
+    let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, format!("no server for {to} in DNS"));
+    for (host, port) in federation.resolver.targets(to).await {
+        let addresses = match federation.resolver.addresses(&host, port).await {
+            Ok(addresses) => addresses,
+            Err(e) => {
+                last = e;
+                continue;
+            }
+        };
+        for address in addresses {
+            match TcpStream::connect(address).await {
+                Ok(tcp) => return Ok(tcp),
+                Err(e) => last = e,
+            }
         }
     }
     Err(Failed::Io(last))

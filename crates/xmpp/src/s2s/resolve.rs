@@ -1,0 +1,69 @@
+//! Where another domain's servers are (RFC 6120 §3.2.1): its static route
+//! if it has one, else its `_xmpp-server._tcp` SRV records, in order of
+//! priority and, within one, of weight (RFC 2782), else the domain itself
+//! on port 5269; each name then by its A and AAAA records. DNS is
+//! hickory-resolver's, asking the system's name servers (/etc/resolv.conf,
+//! and /etc/hosts for addresses) or the one `--xmpp-s2s-dns` names.
+
+use std::net::SocketAddr;
+
+use hickory_resolver::TokioResolver;
+use hickory_resolver::config::{NameServerConfigGroup, ResolverConfig};
+use hickory_resolver::name_server::TokioConnectionProvider;
+
+/// The port of servers' streams when neither a route nor DNS says another.
+pub(super) const PORT: u16 = 5269;
+
+/// How this server finds other domains' servers.
+pub(crate) struct Resolver {
+    dns: Option<TokioResolver>,
+}
+
+impl Resolver {
+    /// Asks `server` if given, else the system's name servers; with
+    /// neither (no readable /etc/resolv.conf), only routes and the C
+    /// library's resolver are left, and that is logged.
+    pub fn new(server: Option<SocketAddr>) -> Resolver {
+        let builder = match server {
+            Some(at) => {
+                let servers = NameServerConfigGroup::from_ips_clear(&[at.ip()], at.port(), true);
+                Ok(TokioResolver::builder_with_config(ResolverConfig::from_parts(None, vec![], servers), TokioConnectionProvider::default()))
+            }
+            None => TokioResolver::builder_tokio(),
+        };
+        match builder {
+            Ok(builder) => Resolver { dns: Some(builder.build()) },
+            Err(e) => {
+                tracing::warn!("xmpp: no DNS for federation ({e}); other domains are found by their routes and the system's resolver");
+                Resolver { dns: None }
+            }
+        }
+    }
+
+    /// The names and ports to try for `domain`'s servers, in order.
+    pub async fn targets(&self, domain: &str) -> Vec<(String, u16)> {
+        if let Some(dns) = &self.dns
+            && let Ok(records) = dns.srv_lookup(format!("_xmpp-server._tcp.{domain}.")).await
+        {
+            let mut srv: Vec<_> = records.iter().map(|r| (r.priority(), r.weight(), r.target().to_utf8(), r.port())).collect();
+            // A target of "." says the domain offers no such service (RFC 2782).
+            if srv.iter().any(|(_, _, target, _)| target == ".") {
+                return Vec::new();
+            }
+            srv.sort_by_key(|&(priority, weight, _, _)| (priority, std::cmp::Reverse(weight)));
+            return srv.into_iter().map(|(_, _, target, port)| (target.trim_end_matches('.').to_owned(), port)).collect();
+        }
+        vec![(domain.to_owned(), PORT)]
+    }
+
+    /// The addresses of `host`, on `port`.
+    pub async fn addresses(&self, host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
+        match &self.dns {
+            Some(dns) => {
+                let found = dns.lookup_ip(format!("{host}.")).await.map_err(std::io::Error::other)?;
+                Ok(found.iter().map(|ip| SocketAddr::new(ip, port)).collect())
+            }
+            None => Ok(tokio::net::lookup_host((host, port)).await?.collect()),
+        }
+    }
+}
