@@ -163,12 +163,12 @@ async fn users_of_two_domains_exchange_messages_presence_and_iqs() {
     let refused = alice.answer("p3").await;
     assert_eq!(error_condition(&refused), "service-unavailable");
 
-    // One stream each way between the two, each authenticated with its certificate.
-    for (server, domain) in [(&a, "a.test"), (&b, "b.test")] {
-        for direction in ["in", "out"] {
-            let series = format!("switchboard_s2s_streams{{direction=\"{direction}\"}}");
-            assert_eq!(metric(server, &authority, domain, &series).await, Some(1.0), "{domain} {direction}");
-        }
+    // One connection between the two, both ways (XEP-0288): a.test opened
+    // it, and b.test sends back over it.
+    for (server, domain, opened, taken) in [(&a, "a.test", 1.0, 0.0), (&b, "b.test", 0.0, 1.0)] {
+        let streams = |direction: &str| format!("switchboard_s2s_streams{{direction=\"{direction}\"}}");
+        assert_eq!(metric(server, &authority, domain, &streams("out")).await.unwrap_or(0.0), opened, "{domain} opened");
+        assert_eq!(metric(server, &authority, domain, &streams("in")).await.unwrap_or(0.0), taken, "{domain} took");
     }
     // Alice's message, her request, and her three iqs.
     assert_eq!(metric(&a, &authority, "a.test", "switchboard_s2s_stanzas_total{direction=\"out\"}").await, Some(5.0));
@@ -449,7 +449,7 @@ async fn a_stanza_from_a_domain_the_stream_is_not_authenticated_for_ends_it_with
     tls.write_all(header.as_bytes()).await.unwrap();
     let offered = read_until(&mut tls, "</stream:features>").await;
     let features = "<stream:features><mechanisms xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"><mechanism>EXTERNAL</mechanism></mechanisms>\
-                    <dialback xmlns=\"urn:xmpp:features:dialback\"><errors/></dialback></stream:features>";
+                    <dialback xmlns=\"urn:xmpp:features:dialback\"><errors/></dialback><bidi xmlns=\"urn:xmpp:features:bidi\"/></stream:features>";
     assert!(offered.ends_with(features), "{offered}");
     // The authorization identity, base64 of a.test.
     tls.write_all(b"<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='EXTERNAL'>YS50ZXN0</auth>").await.unwrap();
@@ -497,7 +497,7 @@ async fn dialback_lets_in_a_domain_whose_certificate_does_not_name_it_where_allo
     tls.write_all(header.as_bytes()).await.unwrap();
     let offered = read_until(&mut tls, "</stream:features>").await;
     assert!(
-        offered.ends_with("<stream:features><dialback xmlns=\"urn:xmpp:features:dialback\"><errors/></dialback></stream:features>"),
+        offered.ends_with("<stream:features><dialback xmlns=\"urn:xmpp:features:dialback\"><errors/></dialback><bidi xmlns=\"urn:xmpp:features:bidi\"/></stream:features>"),
         "no certificate, so no EXTERNAL: {offered}"
     );
     tls.write_all(b"<db:result from='a.test' to='b.test'>0123456789abcdef</db:result>").await.unwrap();

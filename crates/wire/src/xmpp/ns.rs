@@ -6,6 +6,10 @@ pub const CLIENT: &str = "jabber:client";
 pub const SERVER: &str = "jabber:server";
 /// Server Dialback's elements, `db:result` and `db:verify` (XEP-0220).
 pub const DIALBACK: &str = "jabber:server:dialback";
+/// The stream feature that says a server takes streams both ways (XEP-0288).
+pub const BIDI_FEATURE: &str = "urn:xmpp:features:bidi";
+/// What asks for a stream both ways (XEP-0288).
+pub const BIDI: &str = "urn:xmpp:bidi";
 /// The stream feature that says a server speaks Server Dialback (XEP-0220 §2.4).
 pub const DIALBACK_FEATURE: &str = "urn:xmpp:features:dialback";
 /// The stream's own elements: `<stream:stream/>`, `<stream:features/>`, `<stream:error/>`.

@@ -1,8 +1,9 @@
 //! Streams other servers open to this one (RFC 6120, the receiving
 //! entity): TLS is required, the other's certificate must name the domain
-//! its header claims, SASL EXTERNAL (XEP-0178) authenticates it, and then
-//! each stanza it carries, once its addresses are checked against that
-//! domain, is delivered here (`inbound`).
+//! its header claims (or, where allowed, dialback vouch for it), SASL
+//! EXTERNAL (XEP-0178) authenticates it, and then `carry` delivers what it
+//! carries here (`inbound`), and carries this server's stanzas back when
+//! the other asked for the stream to go both ways (XEP-0288).
 
 use std::sync::Arc;
 
@@ -10,9 +11,10 @@ use base64::Engine;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::io::{AsyncRead, AsyncWrite};
-use wire::xmpp::{Element, Header, Limits, STREAMS_NS, StreamEvent};
+use wire::xmpp::{Element, Header, Limits, STREAMS_NS};
 
-use super::wire_stream::{Failed, WireStream, as_client, attribute};
+use super::carry::{Duties, carry};
+use super::wire_stream::{Failed, WireStream, attribute};
 use super::{Federation, ns};
 use crate::{Jid, Xmpp};
 
@@ -33,77 +35,41 @@ pub async fn serve(listener: TcpListener, xmpp: Arc<Xmpp>) {
 /// A stream's negotiation failed: the stream error that says why.
 struct Refusal(&'static str, String);
 
-/// Serves one stream from another server until it ends.
+/// Serves one stream from another server until it ends: it reads the
+/// stanzas the other server sends, and where the stream goes both ways
+/// (XEP-0288) and this server has no stream of its own to that domain, it
+/// carries this server's stanzas there too.
 async fn run(tcp: TcpStream, xmpp: Arc<Xmpp>, federation: Arc<Federation>, _slot: OwnedSemaphorePermit) {
     let limits = Limits { max_stanza_bytes: xmpp.context.bounds.max_message_size, ..Limits::default() };
     let negotiated = tokio::time::timeout(federation.settings.connect_timeout, negotiate(&xmpp, &federation, WireStream::new(tcp, limits))).await;
-    let Ok(Some((mut stream, domain))) = negotiated else {
+    let Ok(Some(Negotiated { mut stream, theirs, ours, bidi })) = negotiated else {
         xmpp.context.metrics.s2s_failed("negotiation");
         return;
     };
     let _open = xmpp.context.metrics.s2s_stream("in");
-    tracing::debug!("xmpp: stream from {domain} authenticated");
-    let mut inflow = xmpp.inflow.clone();
-    loop {
-        let before = stream.read;
-        let event = tokio::select! {
-            event = stream.event() => event,
-            () = tokio::time::sleep(federation.settings.idle_timeout) => {
-                let _ = stream.send(wire::xmpp::STREAM_END).await;
-                return;
-            }
-            () = xmpp.context.shutdown.wait() => return stream.fail("system-shutdown", "the server is shutting down").await,
-        };
-        let stanza = match event {
-            Ok(StreamEvent::Stanza(stanza)) => stanza,
-            Ok(_) => return stream.fail("bad-format", "a stream header in the middle of the stream").await,
-            Err(Failed::Closed(_)) => {
-                let _ = stream.send(wire::xmpp::STREAM_END).await;
-                return;
-            }
-            Err(Failed::Protocol(condition, text)) => return stream.fail(condition, &text).await,
-            Err(Failed::Io(_)) => return,
-        };
-        let bytes = stream.read - before;
-        xmpp.context.metrics.s2s_received(1, bytes);
-        if let Err(Refusal(condition, text)) = check(&xmpp, &stanza, &domain) {
-            xmpp.context.metrics.s2s_failed(condition);
-            return stream.fail(condition, &text).await;
-        }
-        Box::pin(xmpp.take_remote(as_client(stanza))).await;
-        // Over its rate, the other server is read again only once under it.
-        if let Some(until) = inflow.charge(1, bytes) {
-            tokio::time::sleep_until(until).await;
-        }
+    let key = (ours, theirs);
+    let peer = if bidi { xmpp.claim_peer(&key) } else { None };
+    tracing::debug!("xmpp: stream from {} authenticated{}", key.1, if peer.is_some() { ", both ways" } else { "" });
+    let duties = Duties { sends: peer.as_deref().map(|peer| (&key, peer)), reads: true, theirs: &key.1 };
+    let why = carry(&xmpp, &mut stream, duties).await;
+    if let Some(peer) = peer {
+        xmpp.give_up(&key, &peer, why);
     }
 }
 
-/// Whether `stanza` may come from a stream authenticated for `domain`
-/// (RFC 6120 §8.1.1.2, §8.1.2.2, §13.7.2.1): a stanza, with both
-/// addresses, from that domain, to one served here.
-fn check(xmpp: &Xmpp, stanza: &Element, domain: &str) -> Result<(), Refusal> {
-    if stanza.ns != ns::SERVER || !matches!(stanza.name.as_str(), "message" | "presence" | "iq") {
-        return Err(Refusal("unsupported-stanza-type", format!("{{{}}}{} is not a stanza", stanza.ns, stanza.name)));
-    }
-    let (Some(from), Some(to)) = (stanza.get("from"), stanza.get("to")) else {
-        return Err(Refusal("improper-addressing", "a stanza between servers has both 'from' and 'to'".into()));
-    };
-    let (Some(from), Some(to)) = (Jid::parse(from), Jid::parse(to)) else {
-        return Err(Refusal("improper-addressing", "a stanza's address is not a JID".into()));
-    };
-    if from.domain != domain {
-        return Err(Refusal("invalid-from", format!("this stream is authenticated for {domain}, not {}", from.domain)));
-    }
-    if !xmpp.serves(&to.domain) {
-        return Err(Refusal("host-unknown", format!("{} is not served here", to.domain)));
-    }
-    Ok(())
+/// A stream from another server, authenticated: for the domain `theirs`,
+/// to the domain `ours`; `bidi` if it asked to go both ways.
+struct Negotiated {
+    stream: WireStream<tokio_rustls::server::TlsStream<TcpStream>>,
+    theirs: String,
+    ours: String,
+    bidi: bool,
 }
 
 /// Negotiates the stream up to its authentication; the stream and the
 /// domain it is authenticated for, or `None` once it has been refused or
 /// has only asked this server to verify dialback keys.
-async fn negotiate(xmpp: &Xmpp, federation: &Federation, mut plain: WireStream<TcpStream>) -> Option<(WireStream<tokio_rustls::server::TlsStream<TcpStream>>, String)> {
+async fn negotiate(xmpp: &Xmpp, federation: &Federation, mut plain: WireStream<TcpStream>) -> Option<Negotiated> {
     let id = || format!("{:016x}", rand::random::<u64>());
     let (from, to) = match opened(xmpp, &mut plain, &id()).await {
         Ok(names) => names,
@@ -135,7 +101,9 @@ async fn negotiate(xmpp: &Xmpp, federation: &Federation, mut plain: WireStream<T
         offered = offered.child(Element::new("mechanisms", ns::SASL).child(Element::new("mechanism", ns::SASL).text("EXTERNAL")));
     }
     offered = offered.child(Element::new("dialback", ns::DIALBACK_FEATURE).child(Element::new("errors", ns::DIALBACK_FEATURE)));
+    offered = offered.child(Element::new("bidi", ns::BIDI_FEATURE));
     secure.send_element(&offered).await.ok()?;
+    let mut bidi = false;
     loop {
         let asked = match secure.element().await {
             Ok(asked) => asked,
@@ -143,6 +111,8 @@ async fn negotiate(xmpp: &Xmpp, federation: &Federation, mut plain: WireStream<T
             Err(_) => return None,
         };
         match (asked.ns.as_str(), asked.name.as_str()) {
+            // Both ways, once authenticated (XEP-0288 §2): no answer.
+            (ns::BIDI, "bidi") => bidi = true,
             (ns::SASL, "auth") if vouched && asked.get("mechanism") == Some("EXTERNAL") => {
                 if !authorizes(&asked, &from) {
                     let failure = Element::new("failure", ns::SASL).child(Element::new("invalid-authzid", ns::SASL));
@@ -152,12 +122,12 @@ async fn negotiate(xmpp: &Xmpp, federation: &Federation, mut plain: WireStream<T
                 secure.send_element(&Element::new("success", ns::SASL)).await.ok()?;
                 secure.parser.restart();
                 match opened(xmpp, &mut secure, &id()).await {
-                    Ok(again) if again == (from.clone(), to) => {}
+                    Ok(again) if again == (from.clone(), to.clone()) => {}
                     Ok(_) => return refuse(&mut secure, "invalid-from", "the stream restarted for other domains").await,
                     Err(Refusal(condition, text)) => return refuse(&mut secure, condition, &text).await,
                 }
                 secure.send_element(&Element::new("features", STREAMS_NS)).await.ok()?;
-                return Some((secure, from));
+                return Some(Negotiated { stream: secure, theirs: from, ours: to, bidi });
             }
             (ns::SASL, "auth") => {
                 let failure = Element::new("failure", ns::SASL).child(Element::new("not-authorized", ns::SASL));
@@ -189,7 +159,7 @@ async fn negotiate(xmpp: &Xmpp, federation: &Federation, mut plain: WireStream<T
                     xmpp.context.metrics.s2s_failed("dialback");
                     return refuse(&mut secure, "not-authorized", &format!("{from}'s server did not vouch for the key")).await;
                 }
-                return Some((secure, from));
+                return Some(Negotiated { stream: secure, theirs: from, ours: to, bidi });
             }
             _ if !vouched => {
                 federation.refused(&from, "its certificate does not vouch for it");

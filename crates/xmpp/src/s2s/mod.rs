@@ -9,6 +9,7 @@
 //! `remote-server-not-found` or `remote-server-timeout`: nothing waiting
 //! for it is dropped without a word.
 
+mod carry;
 mod dialback;
 mod guests;
 mod identity;
@@ -274,6 +275,20 @@ impl Xmpp {
                 Item::Guest { to, .. } => self.guests.gone(&to),
             }
         }
+    }
+
+    /// A queue for the domain pair `key`, to be drained by a stream the
+    /// other server opened both ways; none if a queue with a stream of its
+    /// own is already there.
+    fn claim_peer(&self, key: &(String, String)) -> Option<Arc<Peer>> {
+        let federation = self.federation.as_ref()?;
+        let mut peers = federation.peers.lock();
+        if peers.get(key).is_some_and(|peer| !peer.queue.lock().closed) {
+            return None;
+        }
+        let peer = Arc::new(Peer { queue: Mutex::new(Queue::default()), ready: Notify::new() });
+        peers.insert(key.clone(), peer.clone());
+        Some(peer)
     }
 
     /// Closes `peer`'s queue: the next stanza for its domain makes a new one.

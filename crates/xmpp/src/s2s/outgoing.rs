@@ -1,8 +1,9 @@
 //! The stream this server opens to another to send it stanzas (RFC 6120,
 //! the initiating entity): it connects, asks for TLS, checks that the
-//! other's certificate names its domain, authenticates with SASL EXTERNAL
-//! (XEP-0178) and then writes what waits in the domain's queue, in order,
-//! until the stream has been idle for `--xmpp-s2s-idle-timeout`.
+//! other's certificate names its domain, asks for the stream to go both
+//! ways where the other offers it (XEP-0288), authenticates with SASL
+//! EXTERNAL (XEP-0178) or dialback, and then `carry` writes what waits in
+//! the domain's queue, in order.
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use wire::xmpp::{Element, Header, Limits};
 
+use super::carry::{Duties, carry};
 use super::wire_stream::{Failed, WireStream, attribute};
 use super::{Federation, Peer, Undelivered, ns};
 use crate::Xmpp;
@@ -31,8 +33,8 @@ pub(super) async fn run(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<Peer>)
     };
     let (from, to) = (&key.0, &key.1);
     let connected = tokio::time::timeout(federation.settings.connect_timeout, connect(&xmpp, &federation, from, to)).await;
-    let mut stream = match connected {
-        Ok(Ok(stream)) => stream,
+    let (mut stream, bidi) = match connected {
+        Ok(Ok(connected)) => connected,
         Ok(Err(e)) => {
             metrics.s2s_failed("connect");
             tracing::warn!("xmpp: stream from {from} to {to} failed: {e}");
@@ -45,50 +47,10 @@ pub(super) async fn run(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<Peer>)
         }
     };
     let _open = metrics.s2s_stream("out");
-    tracing::debug!("xmpp: stream from {from} to {to} ready");
-    let why = pump(&xmpp, &federation, &key, &peer, &mut stream).await;
+    tracing::debug!("xmpp: stream from {from} to {to} ready{}", if bidi { ", both ways" } else { "" });
+    let duties = Duties { sends: Some((&key, &peer)), reads: bidi, theirs: to };
+    let why = carry(&xmpp, &mut stream, duties).await;
     xmpp.give_up(&key, &peer, why);
-}
-
-/// Writes what is queued as it comes; returns when the stream ends, with
-/// what the senders of anything still queued are told.
-async fn pump(xmpp: &Xmpp, federation: &Federation, key: &(String, String), peer: &Peer, stream: &mut Secure) -> Undelivered {
-    let metrics = &xmpp.context.metrics;
-    loop {
-        let batch = peer.take();
-        if !batch.is_empty() {
-            let text: String = batch.iter().map(|item| item.text()).collect();
-            if let Err(e) = stream.send(&text).await {
-                tracing::warn!("xmpp: stream to {} broke: {e}", key.1);
-                xmpp.undelivered(batch, Undelivered::Timeout);
-                return Undelivered::Timeout;
-            }
-            metrics.s2s_sent(batch.len(), text.len());
-            continue;
-        }
-        tokio::select! {
-            () = peer.ready.notified() => {}
-            // Nothing is expected the other way but whitespace, its errors and its end.
-            event = stream.event() => {
-                if let Err(e) = event {
-                    tracing::info!("xmpp: stream to {} ended: {e}", key.1);
-                    return Undelivered::Timeout;
-                }
-            }
-            () = tokio::time::sleep(federation.settings.idle_timeout) => {
-                // Closed first: a stanza queued meanwhile opens a new stream.
-                xmpp.close_peer(key, peer);
-                let left: String = peer.take().iter().map(|item| item.text()).collect();
-                let _ = stream.send(&format!("{left}{}", wire::xmpp::STREAM_END)).await;
-                return Undelivered::Timeout;
-            }
-            () = xmpp.context.shutdown.wait() => {
-                xmpp.close_peer(key, peer);
-                let _ = stream.send(wire::xmpp::STREAM_END).await;
-                return Undelivered::NotFound;
-            }
-        }
-    }
 }
 
 /// A stream from `from` to `to`, secured, as the other server opened its
@@ -133,13 +95,20 @@ pub(super) async fn open_secure(xmpp: &Xmpp, federation: &Federation, from: &str
 }
 
 /// A stream from `from` to `to`, secured and authenticated: with SASL
-/// EXTERNAL when the other server offers it, else with dialback.
-async fn connect(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> Result<Secure, Failed> {
+/// EXTERNAL when the other server offers it, else with dialback; and
+/// whether it goes both ways (XEP-0288), as it does where the other
+/// server offers it.
+async fn connect(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> Result<(Secure, bool), Failed> {
     let Opened { mut stream, id, features, vouched } = open_secure(xmpp, federation, from, to).await?;
     // Where dialback is allowed, DNS (or the route) is what vouches for the other server.
     if !vouched && !federation.dialback.allows(to) {
         stream.fail("undefined-condition", "your certificate does not vouch for your domain").await;
         return Err(Failed::Protocol("not-authorized", format!("the certificate of {to}'s server does not vouch for {to}")));
+    }
+    // Both ways, asked before authentication (XEP-0288 §2).
+    let bidi = features.find("bidi", ns::BIDI_FEATURE).is_some();
+    if bidi {
+        stream.send_element(&Element::new("bidi", ns::BIDI)).await?;
     }
     let external = features.find("mechanisms", ns::SASL).is_some_and(|m| m.elements().any(|m| m.text_content() == "EXTERNAL"));
     if external {
@@ -151,7 +120,7 @@ async fn connect(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> 
             stream.send(&Header { id: None, from: Some(from), to: Some(to) }.server_stream()).await?;
             stream.header().await?;
             stream.element().await?;
-            return Ok(stream);
+            return Ok((stream, bidi));
         }
         tracing::info!("xmpp: {to} refused our certificate for {from}; trying dialback");
     }
@@ -163,7 +132,7 @@ async fn connect(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> 
     stream.send_element(&Element::new("result", ns::DIALBACK).attr("from", from).attr("to", to).text(&key)).await?;
     let answer = stream.element().await?;
     if answer.ns == ns::DIALBACK && answer.name == "result" && answer.get("type") == Some("valid") {
-        return Ok(stream);
+        return Ok((stream, bidi));
     }
     Err(Failed::Protocol("not-authorized", format!("{to} did not take our dialback key for {from}")))
 }
