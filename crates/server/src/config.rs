@@ -232,10 +232,12 @@ settings! {
 settings! {
     /// XMPP between servers: federation (docs/federation.md).
     pub struct FederationConfig, flags FederationFlags {
-        /// Where other XMPP servers connect (RFC 6120 server-to-server); federation needs --tls-cert (its certificate names the XMPP domain and conference.<domain>); `off` for no federation, either way [default: 127.0.0.1:5269]
+        /// Where other XMPP servers connect (RFC 6120 server-to-server); federation needs --tls-cert (its certificate names the XMPP domain and conference.<domain>); `off` for none, and with --xmpp-s2s-tls-listen off too, no federation either way [default: 127.0.0.1:5269]
         listen: Listen = Listen::At(SocketAddr::from(([127, 0, 0, 1], 5269))), "xmpp-s2s-listen", "SWITCHBOARD_XMPP_S2S_LISTEN";
         /// Where other domains' servers are, as domain=address pairs separated by commas (e.g. b.test=127.0.0.3:5269), for labs and private networks; other domains are found through DNS [default: none]
         routes: Routes = Routes::default(), "xmpp-s2s-routes", "SWITCHBOARD_XMPP_S2S_ROUTES";
+        /// Where other XMPP servers connect with TLS from the first byte (XEP-0368, e.g. 127.0.0.1:5270; publish it as an _xmpps-server._tcp SRV record), with the xmpp-server ALPN; `off` for none [default: off]
+        tls_listen: Listen = Listen::Off, "xmpp-s2s-tls-listen", "SWITCHBOARD_XMPP_S2S_TLS_LISTEN";
         /// Name server asked for other domains' SRV (_xmpp-server._tcp) and address records, e.g. 127.0.0.10:53 [default: none, the system's (/etc/resolv.conf)]
         dns: SocketAddr, "xmpp-s2s-dns", "SWITCHBOARD_XMPP_S2S_DNS";
         /// PEM file of the authorities trusted to vouch for other servers' certificates [default: none, the authorities browsers trust (Mozilla's list)]
@@ -721,7 +723,7 @@ impl FederationConfig {
     /// Whether the server federates: it listens for other servers, and
     /// has a certificate to show them.
     pub fn on(&self, tls: Option<&TlsFiles>) -> bool {
-        self.listen != Listen::Off && tls.is_some()
+        (self.listen != Listen::Off || self.tls_listen != Listen::Off) && tls.is_some()
     }
 
     fn validate(&self) -> Result<(), String> {

@@ -62,9 +62,11 @@ pub async fn run_cli(args: Args) -> Result<(), Error> {
             println!("switchboard serves XMPP for {} on {at}{how}", config.xmpp.domain);
         }
     }
-    if let Some(listener) = &xmpp.s2s {
-        let at = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
-        println!("switchboard federates {} with other XMPP servers on {at}", config.xmpp.domain);
+    for (listener, how) in [(&xmpp.s2s, ""), (&xmpp.s2s_tls, " with direct TLS")] {
+        if let Some(listener) = listener {
+            let at = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
+            println!("switchboard federates {} with other XMPP servers on {at}{how}", config.xmpp.domain);
+        }
     }
     serve_with(listener, xmpp, config, stop).await
 }

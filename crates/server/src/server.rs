@@ -53,6 +53,8 @@ pub struct XmppListeners {
     pub plain: Option<TcpListener>,
     pub direct_tls: Option<TcpListener>,
     pub s2s: Option<TcpListener>,
+    /// Other servers with TLS from the first byte (XEP-0368).
+    pub s2s_tls: Option<TcpListener>,
 }
 
 impl XmppListeners {
@@ -64,12 +66,19 @@ impl XmppListeners {
                 None => Ok(None),
             }
         };
-        let s2s = if config.federation.on(config.tls.as_ref()) { config.federation.listen.address() } else { None };
-        Ok(XmppListeners { plain: bind(config.xmpp.listen.address()).await?, direct_tls: bind(config.xmpp.tls_listen.address()).await?, s2s: bind(s2s).await? })
+        let federates = config.federation.on(config.tls.as_ref());
+        let s2s = config.federation.listen.address().filter(|_| federates);
+        let s2s_tls = config.federation.tls_listen.address().filter(|_| federates);
+        Ok(XmppListeners {
+            plain: bind(config.xmpp.listen.address()).await?,
+            direct_tls: bind(config.xmpp.tls_listen.address()).await?,
+            s2s: bind(s2s).await?,
+            s2s_tls: bind(s2s_tls).await?,
+        })
     }
 
     fn any(&self) -> bool {
-        self.plain.is_some() || self.direct_tls.is_some() || self.s2s.is_some()
+        self.plain.is_some() || self.direct_tls.is_some() || self.s2s.is_some() || self.s2s_tls.is_some()
     }
 }
 
@@ -95,7 +104,7 @@ pub async fn serve_with(
         None => None,
     };
     let store = store::open(&config.store.choice()).await.map_err(Error::store)?;
-    let state = Arc::new(ServerState::new(config, nats, store, xmpp.any(), xmpp.s2s.is_some())?);
+    let state = Arc::new(ServerState::new(config, nats, store, xmpp.any(), xmpp.s2s.is_some() || xmpp.s2s_tls.is_some())?);
     if let Some(service) = &state.xmpp {
         let rooms = service.load_rooms().await.map_err(Error::store)?;
         tracing::debug!("{rooms} persistent rooms taken back from the store");
@@ -106,8 +115,10 @@ pub async fn serve_with(
                 state.tracker.spawn(xmpp::serve(listener, service.clone(), direct_tls));
             }
         }
-        if let Some(listener) = xmpp.s2s {
-            state.tracker.spawn(xmpp::s2s::serve(listener, service.clone()));
+        for (listener, direct) in [(xmpp.s2s, false), (xmpp.s2s_tls, true)] {
+            if let Some(listener) = listener {
+                state.tracker.spawn(xmpp::s2s::serve(listener, service.clone(), direct));
+            }
         }
     }
     let slots = Arc::new(Semaphore::new(state.config.server.max_connections));

@@ -560,3 +560,56 @@ async fn another_domains_server_is_found_by_its_srv_record() {
     let refused = next_named(&mut alice, "message").await;
     assert_eq!((refused.get("id"), error_condition(&refused).as_str()), (Some("m2"), "remote-server-not-found"));
 }
+
+#[tokio::test]
+async fn a_server_published_for_direct_tls_is_reached_with_tls_from_the_first_byte() {
+    use hickory_proto::rr::{Name, RData, Record, rdata};
+    let authority = Authority::new();
+    let a_s2s = TcpListener::bind("127.0.0.2:0").await.unwrap();
+    let a_at = a_s2s.local_addr().unwrap();
+    // b.test takes servers with direct TLS only (XEP-0368), as its SRV record says.
+    let b_tls = TcpListener::bind("127.0.0.3:0").await.unwrap();
+    let name = |n: &str| Name::from_ascii(n).unwrap();
+    let dns = name_server(vec![
+        Record::from_rdata(name("_xmpps-server._tcp.b.test."), 60, RData::SRV(rdata::SRV::new(0, 5, b_tls.local_addr().unwrap().port(), name("xmpp.b.test.")))),
+        Record::from_rdata(name("xmpp.b.test."), 60, RData::A(rdata::A::new(127, 0, 0, 3))),
+    ])
+    .await;
+    let mut a_config = config("a.test", "alice", authority.certificate("a", &["a.test"]), &authority.trust(), &[]);
+    a_config.federation.dns = Some(dns);
+    let b_config = config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[("a.test", a_at)]);
+    let a = TestServer::federated(a_config, a_s2s).await;
+    let b = TestServer::federated_on(b_config, None, Some(b_tls)).await;
+    let mut alice = online(&a, "a.test", "alice").await;
+    let mut bob = online(&b, "b.test", "bob").await;
+    alice.send("<message to='bob@b.test' id='m1'><body>straight to TLS</body></message>").await;
+    assert_eq!(body(&next_named(&mut bob, "message").await), "straight to TLS");
+    bob.send("<message to='alice@a.test/desk' id='m2'><body>back the same way</body></message>").await;
+    assert_eq!(body(&next_named(&mut alice, "message").await), "back the same way");
+    assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_streams{direction=\"in\"}").await, Some(1.0));
+}
+
+#[tokio::test]
+async fn a_certificate_naming_its_domain_as_an_xmpp_addr_or_srv_id_vouches_for_it() {
+    use rcgen::{CertificateParams, KeyPair, SanType};
+    let authority = Authority::new();
+    // Neither names a.test as a DNS name: one as an XmppAddr, one as an SRV-ID.
+    let xmpp_addr = SanType::OtherName((vec![1, 3, 6, 1, 5, 5, 7, 8, 5], "a.test".into()));
+    let srv_id = SanType::OtherName((vec![1, 3, 6, 1, 5, 5, 7, 8, 7], rcgen::OtherNameValue::Utf8String("_xmpp-server.a.test".into())));
+    for (file, san) in [("xmppaddr", xmpp_addr), ("srvid", srv_id)] {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(vec!["elsewhere.test".to_owned()]).unwrap();
+        params.subject_alt_names.push(san);
+        let cert = params.signed_by(&key, &authority.issuer).unwrap();
+        let a_cert = write_pair(authority.dir.path(), file, &cert.pem(), &key.serialize_pem());
+        let (a_s2s, b_s2s) = (TcpListener::bind("127.0.0.2:0").await.unwrap(), TcpListener::bind("127.0.0.3:0").await.unwrap());
+        let (a_at, b_at) = (a_s2s.local_addr().unwrap(), b_s2s.local_addr().unwrap());
+        let a = TestServer::federated(config("a.test", "alice", a_cert, &authority.trust(), &[("b.test", b_at)]), a_s2s).await;
+        let b_cert = authority.certificate("b", &["b.test"]);
+        let b = TestServer::federated(config("b.test", "bob", b_cert, &authority.trust(), &[("a.test", a_at)]), b_s2s).await;
+        let mut alice = online(&a, "a.test", "alice").await;
+        let mut bob = online(&b, "b.test", "bob").await;
+        alice.send("<message to='bob@b.test' id='m1'><body>it is me</body></message>").await;
+        assert_eq!(body(&next_named(&mut bob, "message").await), "it is me", "{file}");
+    }
+}

@@ -27,7 +27,13 @@ pub struct Identity {
     verifier: Arc<WebPkiServerVerifier>,
     connector: TlsConnector,
     acceptor: TlsAcceptor,
+    /// The same, for TLS from the first byte (XEP-0368): ALPN `xmpp-server`.
+    direct_connector: TlsConnector,
+    direct_acceptor: TlsAcceptor,
 }
+
+/// The ALPN protocol of a direct TLS stream between servers (XEP-0368 §3).
+const ALPN: &[u8] = b"xmpp-server";
 
 impl std::fmt::Debug for Identity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -63,27 +69,81 @@ impl Identity {
             .with_client_cert_verifier(later)
             .with_single_cert(certs, key)
             .map_err(tls)?;
-        Ok(Identity { verifier, connector: TlsConnector::from(Arc::new(client)), acceptor: TlsAcceptor::from(Arc::new(server)) })
+        let mut direct_client = client.clone();
+        direct_client.alpn_protocols = vec![ALPN.to_vec()];
+        let mut direct_server = server.clone();
+        direct_server.alpn_protocols = vec![ALPN.to_vec()];
+        Ok(Identity {
+            verifier,
+            connector: TlsConnector::from(Arc::new(client)),
+            acceptor: TlsAcceptor::from(Arc::new(server)),
+            direct_connector: TlsConnector::from(Arc::new(direct_client)),
+            direct_acceptor: TlsAcceptor::from(Arc::new(direct_server)),
+        })
     }
 
-    /// What opens TLS to another server, showing this server's certificate.
-    pub fn connector(&self) -> &TlsConnector {
-        &self.connector
+    /// What opens TLS to another server, showing this server's
+    /// certificate: after STARTTLS, or from the first byte (`direct`).
+    pub fn connector(&self, direct: bool) -> &TlsConnector {
+        if direct { &self.direct_connector } else { &self.connector }
     }
 
-    /// What takes TLS from another server, asking for its certificate.
-    pub fn acceptor(&self) -> &TlsAcceptor {
-        &self.acceptor
+    /// What takes TLS from another server, asking for its certificate:
+    /// after STARTTLS, or from the first byte (`direct`).
+    pub fn acceptor(&self, direct: bool) -> &TlsAcceptor {
+        if direct { &self.direct_acceptor } else { &self.acceptor }
     }
 
     /// Whether `chain` (the other side's certificates, its own first) is
-    /// signed by a trusted authority, in date, and names `domain` (its
-    /// DNS-ID, RFC 6125 §6.4).
+    /// signed by a trusted authority, in date, and names `domain`: as a
+    /// DNS-ID (RFC 6125 §6.4), or as XMPP's own forms, an XmppAddr (RFC
+    /// 6120 §13.7.1.4) or an SRV-ID for servers' streams (RFC 7590 §3.2).
     pub fn vouches(&self, chain: Option<&[CertificateDer<'_>]>, domain: &str) -> bool {
         let Some((own, rest)) = chain.and_then(<[_]>::split_first) else { return false };
         let Ok(name) = ServerName::try_from(domain.to_owned()) else { return false };
-        self.verifier.verify_server_cert(own, rest, &name, &[], UnixTime::now()).is_ok()
+        match self.verifier.verify_server_cert(own, rest, &name, &[], UnixTime::now()) {
+            Ok(_) => true,
+            // The chain was checked before the name: only the name failed.
+            Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName | rustls::CertificateError::NotValidForNameContext { .. })) => {
+                xmpp_names(own).iter().any(|named| named.eq_ignore_ascii_case(domain))
+            }
+            Err(_) => false,
+        }
     }
+}
+
+/// The domains `cert` names in XMPP's forms of its subject alternative
+/// names: XmppAddrs (id-on-xmppAddr) and SRV-IDs of `_xmpp-server` or
+/// `_xmpps-server` (id-on-dnsSRV).
+fn xmpp_names(cert: &CertificateDer<'_>) -> Vec<String> {
+    use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
+    const XMPP_ADDR: &str = "1.3.6.1.5.5.7.8.5";
+    const DNS_SRV: &str = "1.3.6.1.5.5.7.8.7";
+    let Ok((_, parsed)) = X509Certificate::from_der(cert.as_ref()) else { return Vec::new() };
+    let Ok(Some(names)) = parsed.subject_alternative_name() else { return Vec::new() };
+    names
+        .value
+        .general_names
+        .iter()
+        .filter_map(|name| {
+            let GeneralName::OtherName(oid, value) = name else { return None };
+            let text = explicit_string(value)?;
+            match oid.to_id_string().as_str() {
+                XMPP_ADDR => Some(text),
+                DNS_SRV => text.strip_prefix("_xmpp-server.").or_else(|| text.strip_prefix("_xmpps-server.")).map(str::to_owned),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The string an otherName's `[0] EXPLICIT` value holds (a UTF8String or
+/// an IA5String).
+fn explicit_string(value: &[u8]) -> Option<String> {
+    use x509_parser::der_parser::asn1_rs::{Any, FromDer};
+    let (_, tagged) = Any::from_der(value).ok()?;
+    let (_, inner) = Any::from_der(tagged.data).ok()?;
+    std::str::from_utf8(inner.data).ok().map(str::to_owned)
 }
 
 /// The handshake's verifier, both ways: it checks the other side's

@@ -18,8 +18,9 @@ use super::wire_stream::{Failed, WireStream, attribute};
 use super::{Federation, ns};
 use crate::{Jid, Xmpp};
 
-/// Accepts streams from other servers on `listener` until shutdown.
-pub async fn serve(listener: TcpListener, xmpp: Arc<Xmpp>) {
+/// Accepts streams from other servers on `listener` until shutdown; with
+/// `direct`, each starts with TLS (XEP-0368).
+pub async fn serve(listener: TcpListener, xmpp: Arc<Xmpp>, direct: bool) {
     let Some(federation) = xmpp.federation.clone() else { return };
     let context = xmpp.context.clone();
     crate::accept(listener, &context, |tcp, _| {
@@ -27,7 +28,7 @@ pub async fn serve(listener: TcpListener, xmpp: Arc<Xmpp>) {
             context.metrics.s2s_failed("max_streams");
             return;
         };
-        context.tracker.spawn(run(tcp, xmpp.clone(), federation.clone(), slot));
+        context.tracker.spawn(run(tcp, xmpp.clone(), federation.clone(), slot, direct));
     })
     .await;
 }
@@ -39,9 +40,8 @@ struct Refusal(&'static str, String);
 /// stanzas the other server sends, and where the stream goes both ways
 /// (XEP-0288) and this server has no stream of its own to that domain, it
 /// carries this server's stanzas there too.
-async fn run(tcp: TcpStream, xmpp: Arc<Xmpp>, federation: Arc<Federation>, _slot: OwnedSemaphorePermit) {
-    let limits = Limits { max_stanza_bytes: xmpp.context.bounds.max_message_size, ..Limits::default() };
-    let negotiated = tokio::time::timeout(federation.settings.connect_timeout, negotiate(&xmpp, &federation, WireStream::new(tcp, limits))).await;
+async fn run(tcp: TcpStream, xmpp: Arc<Xmpp>, federation: Arc<Federation>, _slot: OwnedSemaphorePermit, direct: bool) {
+    let negotiated = tokio::time::timeout(federation.settings.connect_timeout, negotiate(&xmpp, &federation, tcp, direct)).await;
     let Ok(Some(Negotiated { mut stream, theirs, ours, bidi })) = negotiated else {
         xmpp.context.metrics.s2s_failed("negotiation");
         return;
@@ -66,34 +66,23 @@ struct Negotiated {
     bidi: bool,
 }
 
-/// Negotiates the stream up to its authentication; the stream and the
-/// domain it is authenticated for, or `None` once it has been refused or
-/// has only asked this server to verify dialback keys.
-async fn negotiate(xmpp: &Xmpp, federation: &Federation, mut plain: WireStream<TcpStream>) -> Option<Negotiated> {
+/// Negotiates the stream up to its authentication (over TLS from the first
+/// byte if `direct`, XEP-0368, else after STARTTLS); the stream and the
+/// domains, or `None` once it has been refused or has only asked this
+/// server to verify dialback keys.
+async fn negotiate(xmpp: &Xmpp, federation: &Federation, tcp: TcpStream, direct: bool) -> Option<Negotiated> {
     let id = || format!("{:016x}", rand::random::<u64>());
-    let (from, to) = match opened(xmpp, &mut plain, &id()).await {
-        Ok(names) => names,
-        Err(Refusal(condition, text)) => return refuse(&mut plain, condition, &text).await,
-    };
-    let features = Element::new("features", STREAMS_NS).child(Element::new("starttls", ns::TLS).child(Element::new("required", ns::TLS)));
-    plain.send_element(&features).await.ok()?;
-    match plain.element().await {
-        Ok(e) if e.ns == ns::TLS && e.name == "starttls" => plain.send_element(&Element::new("proceed", ns::TLS)).await.ok()?,
-        Ok(_) => return refuse(&mut plain, "policy-violation", "TLS is required between servers").await,
-        Err(Failed::Protocol(condition, text)) => return refuse(&mut plain, condition, &text).await,
-        Err(_) => return None,
-    }
     let limits = Limits { max_stanza_bytes: xmpp.context.bounds.max_message_size, ..Limits::default() };
-    let (tcp, _) = plain.into_parts();
-    let tls = federation.identity.acceptor().accept(tcp).await.ok()?;
-    let vouched = federation.identity.vouches(tls.get_ref().1.peer_certificates(), &from);
+    let (tcp, expected) = if direct { (tcp, None) } else { plain_phase(xmpp, WireStream::new(tcp, limits), &id()).await? };
+    let tls = federation.identity.acceptor(direct).accept(tcp).await.ok()?;
     let mut secure = WireStream::new(tls, limits);
     let stream_id = id();
-    match opened(xmpp, &mut secure, &stream_id).await {
-        Ok(again) if again == (from.clone(), to.clone()) => {}
+    let (from, to) = match opened(xmpp, &mut secure, &stream_id).await {
+        Ok(names) if expected.as_ref().is_none_or(|before| *before == names) => names,
         Ok(_) => return refuse(&mut secure, "invalid-from", "the stream restarted for other domains").await,
         Err(Refusal(condition, text)) => return refuse(&mut secure, condition, &text).await,
-    }
+    };
+    let vouched = federation.identity.vouches(secure.io.get_ref().1.peer_certificates(), &from);
     // SASL EXTERNAL for a certificate that vouches for the domain; dialback
     // always, as this server answers for its own keys whoever asks.
     let mut offered = Element::new("features", STREAMS_NS);
@@ -179,6 +168,24 @@ fn authorizes(auth: &Element, domain: &str) -> bool {
         encoded => base64::engine::general_purpose::STANDARD.decode(encoded).ok().and_then(|d| String::from_utf8(d).ok()),
     };
     named.as_deref() == Some(domain)
+}
+
+/// A plain stream's start: headers, and STARTTLS, required; the socket
+/// to turn to TLS and the domains the header names.
+async fn plain_phase(xmpp: &Xmpp, mut plain: WireStream<TcpStream>, id: &str) -> Option<(TcpStream, Option<(String, String)>)> {
+    let names = match opened(xmpp, &mut plain, id).await {
+        Ok(names) => names,
+        Err(Refusal(condition, text)) => return refuse(&mut plain, condition, &text).await,
+    };
+    let features = Element::new("features", STREAMS_NS).child(Element::new("starttls", ns::TLS).child(Element::new("required", ns::TLS)));
+    plain.send_element(&features).await.ok()?;
+    match plain.element().await {
+        Ok(e) if e.ns == ns::TLS && e.name == "starttls" => plain.send_element(&Element::new("proceed", ns::TLS)).await.ok()?,
+        Ok(_) => return refuse(&mut plain, "policy-violation", "TLS is required between servers").await,
+        Err(Failed::Protocol(condition, text)) => return refuse(&mut plain, condition, &text).await,
+        Err(_) => return None,
+    }
+    Some((plain.into_parts().0, Some(names)))
 }
 
 /// Reads the other server's header and answers with this one's: the

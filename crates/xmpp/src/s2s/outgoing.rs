@@ -63,14 +63,30 @@ pub(super) struct Opened {
     pub vouched: bool,
 }
 
-/// Connects to `to`'s server and secures a stream from `from` with TLS.
+/// Connects to `to`'s server and secures a stream from `from` with TLS:
+/// STARTTLS, or TLS from the first byte where DNS says so (XEP-0368).
 pub(super) async fn open_secure(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> Result<Opened, Failed> {
     let limits = Limits { max_stanza_bytes: xmpp.context.bounds.max_message_size, ..Limits::default() };
-    let tcp = open(federation, to).await?;
+    let (tcp, direct) = open(federation, to).await?;
     let _ = tcp.set_nodelay(true);
     let header = Header { id: None, from: Some(from), to: Some(to) }.server_stream();
+    let tcp = if direct { tcp } else { starttls(tcp, &header, limits, to).await? };
+    // The domain as the server name (SNI), as XEP-0368 §3 asks.
+    let name = ServerName::try_from(to.to_owned()).map_err(|e| Failed::Protocol("host-unknown", e.to_string()))?;
+    let tls = federation.identity.connector(direct).connect(name, tcp).await?;
+    let vouched = federation.identity.vouches(tls.get_ref().1.peer_certificates(), to);
+    let mut stream = WireStream::new(tls, limits);
+    stream.send(&header).await?;
+    let attrs = stream.header().await?;
+    let id = attribute(&attrs, "id").unwrap_or_default().to_owned();
+    let features = stream.element().await?;
+    Ok(Opened { stream, id, features, vouched })
+}
+
+/// Opens a plain stream on `tcp` with `header` and asks to go on over TLS.
+async fn starttls(tcp: TcpStream, header: &str, limits: Limits, to: &str) -> Result<TcpStream, Failed> {
     let mut plain = WireStream::new(tcp, limits);
-    plain.send(&header).await?;
+    plain.send(header).await?;
     plain.header().await?;
     let features = plain.element().await?;
     if features.find("starttls", ns::TLS).is_none() {
@@ -82,16 +98,7 @@ pub(super) async fn open_secure(xmpp: &Xmpp, federation: &Federation, from: &str
     if proceed.name != "proceed" {
         return Err(Failed::Protocol("policy-violation", format!("{to} refused TLS")));
     }
-    let (tcp, _) = plain.into_parts();
-    let name = ServerName::try_from(to.to_owned()).map_err(|e| Failed::Protocol("host-unknown", e.to_string()))?;
-    let tls = federation.identity.connector().connect(name, tcp).await?;
-    let vouched = federation.identity.vouches(tls.get_ref().1.peer_certificates(), to);
-    let mut stream = WireStream::new(tls, limits);
-    stream.send(&header).await?;
-    let attrs = stream.header().await?;
-    let id = attribute(&attrs, "id").unwrap_or_default().to_owned();
-    let features = stream.element().await?;
-    Ok(Opened { stream, id, features, vouched })
+    Ok(plain.into_parts().0)
 }
 
 /// A stream from `from` to `to`, secured and authenticated: with SASL
@@ -150,14 +157,15 @@ pub(super) async fn verify(xmpp: &Xmpp, federation: &Federation, receiving: &str
     Ok(answer.ns == ns::DIALBACK && answer.name == "verify" && answer.get("id") == Some(id) && answer.get("type") == Some("valid"))
 }
 
-/// A connection to `to`'s server: where its route says, or where DNS does.
-async fn open(federation: &Federation, to: &str) -> Result<TcpStream, Failed> {
+/// A connection to `to`'s server, and whether it is for TLS from the
+/// first byte: where its route says, or where DNS does.
+async fn open(federation: &Federation, to: &str) -> Result<(TcpStream, bool), Failed> {
     if let Some(address) = federation.settings.routes.get(to) {
-        return Ok(TcpStream::connect(address).await?);
+        return Ok((TcpStream::connect(address).await?, false));
     }
     let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, format!("no server for {to} in DNS"));
-    for (host, port) in federation.resolver.targets(to).await {
-        let addresses = match federation.resolver.addresses(&host, port).await {
+    for target in federation.resolver.targets(to).await {
+        let addresses = match federation.resolver.addresses(&target.host, target.port).await {
             Ok(addresses) => addresses,
             Err(e) => {
                 last = e;
@@ -166,7 +174,7 @@ async fn open(federation: &Federation, to: &str) -> Result<TcpStream, Failed> {
         };
         for address in addresses {
             match TcpStream::connect(address).await {
-                Ok(tcp) => return Ok(tcp),
+                Ok(tcp) => return Ok((tcp, target.direct)),
                 Err(e) => last = e,
             }
         }

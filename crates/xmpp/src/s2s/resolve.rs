@@ -1,7 +1,8 @@
 //! Where another domain's servers are (RFC 6120 §3.2.1): its static route
-//! if it has one, else its `_xmpp-server._tcp` SRV records, in order of
-//! priority and, within one, of weight (RFC 2782), else the domain itself
-//! on port 5269; each name then by its A and AAAA records. DNS is
+//! if it has one, else its `_xmpps-server._tcp` (direct TLS, XEP-0368) and
+//! `_xmpp-server._tcp` SRV records, in order of priority and, within one,
+//! of weight (RFC 2782), else the domain itself on port 5269; each name
+//! then by its A and AAAA records. DNS is
 //! hickory-resolver's, asking the system's name servers (/etc/resolv.conf,
 //! and /etc/hosts for addresses) or the one `--xmpp-s2s-dns` names.
 
@@ -13,6 +14,15 @@ use hickory_resolver::name_server::TokioConnectionProvider;
 
 /// The port of servers' streams when neither a route nor DNS says another.
 pub(super) const PORT: u16 = 5269;
+
+/// One server of another domain to try.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Target {
+    pub host: String,
+    pub port: u16,
+    /// TLS from the first byte (XEP-0368), not STARTTLS.
+    pub direct: bool,
+}
 
 /// How this server finds other domains' servers.
 pub(crate) struct Resolver {
@@ -40,20 +50,28 @@ impl Resolver {
         }
     }
 
-    /// The names and ports to try for `domain`'s servers, in order.
-    pub async fn targets(&self, domain: &str) -> Vec<(String, u16)> {
-        if let Some(dns) = &self.dns
-            && let Ok(records) = dns.srv_lookup(format!("_xmpp-server._tcp.{domain}.")).await
-        {
-            let mut srv: Vec<_> = records.iter().map(|r| (r.priority(), r.weight(), r.target().to_utf8(), r.port())).collect();
+    /// The servers to try for `domain`, in order: its `_xmpps-server`
+    /// (direct TLS, XEP-0368) and `_xmpp-server` SRV records by priority,
+    /// direct TLS first at equal priority, then by weight; with neither,
+    /// the domain itself on 5269.
+    pub async fn targets(&self, domain: &str) -> Vec<Target> {
+        let Some(dns) = &self.dns else { return vec![Target { host: domain.to_owned(), port: PORT, direct: false }] };
+        let mut found = Vec::new();
+        for (service, direct) in [("_xmpps-server", true), ("_xmpp-server", false)] {
+            let Ok(records) = dns.srv_lookup(format!("{service}._tcp.{domain}.")).await else { continue };
             // A target of "." says the domain offers no such service (RFC 2782).
-            if srv.iter().any(|(_, _, target, _)| target == ".") {
-                return Vec::new();
-            }
-            srv.sort_by_key(|&(priority, weight, _, _)| (priority, std::cmp::Reverse(weight)));
-            return srv.into_iter().map(|(_, _, target, port)| (target.trim_end_matches('.').to_owned(), port)).collect();
+            found.extend(
+                records
+                    .iter()
+                    .filter(|r| r.target().to_utf8() != ".")
+                    .map(|r| (r.priority(), !direct, std::cmp::Reverse(r.weight()), Target { host: r.target().to_utf8().trim_end_matches('.').to_owned(), port: r.port(), direct })),
+            );
         }
-        vec![(domain.to_owned(), PORT)]
+        if found.is_empty() {
+            return vec![Target { host: domain.to_owned(), port: PORT, direct: false }];
+        }
+        found.sort_by_key(|(priority, plain, weight, _)| (*priority, *plain, *weight));
+        found.into_iter().map(|(_, _, _, target)| target).collect()
     }
 
     /// The addresses of `host`, on `port`.

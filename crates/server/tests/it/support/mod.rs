@@ -65,17 +65,23 @@ impl TestServer {
 
     /// A server that serves XMPP and keeps what `config.store` says.
     pub async fn with_xmpp_kept(config: Config) -> TestServer {
-        TestServer::with_listeners(config, None).await
+        TestServer::with_listeners(config, None, None).await
     }
 
     /// A server that serves XMPP, keeping nothing beyond itself, and
     /// federates with other servers on `s2s` (it needs `config.tls`).
-    pub async fn federated(mut config: Config, s2s: TcpListener) -> TestServer {
-        config.store.kind = server::StoreKind::Memory;
-        TestServer::with_listeners(config, Some(s2s)).await
+    pub async fn federated(config: Config, s2s: TcpListener) -> TestServer {
+        TestServer::federated_on(config, Some(s2s), None).await
     }
 
-    async fn with_listeners(config: Config, s2s: Option<TcpListener>) -> TestServer {
+    /// As `federated`, with other servers on `s2s` (STARTTLS) and `s2s_tls`
+    /// (TLS from the first byte), either or both.
+    pub async fn federated_on(mut config: Config, s2s: Option<TcpListener>, s2s_tls: Option<TcpListener>) -> TestServer {
+        config.store.kind = server::StoreKind::Memory;
+        TestServer::with_listeners(config, s2s, s2s_tls).await
+    }
+
+    async fn with_listeners(config: Config, s2s: Option<TcpListener>, s2s_tls: Option<TcpListener>) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let xmpp = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let direct_tls = match config.tls {
@@ -85,7 +91,7 @@ impl TestServer {
         let (addr, xmpp_addr) = (listener.local_addr().unwrap(), xmpp.local_addr().unwrap());
         let xmpp_tls = direct_tls.as_ref().map(|l| l.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
-        let listeners = server::XmppListeners { plain: Some(xmpp), direct_tls, s2s };
+        let listeners = server::XmppListeners { plain: Some(xmpp), direct_tls, s2s, s2s_tls };
         let task = tokio::spawn(server::serve_with(listener, listeners, config, async move {
             let _ = stopped.await;
         }));
