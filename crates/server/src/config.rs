@@ -250,6 +250,8 @@ settings! {
         queue: usize = 256 * 1024, "xmpp-s2s-queue", "SWITCHBOARD_XMPP_S2S_QUEUE";
         /// Most streams between servers open at once, both ways; past it, new ones are refused [default: 1000]
         max_streams: usize = 1000, "xmpp-s2s-max-streams", "SWITCHBOARD_XMPP_S2S_MAX_STREAMS";
+        /// Most authenticated streams one other domain may have open to this server at once; past it, a new one ends with policy-violation [default: 4]
+        max_streams_per_domain: usize = 4, "xmpp-s2s-max-streams-per-domain", "SWITCHBOARD_XMPP_S2S_MAX_STREAMS_PER_DOMAIN";
         /// Most users of other servers in this server's MUC rooms at once; past it, a new one is answered resource-constraint [default: 10000]
         max_guests: usize = 10_000, "xmpp-s2s-max-guests", "SWITCHBOARD_XMPP_S2S_MAX_GUESTS";
         /// Which domains may authenticate with Server Dialback (XEP-0220) when their certificate does not vouch for them: `off`, domains separated by commas, or `*` for any [default: off]
@@ -733,6 +735,7 @@ impl FederationConfig {
             (self.max_streams > 0, "xmpp_s2s_max_streams must be at least 1"),
             (self.queue > 0, "xmpp_s2s_queue must be at least 1"),
             (self.max_guests > 0, "xmpp_s2s_max_guests must be at least 1"),
+            (self.max_streams_per_domain > 0, "xmpp_s2s_max_streams_per_domain must be at least 1"),
         ])
     }
 }

@@ -130,6 +130,7 @@ impl ServerState {
                     idle_timeout: f.idle_timeout,
                     max_streams: f.max_streams,
                     max_guests: f.max_guests,
+                    max_streams_per_domain: f.max_streams_per_domain,
                     dialback: f.dialback.clone(),
                     secret: f.secret.clone(),
                 };

@@ -421,13 +421,11 @@ async fn read_until<S: tokio::io::AsyncRead + Unpin>(tls: &mut S, want: &str) ->
     String::from_utf8(got).unwrap()
 }
 
-#[tokio::test]
-async fn a_stanza_from_a_domain_the_stream_is_not_authenticated_for_ends_it_with_invalid_from() {
-    let authority = Authority::new();
-    let s2s = TcpListener::bind("127.0.0.3:0").await.unwrap();
-    let at = s2s.local_addr().unwrap();
-    let _b = TestServer::federated(config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]), s2s).await;
-    // An initiating server for a.test, written out by hand.
+/// An initiating server for a.test, written out by hand: a stream to the
+/// server at `at` (b.test) authenticated with SASL EXTERNAL and a
+/// certificate of `authority`, each step checked to the byte; with what
+/// came after the last features in the same read.
+async fn raw_peer(at: SocketAddr, authority: &Authority) -> (tokio_rustls::client::TlsStream<TcpStream>, String) {
     let header = "<?xml version='1.0'?><stream:stream xmlns='jabber:server' xmlns:stream='http://etherx.jabber.org/streams' from='a.test' to='b.test' version='1.0'>";
     let mut tcp = TcpStream::connect(at).await.unwrap();
     tcp.write_all(header.as_bytes()).await.unwrap();
@@ -451,11 +449,21 @@ async fn a_stanza_from_a_domain_the_stream_is_not_authenticated_for_ends_it_with
     let features = "<stream:features><mechanisms xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"><mechanism>EXTERNAL</mechanism></mechanisms>\
                     <dialback xmlns=\"urn:xmpp:features:dialback\"><errors/></dialback><bidi xmlns=\"urn:xmpp:features:bidi\"/></stream:features>";
     assert!(offered.ends_with(features), "{offered}");
-    // The authorization identity, base64 of a.test.
-    tls.write_all(b"<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='EXTERNAL'>YS50ZXN0</auth>").await.unwrap();
+    // Both ways (XEP-0288), then the authorization identity, base64 of a.test.
+    tls.write_all(b"<bidi xmlns='urn:xmpp:bidi'/><auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='EXTERNAL'>YS50ZXN0</auth>").await.unwrap();
     assert_eq!(read_until(&mut tls, "/>").await, "<success xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"/>");
     tls.write_all(header.as_bytes()).await.unwrap();
-    assert!(read_until(&mut tls, "<stream:features/>").await.ends_with("<stream:features/>"));
+    let after = read_until(&mut tls, "<stream:features/>").await.split_once("<stream:features/>").map(|(_, after)| after.to_owned()).unwrap_or_default();
+    (tls, after)
+}
+
+#[tokio::test]
+async fn a_stanza_from_a_domain_the_stream_is_not_authenticated_for_ends_it_with_invalid_from() {
+    let authority = Authority::new();
+    let s2s = TcpListener::bind("127.0.0.3:0").await.unwrap();
+    let at = s2s.local_addr().unwrap();
+    let _b = TestServer::federated(config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]), s2s).await;
+    let (mut tls, _) = raw_peer(at, &authority).await;
     // Authenticated for a.test, it claims to speak for c.test.
     tls.write_all(b"<message from='mallory@c.test' to='bob@b.test'><body>hi</body></message>").await.unwrap();
     let said = read_until(&mut tls, "</stream:stream>").await;
@@ -612,4 +620,44 @@ async fn a_certificate_naming_its_domain_as_an_xmpp_addr_or_srv_id_vouches_for_i
         alice.send("<message to='bob@b.test' id='m1'><body>it is me</body></message>").await;
         assert_eq!(body(&next_named(&mut bob, "message").await), "it is me", "{file}");
     }
+}
+
+#[tokio::test]
+async fn a_domain_past_its_bound_of_streams_is_refused_with_policy_violation() {
+    let authority = Authority::new();
+    let s2s = TcpListener::bind("127.0.0.3:0").await.unwrap();
+    let at = s2s.local_addr().unwrap();
+    let mut b_config = config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]);
+    b_config.federation.max_streams_per_domain = 1;
+    let _b = TestServer::federated(b_config, s2s).await;
+    let first = raw_peer(at, &authority).await;
+    let (mut second, said) = raw_peer(at, &authority).await;
+    let said = if said.contains("</stream:stream>") { said } else { said + &read_until(&mut second, "</stream:stream>").await };
+    assert_eq!(
+        said,
+        "<stream:error><policy-violation xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\"/><text xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\">a.test is at its bound of 1 streams here</text></stream:error></stream:stream>"
+    );
+    // Once the first has gone, another may come.
+    drop(first);
+    crate::support::until(|| async {
+        let (mut again, said) = raw_peer(at, &authority).await;
+        if said.contains("policy-violation") {
+            return None;
+        }
+        // Both ways: the server answers its ping on this stream.
+        again.write_all(b"<iq type='get' id='p' from='a.test' to='b.test'><ping xmlns='urn:xmpp:ping'/></iq>").await.unwrap();
+        let mut got = Vec::new();
+        while !String::from_utf8_lossy(&got).contains("</stream:stream>") {
+            let mut buf = [0u8; 512];
+            match tokio::time::timeout(PATIENCE, again.read(&mut buf)).await {
+                Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+                _ => break,
+            }
+            if String::from_utf8_lossy(&got).contains("type=\"result\"") {
+                return Some(());
+            }
+        }
+        None
+    })
+    .await;
 }

@@ -46,6 +46,11 @@ async fn run(tcp: TcpStream, xmpp: Arc<Xmpp>, federation: Arc<Federation>, _slot
         xmpp.context.metrics.s2s_failed("negotiation");
         return;
     };
+    let Some(_counted) = federation.stream_from(&theirs) else {
+        xmpp.context.metrics.s2s_failed("max_streams_per_domain");
+        let limit = federation.settings.max_streams_per_domain;
+        return stream.fail("policy-violation", &format!("{theirs} is at its bound of {limit} streams here")).await;
+    };
     let _open = xmpp.context.metrics.s2s_stream("in");
     let key = (ours, theirs);
     let peer = if bidi { xmpp.claim_peer(&key) } else { None };

@@ -55,6 +55,9 @@ pub struct Settings {
     pub max_streams: usize,
     /// Most users of other servers in the rooms here at once (`--xmpp-s2s-max-guests`).
     pub max_guests: usize,
+    /// Most streams one other domain may have open to this server
+    /// (`--xmpp-s2s-max-streams-per-domain`).
+    pub max_streams_per_domain: usize,
     /// Which domains may authenticate with dialback (`--xmpp-s2s-dialback`).
     pub dialback: DialbackPolicy,
     /// What this server's dialback keys are derived from
@@ -85,6 +88,8 @@ pub struct Federation {
     peers: Mutex<HashMap<(String, String), Arc<Peer>>>,
     /// One per stream between servers, either way.
     streams: Arc<Semaphore>,
+    /// Streams each other domain has open to this server, authenticated.
+    from_domain: Arc<Mutex<HashMap<String, usize>>>,
     /// Domains refused for want of authentication, logged the first time
     /// (at most `REFUSED_LOGGED` of them are remembered).
     refused: Mutex<std::collections::HashSet<String>>,
@@ -110,7 +115,20 @@ impl Federation {
             identity,
             peers: Mutex::new(HashMap::new()),
             refused: Mutex::default(),
+            from_domain: Arc::default(),
         }
+    }
+
+    /// Counts a stream from `domain` open until the guard is dropped;
+    /// `None` if `domain` already has `--xmpp-s2s-max-streams-per-domain`.
+    fn stream_from(&self, domain: &str) -> Option<DomainStream> {
+        let mut open = self.from_domain.lock();
+        let count = open.entry(domain.to_owned()).or_default();
+        if *count >= self.settings.max_streams_per_domain {
+            return None;
+        }
+        *count += 1;
+        Some(DomainStream { open: self.from_domain.clone(), domain: domain.to_owned() })
     }
 
     /// Notes that `domain` was refused for `why`, logged the first time.
@@ -124,6 +142,24 @@ impl Federation {
     /// Stanzas waiting for a stream to their domain, across domains.
     pub fn waiting(&self) -> usize {
         self.peers.lock().values().map(|peer| peer.queue.lock().stanzas.len()).sum()
+    }
+}
+
+/// A stream from another domain, counted while held.
+struct DomainStream {
+    open: Arc<Mutex<HashMap<String, usize>>>,
+    domain: String,
+}
+
+impl Drop for DomainStream {
+    fn drop(&mut self) {
+        let mut open = self.open.lock();
+        if let Some(count) = open.get_mut(&self.domain) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.domain);
+            }
+        }
     }
 }
 
