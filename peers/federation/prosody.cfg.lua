@@ -24,6 +24,8 @@ modules_enabled = {
 	-- stream each way per pair of domains where the other side speaks
 	-- XEP-0288, as the issue asks.
 	"s2s_bidi";
+	-- Stream management on streams between servers too (XEP-0198).
+	"smacks";
 }
 
 -- Streams between servers are encrypted and their certificates checked

@@ -453,7 +453,9 @@ async fn raw_peer(at: SocketAddr, authority: &Authority) -> (tokio_rustls::clien
     tls.write_all(b"<bidi xmlns='urn:xmpp:bidi'/><auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='EXTERNAL'>YS50ZXN0</auth>").await.unwrap();
     assert_eq!(read_until(&mut tls, "/>").await, "<success xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"/>");
     tls.write_all(header.as_bytes()).await.unwrap();
-    let after = read_until(&mut tls, "<stream:features/>").await.split_once("<stream:features/>").map(|(_, after)| after.to_owned()).unwrap_or_default();
+    let features = "<stream:features><sm xmlns=\"urn:xmpp:sm:3\"/></stream:features>";
+    let said = read_until(&mut tls, features).await;
+    let after = said.split_once(features).map(|(_, after)| after.to_owned()).unwrap_or_default();
     (tls, after)
 }
 
@@ -660,4 +662,25 @@ async fn a_domain_past_its_bound_of_streams_is_refused_with_policy_violation() {
         None
     })
     .await;
+}
+
+#[tokio::test]
+async fn stream_management_counts_what_another_server_sent_and_says_so_when_asked() {
+    let authority = Authority::new();
+    let s2s = TcpListener::bind("127.0.0.3:0").await.unwrap();
+    let at = s2s.local_addr().unwrap();
+    let _b = TestServer::federated(config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]), s2s).await;
+    let (mut tls, _) = raw_peer(at, &authority).await;
+    tls.write_all(b"<enable xmlns='urn:xmpp:sm:3'/>").await.unwrap();
+    assert_eq!(read_until(&mut tls, "/>").await, "<enabled xmlns=\"urn:xmpp:sm:3\"/>");
+    // Two stanzas that ask for no answer, then the question.
+    for _ in 0..2 {
+        tls.write_all(b"<presence from='alice@a.test/r' to='bob@b.test/away'/>").await.unwrap();
+    }
+    tls.write_all(b"<r xmlns='urn:xmpp:sm:3'/>").await.unwrap();
+    assert_eq!(read_until(&mut tls, "/>").await, "<a xmlns=\"urn:xmpp:sm:3\" h=\"2\"/>");
+    // More acknowledged than it was sent ends the stream.
+    tls.write_all(b"<a xmlns='urn:xmpp:sm:3' h='5'/>").await.unwrap();
+    let said = read_until(&mut tls, "</stream:stream>").await;
+    assert!(said.starts_with("<stream:error><undefined-condition "), "{said}");
 }

@@ -7,13 +7,14 @@
 //! here. It ends when the other side ends it, on a stream error, after
 //! `--xmpp-s2s-idle-timeout` without traffic either way, or at shutdown.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use wire::xmpp::{Element, StreamEvent};
 
 use super::wire_stream::{Failed, WireStream, as_client};
-use super::{Peer, Undelivered, ns};
+use super::{Item, Peer, Undelivered, ns};
 use crate::{Jid, Xmpp};
 
 /// What a stream does: the queue it writes, if any, with its domain pair
@@ -23,11 +24,56 @@ pub(super) struct Duties<'a> {
     pub sends: Option<(&'a (String, String), &'a Peer)>,
     pub reads: bool,
     pub theirs: &'a str,
+    /// Stream management is on already (this server asked for it while
+    /// negotiating), or may be asked for by the other (this server offered it).
+    pub acks: Acks,
+}
+
+/// Stream management on a stream between servers (XEP-0198 §4, without
+/// resumption): each side counts the stanzas it handled and says how many
+/// when asked; this side asks after each batch it writes, and keeps what
+/// the other has not yet acknowledged, to send it again on a new stream
+/// if this one breaks.
+#[derive(Default)]
+pub(super) struct Acks {
+    /// Enabled on this stream.
+    on: bool,
+    /// Offered to the other side, which may enable it.
+    offered: bool,
+    handled: u32,
+    acked: u32,
+    unacked: VecDeque<Item>,
+}
+
+impl Acks {
+    /// On from the start: this server asked for it, and the other agreed.
+    pub fn on() -> Acks {
+        Acks { on: true, ..Acks::default() }
+    }
+
+    /// Offered: the other may ask for it.
+    pub fn offered() -> Acks {
+        Acks { offered: true, ..Acks::default() }
+    }
 }
 
 /// Drives `stream` as `duties` say until it ends; what the senders of
 /// anything still queued are told.
-pub(super) async fn carry<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut WireStream<S>, duties: Duties<'_>) -> Undelivered {
+pub(super) async fn carry<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut WireStream<S>, mut duties: Duties<'_>) -> Undelivered {
+    let why = drive(xmpp, stream, &mut duties).await;
+    // What the other did not acknowledge is sent again, once, on a new
+    // stream; what was sent again already goes back to its senders.
+    let unacked: Vec<Item> = duties.acks.unacked.drain(..).collect();
+    if !unacked.is_empty() {
+        if let Some((key, peer)) = duties.sends {
+            xmpp.close_peer(key, peer);
+        }
+        xmpp.send_again(unacked, why);
+    }
+    why
+}
+
+async fn drive<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut WireStream<S>, duties: &mut Duties<'_>) -> Undelivered {
     let Some(federation) = xmpp.federation.clone() else { return Undelivered::NotFound };
     let metrics = &xmpp.context.metrics;
     let mut inflow = xmpp.inflow.clone();
@@ -37,13 +83,20 @@ pub(super) async fn carry<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, s
         if let Some((key, peer)) = duties.sends {
             let batch = peer.take();
             if !batch.is_empty() {
-                let text: String = batch.iter().map(|item| item.text()).collect();
+                let mut text: String = batch.iter().map(|item| item.text()).collect();
+                let bytes = text.len();
+                if duties.acks.on {
+                    text.push_str(&Element::new("r", ns::SM).to_xml(ns::SERVER));
+                }
                 if let Err(e) = stream.send(&text).await {
                     tracing::warn!("xmpp: stream to {} broke: {e}", key.1);
-                    xmpp.undelivered(batch, Undelivered::Timeout);
+                    duties.acks.unacked.extend(batch);
                     return Undelivered::Timeout;
                 }
-                metrics.s2s_sent(batch.len(), text.len());
+                metrics.s2s_sent(batch.len(), bytes);
+                if duties.acks.on {
+                    duties.acks.unacked.extend(batch);
+                }
                 quiet.as_mut().reset(tokio::time::Instant::now() + idle);
                 continue;
             }
@@ -85,6 +138,13 @@ pub(super) async fn carry<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, s
             Err(Failed::Io(_)) => return Undelivered::Timeout,
         };
         let bytes = stream.read - before;
+        if stanza.ns == ns::SM {
+            if let Err((condition, text)) = acks(stream, &mut duties.acks, &stanza).await {
+                stream.fail(condition, &text).await;
+                return Undelivered::Timeout;
+            }
+            continue;
+        }
         metrics.s2s_received(1, bytes);
         let checked = if duties.reads { check(xmpp, &stanza, duties.theirs) } else { Err(("unsupported-stanza-type", "this stream carries stanzas the other way only".into())) };
         if let Err((condition, text)) = checked {
@@ -93,10 +153,44 @@ pub(super) async fn carry<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, s
             return Undelivered::Timeout;
         }
         Box::pin(xmpp.take_remote(as_client(stanza))).await;
+        if duties.acks.on {
+            duties.acks.handled = duties.acks.handled.wrapping_add(1);
+        }
         // Over its rate, the other server is read again only once under it.
         if let Some(until) = inflow.charge(1, bytes) {
             tokio::time::sleep_until(until).await;
         }
+    }
+}
+
+/// Handles a stream management element (XEP-0198): the other enabling it,
+/// asking how many of its stanzas were handled, or saying how many of
+/// this side's it handled; `Err` with the stream error for one that breaks
+/// the protocol.
+async fn acks<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut WireStream<S>, acks: &mut Acks, element: &Element) -> Result<(), (&'static str, String)> {
+    match element.name.as_str() {
+        "enable" if acks.offered && !acks.on => {
+            acks.on = true;
+            stream.send_element(&Element::new("enabled", ns::SM)).await.map_err(|e| ("undefined-condition", e.to_string()))
+        }
+        "enable" => stream.send_element(&Element::new("failed", ns::SM).child(Element::new("unexpected-request", ns::STANZA_ERRORS))).await.map_err(|e| ("undefined-condition", e.to_string())),
+        "r" if acks.on => {
+            let answer = Element::new("a", ns::SM).attr("h", &acks.handled.to_string());
+            stream.send_element(&answer).await.map_err(|e| ("undefined-condition", e.to_string()))
+        }
+        "a" if acks.on => {
+            let h: u32 = element.get("h").and_then(|h| h.parse().ok()).ok_or(("bad-format", "<a/> says how many in 'h'".to_owned()))?;
+            let newly = h.wrapping_sub(acks.acked) as usize;
+            if newly > acks.unacked.len() {
+                // XEP-0198 §4: more acknowledged than sent.
+                return Err(("undefined-condition", format!("{h} stanzas acknowledged, {} sent", acks.acked as usize + acks.unacked.len())));
+            }
+            acks.unacked.drain(..newly);
+            acks.acked = h;
+            Ok(())
+        }
+        // A request before enabling, or a failure: nothing to do.
+        _ => Ok(()),
     }
 }
 

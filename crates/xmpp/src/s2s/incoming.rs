@@ -13,7 +13,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::io::{AsyncRead, AsyncWrite};
 use wire::xmpp::{Element, Header, Limits, STREAMS_NS};
 
-use super::carry::{Duties, carry};
+use super::carry::{Acks, Duties, carry};
 use super::wire_stream::{Failed, WireStream, attribute};
 use super::{Federation, ns};
 use crate::{Jid, Xmpp};
@@ -55,7 +55,8 @@ async fn run(tcp: TcpStream, xmpp: Arc<Xmpp>, federation: Arc<Federation>, _slot
     let key = (ours, theirs);
     let peer = if bidi { xmpp.claim_peer(&key) } else { None };
     tracing::debug!("xmpp: stream from {} authenticated{}", key.1, if peer.is_some() { ", both ways" } else { "" });
-    let duties = Duties { sends: peer.as_deref().map(|peer| (&key, peer)), reads: true, theirs: &key.1 };
+    let acks = Acks::offered();
+    let duties = Duties { sends: peer.as_deref().map(|peer| (&key, peer)), reads: true, theirs: &key.1, acks };
     let why = carry(&xmpp, &mut stream, duties).await;
     if let Some(peer) = peer {
         xmpp.give_up(&key, &peer, why);
@@ -120,7 +121,8 @@ async fn negotiate(xmpp: &Xmpp, federation: &Federation, tcp: TcpStream, direct:
                     Ok(_) => return refuse(&mut secure, "invalid-from", "the stream restarted for other domains").await,
                     Err(Refusal(condition, text)) => return refuse(&mut secure, condition, &text).await,
                 }
-                secure.send_element(&Element::new("features", STREAMS_NS)).await.ok()?;
+                // Stream management, without resumption (XEP-0198).
+                secure.send_element(&Element::new("features", STREAMS_NS).child(Element::new("sm", ns::SM))).await.ok()?;
                 return Some(Negotiated { stream: secure, theirs: from, ours: to, bidi });
             }
             (ns::SASL, "auth") => {

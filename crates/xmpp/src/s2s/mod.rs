@@ -197,6 +197,8 @@ struct Peer {
 enum Item {
     /// From a user here: told if it cannot go.
     Stanza(Element),
+    /// The same, sent again after a stream ended without acknowledging it.
+    Again(Element),
     /// To a guest in a room here, from the room, as rendered for it: the
     /// guest leaves the room if it cannot go.
     Guest { text: String, to: String },
@@ -205,7 +207,7 @@ enum Item {
 impl Item {
     fn text(&self) -> std::borrow::Cow<'_, str> {
         match self {
-            Item::Stanza(stanza) => stanza.to_xml(ns::CLIENT).into(),
+            Item::Stanza(stanza) | Item::Again(stanza) => stanza.to_xml(ns::CLIENT).into(),
             Item::Guest { text, .. } => text.as_str().into(),
         }
     }
@@ -302,12 +304,33 @@ impl Xmpp {
         self.undelivered(left, why);
     }
 
+    /// What a stream that ended had sent without its acknowledgement (XEP-0198):
+    /// a user's stanza is sent again on a new stream, once, and then goes
+    /// back to its sender with `why`; a guest's, which is not sent twice,
+    /// ends the guest.
+    fn send_again(self: &Arc<Self>, items: Vec<Item>, why: Undelivered) {
+        tracing::info!("xmpp: {} stanzas not acknowledged before their stream ended", items.len());
+        for item in items {
+            match item {
+                Item::Stanza(stanza) => {
+                    let (Some(from), Some(to)) = (stanza.get("from").and_then(Jid::parse), stanza.get("to").and_then(Jid::parse)) else { continue };
+                    let bytes = stanza.to_xml(ns::CLIENT).len();
+                    if let Err(refused) = self.enqueue((from.domain, to.domain), Item::Again(stanza.clone()), bytes) {
+                        self.bounce(&stanza, refused);
+                    }
+                }
+                Item::Again(stanza) => self.bounce(&stanza, why),
+                Item::Guest { to, .. } => self.guests.gone(&to),
+            }
+        }
+    }
+
     /// What could not go to another server: its senders are told why, its
     /// guests leave.
     fn undelivered(&self, items: Vec<Item>, why: Undelivered) {
         for item in items {
             match item {
-                Item::Stanza(stanza) => self.bounce(&stanza, why),
+                Item::Stanza(stanza) | Item::Again(stanza) => self.bounce(&stanza, why),
                 Item::Guest { to, .. } => self.guests.gone(&to),
             }
         }

@@ -13,7 +13,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use wire::xmpp::{Element, Header, Limits};
 
-use super::carry::{Duties, carry};
+use super::carry::{Acks, Duties, carry};
 use super::wire_stream::{Failed, WireStream, attribute};
 use super::{Federation, Peer, Undelivered, ns};
 use crate::Xmpp;
@@ -33,7 +33,7 @@ pub(super) async fn run(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<Peer>)
     };
     let (from, to) = (&key.0, &key.1);
     let connected = tokio::time::timeout(federation.settings.connect_timeout, connect(&xmpp, &federation, from, to)).await;
-    let (mut stream, bidi) = match connected {
+    let (mut stream, bidi, acked) = match connected {
         Ok(Ok(connected)) => connected,
         Ok(Err(e)) => {
             metrics.s2s_failed("connect");
@@ -48,7 +48,8 @@ pub(super) async fn run(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<Peer>)
     };
     let _open = metrics.s2s_stream("out");
     tracing::debug!("xmpp: stream from {from} to {to} ready{}", if bidi { ", both ways" } else { "" });
-    let duties = Duties { sends: Some((&key, &peer)), reads: bidi, theirs: to };
+    let acks = if acked { Acks::on() } else { Acks::default() };
+    let duties = Duties { sends: Some((&key, &peer)), reads: bidi, theirs: to, acks };
     let why = carry(&xmpp, &mut stream, duties).await;
     xmpp.give_up(&key, &peer, why);
 }
@@ -104,8 +105,9 @@ async fn starttls(tcp: TcpStream, header: &str, limits: Limits, to: &str) -> Res
 /// A stream from `from` to `to`, secured and authenticated: with SASL
 /// EXTERNAL when the other server offers it, else with dialback; and
 /// whether it goes both ways (XEP-0288), as it does where the other
-/// server offers it.
-async fn connect(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> Result<(Secure, bool), Failed> {
+/// server offers it; and whether stream management is on (XEP-0198), as
+/// this server asks where offered.
+async fn connect(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> Result<(Secure, bool, bool), Failed> {
     let Opened { mut stream, id, features, vouched } = open_secure(xmpp, federation, from, to).await?;
     // Where dialback is allowed, DNS (or the route) is what vouches for the other server.
     if !vouched && !federation.dialback.allows(to) {
@@ -126,8 +128,14 @@ async fn connect(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> 
             stream.parser.restart();
             stream.send(&Header { id: None, from: Some(from), to: Some(to) }.server_stream()).await?;
             stream.header().await?;
-            stream.element().await?;
-            return Ok((stream, bidi));
+            let features = stream.element().await?;
+            let mut acked = false;
+            if features.find("sm", ns::SM).is_some() {
+                stream.send_element(&Element::new("enable", ns::SM)).await?;
+                let answer = stream.element().await?;
+                acked = answer.ns == ns::SM && answer.name == "enabled";
+            }
+            return Ok((stream, bidi, acked));
         }
         tracing::info!("xmpp: {to} refused our certificate for {from}; trying dialback");
     }
@@ -139,7 +147,7 @@ async fn connect(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> 
     stream.send_element(&Element::new("result", ns::DIALBACK).attr("from", from).attr("to", to).text(&key)).await?;
     let answer = stream.element().await?;
     if answer.ns == ns::DIALBACK && answer.name == "result" && answer.get("type") == Some("valid") {
-        return Ok((stream, bidi));
+        return Ok((stream, bidi, false));
     }
     Err(Failed::Protocol("not-authorized", format!("{to} did not take our dialback key for {from}")))
 }
