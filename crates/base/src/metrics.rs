@@ -46,6 +46,15 @@ struct DirectionLabels {
     direction: &'static str,
 }
 
+/// A stream between servers: who opened it, how far it has come, and how
+/// it was authenticated.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StreamLabels {
+    direction: &'static str,
+    state: &'static str,
+    auth: &'static str,
+}
+
 /// Why a stream between servers failed or was refused.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabels {
@@ -73,7 +82,7 @@ pub struct Metrics {
     xmpp_requests_waiting: Gauge,
     archive_queue: Gauge,
     archive_lag: Gauge<f64, std::sync::atomic::AtomicU64>,
-    s2s_streams: Family<DirectionLabels, Gauge>,
+    s2s_streams: Family<StreamLabels, Gauge>,
     s2s_stanzas: Family<DirectionLabels, Counter>,
     s2s_bytes: Family<DirectionLabels, Counter>,
     s2s_failures: Family<ReasonLabels, Counter>,
@@ -176,7 +185,11 @@ impl Metrics {
             "How long the oldest entries of the archive writer's last batch waited before they were kept",
             m.archive_lag.clone(),
         );
-        registry.register("s2s_streams", "Open XMPP streams between servers (federation), by direction (in, out), authenticated", m.s2s_streams.clone());
+        registry.register(
+            "s2s_streams",
+            "Open XMPP streams between servers (federation), by direction (in: another server opened it; out: this one), state (negotiating, authenticated) and authentication (external, dialback; none while negotiating)",
+            m.s2s_streams.clone(),
+        );
         registry.register("s2s_stanzas", "Stanzas carried between servers, by direction", m.s2s_stanzas.clone());
         registry.register("s2s_bytes", "Bytes of stanzas carried between servers, by direction", m.s2s_bytes.clone());
         registry.register(
@@ -254,10 +267,11 @@ impl Metrics {
         self.archive_lag.set(waited.as_secs_f64());
     }
 
-    /// Counts a stream between servers open, going `direction` (`in`,
-    /// `out`), until the guard is dropped.
-    pub fn s2s_stream(&self, direction: &'static str) -> StreamOpen {
-        let gauge = self.s2s_streams.get_or_create(&DirectionLabels { direction }).clone();
+    /// Counts a stream between servers open, opened `direction` (`in`,
+    /// `out`), in `state` (`negotiating`, `authenticated`), authenticated
+    /// with `auth` (`none` while negotiating), until the guard is dropped.
+    pub fn s2s_stream(&self, direction: &'static str, state: &'static str, auth: &'static str) -> StreamOpen {
+        let gauge = self.s2s_streams.get_or_create(&StreamLabels { direction, state, auth }).clone();
         gauge.inc();
         StreamOpen(gauge)
     }

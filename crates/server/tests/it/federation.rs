@@ -166,7 +166,7 @@ async fn users_of_two_domains_exchange_messages_presence_and_iqs() {
     // One connection between the two, both ways (XEP-0288): a.test opened
     // it, and b.test sends back over it.
     for (server, domain, opened, taken) in [(&a, "a.test", 1.0, 0.0), (&b, "b.test", 0.0, 1.0)] {
-        let streams = |direction: &str| format!("switchboard_s2s_streams{{direction=\"{direction}\"}}");
+        let streams = |direction: &str| format!("switchboard_s2s_streams{{direction=\"{direction}\",state=\"authenticated\",auth=\"external\"}}");
         assert_eq!(metric(server, &authority, domain, &streams("out")).await.unwrap_or(0.0), opened, "{domain} opened");
         assert_eq!(metric(server, &authority, domain, &streams("in")).await.unwrap_or(0.0), taken, "{domain} took");
     }
@@ -241,7 +241,7 @@ async fn a_certificate_that_does_not_name_its_domain_is_refused_and_the_sender_t
     assert_eq!((refused.get("id"), refused.get("from"), error_condition(&refused).as_str()), (Some("m1"), Some("bob@b.test"), "remote-server-not-found"));
     assert_eq!(body(&refused), "let me in", "the error carries what failed");
     assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_failures_total{reason=\"certificate\"}").await, Some(1.0));
-    assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_streams{direction=\"in\"}").await.unwrap_or(0.0), 0.0);
+    assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_streams{direction=\"in\",state=\"authenticated\",auth=\"external\"}").await.unwrap_or(0.0), 0.0);
 }
 
 #[tokio::test]
@@ -493,6 +493,8 @@ async fn dialback_lets_in_a_domain_whose_certificate_does_not_name_it_where_allo
     // The other way b.test's certificate is enough; a.test's is taken for want of better, as dialback allows.
     bob.send("<message to='alice@a.test/desk' id='m2'><body>and back</body></message>").await;
     assert_eq!(body(&next_named(&mut alice, "message").await), "and back");
+    let by_dialback = "switchboard_s2s_streams{direction=\"in\",state=\"authenticated\",auth=\"dialback\"}";
+    assert_eq!(metric(&b, &authority, "b.test", by_dialback).await, Some(1.0));
 
     // A server claiming a.test with a key a.test never gave is refused.
     let header = "<?xml version='1.0'?><stream:stream xmlns='jabber:server' xmlns:db='jabber:server:dialback' xmlns:stream='http://etherx.jabber.org/streams' from='a.test' to='b.test' version='1.0'>";
@@ -596,7 +598,7 @@ async fn a_server_published_for_direct_tls_is_reached_with_tls_from_the_first_by
     assert_eq!(body(&next_named(&mut bob, "message").await), "straight to TLS");
     bob.send("<message to='alice@a.test/desk' id='m2'><body>back the same way</body></message>").await;
     assert_eq!(body(&next_named(&mut alice, "message").await), "back the same way");
-    assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_streams{direction=\"in\"}").await, Some(1.0));
+    assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_streams{direction=\"in\",state=\"authenticated\",auth=\"external\"}").await, Some(1.0));
 }
 
 #[tokio::test]

@@ -41,8 +41,10 @@ struct Refusal(&'static str, String);
 /// (XEP-0288) and this server has no stream of its own to that domain, it
 /// carries this server's stanzas there too.
 async fn run(tcp: TcpStream, xmpp: Arc<Xmpp>, federation: Arc<Federation>, _slot: OwnedSemaphorePermit, direct: bool) {
+    let negotiating = xmpp.context.metrics.s2s_stream("in", "negotiating", "none");
     let negotiated = tokio::time::timeout(federation.settings.connect_timeout, negotiate(&xmpp, &federation, tcp, direct)).await;
-    let Ok(Some(Negotiated { mut stream, theirs, ours, bidi })) = negotiated else {
+    drop(negotiating);
+    let Ok(Some(Negotiated { mut stream, theirs, ours, bidi, auth })) = negotiated else {
         xmpp.context.metrics.s2s_failed("negotiation");
         return;
     };
@@ -51,7 +53,7 @@ async fn run(tcp: TcpStream, xmpp: Arc<Xmpp>, federation: Arc<Federation>, _slot
         let limit = federation.settings.max_streams_per_domain;
         return stream.fail("policy-violation", &format!("{theirs} is at its bound of {limit} streams here")).await;
     };
-    let _open = xmpp.context.metrics.s2s_stream("in");
+    let _open = xmpp.context.metrics.s2s_stream("in", "authenticated", auth);
     let key = (ours, theirs);
     let peer = if bidi { xmpp.claim_peer(&key) } else { None };
     tracing::debug!("xmpp: stream from {} authenticated{}", key.1, if peer.is_some() { ", both ways" } else { "" });
@@ -70,6 +72,8 @@ struct Negotiated {
     theirs: String,
     ours: String,
     bidi: bool,
+    /// How: `external` or `dialback`.
+    auth: &'static str,
 }
 
 /// Negotiates the stream up to its authentication (over TLS from the first
@@ -123,7 +127,7 @@ async fn negotiate(xmpp: &Xmpp, federation: &Federation, tcp: TcpStream, direct:
                 }
                 // Stream management, without resumption (XEP-0198).
                 secure.send_element(&Element::new("features", STREAMS_NS).child(Element::new("sm", ns::SM))).await.ok()?;
-                return Some(Negotiated { stream: secure, theirs: from, ours: to, bidi });
+                return Some(Negotiated { stream: secure, theirs: from, ours: to, bidi, auth: "external" });
             }
             (ns::SASL, "auth") => {
                 let failure = Element::new("failure", ns::SASL).child(Element::new("not-authorized", ns::SASL));
@@ -155,7 +159,7 @@ async fn negotiate(xmpp: &Xmpp, federation: &Federation, tcp: TcpStream, direct:
                     xmpp.context.metrics.s2s_failed("dialback");
                     return refuse(&mut secure, "not-authorized", &format!("{from}'s server did not vouch for the key")).await;
                 }
-                return Some(Negotiated { stream: secure, theirs: from, ours: to, bidi });
+                return Some(Negotiated { stream: secure, theirs: from, ours: to, bidi, auth: "dialback" });
             }
             _ if !vouched => {
                 federation.refused(&from, "its certificate does not vouch for it");

@@ -32,8 +32,10 @@ pub(super) async fn run(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<Peer>)
         return xmpp.give_up(&key, &peer, Undelivered::NotFound);
     };
     let (from, to) = (&key.0, &key.1);
+    let negotiating = metrics.s2s_stream("out", "negotiating", "none");
     let connected = tokio::time::timeout(federation.settings.connect_timeout, connect(&xmpp, &federation, from, to)).await;
-    let (mut stream, bidi, acked) = match connected {
+    drop(negotiating);
+    let Connected { mut stream, bidi, acked, auth } = match connected {
         Ok(Ok(connected)) => connected,
         Ok(Err(e)) => {
             metrics.s2s_failed("connect");
@@ -46,7 +48,7 @@ pub(super) async fn run(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<Peer>)
             return xmpp.give_up(&key, &peer, Undelivered::Timeout);
         }
     };
-    let _open = metrics.s2s_stream("out");
+    let _open = metrics.s2s_stream("out", "authenticated", auth);
     tracing::debug!("xmpp: stream from {from} to {to} ready{}", if bidi { ", both ways" } else { "" });
     let acks = if acked { Acks::on() } else { Acks::default() };
     let duties = Duties { sends: Some((&key, &peer)), reads: bidi, theirs: to, acks };
@@ -102,12 +104,21 @@ async fn starttls(tcp: TcpStream, header: &str, limits: Limits, to: &str) -> Res
     Ok(plain.into_parts().0)
 }
 
+/// A stream this server opened, ready: whether it goes both ways, whether
+/// stream management is on, and how it was authenticated.
+struct Connected {
+    stream: Secure,
+    bidi: bool,
+    acked: bool,
+    auth: &'static str,
+}
+
 /// A stream from `from` to `to`, secured and authenticated: with SASL
 /// EXTERNAL when the other server offers it, else with dialback; and
 /// whether it goes both ways (XEP-0288), as it does where the other
 /// server offers it; and whether stream management is on (XEP-0198), as
 /// this server asks where offered.
-async fn connect(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> Result<(Secure, bool, bool), Failed> {
+async fn connect(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> Result<Connected, Failed> {
     let Opened { mut stream, id, features, vouched } = open_secure(xmpp, federation, from, to).await?;
     // Where dialback is allowed, DNS (or the route) is what vouches for the other server.
     if !vouched && !federation.dialback.allows(to) {
@@ -135,7 +146,7 @@ async fn connect(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> 
                 let answer = stream.element().await?;
                 acked = answer.ns == ns::SM && answer.name == "enabled";
             }
-            return Ok((stream, bidi, acked));
+            return Ok(Connected { stream, bidi, acked, auth: "external" });
         }
         tracing::info!("xmpp: {to} refused our certificate for {from}; trying dialback");
     }
@@ -147,7 +158,7 @@ async fn connect(xmpp: &Xmpp, federation: &Federation, from: &str, to: &str) -> 
     stream.send_element(&Element::new("result", ns::DIALBACK).attr("from", from).attr("to", to).text(&key)).await?;
     let answer = stream.element().await?;
     if answer.ns == ns::DIALBACK && answer.name == "result" && answer.get("type") == Some("valid") {
-        return Ok((stream, bidi, false));
+        return Ok(Connected { stream, bidi, acked: false, auth: "dialback" });
     }
     Err(Failed::Protocol("not-authorized", format!("{to} did not take our dialback key for {from}")))
 }
