@@ -686,3 +686,31 @@ async fn stream_management_counts_what_another_server_sent_and_says_so_when_aske
     let said = read_until(&mut tls, "</stream:stream>").await;
     assert!(said.starts_with("<stream:error><undefined-condition "), "{said}");
 }
+
+/// The bodies of the messages in `c`'s archive (XEP-0313), oldest first,
+/// each with who it was from.
+async fn archived(c: &mut Client) -> Vec<(String, String)> {
+    c.send("<iq type='set' id='mam'><query xmlns='urn:xmpp:mam:2' queryid='f'/></iq>").await;
+    let (results, fin) = c.until_answer("mam").await;
+    assert_eq!(fin.get("type"), Some("result"), "{fin:?}");
+    results
+        .iter()
+        .filter_map(|m| m.find("result", "urn:xmpp:mam:2")?.find("forwarded", "urn:xmpp:forward:0")?.find("message", "jabber:client").cloned())
+        .map(|m| (m.get("from").unwrap_or_default().to_owned(), body(&m)))
+        .collect()
+}
+
+#[tokio::test]
+async fn messages_between_users_of_two_domains_are_in_both_users_archives() {
+    let authority = Authority::new();
+    let (a, b) = two_domains(&authority).await;
+    let mut alice = online(&a, "a.test", "alice").await;
+    let mut bob = online(&b, "b.test", "bob").await;
+    alice.send("<message to='bob@b.test' type='chat' id='m1'><body>keep this</body></message>").await;
+    let got = next_named(&mut bob, "message").await;
+    // The copy bob gets carries its id in his archive, given by his server.
+    let sid = got.find("stanza-id", "urn:xmpp:sid:0").expect("a stanza-id");
+    assert_eq!(sid.get("by"), Some("bob@b.test"));
+    assert_eq!(archived(&mut bob).await, [("alice@a.test/desk".to_owned(), "keep this".to_owned())]);
+    assert_eq!(archived(&mut alice).await, [("alice@a.test/desk".to_owned(), "keep this".to_owned())]);
+}

@@ -139,6 +139,13 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut
         };
         let bytes = stream.read - before;
         if stanza.ns == ns::SM {
+            // What is acknowledged is archived (see `Xmpp::take_remote`).
+            if stanza.name == "r"
+                && duties.acks.on
+                && let Some(archive) = &xmpp.archive
+            {
+                archive.flush().await;
+            }
             if let Err((condition, text)) = acks(stream, &mut duties.acks, &stanza).await {
                 stream.fail(condition, &text).await;
                 return Undelivered::Timeout;

@@ -1,7 +1,8 @@
 //! What a stanza from another server does here, once its stream has
 //! checked its addresses: a message or presence to one of this server's
 //! users goes to that user's resources as RFC 6121 says (or, a message for
-//! an account that is offline, into its offline store); subscription
+//! an account that is offline, into its offline store), archived in that
+//! user's archive as a local one would be (XEP-0313); subscription
 //! requests and answers change the user's roster as they would from a
 //! user of this server; the server answers iqs addressed to it.
 //! Everything that must be answered is answered over the stream to the
@@ -63,14 +64,17 @@ impl Xmpp {
         let kind = message.get("type").unwrap_or("normal");
         match self.router.route_message(to, kind) {
             MessageRoute::To(targets) => {
+                let (copy, entry) = self.archived_from_away(message, to, !self.router.is_anonymous(&to.bare().to_string()));
                 for (outbox, framing) in targets {
-                    let _ = outbox.push(framing.payload(message));
+                    let _ = outbox.push(framing.payload(&copy));
                 }
+                self.queue_archived(entry).await;
             }
             MessageRoute::Refused if self.offline.keeps(kind, message) && self.exists(&to.bare()).await => {
                 let from = message.get("from").unwrap_or_default();
-                match self.offline.keep(&to.bare().to_string(), from, &self.domain, message).await {
-                    Kept::Stored => {}
+                let (copy, entry) = self.archived_from_away(message, to, true);
+                match self.offline.keep(&to.bare().to_string(), from, &self.domain, &copy).await {
+                    Kept::Stored => self.queue_archived(entry).await,
                     Kept::Full => self.answer_remote(message, "cancel", "service-unavailable"),
                     Kept::Failed => self.answer_remote(message, "wait", "internal-server-error"),
                 }
@@ -172,6 +176,35 @@ impl Xmpp {
             }
             (Some("get" | "set"), _) => self.answer_remote(iq, "cancel", "service-unavailable"),
             _ => {}
+        }
+    }
+}
+
+impl Xmpp {
+    /// `message` from a user of another server to the user `to` here, as
+    /// that user gets it: with the id of its entry in the user's archive
+    /// (XEP-0359), when it is archived (a `chat` or `normal` one with a
+    /// body, to an account, `recipient`, with archiving on); and the entry.
+    fn archived_from_away(&self, message: &Element, to: &Jid, recipient: bool) -> (Element, Option<store::Entry>) {
+        let kind = message.get("type").unwrap_or("normal");
+        let mut copy = message.clone();
+        // Ids only this server gives (XEP-0359 §4): another's claims go.
+        copy.children.retain(|c| !matches!(c, wire::xmpp::Node::Element(e) if e.ns == crate::archive::SID && e.name == "stanza-id"));
+        if self.archive.is_none() || !recipient || !matches!(kind, "chat" | "normal") || message.find("body", ns::CLIENT).is_none() {
+            return (copy, None);
+        }
+        let (user, at) = (to.bare().to_string(), base::archive::now());
+        let id = base::archive::new_id(at);
+        copy = copy.child(Element::new("stanza-id", crate::archive::SID).attr("by", &user).attr("id", &id));
+        let with = message.get("from").and_then(Jid::parse).map(|j| j.bare().to_string()).unwrap_or_default();
+        let entry = store::Entry { archive: user, id, at, with, message: copy.to_xml_standalone() };
+        (copy, Some(entry))
+    }
+
+    /// Queues `entry`, if any, for the archive's writer.
+    async fn queue_archived(&self, entry: Option<store::Entry>) {
+        if let (Some(archive), Some(entry)) = (&self.archive, entry) {
+            archive.queue(vec![entry]).await;
         }
     }
 }

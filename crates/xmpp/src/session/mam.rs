@@ -46,6 +46,24 @@ impl Session {
         Some((copy, entries))
     }
 
+    /// Archives `message`, sent by this user to `to`, a user of another
+    /// server, in this user's archive (that user's server keeps its own);
+    /// what it is sent as, stamped with this session's JID.
+    pub(super) async fn archive_sent_away(&mut self, message: &Element, to: &Jid) -> Element {
+        let kind = message.get("type").unwrap_or("normal");
+        let archived = self.xmpp.archive.is_some() && !self.anonymous && matches!(kind, "chat" | "normal") && message.find("body", ns::CLIENT).is_some();
+        let mut sent = message.clone();
+        sent.children.retain(|c| !matches!(c, wire::xmpp::Node::Element(e) if e.ns == SID && e.name == "stanza-id"));
+        sent.attrs.retain(|(n, _)| n != "from");
+        sent.attrs.push(("from".into(), self.full_jid()));
+        if let (true, Some(me)) = (archived, self.user()) {
+            let at = now();
+            let entry = Entry { archive: me, id: new_id(at), at, with: to.bare().to_string(), message: sent.to_xml_standalone() };
+            self.queue_archive(vec![entry]).await;
+        }
+        sent
+    }
+
     /// Carries `message` to `targets` and queues its archive entries (see
     /// `archived_copy`).
     pub(super) async fn carry_archived(&mut self, message: &Element, to: &Jid, targets: Vec<Target>, recipient: bool) {

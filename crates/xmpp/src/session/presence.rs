@@ -50,7 +50,9 @@ impl Session {
     /// is offline (XEP-0160).
     pub(super) async fn message_to_user(&mut self, message: &Element, to: &Jid) {
         if self.xmpp.is_remote(to) {
-            return self.to_remote(message, &self.full_jid());
+            // Boxed: its state would sit in every idle stream's task.
+            let sent = Box::pin(self.archive_sent_away(message, to)).await;
+            return self.to_remote(&sent, &self.full_jid());
         }
         let kind = message.get("type").unwrap_or("normal");
         match self.xmpp.router.route_message(to, kind) {
