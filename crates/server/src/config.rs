@@ -609,7 +609,14 @@ impl Config {
             broker: flags.broker.resolve(),
             xmpp: flags.xmpp.resolve(),
             xmpp_accounts: file.accounts,
-            federation: flags.federation.resolve(),
+            federation: {
+                // The file's tables, then the flag's list, which wins for a domain both name.
+                let mut federation = flags.federation.resolve();
+                let mut routes: Vec<(String, SocketAddr)> = file.routes.into_iter().map(|r| (r.domain.to_ascii_lowercase(), r.address)).collect();
+                routes.append(&mut federation.routes.0);
+                federation.routes = Routes(routes);
+                federation
+            },
             bosh: flags.bosh.resolve(),
             store: flags.store.resolve(),
             tls,
@@ -753,13 +760,24 @@ impl BoshConfig {
 }
 
 /// What the file says: settings as the flags name them, and what only the
-/// file can say (`[sockjs]`, `[[mount]]`, `[[xmpp_account]]`).
+/// file can say (`[sockjs]`, `[[mount]]`, `[[xmpp_account]]`,
+/// `[[xmpp_s2s_route]]`).
 #[derive(Debug, Default)]
 struct File {
     flags: Args,
     sockjs: Table,
     mounts: Option<Vec<Table>>,
     accounts: Vec<AccountEntry>,
+    routes: Vec<RouteEntry>,
+}
+
+/// One `[[xmpp_s2s_route]]`: where a domain's server is, as
+/// `--xmpp-s2s-routes` says it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RouteEntry {
+    domain: String,
+    address: SocketAddr,
 }
 
 fn read_file(path: &Path) -> Result<File, Error> {
@@ -791,7 +809,11 @@ fn read_file(path: &Path) -> Result<File, Error> {
         None => Vec::new(),
         Some(accounts) => accounts.try_into().map_err(|e| in_file(format!("[[xmpp_account]]: {e}")))?,
     };
-    Ok(File { flags: flags_from(table).map_err(in_file)?, sockjs, mounts, accounts })
+    let routes = match table.remove("xmpp_s2s_route") {
+        None => Vec::new(),
+        Some(routes) => routes.try_into().map_err(|e| in_file(format!("[[xmpp_s2s_route]]: {e}")))?,
+    };
+    Ok(File { flags: flags_from(table).map_err(in_file)?, sockjs, mounts, accounts, routes })
 }
 
 /// The settings of `table`, each key a flag's name in snake_case, parsed by
@@ -956,6 +978,16 @@ websocket = false
         let echo = config.mount("/echo").unwrap().limits;
         assert_eq!((chat.max_message_rate, chat.max_sessions), (7, 3));
         assert_eq!((echo.max_message_rate, echo.max_sessions), (7, 4));
+    }
+
+    #[test]
+    fn routes_to_other_servers_come_from_tables_and_the_flag() {
+        let text = "xmpp_s2s_routes = \"c.test=127.0.0.4:5269\"\n[[xmpp_s2s_route]]\ndomain = \"B.test\"\naddress = \"127.0.0.3:5269\"\n";
+        let config = resolve_file(text, Args::default()).unwrap();
+        let routes: Vec<(String, String)> = config.federation.routes.0.iter().map(|(d, a)| (d.clone(), a.to_string())).collect();
+        assert_eq!(routes, [("b.test".to_owned(), "127.0.0.3:5269".to_owned()), ("c.test".to_owned(), "127.0.0.4:5269".to_owned())]);
+        let err = file_error("[[xmpp_s2s_route]]\ndomain = \"b.test\"\naddress = \"nowhere\"\n");
+        assert!(err.contains("xmpp_s2s_route"), "{err}");
     }
 
     #[test]
