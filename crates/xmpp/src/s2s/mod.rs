@@ -1,13 +1,16 @@
 //! Federation: XMPP between servers (RFC 6120 over `jabber:server`), the
 //! router's remote arm. A stanza to a domain this server does not serve
 //! goes into that domain's queue (`Peer`), bounded in bytes, which one
-//! outgoing stream (`outgoing`) drains once it has connected, secured
-//! (STARTTLS) and authenticated (SASL EXTERNAL with this server's
-//! certificate); streams other servers open here (`incoming`) are
-//! authenticated the same way, and what they carry is delivered here
-//! (`inbound`). A domain that cannot be reached sends its senders
-//! `remote-server-not-found` or `remote-server-timeout`: nothing waiting
-//! for it is dropped without a word.
+//! stream drains: one this server opens (`outgoing`: found by `resolve`,
+//! secured with TLS, authenticated with SASL EXTERNAL on certificates
+//! (`identity`) or dialback (`dialback`)), or one the other server opened
+//! both ways (XEP-0288). Streams other servers open here (`incoming`) are
+//! authenticated the same way; `carry` drives a stream either way, with
+//! stream management's acknowledgements, and what streams bring is
+//! delivered here (`inbound`, `guests` for the rooms). A domain that
+//! cannot be reached sends its senders `remote-server-not-found` or
+//! `remote-server-timeout`: nothing waiting for it is dropped without a
+//! word.
 
 mod carry;
 mod dialback;
