@@ -154,7 +154,8 @@ async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, context
             batch.push(more);
         }
         last = Instant::now();
-        let entries: Vec<Entry> = batch.iter().flat_map(|q| q.entries.iter().cloned()).collect();
+        // Moved out of the batch, not copied: each waiter only needs its answer.
+        let entries: Vec<Entry> = batch.iter_mut().flat_map(|q| std::mem::take(&mut q.entries)).collect();
         // A flush alone has nothing to write.
         let appended = if entries.is_empty() { Ok(()) } else { store.append(&entries).await };
         let kept = match appended {

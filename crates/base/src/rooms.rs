@@ -99,8 +99,8 @@ impl Broker for ArchivedRooms {
         let micros = archive::micros(at);
         let id = archive::new_id(micros);
         let entry = Entry { archive: ArchivedRooms::archive_of(&self.prefix, room), id, at: micros, with: name.to_string(), message: text.to_string() };
-        let event = RoomEvent::Message { name: name.clone(), text: text.clone() };
-        let payload = Payload::archived(room, event, at, Some(Arc::from(entry.id.as_str())));
+        // The payload the sender made, given its id: not built again.
+        let payload = payload.kept_as(at, Arc::from(entry.id.as_str()));
         Box::pin(async move {
             self.rooms.publish_and_keep(room, payload).await?;
             self.archive.queue(vec![entry]).await;

@@ -85,6 +85,23 @@ impl Payload {
         Payload(Arc::new(Inner { data, forms: Default::default(), at, id }))
     }
 
+    /// This payload as kept in its room's archive at `at` under `id`: set
+    /// in place while nobody else holds it yet, as when it is published.
+    pub fn kept_as(self, at: SystemTime, id: Arc<str>) -> Payload {
+        let mut payload = self;
+        match Arc::get_mut(&mut payload.0) {
+            Some(inner) => {
+                inner.at = at;
+                inner.id = Some(id);
+                payload
+            }
+            None => match &payload.0.data {
+                Data::Event { room, event, .. } => Payload::archived(room.clone(), event.clone(), at, Some(id)),
+                _ => payload,
+            },
+        }
+    }
+
     fn of(data: Data) -> Payload {
         Payload(Arc::new(Inner { data, forms: Default::default(), at: SystemTime::now(), id: None }))
     }
@@ -236,6 +253,21 @@ mod tests {
         assert_eq!(p.ws_message(), Message::binary(vec![0u8, 0xff, 0x80, b'a']));
         let quoted = p.sockjs_json(|s| Bytes::from(format!("\"{s}\"")));
         assert_eq!(quoted.as_ref(), b"\"AP+AYQ==\"");
+    }
+
+    #[test]
+    fn an_archived_payload_takes_its_id_in_place_unless_it_is_shared() {
+        let event = || RoomEvent::Message { name: "ann".into(), text: "hi".into() };
+        let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(7);
+        let fresh = Payload::event("lobby", event());
+        let before = Arc::as_ptr(&fresh.0);
+        let kept = fresh.kept_as(at, Arc::from("id1"));
+        assert_eq!((Arc::as_ptr(&kept.0), kept.id(), kept.0.at), (before, Some("id1"), at), "the same payload, given its id");
+        let shared = Payload::event("lobby", event());
+        let other = shared.clone();
+        let kept = shared.kept_as(at, Arc::from("id2"));
+        assert_eq!((kept.id(), other.id()), (Some("id2"), None), "a copy, the shared one untouched");
+        assert_eq!(kept.as_event().map(|(room, e)| (room.to_string(), e.clone())), Some(("lobby".to_owned(), event())));
     }
 
     #[test]
