@@ -414,18 +414,7 @@ impl Session {
         if stanza.get("type") == Some("error") {
             return;
         }
-        let mut error = Element::new(&stanza.name, ns::CLIENT).attr("type", "error").attr("to", &self.full_jid());
-        for name in ["id", "to"] {
-            if let Some(value) = stanza.get(name) {
-                error = error.attr(if name == "to" { "from" } else { name }, value);
-            }
-        }
-        // A message comes back with what it carried (RFC 6120 §8.3.1 allows
-        // it), so that its sender can tell which one failed by its body.
-        if stanza.name == "message" {
-            error.children = stanza.children.clone();
-        }
-        self.send(&error.child(Element::new("error", ns::CLIENT).attr("type", kind).child(Element::new(condition, ns::STANZA_ERRORS))));
+        self.send(&error_for(stanza, &self.full_jid(), kind, condition));
     }
 
     async fn on_iq(&mut self, iq: &Element) {
@@ -683,6 +672,23 @@ impl Session {
             .child(Element::new("ping", ns::PING));
         self.send(&ping);
     }
+}
+
+/// The error of `kind` and `condition` that answers `stanza`, to `to`,
+/// from the JID it was sent to (RFC 6120 §8.3). A message comes back with
+/// what it carried (§8.3.1 allows it), so that its sender can tell which
+/// one failed by its body.
+pub(crate) fn error_for(stanza: &Element, to: &str, kind: &str, condition: &str) -> Element {
+    let mut error = Element::new(&stanza.name, ns::CLIENT).attr("type", "error").attr("to", to);
+    for name in ["id", "to"] {
+        if let Some(value) = stanza.get(name) {
+            error = error.attr(if name == "to" { "from" } else { name }, value);
+        }
+    }
+    if stanza.name == "message" {
+        error.children = stanza.children.clone();
+    }
+    error.child(Element::new("error", ns::CLIENT).attr("type", kind).child(Element::new(condition, ns::STANZA_ERRORS)))
 }
 
 /// Rooms listed in one `disco#items` answer at most, and the bytes of

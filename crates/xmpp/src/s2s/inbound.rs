@@ -52,12 +52,8 @@ impl Xmpp {
         if matches!(stanza.get("type"), Some("error" | "result")) {
             return;
         }
-        let error = Element::new("error", ns::CLIENT).attr("type", kind).child(Element::new(condition, ns::STANZA_ERRORS));
-        let mut answer = reply_to(stanza, "error");
-        if stanza.name == "message" {
-            answer.children = stanza.children.clone();
-        }
-        let _ = self.send_remote(answer.child(error));
+        let to = stanza.get("from").unwrap_or_default();
+        let _ = self.send_remote(crate::session::error_for(stanza, to, kind, condition));
     }
 
     async fn remote_message(self: &Arc<Self>, message: &Element, to: &Jid) {

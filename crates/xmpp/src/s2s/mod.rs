@@ -196,45 +196,52 @@ struct Peer {
     ready: Notify,
 }
 
-/// A stanza waiting for another server.
+/// A stanza waiting for another server, as written on the stream
+/// (`text`, rendered once, when it is queued).
 enum Item {
     /// From a user here: told if it cannot go.
-    Stanza(Element),
+    Stanza { stanza: Element, text: String },
     /// The same, sent again after a stream ended without acknowledging it.
-    Again(Element),
+    Again { stanza: Element, text: String },
     /// To a guest in a room here, from the room, as rendered for it: the
     /// guest leaves the room if it cannot go.
     Guest { text: String, to: String },
 }
 
 impl Item {
-    fn text(&self) -> std::borrow::Cow<'_, str> {
+    /// A user's stanza, rendered for the stream.
+    fn stanza(stanza: Element) -> Item {
+        let text = stanza.to_xml(ns::CLIENT);
+        Item::Stanza { stanza, text }
+    }
+
+    fn text(&self) -> &str {
         match self {
-            Item::Stanza(stanza) | Item::Again(stanza) => stanza.to_xml(ns::CLIENT).into(),
-            Item::Guest { text, .. } => text.as_str().into(),
+            Item::Stanza { text, .. } | Item::Again { text, .. } | Item::Guest { text, .. } => text,
         }
     }
 }
 
 #[derive(Default)]
 struct Queue {
-    stanzas: VecDeque<(Item, usize)>,
+    stanzas: VecDeque<Item>,
     bytes: usize,
     /// The stream is gone: the next stanza for the domain makes a new peer.
     closed: bool,
 }
 
 impl Peer {
-    /// Queues `stanza` of `bytes` unless the queue is full; the caller
-    /// has checked, under the peers' lock, that it is not closed.
-    fn push(&self, stanza: Item, bytes: usize, limit: usize) -> Result<(), Undelivered> {
+    /// Queues `item` unless the queue is full; the caller has checked,
+    /// under the peers' lock, that it is not closed.
+    fn push(&self, item: Item, limit: usize) -> Result<(), Undelivered> {
+        let bytes = item.text().len();
         let mut queue = self.queue.lock();
         // One stanza always fits, however big: the bound is on what waits.
         if queue.bytes + bytes > limit && !queue.stanzas.is_empty() {
             return Err(Undelivered::Full);
         }
         queue.bytes += bytes;
-        queue.stanzas.push_back((stanza, bytes));
+        queue.stanzas.push_back(item);
         drop(queue);
         self.ready.notify_one();
         Ok(())
@@ -244,7 +251,7 @@ impl Peer {
     fn take(&self) -> Vec<Item> {
         let mut queue = self.queue.lock();
         queue.bytes = 0;
-        queue.stanzas.drain(..).map(|(stanza, _)| stanza).collect()
+        queue.stanzas.drain(..).collect()
     }
 }
 
@@ -266,18 +273,16 @@ impl Xmpp {
         let (Some(from), Some(to)) = (stanza.get("from").and_then(Jid::parse), stanza.get("to").and_then(Jid::parse)) else {
             return Err(Undelivered::NotFound);
         };
-        let bytes = stanza.to_xml(ns::CLIENT).len();
-        self.enqueue((from.domain, to.domain), Item::Stanza(stanza), bytes)
+        self.enqueue((from.domain, to.domain), Item::stanza(stanza))
     }
 
     /// Sends `text`, a stanza from a room here rendered for `to`, a guest
     /// of another server (see `guests`).
     pub(crate) fn send_to_guest(self: &Arc<Self>, text: String, to: &Jid) -> Result<(), Undelivered> {
-        let bytes = text.len();
-        self.enqueue((self.muc_domain.clone(), to.domain.clone()), Item::Guest { text, to: to.to_string() }, bytes)
+        self.enqueue((self.muc_domain.clone(), to.domain.clone()), Item::Guest { text, to: to.to_string() })
     }
 
-    fn enqueue(self: &Arc<Self>, key: (String, String), item: Item, bytes: usize) -> Result<(), Undelivered> {
+    fn enqueue(self: &Arc<Self>, key: (String, String), item: Item) -> Result<(), Undelivered> {
         let Some(federation) = &self.federation else { return Err(Undelivered::NotFound) };
         let limit = federation.settings.queue_bytes;
         let mut peers = federation.peers.lock();
@@ -285,10 +290,10 @@ impl Xmpp {
         if let Some(peer) = peers.get(&key)
             && !peer.queue.lock().closed
         {
-            return peer.push(item, bytes, limit);
+            return peer.push(item, limit);
         }
         let peer = Arc::new(Peer { queue: Mutex::new(Queue::default()), ready: Notify::new() });
-        peer.push(item, bytes, limit)?;
+        peer.push(item, limit)?;
         peers.insert(key.clone(), peer.clone());
         drop(peers);
         self.context.tracker.spawn(outgoing::run(self.clone(), key, peer));
@@ -315,14 +320,13 @@ impl Xmpp {
         tracing::info!("xmpp: {} stanzas not acknowledged before their stream ended", items.len());
         for item in items {
             match item {
-                Item::Stanza(stanza) => {
+                Item::Stanza { stanza, text } => {
                     let (Some(from), Some(to)) = (stanza.get("from").and_then(Jid::parse), stanza.get("to").and_then(Jid::parse)) else { continue };
-                    let bytes = stanza.to_xml(ns::CLIENT).len();
-                    if let Err(refused) = self.enqueue((from.domain, to.domain), Item::Again(stanza.clone()), bytes) {
+                    if let Err(refused) = self.enqueue((from.domain, to.domain), Item::Again { stanza: stanza.clone(), text }) {
                         self.bounce(&stanza, refused);
                     }
                 }
-                Item::Again(stanza) => self.bounce(&stanza, why),
+                Item::Again { stanza, .. } => self.bounce(&stanza, why),
                 Item::Guest { to, .. } => self.guests.gone(&to),
             }
         }
@@ -333,7 +337,7 @@ impl Xmpp {
     fn undelivered(&self, items: Vec<Item>, why: Undelivered) {
         for item in items {
             match item {
-                Item::Stanza(stanza) | Item::Again(stanza) => self.bounce(&stanza, why),
+                Item::Stanza { stanza, .. } | Item::Again { stanza, .. } => self.bounce(&stanza, why),
                 Item::Guest { to, .. } => self.guests.gone(&to),
             }
         }
@@ -370,17 +374,10 @@ impl Xmpp {
         if matches!(stanza.get("type"), Some("error" | "result")) {
             return;
         }
-        let (Some(from), Some(to)) = (stanza.get("from"), stanza.get("to")) else { return };
+        let Some(from) = stanza.get("from") else { return };
         let Some(sender) = Jid::parse(from) else { return };
         let (kind, condition) = why.error();
-        let mut error = Element::new(&stanza.name, ns::CLIENT).attr("type", "error").attr("from", to).attr("to", from);
-        if let Some(id) = stanza.get("id") {
-            error = error.attr("id", id);
-        }
-        if stanza.name == "message" {
-            error.children = stanza.children.clone();
-        }
-        let error = error.child(Element::new("error", ns::CLIENT).attr("type", kind).child(Element::new(condition, ns::STANZA_ERRORS)));
+        let error = crate::session::error_for(stanza, from, kind, condition);
         for (outbox, framing) in self.router.route(&sender) {
             let _ = outbox.push(framing.payload(&error));
         }

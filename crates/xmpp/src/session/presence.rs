@@ -52,7 +52,7 @@ impl Session {
         if self.xmpp.is_remote(to) {
             // Boxed: its state would sit in every idle stream's task.
             let sent = Box::pin(self.archive_sent_away(message, to)).await;
-            return self.to_remote(&sent, &self.full_jid());
+            return self.stamped_to_remote(sent, message);
         }
         let kind = message.get("type").unwrap_or("normal");
         match self.xmpp.router.route_message(to, kind) {
@@ -109,6 +109,12 @@ impl Session {
         let mut routed = stanza.clone();
         routed.attrs.retain(|(n, _)| n != "from");
         routed.attrs.push(("from".into(), from.to_owned()));
+        self.stamped_to_remote(routed, stanza);
+    }
+
+    /// Sends `routed`, `stanza` already stamped with its `from`, to
+    /// another server, as `to_remote` does.
+    pub(super) fn stamped_to_remote(&self, routed: Element, stanza: &Element) {
         if let Err(why) = self.xmpp.send_remote(routed)
             && stanza.name != "presence"
         {
