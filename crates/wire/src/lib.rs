@@ -1,5 +1,5 @@
 //! Codecs shared by the server and the bench: the application message
-//! formats (`app`), BOSH bodies (`bosh`), the names people choose
+//! formats (`app`), BOSH bodies (`bosh`), IRC lines (`irc`), the names people choose
 //! (`nickname`), the SockJS framing and JSON escaping (`sockjs`), WebSocket
 //! frame headers and permessage-deflate (`websocket`) and XMPP's XML stream
 //! (`xmpp`). Nothing here opens a socket: the one I/O type,
@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod bosh;
+pub mod irc;
 pub mod nickname;
 pub mod sockjs;
 pub mod websocket;
