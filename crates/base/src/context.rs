@@ -71,6 +71,30 @@ impl Context {
     }
 }
 
+impl Context {
+    /// Hands each connection `listener` accepts to `take`, without Nagle's
+    /// delay, until shutdown; `protocol` names the listener in the logs.
+    pub async fn accept(&self, listener: tokio::net::TcpListener, protocol: &str, mut take: impl FnMut(tokio::net::TcpStream, std::net::SocketAddr)) {
+        loop {
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                () = self.shutdown.wait() => return,
+            };
+            match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    take(stream, peer);
+                }
+                Err(e) => {
+                    tracing::warn!("{protocol}: accept failed: {e}");
+                    // Out of descriptors, most likely: let some close.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+}
+
 /// 401 with the reason in the body and in `WWW-Authenticate` (RFC 6750).
 fn unauthorized(error: &TokenError) -> Response<Body> {
     let reason = error.to_string();

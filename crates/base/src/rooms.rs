@@ -112,6 +112,10 @@ impl Broker for ArchivedRooms {
         self.rooms.limits()
     }
 
+    fn names(&self, room: &str, max: usize) -> Vec<std::sync::Arc<str>> {
+        self.rooms.names(room, max)
+    }
+
     fn wants_history(&self, room: &str) -> bool {
         self.rooms.wants_history(room)
     }

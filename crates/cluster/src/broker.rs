@@ -189,6 +189,15 @@ impl Broker for NatsBroker {
     fn limits(&self) -> RoomLimits {
         self.hub.limits()
     }
+
+    fn names(&self, room: &str, max: usize) -> Vec<Arc<str>> {
+        let mut names = self.hub.names(room, max);
+        if let Some(followed) = self.rooms.lock().get(room) {
+            let elsewhere = followed.room.elsewhere.lock();
+            names.extend(elsewhere.keys().take(max.saturating_sub(names.len())).cloned());
+        }
+        names
+    }
 }
 
 /// Follows one room until aborted: reads its history and the names held

@@ -57,6 +57,10 @@ pub trait Broker: Send + Sync + Debug {
     /// The bounds each room keeps to.
     fn limits(&self) -> RoomLimits;
 
+    /// The names of `room`'s members on every node this one knows of, at
+    /// most `max` of them (IRC's NAMES and WHO ask after the join).
+    fn names(&self, room: &str, max: usize) -> Vec<std::sync::Arc<str>>;
+
     /// Whether a join to `room` would open it with no history, which the
     /// caller may then give it ([`Broker::seed`]) from an archive: a room
     /// of this node's memory has none once its last member left. A broker
@@ -119,6 +123,10 @@ impl Broker for MemoryBroker {
 
     fn limits(&self) -> RoomLimits {
         self.hub.limits()
+    }
+
+    fn names(&self, room: &str, max: usize) -> Vec<std::sync::Arc<str>> {
+        self.hub.names(room, max)
     }
 
     fn wants_history(&self, room: &str) -> bool {

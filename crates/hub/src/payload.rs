@@ -34,9 +34,16 @@ pub enum Form {
     WsDeflatedFrame,
     /// A whole WebSocket text frame of SockJS over WebSocket, `a[...]`.
     SockjsWsFrame,
+    /// IRC lines without tags.
+    IrcLines,
+    /// IRC lines with the `time` tag (IRCv3 `server-time`).
+    IrcTimed,
+    /// IRC lines with the `time` and `msgid` tags (`server-time` and
+    /// `message-tags`).
+    IrcTagged,
 }
 
-const FORMS: usize = 4;
+const FORMS: usize = 7;
 
 #[derive(Debug)]
 struct Inner {

@@ -288,6 +288,13 @@ impl Hub {
         empty
     }
 
+    /// The names of `room`'s members, at most `max` of them.
+    pub fn names(&self, room: &str, max: usize) -> Vec<Arc<str>> {
+        let rooms = self.shard(room).lock();
+        let Some(entry) = rooms.get(room) else { return Vec::new() };
+        entry.members.iter().filter_map(|m| m.name.as_ref().map(|n| n.shown.clone())).take(max).collect()
+    }
+
     /// Removes a member from a room (dropping the room when it empties) and
     /// returns it, or `None` if it was not there.
     pub fn leave(&self, room: &str, id: MemberId) -> Option<Member> {

@@ -401,7 +401,7 @@ impl Xmpp {
 /// `direct_tls`, each starts with a TLS handshake (XEP-0368).
 pub async fn serve(listener: TcpListener, xmpp: Arc<Xmpp>, direct_tls: bool) {
     let context = xmpp.context.clone();
-    accept(listener, &context, |stream, peer| {
+    context.accept(listener, "xmpp", |stream, peer| {
         // Over the limit the connection is closed at once, unread.
         let Ok(slot) = xmpp.slots.clone().try_acquire_owned() else {
             context.metrics.shed("xmpp_max_connections");
@@ -412,24 +412,3 @@ pub async fn serve(listener: TcpListener, xmpp: Arc<Xmpp>, direct_tls: bool) {
     .await;
 }
 
-/// Hands each connection `listener` accepts to `take`, without Nagle's
-/// delay, until shutdown.
-async fn accept(listener: TcpListener, context: &base::Context, mut take: impl FnMut(tokio::net::TcpStream, std::net::SocketAddr)) {
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            () = context.shutdown.wait() => return,
-        };
-        match accepted {
-            Ok((stream, peer)) => {
-                let _ = stream.set_nodelay(true);
-                take(stream, peer);
-            }
-            Err(e) => {
-                tracing::warn!("xmpp: accept failed: {e}");
-                // Out of descriptors, most likely: let some close.
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            }
-        }
-    }
-}

@@ -23,7 +23,7 @@ use crate::{Jid, Xmpp};
 pub async fn serve(listener: TcpListener, xmpp: Arc<Xmpp>, direct: bool) {
     let Some(federation) = xmpp.federation.clone() else { return };
     let context = xmpp.context.clone();
-    crate::accept(listener, &context, |tcp, _| {
+    context.accept(listener, "xmpp-s2s", |tcp, _| {
         let Ok(slot) = federation.streams.clone().try_acquire_owned() else {
             context.metrics.s2s_failed("max_streams");
             return;
