@@ -22,6 +22,8 @@ export async function startServer(extraArgs = []) {
   const xmpp = extraArgs.includes("--xmpp-listen") ? [] : ["--xmpp-listen", "off"];
   // Nor for other servers on 5269, which a certificate would open.
   const s2s = extraArgs.includes("--xmpp-s2s-listen") ? [] : ["--xmpp-s2s-listen", "off"];
+  // Nor IRC on 6667 and 6697.
+  const irc = extraArgs.includes("--irc-listen") ? [] : ["--irc-listen", "off", "--irc-tls-listen", "off"];
   // Nothing kept between runs unless a test asks for a store.
   const store = extraArgs.includes("--store") ? [] : ["--store", "memory"];
   const proc = spawn(BIN, ["serve", "--listen", "127.0.0.1:0", ...xmpp, ...s2s, ...store, ...extraArgs], {

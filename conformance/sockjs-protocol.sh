@@ -37,7 +37,7 @@ fi
 
 cargo build --manifest-path "$root/Cargo.toml" --bin switchboard
 "$root/target/debug/switchboard" serve \
-    --config "$root/conformance/sockjs-protocol.toml" --listen "127.0.0.1:$port" --xmpp-listen off --store memory &
+    --config "$root/conformance/sockjs-protocol.toml" --listen "127.0.0.1:$port" --xmpp-listen off --irc-listen off --store memory &
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
 for _ in $(seq 100); do

@@ -47,7 +47,7 @@ source "$HERE/java-tls.sh"
 java_tls "$TLS"
 
 PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-"$BIN" serve --store memory --listen "127.0.0.1:$PORT" --xmpp-listen 127.0.0.1:5222 \
+"$BIN" serve --store memory --listen "127.0.0.1:$PORT" --xmpp-listen 127.0.0.1:5222 --irc-listen off --irc-tls-listen off \
   --tls-cert "$TLS/cert.pem" --tls-key "$TLS/key.pem" --xmpp-registration 100000 --xmpp-s2s-listen off >"$OUT/server.log" 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true' EXIT

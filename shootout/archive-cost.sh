@@ -25,7 +25,7 @@ for round in $(seq "$ROUNDS"); do
   for archive in true false; do
     log="$OUT/$archive-$round.log"
     rm -rf "$OUT/data"
-    taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --xmpp-listen off --store "$STORE" --data-dir "$OUT/data" --room-archive "$archive" >"$log" 2>&1 &
+    taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --xmpp-listen off --irc-listen off --store "$STORE" --data-dir "$OUT/data" --room-archive "$archive" >"$log" 2>&1 &
     PID=$!
     port="$(listening_port "$log" "$PID" "archive-cost: the server")" || exit 1
     taskset -c 1 "$BIN" bench chat --quiet --target "archive-$archive=http://127.0.0.1:$port/chat" --server-pid "$PID" \

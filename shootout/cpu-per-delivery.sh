@@ -28,7 +28,7 @@ for round in $(seq "$ROUNDS"); do
     log="$OUT/$name-$round.log"
     : >"$log"
     if [ "$name" = switchboard ]; then
-      taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --xmpp-listen off >>"$log" 2>&1 &
+      taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --xmpp-listen off --irc-listen off >>"$log" 2>&1 &
     else
       taskset -c 0 "peers/$name/start.sh" 0 >>"$log" 2>&1 &
     fi

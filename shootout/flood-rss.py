@@ -145,7 +145,7 @@ async def one_flood(args, name, flood, size):
     port = free_port()
     server = subprocess.Popen(
         [
-            args.bin, "serve", "--listen", f"{HOST}:{port}", "--xmpp-listen", "off",
+            args.bin, "serve", "--listen", f"{HOST}:{port}", "--xmpp-listen", "off", "--irc-listen", "off",
             "--max-sessions", str(args.sessions + 1000), "--session-rate", "1000000",
             "--max-room-members", str(args.joins + args.members), "--join-rate", "1000000",
         ],

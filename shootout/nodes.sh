@@ -42,7 +42,7 @@ start() {
   local a b n log="$OUT/$1.server.log"
   a="$(free_port)"; b="$(free_port)"; n="$(free_port)"
   if [ "$1" = memory ]; then
-    setsid taskset -c 0 bash -c "exec $BIN serve --listen 127.0.0.1:$a --xmpp-listen off" >"$log" 2>&1 &
+    setsid taskset -c 0 bash -c "exec $BIN serve --listen 127.0.0.1:$a --xmpp-listen off --irc-listen off" >"$log" 2>&1 &
     B=""
   elif [ "$1" = centrifuge ]; then
     setsid taskset -c 0 bash -c "exec peers/centrifuge/start.sh $a" >"$log" 2>&1 &
@@ -58,8 +58,8 @@ start() {
     local store; store="$(mktemp -d)"
     setsid taskset -c 0 bash -c "
       nats-server -js -a 127.0.0.1 -p $n -sd $store & sleep 1
-      $BIN serve --listen 127.0.0.1:$a --xmpp-listen off --broker nats://127.0.0.1:$n &
-      $BIN serve --listen 127.0.0.1:$b --xmpp-listen off --broker nats://127.0.0.1:$n &
+      $BIN serve --listen 127.0.0.1:$a --xmpp-listen off --irc-listen off --broker nats://127.0.0.1:$n &
+      $BIN serve --listen 127.0.0.1:$b --xmpp-listen off --irc-listen off --broker nats://127.0.0.1:$n &
       wait" >"$log" 2>&1 &
     B="http://127.0.0.1:$b"
   fi

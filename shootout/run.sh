@@ -158,7 +158,7 @@ start_server() {
     # Every bench client comes from 127.0.0.1, so the per-address limit on new
     # SockJS sessions (100/s by default) would refuse the larger levels; the
     # peers have no such limit.
-    "${SERVER_PIN[@]}" "$BIN" serve --listen 127.0.0.1:0 --xmpp-listen off --session-rate 1000000 >>"$log" 2>"$OUT/logs/$name.err" &
+    "${SERVER_PIN[@]}" "$BIN" serve --listen 127.0.0.1:0 --xmpp-listen off --irc-listen off --session-rate 1000000 >>"$log" 2>"$OUT/logs/$name.err" &
   else
     "${SERVER_PIN[@]}" "peers/$name/start.sh" 0 >>"$log" 2>"$OUT/logs/$name.err" &
   fi

@@ -90,7 +90,7 @@ start() {
     # room at once: the per-address limits on new BOSH and SockJS sessions and
     # on BOSH sessions held, and the per-room join rate, would refuse them;
     # the peers have no such limits.
-    "${SERVER_PIN[@]}" "$BIN" serve --config "$CONFIG" --listen 127.0.0.1:0 --xmpp-listen 127.0.0.1:0 \
+    "${SERVER_PIN[@]}" "$BIN" serve --config "$CONFIG" --listen 127.0.0.1:0 --xmpp-listen 127.0.0.1:0 --irc-listen off \
       --xmpp-plain-unencrypted true --session-rate 1000000 --join-rate 1000000 \
       --bosh-max-sessions-per-address 10000 >>"$log" 2>"$err" &
   else

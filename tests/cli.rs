@@ -29,7 +29,7 @@ fn a_missing_config_file_is_a_clear_error() {
 #[tokio::test]
 async fn serve_prints_where_it_listens_and_sigterm_closes_clients_with_1001() {
     let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "off", "--store", "memory"])
+        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "off", "--irc-listen", "off", "--store", "memory"])
         .env("SWITCHBOARD_LISTEN", "127.0.0.1:1") // the flag wins over the environment
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -66,7 +66,7 @@ async fn serve_prints_where_it_listens_and_sigterm_closes_clients_with_1001() {
 /// returns what it wrote to standard error (a pipe, not a terminal).
 fn logs_of(args: &[&str]) -> String {
     let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "off", "--store", "memory"])
+        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "off", "--irc-listen", "off", "--store", "memory"])
         .args(args)
         .env_remove("RUST_LOG")
         .stdout(Stdio::piped())

@@ -101,7 +101,7 @@ impl Node {
 
     fn with_args(nats: &Nats, extra: &[&str]) -> Node {
         let mut child = Command::new(BIN)
-            .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory", "--broker", &nats.url(), "--broker-ttl", TTL, "--room-history", "5"])
+            .args(["serve", "--listen", "127.0.0.1:0", "--irc-listen", "off", "--store", "memory", "--broker", &nats.url(), "--broker-ttl", TTL, "--room-history", "5"])
             .args(if extra.contains(&"--xmpp-listen") { &[][..] } else { &["--xmpp-listen", "off"][..] })
             .args(extra)
             .stdout(Stdio::piped())

@@ -64,7 +64,7 @@ fn serve(dir: &Path) -> (Child, SocketAddr) {
 /// The server on the store `store` names (its flags).
 fn serve_on(store: &[&str]) -> (Child, SocketAddr) {
     let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "127.0.0.1:0", "--xmpp-plain-unencrypted", "true", "--xmpp-registration", "5"])
+        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "127.0.0.1:0", "--irc-listen", "off", "--xmpp-plain-unencrypted", "true", "--xmpp-registration", "5"])
         .args(store)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -40,7 +40,7 @@ fi
 PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 # The suite sends messages of up to 16 MiB, as fast as it can; the default
 # size limit's 1009 and the inbound rate limits are tested on their own.
-"$BIN" serve --listen "127.0.0.1:$PORT" --xmpp-listen off --store memory --max-message-size 16777216 \
+"$BIN" serve --listen "127.0.0.1:$PORT" --xmpp-listen off --irc-listen off --store memory --max-message-size 16777216 \
   --max-message-rate 1000000 --max-byte-rate 1000000000 >"$OUT/server.log" 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true' EXIT

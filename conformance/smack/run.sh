@@ -76,7 +76,7 @@ run_spec() {
   fi
   # The last of a property given twice is the one Java keeps.
   [ -z "$only" ] || framework+=(-Dsinttest.enabledTests="$only")
-  "$BIN" serve "${serve[@]}" --store memory --listen "127.0.0.1:$PORT" --xmpp-listen 127.0.0.1:5222 >"$OUT/server-$log.log" 2>&1 &
+  "$BIN" serve "${serve[@]}" --store memory --listen "127.0.0.1:$PORT" --xmpp-listen 127.0.0.1:5222 --irc-listen off --irc-tls-listen off >"$OUT/server-$log.log" 2>&1 &
   SERVER=$!
   for _ in $(seq 100); do
     grep -q "serves XMPP for" "$OUT/server-$log.log" && break

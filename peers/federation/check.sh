@@ -93,7 +93,7 @@ wait_port() { # HOST PORT PID WHAT
 # Switchboard: alice@sb.internal, finding the other two through dnsmasq.
 "$BIN" xmpp-account alice <<<"pw" >"$RUN/sb.toml"
 RUST_LOG="$LOGLEVEL" "$BIN" serve --listen "${AT[sb]}:0" --store memory --config "$RUN/sb.toml" --xmpp-domain sb.internal \
-  --xmpp-listen "${AT[sb]}:5222" --tls-cert "$RUN/sb.pem" --tls-key "$RUN/sb.key" --xmpp-s2s-listen "${AT[sb]}:5269" \
+  --xmpp-listen "${AT[sb]}:5222" --irc-listen off --irc-tls-listen off --tls-cert "$RUN/sb.pem" --tls-key "$RUN/sb.key" --xmpp-s2s-listen "${AT[sb]}:5269" \
   --xmpp-s2s-trust "$RUN/ca.pem" --xmpp-s2s-dns "$DNS:53" >&2 &
 pids+=($!)
 wait_port "${AT[sb]}" 5269 $! switchboard

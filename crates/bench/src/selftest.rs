@@ -18,7 +18,7 @@ pub(crate) async fn spawn_serve(timeout: Duration) -> Result<(Child, String), Er
         .port();
     let listen = format!("127.0.0.1:{port}");
     let mut child = Command::new(&exe)
-        .args(["serve", "--listen", &listen, "--xmpp-listen", "off"])
+        .args(["serve", "--listen", &listen, "--xmpp-listen", "off", "--irc-listen", "off"])
         .stdout(std::process::Stdio::null())
         .kill_on_drop(true)
         .spawn()

@@ -279,6 +279,35 @@ impl FromStr for Routes {
 }
 
 settings! {
+    /// IRC for clients (docs/irc.md).
+    pub struct IrcConfig, flags IrcFlags {
+        /// Where IRC clients connect (RFC 1459/2812 over TCP); `off` for none [default: 127.0.0.1:6667]
+        listen: Listen = Listen::At(SocketAddr::from(([127, 0, 0, 1], 6667))), "irc-listen", "SWITCHBOARD_IRC_LISTEN";
+        /// Where IRC clients connect with TLS, with --tls-cert's certificate; listens only when a certificate is configured; `off` for none [default: 127.0.0.1:6697]
+        tls_listen: Listen = Listen::At(SocketAddr::from(([127, 0, 0, 1], 6697))), "irc-tls-listen", "SWITCHBOARD_IRC_TLS_LISTEN";
+        /// How the server names itself to IRC clients: the source of its replies, and the host every member is shown at (nick!nick@<name>) [default: localhost]
+        server_name: String = "localhost".to_owned(), "irc-server-name", "SWITCHBOARD_IRC_SERVER_NAME";
+        /// Most channels one IRC client is in at once; a JOIN past it is answered 405 [default: 50]
+        max_channels: usize = 50, "irc-max-channels", "SWITCHBOARD_IRC_MAX_CHANNELS";
+        /// How long an IRC client has from connecting to being registered (NICK, USER, and CAP END if it began CAP); then it is closed with ERROR [default: 1m]
+        registration_timeout: Duration = Duration::from_secs(60), "irc-registration-timeout", "SWITCHBOARD_IRC_REGISTRATION_TIMEOUT", arg(value_parser = duration);
+    }
+}
+
+impl IrcConfig {
+    fn validate(&self) -> Result<(), String> {
+        let name = &self.server_name;
+        if name.is_empty() || name.len() > 63 || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-') {
+            return Err(format!("--irc-server-name {name:?} must be a host name: letters, digits, dots and dashes, at most 63"));
+        }
+        if self.max_channels == 0 {
+            return Err("--irc-max-channels must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+settings! {
     /// XMPP over BOSH (XEP-0124, XEP-0206) at /http-bind.
     pub struct BoshConfig, flags BoshFlags {
         /// Longest a BOSH request (XMPP over HTTP at /http-bind) is held waiting for something to send; a client asking for longer gets this [default: 60s]
@@ -399,6 +428,8 @@ pub struct Args {
     #[command(flatten)]
     pub federation: FederationFlags,
     #[command(flatten)]
+    pub irc: IrcFlags,
+    #[command(flatten)]
     pub bosh: BoshFlags,
     #[command(flatten)]
     pub store: StoreFlags,
@@ -419,6 +450,7 @@ impl Args {
             broker: self.broker.or(under.broker),
             xmpp: self.xmpp.or(under.xmpp),
             federation: self.federation.or(under.federation),
+            irc: self.irc.or(under.irc),
             bosh: self.bosh.or(under.bosh),
             store: self.store.or(under.store),
             tls: self.tls.or(under.tls),
@@ -517,6 +549,7 @@ pub struct Config {
     /// XMPP accounts (`[[xmpp_account]]` in the file; see `switchboard xmpp-account`).
     pub xmpp_accounts: Vec<AccountEntry>,
     pub federation: FederationConfig,
+    pub irc: IrcConfig,
     pub bosh: BoshConfig,
     pub store: StoreConfig,
     /// TLS on the listener, if configured.
@@ -537,6 +570,7 @@ impl Default for Config {
             xmpp: XmppConfig::default(),
             xmpp_accounts: Vec::new(),
             federation: FederationConfig::default(),
+            irc: IrcConfig::default(),
             bosh: BoshConfig::default(),
             store: StoreConfig::default(),
             tls: None,
@@ -617,6 +651,7 @@ impl Config {
                 federation.routes = Routes(routes);
                 federation
             },
+            irc: flags.irc.resolve(),
             bosh: flags.bosh.resolve(),
             store: flags.store.resolve(),
             tls,
@@ -633,6 +668,7 @@ impl Config {
         self.broker.validate().map_err(Error::config)?;
         self.xmpp.validate().map_err(Error::config)?;
         self.federation.validate().map_err(Error::config)?;
+        self.irc.validate().map_err(Error::config)?;
         self.bosh.validate().map_err(Error::config)?;
         self.store.validate().map_err(Error::config)?;
         if self.xmpp.tls_listen != Listen::Off && self.tls.is_none() {

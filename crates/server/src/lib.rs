@@ -28,7 +28,7 @@ pub use config::{
 };
 pub use account::{AccountArgs, run_account};
 pub use copy::{StoreArgs, run_store};
-pub use server::{XmppListeners, serve, serve_with};
+pub use server::{Listeners, serve, serve_with};
 pub use xmpp::AccountEntry;
 
 /// Runs `switchboard serve` from its flags until SIGINT or SIGTERM.
@@ -55,20 +55,26 @@ pub async fn run_cli(args: Args) -> Result<(), Error> {
         .collect();
     let scheme = if config.tls.is_some() { "https" } else { "http" };
     println!("switchboard listening on {scheme}://{local}/ with apps {}", apps.join(", "));
-    let xmpp = XmppListeners::bind(&config).await?;
-    for (listener, how) in [(&xmpp.plain, ""), (&xmpp.direct_tls, " with direct TLS")] {
+    let listeners = Listeners::bind(&config).await?;
+    for (listener, how) in [(&listeners.xmpp, ""), (&listeners.xmpp_tls, " with direct TLS")] {
         if let Some(listener) = listener {
             let at = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
             println!("switchboard serves XMPP for {} on {at}{how}", config.xmpp.domain);
         }
     }
-    for (listener, how) in [(&xmpp.s2s, ""), (&xmpp.s2s_tls, " with direct TLS")] {
+    for (listener, how) in [(&listeners.s2s, ""), (&listeners.s2s_tls, " with direct TLS")] {
         if let Some(listener) = listener {
             let at = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
             println!("switchboard federates {} with other XMPP servers on {at}{how}", config.xmpp.domain);
         }
     }
-    serve_with(listener, xmpp, config, stop).await
+    for (listener, how) in [(&listeners.irc, ""), (&listeners.irc_tls, " with TLS")] {
+        if let Some(listener) = listener {
+            let at = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
+            println!("switchboard serves IRC on {at}{how}");
+        }
+    }
+    serve_with(listener, listeners, config, stop).await
 }
 
 /// `switchboard xmpp-account NAME`: reads a password from the first line of

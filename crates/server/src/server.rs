@@ -27,7 +27,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::http;
 use crate::shed::Shedder;
-use crate::state::ServerState;
+use crate::state::{Listening, ServerState};
 
 pub use base::Connection;
 
@@ -42,51 +42,62 @@ pub async fn serve(
     config: Config,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
-    let xmpp = XmppListeners::bind(&config).await?;
-    serve_with(listener, xmpp, config, shutdown).await
+    let listeners = Listeners::bind(&config).await?;
+    serve_with(listener, listeners, config, shutdown).await
 }
 
-/// Where XMPP clients connect: plain TCP (with STARTTLS) and direct TLS;
-/// and where other servers do (federation).
+/// The listeners beside the HTTP one: where XMPP clients connect (plain
+/// TCP with STARTTLS, and direct TLS), where other XMPP servers do
+/// (federation), and where IRC clients do (plain and TLS).
 #[derive(Debug, Default)]
-pub struct XmppListeners {
-    pub plain: Option<TcpListener>,
-    pub direct_tls: Option<TcpListener>,
+pub struct Listeners {
+    pub xmpp: Option<TcpListener>,
+    pub xmpp_tls: Option<TcpListener>,
     pub s2s: Option<TcpListener>,
     /// Other servers with TLS from the first byte (XEP-0368).
     pub s2s_tls: Option<TcpListener>,
+    pub irc: Option<TcpListener>,
+    pub irc_tls: Option<TcpListener>,
 }
 
-impl XmppListeners {
+impl Listeners {
     /// Binds what `config` asks for.
-    pub async fn bind(config: &Config) -> Result<XmppListeners, Error> {
-        let bind = |addr: Option<std::net::SocketAddr>| async move {
+    pub async fn bind(config: &Config) -> Result<Listeners, Error> {
+        let bind = |addr: Option<std::net::SocketAddr>, what: &'static str| async move {
             match addr {
-                Some(addr) => TcpListener::bind(addr).await.map(Some).map_err(|e| Error::io(format!("cannot listen for XMPP on {addr}: {e}"))),
+                Some(addr) => TcpListener::bind(addr).await.map(Some).map_err(|e| Error::io(format!("cannot listen for {what} on {addr}: {e}"))),
                 None => Ok(None),
             }
         };
         let federates = config.federation.on(config.tls.as_ref());
         let s2s = config.federation.listen.address().filter(|_| federates);
         let s2s_tls = config.federation.tls_listen.address().filter(|_| federates);
-        Ok(XmppListeners {
-            plain: bind(config.xmpp.listen.address()).await?,
-            direct_tls: bind(config.xmpp.tls_listen.address()).await?,
-            s2s: bind(s2s).await?,
-            s2s_tls: bind(s2s_tls).await?,
+        let irc_tls = config.irc.tls_listen.address().filter(|_| config.tls.is_some());
+        Ok(Listeners {
+            xmpp: bind(config.xmpp.listen.address(), "XMPP").await?,
+            xmpp_tls: bind(config.xmpp.tls_listen.address(), "XMPP").await?,
+            s2s: bind(s2s, "XMPP servers").await?,
+            s2s_tls: bind(s2s_tls, "XMPP servers").await?,
+            irc: bind(config.irc.listen.address(), "IRC").await?,
+            irc_tls: bind(irc_tls, "IRC").await?,
         })
     }
 
-    fn any(&self) -> bool {
-        self.plain.is_some() || self.direct_tls.is_some() || self.s2s.is_some() || self.s2s_tls.is_some()
+    fn listening(&self) -> Listening {
+        let federation = self.s2s.is_some() || self.s2s_tls.is_some();
+        Listening {
+            xmpp: self.xmpp.is_some() || self.xmpp_tls.is_some() || federation,
+            federation,
+            irc: self.irc.is_some() || self.irc_tls.is_some(),
+        }
     }
 }
 
-/// Serves as [`serve`] does, with XMPP clients on `xmpp` (bound by the
-/// caller, whatever `config.xmpp.listen` says).
+/// Serves as [`serve`] does, with the other protocols on `listeners`
+/// (bound by the caller, whatever the configuration says).
 pub async fn serve_with(
     listener: TcpListener,
-    xmpp: XmppListeners,
+    listeners: Listeners,
     config: Config,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
@@ -104,20 +115,27 @@ pub async fn serve_with(
         None => None,
     };
     let store = store::open(&config.store.choice()).await.map_err(Error::store)?;
-    let state = Arc::new(ServerState::new(config, nats, store, xmpp.any(), xmpp.s2s.is_some() || xmpp.s2s_tls.is_some())?);
+    let state = Arc::new(ServerState::new(config, nats, store, listeners.listening())?);
     if let Some(service) = &state.xmpp {
         let rooms = service.load_rooms().await.map_err(Error::store)?;
         tracing::debug!("{rooms} persistent rooms taken back from the store");
     }
     if let Some(service) = state.xmpp.clone() {
-        for (listener, direct_tls) in [(xmpp.plain, false), (xmpp.direct_tls, true)] {
+        for (listener, direct_tls) in [(listeners.xmpp, false), (listeners.xmpp_tls, true)] {
             if let Some(listener) = listener {
                 state.tracker.spawn(xmpp::serve(listener, service.clone(), direct_tls));
             }
         }
-        for (listener, direct) in [(xmpp.s2s, false), (xmpp.s2s_tls, true)] {
+        for (listener, direct) in [(listeners.s2s, false), (listeners.s2s_tls, true)] {
             if let Some(listener) = listener {
                 state.tracker.spawn(xmpp::s2s::serve(listener, service.clone(), direct));
+            }
+        }
+    }
+    if let Some(service) = state.irc.clone() {
+        for (listener, tls) in [(listeners.irc, false), (listeners.irc_tls, true)] {
+            if let Some(listener) = listener {
+                state.tracker.spawn(irc::serve(listener, service.clone(), tls));
             }
         }
     }

@@ -33,6 +33,8 @@ pub struct ServerState {
     pub xmpp: Option<Arc<xmpp::Xmpp>>,
     /// XMPP over BOSH, when XMPP is on.
     pub bosh: Option<xmpp::bosh::Bosh>,
+    /// The IRC service, when IRC is on.
+    pub irc: Option<Arc<irc::Irc>>,
     /// TLS on the listener, if configured.
     pub tls: Option<TlsAcceptor>,
     /// The archives' writer, when anything is archived.
@@ -61,17 +63,31 @@ impl std::fmt::Debug for ServerState {
 /// One mount: an app, or XMPP over SockJS.
 pub type MountState = transport::Mount<Served>;
 
+/// Which protocols the server has listeners for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Listening {
+    pub xmpp: bool,
+    /// Other XMPP servers' streams.
+    pub federation: bool,
+    pub irc: bool,
+}
+
 /// Bursts of new sessions an address may open: ten seconds' worth.
 const SESSION_BURST_SECONDS: u32 = 10;
 
 impl ServerState {
     /// The state of a server with `config`, whose rooms span nodes through
     /// `nats` if there is one, which keeps what outlives it in `store`,
-    /// with XMPP on if `xmpp_on`, federating with other servers if `federates`.
-    pub fn new(config: Config, nats: Option<Arc<cluster::Nats>>, store: Arc<dyn store::Store>, xmpp_on: bool, federates: bool) -> Result<ServerState, Error> {
+    /// with the protocols `listening` says on.
+    pub fn new(config: Config, nats: Option<Arc<cluster::Nats>>, store: Arc<dyn store::Store>, listening: Listening) -> Result<ServerState, Error> {
+        let Listening { xmpp: xmpp_on, federation: federates, irc: irc_on } = listening;
         // STARTTLS on XMPP streams uses the listener's certificate.
         let xmpp_tls = match &config.tls {
             Some(files) if xmpp_on => Some(tls::acceptor_for(files, &[])?),
+            _ => None,
+        };
+        let irc_tls = match &config.tls {
+            Some(files) if irc_on => Some(tls::acceptor_for(files, &[])?),
             _ => None,
         };
         let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
@@ -138,6 +154,20 @@ impl ServerState {
             }
             _ => None,
         };
+        let irc = irc_on.then(|| {
+            // Channels are the first chat mount's rooms, as MUC rooms are.
+            let rooms = apps.iter().flatten().find(|app| app.kind() == AppKind::Chat).map(|app| app.broker().clone());
+            let rates = config.limits;
+            let settings = irc::Settings {
+                server_name: config.irc.server_name.clone(),
+                network: "Switchboard".to_owned(),
+                max_connections: config.server.max_connections,
+                max_channels: config.irc.max_channels,
+                registration_timeout: config.irc.registration_timeout,
+                inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
+            };
+            Arc::new(irc::Irc::new(context.clone(), settings, rooms, irc_tls))
+        });
         let muc_prefix = config.mounts.iter().find(|m| m.app == MountKind::App(AppKind::Chat)).map(|m| m.prefix.clone());
         let xmpp = xmpp_on.then(|| {
             // MUC rooms are the first chat mount's rooms.
@@ -212,6 +242,7 @@ impl ServerState {
             nats,
             xmpp,
             bosh,
+            irc,
             tls,
             archive,
         })
@@ -234,7 +265,7 @@ mod tests {
     /// tokio's, aligned to 128) stays within jemalloc's 1,792-byte class.
     #[tokio::test]
     async fn an_xmpp_streams_future_stays_small() {
-        let state = ServerState::new(Config::default(), None, Arc::new(store::MemoryStore::default()), true, false).expect("the default configuration");
+        let state = ServerState::new(Config::default(), None, Arc::new(store::MemoryStore::default()), Listening { xmpp: true, ..Listening::default() }).expect("the default configuration");
         let size = xmpp::stream_future_size(state.xmpp.clone().expect("XMPP is on")).await;
         assert!(size <= 1664, "an XMPP stream's future is {size} bytes");
     }

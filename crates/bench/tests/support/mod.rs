@@ -127,7 +127,7 @@ impl Serve {
         let addr = listener.local_addr().expect("addr");
         let xmpp_addr = xmpp.as_ref().map(|l| l.local_addr().expect("addr"));
         let (stop, stopped) = oneshot::channel::<()>();
-        let listeners = server::XmppListeners { plain: xmpp, direct_tls: None, s2s: None, s2s_tls: None };
+        let listeners = server::Listeners { xmpp, ..server::Listeners::default() };
         tokio::spawn(server::serve_with(listener, listeners, config, async {
             let _ = stopped.await;
         }));

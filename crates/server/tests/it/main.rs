@@ -12,6 +12,7 @@ mod binary;
 mod deflate;
 mod federation;
 mod hostile;
+mod irc;
 mod lifecycle;
 mod security;
 mod room_archive;

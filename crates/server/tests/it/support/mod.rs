@@ -30,6 +30,8 @@ pub struct TestServer {
     pub xmpp: Option<SocketAddr>,
     /// Where they connect with direct TLS, when the config has a certificate.
     pub xmpp_tls: Option<SocketAddr>,
+    /// Where IRC clients connect.
+    pub irc: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), server::Error>>,
 }
@@ -40,7 +42,8 @@ impl TestServer {
     }
 
     /// A server with `config`, serving no XMPP (a config resolved as the
-    /// command line resolves it would listen on 5222; see `with_xmpp`),
+    /// command line resolves it would listen on 5222; see `with_xmpp`) and
+    /// IRC on a port of its own,
     /// keeping nothing beyond itself (`--store memory`).
     pub async fn with(config: Config) -> TestServer {
         let mut config = config;
@@ -48,12 +51,14 @@ impl TestServer {
         config.xmpp.listen = server::Listen::Off;
         config.xmpp.tls_listen = server::Listen::Off;
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let irc = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (addr, irc_addr) = (listener.local_addr().unwrap(), irc.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(server::serve(listener, config, async move {
+        let listeners = server::Listeners { irc: Some(irc), ..server::Listeners::default() };
+        let task = tokio::spawn(server::serve_with(listener, listeners, config, async move {
             let _ = stopped.await;
         }));
-        TestServer { addr, xmpp: None, xmpp_tls: None, stop: Some(stop), task }
+        TestServer { addr, xmpp: None, xmpp_tls: None, irc: irc_addr, stop: Some(stop), task }
     }
 
     /// A server that also serves XMPP on a port of its own, keeping
@@ -88,14 +93,15 @@ impl TestServer {
             Some(_) => Some(TcpListener::bind("127.0.0.1:0").await.unwrap()),
             None => None,
         };
-        let (addr, xmpp_addr) = (listener.local_addr().unwrap(), xmpp.local_addr().unwrap());
+        let irc = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (addr, xmpp_addr, irc_addr) = (listener.local_addr().unwrap(), xmpp.local_addr().unwrap(), irc.local_addr().unwrap());
         let xmpp_tls = direct_tls.as_ref().map(|l| l.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
-        let listeners = server::XmppListeners { plain: Some(xmpp), direct_tls, s2s, s2s_tls };
+        let listeners = server::Listeners { xmpp: Some(xmpp), xmpp_tls: direct_tls, s2s, s2s_tls, irc: Some(irc), irc_tls: None };
         let task = tokio::spawn(server::serve_with(listener, listeners, config, async move {
             let _ = stopped.await;
         }));
-        TestServer { addr, xmpp: Some(xmpp_addr), xmpp_tls, stop: Some(stop), task }
+        TestServer { addr, xmpp: Some(xmpp_addr), xmpp_tls, irc: irc_addr, stop: Some(stop), task }
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -1,0 +1,84 @@
+//! IRCv3 capability negotiation (`CAP`, version 302): what this server
+//! offers, and what one client has asked for.
+
+/// One capability this server offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Cap {
+    /// `@time=` on every line that reports something that happened.
+    ServerTime = 1,
+    /// Tags on lines, and `msgid` on messages.
+    MessageTags = 2,
+    /// A client's own messages come back to it as others see them.
+    EchoMessage = 4,
+    /// `AWAY` lines when members of a shared channel go away or come back.
+    AwayNotify = 8,
+    /// Related lines grouped (`BATCH`): a room's history on join.
+    Batch = 16,
+    /// Every prefix of a member in `NAMES` and `WHO`, not only the highest.
+    MultiPrefix = 32,
+}
+
+/// Every capability offered, as `CAP LS` lists them.
+pub const OFFERED: [(&str, Cap); 6] = [
+    ("away-notify", Cap::AwayNotify),
+    ("batch", Cap::Batch),
+    ("echo-message", Cap::EchoMessage),
+    ("message-tags", Cap::MessageTags),
+    ("multi-prefix", Cap::MultiPrefix),
+    ("server-time", Cap::ServerTime),
+];
+
+/// The capabilities a client has enabled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Caps(pub u8);
+
+impl Caps {
+    pub fn has(self, cap: Cap) -> bool {
+        self.0 & cap as u8 != 0
+    }
+
+    /// The capabilities after a `CAP REQ` of `request` (names, each with
+    /// `-` to disable it), or `None` if it names one not offered: the
+    /// request is then refused whole.
+    pub fn after(self, request: &str) -> Option<Caps> {
+        let mut caps = self.0;
+        for name in request.split_ascii_whitespace() {
+            let (off, name) = match name.strip_prefix('-') {
+                Some(name) => (true, name),
+                None => (false, name),
+            };
+            let (_, cap) = OFFERED.iter().find(|(n, _)| *n == name)?;
+            if off {
+                caps &= !(*cap as u8);
+            } else {
+                caps |= *cap as u8;
+            }
+        }
+        Some(Caps(caps))
+    }
+
+    /// The enabled capabilities' names, as `CAP LIST` gives them.
+    pub fn names(self) -> String {
+        OFFERED.iter().filter(|(_, cap)| self.has(*cap)).map(|(name, _)| *name).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// What `CAP LS` says.
+pub fn offered() -> String {
+    OFFERED.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_taken_whole_or_not_at_all() {
+        let caps = Caps::default().after("server-time echo-message").unwrap();
+        assert!(caps.has(Cap::ServerTime) && caps.has(Cap::EchoMessage) && !caps.has(Cap::Batch));
+        assert_eq!(caps.names(), "echo-message server-time");
+        assert_eq!(caps.after("batch nonsense"), None);
+        assert_eq!(caps.after("-echo-message").unwrap().names(), "server-time");
+    }
+}

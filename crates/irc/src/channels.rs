@@ -1,0 +1,150 @@
+//! What IRC keeps of a room beyond the hub's members and messages: its
+//! topic, its modes and which IRC members are operators or voiced. It
+//! lives while IRC clients of this node are in the room. Modes hold IRC's
+//! members to them; members of other protocols have their own rules.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use parking_lot::Mutex;
+
+use crate::nicks::Public;
+
+/// One channel's IRC state.
+#[derive(Debug)]
+pub struct Channel {
+    pub topic: Option<Topic>,
+    pub modes: Modes,
+    pub members: Vec<Membership>,
+    pub created: SystemTime,
+}
+
+/// A channel's topic, who set it and when.
+#[derive(Debug, Clone)]
+pub struct Topic {
+    pub text: Arc<str>,
+    pub by: Arc<str>,
+    pub at: SystemTime,
+}
+
+/// The channel modes a chat needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Modes {
+    /// `+n`: only members may send to it.
+    pub no_outside: bool,
+    /// `+t`: only operators may set the topic.
+    pub topic_ops: bool,
+    /// `+m`: only operators and voiced members may speak.
+    pub moderated: bool,
+    /// `+k`: the key a join must give.
+    pub key: Option<String>,
+    /// `+l`: most IRC members.
+    pub limit: Option<usize>,
+}
+
+impl Default for Modes {
+    fn default() -> Modes {
+        Modes { no_outside: true, topic_ops: true, moderated: false, key: None, limit: None }
+    }
+}
+
+impl Modes {
+    /// As `324` gives them: `+ntk key`, the key and the limit after.
+    pub fn shown(&self) -> Vec<String> {
+        let mut flags = String::from("+");
+        let mut params = Vec::new();
+        for (on, flag) in [(self.moderated, 'm'), (self.no_outside, 'n'), (self.topic_ops, 't')] {
+            if on {
+                flags.push(flag);
+            }
+        }
+        if let Some(key) = &self.key {
+            flags.push('k');
+            params.push(key.clone());
+        }
+        if let Some(limit) = self.limit {
+            flags.push('l');
+            params.push(limit.to_string());
+        }
+        std::iter::once(flags).chain(params).collect()
+    }
+}
+
+/// An IRC client in a channel.
+#[derive(Debug, Clone)]
+pub struct Membership {
+    pub client: Arc<Public>,
+    pub op: bool,
+    pub voice: bool,
+}
+
+impl Membership {
+    /// Its prefixes in `NAMES`: the highest, or all of them.
+    pub fn prefix(&self, all: bool) -> &'static str {
+        match (self.op, self.voice, all) {
+            (true, true, true) => "@+",
+            (true, _, _) => "@",
+            (false, true, _) => "+",
+            _ => "",
+        }
+    }
+}
+
+/// Every channel with IRC members on this node.
+#[derive(Debug, Default)]
+pub struct Channels {
+    by_room: Mutex<HashMap<Arc<str>, Channel>>,
+}
+
+impl Channels {
+    /// Runs `f` on `room`'s channel, if IRC clients are in it.
+    pub fn with<T>(&self, room: &str, f: impl FnOnce(&mut Channel) -> T) -> Option<T> {
+        self.by_room.lock().get_mut(room).map(f)
+    }
+
+    /// Runs `f` on `room`'s channel, opening it if nobody of IRC is in it.
+    pub fn open<T>(&self, room: &str, f: impl FnOnce(&mut Channel) -> T) -> T {
+        let mut rooms = self.by_room.lock();
+        let channel = rooms.entry(Arc::from(room)).or_insert_with(|| Channel {
+            topic: None,
+            modes: Modes::default(),
+            members: Vec::new(),
+            created: SystemTime::now(),
+        });
+        f(channel)
+    }
+
+    /// Adds `client` to `room`'s channel, an operator if it is the first
+    /// IRC member.
+    pub fn enter(&self, room: &str, client: &Arc<Public>) {
+        self.open(room, |channel| {
+            if !channel.members.iter().any(|m| m.client.id == client.id) {
+                let op = channel.members.is_empty();
+                channel.members.push(Membership { client: client.clone(), op, voice: false });
+            }
+        });
+    }
+
+    /// Takes member `id` out of `room`'s channel, which closes with its
+    /// last IRC member.
+    pub fn exit(&self, room: &str, id: hub::MemberId) {
+        let mut rooms = self.by_room.lock();
+        if let Some(channel) = rooms.get_mut(room) {
+            channel.members.retain(|m| m.client.id != id);
+            if channel.members.is_empty() {
+                rooms.remove(room);
+            }
+        }
+    }
+
+    /// The IRC members of `room`'s channel.
+    pub fn members(&self, room: &str) -> Vec<Membership> {
+        self.with(room, |c| c.members.clone()).unwrap_or_default()
+    }
+
+    /// The rooms with IRC members, with their topics (`LIST`).
+    pub fn list(&self) -> Vec<(Arc<str>, Option<Arc<str>>)> {
+        self.by_room.lock().iter().map(|(room, c)| (room.clone(), c.topic.as_ref().map(|t| t.text.clone()))).collect()
+    }
+}

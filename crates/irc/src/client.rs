@@ -1,0 +1,925 @@
+//! One IRC client's protocol: registration (`CAP`, `PASS`, `NICK`,
+//! `USER`), then its commands. What it answers is queued on its own
+//! outbox, as lines; what it says in a room goes to the room through the
+//! broker, as a room event every protocol renders for its own clients.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use hub::{Greeting, JoinError, Member, MemberId, Outbox, Payload, RenameError, Roster, RoomEvent};
+use wire::irc::{Line, MAX_LINE, Message, channel_of, name_of, nick_of, room_of};
+use wire::nickname::Nickname;
+
+use crate::Irc;
+use crate::cap::{self, Cap, Caps};
+use crate::channels::{Membership, Topic};
+use crate::nicks::Public;
+use crate::numeric::*;
+use crate::render::{self, Tags};
+
+/// Longest nickname a client may take, in bytes.
+pub const NICKLEN: usize = 64;
+/// Longest topic, away message or reason kept.
+const TEXTLEN: usize = 390;
+/// Most members `NAMES` and `WHO` list.
+const MAX_LISTED: usize = 1000;
+/// The channel modes a client may set, and which take a parameter.
+const CHANNEL_MODES: &str = "klmnotv";
+
+/// What the connection does after a line.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Flow {
+    Go,
+    /// The client quit, or must go: the reason its `ERROR` line gives.
+    Close(String),
+}
+
+/// A room event of its own that the client is not to get back: it was
+/// told otherwise (its `JOIN` comes before the room's names).
+#[derive(Debug, PartialEq, Eq)]
+enum Echo {
+    Join(Arc<str>),
+    Leave(Arc<str>),
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct Client {
+    irc: Arc<Irc>,
+    pub public: Arc<Public>,
+    /// The name its nickname stands for, once it has one.
+    name: Option<Nickname>,
+    user: Option<String>,
+    caps: Caps,
+    /// Inside `CAP LS` … `CAP END`: registration waits for its end.
+    negotiating: bool,
+    pub registered: bool,
+    /// Rooms it is in.
+    joined: Vec<Arc<str>>,
+    echoes: Vec<(Arc<str>, Echo)>,
+    /// Batches sent so far, for their ids.
+    batches: u64,
+}
+
+impl Client {
+    pub fn new(irc: Arc<Irc>, outbox: Arc<Outbox>) -> Client {
+        let public = Arc::new(Public::new(hub::next_member_id(), outbox));
+        Client {
+            irc,
+            public,
+            name: None,
+            user: None,
+            caps: Caps::default(),
+            negotiating: false,
+            registered: false,
+            joined: Vec::new(),
+            echoes: Vec::new(),
+            batches: 0,
+        }
+    }
+
+    fn id(&self) -> MemberId {
+        self.public.id
+    }
+
+    fn server(&self) -> &str {
+        self.irc.server_name()
+    }
+
+    /// Its nickname, `*` before it has one.
+    pub fn nick(&self) -> String {
+        self.name.as_ref().map_or_else(|| "*".to_owned(), |n| nick_of(&n.shown).into_owned())
+    }
+
+    fn source(&self) -> String {
+        render::source(&self.nick(), self.server())
+    }
+
+    fn send(&self, line: String) {
+        self.public.send(line);
+    }
+
+    /// A numeric reply, addressed to the client.
+    fn reply(&self, numeric: &str) -> Line {
+        Line::new(Some(self.server()), numeric).arg(&self.nick())
+    }
+
+    /// A line it sent that is too long (417).
+    pub fn too_long(&self) {
+        self.send(self.reply(ERR_INPUTTOOLONG).trailing("Input line was too long"));
+    }
+
+    /// Handles one line.
+    pub async fn on_line(&mut self, message: &Message<'_>) -> Flow {
+        let command = message.command.to_ascii_uppercase();
+        let params = &message.params;
+        let needs = |count: usize| params.len() < count;
+        if needs(match command.as_str() {
+            "NICK" | "PING" | "JOIN" | "PART" | "TOPIC" | "WHOIS" | "MODE" | "ISON" | "USERHOST" | "CAP" => 1,
+            "PRIVMSG" | "NOTICE" => 0,
+            "USER" => 4,
+            _ => 0,
+        }) {
+            return match command.as_str() {
+                "NICK" => self.no_nick(),
+                "PING" => self.send_flow(self.reply(ERR_NOORIGIN).trailing("No origin specified")),
+                _ => self.send_flow(self.reply(ERR_NEEDMOREPARAMS).arg(&command).trailing("Not enough parameters")),
+            };
+        }
+        let param = |i: usize| params.get(i).copied().unwrap_or("");
+        match command.as_str() {
+            "CAP" => self.cap(param(0), param(1)),
+            "PASS" if self.registered => self.send(self.reply(ERR_ALREADYREGISTERED).trailing("You may not reregister")),
+            "PASS" => {}
+            "NICK" => self.set_nick(param(0)).await,
+            "USER" if self.registered || self.user.is_some() => {
+                self.send(self.reply(ERR_ALREADYREGISTERED).trailing("You may not reregister"));
+            }
+            "USER" => {
+                self.user = Some(param(0).to_owned());
+                self.public.state.lock().realname = Arc::from(truncated(param(3)));
+                self.try_register();
+            }
+            "PING" => self.send(Line::new(Some(self.server()), "PONG").arg(self.server()).trailing(param(0))),
+            "PONG" => {}
+            "QUIT" => {
+                let reason = params.first().map_or_else(|| "Client Quit".to_owned(), |r| format!("Quit: {}", truncated(r)));
+                return Flow::Close(reason);
+            }
+            _ if !self.registered => self.send(self.reply(ERR_NOTREGISTERED).trailing("You have not registered")),
+            "JOIN" => self.join_all(param(0), param(1)).await,
+            "PART" => self.part_all(param(0)),
+            "PRIVMSG" | "NOTICE" => self.message(&command, message).await,
+            "TOPIC" => self.topic(param(0), params.get(1).copied()),
+            "NAMES" => self.names(params.first().copied()),
+            "WHO" => self.who(param(0)),
+            "WHOIS" => self.whois(params.last().copied().unwrap_or("")),
+            "LIST" => self.list(),
+            "MODE" => self.mode(&params[..]),
+            "AWAY" => self.away(params.first().copied().filter(|t| !t.is_empty())),
+            "ISON" => self.ison(&params[..]),
+            "USERHOST" => self.userhost(&params[..]),
+            "MOTD" => self.send(self.reply(ERR_NOMOTD).trailing("MOTD File is missing")),
+            "LUSERS" => self.lusers(),
+            "VERSION" => self.send(self.reply(RPL_VERSION).arg(&version()).arg(self.server()).trailing("")),
+            _ => self.send(self.reply(ERR_UNKNOWNCOMMAND).arg(&command).trailing("Unknown command")),
+        }
+        Flow::Go
+    }
+
+    fn send_flow(&self, line: String) -> Flow {
+        self.send(line);
+        Flow::Go
+    }
+
+    fn no_nick(&self) -> Flow {
+        self.send_flow(self.reply(ERR_NONICKNAMEGIVEN).trailing("No nickname given"))
+    }
+
+    fn cap(&mut self, sub: &str, arg: &str) {
+        let nick = self.nick();
+        let line = |sub: &str| Line::new(Some(self.irc.server_name()), "CAP").arg(&nick).arg(sub);
+        match sub.to_ascii_uppercase().as_str() {
+            "LS" => {
+                self.negotiating |= !self.registered;
+                self.send(line("LS").trailing(&cap::offered()));
+            }
+            "LIST" => self.send(line("LIST").trailing(&self.caps.names())),
+            "REQ" => {
+                self.negotiating |= !self.registered;
+                match self.caps.after(arg) {
+                    Some(caps) => {
+                        self.caps = caps;
+                        self.public.set_caps(caps);
+                        self.send(line("ACK").trailing(arg));
+                    }
+                    None => self.send(line("NAK").trailing(arg)),
+                }
+            }
+            "END" => {
+                self.negotiating = false;
+                self.try_register();
+            }
+            _ => self.send(self.reply(ERR_INVALIDCAPCMD).arg(sub).trailing("Invalid CAP command")),
+        }
+    }
+
+    async fn set_nick(&mut self, nick: &str) {
+        let name = match name_of(nick).ok().and_then(|name| Nickname::parse(&name).ok()) {
+            Some(name) if nick.len() <= NICKLEN && nick_of(&name.shown) == nick => name,
+            _ => return self.send(self.reply(ERR_ERRONEUSNICKNAME).arg(nick).trailing("Erroneous nickname")),
+        };
+        if self.name.as_ref().is_some_and(|old| old.shown == name.shown) {
+            return;
+        }
+        let old = self.name.as_ref().map(|n| n.key.clone());
+        if !self.irc.nicks.claim(&name.key, old.as_ref(), &self.public) {
+            return self.send(self.reply(ERR_NICKNAMEINUSE).arg(nick).trailing("Nickname is already in use"));
+        }
+        if let Err(room) = self.rename_in_rooms(&name).await {
+            // Back to the old name everywhere it had changed.
+            if let Some(old) = &self.name {
+                let _ = self.irc.nicks.claim(&old.key, Some(&name.key), &self.public);
+            } else {
+                self.irc.nicks.release(&name.key, self.id());
+            }
+            let line = self.reply(ERR_NICKNAMEINUSE).arg(nick).trailing(&format!("Nickname is in use in {}", channel_of(&room)));
+            return self.send(line);
+        }
+        let before = self.registered.then(|| self.source());
+        self.public.state.lock().nick = Arc::from(nick);
+        let old_name = self.name.replace(name.clone());
+        if let (Some(before), Some(old_name)) = (before, old_name) {
+            self.send(Line::new(Some(&before), "NICK").arg(nick).end());
+            for room in self.joined.clone() {
+                self.echoes.push((room.clone(), Echo::Leave(old_name.shown.clone())));
+                self.echoes.push((room.clone(), Echo::Join(name.shown.clone())));
+                self.publish(&room, RoomEvent::Leave { name: old_name.shown.clone() });
+                self.publish(&room, RoomEvent::Join { name: name.shown.clone() });
+            }
+        }
+        self.try_register();
+    }
+
+    /// Takes `name` in every room it is in; on a room where it is taken,
+    /// gives the old name back where it had changed and says which room.
+    async fn rename_in_rooms(&self, name: &Nickname) -> Result<(), Arc<str>> {
+        let (Some(rooms), Some(old)) = (&self.irc.rooms, &self.name) else { return Ok(()) };
+        for (done, room) in self.joined.iter().enumerate() {
+            match rooms.rename(room, self.id(), name.clone()).await {
+                Ok(()) | Err(RenameError::NotMember) => {}
+                Err(_) => {
+                    for room in &self.joined[..done] {
+                        let _ = rooms.rename(room, self.id(), old.clone()).await;
+                    }
+                    return Err(room.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn try_register(&mut self) {
+        if self.registered || self.negotiating || self.user.is_none() {
+            return;
+        }
+        let Some(name) = &self.name else { return };
+        self.registered = true;
+        let nick = nick_of(&name.shown).into_owned();
+        let server = self.server().to_owned();
+        let network = &self.irc.settings.network;
+        let created = humantime::format_rfc3339_seconds(self.irc.created);
+        let version = version();
+        let mut lines = vec![
+            self.reply(RPL_WELCOME).trailing(&format!("Welcome to the {network} IRC Network {}", self.source())),
+            self.reply(RPL_YOURHOST).trailing(&format!("Your host is {server}, running version {version}")),
+            self.reply(RPL_CREATED).trailing(&format!("This server was created {created}")),
+            self.reply(RPL_MYINFO).arg(&server).arg(&version).arg("iw").arg(CHANNEL_MODES).arg("klov").end(),
+        ];
+        let tokens = [
+            format!("AWAYLEN={TEXTLEN}"),
+            "CASEMAPPING=ascii".into(),
+            format!("CHANLIMIT=#:{}", self.irc.settings.max_channels),
+            "CHANMODES=b,k,l,mnt".into(),
+            format!("CHANNELLEN={}", 1 + 3 * wire::app::MAX_NAME_LEN),
+            "CHANTYPES=#".into(),
+            "ELIST=".into(),
+            format!("KICKLEN={TEXTLEN}"),
+            "MODES=4".into(),
+            format!("NETWORK={network}"),
+            format!("NICKLEN={NICKLEN}"),
+            "PREFIX=(ov)@+".into(),
+            "STATUSMSG=".into(),
+            format!("TOPICLEN={TEXTLEN}"),
+            "UTF8ONLY".into(),
+        ];
+        for chunk in tokens.chunks(13) {
+            let mut line = self.reply(RPL_ISUPPORT);
+            for token in chunk {
+                line = line.arg(token);
+            }
+            lines.push(line.trailing("are supported by this server"));
+        }
+        lines.push(self.lusers_line());
+        lines.push(self.reply(ERR_NOMOTD).trailing("MOTD File is missing"));
+        self.send(lines.concat());
+        let _ = nick;
+    }
+
+    fn lusers_line(&self) -> String {
+        let clients = self.irc.clients();
+        self.reply(RPL_LUSERCLIENT).trailing(&format!("There are {clients} users and 0 invisible on 1 servers"))
+    }
+
+    fn lusers(&self) {
+        self.send(self.lusers_line());
+    }
+
+    async fn join_all(&mut self, channels: &str, keys: &str) {
+        if channels == "0" {
+            let all = self.joined.iter().map(|r| channel_of(r)).collect::<Vec<_>>().join(",");
+            return self.part_all(&all);
+        }
+        let mut keys = keys.split(',');
+        for channel in channels.split(',').filter(|c| !c.is_empty()) {
+            self.join(channel, keys.next().filter(|k| !k.is_empty())).await;
+        }
+    }
+
+    async fn join(&mut self, channel: &str, key: Option<&str>) {
+        let (Ok(room), Some(rooms)) = (room_of(channel), self.irc.rooms.clone()) else {
+            return self.send(self.reply(ERR_NOSUCHCHANNEL).arg(channel).trailing("No such channel"));
+        };
+        let Some(name) = self.name.clone() else { return };
+        let room: Arc<str> = Arc::from(room);
+        if self.joined.contains(&room) {
+            return;
+        }
+        let channel = channel_of(&room);
+        if self.joined.len() >= self.irc.settings.max_channels {
+            return self.send(self.reply(ERR_TOOMANYCHANNELS).arg(&channel).trailing("You have joined too many channels"));
+        }
+        // IRC's own modes, for IRC's members.
+        let refused = self.irc.channels.with(&room, |c| {
+            if c.modes.key.as_deref().is_some_and(|k| Some(k) != key) {
+                Some((ERR_BADCHANNELKEY, "Cannot join channel (+k)"))
+            } else if c.modes.limit.is_some_and(|l| c.members.len() >= l) {
+                Some((ERR_CHANNELISFULL, "Cannot join channel (+l)"))
+            } else {
+                None
+            }
+        });
+        if let Some(Some((numeric, text))) = refused {
+            return self.send(self.reply(numeric).arg(&channel).trailing(text));
+        }
+        // In the channel first, so that its names show a first member as operator.
+        self.irc.channels.enter(&room, &self.public);
+        let greeting = self.greeting(&room, &channel, &name);
+        let member = Member { id: self.id(), name: Some(name.clone()), outbox: self.public.outbox.clone() };
+        if let Err(e) = rooms.join(&room, member, MAX_LISTED, greeting).await {
+            self.irc.channels.exit(&room, self.id());
+            let text = match e {
+                JoinError::NameTaken => "Your nickname is taken in this channel by a member of another protocol".to_owned(),
+                JoinError::RoomFull => return self.send(self.reply(ERR_CHANNELISFULL).arg(&channel).trailing("Cannot join channel (room full)")),
+                JoinError::TooManyJoins => "Too many joins to this channel; try again in a moment".to_owned(),
+                JoinError::Broker(e) => e.to_string(),
+            };
+            return self.send(self.reply(ERR_UNAVAILRESOURCE).arg(&channel).trailing(&text));
+        }
+        self.public.state.lock().channels.push(channel);
+        self.joined.push(room.clone());
+        self.echoes.push((room.clone(), Echo::Join(name.shown.clone())));
+        self.publish(&room, RoomEvent::Join { name: name.shown });
+    }
+
+    /// What a client that joins `room` is sent before anything else of it:
+    /// its own `JOIN`, the topic, the names, and, to a client that reads
+    /// times, the room's history as a batch.
+    fn greeting(&mut self, room: &Arc<str>, channel: &str, name: &Nickname) -> Greeting {
+        let server = self.server().to_owned();
+        let nick = nick_of(&name.shown).into_owned();
+        let caps = self.caps;
+        let join = Line::tagged(&Tags::of(caps).text(SystemTime::now(), None, None), Some(&self.source()), "JOIN").arg(channel).end();
+        let topic = self.topic_lines(room, channel);
+        let prefixes = self.prefixes(room);
+        self.batches += 1;
+        let batch = format!("h{}", self.batches);
+        let channel = channel.to_owned();
+        Box::new(move |roster: &Roster| {
+            let mut lines = join + &topic;
+            lines.push_str(&names_lines(&server, &nick, &channel, &roster.names, &prefixes));
+            let mut greeting = vec![Payload::new(lines)];
+            if caps.has(Cap::ServerTime) && !roster.history.is_empty() {
+                greeting.push(Payload::new(history(&server, caps, &channel, &batch, &roster.history)));
+            }
+            greeting
+        })
+    }
+
+    fn topic_lines(&self, room: &str, channel: &str) -> String {
+        let topic = self.irc.channels.with(room, |c| c.topic.clone()).flatten();
+        match topic {
+            Some(Topic { text, by, at }) => {
+                let at = at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                self.reply(RPL_TOPIC).arg(channel).trailing(&text) + &self.reply(RPL_TOPICWHOTIME).arg(channel).arg(&by).arg(&at.to_string()).end()
+            }
+            None => String::new(),
+        }
+    }
+
+    /// The `NAMES` prefixes of `room`'s IRC members who have one, by name.
+    fn prefixes(&self, room: &str) -> Vec<(Arc<str>, &'static str)> {
+        let all = self.caps.has(Cap::MultiPrefix);
+        self.irc
+            .channels
+            .members(room)
+            .iter()
+            .filter(|m| m.op || m.voice)
+            .map(|m| (m.client.nick(), m.prefix(all)))
+            .collect()
+    }
+
+    fn part_all(&mut self, channels: &str) {
+        for channel in channels.split(',').filter(|c| !c.is_empty()) {
+            let room = room_of(channel).ok().and_then(|r| self.joined.iter().find(|j| ***j == *r).cloned());
+            let Some(room) = room else {
+                self.send(self.reply(ERR_NOTONCHANNEL).arg(channel).trailing("You're not on that channel"));
+                continue;
+            };
+            self.send(Line::new(Some(&self.source()), "PART").arg(&channel_of(&room)).end());
+            self.leave(&room);
+        }
+    }
+
+    /// Leaves `room`, telling its members.
+    fn leave(&mut self, room: &Arc<str>) {
+        self.joined.retain(|r| r != room);
+        self.echoes.retain(|(r, _)| r != room);
+        let channel = channel_of(room);
+        self.public.state.lock().channels.retain(|c| *c != channel);
+        self.irc.channels.exit(room, self.id());
+        let Some(rooms) = &self.irc.rooms else { return };
+        if rooms.leave(room, self.id()).is_some()
+            && let Some(name) = &self.name
+        {
+            self.publish(room, RoomEvent::Leave { name: name.shown.clone() });
+        }
+    }
+
+    /// Leaves every room and frees its nickname: the client is gone.
+    pub fn end(&mut self) {
+        for room in self.joined.clone() {
+            self.leave(&room);
+        }
+        if let Some(name) = &self.name {
+            self.irc.nicks.release(&name.key, self.id());
+        }
+    }
+
+    fn publish(&self, room: &Arc<str>, event: RoomEvent) {
+        if let Some(rooms) = &self.irc.rooms {
+            // Nobody to tell if the broker cannot take it; the member's
+            // state is right either way.
+            let _ = rooms.publish(room, Payload::event(room.clone(), event));
+        }
+    }
+
+    async fn message(&mut self, command: &str, message: &Message<'_>) {
+        let notice = command == "NOTICE";
+        let (Some(targets), Some(text)) = (message.param(0), message.param(1)) else {
+            if !notice {
+                let numeric = if message.params.is_empty() { ERR_NORECIPIENT } else { ERR_NOTEXTTOSEND };
+                let text = if message.params.is_empty() { format!("No recipient given ({command})") } else { "No text to send".to_owned() };
+                self.send(self.reply(numeric).trailing(&text));
+            }
+            return;
+        };
+        if text.is_empty() {
+            if !notice {
+                self.send(self.reply(ERR_NOTEXTTOSEND).trailing("No text to send"));
+            }
+            return;
+        }
+        for target in targets.split(',').filter(|t| !t.is_empty()) {
+            if target.starts_with('#') {
+                self.say_in_room(command, target, text).await;
+            } else {
+                self.say_to_nick(command, target, text, message);
+            }
+        }
+    }
+
+    async fn say_in_room(&mut self, command: &str, channel: &str, text: &str) {
+        let notice = command == "NOTICE";
+        let (Ok(room), Some(rooms), Some(name)) = (room_of(channel), self.irc.rooms.clone(), self.name.clone()) else {
+            if !notice {
+                self.send(self.reply(ERR_NOSUCHCHANNEL).arg(channel).trailing("No such channel"));
+            }
+            return;
+        };
+        let inside = self.joined.iter().any(|r| **r == *room);
+        let allowed = self
+            .irc
+            .channels
+            .with(&room, |c| {
+                let me = c.members.iter().find(|m| m.client.id == self.public.id);
+                (inside || !c.modes.no_outside) && (!c.modes.moderated || me.is_some_and(|m| m.op || m.voice))
+            })
+            .unwrap_or(inside);
+        if !allowed {
+            if !notice {
+                self.send(self.reply(ERR_CANNOTSENDTOCHAN).arg(&channel_of(&room)).trailing("Cannot send to channel"));
+            }
+            return;
+        }
+        let room: Arc<str> = Arc::from(room);
+        let event = RoomEvent::Message { name: name.shown.clone(), text: Arc::from(render::text_from_irc(text)) };
+        if let Err(e) = rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await
+            && !notice
+        {
+            self.send(self.reply(ERR_CANNOTSENDTOCHAN).arg(&channel_of(&room)).trailing(&e.to_string()));
+        }
+    }
+
+    fn say_to_nick(&self, command: &str, target: &str, text: &str, message: &Message<'_>) {
+        let found = name_of(target).ok().and_then(|n| Nickname::parse(&n).ok()).and_then(|n| self.irc.nicks.find(&n.key));
+        let Some(to) = found else {
+            if command != "NOTICE" {
+                self.send(self.reply(ERR_NOSUCHNICK).arg(target).trailing("No such nick/channel"));
+            }
+            return;
+        };
+        let now = SystemTime::now();
+        let to_nick = to.nick();
+        let line = |caps: Caps| {
+            let tags = Tags::of(caps).text(now, None, None);
+            let tags = match message.tags.filter(|_| caps.has(Cap::MessageTags)) {
+                // Client-only tags (`+…`) go on to clients that read tags.
+                Some(sent) => client_tags(sent, tags),
+                None => tags,
+            };
+            Line::tagged(&tags, Some(&self.source()), command).arg(&to_nick).trailing(text)
+        };
+        to.send(line(to.caps()));
+        if self.caps.has(Cap::EchoMessage) {
+            self.send(line(self.caps));
+        }
+        let away = to.state.lock().away.clone();
+        if let (Some(away), "PRIVMSG") = (away, command) {
+            self.send(self.reply(RPL_AWAY).arg(&to_nick).trailing(&away));
+        }
+    }
+
+    fn topic(&mut self, channel: &str, text: Option<&str>) {
+        let room = room_of(channel).ok().and_then(|r| self.joined.iter().find(|j| ***j == *r).cloned());
+        let Some(room) = room else {
+            let known = room_of(channel).is_ok_and(|r| self.irc.channels.with(&r, |_| ()).is_some());
+            let (numeric, why) = if known { (ERR_NOTONCHANNEL, "You're not on that channel") } else { (ERR_NOSUCHCHANNEL, "No such channel") };
+            return self.send(self.reply(numeric).arg(channel).trailing(why));
+        };
+        let channel = channel_of(&room);
+        let Some(text) = text else {
+            let lines = self.topic_lines(&room, &channel);
+            return self.send(if lines.is_empty() { self.reply(RPL_NOTOPIC).arg(&channel).trailing("No topic is set") } else { lines });
+        };
+        let nick: Arc<str> = Arc::from(self.nick());
+        let set = self.irc.channels.with(&room, |c| {
+            let op = c.members.iter().any(|m| m.client.id == self.public.id && m.op);
+            if c.modes.topic_ops && !op {
+                return None;
+            }
+            c.topic = (!text.is_empty()).then(|| Topic { text: Arc::from(truncated(text)), by: nick.clone(), at: SystemTime::now() });
+            Some(c.members.clone())
+        });
+        match set.flatten() {
+            Some(members) => {
+                let line = Line::new(Some(&self.source()), "TOPIC").arg(&channel).trailing(truncated(text));
+                members.iter().for_each(|m| m.client.send(line.clone()));
+            }
+            None => self.send(self.reply(ERR_CHANOPRIVSNEEDED).arg(&channel).trailing("You're not channel operator")),
+        }
+    }
+
+    fn names(&self, channel: Option<&str>) {
+        let room = channel.and_then(|c| room_of(c).ok()).filter(|r| self.joined.iter().any(|j| **j == **r));
+        let Some(room) = room else {
+            let shown = channel.unwrap_or("*");
+            return self.send(self.reply(RPL_ENDOFNAMES).arg(shown).trailing("End of /NAMES list"));
+        };
+        let names = self.room_names(&room);
+        self.send(names_lines(self.server(), &self.nick(), &channel_of(&room), &names, &self.prefixes(&room)));
+    }
+
+    fn room_names(&self, room: &str) -> Vec<Arc<str>> {
+        self.irc.rooms.as_ref().map(|r| r.names(room, MAX_LISTED)).unwrap_or_default()
+    }
+
+    fn who(&self, mask: &str) {
+        let mut lines = String::new();
+        if let Ok(room) = room_of(mask) {
+            if self.joined.iter().any(|j| **j == *room) {
+                let channel = channel_of(&room);
+                let irc = self.irc.channels.members(&room);
+                for name in self.room_names(&room) {
+                    let nick = nick_of(&name);
+                    let member = irc.iter().find(|m| *m.client.nick() == *nick);
+                    let away = member.and_then(|m| m.client.state.lock().away.clone()).is_some();
+                    let prefix = member.map_or("", |m| m.prefix(self.caps.has(Cap::MultiPrefix)));
+                    let realname = member.map_or_else(|| Arc::from(""), |m| m.client.state.lock().realname.clone());
+                    lines.push_str(&self.who_line(&channel, &nick, away, prefix, &realname));
+                }
+            }
+        } else if let Some(client) = self.find(mask) {
+            let state = client.state.lock().clone();
+            lines.push_str(&self.who_line("*", &state.nick, state.away.is_some(), "", &state.realname));
+        }
+        lines.push_str(&self.reply(RPL_ENDOFWHO).arg(mask).trailing("End of /WHO list"));
+        self.send(lines);
+    }
+
+    fn who_line(&self, channel: &str, nick: &str, away: bool, prefix: &str, realname: &str) -> String {
+        let flags = format!("{}{prefix}", if away { 'G' } else { 'H' });
+        let server = self.server();
+        self.reply(RPL_WHOREPLY).arg(channel).arg(nick).arg(server).arg(server).arg(nick).arg(&flags).trailing(&format!("0 {realname}"))
+    }
+
+    fn find(&self, nick: &str) -> Option<Arc<Public>> {
+        name_of(nick).ok().and_then(|n| Nickname::parse(&n).ok()).and_then(|n| self.irc.nicks.find(&n.key))
+    }
+
+    fn whois(&self, nick: &str) {
+        let mut lines = String::new();
+        match self.find(nick) {
+            Some(client) => {
+                let state = client.state.lock().clone();
+                let server = self.server();
+                lines.push_str(&self.reply(RPL_WHOISUSER).arg(&state.nick).arg(&state.nick).arg(server).arg("*").trailing(&state.realname));
+                if !state.channels.is_empty() {
+                    lines.push_str(&self.reply(RPL_WHOISCHANNELS).arg(&state.nick).trailing(&state.channels.join(" ")));
+                }
+                lines.push_str(&self.reply(RPL_WHOISSERVER).arg(&state.nick).arg(server).trailing(&self.irc.settings.network));
+                if let Some(away) = &state.away {
+                    lines.push_str(&self.reply(RPL_AWAY).arg(&state.nick).trailing(away));
+                }
+            }
+            None => lines.push_str(&self.reply(ERR_NOSUCHNICK).arg(nick).trailing("No such nick/channel")),
+        }
+        lines.push_str(&self.reply(RPL_ENDOFWHOIS).arg(nick).trailing("End of /WHOIS list"));
+        self.send(lines);
+    }
+
+    fn list(&self) {
+        let mut lines = self.reply(RPL_LISTSTART).arg("Channel").trailing("Users  Name");
+        for (room, topic) in self.irc.channels.list() {
+            let count = self.room_names(&room).len().to_string();
+            lines.push_str(&self.reply(RPL_LIST).arg(&channel_of(&room)).arg(&count).trailing(topic.as_deref().unwrap_or("")));
+        }
+        lines.push_str(&self.reply(RPL_LISTEND).trailing("End of /LIST"));
+        self.send(lines);
+    }
+
+    fn mode(&self, params: &[&str]) {
+        let target = params[0];
+        if !target.starts_with('#') {
+            return self.user_mode(target, params.get(1).copied());
+        }
+        let room = room_of(target).ok().filter(|r| self.irc.channels.with(r, |_| ()).is_some());
+        let Some(room) = room else {
+            return self.send(self.reply(ERR_NOSUCHCHANNEL).arg(target).trailing("No such channel"));
+        };
+        let channel = channel_of(&room);
+        let Some(changes) = params.get(1).filter(|c| !c.is_empty()) else {
+            let (modes, created) = self.irc.channels.with(&room, |c| (c.modes.shown(), c.created)).unwrap_or((Vec::new(), std::time::UNIX_EPOCH));
+            let mut line = self.reply(RPL_CHANNELMODEIS).arg(&channel);
+            for piece in &modes {
+                line = line.arg(piece);
+            }
+            let created = created.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            return self.send(line.end() + &self.reply(RPL_CREATIONTIME).arg(&channel).arg(&created.to_string()).end());
+        };
+        if changes.trim_start_matches(['+', '-']) == "b" && params.len() == 2 {
+            return self.send(self.reply(RPL_ENDOFBANLIST).arg(&channel).trailing("End of channel ban list"));
+        }
+        self.change_modes(&room, &channel, changes, &params[2..]);
+    }
+
+    /// Applies `MODE #channel <changes> <args>` from an operator, and tells
+    /// the channel's IRC members what changed.
+    fn change_modes(&self, room: &str, channel: &str, changes: &str, args: &[&str]) {
+        let mut errors = Vec::new();
+        let outcome = self.irc.channels.with(room, |c| {
+            if !c.members.iter().any(|m| m.client.id == self.public.id && m.op) {
+                return None;
+            }
+            let mut args = args.iter();
+            let (mut on, mut applied, mut applied_args) = (true, String::new(), Vec::new());
+            let mut last_sign = None;
+            for flag in changes.chars() {
+                let sign = |applied: &mut String, last: &mut Option<bool>| {
+                    if *last != Some(on) {
+                        applied.push(if on { '+' } else { '-' });
+                        *last = Some(on);
+                    }
+                };
+                match flag {
+                    '+' => on = true,
+                    '-' => on = false,
+                    'n' | 't' | 'm' => {
+                        let field = match flag {
+                            'n' => &mut c.modes.no_outside,
+                            't' => &mut c.modes.topic_ops,
+                            _ => &mut c.modes.moderated,
+                        };
+                        if *field != on {
+                            *field = on;
+                            sign(&mut applied, &mut last_sign);
+                            applied.push(flag);
+                        }
+                    }
+                    'k' => {
+                        // Both ways take a parameter; only setting reads it.
+                        let given = args.next().copied();
+                        let key = given.filter(|_| on);
+                        if on && key.is_none_or(|k| k.is_empty() || k.contains(',')) {
+                            continue;
+                        }
+                        c.modes.key = key.map(str::to_owned);
+                        sign(&mut applied, &mut last_sign);
+                        applied.push('k');
+                        applied_args.push(key.unwrap_or("*").to_owned());
+                    }
+                    'l' => {
+                        let limit = if on { args.next().and_then(|l| l.parse::<usize>().ok()) } else { None };
+                        if on && limit.is_none() {
+                            continue;
+                        }
+                        c.modes.limit = limit;
+                        sign(&mut applied, &mut last_sign);
+                        applied.push('l');
+                        if let Some(limit) = limit {
+                            applied_args.push(limit.to_string());
+                        }
+                    }
+                    'o' | 'v' => {
+                        let Some(nick) = args.next() else { continue };
+                        let Some(member) = c.members.iter_mut().find(|m| *m.client.nick() == **nick) else {
+                            errors.push(self.reply(ERR_USERNOTINCHANNEL).arg(nick).arg(channel).trailing("They aren't on that channel"));
+                            continue;
+                        };
+                        if flag == 'o' { member.op = on } else { member.voice = on }
+                        sign(&mut applied, &mut last_sign);
+                        applied.push(flag);
+                        applied_args.push((*nick).to_owned());
+                    }
+                    'b' => {}
+                    other => errors.push(self.reply(ERR_UNKNOWNMODE).arg(&other.to_string()).trailing("is unknown mode char to me")),
+                }
+            }
+            Some((applied, applied_args, c.members.clone()))
+        });
+        errors.into_iter().for_each(|e| self.send(e));
+        match outcome.flatten() {
+            None => self.send(self.reply(ERR_CHANOPRIVSNEEDED).arg(channel).trailing("You're not channel operator")),
+            Some((applied, _, _)) if applied.is_empty() => {}
+            Some((applied, applied_args, members)) => {
+                let mut line = Line::new(Some(&self.source()), "MODE").arg(channel).arg(&applied);
+                for arg in &applied_args {
+                    line = line.arg(arg);
+                }
+                let line = line.end();
+                members.iter().for_each(|m: &Membership| m.client.send(line.clone()));
+            }
+        }
+    }
+
+    fn user_mode(&self, target: &str, changes: Option<&str>) {
+        if self.find(target).is_none_or(|c| c.id != self.public.id) {
+            let numeric = if self.find(target).is_some() { ERR_USERSDONTMATCH } else { ERR_NOSUCHNICK };
+            let text = if numeric == ERR_USERSDONTMATCH { "Cant change mode for other users" } else { "No such nick/channel" };
+            return self.send(self.reply(numeric).arg(target).trailing(text));
+        }
+        match changes {
+            None => self.send(self.reply(RPL_UMODEIS).arg("+").end()),
+            Some(changes) if changes.chars().all(|c| matches!(c, '+' | '-' | 'i' | 'w')) => {}
+            Some(_) => self.send(self.reply(ERR_UMODEUNKNOWNFLAG).trailing("Unknown MODE flag")),
+        }
+    }
+
+    fn away(&self, text: Option<&str>) {
+        let away = text.map(|t| Arc::<str>::from(truncated(t)));
+        self.public.state.lock().away = away.clone();
+        let line = match &away {
+            Some(text) => Line::new(Some(&self.source()), "AWAY").trailing(text),
+            None => Line::new(Some(&self.source()), "AWAY").end(),
+        };
+        // Each IRC member of a shared channel that asked, once.
+        let mut told = HashSet::new();
+        for room in &self.joined {
+            for m in self.irc.channels.members(room) {
+                if m.client.id != self.public.id && m.client.has(Cap::AwayNotify) && told.insert(m.client.id) {
+                    m.client.send(line.clone());
+                }
+            }
+        }
+        self.send(match away {
+            Some(_) => self.reply(RPL_NOWAWAY).trailing("You have been marked as being away"),
+            None => self.reply(RPL_UNAWAY).trailing("You are no longer marked as being away"),
+        });
+    }
+
+    fn ison(&self, nicks: &[&str]) {
+        let on: Vec<String> = nicks.iter().flat_map(|n| n.split(' ')).filter_map(|n| self.find(n)).map(|c| c.nick().to_string()).collect();
+        self.send(self.reply(RPL_ISON).trailing(&on.join(" ")));
+    }
+
+    fn userhost(&self, nicks: &[&str]) {
+        let found: Vec<String> = nicks
+            .iter()
+            .take(5)
+            .filter_map(|n| self.find(n))
+            .map(|c| {
+                let state = c.state.lock();
+                let away = if state.away.is_some() { '-' } else { '+' };
+                format!("{}={away}{}@{}", state.nick, state.nick, self.server())
+            })
+            .collect();
+        self.send(self.reply(RPL_USERHOST).trailing(&found.join(" ")));
+    }
+
+    /// A room event's lines for this client, or `None` if it is not to get
+    /// it (its own join it was told of, its own message without
+    /// `echo-message`).
+    pub fn render(&mut self, payload: &Payload) -> Option<bytes::Bytes> {
+        if let Some((room, event)) = payload.as_event() {
+            let echo = match event {
+                RoomEvent::Join { name } => Some(Echo::Join(name.clone())),
+                RoomEvent::Leave { name } => Some(Echo::Leave(name.clone())),
+                RoomEvent::Message { name, .. } => {
+                    let own = self.name.as_ref().is_some_and(|n| n.shown == *name);
+                    if own && !self.caps.has(Cap::EchoMessage) {
+                        return None;
+                    }
+                    None
+                }
+            };
+            if let Some(echo) = echo
+                && let Some(at) = self.echoes.iter().position(|(r, e)| r == room && *e == echo)
+            {
+                self.echoes.remove(at);
+                return None;
+            }
+        }
+        render::lines(payload, self.server(), Tags::of(self.caps))
+    }
+}
+
+/// `353` lines for `names`, as many as fit in a line each, then `366`.
+fn names_lines(server: &str, nick: &str, channel: &str, names: &[Arc<str>], prefixes: &[(Arc<str>, &str)]) -> String {
+    let head = Line::new(Some(server), RPL_NAMREPLY).arg(nick).arg("=").arg(channel);
+    let room = MAX_LINE - head.clone().end().len() - 2;
+    let mut out = String::new();
+    let mut batch = String::new();
+    for name in names {
+        let shown = nick_of(name);
+        let prefix = prefixes.iter().find(|(n, _)| **n == *shown).map_or("", |(_, p)| p);
+        if !batch.is_empty() && batch.len() + 1 + prefix.len() + shown.len() > room {
+            out.push_str(&head.clone().trailing(&batch));
+            batch.clear();
+        }
+        if !batch.is_empty() {
+            batch.push(' ');
+        }
+        batch.push_str(prefix);
+        batch.push_str(&shown);
+    }
+    if !batch.is_empty() {
+        out.push_str(&head.trailing(&batch));
+    }
+    out + &Line::new(Some(server), RPL_ENDOFNAMES).arg(nick).arg(channel).trailing("End of /NAMES list")
+}
+
+/// A room's history as a `chathistory` batch (or bare lines to a client
+/// without `batch`), each line with its time.
+fn history(server: &str, caps: Caps, channel: &str, batch: &str, kept: &[Payload]) -> String {
+    let batched = caps.has(Cap::Batch);
+    let mut out = String::new();
+    if batched {
+        out.push_str(&Line::new(Some(server), "BATCH").arg(&format!("+{batch}")).arg("chathistory").arg(channel).end());
+    }
+    for payload in kept {
+        let tags = Tags::of(caps).text(payload.at(), payload.id(), batched.then_some(batch));
+        if let Some(lines) = render::event_lines(payload, server, &tags) {
+            out.push_str(&lines);
+        }
+    }
+    if batched {
+        out.push_str(&Line::new(Some(server), "BATCH").arg(&format!("-{batch}")).end());
+    }
+    out
+}
+
+/// The client-only tags (`+…`) of `sent`, after `tags`.
+fn client_tags(sent: &str, tags: String) -> String {
+    let mut all = tags;
+    for tag in sent.split(';').filter(|t| t.starts_with('+')) {
+        if !all.is_empty() {
+            all.push(';');
+        }
+        all.push_str(tag);
+    }
+    all
+}
+
+/// At most [`TEXTLEN`] bytes of `text`, cut at a character's edge.
+fn truncated(text: &str) -> &str {
+    let mut end = text.len().min(TEXTLEN);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+fn version() -> String {
+    format!("switchboard-{}", env!("CARGO_PKG_VERSION"))
+}

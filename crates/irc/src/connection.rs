@@ -1,0 +1,163 @@
+//! One IRC client's connection: lines read under its rates (by
+//! back-pressure: the socket is not read until the client may send again),
+//! its outbox written as it fills, a `PING` when it has been quiet for
+//! `--ping-interval` and the end when it stays quiet for another, and the
+//! end of a client not registered within `--irc-registration-timeout`.
+//! Every end the server chooses says why in an `ERROR` line.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use hub::{Drained, Outbox, Payload};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::{Instant, sleep_until};
+use wire::irc::{Line, LineError, MAX_LINE, MAX_TAGS, Message};
+
+use crate::Irc;
+use crate::client::{Client, Flow};
+
+/// Bytes read at a time.
+const READ_CHUNK: usize = 4096;
+
+/// Serves one client from `address` until it quits or is closed; with
+/// `tls` the connection starts with a TLS handshake.
+pub async fn run(tcp: TcpStream, address: IpAddr, irc: Arc<Irc>, _slot: OwnedSemaphorePermit, tls: bool) {
+    if !tls {
+        return drive(tcp, address, irc, "tcp").await;
+    }
+    let Some(acceptor) = irc.tls.clone() else { return };
+    let handshake = tokio::time::timeout(irc.context.bounds.header_timeout, acceptor.accept(tcp)).await;
+    if let Ok(Ok(stream)) = handshake {
+        // Boxed: a TLS stream's state is large.
+        Box::pin(drive(stream, address, irc, "tls")).await;
+    }
+}
+
+/// What a client past `--max-connections` gets.
+pub async fn refuse(mut tcp: TcpStream, server: String) {
+    let line = Line::new(Some(&server), "ERROR").trailing("Closing Link: too many connections; try again later");
+    let _ = tcp.write_all(line.as_bytes()).await;
+    let _ = tcp.shutdown().await;
+}
+
+async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address: IpAddr, irc: Arc<Irc>, carrier: &'static str) {
+    let context = irc.context.clone();
+    let metrics = context.metrics.client("irc", carrier);
+    let outbox = Arc::new(Outbox::new(context.bounds.queue_limit));
+    let mut client = Client::new(irc.clone(), outbox.clone());
+    let (mut reader, mut writer) = tokio::io::split(socket);
+    let mut inflow = irc.settings.inflow.clone();
+    let ping_interval = context.bounds.ping_interval;
+    let registration_deadline = Instant::now() + irc.settings.registration_timeout;
+    let (mut quiet_since, mut pinged) = (Instant::now(), false);
+    let mut paused: Option<Instant> = None;
+    let mut buffer: Vec<u8> = Vec::new();
+    // Inside a line longer than any may be: the rest of it is dropped.
+    let mut discarding = false;
+    let mut batch = Vec::new();
+    let reason = 'serve: loop {
+        let deadline = match (client.registered, pinged) {
+            (false, _) => registration_deadline,
+            (true, false) => quiet_since + ping_interval,
+            (true, true) => quiet_since + 2 * ping_interval,
+        };
+        tokio::select! {
+            drained = outbox.drain(&mut batch) => {
+                if write(&mut writer, &mut client, &mut batch, &metrics).await.is_err() {
+                    break None;
+                }
+                if let Drained::Closed(close) = drained {
+                    if close.is_slow_consumer() {
+                        metrics.slow_consumer();
+                        context.metrics.refused("irc", "send_queue");
+                        break Some("SendQ exceeded".to_owned());
+                    }
+                    break Some(close.reason.into_owned());
+                }
+            }
+            read = reader.read_buf(&mut buffer), if paused.is_none() => {
+                if !matches!(read, Ok(n) if n > 0) {
+                    break None;
+                }
+                (quiet_since, pinged) = (Instant::now(), false);
+                let mut lines = 0;
+                let mut used = 0;
+                while let Some(end) = buffer[used..].iter().position(|&b| b == b'\n') {
+                    let line = &buffer[used..used + end];
+                    used += end + 1;
+                    if std::mem::take(&mut discarding) {
+                        continue;
+                    }
+                    lines += 1;
+                    let line = line.strip_suffix(b"\r").unwrap_or(line);
+                    match Message::parse(line) {
+                        Ok(message) => {
+                            if let Flow::Close(reason) = client.on_line(&message).await {
+                                break 'serve Some(reason);
+                            }
+                        }
+                        Err(LineError::TooLong) => client.too_long(),
+                        // Empty lines, and lines that are not commands, are ignored.
+                        Err(_) => {}
+                    }
+                }
+                metrics.received_many(lines, used);
+                buffer.drain(..used);
+                if buffer.len() > MAX_TAGS + MAX_LINE {
+                    buffer.clear();
+                    if !std::mem::replace(&mut discarding, true) {
+                        client.too_long();
+                    }
+                }
+                if buffer.is_empty() && buffer.capacity() > READ_CHUNK {
+                    buffer = Vec::new();
+                }
+                paused = inflow.charge(lines, used);
+            }
+            () = sleep_until(paused.unwrap_or(deadline)), if paused.is_some() => paused = None,
+            () = sleep_until(deadline) => {
+                if !client.registered {
+                    context.metrics.refused("irc", "registration_timeout");
+                    break Some("Registration timed out".to_owned());
+                }
+                if pinged {
+                    context.metrics.refused("irc", "ping_timeout");
+                    break Some(format!("Ping timeout: {}", humantime::format_duration(2 * ping_interval)));
+                }
+                pinged = true;
+                client.public.send(Line::new(None, "PING").arg(irc.server_name()).end());
+            }
+            () = context.shutdown.wait() => break Some("Server shutting down".to_owned()),
+        }
+    };
+    client.end();
+    if let Some(reason) = reason {
+        // What was queued goes first, then why the link closes.
+        outbox.close(hub::Close::new(1000, "closing"));
+        let _ = outbox.drain(&mut batch).await;
+        let host = address.to_string();
+        batch.push(Payload::new(Line::new(None, "ERROR").trailing(&format!("Closing Link: {host} ({reason})"))));
+        let _ = write(&mut writer, &mut client, &mut batch, &metrics).await;
+        let _ = writer.shutdown().await;
+    }
+}
+
+/// Writes what was drained, each room event in the client's form, in one
+/// write.
+async fn write<W: AsyncWrite + Unpin>(writer: &mut W, client: &mut Client, batch: &mut Vec<Payload>, metrics: &base::metrics::ClientMetrics) -> std::io::Result<()> {
+    let mut out = Vec::new();
+    let mut count = 0;
+    for payload in batch.drain(..) {
+        if let Some(lines) = client.render(&payload) {
+            out.extend_from_slice(&lines);
+            count += 1;
+        }
+    }
+    if out.is_empty() {
+        return Ok(());
+    }
+    metrics.sent(count, out.len());
+    writer.write_all(&out).await
+}

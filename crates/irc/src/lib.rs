@@ -1,0 +1,115 @@
+//! IRC for clients (RFC 1459 and 2812 as the "Modern IRC" documents
+//! describe them today, with IRCv3 capability negotiation): a transport
+//! into the chat app's rooms, so that `#lobby` is the chat room `lobby` and
+//! the MUC room `lobby@conference.<domain>`.
+//!
+//! `connection` runs one client's socket (reading lines under the rates,
+//! writing its outbox, pings and timeouts); `client` is its protocol state
+//! and commands; `render` turns room events into lines, once per form for
+//! every recipient; `channels` holds what IRC keeps of a room beyond the
+//! hub (topic, modes, operators); `nicks` is the node's registry of IRC
+//! nicknames. Names and text cross through `wire::irc`.
+
+mod cap;
+mod channels;
+mod client;
+mod connection;
+mod nicks;
+mod numeric;
+mod render;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use base::Context;
+use base::limits::Inflow;
+use hub::Broker;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
+
+use channels::Channels;
+use nicks::Nicks;
+
+/// What the server's configuration sets for IRC.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// How the server names itself: the source of its own lines (`--irc-server-name`).
+    pub server_name: String,
+    /// The network's name in `ISUPPORT` (`NETWORK=`).
+    pub network: String,
+    /// Most IRC clients at once.
+    pub max_connections: usize,
+    /// Most channels one client is in at once (`--irc-max-channels`).
+    pub max_channels: usize,
+    /// How long a client has from connecting to being registered (`--irc-registration-timeout`).
+    pub registration_timeout: Duration,
+    /// What one client may send.
+    pub inflow: Inflow,
+}
+
+/// The IRC service of one server: its settings, the rooms, and the clients'
+/// nicknames and channels on this node.
+pub struct Irc {
+    pub context: Arc<Context>,
+    settings: Settings,
+    /// The chat app's rooms, which channels are; `None` without a chat app
+    /// (every JOIN is then refused).
+    rooms: Option<Arc<dyn Broker>>,
+    tls: Option<TlsAcceptor>,
+    slots: Arc<Semaphore>,
+    nicks: Nicks,
+    channels: Channels,
+    /// When the service started (`003`).
+    created: SystemTime,
+}
+
+impl Irc {
+    /// The service for `settings` over `rooms`, with TLS from `tls` for
+    /// the TLS listener.
+    pub fn new(context: Arc<Context>, settings: Settings, rooms: Option<Arc<dyn Broker>>, tls: Option<TlsAcceptor>) -> Irc {
+        Irc {
+            slots: Arc::new(Semaphore::new(settings.max_connections)),
+            nicks: Nicks::default(),
+            channels: Channels::default(),
+            created: SystemTime::now(),
+            context,
+            settings,
+            rooms,
+            tls,
+        }
+    }
+
+    /// The name of the server in its lines.
+    pub fn server_name(&self) -> &str {
+        &self.settings.server_name
+    }
+
+    /// Clients registered now.
+    pub fn clients(&self) -> usize {
+        self.nicks.len()
+    }
+}
+
+impl std::fmt::Debug for Irc {
+    // rustls's acceptor has no Debug; say whether there is one.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Irc").field("server_name", &self.settings.server_name).field("tls", &self.tls.is_some()).finish_non_exhaustive()
+    }
+}
+
+/// Serves IRC clients on `listener` until shutdown, with TLS from the
+/// first byte when `tls` is set.
+pub async fn serve(listener: TcpListener, irc: Arc<Irc>, tls: bool) {
+    let context = irc.context.clone();
+    context
+        .accept(listener, "irc", |stream, peer| {
+            let Ok(slot) = irc.slots.clone().try_acquire_owned() else {
+                context.metrics.shed("irc_max_connections");
+                context.tracker.spawn(connection::refuse(stream, irc.server_name().to_owned()));
+                return;
+            };
+            context.tracker.spawn(connection::run(stream, peer.ip(), irc.clone(), slot, tls));
+        })
+        .await;
+}

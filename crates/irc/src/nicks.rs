@@ -1,0 +1,105 @@
+//! The IRC clients of this node by nickname, so that one nickname is one
+//! client (IRC's nicknames are unique on a network; in a room, a name is
+//! unique across every protocol through the hub). A client is here from
+//! its first accepted `NICK` until it goes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use hub::{MemberId, Outbox, Payload};
+use parking_lot::Mutex;
+
+use crate::cap::{Cap, Caps};
+
+/// What other clients may see or use of a client: where to send to it, and
+/// what `WHOIS` and `WHO` say of it.
+#[derive(Debug)]
+pub struct Public {
+    pub id: MemberId,
+    pub outbox: Arc<Outbox>,
+    /// Its capabilities, as lines sent to it are built for them.
+    caps: AtomicU8,
+    pub state: Mutex<Shown>,
+}
+
+/// What changes of a client while it is connected.
+#[derive(Debug, Clone, Default)]
+pub struct Shown {
+    /// Its nickname, as IRC shows it.
+    pub nick: Arc<str>,
+    pub realname: Arc<str>,
+    /// Its away message, if it is away.
+    pub away: Option<Arc<str>>,
+    /// The channels it is in.
+    pub channels: Vec<String>,
+}
+
+impl Public {
+    pub fn new(id: MemberId, outbox: Arc<Outbox>) -> Public {
+        Public { id, outbox, caps: AtomicU8::new(0), state: Mutex::new(Shown::default()) }
+    }
+
+    pub fn caps(&self) -> Caps {
+        Caps(self.caps.load(Ordering::Relaxed))
+    }
+
+    pub fn set_caps(&self, caps: Caps) {
+        self.caps.store(caps.0, Ordering::Relaxed);
+    }
+
+    pub fn has(&self, cap: Cap) -> bool {
+        self.caps().has(cap)
+    }
+
+    pub fn nick(&self) -> Arc<str> {
+        self.state.lock().nick.clone()
+    }
+
+    /// Queues `line` for it; a full outbox closes it (its writer says why).
+    pub fn send(&self, line: String) {
+        let _ = self.outbox.push(Payload::new(line));
+    }
+}
+
+/// See the module docs.
+#[derive(Debug, Default)]
+pub struct Nicks {
+    /// By the comparison form of the name the nickname stands for.
+    by_key: Mutex<HashMap<Arc<str>, Arc<Public>>>,
+}
+
+impl Nicks {
+    /// Gives `client` the nickname whose name's key is `key`, freeing
+    /// `old` if it had one; `false` if another client has it.
+    pub fn claim(&self, key: &Arc<str>, old: Option<&Arc<str>>, client: &Arc<Public>) -> bool {
+        let mut nicks = self.by_key.lock();
+        match nicks.get(key) {
+            Some(holder) if holder.id != client.id => false,
+            _ => {
+                if let Some(old) = old.filter(|old| *old != key) {
+                    nicks.remove(old);
+                }
+                nicks.insert(key.clone(), client.clone());
+                true
+            }
+        }
+    }
+
+    /// Frees `key` if `id` holds it.
+    pub fn release(&self, key: &str, id: MemberId) {
+        let mut nicks = self.by_key.lock();
+        if nicks.get(key).is_some_and(|holder| holder.id == id) {
+            nicks.remove(key);
+        }
+    }
+
+    /// The client whose name's key is `key`.
+    pub fn find(&self, key: &str) -> Option<Arc<Public>> {
+        self.by_key.lock().get(key).cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_key.lock().len()
+    }
+}

@@ -1,0 +1,450 @@
+//! IRC at the byte level: registration and capabilities, every command's
+//! replies and error numerics, one room shared with chat and XMPP members,
+//! names and text crossing protocols, and every bound (issue 31).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+
+use crate::support::TestServer;
+use crate::xmpp::Client as Xmpp;
+
+/// A raw IRC client: lines out, lines in, as bytes.
+pub struct Irc {
+    reader: BufReader<OwnedReadHalf>,
+    writer: OwnedWriteHalf,
+}
+
+impl Irc {
+    pub async fn connect(addr: SocketAddr) -> Irc {
+        Irc::over(TcpStream::connect(addr).await.expect("IRC listens"))
+    }
+
+    fn over(stream: TcpStream) -> Irc {
+        let (read, writer) = stream.into_split();
+        Irc { reader: BufReader::new(read), writer }
+    }
+
+    /// Connects and registers as `nick`, past the welcome.
+    pub async fn register(addr: SocketAddr, nick: &str) -> Irc {
+        let mut irc = Irc::connect(addr).await;
+        irc.send(&format!("NICK {nick}")).await;
+        irc.send("USER u 0 * :Real Name").await;
+        irc.until(" 422 ").await;
+        irc
+    }
+
+    pub async fn send(&mut self, line: &str) {
+        self.send_bytes(format!("{line}\r\n").as_bytes()).await;
+    }
+
+    pub async fn send_bytes(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).await.expect("the server reads");
+    }
+
+    /// The next line, CR LF included; empty once the server has closed.
+    pub async fn line(&mut self) -> String {
+        let mut line = String::new();
+        tokio::time::timeout(Duration::from_secs(10), self.reader.read_line(&mut line))
+            .await
+            .expect("a line within 10 s")
+            .expect("a readable socket");
+        line
+    }
+
+    /// Lines up to and including the first that contains `text`.
+    pub async fn lines_until(&mut self, text: &str) -> Vec<String> {
+        let mut lines = Vec::new();
+        loop {
+            let line = self.line().await;
+            assert!(!line.is_empty(), "closed before {text:?}; read {lines:?}");
+            let done = line.contains(text);
+            lines.push(line);
+            if done {
+                return lines;
+            }
+        }
+    }
+
+    /// The first line that contains `text`, skipping those before it.
+    pub async fn until(&mut self, text: &str) -> String {
+        self.lines_until(text).await.pop().expect("a line")
+    }
+
+    /// Joins `channel`, past its names.
+    pub async fn join(&mut self, channel: &str) -> Vec<String> {
+        self.send(&format!("JOIN {channel}")).await;
+        self.lines_until(" 366 ").await
+    }
+}
+
+#[tokio::test]
+async fn registration_is_answered_to_the_byte() {
+    let server = TestServer::start().await;
+    let mut irc = Irc::connect(server.irc).await;
+    irc.send("NICK alice").await;
+    irc.send("USER a 0 * :Alice A").await;
+    let lines = irc.lines_until(" 422 ").await;
+    assert_eq!(lines[0], ":localhost 001 alice :Welcome to the Switchboard IRC Network alice!alice@localhost\r\n");
+    assert!(lines[1].starts_with(":localhost 002 alice :Your host is localhost, running version switchboard-"));
+    assert!(lines[2].starts_with(":localhost 003 alice :This server was created "));
+    assert!(lines[3].starts_with(":localhost 004 alice localhost switchboard-") && lines[3].ends_with(" iw klmnotv klov\r\n"));
+    let isupport: Vec<&String> = lines.iter().filter(|l| l.contains(" 005 ")).collect();
+    assert!(isupport.iter().any(|l| l.contains(" CASEMAPPING=ascii ") && l.contains(" CHANTYPES=# ") && l.contains(" PREFIX=(ov)@+ ")));
+    assert!(isupport.iter().all(|l| l.ends_with(" :are supported by this server\r\n") && l.len() <= 512));
+    assert_eq!(lines.last().unwrap(), ":localhost 422 alice :MOTD File is missing\r\n");
+
+    irc.send("PING :token one").await;
+    assert_eq!(irc.line().await, ":localhost PONG localhost :token one\r\n");
+    irc.send("USER again 0 * :x").await;
+    assert_eq!(irc.line().await, ":localhost 462 alice :You may not reregister\r\n");
+    irc.send("FROB x").await;
+    assert_eq!(irc.line().await, ":localhost 421 alice FROB :Unknown command\r\n");
+    irc.send("QUIT :bye now").await;
+    assert_eq!(irc.line().await, "ERROR :Closing Link: 127.0.0.1 (Quit: bye now)\r\n");
+    assert_eq!(irc.line().await, "", "closed");
+}
+
+#[tokio::test]
+async fn commands_before_registration_and_bad_nicknames_are_refused() {
+    let server = TestServer::start().await;
+    let mut irc = Irc::connect(server.irc).await;
+    irc.send("JOIN #lobby").await;
+    assert_eq!(irc.line().await, ":localhost 451 * :You have not registered\r\n");
+    irc.send("NICK").await;
+    assert_eq!(irc.line().await, ":localhost 431 * :No nickname given\r\n");
+    for bad in ["1abc", "a,b", "#chan", "a\\41", "x!y", &"n".repeat(65)] {
+        irc.send(&format!("NICK {bad}")).await;
+        assert_eq!(irc.line().await, format!(":localhost 432 * {bad} :Erroneous nickname\r\n"));
+    }
+    let _bob = Irc::register(server.irc, "bob").await;
+    irc.send("NICK BOB").await;
+    assert_eq!(irc.line().await, ":localhost 433 * BOB :Nickname is already in use\r\n", "nicknames compare without case");
+    irc.send("USER a 0 *").await;
+    assert_eq!(irc.line().await, ":localhost 461 * USER :Not enough parameters\r\n");
+    // A line with no command, an empty one and one not UTF-8 are ignored.
+    irc.send_bytes(b":source\r\n\r\nNICK \xff\r\nNICK carol\r\nUSER c 0 * :C\r\n").await;
+    assert_eq!(irc.line().await, ":localhost 001 carol :Welcome to the Switchboard IRC Network carol!carol@localhost\r\n");
+}
+
+#[tokio::test]
+async fn registration_waits_for_the_end_of_capability_negotiation() {
+    let server = TestServer::start().await;
+    let mut irc = Irc::connect(server.irc).await;
+    irc.send("CAP LS 302").await;
+    assert_eq!(irc.line().await, ":localhost CAP * LS :away-notify batch echo-message message-tags multi-prefix server-time\r\n");
+    irc.send("NICK dave").await;
+    irc.send("USER d 0 * :D").await;
+    irc.send("CAP REQ :server-time nonsense").await;
+    assert_eq!(irc.line().await, ":localhost CAP dave NAK :server-time nonsense\r\n", "no welcome while negotiating");
+    irc.send("CAP REQ :server-time echo-message").await;
+    assert_eq!(irc.line().await, ":localhost CAP dave ACK :server-time echo-message\r\n");
+    irc.send("CAP LIST").await;
+    assert_eq!(irc.line().await, ":localhost CAP dave LIST :echo-message server-time\r\n");
+    irc.send("CAP FROB").await;
+    assert_eq!(irc.line().await, ":localhost 410 dave FROB :Invalid CAP command\r\n");
+    irc.send("CAP END").await;
+    assert!(irc.line().await.starts_with(":localhost 001 dave "));
+}
+
+#[tokio::test]
+async fn an_irc_user_a_chat_member_and_an_xmpp_occupant_share_one_room() {
+    let server = TestServer::with_xmpp(server::Config::default()).await;
+    let mut chat = server.chat_member("Alice Smith", "lobby").await;
+    let mut irc = Irc::register(server.irc, "bob").await;
+    let joined = irc.join("#Lobby").await;
+    assert_eq!(joined[0], ":bob!bob@localhost JOIN #lobby\r\n");
+    assert_eq!(joined[1], ":localhost 353 bob = #lobby :Alice\\20Smith @bob\r\n", "the chat member by her IRC nickname; the first IRC member is an operator");
+    assert_eq!(joined[2], ":localhost 366 bob #lobby :End of /NAMES list\r\n");
+    assert_eq!(chat.recv_json().await, json!({"event": "join", "name": "bob", "room": "lobby"}));
+
+    irc.send("PRIVMSG #lobby :hello from IRC").await;
+    assert_eq!(chat.recv_json().await, json!({"name": "bob", "room": "lobby", "message": "hello from IRC"}));
+    chat.send(&json!({"message": "hi\r\nQUIT :gotcha"}).to_string()).await;
+    assert_eq!(irc.line().await, ":Alice\\20Smith!Alice\\20Smith@localhost PRIVMSG #lobby :hi\r\n", "a line break starts a new message, never a command");
+    assert_eq!(irc.line().await, ":Alice\\20Smith!Alice\\20Smith@localhost PRIVMSG #lobby :QUIT :gotcha\r\n");
+
+    let (mut xmpp, _) = Xmpp::login(server.xmpp.unwrap()).await;
+    xmpp.send("<presence to='lobby@conference.localhost/carol'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    assert_eq!(irc.line().await, ":carol!carol@localhost JOIN #lobby\r\n");
+    loop {
+        if xmpp.stanza().await.find("subject", "jabber:client").is_some() {
+            break;
+        }
+    }
+    xmpp.send("<message to='lobby@conference.localhost' type='groupchat'><body>/me waves</body></message>").await;
+    assert_eq!(irc.line().await, ":carol!carol@localhost PRIVMSG #lobby :\u{1}ACTION waves\u{1}\r\n");
+    irc.send("PRIVMSG #lobby :\u{1}ACTION nods\u{1}").await;
+    loop {
+        let stanza = xmpp.stanza().await;
+        if stanza.find("body", "jabber:client").is_some_and(|b| b.text_content() == "/me nods") {
+            assert_eq!(stanza.get("from"), Some("lobby@conference.localhost/bob"));
+            break;
+        }
+    }
+    // Without echo-message, its own message does not come back: the next
+    // line is the answer to a PING.
+    irc.send("PING x").await;
+    assert_eq!(irc.line().await, ":localhost PONG localhost :x\r\n");
+
+    irc.send("PART #lobby").await;
+    assert_eq!(irc.line().await, ":bob!bob@localhost PART #lobby\r\n");
+    assert_eq!(chat.recv_json().await["message"], "hi\r\nQUIT :gotcha");
+    assert_eq!(chat.recv_json().await, json!({"event": "join", "name": "carol", "room": "lobby"}));
+    assert_eq!(chat.recv_json().await["message"], "/me waves");
+    assert_eq!(chat.recv_json().await["message"], "/me nods");
+    assert_eq!(chat.recv_json().await, json!({"event": "leave", "name": "bob", "room": "lobby"}));
+}
+
+#[tokio::test]
+async fn a_name_taken_in_a_room_by_another_protocol_cannot_join_it_under_that_name() {
+    let server = TestServer::start().await;
+    let _chat = server.chat_member("erin", "lobby").await;
+    let mut irc = Irc::register(server.irc, "Erin").await;
+    irc.send("JOIN #lobby").await;
+    assert_eq!(irc.line().await, ":localhost 437 Erin #lobby :Your nickname is taken in this channel by a member of another protocol\r\n");
+    irc.send("NICK erin_").await;
+    assert_eq!(irc.line().await, ":Erin!Erin@localhost NICK erin_\r\n");
+    assert_eq!(irc.join("#lobby").await[0], ":erin_!erin_@localhost JOIN #lobby\r\n");
+    // A nickname in use in a room it is in is refused there too.
+    irc.send("NICK ERIN").await;
+    assert_eq!(irc.line().await, ":localhost 433 erin_ ERIN :Nickname is in use in #lobby\r\n");
+}
+
+#[tokio::test]
+async fn history_comes_as_a_batch_with_times_to_clients_that_ask() {
+    let server = TestServer::start().await;
+    let mut chat = server.chat_member("frank", "lobby").await;
+    chat.send(&json!({"message": "before you came"}).to_string()).await;
+    assert_eq!(chat.recv_json().await["message"], "before you came");
+    let mut irc = Irc::connect(server.irc).await;
+    irc.send("CAP REQ :server-time batch message-tags echo-message").await;
+    irc.send("NICK gina").await;
+    irc.send("USER g 0 * :G").await;
+    irc.send("CAP END").await;
+    irc.until(" 422 ").await;
+    let joined = irc.join("#lobby").await;
+    assert!(joined[0].starts_with("@time=") && joined[0].ends_with(" :gina!gina@localhost JOIN #lobby\r\n"), "{joined:?}");
+    let batch = irc.lines_until("BATCH -").await;
+    assert_eq!(batch[0], ":localhost BATCH +h1 chathistory #lobby\r\n");
+    assert!(batch[1].starts_with("@batch=h1;time=20") && batch[1].ends_with(" :frank!frank@localhost PRIVMSG #lobby :before you came\r\n"), "{batch:?}");
+    assert_eq!(batch[2], ":localhost BATCH -h1\r\n");
+    // With echo-message its own message comes back, tagged.
+    irc.send("PRIVMSG #lobby :mine").await;
+    let echo = irc.line().await;
+    assert!(echo.starts_with("@time=") && echo.ends_with(" :gina!gina@localhost PRIVMSG #lobby :mine\r\n"), "{echo:?}");
+}
+
+#[tokio::test]
+async fn channel_commands_answer_with_their_numerics() {
+    let server = TestServer::start().await;
+    let mut op = Irc::register(server.irc, "olga").await;
+    op.join("#den").await;
+    let mut user = Irc::register(server.irc, "uma").await;
+    user.send("TOPIC #den :mine").await;
+    assert_eq!(user.line().await, ":localhost 442 uma #den :You're not on that channel\r\n");
+    user.send("PRIVMSG #den :from outside").await;
+    assert_eq!(user.line().await, ":localhost 404 uma #den :Cannot send to channel\r\n");
+    user.send("PART #den").await;
+    assert_eq!(user.line().await, ":localhost 442 uma #den :You're not on that channel\r\n");
+    user.send("JOIN nochannel").await;
+    assert_eq!(user.line().await, ":localhost 403 uma nochannel :No such channel\r\n");
+    user.send("PRIVMSG nobody :hi").await;
+    assert_eq!(user.line().await, ":localhost 401 uma nobody :No such nick/channel\r\n");
+    user.send("PRIVMSG #den").await;
+    assert_eq!(user.line().await, ":localhost 412 uma :No text to send\r\n");
+    user.send("PRIVMSG").await;
+    assert_eq!(user.line().await, ":localhost 411 uma :No recipient given (PRIVMSG)\r\n");
+    user.join("#den").await;
+    assert_eq!(op.line().await, ":uma!uma@localhost JOIN #den\r\n");
+
+    // +t: only operators set the topic.
+    user.send("TOPIC #den :mine").await;
+    assert_eq!(user.line().await, ":localhost 482 uma #den :You're not channel operator\r\n");
+    op.send("TOPIC #den :Welcome all").await;
+    assert_eq!(op.line().await, ":olga!olga@localhost TOPIC #den :Welcome all\r\n");
+    assert_eq!(user.line().await, ":olga!olga@localhost TOPIC #den :Welcome all\r\n");
+    user.send("TOPIC #den").await;
+    assert_eq!(user.line().await, ":localhost 332 uma #den :Welcome all\r\n");
+    assert!(user.line().await.starts_with(":localhost 333 uma #den olga "));
+
+    op.send("MODE #den").await;
+    assert_eq!(op.line().await, ":localhost 324 olga #den +nt\r\n");
+    assert!(op.line().await.starts_with(":localhost 329 olga #den "));
+    op.send("MODE #den +mk-t secret").await;
+    assert_eq!(op.line().await, ":olga!olga@localhost MODE #den +mk-t secret\r\n");
+    assert_eq!(user.line().await, ":olga!olga@localhost MODE #den +mk-t secret\r\n");
+    user.send("PRIVMSG #den :may I?").await;
+    assert_eq!(user.line().await, ":localhost 404 uma #den :Cannot send to channel\r\n", "+m");
+    op.send("MODE #den +v uma").await;
+    assert_eq!(user.line().await, ":olga!olga@localhost MODE #den +v uma\r\n");
+    user.send("PRIVMSG #den :thanks").await;
+    assert_eq!(op.until("PRIVMSG").await, ":uma!uma@localhost PRIVMSG #den :thanks\r\n");
+    user.send("MODE #den +o uma").await;
+    assert_eq!(user.line().await, ":localhost 482 uma #den :You're not channel operator\r\n");
+    op.send("MODE #den +z").await;
+    assert_eq!(op.line().await, ":localhost 472 olga z :is unknown mode char to me\r\n");
+    op.send("MODE #den +b").await;
+    assert_eq!(op.line().await, ":localhost 368 olga #den :End of channel ban list\r\n");
+
+    // +k: a join needs the key; +l: at most so many IRC members.
+    let mut late = Irc::register(server.irc, "lee").await;
+    late.send("JOIN #den").await;
+    assert_eq!(late.line().await, ":localhost 475 lee #den :Cannot join channel (+k)\r\n");
+    op.send("MODE #den -k+l * 2").await;
+    assert_eq!(op.line().await, ":olga!olga@localhost MODE #den -k+l * 2\r\n");
+    late.send("JOIN #den").await;
+    assert_eq!(late.line().await, ":localhost 471 lee #den :Cannot join channel (+l)\r\n");
+
+    op.send("NAMES #den").await;
+    assert_eq!(op.line().await, ":localhost 353 olga = #den :@olga +uma\r\n");
+    assert_eq!(op.line().await, ":localhost 366 olga #den :End of /NAMES list\r\n");
+    op.send("WHO #den").await;
+    assert_eq!(op.line().await, ":localhost 352 olga #den olga localhost localhost olga H@ :0 Real Name\r\n");
+    assert_eq!(op.line().await, ":localhost 352 olga #den uma localhost localhost uma H+ :0 Real Name\r\n");
+    assert_eq!(op.line().await, ":localhost 315 olga #den :End of /WHO list\r\n");
+    late.send("LIST").await;
+    assert_eq!(late.line().await, ":localhost 321 lee Channel :Users  Name\r\n");
+    assert_eq!(late.line().await, ":localhost 322 lee #den 2 :Welcome all\r\n");
+    assert_eq!(late.line().await, ":localhost 323 lee :End of /LIST\r\n");
+}
+
+#[tokio::test]
+async fn private_messages_whois_and_away() {
+    let server = TestServer::start().await;
+    let mut a = Irc::connect(server.irc).await;
+    a.send("CAP REQ away-notify").await;
+    a.send("NICK amy").await;
+    a.send("USER a 0 * :Amy A").await;
+    a.send("CAP END").await;
+    a.until(" 422 ").await;
+    a.join("#room").await;
+    let mut b = Irc::register(server.irc, "ben").await;
+    b.join("#room").await;
+    a.until("JOIN").await;
+
+    b.send("PRIVMSG AMY :psst").await;
+    assert_eq!(a.line().await, ":ben!ben@localhost PRIVMSG amy :psst\r\n");
+    b.send("AWAY :lunch").await;
+    assert_eq!(b.line().await, ":localhost 306 ben :You have been marked as being away\r\n");
+    assert_eq!(a.line().await, ":ben!ben@localhost AWAY :lunch\r\n", "away-notify");
+    a.send("PRIVMSG ben :back soon?").await;
+    assert_eq!(a.line().await, ":localhost 301 amy ben :lunch\r\n");
+    a.send("WHOIS ben").await;
+    assert_eq!(a.line().await, ":localhost 311 amy ben ben localhost * :Real Name\r\n");
+    assert_eq!(a.line().await, ":localhost 319 amy ben :#room\r\n");
+    assert_eq!(a.line().await, ":localhost 312 amy ben localhost :Switchboard\r\n");
+    assert_eq!(a.line().await, ":localhost 301 amy ben :lunch\r\n");
+    assert_eq!(a.line().await, ":localhost 318 amy ben :End of /WHOIS list\r\n");
+    a.send("WHOIS nobody").await;
+    assert_eq!(a.line().await, ":localhost 401 amy nobody :No such nick/channel\r\n");
+    assert_eq!(a.line().await, ":localhost 318 amy nobody :End of /WHOIS list\r\n");
+    b.send("AWAY").await;
+    assert_eq!(b.until(" 305 ").await, ":localhost 305 ben :You are no longer marked as being away\r\n");
+    assert_eq!(a.line().await, ":ben!ben@localhost AWAY\r\n");
+    a.send("ISON ben nobody amy").await;
+    assert_eq!(a.line().await, ":localhost 303 amy :ben amy\r\n");
+    a.send("MODE amy").await;
+    assert_eq!(a.line().await, ":localhost 221 amy +\r\n");
+    a.send("MODE ben +i").await;
+    assert_eq!(a.line().await, ":localhost 502 amy ben :Cant change mode for other users\r\n");
+}
+
+#[tokio::test]
+async fn a_line_too_long_is_answered_and_the_next_one_is_read() {
+    let server = TestServer::start().await;
+    let mut irc = Irc::register(server.irc, "hal").await;
+    irc.send(&format!("PRIVMSG #x :{}", "y".repeat(600))).await;
+    assert_eq!(irc.line().await, ":localhost 417 hal :Input line was too long\r\n");
+    // Far past any line: dropped to its end, once answered.
+    irc.send_bytes("z".repeat(20_000).as_bytes()).await;
+    irc.send("\r\nPING after").await;
+    assert_eq!(irc.line().await, ":localhost 417 hal :Input line was too long\r\n");
+    assert_eq!(irc.line().await, ":localhost PONG localhost :after\r\n");
+}
+
+#[tokio::test]
+async fn a_client_that_does_not_register_in_time_is_closed() {
+    let mut config = server::Config::default();
+    config.irc.registration_timeout = Duration::from_millis(200);
+    let server = TestServer::with(config).await;
+    let mut irc = Irc::connect(server.irc).await;
+    irc.send("NICK slow").await;
+    assert_eq!(irc.line().await, "ERROR :Closing Link: 127.0.0.1 (Registration timed out)\r\n");
+    assert_eq!(irc.line().await, "");
+    assert_eq!(server.metric("switchboard_refused_total{app=\"irc\",reason=\"registration_timeout\"}").await, Some(1.0));
+}
+
+#[tokio::test]
+async fn a_silent_client_is_pinged_then_closed() {
+    let mut config = server::Config::default();
+    config.server.ping_interval = Duration::from_millis(200);
+    let server = TestServer::with(config).await;
+    let mut irc = Irc::register(server.irc, "quiet").await;
+    assert_eq!(irc.line().await, "PING localhost\r\n");
+    irc.send("PONG localhost").await;
+    assert_eq!(irc.line().await, "PING localhost\r\n", "an answer counts as speaking");
+    assert_eq!(irc.line().await, "ERROR :Closing Link: 127.0.0.1 (Ping timeout: 400ms)\r\n");
+}
+
+#[tokio::test]
+async fn a_client_in_as_many_channels_as_it_may_be_cannot_join_more() {
+    let mut config = server::Config::default();
+    config.irc.max_channels = 2;
+    let server = TestServer::with(config).await;
+    let mut irc = Irc::register(server.irc, "many").await;
+    irc.join("#a,#b").await;
+    irc.until(" 366 many #b ").await;
+    irc.send("JOIN #c").await;
+    assert_eq!(irc.line().await, ":localhost 405 many #c :You have joined too many channels\r\n");
+}
+
+#[tokio::test]
+async fn a_client_that_does_not_read_is_closed_and_the_room_goes_on() {
+    let mut config = server::Config::default();
+    config.server.queue_limit = 16 * 1024;
+    let server = TestServer::with(config).await;
+    // A client that never reads, in a busy room, with a small receive
+    // buffer so that the server's writes back up soon.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stuck = Irc::over(socket.connect(server.irc).await.unwrap());
+    stuck.send("NICK stuck").await;
+    stuck.send("USER s 0 * :S").await;
+    stuck.until(" 422 ").await;
+    stuck.join("#busy").await;
+    let mut chat = server.chat_member("talker", "busy").await;
+    let text = "x ".repeat(1000);
+    // The chat member gets each of its 2,000 messages: the stuck client
+    // holds nobody up.
+    for _ in 0..2000 {
+        chat.send(&json!({ "message": text }).to_string()).await;
+        while chat.recv_json().await.get("message").is_none() {}
+    }
+    let mut last = String::new();
+    loop {
+        let line = stuck.line().await;
+        if line.is_empty() {
+            break;
+        }
+        last = line;
+    }
+    assert_eq!(last, "ERROR :Closing Link: 127.0.0.1 (SendQ exceeded)\r\n");
+}
+
+#[tokio::test]
+async fn a_fast_client_is_slowed_not_dropped() {
+    let mut config = server::Config::default();
+    config.limits.max_message_rate = 20;
+    let server = TestServer::with(config).await;
+    let mut irc = Irc::register(server.irc, "fast").await;
+    let burst: String = (0..60).map(|i| format!("PING {i}\r\n")).collect();
+    irc.send_bytes(burst.as_bytes()).await;
+    for i in 0..60 {
+        assert_eq!(irc.line().await, format!(":localhost PONG localhost :{i}\r\n"));
+    }
+}
