@@ -155,6 +155,6 @@ fn leave(broker: &dyn Broker, client: &Client, joined: Option<Joined>) {
     if broker.leave(&room, client.id).is_some() {
         // Nobody is left to tell if the broker cannot take it; other nodes
         // see the member go when its name expires.
-        let _ = broker.publish(&room, Payload::event(room.clone(), RoomEvent::Leave { name }));
+        let _ = broker.publish(&room, Payload::event(room.clone(), RoomEvent::leave(name)));
     }
 }

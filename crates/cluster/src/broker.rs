@@ -255,7 +255,7 @@ async fn follow(nats: Arc<Nats>, app: String, hub: Arc<Hub>, room: Arc<str>, sta
                     nats.note_node(&received.node);
                     state.elsewhere.lock().insert(name.clone(), received.node.clone());
                 }
-                Some((_, RoomEvent::Leave { name })) => {
+                Some((_, RoomEvent::Leave { name, .. })) => {
                     state.elsewhere.lock().remove(name);
                 }
                 _ => {}
@@ -337,7 +337,7 @@ async fn bury_lost_nodes(broker: std::sync::Weak<NatsBroker>, mut lost: tokio::s
                 stays
             });
             for member in gone {
-                broker.hub.publish(&name, &Payload::event(name.clone(), RoomEvent::Leave { name: member }));
+                broker.hub.publish(&name, &Payload::event(name.clone(), RoomEvent::leave(member)));
             }
         }
     }

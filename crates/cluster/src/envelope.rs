@@ -13,8 +13,9 @@
 //! - Each message has the header `Sb-Node` (the node that published it) and
 //!   `Sb-Kind`: `text` or `binary` for an app's opaque data, carried as the
 //!   body; `event` for a room event, whose body is JSON:
-//!   `{"event":"message","name":"…","text":"…"}`, `{"event":"join","name":"…"}`
-//!   or `{"event":"leave","name":"…"}`. A message kept in its room's
+//!   `{"event":"message","name":"…","text":"…"}`, `{"event":"notice",…}` as
+//!   a message, `{"event":"join","name":"…"}` or `{"event":"leave","name":"…"}`
+//!   (with `"reason":"…"` and `"quit":true` when given). A message kept in its room's
 //!   archive also has `Sb-Id`, its id there.
 
 use std::sync::Arc;
@@ -76,9 +77,24 @@ impl Claim {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "lowercase")]
 enum Event {
-    Message { name: Arc<str>, text: Arc<str> },
-    Join { name: Arc<str> },
-    Leave { name: Arc<str> },
+    Message {
+        name: Arc<str>,
+        text: Arc<str>,
+    },
+    Notice {
+        name: Arc<str>,
+        text: Arc<str>,
+    },
+    Join {
+        name: Arc<str>,
+    },
+    Leave {
+        name: Arc<str>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<Arc<str>>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        quit: bool,
+    },
 }
 
 /// A payload as the headers and body of a NATS message from `node`.
@@ -87,8 +103,9 @@ pub fn encode(node: &str, payload: &Payload) -> (HeaderMap, Bytes) {
         Some((_, event)) => {
             let event = match event.clone() {
                 RoomEvent::Message { name, text } => Event::Message { name, text },
+                RoomEvent::Notice { name, text } => Event::Notice { name, text },
                 RoomEvent::Join { name } => Event::Join { name },
-                RoomEvent::Leave { name } => Event::Leave { name },
+                RoomEvent::Leave { name, reason, quit } => Event::Leave { name, reason, quit },
             };
             ("event", Bytes::from(serde_json::to_vec(&event).unwrap_or_default()))
         }
@@ -136,8 +153,9 @@ pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes, at: std
         "event" => {
             let event = match serde_json::from_slice(&body)? {
                 Event::Message { name, text } => RoomEvent::Message { name, text },
+                Event::Notice { name, text } => RoomEvent::Notice { name, text },
                 Event::Join { name } => RoomEvent::Join { name },
-                Event::Leave { name } => RoomEvent::Leave { name },
+                Event::Leave { name, reason, quit } => RoomEvent::Leave { name, reason, quit },
             };
             let id = headers.and_then(|h| h.get(ID)).map(|v| Arc::from(v.as_str()));
             Payload::archived(room.clone(), event, at, id)
@@ -165,7 +183,13 @@ mod tests {
         let cases = [
             (Payload::event(room.clone(), RoomEvent::Message { name: "al".into(), text: "hi".into() }), "event", &br#"{"event":"message","name":"al","text":"hi"}"#[..]),
             (Payload::event(room.clone(), RoomEvent::Join { name: "al".into() }), "event", br#"{"event":"join","name":"al"}"#),
-            (Payload::event(room.clone(), RoomEvent::Leave { name: "al".into() }), "event", br#"{"event":"leave","name":"al"}"#),
+            (Payload::event(room.clone(), RoomEvent::leave("al".into())), "event", br#"{"event":"leave","name":"al"}"#),
+            (
+                Payload::event(room.clone(), RoomEvent::Leave { name: "al".into(), reason: Some("bye".into()), quit: true }),
+                "event",
+                br#"{"event":"leave","name":"al","reason":"bye","quit":true}"#,
+            ),
+            (Payload::event(room.clone(), RoomEvent::Notice { name: "al".into(), text: "fyi".into() }), "event", br#"{"event":"notice","name":"al","text":"fyi"}"#),
             (Payload::archived(room.clone(), RoomEvent::Message { name: "al".into(), text: "kept".into() }, std::time::SystemTime::now(), Some("01".into())), "event", br#"{"event":"message","name":"al","text":"kept"}"#),
             (Payload::from("plain"), "text", b"plain"),
             (Payload::binary(vec![0u8, 255]), "binary", &[0, 255]),

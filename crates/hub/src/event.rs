@@ -11,22 +11,33 @@ use wire::app::{ChatEvent, Presence, chat_message_json};
 pub enum RoomEvent {
     /// A member's message.
     Message { name: Arc<str>, text: Arc<str> },
+    /// A member's notice: a message no client is to answer automatically
+    /// (IRC's `NOTICE`). Other protocols show it as a message; it is
+    /// neither archived nor kept in the room's history.
+    Notice { name: Arc<str>, text: Arc<str> },
     /// A member joined.
     Join { name: Arc<str> },
-    /// A member left, or the node it was on was lost.
-    Leave { name: Arc<str> },
+    /// A member left, or the node it was on was lost: with the reason it
+    /// gave, if any (IRC's `PART` or `QUIT` message), and `quit` when it
+    /// left every room at once because it went away.
+    Leave { name: Arc<str>, reason: Option<Arc<str>>, quit: bool },
 }
 
 impl RoomEvent {
+    /// A member left, saying nothing.
+    pub fn leave(name: Arc<str>) -> RoomEvent {
+        RoomEvent::Leave { name, reason: None, quit: false }
+    }
+
     /// The chat app's JSON for this event of `room` (see `wire::app`).
     pub fn chat_json(&self, room: &str) -> String {
         let presence = |event, name: &Arc<str>| {
             ChatEvent::Presence { event, name: name.to_string(), room: room.to_owned() }.to_json()
         };
         match self {
-            RoomEvent::Message { name, text } => chat_message_json(name, room, text),
+            RoomEvent::Message { name, text } | RoomEvent::Notice { name, text } => chat_message_json(name, room, text),
             RoomEvent::Join { name } => presence(Presence::Join, name),
-            RoomEvent::Leave { name } => presence(Presence::Leave, name),
+            RoomEvent::Leave { name, .. } => presence(Presence::Leave, name),
         }
     }
 }

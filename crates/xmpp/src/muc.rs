@@ -184,15 +184,20 @@ pub fn greeting(
 /// shown with (an occupant who was kicked leaves with 307).
 pub fn render(event: &RoomEvent, room_jid: &str, own_nick: &str, to: &str, shown: impl Fn(&str) -> (Item, Vec<&'static str>)) -> Option<Element> {
     match event {
-        RoomEvent::Message { name, text } => Some(groupchat(room_jid, name, to, text)),
+        RoomEvent::Message { name, text } | RoomEvent::Notice { name, text } => Some(groupchat(room_jid, name, to, text)),
         RoomEvent::Join { name } if &**name == own_nick => None,
         RoomEvent::Join { name } => Some(presence(room_jid, name, to, &shown(name).0, true, &[])),
-        RoomEvent::Leave { name } => {
+        RoomEvent::Leave { name, reason, .. } => {
             let (item, mut codes) = shown(name);
             if &**name == own_nick {
                 codes.insert(0, "110");
             }
-            Some(presence(room_jid, name, to, &item, false, &codes))
+            let gone = presence(room_jid, name, to, &item, false, &codes);
+            // The reason it gave, as an unavailable presence's status (RFC 6121 §4.7.2.2).
+            Some(match reason {
+                Some(reason) => gone.child(Element::new("status", ns::CLIENT).text(reason)),
+                None => gone,
+            })
         }
     }
 }
@@ -222,6 +227,14 @@ mod tests {
             "<message from=\"lobby@conference.localhost/alice\" to=\"bob@localhost/r\" type=\"groupchat\"><body>hi &amp; &lt;bye&gt;</body></message>"
         );
         assert!(render(&RoomEvent::Join { name: "bob".into() }, "lobby@conference.localhost", "bob", to, |_| (Item::participant(), Vec::new())).is_none());
+        // A reason given on leaving (IRC's PART or QUIT message) is the presence's status.
+        let gone = RoomEvent::Leave { name: "ann".into(), reason: Some("off <now>".into()), quit: true };
+        assert_eq!(
+            render(&gone, "lobby@conference.localhost", "bob", to, |_| (Item::participant(), Vec::new())).unwrap().to_xml(ns::CLIENT),
+            "<presence from=\"lobby@conference.localhost/ann\" to=\"bob@localhost/r\" type=\"unavailable\"><x xmlns=\"http://jabber.org/protocol/muc#user\"><item affiliation=\"none\" role=\"none\"/></x><status>off &lt;now&gt;</status></presence>"
+        );
+        let notice = RoomEvent::Notice { name: "ann".into(), text: "fyi".into() };
+        assert!(render(&notice, "lobby@conference.localhost", "bob", to, |_| (Item::participant(), Vec::new())).unwrap().to_xml(ns::CLIENT).contains("type=\"groupchat\"><body>fyi</body>"));
         let owner = Item { affiliation: Affiliation::Owner, role: Role::Moderator, jid: Some("a@localhost/x".into()), nick: None, shown: Vec::new() };
         assert_eq!(
             presence("r@conference.localhost", "a", to, &owner, true, &["110", "201"]).to_xml(ns::CLIENT),

@@ -587,7 +587,7 @@ impl Session {
                     // nick: the old nick was its own until then.
                     (RoomEvent::Join { name }, Some(old)) if name == old => return None,
                     // Its own nick change, as the room's events tell it (XEP-0045 §7.6).
-                    (RoomEvent::Leave { name }, Some(old)) if name == old => {
+                    (RoomEvent::Leave { name, .. }, Some(old)) if name == old => {
                         super::muc::render(event, &occupancy.room_jid, old, &self.full_jid(), |nick| self.shown(room, nick))?
                     }
                     (RoomEvent::Join { name }, Some(_)) if *name == occupancy.nick => {

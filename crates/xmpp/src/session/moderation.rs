@@ -80,7 +80,7 @@ impl Session {
                     let item = Item { affiliation, role: Role::None, jid: Some(o.jid.to_string()), nick: None, shown: Vec::new() };
                     let own: Vec<&str> = std::iter::once("110").chain(codes.iter().copied()).collect();
                     let _ = o.outbox.push(o.framing.payload(&muc::presence(room_jid, &o.nick, &o.jid.to_string(), &item, false, &own)));
-                    let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::Leave { name: o.nick.clone() }));
+                    let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::leave(o.nick.clone())));
                 }
                 Effect::Changed(nick) => super::rooms::announce(&self.xmpp.muc, room, room_jid, &nick),
             }

@@ -91,7 +91,7 @@ impl Session {
             occupancy.nick = new.clone();
             occupancy.renamed_from = Some(old.clone());
         }
-        let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::Leave { name: old }));
+        let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::leave(old)));
         let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::Join { name: new }));
     }
 
@@ -177,7 +177,7 @@ impl Session {
         if self.xmpp.muc.is_occupant(room, self.id) {
             self.xmpp.muc.exit(room, self.id);
             if rooms.leave(room, self.id).is_some() {
-                let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::Leave { name: occupancy.nick.clone() }));
+                let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::leave(occupancy.nick.clone())));
             }
         }
         if tell {
@@ -487,7 +487,7 @@ impl Session {
                 x.children.push(wire::xmpp::Node::Element(told.clone()));
             }
             let _ = o.outbox.push(o.framing.payload(&presence));
-            let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::Leave { name: o.nick.clone() }));
+            let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::leave(o.nick.clone())));
         }
     }
 }
