@@ -287,7 +287,7 @@ mod tests {
         let Message::Text(a) = p.ws_message() else { unreachable!() };
         let Message::Text(b) = p.clone().ws_message() else { unreachable!() };
         assert_eq!(a.as_str().as_ptr(), b.as_str().as_ptr(), "one encoding, shared");
-        let leave = Payload::event("lobby", RoomEvent::Leave { name: "bob".into() });
+        let leave = Payload::event("lobby", RoomEvent::leave("bob".into()));
         assert_eq!(leave.as_text(), Some(r#"{"event":"leave","name":"bob","room":"lobby"}"#));
     }
 }

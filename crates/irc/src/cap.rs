@@ -17,16 +17,19 @@ pub enum Cap {
     Batch = 16,
     /// Every prefix of a member in `NAMES` and `WHO`, not only the highest.
     MultiPrefix = 32,
+    /// `NAMES` lists `nick!user@host`.
+    UserhostInNames = 64,
 }
 
 /// Every capability offered, as `CAP LS` lists them.
-pub const OFFERED: [(&str, Cap); 6] = [
+pub const OFFERED: [(&str, Cap); 7] = [
     ("away-notify", Cap::AwayNotify),
     ("batch", Cap::Batch),
     ("echo-message", Cap::EchoMessage),
     ("message-tags", Cap::MessageTags),
     ("multi-prefix", Cap::MultiPrefix),
     ("server-time", Cap::ServerTime),
+    ("userhost-in-names", Cap::UserhostInNames),
 ];
 
 /// The capabilities a client has enabled.

@@ -17,6 +17,9 @@ pub struct Channel {
     pub topic: Option<Topic>,
     pub modes: Modes,
     pub members: Vec<Membership>,
+    /// Clients invited since the channel opened (`INVITE`), who may join
+    /// it under `+i`.
+    pub invited: Vec<hub::MemberId>,
     pub created: SystemTime,
 }
 
@@ -37,6 +40,10 @@ pub struct Modes {
     pub topic_ops: bool,
     /// `+m`: only operators and voiced members may speak.
     pub moderated: bool,
+    /// `+i`: only invited clients may join.
+    pub invite_only: bool,
+    /// `+s`: not listed, nor shown in `WHOIS`, to those outside.
+    pub secret: bool,
     /// `+k`: the key a join must give.
     pub key: Option<String>,
     /// `+l`: most IRC members.
@@ -45,7 +52,7 @@ pub struct Modes {
 
 impl Default for Modes {
     fn default() -> Modes {
-        Modes { no_outside: true, topic_ops: true, moderated: false, key: None, limit: None }
+        Modes { no_outside: true, topic_ops: true, moderated: false, invite_only: false, secret: false, key: None, limit: None }
     }
 }
 
@@ -54,7 +61,7 @@ impl Modes {
     pub fn shown(&self) -> Vec<String> {
         let mut flags = String::from("+");
         let mut params = Vec::new();
-        for (on, flag) in [(self.moderated, 'm'), (self.no_outside, 'n'), (self.topic_ops, 't')] {
+        for (on, flag) in [(self.invite_only, 'i'), (self.moderated, 'm'), (self.no_outside, 'n'), (self.secret, 's'), (self.topic_ops, 't')] {
             if on {
                 flags.push(flag);
             }
@@ -110,6 +117,7 @@ impl Channels {
             topic: None,
             modes: Modes::default(),
             members: Vec::new(),
+            invited: Vec::new(),
             created: SystemTime::now(),
         });
         f(channel)
@@ -143,8 +151,14 @@ impl Channels {
         self.with(room, |c| c.members.clone()).unwrap_or_default()
     }
 
-    /// The rooms with IRC members, with their topics (`LIST`).
-    pub fn list(&self) -> Vec<(Arc<str>, Option<Arc<str>>)> {
-        self.by_room.lock().iter().map(|(room, c)| (room.clone(), c.topic.as_ref().map(|t| t.text.clone()))).collect()
+    /// The rooms with IRC members, with their topics, and whether each
+    /// is secret (`LIST`).
+    pub fn list(&self) -> Vec<(Arc<str>, Option<Arc<str>>, bool)> {
+        self.by_room.lock().iter().map(|(room, c)| (room.clone(), c.topic.as_ref().map(|t| t.text.clone()), c.modes.secret)).collect()
+    }
+
+    /// How many channels have IRC members.
+    pub fn len(&self) -> usize {
+        self.by_room.lock().len()
     }
 }

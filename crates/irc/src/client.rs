@@ -14,7 +14,7 @@ use wire::nickname::Nickname;
 use crate::Irc;
 use crate::cap::{self, Cap, Caps};
 use crate::channels::{Membership, Topic};
-use crate::nicks::Public;
+use crate::nicks::{Public, Shown};
 use crate::numeric::*;
 use crate::render::{self, Tags};
 
@@ -22,10 +22,14 @@ use crate::render::{self, Tags};
 pub const NICKLEN: usize = 64;
 /// Longest topic, away message or reason kept.
 const TEXTLEN: usize = 390;
+/// Quits remembered to tell each once.
+const QUITS_KEPT: usize = 64;
+/// Longest user name kept of `USER`'s.
+const USERLEN: usize = 10;
 /// Most members `NAMES` and `WHO` list.
 const MAX_LISTED: usize = 1000;
 /// The channel modes a client may set, and which take a parameter.
-const CHANNEL_MODES: &str = "klmnotv";
+const CHANNEL_MODES: &str = "iklmnostv";
 
 /// What the connection does after a line.
 #[derive(Debug, PartialEq, Eq)]
@@ -58,6 +62,9 @@ pub struct Client {
     /// Rooms it is in.
     joined: Vec<Arc<str>>,
     echoes: Vec<(Arc<str>, Echo)>,
+    /// Members whose quit it was told of lately, so that the same quit in
+    /// another shared channel is not told again.
+    quits: Vec<Arc<str>>,
     /// Batches sent so far, for their ids.
     batches: u64,
 }
@@ -75,6 +82,7 @@ impl Client {
             registered: false,
             joined: Vec::new(),
             echoes: Vec::new(),
+            quits: Vec::new(),
             batches: 0,
         }
     }
@@ -92,8 +100,15 @@ impl Client {
         self.name.as_ref().map_or_else(|| "*".to_owned(), |n| nick_of(&n.shown).into_owned())
     }
 
+    /// Its own lines' source: `nick!~user@server`. (A room event shows
+    /// every member as `nick!nick@server`: it names a member, not a
+    /// connection.)
     fn source(&self) -> String {
-        render::source(&self.nick(), self.server())
+        let user = self.public.state.lock().user.clone();
+        if user.is_empty() {
+            return render::source(&self.nick(), self.server());
+        }
+        format!("{}!{user}@{}", self.nick(), self.server())
     }
 
     fn send(&self, line: String) {
@@ -117,6 +132,7 @@ impl Client {
         let needs = |count: usize| params.len() < count;
         if needs(match command.as_str() {
             "NICK" | "PING" | "JOIN" | "PART" | "TOPIC" | "WHOIS" | "MODE" | "ISON" | "USERHOST" | "CAP" => 1,
+            "INVITE" => 2,
             "PRIVMSG" | "NOTICE" => 0,
             "USER" => 4,
             _ => 0,
@@ -137,8 +153,12 @@ impl Client {
                 self.send(self.reply(ERR_ALREADYREGISTERED).trailing("You may not reregister"));
             }
             "USER" => {
-                self.user = Some(param(0).to_owned());
-                self.public.state.lock().realname = Arc::from(truncated(param(3)));
+                let user: String = param(0).chars().filter(|c| !matches!(c, '@' | '!')).take(USERLEN).collect();
+                self.user = Some(user.clone());
+                let mut state = self.public.state.lock();
+                state.user = Arc::from(format!("~{user}"));
+                state.realname = Arc::from(truncated(param(3)));
+                drop(state);
                 self.try_register();
             }
             "PING" => self.send(Line::new(Some(self.server()), "PONG").arg(self.server()).trailing(param(0))),
@@ -149,7 +169,7 @@ impl Client {
             }
             _ if !self.registered => self.send(self.reply(ERR_NOTREGISTERED).trailing("You have not registered")),
             "JOIN" => self.join_all(param(0), param(1)).await,
-            "PART" => self.part_all(param(0)),
+            "PART" => self.part_all(param(0), params.get(1).copied().filter(|r| !r.is_empty())),
             "PRIVMSG" | "NOTICE" => self.message(&command, message).await,
             "TOPIC" => self.topic(param(0), params.get(1).copied()),
             "NAMES" => self.names(params.first().copied()),
@@ -160,6 +180,7 @@ impl Client {
             "AWAY" => self.away(params.first().copied().filter(|t| !t.is_empty())),
             "ISON" => self.ison(&params[..]),
             "USERHOST" => self.userhost(&params[..]),
+            "INVITE" => self.invite(param(0), param(1)),
             "MOTD" => self.send(self.reply(ERR_NOMOTD).trailing("MOTD File is missing")),
             "LUSERS" => self.lusers(),
             "VERSION" => self.send(self.reply(RPL_VERSION).arg(&version()).arg(self.server()).trailing("")),
@@ -235,7 +256,7 @@ impl Client {
             for room in self.joined.clone() {
                 self.echoes.push((room.clone(), Echo::Leave(old_name.shown.clone())));
                 self.echoes.push((room.clone(), Echo::Join(name.shown.clone())));
-                self.publish(&room, RoomEvent::Leave { name: old_name.shown.clone() });
+                self.publish(&room, RoomEvent::leave(old_name.shown.clone()));
                 self.publish(&room, RoomEvent::Join { name: name.shown.clone() });
             }
         }
@@ -266,6 +287,8 @@ impl Client {
         }
         let Some(name) = &self.name else { return };
         self.registered = true;
+        self.public.state.lock().registered = true;
+        self.irc.users.arrive();
         let nick = nick_of(&name.shown).into_owned();
         let server = self.server().to_owned();
         let network = &self.irc.settings.network;
@@ -281,7 +304,7 @@ impl Client {
             format!("AWAYLEN={TEXTLEN}"),
             "CASEMAPPING=ascii".into(),
             format!("CHANLIMIT=#:{}", self.irc.settings.max_channels),
-            "CHANMODES=b,k,l,mnt".into(),
+            "CHANMODES=b,k,l,imnst".into(),
             format!("CHANNELLEN={}", 1 + 3 * wire::app::MAX_NAME_LEN),
             "CHANTYPES=#".into(),
             "ELIST=".into(),
@@ -301,25 +324,36 @@ impl Client {
             }
             lines.push(line.trailing("are supported by this server"));
         }
-        lines.push(self.lusers_line());
+        lines.push(self.lusers_lines());
         lines.push(self.reply(ERR_NOMOTD).trailing("MOTD File is missing"));
         self.send(lines.concat());
         let _ = nick;
     }
 
-    fn lusers_line(&self) -> String {
-        let clients = self.irc.clients();
-        self.reply(RPL_LUSERCLIENT).trailing(&format!("There are {clients} users and 0 invisible on 1 servers"))
+    /// `LUSERS`: the users and channels of this node.
+    fn lusers_lines(&self) -> String {
+        let (users, most) = self.irc.users.counts();
+        let invisible = self.irc.nicks.all().iter().filter(|c| c.state.lock().invisible).count().min(users);
+        let channels = self.irc.channels.len().to_string();
+        [
+            self.reply(RPL_LUSERCLIENT).trailing(&format!("There are {} users and {invisible} invisible on 1 servers", users - invisible)),
+            self.reply(RPL_LUSEROP).arg("0").trailing("operator(s) online"),
+            self.reply(RPL_LUSERCHANNELS).arg(&channels).trailing("channels formed"),
+            self.reply(RPL_LUSERME).trailing(&format!("I have {users} clients and 0 servers")),
+            self.reply(RPL_LOCALUSERS).arg(&users.to_string()).arg(&most.to_string()).trailing(&format!("Current local users {users}, max {most}")),
+            self.reply(RPL_GLOBALUSERS).arg(&users.to_string()).arg(&most.to_string()).trailing(&format!("Current global users {users}, max {most}")),
+        ]
+        .concat()
     }
 
     fn lusers(&self) {
-        self.send(self.lusers_line());
+        self.send(self.lusers_lines());
     }
 
     async fn join_all(&mut self, channels: &str, keys: &str) {
         if channels == "0" {
             let all = self.joined.iter().map(|r| channel_of(r)).collect::<Vec<_>>().join(",");
-            return self.part_all(&all);
+            return self.part_all(&all, None);
         }
         let mut keys = keys.split(',');
         for channel in channels.split(',').filter(|c| !c.is_empty()) {
@@ -342,7 +376,9 @@ impl Client {
         }
         // IRC's own modes, for IRC's members.
         let refused = self.irc.channels.with(&room, |c| {
-            if c.modes.key.as_deref().is_some_and(|k| Some(k) != key) {
+            if c.modes.invite_only && !c.invited.contains(&self.public.id) {
+                Some((ERR_INVITEONLYCHAN, "Cannot join channel (+i)"))
+            } else if c.modes.key.as_deref().is_some_and(|k| Some(k) != key) {
                 Some((ERR_BADCHANNELKEY, "Cannot join channel (+k)"))
             } else if c.modes.limit.is_some_and(|l| c.members.len() >= l) {
                 Some((ERR_CHANNELISFULL, "Cannot join channel (+l)"))
@@ -367,7 +403,20 @@ impl Client {
             };
             return self.send(self.reply(ERR_UNAVAILRESOURCE).arg(&channel).trailing(&text));
         }
-        self.public.state.lock().channels.push(channel);
+        let away = {
+            let mut state = self.public.state.lock();
+            state.channels.push(channel);
+            state.away.clone()
+        };
+        if let Some(away) = away {
+            // away-notify: who joins away is announced as away.
+            let line = Line::new(Some(&self.source()), "AWAY").trailing(&away);
+            for m in self.irc.channels.members(&room) {
+                if m.client.id != self.public.id && m.client.has(Cap::AwayNotify) {
+                    m.client.send(line.clone());
+                }
+            }
+        }
         self.joined.push(room.clone());
         self.echoes.push((room.clone(), Echo::Join(name.shown.clone())));
         self.publish(&room, RoomEvent::Join { name: name.shown });
@@ -383,12 +432,14 @@ impl Client {
         let join = Line::tagged(&Tags::of(caps).text(SystemTime::now(), None, None), Some(&self.source()), "JOIN").arg(channel).end();
         let topic = self.topic_lines(room, channel);
         let prefixes = self.prefixes(room);
+        let secret = self.irc.channels.with(room, |c| c.modes.secret).unwrap_or(false);
+        let shape = Shape { secret, userhost: caps.has(Cap::UserhostInNames) };
         self.batches += 1;
         let batch = format!("h{}", self.batches);
         let channel = channel.to_owned();
         Box::new(move |roster: &Roster| {
             let mut lines = join + &topic;
-            lines.push_str(&names_lines(&server, &nick, &channel, &roster.names, &prefixes));
+            lines.push_str(&names_lines(&server, &nick, &channel, &roster.names, &prefixes, shape));
             let mut greeting = vec![Payload::new(lines)];
             if caps.has(Cap::ServerTime) && !roster.history.is_empty() {
                 greeting.push(Payload::new(history(&server, caps, &channel, &batch, &roster.history)));
@@ -420,20 +471,24 @@ impl Client {
             .collect()
     }
 
-    fn part_all(&mut self, channels: &str) {
+    fn part_all(&mut self, channels: &str, reason: Option<&str>) {
         for channel in channels.split(',').filter(|c| !c.is_empty()) {
             let room = room_of(channel).ok().and_then(|r| self.joined.iter().find(|j| ***j == *r).cloned());
             let Some(room) = room else {
                 self.send(self.reply(ERR_NOTONCHANNEL).arg(channel).trailing("You're not on that channel"));
                 continue;
             };
-            self.send(Line::new(Some(&self.source()), "PART").arg(&channel_of(&room)).end());
-            self.leave(&room);
+            let part = Line::new(Some(&self.source()), "PART").arg(&channel_of(&room));
+            self.send(match reason {
+                Some(reason) => part.trailing(truncated(reason)),
+                None => part.end(),
+            });
+            self.leave(&room, reason.map(|r| Arc::from(truncated(r))), false);
         }
     }
 
-    /// Leaves `room`, telling its members.
-    fn leave(&mut self, room: &Arc<str>) {
+    /// Leaves `room`, telling its members why, and whether it quit.
+    fn leave(&mut self, room: &Arc<str>, reason: Option<Arc<str>>, quit: bool) {
         self.joined.retain(|r| r != room);
         self.echoes.retain(|(r, _)| r != room);
         let channel = channel_of(room);
@@ -443,17 +498,22 @@ impl Client {
         if rooms.leave(room, self.id()).is_some()
             && let Some(name) = &self.name
         {
-            self.publish(room, RoomEvent::Leave { name: name.shown.clone() });
+            self.publish(room, RoomEvent::Leave { name: name.shown.clone(), reason, quit });
         }
     }
 
-    /// Leaves every room and frees its nickname: the client is gone.
-    pub fn end(&mut self) {
+    /// Leaves every room, quitting with `reason`, and frees its nickname:
+    /// the client is gone.
+    pub fn end(&mut self, reason: &str) {
+        let reason: Arc<str> = Arc::from(truncated(reason));
         for room in self.joined.clone() {
-            self.leave(&room);
+            self.leave(&room, Some(reason.clone()), true);
         }
         if let Some(name) = &self.name {
             self.irc.nicks.release(&name.key, self.id());
+        }
+        if std::mem::take(&mut self.registered) {
+            self.irc.users.leave();
         }
     }
 
@@ -514,10 +574,13 @@ impl Client {
             return;
         }
         let room: Arc<str> = Arc::from(room);
+        if notice {
+            // Neither kept nor answered: nobody is told if it cannot go.
+            let _ = rooms.publish(&room, Payload::event(room.clone(), RoomEvent::Notice { name: name.shown, text: Arc::from(text) }));
+            return;
+        }
         let event = RoomEvent::Message { name: name.shown.clone(), text: Arc::from(render::text_from_irc(text)) };
-        if let Err(e) = rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await
-            && !notice
-        {
+        if let Err(e) = rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await {
             self.send(self.reply(ERR_CANNOTSENDTOCHAN).arg(&channel_of(&room)).trailing(&e.to_string()));
         }
     }
@@ -588,7 +651,9 @@ impl Client {
             return self.send(self.reply(RPL_ENDOFNAMES).arg(shown).trailing("End of /NAMES list"));
         };
         let names = self.room_names(&room);
-        self.send(names_lines(self.server(), &self.nick(), &channel_of(&room), &names, &self.prefixes(&room)));
+        let secret = self.irc.channels.with(&room, |c| c.modes.secret).unwrap_or(false);
+        let shape = Shape { secret, userhost: self.caps.has(Cap::UserhostInNames) };
+        self.send(names_lines(self.server(), &self.nick(), &channel_of(&room), &names, &self.prefixes(&room), shape));
     }
 
     fn room_names(&self, room: &str) -> Vec<Arc<str>> {
@@ -597,35 +662,69 @@ impl Client {
 
     fn who(&self, mask: &str) {
         let mut lines = String::new();
+        let multi = self.caps.has(Cap::MultiPrefix);
         if let Ok(room) = room_of(mask) {
             if self.joined.iter().any(|j| **j == *room) {
                 let channel = channel_of(&room);
                 let irc = self.irc.channels.members(&room);
                 for name in self.room_names(&room) {
                     let nick = nick_of(&name);
-                    let member = irc.iter().find(|m| *m.client.nick() == *nick);
-                    let away = member.and_then(|m| m.client.state.lock().away.clone()).is_some();
-                    let prefix = member.map_or("", |m| m.prefix(self.caps.has(Cap::MultiPrefix)));
-                    let realname = member.map_or_else(|| Arc::from(""), |m| m.client.state.lock().realname.clone());
-                    lines.push_str(&self.who_line(&channel, &nick, away, prefix, &realname));
+                    let line = match irc.iter().find(|m| *m.client.nick() == *nick) {
+                        Some(m) => self.who_line(&channel, &m.client.state.lock(), m.prefix(multi)),
+                        None => self.who_line(&channel, &other_member(&nick), ""),
+                    };
+                    lines.push_str(&line);
                 }
             }
-        } else if let Some(client) = self.find(mask) {
-            let state = client.state.lock().clone();
-            lines.push_str(&self.who_line("*", &state.nick, state.away.is_some(), "", &state.realname));
+        } else {
+            let mine: Vec<hub::MemberId> = self.joined.iter().flat_map(|r| self.irc.channels.members(r)).map(|m| m.client.id).collect();
+            // Invisible users hide from masks, not from their own nickname.
+            let is_mask = mask.contains(['*', '?']);
+            for client in self.irc.nicks.all() {
+                let state = client.state.lock().clone();
+                let visible = !is_mask || !state.invisible || client.id == self.public.id || mine.contains(&client.id);
+                if state.registered && visible && matches_mask(mask, &state.nick) {
+                    lines.push_str(&self.who_line("*", &state, ""));
+                }
+            }
         }
         lines.push_str(&self.reply(RPL_ENDOFWHO).arg(mask).trailing("End of /WHO list"));
         self.send(lines);
     }
 
-    fn who_line(&self, channel: &str, nick: &str, away: bool, prefix: &str, realname: &str) -> String {
-        let flags = format!("{}{prefix}", if away { 'G' } else { 'H' });
+    fn who_line(&self, channel: &str, client: &Shown, prefix: &str) -> String {
+        let flags = format!("{}{prefix}", if client.away.is_some() { 'G' } else { 'H' });
         let server = self.server();
-        self.reply(RPL_WHOREPLY).arg(channel).arg(nick).arg(server).arg(server).arg(nick).arg(&flags).trailing(&format!("0 {realname}"))
+        self.reply(RPL_WHOREPLY)
+            .arg(channel)
+            .arg(&client.user)
+            .arg(server)
+            .arg(server)
+            .arg(&client.nick)
+            .arg(&flags)
+            .trailing(&format!("0 {}", client.realname))
     }
 
     fn find(&self, nick: &str) -> Option<Arc<Public>> {
         name_of(nick).ok().and_then(|n| Nickname::parse(&n).ok()).and_then(|n| self.irc.nicks.find(&n.key))
+    }
+
+    /// `channel` as `WHOIS` lists it to this client: with the member's
+    /// prefix, unless it is secret and this client is not in it.
+    fn whois_channel(&self, channel: &str, of: hub::MemberId) -> Option<String> {
+        let room = room_of(channel).ok()?;
+        let mine = self.joined.iter().any(|j| **j == *room);
+        let multi = self.caps.has(Cap::MultiPrefix);
+        self.irc
+            .channels
+            .with(&room, |c| {
+                if c.modes.secret && !mine {
+                    return None;
+                }
+                let prefix = c.members.iter().find(|m| m.client.id == of).map_or("", |m| m.prefix(multi));
+                Some(format!("{prefix}{channel}"))
+            })
+            .flatten()
     }
 
     fn whois(&self, nick: &str) {
@@ -634,9 +733,10 @@ impl Client {
             Some(client) => {
                 let state = client.state.lock().clone();
                 let server = self.server();
-                lines.push_str(&self.reply(RPL_WHOISUSER).arg(&state.nick).arg(&state.nick).arg(server).arg("*").trailing(&state.realname));
-                if !state.channels.is_empty() {
-                    lines.push_str(&self.reply(RPL_WHOISCHANNELS).arg(&state.nick).trailing(&state.channels.join(" ")));
+                lines.push_str(&self.reply(RPL_WHOISUSER).arg(&state.nick).arg(&state.user).arg(server).arg("*").trailing(&state.realname));
+                let channels: Vec<String> = state.channels.iter().filter_map(|c| self.whois_channel(c, client.id)).collect();
+                if !channels.is_empty() {
+                    lines.push_str(&self.reply(RPL_WHOISCHANNELS).arg(&state.nick).trailing(&channels.join(" ")));
                 }
                 lines.push_str(&self.reply(RPL_WHOISSERVER).arg(&state.nick).arg(server).trailing(&self.irc.settings.network));
                 if let Some(away) = &state.away {
@@ -651,12 +751,52 @@ impl Client {
 
     fn list(&self) {
         let mut lines = self.reply(RPL_LISTSTART).arg("Channel").trailing("Users  Name");
-        for (room, topic) in self.irc.channels.list() {
+        for (room, topic, secret) in self.irc.channels.list() {
+            if secret && !self.joined.contains(&room) {
+                continue;
+            }
             let count = self.room_names(&room).len().to_string();
             lines.push_str(&self.reply(RPL_LIST).arg(&channel_of(&room)).arg(&count).trailing(topic.as_deref().unwrap_or("")));
         }
         lines.push_str(&self.reply(RPL_LISTEND).trailing("End of /LIST"));
         self.send(lines);
+    }
+
+    /// `INVITE nick #channel`: lets `nick` join the channel under `+i`.
+    fn invite(&self, nick: &str, channel: &str) {
+        let Some(target) = self.find(nick) else {
+            return self.send(self.reply(ERR_NOSUCHNICK).arg(nick).trailing("No such nick/channel"));
+        };
+        let room = room_of(channel).ok();
+        let mine = room.as_ref().is_some_and(|r| self.joined.iter().any(|j| **j == **r));
+        let outcome = room.as_deref().and_then(|room| {
+            self.irc.channels.with(room, |c| {
+                if !mine {
+                    return Err((ERR_NOTONCHANNEL, "You're not on that channel"));
+                }
+                if c.members.iter().any(|m| m.client.id == target.id) {
+                    return Err((ERR_USERONCHANNEL, "is already on channel"));
+                }
+                let op = c.members.iter().any(|m| m.client.id == self.public.id && m.op);
+                if c.modes.invite_only && !op {
+                    return Err((ERR_CHANOPRIVSNEEDED, "You're not channel operator"));
+                }
+                if !c.invited.contains(&target.id) {
+                    c.invited.push(target.id);
+                }
+                Ok(())
+            })
+        });
+        let target_nick = target.nick();
+        match outcome {
+            // A channel nobody of IRC is in: the invitation only tells.
+            None | Some(Ok(())) => {
+                self.send(self.reply(RPL_INVITING).arg(&target_nick).arg(channel).end());
+                target.send(Line::new(Some(&self.source()), "INVITE").arg(&target_nick).arg(channel).end());
+            }
+            Some(Err((ERR_USERONCHANNEL, text))) => self.send(self.reply(ERR_USERONCHANNEL).arg(&target_nick).arg(channel).trailing(text)),
+            Some(Err((numeric, text))) => self.send(self.reply(numeric).arg(channel).trailing(text)),
+        }
     }
 
     fn mode(&self, params: &[&str]) {
@@ -705,10 +845,12 @@ impl Client {
                 match flag {
                     '+' => on = true,
                     '-' => on = false,
-                    'n' | 't' | 'm' => {
+                    'n' | 't' | 'm' | 'i' | 's' => {
                         let field = match flag {
                             'n' => &mut c.modes.no_outside,
                             't' => &mut c.modes.topic_ops,
+                            'i' => &mut c.modes.invite_only,
+                            's' => &mut c.modes.secret,
                             _ => &mut c.modes.moderated,
                         };
                         if *field != on {
@@ -721,7 +863,10 @@ impl Client {
                         // Both ways take a parameter; only setting reads it.
                         let given = args.next().copied();
                         let key = given.filter(|_| on);
-                        if on && key.is_none_or(|k| k.is_empty() || k.contains(',')) {
+                        if on && key.is_none_or(|k| k.trim().is_empty() || k.contains([',', ' '])) {
+                            if given.is_some() {
+                                errors.push(self.reply(ERR_INVALIDKEY).arg(channel).trailing("Key is not well-formed"));
+                            }
                             continue;
                         }
                         c.modes.key = key.map(str::to_owned);
@@ -730,8 +875,13 @@ impl Client {
                         applied_args.push(key.unwrap_or("*").to_owned());
                     }
                     'l' => {
-                        let limit = if on { args.next().and_then(|l| l.parse::<usize>().ok()) } else { None };
+                        let given = if on { args.next().copied() } else { None };
+                        let limit = given.and_then(|l| l.parse::<usize>().ok()).filter(|&l| l > 0);
                         if on && limit.is_none() {
+                            if let Some(given) = given {
+                                let shown = if given.is_empty() { "*" } else { given };
+                                errors.push(self.reply(ERR_INVALIDMODEPARAM).arg(channel).arg("l").arg(shown).trailing("Invalid limit"));
+                            }
                             continue;
                         }
                         c.modes.limit = limit;
@@ -743,14 +893,17 @@ impl Client {
                     }
                     'o' | 'v' => {
                         let Some(nick) = args.next() else { continue };
-                        let Some(member) = c.members.iter_mut().find(|m| *m.client.nick() == **nick) else {
-                            errors.push(self.reply(ERR_USERNOTINCHANNEL).arg(nick).arg(channel).trailing("They aren't on that channel"));
+                        let Some(member) = c.members.iter_mut().find(|m| m.client.nick().eq_ignore_ascii_case(nick)) else {
+                            errors.push(match self.find(nick) {
+                                Some(_) => self.reply(ERR_USERNOTINCHANNEL).arg(nick).arg(channel).trailing("They aren't on that channel"),
+                                None => self.reply(ERR_NOSUCHNICK).arg(nick).trailing("No such nick/channel"),
+                            });
                             continue;
                         };
                         if flag == 'o' { member.op = on } else { member.voice = on }
                         sign(&mut applied, &mut last_sign);
                         applied.push(flag);
-                        applied_args.push((*nick).to_owned());
+                        applied_args.push(member.client.nick().to_string());
                     }
                     'b' => {}
                     other => errors.push(self.reply(ERR_UNKNOWNMODE).arg(&other.to_string()).trailing("is unknown mode char to me")),
@@ -780,8 +933,25 @@ impl Client {
             return self.send(self.reply(numeric).arg(target).trailing(text));
         }
         match changes {
-            None => self.send(self.reply(RPL_UMODEIS).arg("+").end()),
-            Some(changes) if changes.chars().all(|c| matches!(c, '+' | '-' | 'i' | 'w')) => {}
+            None => {
+                let modes = if self.public.state.lock().invisible { "+i" } else { "+" };
+                self.send(self.reply(RPL_UMODEIS).arg(modes).end());
+            }
+            Some(changes) if changes.chars().all(|c| matches!(c, '+' | '-' | 'i' | 'w')) => {
+                let mut on = true;
+                let mut state = self.public.state.lock();
+                for c in changes.chars() {
+                    match c {
+                        '+' => on = true,
+                        '-' => on = false,
+                        'i' => state.invisible = on,
+                        _ => {}
+                    }
+                }
+                let shown = if state.invisible { "+i" } else { "-i" };
+                drop(state);
+                self.send(Line::new(Some(&self.source()), "MODE").arg(&self.nick()).arg(shown).end());
+            }
             Some(_) => self.send(self.reply(ERR_UMODEUNKNOWNFLAG).trailing("Unknown MODE flag")),
         }
     }
@@ -829,13 +999,27 @@ impl Client {
 
     /// A room event's lines for this client, or `None` if it is not to get
     /// it (its own join it was told of, its own message without
-    /// `echo-message`).
+    /// `echo-message`, a quit it was already told of in another channel).
     pub fn render(&mut self, payload: &Payload) -> Option<bytes::Bytes> {
         if let Some((room, event)) = payload.as_event() {
             let echo = match event {
-                RoomEvent::Join { name } => Some(Echo::Join(name.clone())),
-                RoomEvent::Leave { name } => Some(Echo::Leave(name.clone())),
-                RoomEvent::Message { name, .. } => {
+                RoomEvent::Join { name } => {
+                    self.quits.retain(|q| q != name);
+                    Some(Echo::Join(name.clone()))
+                }
+                RoomEvent::Leave { name, quit: true, .. } => {
+                    // IRC tells a quit once, whatever channels are shared.
+                    if self.quits.contains(name) {
+                        return None;
+                    }
+                    if self.quits.len() == QUITS_KEPT {
+                        self.quits.remove(0);
+                    }
+                    self.quits.push(name.clone());
+                    Some(Echo::Leave(name.clone()))
+                }
+                RoomEvent::Leave { name, .. } => Some(Echo::Leave(name.clone())),
+                RoomEvent::Message { name, .. } | RoomEvent::Notice { name, .. } => {
                     let own = self.name.as_ref().is_some_and(|n| n.shown == *name);
                     if own && !self.caps.has(Cap::EchoMessage) {
                         return None;
@@ -854,15 +1038,25 @@ impl Client {
     }
 }
 
+/// How `353` lines show a channel's names.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    /// A secret channel (`@` rather than `=`).
+    secret: bool,
+    /// `nick!user@host` rather than `nick` (`userhost-in-names`).
+    userhost: bool,
+}
+
 /// `353` lines for `names`, as many as fit in a line each, then `366`.
-fn names_lines(server: &str, nick: &str, channel: &str, names: &[Arc<str>], prefixes: &[(Arc<str>, &str)]) -> String {
-    let head = Line::new(Some(server), RPL_NAMREPLY).arg(nick).arg("=").arg(channel);
+fn names_lines(server: &str, nick: &str, channel: &str, names: &[Arc<str>], prefixes: &[(Arc<str>, &str)], shape: Shape) -> String {
+    let head = Line::new(Some(server), RPL_NAMREPLY).arg(nick).arg(if shape.secret { "@" } else { "=" }).arg(channel);
     let room = MAX_LINE - head.clone().end().len() - 2;
     let mut out = String::new();
     let mut batch = String::new();
     for name in names {
-        let shown = nick_of(name);
-        let prefix = prefixes.iter().find(|(n, _)| **n == *shown).map_or("", |(_, p)| p);
+        let nick = nick_of(name);
+        let prefix = prefixes.iter().find(|(n, _)| **n == *nick).map_or("", |(_, p)| p);
+        let shown = if shape.userhost { render::source(&nick, server) } else { nick.into_owned() };
         if !batch.is_empty() && batch.len() + 1 + prefix.len() + shown.len() > room {
             out.push_str(&head.clone().trailing(&batch));
             batch.clear();
@@ -899,6 +1093,43 @@ fn history(server: &str, caps: Caps, channel: &str, batch: &str, kept: &[Payload
     out
 }
 
+/// What `WHO` shows of a member of another protocol: a room event's
+/// `nick!nick@server`, no real name.
+fn other_member(nick: &str) -> Shown {
+    Shown { nick: Arc::from(nick), user: Arc::from(nick), ..Shown::default() }
+}
+
+/// Whether `nick` matches `mask`, where `*` is any run of characters and
+/// `?` any one, without case (ASCII).
+fn matches_mask(mask: &str, nick: &str) -> bool {
+    let (mask, nick) = (mask.as_bytes(), nick.as_bytes());
+    // Greedy, going back only to the last `*`: at most the product of the
+    // lengths, whatever the mask (a peer chooses it).
+    let (mut m, mut n) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while n < nick.len() {
+        match mask.get(m) {
+            Some(b'*') => {
+                star = Some((m, n));
+                m += 1;
+            }
+            Some(&c) if c == b'?' || c.eq_ignore_ascii_case(&nick[n]) => {
+                m += 1;
+                n += 1;
+            }
+            _ => match star {
+                Some((sm, sn)) => {
+                    star = Some((sm, sn + 1));
+                    m = sm + 1;
+                    n = sn + 1;
+                }
+                None => return false,
+            },
+        }
+    }
+    mask[m..].iter().all(|&c| c == b'*')
+}
+
 /// The client-only tags (`+…`) of `sent`, after `tags`.
 fn client_tags(sent: &str, tags: String) -> String {
     let mut all = tags;
@@ -922,4 +1153,40 @@ fn truncated(text: &str) -> &str {
 
 fn version() -> String {
     format!("switchboard-{}", env!("CARGO_PKG_VERSION"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_match_as_who_reads_them() {
+        for (mask, nick, matches) in [
+            ("coolni*", "coolNick", true),
+            ("*", "anyone", true),
+            ("c?ol*k", "coolNick", true),
+            ("cool", "coolNick", false),
+            ("*x", "coolNick", false),
+            ("**a*", "bab", true),
+        ] {
+            assert_eq!(matches_mask(mask, nick), matches, "{mask} {nick}");
+        }
+        // A mask made to backtrack costs the product of the lengths at most.
+        let hostile = "*?".repeat(200) + "z";
+        assert!(!matches_mask(&hostile, &"a".repeat(64)));
+    }
+
+    #[test]
+    fn names_fill_lines_and_end_with_366() {
+        let names: Vec<Arc<str>> = (0..100).map(|i| Arc::from(format!("member{i:03}"))).collect();
+        let shape = Shape { secret: false, userhost: false };
+        let text = names_lines("irc.test", "me", "#big", &names, &[(Arc::from("member000"), "@")], shape);
+        let lines: Vec<&str> = text.split_inclusive("\r\n").collect();
+        assert!(lines.len() > 2 && lines.iter().all(|l| l.len() <= MAX_LINE));
+        assert!(lines[0].starts_with(":irc.test 353 me = #big :@member000 member001 "));
+        assert_eq!(*lines.last().unwrap(), ":irc.test 366 me #big :End of /NAMES list\r\n");
+        assert_eq!(text.matches("member").count(), 100);
+        let secret = names_lines("irc.test", "me", "#s", &names[..1], &[], Shape { secret: true, userhost: true });
+        assert!(secret.starts_with(":irc.test 353 me @ #s :member000!member000@irc.test\r\n"));
+    }
 }

@@ -132,7 +132,7 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address: IpAddr, ir
             () = context.shutdown.wait() => break Some("Server shutting down".to_owned()),
         }
     };
-    client.end();
+    client.end(reason.as_deref().unwrap_or("Connection closed"));
     if let Some(reason) = reason {
         // What was queued goes first, then why the link closes.
         outbox.close(hub::Close::new(1000, "closing"));

@@ -19,6 +19,7 @@ mod numeric;
 mod render;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use base::Context;
@@ -60,6 +61,7 @@ pub struct Irc {
     slots: Arc<Semaphore>,
     nicks: Nicks,
     channels: Channels,
+    users: Users,
     /// When the service started (`003`).
     created: SystemTime,
 }
@@ -72,6 +74,7 @@ impl Irc {
             slots: Arc::new(Semaphore::new(settings.max_connections)),
             nicks: Nicks::default(),
             channels: Channels::default(),
+            users: Users::default(),
             created: SystemTime::now(),
             context,
             settings,
@@ -87,7 +90,29 @@ impl Irc {
 
     /// Clients registered now.
     pub fn clients(&self) -> usize {
-        self.nicks.len()
+        self.users.counts().0
+    }
+}
+
+/// Registered clients now, and the most there have been (`LUSERS`).
+#[derive(Debug, Default)]
+struct Users {
+    now: AtomicUsize,
+    most: AtomicUsize,
+}
+
+impl Users {
+    fn arrive(&self) {
+        let now = self.now.fetch_add(1, Ordering::Relaxed) + 1;
+        self.most.fetch_max(now, Ordering::Relaxed);
+    }
+
+    fn leave(&self) {
+        self.now.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    fn counts(&self) -> (usize, usize) {
+        (self.now.load(Ordering::Relaxed), self.most.load(Ordering::Relaxed))
     }
 }
 

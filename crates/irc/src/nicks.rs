@@ -28,7 +28,14 @@ pub struct Public {
 pub struct Shown {
     /// Its nickname, as IRC shows it.
     pub nick: Arc<str>,
+    /// The user name it gave in `USER`, as `WHO` and `WHOIS` show it
+    /// (`~` first: no ident is asked).
+    pub user: Arc<str>,
     pub realname: Arc<str>,
+    /// User mode `+i`: `WHO` with a mask does not list it to strangers.
+    pub invisible: bool,
+    /// Registered: before, it is no user `WHO` and `LUSERS` count.
+    pub registered: bool,
     /// Its away message, if it is away.
     pub away: Option<Arc<str>>,
     /// The channels it is in.
@@ -99,7 +106,8 @@ impl Nicks {
         self.by_key.lock().get(key).cloned()
     }
 
-    pub fn len(&self) -> usize {
-        self.by_key.lock().len()
+    /// Every client with a nickname.
+    pub fn all(&self) -> Vec<Arc<Public>> {
+        self.by_key.lock().values().cloned().collect()
     }
 }

@@ -83,20 +83,30 @@ pub fn event_lines(payload: &Payload, server: &str, tags: &str) -> Option<String
     let channel = channel_of(room);
     Some(match event {
         RoomEvent::Join { name } => Line::tagged(tags, Some(&source(&nick_of(name), server)), "JOIN").arg(&channel).end(),
-        RoomEvent::Leave { name } => Line::tagged(tags, Some(&source(&nick_of(name), server)), "PART").arg(&channel).end(),
-        RoomEvent::Message { name, text } => {
+        RoomEvent::Leave { name, reason, quit } => {
             let from = source(&nick_of(name), server);
-            let (text, action) = match text.strip_prefix("/me ") {
+            // A quit names no channel: the member left them all.
+            let line = if *quit { Line::tagged(tags, Some(&from), "QUIT") } else { Line::tagged(tags, Some(&from), "PART").arg(&channel) };
+            match reason {
+                Some(reason) => line.trailing(reason),
+                None => line.end(),
+            }
+        }
+        RoomEvent::Message { name, text } | RoomEvent::Notice { name, text } => {
+            let from = source(&nick_of(name), server);
+            let notice = matches!(event, RoomEvent::Notice { .. });
+            let command = if notice { "NOTICE" } else { "PRIVMSG" };
+            let (text, action) = match text.strip_prefix("/me ").filter(|_| !notice) {
                 Some(action) => (action, true),
                 None => (&**text, false),
             };
-            // What a line holds besides the text: ":from PRIVMSG #room :" and CR LF,
-            // and an action's wrapping.
+            // What a line holds besides the text: ":from PRIVMSG #room :" (a
+            // NOTICE is no longer) and CR LF, and an action's wrapping.
             let room_for = MAX_LINE - from.len() - channel.len() - 14 - if action { 9 } else { 0 };
             let mut out = String::new();
             for piece in split_text(text, room_for) {
                 let body = if action { format!("\u{1}ACTION {piece}\u{1}") } else { piece.to_owned() };
-                out.push_str(&Line::tagged(tags, Some(&from), "PRIVMSG").arg(&channel).trailing(&body));
+                out.push_str(&Line::tagged(tags, Some(&from), command).arg(&channel).trailing(&body));
             }
             out
         }

@@ -33,6 +33,10 @@ pub const MAX_LINE: usize = 512;
 /// included (IRCv3 message tags).
 pub const MAX_TAGS: usize = 8191;
 
+/// Longest tags a client may send, without the `@` and the space after
+/// them (IRCv3 message tags: the rest of [`MAX_TAGS`] is the server's).
+pub const MAX_CLIENT_TAGS: usize = 4094;
+
 /// Why a line could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum LineError {
@@ -68,14 +72,14 @@ pub struct Message<'a> {
 }
 
 impl<'a> Message<'a> {
-    /// Reads one line, without its CR LF.
+    /// Reads one line a client sent, without its CR LF.
     pub fn parse(line: &'a [u8]) -> Result<Message<'a>, LineError> {
         let line = std::str::from_utf8(line).map_err(|_| LineError::NotUtf8)?;
         let mut rest = line.trim_start_matches(' ');
         let mut tags = None;
         if let Some(after) = rest.strip_prefix('@') {
             let (raw, after) = after.split_once(' ').unwrap_or((after, ""));
-            if raw.len() + 2 > MAX_TAGS {
+            if raw.len() > MAX_CLIENT_TAGS {
                 return Err(LineError::TooLong);
             }
             tags = Some(raw);
@@ -416,8 +420,10 @@ mod tests {
         let fits = format!("PRIVMSG #a :{}", "x".repeat(MAX_LINE - 14));
         assert_eq!(fits.len() + 2, MAX_LINE);
         assert!(Message::parse(fits.as_bytes()).is_ok());
-        let tags = format!("@a={} PING x", "y".repeat(MAX_TAGS));
+        let tags = format!("@a={} PING x", "y".repeat(MAX_CLIENT_TAGS - 1));
         assert_eq!(Message::parse(tags.as_bytes()), Err(LineError::TooLong));
+        let tags = format!("@a={} PING x", "y".repeat(MAX_CLIENT_TAGS - 2));
+        assert!(Message::parse(tags.as_bytes()).is_ok());
     }
 
     #[test]

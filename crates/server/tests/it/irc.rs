@@ -89,10 +89,10 @@ async fn registration_is_answered_to_the_byte() {
     irc.send("NICK alice").await;
     irc.send("USER a 0 * :Alice A").await;
     let lines = irc.lines_until(" 422 ").await;
-    assert_eq!(lines[0], ":localhost 001 alice :Welcome to the Switchboard IRC Network alice!alice@localhost\r\n");
+    assert_eq!(lines[0], ":localhost 001 alice :Welcome to the Switchboard IRC Network alice!~a@localhost\r\n");
     assert!(lines[1].starts_with(":localhost 002 alice :Your host is localhost, running version switchboard-"));
     assert!(lines[2].starts_with(":localhost 003 alice :This server was created "));
-    assert!(lines[3].starts_with(":localhost 004 alice localhost switchboard-") && lines[3].ends_with(" iw klmnotv klov\r\n"));
+    assert!(lines[3].starts_with(":localhost 004 alice localhost switchboard-") && lines[3].ends_with(" iw iklmnostv klov\r\n"));
     let isupport: Vec<&String> = lines.iter().filter(|l| l.contains(" 005 ")).collect();
     assert!(isupport.iter().any(|l| l.contains(" CASEMAPPING=ascii ") && l.contains(" CHANTYPES=# ") && l.contains(" PREFIX=(ov)@+ ")));
     assert!(isupport.iter().all(|l| l.ends_with(" :are supported by this server\r\n") && l.len() <= 512));
@@ -128,7 +128,7 @@ async fn commands_before_registration_and_bad_nicknames_are_refused() {
     assert_eq!(irc.line().await, ":localhost 461 * USER :Not enough parameters\r\n");
     // A line with no command, an empty one and one not UTF-8 are ignored.
     irc.send_bytes(b":source\r\n\r\nNICK \xff\r\nNICK carol\r\nUSER c 0 * :C\r\n").await;
-    assert_eq!(irc.line().await, ":localhost 001 carol :Welcome to the Switchboard IRC Network carol!carol@localhost\r\n");
+    assert_eq!(irc.line().await, ":localhost 001 carol :Welcome to the Switchboard IRC Network carol!~c@localhost\r\n");
 }
 
 #[tokio::test]
@@ -136,7 +136,7 @@ async fn registration_waits_for_the_end_of_capability_negotiation() {
     let server = TestServer::start().await;
     let mut irc = Irc::connect(server.irc).await;
     irc.send("CAP LS 302").await;
-    assert_eq!(irc.line().await, ":localhost CAP * LS :away-notify batch echo-message message-tags multi-prefix server-time\r\n");
+    assert_eq!(irc.line().await, ":localhost CAP * LS :away-notify batch echo-message message-tags multi-prefix server-time userhost-in-names\r\n");
     irc.send("NICK dave").await;
     irc.send("USER d 0 * :D").await;
     irc.send("CAP REQ :server-time nonsense").await;
@@ -157,7 +157,7 @@ async fn an_irc_user_a_chat_member_and_an_xmpp_occupant_share_one_room() {
     let mut chat = server.chat_member("Alice Smith", "lobby").await;
     let mut irc = Irc::register(server.irc, "bob").await;
     let joined = irc.join("#Lobby").await;
-    assert_eq!(joined[0], ":bob!bob@localhost JOIN #lobby\r\n");
+    assert_eq!(joined[0], ":bob!~u@localhost JOIN #lobby\r\n");
     assert_eq!(joined[1], ":localhost 353 bob = #lobby :Alice\\20Smith @bob\r\n", "the chat member by her IRC nickname; the first IRC member is an operator");
     assert_eq!(joined[2], ":localhost 366 bob #lobby :End of /NAMES list\r\n");
     assert_eq!(chat.recv_json().await, json!({"event": "join", "name": "bob", "room": "lobby"}));
@@ -192,7 +192,7 @@ async fn an_irc_user_a_chat_member_and_an_xmpp_occupant_share_one_room() {
     assert_eq!(irc.line().await, ":localhost PONG localhost :x\r\n");
 
     irc.send("PART #lobby").await;
-    assert_eq!(irc.line().await, ":bob!bob@localhost PART #lobby\r\n");
+    assert_eq!(irc.line().await, ":bob!~u@localhost PART #lobby\r\n");
     assert_eq!(chat.recv_json().await["message"], "hi\r\nQUIT :gotcha");
     assert_eq!(chat.recv_json().await, json!({"event": "join", "name": "carol", "room": "lobby"}));
     assert_eq!(chat.recv_json().await["message"], "/me waves");
@@ -208,8 +208,8 @@ async fn a_name_taken_in_a_room_by_another_protocol_cannot_join_it_under_that_na
     irc.send("JOIN #lobby").await;
     assert_eq!(irc.line().await, ":localhost 437 Erin #lobby :Your nickname is taken in this channel by a member of another protocol\r\n");
     irc.send("NICK erin_").await;
-    assert_eq!(irc.line().await, ":Erin!Erin@localhost NICK erin_\r\n");
-    assert_eq!(irc.join("#lobby").await[0], ":erin_!erin_@localhost JOIN #lobby\r\n");
+    assert_eq!(irc.line().await, ":Erin!~u@localhost NICK erin_\r\n");
+    assert_eq!(irc.join("#lobby").await[0], ":erin_!~u@localhost JOIN #lobby\r\n");
     // A nickname in use in a room it is in is refused there too.
     irc.send("NICK ERIN").await;
     assert_eq!(irc.line().await, ":localhost 433 erin_ ERIN :Nickname is in use in #lobby\r\n");
@@ -228,7 +228,7 @@ async fn history_comes_as_a_batch_with_times_to_clients_that_ask() {
     irc.send("CAP END").await;
     irc.until(" 422 ").await;
     let joined = irc.join("#lobby").await;
-    assert!(joined[0].starts_with("@time=") && joined[0].ends_with(" :gina!gina@localhost JOIN #lobby\r\n"), "{joined:?}");
+    assert!(joined[0].starts_with("@time=") && joined[0].ends_with(" :gina!~g@localhost JOIN #lobby\r\n"), "{joined:?}");
     let batch = irc.lines_until("BATCH -").await;
     assert_eq!(batch[0], ":localhost BATCH +h1 chathistory #lobby\r\n");
     assert!(batch[1].starts_with("@batch=h1;time=20") && batch[1].ends_with(" :frank!frank@localhost PRIVMSG #lobby :before you came\r\n"), "{batch:?}");
@@ -266,8 +266,8 @@ async fn channel_commands_answer_with_their_numerics() {
     user.send("TOPIC #den :mine").await;
     assert_eq!(user.line().await, ":localhost 482 uma #den :You're not channel operator\r\n");
     op.send("TOPIC #den :Welcome all").await;
-    assert_eq!(op.line().await, ":olga!olga@localhost TOPIC #den :Welcome all\r\n");
-    assert_eq!(user.line().await, ":olga!olga@localhost TOPIC #den :Welcome all\r\n");
+    assert_eq!(op.line().await, ":olga!~u@localhost TOPIC #den :Welcome all\r\n");
+    assert_eq!(user.line().await, ":olga!~u@localhost TOPIC #den :Welcome all\r\n");
     user.send("TOPIC #den").await;
     assert_eq!(user.line().await, ":localhost 332 uma #den :Welcome all\r\n");
     assert!(user.line().await.starts_with(":localhost 333 uma #den olga "));
@@ -276,12 +276,12 @@ async fn channel_commands_answer_with_their_numerics() {
     assert_eq!(op.line().await, ":localhost 324 olga #den +nt\r\n");
     assert!(op.line().await.starts_with(":localhost 329 olga #den "));
     op.send("MODE #den +mk-t secret").await;
-    assert_eq!(op.line().await, ":olga!olga@localhost MODE #den +mk-t secret\r\n");
-    assert_eq!(user.line().await, ":olga!olga@localhost MODE #den +mk-t secret\r\n");
+    assert_eq!(op.line().await, ":olga!~u@localhost MODE #den +mk-t secret\r\n");
+    assert_eq!(user.line().await, ":olga!~u@localhost MODE #den +mk-t secret\r\n");
     user.send("PRIVMSG #den :may I?").await;
     assert_eq!(user.line().await, ":localhost 404 uma #den :Cannot send to channel\r\n", "+m");
     op.send("MODE #den +v uma").await;
-    assert_eq!(user.line().await, ":olga!olga@localhost MODE #den +v uma\r\n");
+    assert_eq!(user.line().await, ":olga!~u@localhost MODE #den +v uma\r\n");
     user.send("PRIVMSG #den :thanks").await;
     assert_eq!(op.until("PRIVMSG").await, ":uma!uma@localhost PRIVMSG #den :thanks\r\n");
     user.send("MODE #den +o uma").await;
@@ -296,7 +296,7 @@ async fn channel_commands_answer_with_their_numerics() {
     late.send("JOIN #den").await;
     assert_eq!(late.line().await, ":localhost 475 lee #den :Cannot join channel (+k)\r\n");
     op.send("MODE #den -k+l * 2").await;
-    assert_eq!(op.line().await, ":olga!olga@localhost MODE #den -k+l * 2\r\n");
+    assert_eq!(op.line().await, ":olga!~u@localhost MODE #den -k+l * 2\r\n");
     late.send("JOIN #den").await;
     assert_eq!(late.line().await, ":localhost 471 lee #den :Cannot join channel (+l)\r\n");
 
@@ -304,8 +304,8 @@ async fn channel_commands_answer_with_their_numerics() {
     assert_eq!(op.line().await, ":localhost 353 olga = #den :@olga +uma\r\n");
     assert_eq!(op.line().await, ":localhost 366 olga #den :End of /NAMES list\r\n");
     op.send("WHO #den").await;
-    assert_eq!(op.line().await, ":localhost 352 olga #den olga localhost localhost olga H@ :0 Real Name\r\n");
-    assert_eq!(op.line().await, ":localhost 352 olga #den uma localhost localhost uma H+ :0 Real Name\r\n");
+    assert_eq!(op.line().await, ":localhost 352 olga #den ~u localhost localhost olga H@ :0 Real Name\r\n");
+    assert_eq!(op.line().await, ":localhost 352 olga #den ~u localhost localhost uma H+ :0 Real Name\r\n");
     assert_eq!(op.line().await, ":localhost 315 olga #den :End of /WHO list\r\n");
     late.send("LIST").await;
     assert_eq!(late.line().await, ":localhost 321 lee Channel :Users  Name\r\n");
@@ -328,14 +328,14 @@ async fn private_messages_whois_and_away() {
     a.until("JOIN").await;
 
     b.send("PRIVMSG AMY :psst").await;
-    assert_eq!(a.line().await, ":ben!ben@localhost PRIVMSG amy :psst\r\n");
+    assert_eq!(a.line().await, ":ben!~u@localhost PRIVMSG amy :psst\r\n");
     b.send("AWAY :lunch").await;
     assert_eq!(b.line().await, ":localhost 306 ben :You have been marked as being away\r\n");
-    assert_eq!(a.line().await, ":ben!ben@localhost AWAY :lunch\r\n", "away-notify");
+    assert_eq!(a.line().await, ":ben!~u@localhost AWAY :lunch\r\n", "away-notify");
     a.send("PRIVMSG ben :back soon?").await;
     assert_eq!(a.line().await, ":localhost 301 amy ben :lunch\r\n");
     a.send("WHOIS ben").await;
-    assert_eq!(a.line().await, ":localhost 311 amy ben ben localhost * :Real Name\r\n");
+    assert_eq!(a.line().await, ":localhost 311 amy ben ~u localhost * :Real Name\r\n");
     assert_eq!(a.line().await, ":localhost 319 amy ben :#room\r\n");
     assert_eq!(a.line().await, ":localhost 312 amy ben localhost :Switchboard\r\n");
     assert_eq!(a.line().await, ":localhost 301 amy ben :lunch\r\n");
@@ -345,7 +345,7 @@ async fn private_messages_whois_and_away() {
     assert_eq!(a.line().await, ":localhost 318 amy nobody :End of /WHOIS list\r\n");
     b.send("AWAY").await;
     assert_eq!(b.until(" 305 ").await, ":localhost 305 ben :You are no longer marked as being away\r\n");
-    assert_eq!(a.line().await, ":ben!ben@localhost AWAY\r\n");
+    assert_eq!(a.line().await, ":ben!~u@localhost AWAY\r\n");
     a.send("ISON ben nobody amy").await;
     assert_eq!(a.line().await, ":localhost 303 amy :ben amy\r\n");
     a.send("MODE amy").await;
@@ -447,4 +447,34 @@ async fn a_fast_client_is_slowed_not_dropped() {
     for i in 0..60 {
         assert_eq!(irc.line().await, format!(":localhost PONG localhost :{i}\r\n"));
     }
+}
+
+#[tokio::test]
+async fn parts_quits_and_notices_say_what_they_are() {
+    let server = TestServer::start().await;
+    let mut chat = server.chat_member("cleo", "one").await;
+    let mut a = Irc::register(server.irc, "ann").await;
+    let mut b = Irc::register(server.irc, "bea").await;
+    for channel in ["#one", "#two"] {
+        a.join(channel).await;
+        b.join(channel).await;
+        a.until(" JOIN ").await;
+    }
+    assert_eq!(chat.recv_json().await["name"], "ann");
+    assert_eq!(chat.recv_json().await["name"], "bea");
+
+    b.send("NOTICE #one :heads up").await;
+    assert_eq!(a.line().await, ":bea!bea@localhost NOTICE #one :heads up\r\n");
+    assert_eq!(chat.recv_json().await, json!({"name": "bea", "room": "one", "message": "heads up"}), "a message to other protocols");
+    b.send("PART #two :off to bed").await;
+    assert_eq!(b.line().await, ":bea!~u@localhost PART #two :off to bed\r\n");
+    assert_eq!(a.line().await, ":bea!bea@localhost PART #two :off to bed\r\n");
+    b.join("#two").await;
+    a.until(" JOIN #two").await;
+    b.send("QUIT :gone fishing").await;
+    // One QUIT for both shared channels.
+    assert_eq!(a.line().await, ":bea!bea@localhost QUIT :Quit: gone fishing\r\n");
+    a.send("PING done").await;
+    assert_eq!(a.line().await, ":localhost PONG localhost :done\r\n");
+    assert_eq!(chat.recv_json().await, json!({"event": "leave", "name": "bea", "room": "one"}));
 }
