@@ -52,7 +52,8 @@ test-rust: $(WEB_DEPS) nats-server postgresql peer-socketio
 	$(CARGO) test --workspace
 
 # slixmpp (PyPI), the XMPP client the XMPP conformance test drives, with the
-# websockets package for its chat-app side, in a venv of their own.
+# websockets package for its chat-app side and the irc package for IRC's
+# test, in a venv of their own.
 XMPP_VENV := build/xmpp/venv
 xmpp-clients: $(XMPP_VENV)/.installed
 $(XMPP_VENV)/.installed: conformance/xmpp/requirements.txt
@@ -60,10 +61,10 @@ $(XMPP_VENV)/.installed: conformance/xmpp/requirements.txt
 	$(XMPP_VENV)/bin/pip install -q -r conformance/xmpp/requirements.txt
 	@touch $@
 
-# Debian's profanity, a terminal XMPP client, driven in tmux by
-# conformance/terminal.test.mjs.
+# Debian's profanity, a terminal XMPP client, and irssi, a terminal IRC
+# client, driven in tmux by conformance/terminal.test.mjs and irc.test.mjs.
 terminal-clients:
-	@command -v profanity >/dev/null && command -v tmux >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq profanity tmux; }
+	@command -v profanity >/dev/null && command -v irssi >/dev/null && command -v tmux >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq profanity irssi tmux; }
 
 test-conformance: $(WEB_DEPS) chromium xmpp-clients terminal-clients
 	$(CARGO) build
