@@ -42,7 +42,8 @@ pub async fn refuse(mut tcp: TcpStream, server: String) {
     let _ = tcp.shutdown().await;
 }
 
-async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address: IpAddr, irc: Arc<Irc>, carrier: &'static str) {
+/// Serves one client over `socket` (`carrier` names it in the metrics).
+pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address: IpAddr, irc: Arc<Irc>, carrier: &'static str) {
     let context = irc.context.clone();
     let metrics = context.metrics.client("irc", carrier);
     let outbox = Arc::new(Outbox::new(context.bounds.queue_limit));

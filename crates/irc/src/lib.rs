@@ -3,7 +3,8 @@
 //! into the chat app's rooms, so that `#lobby` is the chat room `lobby` and
 //! the MUC room `lobby@conference.<domain>`.
 //!
-//! `connection` runs one client's socket (reading lines under the rates,
+//! `connection` runs one client's socket (TCP, TLS, or a WebSocket through
+//! `websocket`): reading lines under the rates,
 //! writing its outbox, pings and timeouts); `client` is its protocol state
 //! and commands; `render` turns room events into lines, once per form for
 //! every recipient; `channels` holds what IRC keeps of a room beyond the
@@ -17,6 +18,7 @@ mod connection;
 mod nicks;
 mod numeric;
 mod render;
+pub mod websocket;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

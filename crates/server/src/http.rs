@@ -10,6 +10,7 @@
 //! | `/count/xhr?count=N` | plain HTTP count-down (`{"count":N-1}`) |
 //! | `/http-bind` | XMPP over BOSH (`xmpp::bosh`) |
 //! | `/xmpp-websocket`, `/.well-known/host-meta` | XMPP over WebSocket and its discovery (`xmpp::websocket`) |
+//! | `/irc-websocket` | IRC over WebSocket (`irc::websocket`) |
 //! | `/<app>`, `/<app>/info`, `/<app>/iframe*.html`, `/<app>/<server>/<session>/<transport>` | SockJS (`transport::sockjs`) |
 
 use std::convert::Infallible;
@@ -73,6 +74,7 @@ pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connect
             Some(xmpp) => xmpp::websocket::upgrade(&mut req, xmpp, connection.clone()),
             None => xmpp_off(),
         },
+        "/irc-websocket" => irc::websocket::upgrade(&mut req, &server.irc, connection.clone()),
         xmpp::bosh::PATH => match &server.bosh {
             Some(bosh) => xmpp::bosh::handle(req, bosh, &connection).await,
             None => xmpp_off(),

@@ -132,11 +132,9 @@ pub async fn serve_with(
             }
         }
     }
-    if let Some(service) = state.irc.clone() {
-        for (listener, tls) in [(listeners.irc, false), (listeners.irc_tls, true)] {
-            if let Some(listener) = listener {
-                state.tracker.spawn(irc::serve(listener, service.clone(), tls));
-            }
+    for (listener, tls) in [(listeners.irc, false), (listeners.irc_tls, true)] {
+        if let Some(listener) = listener {
+            state.tracker.spawn(irc::serve(listener, state.irc.clone(), tls));
         }
     }
     let slots = Arc::new(Semaphore::new(state.config.server.max_connections));

@@ -33,8 +33,9 @@ pub struct ServerState {
     pub xmpp: Option<Arc<xmpp::Xmpp>>,
     /// XMPP over BOSH, when XMPP is on.
     pub bosh: Option<xmpp::bosh::Bosh>,
-    /// The IRC service, when IRC is on.
-    pub irc: Option<Arc<irc::Irc>>,
+    /// The IRC service: over TCP where `--irc-listen` says, and over
+    /// WebSocket at `/irc-websocket` always.
+    pub irc: Arc<irc::Irc>,
     /// TLS on the listener, if configured.
     pub tls: Option<TlsAcceptor>,
     /// The archives' writer, when anything is archived.
@@ -154,7 +155,7 @@ impl ServerState {
             }
             _ => None,
         };
-        let irc = irc_on.then(|| {
+        let irc = {
             // Channels are the first chat mount's rooms, as MUC rooms are.
             let rooms = apps.iter().flatten().find(|app| app.kind() == AppKind::Chat).map(|app| app.broker().clone());
             let rates = config.limits;
@@ -167,7 +168,7 @@ impl ServerState {
                 inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
             };
             Arc::new(irc::Irc::new(context.clone(), settings, rooms, irc_tls))
-        });
+        };
         let muc_prefix = config.mounts.iter().find(|m| m.app == MountKind::App(AppKind::Chat)).map(|m| m.prefix.clone());
         let xmpp = xmpp_on.then(|| {
             // MUC rooms are the first chat mount's rooms.

@@ -478,3 +478,32 @@ async fn parts_quits_and_notices_say_what_they_are() {
     assert_eq!(a.line().await, ":localhost PONG localhost :done\r\n");
     assert_eq!(chat.recv_json().await, json!({"event": "leave", "name": "bea", "room": "one"}));
 }
+
+#[tokio::test]
+async fn irc_over_websocket_is_one_line_a_message() {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let server = TestServer::start().await;
+    let mut request = server.url("/irc-websocket").into_client_request().unwrap();
+    request.headers_mut().insert("Sec-WebSocket-Protocol", "binary.ircv3.net, text.ircv3.net".parse().unwrap());
+    let (ws, response) = tokio_tungstenite::connect_async(request).await.unwrap();
+    assert_eq!(response.headers()["sec-websocket-protocol"], "text.ircv3.net");
+    let mut ws = crate::support::Ws(ws);
+    ws.send("NICK webby").await;
+    ws.send("USER w 0 * :Web\r\n").await;
+    assert_eq!(ws.recv().await, ":localhost 001 webby :Welcome to the Switchboard IRC Network webby!~w@localhost");
+    while !ws.recv().await.contains(" 422 ") {}
+    let mut tcp = Irc::register(server.irc, "tess").await;
+    tcp.join("#lobby").await;
+    ws.send("JOIN #lobby").await;
+    assert_eq!(ws.recv().await, ":webby!~w@localhost JOIN #lobby");
+    assert_eq!(ws.recv().await, ":localhost 353 webby = #lobby :@tess webby");
+    assert_eq!(ws.recv().await, ":localhost 366 webby #lobby :End of /NAMES list");
+    tcp.until("JOIN").await;
+    tcp.send("PRIVMSG #lobby :over TCP").await;
+    assert_eq!(ws.recv().await, ":tess!tess@localhost PRIVMSG #lobby :over TCP");
+    ws.send("PRIVMSG #lobby :over WebSocket").await;
+    assert_eq!(tcp.line().await, ":webby!webby@localhost PRIVMSG #lobby :over WebSocket\r\n");
+    ws.send("QUIT").await;
+    assert_eq!(ws.recv().await, "ERROR :Closing Link: 127.0.0.1 (Client Quit)");
+    assert_eq!(tcp.line().await, ":webby!webby@localhost QUIT :Client Quit\r\n");
+}
