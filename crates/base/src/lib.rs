@@ -1,11 +1,12 @@
 //! What every protocol of the server stands on: the shutdown signal,
 //! metrics, rates and their clocks, TLS acceptors, the connection-token
-//! verifier and HTTP response helpers. Nothing here knows a protocol, an
+//! verifier, accounts and SASL against them, and HTTP response helpers. Nothing here knows a protocol, an
 //! app or the server that puts them together.
 //!
 //! (The design calls this layer "core"; a crate of that name would shadow
 //! Rust's own `core`.)
 
+pub mod accounts;
 pub mod archive;
 pub mod context;
 pub mod http;

@@ -14,7 +14,6 @@
 //! messages of SockJS and BOSH sessions. `s2s` federates with other
 //! servers.
 
-mod accounts;
 mod archive;
 pub mod bosh;
 pub mod bridge;
@@ -38,7 +37,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 
-pub use accounts::{AccountEntry, Accounts, account_name, new_account};
+pub use base::accounts::{self, AccountEntry, Accounts, account_name, new_account};
 #[doc(hidden)]
 pub use tcp::stream_future_size;
 pub use wire::xmpp::Jid;

@@ -1,4 +1,4 @@
-//! XMPP accounts, and SASL against them (SCRAM-SHA-256 and SCRAM-SHA-1
+//! Accounts, and SASL against them for XMPP and IRC (SCRAM-SHA-256 and SCRAM-SHA-1
 //! of RFC 5802 and 7677, PLAIN, ANONYMOUS). The accounts are those of the
 //! configuration file and those in the store: made by in-band
 //! registration, or by `switchboard account add`.
