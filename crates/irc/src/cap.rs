@@ -19,15 +19,18 @@ pub enum Cap {
     MultiPrefix = 32,
     /// `NAMES` lists `nick!user@host`.
     UserhostInNames = 64,
+    /// `AUTHENTICATE` (logging in works without asking for it too).
+    Sasl = 128,
 }
 
 /// Every capability offered, as `CAP LS` lists them.
-pub const OFFERED: [(&str, Cap); 7] = [
+pub const OFFERED: [(&str, Cap); 8] = [
     ("away-notify", Cap::AwayNotify),
     ("batch", Cap::Batch),
     ("echo-message", Cap::EchoMessage),
     ("message-tags", Cap::MessageTags),
     ("multi-prefix", Cap::MultiPrefix),
+    ("sasl", Cap::Sasl),
     ("server-time", Cap::ServerTime),
     ("userhost-in-names", Cap::UserhostInNames),
 ];
@@ -67,9 +70,15 @@ impl Caps {
     }
 }
 
-/// What `CAP LS` says.
-pub fn offered() -> String {
-    OFFERED.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(" ")
+/// What `CAP LS` says; with `CAP LS 302`, `sasl` lists `mechanisms`
+/// (none when there are no accounts: then it is not offered).
+pub fn offered(mechanisms: Option<&str>) -> String {
+    let names = OFFERED.iter().filter_map(|(name, cap)| match (cap, mechanisms) {
+        (Cap::Sasl, Some("")) => None,
+        (Cap::Sasl, Some(mechanisms)) => Some(format!("sasl={mechanisms}")),
+        _ => Some((*name).to_owned()),
+    });
+    names.collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

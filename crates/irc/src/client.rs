@@ -3,7 +3,10 @@
 //! outbox, as lines; what it says in a room goes to the room through the
 //! broker, as a room event every protocol renders for its own clients.
 
+mod sasl;
+
 use std::collections::HashSet;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -67,10 +70,18 @@ pub struct Client {
     quits: Vec<Arc<str>>,
     /// Batches sent so far, for their ids.
     batches: u64,
+    /// Where it connects from (failed logins are counted per address).
+    address: IpAddr,
+    /// Over TLS: SASL PLAIN is offered.
+    encrypted: bool,
+    sasl: sasl::Sasl,
+    /// `CAP LS 302` or later: capabilities with values.
+    cap_302: bool,
 }
 
 impl Client {
-    pub fn new(irc: Arc<Irc>, outbox: Arc<Outbox>) -> Client {
+    /// A client from `address`, over TLS if `encrypted`.
+    pub fn new(irc: Arc<Irc>, outbox: Arc<Outbox>, address: IpAddr, encrypted: bool) -> Client {
         let public = Arc::new(Public::new(hub::next_member_id(), outbox));
         Client {
             irc,
@@ -84,6 +95,10 @@ impl Client {
             echoes: Vec::new(),
             quits: Vec::new(),
             batches: 0,
+            address,
+            encrypted,
+            sasl: sasl::Sasl::default(),
+            cap_302: false,
         }
     }
 
@@ -131,7 +146,7 @@ impl Client {
         let params = &message.params;
         let needs = |count: usize| params.len() < count;
         if needs(match command.as_str() {
-            "NICK" | "PING" | "JOIN" | "PART" | "TOPIC" | "WHOIS" | "MODE" | "ISON" | "USERHOST" | "CAP" => 1,
+            "NICK" | "PING" | "JOIN" | "PART" | "TOPIC" | "WHOIS" | "MODE" | "ISON" | "USERHOST" | "CAP" | "AUTHENTICATE" => 1,
             "INVITE" => 2,
             "PRIVMSG" | "NOTICE" => 0,
             "USER" => 4,
@@ -148,6 +163,7 @@ impl Client {
             "CAP" => self.cap(param(0), param(1)),
             "PASS" if self.registered => self.send(self.reply(ERR_ALREADYREGISTERED).trailing("You may not reregister")),
             "PASS" => {}
+            "AUTHENTICATE" => self.authenticate(param(0)).await,
             "NICK" => self.set_nick(param(0)).await,
             "USER" if self.registered || self.user.is_some() => {
                 self.send(self.reply(ERR_ALREADYREGISTERED).trailing("You may not reregister"));
@@ -204,12 +220,16 @@ impl Client {
         match sub.to_ascii_uppercase().as_str() {
             "LS" => {
                 self.negotiating |= !self.registered;
-                self.send(line("LS").trailing(&cap::offered()));
+                self.cap_302 |= arg.parse::<u32>().is_ok_and(|v| v >= 302);
+                let mechanisms = self.mechanisms().join(",");
+                self.send(line("LS").trailing(&cap::offered(self.cap_302.then_some(mechanisms.as_str()))));
             }
             "LIST" => self.send(line("LIST").trailing(&self.caps.names())),
             "REQ" => {
                 self.negotiating |= !self.registered;
-                match self.caps.after(arg) {
+                // `sasl` is not offered without accounts to log in to.
+                let unoffered = arg.split_ascii_whitespace().any(|c| c == "sasl") && self.mechanisms().is_empty();
+                match self.caps.after(arg).filter(|_| !unoffered) {
                     Some(caps) => {
                         self.caps = caps;
                         self.public.set_caps(caps);
@@ -739,6 +759,9 @@ impl Client {
                     lines.push_str(&self.reply(RPL_WHOISCHANNELS).arg(&state.nick).trailing(&channels.join(" ")));
                 }
                 lines.push_str(&self.reply(RPL_WHOISSERVER).arg(&state.nick).arg(server).trailing(&self.irc.settings.network));
+                if let Some(account) = &state.account {
+                    lines.push_str(&self.reply(RPL_WHOISACCOUNT).arg(&state.nick).arg(account).trailing("is logged in as"));
+                }
                 if let Some(away) = &state.away {
                     lines.push_str(&self.reply(RPL_AWAY).arg(&state.nick).trailing(away));
                 }

@@ -47,7 +47,8 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address:
     let context = irc.context.clone();
     let metrics = context.metrics.client("irc", carrier);
     let outbox = Arc::new(Outbox::new(context.bounds.queue_limit));
-    let mut client = Client::new(irc.clone(), outbox.clone());
+    let encrypted = carrier == "tls" || (carrier == "websocket" && irc.settings.https);
+    let mut client = Client::new(irc.clone(), outbox.clone(), address, encrypted);
     let (mut reader, mut writer) = tokio::io::split(socket);
     let mut inflow = irc.settings.inflow.clone();
     let ping_interval = context.bounds.ping_interval;

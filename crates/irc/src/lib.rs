@@ -25,7 +25,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use base::Context;
-use base::limits::Inflow;
+use base::accounts::Accounts;
+use base::limits::{AddressRates, Inflow};
 use hub::Broker;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -49,6 +50,10 @@ pub struct Settings {
     pub registration_timeout: Duration,
     /// What one client may send.
     pub inflow: Inflow,
+    /// SASL PLAIN offered without TLS (`--xmpp-plain-unencrypted`).
+    pub plain_unencrypted: bool,
+    /// The HTTP listener has TLS: IRC over WebSocket is encrypted.
+    pub https: bool,
 }
 
 /// The IRC service of one server: its settings, the rooms, and the clients'
@@ -59,6 +64,10 @@ pub struct Irc {
     /// The chat app's rooms, which channels are; `None` without a chat app
     /// (every JOIN is then refused).
     rooms: Option<Arc<dyn Broker>>,
+    /// The accounts clients log in as (SASL), XMPP's.
+    accounts: Accounts,
+    /// Failed logins each client address may make (`--xmpp-auth-failures`).
+    auth_failures: AddressRates,
     tls: Option<TlsAcceptor>,
     slots: Arc<Semaphore>,
     nicks: Nicks,
@@ -69,10 +78,13 @@ pub struct Irc {
 }
 
 impl Irc {
-    /// The service for `settings` over `rooms`, with TLS from `tls` for
-    /// the TLS listener.
-    pub fn new(context: Arc<Context>, settings: Settings, rooms: Option<Arc<dyn Broker>>, tls: Option<TlsAcceptor>) -> Irc {
+    /// The service for `settings` over `rooms`, its clients logging in as
+    /// `accounts` (failures bounded by `auth_failures`), with TLS from `tls`
+    /// for the TLS listener.
+    pub fn new(context: Arc<Context>, settings: Settings, rooms: Option<Arc<dyn Broker>>, logins: Logins, tls: Option<TlsAcceptor>) -> Irc {
         Irc {
+            accounts: logins.accounts,
+            auth_failures: logins.failures,
             slots: Arc::new(Semaphore::new(settings.max_connections)),
             nicks: Nicks::default(),
             channels: Channels::default(),
@@ -94,6 +106,13 @@ impl Irc {
     pub fn clients(&self) -> usize {
         self.users.counts().0
     }
+}
+
+/// Who may log in (SASL), and how often a client address may fail to.
+#[derive(Debug)]
+pub struct Logins {
+    pub accounts: Accounts,
+    pub failures: AddressRates,
 }
 
 /// Registered clients now, and the most there have been (`LUSERS`).

@@ -36,6 +36,8 @@ pub struct Shown {
     pub invisible: bool,
     /// Registered: before, it is no user `WHO` and `LUSERS` count.
     pub registered: bool,
+    /// The account it logged in as (SASL).
+    pub account: Option<Arc<str>>,
     /// Its away message, if it is away.
     pub away: Option<Arc<str>>,
     /// The channels it is in.

@@ -200,7 +200,7 @@ settings! {
         domain: String = "localhost".to_owned(), "xmpp-domain", "SWITCHBOARD_XMPP_DOMAIN";
         /// Whether XMPP clients may log in anonymously (SASL ANONYMOUS) [default: true]
         anonymous: bool = true, "xmpp-anonymous", "SWITCHBOARD_XMPP_ANONYMOUS";
-        /// Whether SASL PLAIN is offered on an XMPP stream without TLS, which sends the password in the clear [default: false]
+        /// Whether SASL PLAIN is offered without TLS, on an XMPP stream or an IRC connection, which sends the password in the clear [default: false]
         plain_unencrypted: bool = false, "xmpp-plain-unencrypted", "SWITCHBOARD_XMPP_PLAIN_UNENCRYPTED";
         /// How long an XMPP session whose connection broke waits to be resumed (XEP-0198), still in its rooms [default: 5m]
         resume_timeout: Duration = Duration::from_secs(300), "xmpp-resume-timeout", "SWITCHBOARD_XMPP_RESUME_TIMEOUT", arg(value_parser = duration);

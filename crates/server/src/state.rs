@@ -166,8 +166,15 @@ impl ServerState {
                 max_channels: config.irc.max_channels,
                 registration_timeout: config.irc.registration_timeout,
                 inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
+                plain_unencrypted: config.xmpp.plain_unencrypted,
+                https: config.tls.is_some(),
             };
-            Arc::new(irc::Irc::new(context.clone(), settings, rooms, irc_tls))
+            let logins = irc::Logins {
+                // Checked by the configuration's validation.
+                accounts: xmpp::Accounts::new(&config.xmpp_accounts, store.clone()).unwrap_or_default(),
+                failures: AddressRates::per(config.xmpp.auth_failures, std::time::Duration::from_secs(60)),
+            };
+            Arc::new(irc::Irc::new(context.clone(), settings, rooms, logins, irc_tls))
         };
         let muc_prefix = config.mounts.iter().find(|m| m.app == MountKind::App(AppKind::Chat)).map(|m| m.prefix.clone());
         let xmpp = xmpp_on.then(|| {

@@ -507,3 +507,59 @@ async fn irc_over_websocket_is_one_line_a_message() {
     assert_eq!(ws.recv().await, "ERROR :Closing Link: 127.0.0.1 (Client Quit)");
     assert_eq!(tcp.line().await, ":webby!webby@localhost QUIT :Client Quit\r\n");
 }
+
+#[tokio::test]
+async fn sasl_logs_in_to_the_accounts_xmpp_has() {
+    use base64::Engine;
+    let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("sam", "sesame")], ..server::Config::default() };
+    let server = TestServer::with(config.clone()).await;
+    // Without TLS, PLAIN is not offered.
+    let mut irc = Irc::connect(server.irc).await;
+    irc.send("CAP LS 302").await;
+    assert!(irc.line().await.contains(" sasl=SCRAM-SHA-256,SCRAM-SHA-1 "));
+    irc.send("AUTHENTICATE PLAIN").await;
+    assert_eq!(irc.line().await, ":localhost 908 * SCRAM-SHA-256,SCRAM-SHA-1 :are available SASL mechanisms\r\n");
+    assert_eq!(irc.line().await, ":localhost 904 * :SASL authentication failed\r\n");
+    // SCRAM's first challenge: the server's nonce, salt and rounds.
+    irc.send("AUTHENTICATE SCRAM-SHA-256").await;
+    assert_eq!(irc.line().await, "AUTHENTICATE +\r\n");
+    irc.send(&format!("AUTHENTICATE {}", b64("n,,n=sam,r=clientnonce"))).await;
+    let challenge = irc.line().await;
+    let first = base64::engine::general_purpose::STANDARD.decode(challenge.trim_end().strip_prefix("AUTHENTICATE ").unwrap()).unwrap();
+    let first = String::from_utf8(first).unwrap();
+    assert!(first.starts_with("r=clientnonce") && first.contains(",s=") && first.ends_with(",i=4096"), "{first}");
+    irc.send("AUTHENTICATE *").await;
+    assert_eq!(irc.line().await, ":localhost 906 * :SASL authentication aborted\r\n");
+
+    config.xmpp.plain_unencrypted = true;
+    let server = TestServer::with(config).await;
+    let mut irc = Irc::connect(server.irc).await;
+    irc.send("CAP LS 302").await;
+    assert!(irc.line().await.contains(" sasl=SCRAM-SHA-256,SCRAM-SHA-1,PLAIN "));
+    irc.send("CAP REQ sasl").await;
+    assert_eq!(irc.line().await, ":localhost CAP * ACK :sasl\r\n");
+    irc.send("NICK sammy").await;
+    irc.send("USER s 0 * :Sam").await;
+    irc.send("AUTHENTICATE PLAIN").await;
+    assert_eq!(irc.line().await, "AUTHENTICATE +\r\n");
+    irc.send(&format!("AUTHENTICATE {}", b64("\0sam\0wrong"))).await;
+    assert_eq!(irc.line().await, ":localhost 904 sammy :SASL authentication failed\r\n");
+    irc.send("AUTHENTICATE PLAIN").await;
+    assert_eq!(irc.line().await, "AUTHENTICATE +\r\n");
+    irc.send(&format!("AUTHENTICATE {}", b64("\0sam\0sesame"))).await;
+    assert_eq!(irc.line().await, ":localhost 900 sammy sammy!~s@localhost sam :You are now logged in as sam\r\n");
+    assert_eq!(irc.line().await, ":localhost 903 sammy :SASL authentication successful\r\n");
+    irc.send("AUTHENTICATE PLAIN").await;
+    assert_eq!(irc.line().await, ":localhost 907 sammy :You have already authenticated using SASL\r\n");
+    irc.send("CAP END").await;
+    irc.until(" 422 ").await;
+    irc.send("WHOIS sammy").await;
+    assert_eq!(irc.until(" 330 ").await, ":localhost 330 sammy sammy sam :is logged in as\r\n");
+    // A message longer than a chunk comes in chunks of 400.
+    let mut other = Irc::connect(server.irc).await;
+    other.send("AUTHENTICATE PLAIN").await;
+    assert_eq!(other.line().await, "AUTHENTICATE +\r\n");
+    other.send(&format!("AUTHENTICATE {}", "A".repeat(401))).await;
+    assert_eq!(other.line().await, ":localhost 905 * :SASL message too long\r\n");
+}
