@@ -115,7 +115,7 @@ impl Client {
         for chunk in text.as_bytes().chunks(CHUNK) {
             lines.push_str(&Line::new(None, "AUTHENTICATE").arg(&String::from_utf8_lossy(chunk)).end());
         }
-        if text.len() % CHUNK == 0 {
+        if text.len().is_multiple_of(CHUNK) {
             lines.push_str(&Line::new(None, "AUTHENTICATE").arg("+").end());
         }
         self.send(lines);
