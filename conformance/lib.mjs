@@ -5,7 +5,7 @@
 // The tests run under `node --test conformance/`; `make test` builds the
 // binary, installs Chromium and the npm packages, and sets SWITCHBOARD_BIN.
 
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import http from "node:http";
 import readline from "node:readline";
@@ -26,7 +26,7 @@ export async function startServer(extraArgs = []) {
   const irc = extraArgs.includes("--irc-listen") ? [] : ["--irc-listen", "off", "--irc-tls-listen", "off"];
   // Nothing kept between runs unless a test asks for a store.
   const store = extraArgs.includes("--store") ? [] : ["--store", "memory"];
-  const proc = spawn(BIN, ["serve", "--listen", "127.0.0.1:0", ...xmpp, ...s2s, ...store, ...extraArgs], {
+  const proc = spawn(BIN, ["serve", "--listen", "127.0.0.1:0", ...xmpp, ...s2s, ...irc, ...store, ...extraArgs], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   // Every line the server prints, kept until a caller takes it.
@@ -97,4 +97,21 @@ export async function servePages(pages) {
     url: `http://127.0.0.1:${server.address().port}`,
     close: () => new Promise((resolve) => server.close(resolve)),
   };
+}
+
+/** What the tmux session `name` shows now. */
+export function screen(name) {
+  return execFileSync("tmux", ["capture-pane", "-p", "-t", name], { encoding: "utf8" });
+}
+
+/** Resolves once the screen of tmux session `name` shows `text`, within `patience` ms. */
+export async function shows(name, text, patience = 20000) {
+  const deadline = Date.now() + patience;
+  for (;;) {
+    const now = screen(name);
+    if (now.includes(text)) return now;
+    if (Date.now() > deadline) throw new Error(`the screen never showed ${JSON.stringify(text)}:\n${now}`);
+    // The screen has no event to await: look again shortly, within the deadline.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }

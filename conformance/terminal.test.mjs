@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runSwitchboard, startServer } from "./lib.mjs";
+import { runSwitchboard, shows, startServer } from "./lib.mjs";
 
 const PATIENCE = 20000;
 
@@ -71,23 +71,6 @@ async function doraSends(port, body, news) {
   c.send(`<message to='evan@localhost' type='chat' id='m1'><body>${body}</body></message><iq type='get' id='p'><ping xmlns='urn:xmpp:ping'/></iq>`);
   await c.until("id=\"p\"");
   c.close();
-}
-
-/** What the tmux session `name` shows now. */
-function screen(name) {
-  return execFileSync("tmux", ["capture-pane", "-p", "-t", name], { encoding: "utf8" });
-}
-
-/** Resolves once the screen of tmux session `name` shows `text`. */
-async function shows(name, text) {
-  const deadline = Date.now() + PATIENCE;
-  for (;;) {
-    const now = screen(name);
-    if (now.includes(text)) return now;
-    if (Date.now() > deadline) throw new Error(`the screen never showed ${JSON.stringify(text)}:\n${now}`);
-    // The screen has no event to await: look again shortly, within the deadline.
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 test("profanity, in tmux, is given a message kept for its user while it was offline and a room's history, across a restart", async () => {

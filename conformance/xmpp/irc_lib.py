@@ -16,16 +16,9 @@ import irc.client_aio
 import slixmpp
 import websockets
 
+from checks import PATIENCE, Checks, next_event
+
 ROOM = "lobby@conference.localhost"
-PATIENCE = 20
-
-
-async def next_event(ws, **want):
-    """The next chat-app event whose fields include `want`."""
-    while True:
-        event = json.loads(await asyncio.wait_for(ws.recv(), PATIENCE))
-        if all(event.get(k) == v for k, v in want.items()):
-            return event
 
 
 async def next_from(queue, who):
@@ -37,11 +30,7 @@ async def next_from(queue, who):
 
 
 async def main(irc_port, xmpp_port, ws_url, ca_file):
-    checks = []
-
-    def check(name, ok, detail=""):
-        checks.append(ok)
-        print(f"{'ok' if ok else 'FAILED'}: {name}{' ' + detail if detail and not ok else ''}", flush=True)
+    check = Checks()
 
     ws = await websockets.connect(ws_url, ssl=ssl.create_default_context(cafile=ca_file))
     await ws.send(json.dumps({"name": "Wendy Walker", "room": "lobby"}))
@@ -110,7 +99,7 @@ async def main(irc_port, xmpp_port, ws_url, ca_file):
     server.disconnect()
     xmpp.disconnect()
     await ws.close()
-    return all(checks)
+    return check.done()
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ import sys
 
 import slixmpp
 
+from checks import PATIENCE, Checks
+
 ROOM = "lobby@conference.b.test"
-PATIENCE = 20
 
 
 async def login(jid, port, ca_file):
@@ -35,11 +36,7 @@ async def login(jid, port, ca_file):
 
 
 async def main(a_port, b_port, ca_file):
-    checks = []
-
-    def check(name, ok, detail=""):
-        checks.append(ok)
-        print(f"{'ok' if ok else 'FAILED'}: {name}{' ' + detail if detail and not ok else ''}", flush=True)
+    check = Checks()
 
     alice = await login("alice@a.test/slix", a_port, ca_file)
     bob = await login("bob@b.test/slix", b_port, ca_file)
@@ -72,9 +69,7 @@ async def main(a_port, b_port, ca_file):
 
     for client in (alice, bob):
         client.disconnect()
-    failed = checks.count(False)
-    print(f"{len(checks) - failed} passed, {failed} failed", flush=True)
-    return failed == 0
+    return check.done()
 
 
 if __name__ == "__main__":

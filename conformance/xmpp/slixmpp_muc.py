@@ -16,24 +16,13 @@ import sys
 import slixmpp
 import websockets
 
+from checks import PATIENCE, Checks, next_event
+
 ROOM = "lobby@conference.localhost"
-PATIENCE = 20
-
-
-async def next_event(ws, **want):
-    """The next chat-app event whose fields include `want`."""
-    while True:
-        event = json.loads(await asyncio.wait_for(ws.recv(), PATIENCE))
-        if all(event.get(k) == v for k, v in want.items()):
-            return event
 
 
 async def main(port, ws_url, account, password, ca_file):
-    checks = []
-
-    def check(name, ok, detail=""):
-        checks.append(ok)
-        print(f"{'ok' if ok else 'FAILED'}: {name}{' ' + detail if detail and not ok else ''}", flush=True)
+    check = Checks()
 
     ws = await websockets.connect(ws_url, ssl=ssl.create_default_context(cafile=ca_file))
     await ws.send(json.dumps({"name": "alice", "room": "lobby"}))
@@ -96,9 +85,7 @@ async def main(port, ws_url, account, password, ca_file):
     carol.disconnect()
     xmpp.disconnect()
     await ws.close()
-    failed = checks.count(False)
-    print(f"{len(checks) - failed} passed, {failed} failed")
-    return failed == 0
+    return check.done()
 
 
 if __name__ == "__main__":

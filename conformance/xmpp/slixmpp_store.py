@@ -15,7 +15,8 @@ import sys
 
 import slixmpp
 
-PATIENCE = 20
+from checks import PATIENCE, Checks
+
 SENT = ["kept for you", "two", "three", "four", "five"]
 
 
@@ -32,11 +33,7 @@ async def session(jid, password, port, ca_file, plugins=()):
 
 
 async def main(phase, port, ca_file):
-    checks = []
-
-    def check(name, ok, detail=""):
-        checks.append(ok)
-        print(f"{'ok' if ok else 'FAILED'}: {name}{' ' + detail if detail and not ok else ''}", flush=True)
+    check = Checks()
 
     dora = await session("dora@localhost/desk", "doras-secret", port, ca_file, ("xep_0199",))
     if phase == "before":
@@ -76,9 +73,7 @@ async def main(phase, port, ca_file):
         check("slixmpp's MAM plugin pages through evan's archive, two at a time", archived == SENT, str(archived))
         evan.disconnect()
     dora.disconnect()
-    failed = checks.count(False)
-    print(f"{len(checks) - failed} passed, {failed} failed")
-    return failed == 0
+    return check.done()
 
 
 if __name__ == "__main__":

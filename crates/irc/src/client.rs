@@ -1073,7 +1073,7 @@ struct Shape {
 /// `353` lines for `names`, as many as fit in a line each, then `366`.
 fn names_lines(server: &str, nick: &str, channel: &str, names: &[Arc<str>], prefixes: &[(Arc<str>, &str)], shape: Shape) -> String {
     let head = Line::new(Some(server), RPL_NAMREPLY).arg(nick).arg(if shape.secret { "@" } else { "=" }).arg(channel);
-    let room = MAX_LINE - head.clone().end().len() - 2;
+    let room = MAX_LINE.saturating_sub(head.clone().end().len() + 2);
     let mut out = String::new();
     let mut batch = String::new();
     for name in names {

@@ -101,8 +101,11 @@ pub fn event_lines(payload: &Payload, server: &str, tags: &str) -> Option<String
                 None => (&**text, false),
             };
             // What a line holds besides the text: ":from PRIVMSG #room :" (a
-            // NOTICE is no longer) and CR LF, and an action's wrapping.
-            let room_for = MAX_LINE - from.len() - channel.len() - 14 - if action { 9 } else { 0 };
+            // NOTICE is no longer) and CR LF, and an action's wrapping. The
+            // longest names and rooms, all escaped, leave no room: then
+            // `split_text` still cuts the text, and the line is longer
+            // than IRC's 512 bytes rather than lost.
+            let room_for = MAX_LINE.saturating_sub(from.len() + channel.len() + 14 + if action { 9 } else { 0 });
             let mut out = String::new();
             for piece in split_text(text, room_for) {
                 let body = if action { format!("\u{1}ACTION {piece}\u{1}") } else { piece.to_owned() };
@@ -164,6 +167,16 @@ mod tests {
         assert_eq!(lines.len(), 4);
         assert!(lines.iter().all(|l| l.len() <= MAX_LINE && l.starts_with(":bob!bob@irc.test PRIVMSG #lobby :word")));
         assert_eq!(text.matches("word").count(), 300);
+    }
+
+    #[test]
+    fn the_longest_names_and_rooms_do_not_break_rendering() {
+        let name = ".".repeat(64);
+        let room = ",".repeat(64);
+        let event = RoomEvent::Message { name: Arc::from(name.as_str()), text: Arc::from("x ".repeat(300).as_str()) };
+        let lines = event_lines(&Payload::event(room.as_str(), event), "irc.test", "").unwrap();
+        assert_eq!(lines.matches('x').count(), 300);
+        assert!(lines.starts_with(":\\2e"));
     }
 
     #[test]
