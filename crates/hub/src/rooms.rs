@@ -378,6 +378,18 @@ mod tests {
     }
 
     #[test]
+    fn a_room_lists_its_members_names_up_to_a_bound() {
+        let hub = Hub::new(4);
+        for (id, name) in [(1, Some("ann")), (2, None), (3, Some("Bob Smith"))] {
+            hub.join("r", member(id, name, 1024), 0).unwrap();
+        }
+        let names: Vec<String> = hub.names("r", 10).iter().map(|n| n.to_string()).collect();
+        assert_eq!(names, ["ann", "Bob Smith"], "members without a name are not listed");
+        assert_eq!(hub.names("r", 1).len(), 1);
+        assert!(hub.names("elsewhere", 10).is_empty());
+    }
+
+    #[test]
     fn names_are_unique_per_room_only() {
         let hub = Hub::new(4);
         hub.join("lobby", member(1, Some("alice"), 1 << 20), 10).unwrap();

@@ -96,7 +96,10 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address:
                     let line = line.strip_suffix(b"\r").unwrap_or(line);
                     match Message::parse(line) {
                         Ok(message) => {
-                            if let Flow::Close(reason) = client.on_line(&message).await {
+                            // Boxed: a command's state (a join through the broker, a
+                            // login through the store) is large, and idle clients
+                            // are many. One allocation a line.
+                            if let Flow::Close(reason) = Box::pin(client.on_line(&message)).await {
                                 break 'serve Some(reason);
                             }
                         }
@@ -136,14 +139,27 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address:
     };
     client.end(reason.as_deref().unwrap_or("Connection closed"));
     if let Some(reason) = reason {
-        // What was queued goes first, then why the link closes.
-        outbox.close(hub::Close::new(1000, "closing"));
-        let _ = outbox.drain(&mut batch).await;
-        let host = address.to_string();
-        batch.push(Payload::new(Line::new(None, "ERROR").trailing(&format!("Closing Link: {host} ({reason})"))));
-        let _ = write(&mut writer, &mut client, &mut batch, &metrics).await;
-        let _ = writer.shutdown().await;
+        // Boxed: it runs once, and its state would otherwise make every
+        // idle client's task as big as its last words.
+        Box::pin(finish(writer, client, outbox, batch, metrics, address, reason)).await;
     }
+}
+
+/// Writes what was queued, then why the link closes, and closes it.
+async fn finish<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut client: Client,
+    outbox: Arc<Outbox>,
+    mut batch: Vec<Payload>,
+    metrics: base::metrics::ClientMetrics,
+    address: IpAddr,
+    reason: String,
+) {
+    outbox.close(hub::Close::new(1000, "closing"));
+    let _ = outbox.drain(&mut batch).await;
+    batch.push(Payload::new(Line::new(None, "ERROR").trailing(&format!("Closing Link: {address} ({reason})"))));
+    let _ = write(&mut writer, &mut client, &mut batch, &metrics).await;
+    let _ = writer.shutdown().await;
 }
 
 /// Writes what was drained, each room event in the client's form, in one

@@ -159,3 +159,15 @@ pub async fn serve(listener: TcpListener, irc: Arc<Irc>, tls: bool) {
         })
         .await;
 }
+
+/// The size of one IRC client's connection future over plain TCP, as
+/// spawned. An idle client's memory is mostly its task, so the server's
+/// tests hold it under a bound with the real service.
+#[doc(hidden)]
+pub async fn connection_future_size(irc: Arc<Irc>) -> usize {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("a loopback listener");
+    let _client = tokio::net::TcpStream::connect(listener.local_addr().expect("its address")).await.expect("a loopback connection");
+    let (tcp, peer) = listener.accept().await.expect("the connection");
+    let slot = irc.slots.clone().try_acquire_owned().expect("a free slot");
+    std::mem::size_of_val(&connection::run(tcp, peer.ip(), irc, slot, false))
+}

@@ -277,4 +277,16 @@ mod tests {
         let size = xmpp::stream_future_size(state.xmpp.clone().expect("XMPP is on")).await;
         assert!(size <= 1664, "an XMPP stream's future is {size} bytes");
     }
+
+    /// An idle IRC client's memory is mostly its task: the client, its
+    /// read buffer's handle, the timers and the select over them (a
+    /// command's state and the connection's end are boxed). The bound is
+    /// today's size, 2,696 bytes, with a little room; a change that passes
+    /// it costs every idle client.
+    #[tokio::test]
+    async fn an_irc_connections_future_stays_small() {
+        let state = ServerState::new(Config::default(), None, Arc::new(store::MemoryStore::default()), Listening::default()).expect("the default configuration");
+        let size = irc::connection_future_size(state.irc.clone()).await;
+        assert!(size <= 2752, "an IRC connection's future is {size} bytes");
+    }
 }
