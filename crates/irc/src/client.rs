@@ -197,6 +197,7 @@ impl Client {
             "ISON" => self.ison(&params[..]),
             "USERHOST" => self.userhost(&params[..]),
             "INVITE" => self.invite(param(0), param(1)),
+            "WHOWAS" => self.whowas(params.first().copied(), params.get(1).copied()),
             "MOTD" => self.send(self.reply(ERR_NOMOTD).trailing("MOTD File is missing")),
             "LUSERS" => self.lusers(),
             "VERSION" => self.send(self.reply(RPL_VERSION).arg(&version()).arg(self.server()).trailing("")),
@@ -269,6 +270,9 @@ impl Client {
             return self.send(line);
         }
         let before = self.registered.then(|| self.source());
+        if self.registered {
+            self.remember();
+        }
         self.public.state.lock().nick = Arc::from(nick);
         let old_name = self.name.replace(name.clone());
         if let (Some(before), Some(old_name)) = (before, old_name) {
@@ -533,6 +537,7 @@ impl Client {
             self.irc.nicks.release(&name.key, self.id());
         }
         if std::mem::take(&mut self.registered) {
+            self.remember();
             self.irc.users.leave();
         }
     }
@@ -782,6 +787,34 @@ impl Client {
             lines.push_str(&self.reply(RPL_LIST).arg(&channel_of(&room)).arg(&count).trailing(topic.as_deref().unwrap_or("")));
         }
         lines.push_str(&self.reply(RPL_LISTEND).trailing("End of /LIST"));
+        self.send(lines);
+    }
+
+    /// Remembers its nickname for `WHOWAS`.
+    fn remember(&self) {
+        let state = self.public.state.lock();
+        self.irc.remember(state.nick.clone(), state.user.clone(), state.realname.clone());
+    }
+
+    /// `WHOWAS nick [count]`: who had `nick` (a mask too), newest first;
+    /// every one when `count` is not positive.
+    fn whowas(&self, nick: Option<&str>, count: Option<&str>) {
+        let Some(nick) = nick.filter(|n| !n.is_empty()) else {
+            return self.send(self.reply(ERR_NONICKNAMEGIVEN).trailing("No nickname given"));
+        };
+        let most = count.and_then(|c| c.parse::<i64>().ok()).filter(|&c| c > 0).map_or(usize::MAX, |c| c as usize);
+        let gone: Vec<crate::Gone> = self.irc.gone.lock().iter().filter(|g| matches_mask(nick, &g.nick)).take(most).cloned().collect();
+        let mut lines = String::new();
+        for g in &gone {
+            let server = self.server();
+            lines.push_str(&self.reply(RPL_WHOWASUSER).arg(&g.nick).arg(&g.user).arg(server).arg("*").trailing(&g.realname));
+            let at = humantime::format_rfc3339_seconds(g.at).to_string();
+            lines.push_str(&self.reply(RPL_WHOISSERVER).arg(&g.nick).arg(server).trailing(&at));
+        }
+        if gone.is_empty() {
+            lines.push_str(&self.reply(ERR_WASNOSUCHNICK).arg(nick).trailing("There was no such nickname"));
+        }
+        lines.push_str(&self.reply(RPL_ENDOFWHOWAS).arg(nick).trailing("End of WHOWAS"));
         self.send(lines);
     }
 

@@ -73,6 +73,8 @@ pub struct Irc {
     nicks: Nicks,
     channels: Channels,
     users: Users,
+    /// Who had which nickname lately, newest first (`WHOWAS`).
+    gone: parking_lot::Mutex<std::collections::VecDeque<Gone>>,
     /// When the service started (`003`).
     created: SystemTime,
 }
@@ -89,6 +91,7 @@ impl Irc {
             nicks: Nicks::default(),
             channels: Channels::default(),
             users: Users::default(),
+            gone: Default::default(),
             created: SystemTime::now(),
             context,
             settings,
@@ -105,6 +108,29 @@ impl Irc {
     /// Clients registered now.
     pub fn clients(&self) -> usize {
         self.users.counts().0
+    }
+}
+
+/// Nicknames `WHOWAS` remembers, newest first; the oldest goes.
+const GONE_KEPT: usize = 1000;
+
+/// A nickname a client had (`WHOWAS`).
+#[derive(Debug, Clone)]
+struct Gone {
+    nick: Arc<str>,
+    user: Arc<str>,
+    realname: Arc<str>,
+    at: SystemTime,
+}
+
+impl Irc {
+    /// Remembers that a client had `nick` until now.
+    fn remember(&self, nick: Arc<str>, user: Arc<str>, realname: Arc<str>) {
+        let mut gone = self.gone.lock();
+        if gone.len() == GONE_KEPT {
+            gone.pop_back();
+        }
+        gone.push_front(Gone { nick, user, realname, at: SystemTime::now() });
     }
 }
 

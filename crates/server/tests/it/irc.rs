@@ -563,3 +563,27 @@ async fn sasl_logs_in_to_the_accounts_xmpp_has() {
     other.send(&format!("AUTHENTICATE {}", "A".repeat(401))).await;
     assert_eq!(other.line().await, ":localhost 905 * :SASL message too long\r\n");
 }
+
+#[tokio::test]
+async fn whowas_remembers_nicknames_that_went() {
+    let server = TestServer::start().await;
+    let mut gone = Irc::register(server.irc, "wes").await;
+    gone.send("NICK wesley").await;
+    gone.until("NICK wesley").await;
+    gone.send("QUIT").await;
+    assert_eq!(gone.until("ERROR").await, "ERROR :Closing Link: 127.0.0.1 (Client Quit)\r\n");
+    let mut asker = Irc::register(server.irc, "ada").await;
+    asker.send("WHOWAS wes*").await;
+    assert_eq!(asker.line().await, ":localhost 314 ada wesley ~u localhost * :Real Name\r\n", "newest first");
+    assert!(asker.line().await.starts_with(":localhost 312 ada wesley localhost :20"));
+    assert_eq!(asker.line().await, ":localhost 314 ada wes ~u localhost * :Real Name\r\n");
+    asker.line().await;
+    assert_eq!(asker.line().await, ":localhost 369 ada wes* :End of WHOWAS\r\n");
+    asker.send("WHOWAS wes* 1").await;
+    assert!(asker.line().await.starts_with(":localhost 314 ada wesley "));
+    asker.line().await;
+    assert_eq!(asker.line().await, ":localhost 369 ada wes* :End of WHOWAS\r\n");
+    asker.send("WHOWAS nobody").await;
+    assert_eq!(asker.line().await, ":localhost 406 ada nobody :There was no such nickname\r\n");
+    assert_eq!(asker.line().await, ":localhost 369 ada nobody :End of WHOWAS\r\n");
+}
