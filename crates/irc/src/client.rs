@@ -309,11 +309,12 @@ impl Client {
         if self.registered || self.negotiating || self.user.is_none() {
             return;
         }
-        let Some(name) = &self.name else { return };
+        if self.name.is_none() {
+            return;
+        }
         self.registered = true;
         self.public.state.lock().registered = true;
         self.irc.users.arrive();
-        let nick = nick_of(&name.shown).into_owned();
         let server = self.server().to_owned();
         let network = &self.irc.settings.network;
         let created = humantime::format_rfc3339_seconds(self.irc.created);
@@ -351,7 +352,6 @@ impl Client {
         lines.push(self.lusers_lines());
         lines.push(self.reply(ERR_NOMOTD).trailing("MOTD File is missing"));
         self.send(lines.concat());
-        let _ = nick;
     }
 
     /// `LUSERS`: the users and channels of this node.
