@@ -983,10 +983,10 @@ impl Client {
     }
 
     fn user_mode(&self, target: &str, changes: Option<&str>) {
-        if self.find(target).is_none_or(|c| c.id != self.public.id) {
-            let numeric = if self.find(target).is_some() { ERR_USERSDONTMATCH } else { ERR_NOSUCHNICK };
-            let text = if numeric == ERR_USERSDONTMATCH { "Cant change mode for other users" } else { "No such nick/channel" };
-            return self.send(self.reply(numeric).arg(target).trailing(text));
+        match self.find(target) {
+            Some(c) if c.id == self.public.id => {}
+            Some(_) => return self.send(self.reply(ERR_USERSDONTMATCH).arg(target).trailing("Cant change mode for other users")),
+            None => return self.send(self.reply(ERR_NOSUCHNICK).arg(target).trailing("No such nick/channel")),
         }
         match changes {
             None => {

@@ -18,8 +18,9 @@ use wire::irc::{Line, LineError, MAX_LINE, MAX_TAGS, Message};
 use crate::Irc;
 use crate::client::{Client, Flow};
 
-/// Bytes read at a time.
-const READ_CHUNK: usize = 4096;
+/// Most bytes an empty read buffer keeps between reads; a bigger one
+/// (after a long line) is let go.
+const KEEP_BUFFER: usize = 4096;
 
 /// Serves one client from `address` until it quits or is closed; with
 /// `tls` the connection starts with a TLS handshake.
@@ -116,7 +117,7 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address:
                         client.too_long();
                     }
                 }
-                if buffer.is_empty() && buffer.capacity() > READ_CHUNK {
+                if buffer.is_empty() && buffer.capacity() > KEEP_BUFFER {
                     buffer = Vec::new();
                 }
                 paused = inflow.charge(lines, used);

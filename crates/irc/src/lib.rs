@@ -4,8 +4,8 @@
 //! the MUC room `lobby@conference.<domain>`.
 //!
 //! `connection` runs one client's socket (TCP, TLS, or a WebSocket through
-//! `websocket`): reading lines under the rates,
-//! writing its outbox, pings and timeouts); `client` is its protocol state
+//! `websocket`): reading lines under the rates, writing its outbox, pings
+//! and timeouts; `client` is its protocol state
 //! and commands; `render` turns room events into lines, once per form for
 //! every recipient; `channels` holds what IRC keeps of a room beyond the
 //! hub (topic, modes, operators); `nicks` is the node's registry of IRC
@@ -105,10 +105,6 @@ impl Irc {
         &self.settings.server_name
     }
 
-    /// Clients registered now.
-    pub fn clients(&self) -> usize {
-        self.users.counts().0
-    }
 }
 
 /// Nicknames `WHOWAS` remembers, newest first; the oldest goes.
