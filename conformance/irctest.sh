@@ -23,6 +23,7 @@ shift
 suite=$(cd "$suite" && pwd)
 [ -d "$suite/irctest/server_tests" ] || { echo "$suite is not an irctest checkout" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/conformance/lib.sh"
 port=${PORT:-6668}
 out=$root/build/irctest
 mkdir -p "$out"
@@ -37,11 +38,7 @@ cargo build --manifest-path "$root/Cargo.toml" --bin switchboard
     --store memory --room-history 0 --max-message-rate 100000 --max-byte-rate 100000000 >"$out/server.log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-    kill -0 "$server" || exit 1
-    sleep 0.1
-done
+wait_for_port "$port" "$server"
 
 # Tests of capabilities and commands the server does not offer skip
 # themselves (irctest asks the server first).

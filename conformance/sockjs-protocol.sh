@@ -21,6 +21,7 @@ shift
 suite=$(cd "$suite" && pwd)
 [ -f "$suite/sockjs-protocol.py" ] || { echo "$suite has no sockjs-protocol.py" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/conformance/lib.sh"
 python2=${PYTHON2:-python2.7}
 port=${PORT:-8081}
 venv=$suite/venv
@@ -40,11 +41,7 @@ cargo build --manifest-path "$root/Cargo.toml" --bin switchboard
     --config "$root/conformance/sockjs-protocol.toml" --listen "127.0.0.1:$port" --xmpp-listen off --irc-listen off --store memory &
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-    kill -0 "$server" || exit 1
-    sleep 0.1
-done
+wait_for_port "$port" "$server"
 
 cd "$suite"
 SOCKJS_URL="http://127.0.0.1:$port" "$venv/bin/python" sockjs-protocol.py "$@"
