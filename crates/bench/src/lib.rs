@@ -276,12 +276,14 @@ fn outcome_cpu_bound(outcome: &Outcome) -> bool {
 }
 
 /// Why a scenario cannot use a transport at all, if it cannot: `http` only carries
-/// count-down, XMPP transports carry pingpong, muc and idle, and muc only XMPP.
+/// count-down, XMPP transports carry pingpong, muc and idle, muc only XMPP, and IRC
+/// everything but count-down, link and muc.
 fn refuses(kind: TransportKind, settings: &Settings) -> Option<&'static str> {
     match settings {
         _ if kind == TransportKind::Http && !matches!(settings, Settings::Countdown(_)) => {
             Some("only carries the countdown scenario")
         }
+        Settings::Countdown(_) | Settings::Link(_) if kind.is_irc() => Some("carries the pingpong, chat, broadcast and idle scenarios only"),
         Settings::Muc(_) if !kind.is_xmpp() => Some("is not an XMPP transport: muc needs one (xmpp-tcp, xmpp-websocket …)"),
         Settings::Pingpong(_) | Settings::Muc(_) | Settings::Idle(_) => None,
         _ if kind.is_xmpp() => Some("carries the pingpong, muc and idle scenarios only"),
@@ -300,6 +302,10 @@ async fn resolve_transports(ctx: &Ctx, choice: &TransportChoice, settings: &Sett
                 if linked && k == TransportKind::XmppTcp {
                     return Err(Error::usage("--link carries the target's HTTP port only: xmpp-tcp cannot go through it"));
                 }
+                if ctx.target.is_irc() != k.is_irc() {
+                    let why = if k.is_irc() { "needs an irc://host:port --target" } else { "needs an http:// --target; an irc:// target takes --transport irc" };
+                    return Err(Error::usage(format!("the {k} transport {why}")));
+                }
                 if ctx.target.is_exact_websocket() && !k.is_native_websocket() {
                     return Err(Error::usage(format!("the {k} transport needs an http:// --target, not a ws:// URL")));
                 }
@@ -313,6 +319,9 @@ async fn resolve_transports(ctx: &Ctx, choice: &TransportChoice, settings: &Sett
             if ctx.target.is_exact_websocket() {
                 return Ok(vec![TransportKind::Websocket]);
             }
+            if ctx.target.is_irc() {
+                return Ok(vec![TransportKind::Irc]);
+            }
             let sockjs = transport::probe_sockjs(&ctx.target, ctx.timeout).await?;
             Ok(TransportKind::ALL
                 .into_iter()
@@ -321,6 +330,7 @@ async fn resolve_transports(ctx: &Ctx, choice: &TransportChoice, settings: &Sett
                 .filter(|&k| {
                     refuses(k, settings).is_none()
                         && !k.is_xmpp()
+                        && !k.is_irc()
                         && !matches!(k, TransportKind::Socketio | TransportKind::Centrifuge | TransportKind::WebsocketDeflate)
                 })
                 .filter(|&k| !k.is_sockjs() || sockjs.is_some_and(|info| info.websocket || k != TransportKind::SockjsWebsocket))

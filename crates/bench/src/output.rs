@@ -112,6 +112,9 @@ pub(crate) fn print_table(file: &ResultFile, w: &mut impl Write) -> io::Result<(
             Outcome::Broadcast { levels, summary, .. } | Outcome::Selftest { levels, summary, .. } | Outcome::Muc { levels, summary, .. } => {
                 let scenario = if matches!(run.outcome, Outcome::Muc { .. }) { "muc (one MUC room per level)" } else { "broadcast" };
                 writeln!(w, "{scenario}: round trip measured at the sender from the scheduled send time")?;
+                if run.transports.iter().any(|k| !k.echoes()) {
+                    writeln!(w, "(irc: a sender does not hear its own message; the next client times it)")?;
+                }
                 t.header(&[
                     "transport", "conns", "rate", "sent/s", "recv/s", "lost", "missing", "late", "mean", "stddev", "p50",
                     "p90", "p99", "max", "uncorr. p99", "server cpu", "note",

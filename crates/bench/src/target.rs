@@ -1,7 +1,8 @@
 //! Where the bench points: an app's base URL (`http://127.0.0.1:8080/echo`), from which
 //! each transport derives its own URL, or a `ws://` URL that is used exactly as given so
 //! servers with other URL layouts can be measured too. XMPP transports use the target's
-//! host: its XMPP client port, and paths on its HTTP port (`XmppEndpoints`).
+//! host: its XMPP client port, and paths on its HTTP port (`XmppEndpoints`). An
+//! `irc://host:port` target is an IRC server, for the IRC transport alone.
 
 use crate::Error;
 
@@ -11,6 +12,8 @@ pub struct Target {
     raw: String,
     /// `ws://…` targets are used verbatim by the websocket transport and nothing else.
     exact_websocket: bool,
+    /// `irc://host:port`: an IRC server.
+    irc: bool,
     host: String,
     port: u16,
     /// The app prefix without a trailing slash, e.g. `/echo` (empty for the root).
@@ -33,18 +36,19 @@ pub struct XmppEndpoints {
 }
 
 impl Target {
-    /// Parses `http://host[:port]/app` or `ws://host[:port]/any/path`.
+    /// Parses `http://host[:port]/app`, `ws://host[:port]/any/path` or `irc://host[:port]`.
     pub fn parse(raw: &str) -> Result<Target, Error> {
         let uri: http::Uri = raw
             .parse()
             .map_err(|e| Error::usage(format!("--target {raw:?} is not a URL: {e}")))?;
-        let (exact_websocket, default_port) = match uri.scheme_str() {
-            Some("http") => (false, 80),
-            Some("ws") => (true, 80),
-            Some("https" | "wss") => {
+        let (exact_websocket, irc, default_port) = match uri.scheme_str() {
+            Some("http") => (false, false, 80),
+            Some("ws") => (true, false, 80),
+            Some("irc") => (false, true, 6667),
+            Some("https" | "wss" | "ircs") => {
                 return Err(Error::usage(format!("--target {raw}: TLS targets are not supported; measure the server behind plain http/ws")));
             }
-            _ => return Err(Error::usage(format!("--target {raw:?} must start with http:// or ws://"))),
+            _ => return Err(Error::usage(format!("--target {raw:?} must start with http://, ws:// or irc://"))),
         };
         let host = uri
             .host()
@@ -54,7 +58,7 @@ impl Target {
             .to_string();
         let port = uri.port_u16().unwrap_or(default_port);
         let path = uri.path().trim_end_matches('/').to_string();
-        Ok(Target { raw: raw.to_string(), exact_websocket, host, port, path, connect_to: None, xmpp: None })
+        Ok(Target { raw: raw.to_string(), exact_websocket, irc, host, port, path, connect_to: None, xmpp: None })
     }
 
     /// The URL exactly as the user gave it.
@@ -65,6 +69,11 @@ impl Target {
     /// Whether the target was a `ws://` URL (only the native websocket transport applies).
     pub fn is_exact_websocket(&self) -> bool {
         self.exact_websocket
+    }
+
+    /// Whether the target is an IRC server (`irc://`).
+    pub fn is_irc(&self) -> bool {
+        self.irc
     }
 
     /// Host name or address without brackets, for `TcpStream::connect`.
@@ -191,5 +200,9 @@ mod tests {
         assert_eq!(t.websocket_url(), "ws://[::1]:9000/chat/websocket");
         assert!(Target::parse("https://x/echo").expect_err("tls").is_usage());
         assert!(Target::parse("ftp://x/echo").expect_err("scheme").is_usage());
+        let irc = Target::parse("irc://127.0.0.1").expect("irc");
+        assert!(irc.is_irc() && !irc.is_exact_websocket());
+        assert_eq!((irc.port(), irc.authority()), (6667, "127.0.0.1:6667".to_string()));
+        assert!(Target::parse("ircs://x").expect_err("tls").is_usage());
     }
 }

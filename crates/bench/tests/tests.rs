@@ -7,6 +7,7 @@ mod broadcast;
 mod chat;
 mod countdown;
 mod errors;
+mod irc;
 mod link;
 mod pingpong;
 mod schema;

@@ -11,7 +11,10 @@
 //! more dropped connections than allowed, or a step whose mean round trip is too high.
 //!
 //! The clients hear each other through a broadcast app, or through an XMPP MUC room that
-//! they join once connected (`Fanout`; `bench muc`).
+//! they join once connected (`Fanout`; `bench muc`); IRC clients through a channel they
+//! join once connected. An IRC server does not send a message back to its sender, so
+//! there each message is n − 1 deliveries, and its round trip is measured by the next
+//! client (its witness) from the same stamp: all clients share this process's clock.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -92,13 +95,16 @@ fn rates(settings: &BroadcastSettings) -> Vec<f64> {
 struct Shared {
     clock: Clock,
     n: u32,
+    /// Whether a sender hears its own messages; if not, client i's are timed by client i + 1.
+    echo: bool,
     rates: Vec<f64>,
     /// When step 0 starts (µs on the run clock); set once the barrier is passed.
     t0_us: AtomicU64,
     step_us: u64,
     loss_timeout_us: u64,
     recorder: Recorder,
-    /// Per client: (seq, actual send µs, step) of own messages not yet back, oldest first.
+    /// Per client: (seq, actual send µs, step) of own messages not yet at their witness,
+    /// oldest first.
     outstanding: Vec<Mutex<VecDeque<(u64, u64, usize)>>>,
     /// Per client: deliveries of measured messages it has counted so far (for the drain).
     received: Vec<Delivered>,
@@ -116,6 +122,16 @@ struct Shared {
 }
 
 impl Shared {
+    /// Clients that hear each message.
+    fn listeners(&self) -> u32 {
+        if self.echo { self.n } else { self.n - 1 }
+    }
+
+    /// The client that times `sender`'s messages.
+    fn witness(&self, sender: u32) -> u32 {
+        if self.echo { sender } else { (sender + 1) % self.n }
+    }
+
     fn drop_connection(&self, client: u32, why: String) {
         if self.closing.load(Ordering::Relaxed) {
             return;
@@ -174,6 +190,23 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, fanout
         }
     };
     level.connect = connect.summary();
+    if !kind.echoes() && n < 2 {
+        return (level, Some(Error::usage(format!("{kind} clients do not hear their own messages: a level needs at least 2"))));
+    }
+    if kind.is_irc() {
+        ctx.progress.step(format!("{scenario} {kind}: {n} clients joining"), n as u64);
+        let channel = super::channel::fresh(&n.to_string());
+        match super::channel::join_all(ctx, &mut conns, |_| channel.clone()).await {
+            Ok(()) => {}
+            Err((0, e)) => return (level, Some(e)),
+            Err((_, e)) if e.is_cancelled() => return (level, Some(e)),
+            Err((done, e)) => {
+                let detail = format!("only {done} of {n} clients could join {channel}: {e}");
+                level.saturation = Some(Saturation { reason: "join".into(), rate: 0.0, detail });
+                return (level, None);
+            }
+        }
+    }
     if fanout == Fanout::Room {
         ctx.progress.step(format!("{scenario} {kind}: {n} clients joining"), n as u64);
         let room = match super::muc::room(ctx, kind, n) {
@@ -196,6 +229,7 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, fanout
     let shared = Arc::new(Shared {
         clock: ctx.clock,
         n,
+        echo: kind.echoes(),
         rates: rates.clone(),
         t0_us: AtomicU64::new(0),
         step_us: s.step_us,
@@ -252,7 +286,7 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, fanout
     let deadline = ctx.clock.now_us() + s.loss_timeout_us;
     while ctx.clock.now_us() < deadline && !ctx.cancel.is_cancelled() {
         let all_back = shared.outstanding.iter().all(|q| q.lock().is_empty());
-        if all_back && shared.delivered() >= total_sent * n as u64 {
+        if all_back && shared.delivered() >= total_sent * shared.listeners() as u64 {
             break;
         }
         if shared.dropped.load(Ordering::Relaxed) > 0 && all_back {
@@ -286,7 +320,7 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, fanout
         step.sent_per_s = round(sent as f64 / secs, 1);
         step.received = received[k];
         step.received_per_s = round(received[k] as f64 / secs, 1);
-        step.expected = sent * n as u64;
+        step.expected = sent * shared.listeners() as u64;
         step.lost = sent.saturating_sub(lat.in_time);
         step.missing = step.expected.saturating_sub(received[k]);
         step.round_trip = lat.corrected.summary();
@@ -330,7 +364,7 @@ async fn barrier(ctx: &Ctx, sender: &mut Sender, sh: &Shared, fanout: Fanout) ->
         let now = ctx.clock.now_us();
         let probed = sh.probed.load(Ordering::Relaxed);
         ctx.progress.set(probed);
-        if probed >= sh.n as u64 {
+        if probed >= sh.listeners() as u64 {
             return Ok(());
         }
         ctx.check_cancel()?;
@@ -341,7 +375,7 @@ async fn barrier(ctx: &Ctx, sender: &mut Sender, sh: &Shared, fanout: Fanout) ->
             let got = sh.unexpected.lock().clone().map(|t| format!("; got {t}")).unwrap_or_default();
             return Err(Error::unexpected(format!(
                 "only {probed} of {} clients received a broadcast within {:?}; is {} {}?{got}",
-                sh.n,
+                sh.listeners(),
                 ctx.timeout,
                 ctx.target.as_str(),
                 fanout.needs()
@@ -352,7 +386,7 @@ async fn barrier(ctx: &Ctx, sender: &mut Sender, sh: &Shared, fanout: Fanout) ->
         seq += 1;
         // Wait up to 100 ms for this probe to reach everyone before sending another.
         for _ in 0..20 {
-            if sh.probed.load(Ordering::Relaxed) >= sh.n as u64 {
+            if sh.probed.load(Ordering::Relaxed) >= sh.listeners() as u64 {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -473,8 +507,8 @@ async fn send(i: u32, mut tx: Sender, sh: Arc<Shared>) -> (SendCounts, Sender) {
     (counts, tx)
 }
 
-/// One client's receiver: counts every measured message per step; for its own messages
-/// it also records the round trip.
+/// One client's receiver: counts every measured message per step; for the messages it
+/// witnesses (its own, or without echo its predecessor's) it also records the round trip.
 async fn receive(i: u32, mut rx: Receiver, sh: Arc<Shared>) -> Vec<u64> {
     let mut counts = vec![0u64; sh.rates.len()];
     let mut delivered = 0u64;
@@ -514,12 +548,12 @@ async fn receive(i: u32, mut rx: Receiver, sh: Arc<Shared>) -> Vec<u64> {
         *count += 1;
         delivered += 1;
         sh.received[i as usize].0.store(delivered, Ordering::Relaxed);
-        if stamp.sender == i {
+        if stamp.sender < sh.n && sh.witness(stamp.sender) == i {
             let now = sh.clock.now_us();
             let rtt = now.saturating_sub(stamp.sent_us);
             let corrected = now.saturating_sub(stamp.intended_us);
             sh.recorder.record(i, stamp.step, corrected, rtt, rtt <= sh.loss_timeout_us);
-            let mut q = sh.outstanding[i as usize].lock();
+            let mut q = sh.outstanding[stamp.sender as usize].lock();
             // Usually the front; a skipped message stays queued until it times out.
             if let Some(pos) = q.iter().position(|&(seq, _, _)| seq == stamp.seq) {
                 q.remove(pos);

@@ -3,6 +3,10 @@
 //! interval). The server delivers each message to every member, the sender included, so
 //! rooms × users² × messages deliveries are expected. Every receiver measures latency
 //! from the scheduled send time in the stamp (one clock: all clients live in this process).
+//!
+//! Clients join with the chat app's `join` message and wait for its `members` reply;
+//! IRC clients join the channel `#<room>` instead, and IRC servers do not send a message
+//! back to its sender, so there rooms × users × (users − 1) × messages are expected.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -59,12 +63,14 @@ async fn run_one(
 ) -> Result<(), Error> {
     let n = rooms * users;
     ctx.progress.step(format!("chat {kind} {rooms}×{users}: connecting"), n as u64);
-    let (conns, connect) = connect_fleet(ctx, kind, n).await.map_err(|(_, e)| e)?;
-    let per_client = users as u64 * s.messages;
+    let (mut conns, connect) = connect_fleet(ctx, kind, n).await.map_err(|(_, e)| e)?;
+    // Messages each member hears: every member's, its own too where the room echoes.
+    let heard = users as u64 - u64::from(!kind.echoes());
+    let per_client = heard * s.messages;
     let shared = Arc::new(Shared {
         clock: ctx.clock,
         recorder: Recorder::new(1),
-        joined: AtomicU64::new(0),
+        joined: AtomicU64::new(if kind.is_irc() { n as u64 } else { 0 }),
         received: AtomicU64::new(0),
         refused: Mutex::new(None),
         unexpected: Mutex::new(None),
@@ -72,6 +78,10 @@ async fn run_one(
     });
     // Room names unique to this run, so leftovers of an earlier run never share a room.
     let room_of = |i: u32| format!("bench-{}-{index}-r{}", std::process::id(), i / users);
+    if kind.is_irc() {
+        ctx.progress.step(format!("chat {kind} {rooms}×{users}: joining"), n as u64);
+        super::channel::join_all(ctx, &mut conns, |i| format!("#{}", room_of(i))).await.map_err(|(_, e)| e)?;
+    }
     let mut senders = Vec::with_capacity(n as usize);
     let mut receivers = Vec::with_capacity(n as usize);
     for (i, conn) in conns.into_iter().enumerate() {
@@ -81,11 +91,13 @@ async fn run_one(
         receivers.push(tokio::spawn(receive(i, who, conn.receiver, per_client, shared.clone())));
     }
 
-    ctx.progress.step(format!("chat {kind} {rooms}×{users}: joining"), n as u64);
-    for (i, tx) in senders.iter_mut().enumerate() {
-        let join = Join { name: format!("u{i}"), room: room_of(i as u32) };
-        // Serialising two strings cannot fail.
-        tx.send(&serde_json::to_string(&join).unwrap_or_default()).await?;
+    if !kind.is_irc() {
+        ctx.progress.step(format!("chat {kind} {rooms}×{users}: joining"), n as u64);
+        for (i, tx) in senders.iter_mut().enumerate() {
+            let join = Join { name: format!("u{i}"), room: room_of(i as u32) };
+            // Serialising two strings cannot fail.
+            tx.send(&serde_json::to_string(&join).unwrap_or_default()).await?;
+        }
     }
     let joined = wait_joined(ctx, &shared, n).await;
     if let Err(e) = joined {
@@ -136,7 +148,7 @@ async fn run_one(
         }
     }
     // Wait for what is in flight, up to --drain after the last send.
-    let expected = rooms as u64 * users as u64 * users as u64 * s.messages;
+    let expected = rooms as u64 * users as u64 * heard * s.messages;
     let deadline = ctx.clock.now_us() + s.drain_us;
     while stopped.is_none() && ctx.clock.now_us() < deadline && shared.received.load(Ordering::Relaxed) < expected {
         ctx.progress.set(shared.received.load(Ordering::Relaxed));

@@ -2,6 +2,7 @@
 //! they share (target, clock, resource monitor, Ctrl-C, progress).
 
 pub(crate) mod broadcast;
+pub(crate) mod channel;
 pub(crate) mod chat;
 pub(crate) mod countdown;
 pub(crate) mod idle;

@@ -2,7 +2,9 @@
 //! definition (the next ping waits for the pong), so the round trip is measured from
 //! the actual send; every reply must be byte-identical to its ping. Over an XMPP
 //! transport the connect time covers the whole login (split into its phases), and each
-//! round trip is an XEP-0199 ping to the server, answered by its iq result.
+//! round trip is an XEP-0199 ping to the server, answered by its iq result. Over IRC
+//! the connect time covers the registration, and each round trip is a `PING` to the
+//! server, answered by its `PONG`.
 
 use wire::xmpp::{Element, ns};
 
@@ -29,7 +31,13 @@ pub(crate) async fn run(
         let mut count = 0;
         let mut failure = None;
         for seq in 0..settings.count {
-            let round_trip_us = if kind.is_xmpp() { xmpp_ping(ctx, &mut conn, seq).await } else { ping(ctx, &mut conn, seq).await };
+            let round_trip_us = if kind.is_xmpp() {
+                xmpp_ping(ctx, &mut conn, seq).await
+            } else if kind.is_irc() {
+                irc_ping(ctx, &mut conn, seq).await
+            } else {
+                ping(ctx, &mut conn, seq).await
+            };
             match round_trip_us {
                 Ok(us) => round_trip.record(us),
                 Err(e) => {
@@ -85,5 +93,28 @@ async fn xmpp_ping(ctx: &Ctx, conn: &mut Connection, seq: u64) -> Result<u64, Er
     let sent_us = ctx.clock.now_us();
     tx.send_stanza(&ping).await?;
     ctx.expect(async { rx.result(&id, "ping").await.map(Some) }, "ping result").await?;
+    Ok(ctx.clock.now_us() - sent_us)
+}
+
+/// One IRC `PING :bench<seq>` to the server and its `PONG` naming the same token.
+async fn irc_ping(ctx: &Ctx, conn: &mut Connection, seq: u64) -> Result<u64, Error> {
+    let (Some(tx), Some(rx)) = (conn.sender.irc(), conn.receiver.irc()) else {
+        return Err(Error::usage("an IRC ping needs the IRC transport"));
+    };
+    let token = format!("bench{seq}");
+    let sent_us = ctx.clock.now_us();
+    tx.line(&format!("PING :{token}\r\n")).await?;
+    let pong = async {
+        while let Some(line) = rx.line().await? {
+            if let Ok(m) = wire::irc::Message::parse(&line)
+                && m.is("PONG")
+                && m.params.last() == Some(&token.as_str())
+            {
+                return Ok(Some(()));
+            }
+        }
+        Ok(None)
+    };
+    ctx.expect(pong, "PONG").await?;
     Ok(ctx.clock.now_us() - sent_us)
 }

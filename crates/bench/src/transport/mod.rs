@@ -5,11 +5,13 @@
 //! while another task receives; a sender never waits for a reply.
 //!
 //! XMPP transports (`xmpp`, with `bosh` under it) log in as they connect; their
-//! application messages are message bodies, and their halves also speak stanzas.
+//! application messages are message bodies, and their halves also speak stanzas. The
+//! IRC transport (`irc`) registers as it connects; its messages are `PRIVMSG`s.
 
 mod bosh;
 mod centrifuge;
 mod http;
+pub mod irc;
 mod socketio;
 mod sockjs;
 mod websocket;
@@ -73,11 +75,14 @@ pub enum TransportKind {
     XmppEventsource,
     /// … and jsonp polling + jsonp_send.
     XmppJsonpPolling,
+    /// IRC over TCP at an `irc://host:port` target; messages are `PRIVMSG`s to a
+    /// channel. Only when named: `all` never picks it.
+    Irc,
 }
 
 impl TransportKind {
     /// Every transport, in table order.
-    pub const ALL: [TransportKind; 18] = [
+    pub const ALL: [TransportKind; 19] = [
         TransportKind::Websocket,
         TransportKind::WebsocketDeflate,
         TransportKind::SockjsWebsocket,
@@ -96,6 +101,7 @@ impl TransportKind {
         TransportKind::XmppXhrPolling,
         TransportKind::XmppEventsource,
         TransportKind::XmppJsonpPolling,
+        TransportKind::Irc,
     ];
 
     pub fn name(self) -> &'static str {
@@ -118,6 +124,7 @@ impl TransportKind {
             TransportKind::XmppXhrPolling => "xmpp-xhr-polling",
             TransportKind::XmppEventsource => "xmpp-eventsource",
             TransportKind::XmppJsonpPolling => "xmpp-jsonp-polling",
+            TransportKind::Irc => "irc",
         }
     }
 
@@ -146,6 +153,18 @@ impl TransportKind {
     /// Whether it carries an XMPP session.
     pub fn is_xmpp(self) -> bool {
         matches!(self, TransportKind::XmppTcp | TransportKind::XmppWebsocket | TransportKind::Bosh) || self.sockjs_carrier().is_some()
+    }
+
+    /// Whether it is IRC, which takes `irc://` targets only.
+    pub fn is_irc(self) -> bool {
+        self == TransportKind::Irc
+    }
+
+    /// Whether a member receives its own messages back from the room: every transport
+    /// but IRC (whose servers mostly lack IRCv3's `echo-message`, so the bench asks
+    /// none of them for it).
+    pub fn echoes(self) -> bool {
+        !self.is_irc()
     }
 
     /// The SockJS transport an XMPP-over-SockJS transport rides on.
@@ -195,6 +214,9 @@ pub struct Client<'a> {
 pub async fn connect(target: &Target, kind: TransportKind, client: Client<'_>, timeout: Duration) -> Result<Connection, Error> {
     let open = async {
         match kind {
+            TransportKind::Irc if target.is_irc() => irc::connect(target, client.index).await,
+            TransportKind::Irc => Err(Error::usage("the irc transport needs an irc://host:port --target")),
+            _ if target.is_irc() => Err(Error::usage(format!("an irc:// --target takes the irc transport only, not {kind}"))),
             TransportKind::Websocket => websocket::connect(target, &target.websocket_url(), Framing::Native, None).await,
             TransportKind::WebsocketDeflate => websocket::connect(target, &target.websocket_url(), Framing::Deflate, None).await,
             _ if target.is_exact_websocket() => {
@@ -244,6 +266,7 @@ pub enum Sender {
     Socketio(socketio::Sender),
     Centrifuge(centrifuge::Sender),
     Xmpp(Box<xmpp::Sender>),
+    Irc(irc::Sender),
 }
 
 impl Sender {
@@ -256,6 +279,7 @@ impl Sender {
             Sender::Socketio(s) => s.send(text).await,
             Sender::Centrifuge(s) => s.send(text).await,
             Sender::Xmpp(s) => s.send(text).await,
+            Sender::Irc(s) => s.send(text).await,
         }
     }
 
@@ -267,6 +291,14 @@ impl Sender {
         }
     }
 
+    /// The IRC half, for channels.
+    pub fn irc(&mut self) -> Option<&mut irc::Sender> {
+        match self {
+            Sender::Irc(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// Closes the connection politely (best effort).
     pub async fn close(&mut self) {
         match self {
@@ -274,6 +306,7 @@ impl Sender {
             Sender::Socketio(s) => s.close().await,
             Sender::Centrifuge(s) => s.close().await,
             Sender::Xmpp(s) => s.close().await,
+            Sender::Irc(s) => s.close().await,
             Sender::Http(_) | Sender::Sockjs(_) => {}
         }
     }
@@ -287,6 +320,7 @@ pub enum Receiver {
     Socketio(socketio::Receiver),
     Centrifuge(centrifuge::Receiver),
     Xmpp(Box<xmpp::Receiver>),
+    Irc(irc::Receiver),
 }
 
 impl Receiver {
@@ -299,6 +333,7 @@ impl Receiver {
             Receiver::Socketio(r) => r.recv().await,
             Receiver::Centrifuge(r) => r.recv().await,
             Receiver::Xmpp(r) => r.recv().await,
+            Receiver::Irc(r) => r.recv().await,
         }
     }
 
@@ -306,6 +341,14 @@ impl Receiver {
     pub fn xmpp(&mut self) -> Option<&mut xmpp::Receiver> {
         match self {
             Receiver::Xmpp(r) => Some(r.as_mut()),
+            _ => None,
+        }
+    }
+
+    /// The IRC half, for lines.
+    pub fn irc(&mut self) -> Option<&mut irc::Receiver> {
+        match self {
+            Receiver::Irc(r) => Some(r),
             _ => None,
         }
     }

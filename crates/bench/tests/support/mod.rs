@@ -101,37 +101,50 @@ pub struct Serve {
     pub addr: SocketAddr,
     /// Its XMPP client port, when started with `with_xmpp`.
     pub xmpp: Option<SocketAddr>,
+    /// Its IRC client port, when started with `with_irc`.
+    pub irc: Option<SocketAddr>,
     _stop: oneshot::Sender<()>,
 }
 
 impl Serve {
     pub async fn start() -> Serve {
-        Serve::serving(server::Config::default(), None).await
+        Serve::serving(server::Config::default(), server::Listeners::default()).await
     }
 
     /// A server with settings of its own.
     pub async fn with(config: server::Config) -> Serve {
-        Serve::serving(config, None).await
+        Serve::serving(config, server::Listeners::default()).await
     }
 
     /// A server that also takes XMPP clients, on a free port of its own.
     pub async fn with_xmpp(config: server::Config) -> Serve {
         let xmpp = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        Serve::serving(config, Some(xmpp)).await
+        Serve::serving(config, server::Listeners { xmpp: Some(xmpp), ..server::Listeners::default() }).await
+    }
+
+    /// A server that also takes IRC clients, on a free port of its own.
+    pub async fn with_irc(config: server::Config) -> Serve {
+        let irc = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        Serve::serving(config, server::Listeners { irc: Some(irc), ..server::Listeners::default() }).await
     }
 
     /// Serves with `config`, keeping nothing beyond itself (`--store memory`).
-    async fn serving(mut config: server::Config, xmpp: Option<TcpListener>) -> Serve {
+    async fn serving(mut config: server::Config, listeners: server::Listeners) -> Serve {
         config.store.kind = server::StoreKind::Memory;
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let xmpp_addr = xmpp.as_ref().map(|l| l.local_addr().expect("addr"));
+        let xmpp = listeners.xmpp.as_ref().map(|l| l.local_addr().expect("addr"));
+        let irc = listeners.irc.as_ref().map(|l| l.local_addr().expect("addr"));
         let (stop, stopped) = oneshot::channel::<()>();
-        let listeners = server::Listeners { xmpp, ..server::Listeners::default() };
         tokio::spawn(server::serve_with(listener, listeners, config, async {
             let _ = stopped.await;
         }));
-        Serve { addr, xmpp: xmpp_addr, _stop: stop }
+        Serve { addr, xmpp, irc, _stop: stop }
+    }
+
+    /// The `irc://` target of its IRC port.
+    pub fn irc_target(&self) -> String {
+        format!("irc://{}", self.irc.expect("started with_irc"))
     }
 
     /// The flags that point XMPP transports at this server: `--target` (its HTTP side)

@@ -1,0 +1,103 @@
+//! IRC: pingpong, chat, broadcast and idle against the real `switchboard serve`, the
+//! client's bytes against a scripted IRC server, and the clear errors a wrong target
+//! gets.
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+use crate::support::Serve;
+use crate::{json, measure};
+
+fn u(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+#[tokio::test]
+async fn pingpong_over_irc_is_ping_and_pong() {
+    let serve = Serve::with_irc(server::Config::default()).await;
+    let (file, err) = measure(&["pingpong", "--quiet", "--count", "12", "--transport", "irc", "--target", &serve.irc_target()]).await;
+    assert!(err.is_none(), "{err:?}");
+    let r = &json(&file)["runs"][0]["results"][0];
+    assert_eq!(r["transport"], "irc");
+    assert_eq!((u(&r["count"]), u(&r["round_trip"]["count"])), (12, 12));
+}
+
+#[tokio::test]
+async fn chat_over_irc_counts_every_other_members_message() {
+    let serve = Serve::with_irc(server::Config::default()).await;
+    let argv = ["chat", "--quiet", "--transport", "irc", "--target", &serve.irc_target(), "--rooms", "2", "--users", "3", "--messages", "4", "--interval", "5ms"];
+    let (file, err) = measure(&argv).await;
+    assert!(err.is_none(), "{err:?}");
+    let r = &json(&file)["runs"][0]["results"][0];
+    // 2 rooms × 3 users × 4 messages, each heard by the 2 other members.
+    assert_eq!((u(&r["joined"]), u(&r["sent"]), u(&r["expected"]), u(&r["received"])), (6, 24, 48, 48), "{r:#}");
+    assert_eq!(u(&r["latency"]["count"]), 48);
+}
+
+#[tokio::test]
+async fn broadcast_over_irc_times_each_message_at_the_next_client() {
+    let serve = Serve::with_irc(server::Config::default()).await;
+    let argv = [
+        "broadcast", "--quiet", "--transport", "irc", "--target", &serve.irc_target(), "--levels", "4", "--start-rate", "40", "--max-rate", "40",
+        "--step-seconds", "1",
+    ];
+    let (file, err) = measure(&argv).await;
+    assert!(err.is_none(), "{err:?}");
+    let level = &json(&file)["runs"][0]["levels"][0];
+    assert!(level["saturation"].is_null(), "{level:#}");
+    let step = &level["steps"][0];
+    let sent = u(&step["sent"]);
+    assert!(sent > 0, "{step:#}");
+    // Each message reaches the 3 other members, and one of them times it.
+    assert_eq!((u(&step["expected"]), u(&step["received"]), u(&step["missing"]), u(&step["lost"])), (3 * sent, 3 * sent, 0, 0), "{step:#}");
+    assert_eq!(u(&step["round_trip"]["count"]), sent);
+}
+
+#[tokio::test]
+async fn idle_irc_clients_are_registered_and_held() {
+    let serve = Serve::with_irc(server::Config::default()).await;
+    let (file, err) = measure(&["idle", "--quiet", "--transport", "irc", "--target", &serve.irc_target(), "--connections", "20", "--hold", "0.2"]).await;
+    assert!(err.is_none(), "{err:?}");
+    let r = &json(&file)["runs"][0]["results"][0];
+    assert_eq!((u(&r["opened"]), u(&r["dropped"])), (20, 0), "{r:#}");
+}
+
+#[tokio::test]
+async fn an_irc_target_takes_the_irc_transport_only() {
+    let serve = Serve::with_irc(server::Config::default()).await;
+    let (_, err) = measure(&["pingpong", "--quiet", "--count", "1", "--target", &serve.irc_target()]).await;
+    let err = err.expect("websocket at an irc:// target");
+    assert!(err.is_usage() && err.to_string().contains("--transport irc"), "{err}");
+    let (_, err) = measure(&["pingpong", "--quiet", "--count", "1", "--transport", "irc", "--target", &serve.url("echo")]).await;
+    let err = err.expect("irc at an http:// target");
+    assert!(err.is_usage() && err.to_string().contains("irc://"), "{err}");
+    let (_, err) = measure(&["countdown", "--quiet", "--transport", "irc", "--target", &serve.irc_target()]).await;
+    assert!(err.expect("countdown over irc").is_usage());
+}
+
+/// A scripted IRC server: the client's registration, its answer to a `PING`, a taken
+/// nickname, and its own `PING`, to the byte.
+#[tokio::test]
+async fn the_clients_lines_to_the_byte() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let target = format!("irc://{}", listener.local_addr().expect("addr"));
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.expect("accept");
+        let (read, mut write) = tcp.into_split();
+        let mut lines = BufReader::new(read).lines();
+        let mut next = async || lines.next_line().await.expect("read").expect("a line");
+        assert_eq!(next().await, "NICK b0");
+        assert_eq!(next().await, "USER b0 0 * :switchboard bench");
+        write.write_all(b"PING :cookie 1\r\n:irc.test 433 * b0 :Nickname is already in use\r\n").await.expect("write");
+        assert_eq!(next().await, "PONG :cookie 1");
+        assert_eq!(next().await, "NICK b0_1");
+        write.write_all(b":irc.test 001 b0_1 :Welcome\r\n").await.expect("write");
+        assert_eq!(next().await, "PING :bench0");
+        write.write_all(b":irc.test PONG irc.test :bench0\r\n").await.expect("write");
+        assert_eq!(next().await, "QUIT :bench done");
+    });
+    let (file, err) = measure(&["pingpong", "--quiet", "--count", "1", "--transport", "irc", "--target", &target]).await;
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(json(&file)["runs"][0]["results"][0]["count"], 1);
+    server.await.expect("the server's script");
+}
