@@ -1,4 +1,4 @@
-# Shared by shootout/run.sh and shootout/xmpp.sh (sourced, not run).
+# Shared by shootout/run.sh, shootout/xmpp.sh and shootout/irc.sh (sourced, not run).
 
 # stop_server: ends the server whose pid is in PID: SIGTERM, then SIGKILL
 # after STOP_S seconds; empties PID.
@@ -24,4 +24,33 @@ listening_port() {
   done
   echo "$who did not start in 30 s" >&2
   return 1
+}
+
+# pin_cpus: sets SERVER_PIN and BENCH_PIN, the taskset prefixes of the server
+# and of the bench: the CPUs shootout/run.sh chose (SERVER_CPUS, BENCH_CPUS),
+# or run alone core 0 for the server and core 1 for the bench.
+pin_cpus() {
+  SERVER_PIN=(); BENCH_PIN=()
+  if [ -n "${SERVER_CPUS:-}" ] && [ -n "${BENCH_CPUS:-}" ]; then
+    SERVER_PIN=(taskset -c "$SERVER_CPUS"); BENCH_PIN=(taskset -c "$BENCH_CPUS")
+  elif command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+    SERVER_PIN=(taskset -c 0); BENCH_PIN=(taskset -c 1)
+  fi
+}
+
+# failed_result PATH NAME SCENARIO TRANSPORTS ERROR: a result file holding one
+# failed run, so the report shows the server as failed instead of leaving it out.
+failed_result() {
+  python3 - "$@" "$0" <<'EOF'
+import json, sys, datetime
+path, name, scenario, transports, error, command = sys.argv[1:7]
+now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+run = {"target_name": name, "target": "", "started_at": now, "duration_s": 0.0, "partial": True, "error": error,
+       "bench_cpu_bound": False, "server_pid": None, "transports": transports.split(","), "scenario": scenario,
+       "settings": {"count": 0}, "results": []}
+json.dump({"format": "switchboard-bench/1", "command": [command], "started_at": now,
+           "versions": {"switchboard": "", "format": "switchboard-bench/1"},
+           "machine": {"cpu_model": "", "cores": 0, "os": "linux", "kernel": None, "memory_bytes": None},
+           "runs": [run]}, open(path, "w"), indent=2)
+EOF
 }

@@ -9,7 +9,8 @@
 # Then the bench's own receive ceiling (selftest) and the RSS per idle
 # WebSocket connection at 50,000 connections (or as many as the open-file limit
 # lets one process hold), Switchboard's beside Bun's; the XMPP part (shootout/xmpp.sh:
-# Switchboard, ejabberd and Prosody); finally `switchboard report` over
+# Switchboard, ejabberd and Prosody); the IRC part (shootout/irc.sh: Switchboard,
+# ircu, ngircd, InspIRCd and Hybrid); finally `switchboard report` over
 # every result file, and a text summary with the broadcast table and the bar.
 # A peer that fails to install, start or answer is recorded as failed (its
 # result file carries the error, so the report's summary shows it) and the run
@@ -20,6 +21,7 @@
 #   QUICK=1                  the quick profile: under 15 minutes on 2 cores
 #   SHOOTOUT_SERVERS="switchboard ws …"   which servers [default: switchboard and every peer with apps]
 #   SHOOTOUT_OUT=DIR         where results go [default: shootout/results/<UTC time>]
+#   SHOOTOUT_XMPP_SERVERS="…", SHOOTOUT_IRC_SERVERS="…"   the XMPP and IRC parts' servers ("" skips a part)
 #   SHOOTOUT_SKIP_INSTALL=1  do not run peers/install-all.sh
 #   SHOOTOUT_SKIP_BUILD=1    do not run cargo build --release
 # Output: DIR/report.html, DIR/summary.txt (also printed), DIR/bench/*.json and
@@ -315,26 +317,36 @@ for s in $SERVERS; do
   fi
 done
 
+# protocol_part PROTOCOL SERVERS: installs the peers among SERVERS (a status
+# line PEER-PROTOCOL for each that fails) and runs shootout/PROTOCOL.sh with
+# the others and the CPUs chosen above.
+protocol_part() {
+  local protocol="$1" ok="" s
+  for s in $2; do
+    if [ "$s" != switchboard ] && [ "${SHOOTOUT_SKIP_INSTALL:-0}" != 1 ]; then
+      if ! "peers/$s/install.sh" >>"$OUT/logs/install.txt" 2>>"$OUT/logs/install.err"; then
+        say "$s: did not install: $(tail -n1 "$OUT/logs/install.txt")"
+        printf '%s-%s\tfailed\t%s\n' "$s" "$protocol" "did not install" >>"$STATUS"
+        continue
+      fi
+    fi
+    ok="$ok $s"
+  done
+  [ -n "$ok" ] || return 0
+  say "$protocol:$ok"
+  QUICK="$QUICK" XMPP_SERVERS="$ok" IRC_SERVERS="$ok" SERVER_CPUS="${SERVER_PIN[2]:-}" BENCH_CPUS="${BENCH_PIN[2]:-}" \
+    "shootout/$protocol.sh" "$OUT" || say "$protocol part FAILED (see $OUT/shootout.log)"
+}
+
 # XMPP: Switchboard beside ejabberd and Prosody (shootout/xmpp.sh): the
 # SockJS-versus-BOSH study on localhost and through a 162 ms link, the MUC
 # sweep, and RSS per idle session. SHOOTOUT_XMPP_SERVERS="" skips it.
-XMPP_SERVERS="${SHOOTOUT_XMPP_SERVERS-switchboard ejabberd prosody}"
-XMPP_OK=""
-for s in $XMPP_SERVERS; do
-  if [ "$s" != switchboard ] && [ "${SHOOTOUT_SKIP_INSTALL:-0}" != 1 ]; then
-    if ! "peers/$s/install.sh" >>"$OUT/logs/install.txt" 2>>"$OUT/logs/install.err"; then
-      say "$s: did not install: $(tail -n1 "$OUT/logs/install.txt")"
-      printf '%s-xmpp\tfailed\t%s\n' "$s" "did not install" >>"$STATUS"
-      continue
-    fi
-  fi
-  XMPP_OK="$XMPP_OK $s"
-done
-if [ -n "$XMPP_OK" ]; then
-  say "XMPP:$XMPP_OK"
-  QUICK="$QUICK" XMPP_SERVERS="$XMPP_OK" SERVER_CPUS="${SERVER_PIN[2]:-}" BENCH_CPUS="${BENCH_PIN[2]:-}" \
-    shootout/xmpp.sh "$OUT" || say "XMPP part FAILED (see $OUT/shootout.log)"
-fi
+protocol_part xmpp "${SHOOTOUT_XMPP_SERVERS-switchboard ejabberd prosody}"
+
+# IRC: Switchboard beside ircu, ngircd, InspIRCd and Hybrid (shootout/irc.sh):
+# ping, the chat grid, the broadcast sweep in one channel, and RSS per idle
+# client. SHOOTOUT_IRC_SERVERS="" skips it.
+protocol_part irc "${SHOOTOUT_IRC_SERVERS-switchboard ircu ngircd inspircd hybrid}"
 
 # Server CPU per delivery at a fixed load, Switchboard beside Bun (rounds
 # interleaved, each on a fresh server): the comparison that still separates

@@ -38,6 +38,9 @@ XMPP_SERVERS = ["switchboard", "ejabberd", "prosody"]
 BOSH_GOAL = 3.0
 MUC_GOAL = {"prosody": 10.0, "ejabberd": 5.0}
 IDLE_GOAL = {"prosody": 0.25}
+# The IRC part (issue 31): Debian's IRC servers beside Switchboard's IRC; the goal
+# is Switchboard ahead of each on every figure.
+IRC_SERVERS = ["switchboard", "ircu", "ngircd", "inspircd", "hybrid"]
 
 
 # The chat-server study (issue 14): its seven servers as they run here, with
@@ -101,11 +104,15 @@ def main():
     status = {}
     order = []
     xmpp_status = {}
+    irc_status = {}
     try:
         for line in open(os.path.join(d, "status.tsv")):
             name, state, detail = (line.rstrip("\n").split("\t") + ["", ""])[:3]
             if name.endswith("-xmpp"):
                 xmpp_status[name[:-len("-xmpp")]] = (state, detail)
+                continue
+            if name.endswith("-irc"):
+                irc_status[name[:-len("-irc")]] = (state, detail)
                 continue
             status[name] = (state, detail)
             order.append(name)
@@ -115,8 +122,8 @@ def main():
     runs = {}  # (server, scenario) -> run
     machine = None
     for path in sorted(glob.glob(os.path.join(d, "bench", "*.json"))):
-        if "-xmpp-" in os.path.basename(path):
-            continue  # the XMPP part's, read below
+        if "-xmpp-" in os.path.basename(path) or "-irc-" in os.path.basename(path):
+            continue  # the XMPP and IRC parts', read below
         f = load(path)
         if not f:
             continue
@@ -351,6 +358,7 @@ def main():
         out.append("")
 
     out += xmpp_part(d, xmpp_status, summary)
+    out += irc_part(d, irc_status, summary)
 
     failed = [s for s in servers if summary["servers"].get(s, {}).get("status") == "failed"]
     if failed:
@@ -541,6 +549,93 @@ def xmpp_part(d, xmpp_status, summary):
     failed = [f"{s}: {st[1]}" for s, st in xmpp_status.items() if st[0] == "failed"]
     if failed:
         out.append("  XMPP failures: " + "; ".join(failed))
+    out.append("")
+    return out
+
+
+def irc_part(d, irc_status, summary):
+    """The IRC part (shootout/irc.sh): broadcast, chat latency, ping and RSS per idle
+    client beside Debian's IRC servers, and the goal; lines of text, and summary["irc"]."""
+    def run_of(server, kind):
+        f = load(os.path.join(d, "bench", f"{server}-irc-{kind}.json"))
+        return ((f or {}).get("runs") or [None])[0]
+
+    servers = [s for s in IRC_SERVERS if any(run_of(s, k) for k in ("pingpong", "chat", "broadcast", "idle")) or s in irc_status]
+    if not servers:
+        return []
+    x = summary.setdefault("irc", {"servers": {}, "goal": {}})
+    rows, figures = [], {}
+    for s in servers:
+        f = figures[s] = {}
+        note = []
+        b = run_of(s, "broadcast") or {}
+        levels = [lv for lv in b.get("levels") or [] if lv.get("max_sustainable_received_per_s")]
+        if levels:
+            best = max(levels, key=lambda lv: lv["max_sustainable_received_per_s"])
+            f["broadcast_received_per_s"] = best["max_sustainable_received_per_s"]
+            f["broadcast_clients"] = best.get("connections")
+            if not best.get("saturation"):
+                note.append("broadcast did not saturate (a lower bound)")
+        elif b:
+            lvs = b.get("levels") or [{}]
+            note.append("broadcast: " + (b.get("error") or (lvs[0].get("saturation") or {}).get("detail") or "no sustainable rate")[:80])
+        c = run_of(s, "chat") or {}
+        results = c.get("results") or []
+        complete = [r for r in results if r.get("received") == r.get("expected") and (r.get("latency") or {}).get("count")]
+        if results:
+            # The heaviest load every server ran, and the mean over every load.
+            heaviest = max(results, key=lambda r: (r.get("rooms", 0) * r.get("users", 0), r.get("users", 0)))
+            f["chat_heaviest"] = f"{heaviest.get('rooms')}×{heaviest.get('users')}"
+            if heaviest in complete:
+                f["chat_mean_ms_heaviest"] = heaviest["latency"]["mean_us"] / 1000
+            if len(complete) == len(results):
+                f["chat_mean_ms_all"] = sum(r["latency"]["mean_us"] for r in results) / len(results) / 1000
+            else:
+                note.append(f"chat: {len(results) - len(complete)} of {len(results)} loads lost messages")
+        elif c:
+            note.append("chat: " + (c.get("error") or "no result")[:80])
+        p = ((run_of(s, "pingpong") or {}).get("results") or [{}])[0]
+        if (p.get("round_trip") or {}).get("count"):
+            f["ping_p50_us"] = p["round_trip"]["p50_us"]
+            f["register_ms"] = p.get("connect_us", 0) / 1000
+        i = run_of(s, "idle") or {}
+        res = (i.get("results") or [{}])[0]
+        if res.get("server_rss_per_connection_bytes"):
+            f["idle_clients"] = res.get("opened")
+            f["rss_per_idle_client_bytes"] = res["server_rss_per_connection_bytes"]
+        elif i:
+            note.append("idle: " + (i.get("error") or res.get("first_drop") or "no figure")[:80])
+        if irc_status.get(s, ("ok", ""))[0] == "failed" and not f:
+            note.append(irc_status[s][1][:100])
+        x["servers"][s] = f
+        rows.append([s, fmt(f.get("broadcast_received_per_s")), fmt(f.get("chat_mean_ms_heaviest"), 2), fmt(f.get("chat_mean_ms_all"), 2),
+                     fmt(f.get("ping_p50_us")), fmt(f.get("register_ms"), 2),
+                     fmt((f.get("rss_per_idle_client_bytes") or 0) / 1024 or None, 2), "; ".join(note)])
+    heaviest = next((f["chat_heaviest"] for f in figures.values() if f.get("chat_heaviest")), "?")
+    out = ["IRC: Switchboard beside Debian's IRC servers, each pinned to one core; plain RFC 1459 clients, no echo-message"]
+    out.append(table(["server", "broadcast recv/s", f"chat mean ms ({heaviest})", "chat mean ms (all loads)", "ping p50 µs",
+                      "register ms", "KiB per idle client", "note"], rows))
+    # Higher is better for the broadcast figure, lower for the others.
+    goals = [("broadcast_received_per_s", max), ("chat_mean_ms_heaviest", min), ("chat_mean_ms_all", min),
+             ("ping_p50_us", min), ("rss_per_idle_client_bytes", min)]
+    ours = figures.get("switchboard", {})
+    misses, compared = [], 0
+    for peer in [s for s in servers if s != "switchboard"]:
+        for key, better in goals:
+            a, b = ours.get(key), figures[peer].get(key)
+            if b is None:
+                continue
+            compared += 1
+            if a is None or better(a, b) != a or (a == b):
+                misses.append(f"{key}: {peer} {fmt(b, 2)}, switchboard {fmt(a, 2)}")
+    holds = compared > 0 and not misses
+    x["goal"] = {"compared": compared, "misses": misses, "holds": holds}
+    out.append(f"  goal: switchboard ahead of every IRC peer on every figure ({compared} comparisons): " + ("HOLDS" if holds else "MISSED"))
+    for m in misses:
+        out.append(f"    {m}")
+    failed = [f"{s}: {st[1]}" for s, st in irc_status.items() if st[0] == "failed"]
+    if failed:
+        out.append("  IRC failures: " + "; ".join(failed))
     out.append("")
     return out
 

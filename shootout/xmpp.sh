@@ -50,14 +50,7 @@ mkdir -p "$OUT/bench" "$OUT/logs"
 T0=$(date +%s)
 say() { printf '[xmpp %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*" | tee -a "$OUT/shootout.log" >&2; }
 
-# The CPUs shootout/run.sh chose (SERVER_CPUS, BENCH_CPUS); run alone, core 0
-# for the server and core 1 for the bench.
-SERVER_PIN=(); BENCH_PIN=()
-if [ -n "${SERVER_CPUS:-}" ] && [ -n "${BENCH_CPUS:-}" ]; then
-  SERVER_PIN=(taskset -c "$SERVER_CPUS"); BENCH_PIN=(taskset -c "$BENCH_CPUS")
-elif command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
-  SERVER_PIN=(taskset -c 0); BENCH_PIN=(taskset -c 1)
-fi
+pin_cpus
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # Switchboard's accounts: the same bench<i> / bench as the peers', one
@@ -138,28 +131,12 @@ extra() {   # other transports, measured on localhost only
   esac
 }
 
-# failed NAME FILE SCENARIO TRANSPORTS ERROR: a result file holding one failed
-# run, so the report shows the server as failed instead of leaving it out.
-failed() {
-  python3 - "$OUT/bench/$2.json" "$1" "$3" "$4" "$5" <<'EOF'
-import json, sys, datetime
-path, name, scenario, transports, error = sys.argv[1:6]
-now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-run = {"target_name": name, "target": "", "started_at": now, "duration_s": 0.0, "partial": True, "error": error,
-       "bench_cpu_bound": False, "server_pid": None, "transports": transports.split(","), "scenario": scenario,
-       "settings": {"count": 0}, "results": []}
-json.dump({"format": "switchboard-bench/1", "command": ["shootout/xmpp.sh"], "started_at": now,
-           "versions": {"switchboard": "", "format": "switchboard-bench/1"},
-           "machine": {"cpu_model": "", "cores": 0, "os": "linux", "kernel": None, "memory_bytes": None},
-           "runs": [run]}, open(path, "w"), indent=2)
-EOF
-}
 
 run() {
   local name="$1"
   if ! start "$name"; then
     say "$name: FAILED: $START_ERROR"
-    failed "$name" "$name-xmpp-study-local" pingpong "$(study "$name"),$(extra "$name")" "$START_ERROR"
+    failed_result "$OUT/bench/$name-xmpp-study-local.json" "$name" pingpong "$(study "$name"),$(extra "$name")" "$START_ERROR"
     printf '%s-xmpp\tfailed\t%s\n' "$name" "$START_ERROR" >>"$OUT/status.tsv"
     return
   fi
