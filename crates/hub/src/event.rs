@@ -24,6 +24,13 @@ pub enum RoomEvent {
 }
 
 impl RoomEvent {
+    /// The member it is about.
+    pub fn name(&self) -> &Arc<str> {
+        match self {
+            RoomEvent::Message { name, .. } | RoomEvent::Notice { name, .. } | RoomEvent::Join { name } | RoomEvent::Leave { name, .. } => name,
+        }
+    }
+
     /// A member left, saying nothing.
     pub fn leave(name: Arc<str>) -> RoomEvent {
         RoomEvent::Leave { name, reason: None, quit: false }

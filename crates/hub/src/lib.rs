@@ -18,6 +18,6 @@ pub use broker::{BoxFuture, Broker, BrokerError, Greeting, MemoryBroker};
 pub use bucket::Bucket;
 pub use event::RoomEvent;
 pub use outbox::{Close, Drained, Outbox, PushError};
-pub use payload::{Form, Payload};
+pub use payload::{Form, IRC_FORMS, Payload};
 pub use rooms::{Delivery, HistoryLimits, Hub, JoinError, Member, MemberId, RenameError, next_member_id, RoomLimits, Roster};
 pub use shards::{Shards, shrink_when_sparse};

@@ -34,16 +34,27 @@ pub enum Form {
     WsDeflatedFrame,
     /// A whole WebSocket text frame of SockJS over WebSocket, `a[...]`.
     SockjsWsFrame,
-    /// IRC lines without tags.
-    IrcLines,
-    /// IRC lines with the `time` tag (IRCv3 `server-time`).
-    IrcTimed,
-    /// IRC lines with the `time` and `msgid` tags (`server-time` and
-    /// `message-tags`).
-    IrcTagged,
+    /// IRC lines with the IRCv3 tags a set of capabilities asks for, one
+    /// form per set (the IRC crate numbers them, below [`IRC_FORMS`]).
+    Irc(u8),
 }
 
-const FORMS: usize = 7;
+/// How many sets of IRC tags have a form of their own.
+pub const IRC_FORMS: u8 = 8;
+
+const FORMS: usize = 4 + IRC_FORMS as usize;
+
+impl Form {
+    fn index(self) -> usize {
+        match self {
+            Form::SockjsJson => 0,
+            Form::WsFrame => 1,
+            Form::WsDeflatedFrame => 2,
+            Form::SockjsWsFrame => 3,
+            Form::Irc(set) => 4 + (set % IRC_FORMS) as usize,
+        }
+    }
+}
 
 #[derive(Debug)]
 struct Inner {
@@ -188,7 +199,7 @@ impl Payload {
     /// is made once for every recipient; `None` if `encode` declined (that
     /// too is remembered).
     pub fn form(&self, form: Form, encode: impl FnOnce(&Payload) -> Option<Bytes>) -> Option<&Bytes> {
-        self.0.forms[form as usize].get_or_init(|| encode(self)).as_ref()
+        self.0.forms[form.index()].get_or_init(|| encode(self)).as_ref()
     }
 
     /// The message as a SockJS JSON string literal, escaped the way browsers

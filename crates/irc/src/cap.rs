@@ -3,7 +3,7 @@
 
 /// One capability this server offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
+#[repr(u16)]
 pub enum Cap {
     /// `@time=` on every line that reports something that happened.
     ServerTime = 1,
@@ -21,10 +21,13 @@ pub enum Cap {
     UserhostInNames = 64,
     /// `AUTHENTICATE` (logging in works without asking for it too).
     Sasl = 128,
+    /// `@account=` on what a member logged in to an account does.
+    AccountTag = 256,
 }
 
 /// Every capability offered, as `CAP LS` lists them.
-pub const OFFERED: [(&str, Cap); 8] = [
+pub const OFFERED: [(&str, Cap); 9] = [
+    ("account-tag", Cap::AccountTag),
     ("away-notify", Cap::AwayNotify),
     ("batch", Cap::Batch),
     ("echo-message", Cap::EchoMessage),
@@ -37,11 +40,11 @@ pub const OFFERED: [(&str, Cap); 8] = [
 
 /// The capabilities a client has enabled.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Caps(pub u8);
+pub struct Caps(pub u16);
 
 impl Caps {
     pub fn has(self, cap: Cap) -> bool {
-        self.0 & cap as u8 != 0
+        self.0 & cap as u16 != 0
     }
 
     /// The capabilities after a `CAP REQ` of `request` (names, each with
@@ -56,9 +59,9 @@ impl Caps {
             };
             let (_, cap) = OFFERED.iter().find(|(n, _)| *n == name)?;
             if off {
-                caps &= !(*cap as u8);
+                caps &= !(*cap as u16);
             } else {
-                caps |= *cap as u8;
+                caps |= *cap as u16;
             }
         }
         Some(Caps(caps))

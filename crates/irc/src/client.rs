@@ -126,6 +126,11 @@ impl Client {
         format!("{}!{user}@{}", self.nick(), self.server())
     }
 
+    /// The account it logged in to, if it did.
+    fn account(&self) -> Option<Arc<str>> {
+        self.public.state.lock().account.clone()
+    }
+
     fn send(&self, line: String) {
         self.public.send(line);
     }
@@ -453,7 +458,7 @@ impl Client {
         let server = self.server().to_owned();
         let nick = nick_of(&name.shown).into_owned();
         let caps = self.caps;
-        let join = Line::tagged(&Tags::of(caps).text(SystemTime::now(), None, None), Some(&self.source()), "JOIN").arg(channel).end();
+        let join = Line::tagged(&Tags::of(caps).text(SystemTime::now(), None, self.account().as_deref(), None), Some(&self.source()), "JOIN").arg(channel).end();
         let topic = self.topic_lines(room, channel);
         let prefixes = self.prefixes(room);
         let secret = self.irc.channels.with(room, |c| c.modes.secret).unwrap_or(false);
@@ -620,8 +625,9 @@ impl Client {
         };
         let now = SystemTime::now();
         let to_nick = to.nick();
+        let account = self.account();
         let line = |caps: Caps| {
-            let tags = Tags::of(caps).text(now, None, None);
+            let tags = Tags::of(caps).text(now, None, account.as_deref(), None);
             let tags = match message.tags.filter(|_| caps.has(Cap::MessageTags)) {
                 // Client-only tags (`+…`) go on to clients that read tags.
                 Some(sent) => client_tags(sent, tags),
@@ -1090,7 +1096,7 @@ impl Client {
                 return None;
             }
         }
-        render::lines(payload, self.server(), Tags::of(self.caps))
+        render::lines(payload, self.server(), Tags::of(self.caps), |name| self.irc.nicks.account_of(name))
     }
 }
 
@@ -1138,7 +1144,9 @@ fn history(server: &str, caps: Caps, channel: &str, batch: &str, kept: &[Payload
         out.push_str(&Line::new(Some(server), "BATCH").arg(&format!("+{batch}")).arg("chathistory").arg(channel).end());
     }
     for payload in kept {
-        let tags = Tags::of(caps).text(payload.at(), payload.id(), batched.then_some(batch));
+        // No account: the history is told inside the room's join, where
+        // looking members up would take their locks under the room's.
+        let tags = Tags::of(caps).text(payload.at(), payload.id(), None, batched.then_some(batch));
         if let Some(lines) = render::event_lines(payload, server, &tags) {
             out.push_str(&lines);
         }

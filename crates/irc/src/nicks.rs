@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU16, Ordering};
 
 use hub::{MemberId, Outbox, Payload};
 use parking_lot::Mutex;
@@ -19,7 +19,7 @@ pub struct Public {
     pub id: MemberId,
     pub outbox: Arc<Outbox>,
     /// Its capabilities, as lines sent to it are built for them.
-    caps: AtomicU8,
+    caps: AtomicU16,
     pub state: Mutex<Shown>,
 }
 
@@ -46,7 +46,7 @@ pub struct Shown {
 
 impl Public {
     pub fn new(id: MemberId, outbox: Arc<Outbox>) -> Public {
-        Public { id, outbox, caps: AtomicU8::new(0), state: Mutex::new(Shown::default()) }
+        Public { id, outbox, caps: AtomicU16::new(0), state: Mutex::new(Shown::default()) }
     }
 
     pub fn caps(&self) -> Caps {
@@ -106,6 +106,13 @@ impl Nicks {
     /// The client whose name's key is `key`.
     pub fn find(&self, key: &str) -> Option<Arc<Public>> {
         self.by_key.lock().get(key).cloned()
+    }
+
+    /// The account the client of this node named `name` (as room events
+    /// name members) logged in to, if it did.
+    pub fn account_of(&self, name: &str) -> Option<Arc<str>> {
+        let key = wire::nickname::Nickname::parse(name).ok()?.key;
+        self.find(&key)?.state.lock().account.clone()
     }
 
     /// Every client with a nickname.

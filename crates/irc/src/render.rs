@@ -3,8 +3,14 @@
 //! `Irc*`) is made once per event and shared, as the WebSocket frames are.
 //! Every member is shown as `nick!nick@<server name>`: a room event names
 //! its member, not the connection it came from.
+//!
+//! `account-tag` names the account of a member who logged in (SASL) as an
+//! IRC client of this node; members of other protocols and nodes carry no
+//! account in room events, so their lines have none.
 
 use std::time::SystemTime;
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 use hub::{Form, Payload, RoomEvent};
@@ -17,51 +23,53 @@ pub fn source(nick: &str, server: &str) -> String {
     format!("{nick}!{nick}@{server}")
 }
 
-/// The tags a client gets on what happened.
+/// The tags a client gets on what happened, one bit each: `time`
+/// (`server-time`), `msgid` (`message-tags`), `account` (`account-tag`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tags {
-    None,
-    /// `time`.
-    Time,
-    /// `time` and `msgid`.
-    All,
-}
+pub struct Tags(u8);
 
 impl Tags {
+    const TIME: u8 = 1;
+    const MSGID: u8 = 2;
+    const ACCOUNT: u8 = 4;
+
     pub fn of(caps: Caps) -> Tags {
-        match (caps.has(Cap::ServerTime), caps.has(Cap::MessageTags)) {
-            (true, true) => Tags::All,
-            (true, false) => Tags::Time,
-            _ => Tags::None,
-        }
+        let bit = |cap, bit| if caps.has(cap) { bit } else { 0 };
+        Tags(bit(Cap::ServerTime, Tags::TIME) | bit(Cap::MessageTags, Tags::MSGID) | bit(Cap::AccountTag, Tags::ACCOUNT))
     }
 
+    /// Its form: every set of tags has its own (`hub::IRC_FORMS` of them).
     fn form(self) -> Form {
-        match self {
-            Tags::None => Form::IrcLines,
-            Tags::Time => Form::IrcTimed,
-            Tags::All => Form::IrcTagged,
-        }
+        Form::Irc(self.0)
     }
 
-    /// The tags of something that happened at `at` under `id`, with
-    /// `batch` first if it is part of one.
-    pub fn text(self, at: SystemTime, id: Option<&str>, batch: Option<&str>) -> String {
+    fn has(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+
+    /// The tags of something that happened at `at` under `id`, done by a
+    /// member logged in to `account`, with `batch` first if it is part of one.
+    pub fn text(self, at: SystemTime, id: Option<&str>, account: Option<&str>, batch: Option<&str>) -> String {
         let mut tags = String::new();
-        if let Some(batch) = batch {
-            tags.push_str("batch=");
-            tags.push_str(batch);
-        }
-        if self != Tags::None {
+        let mut add = |key: &str, value: &str| {
             if !tags.is_empty() {
                 tags.push(';');
             }
-            tags.push_str("time=");
-            tags.push_str(&humantime::format_rfc3339_millis(at).to_string());
+            tags.push_str(key);
+            tags.push('=');
+            tags.push_str(&escape_tag_value(value));
+        };
+        if let Some(batch) = batch {
+            add("batch", batch);
         }
-        if let (Tags::All, Some(id)) = (self, id) {
-            tags.push_str(";msgid=");
-            tags.push_str(&escape_tag_value(id));
+        if self.has(Tags::TIME) {
+            add("time", &humantime::format_rfc3339_millis(at).to_string());
+        }
+        if let (true, Some(id)) = (self.has(Tags::MSGID), id) {
+            add("msgid", id);
+        }
+        if let (true, Some(account)) = (self.has(Tags::ACCOUNT), account) {
+            add("account", account);
         }
         tags
     }
@@ -69,11 +77,17 @@ impl Tags {
 
 /// A payload's lines for a client with `tags`: a room event's, made once
 /// for every client with the same tags; any other payload is already lines.
-pub fn lines(payload: &Payload, server: &str, tags: Tags) -> Option<Bytes> {
-    if payload.as_event().is_none() {
+/// `account_of` names the account of a member, by the name events give it.
+pub fn lines(payload: &Payload, server: &str, tags: Tags, account_of: impl FnOnce(&str) -> Option<Arc<str>>) -> Option<Bytes> {
+    let Some((_, event)) = payload.as_event() else {
         return Some(Bytes::copy_from_slice(payload.data()));
-    }
-    payload.form(tags.form(), |p| event_lines(p, server, &tags.text(p.at(), p.id(), None)).map(Bytes::from)).cloned()
+    };
+    payload
+        .form(tags.form(), |p| {
+            let account = if tags.has(Tags::ACCOUNT) { account_of(event.name()) } else { None };
+            event_lines(p, server, &tags.text(p.at(), p.id(), account.as_deref(), None)).map(Bytes::from)
+        })
+        .cloned()
 }
 
 /// A room event as lines with `tags` (already written), or `None` if it
@@ -127,10 +141,18 @@ pub fn text_from_irc(text: &str) -> std::borrow::Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
     use std::time::{Duration, UNIX_EPOCH};
 
     use super::*;
+
+    /// The tags of a client with these capabilities.
+    fn tags(caps: &[Cap]) -> Tags {
+        Tags::of(Caps(caps.iter().fold(0, |all, cap| all | *cap as u16)))
+    }
+
+    fn nobody(_: &str) -> Option<Arc<str>> {
+        None
+    }
 
     fn message(name: &str, text: &str) -> Payload {
         let event = RoomEvent::Message { name: Arc::from(name), text: Arc::from(text) };
@@ -140,29 +162,37 @@ mod tests {
     #[test]
     fn room_events_are_lines_to_the_byte() {
         let join = Payload::event("two words", RoomEvent::Join { name: Arc::from("Alice Smith") });
-        assert_eq!(&lines(&join, "irc.test", Tags::None).unwrap()[..], b":Alice\\20Smith!Alice\\20Smith@irc.test JOIN #two\\20words\r\n");
+        assert_eq!(&lines(&join, "irc.test", tags(&[]), nobody).unwrap()[..], b":Alice\\20Smith!Alice\\20Smith@irc.test JOIN #two\\20words\r\n");
         let said = message("bob", "hi\r\nQUIT :bye");
-        assert_eq!(&lines(&said, "irc.test", Tags::None).unwrap()[..], b":bob!bob@irc.test PRIVMSG #lobby :hi\r\n:bob!bob@irc.test PRIVMSG #lobby :QUIT :bye\r\n");
+        assert_eq!(&lines(&said, "irc.test", tags(&[]), nobody).unwrap()[..], b":bob!bob@irc.test PRIVMSG #lobby :hi\r\n:bob!bob@irc.test PRIVMSG #lobby :QUIT :bye\r\n");
         assert_eq!(
-            &lines(&message("bob", "hi"), "irc.test", Tags::All).unwrap()[..],
+            &lines(&message("bob", "hi"), "irc.test", tags(&[Cap::ServerTime, Cap::MessageTags]), nobody).unwrap()[..],
             b"@time=2027-01-15T08:00:00.123Z;msgid=m1 :bob!bob@irc.test PRIVMSG #lobby :hi\r\n"
         );
+        let bob = |name: &str| (name == "bob").then(|| Arc::from("bob account"));
+        assert_eq!(
+            &lines(&message("bob", "hi"), "irc.test", tags(&[Cap::AccountTag]), bob).unwrap()[..],
+            b"@account=bob\\saccount :bob!bob@irc.test PRIVMSG #lobby :hi\r\n"
+        );
+        assert_eq!(&lines(&message("carol", "hi"), "irc.test", tags(&[Cap::AccountTag]), bob).unwrap()[..], b":carol!carol@irc.test PRIVMSG #lobby :hi\r\n");
         let action = message("bob", "/me waves");
-        assert_eq!(&lines(&action, "irc.test", Tags::None).unwrap()[..], b":bob!bob@irc.test PRIVMSG #lobby :\x01ACTION waves\x01\r\n");
+        assert_eq!(&lines(&action, "irc.test", tags(&[]), nobody).unwrap()[..], b":bob!bob@irc.test PRIVMSG #lobby :\x01ACTION waves\x01\r\n");
     }
 
     #[test]
     fn each_form_is_made_once_for_every_recipient() {
         let said = message("bob", "hi");
-        let first = lines(&said, "irc.test", Tags::Time).unwrap();
-        let again = lines(&said, "irc.test", Tags::Time).unwrap();
+        let first = lines(&said, "irc.test", tags(&[Cap::ServerTime]), nobody).unwrap();
+        let again = lines(&said, "irc.test", tags(&[Cap::ServerTime]), |_| unreachable!("made once")).unwrap();
         assert_eq!(first.as_ptr(), again.as_ptr());
+        let other = lines(&said, "irc.test", tags(&[Cap::ServerTime, Cap::MessageTags]), nobody).unwrap();
+        assert_ne!(first, other);
     }
 
     #[test]
     fn a_long_message_is_cut_into_lines_that_fit() {
         let long = message("bob", &"word ".repeat(300));
-        let text = String::from_utf8(lines(&long, "irc.test", Tags::None).unwrap().to_vec()).unwrap();
+        let text = String::from_utf8(lines(&long, "irc.test", tags(&[]), nobody).unwrap().to_vec()).unwrap();
         let lines: Vec<&str> = text.split_inclusive("\r\n").collect();
         assert_eq!(lines.len(), 4);
         assert!(lines.iter().all(|l| l.len() <= MAX_LINE && l.starts_with(":bob!bob@irc.test PRIVMSG #lobby :word")));

@@ -136,7 +136,7 @@ async fn registration_waits_for_the_end_of_capability_negotiation() {
     let server = TestServer::start().await;
     let mut irc = Irc::connect(server.irc).await;
     irc.send("CAP LS 302").await;
-    assert_eq!(irc.line().await, ":localhost CAP * LS :away-notify batch echo-message message-tags multi-prefix server-time userhost-in-names\r\n");
+    assert_eq!(irc.line().await, ":localhost CAP * LS :account-tag away-notify batch echo-message message-tags multi-prefix server-time userhost-in-names\r\n");
     irc.send("NICK dave").await;
     irc.send("USER d 0 * :D").await;
     irc.send("CAP REQ :server-time nonsense").await;
@@ -556,6 +556,27 @@ async fn sasl_logs_in_to_the_accounts_xmpp_has() {
     irc.until(" 422 ").await;
     irc.send("WHOIS sammy").await;
     assert_eq!(irc.until(" 330 ").await, ":localhost 330 sammy sammy sam :is logged in as\r\n");
+    // account-tag: what a logged-in member says carries its account; others' nothing.
+    let mut watcher = Irc::connect(server.irc).await;
+    watcher.send("CAP REQ account-tag").await;
+    assert_eq!(watcher.line().await, ":localhost CAP * ACK :account-tag\r\n");
+    watcher.send("NICK watcher").await;
+    watcher.send("USER w 0 * :W").await;
+    watcher.send("CAP END").await;
+    watcher.until(" 422 ").await;
+    watcher.send("JOIN #acct").await;
+    watcher.until(" 366 ").await;
+    irc.send("JOIN #acct").await;
+    irc.until(" 366 ").await;
+    assert_eq!(watcher.line().await, "@account=sam :sammy!sammy@localhost JOIN #acct\r\n");
+    irc.send("PRIVMSG #acct :hi").await;
+    assert_eq!(watcher.line().await, "@account=sam :sammy!sammy@localhost PRIVMSG #acct :hi\r\n");
+    let mut anonymous = Irc::register(server.irc, "anon").await;
+    anonymous.send("JOIN #acct").await;
+    anonymous.until(" 366 ").await;
+    assert_eq!(watcher.line().await, ":anon!anon@localhost JOIN #acct\r\n");
+    anonymous.send("PRIVMSG #acct :hello").await;
+    assert_eq!(watcher.line().await, ":anon!anon@localhost PRIVMSG #acct :hello\r\n");
     // A message longer than a chunk comes in chunks of 400.
     let mut other = Irc::connect(server.irc).await;
     other.send("AUTHENTICATE PLAIN").await;
