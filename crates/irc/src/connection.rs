@@ -25,14 +25,20 @@ const KEEP_BUFFER: usize = 4096;
 /// Serves one client from `address` until it quits or is closed; with
 /// `tls` the connection starts with a TLS handshake.
 pub async fn run(tcp: TcpStream, address: IpAddr, irc: Arc<Irc>, _slot: OwnedSemaphorePermit, tls: bool) {
-    if !tls {
-        return drive(tcp, address, irc, "tcp").await;
+    if tls {
+        // Boxed, handshake and all: a TLS stream's state is large, and
+        // inline it would make every plain client's task as big.
+        Box::pin(run_tls(tcp, address, irc)).await;
+    } else {
+        drive(tcp, address, irc, "tcp").await;
     }
+}
+
+async fn run_tls(tcp: TcpStream, address: IpAddr, irc: Arc<Irc>) {
     let Some(acceptor) = irc.tls.clone() else { return };
     let handshake = tokio::time::timeout(irc.context.bounds.header_timeout, acceptor.accept(tcp)).await;
     if let Ok(Ok(stream)) = handshake {
-        // Boxed: a TLS stream's state is large.
-        Box::pin(drive(stream, address, irc, "tls")).await;
+        drive(stream, address, irc, "tls").await;
     }
 }
 
@@ -122,8 +128,16 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address:
                 }
                 paused = inflow.charge(lines, used);
             }
-            () = sleep_until(paused.unwrap_or(deadline)), if paused.is_some() => paused = None,
-            () = sleep_until(deadline) => {
+            // One timer for both the end of a pause and the deadline: each
+            // timer is as big as a small client.
+            () = sleep_until(paused.map_or(deadline, |resume| resume.min(deadline))) => {
+                let now = Instant::now();
+                if paused.is_some_and(|resume| resume <= now) {
+                    paused = None;
+                }
+                if now < deadline {
+                    continue;
+                }
                 if !client.registered {
                     context.metrics.refused("irc", "registration_timeout");
                     break Some("Registration timed out".to_owned());

@@ -20,7 +20,8 @@ const MOST: usize = 8 * 1024;
 /// One client's SASL state.
 #[derive(Debug, Default)]
 pub struct Sasl {
-    exchange: Option<Exchange>,
+    /// Boxed: held only while logging in, and every idle client has the field.
+    exchange: Option<Box<Exchange>>,
     /// The chunks of the client's message so far.
     gathered: String,
     /// SCRAM's last server message was sent: the client's `+` ends it as this account.
@@ -96,7 +97,7 @@ impl Client {
     fn start(&mut self, mechanism: &str) {
         match self.irc.accounts.start(&mechanism.to_ascii_uppercase(), self.plain_allowed(), false) {
             Some(exchange) => {
-                self.sasl.exchange = Some(exchange);
+                self.sasl.exchange = Some(Box::new(exchange));
                 self.send(Line::new(None, "AUTHENTICATE").arg("+").end());
             }
             None => {

@@ -608,3 +608,36 @@ async fn whowas_remembers_nicknames_that_went() {
     assert_eq!(asker.line().await, ":localhost 406 ada nobody :There was no such nickname\r\n");
     assert_eq!(asker.line().await, ":localhost 369 ada nobody :End of WHOWAS\r\n");
 }
+
+#[tokio::test]
+async fn tls_from_the_first_byte_offers_plain_and_serves_the_same_protocol() {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let dir = std::env::temp_dir().join(format!("switchboard-irc-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let files = server::TlsFiles { cert: dir.join("cert.pem"), key: dir.join("key.pem") };
+    std::fs::write(&files.cert, cert.cert.pem()).unwrap();
+    std::fs::write(&files.key, cert.signing_key.serialize_pem()).unwrap();
+    let config = server::Config { tls: Some(files), xmpp_accounts: vec![server::AccountEntry::new("tess", "pw")], ..server::Config::default() };
+    let server = TestServer::with(config).await;
+    // In the clear, PLAIN is not offered …
+    let mut clear = Irc::connect(server.irc).await;
+    clear.send("CAP LS 302").await;
+    assert!(clear.line().await.contains(" sasl=SCRAM-SHA-256,SCRAM-SHA-1 "));
+    // … over TLS it is, and the rest is the same protocol.
+    let tcp = TcpStream::connect(server.irc_tls.expect("a TLS port with a certificate")).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let tls = crate::support::tls_connector(cert.cert.der()).connect(name, tcp).await.unwrap();
+    let (read, mut write) = tokio::io::split(tls);
+    let mut lines = BufReader::new(read).lines();
+    let mut next = async || tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await.expect("a line in time").unwrap().expect("a line");
+    write.write_all(b"CAP LS 302\r\n").await.unwrap();
+    assert!(next().await.contains(" sasl=SCRAM-SHA-256,SCRAM-SHA-1,PLAIN "));
+    use base64::Engine;
+    let plain = base64::engine::general_purpose::STANDARD.encode("\0tess\0pw");
+    write.write_all(format!("NICK tess\r\nUSER t 0 * :Tess\r\nAUTHENTICATE PLAIN\r\nAUTHENTICATE {plain}\r\nCAP END\r\n").as_bytes()).await.unwrap();
+    assert_eq!(next().await, "AUTHENTICATE +");
+    assert_eq!(next().await, ":localhost 900 tess tess!~t@localhost tess :You are now logged in as tess");
+    assert_eq!(next().await, ":localhost 903 tess :SASL authentication successful");
+    assert!(next().await.starts_with(":localhost 001 tess "));
+    std::fs::remove_dir_all(dir).ok();
+}

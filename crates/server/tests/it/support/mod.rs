@@ -32,6 +32,8 @@ pub struct TestServer {
     pub xmpp_tls: Option<SocketAddr>,
     /// Where IRC clients connect.
     pub irc: SocketAddr,
+    /// Where they connect with TLS, when `with`'s config has a certificate.
+    pub irc_tls: Option<SocketAddr>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), server::Error>>,
 }
@@ -53,12 +55,17 @@ impl TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let irc = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let (addr, irc_addr) = (listener.local_addr().unwrap(), irc.local_addr().unwrap());
+        let irc_tls = match config.tls {
+            Some(_) => Some(TcpListener::bind("127.0.0.1:0").await.unwrap()),
+            None => None,
+        };
+        let irc_tls_addr = irc_tls.as_ref().map(|l| l.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
-        let listeners = server::Listeners { irc: Some(irc), ..server::Listeners::default() };
+        let listeners = server::Listeners { irc: Some(irc), irc_tls, ..server::Listeners::default() };
         let task = tokio::spawn(server::serve_with(listener, listeners, config, async move {
             let _ = stopped.await;
         }));
-        TestServer { addr, xmpp: None, xmpp_tls: None, irc: irc_addr, stop: Some(stop), task }
+        TestServer { addr, xmpp: None, xmpp_tls: None, irc: irc_addr, irc_tls: irc_tls_addr, stop: Some(stop), task }
     }
 
     /// A server that also serves XMPP on a port of its own, keeping
@@ -101,7 +108,7 @@ impl TestServer {
         let task = tokio::spawn(server::serve_with(listener, listeners, config, async move {
             let _ = stopped.await;
         }));
-        TestServer { addr, xmpp: Some(xmpp_addr), xmpp_tls, irc: irc_addr, stop: Some(stop), task }
+        TestServer { addr, xmpp: Some(xmpp_addr), xmpp_tls, irc: irc_addr, irc_tls: None, stop: Some(stop), task }
     }
 
     pub fn url(&self, path: &str) -> String {
