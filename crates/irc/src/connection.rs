@@ -18,9 +18,7 @@ use wire::irc::{Line, LineError, MAX_LINE, MAX_TAGS, Message};
 use crate::Irc;
 use crate::client::{Client, Flow};
 
-/// Most bytes an empty read buffer keeps between reads; a bigger one
-/// (after a long line) is let go.
-const KEEP_BUFFER: usize = 4096;
+
 
 /// Serves one client from `address` until it quits or is closed; with
 /// `tls` the connection starts with a TLS handshake.
@@ -77,6 +75,11 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address:
                 if write(&mut writer, &mut client, &mut batch, &metrics).await.is_err() {
                     break None;
                 }
+                // What a burst (the welcome, a channel's names) made room
+                // for is let go: idle clients are many.
+                if batch.capacity() > 4 {
+                    batch = Vec::new();
+                }
                 if let Drained::Closed(close) = drained {
                     if close.is_slow_consumer() {
                         metrics.slow_consumer();
@@ -90,6 +93,11 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address:
                 if !matches!(read, Ok(n) if n > 0) {
                     break None;
                 }
+                // A read that filled the buffer left more behind: the buffer
+                // grows (`read_buf` doubles it). One that did not drained the
+                // socket: once its lines are read, the buffer is let go, so
+                // an idle client holds none.
+                let drained = buffer.len() < buffer.capacity();
                 (quiet_since, pinged) = (Instant::now(), false);
                 let mut lines = 0;
                 let mut used = 0;
@@ -123,7 +131,7 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address:
                         client.too_long();
                     }
                 }
-                if buffer.is_empty() && buffer.capacity() > KEEP_BUFFER {
+                if buffer.is_empty() && drained {
                     buffer = Vec::new();
                 }
                 paused = inflow.charge(lines, used);
