@@ -84,13 +84,13 @@ start() {
 }
 
 # bench NAME FILE SCENARIO ARGS…: one bench run against the current server.
-# 30 s for a connection: ircd-hybrid looks up every client's address in the
+# 30 s for a connection (TIMEOUT; 60 s for the idle clients): ircd-hybrid looks up every client's address in the
 # DNS (it has no setting to skip it) and this machine's resolver is slow to
 # answer a burst; the wait is not part of any figure but the connect times.
 bench() {
   local name="$1" file="$2" scenario="$3"; shift 3
   "${BENCH_PIN[@]}" timeout "$BENCH_TIMEOUT" "$BIN" bench "$scenario" --quiet --target "$name=irc://127.0.0.1:$IRC_PORT" \
-    --transport irc --server-pid "$PID" --timeout 30s --out "$OUT/bench/$file.json" "$@" >"$OUT/bench/$file.txt" 2>&1
+    --transport irc --server-pid "$PID" --timeout "${TIMEOUT:-30s}" --out "$OUT/bench/$file.json" "$@" >"$OUT/bench/$file.txt" 2>&1
   local rc=$?
   [ $rc = 0 ] || say "$name: $scenario ($file) exited with $rc: $(tail -n1 "$OUT/bench/$file.txt")"
   return $rc
@@ -115,7 +115,7 @@ run() {
   # A fresh server for the idle clients, so the sweep's garbage does not count.
   if start "$name"; then
     say "$name: RSS with $IDLE_CLIENTS idle clients"
-    bench "$name" "$name-irc-idle" idle --connections "$IDLE_CLIENTS" --hold 2s --timeout 60s || failures="$failures idle"
+    TIMEOUT=60s bench "$name" "$name-irc-idle" idle --connections "$IDLE_CLIENTS" --hold 2s || failures="$failures idle"
     stop_server
   else
     failures="$failures idle"
