@@ -9,7 +9,7 @@
 # install: peers/.logs/install-PEER.log.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
-ALL_PEERS="sockjs-node sockjs-tornado sockjs-tornado-pypy socketio ws bun tornado express express-cluster vertx vertx-eventbus spring-tomcat spring-jetty pekko centrifuge ejabberd prosody"
+ALL_PEERS="sockjs-node sockjs-tornado sockjs-tornado-pypy socketio ws bun tornado express express-cluster vertx vertx-eventbus spring-tomcat spring-jetty pekko centrifuge ejabberd prosody ircu ngircd inspircd hybrid"
 strict=0
 peers=()
 for a in "$@"; do
