@@ -26,6 +26,17 @@ listening_port() {
   return 1
 }
 
+# part_status NAME PROTOCOL FAILURES: the line OUT/status.tsv gets for one
+# server's run of a protocol part (shootout/xmpp.sh, shootout/irc.sh): ok, or
+# failed with the scenarios that failed (FAILURES, space-separated).
+part_status() {
+  if [ -n "$3" ]; then
+    printf '%s-%s\tfailed\t%s\n' "$1" "$2" "failed:$3 (see bench/$1-$2-*.txt)" >>"$OUT/status.tsv"
+  else
+    printf '%s-%s\tok\t\n' "$1" "$2" >>"$OUT/status.tsv"
+  fi
+}
+
 # pin_cpus: sets SERVER_PIN and BENCH_PIN, the taskset prefixes of the server
 # and of the bench: the CPUs shootout/run.sh chose (SERVER_CPUS, BENCH_CPUS),
 # or run alone core 0 for the server and core 1 for the bench.

@@ -157,11 +157,7 @@ run() {
   else
     failures="$failures idle"
   fi
-  if [ -n "$failures" ]; then
-    printf '%s-xmpp\tfailed\t%s\n' "$name" "failed:$failures (see bench/$name-xmpp-*.txt)" >>"$OUT/status.tsv"
-  else
-    printf '%s-xmpp\tok\t\n' "$name" >>"$OUT/status.tsv"
-  fi
+  part_status "$name" xmpp "$failures"
 }
 
 [ -x "$BIN" ] || { say "FAILED: $BIN missing"; exit 1; }
