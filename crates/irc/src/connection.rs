@@ -54,7 +54,11 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address:
     let outbox = Arc::new(Outbox::new(context.bounds.queue_limit));
     let encrypted = carrier == "tls" || (carrier == "websocket" && irc.settings.https);
     let mut client = Client::new(irc.clone(), outbox.clone(), address, encrypted);
-    let (mut reader, mut writer) = tokio::io::split(socket);
+    // Not split: the read is a branch of the select below and the write its
+    // handlers' (select! drops its branches' futures before a handler runs),
+    // so one task drives both halves without the lock and the allocation
+    // of a split.
+    let mut socket = socket;
     let mut inflow = irc.settings.inflow.clone();
     let ping_interval = context.bounds.ping_interval;
     let registration_deadline = Instant::now() + irc.settings.registration_timeout;
@@ -72,7 +76,7 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address:
         };
         tokio::select! {
             drained = outbox.drain(&mut batch) => {
-                if write(&mut writer, &mut client, &mut batch, &metrics).await.is_err() {
+                if write(&mut socket, &mut client, &mut batch, &metrics).await.is_err() {
                     break None;
                 }
                 // What a burst (the welcome, a channel's names) made room
@@ -89,7 +93,7 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address:
                     break Some(close.reason.into_owned());
                 }
             }
-            read = reader.read_buf(&mut buffer), if paused.is_none() => {
+            read = socket.read_buf(&mut buffer), if paused.is_none() => {
                 if !matches!(read, Ok(n) if n > 0) {
                     break None;
                 }
@@ -164,7 +168,7 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address:
     if let Some(reason) = reason {
         // Boxed: it runs once, and its state would otherwise make every
         // idle client's task as big as its last words.
-        Box::pin(finish(writer, client, outbox, batch, metrics, address, reason)).await;
+        Box::pin(finish(socket, client, outbox, batch, metrics, address, reason)).await;
     }
 }
 

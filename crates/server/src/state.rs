@@ -278,10 +278,10 @@ mod tests {
         assert!(size <= 1664, "an XMPP stream's future is {size} bytes");
     }
 
-    /// An idle IRC client's memory is mostly its task: the client, its
+    /// An idle IRC client's memory is mostly its task: the socket, the client, its
     /// read buffer's handle, one timer and the select over them (a
     /// command's state, SASL's exchange, a TLS handshake and the
-    /// connection's end are boxed). At 1,072 bytes, the task cell (the
+    /// connection's end are boxed). At 1,096 bytes, the task cell (the
     /// future, 16 bytes of the tracker's, 104 of tokio's, aligned to 128)
     /// is 1,280 bytes, one of jemalloc's classes; the bound keeps it there.
     #[tokio::test]
