@@ -74,7 +74,8 @@ pub struct Client {
     address: IpAddr,
     /// Over TLS: SASL PLAIN is offered.
     encrypted: bool,
-    sasl: sasl::Sasl,
+    /// A SASL exchange under way.
+    sasl: Option<Box<sasl::Sasl>>,
     /// `CAP LS 302` or later: capabilities with values.
     cap_302: bool,
 }
@@ -97,7 +98,7 @@ impl Client {
             batches: 0,
             address,
             encrypted,
-            sasl: sasl::Sasl::default(),
+            sasl: None,
             cap_302: false,
         }
     }

@@ -59,7 +59,11 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address:
     // so one task drives both halves without the lock and the allocation
     // of a split.
     let mut socket = socket;
-    let mut inflow = irc.settings.inflow.clone();
+    // Boxed: with it inline, the task's cell would be a size class bigger
+    // than the 1,024 bytes it fits in (see the server's test of its size).
+    let mut inflow = Box::new(irc.settings.inflow.clone());
+    // Registered once, not on every turn of the loop as a fresh wait would be.
+    let mut shutdown = context.shutdown.waiter();
     let ping_interval = context.bounds.ping_interval;
     let registration_deadline = Instant::now() + irc.settings.registration_timeout;
     let (mut quiet_since, mut pinged) = (Instant::now(), false);
@@ -161,7 +165,7 @@ pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address:
                 pinged = true;
                 client.public.send(Line::new(None, "PING").arg(irc.server_name()).end());
             }
-            () = context.shutdown.wait() => break Some("Server shutting down".to_owned()),
+            () = std::future::poll_fn(|cx| shutdown.poll(cx)) => break Some("Server shutting down".to_owned()),
         }
     };
     client.end(reason.as_deref().unwrap_or("Connection closed"));

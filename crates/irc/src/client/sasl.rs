@@ -17,17 +17,15 @@ const CHUNK: usize = 400;
 /// Most base64 one exchange's message may take (SCRAM's are far shorter).
 const MOST: usize = 8 * 1024;
 
-/// One client's SASL state.
+/// One client's SASL exchange under way (the client holds it boxed, and
+/// only while logging in: every idle client has the field).
 #[derive(Debug, Default)]
 pub struct Sasl {
-    /// Boxed: held only while logging in, and every idle client has the field.
-    exchange: Option<Box<Exchange>>,
+    exchange: Option<Exchange>,
     /// The chunks of the client's message so far.
     gathered: String,
     /// SCRAM's last server message was sent: the client's `+` ends it as this account.
     succeeding: Option<String>,
-    /// The account it logged in as.
-    pub account: Option<String>,
 }
 
 impl Client {
@@ -36,59 +34,65 @@ impl Client {
         self.irc.accounts.offered(self.plain_allowed(), false)
     }
 
+    fn sasl(&mut self) -> &mut Sasl {
+        self.sasl.get_or_insert_with(Box::default)
+    }
+
     fn plain_allowed(&self) -> bool {
         self.encrypted || self.irc.settings.plain_unencrypted
     }
 
     /// `AUTHENTICATE <mechanism>`, `AUTHENTICATE <chunk>` or `AUTHENTICATE *`.
     pub(super) async fn authenticate(&mut self, param: &str) {
-        if self.sasl.account.is_some() {
+        if self.account().is_some() {
             return self.send(self.reply(ERR_SASLALREADY).trailing("You have already authenticated using SASL"));
         }
         if param == "*" {
-            self.sasl = Sasl::default();
+            self.sasl = None;
             return self.send(self.reply(ERR_SASLABORTED).trailing("SASL authentication aborted"));
         }
-        if let Some(account) = self.sasl.succeeding.take() {
+        if let Some(account) = self.sasl().succeeding.take() {
             return self.logged_in(account);
         }
-        if self.sasl.exchange.is_none() {
+        if self.sasl().exchange.is_none() {
             return self.start(param);
         }
-        if param.len() > CHUNK || self.sasl.gathered.len() + param.len() > MOST {
-            self.sasl = Sasl::default();
+        let sasl = self.sasl();
+        if param.len() > CHUNK || sasl.gathered.len() + param.len() > MOST {
+            self.sasl = None;
             return self.send(self.reply(ERR_SASLTOOLONG).trailing("SASL message too long"));
         }
         if param != "+" {
-            self.sasl.gathered.push_str(param);
+            sasl.gathered.push_str(param);
         }
         if param.len() == CHUNK {
             return;
         }
-        let Ok(data) = STANDARD.decode(std::mem::take(&mut self.sasl.gathered)) else {
-            self.sasl = Sasl::default();
+        let gathered = std::mem::take(&mut sasl.gathered);
+        let Ok(data) = STANDARD.decode(gathered) else {
+            self.sasl = None;
             return self.failed();
         };
         // Refused before any password is looked at, once an address has used up its failures.
         if !self.irc.auth_failures.allows(self.address) {
-            self.sasl = Sasl::default();
+            self.sasl = None;
             self.irc.context.metrics.refused("irc", "auth_failures");
             return self.failed();
         }
-        let Some(mut exchange) = self.sasl.exchange.take() else { return };
+        let Some(mut exchange) = self.sasl().exchange.take() else { return };
         match self.irc.accounts.step(&mut exchange, &data).await {
             Step::Challenge(challenge) => {
-                self.sasl.exchange = Some(exchange);
+                self.sasl().exchange = Some(exchange);
                 self.challenge(&challenge);
             }
             Step::Success(Some(account), last) if !last.is_empty() => {
-                self.sasl.succeeding = Some(account);
+                self.sasl().succeeding = Some(account);
                 self.challenge(&last);
             }
             Step::Success(Some(account), _) => self.logged_in(account),
             Step::Success(None, _) | Step::Failure(_) => {
                 self.irc.auth_failures.admit(self.address);
-                self.sasl = Sasl::default();
+                self.sasl = None;
                 self.failed();
             }
         }
@@ -97,7 +101,7 @@ impl Client {
     fn start(&mut self, mechanism: &str) {
         match self.irc.accounts.start(&mechanism.to_ascii_uppercase(), self.plain_allowed(), false) {
             Some(exchange) => {
-                self.sasl.exchange = Some(Box::new(exchange));
+                self.sasl().exchange = Some(exchange);
                 self.send(Line::new(None, "AUTHENTICATE").arg("+").end());
             }
             None => {
@@ -130,6 +134,6 @@ impl Client {
         let line = self.reply(RPL_LOGGEDIN).arg(&self.source()).arg(&account).trailing(&format!("You are now logged in as {account}"));
         self.send(line + &self.reply(RPL_SASLSUCCESS).trailing("SASL authentication successful"));
         self.public.state.lock().account = Some(account.as_str().into());
-        self.sasl = Sasl { account: Some(account), ..Sasl::default() };
+        self.sasl = None;
     }
 }

@@ -641,3 +641,13 @@ async fn tls_from_the_first_byte_offers_plain_and_serves_the_same_protocol() {
     assert!(next().await.starts_with(":localhost 001 tess "));
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[tokio::test]
+async fn a_shutdown_closes_each_client_with_its_reason() {
+    let server = TestServer::start().await;
+    let mut irc = Irc::register(server.irc, "last").await;
+    let stopped = server.shutdown();
+    assert_eq!(irc.until("ERROR").await, "ERROR :Closing Link: 127.0.0.1 (Server shutting down)\r\n");
+    assert_eq!(irc.line().await, "", "then the connection ends");
+    stopped.await.expect("the server's task").expect("a clean stop");
+}
