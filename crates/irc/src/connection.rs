@@ -18,8 +18,6 @@ use wire::irc::{Line, LineError, MAX_LINE, MAX_TAGS, Message};
 use crate::Irc;
 use crate::client::{Client, Flow};
 
-
-
 /// Serves one client from `address` until it quits or is closed; with
 /// `tls` the connection starts with a TLS handshake.
 pub async fn run(tcp: TcpStream, address: IpAddr, irc: Arc<Irc>, _slot: OwnedSemaphorePermit, tls: bool) {
