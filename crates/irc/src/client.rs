@@ -78,6 +78,17 @@ pub struct Client {
     sasl: Option<Box<sasl::Sasl>>,
     /// `CAP LS 302` or later: capabilities with values.
     cap_302: bool,
+    /// Whether `PASS` gave the server's password (`--irc-password`).
+    password: Password,
+}
+
+/// Where a client stands with the server's password.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Password {
+    NotGiven,
+    Given,
+    /// It registered without it: it goes.
+    Refused,
 }
 
 impl Client {
@@ -100,6 +111,7 @@ impl Client {
             encrypted,
             sasl: None,
             cap_302: false,
+            password: Password::NotGiven,
         }
     }
 
@@ -152,7 +164,7 @@ impl Client {
         let params = &message.params;
         let needs = |count: usize| params.len() < count;
         if needs(match command.as_str() {
-            "NICK" | "PING" | "JOIN" | "PART" | "TOPIC" | "WHOIS" | "MODE" | "ISON" | "USERHOST" | "CAP" | "AUTHENTICATE" => 1,
+            "NICK" | "PING" | "JOIN" | "PART" | "TOPIC" | "WHOIS" | "MODE" | "ISON" | "USERHOST" | "CAP" | "AUTHENTICATE" | "PASS" => 1,
             "INVITE" => 2,
             "PRIVMSG" | "NOTICE" => 0,
             "USER" => 4,
@@ -168,7 +180,10 @@ impl Client {
         match command.as_str() {
             "CAP" => self.cap(param(0), param(1)),
             "PASS" if self.registered => self.send(self.reply(ERR_ALREADYREGISTERED).trailing("You may not reregister")),
-            "PASS" => {}
+            "PASS" => {
+                let right = self.irc.settings.password.as_deref() == Some(param(0));
+                self.password = if right { Password::Given } else { Password::NotGiven };
+            }
             "AUTHENTICATE" => self.authenticate(param(0)).await,
             "NICK" => self.set_nick(param(0)).await,
             "USER" if self.registered || self.user.is_some() => {
@@ -208,6 +223,9 @@ impl Client {
             "LUSERS" => self.lusers(),
             "VERSION" => self.send(self.reply(RPL_VERSION).arg(&version()).arg(self.server()).trailing("")),
             _ => self.send(self.reply(ERR_UNKNOWNCOMMAND).arg(&command).trailing("Unknown command")),
+        }
+        if self.password == Password::Refused {
+            return Flow::Close("Bad password".to_owned());
         }
         Flow::Go
     }
@@ -316,6 +334,11 @@ impl Client {
             return;
         }
         if self.name.is_none() {
+            return;
+        }
+        if self.irc.settings.password.is_some() && self.password != Password::Given {
+            self.send(self.reply(ERR_PASSWDMISMATCH).trailing("Password incorrect"));
+            self.password = Password::Refused;
             return;
         }
         self.registered = true;

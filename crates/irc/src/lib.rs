@@ -48,6 +48,8 @@ pub struct Settings {
     pub max_channels: usize,
     /// How long a client has from connecting to being registered (`--irc-registration-timeout`).
     pub registration_timeout: Duration,
+    /// The server's password, which a client gives with `PASS` (`--irc-password`).
+    pub password: Option<String>,
     /// What one client may send.
     pub inflow: Inflow,
     /// SASL PLAIN offered without TLS (`--xmpp-plain-unencrypted`).

@@ -61,6 +61,7 @@ pub const ERR_NOTONCHANNEL: &str = "442";
 pub const ERR_NOTREGISTERED: &str = "451";
 pub const ERR_NEEDMOREPARAMS: &str = "461";
 pub const ERR_ALREADYREGISTERED: &str = "462";
+pub const ERR_PASSWDMISMATCH: &str = "464";
 pub const ERR_USERONCHANNEL: &str = "443";
 pub const ERR_CHANNELISFULL: &str = "471";
 pub const ERR_UNKNOWNMODE: &str = "472";

@@ -291,6 +291,8 @@ settings! {
         max_channels: usize = 50, "irc-max-channels", "SWITCHBOARD_IRC_MAX_CHANNELS";
         /// How long an IRC client has from connecting to being registered (NICK, USER, and CAP END if it began CAP); then it is closed with ERROR [default: 1m]
         registration_timeout: Duration = Duration::from_secs(60), "irc-registration-timeout", "SWITCHBOARD_IRC_REGISTRATION_TIMEOUT", arg(value_parser = duration);
+        /// A password every IRC client must give with PASS before it registers; one that gives none or another is answered 464 and closed [default: none]
+        password: String, "irc-password", "SWITCHBOARD_IRC_PASSWORD", arg(hide_env_values = true);
     }
 }
 

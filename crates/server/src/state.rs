@@ -165,6 +165,7 @@ impl ServerState {
                 max_connections: config.server.max_connections,
                 max_channels: config.irc.max_channels,
                 registration_timeout: config.irc.registration_timeout,
+                password: config.irc.password.clone(),
                 inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
                 plain_unencrypted: config.xmpp.plain_unencrypted,
                 https: config.tls.is_some(),

@@ -651,3 +651,30 @@ async fn a_shutdown_closes_each_client_with_its_reason() {
     assert_eq!(irc.line().await, "", "then the connection ends");
     stopped.await.expect("the server's task").expect("a clean stop");
 }
+
+#[tokio::test]
+async fn a_server_password_is_asked_for_and_a_client_without_it_is_closed() {
+    let mut config = server::Config::default();
+    config.irc.password = Some("sesame".to_owned());
+    let server = TestServer::with(config).await;
+    for pass in [Some("PASS nope"), None] {
+        let mut refused = Irc::connect(server.irc).await;
+        if let Some(pass) = pass {
+            refused.send(pass).await;
+        }
+        refused.send("NICK wrong").await;
+        refused.send("USER w 0 * :W").await;
+        assert_eq!(refused.line().await, ":localhost 464 wrong :Password incorrect\r\n");
+        assert_eq!(refused.line().await, "ERROR :Closing Link: 127.0.0.1 (Bad password)\r\n");
+        assert_eq!(refused.line().await, "", "then the connection ends");
+    }
+    let mut right = Irc::connect(server.irc).await;
+    right.send("PASS").await;
+    assert_eq!(right.line().await, ":localhost 461 * PASS :Not enough parameters\r\n");
+    right.send("PASS sesame").await;
+    right.send("NICK right").await;
+    right.send("USER r 0 * :R").await;
+    assert!(right.line().await.starts_with(":localhost 001 right "));
+    right.send("PASS sesame").await;
+    assert_eq!(right.until(" 462 ").await, ":localhost 462 right :You may not reregister\r\n");
+}
