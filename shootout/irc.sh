@@ -68,9 +68,10 @@ start() {
   local name="$1" log="$OUT/logs/$1-irc.out" err="$OUT/logs/$1-irc.err"
   : >"$log"
   if [ "$name" = switchboard ]; then
-    # The peers run without flood or join limits (peers/README.md, IRC
-    # peers); Switchboard's per-room join rate would refuse a level's
-    # clients joining one channel at once.
+    # The peers run with their flood and join limits lifted as far as each
+    # allows (peers/README.md, IRC peers; ircu's fake lag cannot be);
+    # Switchboard's per-room join rate would refuse a level's clients
+    # joining one channel at once.
     "${SERVER_PIN[@]}" "$BIN" serve --listen 127.0.0.1:0 --xmpp-listen off --irc-listen 127.0.0.1:0 \
       --join-rate 1000000 --store memory >>"$log" 2>"$err" &
   else

@@ -223,37 +223,28 @@ impl Receiver {
 
 /// The token of a `PING` line (`PING :token`, `PING token`, with or without a source).
 fn ping(line: &[u8]) -> Option<&str> {
-    let line = std::str::from_utf8(line).ok()?;
-    let rest = skip_source(line);
-    let token = rest.strip_prefix("PING ")?;
-    Some(token.strip_prefix(':').unwrap_or(token))
+    let token = line[command_at(line)..].strip_prefix(b"PING ")?;
+    let token = token.strip_prefix(b":").unwrap_or(token);
+    std::str::from_utf8(token).ok()
 }
 
-/// Skips tags and the source at the start of a server's line.
-fn skip_source(line: &str) -> &str {
-    let mut rest = line;
-    if rest.starts_with('@') {
-        rest = rest.split_once(' ').map_or("", |(_, r)| r);
+/// Where a server's line's command starts, past its tags and its source.
+/// Read by hand on the bytes: the receivers of a broadcast read a million
+/// lines a second, and `Message::parse` makes a vector of every line's
+/// parameters.
+fn command_at(line: &[u8]) -> usize {
+    let mut at = 0;
+    for mark in [b'@', b':'] {
+        if line.get(at) == Some(&mark) {
+            at = line[at..].iter().position(|&b| b == b' ').map_or(line.len(), |p| at + p + 1);
+        }
     }
-    if rest.starts_with(':') {
-        rest = rest.split_once(' ').map_or("", |(_, r)| r);
-    }
-    rest
+    at
 }
 
 /// Where the text of a `PRIVMSG` line starts, if it is one: after `PRIVMSG <to> :`.
-/// Read by hand: the receivers of a broadcast read a million lines a second, and
-/// `Message::parse` makes a vector of every line's parameters.
 fn privmsg_text(line: &[u8]) -> Option<usize> {
-    let mut at = 0;
-    let skip = |at: &mut usize, mark: u8| {
-        if line.get(*at) == Some(&mark) {
-            *at = line[*at..].iter().position(|&b| b == b' ').map_or(line.len(), |p| *at + p + 1);
-        }
-    };
-    skip(&mut at, b'@');
-    skip(&mut at, b':');
-    let rest = line.get(at..)?.strip_prefix(b"PRIVMSG ")?;
+    let rest = line[command_at(line)..].strip_prefix(b"PRIVMSG ")?;
     let after_target = rest.iter().position(|&b| b == b' ')? + 1;
     let text = rest.get(after_target..)?;
     let colon = usize::from(text.first() == Some(&b':'));
