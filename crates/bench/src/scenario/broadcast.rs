@@ -193,36 +193,31 @@ async fn run_level(ctx: &Ctx, s: &BroadcastSettings, kind: TransportKind, fanout
     if !kind.echoes() && n < 2 {
         return (level, Some(Error::usage(format!("{kind} clients do not hear their own messages: a level needs at least 2"))));
     }
-    if kind.is_irc() {
+    // IRC clients join one fresh channel, XMPP clients one fresh MUC room.
+    let joining = if kind.is_irc() || fanout == Fanout::Room {
         ctx.progress.step(format!("{scenario} {kind}: {n} clients joining"), n as u64);
-        let channel = super::channel::fresh(&n.to_string());
-        match super::channel::join_all(ctx, &mut conns, |_| channel.clone()).await {
-            Ok(()) => {}
-            Err((0, e)) => return (level, Some(e)),
-            Err((_, e)) if e.is_cancelled() => return (level, Some(e)),
-            Err((done, e)) => {
-                let detail = format!("only {done} of {n} clients could join {channel}: {e}");
-                level.saturation = Some(Saturation { reason: "join".into(), rate: 0.0, detail });
-                return (level, None);
-            }
+        if kind.is_irc() {
+            let channel = super::channel::fresh(&n.to_string());
+            Some((super::channel::join_all(ctx, &mut conns, |_| channel.clone()).await, channel))
+        } else {
+            let room = match super::muc::room(ctx, kind, n) {
+                Ok(room) => room,
+                Err(e) => return (level, Some(e)),
+            };
+            Some((super::muc::join_all(ctx, &mut conns, &room).await, room))
         }
-    }
-    if fanout == Fanout::Room {
-        ctx.progress.step(format!("{scenario} {kind}: {n} clients joining"), n as u64);
-        let room = match super::muc::room(ctx, kind, n) {
-            Ok(room) => room,
-            Err(e) => return (level, Some(e)),
-        };
-        match super::muc::join_all(ctx, &mut conns, &room).await {
-            Ok(()) => {}
-            // Not even the first could join: the room or the service is wrong, not saturated.
-            Err((0, e)) => return (level, Some(e)),
-            Err((_, e)) if e.is_cancelled() => return (level, Some(e)),
-            Err((done, e)) => {
-                let detail = format!("only {done} of {n} clients could join {room}: {e}");
-                level.saturation = Some(Saturation { reason: "join".into(), rate: 0.0, detail });
-                return (level, None);
-            }
+    } else {
+        None
+    };
+    match joining {
+        None | Some((Ok(()), _)) => {}
+        // Not even the first could join: the room or the service is wrong, not saturated.
+        Some((Err((0, e)), _)) => return (level, Some(e)),
+        Some((Err((_, e)), _)) if e.is_cancelled() => return (level, Some(e)),
+        Some((Err((done, e)), place)) => {
+            let detail = format!("only {done} of {n} clients could join {place}: {e}");
+            level.saturation = Some(Saturation { reason: "join".into(), rate: 0.0, detail });
+            return (level, None);
         }
     }
     let rates = rates(s);
