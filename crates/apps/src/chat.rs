@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use futures_util::FutureExt;
-use hub::{Broker, Greeting, JoinError, Member, Payload, RoomEvent, Roster};
+use hub::{Broker, Greeting, JoinError, Member, Payload, RoomEvent, Roster, Speaks};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 use wire::app::{AppError, ChatEvent, Join, MAX_MEMBERS_LISTED, MembersTag, Say, history_json};
@@ -107,7 +107,7 @@ async fn join(broker: &dyn Broker, client: &Client, text: &str) -> Result<Joined
         check_token(identity, &nickname, &room)?;
     }
     let name: Arc<str> = nickname.shown.clone();
-    let member = Member { id: client.id, name: Some(nickname), outbox: client.outbox.clone() };
+    let member = Member { id: client.id, name: Some(nickname), outbox: client.outbox.clone(), speaks: Speaks::App };
     let listed_room = room.clone();
     let greeting: Greeting = Box::new(move |roster: &Roster| {
         let list = ChatEvent::Members {

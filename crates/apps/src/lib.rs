@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::FutureExt;
-use hub::{Broker, BrokerError, Close, Member, MemberId, Outbox, Payload};
+use hub::{Broker, BrokerError, Close, Member, MemberId, Outbox, Payload, Speaks};
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 use tokio::time::Instant;
 use wire::app::{AppError, Count};
@@ -100,7 +100,7 @@ impl App {
     /// broker, by a task that also takes it out when the returned sender
     /// drops (so the leave cannot overtake the join).
     fn join_broadcast(&self, client: &Client) -> Option<tokio::sync::oneshot::Sender<()>> {
-        let member = Member { id: client.id, name: None, outbox: client.outbox.clone() };
+        let member = Member { id: client.id, name: None, outbox: client.outbox.clone(), speaks: Speaks::App };
         let nobody: hub::Greeting = Box::new(|_| Vec::new());
         if self.broker.is_immediate() {
             // Anonymous members cannot collide, and a memory broker answers at once.

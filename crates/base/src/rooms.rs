@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use hub::{BoxFuture, Broker, BrokerError, Greeting, JoinError, Member, MemberId, Payload, RenameError, RoomEvent, RoomLimits, Roster};
+use hub::{BoxFuture, Broker, BrokerError, Greeting, JoinError, Member, MemberId, Outbox, Payload, Present, RenameError, RoomEvent, RoomLimits, RoomSize, Roster};
 use store::{Cursor, Entry, Filter};
 use wire::nickname::Nickname;
 
@@ -116,6 +116,22 @@ impl Broker for ArchivedRooms {
         self.rooms.names(room, max)
     }
 
+    fn presence<'a>(&'a self, room: &'a str, max: usize) -> BoxFuture<'a, Result<Vec<Present>, BrokerError>> {
+        self.rooms.presence(room, max)
+    }
+
+    fn rooms(&self) -> BoxFuture<'_, Result<Vec<RoomSize>, BrokerError>> {
+        self.rooms.rooms()
+    }
+
+    fn history(&self, room: &str) -> Vec<Payload> {
+        self.rooms.history(room)
+    }
+
+    fn named(&self, key: &str) -> Vec<Arc<Outbox>> {
+        self.rooms.named(key)
+    }
+
     fn wants_history(&self, room: &str) -> bool {
         self.rooms.wants_history(room)
     }
@@ -139,7 +155,7 @@ mod tests {
     }
 
     fn member(id: MemberId, name: &str) -> Member {
-        Member { id, name: Some(Nickname::parse(name).unwrap()), outbox: Arc::new(Outbox::new(1 << 16)) }
+        Member { id, name: Some(Nickname::parse(name).unwrap()), outbox: Arc::new(Outbox::new(1 << 16)), speaks: hub::Speaks::App }
     }
 
     fn say(name: &str, text: &str) -> Payload {

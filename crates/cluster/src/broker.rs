@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use async_nats::jetstream::consumer::{DeliverPolicy, push};
 use futures_util::StreamExt;
-use hub::{BoxFuture, Broker, BrokerError, Greeting, Hub, JoinError, Member, MemberId, Payload, RenameError, RoomEvent, RoomLimits, Roster};
+use hub::{BoxFuture, Broker, BrokerError, Greeting, Hub, JoinError, Member, MemberId, Outbox, Payload, Present, RenameError, RoomEvent, RoomLimits, RoomSize, Roster, Speaks};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use wire::nickname::Nickname;
@@ -133,7 +133,7 @@ impl Broker for NatsBroker {
         Box::pin(async move {
             let key = self.name_key(room, &member);
             if let (Some(key), Some(name)) = (&key, &member.name)
-                && !self.nats.claim(key.clone(), name.shown.clone()).await?
+                && !self.nats.claim(key.clone(), name.shown.clone(), member.speaks).await?
             {
                 return Err(JoinError::NameTaken);
             }
@@ -158,7 +158,8 @@ impl Broker for NatsBroker {
         Box::pin(async move {
             let key = envelope::name_key(&self.app, room, &name.key);
             let shown = name.shown.clone();
-            if !self.nats.claim(key.clone(), shown).await? {
+            let speaks = self.hub.speaks(room, id).ok_or(RenameError::NotMember)?;
+            if !self.nats.claim(key.clone(), shown, speaks).await? {
                 return Err(RenameError::NameTaken);
             }
             match self.hub.rename(room, id, name) {
@@ -188,6 +189,45 @@ impl Broker for NatsBroker {
 
     fn limits(&self) -> RoomLimits {
         self.hub.limits()
+    }
+
+    fn presence<'a>(&'a self, room: &'a str, max: usize) -> BoxFuture<'a, Result<Vec<Present>, BrokerError>> {
+        Box::pin(async move {
+            let here = self.hub.members(room, max).into_iter().map(|(name, speaks)| Present { name, speaks, node: None });
+            let mut present: Vec<Present> = here.collect();
+            let filter = format!("{}{}*", self.nats.names.prefix, envelope::names_of(&self.app, room));
+            for (_, claim) in claims(&self.nats, filter).await.map_err(unavailable)? {
+                if present.len() >= max {
+                    break;
+                }
+                if claim.node != self.nats.node {
+                    let speaks = Speaks::from_name(&claim.speaks).unwrap_or(Speaks::App);
+                    present.push(Present { name: claim.name, speaks, node: Some(claim.node) });
+                }
+            }
+            Ok(present)
+        })
+    }
+
+    fn rooms(&self) -> BoxFuture<'_, Result<Vec<RoomSize>, BrokerError>> {
+        Box::pin(async move {
+            // Every named member on every node holds a claim under its room's key.
+            let filter = format!("{}{}.>", self.nats.names.prefix, self.app);
+            let mut sizes: HashMap<Arc<str>, usize> = HashMap::new();
+            for (key, _) in claims(&self.nats, filter).await.map_err(unavailable)? {
+                let Some(room) = key.split('.').nth(1).and_then(envelope::untoken) else { continue };
+                *sizes.entry(Arc::from(room)).or_default() += 1;
+            }
+            Ok(sizes.into_iter().map(|(room, members)| RoomSize { room, members }).collect())
+        })
+    }
+
+    fn history(&self, room: &str) -> Vec<Payload> {
+        self.hub.history(room)
+    }
+
+    fn named(&self, key: &str) -> Vec<Arc<Outbox>> {
+        self.hub.named(key)
     }
 
     fn names(&self, room: &str, max: usize) -> Vec<Arc<str>> {
@@ -297,8 +337,15 @@ async fn ordered(
 /// The names of a room held on other nodes, from the names bucket.
 async fn names_elsewhere(nats: &Nats, app: &str, room: &str) -> Result<HashMap<Arc<str>, Arc<str>>, async_nats::Error> {
     let filter = format!("{}{}*", nats.names.prefix, envelope::names_of(app, room));
+    let claims = claims(nats, filter).await?.into_iter().filter(|(_, claim)| claim.node != nats.node);
+    Ok(claims.map(|(_, claim)| (claim.name, claim.node)).collect())
+}
+
+/// The names claimed under the names-bucket subjects `filter`, each with
+/// its key (the subject without the bucket's prefix).
+async fn claims(nats: &Nats, filter: String) -> Result<Vec<(String, Claim)>, async_nats::Error> {
     let (mut left, mut entries) = ordered(nats, &nats.names.stream, filter, DeliverPolicy::LastPerSubject).await?;
-    let mut names = HashMap::new();
+    let mut claims = Vec::new();
     while left > 0 {
         let Some(entry) = entries.next().await else { break };
         left -= 1;
@@ -307,13 +354,17 @@ async fn names_elsewhere(nats: &Nats, app: &str, room: &str) -> Result<HashMap<A
         if entry.headers.as_ref().is_some_and(|h| h.get("KV-Operation").is_some()) {
             continue;
         }
-        if let Ok(claim) = serde_json::from_slice::<Claim>(&entry.payload)
-            && claim.node != nats.node
-        {
-            names.insert(claim.name, claim.node);
+        if let Ok(claim) = serde_json::from_slice::<Claim>(&entry.payload) {
+            let key = entry.subject.strip_prefix(nats.names.prefix.as_str()).unwrap_or(&entry.subject).to_owned();
+            claims.push((key, claim));
         }
     }
-    Ok(names)
+    Ok(claims)
+}
+
+fn unavailable(e: async_nats::Error) -> BrokerError {
+    tracing::warn!("broker: cannot read the names bucket: {e}");
+    BrokerError::Unavailable
 }
 
 /// Takes the members of each lost node out of the rooms followed here,

@@ -9,7 +9,8 @@
 //!   subject token).
 //! - A claimed name is the key `<app>.<room>.<name>` of the names bucket,
 //!   `<name>` being the base64url of the name's comparison form; its value
-//!   is `{"node":"…","name":"…"}` (the node holding it, the shown name).
+//!   is `{"node":"…","name":"…","speaks":"…"}` (the node holding it, the
+//!   shown name, and its member's protocol: `app`, `xmpp` or `irc`).
 //! - Each message has the header `Sb-Node` (the node that published it) and
 //!   `Sb-Kind`: `text` or `binary` for an app's opaque data, carried as the
 //!   body; `event` for a room event, whose body is JSON:
@@ -46,6 +47,11 @@ pub fn token(text: &str) -> String {
     URL_SAFE_NO_PAD.encode(text)
 }
 
+/// The text a subject token stands for, if it is one.
+pub fn untoken(token: &str) -> Option<String> {
+    URL_SAFE_NO_PAD.decode(token).ok().and_then(|bytes| String::from_utf8(bytes).ok())
+}
+
 /// The subject prefix of a room: `sb.r.<app>.<room>.`.
 pub fn room_subject(app: &str, room: &str) -> String {
     format!("sb.r.{app}.{}.", token(room))
@@ -61,11 +67,13 @@ pub fn names_of(app: &str, room: &str) -> String {
     format!("{app}.{}.", token(room))
 }
 
-/// A claimed name's value: who holds it.
+/// A claimed name's value: who holds it, and the protocol its member speaks
+/// (`app`, `xmpp` or `irc`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claim {
     pub node: Arc<str>,
     pub name: Arc<str>,
+    pub speaks: Arc<str>,
 }
 
 impl Claim {
@@ -174,7 +182,8 @@ mod tests {
         assert_eq!(room_subject("chat", "a.b c>*"), "sb.r.chat.YS5iIGM-Kg.");
         assert_eq!(name_key("chat", "lobby", "ålice"), "chat.bG9iYnk.w6VsaWNl");
         assert_eq!(names_of("chat", "lobby"), "chat.bG9iYnk.");
-        assert_eq!(Claim { node: "n1".into(), name: "Ålice".into() }.to_bytes().as_ref(), "{\"node\":\"n1\",\"name\":\"Ålice\"}".as_bytes());
+        let claim = Claim { node: "n1".into(), name: "Ålice".into(), speaks: "irc".into() };
+        assert_eq!(claim.to_bytes().as_ref(), "{\"node\":\"n1\",\"name\":\"Ålice\",\"speaks\":\"irc\"}".as_bytes());
     }
 
     #[test]

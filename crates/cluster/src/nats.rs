@@ -205,6 +205,11 @@ impl Nats {
         &self.state
     }
 
+    /// The other nodes heard from within the TTL.
+    pub fn others(&self) -> Vec<Arc<str>> {
+        self.heard.lock().keys().cloned().collect()
+    }
+
     /// Nodes found lost (silent for the TTL), as they are found.
     pub fn lost_nodes(&self) -> broadcast::Receiver<Arc<str>> {
         self.lost.subscribe()
@@ -245,9 +250,9 @@ impl Nats {
     }
 
     /// Claims a name for this node: `Ok(false)` if another node holds it.
-    pub(crate) async fn claim(&self, key: String, name: Arc<str>) -> Result<bool, BrokerError> {
+    pub(crate) async fn claim(&self, key: String, name: Arc<str>, speaks: hub::Speaks) -> Result<bool, BrokerError> {
         self.check_up()?;
-        let value = Claim { node: self.node.clone(), name }.to_bytes();
+        let value = Claim { node: self.node.clone(), name, speaks: Arc::from(speaks.name()) }.to_bytes();
         match self.names.create(&key, value.clone()).await {
             Ok(revision) => {
                 self.held.lock().insert(key, (value, revision));

@@ -14,7 +14,7 @@ fn fanout(c: &mut Criterion) {
     let outboxes: Vec<Arc<Outbox>> = (0..MEMBERS)
         .map(|id| {
             let outbox = Arc::new(Outbox::new(1 << 20));
-            hub.join("room", Member { id, name: None, outbox: outbox.clone() }, 0)
+            hub.join("room", Member { id, name: None, outbox: outbox.clone(), speaks: hub::Speaks::App }, 0)
                 .expect("anonymous members always join");
             outbox
         })

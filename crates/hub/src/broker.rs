@@ -6,10 +6,11 @@
 use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use wire::nickname::Nickname;
 
-use crate::{Hub, JoinError, Member, MemberId, Payload, RenameError, RoomLimits, Roster};
+use crate::{Hub, JoinError, Member, MemberId, Outbox, Payload, RenameError, RoomLimits, RoomSize, Roster, Speaks};
 
 /// A boxed future, so that brokers can be trait objects.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -27,6 +28,15 @@ pub enum BrokerError {
     /// More is waiting to go to the broker than it may hold.
     #[error("the message broker is behind; try again later")]
     Busy,
+}
+
+/// A member of a room as the server API lists it: its name, the protocol
+/// it speaks, and the node it is on (`None`: this one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Present {
+    pub name: Arc<str>,
+    pub speaks: Speaks,
+    pub node: Option<Arc<str>>,
 }
 
 /// Rooms that may span nodes: publishing to a room, following and leaving
@@ -59,7 +69,23 @@ pub trait Broker: Send + Sync + Debug {
 
     /// The names of `room`'s members on every node this one knows of, at
     /// most `max` of them (IRC's NAMES and WHO ask after the join).
-    fn names(&self, room: &str, max: usize) -> Vec<std::sync::Arc<str>>;
+    fn names(&self, room: &str, max: usize) -> Vec<Arc<str>>;
+
+    /// The named members of `room` on every node, at most `max` of them,
+    /// this node's first.
+    fn presence<'a>(&'a self, room: &'a str, max: usize) -> BoxFuture<'a, Result<Vec<Present>, BrokerError>>;
+
+    /// Every room with members on any node, with how many, in no
+    /// particular order.
+    fn rooms(&self) -> BoxFuture<'_, Result<Vec<RoomSize>, BrokerError>>;
+
+    /// What `room` keeps of its recent messages on this node, oldest first
+    /// (nothing if no member here follows it).
+    fn history(&self, room: &str) -> Vec<Payload>;
+
+    /// The outboxes of this node's members, in any room, whose name's
+    /// comparison form is `key` (one each).
+    fn named(&self, key: &str) -> Vec<Arc<Outbox>>;
 
     /// Whether a join to `room` would open it with no history, which the
     /// caller may then give it ([`Broker::seed`]) from an archive: a room
@@ -125,8 +151,25 @@ impl Broker for MemoryBroker {
         self.hub.limits()
     }
 
-    fn names(&self, room: &str, max: usize) -> Vec<std::sync::Arc<str>> {
+    fn names(&self, room: &str, max: usize) -> Vec<Arc<str>> {
         self.hub.names(room, max)
+    }
+
+    fn presence<'a>(&'a self, room: &'a str, max: usize) -> BoxFuture<'a, Result<Vec<Present>, BrokerError>> {
+        let members = self.hub.members(room, max).into_iter().map(|(name, speaks)| Present { name, speaks, node: None });
+        Box::pin(std::future::ready(Ok(members.collect())))
+    }
+
+    fn rooms(&self) -> BoxFuture<'_, Result<Vec<RoomSize>, BrokerError>> {
+        Box::pin(std::future::ready(Ok(self.hub.rooms())))
+    }
+
+    fn history(&self, room: &str) -> Vec<Payload> {
+        self.hub.history(room)
+    }
+
+    fn named(&self, key: &str) -> Vec<Arc<Outbox>> {
+        self.hub.named(key)
     }
 
     fn wants_history(&self, room: &str) -> bool {

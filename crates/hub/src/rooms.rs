@@ -20,13 +20,49 @@ pub fn next_member_id() -> MemberId {
     NEXT_MEMBER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
-/// A session in a room: where to push its messages, and its name if the app
-/// gives members names. Names are unique in a room by their comparison form.
+/// A session in a room: where to push its messages, its name if the app
+/// gives members names, and the protocol it speaks. Names are unique in a
+/// room by their comparison form.
 #[derive(Debug, Clone)]
 pub struct Member {
     pub id: MemberId,
     pub name: Option<Nickname>,
     pub outbox: Arc<Outbox>,
+    pub speaks: Speaks,
+}
+
+/// The protocol a member speaks, as the server API lists members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Speaks {
+    /// An app's own messages (the chat app's JSON), over WebSocket or SockJS.
+    App,
+    /// XMPP, from any carrier (a MUC occupant), or another server's user.
+    Xmpp,
+    /// IRC.
+    Irc,
+}
+
+impl Speaks {
+    /// Its name in the server API and across nodes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Speaks::App => "app",
+            Speaks::Xmpp => "xmpp",
+            Speaks::Irc => "irc",
+        }
+    }
+
+    /// The protocol named `name`.
+    pub fn from_name(name: &str) -> Option<Speaks> {
+        [Speaks::App, Speaks::Xmpp, Speaks::Irc].into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// A room and how many members it has on this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoomSize {
+    pub room: Arc<str>,
+    pub members: usize,
 }
 
 /// Why a member could not join.
@@ -295,6 +331,52 @@ impl Hub {
         entry.members.iter().filter_map(|m| m.name.as_ref().map(|n| n.shown.clone())).take(max).collect()
     }
 
+    /// The named members of `room`, at most `max` of them, with the
+    /// protocol each speaks.
+    pub fn members(&self, room: &str, max: usize) -> Vec<(Arc<str>, Speaks)> {
+        let rooms = self.shard(room).lock();
+        let Some(entry) = rooms.get(room) else { return Vec::new() };
+        entry.members.iter().filter_map(|m| m.name.as_ref().map(|n| (n.shown.clone(), m.speaks))).take(max).collect()
+    }
+
+    /// Every room with members, with how many, in no particular order.
+    pub fn rooms(&self) -> Vec<RoomSize> {
+        let mut all = Vec::new();
+        for shard in self.rooms.iter() {
+            let rooms = shard.lock();
+            let open = rooms.iter().filter(|(_, r)| !r.members.is_empty());
+            all.extend(open.map(|(room, r)| RoomSize { room: room.clone(), members: r.members.len() }));
+        }
+        all
+    }
+
+    /// The protocol member `id` of `room` speaks, if it is there.
+    pub fn speaks(&self, room: &str, id: MemberId) -> Option<Speaks> {
+        self.shard(room).lock().get(room)?.members.iter().find(|m| m.id == id).map(|m| m.speaks)
+    }
+
+    /// What `room` keeps of its recent messages, oldest first.
+    pub fn history(&self, room: &str) -> Vec<Payload> {
+        self.shard(room).lock().get(room).map_or_else(Vec::new, |r| r.history.iter().cloned().collect())
+    }
+
+    /// The outboxes of every member, in any room, whose name's comparison
+    /// form is `key`: one each, though it is in several rooms.
+    pub fn named(&self, key: &str) -> Vec<Arc<Outbox>> {
+        let mut found: Vec<(MemberId, Arc<Outbox>)> = Vec::new();
+        for shard in self.rooms.iter() {
+            let rooms = shard.lock();
+            for room in rooms.values().filter(|r| r.names.contains(key)) {
+                for m in room.members.iter().filter(|m| m.name.as_ref().is_some_and(|n| &*n.key == key)) {
+                    if !found.iter().any(|(id, _)| *id == m.id) {
+                        found.push((m.id, m.outbox.clone()));
+                    }
+                }
+            }
+        }
+        found.into_iter().map(|(_, outbox)| outbox).collect()
+    }
+
     /// Removes a member from a room (dropping the room when it empties) and
     /// returns it, or `None` if it was not there.
     pub fn leave(&self, room: &str, id: MemberId) -> Option<Member> {
@@ -374,7 +456,7 @@ mod tests {
     use crate::{Close, Drained};
 
     fn member(id: MemberId, name: Option<&str>, limit: usize) -> Member {
-        Member { id, name: name.map(|n| Nickname::parse(n).unwrap()), outbox: Arc::new(Outbox::new(limit)) }
+        Member { id, name: name.map(|n| Nickname::parse(n).unwrap()), outbox: Arc::new(Outbox::new(limit)), speaks: Speaks::App }
     }
 
     #[test]
@@ -497,6 +579,29 @@ mod tests {
             hub.leave("lobby", id);
         }
         assert!(hub.join("lobby", member(5, Some("erin"), 1 << 20), 10).unwrap().history.is_empty());
+    }
+
+    #[test]
+    fn members_rooms_and_a_name_across_rooms_are_found_for_the_server_api() {
+        let hub = Hub::new(4);
+        let irc = Member { speaks: Speaks::Irc, ..member(1, Some("Ann"), 1024) };
+        let shared = irc.outbox.clone();
+        hub.join("lobby", irc.clone(), 10).unwrap();
+        hub.join("lobby", member(2, Some("bob"), 1024), 10).unwrap();
+        hub.join("lobby", member(3, None, 1024), 10).unwrap();
+        hub.join("den", irc, 10).unwrap();
+        hub.join("den", member(4, Some("ANN2"), 1024), 10).unwrap();
+        let names = |members: Vec<(Arc<str>, Speaks)>| members.into_iter().map(|(n, s)| (n.to_string(), s)).collect::<Vec<_>>();
+        assert_eq!(names(hub.members("lobby", 10)), [("Ann".to_owned(), Speaks::Irc), ("bob".to_owned(), Speaks::App)], "named members only");
+        assert_eq!(hub.members("lobby", 1).len(), 1);
+        let mut rooms = hub.rooms();
+        rooms.sort_by(|a, b| a.room.cmp(&b.room));
+        assert_eq!(rooms, [RoomSize { room: "den".into(), members: 2 }, RoomSize { room: "lobby".into(), members: 3 }]);
+        let named = hub.named("ann");
+        assert_eq!(named.len(), 1, "one client in two rooms is found once");
+        assert!(Arc::ptr_eq(&named[0], &shared));
+        assert!(hub.named("nobody").is_empty());
+        assert_eq!(hub.speaks("den", 1), Some(Speaks::Irc));
     }
 
     #[test]

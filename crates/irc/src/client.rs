@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use hub::{Greeting, JoinError, Member, MemberId, Outbox, Payload, RenameError, Roster, RoomEvent};
+use hub::{Greeting, JoinError, Member, MemberId, Outbox, Payload, RenameError, Roster, RoomEvent, Speaks};
 use wire::irc::{Line, MAX_LINE, Message, channel_of, name_of, nick_of, room_of};
 use wire::nickname::Nickname;
 
@@ -445,7 +445,7 @@ impl Client {
         // In the channel first, so that its names show a first member as operator.
         self.irc.channels.enter(&room, &self.public);
         let greeting = self.greeting(&room, &channel, &name);
-        let member = Member { id: self.id(), name: Some(name.clone()), outbox: self.public.outbox.clone() };
+        let member = Member { id: self.id(), name: Some(name.clone()), outbox: self.public.outbox.clone(), speaks: Speaks::Irc };
         if let Err(e) = rooms.join(&room, member, MAX_LISTED, greeting).await {
             self.irc.channels.exit(&room, self.id());
             let text = match e {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use hub::{Greeting, JoinError, Member, Payload, RenameError, RoomEvent};
+use hub::{Greeting, JoinError, Member, Payload, RenameError, RoomEvent, Speaks};
 use wire::nickname::Nickname;
 use wire::xmpp::Element;
 
@@ -124,7 +124,7 @@ impl Session {
         }
         let shown = nickname.shown.clone();
         let room_jid = to.bare().to_string();
-        let member = Member { id: self.id, name: Some(nickname), outbox: self.outbox.clone() };
+        let member = Member { id: self.id, name: Some(nickname), outbox: self.outbox.clone(), speaks: Speaks::Xmpp };
         let occupant = Occupant { nick: shown.clone(), member: self.id, jid: me.clone(), role: Role::None, outbox: self.outbox.clone(), framing: self.framing, shown: shown_of(presence) };
         let asked = muc::HistoryRequest::of(presence);
         let own_shown = shown_of(presence);
