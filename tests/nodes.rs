@@ -17,6 +17,8 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 /// Names outlive a lost node this long in these tests.
 const TTL: &str = "2s";
+/// The server API's key on the nodes that serve it.
+const API_KEY: &str = "0123456789abcdef-nodes";
 /// Longest any one wait may take before the test fails.
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -127,6 +129,19 @@ impl Node {
         let mut text = String::new();
         stream.read_to_string(&mut text).unwrap();
         text
+    }
+
+    /// Calls the server API's `method` with `params` (the node was started
+    /// with `--api-key` [`API_KEY`]): its result.
+    fn api(&self, method: &str, params: Value) -> Value {
+        let mut stream = StdTcpStream::connect(&self.addr).unwrap();
+        let body = params.to_string();
+        write!(stream, "POST /api/{method} HTTP/1.0\r\nHost: x\r\nX-API-Key: {API_KEY}\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").expect("a whole response");
+        assert!(head.starts_with("HTTP/1.0 200 "), "{method} {params}: {text}");
+        serde_json::from_str(body).unwrap()
     }
 
     /// Waits until `/metrics` has `line`, checking every 100 ms.
@@ -413,4 +428,36 @@ async fn a_nick_change_on_one_node_claims_the_name_on_every_node() {
     let taken = other.next().await;
     assert!(taken["error"].as_str().unwrap().contains("already taken"), "{taken}");
     other.join("xan", "lobby").await;
+}
+
+#[tokio::test]
+async fn the_server_api_publishes_to_every_node_and_lists_members_of_every_node() {
+    let nats = Nats::start();
+    let api = ["--api-key", API_KEY];
+    let (a, b) = (Node::with_args(&nats, &api), Node::with_args(&nats, &api));
+    let mut alice = a.websocket().await;
+    alice.join("alice", "lobby").await;
+    let mut bob = b.sockjs().await;
+    bob.join("bob", "lobby").await;
+    alice.until("event", "join").await;
+
+    let published = a.api("publish", json!({"room": "lobby", "name": "shop", "text": "shipped"}));
+    assert_eq!(published, json!({"room": "lobby"}));
+    for client in [&mut alice, &mut bob] {
+        assert_eq!(client.until("name", "shop").await, json!({"name": "shop", "room": "lobby", "message": "shipped"}));
+    }
+
+    // Each node lists both members, with the node each is on.
+    let (node_a, node_b) = (a.api("info", json!({}))["node"].clone(), b.api("info", json!({}))["node"].clone());
+    assert_ne!(node_a, node_b);
+    for node in [&a, &b] {
+        let presence = node.api("presence", json!({"room": "lobby"}));
+        let mut members: Vec<(Value, Value, Value)> =
+            presence["members"].as_array().unwrap().iter().map(|m| (m["name"].clone(), m["protocol"].clone(), m["node"].clone())).collect();
+        members.sort_by_key(|m| m.0.to_string());
+        assert_eq!(members, [(json!("alice"), json!("app"), node_a.clone()), (json!("bob"), json!("app"), node_b.clone())]);
+        assert_eq!(node.api("rooms", json!({})), json!({"rooms": [{"room": "lobby", "members": 2}], "next": null}));
+    }
+    // This node, then the others it has heard beat (B beats when it starts).
+    assert_eq!(a.api("info", json!({}))["nodes"], json!([node_a, node_b]));
 }

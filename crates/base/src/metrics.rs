@@ -224,6 +224,14 @@ impl Metrics {
         ClientMetrics(counters)
     }
 
+    /// Clients connected now, by app (or protocol: `xmpp`, `irc`) and by
+    /// transport, as `switchboard_connections` counts them; none of zero.
+    pub fn clients(&self) -> Vec<(String, String, i64)> {
+        let shared = self.shared.lock();
+        let counts = shared.iter().map(|(l, c)| (l.app.clone(), l.transport.clone(), c.connections.get()));
+        counts.filter(|(_, _, n)| *n > 0).collect()
+    }
+
     /// Counts a new connection shed for `reason`.
     pub fn shed(&self, reason: &'static str) {
         self.shed.get_or_create(&ShedLabels { reason }).inc();

@@ -48,6 +48,8 @@ pub struct Identity {
     pub rooms: Option<Vec<String>>,
     /// When the token expires, on tokio's clock.
     pub expires: Instant,
+    /// The `admin` claim: it may call the server API.
+    pub admin: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -56,6 +58,8 @@ struct Claims {
     exp: u64,
     #[serde(default)]
     rooms: Option<Vec<String>>,
+    #[serde(default)]
+    admin: bool,
 }
 
 /// Why a client's token was refused, as the reason it is told.
@@ -126,10 +130,10 @@ impl Verifier {
             ErrorKind::ImmatureSignature => TokenError::Malformed("not valid yet (nbf)".into()),
             _ => TokenError::Malformed(e.to_string()),
         })?;
-        let Claims { sub, exp, rooms } = data.claims;
+        let Claims { sub, exp, rooms, admin } = data.claims;
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
         let left = Duration::from_secs((exp + LEEWAY_SECONDS).saturating_sub(now));
-        Ok(Identity { name: sub, rooms, expires: Instant::now() + left })
+        Ok(Identity { name: sub, rooms, expires: Instant::now() + left, admin })
     }
 }
 

@@ -27,7 +27,7 @@ use std::time::{Duration, SystemTime};
 use base::Context;
 use base::accounts::Accounts;
 use base::limits::{AddressRates, Inflow};
-use hub::Broker;
+use hub::{Broker, Outbox};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
@@ -105,6 +105,13 @@ impl Irc {
     /// The name of the server in its lines.
     pub fn server_name(&self) -> &str {
         &self.settings.server_name
+    }
+
+    /// Where the lines of the client whose nickname stands for `name` go:
+    /// the server API closes it to disconnect it.
+    pub fn client_named(&self, name: &str) -> Option<Arc<Outbox>> {
+        let key = wire::nickname::Nickname::parse(name).ok()?.key;
+        Some(self.nicks.find(&key)?.outbox.clone())
     }
 
 }

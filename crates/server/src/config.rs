@@ -310,6 +310,80 @@ impl IrcConfig {
 }
 
 settings! {
+    /// The server API for application backends (README, "Server API").
+    pub struct ApiConfig, flags ApiFlags {
+        /// Keys an application's backend presents in X-API-Key to call the server API at /api/, comma-separated, each at least 16 bytes; the API is off without one [default: none, no API]
+        keys: ApiKeys, "api-key", "SWITCHBOARD_API_KEY", arg(hide_env_values = true);
+        /// Where the server API listens on its own, only it; `off` for the main listener's /api/ [default: off]
+        listen: Listen = Listen::Off, "api-listen", "SWITCHBOARD_API_LISTEN";
+        /// Largest body of a call to the server API, in bytes; a larger one is answered 413 [default: 65536]
+        max_body: usize = 64 * 1024, "api-max-body", "SWITCHBOARD_API_MAX_BODY";
+        /// Most commands in one batch call, and rooms in one broadcast; more is answered 422 [default: 100]
+        max_batch: usize = 100, "api-max-batch", "SWITCHBOARD_API_MAX_BATCH";
+        /// Most items in one page of presence, history or rooms; a larger limit is answered 422 [default: 1000]
+        max_page: usize = 1000, "api-max-page", "SWITCHBOARD_API_MAX_PAGE";
+        /// Calls a second one API key may make (every admin token shares one rate), with bursts of a second's worth; past it 429 with Retry-After [default: 50000]
+        rate: u32 = 50_000, "api-rate", "SWITCHBOARD_API_RATE";
+        /// How long a publish's idempotency key is remembered: the same key within it publishes once [default: 5m]
+        idempotency_window: Duration = Duration::from_secs(300), "api-idempotency-window", "SWITCHBOARD_API_IDEMPOTENCY_WINDOW", arg(value_parser = duration);
+        /// Most idempotency keys remembered at once; past it the oldest is forgotten first [default: 100000]
+        idempotency_keys: usize = 100_000, "api-idempotency-keys", "SWITCHBOARD_API_IDEMPOTENCY_KEYS";
+    }
+}
+
+impl ApiConfig {
+    fn validate(&self) -> Result<(), String> {
+        if self.max_body == 0 || self.max_batch == 0 || self.max_page == 0 || self.rate == 0 || self.idempotency_keys == 0 {
+            return Err("--api-max-body, --api-max-batch, --api-max-page, --api-rate and --api-idempotency-keys must be at least 1".into());
+        }
+        if self.keys.is_none() && self.listen != Listen::Off {
+            return Err("--api-listen needs --api-key: the server API is off without a key".into());
+        }
+        Ok(())
+    }
+
+    /// The API's own settings, if it is on.
+    pub fn settings(&self) -> Option<api::Settings> {
+        let keys = self.keys.as_ref()?;
+        Some(api::Settings {
+            keys: keys.0.clone(),
+            max_body: self.max_body,
+            max_batch: self.max_batch,
+            max_page: self.max_page,
+            rate: self.rate,
+            idempotency_window: self.idempotency_window,
+            idempotency_keys: self.idempotency_keys,
+        })
+    }
+}
+
+/// The server API's keys, as `--api-key` gives them: comma-separated.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKeys(pub Vec<String>);
+
+impl std::fmt::Debug for ApiKeys {
+    // Keys are secrets: the configuration's debug output names how many.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ApiKeys({} keys)", self.0.len())
+    }
+}
+
+impl FromStr for ApiKeys {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<ApiKeys, String> {
+        let keys: Vec<String> = text.split(',').map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()).collect();
+        if keys.is_empty() {
+            return Err("give at least one key".into());
+        }
+        if let Some(short) = keys.iter().find(|k| k.len() < 16 || !k.bytes().all(|b| b.is_ascii_graphic())) {
+            return Err(format!("an API key must be at least 16 visible ASCII characters; one is {} long", short.len()));
+        }
+        Ok(ApiKeys(keys))
+    }
+}
+
+settings! {
     /// XMPP over BOSH (XEP-0124, XEP-0206) at /http-bind.
     pub struct BoshConfig, flags BoshFlags {
         /// Longest a BOSH request (XMPP over HTTP at /http-bind) is held waiting for something to send; a client asking for longer gets this [default: 60s]
@@ -432,6 +506,8 @@ pub struct Args {
     #[command(flatten)]
     pub irc: IrcFlags,
     #[command(flatten)]
+    pub api: ApiFlags,
+    #[command(flatten)]
     pub bosh: BoshFlags,
     #[command(flatten)]
     pub store: StoreFlags,
@@ -453,6 +529,7 @@ impl Args {
             xmpp: self.xmpp.or(under.xmpp),
             federation: self.federation.or(under.federation),
             irc: self.irc.or(under.irc),
+            api: self.api.or(under.api),
             bosh: self.bosh.or(under.bosh),
             store: self.store.or(under.store),
             tls: self.tls.or(under.tls),
@@ -552,6 +629,7 @@ pub struct Config {
     pub xmpp_accounts: Vec<AccountEntry>,
     pub federation: FederationConfig,
     pub irc: IrcConfig,
+    pub api: ApiConfig,
     pub bosh: BoshConfig,
     pub store: StoreConfig,
     /// TLS on the listener, if configured.
@@ -573,6 +651,7 @@ impl Default for Config {
             xmpp_accounts: Vec::new(),
             federation: FederationConfig::default(),
             irc: IrcConfig::default(),
+            api: ApiConfig::default(),
             bosh: BoshConfig::default(),
             store: StoreConfig::default(),
             tls: None,
@@ -654,6 +733,7 @@ impl Config {
                 federation
             },
             irc: flags.irc.resolve(),
+            api: flags.api.resolve(),
             bosh: flags.bosh.resolve(),
             store: flags.store.resolve(),
             tls,
@@ -671,6 +751,7 @@ impl Config {
         self.xmpp.validate().map_err(Error::config)?;
         self.federation.validate().map_err(Error::config)?;
         self.irc.validate().map_err(Error::config)?;
+        self.api.validate().map_err(Error::config)?;
         self.bosh.validate().map_err(Error::config)?;
         self.store.validate().map_err(Error::config)?;
         if self.xmpp.tls_listen != Listen::Off && self.tls.is_none() {

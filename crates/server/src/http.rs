@@ -11,6 +11,7 @@
 //! | `/http-bind` | XMPP over BOSH (`xmpp::bosh`) |
 //! | `/xmpp-websocket`, `/.well-known/host-meta` | XMPP over WebSocket and its discovery (`xmpp::websocket`) |
 //! | `/irc-websocket` | IRC over WebSocket (`irc::websocket`) |
+//! | `/api/<method>`, `/api/openapi.json` | the server API (`api`), unless it listens on its own |
 //! | `/<app>`, `/<app>/info`, `/<app>/iframe*.html`, `/<app>/<server>/<session>/<transport>` | SockJS (`transport::sockjs`) |
 
 use std::convert::Infallible;
@@ -30,7 +31,7 @@ use transport::{sockjs, websocket};
 use wire::app::{AppError, Count};
 
 use crate::activity::Busy;
-use crate::config::MountKind;
+use crate::config::{Listen, MountKind};
 use crate::state::{MountState, ServerState};
 
 /// Keeps `busy` (the request counted as in progress) until the body is
@@ -75,6 +76,11 @@ pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connect
             None => xmpp_off(),
         },
         "/irc-websocket" => irc::websocket::upgrade(&mut req, &server.irc, connection.clone()),
+        api if api.starts_with(api::PREFIX) => match &server.api {
+            Some(service) if server.config.api.listen == Listen::Off => service.handle(req).await,
+            Some(_) => text_response(StatusCode::NOT_FOUND, "The server API listens on its own (--api-listen).\n"),
+            None => text_response(StatusCode::NOT_FOUND, "The server API is off: give --api-key to turn it on.\n"),
+        },
         xmpp::bosh::PATH => match &server.bosh {
             Some(bosh) => xmpp::bosh::handle(req, bosh, &connection).await,
             None => xmpp_off(),
@@ -113,6 +119,15 @@ pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connect
         }
     };
     Ok(res)
+}
+
+/// Handles one request on the server API's own listener (`--api-listen`):
+/// the API's paths, and nothing else.
+pub async fn route_api(req: Request<Incoming>, server: &ServerState) -> Result<Response<Body>, Infallible> {
+    Ok(match &server.api {
+        Some(service) if req.uri().path().starts_with(api::PREFIX) => service.handle(req).await,
+        _ => not_found(),
+    })
 }
 
 /// The answer at XMPP's endpoints when XMPP is off.

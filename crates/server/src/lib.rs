@@ -23,7 +23,7 @@ pub use apps::AppKind;
 pub use config::MountKind;
 pub use error::Error;
 pub use config::{
-    Args, BoshConfig, BrokerConfig, Config, FederationConfig, Listen, Mount, MountLimits, RoomConfig, ServerConfig, SockjsOptions, StoreConfig, StoreFlags, StoreKind,
+    ApiKeys, Args, BoshConfig, BrokerConfig, Config, FederationConfig, Listen, Mount, MountLimits, RoomConfig, ServerConfig, SockjsOptions, StoreConfig, StoreFlags, StoreKind,
     Routes, TlsFiles, TokenKey, XmppConfig, markdown_table,
 };
 pub use account::{AccountArgs, run_account};

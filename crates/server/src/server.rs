@@ -58,6 +58,8 @@ pub struct Listeners {
     pub s2s_tls: Option<TcpListener>,
     pub irc: Option<TcpListener>,
     pub irc_tls: Option<TcpListener>,
+    /// The server API on a listener of its own (`--api-listen`).
+    pub api: Option<TcpListener>,
 }
 
 impl Listeners {
@@ -80,6 +82,7 @@ impl Listeners {
             s2s_tls: bind(s2s_tls, "XMPP servers").await?,
             irc: bind(config.irc.listen.address(), "IRC").await?,
             irc_tls: bind(irc_tls, "IRC").await?,
+            api: bind(config.api.listen.address().filter(|_| config.api.keys.is_some()), "the server API").await?,
         })
     }
 
@@ -138,6 +141,9 @@ pub async fn serve_with(
         }
     }
     let slots = Arc::new(Semaphore::new(state.config.server.max_connections));
+    if let Some(listener) = listeners.api {
+        state.tracker.spawn(serve_api(listener, slots.clone(), state.clone()));
+    }
     let mut shedder = Shedder::new(state.config.server.max_connections);
     let mut shutdown = pin!(shutdown);
     loop {
@@ -160,7 +166,7 @@ pub async fn serve_with(
         // Small frames are the norm here; do not hold them back for Nagle.
         let _ = stream.set_nodelay(true);
         let connection = Arc::new(Connection::new(peer.ip(), slot));
-        state.tracker.spawn(handle_connection(stream, peer, connection, state.clone()));
+        state.tracker.spawn(handle_connection(stream, peer, connection, state.clone(), Routes::All));
     }
     drop(listener);
     let deadline = Instant::now() + state.config.server.shutdown_grace;
@@ -178,15 +184,37 @@ pub async fn serve_with(
     Ok(())
 }
 
+/// Serves the server API alone on `listener`, its connections counted
+/// among every connection's `slots`; one past them is closed at once.
+async fn serve_api(listener: TcpListener, slots: Arc<Semaphore>, state: Arc<ServerState>) {
+    let context = state.context.clone();
+    context
+        .accept(listener, "the server API", |stream, peer| {
+            let Ok(slot) = slots.clone().try_acquire_owned() else { return };
+            let connection = Arc::new(Connection::new(peer.ip(), slot));
+            state.tracker.spawn(handle_connection(stream, peer, connection, state.clone(), Routes::Api));
+        })
+        .await;
+}
+
+/// What a listener serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Routes {
+    /// Everything (`http::route`).
+    All,
+    /// The server API only (`--api-listen`).
+    Api,
+}
+
 /// Serves one accepted connection, over TLS if the server has it.
-async fn handle_connection(stream: TcpStream, peer: SocketAddr, connection: Arc<Connection>, state: Arc<ServerState>) {
+async fn handle_connection(stream: TcpStream, peer: SocketAddr, connection: Arc<Connection>, state: Arc<ServerState>, routes: Routes) {
     match &state.tls {
-        None => http_connection(stream, connection, state).await,
+        None => http_connection(stream, connection, state, routes).await,
         Some(acceptor) => {
             // A handshake is a head like any other: it gets the header timeout.
             let handshake = tokio::time::timeout(state.config.server.header_timeout, acceptor.accept(stream));
             match handshake.await {
-                Ok(Ok(tls)) => http_connection(tls, connection, state.clone()).await,
+                Ok(Ok(tls)) => http_connection(tls, connection, state.clone(), routes).await,
                 Ok(Err(e)) => tracing::debug!("TLS handshake with {peer} failed: {e}"),
                 Err(_) => tracing::debug!("TLS handshake with {peer} timed out"),
             }
@@ -196,7 +224,7 @@ async fn handle_connection(stream: TcpStream, peer: SocketAddr, connection: Arc<
 
 /// Runs HTTP/1.1 on a connection until it ends, is idle too long, or the
 /// server shuts down.
-async fn http_connection<S>(io: S, connection: Arc<Connection>, state: Arc<ServerState>)
+async fn http_connection<S>(io: S, connection: Arc<Connection>, state: Arc<ServerState>, routes: Routes)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -206,7 +234,13 @@ where
         service_fn(move |req| {
             let busy = Busy::start(activity.clone());
             let (state, connection) = (state.clone(), connection.clone());
-            async move { http::route(req, state, connection).await.map(|res| res.map(|body| http::hold(body, busy))) }
+            async move {
+                let res = match routes {
+                    Routes::All => http::route(req, state, connection).await,
+                    Routes::Api => http::route_api(req, &state).await,
+                };
+                res.map(|res| res.map(|body| http::hold(body, busy)))
+            }
         })
     };
     let mut builder = http1::Builder::new();

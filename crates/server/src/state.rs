@@ -40,6 +40,8 @@ pub struct ServerState {
     pub tls: Option<TlsAcceptor>,
     /// The archives' writer, when anything is archived.
     pub archive: Option<Arc<base::archive::Archive>>,
+    /// The server API, when a key is configured and there is a chat mount.
+    pub api: Option<Arc<api::Api>>,
 }
 
 impl std::ops::Deref for ServerState {
@@ -135,6 +137,8 @@ impl ServerState {
                 Some(Arc::new(App::new(kind, rooms)))
             })
             .collect();
+        // MUC rooms and IRC channels are the first chat mount's rooms.
+        let chat_rooms = apps.iter().flatten().find(|app| app.kind() == AppKind::Chat).map(|app| app.broker().clone());
         let federation = match &config.tls {
             Some(files) if federates => {
                 let f = &config.federation;
@@ -156,8 +160,7 @@ impl ServerState {
             _ => None,
         };
         let irc = {
-            // Channels are the first chat mount's rooms, as MUC rooms are.
-            let rooms = apps.iter().flatten().find(|app| app.kind() == AppKind::Chat).map(|app| app.broker().clone());
+            let rooms = chat_rooms.clone();
             let rates = config.limits;
             let settings = irc::Settings {
                 server_name: config.irc.server_name.clone(),
@@ -179,8 +182,7 @@ impl ServerState {
         };
         let muc_prefix = config.mounts.iter().find(|m| m.app == MountKind::App(AppKind::Chat)).map(|m| m.prefix.clone());
         let xmpp = xmpp_on.then(|| {
-            // MUC rooms are the first chat mount's rooms.
-            let rooms = apps.iter().flatten().find(|app| app.kind() == AppKind::Chat).map(|app| app.broker().clone());
+            let rooms = chat_rooms.clone();
             let auth = xmpp::Auth {
                 // Checked by the configuration's validation.
                 accounts: {
@@ -202,7 +204,7 @@ impl ServerState {
                 inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
                 archiving: xmpp::Archiving {
                     chats: archive.clone().filter(|_| xmpp_archive),
-                    rooms: room_archive.clone().zip(muc_prefix),
+                    rooms: room_archive.clone().zip(muc_prefix.clone()),
                 },
                 federation,
             };
@@ -217,6 +219,26 @@ impl ServerState {
             };
             xmpp::bosh::Bosh::new(xmpp.clone(), settings)
         });
+        let api = match (config.api.settings(), &chat_rooms) {
+            (Some(settings), Some(rooms)) => {
+                let mut clients: Vec<api::ClientsNamed> = Vec::new();
+                if let Some(xmpp) = xmpp.clone() {
+                    clients.push(Box::new(move |name: &str| xmpp.clients_named(name)));
+                }
+                let service = irc.clone();
+                clients.push(Box::new(move |name: &str| service.client_named(name).into_iter().collect()));
+                let others = nats.clone();
+                let reach = api::Reach {
+                    rooms: rooms.clone(),
+                    archive: room_archive.clone().zip(muc_prefix),
+                    clients,
+                    node: nats.as_ref().map_or_else(|| Arc::from(api::SOLE_NODE), |nats| nats.node().clone()),
+                    nodes: Box::new(move || others.as_ref().map_or_else(Vec::new, |nats| nats.others())),
+                };
+                Some(Arc::new(api::Api::new(context.clone(), settings, reach)))
+            }
+            _ => None,
+        };
         let mounts = config
             .mounts
             .iter()
@@ -254,6 +276,7 @@ impl ServerState {
             irc,
             tls,
             archive,
+            api,
         })
     }
 

@@ -31,7 +31,7 @@ pub mod websocket;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use hub::Broker;
+use hub::{Broker, Outbox};
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -339,6 +339,14 @@ impl Xmpp {
         // A scrape of the metrics does not wait long for a store in trouble.
         let waiting = tokio::time::timeout(std::time::Duration::from_secs(1), self.rosters.waiting()).await.unwrap_or(0);
         (parked, waiting)
+    }
+
+    /// Where the stanzas of each connected resource of the account `name`
+    /// (its local part) go: the server API closes them to disconnect it.
+    pub fn clients_named(&self, name: &str) -> Vec<Arc<Outbox>> {
+        let Some(local) = wire::xmpp::jid::localpart(name) else { return Vec::new() };
+        let bare = format!("{local}@{}", self.domain);
+        self.router.resources(&bare).into_iter().map(|(_, (outbox, _))| outbox).collect()
     }
 
     /// What federation holds: stanzas waiting for streams to other

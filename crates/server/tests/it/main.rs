@@ -6,6 +6,7 @@
 
 mod support;
 
+mod api;
 mod apps;
 mod bad_input;
 mod binary;

@@ -48,6 +48,15 @@ impl TestServer {
     /// IRC on a port of its own,
     /// keeping nothing beyond itself (`--store memory`).
     pub async fn with(config: Config) -> TestServer {
+        TestServer::with_own(config, None).await
+    }
+
+    /// As `with`, with the server API on `api` (`--api-listen`).
+    pub async fn with_api(config: Config, api: TcpListener) -> TestServer {
+        TestServer::with_own(config, Some(api)).await
+    }
+
+    async fn with_own(config: Config, api: Option<TcpListener>) -> TestServer {
         let mut config = config;
         config.store.kind = server::StoreKind::Memory;
         config.xmpp.listen = server::Listen::Off;
@@ -61,7 +70,7 @@ impl TestServer {
         };
         let irc_tls_addr = irc_tls.as_ref().map(|l| l.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
-        let listeners = server::Listeners { irc: Some(irc), irc_tls, ..server::Listeners::default() };
+        let listeners = server::Listeners { irc: Some(irc), irc_tls, api, ..server::Listeners::default() };
         let task = tokio::spawn(server::serve_with(listener, listeners, config, async move {
             let _ = stopped.await;
         }));
@@ -104,7 +113,7 @@ impl TestServer {
         let (addr, xmpp_addr, irc_addr) = (listener.local_addr().unwrap(), xmpp.local_addr().unwrap(), irc.local_addr().unwrap());
         let xmpp_tls = direct_tls.as_ref().map(|l| l.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
-        let listeners = server::Listeners { xmpp: Some(xmpp), xmpp_tls: direct_tls, s2s, s2s_tls, irc: Some(irc), irc_tls: None };
+        let listeners = server::Listeners { xmpp: Some(xmpp), xmpp_tls: direct_tls, s2s, s2s_tls, irc: Some(irc), irc_tls: None, api: None };
         let task = tokio::spawn(server::serve_with(listener, listeners, config, async move {
             let _ = stopped.await;
         }));
