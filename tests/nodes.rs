@@ -461,3 +461,39 @@ async fn the_server_api_publishes_to_every_node_and_lists_members_of_every_node(
     // This node, then the others it has heard beat (B beats when it starts).
     assert_eq!(a.api("info", json!({}))["nodes"], json!([node_a, node_b]));
 }
+
+#[tokio::test]
+async fn a_client_recovers_what_it_missed_on_another_node_from_the_streams_positions() {
+    let nats = Nats::start();
+    let (a, b) = (Node::start(&nats), Node::start(&nats));
+    let mut alice = a.websocket().await;
+    alice.join("alice", "lobby").await;
+    let mut bob = b.websocket().await;
+    bob.join("bob", "lobby").await;
+    alice.send(json!({"message": "one"})).await;
+    let seen = bob.until("message", "one").await;
+    let (offset, epoch) = (seen["offset"].as_u64().expect("a position"), seen["epoch"].clone());
+    drop(bob);
+    alice.until("event", "leave").await;
+    alice.send(json!({"message": "two"})).await;
+    alice.send(json!({"message": "three"})).await;
+    let three = alice.until("message", "three").await;
+    assert_eq!(three["epoch"], epoch, "one history on every node");
+
+    // Back on the other node: exactly what it missed, at the stream's positions.
+    let mut back = a.websocket().await;
+    back.send(json!({"name": "bob", "room": "lobby", "since": {"offset": offset, "epoch": epoch}})).await;
+    let members = back.next().await;
+    assert_eq!((&members["event"], &members["offset"]), (&json!("members"), &three["offset"]));
+    let history = back.next().await;
+    assert_eq!(history["recovered"], true, "{history}");
+    let missed: Vec<&Value> = history["messages"].as_array().unwrap().iter().map(|m| &m["message"]).collect();
+    assert_eq!(missed, [&json!("two"), &json!("three")]);
+    assert!(history["messages"][0]["offset"].as_u64().unwrap() > offset);
+
+    // A position of another history is not recovered.
+    let mut stale = b.websocket().await;
+    stale.send(json!({"name": "carol", "room": "lobby", "since": {"offset": offset, "epoch": "elsewhere"}})).await;
+    stale.next().await;
+    assert_eq!(stale.next().await["recovered"], false);
+}

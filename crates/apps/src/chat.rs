@@ -15,7 +15,7 @@ use futures_util::FutureExt;
 use hub::{Broker, Greeting, JoinError, Member, Payload, RoomEvent, Roster, Speaks};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
-use wire::app::{AppError, ChatEvent, Join, MAX_MEMBERS_LISTED, MembersTag, Say, history_json};
+use wire::app::{AppError, ChatEvent, Join, MAX_MEMBERS_LISTED, MembersTag, Say, Since, history_json};
 use wire::nickname::Nickname;
 
 use super::{Client, broker_error, unavailable};
@@ -102,7 +102,7 @@ async fn on_message(broker: &dyn Broker, client: &Client, joined: &mut Option<Jo
 }
 
 async fn join(broker: &dyn Broker, client: &Client, text: &str) -> Result<Joined, AppError> {
-    let (Join { room, .. }, nickname) = Join::parse(text)?;
+    let (Join { room, since, .. }, nickname) = Join::parse(text)?;
     if let Some(identity) = &client.identity {
         check_token(identity, &nickname, &room)?;
     }
@@ -115,12 +115,21 @@ async fn join(broker: &dyn Broker, client: &Client, text: &str) -> Result<Joined
             room: listed_room.clone(),
             members: roster.names.iter().map(|m| m.to_string()).collect(),
             total: (roster.total > roster.names.len()).then_some(roster.total),
+            offset: Some(roster.last),
+            epoch: Some(roster.epoch.to_string()),
         };
         let mut greeting = vec![Payload::from(list.to_json())];
-        if !roster.history.is_empty() {
-            // The kept messages are chat messages, as the app published them.
-            let kept = roster.history.iter().filter_map(Payload::as_text);
-            greeting.push(Payload::from(history_json(&listed_room, kept)));
+        // The kept messages are chat messages, as the app published them.
+        let kept = roster.history.iter().filter_map(Payload::as_text);
+        match since {
+            // Coming back: exactly what it missed, or the newest and a word that it may have missed more.
+            Some(Since { offset, epoch }) if roster.keeps_after(offset, &epoch) => {
+                let missed = roster.history.iter().filter(|p| p.position().is_some_and(|p| p.offset > offset));
+                greeting.push(Payload::from(history_json(&listed_room, missed.filter_map(Payload::as_text), Some(true))));
+            }
+            Some(_) => greeting.push(Payload::from(history_json(&listed_room, kept, Some(false)))),
+            None if !roster.history.is_empty() => greeting.push(Payload::from(history_json(&listed_room, kept, None))),
+            None => {}
         }
         greeting
     });

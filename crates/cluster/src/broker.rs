@@ -60,7 +60,8 @@ impl NatsBroker {
     pub fn new(nats: Arc<Nats>, prefix: &str, limits: RoomLimits) -> Arc<NatsBroker> {
         let broker = Arc::new(NatsBroker {
             app: envelope::token(prefix),
-            hub: Arc::new(Hub::with_limits(16, limits)),
+            // Positions are the stream's sequence numbers, the same on every node.
+            hub: Arc::new(Hub::with_epoch(16, limits, nats.epoch())),
             rooms: Arc::new(Mutex::new(HashMap::new())),
             nats,
         });
@@ -253,14 +254,21 @@ async fn follow(nats: Arc<Nats>, app: String, hub: Arc<Hub>, room: Arc<str>, sta
         }
     };
     let kept = format!("{subjects}m");
+    let epoch = nats.epoch();
     let mut read = 0;
+    let mut first = true;
     while read < backlog {
         let Some(message) = messages.next().await else { break };
         read += 1;
         let Ok(message) = message else { continue };
         if message.subject.as_str() == kept
-            && let Some(received) = decode(&room, &message)
+            && let Some(received) = decode(&room, &message, &epoch)
         {
+            if first {
+                // What the stream no longer holds of the room is lost to recovery.
+                first = false;
+                hub.lost_before(&room, received.payload.position().map_or(0, |p| p.offset));
+            }
             hub.keep(&room, &received.payload);
         }
     }
@@ -284,7 +292,7 @@ async fn follow(nats: Arc<Nats>, app: String, hub: Arc<Hub>, room: Arc<str>, sta
                 continue;
             }
         };
-        let Some(received) = decode(&room, &message) else { continue };
+        let Some(received) = decode(&room, &message, &epoch) else { continue };
         if message.subject.as_str() == kept {
             hub.publish_and_keep(&room, &received.payload);
             continue;
@@ -306,12 +314,19 @@ async fn follow(nats: Arc<Nats>, app: String, hub: Arc<Hub>, room: Arc<str>, sta
     tracing::warn!(%room, "broker: a room's events ended; its members here hear no more of it");
 }
 
-fn decode(room: &Arc<str>, message: &async_nats::jetstream::Message) -> Option<envelope::Received> {
+/// A message of the stream as the event it carries, at its position in
+/// the history `epoch`: its sequence number on the stream.
+fn decode(room: &Arc<str>, message: &async_nats::jetstream::Message, epoch: &Arc<str>) -> Option<envelope::Received> {
+    let info = message.info().ok();
     // When the stream stored it: a backlog read later keeps its time.
-    let at = message.info().map_or_else(|_| std::time::SystemTime::now(), |info| info.published.into());
-    envelope::decode(room, message.headers.as_ref(), message.payload.clone(), at)
+    let at = info.as_ref().map_or_else(std::time::SystemTime::now, |info| info.published.into());
+    let received = envelope::decode(room, message.headers.as_ref(), message.payload.clone(), at)
         .inspect_err(|e| tracing::warn!(%room, "broker: an event was not understood: {e}"))
-        .ok()
+        .ok()?;
+    if let Some(info) = info {
+        received.payload.place(hub::Position { offset: info.stream_sequence, epoch: epoch.clone() });
+    }
+    Some(received)
 }
 
 /// An ordered consumer of `stream`'s subjects `filter` from `policy`, and

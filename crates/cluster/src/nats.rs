@@ -195,6 +195,12 @@ impl Nats {
         Ok(nats)
     }
 
+    /// The name of the rooms' history on the stream: when the stream was
+    /// made, the same on every node, and new if the stream is made again.
+    pub(crate) fn epoch(&self) -> Arc<str> {
+        Arc::from(format!("{:x}", self.rooms.cached_info().created.unix_timestamp_nanos()))
+    }
+
     /// This node's id.
     pub fn node(&self) -> &Arc<str> {
         &self.node

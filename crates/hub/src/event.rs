@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use wire::app::{ChatEvent, Presence, chat_message_json};
+use wire::app::{ChatEvent, Presence, chat_message_json_at};
+
+use crate::payload::Position;
 
 /// An event of a room that every member receives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,13 +38,16 @@ impl RoomEvent {
         RoomEvent::Leave { name, reason: None, quit: false }
     }
 
-    /// The chat app's JSON for this event of `room` (see `wire::app`).
-    pub fn chat_json(&self, room: &str) -> String {
+    /// The chat app's JSON for this event of `room` (see `wire::app`), a
+    /// message with its position in the room's history if it has one.
+    pub fn chat_json(&self, room: &str, position: Option<&Position>) -> String {
         let presence = |event, name: &Arc<str>| {
             ChatEvent::Presence { event, name: name.to_string(), room: room.to_owned() }.to_json()
         };
         match self {
-            RoomEvent::Message { name, text } | RoomEvent::Notice { name, text } => chat_message_json(name, room, text),
+            RoomEvent::Message { name, text } | RoomEvent::Notice { name, text } => {
+                chat_message_json_at(name, room, text, position.map(|p| (p.offset, &*p.epoch)))
+            }
             RoomEvent::Join { name } => presence(Presence::Join, name),
             RoomEvent::Leave { name, .. } => presence(Presence::Leave, name),
         }

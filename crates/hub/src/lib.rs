@@ -18,6 +18,6 @@ pub use broker::{BoxFuture, Broker, BrokerError, Greeting, MemoryBroker, Present
 pub use bucket::Bucket;
 pub use event::RoomEvent;
 pub use outbox::{Close, Drained, Outbox, PushError};
-pub use payload::{Form, IRC_FORMS, Payload};
+pub use payload::{Form, IRC_FORMS, Payload, Position};
 pub use rooms::{Delivery, HistoryLimits, Hub, JoinError, Member, MemberId, RenameError, RoomLimits, RoomSize, Roster, Speaks, next_member_id};
 pub use shards::{Shards, shrink_when_sparse};

@@ -56,9 +56,23 @@ impl Form {
     }
 }
 
+/// Where a kept message sits in its room's history: its `offset`, greater
+/// than every message kept before it in the room, counted in the history
+/// named `epoch`, which changes when the room's history is lost (a room
+/// opened again, a restart, another stream between nodes). A client that
+/// comes back with a position gets what came after it (see `wire::app::Since`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Position {
+    pub offset: u64,
+    pub epoch: Arc<str>,
+}
+
 #[derive(Debug)]
 struct Inner {
     data: Data,
+    /// Its position in its room's history, once kept there; set before any
+    /// form is made (the chat JSON carries it).
+    position: OnceLock<Position>,
     /// One slot per [`Form`]; `None` in a slot: the encoder declined.
     forms: [OnceLock<Option<Bytes>>; FORMS],
     /// When it was published (a room's history tells it, e.g. to XMPP).
@@ -100,7 +114,7 @@ impl Payload {
     /// archive under `id` (if it was).
     pub fn archived(room: impl Into<Arc<str>>, event: RoomEvent, at: SystemTime, id: Option<Arc<str>>) -> Payload {
         let data = Data::Event { room: room.into(), event, json: OnceLock::new() };
-        Payload(Arc::new(Inner { data, forms: Default::default(), at, id }))
+        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at, id }))
     }
 
     /// This payload as kept in its room's archive at `at` under `id`: set
@@ -121,7 +135,7 @@ impl Payload {
     }
 
     fn of(data: Data) -> Payload {
-        Payload(Arc::new(Inner { data, forms: Default::default(), at: SystemTime::now(), id: None }))
+        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at: SystemTime::now(), id: None }))
     }
 
     /// When it was published.
@@ -132,6 +146,17 @@ impl Payload {
     /// Its id in its room's archive, if it was archived.
     pub fn id(&self) -> Option<&str> {
         self.0.id.as_deref()
+    }
+
+    /// Its position in its room's history, if it was kept there.
+    pub fn position(&self) -> Option<&Position> {
+        self.0.position.get()
+    }
+
+    /// Gives it its position in its room's history, unless it has one;
+    /// `false` if it had. Done before anything reads its chat JSON.
+    pub fn place(&self, position: Position) -> bool {
+        self.0.position.set(position).is_ok()
     }
 
     /// Length of the application data in bytes.
@@ -169,7 +194,7 @@ impl Payload {
         static NONE: OnceLock<Utf8Bytes> = OnceLock::new();
         match &self.0.data {
             Data::Text(text) => text,
-            Data::Event { room, event, json } => json.get_or_init(|| Utf8Bytes::from(event.chat_json(room))),
+            Data::Event { room, event, json } => json.get_or_init(|| Utf8Bytes::from(event.chat_json(room, self.position()))),
             Data::Binary(_) => NONE.get_or_init(|| Utf8Bytes::from_static("")),
         }
     }
@@ -298,6 +323,10 @@ mod tests {
         let Message::Text(a) = p.ws_message() else { unreachable!() };
         let Message::Text(b) = p.clone().ws_message() else { unreachable!() };
         assert_eq!(a.as_str().as_ptr(), b.as_str().as_ptr(), "one encoding, shared");
+        let kept = Payload::event("lobby", RoomEvent::Message { name: "al".into(), text: "yo".into() });
+        assert!(kept.place(Position { offset: 3, epoch: "e1".into() }));
+        assert!(!kept.place(Position { offset: 4, epoch: "e1".into() }), "placed once");
+        assert_eq!(kept.as_text(), Some(r#"{"name":"al","room":"lobby","message":"yo","offset":3,"epoch":"e1"}"#));
         let leave = Payload::event("lobby", RoomEvent::leave("bob".into()));
         assert_eq!(leave.as_text(), Some(r#"{"event":"leave","name":"bob","room":"lobby"}"#));
     }

@@ -7,7 +7,17 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 use wire::nickname::Nickname;
 
-use crate::{Bucket, Outbox, Payload, PushError, Shards};
+use crate::{Bucket, Outbox, Payload, Position, PushError, Shards};
+
+/// A new room's epoch: a name no other opening of a room is likely to
+/// have had, in this process or an earlier one.
+fn new_epoch() -> Arc<str> {
+    use std::hash::BuildHasher;
+    static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let hash = std::hash::RandomState::new().hash_one((std::time::SystemTime::now(), std::process::id(), n));
+    Arc::from(format!("{hash:016x}"))
+}
 
 /// Identifies a client for as long as the process runs, whatever its
 /// protocol, so that clients of every protocol can share rooms.
@@ -131,13 +141,27 @@ impl RoomLimits {
 }
 
 /// The room a member just joined: the first names in it (the new member's
-/// among them), how many members it has, and the messages it kept, oldest
-/// first.
+/// among them), how many members it has, the messages it kept, oldest
+/// first, and where its history stands: its `epoch`, the offset of its
+/// newest message (`last`, 0 for none), and the offset below which, up to
+/// and including `trimmed`, messages are no longer kept.
 #[derive(Debug, Clone)]
 pub struct Roster {
     pub names: Vec<Arc<str>>,
     pub total: usize,
     pub history: Vec<Payload>,
+    pub epoch: Arc<str>,
+    pub last: u64,
+    pub trimmed: u64,
+}
+
+impl Roster {
+    /// Whether every message after `offset` of history `epoch` is kept,
+    /// so that a client that saw up to it can be given exactly what it
+    /// missed: the same history, an offset it can have seen, none lost.
+    pub fn keeps_after(&self, offset: u64, epoch: &str) -> bool {
+        *self.epoch == *epoch && self.trimmed <= offset && offset <= self.last
+    }
 }
 
 /// What a publish did.
@@ -158,6 +182,10 @@ pub struct Delivery {
 pub struct Hub {
     rooms: Shards<HashMap<Arc<str>, Room>>,
     limits: RoomLimits,
+    /// The history every room counts its positions in, when something else
+    /// (the stream between nodes) gives the positions; otherwise each room
+    /// opened has an epoch of its own.
+    epoch: Option<Arc<str>>,
 }
 
 #[derive(Debug)]
@@ -169,18 +197,37 @@ struct Room {
     /// Recent messages, oldest first, within [`RoomLimits::history`].
     history: VecDeque<Payload>,
     history_bytes: usize,
+    /// The history the positions count in (see [`Roster`]).
+    epoch: Arc<str>,
+    /// The offset of the newest message.
+    last: u64,
+    /// Messages up to this offset are no longer kept.
+    trimmed: u64,
 }
 
 impl Room {
-    /// Keeps `payload` as the newest message, dropping the oldest ones to
-    /// stay within `limits`.
+    /// Keeps `payload` as the newest message, at the next position unless
+    /// it comes with one, dropping the oldest ones to stay within `limits`.
+    /// A room that keeps no history gives no positions.
     fn keep(&mut self, payload: &Payload, limits: HistoryLimits) {
-        if limits.messages == 0 || payload.len() > limits.bytes {
+        if limits.messages == 0 {
+            return;
+        }
+        // Placed first: its chat JSON, whose length is measured, carries it.
+        if payload.position().is_none() {
+            payload.place(Position { offset: self.last + 1, epoch: self.epoch.clone() });
+        }
+        let offset = payload.position().map_or(self.last + 1, |p| p.offset);
+        self.last = self.last.max(offset);
+        if payload.len() > limits.bytes {
+            // Delivered, never kept: nobody can be given it again.
+            self.trimmed = self.trimmed.max(offset);
             return;
         }
         while self.history.len() >= limits.messages || self.history_bytes + payload.len() > limits.bytes {
             let Some(oldest) = self.history.pop_front() else { break };
             self.history_bytes -= oldest.len();
+            self.trimmed = self.trimmed.max(oldest.position().map_or(0, |p| p.offset));
         }
         self.history_bytes += payload.len();
         self.history.push_back(payload.clone());
@@ -196,7 +243,13 @@ impl Hub {
 
     /// A hub whose rooms keep to `limits`.
     pub fn with_limits(shards: usize, limits: RoomLimits) -> Hub {
-        Hub { rooms: Shards::new(shards), limits }
+        Hub { rooms: Shards::new(shards), limits, epoch: None }
+    }
+
+    /// A hub whose rooms keep to `limits` and count the positions they are
+    /// given in the history `epoch` (a stream's, shared by several nodes).
+    pub fn with_epoch(shards: usize, limits: RoomLimits, epoch: Arc<str>) -> Hub {
+        Hub { rooms: Shards::new(shards), limits, epoch: Some(epoch) }
     }
 
     /// The bounds every room of this hub keeps to.
@@ -264,7 +317,8 @@ impl Hub {
         let here = entry.members.iter().filter_map(|m| m.name.as_ref().map(|n| n.shown.clone()));
         let names = here.chain(elsewhere.iter().cloned()).take(listed).collect();
         let total = entry.members.len() + elsewhere.len();
-        let roster = Roster { names, total, history: entry.history.iter().cloned().collect() };
+        let history = entry.history.iter().cloned().collect();
+        let roster = Roster { names, total, history, epoch: entry.epoch.clone(), last: entry.last, trimmed: entry.trimmed };
         for payload in greet(&roster) {
             // A refused push has closed the member's session; it leaves on its own.
             let _ = outbox.push(payload);
@@ -279,7 +333,21 @@ impl Hub {
             joins: self.limits.join_rate.map(|rate| Bucket::new(rate, rate)),
             history: VecDeque::new(),
             history_bytes: 0,
+            epoch: self.epoch.clone().unwrap_or_else(new_epoch),
+            last: 0,
+            trimmed: 0,
         })
+    }
+
+    /// Says that `room`'s messages before `offset` are lost (a node that
+    /// starts to follow a room reads its stream from there), opening the
+    /// room if needed as [`Hub::keep`] does.
+    pub fn lost_before(&self, room: &str, offset: u64) {
+        let mut rooms = self.shard(room).lock();
+        let entry = self.entry(&mut rooms, room);
+        let lost = offset.saturating_sub(1);
+        entry.trimmed = entry.trimmed.max(lost);
+        entry.last = entry.last.max(lost);
     }
 
     /// Keeps a message in a room's history without delivering it (a
@@ -579,6 +647,55 @@ mod tests {
             hub.leave("lobby", id);
         }
         assert!(hub.join("lobby", member(5, Some("erin"), 1 << 20), 10).unwrap().history.is_empty());
+    }
+
+    #[test]
+    fn kept_messages_take_growing_positions_in_a_history_each_opening_of_a_room_names_anew() {
+        let history = HistoryLimits { messages: 2, bytes: 1 << 10 };
+        let hub = Hub::with_limits(1, RoomLimits { history, ..RoomLimits::NONE });
+        let message = |text: &str| Payload::event("lobby", crate::RoomEvent::Message { name: "al".into(), text: text.into() });
+        hub.join("lobby", member(1, Some("al"), 1 << 16), 10).unwrap();
+        let sent: Vec<Payload> = ["a", "b", "c"].iter().map(|t| message(t)).collect();
+        for p in &sent {
+            hub.publish_and_keep("lobby", p);
+        }
+        let offsets: Vec<u64> = sent.iter().map(|p| p.position().unwrap().offset).collect();
+        assert_eq!(offsets, [1, 2, 3]);
+        let epoch = sent[0].position().unwrap().epoch.clone();
+        let roster = hub.join("lobby", member(2, Some("bo"), 1 << 16), 10).unwrap();
+        assert_eq!((roster.last, roster.trimmed, &roster.epoch), (3, 1, &epoch), "a was let go for the bound");
+        assert!(roster.keeps_after(1, &epoch) && roster.keeps_after(3, &epoch));
+        assert!(!roster.keeps_after(0, &epoch), "a is gone");
+        assert!(!roster.keeps_after(4, &epoch) && !roster.keeps_after(2, "other"));
+        // A message too large to keep is delivered, and lost to recovery.
+        let large = message(&"x".repeat(2000));
+        hub.publish_and_keep("lobby", &large);
+        let roster = hub.join("lobby", member(3, Some("cy"), 1 << 16), 10).unwrap();
+        assert_eq!((roster.last, roster.trimmed), (4, 4));
+        // Emptied, the room goes; opened again, it counts in a new history.
+        for id in 1..=3 {
+            hub.leave("lobby", id);
+        }
+        let roster = hub.join("lobby", member(4, Some("di"), 1 << 16), 10).unwrap();
+        assert_ne!(roster.epoch, epoch);
+        assert_eq!((roster.last, roster.trimmed), (0, 0));
+    }
+
+    #[test]
+    fn positions_given_from_outside_are_kept_and_what_came_before_them_is_lost() {
+        let history = HistoryLimits { messages: 10, bytes: 1 << 10 };
+        let hub = Hub::with_epoch(1, RoomLimits { history, ..RoomLimits::NONE }, "stream".into());
+        let at = |offset| {
+            let p = Payload::event("r", crate::RoomEvent::Message { name: "al".into(), text: "t".into() });
+            p.place(Position { offset, epoch: "stream".into() });
+            p
+        };
+        hub.lost_before("r", 40);
+        hub.keep("r", &at(40));
+        hub.keep("r", &at(57));
+        let roster = hub.join("r", member(1, Some("al"), 1 << 16), 10).unwrap();
+        assert_eq!((&*roster.epoch, roster.last, roster.trimmed), ("stream", 57, 39));
+        assert!(roster.keeps_after(39, "stream") && !roster.keeps_after(38, "stream"));
     }
 
     #[test]

@@ -59,12 +59,27 @@ impl AppError {
     }
 }
 
-/// First message of a chat client: `{"name":"alice","room":"lobby"}`.
+/// First message of a chat client: `{"name":"alice","room":"lobby"}`, and
+/// from a client coming back, where it was in the room:
+/// `…,"since":{"offset":7,"epoch":"…"}` (the last message it saw, or the
+/// members event's position if it saw none).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Join {
     pub name: String,
     pub room: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<Since>,
+}
+
+/// A position in a room's history: the `offset` of a message (each kept
+/// message's is greater than the one before it), counted in the history
+/// named `epoch`, which changes when the room's history is lost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Since {
+    pub offset: u64,
+    pub epoch: String,
 }
 
 impl Join {
@@ -101,26 +116,49 @@ impl Say {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ChatEvent {
-    /// A member's message: `{"name":"alice","room":"lobby","message":"hi"}`.
-    Message { name: String, room: String, message: String },
+    /// A member's message: `{"name":"alice","room":"lobby","message":"hi","offset":7,"epoch":"…"}`,
+    /// with its position in the room's history (none when it was not kept).
+    Message {
+        name: String,
+        room: String,
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        offset: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        epoch: Option<String>,
+    },
     /// Someone joined or left: `{"event":"join","name":"alice","room":"lobby"}`.
     Presence { event: Presence, name: String, room: String },
     /// Sent to a new member only, before its own join event:
     /// `{"event":"members","room":"lobby","members":["bob","alice"]}`. A list
     /// cut short at [`MAX_MEMBERS_LISTED`] names also says how many there are:
-    /// `…,"members":[…],"total":1000}`.
+    /// `…,"members":[…],"total":1000}`. It ends with the room's position
+    /// (its newest message's): `…,"offset":7,"epoch":"…"}`.
     Members {
         event: MembersTag,
         room: String,
         members: Vec<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         total: Option<usize>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        offset: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        epoch: Option<String>,
     },
     /// Sent to a new member only, after the members list and before its own
     /// join event: the room's last messages, oldest first, each as it was
     /// delivered: `{"event":"history","room":"lobby","messages":[{"name":"bob","room":"lobby","message":"hi"}]}`.
-    /// Not sent when the room has kept none.
-    History { event: HistoryTag, room: String, messages: Vec<ChatEvent> },
+    /// Not sent when the room has kept none. To a client that joined with
+    /// `since`, always sent, with `"recovered":true` when it holds exactly
+    /// the messages after that position, or `"recovered":false` and the
+    /// newest the room kept when they are no longer all there.
+    History {
+        event: HistoryTag,
+        room: String,
+        messages: Vec<ChatEvent>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        recovered: Option<bool>,
+    },
     /// `{"error":"..."}`.
     Error { error: String },
 }
@@ -137,8 +175,9 @@ pub enum HistoryTag {
 pub const HISTORY_EVENT_START: &str = r#"{"event":"history","#;
 
 /// Encodes the history event from the messages' JSON as they were delivered
-/// (each a `{"name":…,"room":…,"message":…}` object), without decoding them.
-pub fn history_json<'a>(room: &str, messages: impl IntoIterator<Item = &'a str>) -> String {
+/// (each a `{"name":…,"room":…,"message":…}` object), without decoding them;
+/// with `"recovered"` when the client asked to recover.
+pub fn history_json<'a>(room: &str, messages: impl IntoIterator<Item = &'a str>, recovered: Option<bool>) -> String {
     let mut out = String::from(HISTORY_EVENT_START);
     out.push_str(r#""room":"#);
     // A string always serialises.
@@ -150,7 +189,11 @@ pub fn history_json<'a>(room: &str, messages: impl IntoIterator<Item = &'a str>)
         }
         out.push_str(message);
     }
-    out.push_str("]}");
+    out.push(']');
+    if let Some(recovered) = recovered {
+        out.push_str(if recovered { r#","recovered":true"# } else { r#","recovered":false"# });
+    }
+    out.push('}');
     out
 }
 
@@ -189,13 +232,24 @@ impl ChatEvent {
 /// Encodes `{"name":...,"room":...,"message":...}` without building a
 /// [`ChatEvent`], for the hot path where the strings are borrowed.
 pub fn chat_message_json(name: &str, room: &str, message: &str) -> String {
+    chat_message_json_at(name, room, message, None)
+}
+
+/// Encodes a message as [`chat_message_json`] does, with its position in
+/// its room's history (`offset`, `epoch`) when it has one.
+pub fn chat_message_json_at(name: &str, room: &str, message: &str, position: Option<(u64, &str)>) -> String {
     #[derive(Serialize)]
     struct Borrowed<'a> {
         name: &'a str,
         room: &'a str,
         message: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        offset: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        epoch: Option<&'a str>,
     }
-    serde_json::to_string(&Borrowed { name, room, message }).unwrap_or_default()
+    let (offset, epoch) = (position.map(|p| p.0), position.map(|p| p.1));
+    serde_json::to_string(&Borrowed { name, room, message, offset, epoch }).unwrap_or_default()
 }
 
 /// A count-down step, `{"count":N}`, in both directions.
@@ -233,7 +287,10 @@ mod tests {
     #[test]
     fn join_parses_and_validates() {
         let (join, name) = Join::parse(r#"{"name":"alice","room":"lobby"}"#).unwrap();
-        assert_eq!(join, Join { name: "alice".into(), room: "lobby".into() });
+        assert_eq!(join, Join { name: "alice".into(), room: "lobby".into(), since: None });
+        let (back, _) = Join::parse(r#"{"name":"alice","room":"lobby","since":{"offset":7,"epoch":"e1"}}"#).unwrap();
+        assert_eq!(back.since, Some(Since { offset: 7, epoch: "e1".into() }));
+        assert!(matches!(Join::parse(r#"{"name":"a","room":"b","since":{"offset":-1,"epoch":"e"}}"#), Err(AppError::Malformed(_))));
         assert_eq!(&*name.shown, "alice");
         assert!(matches!(Join::parse("nope"), Err(AppError::Malformed(_))));
         assert!(matches!(Join::parse(r#"{"name":"a"}"#), Err(AppError::Malformed(_))));
@@ -269,13 +326,19 @@ mod tests {
             room: "lobby".into(),
             members: vec!["bob".into(), "alice".into()],
             total: None,
+            offset: None,
+            epoch: None,
         };
         assert_eq!(
             members.to_json(),
             r#"{"event":"members","room":"lobby","members":["bob","alice"]}"#
         );
-        let cut = ChatEvent::Members { event: MembersTag::Members, room: "r".into(), members: vec!["a".into()], total: Some(500) };
-        assert_eq!(cut.to_json(), r#"{"event":"members","room":"r","members":["a"],"total":500}"#);
+        let cut = ChatEvent::Members { event: MembersTag::Members, room: "r".into(), members: vec!["a".into()], total: Some(500), offset: Some(3), epoch: Some("e1".into()) };
+        assert_eq!(cut.to_json(), r#"{"event":"members","room":"r","members":["a"],"total":500,"offset":3,"epoch":"e1"}"#);
+        assert_eq!(
+            chat_message_json_at("alice", "lobby", "hi", Some((7, "e1"))),
+            r#"{"name":"alice","room":"lobby","message":"hi","offset":7,"epoch":"e1"}"#
+        );
         assert_eq!(ChatEvent::parse(&cut.to_json()).unwrap(), cut);
         assert_eq!(ChatEvent::parse(&members.to_json()).unwrap(), members);
         assert_eq!(ChatEvent::parse(&join.to_json()).unwrap(), join);
@@ -306,13 +369,15 @@ mod tests {
     #[test]
     fn the_history_event_wraps_the_messages_as_delivered() {
         let kept = [chat_message_json("bob", "lobby", "hi"), chat_message_json("eve", "lobby", "\"yo\"")];
-        let json = history_json("lobby", kept.iter().map(String::as_str));
+        let json = history_json("lobby", kept.iter().map(String::as_str), None);
         assert_eq!(
             json,
             r#"{"event":"history","room":"lobby","messages":[{"name":"bob","room":"lobby","message":"hi"},{"name":"eve","room":"lobby","message":"\"yo\""}]}"#
         );
         let ChatEvent::History { room, messages, .. } = ChatEvent::parse(&json).unwrap() else { panic!("{json}") };
         assert_eq!(room, "lobby");
-        assert_eq!(messages[1], ChatEvent::Message { name: "eve".into(), room: "lobby".into(), message: "\"yo\"".into() });
+        assert_eq!(messages[1], ChatEvent::Message { name: "eve".into(), room: "lobby".into(), message: "\"yo\"".into(), offset: None, epoch: None });
+        assert_eq!(history_json("r", [], Some(true)), r#"{"event":"history","room":"r","messages":[],"recovered":true}"#);
+        assert_eq!(history_json("r", [], Some(false)), r#"{"event":"history","room":"r","messages":[],"recovered":false}"#);
     }
 }

@@ -94,7 +94,7 @@ async fn run_one(
     if !kind.is_irc() {
         ctx.progress.step(format!("chat {kind} {rooms}×{users}: joining"), n as u64);
         for (i, tx) in senders.iter_mut().enumerate() {
-            let join = Join { name: format!("u{i}"), room: room_of(i as u32) };
+            let join = Join { name: format!("u{i}"), room: room_of(i as u32), since: None };
             // Serialising two strings cannot fail.
             tx.send(&serde_json::to_string(&join).unwrap_or_default()).await?;
         }

@@ -342,7 +342,7 @@ async fn chat(ws: Ws, state: Arc<State>) {
         let Message::Text(t) = msg else { continue };
         match &me {
             None => {
-                let Join { name, room } = match Join::parse(&t) {
+                let Join { name, room, .. } = match Join::parse(&t) {
                     Ok((join, _)) => join,
                     Err(e) => {
                         let _ = tx.send(e.to_json());
@@ -351,7 +351,7 @@ async fn chat(ws: Ws, state: Arc<State>) {
                 };
                 let mut members = state.chat.lock().await;
                 let names = members.iter().filter(|m| m.room == room).map(|m| m.name.clone()).collect();
-                let list = ChatEvent::Members { event: MembersTag::Members, room: room.clone(), members: names, total: None };
+                let list = ChatEvent::Members { event: MembersTag::Members, room: room.clone(), members: names, total: None, offset: None, epoch: None };
                 let _ = tx.send(list.to_json());
                 members.push(ChatMember { name: name.clone(), room: room.clone(), tx: tx.clone() });
                 let join = ChatEvent::Presence { event: Presence::Join, name: name.clone(), room: room.clone() }.to_json();

@@ -101,13 +101,19 @@ async fn chat_rooms_are_isolated_and_names_unique_per_room() {
     assert_eq!(bob.recv_json().await["name"], "alice2");
 
     alice.send(r#"{"message":"hi \"all\""}"#).await;
-    let expected = r#"{"name":"alice","room":"lobby","message":"hi \"all\""}"#;
-    assert_eq!(alice.recv().await, expected, "the sender gets its own message");
+    // With its position in the room's history: the first message of this opening of the room.
+    let own = alice.recv().await;
+    let epoch = serde_json::from_str::<serde_json::Value>(&own).unwrap()["epoch"].as_str().unwrap().to_owned();
+    assert!(epoch.len() == 16 && epoch.bytes().all(|b| b.is_ascii_hexdigit()), "{epoch}");
+    let expected = format!(r#"{{"name":"alice","room":"lobby","message":"hi \"all\"","offset":1,"epoch":"{epoch}"}}"#);
+    assert_eq!(own, expected, "the sender gets its own message");
     assert_eq!(bob.recv().await, expected);
     assert_eq!(imposter.recv().await, expected);
 
     carol.send(r#"{"message":"kitchen only"}"#).await;
-    assert_eq!(carol.recv().await, r#"{"name":"alice","room":"kitchen","message":"kitchen only"}"#);
+    let kitchen = carol.recv().await;
+    assert!(kitchen.starts_with(r#"{"name":"alice","room":"kitchen","message":"kitchen only","offset":1,"epoch":""#), "{kitchen}");
+    assert!(!kitchen.contains(&epoch), "each room counts in a history of its own");
 
     // Malformed chat input gets an error and the connection stays open.
     bob.send("not json").await;
@@ -178,11 +184,13 @@ async fn a_member_who_joins_later_gets_the_rooms_last_messages_first() {
 
     let mut bob = server.ws("/chat/websocket").await;
     bob.send(&json!({"name": "bob", "room": "lobby"}).to_string()).await;
-    assert_eq!(bob.recv_json().await["event"], "members");
+    let members = bob.recv_whole().await;
+    assert_eq!((&members["event"], &members["offset"]), (&json!("members"), &json!(3)), "the room's position: its newest message");
+    let epoch = members["epoch"].as_str().unwrap();
     // Exactly as delivered, oldest first, at most two.
     assert_eq!(
         bob.recv().await,
-        r#"{"event":"history","room":"lobby","messages":[{"name":"alice","room":"lobby","message":"two"},{"name":"alice","room":"lobby","message":"three"}]}"#
+        format!(r#"{{"event":"history","room":"lobby","messages":[{{"name":"alice","room":"lobby","message":"two","offset":2,"epoch":"{epoch}"}},{{"name":"alice","room":"lobby","message":"three","offset":3,"epoch":"{epoch}"}}]}}"#)
     );
     assert_eq!(bob.recv_json().await, json!({"event":"join","name":"bob","room":"lobby"}));
 

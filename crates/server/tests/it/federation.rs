@@ -210,7 +210,7 @@ impl Wss {
     async fn recv_json(&mut self) -> serde_json::Value {
         loop {
             match tokio::time::timeout(PATIENCE, self.0.next()).await.expect("a message in time") {
-                Some(Ok(Message::Text(text))) => return serde_json::from_str(&text).unwrap(),
+                Some(Ok(Message::Text(text))) => return crate::support::json(&text),
                 Some(Ok(_)) => continue,
                 other => panic!("expected a message, got {other:?}"),
             }

@@ -16,6 +16,7 @@ mod hostile;
 mod irc;
 mod lifecycle;
 mod security;
+mod recovery;
 mod room_archive;
 mod storage;
 mod sockjs_http;
