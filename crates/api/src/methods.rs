@@ -182,7 +182,8 @@ impl Api {
 
     /// Publishes `text` into `room` as the member `name`: delivered to
     /// every member on every node and protocol, and kept as a chat
-    /// client's message is.
+    /// client's message is; with its position in the room's history when
+    /// the room kept it.
     async fn say(&self, room: &str, name: &str, text: &str) -> Result<Value, ApiError> {
         check_room(room)?;
         let name = Nickname::parse(name).map_err(|e| ApiError::invalid(format!("invalid name: {e}")))?;
@@ -191,8 +192,11 @@ impl Api {
         }
         let room: Arc<str> = Arc::from(room);
         let event = RoomEvent::Message { name: name.shown, text: Arc::from(text) };
-        self.reach.rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await?;
-        Ok(json!({ "room": room }))
+        let position = self.reach.rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await?;
+        Ok(match position {
+            Some(p) => json!({ "room": room, "offset": p.offset, "epoch": p.epoch }),
+            None => json!({ "room": room }),
+        })
     }
 
     async fn broadcast(&self, b: Broadcast) -> Result<Value, ApiError> {

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use hub::{BoxFuture, Broker, BrokerError, Greeting, JoinError, Member, MemberId, Outbox, Payload, Present, RenameError, RoomEvent, RoomLimits, RoomSize, Roster};
+use hub::{BoxFuture, Broker, BrokerError, Greeting, JoinError, Member, MemberId, Outbox, Payload, Position, Present, RenameError, RoomEvent, RoomLimits, RoomSize, Roster};
 use store::{Cursor, Entry, Filter};
 use wire::nickname::Nickname;
 
@@ -91,7 +91,7 @@ impl Broker for ArchivedRooms {
     /// Delivers a message first, then resolves once it is queued for the
     /// room's archive ([`Archive::flush`] waits until it is kept; a store
     /// that fails is counted, and the message stays delivered).
-    fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<(), BrokerError>> {
+    fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<Option<Position>, BrokerError>> {
         let Some((_, RoomEvent::Message { name, text })) = payload.as_event() else {
             return self.rooms.publish_and_keep(room, payload);
         };
@@ -102,9 +102,9 @@ impl Broker for ArchivedRooms {
         // The payload the sender made, given its id: not built again.
         let payload = payload.kept_as(at, Arc::from(entry.id.as_str()));
         Box::pin(async move {
-            self.rooms.publish_and_keep(room, payload).await?;
+            let position = self.rooms.publish_and_keep(room, payload).await?;
             self.archive.queue(vec![entry]).await;
-            Ok(())
+            Ok(position)
         })
     }
 

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use async_nats::jetstream::consumer::{DeliverPolicy, push};
 use futures_util::StreamExt;
-use hub::{BoxFuture, Broker, BrokerError, Greeting, Hub, JoinError, Member, MemberId, Outbox, Payload, Present, RenameError, RoomEvent, RoomLimits, RoomSize, Roster, Speaks};
+use hub::{BoxFuture, Broker, BrokerError, Greeting, Hub, JoinError, Member, MemberId, Outbox, Payload, Position, Present, RenameError, RoomEvent, RoomLimits, RoomSize, Roster, Speaks};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use wire::nickname::Nickname;
@@ -183,9 +183,13 @@ impl Broker for NatsBroker {
         self.nats.send(envelope::room_subject(&self.app, room) + "e", headers, body)
     }
 
-    fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<(), BrokerError>> {
+    fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<Option<Position>, BrokerError>> {
         let (headers, body) = envelope::encode(&self.nats.node, &payload);
-        Box::pin(self.nats.store(envelope::room_subject(&self.app, room) + "m", headers, body))
+        Box::pin(async move {
+            // Its position is its sequence number on the stream, as every node reads it.
+            let sequence = self.nats.store(envelope::room_subject(&self.app, room) + "m", headers, body).await?;
+            Ok(Some(Position { offset: sequence, epoch: self.nats.epoch() }))
+        })
     }
 
     fn limits(&self) -> RoomLimits {

@@ -242,14 +242,15 @@ impl Nats {
         })
     }
 
-    /// Publishes to the stream and waits until it has stored the message.
-    pub(crate) async fn store(&self, subject: String, headers: HeaderMap, body: Bytes) -> Result<(), BrokerError> {
+    /// Publishes to the stream and waits until it has stored the message:
+    /// its sequence number there.
+    pub(crate) async fn store(&self, subject: String, headers: HeaderMap, body: Bytes) -> Result<u64, BrokerError> {
         self.check_up()?;
         let ack = self.js.publish_with_headers(subject, headers, body).await.map_err(|e| {
             tracing::warn!("broker: publish failed: {e}");
             BrokerError::Unavailable
         })?;
-        ack.await.map(drop).map_err(|e| {
+        ack.await.map(|ack| ack.sequence).map_err(|e| {
             tracing::warn!("broker: the stream did not confirm a message: {e}");
             BrokerError::Unavailable
         })

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use wire::nickname::Nickname;
 
-use crate::{Hub, JoinError, Member, MemberId, Outbox, Payload, RenameError, RoomLimits, RoomSize, Roster, Speaks};
+use crate::{Hub, JoinError, Member, MemberId, Outbox, Payload, Position, RenameError, RoomLimits, RoomSize, Roster, Speaks};
 
 /// A boxed future, so that brokers can be trait objects.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -61,8 +61,10 @@ pub trait Broker: Send + Sync + Debug {
 
     /// Sends a message to every member of the room, on every node, and
     /// keeps it in the room's history for members who join later; resolves
-    /// once the broker has it, so that a failure can be told to the sender.
-    fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<(), BrokerError>>;
+    /// once the broker has it, so that a failure can be told to the sender,
+    /// with the message's position in the room's history (`None` if the
+    /// room kept it nowhere: it keeps no history, or has no member here).
+    fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<Option<Position>, BrokerError>>;
 
     /// The bounds each room keeps to.
     fn limits(&self) -> RoomLimits;
@@ -142,9 +144,9 @@ impl Broker for MemoryBroker {
         Ok(())
     }
 
-    fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<(), BrokerError>> {
+    fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<Option<Position>, BrokerError>> {
         self.hub.publish_and_keep(room, &payload);
-        Box::pin(std::future::ready(Ok(())))
+        Box::pin(std::future::ready(Ok(payload.position().cloned())))
     }
 
     fn limits(&self) -> RoomLimits {

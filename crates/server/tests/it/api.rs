@@ -20,12 +20,12 @@ async fn call(server: &TestServer, method: &str, params: &Value) -> Reply {
     server.http("POST", &format!("/api/{method}"), &[("X-API-Key", KEY), ("Content-Type", "application/json")], params.to_string().as_bytes()).await
 }
 
-/// A call that must succeed: its result.
+/// A call that must succeed: its result, whole.
 async fn ok(server: &TestServer, method: &str, params: Value) -> Value {
     let reply = call(server, method, &params).await;
     assert_eq!(reply.status(), 200, "{method} {params}: {}", reply.text());
     assert_eq!(reply.header("content-type"), Some("application/json"));
-    json(reply.text())
+    serde_json::from_str(reply.text()).unwrap()
 }
 
 /// An XMPP client with no account in `room` as `nick`, past its join.
@@ -105,13 +105,15 @@ async fn a_publish_reaches_a_member_of_every_protocol_once_and_is_kept() {
 
     let params = json!({"room": "lobby", "name": "shop", "text": "order 42 has shipped", "idempotency_key": "order-42"});
     let reply = call(&server, "publish", &params).await;
-    assert_eq!((reply.status(), reply.text()), (200, r#"{"room":"lobby"}"#));
+    let epoch = serde_json::from_str::<Value>(reply.text()).unwrap().get("epoch").cloned().unwrap_or_default();
+    let epoch = epoch.as_str().expect("the message's position");
+    assert_eq!((reply.status(), reply.text()), (200, format!(r#"{{"room":"lobby","offset":1,"epoch":"{epoch}"}}"#).as_str()));
     // Sent again under the same key: answered the same, published once.
-    assert_eq!(call(&server, "publish", &params).await.text(), r#"{"room":"lobby"}"#);
-    ok(&server, "publish", json!({"room": "lobby", "name": "shop", "text": "next"})).await;
+    assert_eq!(call(&server, "publish", &params).await.text(), reply.text());
+    assert_eq!(ok(&server, "publish", json!({"room": "lobby", "name": "shop", "text": "next"})).await["offset"], 2);
 
-    for text in ["order 42 has shipped", "next"] {
-        assert_eq!(chat.recv_json().await, json!({"name": "shop", "room": "lobby", "message": text}));
+    for (offset, text) in [(1, "order 42 has shipped"), (2, "next")] {
+        assert_eq!(chat.recv_whole().await, json!({"name": "shop", "room": "lobby", "message": text, "offset": offset, "epoch": epoch}), "where the API said");
         assert_eq!(groupchat(&mut xmpp).await, ("lobby@conference.localhost/shop".to_owned(), text.to_owned()));
         assert_eq!(irc.until("PRIVMSG").await, format!(":shop!shop@localhost PRIVMSG #lobby :{text}\r\n"));
     }
@@ -255,7 +257,8 @@ async fn a_batch_runs_each_call_in_order_and_tells_each_outcome() {
         {"method": "nope"},
     ]});
     let replies = ok(&server, "batch", commands).await;
-    assert_eq!(replies["replies"][0], json!({"result": {"room": "lobby"}}));
+    assert_eq!(replies["replies"][0]["result"]["room"], "lobby");
+    assert_eq!(replies["replies"][0]["result"]["offset"], 1);
     assert_eq!(replies["replies"][1], json!({"result": {"room": "lobby", "members": 1, "protocols": {"app": 1, "xmpp": 0, "irc": 0}}}));
     assert_eq!(replies["replies"][2]["error"]["code"], "invalid");
     assert_eq!(replies["replies"][3]["error"]["message"], "a batch cannot hold a batch");
@@ -263,7 +266,8 @@ async fn a_batch_runs_each_call_in_order_and_tells_each_outcome() {
     assert_eq!(chat.recv_json().await, json!({"name": "shop", "room": "lobby", "message": "one"}));
 
     let broadcast = ok(&server, "broadcast", json!({"rooms": ["lobby", "news"], "name": "shop", "text": "closing"})).await;
-    assert_eq!(broadcast, json!({"replies": [{"result": {"room": "lobby"}}, {"result": {"room": "news"}}]}));
+    assert_eq!(broadcast["replies"][0]["result"]["offset"], 2);
+    assert_eq!(broadcast["replies"][1], json!({"result": {"room": "news"}}), "a room with no member keeps nothing here");
     assert_eq!(chat.recv_json().await, json!({"name": "shop", "room": "lobby", "message": "closing"}));
 }
 
