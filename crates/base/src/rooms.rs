@@ -188,9 +188,10 @@ mod tests {
         let again = rooms(store);
         let roster = again.join("lobby", member(2, "bob"), 10, Box::new(|_| Vec::new())).await.unwrap();
         let kept: Vec<(&str, Option<&str>)> = roster.history.iter().map(|p| (p.as_text().unwrap(), p.id())).collect();
+        let epoch = &roster.epoch;
         assert_eq!(kept, [
-            (r#"{"name":"alice","room":"lobby","message":"two"}"#, Some(ids[1])),
-            (r#"{"name":"alice","room":"lobby","message":"three"}"#, Some(ids[2]))
-        ]);
+            (format!(r#"{{"name":"alice","room":"lobby","message":"two","offset":1,"epoch":"{epoch}"}}"#).as_str(), Some(ids[1])),
+            (format!(r#"{{"name":"alice","room":"lobby","message":"three","offset":2,"epoch":"{epoch}"}}"#).as_str(), Some(ids[2]))
+        ], "at new positions, in the new opening's history");
     }
 }
