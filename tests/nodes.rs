@@ -144,6 +144,17 @@ impl Node {
         serde_json::from_str(body).unwrap()
     }
 
+    /// Waits until the server API's info lists `n` nodes (this one, and
+    /// those whose heartbeat it has heard), checking every 100 ms.
+    async fn await_nodes(&self, n: usize) {
+        let waited = tokio::time::timeout(PATIENCE, async {
+            while self.api("info", json!({}))["nodes"].as_array().map(Vec::len) != Some(n) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        waited.await.unwrap_or_else(|_| panic!("{} never heard {n} nodes", self.addr));
+    }
+
     /// Waits until `/metrics` has `line`, checking every 100 ms.
     async fn await_metric(&self, line: &str) {
         let waited = tokio::time::timeout(PATIENCE, async {
@@ -459,7 +470,8 @@ async fn the_server_api_publishes_to_every_node_and_lists_members_of_every_node(
         assert_eq!(members, [(json!("alice"), json!("app"), node_a.clone()), (json!("bob"), json!("app"), node_b.clone())]);
         assert_eq!(node.api("rooms", json!({})), json!({"rooms": [{"room": "lobby", "members": 2}], "next": null}));
     }
-    // This node, then the others it has heard beat (B beats when it starts).
+    // This node, then the others it has heard beat.
+    a.await_nodes(2).await;
     assert_eq!(a.api("info", json!({}))["nodes"], json!([node_a, node_b]));
 }
 
@@ -497,4 +509,40 @@ async fn a_client_recovers_what_it_missed_on_another_node_from_the_streams_posit
     stale.send(json!({"name": "carol", "room": "lobby", "since": {"offset": offset, "epoch": "elsewhere"}})).await;
     stale.next().await;
     assert_eq!(stale.next().await["recovered"], false);
+}
+
+#[tokio::test]
+async fn a_disconnect_through_the_api_of_one_node_closes_the_user_on_every_node() {
+    let nats = Nats::start();
+    let api = ["--api-key", API_KEY];
+    let (a, b) = (Node::with_args(&nats, &api), Node::with_args(&nats, &api));
+    // A waits for the answers of the nodes it has heard beat: B, once it has.
+    a.await_nodes(2).await;
+    let mut here = a.websocket().await;
+    here.join("mallory", "lobby").await;
+    let mut there = b.sockjs().await;
+    there.join("mallory", "den").await;
+    let mut bystander = b.websocket().await;
+    bystander.join("bob", "den").await;
+
+    let reply = a.api("disconnect", json!({"name": "mallory", "reason": "banned"}));
+    assert_eq!(reply, json!({"name": "mallory", "disconnected": 2}), "one on each node");
+    let close = loop {
+        let message = tokio::time::timeout(PATIENCE, here.ws.next()).await.unwrap().unwrap().unwrap();
+        if let Message::Close(frame) = message {
+            break frame;
+        }
+    };
+    assert!(matches!(&close, Some(f) if u16::from(f.code) == 1008 && f.reason == "banned"), "{close:?}");
+    // SockJS says it in its close frame.
+    loop {
+        let message = tokio::time::timeout(PATIENCE, there.ws.next()).await.unwrap().unwrap().unwrap();
+        if let Message::Text(text) = &message
+            && text.starts_with('c')
+        {
+            assert_eq!(text.as_str(), r#"c[1008,"banned"]"#);
+            break;
+        }
+    }
+    assert_eq!(bystander.until("event", "leave").await, json!({"event": "leave", "name": "mallory", "room": "den"}));
 }

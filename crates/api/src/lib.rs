@@ -23,7 +23,7 @@ use std::time::Duration;
 use base::Context;
 use base::archive::Archive;
 use base::http::{Body, BodyError, bytes_response, read_body};
-use hub::{Broker, Bucket, Outbox};
+use hub::{BoxFuture, Broker, BrokerError, Bucket, Outbox};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
@@ -69,6 +69,46 @@ pub struct Settings {
 /// to disconnect them.
 pub type ClientsNamed = Box<dyn Fn(&str) -> Vec<Arc<Outbox>> + Send + Sync>;
 
+/// Closes a user's clients on the other nodes (`(name, reason)`): how
+/// many.
+pub type Elsewhere = Box<dyn Fn(String, String) -> BoxFuture<'static, Result<usize, BrokerError>> + Send + Sync>;
+
+/// This node's clients by name, in every protocol: the rooms' members and
+/// what each protocol knows by name beside them (an XMPP account's
+/// resources, an IRC nickname).
+pub struct Clients {
+    rooms: Arc<dyn Broker>,
+    named: Vec<ClientsNamed>,
+}
+
+impl Clients {
+    pub fn new(rooms: Arc<dyn Broker>, named: Vec<ClientsNamed>) -> Clients {
+        Clients { rooms, named }
+    }
+
+    /// Closes every client of this node known by `name` with close 1008
+    /// and `reason`, which each protocol tells in its own way: how many
+    /// (one client found twice is closed and counted once).
+    pub fn disconnect(&self, name: &str, reason: &str) -> usize {
+        let mut outboxes = match wire::nickname::Nickname::parse(name) {
+            Ok(nickname) => self.rooms.named(&nickname.key),
+            Err(_) => Vec::new(),
+        };
+        for clients in &self.named {
+            for outbox in clients(name) {
+                if !outboxes.iter().any(|o| Arc::ptr_eq(o, &outbox)) {
+                    outboxes.push(outbox);
+                }
+            }
+        }
+        let close = hub::Close::new(1008, reason.to_owned());
+        for outbox in &outboxes {
+            outbox.close(close.clone());
+        }
+        outboxes.len()
+    }
+}
+
 /// What the API reaches of the rest of the server, which the server wires in.
 pub struct Reach {
     /// The chat rooms (which MUC rooms and IRC channels are).
@@ -76,8 +116,10 @@ pub struct Reach {
     /// The rooms' archive, and the chat mount's prefix that names a
     /// room's archive in it; `None` when rooms are not archived.
     pub archive: Option<(Arc<Archive>, String)>,
-    /// Each protocol's clients by name, beside the rooms' members.
-    pub clients: Vec<ClientsNamed>,
+    /// This node's clients by name.
+    pub clients: Arc<Clients>,
+    /// The other nodes' clients, when there are other nodes.
+    pub elsewhere: Option<Elsewhere>,
     /// This node's name.
     pub node: Arc<str>,
     /// The other nodes alive now.

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use hub::{Close, Payload, RoomEvent, Speaks};
+use hub::{Payload, RoomEvent, Speaks};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use store::{Cursor, Filter};
@@ -156,7 +156,7 @@ impl Api {
             Command::Presence(p) => self.presence(p).await,
             Command::PresenceStats(r) => self.presence_stats(r).await,
             Command::History(h) => self.history(h).await,
-            Command::Disconnect(d) => self.disconnect(d),
+            Command::Disconnect(d) => self.disconnect(d).await,
             Command::Rooms(r) => self.rooms(r).await,
             Command::Info(_) => Ok(self.info()),
             Command::Batch(b) => self.batch(b).await,
@@ -269,25 +269,17 @@ impl Api {
         Ok(json!({ "room": h.room, "messages": messages, "complete": page.complete }))
     }
 
-    fn disconnect(&self, d: Disconnect) -> Result<Value, ApiError> {
-        let name = Nickname::parse(&d.name).map_err(|e| ApiError::invalid(format!("invalid name: {e}")))?;
+    async fn disconnect(&self, d: Disconnect) -> Result<Value, ApiError> {
+        Nickname::parse(&d.name).map_err(|e| ApiError::invalid(format!("invalid name: {e}")))?;
         let reason = d.reason.unwrap_or_else(|| DISCONNECTED.to_owned());
         if reason.len() > MAX_REASON || reason.chars().any(char::is_control) {
             return Err(ApiError::invalid(format!("the reason must be at most {MAX_REASON} bytes, with no control character")));
         }
-        let mut outboxes = self.reach.rooms.named(&name.key);
-        for clients in &self.reach.clients {
-            for outbox in clients(&d.name) {
-                if !outboxes.iter().any(|o| Arc::ptr_eq(o, &outbox)) {
-                    outboxes.push(outbox);
-                }
-            }
+        let mut disconnected = self.reach.clients.disconnect(&d.name, &reason);
+        if let Some(elsewhere) = &self.reach.elsewhere {
+            disconnected += elsewhere(d.name.clone(), reason).await?;
         }
-        let close = Close::new(1008, reason);
-        for outbox in &outboxes {
-            outbox.close(close.clone());
-        }
-        Ok(json!({ "name": d.name, "disconnected": outboxes.len() }))
+        Ok(json!({ "name": d.name, "disconnected": disconnected }))
     }
 
     async fn rooms(&self, r: Rooms) -> Result<Value, ApiError> {

@@ -3,6 +3,7 @@
 //! The encoding every node must share is in `envelope`.
 
 mod broker;
+mod control;
 pub mod envelope;
 mod nats;
 

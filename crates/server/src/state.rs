@@ -75,6 +75,9 @@ pub struct Listening {
     pub irc: bool,
 }
 
+/// How long the server API's disconnect waits for the other nodes' answers.
+const DISCONNECT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Bursts of new sessions an address may open: ten seconds' worth.
 const SESSION_BURST_SECONDS: u32 = 10;
 
@@ -219,19 +222,36 @@ impl ServerState {
             };
             xmpp::bosh::Bosh::new(xmpp.clone(), settings)
         });
-        let api = match (config.api.settings(), &chat_rooms) {
-            (Some(settings), Some(rooms)) => {
-                let mut clients: Vec<api::ClientsNamed> = Vec::new();
-                if let Some(xmpp) = xmpp.clone() {
-                    clients.push(Box::new(move |name: &str| xmpp.clients_named(name)));
-                }
-                let service = irc.clone();
-                clients.push(Box::new(move |name: &str| service.client_named(name).into_iter().collect()));
-                let others = nats.clone();
+        // Each protocol's clients by name, which the server API and the
+        // other nodes' disconnects close.
+        let clients = chat_rooms.as_ref().map(|rooms| {
+            let mut named: Vec<api::ClientsNamed> = Vec::new();
+            if let Some(xmpp) = xmpp.clone() {
+                named.push(Box::new(move |name: &str| xmpp.clients_named(name)));
+            }
+            let service = irc.clone();
+            named.push(Box::new(move |name: &str| service.client_named(name).into_iter().collect()));
+            Arc::new(api::Clients::new(rooms.clone(), named))
+        });
+        if let (Some(nats), Some(clients)) = (&nats, &clients) {
+            let clients = clients.clone();
+            tokio::spawn(nats.clone().answer_disconnects(move |name, reason| clients.disconnect(name, reason)));
+        }
+        let api = match (config.api.settings(), &chat_rooms, &clients) {
+            (Some(settings), Some(rooms), Some(clients)) => {
+                let (others, cluster) = (nats.clone(), nats.clone());
+                let elsewhere: Option<api::Elsewhere> = cluster.map(|nats| {
+                    let ask: api::Elsewhere = Box::new(move |name: String, reason: String| {
+                        let nats = nats.clone();
+                        Box::pin(async move { nats.disconnect_elsewhere(&name, &reason, DISCONNECT_PATIENCE).await })
+                    });
+                    ask
+                });
                 let reach = api::Reach {
                     rooms: rooms.clone(),
                     archive: room_archive.clone().zip(muc_prefix),
-                    clients,
+                    clients: clients.clone(),
+                    elsewhere,
                     node: nats.as_ref().map_or_else(|| Arc::from(api::SOLE_NODE), |nats| nats.node().clone()),
                     nodes: Box::new(move || others.as_ref().map_or_else(Vec::new, |nats| nats.others())),
                 };
