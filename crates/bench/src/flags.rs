@@ -42,6 +42,10 @@ pub enum ScenarioArgs {
     /// Opens N connections (XMPP: logged-in sessions with initial presence), holds them idle,
     /// and reports the server's RSS per connection.
     Idle(IdleArgs),
+    /// The server API: publishes per second through `POST /api/publish` on keep-alive
+    /// connections, then how much later a publish through the API reaches every member of a
+    /// room than one from a member (target: the chat app, http://host:port/chat).
+    Api(ApiArgs),
 }
 
 /// Flags every scenario takes.
@@ -184,6 +188,33 @@ pub struct IdleArgs {
     pub hold: Duration,
     #[command(flatten)]
     pub xmpp: XmppArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ApiArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// The server API's key, sent as X-API-Key (never written to the result file).
+    #[arg(long, env = "SWITCHBOARD_API_KEY", hide_env_values = true)]
+    pub key: String,
+    /// The server API's base URL [default: the target's host and port, /api]
+    #[arg(long, value_name = "URL")]
+    pub api_url: Option<String>,
+    /// Keep-alive connections that publish back to back in the throughput part.
+    #[arg(long, default_value_t = 4)]
+    pub connections: u32,
+    /// Publishes in the throughput part, into a room with no member.
+    #[arg(long, default_value_t = 100_000)]
+    pub requests: u64,
+    /// Members of the room of the fan-out part (chat clients over WebSocket); 0 skips it.
+    #[arg(long, default_value_t = 1000)]
+    pub members: u32,
+    /// Messages in the fan-out part, one through the API, the next from a member, and so on.
+    #[arg(long, default_value_t = 200)]
+    pub messages: u64,
+    /// Time between two messages of the fan-out part.
+    #[arg(long, default_value = "20ms", value_parser = parse_duration)]
+    pub interval: Duration,
 }
 
 /// Who the XMPP clients are and where they connect. The TCP port and the HTTP paths are on
@@ -375,6 +406,19 @@ pub enum Settings {
     Link(crate::linked::LinkSettings),
     Muc(BroadcastSettings),
     Idle(IdleSettings),
+    /// The API key rides beside the settings, outside the result file.
+    Api(ApiSettings, String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiSettings {
+    /// Where the API is, `…/api`.
+    pub api_url: String,
+    pub connections: u32,
+    pub requests: u64,
+    pub members: u32,
+    pub messages: u64,
+    pub interval_us: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -478,6 +522,30 @@ impl Plan {
                 xmpp = Some(xmpp_plan(a.xmpp)?);
                 let s = IdleSettings { connections: a.connections, hold_us: a.hold.as_micros() as u64 };
                 (a.common, "echo", Settings::Idle(s), vec![TransportKind::Websocket])
+            }
+            ScenarioArgs::Api(a) => {
+                positive(a.connections as u64, "--connections")?;
+                positive(a.requests, "--requests")?;
+                if a.members > 0 {
+                    positive(a.messages, "--messages")?;
+                }
+                let api_url = match a.api_url {
+                    Some(url) => url.trim_end_matches('/').to_owned(),
+                    None => {
+                        let first = a.common.target.first().map_or("http://127.0.0.1:8080", String::as_str);
+                        let url = first.rsplit_once('=').filter(|(name, _)| !name.contains('/')).map_or(first, |(_, url)| url);
+                        format!("http://{}/api", crate::Target::parse(url.split(',').next().unwrap_or(url))?.authority())
+                    }
+                };
+                let s = ApiSettings {
+                    api_url,
+                    connections: a.connections,
+                    requests: a.requests,
+                    members: a.members,
+                    messages: a.messages,
+                    interval_us: a.interval.as_micros() as u64,
+                };
+                (a.common, "chat", Settings::Api(s, a.key), vec![TransportKind::Websocket])
             }
         };
         let mut raw_targets = common.target;

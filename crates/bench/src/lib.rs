@@ -161,6 +161,10 @@ async fn measure_target(
         progress: progress::Progress::new(plan.progress),
         timeout: plan.timeout,
         xmpp: plan.xmpp.as_ref().map(|x| x.settings.clone()),
+        api_key: match &plan.settings {
+            Settings::Api(_, key) => Some(key.clone()),
+            _ => None,
+        },
     };
     let mut run = Run {
         target_name: name.to_string(),
@@ -236,6 +240,7 @@ fn empty_outcome(settings: &Settings) -> Outcome {
         Settings::Link(settings) => Outcome::Link { settings: Box::new(settings), tables: Default::default() },
         Settings::Muc(settings) => Outcome::Muc { settings, levels: Vec::new(), summary: Vec::new() },
         Settings::Idle(settings) => Outcome::Idle { settings, results: Vec::new() },
+        Settings::Api(settings, _) => Outcome::Api { settings, results: Vec::new() },
     }
 }
 
@@ -258,6 +263,7 @@ async fn run_scenario(ctx: &Ctx, kinds: &[TransportKind], outcome: &mut Outcome)
         }
         Outcome::Link { settings, tables } => scenario::link::run(ctx, settings, kinds, tables).await,
         Outcome::Idle { settings, results } => scenario::idle::run(ctx, settings, kinds, results).await,
+        Outcome::Api { settings, results } => scenario::api::run(ctx, settings, kinds, results).await,
     }
 }
 
@@ -270,6 +276,9 @@ fn outcome_cpu_bound(outcome: &Outcome) -> bool {
             levels.iter().flat_map(|l| &l.steps).any(|s| s.resources.bench_cpu_bound)
         }
         Outcome::Idle { results, .. } => results.iter().any(|r| r.resources.bench_cpu_bound),
+        Outcome::Api { results, .. } => {
+            results.iter().any(|r| r.publish.resources.bench_cpu_bound || r.fanout.as_ref().is_some_and(|f| f.resources.bench_cpu_bound))
+        }
         // One client at a time on a slow link: the bench idles.
         Outcome::Link { .. } => false,
     }

@@ -162,6 +162,50 @@ pub(crate) fn print_table(file: &ResultFile, w: &mut impl Write) -> io::Result<(
                 }
             }
             Outcome::Link { settings, tables } => crate::linked::print(settings, tables, w)?,
+            Outcome::Api { settings, results } => {
+                writeln!(w, "api: {} publishes on {} keep-alive connections to {}/publish", settings.requests, settings.connections, settings.api_url)?;
+                t.header(&["part", "sent", "answered 200", "per s", "mean", "p50", "p99", "max", "server cpu", "note"]);
+                for r in results {
+                    let (p, l) = (&r.publish, &r.publish.latency);
+                    t.row(vec![
+                        "publish".into(),
+                        (p.ok + p.refused).to_string(),
+                        p.ok.to_string(),
+                        format!("{:.0}", p.per_s),
+                        human_us(l.mean_us),
+                        human_us(l.p50_us as f64),
+                        human_us(l.p99_us as f64),
+                        human_us(l.max_us as f64),
+                        cpu(&p.resources),
+                        note(&p.resources),
+                    ]);
+                    if let Some(why) = &p.first_refusal {
+                        t.note(format!("  {} refused; the first: {why}", p.refused));
+                    }
+                    let Some(f) = &r.fanout else { continue };
+                    for (part, sent, l) in [("fan-out: through the API", f.through_api, &f.api), ("fan-out: from a member", f.from_member, &f.member)] {
+                        t.row(vec![
+                            part.into(),
+                            sent.to_string(),
+                            "-".into(),
+                            "-".into(),
+                            human_us(l.mean_us),
+                            human_us(l.p50_us as f64),
+                            human_us(l.p99_us as f64),
+                            human_us(l.max_us as f64),
+                            cpu(&f.resources),
+                            note(&f.resources),
+                        ]);
+                    }
+                    t.note(format!(
+                        "  fan-out to {} members: {} of {} deliveries; through the API p50 {} the member's",
+                        f.members,
+                        f.received,
+                        f.expected,
+                        if f.p50_extra_us >= 0.0 { format!("{} above", human_us(f.p50_extra_us)) } else { format!("{} below", human_us(-f.p50_extra_us)) }
+                    ));
+                }
+            }
             Outcome::Idle { settings, results } => {
                 writeln!(w, "idle: {} connections held {}", settings.connections, human_us(settings.hold_us as f64))?;
                 t.header(&["transport", "opened", "connect p50", "connect max", "dropped", "server rss before", "after", "per connection", "note"]);

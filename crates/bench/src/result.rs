@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::flags::{BroadcastSettings, ChatSettings, CountdownSettings, IdleSettings, PingpongSettings, XmppSettings};
+use crate::flags::{ApiSettings, BroadcastSettings, ChatSettings, CountdownSettings, IdleSettings, PingpongSettings, XmppSettings};
 use crate::latency::LatencySummary;
 pub use crate::linked::{BytesRow, DelayRow, FailedRow, LinkRecord, LinkSettings, LinkTables, SizeRow, ThroughputRow};
 use crate::resources::Resources;
@@ -99,6 +99,51 @@ pub enum Outcome {
     /// The broadcast sweep through XMPP MUC rooms: broadcast's settings and figures.
     Muc { settings: BroadcastSettings, levels: Vec<BroadcastLevel>, summary: Vec<LevelSummary> },
     Idle { settings: IdleSettings, results: Vec<IdleResult> },
+    /// `bench api`: the server API's publishes (one result).
+    Api { settings: ApiSettings, results: Vec<ApiResult> },
+}
+
+/// `bench api`'s figures.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ApiResult {
+    pub publish: ApiPublish,
+    /// Absent with `--members 0`.
+    pub fanout: Option<ApiFanout>,
+}
+
+/// Publishes back to back on keep-alive connections, into a room with no member.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ApiPublish {
+    pub connections: u32,
+    /// Publishes answered 200.
+    pub ok: u64,
+    /// Publishes answered otherwise (the first status and body is in `first_refusal`).
+    pub refused: u64,
+    pub first_refusal: Option<String>,
+    pub duration_s: f64,
+    /// Publishes answered 200 a second.
+    pub per_s: f64,
+    /// From a request's send to its whole answer.
+    pub latency: LatencySummary,
+    pub resources: Resources,
+}
+
+/// A room of chat members over WebSocket: messages alternately published through the
+/// API and sent by a member, each timed at every member from its scheduled send.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ApiFanout {
+    pub members: u32,
+    /// Messages sent each way.
+    pub through_api: u64,
+    pub from_member: u64,
+    /// (through_api + from_member) × members.
+    pub expected: u64,
+    pub received: u64,
+    pub api: LatencySummary,
+    pub member: LatencySummary,
+    /// The API's p50 less the member's.
+    pub p50_extra_us: f64,
+    pub resources: Resources,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

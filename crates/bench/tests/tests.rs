@@ -3,6 +3,7 @@
 
 mod support;
 
+mod api;
 mod broadcast;
 mod chat;
 mod countdown;

@@ -1,6 +1,7 @@
 //! The workloads, each written once against the `transport` module, plus the context
 //! they share (target, clock, resource monitor, Ctrl-C, progress).
 
+pub(crate) mod api;
 pub(crate) mod broadcast;
 pub(crate) mod channel;
 pub(crate) mod chat;
@@ -38,6 +39,8 @@ pub(crate) struct Ctx {
     pub timeout: Duration,
     /// Who XMPP clients are, for scenarios with XMPP flags.
     pub xmpp: Option<XmppSettings>,
+    /// The server API's key, for `bench api`.
+    pub api_key: Option<String>,
 }
 
 impl Ctx {

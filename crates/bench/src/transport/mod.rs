@@ -10,7 +10,7 @@
 
 mod bosh;
 mod centrifuge;
-mod http;
+pub(crate) mod http;
 pub mod irc;
 mod socketio;
 mod sockjs;
