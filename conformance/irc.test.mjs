@@ -84,7 +84,7 @@ test("the Python irc library, a chat-app member and an slixmpp occupant talk in 
     child.stderr.on("data", (d) => (out += d));
     const code = await new Promise((resolve) => child.on("exit", resolve));
     assert.equal(code, 0, out);
-    assert.match(out, /^9 passed, 0 failed$/m, out);
+    assert.match(out, /^10 passed, 0 failed$/m, out);
   } finally {
     assert.equal(await server.stop(), 0);
     rmSync(dir, { recursive: true, force: true });

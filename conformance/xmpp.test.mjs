@@ -65,7 +65,7 @@ test("slixmpp logs in over STARTTLS (anonymously, and to an account with SCRAM),
   proc.stderr.on("data", (d) => (output += d));
   const code = await new Promise((resolve) => proc.once("exit", resolve));
   assert.equal(code, 0, output);
-  assert.match(output, /^12 passed, 0 failed$/m, output);
+  assert.match(output, /^13 passed, 0 failed$/m, output);
 });
 
 /** Runs slixmpp_store.py `phase` against XMPP on `port`; its output. */

@@ -77,7 +77,9 @@ async def main(irc_port, xmpp_port, ws_url, ca_file):
 
     server.privmsg("#lobby", "hello from irc")
     said = await next_event(ws, name="ivy")
+    position = {k: said.pop(k, None) for k in ("offset", "epoch")}
     check("the chat member gets the IRC message", said == {"name": "ivy", "room": "lobby", "message": "hello from irc"}, str(said))
+    check("with its position in the room's history", isinstance(position["offset"], int) and isinstance(position["epoch"], str), str(position))
     got = await next_from(muc_heard, "ivy")
     check("the XMPP occupant gets the IRC message", got == ("ivy", "hello from irc"), str(got))
 

@@ -56,7 +56,9 @@ async def main(port, ws_url, account, password, ca_file):
 
     xmpp.send_message(mto=ROOM, mbody="hello from slixmpp", mtype="groupchat")
     said = await next_event(ws, name="slix")
+    position = {k: said.pop(k, None) for k in ("offset", "epoch")}
     check("the chat-app member gets the groupchat message", said == {"name": "slix", "room": "lobby", "message": "hello from slixmpp"}, str(said))
+    check("with its position in the room's history", isinstance(position["offset"], int) and isinstance(position["epoch"], str), str(position))
     reflected = await asyncio.wait_for(heard.get(), PATIENCE)
     check("the message is reflected to its sender", reflected == ("slix", "hello from slixmpp"), str(reflected))
 

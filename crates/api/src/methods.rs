@@ -37,7 +37,8 @@ pub enum Command {
 #[serde(deny_unknown_fields)]
 pub struct Publish {
     room: String,
-    name: String,
+    #[serde(default)]
+    name: Option<String>,
     text: String,
     #[serde(default)]
     idempotency_key: Option<String>,
@@ -47,7 +48,8 @@ pub struct Publish {
 #[serde(deny_unknown_fields)]
 pub struct Broadcast {
     rooms: Vec<String>,
-    name: String,
+    #[serde(default)]
+    name: Option<String>,
     text: String,
 }
 
@@ -165,14 +167,14 @@ impl Api {
 
     async fn publish(&self, p: Publish) -> Result<Value, ApiError> {
         let Some(key) = p.idempotency_key else {
-            return self.say(&p.room, &p.name, &p.text).await;
+            return self.say(&p.room, p.name.as_deref(), &p.text).await;
         };
         match self.idempotency.see(&key) {
             Seen::Done(reply) => return Ok(reply),
             Seen::UnderWay => return Err(ApiError::conflict(format!("a publish with idempotency key {key:?} is under way"))),
             Seen::New => {}
         }
-        let reply = self.say(&p.room, &p.name, &p.text).await;
+        let reply = self.say(&p.room, p.name.as_deref(), &p.text).await;
         match &reply {
             Ok(reply) => self.idempotency.done(&key, reply),
             Err(_) => self.idempotency.failed(&key),
@@ -180,18 +182,22 @@ impl Api {
         reply
     }
 
-    /// Publishes `text` into `room` as the member `name`: delivered to
-    /// every member on every node and protocol, and kept as a chat
-    /// client's message is; with its position in the room's history when
-    /// the room kept it.
-    async fn say(&self, room: &str, name: &str, text: &str) -> Result<Value, ApiError> {
+    /// Publishes `text` into `room` as the member `name`, or as the room
+    /// itself without one: delivered to every member on every node and
+    /// protocol, and kept as a chat client's message is; with its position
+    /// in the room's history when the room kept it.
+    async fn say(&self, room: &str, name: Option<&str>, text: &str) -> Result<Value, ApiError> {
         check_room(room)?;
-        let name = Nickname::parse(name).map_err(|e| ApiError::invalid(format!("invalid name: {e}")))?;
+        let name = name.map(Nickname::parse).transpose().map_err(|e| ApiError::invalid(format!("invalid name: {e}")))?;
         if text.is_empty() {
             return Err(ApiError::invalid("the text is empty"));
         }
         let room: Arc<str> = Arc::from(room);
-        let event = RoomEvent::Message { name: name.shown, text: Arc::from(text) };
+        let text = Arc::from(text);
+        let event = match name {
+            Some(name) => RoomEvent::Message { name: name.shown, text },
+            None => RoomEvent::Announcement { text },
+        };
         let position = self.reach.rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await?;
         Ok(match position {
             Some(p) => json!({ "room": room, "offset": p.offset, "epoch": p.epoch }),
@@ -205,7 +211,7 @@ impl Api {
         }
         let mut replies = Vec::with_capacity(b.rooms.len());
         for room in &b.rooms {
-            replies.push(match self.say(room, &b.name, &b.text).await {
+            replies.push(match self.say(room, b.name.as_deref(), &b.text).await {
                 Ok(result) => json!({ "result": result }),
                 Err(e) => e.to_json(),
             });
@@ -264,7 +270,7 @@ impl Api {
         let messages: Vec<Value> = page
             .entries
             .iter()
-            .map(|e| json!({ "id": e.id, "at": at(base::archive::time(e.at)), "name": e.with, "text": e.message }))
+            .map(|e| json!({ "id": e.id, "at": at(base::archive::time(e.at)), "name": Some(&e.with).filter(|w| !w.is_empty()), "text": e.message }))
             .collect();
         Ok(json!({ "room": h.room, "messages": messages, "complete": page.complete }))
     }
@@ -353,7 +359,11 @@ fn check_room(room: &str) -> Result<(), ApiError> {
 
 /// A kept message as the history method lists it.
 fn message_json(payload: &Payload) -> Option<Value> {
-    let (_, RoomEvent::Message { name, text }) = payload.as_event()? else { return None };
+    let (name, text) = match payload.as_event()?.1 {
+        RoomEvent::Message { name, text } => (Some(name), text),
+        RoomEvent::Announcement { text } => (None, text),
+        _ => return None,
+    };
     Some(json!({ "id": payload.id(), "at": at(payload.at()), "name": name, "text": text }))
 }
 

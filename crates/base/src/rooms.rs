@@ -39,9 +39,14 @@ impl ArchivedRooms {
         format!("{prefix}#{room}")
     }
 
-    /// The message an archived entry of `room` was.
+    /// The message an archived entry of `room` was (one with no sender, the
+    /// room's own).
     pub fn message(room: &str, entry: &Entry) -> Payload {
-        let event = RoomEvent::Message { name: Arc::from(entry.with.as_str()), text: Arc::from(entry.message.as_str()) };
+        let text = Arc::from(entry.message.as_str());
+        let event = match entry.with.as_str() {
+            "" => RoomEvent::Announcement { text },
+            name => RoomEvent::Message { name: Arc::from(name), text },
+        };
         Payload::archived(room, event, archive::time(entry.at), Some(Arc::from(entry.id.as_str())))
     }
 
@@ -92,13 +97,16 @@ impl Broker for ArchivedRooms {
     /// room's archive ([`Archive::flush`] waits until it is kept; a store
     /// that fails is counted, and the message stays delivered).
     fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<Option<Position>, BrokerError>> {
-        let Some((_, RoomEvent::Message { name, text })) = payload.as_event() else {
-            return self.rooms.publish_and_keep(room, payload);
+        let (name, text) = match payload.as_event() {
+            Some((_, RoomEvent::Message { name, text })) => (name.to_string(), text),
+            // The room's own message, archived with no sender.
+            Some((_, RoomEvent::Announcement { text })) => (String::new(), text),
+            _ => return self.rooms.publish_and_keep(room, payload),
         };
         let at = SystemTime::now();
         let micros = archive::micros(at);
         let id = archive::new_id(micros);
-        let entry = Entry { archive: ArchivedRooms::archive_of(&self.prefix, room), id, at: micros, with: name.to_string(), message: text.to_string() };
+        let entry = Entry { archive: ArchivedRooms::archive_of(&self.prefix, room), id, at: micros, with: name, message: text.to_string() };
         // The payload the sender made, given its id: not built again.
         let payload = payload.kept_as(at, Arc::from(entry.id.as_str()));
         Box::pin(async move {

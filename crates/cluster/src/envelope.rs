@@ -15,7 +15,7 @@
 //!   `Sb-Kind`: `text` or `binary` for an app's opaque data, carried as the
 //!   body; `event` for a room event, whose body is JSON:
 //!   `{"event":"message","name":"…","text":"…"}`, `{"event":"notice",…}` as
-//!   a message, `{"event":"join","name":"…"}` or `{"event":"leave","name":"…"}`
+//!   a message, `{"event":"announcement","text":"…"}` (the room's own), `{"event":"join","name":"…"}` or `{"event":"leave","name":"…"}`
 //!   (with `"reason":"…"` and `"quit":true` when given). A message kept in its room's
 //!   archive also has `Sb-Id`, its id there.
 
@@ -93,6 +93,9 @@ enum Event {
         name: Arc<str>,
         text: Arc<str>,
     },
+    Announcement {
+        text: Arc<str>,
+    },
     Join {
         name: Arc<str>,
     },
@@ -112,6 +115,7 @@ pub fn encode(node: &str, payload: &Payload) -> (HeaderMap, Bytes) {
             let event = match event.clone() {
                 RoomEvent::Message { name, text } => Event::Message { name, text },
                 RoomEvent::Notice { name, text } => Event::Notice { name, text },
+                RoomEvent::Announcement { text } => Event::Announcement { text },
                 RoomEvent::Join { name } => Event::Join { name },
                 RoomEvent::Leave { name, reason, quit } => Event::Leave { name, reason, quit },
             };
@@ -162,6 +166,7 @@ pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes, at: std
             let event = match serde_json::from_slice(&body)? {
                 Event::Message { name, text } => RoomEvent::Message { name, text },
                 Event::Notice { name, text } => RoomEvent::Notice { name, text },
+                Event::Announcement { text } => RoomEvent::Announcement { text },
                 Event::Join { name } => RoomEvent::Join { name },
                 Event::Leave { name, reason, quit } => RoomEvent::Leave { name, reason, quit },
             };
@@ -199,6 +204,7 @@ mod tests {
                 br#"{"event":"leave","name":"al","reason":"bye","quit":true}"#,
             ),
             (Payload::event(room.clone(), RoomEvent::Notice { name: "al".into(), text: "fyi".into() }), "event", br#"{"event":"notice","name":"al","text":"fyi"}"#),
+            (Payload::event(room.clone(), RoomEvent::Announcement { text: "closing".into() }), "event", br#"{"event":"announcement","text":"closing"}"#),
             (Payload::archived(room.clone(), RoomEvent::Message { name: "al".into(), text: "kept".into() }, std::time::SystemTime::now(), Some("01".into())), "event", br#"{"event":"message","name":"al","text":"kept"}"#),
             (Payload::from("plain"), "text", b"plain"),
             (Payload::binary(vec![0u8, 255]), "binary", &[0, 255]),

@@ -13,6 +13,9 @@ use crate::payload::Position;
 pub enum RoomEvent {
     /// A member's message.
     Message { name: Arc<str>, text: Arc<str> },
+    /// A message from the room itself, which no member sent (the server
+    /// API's publish without a name). Kept and archived as a message is.
+    Announcement { text: Arc<str> },
     /// A member's notice: a message no client is to answer automatically
     /// (IRC's `NOTICE`). Other protocols show it as a message; it is
     /// neither archived nor kept in the room's history.
@@ -26,10 +29,11 @@ pub enum RoomEvent {
 }
 
 impl RoomEvent {
-    /// The member it is about.
-    pub fn name(&self) -> &Arc<str> {
+    /// The member it is about; `None` for the room's own announcement.
+    pub fn name(&self) -> Option<&Arc<str>> {
         match self {
-            RoomEvent::Message { name, .. } | RoomEvent::Notice { name, .. } | RoomEvent::Join { name } | RoomEvent::Leave { name, .. } => name,
+            RoomEvent::Message { name, .. } | RoomEvent::Notice { name, .. } | RoomEvent::Join { name } | RoomEvent::Leave { name, .. } => Some(name),
+            RoomEvent::Announcement { .. } => None,
         }
     }
 
@@ -46,8 +50,9 @@ impl RoomEvent {
         };
         match self {
             RoomEvent::Message { name, text } | RoomEvent::Notice { name, text } => {
-                chat_message_json_at(name, room, text, position.map(|p| (p.offset, &*p.epoch)))
+                chat_message_json_at(Some(name), room, text, position.map(|p| (p.offset, &*p.epoch)))
             }
+            RoomEvent::Announcement { text } => chat_message_json_at(None, room, text, position.map(|p| (p.offset, &*p.epoch))),
             RoomEvent::Join { name } => presence(Presence::Join, name),
             RoomEvent::Leave { name, .. } => presence(Presence::Leave, name),
         }

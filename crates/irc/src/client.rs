@@ -1112,6 +1112,7 @@ impl Client {
                     }
                     None
                 }
+                RoomEvent::Announcement { .. } => None,
             };
             if let Some(echo) = echo
                 && let Some(at) = self.echoes.iter().position(|(r, e)| r == room && *e == echo)

@@ -84,7 +84,7 @@ pub fn lines(payload: &Payload, server: &str, tags: Tags, account_of: impl FnOnc
     };
     payload
         .form(tags.form(), |p| {
-            let account = if tags.has(Tags::ACCOUNT) { account_of(event.name()) } else { None };
+            let account = if tags.has(Tags::ACCOUNT) { event.name().and_then(|name| account_of(name)) } else { None };
             event_lines(p, server, &tags.text(p.at(), p.id(), account.as_deref(), None)).map(Bytes::from)
         })
         .cloned()
@@ -106,28 +106,32 @@ pub fn event_lines(payload: &Payload, server: &str, tags: &str) -> Option<String
                 None => line.end(),
             }
         }
-        RoomEvent::Message { name, text } | RoomEvent::Notice { name, text } => {
-            let from = source(&nick_of(name), server);
-            let notice = matches!(event, RoomEvent::Notice { .. });
-            let command = if notice { "NOTICE" } else { "PRIVMSG" };
-            let (text, action) = match text.strip_prefix("/me ").filter(|_| !notice) {
-                Some(action) => (action, true),
-                None => (&**text, false),
-            };
-            // What a line holds besides the text: ":from PRIVMSG #room :" (a
-            // NOTICE is no longer) and CR LF, and an action's wrapping. The
-            // longest names and rooms, all escaped, leave no room: then
-            // `split_text` still cuts the text, and the line is longer
-            // than IRC's 512 bytes rather than lost.
-            let room_for = MAX_LINE.saturating_sub(from.len() + channel.len() + 14 + if action { 9 } else { 0 });
-            let mut out = String::new();
-            for piece in split_text(text, room_for) {
-                let body = if action { format!("\u{1}ACTION {piece}\u{1}") } else { piece.to_owned() };
-                out.push_str(&Line::tagged(tags, Some(&from), command).arg(&channel).trailing(&body));
-            }
-            out
-        }
+        RoomEvent::Message { name, text } => said(tags, &source(&nick_of(name), server), &channel, "PRIVMSG", text),
+        RoomEvent::Notice { name, text } => said(tags, &source(&nick_of(name), server), &channel, "NOTICE", text),
+        // The room's own message comes from the server, as a notice no client answers.
+        RoomEvent::Announcement { text } => said(tags, server, &channel, "NOTICE", text),
     })
+}
+
+/// A message as `command` (`PRIVMSG` or `NOTICE`) lines from `from` to
+/// `channel`, split to fit IRC's lines; a `PRIVMSG` of `/me …` is an action.
+fn said(tags: &str, from: &str, channel: &str, command: &str, text: &str) -> String {
+    let (text, action) = match text.strip_prefix("/me ").filter(|_| command == "PRIVMSG") {
+        Some(action) => (action, true),
+        None => (text, false),
+    };
+    // What a line holds besides the text: ":from PRIVMSG #room :" (a
+    // NOTICE is no longer) and CR LF, and an action's wrapping. The
+    // longest names and rooms, all escaped, leave no room: then
+    // `split_text` still cuts the text, and the line is longer
+    // than IRC's 512 bytes rather than lost.
+    let room_for = MAX_LINE.saturating_sub(from.len() + channel.len() + 14 + if action { 9 } else { 0 });
+    let mut out = String::new();
+    for piece in split_text(text, room_for) {
+        let body = if action { format!("\u{1}ACTION {piece}\u{1}") } else { piece.to_owned() };
+        out.push_str(&Line::tagged(tags, Some(from), command).arg(channel).trailing(&body));
+    }
+    out
 }
 
 /// What an IRC client sent to a room, as the text other protocols get:

@@ -117,9 +117,11 @@ impl Say {
 #[serde(untagged)]
 pub enum ChatEvent {
     /// A member's message: `{"name":"alice","room":"lobby","message":"hi","offset":7,"epoch":"…"}`,
-    /// with its position in the room's history (none when it was not kept).
+    /// with its position in the room's history (none when it was not kept);
+    /// without a name, the room's own (the server API's publish without one).
     Message {
-        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
         room: String,
         message: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -232,15 +234,17 @@ impl ChatEvent {
 /// Encodes `{"name":...,"room":...,"message":...}` without building a
 /// [`ChatEvent`], for the hot path where the strings are borrowed.
 pub fn chat_message_json(name: &str, room: &str, message: &str) -> String {
-    chat_message_json_at(name, room, message, None)
+    chat_message_json_at(Some(name), room, message, None)
 }
 
 /// Encodes a message as [`chat_message_json`] does, with its position in
-/// its room's history (`offset`, `epoch`) when it has one.
-pub fn chat_message_json_at(name: &str, room: &str, message: &str, position: Option<(u64, &str)>) -> String {
+/// its room's history (`offset`, `epoch`) when it has one; without a name
+/// when the room itself says it.
+pub fn chat_message_json_at(name: Option<&str>, room: &str, message: &str, position: Option<(u64, &str)>) -> String {
     #[derive(Serialize)]
     struct Borrowed<'a> {
-        name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<&'a str>,
         room: &'a str,
         message: &'a str,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -336,9 +340,12 @@ mod tests {
         let cut = ChatEvent::Members { event: MembersTag::Members, room: "r".into(), members: vec!["a".into()], total: Some(500), offset: Some(3), epoch: Some("e1".into()) };
         assert_eq!(cut.to_json(), r#"{"event":"members","room":"r","members":["a"],"total":500,"offset":3,"epoch":"e1"}"#);
         assert_eq!(
-            chat_message_json_at("alice", "lobby", "hi", Some((7, "e1"))),
+            chat_message_json_at(Some("alice"), "lobby", "hi", Some((7, "e1"))),
             r#"{"name":"alice","room":"lobby","message":"hi","offset":7,"epoch":"e1"}"#
         );
+        let from_room = chat_message_json_at(None, "lobby", "we close at six", Some((8, "e1")));
+        assert_eq!(from_room, r#"{"room":"lobby","message":"we close at six","offset":8,"epoch":"e1"}"#);
+        assert!(matches!(ChatEvent::parse(&from_room).unwrap(), ChatEvent::Message { name: None, .. }));
         assert_eq!(ChatEvent::parse(&cut.to_json()).unwrap(), cut);
         assert_eq!(ChatEvent::parse(&members.to_json()).unwrap(), members);
         assert_eq!(ChatEvent::parse(&join.to_json()).unwrap(), join);
@@ -376,7 +383,7 @@ mod tests {
         );
         let ChatEvent::History { room, messages, .. } = ChatEvent::parse(&json).unwrap() else { panic!("{json}") };
         assert_eq!(room, "lobby");
-        assert_eq!(messages[1], ChatEvent::Message { name: "eve".into(), room: "lobby".into(), message: "\"yo\"".into(), offset: None, epoch: None });
+        assert_eq!(messages[1], ChatEvent::Message { name: Some("eve".into()), room: "lobby".into(), message: "\"yo\"".into(), offset: None, epoch: None });
         assert_eq!(history_json("r", [], Some(true)), r#"{"event":"history","room":"r","messages":[],"recovered":true}"#);
         assert_eq!(history_json("r", [], Some(false)), r#"{"event":"history","room":"r","messages":[],"recovered":false}"#);
     }

@@ -76,9 +76,14 @@ pub fn subject(room_jid: &str, to: &str, by: Option<&str>, text: &str) -> Elemen
 }
 
 /// A groupchat message of the room, as an occupant receives it.
-pub fn groupchat(room_jid: &str, nick: &str, to: &str, text: &str) -> Element {
+pub fn groupchat(room_jid: &str, nick: Option<&str>, to: &str, text: &str) -> Element {
+    // The room's own message comes from the room's bare JID (XEP-0045 §7.2.16).
+    let from = match nick {
+        Some(nick) => format!("{room_jid}/{nick}"),
+        None => room_jid.to_owned(),
+    };
     Element::new("message", ns::CLIENT)
-        .attr("from", &format!("{room_jid}/{nick}"))
+        .attr("from", &from)
         .attr("to", to)
         .attr("type", "groupchat")
         .child(Element::new("body", ns::CLIENT).text(text))
@@ -151,13 +156,15 @@ pub fn greeting(
         .history
         .iter()
         .filter(|kept| recent(kept.at()))
-        .filter_map(|kept| match kept.as_event() {
-            Some((_, RoomEvent::Message { name, text })) => {
-                let stamp = humantime::format_rfc3339_seconds(kept.at()).to_string();
-                let delay = Element::new("delay", ns::DELAY).attr("from", room_jid).attr("stamp", &stamp);
-                Some(with_stanza_id(groupchat(room_jid, name, to, text), room_jid, kept.id()).child(delay))
-            }
-            _ => None,
+        .filter_map(|kept| {
+            let (nick, text) = match kept.as_event() {
+                Some((_, RoomEvent::Message { name, text })) => (Some(&**name), text),
+                Some((_, RoomEvent::Announcement { text })) => (None, text),
+                _ => return None,
+            };
+            let stamp = humantime::format_rfc3339_seconds(kept.at()).to_string();
+            let delay = Element::new("delay", ns::DELAY).attr("from", room_jid).attr("stamp", &stamp);
+            Some(with_stanza_id(groupchat(room_jid, nick, to, text), room_jid, kept.id()).child(delay))
         })
         .collect();
     if let Some(max) = asked.max_stanzas {
@@ -184,7 +191,8 @@ pub fn greeting(
 /// shown with (an occupant who was kicked leaves with 307).
 pub fn render(event: &RoomEvent, room_jid: &str, own_nick: &str, to: &str, shown: impl Fn(&str) -> (Item, Vec<&'static str>)) -> Option<Element> {
     match event {
-        RoomEvent::Message { name, text } | RoomEvent::Notice { name, text } => Some(groupchat(room_jid, name, to, text)),
+        RoomEvent::Message { name, text } | RoomEvent::Notice { name, text } => Some(groupchat(room_jid, Some(name), to, text)),
+        RoomEvent::Announcement { text } => Some(groupchat(room_jid, None, to, text)),
         RoomEvent::Join { name } if &**name == own_nick => None,
         RoomEvent::Join { name } => Some(presence(room_jid, name, to, &shown(name).0, true, &[])),
         RoomEvent::Leave { name, reason, .. } => {

@@ -598,7 +598,7 @@ impl Session {
                         }
                         own
                     }
-                    (RoomEvent::Message { .. }, _) => {
+                    (RoomEvent::Message { .. } | RoomEvent::Announcement { .. }, _) => {
                         let message = super::muc::render(event, &occupancy.room_jid, &occupancy.nick, &self.full_jid(), |nick| self.shown(room, nick))?;
                         super::muc::with_stanza_id(message, &occupancy.room_jid, payload.id())
                     }

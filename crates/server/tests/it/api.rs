@@ -310,3 +310,32 @@ async fn the_api_on_a_listener_of_its_own_serves_only_the_api() {
     let page = crate::support::request(api_addr, "GET", "/", &[], b"").await;
     assert_eq!(page.status(), 404, "nothing else is served there");
 }
+
+#[tokio::test]
+async fn a_publish_without_a_name_is_the_rooms_own_in_every_protocol() {
+    let server = TestServer::with_xmpp(config()).await;
+    let mut chat = server.chat_member("alice", "lobby").await;
+    let mut irc = Irc::register(server.irc, "ivan").await;
+    irc.join("#lobby").await;
+    let mut xmpp = occupant(&server, "lobby", "xena").await;
+    let reply = ok(&server, "publish", json!({"room": "lobby", "text": "we close at six"})).await;
+    assert_eq!(reply["offset"], 1);
+
+    loop {
+        let event = chat.recv_json().await;
+        if event.get("message").is_some() {
+            assert_eq!(event, json!({"room": "lobby", "message": "we close at six"}), "a message with no name");
+            break;
+        }
+    }
+    assert_eq!(groupchat(&mut xmpp).await, ("lobby@conference.localhost".to_owned(), "we close at six".to_owned()), "from the room's bare JID");
+    assert_eq!(irc.until("NOTICE").await, ":localhost NOTICE #lobby :we close at six\r\n", "from the server, as a notice");
+    let history = ok(&server, "history", json!({"room": "lobby"})).await;
+    assert_eq!((&history["messages"][0]["name"], &history["messages"][0]["text"]), (&Value::Null, &json!("we close at six")));
+    // An XMPP client reading the room's archive sees it from the room too.
+    xmpp.send("<iq type='set' id='q' to='lobby@conference.localhost'><query xmlns='urn:xmpp:mam:2' queryid='f'/></iq>").await;
+    let (results, _) = xmpp.until_answer("q").await;
+    let forwarded = results.iter().find_map(|m| m.find("result", "urn:xmpp:mam:2")).expect("a result");
+    let message = forwarded.find("forwarded", "urn:xmpp:forward:0").and_then(|f| f.find("message", "jabber:client")).expect("the message");
+    assert_eq!(message.get("from"), Some("lobby@conference.localhost"));
+}

@@ -120,7 +120,9 @@ impl Session {
         let name = ArchivedRooms::archive_of(&prefix, room);
         let message = |entry: &Entry| {
             let body = Element::new("body", ns::CLIENT).text(&entry.message);
-            Some(Element::new("message", ns::CLIENT).attr("from", &format!("{room_jid}/{}", entry.with)).attr("type", "groupchat").child(body))
+            // An entry with no sender is the room's own message, from its bare JID.
+            let from = if entry.with.is_empty() { room_jid.to_owned() } else { format!("{room_jid}/{}", entry.with) };
+            Some(Element::new("message", ns::CLIENT).attr("from", &from).attr("type", "groupchat").child(body))
         };
         self.answer_query(iq, query, &archive, &name, room_jid, message).await;
     }
