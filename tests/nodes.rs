@@ -191,6 +191,16 @@ fn rand_id() -> u32 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos()
 }
 
+/// Two nodes, and a WebSocket client in `lobby` on each: alice on the first, bob on the second.
+async fn alice_and_bob(nats: &Nats) -> (Node, Node, Client, Client) {
+    let (a, b) = (Node::start(nats), Node::start(nats));
+    let mut alice = a.websocket().await;
+    alice.join("alice", "lobby").await;
+    let mut bob = b.websocket().await;
+    bob.join("bob", "lobby").await;
+    (a, b, alice, bob)
+}
+
 /// A chat client: JSON in and out, framed for its transport.
 struct Client {
     ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
@@ -302,11 +312,7 @@ async fn a_name_is_unique_across_nodes_and_history_is_served_by_any() {
 #[tokio::test]
 async fn a_killed_node_frees_its_names_and_its_members_leave() {
     let nats = Nats::start();
-    let (a, b) = (Node::start(&nats), Node::start(&nats));
-    let mut alice = a.websocket().await;
-    alice.join("alice", "lobby").await;
-    let mut bob = b.websocket().await;
-    bob.join("bob", "lobby").await;
+    let (a, b, _alice, mut bob) = alice_and_bob(&nats).await;
     signal(&a.child, "KILL");
     let left = bob.until("event", "leave").await;
     assert_eq!(left["name"], "alice", "{left}");
@@ -478,11 +484,7 @@ async fn the_server_api_publishes_to_every_node_and_lists_members_of_every_node(
 #[tokio::test]
 async fn a_client_recovers_what_it_missed_on_another_node_from_the_streams_positions() {
     let nats = Nats::start();
-    let (a, b) = (Node::start(&nats), Node::start(&nats));
-    let mut alice = a.websocket().await;
-    alice.join("alice", "lobby").await;
-    let mut bob = b.websocket().await;
-    bob.join("bob", "lobby").await;
+    let (a, b, mut alice, mut bob) = alice_and_bob(&nats).await;
     alice.send(json!({"message": "one"})).await;
     let seen = bob.until("message", "one").await;
     let (offset, epoch) = (seen["offset"].as_u64().expect("a position"), seen["epoch"].clone());

@@ -165,37 +165,21 @@ pub(crate) fn print_table(file: &ResultFile, w: &mut impl Write) -> io::Result<(
             Outcome::Api { settings, results } => {
                 writeln!(w, "api: {} publishes on {} keep-alive connections to {}/publish", settings.requests, settings.connections, settings.api_url)?;
                 t.header(&["part", "sent", "answered 200", "per s", "mean", "p50", "p99", "max", "server cpu", "note"]);
+                // One row: what was sent and answered, then its latency and the server's CPU.
+                let row = |first: [String; 4], l: &crate::latency::LatencySummary, resources: &Resources| {
+                    let times = [l.mean_us, l.p50_us as f64, l.p99_us as f64, l.max_us as f64].map(human_us);
+                    first.into_iter().chain(times).chain([cpu(resources), note(resources)]).collect::<Vec<String>>()
+                };
                 for r in results {
-                    let (p, l) = (&r.publish, &r.publish.latency);
-                    t.row(vec![
-                        "publish".into(),
-                        (p.ok + p.refused).to_string(),
-                        p.ok.to_string(),
-                        format!("{:.0}", p.per_s),
-                        human_us(l.mean_us),
-                        human_us(l.p50_us as f64),
-                        human_us(l.p99_us as f64),
-                        human_us(l.max_us as f64),
-                        cpu(&p.resources),
-                        note(&p.resources),
-                    ]);
+                    let p = &r.publish;
+                    let sent = [String::from("publish"), (p.ok + p.refused).to_string(), p.ok.to_string(), format!("{:.0}", p.per_s)];
+                    t.row(row(sent, &p.latency, &p.resources));
                     if let Some(why) = &p.first_refusal {
                         t.note(format!("  {} refused; the first: {why}", p.refused));
                     }
                     let Some(f) = &r.fanout else { continue };
                     for (part, sent, l) in [("fan-out: through the API", f.through_api, &f.api), ("fan-out: from a member", f.from_member, &f.member)] {
-                        t.row(vec![
-                            part.into(),
-                            sent.to_string(),
-                            "-".into(),
-                            "-".into(),
-                            human_us(l.mean_us),
-                            human_us(l.p50_us as f64),
-                            human_us(l.p99_us as f64),
-                            human_us(l.max_us as f64),
-                            cpu(&f.resources),
-                            note(&f.resources),
-                        ]);
+                        t.row(row([part.into(), sent.to_string(), "-".into(), "-".into()], l, &f.resources));
                     }
                     t.note(format!(
                         "  fan-out to {} members: {} of {} deliveries; through the API p50 {} the member's",
