@@ -124,6 +124,10 @@ fn empty_object() -> Value {
 /// frame, whose reason may be at most 123 bytes.
 const MAX_REASON: usize = 120;
 
+/// Longest idempotency key: with `--api-idempotency-keys` of them kept,
+/// what they hold stays bounded.
+const MAX_IDEMPOTENCY_KEY: usize = 200;
+
 /// What a disconnected client is told when the call gives no reason.
 const DISCONNECTED: &str = "disconnected by the server";
 
@@ -169,6 +173,9 @@ impl Api {
         let Some(key) = p.idempotency_key else {
             return self.say(&p.room, p.name.as_deref(), &p.text).await;
         };
+        if key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY {
+            return Err(ApiError::invalid(format!("an idempotency key is 1 to {MAX_IDEMPOTENCY_KEY} bytes")));
+        }
         match self.idempotency.see(&key) {
             Seen::Done(reply) => return Ok(reply),
             Seen::UnderWay => return Err(ApiError::conflict(format!("a publish with idempotency key {key:?} is under way"))),

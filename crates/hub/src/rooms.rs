@@ -208,9 +208,12 @@ struct Room {
 impl Room {
     /// Keeps `payload` as the newest message, at the next position unless
     /// it comes with one, dropping the oldest ones to stay within `limits`.
-    /// A room that keeps no history gives no positions.
+    /// A room that keeps no history gives no positions, but counts what it
+    /// let go, so that nobody is told it missed nothing.
     fn keep(&mut self, payload: &Payload, limits: HistoryLimits) {
         if limits.messages == 0 {
+            self.last += 1;
+            self.trimmed = self.last;
             return;
         }
         // Placed first: its chat JSON, whose length is measured, carries it.
@@ -672,6 +675,14 @@ mod tests {
         hub.publish_and_keep("lobby", &large);
         let roster = hub.join("lobby", member(3, Some("cy"), 1 << 16), 10).unwrap();
         assert_eq!((roster.last, roster.trimmed), (4, 4));
+        // A room that keeps nothing recovers nobody past a message.
+        let none = Hub::new(1);
+        none.join("r", member(9, Some("al"), 1 << 16), 10).unwrap();
+        let before = none.join("r", member(10, Some("bo"), 1 << 16), 10).unwrap();
+        none.publish_and_keep("r", &message("gone"));
+        let after = none.join("r", member(11, Some("cy"), 1 << 16), 10).unwrap();
+        assert!(before.keeps_after(before.last, &before.epoch), "nothing missed yet");
+        assert!(!after.keeps_after(before.last, &after.epoch) && after.keeps_after(after.last, &after.epoch));
         // Emptied, the room goes; opened again, it counts in a new history.
         for id in 1..=3 {
             hub.leave("lobby", id);

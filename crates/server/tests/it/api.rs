@@ -265,6 +265,8 @@ async fn a_batch_runs_each_call_in_order_and_tells_each_outcome() {
     assert_eq!(replies["replies"][4]["error"]["code"], "unknown_method");
     assert_eq!(chat.recv_json().await, json!({"name": "shop", "room": "lobby", "message": "one"}));
 
+    let long_key = call(&server, "publish", &json!({"room": "lobby", "name": "shop", "text": "hi", "idempotency_key": "k".repeat(201)})).await;
+    assert_eq!(long_key.text(), r#"{"error":{"code":"invalid","message":"an idempotency key is 1 to 200 bytes"}}"#);
     let broadcast = ok(&server, "broadcast", json!({"rooms": ["lobby", "news"], "name": "shop", "text": "closing"})).await;
     assert_eq!(broadcast["replies"][0]["result"]["offset"], 2);
     assert_eq!(broadcast["replies"][1], json!({"result": {"room": "news"}}), "a room with no member keeps nothing here");
