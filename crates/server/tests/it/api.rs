@@ -341,3 +341,23 @@ async fn a_publish_without_a_name_is_the_rooms_own_in_every_protocol() {
     let message = forwarded.find("forwarded", "urn:xmpp:forward:0").and_then(|f| f.find("message", "jabber:client")).expect("the message");
     assert_eq!(message.get("from"), Some("lobby@conference.localhost"));
 }
+
+#[tokio::test]
+async fn each_methods_answer_to_its_documented_example_has_the_documented_fields() {
+    let server = TestServer::with(config()).await;
+    let _member = server.chat_member("alice", "lobby").await;
+    let doc: Value = serde_json::from_str(api::OPENAPI).unwrap();
+    for method in api::NAMES {
+        let operation = &doc["paths"][format!("/api/{method}")]["post"];
+        let example = &operation["requestBody"]["content"]["application/json"]["example"];
+        let answer = ok(&server, method, example.clone()).await;
+        let schema = &operation["responses"]["200"]["content"]["application/json"]["schema"];
+        let documented: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+        for field in answer.as_object().unwrap().keys() {
+            assert!(documented.contains(&field), "{method}: {field} is answered but not documented");
+        }
+        for field in schema["required"].as_array().unwrap() {
+            assert!(answer.get(field.as_str().unwrap()).is_some(), "{method}: {field} is documented as always answered: {answer}");
+        }
+    }
+}
