@@ -222,6 +222,13 @@ impl Client {
             "MOTD" => self.send(self.reply(ERR_NOMOTD).trailing("MOTD File is missing")),
             "LUSERS" => self.lusers(),
             "VERSION" => self.send(self.reply(RPL_VERSION).arg(&version()).arg(self.server()).trailing("")),
+            // One server, no links: itself, at no hops.
+            "LINKS" => {
+                let server = self.server().to_owned();
+                let mut lines = self.reply(RPL_LINKS).arg(&server).arg(&server).trailing(&format!("0 {}", self.irc.settings.description));
+                lines.push_str(&self.reply(RPL_ENDOFLINKS).arg("*").trailing("End of /LINKS list"));
+                self.send(lines);
+            }
             _ => self.send(self.reply(ERR_UNKNOWNCOMMAND).arg(&command).trailing("Unknown command")),
         }
         if self.password == Password::Refused {
@@ -793,7 +800,7 @@ impl Client {
                 if !channels.is_empty() {
                     lines.push_str(&self.reply(RPL_WHOISCHANNELS).arg(&state.nick).trailing(&channels.join(" ")));
                 }
-                lines.push_str(&self.reply(RPL_WHOISSERVER).arg(&state.nick).arg(server).trailing(&self.irc.settings.network));
+                lines.push_str(&self.reply(RPL_WHOISSERVER).arg(&state.nick).arg(server).trailing(&self.irc.settings.description));
                 if let Some(account) = &state.account {
                     lines.push_str(&self.reply(RPL_WHOISACCOUNT).arg(&state.nick).arg(account).trailing("is logged in as"));
                 }

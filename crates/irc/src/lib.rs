@@ -40,6 +40,9 @@ use nicks::Nicks;
 pub struct Settings {
     /// How the server names itself: the source of its own lines (`--irc-server-name`).
     pub server_name: String,
+    /// How it describes itself: WHOIS's and LINKS's server info
+    /// (`--irc-server-description`).
+    pub description: String,
     /// The network's name in `ISUPPORT` (`NETWORK=`).
     pub network: String,
     /// Most IRC clients at once.

@@ -287,6 +287,8 @@ settings! {
         tls_listen: Listen = Listen::At(SocketAddr::from(([127, 0, 0, 1], 6697))), "irc-tls-listen", "SWITCHBOARD_IRC_TLS_LISTEN";
         /// How the server names itself to IRC clients: the source of its replies, and the host every member is shown at (nick!nick@<name>) [default: localhost]
         server_name: String = "localhost".to_owned(), "irc-server-name", "SWITCHBOARD_IRC_SERVER_NAME";
+        /// How the server describes itself to IRC clients: the server info of WHOIS (312) and LINKS (364) [default: Switchboard]
+        description: String = "Switchboard".to_owned(), "irc-server-description", "SWITCHBOARD_IRC_SERVER_DESCRIPTION";
         /// Most channels one IRC client is in at once; a JOIN past it is answered 405 [default: 50]
         max_channels: usize = 50, "irc-max-channels", "SWITCHBOARD_IRC_MAX_CHANNELS";
         /// How long an IRC client has from connecting to being registered (NICK, USER, and CAP END if it began CAP); then it is closed with ERROR [default: 1m]
@@ -304,6 +306,10 @@ impl IrcConfig {
         }
         if self.max_channels == 0 {
             return Err("--irc-max-channels must be at least 1".into());
+        }
+        let description = &self.description;
+        if description.is_empty() || description.len() > 100 || description.chars().any(char::is_control) {
+            return Err(format!("--irc-server-description {description:?} must be 1 to 100 bytes with no control character"));
         }
         Ok(())
     }

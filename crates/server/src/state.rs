@@ -167,6 +167,7 @@ impl ServerState {
             let rates = config.limits;
             let settings = irc::Settings {
                 server_name: config.irc.server_name.clone(),
+                description: config.irc.description.clone(),
                 network: "Switchboard".to_owned(),
                 max_connections: config.server.max_connections,
                 max_channels: config.irc.max_channels,

@@ -678,3 +678,16 @@ async fn a_server_password_is_asked_for_and_a_client_without_it_is_closed() {
     right.send("PASS sesame").await;
     assert_eq!(right.until(" 462 ").await, ":localhost 462 right :You may not reregister\r\n");
 }
+
+#[tokio::test]
+async fn links_lists_the_one_server_with_its_description() {
+    let mut config = server::Config::default();
+    config.irc.description = "a test server".to_owned();
+    let server = TestServer::with(config).await;
+    let mut irc = Irc::register(server.irc, "lin").await;
+    irc.send("LINKS").await;
+    assert_eq!(irc.line().await, ":localhost 364 lin localhost localhost :0 a test server\r\n");
+    assert_eq!(irc.line().await, ":localhost 365 lin * :End of /LINKS list\r\n");
+    irc.send("WHOIS lin").await;
+    assert_eq!(irc.until(" 312 ").await, ":localhost 312 lin lin localhost :a test server\r\n", "WHOIS tells the same");
+}
