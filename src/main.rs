@@ -53,7 +53,20 @@ enum Command {
     },
 }
 
-fn main() -> anyhow::Result<()> {
+/// Runs the command; an error is printed as one line, its causes after it
+/// (`Error: …: …`), with no backtrace whatever `RUST_BACKTRACE` says: it is
+/// a message for the person who ran the command, not a crash.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);

@@ -97,3 +97,18 @@ fn json_logs_are_one_object_a_line() {
     assert_eq!(stop["level"], "INFO");
     assert!(stop["timestamp"].is_string(), "{stop}");
 }
+
+#[test]
+fn an_error_is_one_line_with_no_backtrace_even_when_asked_for() {
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["serve", "--config", "/nonexistent/switchboard.toml"])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let error: Vec<&str> = stderr.lines().filter(|l| l.starts_with("Error: ")).collect();
+    assert_eq!(error.len(), 1, "{stderr}");
+    assert!(error[0].contains("cannot read /nonexistent/switchboard.toml"), "{stderr}");
+    assert!(!stderr.contains("stack backtrace") && !stderr.contains("Stack backtrace"), "{stderr}");
+}
