@@ -131,23 +131,43 @@ const MAX_IDEMPOTENCY_KEY: usize = 200;
 /// What a disconnected client is told when the call gives no reason.
 const DISCONNECTED: &str = "disconnected by the server";
 
+/// Where a call's params are read from: a request's body, or one command
+/// of a batch, already parsed with the batch.
+trait Params {
+    fn read<T: serde::de::DeserializeOwned>(self) -> serde_json::Result<T>;
+}
+
+impl Params for &[u8] {
+    fn read<T: serde::de::DeserializeOwned>(self) -> serde_json::Result<T> {
+        let body = if self.iter().all(u8::is_ascii_whitespace) { b"{}".as_slice() } else { self };
+        serde_json::from_slice(body)
+    }
+}
+
+impl Params for Value {
+    fn read<T: serde::de::DeserializeOwned>(self) -> serde_json::Result<T> {
+        serde_json::from_value(self)
+    }
+}
+
 impl Command {
     /// The call of method `name` with the params in `body`.
     pub fn parse(name: &str, body: &[u8]) -> Result<Command, ApiError> {
-        fn params<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-            let body = if body.iter().all(u8::is_ascii_whitespace) { b"{}".as_slice() } else { body };
-            serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("the params are not what the method takes: {e}")))
-        }
+        Command::of(name, body)
+    }
+
+    fn of(name: &str, params: impl Params) -> Result<Command, ApiError> {
+        let taken = |e: serde_json::Error| ApiError::bad_request(format!("the params are not what the method takes: {e}"));
         Ok(match name {
-            "publish" => Command::Publish(params(body)?),
-            "broadcast" => Command::Broadcast(params(body)?),
-            "presence" => Command::Presence(params(body)?),
-            "presence_stats" => Command::PresenceStats(params(body)?),
-            "history" => Command::History(params(body)?),
-            "disconnect" => Command::Disconnect(params(body)?),
-            "rooms" => Command::Rooms(params(body)?),
-            "info" => Command::Info(params(body)?),
-            "batch" => Command::Batch(params(body)?),
+            "publish" => Command::Publish(params.read().map_err(taken)?),
+            "broadcast" => Command::Broadcast(params.read().map_err(taken)?),
+            "presence" => Command::Presence(params.read().map_err(taken)?),
+            "presence_stats" => Command::PresenceStats(params.read().map_err(taken)?),
+            "history" => Command::History(params.read().map_err(taken)?),
+            "disconnect" => Command::Disconnect(params.read().map_err(taken)?),
+            "rooms" => Command::Rooms(params.read().map_err(taken)?),
+            "info" => Command::Info(params.read().map_err(taken)?),
+            "batch" => Command::Batch(params.read().map_err(taken)?),
             _ => return Err(ApiError::unknown_method(name)),
         })
     }
@@ -332,7 +352,7 @@ impl Api {
         }
         let mut replies = Vec::with_capacity(b.commands.len());
         for item in b.commands {
-            let reply = match Command::parse(&item.method, item.params.to_string().as_bytes()) {
+            let reply = match Command::of(&item.method, item.params) {
                 Ok(Command::Batch(_)) => Err(ApiError::invalid("a batch cannot hold a batch")),
                 Ok(command) => Box::pin(self.run(command)).await,
                 Err(e) => Err(e),
