@@ -147,22 +147,23 @@ impl Node {
     /// Waits until the server API's info lists `n` nodes (this one, and
     /// those whose heartbeat it has heard), checking every 100 ms.
     async fn await_nodes(&self, n: usize) {
+        self.eventually(&format!("heard {n} nodes"), || self.api("info", json!({}))["nodes"].as_array().map(Vec::len) == Some(n)).await;
+    }
+
+    /// Waits until `ready`, asking every 100 ms (what it waits for has no
+    /// event to await), within the patience; `what` names it if it never is.
+    async fn eventually(&self, what: &str, ready: impl Fn() -> bool) {
         let waited = tokio::time::timeout(PATIENCE, async {
-            while self.api("info", json!({}))["nodes"].as_array().map(Vec::len) != Some(n) {
+            while !ready() {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         });
-        waited.await.unwrap_or_else(|_| panic!("{} never heard {n} nodes", self.addr));
+        waited.await.unwrap_or_else(|_| panic!("{} never {what}", self.addr));
     }
 
     /// Waits until `/metrics` has `line`, checking every 100 ms.
     async fn await_metric(&self, line: &str) {
-        let waited = tokio::time::timeout(PATIENCE, async {
-            while !self.metrics().lines().any(|l| l == line) {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        });
-        waited.await.unwrap_or_else(|_| panic!("{} never showed {line:?}:\n{}", self.addr, self.metrics()));
+        self.eventually(&format!("showed {line:?}"), || self.metrics().lines().any(|l| l == line)).await;
     }
 
     /// A native WebSocket chat client.
