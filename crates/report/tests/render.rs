@@ -21,13 +21,12 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A fresh directory under the system temp dir.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("switchboard-report-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+/// A fresh directory under the system temp dir, removed when dropped.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("switchboard-report-{name}-"))
+        .tempdir()
+        .expect("temp dir")
 }
 
 fn edit(src: &Path, dst: &Path, f: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
@@ -227,7 +226,7 @@ fn a_failed_server_appears_as_failed_in_the_summary() {
     let dir = temp_dir("failed");
     let failed = edit(
         &fixture("switchboard-broadcast.json"),
-        &dir.join("tornado-failed.json"),
+        &dir.path().join("tornado-failed.json"),
         |v| {
             let run = &mut v["runs"][0];
             run["target_name"] = "tornado".into();
@@ -239,7 +238,7 @@ fn a_failed_server_appears_as_failed_in_the_summary() {
     );
     let failed_chat = edit(
         &fixture("switchboard-chat.json"),
-        &dir.join("tornado-chat-failed.json"),
+        &dir.path().join("tornado-chat-failed.json"),
         |v| {
             let run = &mut v["runs"][0];
             run["target_name"] = "tornado".into();
@@ -275,7 +274,7 @@ fn hostile_strings_are_escaped() {
     let evil = "</script><img src=x onerror=alert(1)>";
     let file = edit(
         &fixture("switchboard-pingpong.json"),
-        &dir.join("evil.json"),
+        &dir.path().join("evil.json"),
         |v| {
             v["runs"][0]["target_name"] = evil.into();
             v["runs"][0]["results"][0]["transport"] = evil.into();
@@ -285,7 +284,7 @@ fn hostile_strings_are_escaped() {
     );
     let unknown = edit(
         &fixture("switchboard-countdown.json"),
-        &dir.join("evil-scenario.json"),
+        &dir.path().join("evil-scenario.json"),
         |v| {
             v["runs"][0]["scenario"] = evil.into();
             v["runs"][0]["target_name"] = "<!--<script>".into();
@@ -339,20 +338,20 @@ fn unknown_scenarios_become_tables() {
 #[test]
 fn bad_files_are_named() {
     let dir = temp_dir("bad");
-    let missing = dir.join("missing.json");
+    let missing = dir.path().join("missing.json");
     let e = report::generate(&[fixture("switchboard-chat.json"), missing.clone()], "x")
         .expect_err("missing file");
     assert!(e.is_input());
     assert_eq!(e.path(), Some(missing.as_path()));
     assert!(e.to_string().contains("missing.json"), "{e}");
 
-    let malformed = dir.join("malformed.json");
+    let malformed = dir.path().join("malformed.json");
     std::fs::write(&malformed, "{\"runs\": [").expect("write");
     let e = report::generate(&[malformed], "x").expect_err("malformed");
     assert!(
         e.to_string().starts_with(&format!(
             "result file {} is not valid JSON",
-            dir.join("malformed.json").display()
+            dir.path().join("malformed.json").display()
         )),
         "{e}"
     );
@@ -375,7 +374,7 @@ fn bad_files_are_named() {
             "run 1 is not a JSON object",
         ),
     ] {
-        let path = dir.join(name);
+        let path = dir.path().join(name);
         std::fs::write(&path, text).expect("write");
         let e = report::generate(std::slice::from_ref(&path), "x").expect_err(name);
         assert!(
@@ -391,7 +390,7 @@ fn older_and_newer_files_still_render() {
     // Newer: a format bump, new fields everywhere. Older: figures missing.
     let newer = edit(
         &fixture("switchboard-pingpong.json"),
-        &dir.join("newer.json"),
+        &dir.path().join("newer.json"),
         |v| {
             v["format"] = "switchboard-bench/2".into();
             v["versions"]["tokio"] = "1.48".into();
@@ -401,7 +400,7 @@ fn older_and_newer_files_still_render() {
     );
     let older = edit(
         &fixture("switchboard-chat.json"),
-        &dir.join("older.json"),
+        &dir.path().join("older.json"),
         |v| {
             let run = v["runs"][0].as_object_mut().expect("run");
             run.remove("bench_cpu_bound");
@@ -414,7 +413,7 @@ fn older_and_newer_files_still_render() {
     // A run whose figures have the wrong type is shown as tables, with a warning.
     let broken = edit(
         &fixture("switchboard-countdown.json"),
-        &dir.join("broken.json"),
+        &dir.path().join("broken.json"),
         |v| {
             v["runs"][0]["results"] = "not a list".into();
         },
@@ -443,7 +442,7 @@ fn same_target_in_two_files_keeps_both_apart() {
     let dir = temp_dir("twice");
     let again = edit(
         &fixture("switchboard-pingpong.json"),
-        &dir.join("again.json"),
+        &dir.path().join("again.json"),
         |_| {},
     );
     let r = report::generate(&[fixture("switchboard-pingpong.json"), again], "x").expect("renders");
@@ -459,7 +458,7 @@ fn same_target_in_two_files_keeps_both_apart() {
 #[tokio::test]
 async fn run_writes_the_page() {
     let dir = temp_dir("run");
-    let out = dir.join("report.html");
+    let out = dir.path().join("report.html");
     let args = report::Args {
         files: fixtures(),
         out: out.clone(),
@@ -472,7 +471,7 @@ async fn run_writes_the_page() {
 
     let args = report::Args {
         files: fixtures(),
-        out: dir.join("no/such/dir/r.html"),
+        out: dir.path().join("no/such/dir/r.html"),
         title: String::new(),
     };
     let e = report::run(args).await.expect_err("unwritable");
@@ -518,7 +517,7 @@ fn a_muc_sweep_is_drawn_as_a_broadcast_is() {
     let dir = temp_dir("muc");
     let muc = edit(
         &fixture("switchboard-broadcast.json"),
-        &dir.join("muc.json"),
+        &dir.path().join("muc.json"),
         |v| {
             for run in v["runs"].as_array_mut().expect("runs") {
                 run["scenario"] = "muc".into();
@@ -685,14 +684,14 @@ fn xmpp_study_servers_without_a_transport_show_a_dash() {
         keep_transports(&mut v["runs"][0], keep);
     };
     let files = [
-        edit(&local, &dir.join("sb-local.json"), hundred),
-        edit(&remote, &dir.join("sb-remote.json"), far),
-        edit(&local, &dir.join("ej-local.json"), |v| {
+        edit(&local, &dir.path().join("sb-local.json"), hundred),
+        edit(&remote, &dir.path().join("sb-remote.json"), far),
+        edit(&local, &dir.path().join("ej-local.json"), |v| {
             hundred(v);
             peer(v, &["xmpp-tcp", "xmpp-websocket", "bosh"]);
             set_total(&mut v["runs"][0], "bosh", 150_000);
         }),
-        edit(&remote, &dir.join("ej-remote.json"), |v| {
+        edit(&remote, &dir.path().join("ej-remote.json"), |v| {
             far(v);
             peer(v, &["xmpp-websocket", "bosh"]);
         }),
@@ -755,7 +754,7 @@ fn xmpp_study_shows_failed_and_partial_runs() {
     let dir = temp_dir("study-failed");
     let [local, _, failed] = study_files();
     // Stopped at the 8th ping over xhr-streaming: the transports after it never ran.
-    let stopped = edit(&local, &dir.join("prosody.json"), |v| {
+    let stopped = edit(&local, &dir.path().join("prosody.json"), |v| {
         let run = &mut v["runs"][0];
         run["target_name"] = "prosody".into();
         run["partial"] = true.into();
@@ -800,7 +799,7 @@ fn no_xmpp_study_without_its_transports() {
     let dir = temp_dir("study-tcp");
     let tcp = edit(
         &fixture("real/xmpp-study-local.json"),
-        &dir.join("tcp.json"),
+        &dir.path().join("tcp.json"),
         |v| keep_transports(&mut v["runs"][0], &["xmpp-tcp"]),
     );
     let r = report::generate(&[tcp], "TCP").expect("renders");
@@ -812,8 +811,8 @@ fn no_xmpp_study_without_its_transports() {
 fn xmpp_study_keeps_two_runs_of_one_server_apart() {
     let dir = temp_dir("study-twice");
     let [local, ..] = study_files();
-    let monday = edit(&local, &dir.join("monday.json"), |_| {});
-    let tuesday = edit(&local, &dir.join("tuesday.json"), |v| {
+    let monday = edit(&local, &dir.path().join("monday.json"), |_| {});
+    let tuesday = edit(&local, &dir.path().join("tuesday.json"), |v| {
         set_total(&mut v["runs"][0], "bosh", 40_000);
     });
     let r = report::generate(&[monday, tuesday], "Twice").expect("renders");
@@ -833,7 +832,7 @@ fn the_cores_of_bench_and_server_are_named() {
     let dir = temp_dir("cores");
     let file = edit(
         &fixture("switchboard-chat.json"),
-        &dir.join("pinned.json"),
+        &dir.path().join("pinned.json"),
         |v| {
             v["machine"]["bench_cpus"] = "1".into();
             v["runs"][0]["server_cpus"] = "0".into();
