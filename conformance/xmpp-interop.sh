@@ -5,7 +5,13 @@
 # `switchboard serve`, as a new user runs it: the suite makes its accounts
 # by in-band registration, which it does only over TLS, so the server gets a
 # certificate made here and the JVM is told to trust it. XEP-0133 (service
-# administration) is left out: the server has no admin account.
+# administration) is left out: the server has no admin account. The suite
+# registers every account it makes later over one connection it opens at the
+# start and never logs in, so the server's login deadline
+# (--xmpp-login-timeout, 1 min) is lifted to the length of a run: at the
+# default, that connection is closed under it, and the first account made
+# after a minute (the low-level tests') is refused by Smack itself as
+# "Creating account over insecure connection", which ends the run.
 #
 #   conformance/xmpp-interop.sh PATH-TO-CHECKOUT [SPEC,SPEC...] [CLASS,CLASS...]
 #
@@ -48,7 +54,8 @@ java_tls "$TLS"
 
 PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 "$BIN" serve --store memory --listen "127.0.0.1:$PORT" --xmpp-listen 127.0.0.1:5222 --irc-listen off --irc-tls-listen off \
-  --tls-cert "$TLS/cert.pem" --tls-key "$TLS/key.pem" --xmpp-registration 100000 --xmpp-s2s-listen off >"$OUT/server.log" 2>&1 &
+  --tls-cert "$TLS/cert.pem" --tls-key "$TLS/key.pem" --xmpp-registration 100000 --xmpp-s2s-listen off \
+  --xmpp-login-timeout 3h >"$OUT/server.log" 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true' EXIT
 for _ in $(seq 100); do
