@@ -69,6 +69,7 @@ pub struct Metrics {
     connections_total: Family<Labels, Counter>,
     messages_in: Family<Labels, Counter>,
     messages_out: Family<Labels, Counter>,
+    batches_out: Family<Labels, Counter>,
     bytes_in: Family<Labels, Counter>,
     bytes_out: Family<Labels, Counter>,
     slow_consumers: Family<Labels, Counter>,
@@ -108,6 +109,7 @@ impl Metrics {
             connections_total: Family::default(),
             messages_in: Family::default(),
             messages_out: Family::default(),
+            batches_out: Family::default(),
             bytes_in: Family::default(),
             bytes_out: Family::default(),
             slow_consumers: Family::default(),
@@ -138,6 +140,11 @@ impl Metrics {
         registry.register("connections_accepted", "Client connections accepted", m.connections_total.clone());
         registry.register("messages_in", "Application messages received from clients", m.messages_in.clone());
         registry.register("messages_out", "Application messages sent to clients", m.messages_out.clone());
+        registry.register(
+            "batches_out",
+            "Writes of application messages to clients, each of one or more (messages_out / batches_out is the mean; --write-delay raises it)",
+            m.batches_out.clone(),
+        );
         registry.register("bytes_in", "Application payload bytes received from clients", m.bytes_in.clone());
         registry.register("bytes_out", "Application payload bytes sent to clients", m.bytes_out.clone());
         registry.register(
@@ -214,6 +221,7 @@ impl Metrics {
                 accepted: self.connections_total.get_or_create(labels).clone(),
                 messages_in: self.messages_in.get_or_create(labels).clone(),
                 messages_out: self.messages_out.get_or_create(labels).clone(),
+                batches_out: self.batches_out.get_or_create(labels).clone(),
                 bytes_in: self.bytes_in.get_or_create(labels).clone(),
                 bytes_out: self.bytes_out.get_or_create(labels).clone(),
                 slow_consumers: self.slow_consumers.get_or_create(labels).clone(),
@@ -342,6 +350,7 @@ struct Counters {
     accepted: Counter,
     messages_in: Counter,
     messages_out: Counter,
+    batches_out: Counter,
     bytes_in: Counter,
     bytes_out: Counter,
     slow_consumers: Counter,
@@ -362,6 +371,9 @@ impl ClientMetrics {
     /// Counts a batch of messages sent.
     pub fn sent(&self, messages: usize, bytes: usize) {
         self.0.messages_out.inc_by(messages as u64);
+        if messages > 0 {
+            self.0.batches_out.inc();
+        }
         self.0.bytes_out.inc_by(bytes as u64);
     }
 
@@ -393,6 +405,7 @@ mod tests {
             r#"switchboard_connections{app="echo",transport="websocket"} 1"#,
             r#"switchboard_messages_in_total{app="echo",transport="websocket"} 1"#,
             r#"switchboard_messages_out_total{app="echo",transport="websocket"} 2"#,
+            r#"switchboard_batches_out_total{app="echo",transport="websocket"} 1"#,
             r#"switchboard_bytes_in_total{app="echo",transport="websocket"} 5"#,
             r#"switchboard_bytes_out_total{app="echo",transport="websocket"} 10"#,
             r#"switchboard_slow_consumer_disconnects_total{app="echo",transport="websocket"} 1"#,

@@ -185,6 +185,19 @@ impl Outbox {
         }
     }
 
+    /// Ready once something is queued or the session is closed, taking
+    /// nothing; until then the task is woken as [`Outbox::poll_drain`]'s is.
+    /// A writer that gathers messages before it writes (`--write-delay`)
+    /// waits so, then lets pushes gather without waking it.
+    pub fn poll_queued(&self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut state = self.state.lock();
+        if !state.queue.is_empty() || state.close.is_some() {
+            return Poll::Ready(());
+        }
+        Self::keep(&mut state, cx.waker());
+        Poll::Pending
+    }
+
     /// Has the writer's task woken on the close, whatever is queued; a
     /// writer that is busy sending what it took registers so.
     pub fn wake_on_close(&self, waker: &Waker) {
@@ -241,9 +254,44 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn msg(s: &'static str) -> Payload {
         Payload::from(s)
+    }
+
+    #[tokio::test]
+    async fn poll_queued_takes_nothing_and_wakes_on_the_first_push_only() {
+        let outbox = Arc::new(Outbox::new(1 << 20));
+        let woken = Arc::new(Woken::default());
+        let waker = Waker::from(woken.clone());
+        let mut cx = Context::from_waker(&waker);
+        assert!(outbox.poll_queued(&mut cx).is_pending());
+        outbox.push(msg("a")).unwrap();
+        outbox.push(msg("b")).unwrap();
+        assert_eq!(woken.0.load(Ordering::SeqCst), 1, "woken by the first push, not the second");
+        assert!(outbox.poll_queued(&mut cx).is_ready());
+        // Ready again: nothing was taken, and pushes while it gathers wake nothing.
+        assert!(outbox.poll_queued(&mut cx).is_ready());
+        outbox.push(msg("c")).unwrap();
+        assert_eq!(woken.0.load(Ordering::SeqCst), 1);
+        let mut out = Vec::new();
+        assert_eq!(outbox.try_drain(&mut out), Some(Drained::Messages));
+        assert_eq!(out.len(), 3);
+        assert!(outbox.poll_queued(&mut cx).is_pending());
+        outbox.close(Close::GOING_AWAY);
+        assert_eq!(woken.0.load(Ordering::SeqCst), 2, "a close wakes it");
+        assert!(outbox.poll_queued(&mut cx).is_ready());
+    }
+
+    #[derive(Default)]
+    struct Woken(AtomicUsize);
+
+    impl std::task::Wake for Woken {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
     }
 
     #[tokio::test]

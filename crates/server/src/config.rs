@@ -95,6 +95,8 @@ settings! {
         permessage_deflate: bool = true, "permessage-deflate", "SWITCHBOARD_PERMESSAGE_DEFLATE";
         /// Bytes a client's outbound queue may hold before it is closed as a slow consumer (1008) [default: 1048576]
         queue_limit: usize = 1024 * 1024, "queue-limit", "SWITCHBOARD_QUEUE_LIMIT";
+        /// How long a WebSocket client's writer (native or SockJS) lets messages gather once one is queued, to send them all in one write: fewer system calls and less server CPU per message at a busy client, for up to this much more latency. At most 1s; 0s writes each batch at once [default: 0s]
+        write_delay: Duration = Duration::ZERO, "write-delay", "SWITCHBOARD_WRITE_DELAY", arg(value_parser = duration);
         /// Most simultaneous TCP connections; a client beyond them is answered 503 and closed [default: 100000]
         max_connections: usize = 100_000, "max-connections", "SWITCHBOARD_MAX_CONNECTIONS";
         /// How long shutdown waits for clients to take their close before exiting [default: 4s]
@@ -801,6 +803,10 @@ fn check(checks: &[(bool, &str)]) -> Result<(), String> {
     }
 }
 
+/// A write delay is for gathering a busy client's messages, not for
+/// holding them: past a second it is a mistake.
+const MAX_WRITE_DELAY: Duration = Duration::from_secs(1);
+
 /// hyper cannot read a request with a smaller buffer.
 const MIN_HEADER_SIZE: usize = 8192;
 
@@ -814,6 +820,7 @@ impl ServerConfig {
             (!self.header_timeout.is_zero(), "header_timeout must be above zero"),
             (!self.idle_timeout.is_zero(), "idle_timeout must be above zero"),
             (!self.ping_interval.is_zero(), "ping_interval must be above zero"),
+            (self.write_delay <= MAX_WRITE_DELAY, "write_delay must be at most 1s"),
             (self.session_rate > 0, "session_rate must be at least 1"),
         ])
     }

@@ -283,6 +283,7 @@ impl ServerState {
                         max_message_rate: m.limits.max_message_rate,
                         max_byte_rate: m.limits.max_byte_rate,
                         permessage_deflate: config.server.permessage_deflate,
+                        write_delay: config.server.write_delay,
                     }),
                 })
             })

@@ -209,6 +209,9 @@ pub struct Limits {
     pub max_byte_rate: u32,
     /// Whether permessage-deflate is offered (`--permessage-deflate`).
     pub permessage_deflate: bool,
+    /// How long the writer lets messages gather before it writes them
+    /// (`--write-delay`); zero writes at once.
+    pub write_delay: Duration,
 }
 
 /// The close for a client that answered no ping for a whole interval.
@@ -378,6 +381,7 @@ pub async fn connection_future_sizes<C: Client>(mut client: impl FnMut() -> C) -
         max_message_rate: 100,
         max_byte_rate: 1 << 20,
         permessage_deflate: true,
+        write_delay: Duration::ZERO,
     });
     let metrics = base::metrics::Metrics::default();
     let agreed = Agreed { server_window_bits: Some(deflate::FULL_WINDOW), client_no_context_takeover: false };

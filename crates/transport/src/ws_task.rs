@@ -122,6 +122,8 @@ struct Writer {
     next_ping: Ms,
     /// A ping went out (when `next_ping` was set) and is not yet answered.
     pinged: bool,
+    /// Until when what the outbox holds is left to gather (`--write-delay`).
+    gather: Option<Ms>,
     /// When the client last sent anything (a message, a pong, a close);
     /// the reader sets it.
     heard: Ms,
@@ -194,6 +196,7 @@ where
             silent_since: Ms::at(now),
             next_ping: Ms::at(now) + limits.ping_interval,
             pinged: false,
+            gather: None,
             heard: Ms::at(now),
         };
         WsTask {
@@ -280,7 +283,10 @@ where
         };
         let write = match &self.writer.state {
             Writing::Open { .. } if self.writer.sending => None,
-            Writing::Open { .. } => Some(self.writer.wake_at(&self.outbound).instant()),
+            Writing::Open { .. } => {
+                let at = self.writer.wake_at(&self.outbound);
+                Some(self.writer.gather.map_or(at, |until| until.min(at)).instant())
+            }
             Writing::Closing { until, .. } => Some(*until),
             Writing::Done => None,
         };
@@ -465,6 +471,9 @@ where
                 progressed = true;
                 continue;
             }
+            if !self.limits.write_delay.is_zero() && !self.gathered(cx, now) {
+                return progressed;
+            }
             let drained = match self.outbox.poll_drain(cx, &mut self.writer.batch) {
                 Poll::Pending => return progressed,
                 Poll::Ready(drained) => drained,
@@ -489,6 +498,26 @@ where
                 w.state = Writing::Open { last: Some(Box::new(close)) };
             }
             w.sending = !w.frames.is_empty();
+        }
+    }
+
+    /// With a write delay: whether the writer takes what the outbox holds
+    /// now. The first message queued starts the delay, and what is pushed
+    /// until it ends wakes nothing; then it all goes in one write. A close
+    /// is not held back.
+    fn gathered(&mut self, cx: &mut Context<'_>, now: Instant) -> bool {
+        match self.writer.gather {
+            Some(until) if until > Ms::at(now) => false,
+            Some(_) => {
+                self.writer.gather = None;
+                true
+            }
+            None if self.outbox.poll_queued(cx).is_pending() => false,
+            None if self.outbox.is_closed() => true,
+            None => {
+                self.writer.gather = Some(Ms::at(now) + self.limits.write_delay);
+                false
+            }
         }
     }
 

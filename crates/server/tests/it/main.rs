@@ -21,6 +21,7 @@ mod room_archive;
 mod storage;
 mod sockjs_http;
 mod sockjs_ws;
+mod write_delay;
 mod xmpp;
 mod xmpp_archive;
 mod xmpp_bosh;
