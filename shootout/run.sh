@@ -81,9 +81,10 @@ WARMUP_CHAT=(--rooms 1 --users 20 --messages 100 --interval 10ms --drain 2s)
 # addresses (shootout/idle-rss.py), or as many as the open-file limit lets the
 # server hold (set below, once the limit is raised).
 IDLE_WANTED=50000
-# The fixed load of the CPU-per-delivery comparison: 500 msgs/s to 200 clients,
-# 100,000 deliveries/s, below where either server saturates on this machine.
-CPD_RATE=500
+# The fixed loads of the CPU-per-delivery comparison, in msgs/s to 200
+# clients: 100,000 and 1,000,000 deliveries/s, below where either server
+# saturates on this machine.
+CPD_RATES="500 5000"
 
 mkdir -p "$OUT/bench" "$OUT/logs" "$OUT/idle-rss"
 STATUS="$OUT/status.tsv"   # server <TAB> ok|failed <TAB> detail
@@ -348,14 +349,18 @@ protocol_part xmpp "${SHOOTOUT_XMPP_SERVERS-switchboard ejabberd prosody}"
 # client. SHOOTOUT_IRC_SERVERS="" skips it.
 protocol_part irc "${SHOOTOUT_IRC_SERVERS-switchboard ircu ngircd inspircd hybrid}"
 
-# Server CPU per delivery at a fixed load, Switchboard beside Bun (rounds
+# Server CPU per delivery at fixed loads, Switchboard beside Bun (rounds
 # interleaved, each on a fresh server): the comparison that still separates
-# the two where the broadcast sweep meets the bench's own ceiling.
+# the two where the broadcast sweep meets the bench's own ceiling. At each
+# load Switchboard runs twice, writing at once and with --write-delay
+# (switchboard+delay), so that what the delay saves and costs is side by side.
 if [[ " $SERVERS " == *" switchboard "* && " $SERVERS " == *" bun "* && -z "${INSTALL_FAILED[bun]:-}" ]]; then
-  say "CPU per delivery: switchboard and bun at $CPD_RATE msgs/s to 200 clients, $CPD_ROUNDS rounds"
-  RATE="$CPD_RATE" CLIENTS=200 ROUNDS="$CPD_ROUNDS" CPD_JSON="$OUT/cpu-per-delivery.json" \
-    shootout/cpu-per-delivery.sh switchboard bun >"$OUT/logs/cpu-per-delivery.txt" 2>&1 \
-    || say "CPU per delivery FAILED: $(tail -n1 "$OUT/logs/cpu-per-delivery.txt")"
+  for rate in $CPD_RATES; do
+    say "CPU per delivery: switchboard, switchboard+delay and bun at $rate msgs/s to 200 clients, $CPD_ROUNDS rounds"
+    RATE="$rate" CLIENTS=200 ROUNDS="$CPD_ROUNDS" CPD_JSON="$OUT/cpu-per-delivery-$rate.json" \
+      shootout/cpu-per-delivery.sh switchboard switchboard+delay bun >"$OUT/logs/cpu-per-delivery-$rate.txt" 2>&1 \
+      || say "CPU per delivery FAILED: $(tail -n1 "$OUT/logs/cpu-per-delivery-$rate.txt")"
+  done
 fi
 
 say "writing the report"
