@@ -48,15 +48,37 @@ pub struct Modes {
     pub key: Option<String>,
     /// `+l`: most IRC members.
     pub limit: Option<usize>,
+    /// `+b`: masks of the IRC clients who may not join.
+    pub bans: Vec<Listed>,
+    /// `+e`: masks of the IRC clients a ban does not keep out.
+    pub excepts: Vec<Listed>,
+}
+
+/// Most masks in each of a channel's lists (`MAXLIST`).
+pub const MAX_LIST: usize = 100;
+
+/// A mask on a channel's list, who put it there and when (Unix seconds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub mask: String,
+    pub by: String,
+    pub at: u64,
 }
 
 impl Default for Modes {
     fn default() -> Modes {
-        Modes { no_outside: true, topic_ops: true, moderated: false, invite_only: false, secret: false, key: None, limit: None }
+        Modes { no_outside: true, topic_ops: true, moderated: false, invite_only: false, secret: false, key: None, limit: None, bans: Vec::new(), excepts: Vec::new() }
     }
 }
 
 impl Modes {
+    /// Whether a ban keeps out the client whose lines come from `source`
+    /// (`nick!user@host`), with no exception letting it in.
+    pub fn banned(&self, source: &str) -> bool {
+        let on = |list: &[Listed]| list.iter().any(|l| wire::mask::matches(&l.mask, source, wire::mask::Case::AsciiInsensitive));
+        on(&self.bans) && !on(&self.excepts)
+    }
+
     /// As `324` gives them: `+ntk key`, the key and the limit after.
     pub fn shown(&self) -> Vec<String> {
         let mut flags = String::from("+");

@@ -32,7 +32,7 @@ const USERLEN: usize = 10;
 /// Most members `NAMES` and `WHO` list.
 const MAX_LISTED: usize = 1000;
 /// The channel modes a client may set, and which take a parameter.
-const CHANNEL_MODES: &str = "iklmnostv";
+const CHANNEL_MODES: &str = "beiklmnostv";
 
 /// What the connection does after a line.
 #[derive(Debug, PartialEq, Eq)]
@@ -365,11 +365,13 @@ impl Client {
             format!("AWAYLEN={TEXTLEN}"),
             "CASEMAPPING=ascii".into(),
             format!("CHANLIMIT=#:{}", self.irc.settings.max_channels),
-            "CHANMODES=b,k,l,imnst".into(),
+            "CHANMODES=be,k,l,imnst".into(),
             format!("CHANNELLEN={}", 1 + 3 * wire::app::MAX_NAME_LEN),
             "CHANTYPES=#".into(),
             "ELIST=".into(),
+            "EXCEPTS=e".into(),
             format!("KICKLEN={TEXTLEN}"),
+            format!("MAXLIST=be:{}", crate::channels::MAX_LIST),
             "MODES=4".into(),
             format!("NETWORK={network}"),
             format!("NICKLEN={NICKLEN}"),
@@ -435,8 +437,11 @@ impl Client {
             return self.send(self.reply(ERR_TOOMANYCHANNELS).arg(&channel).trailing("You have joined too many channels"));
         }
         // IRC's own modes, for IRC's members.
+        let source = self.source();
         let refused = self.irc.channels.with(&room, |c| {
-            if c.modes.invite_only && !c.invited.contains(&self.public.id) {
+            if c.modes.banned(&source) {
+                Some((ERR_BANNEDFROMCHAN, "Cannot join channel (+b)"))
+            } else if c.modes.invite_only && !c.invited.contains(&self.public.id) {
                 Some((ERR_INVITEONLYCHAN, "Cannot join channel (+i)"))
             } else if c.modes.key.as_deref().is_some_and(|k| Some(k) != key) {
                 Some((ERR_BADCHANNELKEY, "Cannot join channel (+k)"))
@@ -911,16 +916,34 @@ impl Client {
             let created = created.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
             return self.send(line.end() + &self.reply(RPL_CREATIONTIME).arg(&channel).arg(&created.to_string()).end());
         };
-        if changes.trim_start_matches(['+', '-']) == "b" && params.len() == 2 {
-            return self.send(self.reply(RPL_ENDOFBANLIST).arg(&channel).trailing("End of channel ban list"));
+        if let flag @ ("b" | "e") = changes.trim_start_matches(['+', '-'])
+            && params.len() == 2
+        {
+            return self.mask_list(&room, &channel, flag == "b");
         }
         self.change_modes(&room, &channel, changes, &params[2..]);
+    }
+
+    /// A channel's bans (`MODE #channel +b`) or exceptions (`+e`), to anyone.
+    fn mask_list(&self, room: &str, channel: &str, bans: bool) {
+        let listed = self.irc.channels.with(room, |c| if bans { c.modes.bans.clone() } else { c.modes.excepts.clone() }).unwrap_or_default();
+        let (numeric, end, text) = if bans {
+            (RPL_BANLIST, RPL_ENDOFBANLIST, "End of channel ban list")
+        } else {
+            (RPL_EXCEPTLIST, RPL_ENDOFEXCEPTLIST, "End of channel exception list")
+        };
+        let mut lines = String::new();
+        for l in &listed {
+            lines.push_str(&self.reply(numeric).arg(channel).arg(&l.mask).arg(&l.by).arg(&l.at.to_string()).end());
+        }
+        self.send(lines + &self.reply(end).arg(channel).trailing(text));
     }
 
     /// Applies `MODE #channel <changes> <args>` from an operator, and tells
     /// the channel's IRC members what changed.
     fn change_modes(&self, room: &str, channel: &str, changes: &str, args: &[&str]) {
         let mut errors = Vec::new();
+        let source = self.source();
         let outcome = self.irc.channels.with(room, |c| {
             if !c.members.iter().any(|m| m.client.id == self.public.id && m.op) {
                 return None;
@@ -998,7 +1021,27 @@ impl Client {
                         applied.push(flag);
                         applied_args.push(member.client.nick().to_string());
                     }
-                    'b' => {}
+                    'b' | 'e' => {
+                        let Some(mask) = args.next().map(|m| full_mask(m)).filter(|m| !m.contains(' ')) else { continue };
+                        let list = if flag == 'b' { &mut c.modes.bans } else { &mut c.modes.excepts };
+                        match (on, list.iter().position(|l| l.mask.eq_ignore_ascii_case(&mask))) {
+                            (true, None) if list.len() >= crate::channels::MAX_LIST => {
+                                errors.push(self.reply(ERR_BANLISTFULL).arg(channel).arg(&mask).trailing("Channel list is full"));
+                                continue;
+                            }
+                            (true, None) => {
+                                let at = SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                                list.push(crate::channels::Listed { mask: mask.clone(), by: source.clone(), at });
+                            }
+                            (false, Some(at)) => {
+                                list.remove(at);
+                            }
+                            _ => continue,
+                        }
+                        sign(&mut applied, &mut last_sign);
+                        applied.push(flag);
+                        applied_args.push(mask);
+                    }
                     other => errors.push(self.reply(ERR_UNKNOWNMODE).arg(&other.to_string()).trailing("is unknown mode char to me")),
                 }
             }
@@ -1241,5 +1284,16 @@ mod tests {
         assert_eq!(text.matches("member").count(), 100);
         let secret = names_lines("irc.test", "me", "#s", &names[..1], &[], Shape { secret: true, userhost: true });
         assert!(secret.starts_with(":irc.test 353 me @ #s :member000!member000@irc.test\r\n"));
+    }
+}
+
+/// A ban or exception mask as kept: `nick` is `nick!*@*`, `user@host` is
+/// `*!user@host`, `nick!user` is `nick!user@*`.
+fn full_mask(mask: &str) -> String {
+    match (mask.contains('!'), mask.contains('@')) {
+        (true, true) => mask.to_owned(),
+        (true, false) => format!("{mask}@*"),
+        (false, true) => format!("*!{mask}"),
+        (false, false) => format!("{mask}!*@*"),
     }
 }

@@ -92,9 +92,11 @@ async fn registration_is_answered_to_the_byte() {
     assert_eq!(lines[0], ":localhost 001 alice :Welcome to the Switchboard IRC Network alice!~a@localhost\r\n");
     assert!(lines[1].starts_with(":localhost 002 alice :Your host is localhost, running version switchboard-"));
     assert!(lines[2].starts_with(":localhost 003 alice :This server was created "));
-    assert!(lines[3].starts_with(":localhost 004 alice localhost switchboard-") && lines[3].ends_with(" iw iklmnostv klov\r\n"));
+    assert!(lines[3].starts_with(":localhost 004 alice localhost switchboard-") && lines[3].ends_with(" iw beiklmnostv klov\r\n"));
     let isupport: Vec<&String> = lines.iter().filter(|l| l.contains(" 005 ")).collect();
-    assert!(isupport.iter().any(|l| l.contains(" CASEMAPPING=ascii ") && l.contains(" CHANTYPES=# ") && l.contains(" PREFIX=(ov)@+ ")));
+    for token in [" CASEMAPPING=ascii ", " CHANMODES=be,k,l,imnst ", " CHANTYPES=# ", " EXCEPTS=e ", " MAXLIST=be:100 ", " PREFIX=(ov)@+ "] {
+        assert!(isupport.iter().any(|l| l.contains(token)), "{token} in {isupport:?}");
+    }
     assert!(isupport.iter().all(|l| l.ends_with(" :are supported by this server\r\n") && l.len() <= 512));
     assert_eq!(lines.last().unwrap(), ":localhost 422 alice :MOTD File is missing\r\n");
 
@@ -311,6 +313,42 @@ async fn channel_commands_answer_with_their_numerics() {
     assert_eq!(late.line().await, ":localhost 321 lee Channel :Users  Name\r\n");
     assert_eq!(late.line().await, ":localhost 322 lee #den 2 :Welcome all\r\n");
     assert_eq!(late.line().await, ":localhost 323 lee :End of /LIST\r\n");
+}
+
+#[tokio::test]
+async fn bans_keep_irc_clients_out_unless_an_exception_lets_them_in() {
+    let server = TestServer::start().await;
+    let mut op = Irc::register(server.irc, "olga").await;
+    op.join("#den").await;
+    op.send("MODE #den +b ba*").await;
+    assert_eq!(op.line().await, ":olga!~u@localhost MODE #den +b ba*!*@*\r\n", "a nickname is made a whole mask");
+    op.send("MODE #den +b ba*!*@*").await;
+    op.send("MODE #den +b").await;
+    let list = op.lines_until(" 368 ").await;
+    assert_eq!(list.len(), 2, "the same mask again changes nothing: {list:?}");
+    assert!(list[0].starts_with(":localhost 367 olga #den ba*!*@* olga!~u@localhost "), "{}", list[0]);
+    assert_eq!(list[1], ":localhost 368 olga #den :End of channel ban list\r\n");
+
+    let mut bar = Irc::register(server.irc, "Bar").await;
+    bar.send("JOIN #den").await;
+    assert_eq!(bar.line().await, ":localhost 474 Bar #den :Cannot join channel (+b)\r\n");
+    bar.send("MODE #den +e *ar!*@*").await;
+    assert_eq!(bar.line().await, ":localhost 482 Bar #den :You're not channel operator\r\n");
+    op.send("MODE #den +e *ar!*@*").await;
+    assert_eq!(op.line().await, ":olga!~u@localhost MODE #den +e *ar!*@*\r\n");
+    bar.send("MODE #den e").await;
+    assert!(bar.line().await.starts_with(":localhost 348 Bar #den *ar!*@* olga!~u@localhost "));
+    assert_eq!(bar.line().await, ":localhost 349 Bar #den :End of channel exception list\r\n");
+    bar.join("#den").await;
+    assert_eq!(op.line().await, ":Bar!Bar@localhost JOIN #den\r\n");
+
+    op.send("MODE #den -be BA*!*@* *ar!*@*").await;
+    assert_eq!(op.line().await, ":olga!~u@localhost MODE #den -be BA*!*@* *ar!*@*\r\n", "removed whatever its case");
+    for n in 0..100 {
+        op.send(&format!("MODE #den +b n{n}")).await;
+    }
+    op.send("MODE #den +b one-too-many").await;
+    assert_eq!(op.until(" 478 ").await, ":localhost 478 olga #den one-too-many!*@* :Channel list is full\r\n");
 }
 
 #[tokio::test]
