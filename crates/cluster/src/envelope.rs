@@ -105,6 +105,9 @@ enum Event {
         reason: Option<Arc<str>>,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         quit: bool,
+        /// Who took it out (IRC's `KICK`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<Arc<str>>,
     },
 }
 
@@ -117,7 +120,7 @@ pub fn encode(node: &str, payload: &Payload) -> (HeaderMap, Bytes) {
                 RoomEvent::Notice { name, text } => Event::Notice { name, text },
                 RoomEvent::Announcement { text } => Event::Announcement { text },
                 RoomEvent::Join { name } => Event::Join { name },
-                RoomEvent::Leave { name, reason, quit } => Event::Leave { name, reason, quit },
+                RoomEvent::Leave { name, reason, quit, by } => Event::Leave { name, reason, quit, by },
             };
             ("event", Bytes::from(serde_json::to_vec(&event).unwrap_or_default()))
         }
@@ -168,7 +171,7 @@ pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes, at: std
                 Event::Notice { name, text } => RoomEvent::Notice { name, text },
                 Event::Announcement { text } => RoomEvent::Announcement { text },
                 Event::Join { name } => RoomEvent::Join { name },
-                Event::Leave { name, reason, quit } => RoomEvent::Leave { name, reason, quit },
+                Event::Leave { name, reason, quit, by } => RoomEvent::Leave { name, reason, quit, by },
             };
             let id = headers.and_then(|h| h.get(ID)).map(|v| Arc::from(v.as_str()));
             Payload::archived(room.clone(), event, at, id)
@@ -199,9 +202,14 @@ mod tests {
             (Payload::event(room.clone(), RoomEvent::Join { name: "al".into() }), "event", br#"{"event":"join","name":"al"}"#),
             (Payload::event(room.clone(), RoomEvent::leave("al".into())), "event", br#"{"event":"leave","name":"al"}"#),
             (
-                Payload::event(room.clone(), RoomEvent::Leave { name: "al".into(), reason: Some("bye".into()), quit: true }),
+                Payload::event(room.clone(), RoomEvent::Leave { name: "al".into(), reason: Some("bye".into()), quit: true, by: None }),
                 "event",
                 br#"{"event":"leave","name":"al","reason":"bye","quit":true}"#,
+            ),
+            (
+                Payload::event(room.clone(), RoomEvent::Leave { name: "al".into(), reason: Some("spam".into()), quit: false, by: Some("op".into()) }),
+                "event",
+                br#"{"event":"leave","name":"al","reason":"spam","by":"op"}"#,
             ),
             (Payload::event(room.clone(), RoomEvent::Notice { name: "al".into(), text: "fyi".into() }), "event", br#"{"event":"notice","name":"al","text":"fyi"}"#),
             (Payload::event(room.clone(), RoomEvent::Announcement { text: "closing".into() }), "event", br#"{"event":"announcement","text":"closing"}"#),

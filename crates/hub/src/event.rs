@@ -24,8 +24,10 @@ pub enum RoomEvent {
     Join { name: Arc<str> },
     /// A member left, or the node it was on was lost: with the reason it
     /// gave, if any (IRC's `PART` or `QUIT` message), and `quit` when it
-    /// left every room at once because it went away.
-    Leave { name: Arc<str>, reason: Option<Arc<str>>, quit: bool },
+    /// left every room at once because it went away; or it was taken out
+    /// by the member named `by` (IRC's `KICK`), for `reason`. The member
+    /// taken out gets this event too, and leaves the room on it.
+    Leave { name: Arc<str>, reason: Option<Arc<str>>, quit: bool, by: Option<Arc<str>> },
 }
 
 impl RoomEvent {
@@ -39,7 +41,7 @@ impl RoomEvent {
 
     /// A member left, saying nothing.
     pub fn leave(name: Arc<str>) -> RoomEvent {
-        RoomEvent::Leave { name, reason: None, quit: false }
+        RoomEvent::Leave { name, reason: None, quit: false, by: None }
     }
 
     /// The chat app's JSON for this event of `room` (see `wire::app`), a

@@ -34,6 +34,9 @@ const MAX_LISTED: usize = 1000;
 /// The channel modes a client may set, and which take a parameter.
 const CHANNEL_MODES: &str = "beiklmnostv";
 
+/// Most nicknames one `KICK` takes (`TARGMAX`).
+const MAX_KICKS: usize = 4;
+
 /// What the connection does after a line.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Flow {
@@ -165,7 +168,7 @@ impl Client {
         let needs = |count: usize| params.len() < count;
         if needs(match command.as_str() {
             "NICK" | "PING" | "JOIN" | "PART" | "TOPIC" | "WHOIS" | "MODE" | "ISON" | "USERHOST" | "CAP" | "AUTHENTICATE" | "PASS" => 1,
-            "INVITE" => 2,
+            "INVITE" | "KICK" => 2,
             "PRIVMSG" | "NOTICE" => 0,
             "USER" => 4,
             _ => 0,
@@ -218,6 +221,7 @@ impl Client {
             "ISON" => self.ison(&params[..]),
             "USERHOST" => self.userhost(&params[..]),
             "INVITE" => self.invite(param(0), param(1)),
+            "KICK" => self.kick_all(param(0), param(1), params.get(2).copied().filter(|c| !c.is_empty())),
             "WHOWAS" => self.whowas(params.first().copied(), params.get(1).copied()),
             "MOTD" => self.send(self.reply(ERR_NOMOTD).trailing("MOTD File is missing")),
             "LUSERS" => self.lusers(),
@@ -371,6 +375,7 @@ impl Client {
             "ELIST=".into(),
             "EXCEPTS=e".into(),
             format!("KICKLEN={TEXTLEN}"),
+            format!("TARGMAX=KICK:{MAX_KICKS}"),
             format!("MAXLIST=be:{}", crate::channels::MAX_LIST),
             "MODES=4".into(),
             format!("NETWORK={network}"),
@@ -563,7 +568,21 @@ impl Client {
         if rooms.leave(room, self.id()).is_some()
             && let Some(name) = &self.name
         {
-            self.publish(room, RoomEvent::Leave { name: name.shown.clone(), reason, quit });
+            self.publish(room, RoomEvent::Leave { name: name.shown.clone(), reason, quit, by: None });
+        }
+    }
+
+    /// It was taken out of `room` (`KICK`): it leaves, and the event that
+    /// said so has told the room.
+    fn kicked(&mut self, room: &str) {
+        let Some(room) = self.joined.iter().find(|j| ***j == *room).cloned() else { return };
+        self.joined.retain(|r| *r != room);
+        self.echoes.retain(|(r, _)| *r != room);
+        let channel = channel_of(&room);
+        self.public.state.lock().channels.retain(|c| *c != channel);
+        self.irc.channels.exit(&room, self.id());
+        if let Some(rooms) = &self.irc.rooms {
+            rooms.leave(&room, self.id());
         }
     }
 
@@ -924,6 +943,53 @@ impl Client {
         self.change_modes(&room, &channel, changes, &params[2..]);
     }
 
+    /// `KICK #channel nick[,nick…] [:comment]`, or channels and nicknames
+    /// paired one to one; at most [`MAX_KICKS`] at once, the rest dropped.
+    fn kick_all(&mut self, channels: &str, nicks: &str, comment: Option<&str>) {
+        let channels: Vec<&str> = channels.split(',').filter(|c| !c.is_empty()).collect();
+        let nicks: Vec<&str> = nicks.split(',').filter(|n| !n.is_empty()).take(MAX_KICKS).collect();
+        let pairs: Vec<(&str, &str)> = match channels[..] {
+            [channel] => nicks.iter().map(|n| (channel, *n)).collect(),
+            _ if channels.len() == nicks.len() => channels.into_iter().zip(nicks).collect(),
+            _ => return self.send(self.reply(ERR_NEEDMOREPARAMS).arg("KICK").trailing("Not enough parameters")),
+        };
+        for (channel, nick) in pairs {
+            self.kick(channel, nick, comment);
+        }
+    }
+
+    /// An operator takes an IRC member of this node out of a channel: the
+    /// room is told (`RoomEvent::Leave` with `by`), and the member, told
+    /// too, leaves it as it renders the event (`Client::render`). Members
+    /// of other protocols are moderated in their own (XMPP's kick).
+    fn kick(&mut self, channel: &str, nick: &str, comment: Option<&str>) {
+        let room = room_of(channel).ok().filter(|r| self.irc.channels.with(r, |_| ()).is_some());
+        let Some(room) = room else {
+            return self.send(self.reply(ERR_NOSUCHCHANNEL).arg(channel).trailing("No such channel"));
+        };
+        let channel = channel_of(&room);
+        let (Some(room), Some(me)) = (self.joined.iter().find(|j| ***j == *room).cloned(), self.name.clone()) else {
+            return self.send(self.reply(ERR_NOTONCHANNEL).arg(&channel).trailing("You're not on that channel"));
+        };
+        let found = self.irc.channels.with(&room, |c| {
+            let op = c.members.iter().any(|m| m.client.id == self.public.id && m.op);
+            (op, c.members.iter().find(|m| m.client.nick().eq_ignore_ascii_case(nick)).map(|m| m.client.nick()))
+        });
+        let Some((true, target)) = found else {
+            return self.send(self.reply(ERR_CHANOPRIVSNEEDED).arg(&channel).trailing("You're not channel operator"));
+        };
+        let Some(name) = target.and_then(|t| name_of(&t).ok()) else {
+            let elsewhere = name_of(nick).is_ok_and(|n| {
+                let key = Nickname::parse(&n).map(|n| n.key);
+                self.irc.rooms.as_ref().is_some_and(|r| r.names(&room, usize::MAX).iter().any(|m| Nickname::parse(m).map(|m| m.key) == key))
+            });
+            let text = if elsewhere { "They are in the channel through another protocol or server: not kicked" } else { "They aren't on that channel" };
+            return self.send(self.reply(ERR_USERNOTINCHANNEL).arg(nick).arg(&channel).trailing(text));
+        };
+        let reason = comment.map_or_else(|| self.nick(), |c| truncated(c).to_owned());
+        self.publish(&room, RoomEvent::Leave { name: name.into(), reason: Some(reason.into()), quit: false, by: Some(me.shown.clone()) });
+    }
+
     /// A channel's bans (`MODE #channel +b`) or exceptions (`+e`), to anyone.
     fn mask_list(&self, room: &str, channel: &str, bans: bool) {
         let listed = self.irc.channels.with(room, |c| if bans { c.modes.bans.clone() } else { c.modes.excepts.clone() }).unwrap_or_default();
@@ -1153,6 +1219,12 @@ impl Client {
                     }
                     self.quits.push(name.clone());
                     Some(Echo::Leave(name.clone()))
+                }
+                RoomEvent::Leave { name, by: Some(_), .. } => {
+                    if self.name.as_ref().is_some_and(|n| n.shown == *name) {
+                        self.kicked(room);
+                    }
+                    None
                 }
                 RoomEvent::Leave { name, .. } => Some(Echo::Leave(name.clone())),
                 RoomEvent::Message { name, .. } | RoomEvent::Notice { name, .. } => {

@@ -97,7 +97,11 @@ pub fn event_lines(payload: &Payload, server: &str, tags: &str) -> Option<String
     let channel = channel_of(room);
     Some(match event {
         RoomEvent::Join { name } => Line::tagged(tags, Some(&source(&nick_of(name), server)), "JOIN").arg(&channel).end(),
-        RoomEvent::Leave { name, reason, quit } => {
+        RoomEvent::Leave { name, reason, by: Some(by), .. } => {
+            let line = Line::tagged(tags, Some(&source(&nick_of(by), server)), "KICK").arg(&channel).arg(&nick_of(name));
+            line.trailing(reason.as_deref().unwrap_or(""))
+        }
+        RoomEvent::Leave { name, reason, quit, by: None } => {
             let from = source(&nick_of(name), server);
             // A quit names no channel: the member left them all.
             let line = if *quit { Line::tagged(tags, Some(&from), "QUIT") } else { Line::tagged(tags, Some(&from), "PART").arg(&channel) };

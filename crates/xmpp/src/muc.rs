@@ -195,10 +195,14 @@ pub fn render(event: &RoomEvent, room_jid: &str, own_nick: &str, to: &str, shown
         RoomEvent::Announcement { text } => Some(groupchat(room_jid, None, to, text)),
         RoomEvent::Join { name } if &**name == own_nick => None,
         RoomEvent::Join { name } => Some(presence(room_jid, name, to, &shown(name).0, true, &[])),
-        RoomEvent::Leave { name, reason, .. } => {
+        RoomEvent::Leave { name, reason, by, .. } => {
             let (item, mut codes) = shown(name);
             if &**name == own_nick {
                 codes.insert(0, "110");
+            }
+            // Taken out by a member of another protocol (IRC's KICK): a kick.
+            if by.is_some() && !codes.contains(&"307") {
+                codes.push("307");
             }
             let gone = presence(room_jid, name, to, &item, false, &codes);
             // The reason it gave, as an unavailable presence's status (RFC 6121 §4.7.2.2).
@@ -236,10 +240,16 @@ mod tests {
         );
         assert!(render(&RoomEvent::Join { name: "bob".into() }, "lobby@conference.localhost", "bob", to, |_| (Item::participant(), Vec::new())).is_none());
         // A reason given on leaving (IRC's PART or QUIT message) is the presence's status.
-        let gone = RoomEvent::Leave { name: "ann".into(), reason: Some("off <now>".into()), quit: true };
+        let gone = RoomEvent::Leave { name: "ann".into(), reason: Some("off <now>".into()), quit: true, by: None };
         assert_eq!(
             render(&gone, "lobby@conference.localhost", "bob", to, |_| (Item::participant(), Vec::new())).unwrap().to_xml(ns::CLIENT),
             "<presence from=\"lobby@conference.localhost/ann\" to=\"bob@localhost/r\" type=\"unavailable\"><x xmlns=\"http://jabber.org/protocol/muc#user\"><item affiliation=\"none\" role=\"none\"/></x><status>off &lt;now&gt;</status></presence>"
+        );
+        // Taken out by an IRC operator's KICK: a kick (307), with its reason.
+        let kicked = RoomEvent::Leave { name: "ann".into(), reason: Some("spam".into()), quit: false, by: Some("olga".into()) };
+        assert_eq!(
+            render(&kicked, "lobby@conference.localhost", "bob", to, |_| (Item::participant(), Vec::new())).unwrap().to_xml(ns::CLIENT),
+            "<presence from=\"lobby@conference.localhost/ann\" to=\"bob@localhost/r\" type=\"unavailable\"><x xmlns=\"http://jabber.org/protocol/muc#user\"><item affiliation=\"none\" role=\"none\"/><status code=\"307\"/></x><status>spam</status></presence>"
         );
         let notice = RoomEvent::Notice { name: "ann".into(), text: "fyi".into() };
         assert!(render(&notice, "lobby@conference.localhost", "bob", to, |_| (Item::participant(), Vec::new())).unwrap().to_xml(ns::CLIENT).contains("type=\"groupchat\"><body>fyi</body>"));

@@ -352,6 +352,48 @@ async fn bans_keep_irc_clients_out_unless_an_exception_lets_them_in() {
 }
 
 #[tokio::test]
+async fn an_operator_kicks_an_irc_member_and_every_protocol_sees_it_leave() {
+    let server = TestServer::start().await;
+    let mut op = Irc::register(server.irc, "olga").await;
+    op.join("#den").await;
+    let mut uma = Irc::register(server.irc, "uma").await;
+    uma.join("#den").await;
+    assert_eq!(op.line().await, ":uma!uma@localhost JOIN #den\r\n");
+    let mut carl = server.chat_member("carl", "den").await;
+    assert_eq!(op.line().await, ":carl!carl@localhost JOIN #den\r\n");
+    assert_eq!(uma.line().await, ":carl!carl@localhost JOIN #den\r\n");
+    let mut lee = Irc::register(server.irc, "lee").await;
+
+    uma.send("KICK #den olga").await;
+    assert_eq!(uma.line().await, ":localhost 482 uma #den :You're not channel operator\r\n");
+    lee.send("KICK #den uma").await;
+    assert_eq!(lee.line().await, ":localhost 442 lee #den :You're not on that channel\r\n");
+    lee.send("KICK #nowhere uma").await;
+    assert_eq!(lee.line().await, ":localhost 403 lee #nowhere :No such channel\r\n");
+    lee.send("KICK #den").await;
+    assert_eq!(lee.line().await, ":localhost 461 lee KICK :Not enough parameters\r\n");
+    op.send("KICK #den nobody").await;
+    assert_eq!(op.line().await, ":localhost 441 olga nobody #den :They aren't on that channel\r\n");
+    op.send("KICK #den carl").await;
+    assert_eq!(op.line().await, ":localhost 441 olga carl #den :They are in the channel through another protocol or server: not kicked\r\n");
+
+    op.send("KICK #den uma :spam, again").await;
+    let kick = ":olga!olga@localhost KICK #den uma :spam, again\r\n";
+    assert_eq!(op.line().await, kick);
+    assert_eq!(uma.line().await, kick);
+    assert_eq!(carl.recv_json().await, serde_json::json!({"event": "leave", "name": "uma", "room": "den"}));
+    uma.send("PRIVMSG #den :still here?").await;
+    assert_eq!(uma.line().await, ":localhost 404 uma #den :Cannot send to channel\r\n", "out of the channel");
+    uma.join("#den").await;
+    assert_eq!(op.line().await, ":uma!uma@localhost JOIN #den\r\n");
+    // With no comment, the kicker's nickname is the reason (RFC 2812 §3.2.8).
+    op.send("KICK #den,#den uma,lee").await;
+    assert_eq!(op.line().await, ":olga!olga@localhost KICK #den uma :olga\r\n");
+    assert_eq!(op.line().await, ":localhost 441 olga lee #den :They aren't on that channel\r\n");
+    assert_eq!(uma.until("KICK").await, ":olga!olga@localhost KICK #den uma :olga\r\n");
+}
+
+#[tokio::test]
 async fn private_messages_whois_and_away() {
     let server = TestServer::start().await;
     let mut a = Irc::connect(server.irc).await;
