@@ -35,6 +35,7 @@ fi
 
 cargo build --manifest-path "$root/Cargo.toml" --bin switchboard
 "$root/target/debug/switchboard" serve --listen 127.0.0.1:0 --xmpp-listen off --irc-listen "127.0.0.1:$port" --irc-server-name My.Little.Server --irc-server-description "test server" \
+    --irc-operators operuser:operpassword \
     --store memory --room-history 0 --max-message-rate 100000 --max-byte-rate 100000000 >"$out/server.log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT

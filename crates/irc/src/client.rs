@@ -168,7 +168,8 @@ impl Client {
         let needs = |count: usize| params.len() < count;
         if needs(match command.as_str() {
             "NICK" | "PING" | "JOIN" | "PART" | "TOPIC" | "WHOIS" | "MODE" | "ISON" | "USERHOST" | "CAP" | "AUTHENTICATE" | "PASS" => 1,
-            "INVITE" | "KICK" => 2,
+            "INVITE" | "KICK" | "OPER" => 2,
+            "KILL" | "WALLOPS" => 1,
             "PRIVMSG" | "NOTICE" => 0,
             "USER" => 4,
             _ => 0,
@@ -221,6 +222,15 @@ impl Client {
             "ISON" => self.ison(&params[..]),
             "USERHOST" => self.userhost(&params[..]),
             "INVITE" => self.invite(param(0), param(1)),
+            "OPER" => self.oper(param(0), param(1)),
+            "KILL" => self.kill(param(0), params.get(1).copied().unwrap_or("")),
+            "WALLOPS" => self.wallops(param(0)),
+            "INFO" => {
+                let mut lines = self.reply(RPL_INFO).trailing(&format!("{} {}", version(), self.irc.settings.description));
+                lines.push_str(&self.reply(RPL_INFO).trailing("Rooms shared with chat, SockJS and XMPP clients"));
+                lines.push_str(&self.reply(RPL_ENDOFINFO).trailing("End of INFO list"));
+                self.send(lines);
+            }
             "KICK" => self.kick_all(param(0), param(1), params.get(2).copied().filter(|c| !c.is_empty())),
             "WHOWAS" => self.whowas(params.first().copied(), params.get(1).copied()),
             "MOTD" => self.send(self.reply(ERR_NOMOTD).trailing("MOTD File is missing")),
@@ -779,7 +789,7 @@ impl Client {
     }
 
     fn who_line(&self, channel: &str, client: &Shown, prefix: &str) -> String {
-        let flags = format!("{}{prefix}", if client.away.is_some() { 'G' } else { 'H' });
+        let flags = format!("{}{}{prefix}", if client.away.is_some() { 'G' } else { 'H' }, if client.oper { "*" } else { "" });
         let server = self.server();
         self.reply(RPL_WHOREPLY)
             .arg(channel)
@@ -825,6 +835,9 @@ impl Client {
                     lines.push_str(&self.reply(RPL_WHOISCHANNELS).arg(&state.nick).trailing(&channels.join(" ")));
                 }
                 lines.push_str(&self.reply(RPL_WHOISSERVER).arg(&state.nick).arg(server).trailing(&self.irc.settings.description));
+                if state.oper {
+                    lines.push_str(&self.reply(RPL_WHOISOPERATOR).arg(&state.nick).trailing("is an IRC operator"));
+                }
                 if let Some(account) = &state.account {
                     lines.push_str(&self.reply(RPL_WHOISACCOUNT).arg(&state.nick).arg(account).trailing("is logged in as"));
                 }
@@ -941,6 +954,64 @@ impl Client {
             return self.mask_list(&room, &channel, flag == "b");
         }
         self.change_modes(&room, &channel, changes, &params[2..]);
+    }
+
+    /// `OPER <name> <password>`: an operator of `--irc-operators` (`+o`).
+    /// A wrong password counts as a failed login of the client's address.
+    fn oper(&mut self, name: &str, password: &str) {
+        if !self.irc.auth_failures.allows(self.address) {
+            self.irc.context.metrics.refused("irc", "auth_failures");
+            return self.send(self.reply(ERR_PASSWDMISMATCH).trailing("Password incorrect"));
+        }
+        let Some((_, right)) = self.irc.settings.operators.iter().find(|(n, _)| n == name) else {
+            self.irc.auth_failures.admit(self.address);
+            return self.send(self.reply(ERR_NOOPERHOST).trailing("No operator block for your name"));
+        };
+        if !bool::from(subtle::ConstantTimeEq::ct_eq(right.as_bytes(), password.as_bytes())) {
+            self.irc.auth_failures.admit(self.address);
+            return self.send(self.reply(ERR_PASSWDMISMATCH).trailing("Password incorrect"));
+        }
+        let newly = !std::mem::replace(&mut self.public.state.lock().oper, true);
+        let mut lines = self.reply(RPL_YOUREOPER).trailing("You are now an IRC operator");
+        if newly {
+            lines.push_str(&Line::new(Some(&self.source()), "MODE").arg(&self.nick()).arg("+o").end());
+        }
+        self.send(lines);
+    }
+
+    fn is_oper(&self) -> bool {
+        self.public.state.lock().oper
+    }
+
+    fn no_privileges(&self) {
+        self.send(self.reply(ERR_NOPRIVILEGES).trailing("Permission Denied- You're not an IRC operator"));
+    }
+
+    /// `KILL <nick> :<comment>` from an operator: the IRC client of that
+    /// nickname on this server is closed, its channels told why.
+    fn kill(&mut self, nick: &str, comment: &str) {
+        if !self.is_oper() {
+            return self.no_privileges();
+        }
+        let Some(target) = self.find(nick) else {
+            return self.send(self.reply(ERR_NOSUCHNICK).arg(nick).trailing("No such nick/channel"));
+        };
+        let comment = if comment.is_empty() { "no reason given" } else { truncated(comment) };
+        target.outbox.close(hub::Close::new(1008, format!("Killed ({} ({comment}))", self.nick())));
+    }
+
+    /// `WALLOPS :<text>` from an operator, to every client of this server
+    /// with user mode `+w`.
+    fn wallops(&self, text: &str) {
+        if !self.is_oper() {
+            return self.no_privileges();
+        }
+        let line = Line::new(Some(&self.source()), "WALLOPS").trailing(truncated(text));
+        for client in self.irc.nicks.all() {
+            if client.state.lock().wallops {
+                client.send(line.clone());
+            }
+        }
     }
 
     /// `KICK #channel nick[,nick…] [:comment]`, or channels and nicknames
@@ -1136,23 +1207,40 @@ impl Client {
         }
         match changes {
             None => {
-                let modes = if self.public.state.lock().invisible { "+i" } else { "+" };
-                self.send(self.reply(RPL_UMODEIS).arg(modes).end());
+                let state = self.public.state.lock();
+                let modes: String = std::iter::once('+')
+                    .chain([(state.invisible, 'i'), (state.oper, 'o'), (state.wallops, 'w')].into_iter().filter(|(on, _)| *on).map(|(_, flag)| flag))
+                    .collect();
+                drop(state);
+                self.send(self.reply(RPL_UMODEIS).arg(&modes).end());
             }
-            Some(changes) if changes.chars().all(|c| matches!(c, '+' | '-' | 'i' | 'w')) => {
-                let mut on = true;
+            Some(changes) if changes.chars().all(|c| matches!(c, '+' | '-' | 'i' | 'o' | 'w')) => {
+                // What changed, as the MODE line says it; `+o` only comes of OPER.
+                let (mut on, mut last, mut applied) = (true, None, String::new());
                 let mut state = self.public.state.lock();
                 for c in changes.chars() {
-                    match c {
-                        '+' => on = true,
-                        '-' => on = false,
-                        'i' => state.invisible = on,
-                        _ => {}
+                    let field = match c {
+                        '+' | '-' => {
+                            on = c == '+';
+                            continue;
+                        }
+                        'i' => &mut state.invisible,
+                        'w' => &mut state.wallops,
+                        _ if on => continue,
+                        _ => &mut state.oper,
+                    };
+                    if std::mem::replace(field, on) != on {
+                        if last != Some(on) {
+                            applied.push(if on { '+' } else { '-' });
+                            last = Some(on);
+                        }
+                        applied.push(c);
                     }
                 }
-                let shown = if state.invisible { "+i" } else { "-i" };
                 drop(state);
-                self.send(Line::new(Some(&self.source()), "MODE").arg(&self.nick()).arg(shown).end());
+                if !applied.is_empty() {
+                    self.send(Line::new(Some(&self.source()), "MODE").arg(&self.nick()).arg(&applied).end());
+                }
             }
             Some(_) => self.send(self.reply(ERR_UMODEUNKNOWNFLAG).trailing("Unknown MODE flag")),
         }
@@ -1340,6 +1428,17 @@ fn version() -> String {
     format!("switchboard-{}", env!("CARGO_PKG_VERSION"))
 }
 
+/// A ban or exception mask as kept: `nick` is `nick!*@*`, `user@host` is
+/// `*!user@host`, `nick!user` is `nick!user@*`.
+fn full_mask(mask: &str) -> String {
+    match (mask.contains('!'), mask.contains('@')) {
+        (true, true) => mask.to_owned(),
+        (true, false) => format!("{mask}@*"),
+        (false, true) => format!("*!{mask}"),
+        (false, false) => format!("{mask}!*@*"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1356,16 +1455,5 @@ mod tests {
         assert_eq!(text.matches("member").count(), 100);
         let secret = names_lines("irc.test", "me", "#s", &names[..1], &[], Shape { secret: true, userhost: true });
         assert!(secret.starts_with(":irc.test 353 me @ #s :member000!member000@irc.test\r\n"));
-    }
-}
-
-/// A ban or exception mask as kept: `nick` is `nick!*@*`, `user@host` is
-/// `*!user@host`, `nick!user` is `nick!user@*`.
-fn full_mask(mask: &str) -> String {
-    match (mask.contains('!'), mask.contains('@')) {
-        (true, true) => mask.to_owned(),
-        (true, false) => format!("{mask}@*"),
-        (false, true) => format!("*!{mask}"),
-        (false, false) => format!("{mask}!*@*"),
     }
 }

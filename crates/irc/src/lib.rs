@@ -53,6 +53,8 @@ pub struct Settings {
     pub registration_timeout: Duration,
     /// The server's password, which a client gives with `PASS` (`--irc-password`).
     pub password: Option<String>,
+    /// The operators' names and passwords, for `OPER` (`--irc-operators`).
+    pub operators: Vec<(String, String)>,
     /// What one client may send.
     pub inflow: Inflow,
     /// SASL PLAIN offered without TLS (`--xmpp-plain-unencrypted`).

@@ -34,6 +34,10 @@ pub struct Shown {
     pub realname: Arc<str>,
     /// User mode `+i`: `WHO` with a mask does not list it to strangers.
     pub invisible: bool,
+    /// User mode `+o`: an IRC operator (`OPER`).
+    pub oper: bool,
+    /// User mode `+w`: it gets `WALLOPS`.
+    pub wallops: bool,
     /// Registered: before, it is no user `WHO` and `LUSERS` count.
     pub registered: bool,
     /// The account it logged in as (SASL).

@@ -297,6 +297,21 @@ settings! {
         registration_timeout: Duration = Duration::from_secs(60), "irc-registration-timeout", "SWITCHBOARD_IRC_REGISTRATION_TIMEOUT", arg(value_parser = duration);
         /// A password every IRC client must give with PASS before it registers; one that gives none or another is answered 464 and closed [default: none]
         password: String, "irc-password", "SWITCHBOARD_IRC_PASSWORD", arg(hide_env_values = true);
+        /// IRC operators, as name:password pairs separated by commas: `OPER <name> <password>` makes a client of this server one (user mode +o: KILL, WALLOPS). A wrong password counts against --xmpp-auth-failures [default: none]
+        operators: String, "irc-operators", "SWITCHBOARD_IRC_OPERATORS", arg(hide_env_values = true);
+    }
+}
+
+impl IrcConfig {
+    /// The operators' names and passwords (`--irc-operators`).
+    pub fn operator_list(&self) -> Result<Vec<(String, String)>, String> {
+        let Some(list) = &self.operators else { return Ok(Vec::new()) };
+        list.split(',')
+            .map(|pair| match pair.split_once(':') {
+                Some((name, password)) if !name.is_empty() && !password.is_empty() && !name.contains(' ') => Ok((name.to_owned(), password.to_owned())),
+                _ => Err("--irc-operators must be name:password pairs separated by commas, each with a name (no spaces) and a password".to_owned()),
+            })
+            .collect()
     }
 }
 
@@ -309,6 +324,7 @@ impl IrcConfig {
         if self.max_channels == 0 {
             return Err("--irc-max-channels must be at least 1".into());
         }
+        self.operator_list()?;
         let description = &self.description;
         if description.is_empty() || description.len() > 100 || description.chars().any(char::is_control) {
             return Err(format!("--irc-server-description {description:?} must be 1 to 100 bytes with no control character"));

@@ -173,6 +173,8 @@ impl ServerState {
                 max_channels: config.irc.max_channels,
                 registration_timeout: config.irc.registration_timeout,
                 password: config.irc.password.clone(),
+                // Checked by the configuration's validation.
+                operators: config.irc.operator_list().unwrap_or_default(),
                 inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
                 plain_unencrypted: config.xmpp.plain_unencrypted,
                 https: config.tls.is_some(),

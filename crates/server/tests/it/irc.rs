@@ -394,6 +394,55 @@ async fn an_operator_kicks_an_irc_member_and_every_protocol_sees_it_leave() {
 }
 
 #[tokio::test]
+async fn operators_kill_and_send_wallops() {
+    let mut config = server::Config::default();
+    config.irc.operators = Some("root:s3cret,other:pw".to_owned());
+    let server = TestServer::with(config).await;
+    let mut alice = Irc::register(server.irc, "alice").await;
+    let mut bob = Irc::register(server.irc, "bob").await;
+
+    alice.send("OPER root wrong").await;
+    assert_eq!(alice.line().await, ":localhost 464 alice :Password incorrect\r\n");
+    alice.send("OPER nobody s3cret").await;
+    assert_eq!(alice.line().await, ":localhost 491 alice :No operator block for your name\r\n");
+    alice.send("OPER root").await;
+    assert_eq!(alice.line().await, ":localhost 461 alice OPER :Not enough parameters\r\n");
+    bob.send("KILL alice :go").await;
+    assert_eq!(bob.line().await, ":localhost 481 bob :Permission Denied- You're not an IRC operator\r\n");
+    bob.send("WALLOPS :hear me").await;
+    assert_eq!(bob.line().await, ":localhost 481 bob :Permission Denied- You're not an IRC operator\r\n");
+    alice.send("OPER root s3cret").await;
+    assert_eq!(alice.line().await, ":localhost 381 alice :You are now an IRC operator\r\n");
+    assert_eq!(alice.line().await, ":alice!~u@localhost MODE alice +o\r\n");
+    alice.send("MODE alice").await;
+    assert_eq!(alice.line().await, ":localhost 221 alice +o\r\n");
+
+    bob.send("MODE bob +w+o").await;
+    assert_eq!(bob.line().await, ":bob!~u@localhost MODE bob +w\r\n", "+o only by OPER");
+    alice.send("WALLOPS :maintenance at noon").await;
+    assert_eq!(bob.line().await, ":alice!~u@localhost WALLOPS :maintenance at noon\r\n");
+    bob.send("WHOIS alice").await;
+    let whois = bob.lines_until(" 318 ").await;
+    assert!(whois.contains(&":localhost 313 bob alice :is an IRC operator\r\n".to_owned()), "{whois:?}");
+    bob.send("WHO alice").await;
+    assert_eq!(bob.line().await, ":localhost 352 bob * ~u localhost localhost alice H* :0 Real Name\r\n");
+    assert_eq!(bob.line().await, ":localhost 315 bob alice :End of /WHO list\r\n");
+    bob.send("INFO").await;
+    assert!(bob.line().await.starts_with(":localhost 371 bob :switchboard-"));
+    assert_eq!(bob.until(" 374 ").await, ":localhost 374 bob :End of INFO list\r\n");
+
+    alice.send("KILL nobody :x").await;
+    assert_eq!(alice.line().await, ":localhost 401 alice nobody :No such nick/channel\r\n");
+    alice.send("KILL bob :flooding").await;
+    assert_eq!(bob.line().await, "ERROR :Closing Link: 127.0.0.1 (Killed (alice (flooding)))\r\n");
+    assert_eq!(bob.line().await, "", "closed");
+    alice.send("MODE alice -o").await;
+    assert_eq!(alice.line().await, ":alice!~u@localhost MODE alice -o\r\n");
+    alice.send("WALLOPS :again").await;
+    assert_eq!(alice.line().await, ":localhost 481 alice :Permission Denied- You're not an IRC operator\r\n");
+}
+
+#[tokio::test]
 async fn private_messages_whois_and_away() {
     let server = TestServer::start().await;
     let mut a = Irc::connect(server.irc).await;
