@@ -45,8 +45,11 @@ impl Resource {
 pub(crate) enum MessageRoute {
     /// Carried to these resources.
     To(Vec<Target>),
-    /// Answered `service-unavailable`.
+    /// Answered `service-unavailable`, or kept for an offline account.
     Refused,
+    /// Answered `service-unavailable`, never kept: a full JID's resource
+    /// that is not there (RFC 6121 §8.5.3.2.1).
+    Bounced,
     /// Dropped without an answer.
     Dropped,
 }
@@ -122,8 +125,10 @@ impl Router {
     }
 
     /// Where a message of type `kind` to `to` goes (RFC 6121 §8.5): to the
-    /// resource a full JID names, if bound; otherwise (a bare JID, or a
-    /// resource that is not there) a `chat` or `normal` message goes to the
+    /// resource a full JID names, if bound. To a resource that is not
+    /// there, only a `chat` message goes on as to the bare JID; a
+    /// `headline` or `error` is dropped, and any other bounced. To a bare
+    /// JID, a `chat` or `normal` message goes to the
     /// available resources of the highest non-negative priority, a
     /// `headline` to every available resource of non-negative priority, and
     /// a `groupchat` one is refused. An `error` goes nowhere but to the
@@ -139,6 +144,9 @@ impl Router {
             && let Some(r) = resources.iter().find(|r| r.name == *want)
         {
             return MessageRoute::To(vec![r.target()]);
+        }
+        if to.resource.is_some() && kind != "chat" {
+            return if matches!(kind, "headline" | "error") { MessageRoute::Dropped } else { MessageRoute::Bounced };
         }
         let available: Vec<(i8, &Resource)> = resources.iter().filter_map(|r| Some((priority(r.presence.as_ref()?), r))).filter(|(p, _)| *p >= 0).collect();
         let top = available.iter().map(|(p, _)| *p).max();

@@ -438,8 +438,8 @@ impl Session {
                     _ => self.on_room_iq(iq, to, &Element::default()).await,
                 };
             }
-            // Another user's resource: carried there (RFC 6120 §10.5.4).
-            if to.local.is_some() && to.resource.is_some() && to.domain == self.xmpp.domain && Some(to) != self.jid.as_ref() {
+            // A user's resource, this one's own included: carried there (RFC 6120 §10.5.4).
+            if to.local.is_some() && to.resource.is_some() && to.domain == self.xmpp.domain {
                 return self.route_to_user(iq, to);
             }
         }

@@ -393,6 +393,7 @@ async fn messages_to_a_user_go_where_rfc_6121_section_8_5_says() {
     let sent = [
         ("chat", "bob@localhost"),
         ("normal", "bob@localhost/gone"),
+        ("headline", "bob@localhost/gone"),
         ("headline", "bob@localhost"),
         ("groupchat", "bob@localhost"),
         ("groupchat", "bob@localhost/silent"),
@@ -408,14 +409,20 @@ async fn messages_to_a_user_go_where_rfc_6121_section_8_5_says() {
     let refused = messages_so_far(&mut alice).await;
     // carol has an account but no available resource: her chat message is
     // kept for her (XEP-0160), her headline dropped; nobody has no account.
-    assert_eq!(ids(&refused), ["groupchat bob@localhost", "chat nobody@localhost"]);
+    // A full JID's resource that is not there takes only a chat message as
+    // the bare JID would (§8.5.3.2.1): a normal one is refused, a headline dropped.
+    assert_eq!(ids(&refused), ["normal bob@localhost/gone", "groupchat bob@localhost", "chat nobody@localhost"]);
     assert!(refused.iter().all(|m| m.get("type") == Some("error") && condition(m) == "service-unavailable"));
     // A bare JID's chat and normal messages go to the highest priority, a
     // headline to every non-negative one, a full JID's to its resource.
-    assert_eq!(ids(&messages_so_far(&mut high).await), ["chat bob@localhost", "normal bob@localhost/gone", "headline bob@localhost"]);
+    assert_eq!(ids(&messages_so_far(&mut high).await), ["chat bob@localhost", "headline bob@localhost"]);
     assert_eq!(ids(&messages_so_far(&mut low).await), ["headline bob@localhost"]);
     assert_eq!(ids(&messages_so_far(&mut away).await), ["chat bob@localhost/away"]);
     assert_eq!(ids(&messages_so_far(&mut silent).await), ["groupchat bob@localhost/silent"]);
+    // An iq to a resource's own full JID is carried to it (RFC 6120 §10.5.4).
+    alice.send("<iq type='get' to='alice@localhost/a' id='self'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    let to_self = alice.stanza().await;
+    assert_eq!((to_self.get("type"), to_self.get("id"), to_self.get("from")), (Some("get"), Some("self"), Some("alice@localhost/a")));
     carol.send("<presence/>").await;
     let kept = messages_so_far(&mut carol).await;
     assert_eq!(ids(&kept), ["chat carol@localhost"]);

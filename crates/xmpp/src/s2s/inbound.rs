@@ -75,7 +75,7 @@ impl Xmpp {
                     Kept::Failed => self.answer_remote(message, "wait", "internal-server-error"),
                 }
             }
-            MessageRoute::Refused => self.answer_remote(message, "cancel", "service-unavailable"),
+            MessageRoute::Refused | MessageRoute::Bounced => self.answer_remote(message, "cancel", "service-unavailable"),
             MessageRoute::Dropped => {}
         }
     }

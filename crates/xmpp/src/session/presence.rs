@@ -64,7 +64,7 @@ impl Session {
             MessageRoute::To(targets) => self.carry(message, targets),
             // Boxed: rare, and its state would sit in every idle stream's task.
             MessageRoute::Refused if self.xmpp.offline.keeps(kind, message) => Box::pin(self.keep_offline(message, to)).await,
-            MessageRoute::Refused => self.refuse(message, "cancel", "service-unavailable"),
+            MessageRoute::Refused | MessageRoute::Bounced => self.refuse(message, "cancel", "service-unavailable"),
             MessageRoute::Dropped => {}
         }
     }
