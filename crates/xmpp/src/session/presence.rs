@@ -336,15 +336,11 @@ impl Session {
                     return;
                 }
                 if !self.xmpp.exists(&other).await {
-                    // No such user: the server answers for it (RFC 6121 §8.5.1),
-                    // and keeps nothing.
-                    let mut answer = Element::new("presence", ns::CLIENT).attr("type", "unsubscribed");
-                    answer.attrs.push(("from".into(), contact.clone()));
-                    answer.attrs.push(("to".into(), user.clone()));
+                    // No such user: the request is ignored (RFC 6121 §8.5.1)
+                    // and nothing kept; the user's roster stops waiting.
                     if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| c.ask = false).await {
                         push(&self.xmpp, &user, roster::item(&mine)).await;
                     }
-                    deliver(&self.xmpp, &user, &answer);
                     return;
                 }
                 if rosters.contact(&contact, &user).await.is_some_and(|c| c.subscription.from) {
