@@ -341,11 +341,26 @@ impl Xmpp {
         (parked, waiting)
     }
 
-    /// Where the stanzas of each connected resource of the account `name`
-    /// (its local part) go: the server API closes them to disconnect it.
+    /// Where the stanzas of each resource of the account `name` (its local
+    /// part) go: the server API closes them to disconnect it. Its sessions
+    /// waiting to be resumed end now (they leave their rooms), so that a
+    /// user disconnected is neither shown in a room nor able to resume.
     pub fn clients_named(&self, name: &str) -> Vec<Arc<Outbox>> {
         let Some(local) = wire::xmpp::jid::localpart(name) else { return Vec::new() };
         let bare = format!("{local}@{}", self.domain);
+        let ended: Vec<session::Session> = {
+            let mut parked = self.parked.lock();
+            let ids: Vec<String> = parked.iter().filter(|(_, (_, s))| s.bare_jid().is_some_and(|j| j.to_string() == bare)).map(|(id, _)| id.clone()).collect();
+            ids.iter().filter_map(|id| parked.remove(id)).map(|(_, s)| s).collect()
+        };
+        if !ended.is_empty() {
+            // Leaving rooms publishes: not under the lock, nor in the caller.
+            tokio::spawn(async move {
+                for mut session in ended {
+                    session.leave_all().await;
+                }
+            });
+        }
         self.router.resources(&bare).into_iter().map(|(_, (outbox, _))| outbox).collect()
     }
 

@@ -211,6 +211,34 @@ async fn a_disconnect_closes_the_user_on_every_protocol_with_its_reason() {
     assert_eq!(long.status(), 422);
 }
 
+/// A session waiting to be resumed (XEP-0198) ends at a disconnect: it
+/// leaves its rooms at once, and cannot be resumed.
+#[tokio::test]
+async fn a_disconnect_ends_a_session_waiting_to_be_resumed() {
+    let mut config = config();
+    config.xmpp_accounts = vec![server::AccountEntry::new("mallory", "pw")];
+    config.xmpp.plain_unencrypted = true;
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let mut bob = server.chat_member("bob", "lobby").await;
+    let mut xmpp = crate::xmpp::bound_account(addr, "mallory", "phone").await;
+    xmpp.send("<enable xmlns='urn:xmpp:sm:3' resume='true'/>").await;
+    let id = xmpp.stanza().await.get("id").expect("resumable").to_owned();
+    xmpp.send("<presence to='lobby@conference.localhost/mallory'/>").await;
+    while xmpp.stanza().await.find("subject", "jabber:client").is_none() {}
+    assert_eq!(bob.recv_json().await, json!({"event": "join", "name": "mallory", "room": "lobby"}));
+    drop(xmpp);
+    crate::support::until(|| async { (server.metric("switchboard_xmpp_parked_sessions ").await == Some(1.0)).then_some(()) }).await;
+
+    let reply = ok(&server, "disconnect", json!({"name": "mallory", "reason": "banned"})).await;
+    assert_eq!(reply["disconnected"], 1);
+    assert_eq!(bob.recv_json().await, json!({"event": "leave", "name": "mallory", "room": "lobby"}));
+    let mut again = crate::xmpp::login_account(addr, "mallory", "pw").await;
+    again.send(&format!("<resume xmlns='urn:xmpp:sm:3' previd='{id}' h='0'/>")).await;
+    assert_eq!(again.stanza().await.name, "failed");
+    assert_eq!(server.metric("switchboard_xmpp_parked_sessions ").await, Some(0.0));
+}
+
 #[tokio::test]
 async fn each_error_has_its_status_and_code() {
     let mut config = config();
