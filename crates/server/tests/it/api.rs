@@ -28,6 +28,15 @@ async fn ok(server: &TestServer, method: &str, params: Value) -> Value {
     serde_json::from_str(reply.text()).unwrap()
 }
 
+/// A server with the API and XMPP, where the account `mallory` (password
+/// `pw`) may log in without TLS.
+async fn with_mallory() -> TestServer {
+    let mut config = config();
+    config.xmpp_accounts = vec![server::AccountEntry::new("mallory", "pw")];
+    config.xmpp.plain_unencrypted = true;
+    TestServer::with_xmpp(config).await
+}
+
 /// An XMPP client with no account in `room` as `nick`, past its join.
 async fn occupant(server: &TestServer, room: &str, nick: &str) -> Xmpp {
     let (mut xmpp, _) = Xmpp::login(server.xmpp.unwrap()).await;
@@ -186,10 +195,7 @@ async fn presence_lists_every_protocols_members_and_stats_count_them() {
 
 #[tokio::test]
 async fn a_disconnect_closes_the_user_on_every_protocol_with_its_reason() {
-    let mut config = config();
-    config.xmpp_accounts = vec![server::AccountEntry::new("mallory", "pw")];
-    config.xmpp.plain_unencrypted = true;
-    let server = TestServer::with_xmpp(config).await;
+    let server = with_mallory().await;
     let mut chat = server.chat_member("mallory", "lobby").await;
     let mut elsewhere = server.chat_member("Mallory", "other").await;
     let mut irc = Irc::register(server.irc, "mallory").await;
@@ -215,10 +221,7 @@ async fn a_disconnect_closes_the_user_on_every_protocol_with_its_reason() {
 /// leaves its rooms at once, and cannot be resumed.
 #[tokio::test]
 async fn a_disconnect_ends_a_session_waiting_to_be_resumed() {
-    let mut config = config();
-    config.xmpp_accounts = vec![server::AccountEntry::new("mallory", "pw")];
-    config.xmpp.plain_unencrypted = true;
-    let server = TestServer::with_xmpp(config).await;
+    let server = with_mallory().await;
     let addr = server.xmpp.unwrap();
     let mut bob = server.chat_member("bob", "lobby").await;
     let mut xmpp = crate::xmpp::bound_account(addr, "mallory", "phone").await;
