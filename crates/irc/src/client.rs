@@ -569,30 +569,29 @@ impl Client {
 
     /// Leaves `room`, telling its members why, and whether it quit.
     fn leave(&mut self, room: &Arc<str>, reason: Option<Arc<str>>, quit: bool) {
-        self.joined.retain(|r| r != room);
-        self.echoes.retain(|(r, _)| r != room);
-        let channel = channel_of(room);
-        self.public.state.lock().channels.retain(|c| *c != channel);
-        self.irc.channels.exit(room, self.id());
-        let Some(rooms) = &self.irc.rooms else { return };
-        if rooms.leave(room, self.id()).is_some()
+        if self.step_out(room)
             && let Some(name) = &self.name
         {
             self.publish(room, RoomEvent::Leave { name: name.shown.clone(), reason, quit, by: None });
         }
     }
 
+    /// Takes this client out of `room` everywhere it is kept, saying
+    /// nothing; whether the room had it as a member.
+    fn step_out(&mut self, room: &Arc<str>) -> bool {
+        self.joined.retain(|r| r != room);
+        self.echoes.retain(|(r, _)| r != room);
+        let channel = channel_of(room);
+        self.public.state.lock().channels.retain(|c| *c != channel);
+        self.irc.channels.exit(room, self.id());
+        self.irc.rooms.as_ref().is_some_and(|rooms| rooms.leave(room, self.id()).is_some())
+    }
+
     /// It was taken out of `room` (`KICK`): it leaves, and the event that
     /// said so has told the room.
     fn kicked(&mut self, room: &str) {
-        let Some(room) = self.joined.iter().find(|j| ***j == *room).cloned() else { return };
-        self.joined.retain(|r| *r != room);
-        self.echoes.retain(|(r, _)| *r != room);
-        let channel = channel_of(&room);
-        self.public.state.lock().channels.retain(|c| *c != channel);
-        self.irc.channels.exit(&room, self.id());
-        if let Some(rooms) = &self.irc.rooms {
-            rooms.leave(&room, self.id());
+        if let Some(room) = self.joined.iter().find(|j| ***j == *room).cloned() {
+            self.step_out(&room);
         }
     }
 
