@@ -220,6 +220,8 @@ settings! {
         auth_failures: u32 = 30, "xmpp-auth-failures", "SWITCHBOARD_XMPP_AUTH_FAILURES";
         /// Most MUC rooms one XMPP session may be in at once (so also the most it can create); a join past it is refused with resource-constraint [default: 100]
         max_rooms: usize = 100, "xmpp-max-rooms", "SWITCHBOARD_XMPP_MAX_ROOMS";
+        /// Whether a MUC room starts non-anonymous (muc#roomconfig_whois `anyone`: every occupant sees the others' real JIDs and may read the room's owner and admin lists) rather than semi-anonymous (only moderators see real JIDs); its owner may change it [default: false]
+        muc_non_anonymous: bool = false, "xmpp-muc-non-anonymous", "SWITCHBOARD_XMPP_MUC_NON_ANONYMOUS";
         /// Accounts that XMPP clients may make themselves by in-band registration (XEP-0077), kept in the store (--store); 0 turns it off [default: 0]
         registration: usize = 0, "xmpp-registration", "SWITCHBOARD_XMPP_REGISTRATION";
         /// Longest list an XMPP user can make the server keep: contacts in a roster, subscription requests waiting for one user, JIDs a session's directed presence is remembered for, affiliations in one room [default: 1000]

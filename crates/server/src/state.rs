@@ -213,6 +213,7 @@ impl ServerState {
                     rooms: room_archive.clone().zip(muc_prefix.clone()),
                 },
                 federation,
+                room_defaults: xmpp::RoomConfig { whois_anyone: config.xmpp.muc_non_anonymous, ..xmpp::RoomConfig::default() },
             };
             Arc::new(xmpp::Xmpp::new(context.clone(), settings, auth, xmpp_tls, rooms, store.clone()))
         });

@@ -41,6 +41,7 @@ pub use base::accounts::{self, AccountEntry, Accounts, account_name, new_account
 #[doc(hidden)]
 pub use tcp::stream_future_size;
 pub use wire::xmpp::Jid;
+pub use room::Config as RoomConfig;
 pub use session::{FRAMING_CLOSE, FRAMING_NS, Framing};
 
 /// The namespaces the server speaks: the shared codec's, which the bench's
@@ -159,6 +160,8 @@ pub struct Settings {
     pub archiving: Archiving,
     /// How the server federates, if it does.
     pub federation: Option<Arc<s2s::Federation>>,
+    /// How a MUC room is configured until its owner changes it.
+    pub room_defaults: room::Config,
 }
 
 /// What is archived, and where (XEP-0313).
@@ -196,7 +199,7 @@ impl Xmpp {
         rooms: Option<Arc<dyn Broker>>,
         store: Arc<dyn store::Store>,
     ) -> Xmpp {
-        let Settings { domain, max_connections, resumption, quotas, login_timeout, inflow, archiving, federation } = settings;
+        let Settings { domain, max_connections, resumption, quotas, login_timeout, inflow, archiving, federation, room_defaults } = settings;
         let Resumption { timeout: resume_timeout, max_parked } = resumption;
         let Quotas { list: list_limit, rooms: max_rooms, offline } = quotas;
         Xmpp {
@@ -213,7 +216,7 @@ impl Xmpp {
             resume_timeout,
             parked: Mutex::new(HashMap::new()),
             live: Mutex::new(HashMap::new()),
-            muc: room::MucRooms::default(),
+            muc: room::MucRooms::new(room_defaults),
             offline: offline::Offline::new(store.clone(), offline),
             archive: archiving.chats,
             room_archive: archiving.rooms,

@@ -243,6 +243,8 @@ impl Kept {
 #[derive(Debug, Default)]
 pub struct MucRooms {
     rooms: Mutex<HashMap<Arc<str>, MucRoom>>,
+    /// How a room is configured until its owner changes it.
+    defaults: Config,
 }
 
 /// What an XMPP occupant learns as it enters.
@@ -261,6 +263,16 @@ pub struct Entered {
 }
 
 impl MucRooms {
+    /// No rooms yet; each one made starts configured as `defaults`.
+    pub fn new(defaults: Config) -> MucRooms {
+        MucRooms { rooms: Mutex::default(), defaults }
+    }
+
+    /// How a room is configured until its owner changes it.
+    pub fn defaults(&self) -> &Config {
+        &self.defaults
+    }
+
     /// Runs `f` on room `name`, if XMPP knows it.
     pub fn with<T>(&self, name: &str, f: impl FnOnce(&mut MucRoom) -> T) -> Option<T> {
         self.rooms.lock().get_mut(name).map(f)
@@ -276,7 +288,7 @@ impl MucRooms {
     pub fn enter(&self, name: &Arc<str>, mut occupant: Occupant, alone: bool) -> Entered {
         let mut rooms = self.rooms.lock();
         let created = alone && !rooms.contains_key(name);
-        let room = rooms.entry(name.clone()).or_default();
+        let room = rooms.entry(name.clone()).or_insert_with(|| MucRoom { config: self.defaults.clone(), ..MucRoom::default() });
         if created {
             room.locked = true;
             room.affiliations.insert(occupant.jid.bare().to_string(), Affiliation::Owner);

@@ -632,3 +632,45 @@ async fn the_configuration_form_sets_the_owners_but_never_none() {
         }
     }
 }
+
+/// With --xmpp-muc-non-anonymous a room starts non-anonymous, and whoever
+/// is in it may read its owner list, after its owner left too (XEP-0045
+/// §10: a room keeps its owner); a room its owner made semi-anonymous
+/// keeps that list to owners.
+#[tokio::test]
+async fn the_occupants_of_a_non_anonymous_room_read_who_owns_it() {
+    let mut config = server::Config::default();
+    config.xmpp.muc_non_anonymous = true;
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let (mut olga, olga_jid) = Client::login(addr).await;
+    let (mut gus, _) = Client::login(addr).await;
+    let olga_bare = olga_jid.split('/').next().unwrap().to_owned();
+    let owners = |room: &str| format!("<iq type='get' id='owners' to='{room}@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#admin'><item affiliation='owner'/></query></iq>");
+    let submit = |room: &str, fields: &str| format!("<iq type='set' id='c1' to='{room}@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><x xmlns='jabber:x:data' type='submit'>{fields}</x></query></iq>");
+
+    olga.send("<presence to='den@conference.localhost/olga'/>").await;
+    assert_eq!(codes(&joined(&mut olga).await.pop().unwrap()), ["110", "100", "201"], "non-anonymous from the start");
+    olga.send(&submit("den", "")).await;
+    assert_eq!(olga.stanza().await.get("type"), Some("result"));
+    gus.send("<presence to='den@conference.localhost/gus'/>").await;
+    assert_eq!(codes(&joined(&mut gus).await.pop().unwrap()), ["110", "100"]);
+    olga.send("<presence type='unavailable' to='den@conference.localhost/olga'/>").await;
+    assert_eq!(gus.stanza().await.get("type"), Some("unavailable"), "olga left");
+    gus.send(&owners("den")).await;
+    let list = gus.answer("owners").await;
+    assert_eq!(list.get("type"), Some("result"));
+    let expected = format!("<query xmlns=\"http://jabber.org/protocol/muc#admin\"><item affiliation=\"owner\" jid=\"{olga_bare}\"/></query>");
+    assert_eq!(list.elements().next().unwrap().to_xml("jabber:client"), expected);
+    gus.send("<iq type='get' id='members' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#admin'><item affiliation='member'/></query></iq>").await;
+    assert_eq!(condition(&gus.answer("members").await), "forbidden", "the member list stays the admins'");
+
+    olga.send("<presence to='cave@conference.localhost/olga'/>").await;
+    joined(&mut olga).await;
+    olga.send(&submit("cave", "<field var='muc#roomconfig_whois'><value>moderators</value></field>")).await;
+    assert_eq!(olga.stanza().await.get("type"), Some("result"));
+    gus.send("<presence to='cave@conference.localhost/gus'/>").await;
+    assert_eq!(codes(&joined(&mut gus).await.pop().unwrap()), ["110"], "semi-anonymous");
+    gus.send(&owners("cave")).await;
+    assert_eq!(condition(&gus.answer("owners").await), "forbidden");
+}

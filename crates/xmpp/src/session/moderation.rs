@@ -181,14 +181,19 @@ pub(super) fn change(room: &mut MucRoom, me: &Jid, id: hub::MemberId, item: &Ele
 
 /// The affiliation list or the role list an item asks for: the member and
 /// ban lists to admins and owners (XEP-0045 §9.5, §9.2), the admin and
-/// owner lists to owners only (§10.8, §10.5), a role list to moderators
-/// (§8.5).
+/// owner lists to owners (§10.8, §10.5) and, in a non-anonymous room, to
+/// every occupant, who sees their real JIDs anyway (so that whoever is in
+/// the room can find who owns it); a role list to moderators (§8.5).
 fn list(room: &MucRoom, me: &Jid, asked: &Element) -> Result<Element, Refusal> {
     let mut query = Element::new("query", ns::MUC_ADMIN);
     if let Some(affiliation) = asked.get("affiliation") {
         let affiliation = Affiliation::parse(affiliation).ok_or(("modify", "bad-request"))?;
-        let needed = if affiliation >= Affiliation::Admin { Affiliation::Owner } else { Affiliation::Admin };
-        if room.affiliation(me) < needed {
+        let allowed = if affiliation >= Affiliation::Admin {
+            room.affiliation(me) == Affiliation::Owner || (room.config.whois_anyone && room.occupants.iter().any(|o| o.jid == *me))
+        } else {
+            room.affiliation(me) >= Affiliation::Admin
+        };
+        if !allowed {
             return Err(("auth", "forbidden"));
         }
         let mut jids: Vec<&String> = room.affiliations.iter().filter(|(_, a)| **a == affiliation).map(|(j, _)| j).collect();

@@ -330,7 +330,7 @@ impl Session {
             (ns::DISCO_INFO, "query", "get") => {
                 // A chat room XMPP has no state for has the defaults.
                 let archived = self.xmpp.room_archive.is_some();
-                let info = self.xmpp.muc.with(&room, |r| room_info(&r.config, &room, archived)).unwrap_or_else(|| room_info(&Config::default(), &room, archived));
+                let info = self.xmpp.muc.with(&room, |r| room_info(&r.config, &room, archived)).unwrap_or_else(|| room_info(self.xmpp.muc.defaults(), &room, archived));
                 self.reply(iq, Some(info));
             }
             (ns::DISCO_ITEMS, "query", "get") => {
