@@ -41,6 +41,9 @@ pub const HEARTBEATS: &str = "sb.node.>";
 const NODE: &str = "Sb-Node";
 const KIND: &str = "Sb-Kind";
 const ID: &str = "Sb-Id";
+/// Header of a payload's client-only tags (IRCv3 `+…`), as IRC writes
+/// them: escaped, so neither spaces nor line ends.
+const TAGS: &str = "Sb-Tags";
 
 /// One subject token for any text.
 pub fn token(text: &str) -> String {
@@ -135,6 +138,9 @@ pub fn encode(node: &str, payload: &Payload) -> (HeaderMap, Bytes) {
     if let Some(id) = payload.id() {
         headers.insert(ID, id);
     }
+    if let Some(tags) = payload.client_tags() {
+        headers.insert(TAGS, tags);
+    }
     (headers, body)
 }
 
@@ -174,7 +180,8 @@ pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes, at: std
                 Event::Leave { name, reason, quit, by } => RoomEvent::Leave { name, reason, quit, by },
             };
             let id = headers.and_then(|h| h.get(ID)).map(|v| Arc::from(v.as_str()));
-            Payload::archived(room.clone(), event, at, id)
+            let tags = headers.and_then(|h| h.get(TAGS)).map(|v| Arc::from(v.as_str()));
+            Payload::archived(room.clone(), event, at, id).with_client_tags(tags)
         }
         other => return Err(DecodeError::Kind(other.to_owned())),
     };
@@ -214,6 +221,11 @@ mod tests {
             (Payload::event(room.clone(), RoomEvent::Notice { name: "al".into(), text: "fyi".into() }), "event", br#"{"event":"notice","name":"al","text":"fyi"}"#),
             (Payload::event(room.clone(), RoomEvent::Announcement { text: "closing".into() }), "event", br#"{"event":"announcement","text":"closing"}"#),
             (Payload::archived(room.clone(), RoomEvent::Message { name: "al".into(), text: "kept".into() }, std::time::SystemTime::now(), Some("01".into())), "event", br#"{"event":"message","name":"al","text":"kept"}"#),
+            (
+                Payload::event(room.clone(), RoomEvent::Message { name: "al".into(), text: "typing".into() }).with_client_tags(Some("+typing=active;+x=a\\sb".into())),
+                "event",
+                br#"{"event":"message","name":"al","text":"typing"}"#,
+            ),
             (Payload::from("plain"), "text", b"plain"),
             (Payload::binary(vec![0u8, 255]), "binary", &[0, 255]),
         ];
@@ -223,6 +235,7 @@ mod tests {
             assert_eq!(headers.get("Sb-Node").map(|v| v.as_str()), Some("n1"));
             assert_eq!(bytes.as_ref(), body);
             assert_eq!(headers.get("Sb-Id").map(|v| v.as_str()), payload.id());
+            assert_eq!(headers.get("Sb-Tags").map(|v| v.as_str()), payload.client_tags());
             let at = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
             let back = decode(&room, Some(&headers), bytes, at).unwrap();
             assert_eq!(&*back.node, "n1");
@@ -231,6 +244,7 @@ mod tests {
             }
             assert_eq!(back.payload.ws_message(), payload.ws_message());
             assert_eq!(back.payload.id(), payload.id());
+            assert_eq!(back.payload.client_tags(), payload.client_tags());
             assert_eq!(back.payload.as_event().map(|(_, e)| e.clone()), payload.as_event().map(|(_, e)| e.clone()));
         }
     }

@@ -79,6 +79,12 @@ struct Inner {
     at: SystemTime,
     /// Its id in its room's archive, if it was archived.
     id: Option<Arc<str>>,
+    /// The client-only tags (IRCv3 `+…`) its sender gave it, as IRC
+    /// writes them, if any.
+    client_tags: Option<Arc<str>>,
+    /// Its name where a protocol names every message (IRC's `msgid`) and
+    /// the archive gave it none: made on first use.
+    named: OnceLock<Arc<str>>,
 }
 
 #[derive(Debug)]
@@ -114,7 +120,41 @@ impl Payload {
     /// archive under `id` (if it was).
     pub fn archived(room: impl Into<Arc<str>>, event: RoomEvent, at: SystemTime, id: Option<Arc<str>>) -> Payload {
         let data = Data::Event { room: room.into(), event, json: OnceLock::new() };
-        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at, id }))
+        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at, id, client_tags: None, named: OnceLock::new() }))
+    }
+
+    /// This payload with the client-only tags its sender gave it.
+    pub fn with_client_tags(self, tags: Option<Arc<str>>) -> Payload {
+        let mut payload = self;
+        match Arc::get_mut(&mut payload.0) {
+            Some(inner) => inner.client_tags = tags,
+            None => {
+                let Inner { data, at, id, .. } = &*payload.0;
+                let data = match data {
+                    Data::Event { room, event, .. } => Data::Event { room: room.clone(), event: event.clone(), json: OnceLock::new() },
+                    Data::Text(text) => Data::Text(text.clone()),
+                    Data::Binary(data) => Data::Binary(data.clone()),
+                };
+                let inner = Inner { data, position: OnceLock::new(), forms: Default::default(), at: *at, id: id.clone(), client_tags: tags, named: OnceLock::new() };
+                payload = Payload(Arc::new(inner));
+            }
+        }
+        payload
+    }
+
+    /// The client-only tags (IRCv3 `+…`) its sender gave it, if any.
+    pub fn client_tags(&self) -> Option<&str> {
+        self.0.client_tags.as_deref()
+    }
+
+    /// Its name for a protocol that names every message (IRC's `msgid`):
+    /// its archive id, or else one `make` makes the first time it is asked,
+    /// the same for every recipient of this payload on this node.
+    pub fn msgid(&self, make: impl FnOnce() -> String) -> &str {
+        match &self.0.id {
+            Some(id) => id,
+            None => self.0.named.get_or_init(|| Arc::from(make())),
+        }
     }
 
     /// This payload as kept in its room's archive at `at` under `id`: set
@@ -128,14 +168,17 @@ impl Payload {
                 payload
             }
             None => match &payload.0.data {
-                Data::Event { room, event, .. } => Payload::archived(room.clone(), event.clone(), at, Some(id)),
+                Data::Event { room, event, .. } => {
+                    let tags = payload.0.client_tags.clone();
+                    Payload::archived(room.clone(), event.clone(), at, Some(id)).with_client_tags(tags)
+                }
                 _ => payload,
             },
         }
     }
 
     fn of(data: Data) -> Payload {
-        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at: SystemTime::now(), id: None }))
+        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at: SystemTime::now(), id: None, client_tags: None, named: OnceLock::new() }))
     }
 
     /// When it was published.

@@ -211,7 +211,7 @@ impl Client {
             _ if !self.registered => self.send(self.reply(ERR_NOTREGISTERED).trailing("You have not registered")),
             "JOIN" => self.join_all(param(0), param(1)).await,
             "PART" => self.part_all(param(0), params.get(1).copied().filter(|r| !r.is_empty())),
-            "PRIVMSG" | "NOTICE" => self.message(&command, message).await,
+            "PRIVMSG" | "NOTICE" | "TAGMSG" => self.message(&command, message).await,
             "TOPIC" => self.topic(param(0), params.get(1).copied()),
             "NAMES" => self.names(params.first().copied()),
             "WHO" => self.who(param(0)),
@@ -619,9 +619,12 @@ impl Client {
         }
     }
 
+    /// `PRIVMSG`, `NOTICE` or `TAGMSG` (IRCv3 message-tags: tags and no
+    /// text) to each of its targets.
     async fn message(&mut self, command: &str, message: &Message<'_>) {
         let notice = command == "NOTICE";
-        let (Some(targets), Some(text)) = (message.param(0), message.param(1)) else {
+        let tagmsg = command == "TAGMSG";
+        let (Some(targets), Some(text)) = (message.param(0), message.param(1).or(tagmsg.then_some(""))) else {
             if !notice {
                 let numeric = if message.params.is_empty() { ERR_NORECIPIENT } else { ERR_NOTEXTTOSEND };
                 let text = if message.params.is_empty() { format!("No recipient given ({command})") } else { "No text to send".to_owned() };
@@ -629,23 +632,25 @@ impl Client {
             }
             return;
         };
-        if text.is_empty() {
+        if text.is_empty() && !tagmsg {
             if !notice {
                 self.send(self.reply(ERR_NOTEXTTOSEND).trailing("No text to send"));
             }
             return;
         }
+        let said = Said { command, text, client_tags: message.tags.and_then(render::client_only) };
         for target in targets.split(',').filter(|t| !t.is_empty()) {
             if target.starts_with('#') {
-                self.say_in_room(command, target, text).await;
+                self.say_in_room(target, &said).await;
             } else {
-                self.say_to_nick(command, target, text, message);
+                self.say_to_nick(target, &said);
             }
         }
     }
 
-    async fn say_in_room(&mut self, command: &str, channel: &str, text: &str) {
-        let notice = command == "NOTICE";
+    async fn say_in_room(&mut self, channel: &str, said: &Said<'_>) {
+        let Said { command, text, client_tags } = said;
+        let notice = *command == "NOTICE";
         let (Ok(room), Some(rooms), Some(name)) = (room_of(channel), self.irc.rooms.clone(), self.name.clone()) else {
             if !notice {
                 self.send(self.reply(ERR_NOSUCHCHANNEL).arg(channel).trailing("No such channel"));
@@ -668,18 +673,40 @@ impl Client {
             return;
         }
         let room: Arc<str> = Arc::from(room);
-        if notice {
+        let tags = client_tags.as_deref().map(Arc::from);
+        match *command {
+            "TAGMSG" => self.tag_channel(&room, &name.shown, said),
             // Neither kept nor answered: nobody is told if it cannot go.
-            let _ = rooms.publish(&room, Payload::event(room.clone(), RoomEvent::Notice { name: name.shown, text: Arc::from(text) }));
-            return;
-        }
-        let event = RoomEvent::Message { name: name.shown.clone(), text: Arc::from(render::text_from_irc(text)) };
-        if let Err(e) = rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await {
-            self.send(self.reply(ERR_CANNOTSENDTOCHAN).arg(&channel_of(&room)).trailing(&e.to_string()));
+            "NOTICE" => {
+                let event = RoomEvent::Notice { name: name.shown, text: Arc::from(*text) };
+                let _ = rooms.publish(&room, Payload::event(room.clone(), event).with_client_tags(tags));
+            }
+            _ => {
+                let event = RoomEvent::Message { name: name.shown.clone(), text: Arc::from(render::text_from_irc(text)) };
+                if let Err(e) = rooms.publish_and_keep(&room, Payload::event(room.clone(), event).with_client_tags(tags)).await {
+                    self.send(self.reply(ERR_CANNOTSENDTOCHAN).arg(&channel_of(&room)).trailing(&e.to_string()));
+                }
+            }
         }
     }
 
-    fn say_to_nick(&self, command: &str, target: &str, text: &str, message: &Message<'_>) {
+    /// A `TAGMSG` to a channel: only IRC clients that read tags get it, so
+    /// it goes to this node's IRC members of the channel that do, and not
+    /// through the room (no other protocol has tags).
+    fn tag_channel(&self, room: &str, nick: &str, said: &Said<'_>) {
+        let members = self.irc.channels.with(room, |c| c.members.clone()).unwrap_or_default();
+        let (source, channel) = (render::source(&nick_of(nick), self.server()), channel_of(room));
+        let line = said.line_maker(self, &source, &channel);
+        for m in members.iter().filter(|m| m.client.id != self.public.id || self.caps.has(Cap::EchoMessage)) {
+            let caps = m.client.caps();
+            if caps.has(Cap::MessageTags) {
+                m.client.send(line(caps));
+            }
+        }
+    }
+
+    fn say_to_nick(&self, target: &str, said: &Said<'_>) {
+        let command = said.command;
         let found = name_of(target).ok().and_then(|n| Nickname::parse(&n).ok()).and_then(|n| self.irc.nicks.find(&n.key));
         let Some(to) = found else {
             if command != "NOTICE" {
@@ -687,20 +714,15 @@ impl Client {
             }
             return;
         };
-        let now = SystemTime::now();
         let to_nick = to.nick();
-        let account = self.account();
-        let line = |caps: Caps| {
-            let tags = Tags::of(caps).text(now, None, account.as_deref(), None);
-            let tags = match message.tags.filter(|_| caps.has(Cap::MessageTags)) {
-                // Client-only tags (`+…`) go on to clients that read tags.
-                Some(sent) => client_tags(sent, tags),
-                None => tags,
-            };
-            Line::tagged(&tags, Some(&self.source()), command).arg(&to_nick).trailing(text)
-        };
-        to.send(line(to.caps()));
-        if self.caps.has(Cap::EchoMessage) {
+        let source = self.source();
+        let line = said.line_maker(self, &source, &to_nick);
+        // A TAGMSG only to a client that reads tags.
+        let gets = |caps: Caps| command != "TAGMSG" || caps.has(Cap::MessageTags);
+        if gets(to.caps()) {
+            to.send(line(to.caps()));
+        }
+        if self.caps.has(Cap::EchoMessage) && gets(self.caps) {
             self.send(line(self.caps));
         }
         let away = to.state.lock().away.clone();
@@ -1369,6 +1391,34 @@ fn names_lines(server: &str, nick: &str, channel: &str, names: &[Arc<str>], pref
     out + &Line::new(Some(server), RPL_ENDOFNAMES).arg(nick).arg(channel).trailing("End of /NAMES list")
 }
 
+/// A message a client sent: `PRIVMSG`, `NOTICE` or `TAGMSG`, its text
+/// (none for `TAGMSG`) and the client-only tags it gave.
+struct Said<'a> {
+    command: &'a str,
+    text: &'a str,
+    client_tags: Option<String>,
+}
+
+impl Said<'_> {
+    /// Its line from `source` to `to` for a recipient with the
+    /// capabilities given, under one new `msgid` for all of them.
+    fn line_maker<'s>(&'s self, client: &Client, source: &'s str, to: &'s str) -> impl Fn(Caps) -> String + 's {
+        let now = SystemTime::now();
+        let id = render::new_msgid();
+        let account = client.account();
+        move |caps: Caps| {
+            let tags = Tags::of(caps).text(now, Some(&id), account.as_deref(), None);
+            let tags = match self.client_tags.as_deref().filter(|_| caps.has(Cap::MessageTags)) {
+                // Client-only tags (`+…`) go on to clients that read tags.
+                Some(client) => render::with_client_tags(tags, client),
+                None => tags,
+            };
+            let line = Line::tagged(&tags, Some(source), self.command).arg(to);
+            if self.command == "TAGMSG" { line.end() } else { line.trailing(self.text) }
+        }
+    }
+}
+
 /// A room's history as a `chathistory` batch (or bare lines to a client
 /// without `batch`), each line with its time.
 fn history(server: &str, caps: Caps, channel: &str, batch: &str, kept: &[Payload]) -> String {
@@ -1380,7 +1430,7 @@ fn history(server: &str, caps: Caps, channel: &str, batch: &str, kept: &[Payload
     for payload in kept {
         // No account: the history is told inside the room's join, where
         // looking members up would take their locks under the room's.
-        let tags = Tags::of(caps).text(payload.at(), payload.id(), None, batched.then_some(batch));
+        let tags = render::payload_tags(Tags::of(caps), payload, None, batched.then_some(batch));
         if let Some(lines) = render::event_lines(payload, server, &tags) {
             out.push_str(&lines);
         }
@@ -1400,18 +1450,6 @@ fn other_member(nick: &str) -> Shown {
 /// Whether `nick` matches `mask` as IRC reads it: `*` and `?`, without case (ASCII).
 fn matches_mask(mask: &str, nick: &str) -> bool {
     wire::mask::matches(mask, nick, wire::mask::Case::AsciiInsensitive)
-}
-
-/// The client-only tags (`+…`) of `sent`, after `tags`.
-fn client_tags(sent: &str, tags: String) -> String {
-    let mut all = tags;
-    for tag in sent.split(';').filter(|t| t.starts_with('+')) {
-        if !all.is_empty() {
-            all.push(';');
-        }
-        all.push_str(tag);
-    }
-    all
 }
 
 /// At most [`TEXTLEN`] bytes of `text`, cut at a character's edge.

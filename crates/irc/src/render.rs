@@ -85,9 +85,49 @@ pub fn lines(payload: &Payload, server: &str, tags: Tags, account_of: impl FnOnc
     payload
         .form(tags.form(), |p| {
             let account = if tags.has(Tags::ACCOUNT) { event.name().and_then(|name| account_of(name)) } else { None };
-            event_lines(p, server, &tags.text(p.at(), p.id(), account.as_deref(), None)).map(Bytes::from)
+            event_lines(p, server, &payload_tags(tags, p, account.as_deref(), None)).map(Bytes::from)
         })
         .cloned()
+}
+
+/// The tags of `payload` for a client with `tags`, with `batch` first if it
+/// is part of one: [`Tags::text`]'s, where a message's `msgid` is its
+/// archive id or, for one the archive has none of, one made here once for
+/// all its recipients on this node; and, to a client that reads tags, the
+/// client-only tags its sender gave it.
+pub fn payload_tags(tags: Tags, payload: &Payload, account: Option<&str>, batch: Option<&str>) -> String {
+    let said = payload.as_event().is_some_and(|(_, e)| matches!(e, RoomEvent::Message { .. } | RoomEvent::Notice { .. } | RoomEvent::Announcement { .. }));
+    let id = match said && tags.has(Tags::MSGID) {
+        true => Some(payload.msgid(new_msgid)),
+        false => payload.id(),
+    };
+    let text = tags.text(payload.at(), id, account, batch);
+    match payload.client_tags().filter(|_| tags.has(Tags::MSGID)) {
+        Some(client) => with_client_tags(text, client),
+        None => text,
+    }
+}
+
+/// A new message's `msgid`, as the archive makes its ids: its time, then
+/// random bits.
+pub fn new_msgid() -> String {
+    base::archive::new_id(base::archive::now())
+}
+
+/// The client-only tags (`+…`) of the tags a client `sent`, if it sent any.
+pub fn client_only(sent: &str) -> Option<String> {
+    let kept: Vec<&str> = sent.split(';').filter(|t| t.starts_with('+') && t.len() > 1).collect();
+    (!kept.is_empty()).then(|| kept.join(";"))
+}
+
+/// `tags`, then `client`'s client-only tags.
+pub fn with_client_tags(tags: String, client: &str) -> String {
+    let mut all = tags;
+    if !all.is_empty() && !client.is_empty() {
+        all.push(';');
+    }
+    all.push_str(client);
+    all
 }
 
 /// A room event as lines with `tags` (already written), or `None` if it

@@ -820,3 +820,73 @@ async fn links_lists_the_one_server_with_its_description() {
     irc.send("WHOIS lin").await;
     assert_eq!(irc.until(" 312 ").await, ":localhost 312 lin lin localhost :a test server\r\n", "WHOIS tells the same");
 }
+
+/// Connects, asks for `caps` and registers as `nick` (user `u`).
+async fn register_with(addr: SocketAddr, nick: &str, caps: &str) -> Irc {
+    let mut irc = Irc::connect(addr).await;
+    irc.send(&format!("CAP REQ :{caps}")).await;
+    irc.send(&format!("NICK {nick}")).await;
+    irc.send("USER u 0 * :R").await;
+    irc.send("CAP END").await;
+    irc.until(" 422 ").await;
+    irc
+}
+
+/// A line's `msgid` and the line without it: `@msgid=…;rest` as
+/// (`…`, `@rest`), or `@msgid=… rest` as (`…`, `rest`).
+fn without_msgid(line: &str) -> (String, String) {
+    let rest = line.strip_prefix("@msgid=").unwrap_or_else(|| panic!("a msgid first: {line:?}"));
+    let end = rest.find([';', ' ']).unwrap();
+    let id = rest[..end].to_owned();
+    let after = match rest.as_bytes()[end] {
+        b';' => format!("@{}", &rest[end + 1..]),
+        _ => rest[end + 1..].to_owned(),
+    };
+    (id, after)
+}
+
+/// IRCv3 message-tags: every message has a `msgid`, the same for each of
+/// its recipients; client-only tags (`+…`) go on to clients that asked for
+/// message-tags, other tags the client sent do not; `TAGMSG` reaches only
+/// clients that read tags, in a channel and to a nick.
+#[tokio::test]
+async fn client_only_tags_and_msgids_reach_the_clients_that_read_tags() {
+    let server = TestServer::start().await;
+    let mut alice = register_with(server.irc, "alice", "message-tags echo-message").await;
+    alice.join("#t").await;
+    let mut bob = register_with(server.irc, "bob", "message-tags").await;
+    bob.join("#t").await;
+    let mut carol = Irc::register(server.irc, "carol").await;
+    carol.join("#t").await;
+    alice.until("carol").await;
+    bob.until("carol").await;
+    // Nothing came to carol before the answer to a ping.
+    let nothing_before_pong = async |c: &mut Irc| assert_eq!(c.line().await.split(' ').nth(1), Some("PONG"));
+
+    alice.send("@+draft/reply=x;fizz=buzz PRIVMSG #t :hi").await;
+    let (id, echo) = without_msgid(&alice.line().await);
+    assert_eq!(echo, "@+draft/reply=x :alice!alice@localhost PRIVMSG #t :hi\r\n");
+    assert_eq!(without_msgid(&bob.line().await), (id.clone(), echo.clone()), "one msgid for all");
+    assert_eq!(carol.line().await, ":alice!alice@localhost PRIVMSG #t :hi\r\n");
+
+    alice.send("@+typing=active;cat=dog TAGMSG #t").await;
+    let (id, echo) = without_msgid(&alice.line().await);
+    assert_eq!(echo, "@+typing=active :alice!alice@localhost TAGMSG #t\r\n");
+    assert_eq!(without_msgid(&bob.line().await), (id, echo));
+    carol.send("PING x").await;
+    nothing_before_pong(&mut carol).await;
+
+    alice.send("@+x=y\\sz PRIVMSG bob :hey").await;
+    let (id, echo) = without_msgid(&alice.line().await);
+    assert_eq!(echo, "@+x=y\\sz :alice!~u@localhost PRIVMSG bob :hey\r\n");
+    assert_eq!(without_msgid(&bob.line().await), (id, echo));
+    bob.send("@+typing=paused TAGMSG alice").await;
+    assert_eq!(without_msgid(&alice.line().await).1, "@+typing=paused :bob!~u@localhost TAGMSG alice\r\n");
+    bob.send("@+typing=paused TAGMSG carol").await;
+    bob.send("@+x=y PRIVMSG carol :psst").await;
+    assert_eq!(carol.line().await, ":bob!~u@localhost PRIVMSG carol :psst\r\n", "no TAGMSG and no tags to carol");
+    bob.send("PING y").await;
+    nothing_before_pong(&mut bob).await;
+    bob.send("TAGMSG").await;
+    assert_eq!(bob.line().await, ":localhost 411 bob :No recipient given (TAGMSG)\r\n");
+}
