@@ -42,6 +42,11 @@ pub enum ScenarioArgs {
     /// Opens N connections (XMPP: logged-in sessions with initial presence), holds them idle,
     /// and reports the server's RSS per connection.
     Idle(IdleArgs),
+    /// Round trips between a user of the target and a user of another XMPP server that it
+    /// federates with (`--peer-domain`): the first of the run (streams between the servers set
+    /// up on the way, when they had none) and the steady ones, by payload size and by how
+    /// long the other user waits before answering.
+    Federated(FederatedArgs),
     /// The server API: publishes per second through `POST /api/publish` on keep-alive
     /// connections, then how much later a publish through the API reaches every member of a
     /// room than one from a member (target: the chat app, http://host:port/chat).
@@ -173,6 +178,35 @@ pub struct MucArgs {
     pub ramp: RampArgs,
     #[command(flatten)]
     pub xmpp: XmppArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FederatedArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub xmpp: XmppArgs,
+    /// The domain of the other server, whose user answers each message (e.g. b.test).
+    #[arg(long, value_name = "DOMAIN")]
+    pub peer_domain: String,
+    /// Where the other server takes XMPP clients (xmpp-tcp) [default: the target's host, port 5222]
+    #[arg(long, value_name = "HOST:PORT")]
+    pub peer_xmpp: Option<String>,
+    /// The account of the other server's user, who logs in with --xmpp-password
+    /// [default: --xmpp-user, with {i} as 0]
+    #[arg(long, value_name = "NAME")]
+    pub peer_user: Option<String>,
+    /// Payload sizes in bytes, comma-separated: each message's body is that many random
+    /// letters and digits, which no compression shrinks much.
+    #[arg(long, value_delimiter = ',', default_value = "2,100,200,500", value_name = "LIST")]
+    pub sizes: Vec<usize>,
+    /// How long the other user waits before answering ("typing"), comma-separated; each
+    /// round trip is reported without the wait.
+    #[arg(long, value_delimiter = ',', default_value = "0s", value_parser = parse_duration, value_name = "LIST")]
+    pub typing: Vec<Duration>,
+    /// Round trips per payload size and typing delay, after the run's first.
+    #[arg(long, default_value_t = 5)]
+    pub round_trips: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -406,6 +440,7 @@ pub enum Settings {
     Link(crate::linked::LinkSettings),
     Muc(BroadcastSettings),
     Idle(IdleSettings),
+    Federated(FederatedSettings),
     /// The API key rides beside the settings, outside the result file.
     Api(ApiSettings, String),
 }
@@ -424,6 +459,18 @@ pub struct ApiSettings {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PingpongSettings {
     pub count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FederatedSettings {
+    pub peer_domain: String,
+    /// Where the other server takes clients, `host:port`.
+    pub peer_xmpp: String,
+    /// The account of the other server's user.
+    pub peer_user: String,
+    pub sizes: Vec<usize>,
+    pub typing_us: Vec<u64>,
+    pub round_trips: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -522,6 +569,37 @@ impl Plan {
                 xmpp = Some(xmpp_plan(a.xmpp)?);
                 let s = IdleSettings { connections: a.connections, hold_us: a.hold.as_micros() as u64 };
                 (a.common, "echo", Settings::Idle(s), vec![TransportKind::Websocket])
+            }
+            ScenarioArgs::Federated(a) => {
+                positive(a.round_trips, "--round-trips")?;
+                if a.sizes.is_empty() || a.sizes.contains(&0) || a.typing.is_empty() {
+                    return Err(Error::usage("--sizes needs positive byte counts and --typing durations"));
+                }
+                let plan = xmpp_plan(a.xmpp)?;
+                let XmppAuth::Plain { user, .. } = &plan.settings.auth else {
+                    return Err(Error::usage("federated needs --xmpp-user and --xmpp-password: the other user answers a known account"));
+                };
+                let peer_user = a.peer_user.unwrap_or_else(|| user.replace("{i}", "0"));
+                let peer_xmpp = match a.peer_xmpp {
+                    Some(address) => address,
+                    None => {
+                        let first = a.common.target.first().map_or("http://127.0.0.1:8080", String::as_str);
+                        format!("{}:5222", crate::Target::parse(first)?.host())
+                    }
+                };
+                if a.peer_domain.is_empty() || !peer_xmpp.rsplit_once(':').is_some_and(|(_, port)| port.parse::<u16>().is_ok_and(|p| p > 0)) {
+                    return Err(Error::usage("--peer-domain needs a domain and --peer-xmpp a host:port"));
+                }
+                xmpp = Some(plan);
+                let s = FederatedSettings {
+                    peer_domain: a.peer_domain,
+                    peer_xmpp,
+                    peer_user,
+                    sizes: a.sizes,
+                    typing_us: a.typing.iter().map(|t| t.as_micros() as u64).collect(),
+                    round_trips: a.round_trips,
+                };
+                (a.common, "", Settings::Federated(s), vec![TransportKind::XmppTcp])
             }
             ScenarioArgs::Api(a) => {
                 positive(a.connections as u64, "--connections")?;

@@ -210,6 +210,26 @@ pub(crate) fn print_table(file: &ResultFile, w: &mut impl Write) -> io::Result<(
                     }
                 }
             }
+            Outcome::Federated { settings, results } => {
+                writeln!(w, "federated: with {}'s {} at {}, {} round trips per row", settings.peer_domain, settings.peer_user, settings.peer_xmpp, settings.round_trips)?;
+                t.header(&["transport", "size", "typing", "min", "p50", "mean", "max", "note"]);
+                for r in results {
+                    t.note(format!("  {}: first round trip {} (logins {} and {})", r.transport, human_us(r.first_us as f64), human_us(r.connect_us as f64), human_us(r.peer_connect_us as f64)));
+                    for row in &r.rows {
+                        let rt = &row.round_trip;
+                        t.row(vec![
+                            r.transport.to_string(),
+                            format!("{}B", row.size),
+                            human_us(row.typing_us as f64),
+                            human_us(rt.min_us as f64),
+                            human_us(rt.p50_us as f64),
+                            human_us(rt.mean_us),
+                            human_us(rt.max_us as f64),
+                            note(&r.resources),
+                        ]);
+                    }
+                }
+            }
         }
         t.print(w)?;
         if let Outcome::Selftest { levels, .. } = &run.outcome {

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::flags::{ApiSettings, BroadcastSettings, ChatSettings, CountdownSettings, IdleSettings, PingpongSettings, XmppSettings};
+use crate::flags::{ApiSettings, BroadcastSettings, ChatSettings, CountdownSettings, FederatedSettings, IdleSettings, PingpongSettings, XmppSettings};
 use crate::latency::LatencySummary;
 pub use crate::linked::{BytesRow, DelayRow, FailedRow, LinkRecord, LinkSettings, LinkTables, SizeRow, ThroughputRow};
 use crate::resources::Resources;
@@ -99,6 +99,8 @@ pub enum Outcome {
     /// The broadcast sweep through XMPP MUC rooms: broadcast's settings and figures.
     Muc { settings: BroadcastSettings, levels: Vec<BroadcastLevel>, summary: Vec<LevelSummary> },
     Idle { settings: IdleSettings, results: Vec<IdleResult> },
+    /// `bench federated`: round trips between users of two federated servers.
+    Federated { settings: FederatedSettings, results: Vec<FederatedResult> },
     /// `bench api`: the server API's publishes (one result).
     Api { settings: ApiSettings, results: Vec<ApiResult> },
 }
@@ -161,6 +163,31 @@ pub struct PingpongResult {
     pub total_us: u64,
     pub round_trip: LatencySummary,
     pub resources: Resources,
+}
+
+/// `bench federated`'s figures over one transport.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FederatedResult {
+    pub transport: TransportKind,
+    /// The target's user's login, until its session could send stanzas.
+    pub connect_us: u64,
+    /// The other server's user's login.
+    pub peer_connect_us: u64,
+    /// The run's first round trip (the first size, no typing): from cold when neither
+    /// server had a stream to the other yet, as after a fresh start.
+    pub first_us: u64,
+    /// The steady round trips, by payload size and typing delay (taken off).
+    pub rows: Vec<FederatedRow>,
+    pub resources: Resources,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FederatedRow {
+    /// Bytes of each message's body.
+    pub size: usize,
+    /// How long the other user waited before answering; not in the round trips.
+    pub typing_us: u64,
+    pub round_trip: LatencySummary,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

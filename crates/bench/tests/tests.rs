@@ -8,6 +8,7 @@ mod broadcast;
 mod chat;
 mod countdown;
 mod errors;
+mod federated;
 mod irc;
 mod link;
 mod pingpong;

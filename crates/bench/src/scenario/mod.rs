@@ -6,6 +6,7 @@ pub(crate) mod broadcast;
 pub(crate) mod channel;
 pub(crate) mod chat;
 pub(crate) mod countdown;
+pub(crate) mod federated;
 pub(crate) mod idle;
 pub(crate) mod link;
 pub(crate) mod muc;

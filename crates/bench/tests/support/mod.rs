@@ -122,6 +122,12 @@ impl Serve {
         Serve::serving(config, server::Listeners { xmpp: Some(xmpp), ..server::Listeners::default() }).await
     }
 
+    /// A server that takes XMPP clients and other servers (federation) on `s2s`.
+    pub async fn federated(config: server::Config, s2s: TcpListener) -> Serve {
+        let xmpp = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        Serve::serving(config, server::Listeners { xmpp: Some(xmpp), s2s: Some(s2s), ..server::Listeners::default() }).await
+    }
+
     /// A server that also takes IRC clients, on a free port of its own.
     pub async fn with_irc(config: server::Config) -> Serve {
         let irc = TcpListener::bind("127.0.0.1:0").await.expect("bind");

@@ -1,0 +1,134 @@
+//! federated: a user of the target and a user of another XMPP server that it
+//! federates with message each other, as in the study of XMPP over satellite links:
+//! the target's user sends a chat message to the other's bare JID, the other answers
+//! with the same body (after the typing delay, when one is given), and the round trip
+//! is timed at the sender without that delay. The run's first round trip is reported
+//! on its own: with freshly started servers it includes setting up the streams
+//! between them, which a constrained link between them (`switchboard link`) makes
+//! slow. Both users log in with SASL PLAIN over xmpp-tcp and send initial presence,
+//! so that a message to their bare JID reaches them.
+
+use std::time::Duration;
+
+use rand::Rng;
+use rand::distr::Alphanumeric;
+use wire::xmpp::{Element, ns};
+
+use super::Ctx;
+use crate::Error;
+use crate::flags::{FederatedSettings, XmppAuth, XmppSettings};
+use crate::latency::Latency;
+use crate::result::{FederatedResult, FederatedRow};
+use crate::target::{Target, XmppEndpoints};
+use crate::transport::{self, Connection, TransportKind, xmpp};
+
+pub(crate) async fn run(ctx: &Ctx, settings: &FederatedSettings, kinds: &[TransportKind], out: &mut Vec<FederatedResult>) -> Result<(), Error> {
+    let Some(XmppSettings { auth: XmppAuth::Plain { user, password }, domain, .. }) = &ctx.xmpp else {
+        return Err(Error::usage("federated needs --xmpp-user and --xmpp-password"));
+    };
+    let me = format!("{}@{domain}", user.replace("{i}", "0"));
+    let peer = format!("{}@{}", settings.peer_user, settings.peer_domain);
+    let peer_settings = XmppSettings {
+        domain: settings.peer_domain.clone(),
+        muc_service: format!("conference.{}", settings.peer_domain),
+        auth: XmppAuth::Plain { user: settings.peer_user.clone(), password: password.clone() },
+        bosh_wait_s: 60,
+    };
+    let peer_target = peer_target(&settings.peer_xmpp)?;
+    for &kind in kinds {
+        let rounds = 1 + settings.sizes.len() as u64 * settings.typing_us.len() as u64 * settings.round_trips;
+        ctx.progress.step(format!("federated {kind}"), rounds);
+        let window = ctx.monitor.window();
+        let (mut mine, connect_us) = ctx.connect(kind).await?;
+        let client = transport::Client { index: 0, xmpp: Some(&peer_settings) };
+        let started = std::time::Instant::now();
+        let mut theirs = tokio::select! {
+            _ = ctx.cancel.cancelled() => return Err(Error::cancelled()),
+            c = transport::connect(&peer_target, TransportKind::XmppTcp, client, ctx.timeout) => c?,
+        };
+        let peer_connect_us = started.elapsed().as_micros() as u64;
+        available(&mut mine).await?;
+        available(&mut theirs).await?;
+        address(&mut mine, &peer)?;
+        address(&mut theirs, &me)?;
+        let first_us = round_trip(ctx, &mut mine, &mut theirs, settings.sizes[0], 0).await?;
+        ctx.progress.inc(1);
+        let mut rows = Vec::new();
+        for &size in &settings.sizes {
+            for &typing_us in &settings.typing_us {
+                let mut latency = Latency::new();
+                for _ in 0..settings.round_trips {
+                    latency.record(round_trip(ctx, &mut mine, &mut theirs, size, typing_us).await?);
+                    ctx.progress.inc(1);
+                }
+                rows.push(FederatedRow { size, typing_us, round_trip: latency.summary() });
+            }
+        }
+        mine.sender.close().await;
+        theirs.sender.close().await;
+        out.push(FederatedResult { transport: kind, connect_us, peer_connect_us, first_us, rows, resources: ctx.monitor.finish(window) });
+    }
+    Ok(())
+}
+
+/// The other server's client side at `address` (`host:port`).
+fn peer_target(address: &str) -> Result<Target, Error> {
+    let port = address.rsplit_once(':').and_then(|(_, p)| p.parse().ok()).ok_or_else(|| Error::usage(format!("--peer-xmpp {address:?} is not host:port")))?;
+    let endpoints = XmppEndpoints { tcp_port: port, websocket_path: String::new(), sockjs_path: String::new(), bosh_path: String::new() };
+    Ok(Target::parse(&format!("http://{address}"))?.with_xmpp(endpoints))
+}
+
+/// Sends initial presence: the session is available, and a message to its bare JID
+/// reaches it (RFC 6121 §8.5.2.1.1).
+async fn available(conn: &mut Connection) -> Result<(), Error> {
+    let tx = conn.sender.xmpp().ok_or_else(|| Error::usage("federated needs an XMPP transport"))?;
+    tx.send_stanza(&Element::new("presence", ns::CLIENT)).await
+}
+
+fn address(conn: &mut Connection, to: &str) -> Result<(), Error> {
+    conn.sender.xmpp().ok_or_else(|| Error::usage("federated needs an XMPP transport"))?.address(to, "chat");
+    Ok(())
+}
+
+/// One message of `size` random letters and digits from the target's user, answered
+/// with the same body by the other after `typing_us`; its round trip less the typing.
+async fn round_trip(ctx: &Ctx, mine: &mut Connection, theirs: &mut Connection, size: usize, typing_us: u64) -> Result<u64, Error> {
+    let body: String = rand::rng().sample_iter(&Alphanumeric).take(size).map(char::from).collect();
+    let sent_us = ctx.clock.now_us();
+    mine.sender.send(&body).await?;
+    let got = until(ctx, theirs, &body, "the message at the other server's user").await?;
+    if typing_us > 0 {
+        tokio::select! {
+            _ = ctx.cancel.cancelled() => return Err(Error::cancelled()),
+            () = tokio::time::sleep(Duration::from_micros(typing_us)) => {}
+        }
+    }
+    theirs.sender.send(&got).await?;
+    until(ctx, mine, &body, "the answer from the other server's user").await?;
+    Ok((ctx.clock.now_us() - sent_us).saturating_sub(typing_us))
+}
+
+/// Waits for the message whose body is `body`, passing over any other stanza and
+/// answering the server's pings (XEP-0199): a user waiting for a slow link's first
+/// message is silent long enough for its server to ask whether it is still there.
+async fn until(ctx: &Ctx, conn: &mut Connection, body: &str, what: &str) -> Result<String, Error> {
+    let (Some(tx), Some(rx)) = (conn.sender.xmpp(), conn.receiver.xmpp()) else {
+        return Err(Error::usage("federated needs an XMPP transport"));
+    };
+    loop {
+        let stanza = ctx.expect(rx.stanza(), what).await?;
+        if let Some(pong) = xmpp::pong(&stanza) {
+            tx.send_stanza(&pong).await?;
+            continue;
+        }
+        if stanza.name != "message" {
+            continue;
+        }
+        if stanza.get("type") == Some("error") {
+            return Err(Error::refused(format!("{}: the server bounced a message: {}", rx.place(), xmpp::stanza_error(&stanza))));
+        }
+        if let Some(got) = stanza.find("body", ns::CLIENT).map(Element::text_content).filter(|got| got == body) {
+            return Ok(got);
+        }
+    }
+}
