@@ -426,8 +426,12 @@ async fn read_until<S: tokio::io::AsyncRead + Unpin>(tls: &mut S, want: &str) ->
 /// certificate of `authority`, each step checked to the byte; with what
 /// came after the last features in the same read.
 async fn raw_peer(at: SocketAddr, authority: &Authority) -> (tokio_rustls::client::TlsStream<TcpStream>, String) {
+    raw_peer_over(TcpStream::connect(at).await.unwrap(), authority).await
+}
+
+/// As `raw_peer`, over `tcp`.
+async fn raw_peer_over<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut tcp: S, authority: &Authority) -> (tokio_rustls::client::TlsStream<S>, String) {
     let header = "<?xml version='1.0'?><stream:stream xmlns='jabber:server' xmlns:stream='http://etherx.jabber.org/streams' from='a.test' to='b.test' version='1.0'>";
-    let mut tcp = TcpStream::connect(at).await.unwrap();
     tcp.write_all(header.as_bytes()).await.unwrap();
     read_until(&mut tcp, "</stream:features>").await;
     tcp.write_all(b"<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>").await.unwrap();
@@ -685,6 +689,68 @@ async fn stream_management_counts_what_another_server_sent_and_says_so_when_aske
     tls.write_all(b"<a xmlns='urn:xmpp:sm:3' h='5'/>").await.unwrap();
     let said = read_until(&mut tls, "</stream:stream>").await;
     assert!(said.starts_with("<stream:error><undefined-condition "), "{said}");
+}
+
+/// A TCP stream that keeps every byte it reads, to count the TLS records
+/// the other side wrote.
+struct Tapped {
+    tcp: TcpStream,
+    read: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl tokio::io::AsyncRead for Tapped {
+    fn poll_read(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.tcp).poll_read(cx, buf);
+        let new = buf.filled()[before..].to_vec();
+        self.read.lock().unwrap().extend_from_slice(&new);
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for Tapped {
+    fn poll_write(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &[u8]) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.tcp).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_shutdown(cx)
+    }
+}
+
+/// How many whole TLS records `bytes` holds (each a 5-byte header with its
+/// length, then that many bytes).
+fn records(bytes: &[u8]) -> usize {
+    let (mut at, mut count) = (0, 0);
+    while at + 5 <= bytes.len() {
+        at += 5 + usize::from(u16::from_be_bytes([bytes[at + 3], bytes[at + 4]]));
+        count += 1;
+    }
+    count
+}
+
+/// On a stream that carries stanzas both ways, the answer to the other
+/// server's `<r/>` rides at the head of the next batch going its way (the
+/// answer to a ping, here), in one TLS record, one packet, instead of
+/// taking a packet of its own ahead of it.
+#[tokio::test]
+async fn the_answer_to_an_ack_request_rides_on_the_next_stanza_out() {
+    let authority = Authority::new();
+    let s2s = TcpListener::bind("127.0.0.3:0").await.unwrap();
+    let at = s2s.local_addr().unwrap();
+    let _b = TestServer::federated(config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]), s2s).await;
+    let read = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (mut tls, _) = raw_peer_over(Tapped { tcp: TcpStream::connect(at).await.unwrap(), read: read.clone() }, &authority).await;
+    tls.write_all(b"<enable xmlns='urn:xmpp:sm:3'/>").await.unwrap();
+    assert_eq!(read_until(&mut tls, "/>").await, "<enabled xmlns=\"urn:xmpp:sm:3\"/>");
+    let before = read.lock().unwrap().len();
+    // The question first: its answer waits for the ping's, and counts it.
+    tls.write_all(b"<r xmlns='urn:xmpp:sm:3'/><iq type='get' id='p1' from='alice@a.test/r' to='b.test'><ping xmlns='urn:xmpp:ping'/></iq>").await.unwrap();
+    let said = read_until(&mut tls, "<r xmlns=\"urn:xmpp:sm:3\"/>").await;
+    assert_eq!(said, "<a xmlns=\"urn:xmpp:sm:3\" h=\"1\"/><iq type=\"result\" from=\"b.test\" to=\"alice@a.test/r\" id=\"p1\"/><r xmlns=\"urn:xmpp:sm:3\"/>");
+    assert_eq!(records(&read.lock().unwrap()[before..]), 1, "the answer and the stanza in one record");
 }
 
 /// The bodies of the messages in `c`'s archive (XEP-0313), oldest first,
