@@ -96,7 +96,14 @@ async fn round_trip(ctx: &Ctx, mine: &mut Connection, theirs: &mut Connection, s
     let body: String = rand::rng().sample_iter(&Alphanumeric).take(size).map(char::from).collect();
     let sent_us = ctx.clock.now_us();
     mine.sender.send(&body).await?;
-    let got = until(ctx, theirs, &body, "the message at the other server's user").await?;
+    // A message the sender's server could not deliver comes back to it as an error.
+    let got = tokio::select! {
+        got = until(ctx, theirs, &body, "the message at the other server's user") => got?,
+        bounced = until(ctx, mine, "", "the message at the other server's user") => {
+            bounced?;
+            return Err(Error::unexpected("the sender's server sent back nothing but a message with no body"));
+        }
+    };
     if typing_us > 0 {
         tokio::select! {
             _ = ctx.cancel.cancelled() => return Err(Error::cancelled()),
