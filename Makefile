@@ -12,7 +12,7 @@ NPM ?= npm
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 WEB_DEPS := web/node_modules/.package-lock.json
 
-.PHONY: run build test test-rust test-conformance test-autobahn test-smack jdk deps chromium nats-server postgresql xmpp-clients terminal-clients peer-socketio shootout peers
+.PHONY: run build test test-rust test-conformance test-autobahn test-smack jdk deps chromium nats-server postgresql xmpp-clients terminal-clients peer-socketio shootout satellite peers
 
 run: build
 	./target/release/switchboard serve
@@ -99,3 +99,9 @@ peers:
 # path. `make shootout QUICK=1` is the profile that finishes in under 15 minutes.
 shootout: build
 	QUICK=$(QUICK) SHOOTOUT_SKIP_BUILD=1 shootout/run.sh
+
+# The satellite-link study, standard federation between two Switchboard
+# servers through `switchboard link` (docs/satellite.md); QUICK=1 is the
+# 2-byte grid, about 5 minutes.
+satellite: build
+	QUICK=$(QUICK) shootout/satellite.sh

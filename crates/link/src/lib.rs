@@ -165,7 +165,11 @@ pub async fn run(args: Args) -> Result<(), Error> {
     tracing::info!(
         connections = counts.connections,
         up_bytes = counts.up.payload_bytes,
+        up_packets = counts.up.packets,
+        up_wire_bytes = counts.up.wire_bytes,
         down_bytes = counts.down.payload_bytes,
+        down_packets = counts.down.packets,
+        down_wire_bytes = counts.down.wire_bytes,
         "link stopped"
     );
     Ok(())

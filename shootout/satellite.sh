@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The satellite-link study with standard federation (RFC 6120 server-to-server
+# streams, STARTTLS, SASL EXTERNAL on certificates, one stream each way): two
+# `switchboard serve`, a.test on 127.0.0.2 and b.test on 127.0.0.3, each
+# reaching the other through a `switchboard link` of its own (a.test to b.test
+# through 127.0.0.4, b.test to a.test through 127.0.0.5) at the study's rates
+# and one-way delays, 40 bytes of IP and TCP headers a packet. One user on each
+# server, its client on loopback beside it (not through the link); `bench
+# federated` times the run's first round trip (both servers just started, no
+# stream between them: the streams are set up on the way) and the stable ones.
+# Certificates are made here (P-256, one authority, no intermediate). A
+# stream between the servers may take 10 minutes to be ready, not the
+# default 30 s: at 2400 bit/s and 1 s each way, setting it up takes longer.
+#
+#   shootout/satellite.sh [OUT-DIR]      (default build/satellite)
+#   QUICK=1: payload 2 B, 3 stable round trips a cell; otherwise payloads
+#   2, 100, 200 and 500 B, 5 round trips. RATES (bit/s) and DELAYS override
+#   the grid: RATES="2400 19200" DELAYS="0s 500ms 1s"; SIZES and ROUNDS the
+#   payloads and the round trips a cell.
+#
+# Writes OUT/<rate>-<delay>.json (bench result files) and OUT/satellite.md,
+# the table beside the study's standard S2S figures (printed too).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BIN="${SWITCHBOARD_BIN:-$ROOT/target/release/switchboard}"
+OUT="${1:-$ROOT/build/satellite}"
+RATES="${RATES:-2400 19200}"
+DELAYS="${DELAYS:-0s 500ms 1s}"
+if [ -n "${QUICK:-}" ]; then SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; else SIZES="${SIZES:-2,100,200,500}"; ROUNDS="${ROUNDS:-5}"; fi
+die() { echo "satellite: $*" >&2; exit 1; }
+[ -x "$BIN" ] || die "no switchboard binary at $BIN; run cargo build --release first"
+for ip in 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5; do
+  for port in 15222 15269 18080; do
+    ! (exec 3<>"/dev/tcp/$ip/$port") 2>/dev/null || die "$ip:$port is taken: is another run going?"
+  done
+done
+mkdir -p "$OUT"
+RUN="$(mktemp -d /tmp/switchboard-satellite.XXXXXX)"
+pids=()
+links=()
+# stop_all: the links first, with SIGINT, so that each logs what it carried.
+stop_all() {
+  for pid in "${links[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
+  for pid in "${links[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  done
+  for pid in "${links[@]}" "${pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  pids=(); links=()
+}
+trap 'stop_all; rm -rf "$RUN"' EXIT
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=Satellite study authority" \
+  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign -keyout "$RUN/ca.key" -out "$RUN/ca.pem" 2>/dev/null
+for name in a b; do
+  printf 'subjectAltName=DNS:%s.test,DNS:conference.%s.test\nextendedKeyUsage=serverAuth,clientAuth\n' "$name" "$name" >"$RUN/$name.ext"
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$name.test" -keyout "$RUN/$name.key" -out "$RUN/$name.csr" 2>/dev/null
+  openssl x509 -req -in "$RUN/$name.csr" -CA "$RUN/ca.pem" -CAkey "$RUN/ca.key" -CAcreateserial -days 2 -extfile "$RUN/$name.ext" -out "$RUN/$name.pem" 2>/dev/null
+done
+echo pw | "$BIN" xmpp-account alice >"$RUN/a.toml"
+echo pw | "$BIN" xmpp-account bob >"$RUN/b.toml"
+
+# wait_for LOG TEXT PID WHO: waits up to 30 s for TEXT in LOG.
+wait_for() {
+  for _ in $(seq 300); do
+    grep -q "$2" "$1" && return 0
+    kill -0 "$3" 2>/dev/null || die "$4 exited: $(tail -n3 "$1")"
+    sleep 0.1
+  done
+  die "$4 did not start in 30 s: $(tail -n3 "$1")"
+}
+
+# serve NAME IP OTHER-DOMAIN LINK-IP: the server of NAME.test on IP, reaching
+# the other domain through the link on LINK-IP.
+serve() {
+  local name="$1" ip="$2" other="$3" via="$4" log="$RUN/$1-serve.log"
+  "$BIN" serve --config "$RUN/$name.toml" --store memory --listen "$ip:18080" --xmpp-listen "$ip:15222" \
+    --irc-listen off --irc-tls-listen off --xmpp-domain "$name.test" --tls-cert "$RUN/$name.pem" --tls-key "$RUN/$name.key" \
+    --xmpp-plain-unencrypted true --xmpp-s2s-listen "$ip:15269" --xmpp-s2s-trust "$RUN/ca.pem" --xmpp-s2s-connect-timeout 10m \
+    --xmpp-s2s-routes "$other=$via:15269,conference.$other=$via:15269" >"$log" 2>&1 &
+  pids+=($!)
+  wait_for "$log" "federates $name.test" $! "the $name.test server"
+}
+
+# link IP UPSTREAM RATE DELAY: one emulated line each way, IP:15269 to UPSTREAM.
+link() {
+  local log="$RUN/link-$1.log"
+  "$BIN" link --listen "$1:15269" --upstream "$2" --rate "${3}bit" --delay "$4" --overhead 40 >"$log" 2>&1 &
+  links+=($!)
+  wait_for "$log" "listening on" $! "the link on $1"
+}
+
+for rate in $RATES; do
+  for delay in $DELAYS; do
+    echo "satellite: ${rate} bit/s, one-way delay $delay" >&2
+    link 127.0.0.4 127.0.0.3:15269 "$rate" "$delay"
+    link 127.0.0.5 127.0.0.2:15269 "$rate" "$delay"
+    serve a 127.0.0.2 b.test 127.0.0.4
+    serve b 127.0.0.3 a.test 127.0.0.5
+    cell="$OUT/$rate-$delay"
+    status=0
+    "$BIN" bench federated --quiet --target http://127.0.0.2:18080 --xmpp-port 15222 --xmpp-domain a.test \
+      --xmpp-user alice --xmpp-password pw --peer-domain b.test --peer-xmpp 127.0.0.3:15222 --peer-user bob \
+      --sizes "$SIZES" --round-trips "$ROUNDS" --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
+    stop_all
+    # What crossed each link, both ways: handshakes and messages.
+    grep -h "link stopped" "$RUN"/link-*.log >"$cell.link" || true
+    [ "$status" = 0 ] || die "the bench failed at $rate bit/s, $delay: $(tail -n5 "$cell.txt")"
+  done
+done
+python3 "$ROOT/shootout/satellite_table.py" "$OUT" | tee "$OUT/satellite.md"

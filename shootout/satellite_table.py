@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""The satellite-link study's tables from shootout/satellite.sh's result files
+(OUT/<rate>-<delay>.json), beside the figures the study published for
+standard and optimised S2S (2 B payload; and by payload at 2400 bit/s with no
+delay). Usage: satellite_table.py OUT-DIR"""
+
+import json
+import pathlib
+import re
+import sys
+
+# (rate bit/s, one-way delay s) -> (standard stable, standard first, optimised stable, optimised first), seconds.
+STUDY = {
+    (2400, 0.0): (1.2, 36.3, 0.7, 2.9),
+    (2400, 0.5): (2.3, 57.0, 1.8, 4.9),
+    (2400, 1.0): (3.3, 78.5, 2.8, 6.9),
+    (19200, 0.0): (0.16, 4.6, 0.10, 0.4),
+    (19200, 0.5): (1.15, 25.8, 1.10, 2.4),
+    (19200, 1.0): (2.15, 46.9, 2.10, 4.4),
+}
+# payload bytes -> (standard, optimised) stable round trip at 2400 bit/s, no delay.
+STUDY_PAYLOAD = {2: (1.2, 0.7), 100: (1.85, 1.4), 200: (2.3, 1.85), 500: (3.75, 3.2)}
+
+
+def seconds(text):
+    """A delay as the script names it (0s, 500ms, 1s) in seconds."""
+    m = re.fullmatch(r"([0-9.]+)(ms|s)", text)
+    if not m:
+        raise SystemExit(f"not a delay: {text}")
+    return float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
+
+
+def cells(out):
+    for path in sorted(out.glob("*.json")):
+        rate, delay = path.stem.split("-", 1)
+        run = json.loads(path.read_text())["runs"][0]
+        if not run["results"]:
+            print(f"{path.name}: no figures: {run.get('error')}", file=sys.stderr)
+            continue
+        yield int(rate), seconds(delay), run["results"][0]
+
+
+def main():
+    out = pathlib.Path(sys.argv[1])
+    found = sorted(cells(out), key=lambda c: (-c[0], c[1]))
+    if not found:
+        raise SystemExit(f"no result files in {out}")
+    s = lambda us: f"{us / 1e6:.2f} s"
+    print("| link | one-way delay | Switchboard stable (p50) | Switchboard first | study standard stable / first | study optimised stable / first |")
+    print("|---|---|---|---|---|---|")
+    for rate, delay, r in found:
+        row = next(x for x in r["rows"] if x["typing_us"] == 0 and x["size"] == r["rows"][0]["size"])
+        std = STUDY.get((rate, delay))
+        study = (f"{std[0]} s / {std[1]} s", f"{std[2]} s / {std[3]} s") if std else ("–", "–")
+        print(f"| {rate} bit/s | {delay:g} s | {s(row['round_trip']['p50_us'])} | {s(r['first_us'])} | {study[0]} | {study[1]} |")
+    sized = [(rate, delay, r) for rate, delay, r in found if rate == 2400 and delay == 0.0]
+    rows = [x for _, _, r in sized for x in r["rows"] if x["typing_us"] == 0]
+    if len(rows) > 1:
+        print()
+        print("| payload, 2400 bit/s, no delay | Switchboard stable (p50) | study standard | study optimised |")
+        print("|---|---|---|---|")
+        for x in rows:
+            std = STUDY_PAYLOAD.get(x["size"], ("–", "–"))
+            print(f"| {x['size']} B | {s(x['round_trip']['p50_us'])} | {std[0]} s | {std[1]} s |")
+
+
+if __name__ == "__main__":
+    main()
