@@ -14,9 +14,10 @@
 #
 #   shootout/satellite.sh [OUT-DIR]      (default build/satellite)
 #   QUICK=1: payload 2 B, 3 stable round trips a cell; otherwise payloads
-#   2, 100, 200 and 500 B, 5 round trips. RATES (bit/s) and DELAYS override
-#   the grid: RATES="2400 19200" DELAYS="0s 500ms 1s"; SIZES and ROUNDS the
-#   payloads and the round trips a cell.
+#   2, 100, 200 and 500 B, each answered at once and after 5, 10 and 15 s
+#   ("typing", taken off the round trip), 5 round trips. RATES (bit/s) and DELAYS override
+#   the grid: RATES="2400 19200" DELAYS="0s 500ms 1s"; SIZES, TYPING and
+#   ROUNDS the payloads, the answers' waits and the round trips a cell.
 #
 # Writes OUT/<rate>-<delay>.json (bench result files) and OUT/satellite.md,
 # the table beside the study's standard S2S figures (printed too).
@@ -26,7 +27,8 @@ BIN="${SWITCHBOARD_BIN:-$ROOT/target/release/switchboard}"
 OUT="${1:-$ROOT/build/satellite}"
 RATES="${RATES:-2400 19200}"
 DELAYS="${DELAYS:-0s 500ms 1s}"
-if [ -n "${QUICK:-}" ]; then SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; else SIZES="${SIZES:-2,100,200,500}"; ROUNDS="${ROUNDS:-5}"; fi
+if [ -n "${QUICK:-}" ]; then SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"
+else SIZES="${SIZES:-2,100,200,500}"; ROUNDS="${ROUNDS:-5}"; TYPING="${TYPING:-0s,5s,10s,15s}"; fi
 die() { echo "satellite: $*" >&2; exit 1; }
 [ -x "$BIN" ] || die "no switchboard binary at $BIN; run cargo build --release first"
 for ip in 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5; do
@@ -100,7 +102,7 @@ for rate in $RATES; do
     status=0
     "$BIN" bench federated --quiet --target http://127.0.0.2:18080 --xmpp-port 15222 --xmpp-domain a.test \
       --xmpp-user alice --xmpp-password pw --peer-domain b.test --peer-xmpp 127.0.0.3:15222 --peer-user bob \
-      --sizes "$SIZES" --round-trips "$ROUNDS" --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
+      --sizes "$SIZES" --typing "$TYPING" --round-trips "$ROUNDS" --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
     stop_all
     # What crossed each link, both ways: handshakes and messages.
     grep -h "link stopped" "$RUN"/link-*.log >"$cell.link" || true

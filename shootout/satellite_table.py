@@ -62,6 +62,19 @@ def main():
         for x in rows:
             std = STUDY_PAYLOAD.get(x["size"], ("–", "–"))
             print(f"| {x['size']} B | {s(x['round_trip']['p50_us'])} | {std[0]} s | {std[1]} s |")
+    typing_table(found)
+
+
+def typing_table(found):
+    """Round trips at 2400 bit/s with no delay by how long the answer waited."""
+    rows = [x for rate, delay, r in found if rate == 2400 and delay == 0.0 for x in r["rows"]]
+    if len({x["typing_us"] for x in rows}) < 2:
+        return
+    print()
+    print("| payload, 2400 bit/s, no delay | answer after | Switchboard stable (p50), the wait taken off |")
+    print("|---|---|---|")
+    for x in rows:
+        print(f"| {x['size']} B | {x['typing_us'] / 1e6:g} s | {x['round_trip']['p50_us'] / 1e6:.2f} s |")
 
 
 if __name__ == "__main__":
