@@ -1107,15 +1107,8 @@ impl Client {
                 return None;
             }
             let mut args = args.iter();
-            let (mut on, mut applied, mut applied_args) = (true, String::new(), Vec::new());
-            let mut last_sign = None;
+            let (mut on, mut applied, mut applied_args) = (true, ModeChanges::default(), Vec::new());
             for flag in changes.chars() {
-                let sign = |applied: &mut String, last: &mut Option<bool>| {
-                    if *last != Some(on) {
-                        applied.push(if on { '+' } else { '-' });
-                        *last = Some(on);
-                    }
-                };
                 match flag {
                     '+' => on = true,
                     '-' => on = false,
@@ -1129,8 +1122,7 @@ impl Client {
                         };
                         if *field != on {
                             *field = on;
-                            sign(&mut applied, &mut last_sign);
-                            applied.push(flag);
+                            applied.push(on, flag);
                         }
                     }
                     'k' => {
@@ -1144,8 +1136,7 @@ impl Client {
                             continue;
                         }
                         c.modes.key = key.map(str::to_owned);
-                        sign(&mut applied, &mut last_sign);
-                        applied.push('k');
+                        applied.push(on, 'k');
                         applied_args.push(key.unwrap_or("*").to_owned());
                     }
                     'l' => {
@@ -1159,8 +1150,7 @@ impl Client {
                             continue;
                         }
                         c.modes.limit = limit;
-                        sign(&mut applied, &mut last_sign);
-                        applied.push('l');
+                        applied.push(on, 'l');
                         if let Some(limit) = limit {
                             applied_args.push(limit.to_string());
                         }
@@ -1175,8 +1165,7 @@ impl Client {
                             continue;
                         };
                         if flag == 'o' { member.op = on } else { member.voice = on }
-                        sign(&mut applied, &mut last_sign);
-                        applied.push(flag);
+                        applied.push(on, flag);
                         applied_args.push(member.client.nick().to_string());
                     }
                     'b' | 'e' => {
@@ -1196,14 +1185,13 @@ impl Client {
                             }
                             _ => continue,
                         }
-                        sign(&mut applied, &mut last_sign);
-                        applied.push(flag);
+                        applied.push(on, flag);
                         applied_args.push(mask);
                     }
                     other => errors.push(self.reply(ERR_UNKNOWNMODE).arg(&other.to_string()).trailing("is unknown mode char to me")),
                 }
             }
-            Some((applied, applied_args, c.members.clone()))
+            Some((applied.text, applied_args, c.members.clone()))
         });
         errors.into_iter().for_each(|e| self.send(e));
         match outcome.flatten() {
@@ -1237,7 +1225,7 @@ impl Client {
             }
             Some(changes) if changes.chars().all(|c| matches!(c, '+' | '-' | 'i' | 'o' | 'w')) => {
                 // What changed, as the MODE line says it; `+o` only comes of OPER.
-                let (mut on, mut last, mut applied) = (true, None, String::new());
+                let (mut on, mut applied) = (true, ModeChanges::default());
                 let mut state = self.public.state.lock();
                 for c in changes.chars() {
                     let field = match c {
@@ -1251,16 +1239,12 @@ impl Client {
                         _ => &mut state.oper,
                     };
                     if std::mem::replace(field, on) != on {
-                        if last != Some(on) {
-                            applied.push(if on { '+' } else { '-' });
-                            last = Some(on);
-                        }
-                        applied.push(c);
+                        applied.push(on, c);
                     }
                 }
                 drop(state);
-                if !applied.is_empty() {
-                    self.send(Line::new(Some(&self.source()), "MODE").arg(&self.nick()).arg(&applied).end());
+                if !applied.text.is_empty() {
+                    self.send(Line::new(Some(&self.source()), "MODE").arg(&self.nick()).arg(&applied.text).end());
                 }
             }
             Some(_) => self.send(self.reply(ERR_UMODEUNKNOWNFLAG).trailing("Unknown MODE flag")),
@@ -1389,6 +1373,24 @@ fn names_lines(server: &str, nick: &str, channel: &str, names: &[Arc<str>], pref
         out.push_str(&head.trailing(&batch));
     }
     out + &Line::new(Some(server), RPL_ENDOFNAMES).arg(nick).arg(channel).trailing("End of /NAMES list")
+}
+
+/// Mode changes as a `MODE` line writes them (`+nt-k`): a sign only where
+/// it changes.
+#[derive(Default)]
+struct ModeChanges {
+    text: String,
+    last: Option<bool>,
+}
+
+impl ModeChanges {
+    fn push(&mut self, on: bool, flag: char) {
+        if self.last != Some(on) {
+            self.text.push(if on { '+' } else { '-' });
+            self.last = Some(on);
+        }
+        self.text.push(flag);
+    }
 }
 
 /// A message a client sent: `PRIVMSG`, `NOTICE` or `TAGMSG`, its text

@@ -231,7 +231,7 @@ impl ServerState {
         let clients = chat_rooms.as_ref().map(|rooms| {
             let mut named: Vec<api::ClientsNamed> = Vec::new();
             if let Some(xmpp) = xmpp.clone() {
-                named.push(Box::new(move |name: &str| xmpp.clients_named(name)));
+                named.push(Box::new(move |name: &str| xmpp.disconnecting(name)));
             }
             let service = irc.clone();
             named.push(Box::new(move |name: &str| service.client_named(name).into_iter().collect()));

@@ -344,11 +344,12 @@ impl Xmpp {
         (parked, waiting)
     }
 
-    /// Where the stanzas of each resource of the account `name` (its local
-    /// part) go: the server API closes them to disconnect it. Its sessions
-    /// waiting to be resumed end now (they leave their rooms), so that a
-    /// user disconnected is neither shown in a room nor able to resume.
-    pub fn clients_named(&self, name: &str) -> Vec<Arc<Outbox>> {
+    /// The account `name` (its local part) being disconnected by the server
+    /// API: its sessions waiting to be resumed end now (they leave their
+    /// rooms), so that it is neither shown in a room nor able to resume;
+    /// returns where the stanzas of each of its connected resources go,
+    /// which the caller closes.
+    pub fn disconnecting(&self, name: &str) -> Vec<Arc<Outbox>> {
         let Some(local) = wire::xmpp::jid::localpart(name) else { return Vec::new() };
         let bare = format!("{local}@{}", self.domain);
         let ended: Vec<session::Session> = {
