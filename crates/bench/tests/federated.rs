@@ -29,7 +29,7 @@ fn config(domain: &str, user: &str, tls: server::TlsFiles, trust: &Path, other: 
     config.xmpp.domain = domain.to_owned();
     config.xmpp.plain_unencrypted = true;
     config.federation.trust = Some(trust.to_owned());
-    let routes = [other.0.to_owned(), format!("conference.{}", other.0)].map(|d| (d, other.1));
+    let routes = [other.0.to_owned(), format!("conference.{}", other.0)].map(|d| (d, other.1.into()));
     config.federation.routes = server::Routes(routes.to_vec());
     config
 }

@@ -26,7 +26,7 @@ pub use base::tls::TlsFiles;
 pub use base::token::TokenKey;
 pub use transport::{MountLimits, SockjsOptions};
 pub use xmpp::AccountEntry;
-pub use xmpp::s2s::DialbackPolicy;
+pub use xmpp::s2s::{DialbackPolicy, Route};
 
 /// Declares a group of settings: the plain struct the server reads, with
 /// its `Default`, and the flags that set it (each an `Option`, unset unless
@@ -238,7 +238,7 @@ settings! {
     pub struct FederationConfig, flags FederationFlags {
         /// Where other XMPP servers connect (RFC 6120 server-to-server); federation needs --tls-cert (its certificate names the XMPP domain and conference.<domain>); `off` for none, and with --xmpp-s2s-tls-listen off too, no federation either way [default: 127.0.0.1:5269]
         listen: Listen = Listen::At(SocketAddr::from(([127, 0, 0, 1], 5269))), "xmpp-s2s-listen", "SWITCHBOARD_XMPP_S2S_LISTEN";
-        /// Where other domains' servers are, as domain=address pairs separated by commas (e.g. b.test=127.0.0.3:5269), for labs and private networks; other domains are found through DNS [default: none]
+        /// Where other domains' servers are, as domain=address pairs separated by commas (e.g. b.test=127.0.0.3:5269; tls:127.0.0.3:5270 for a server that takes TLS from the first byte, XEP-0368), for labs and private networks; other domains are found through DNS [default: none]
         routes: Routes = Routes::default(), "xmpp-s2s-routes", "SWITCHBOARD_XMPP_S2S_ROUTES";
         /// Where other XMPP servers connect with TLS from the first byte (XEP-0368, e.g. 127.0.0.1:5270; publish it as an _xmpps-server._tcp SRV record), with the xmpp-server ALPN; `off` for none [default: off]
         tls_listen: Listen = Listen::Off, "xmpp-s2s-tls-listen", "SWITCHBOARD_XMPP_S2S_TLS_LISTEN";
@@ -267,16 +267,16 @@ settings! {
 
 /// Where other domains' servers are: `--xmpp-s2s-routes`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Routes(pub Vec<(String, SocketAddr)>);
+pub struct Routes(pub Vec<(String, Route)>);
 
 impl FromStr for Routes {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Routes, String> {
         let routes = text.split(',').map(str::trim).filter(|pair| !pair.is_empty()).map(|pair| {
-            let (domain, address) = pair.split_once('=').ok_or_else(|| format!("{pair:?} is not domain=address"))?;
-            let address = address.trim().parse().map_err(|_| format!("{address:?} in {pair:?} is not an address like 127.0.0.3:5269"))?;
-            Ok((domain.trim().to_ascii_lowercase(), address))
+            let (domain, route) = pair.split_once('=').ok_or_else(|| format!("{pair:?} is not domain=address"))?;
+            let route = route.parse::<Route>().map_err(|e| format!("{e} in {pair:?}"))?;
+            Ok((domain.trim().to_ascii_lowercase(), route))
         });
         routes.collect::<Result<_, String>>().map(Routes)
     }
@@ -753,7 +753,7 @@ impl Config {
             federation: {
                 // The file's tables, then the flag's list, which wins for a domain both name.
                 let mut federation = flags.federation.resolve();
-                let mut routes: Vec<(String, SocketAddr)> = file.routes.into_iter().map(|r| (r.domain.to_ascii_lowercase(), r.address)).collect();
+                let mut routes: Vec<(String, Route)> = file.routes.into_iter().map(|r| (r.domain.to_ascii_lowercase(), Route { address: r.address, direct_tls: r.tls })).collect();
                 routes.append(&mut federation.routes.0);
                 federation.routes = Routes(routes);
                 federation
@@ -928,6 +928,9 @@ struct File {
 struct RouteEntry {
     domain: String,
     address: SocketAddr,
+    /// TLS from the first byte (XEP-0368) there, not STARTTLS.
+    #[serde(default)]
+    tls: bool,
 }
 
 fn read_file(path: &Path) -> Result<File, Error> {
@@ -1132,10 +1135,12 @@ websocket = false
 
     #[test]
     fn routes_to_other_servers_come_from_tables_and_the_flag() {
-        let text = "xmpp_s2s_routes = \"c.test=127.0.0.4:5269\"\n[[xmpp_s2s_route]]\ndomain = \"B.test\"\naddress = \"127.0.0.3:5269\"\n";
+        let text = "xmpp_s2s_routes = \"c.test=127.0.0.4:5269,d.test=tls:127.0.0.5:5270\"\n[[xmpp_s2s_route]]\ndomain = \"B.test\"\naddress = \"127.0.0.3:5269\"\n[[xmpp_s2s_route]]\ndomain = \"e.test\"\naddress = \"127.0.0.6:5270\"\ntls = true\n";
         let config = resolve_file(text, Args::default()).unwrap();
         let routes: Vec<(String, String)> = config.federation.routes.0.iter().map(|(d, a)| (d.clone(), a.to_string())).collect();
-        assert_eq!(routes, [("b.test".to_owned(), "127.0.0.3:5269".to_owned()), ("c.test".to_owned(), "127.0.0.4:5269".to_owned())]);
+        let expected = [("b.test", "127.0.0.3:5269"), ("e.test", "tls:127.0.0.6:5270"), ("c.test", "127.0.0.4:5269"), ("d.test", "tls:127.0.0.5:5270")];
+        assert_eq!(routes, expected.map(|(d, a)| (d.to_owned(), a.to_owned())));
+        assert!("b.test=tls:nowhere".parse::<Routes>().unwrap_err().contains("tls:127.0.0.3:5270"));
         let err = file_error("[[xmpp_s2s_route]]\ndomain = \"b.test\"\naddress = \"nowhere\"\n");
         assert!(err.contains("xmpp_s2s_route"), "{err}");
     }

@@ -24,7 +24,7 @@ pub use config::MountKind;
 pub use error::Error;
 pub use config::{
     ApiKeys, Args, BoshConfig, BrokerConfig, Config, FederationConfig, Listen, Mount, MountLimits, RoomConfig, ServerConfig, SockjsOptions, StoreConfig, StoreFlags, StoreKind,
-    Routes, TlsFiles, TokenKey, XmppConfig, markdown_table,
+    Route, Routes, TlsFiles, TokenKey, XmppConfig, markdown_table,
 };
 pub use account::{AccountArgs, run_account};
 pub use copy::{StoreArgs, run_store};

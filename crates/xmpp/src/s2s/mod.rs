@@ -38,13 +38,50 @@ pub use identity::Identity;
 pub(crate) use guests::Guests;
 pub use incoming::serve;
 
+/// Where a domain's server is, given in the configuration: its address,
+/// and whether it takes TLS from the first byte there (XEP-0368, as an
+/// `_xmpps-server` SRV record would say) rather than STARTTLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    pub address: SocketAddr,
+    pub direct_tls: bool,
+}
+
+impl From<SocketAddr> for Route {
+    /// STARTTLS at `address`.
+    fn from(address: SocketAddr) -> Route {
+        Route { address, direct_tls: false }
+    }
+}
+
+impl std::str::FromStr for Route {
+    type Err = String;
+
+    /// `127.0.0.3:5269` (STARTTLS), or `tls:127.0.0.3:5270` (direct TLS).
+    fn from_str(text: &str) -> Result<Route, String> {
+        let text = text.trim();
+        let (direct_tls, address) = match text.strip_prefix("tls:") {
+            Some(address) => (true, address),
+            None => (false, text),
+        };
+        let address = address.parse().map_err(|_| format!("{text:?} is not an address like 127.0.0.3:5269 or tls:127.0.0.3:5270"))?;
+        Ok(Route { address, direct_tls })
+    }
+}
+
+impl std::fmt::Display for Route {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.direct_tls { write!(f, "tls:{}", self.address) } else { write!(f, "{}", self.address) }
+    }
+}
+
 /// How this server federates: the parts of the configuration that are
 /// federation's.
 #[derive(Clone)]
 pub struct Settings {
     /// Where each domain's servers are, when DNS is not to be asked
     /// (`--xmpp-s2s-routes`).
-    pub routes: HashMap<String, SocketAddr>,
+    pub routes: HashMap<String, Route>,
     /// The name server to ask instead of the system's (`--xmpp-s2s-dns`).
     pub dns: Option<SocketAddr>,
     /// How long a stream to another server may take to be ready, from the

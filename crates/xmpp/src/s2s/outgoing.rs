@@ -179,8 +179,8 @@ pub(super) async fn verify(xmpp: &Xmpp, federation: &Federation, receiving: &str
 /// A connection to `to`'s server, and whether it is for TLS from the
 /// first byte: where its route says, or where DNS does.
 async fn open(federation: &Federation, to: &str) -> Result<(TcpStream, bool), Failed> {
-    if let Some(address) = federation.settings.routes.get(to) {
-        return Ok((TcpStream::connect(address).await?, false));
+    if let Some(route) = federation.settings.routes.get(to) {
+        return Ok((TcpStream::connect(route.address).await?, route.direct_tls));
     }
     let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, format!("no server for {to} in DNS"));
     for target in federation.resolver.targets(to).await {
