@@ -13,26 +13,32 @@
 # default 30 s: at 2400 bit/s and 1 s each way, setting it up takes longer.
 #
 #   shootout/satellite.sh [OUT-DIR]      (default build/satellite)
+#   Each cell runs twice: the stream between the servers set up with
+#   STARTTLS (OUT/starttls/) and with TLS from the first byte, XEP-0368
+#   (OUT/direct-tls/: each server listens for it, and routes say tls:);
+#   MODES="starttls" or MODES="direct-tls" runs one.
 #   QUICK=1: payload 2 B, 3 stable round trips a cell; otherwise payloads
 #   2, 100, 200 and 500 B, each answered at once and after 5, 10 and 15 s
 #   ("typing", taken off the round trip), 5 round trips. RATES (bit/s) and DELAYS override
 #   the grid: RATES="2400 19200" DELAYS="0s 500ms 1s"; SIZES, TYPING and
 #   ROUNDS the payloads, the answers' waits and the round trips a cell.
 #
-# Writes OUT/<rate>-<delay>.json (bench result files) and OUT/satellite.md,
+# Writes OUT/<mode>/<rate>-<delay>.json (bench result files), .link (what
+# each link carried) and .txt (the bench's output), and OUT/satellite.md,
 # the table beside the study's standard S2S figures (printed too).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${SWITCHBOARD_BIN:-$ROOT/target/release/switchboard}"
 OUT="${1:-$ROOT/build/satellite}"
 RATES="${RATES:-2400 19200}"
+MODES="${MODES:-starttls direct-tls}"
 DELAYS="${DELAYS:-0s 500ms 1s}"
 if [ -n "${QUICK:-}" ]; then SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"
 else SIZES="${SIZES:-2,100,200,500}"; ROUNDS="${ROUNDS:-5}"; TYPING="${TYPING:-0s,5s,10s,15s}"; fi
 die() { echo "satellite: $*" >&2; exit 1; }
 [ -x "$BIN" ] || die "no switchboard binary at $BIN; run cargo build --release first"
 for ip in 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5; do
-  for port in 15222 15269 18080; do
+  for port in 15222 15269 15270 18080; do
     ! (exec 3<>"/dev/tcp/$ip/$port") 2>/dev/null || die "$ip:$port is taken: is another run going?"
   done
 done
@@ -71,42 +77,48 @@ wait_for() {
   die "$4 did not start in 30 s: $(tail -n3 "$1")"
 }
 
-# serve NAME IP OTHER-DOMAIN LINK-IP: the server of NAME.test on IP, reaching
-# the other domain through the link on LINK-IP.
+# serve MODE NAME IP OTHER-DOMAIN LINK-IP: the server of NAME.test on IP,
+# reaching the other domain through the link on LINK-IP: with STARTTLS on
+# port 15269, or TLS from the first byte on 15270.
 serve() {
-  local name="$1" ip="$2" other="$3" via="$4" log="$RUN/$1-serve.log"
+  local mode="$1" name="$2" ip="$3" other="$4" via="$5" log="$RUN/$2-serve.log" route
+  if [ "$mode" = direct-tls ]; then route="tls:$via:15270"; else route="$via:15269"; fi
   "$BIN" serve --config "$RUN/$name.toml" --store memory --listen "$ip:18080" --xmpp-listen "$ip:15222" \
     --irc-listen off --irc-tls-listen off --xmpp-domain "$name.test" --tls-cert "$RUN/$name.pem" --tls-key "$RUN/$name.key" \
     --xmpp-plain-unencrypted true --xmpp-s2s-listen "$ip:15269" --xmpp-s2s-trust "$RUN/ca.pem" --xmpp-s2s-connect-timeout 10m \
-    --xmpp-s2s-routes "$other=$via:15269,conference.$other=$via:15269" >"$log" 2>&1 &
+    --xmpp-s2s-tls-listen "$ip:15270" --xmpp-s2s-routes "$other=$route,conference.$other=$route" >"$log" 2>&1 &
   pids+=($!)
   wait_for "$log" "federates $name.test" $! "the $name.test server"
 }
 
-# link IP UPSTREAM RATE DELAY: one emulated line each way, IP:15269 to UPSTREAM.
+# link IP PORT UPSTREAM RATE DELAY: one emulated line each way, IP:PORT to UPSTREAM.
 link() {
   local log="$RUN/link-$1.log"
-  "$BIN" link --listen "$1:15269" --upstream "$2" --rate "${3}bit" --delay "$4" --overhead 40 >"$log" 2>&1 &
+  "$BIN" link --listen "$1:$2" --upstream "$3" --rate "${4}bit" --delay "$5" --overhead 40 >"$log" 2>&1 &
   links+=($!)
   wait_for "$log" "listening on" $! "the link on $1"
 }
 
-for rate in $RATES; do
-  for delay in $DELAYS; do
-    echo "satellite: ${rate} bit/s, one-way delay $delay" >&2
-    link 127.0.0.4 127.0.0.3:15269 "$rate" "$delay"
-    link 127.0.0.5 127.0.0.2:15269 "$rate" "$delay"
-    serve a 127.0.0.2 b.test 127.0.0.4
-    serve b 127.0.0.3 a.test 127.0.0.5
-    cell="$OUT/$rate-$delay"
-    status=0
-    "$BIN" bench federated --quiet --target http://127.0.0.2:18080 --xmpp-port 15222 --xmpp-domain a.test \
-      --xmpp-user alice --xmpp-password pw --peer-domain b.test --peer-xmpp 127.0.0.3:15222 --peer-user bob \
-      --sizes "$SIZES" --typing "$TYPING" --round-trips "$ROUNDS" --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
-    stop_all
-    # What crossed each link, both ways: handshakes and messages.
-    grep -h "link stopped" "$RUN"/link-*.log >"$cell.link" || true
-    [ "$status" = 0 ] || die "the bench failed at $rate bit/s, $delay: $(tail -n5 "$cell.txt")"
+for mode in $MODES; do
+  mkdir -p "$OUT/$mode"
+  if [ "$mode" = direct-tls ]; then port=15270; else port=15269; fi
+  for rate in $RATES; do
+    for delay in $DELAYS; do
+      echo "satellite: $mode, ${rate} bit/s, one-way delay $delay" >&2
+      link 127.0.0.4 "$port" "127.0.0.3:$port" "$rate" "$delay"
+      link 127.0.0.5 "$port" "127.0.0.2:$port" "$rate" "$delay"
+      serve "$mode" a 127.0.0.2 b.test 127.0.0.4
+      serve "$mode" b 127.0.0.3 a.test 127.0.0.5
+      cell="$OUT/$mode/$rate-$delay"
+      status=0
+      "$BIN" bench federated --quiet --target http://127.0.0.2:18080 --xmpp-port 15222 --xmpp-domain a.test \
+        --xmpp-user alice --xmpp-password pw --peer-domain b.test --peer-xmpp 127.0.0.3:15222 --peer-user bob \
+        --sizes "$SIZES" --typing "$TYPING" --round-trips "$ROUNDS" --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
+      stop_all
+      # What crossed each link, both ways: handshakes and messages.
+      grep -h "link stopped" "$RUN"/link-*.log >"$cell.link" || true
+      [ "$status" = 0 ] || die "the bench failed ($mode, $rate bit/s, $delay): $(tail -n5 "$cell.txt")"
+    done
   done
 done
 python3 "$ROOT/shootout/satellite_table.py" "$OUT" | tee "$OUT/satellite.md"

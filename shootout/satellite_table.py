@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The satellite-link study's tables from shootout/satellite.sh's result files
-(OUT/<rate>-<delay>.json), beside the figures the study published for
+(OUT/<mode>/<rate>-<delay>.json, mode starttls or direct-tls), beside the
+figures the study published for
 standard and optimised S2S (2 B payload; and by payload at 2400 bit/s with no
 delay). Usage: satellite_table.py OUT-DIR"""
 
@@ -30,34 +31,48 @@ def seconds(text):
     return float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
 
 
-def cells(out):
-    for path in sorted(out.glob("*.json")):
+MODES = ("starttls", "direct-tls")
+
+
+def cells(folder):
+    for path in sorted(folder.glob("*.json")):
         rate, delay = path.stem.split("-", 1)
         run = json.loads(path.read_text())["runs"][0]
         if not run["results"]:
-            print(f"{path.name}: no figures: {run.get('error')}", file=sys.stderr)
+            print(f"{path}: no figures: {run.get('error')}", file=sys.stderr)
             continue
         yield int(rate), seconds(delay), run["results"][0]
 
 
 def main():
     out = pathlib.Path(sys.argv[1])
-    found = sorted(cells(out), key=lambda c: (-c[0], c[1]))
-    if not found:
-        raise SystemExit(f"no result files in {out}")
+    by_mode = {mode: {(r, d): x for r, d, x in cells(out / mode)} for mode in MODES if (out / mode).is_dir()}
+    if not any(by_mode.values()):
+        raise SystemExit(f"no result files in {out}/starttls or {out}/direct-tls")
+    keys = sorted({k for cells_ in by_mode.values() for k in cells_}, key=lambda k: (-k[0], k[1]))
     s = lambda us: f"{us / 1e6:.2f} s"
-    print("| link | one-way delay | Switchboard stable (p50) | Switchboard first | study standard stable / first | study optimised stable / first |")
-    print("|---|---|---|---|---|---|")
-    for rate, delay, r in found:
-        row = next(x for x in r["rows"] if x["typing_us"] == 0 and x["size"] == r["rows"][0]["size"])
+    modes = [m for m in MODES if m in by_mode]
+    head = " | ".join(f"{m}: stable (p50) / first" for m in modes)
+    print(f"| link | one-way delay | {head} | study standard stable / first | study optimised stable / first |")
+    print("|---|---|" + "---|" * len(modes) + "---|---|")
+    for rate, delay in keys:
+        ours = []
+        for mode in modes:
+            r = by_mode[mode].get((rate, delay))
+            if r is None:
+                ours.append("–")
+                continue
+            row = next(x for x in r["rows"] if x["typing_us"] == 0 and x["size"] == r["rows"][0]["size"])
+            ours.append(f"{s(row['round_trip']['p50_us'])} / {s(r['first_us'])}")
         std = STUDY.get((rate, delay))
         study = (f"{std[0]} s / {std[1]} s", f"{std[2]} s / {std[3]} s") if std else ("–", "–")
-        print(f"| {rate} bit/s | {delay:g} s | {s(row['round_trip']['p50_us'])} | {s(r['first_us'])} | {study[0]} | {study[1]} |")
+        print(f"| {rate} bit/s | {delay:g} s | {' | '.join(ours)} | {study[0]} | {study[1]} |")
+    found = [(rate, delay, r) for (rate, delay), r in by_mode[modes[0]].items()]
     sized = [(rate, delay, r) for rate, delay, r in found if rate == 2400 and delay == 0.0]
     rows = [x for _, _, r in sized for x in r["rows"] if x["typing_us"] == 0]
     if len(rows) > 1:
         print()
-        print("| payload, 2400 bit/s, no delay | Switchboard stable (p50) | study standard | study optimised |")
+        print(f"| payload, 2400 bit/s, no delay ({modes[0]}) | Switchboard stable (p50) | study standard | study optimised |")
         print("|---|---|---|---|")
         for x in rows:
             std = STUDY_PAYLOAD.get(x["size"], ("–", "–"))
