@@ -775,6 +775,32 @@ async fn the_answer_to_an_ack_request_rides_on_the_next_stanza_out() {
     assert_eq!(records(&read.lock().unwrap()[before..]), 1, "the answer and the stanza in one record");
 }
 
+/// This side asks how much the other handled (`<r/>`) with its first
+/// batch, then not with every one: after 64 stanzas sent without asking
+/// (or a few seconds), each request and its answer being bytes on the line.
+#[tokio::test]
+async fn requests_for_acknowledgement_go_with_the_first_batch_then_sparingly() {
+    let authority = Authority::new();
+    let s2s = TcpListener::bind("127.0.0.3:0").await.unwrap();
+    let at = s2s.local_addr().unwrap();
+    let _b = TestServer::federated(config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]), s2s).await;
+    let (mut tls, _) = raw_peer(at, &authority).await;
+    tls.write_all(b"<enable xmlns='urn:xmpp:sm:3'/>").await.unwrap();
+    assert_eq!(read_until(&mut tls, "/>").await, "<enabled xmlns=\"urn:xmpp:sm:3\"/>");
+    let ping = |id: usize| format!("<iq type='get' id='p{id}' from='alice@a.test/r' to='b.test'><ping xmlns='urn:xmpp:ping'/></iq>");
+    let pong = |id: usize| format!("<iq type=\"result\" from=\"b.test\" to=\"alice@a.test/r\" id=\"p{id}\"/>");
+    tls.write_all(ping(1).as_bytes()).await.unwrap();
+    assert_eq!(read_until(&mut tls, "<r xmlns=\"urn:xmpp:sm:3\"/>").await, format!("{}<r xmlns=\"urn:xmpp:sm:3\"/>", pong(1)));
+    tls.write_all(ping(2).as_bytes()).await.unwrap();
+    assert_eq!(read_until(&mut tls, &pong(2)).await, pong(2), "no request with the second");
+    // 63 more: the 64th sent without asking is asked about.
+    let pings: String = (3..=65).map(ping).collect();
+    tls.write_all(pings.as_bytes()).await.unwrap();
+    let said = read_until(&mut tls, "<r xmlns=\"urn:xmpp:sm:3\"/>").await;
+    let expected: String = (3..=65).map(pong).collect();
+    assert_eq!(said, format!("{expected}<r xmlns=\"urn:xmpp:sm:3\"/>"));
+}
+
 /// The bodies of the messages in `c`'s archive (XEP-0313), oldest first,
 /// each with who it was from.
 async fn archived(c: &mut Client) -> Vec<(String, String)> {
