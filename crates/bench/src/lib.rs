@@ -288,8 +288,9 @@ fn outcome_cpu_bound(outcome: &Outcome) -> bool {
 }
 
 /// Why a scenario cannot use a transport at all, if it cannot: `http` only carries
-/// count-down, XMPP transports carry pingpong, muc and idle, muc only XMPP, and IRC
-/// everything but count-down, link and muc.
+/// count-down, XMPP transports carry pingpong, muc and idle, muc only XMPP,
+/// federated only `xmpp-tcp`, and IRC everything but count-down, link, muc and
+/// federated.
 fn refuses(kind: TransportKind, settings: &Settings) -> Option<&'static str> {
     match settings {
         _ if kind == TransportKind::Http && !matches!(settings, Settings::Countdown(_)) => {
