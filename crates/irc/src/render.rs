@@ -114,9 +114,21 @@ pub fn new_msgid() -> String {
     base::archive::new_id(base::archive::now())
 }
 
-/// The client-only tags (`+…`) of the tags a client `sent`, if it sent any.
+/// The client-only tags (`+…`) of the tags a client `sent`, if it sent any
+/// that are well-formed (IRCv3 message tags): a key of letters, digits,
+/// `-`, `.` and `/` (a vendor's host name before the slash), and a value
+/// with none of NUL, CR, LF, `;` or a space. Others are dropped: relayed,
+/// a NUL would become a space and end the tags early, and what followed
+/// would be read as the line's source.
 pub fn client_only(sent: &str) -> Option<String> {
-    let kept: Vec<&str> = sent.split(';').filter(|t| t.starts_with('+') && t.len() > 1).collect();
+    let well_formed = |tag: &&str| {
+        let Some(tag) = tag.strip_prefix('+') else { return false };
+        let (key, value) = tag.split_once('=').unwrap_or((tag, ""));
+        !key.is_empty()
+            && key.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'/'))
+            && !value.bytes().any(|b| matches!(b, 0 | b'\r' | b'\n' | b';' | b' '))
+    };
+    let kept: Vec<&str> = sent.split(';').filter(well_formed).collect();
     (!kept.is_empty()).then(|| kept.join(";"))
 }
 
@@ -192,6 +204,14 @@ mod tests {
     use std::time::{Duration, UNIX_EPOCH};
 
     use super::*;
+
+    #[test]
+    fn only_well_formed_client_only_tags_are_kept() {
+        assert_eq!(client_only("+typing=active;fizz=buzz;+draft/reply=m1;+x").as_deref(), Some("+typing=active;+draft/reply=m1;+x"));
+        // A NUL would become a space when relayed, and what follows a source.
+        assert_eq!(client_only("+a=b\0:evil!e@h;+ok=1").as_deref(), Some("+ok=1"));
+        assert_eq!(client_only("+=v;+bad key=v;+k\0=v;+;time=1"), None);
+    }
 
     /// The tags of a client with these capabilities.
     fn tags(caps: &[Cap]) -> Tags {

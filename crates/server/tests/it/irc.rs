@@ -869,6 +869,13 @@ async fn client_only_tags_and_msgids_reach_the_clients_that_read_tags() {
     assert_eq!(without_msgid(&bob.line().await), (id.clone(), echo.clone()), "one msgid for all");
     assert_eq!(carol.line().await, ":alice!alice@localhost PRIVMSG #t :hi\r\n");
 
+    // A NUL in a tag would end the tags once relayed: the tag is dropped.
+    alice.send_bytes(b"@+a=b\0:evil!e@h PRIVMSG #t :spoof?\r\n").await;
+    let (id, echo) = without_msgid(&alice.line().await);
+    assert_eq!(echo, ":alice!alice@localhost PRIVMSG #t :spoof?\r\n");
+    assert_eq!(without_msgid(&bob.line().await), (id, echo));
+    assert_eq!(carol.line().await, ":alice!alice@localhost PRIVMSG #t :spoof?\r\n");
+
     alice.send("@+typing=active;cat=dog TAGMSG #t").await;
     let (id, echo) = without_msgid(&alice.line().await);
     assert_eq!(echo, "@+typing=active :alice!alice@localhost TAGMSG #t\r\n");
