@@ -509,7 +509,7 @@ impl Client {
         let server = self.server().to_owned();
         let nick = nick_of(&name.shown).into_owned();
         let caps = self.caps;
-        let join = Line::tagged(&Tags::of(caps).text(SystemTime::now(), None, self.account().as_deref(), None), Some(&self.source()), "JOIN").arg(channel).end();
+        let join = Line::tagged(&Tags::of(caps).text(SystemTime::now(), None, self.account().as_deref(), None, None), Some(&self.source()), "JOIN").arg(channel).end();
         let topic = self.topic_lines(room, channel);
         let prefixes = self.prefixes(room);
         let secret = self.irc.channels.with(room, |c| c.modes.secret).unwrap_or(false);
@@ -1409,12 +1409,7 @@ impl Said<'_> {
         let id = render::new_msgid();
         let account = client.account();
         move |caps: Caps| {
-            let tags = Tags::of(caps).text(now, Some(&id), account.as_deref(), None);
-            let tags = match self.client_tags.as_deref().filter(|_| caps.has(Cap::MessageTags)) {
-                // Client-only tags (`+…`) go on to clients that read tags.
-                Some(client) => render::with_client_tags(tags, client),
-                None => tags,
-            };
+            let tags = Tags::of(caps).text(now, Some(&id), account.as_deref(), None, self.client_tags.as_deref());
             let line = Line::tagged(&tags, Some(source), self.command).arg(to);
             if self.command == "TAGMSG" { line.end() } else { line.trailing(self.text) }
         }

@@ -48,8 +48,11 @@ impl Tags {
     }
 
     /// The tags of something that happened at `at` under `id`, done by a
-    /// member logged in to `account`, with `batch` first if it is part of one.
-    pub fn text(self, at: SystemTime, id: Option<&str>, account: Option<&str>, batch: Option<&str>) -> String {
+    /// member logged in to `account`, with `batch` first if it is part of
+    /// one; last, to a client that reads tags (`message-tags`), the
+    /// client-only tags (`+…`, well-formed: see [`client_only`]) its sender
+    /// gave it.
+    pub fn text(self, at: SystemTime, id: Option<&str>, account: Option<&str>, batch: Option<&str>, client: Option<&str>) -> String {
         let mut tags = String::new();
         let mut add = |key: &str, value: &str| {
             if !tags.is_empty() {
@@ -70,6 +73,12 @@ impl Tags {
         }
         if let (true, Some(account)) = (self.has(Tags::ACCOUNT), account) {
             add("account", account);
+        }
+        if let (true, Some(client)) = (self.has(Tags::MSGID), client) {
+            if !tags.is_empty() {
+                tags.push(';');
+            }
+            tags.push_str(client);
         }
         tags
     }
@@ -93,19 +102,14 @@ pub fn lines(payload: &Payload, server: &str, tags: Tags, account_of: impl FnOnc
 /// The tags of `payload` for a client with `tags`, with `batch` first if it
 /// is part of one: [`Tags::text`]'s, where a message's `msgid` is its
 /// archive id or, for one the archive has none of, one made here once for
-/// all its recipients on this node; and, to a client that reads tags, the
-/// client-only tags its sender gave it.
+/// all its recipients on this node.
 pub fn payload_tags(tags: Tags, payload: &Payload, account: Option<&str>, batch: Option<&str>) -> String {
     let said = payload.as_event().is_some_and(|(_, e)| matches!(e, RoomEvent::Message { .. } | RoomEvent::Notice { .. } | RoomEvent::Announcement { .. }));
     let id = match said && tags.has(Tags::MSGID) {
         true => Some(payload.msgid(new_msgid)),
         false => payload.id(),
     };
-    let text = tags.text(payload.at(), id, account, batch);
-    match payload.client_tags().filter(|_| tags.has(Tags::MSGID)) {
-        Some(client) => with_client_tags(text, client),
-        None => text,
-    }
+    tags.text(payload.at(), id, account, batch, payload.client_tags())
 }
 
 /// A new message's `msgid`, as the archive makes its ids: its time, then
@@ -130,16 +134,6 @@ pub fn client_only(sent: &str) -> Option<String> {
     };
     let kept: Vec<&str> = sent.split(';').filter(well_formed).collect();
     (!kept.is_empty()).then(|| kept.join(";"))
-}
-
-/// `tags`, then `client`'s client-only tags.
-pub fn with_client_tags(tags: String, client: &str) -> String {
-    let mut all = tags;
-    if !all.is_empty() && !client.is_empty() {
-        all.push(';');
-    }
-    all.push_str(client);
-    all
 }
 
 /// A room event as lines with `tags` (already written), or `None` if it
