@@ -87,6 +87,28 @@ struct Inner {
     named: OnceLock<Arc<str>>,
 }
 
+/// A copy carries what the payload was given (its data, time, ids and
+/// tags); its encodings, its position and a made `msgid` are made again
+/// for the copy.
+impl Clone for Inner {
+    fn clone(&self) -> Inner {
+        let data = match &self.data {
+            Data::Event { room, event, .. } => Data::Event { room: room.clone(), event: event.clone(), json: OnceLock::new() },
+            Data::Text(text) => Data::Text(text.clone()),
+            Data::Binary(data) => Data::Binary(data.clone()),
+        };
+        Inner {
+            data,
+            position: OnceLock::new(),
+            forms: Default::default(),
+            at: self.at,
+            id: self.id.clone(),
+            client_tags: self.client_tags.clone(),
+            named: OnceLock::new(),
+        }
+    }
+}
+
 #[derive(Debug)]
 enum Data {
     Text(Utf8Bytes),
@@ -123,22 +145,11 @@ impl Payload {
         Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at, id, client_tags: None, named: OnceLock::new() }))
     }
 
-    /// This payload with the client-only tags its sender gave it.
+    /// This payload with the client-only tags its sender gave it: set in
+    /// place while nobody else holds it yet, as when it is published.
     pub fn with_client_tags(self, tags: Option<Arc<str>>) -> Payload {
         let mut payload = self;
-        match Arc::get_mut(&mut payload.0) {
-            Some(inner) => inner.client_tags = tags,
-            None => {
-                let Inner { data, at, id, .. } = &*payload.0;
-                let data = match data {
-                    Data::Event { room, event, .. } => Data::Event { room: room.clone(), event: event.clone(), json: OnceLock::new() },
-                    Data::Text(text) => Data::Text(text.clone()),
-                    Data::Binary(data) => Data::Binary(data.clone()),
-                };
-                let inner = Inner { data, position: OnceLock::new(), forms: Default::default(), at: *at, id: id.clone(), client_tags: tags, named: OnceLock::new() };
-                payload = Payload(Arc::new(inner));
-            }
-        }
+        Arc::make_mut(&mut payload.0).client_tags = tags;
         payload
     }
 
@@ -161,20 +172,14 @@ impl Payload {
     /// in place while nobody else holds it yet, as when it is published.
     pub fn kept_as(self, at: SystemTime, id: Arc<str>) -> Payload {
         let mut payload = self;
-        match Arc::get_mut(&mut payload.0) {
-            Some(inner) => {
-                inner.at = at;
-                inner.id = Some(id);
-                payload
-            }
-            None => match &payload.0.data {
-                Data::Event { room, event, .. } => {
-                    let tags = payload.0.client_tags.clone();
-                    Payload::archived(room.clone(), event.clone(), at, Some(id)).with_client_tags(tags)
-                }
-                _ => payload,
-            },
+        // Only a room event is kept; other data someone holds stays as it is.
+        if Arc::get_mut(&mut payload.0).is_none() && !matches!(payload.0.data, Data::Event { .. }) {
+            return payload;
         }
+        let inner = Arc::make_mut(&mut payload.0);
+        inner.at = at;
+        inner.id = Some(id);
+        payload
     }
 
     fn of(data: Data) -> Payload {
