@@ -285,9 +285,7 @@ fn after_header(text: &str) -> &str {
 #[tokio::test]
 async fn a_stream_from_another_server_gets_the_stream_errors_rfc_6120_names() {
     let authority = Authority::new();
-    let s2s = TcpListener::bind("127.0.0.3:0").await.unwrap();
-    let at = s2s.local_addr().unwrap();
-    let _b = TestServer::federated(config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]), s2s).await;
+    let (_b, at) = lone_b(&authority).await;
     let header = |to: &str, ns: &str| {
         format!("<?xml version='1.0'?><stream:stream xmlns='{ns}' xmlns:stream='http://etherx.jabber.org/streams' from='a.test' to='{to}' version='1.0'>")
     };
@@ -421,6 +419,21 @@ async fn read_until<S: tokio::io::AsyncRead + Unpin>(tls: &mut S, want: &str) ->
     String::from_utf8(got).unwrap()
 }
 
+/// b.test (account bob, no routes) on 127.0.0.3, and where it listens
+/// for other servers.
+async fn lone_b(authority: &Authority) -> (TestServer, SocketAddr) {
+    let s2s = TcpListener::bind("127.0.0.3:0").await.unwrap();
+    let at = s2s.local_addr().unwrap();
+    (TestServer::federated(config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]), s2s).await, at)
+}
+
+/// Turns stream management (XEP-0198) on, as the other server, on a
+/// stream `raw_peer` opened.
+async fn enable_sm<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(tls: &mut S) {
+    tls.write_all(b"<enable xmlns='urn:xmpp:sm:3'/>").await.unwrap();
+    assert_eq!(read_until(tls, "/>").await, "<enabled xmlns=\"urn:xmpp:sm:3\"/>");
+}
+
 /// An initiating server for a.test, written out by hand: a stream to the
 /// server at `at` (b.test) authenticated with SASL EXTERNAL and a
 /// certificate of `authority`, each step checked to the byte; with what
@@ -466,9 +479,7 @@ async fn raw_peer_over<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
 #[tokio::test]
 async fn a_stanza_from_a_domain_the_stream_is_not_authenticated_for_ends_it_with_invalid_from() {
     let authority = Authority::new();
-    let s2s = TcpListener::bind("127.0.0.3:0").await.unwrap();
-    let at = s2s.local_addr().unwrap();
-    let _b = TestServer::federated(config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]), s2s).await;
+    let (_b, at) = lone_b(&authority).await;
     let (mut tls, _) = raw_peer(at, &authority).await;
     // Authenticated for a.test, it claims to speak for c.test.
     tls.write_all(b"<message from='mallory@c.test' to='bob@b.test'><body>hi</body></message>").await.unwrap();
@@ -695,12 +706,9 @@ async fn a_domain_past_its_bound_of_streams_is_refused_with_policy_violation() {
 #[tokio::test]
 async fn stream_management_counts_what_another_server_sent_and_says_so_when_asked() {
     let authority = Authority::new();
-    let s2s = TcpListener::bind("127.0.0.3:0").await.unwrap();
-    let at = s2s.local_addr().unwrap();
-    let _b = TestServer::federated(config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]), s2s).await;
+    let (_b, at) = lone_b(&authority).await;
     let (mut tls, _) = raw_peer(at, &authority).await;
-    tls.write_all(b"<enable xmlns='urn:xmpp:sm:3'/>").await.unwrap();
-    assert_eq!(read_until(&mut tls, "/>").await, "<enabled xmlns=\"urn:xmpp:sm:3\"/>");
+    enable_sm(&mut tls).await;
     // Two stanzas that ask for no answer, then the question.
     for _ in 0..2 {
         tls.write_all(b"<presence from='alice@a.test/r' to='bob@b.test/away'/>").await.unwrap();
@@ -760,13 +768,10 @@ fn records(bytes: &[u8]) -> usize {
 #[tokio::test]
 async fn the_answer_to_an_ack_request_rides_on_the_next_stanza_out() {
     let authority = Authority::new();
-    let s2s = TcpListener::bind("127.0.0.3:0").await.unwrap();
-    let at = s2s.local_addr().unwrap();
-    let _b = TestServer::federated(config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]), s2s).await;
+    let (_b, at) = lone_b(&authority).await;
     let read = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let (mut tls, _) = raw_peer_over(Tapped { tcp: TcpStream::connect(at).await.unwrap(), read: read.clone() }, &authority).await;
-    tls.write_all(b"<enable xmlns='urn:xmpp:sm:3'/>").await.unwrap();
-    assert_eq!(read_until(&mut tls, "/>").await, "<enabled xmlns=\"urn:xmpp:sm:3\"/>");
+    enable_sm(&mut tls).await;
     let before = read.lock().unwrap().len();
     // The question first: its answer waits for the ping's, and counts it.
     tls.write_all(b"<r xmlns='urn:xmpp:sm:3'/><iq type='get' id='p1' from='alice@a.test/r' to='b.test'><ping xmlns='urn:xmpp:ping'/></iq>").await.unwrap();
@@ -781,12 +786,9 @@ async fn the_answer_to_an_ack_request_rides_on_the_next_stanza_out() {
 #[tokio::test]
 async fn requests_for_acknowledgement_go_with_the_first_batch_then_sparingly() {
     let authority = Authority::new();
-    let s2s = TcpListener::bind("127.0.0.3:0").await.unwrap();
-    let at = s2s.local_addr().unwrap();
-    let _b = TestServer::federated(config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]), s2s).await;
+    let (_b, at) = lone_b(&authority).await;
     let (mut tls, _) = raw_peer(at, &authority).await;
-    tls.write_all(b"<enable xmlns='urn:xmpp:sm:3'/>").await.unwrap();
-    assert_eq!(read_until(&mut tls, "/>").await, "<enabled xmlns=\"urn:xmpp:sm:3\"/>");
+    enable_sm(&mut tls).await;
     let ping = |id: usize| format!("<iq type='get' id='p{id}' from='alice@a.test/r' to='b.test'><ping xmlns='urn:xmpp:ping'/></iq>");
     let pong = |id: usize| format!("<iq type=\"result\" from=\"b.test\" to=\"alice@a.test/r\" id=\"p{id}\"/>");
     tls.write_all(ping(1).as_bytes()).await.unwrap();
