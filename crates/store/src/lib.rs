@@ -1,8 +1,8 @@
 //! What the server keeps beyond one connection, behind one trait per kind
 //! of thing kept: accounts (`AccountStore`), rosters with their waiting
 //! subscription requests (`RosterStore`), messages kept for users who are
-//! offline (`OfflineStore`), persistent rooms (`RoomStore`) and message
-//! archives (`ArchiveStore`). A [`Store`] is all of them.
+//! offline (`OfflineStore`), persistent rooms (`RoomStore`), message
+//! archives (`ArchiveStore`) and FAST tokens (`FastTokenStore`). A [`Store`] is all of them.
 //!
 //! Two implementations, named by where they keep it: [`MemoryStore`] (lost
 //! when the server stops, for tests and labs) and [`SqlStore`], in a
@@ -16,6 +16,7 @@
 
 mod account;
 mod archive;
+mod fast;
 mod memory;
 mod offline;
 mod postgres_server;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 
 pub use account::{Account, AccountStore, Created, Origin, ScramKeys};
 pub use archive::{ArchiveStore, Cursor, Entry, Filter, Page};
+pub use fast::{FastToken, FastTokenStore, PER_CLIENT};
 pub use memory::MemoryStore;
 pub use offline::OfflineStore;
 pub use postgres_server::PostgresServer;
@@ -36,7 +38,7 @@ pub use roster::{Contact, RosterStore, Subscription, Updated};
 pub use sql::{SqlStore, copy};
 
 /// Everything the server keeps.
-pub trait Store: AccountStore + RosterStore + OfflineStore + RoomStore + ArchiveStore + Debug + Send + Sync {
+pub trait Store: AccountStore + RosterStore + OfflineStore + RoomStore + ArchiveStore + FastTokenStore + Debug + Send + Sync {
     /// Whether what is kept outlives the process: a client may log in to
     /// an account nobody made since the server started.
     fn persistent(&self) -> bool;

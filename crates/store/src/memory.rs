@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use crate::{Account, AccountStore, ArchiveStore, Contact, Created, Cursor, Entry, Filter, OfflineStore, Origin, Page, Result, RoomStore, RosterStore, Store, Updated};
+use crate::{Account, AccountStore, ArchiveStore, Contact, Created, Cursor, Entry, FastToken, FastTokenStore, Filter, OfflineStore, Origin, Page, Result, RoomStore, RosterStore, Store, Updated};
 
 /// Entries the memory store's archives keep at most, all archives together;
 /// past it the oldest are dropped.
@@ -21,6 +21,8 @@ pub struct MemoryStore {
     rooms: Mutex<BTreeMap<String, String>>,
     /// Every archive's entries, in the order written.
     archive: Mutex<Vec<Entry>>,
+    /// Each account's FAST tokens.
+    fast: Mutex<HashMap<String, Vec<FastToken>>>,
 }
 
 #[derive(Debug, Default)]
@@ -56,10 +58,13 @@ impl AccountStore for MemoryStore {
     }
 
     async fn set_keys(&self, name: &str, account: &Account) -> Result<bool> {
+        // A new password ends the logins the old one gave.
+        self.fast.lock().remove(name);
         Ok(self.accounts.lock().get_mut(name).map(|(kept, _)| *kept = account.clone()).is_some())
     }
 
     async fn remove(&self, name: &str) -> Result<bool> {
+        self.fast.lock().remove(name);
         Ok(self.accounts.lock().remove(name).is_some())
     }
 
@@ -160,6 +165,30 @@ impl OfflineStore for MemoryStore {
 
     async fn take(&self, user: &str) -> Result<Vec<String>> {
         Ok(self.offline.lock().remove(user).unwrap_or_default())
+    }
+}
+
+#[async_trait]
+impl FastTokenStore for MemoryStore {
+    async fn keep_token(&self, account: &str, token: &FastToken, now: i64, limit: usize) -> Result<()> {
+        let mut fast = self.fast.lock();
+        let kept = fast.entry(account.to_owned()).or_default();
+        kept.retain(|t| t.proof != token.proof);
+        kept.push(token.clone());
+        let gone = crate::fast::to_forget(kept, &token.agent, now, limit);
+        kept.retain(|t| !gone.contains(&t.proof));
+        Ok(())
+    }
+
+    async fn tokens(&self, account: &str) -> Result<Vec<FastToken>> {
+        Ok(self.fast.lock().get(account).cloned().unwrap_or_default())
+    }
+
+    async fn forget_tokens(&self, account: &str, agent: &str, before: i64) -> Result<()> {
+        if let Some(kept) = self.fast.lock().get_mut(account) {
+            kept.retain(|t| t.agent != agent || t.expires >= before);
+        }
+        Ok(())
     }
 }
 

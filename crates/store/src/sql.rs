@@ -31,7 +31,7 @@ mod copy;
 
 pub use copy::copy;
 
-use crate::{Account, AccountStore, ArchiveStore, Contact, Created, Cursor, Entry, Error, Filter, OfflineStore, Origin, Page, Result, RoomStore, RosterStore, ScramKeys, Store, Subscription, Updated};
+use crate::{Account, AccountStore, ArchiveStore, Contact, Created, Cursor, Entry, Error, FastToken, FastTokenStore, Filter, OfflineStore, Origin, Page, Result, RoomStore, RosterStore, ScramKeys, Store, Subscription, Updated};
 
 static SQLITE: Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES: Migrator = sqlx::migrate!("./migrations/postgres");
@@ -230,15 +230,22 @@ impl AccountStore for SqlStore {
     }
 
     async fn set_keys(&self, name: &str, account: &Account) -> Result<bool> {
+        let mut tx = self.write(name).await?;
         let update = sqlx::query(
             "UPDATE account SET salt = $2, iterations = $3, sha1_stored = $4, sha1_server = $5, sha256_stored = $6, sha256_server = $7 WHERE name = $1",
         );
-        let done = keys(update.bind(name), account).execute(&self.writer).await?;
+        let done = keys(update.bind(name), account).execute(&mut *tx).await?;
+        // A new password ends the logins the old one gave.
+        sqlx::query("DELETE FROM fast_token WHERE account = $1").bind(name).execute(&mut *tx).await?;
+        tx.commit().await?;
         Ok(done.rows_affected() > 0)
     }
 
     async fn remove(&self, name: &str) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM account WHERE name = $1").bind(name).execute(&self.writer).await?;
+        let mut tx = self.write(name).await?;
+        let done = sqlx::query("DELETE FROM account WHERE name = $1").bind(name).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM fast_token WHERE account = $1").bind(name).execute(&mut *tx).await?;
+        tx.commit().await?;
         Ok(done.rows_affected() > 0)
     }
 
@@ -391,6 +398,51 @@ impl OfflineStore for SqlStore {
         sqlx::query("DELETE FROM offline_message WHERE owner = $1").bind(user).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(messages)
+    }
+}
+
+fn token_of(row: &AnyRow) -> Result<FastToken> {
+    Ok(FastToken {
+        agent: row.try_get("agent")?,
+        mechanism: row.try_get("mechanism")?,
+        proof: row.try_get("proof")?,
+        answer: row.try_get("answer")?,
+        expires: row.try_get("expires")?,
+    })
+}
+
+#[async_trait]
+impl FastTokenStore for SqlStore {
+    async fn keep_token(&self, account: &str, token: &FastToken, now: i64, limit: usize) -> Result<()> {
+        // Under the account's lock: two logins of one account at once
+        // prune what both kept.
+        let mut tx = self.write(account).await?;
+        sqlx::query("INSERT INTO fast_token (account, agent, mechanism, proof, answer, expires) VALUES ($1, $2, $3, $4, $5, $6)")
+            .bind(account)
+            .bind(&token.agent)
+            .bind(&token.mechanism)
+            .bind(&token.proof)
+            .bind(&token.answer)
+            .bind(token.expires)
+            .execute(&mut *tx)
+            .await?;
+        let rows = sqlx::query("SELECT * FROM fast_token WHERE account = $1").bind(account).fetch_all(&mut *tx).await?;
+        let kept = rows.iter().map(token_of).collect::<Result<Vec<_>>>()?;
+        for proof in crate::fast::to_forget(&kept, &token.agent, now, limit) {
+            sqlx::query("DELETE FROM fast_token WHERE proof = $1").bind(proof).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn tokens(&self, account: &str) -> Result<Vec<FastToken>> {
+        let rows = sqlx::query("SELECT * FROM fast_token WHERE account = $1").bind(account).fetch_all(&self.reader).await?;
+        rows.iter().map(token_of).collect()
+    }
+
+    async fn forget_tokens(&self, account: &str, agent: &str, before: i64) -> Result<()> {
+        sqlx::query("DELETE FROM fast_token WHERE account = $1 AND agent = $2 AND expires < $3").bind(account).bind(agent).bind(before).execute(&self.writer).await?;
+        Ok(())
     }
 }
 

@@ -117,6 +117,38 @@ async fn rooms_body(store: &dyn Store) {
     assert_eq!(store.room("attic").await.unwrap(), None);
 }
 
+fn token(agent: &str, n: u8, expires: i64) -> FastToken {
+    FastToken { agent: agent.into(), mechanism: "HT-SHA-256-NONE".into(), proof: vec![n; 32], answer: vec![n + 1; 32], expires }
+}
+
+async fn fast_tokens_body(store: &dyn Store) {
+    assert!(store.tokens("alice").await.unwrap().is_empty());
+    for n in 1..=3 {
+        store.keep_token("alice", &token("phone", n, 100 * i64::from(n)), 50, 10).await.unwrap();
+    }
+    store.keep_token("alice", &token("laptop", 9, 90), 50, 10).await.unwrap();
+    let mut kept = store.tokens("alice").await.unwrap();
+    kept.sort_by_key(|t| t.proof.clone());
+    assert_eq!(kept, [token("phone", 2, 200), token("phone", 3, 300), token("laptop", 9, 90)], "a client's two newest");
+    // The phone logs in with its newest: the one before goes.
+    store.forget_tokens("alice", "phone", 300).await.unwrap();
+    assert_eq!(store.tokens("alice").await.unwrap().len(), 2);
+    // Past the account's limit, the soonest to expire goes; so do expired ones.
+    store.keep_token("alice", &token("tablet", 20, 400), 95, 2).await.unwrap();
+    let mut kept = store.tokens("alice").await.unwrap();
+    kept.sort_by_key(|t| t.expires);
+    assert_eq!(kept, [token("phone", 3, 300), token("tablet", 20, 400)]);
+    store.forget_tokens("alice", "tablet", i64::MAX).await.unwrap();
+    assert_eq!(store.tokens("alice").await.unwrap(), [token("phone", 3, 300)]);
+    // A new password, or no account, ends them.
+    store.create("alice", &account(1), Origin::Administrator, 0).await.unwrap();
+    store.set_keys("alice", &account(2)).await.unwrap();
+    assert!(store.tokens("alice").await.unwrap().is_empty());
+    store.keep_token("alice", &token("phone", 4, 500), 0, 10).await.unwrap();
+    store.remove("alice").await.unwrap();
+    assert!(store.tokens("alice").await.unwrap().is_empty());
+}
+
 fn entry(archive: &str, n: i64, with: &str) -> Entry {
     Entry { archive: archive.into(), id: format!("id{n}"), at: n * 1_000_000, with: with.into(), message: format!("<message><body>{n}</body></message>") }
 }
@@ -166,6 +198,13 @@ async fn archive_body(store: &dyn Store) {
 async fn every_store_keeps_archives_alike() {
     for store in &stores().await.list {
         archive_body(&**store).await;
+    }
+}
+
+#[tokio::test]
+async fn every_store_keeps_fast_tokens_alike() {
+    for store in &stores().await.list {
+        fast_tokens_body(&**store).await;
     }
 }
 
@@ -274,12 +313,13 @@ async fn a_sqlite_store_is_copied_into_postgres_whole() {
         sqlite.keep("bob@l", text, 10).await.unwrap();
     }
     sqlite.save_room("plans", "{}").await.unwrap();
+    sqlite.keep_token("bob", &token("phone", 1, 100), 0, 10).await.unwrap();
     let entries: Vec<Entry> = (0..1234).map(|n| entry(if n % 3 == 0 { "/chat#lobby" } else { "alice@l" }, n, "b@l")).collect();
     sqlite.append(&entries).await.unwrap();
     drop(sqlite);
 
     let copied = copy(&from, &to).await.unwrap();
-    assert_eq!(copied, [("account", 2), ("contact", 2), ("subscription_request", 1), ("roster_version", 1), ("offline_message", 2), ("room", 1), ("archive", 1234)]);
+    assert_eq!(copied, [("account", 2), ("contact", 2), ("subscription_request", 1), ("roster_version", 1), ("offline_message", 2), ("room", 1), ("fast_token", 1), ("archive", 1234)]);
     let pg = open(&to).await.unwrap();
     assert_eq!(pg.account("alice").await.unwrap(), Some(account(1)));
     assert_eq!(pg.names().await.unwrap(), ["alice", "bob"]);
@@ -290,6 +330,7 @@ async fn a_sqlite_store_is_copied_into_postgres_whole() {
     assert_eq!(pg.pending("bob@l").await.unwrap(), ["<presence type='subscribe'/>"]);
     assert_eq!(pg.take("bob@l").await.unwrap(), ["first", "second"]);
     assert_eq!(pg.rooms().await.unwrap(), [("plans".to_owned(), "{}".to_owned())]);
+    assert_eq!(pg.tokens("bob").await.unwrap(), [token("phone", 1, 100)]);
     let newest = pg.page("alice@l", &Filter::default(), &Cursor::Before(None), 2).await.unwrap().unwrap();
     assert_eq!(ids(&newest), ["id1231", "id1232"]);
     let room = pg.page("/chat#lobby", &Filter::default(), &Cursor::Oldest, 2).await.unwrap().unwrap();
