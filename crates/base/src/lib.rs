@@ -9,6 +9,7 @@
 pub mod accounts;
 pub mod archive;
 pub mod context;
+pub mod fast;
 pub mod http;
 pub mod limits;
 pub mod metrics;

@@ -218,6 +218,10 @@ settings! {
         // A person who mistypes a password a few times is far from it; a
         // guesser gets one try every two seconds.
         auth_failures: u32 = 30, "xmpp-auth-failures", "SWITCHBOARD_XMPP_AUTH_FAILURES";
+        /// FAST tokens (XEP-0484) one account may hold at once, at most two for each of its clients (the one it logs in with, and the newer one it was given); past it those expiring first go. A token logs its client in in one round trip without its password (SASL2's HT-SHA-256-NONE, offered where PLAIN is). 0 turns FAST off [default: 10]
+        fast_tokens: usize = 10, "xmpp-fast-tokens", "SWITCHBOARD_XMPP_FAST_TOKENS";
+        /// How long a FAST token works; a client that logs in with one past half its life is given a new one [default: 14days]
+        fast_token_lifetime: Duration = Duration::from_secs(14 * 86_400), "xmpp-fast-token-lifetime", "SWITCHBOARD_XMPP_FAST_TOKEN_LIFETIME", arg(value_parser = duration);
         /// Most MUC rooms one XMPP session may be in at once (so also the most it can create); a join past it is refused with resource-constraint [default: 100]
         max_rooms: usize = 100, "xmpp-max-rooms", "SWITCHBOARD_XMPP_MAX_ROOMS";
         /// Whether a MUC room starts non-anonymous (muc#roomconfig_whois `anyone`: every occupant sees the others' real JIDs and may read the room's owner and admin lists) rather than semi-anonymous (only moderators see real JIDs); its owner may change it [default: false]
@@ -874,6 +878,7 @@ impl XmppConfig {
             (self.auth_failures > 0, "xmpp_auth_failures must be at least 1"),
             (self.max_rooms > 0, "xmpp_max_rooms must be at least 1"),
             (self.auth_tries > 0, "xmpp_auth_tries must be at least 1"),
+            (self.fast_tokens == 0 || !self.fast_token_lifetime.is_zero(), "xmpp_fast_token_lifetime must be above zero"),
         ])
     }
 }

@@ -199,6 +199,7 @@ impl ServerState {
                 plain_unencrypted: config.xmpp.plain_unencrypted,
                 tries: config.xmpp.auth_tries,
                 failures: AddressRates::per(config.xmpp.auth_failures, std::time::Duration::from_secs(60)),
+                fast: (config.xmpp.fast_tokens > 0).then(|| base::fast::Fast::new(store.clone(), config.xmpp.fast_token_lifetime, config.xmpp.fast_tokens)),
             };
             let rates = config.xmpp_limits();
             let settings = xmpp::Settings {

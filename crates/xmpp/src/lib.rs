@@ -140,6 +140,8 @@ pub struct Auth {
     pub tries: u32,
     /// Failed attempts each client address may make (`--xmpp-auth-failures`).
     pub failures: base::limits::AddressRates,
+    /// FAST tokens (XEP-0484), unless off (`--xmpp-fast-tokens 0`).
+    pub fast: Option<base::fast::Fast>,
 }
 
 /// How the XMPP service is set up: the parts of the configuration that

@@ -21,6 +21,7 @@ mod presence;
 pub(crate) use presence::{deliver, push};
 mod register;
 mod sasl;
+mod sasl2;
 mod sm;
 
 use sm::StreamManagement;
@@ -108,6 +109,8 @@ pub struct Session {
     rooms: HashMap<Arc<str>, Occupancy>,
     /// The SASL exchange in progress, and how many have failed.
     sasl: Option<Exchange>,
+    /// What a SASL2 exchange in progress asked for beside authentication.
+    sasl2: Option<Box<sasl2::Inline>>,
     failed: u32,
     /// Whether the stream runs over TLS.
     pub encrypted: bool,
@@ -144,8 +147,9 @@ pub enum Flow {
     Closed,
     /// Send what is queued (`<proceed/>`), then start TLS and a new stream.
     StartTls,
-    /// Carry on as this parked session, whose client handled `h` stanzas.
-    Resume(Box<Session>, u32),
+    /// Carry on as this parked session, whose client handled `h` stanzas;
+    /// resumed inside a SASL2 success when the login asked for it there.
+    Resume(Box<Session>, u32, Option<Box<sasl2::Resumed>>),
 }
 
 /// Why the stream ends from the server's side: a stream error condition
@@ -190,6 +194,7 @@ impl Session {
             jid: None,
             rooms: HashMap::new(),
             sasl: None,
+            sasl2: None,
             failed: 0,
             encrypted: false,
             may_resume: true,
@@ -242,21 +247,18 @@ impl Session {
                 // RFC 7395's framing elements stand for the stream's header and end.
                 Some(StreamEvent::Stanza(e)) if e.ns == FRAMING_NS && e.name == "open" => self.on_open(&e.attrs, ns::CLIENT)?,
                 Some(StreamEvent::Stanza(e)) if e.ns == FRAMING_NS && e.name == "close" => return Ok(Flow::Closed),
-                Some(StreamEvent::Stanza(e)) if e.ns == ns::SM && e.name == "resume" && self.phase == Phase::Binding && self.may_resume => {
+                Some(StreamEvent::Stanza(e)) if e.ns == ns::SM && e.name == "resume" && self.phase == Phase::Binding => {
                     let previd = e.get("previd").unwrap_or_default();
                     let h = e.get("h").and_then(|h| h.parse::<u32>().ok());
-                    let taken = match self.jid.as_ref().map(|j| j.bare()) {
-                        // A session waiting to be resumed, or one whose old
-                        // connection is still open, which gives it up.
-                        Some(bare) => match self.xmpp.take_parked(previd, &bare, self.framing) {
-                            Some(parked) => Some(parked),
-                            None => self.xmpp.take_live(previd, &bare, self.framing).await,
-                        },
-                        None => None,
-                    };
-                    match (h, taken) {
-                        (Some(h), Some(parked)) => return Ok(Flow::Resume(Box::new(parked), h)),
+                    match (h, self.resumable_session(previd).await) {
+                        (Some(h), Some(parked)) => return Ok(Flow::Resume(Box::new(parked), h, None)),
                         _ => self.send_nonza(&Element::new("failed", ns::SM).child(Element::new("item-not-found", ns::STANZA_ERRORS))),
+                    }
+                }
+                // SASL2 (XEP-0388), which may resume a session as it authenticates.
+                Some(StreamEvent::Stanza(e)) if e.ns == ns::SASL2 && self.phase == Phase::Authenticating => {
+                    if let Some(flow) = Box::pin(self.on_sasl2(&e)).await? {
+                        return Ok(flow);
                     }
                 }
                 // Stream management before authentication (XEP-0198 §3):
@@ -325,20 +327,30 @@ impl Session {
                 if auth.accounts.is_open() && self.plain_allowed() {
                     features = features.child(Element::new("register", "http://jabber.org/features/iq-register"));
                 }
-                features.child(mechanisms)
+                features = features.child(mechanisms);
+                match self.sasl2_feature() {
+                    Some(sasl2) => features.child(sasl2),
+                    None => features,
+                }
             }
             Phase::Restarting => {
                 self.phase = Phase::Binding;
-                Element::new("features", STREAMS_NS)
-                    .child(Element::new("bind", ns::BIND))
-                    .child(Element::new("session", ns::SESSION).child(Element::new("optional", ns::SESSION)))
-                    .child(Element::new("sm", ns::SM))
-                    .child(Element::new("ver", ns::ROSTER_VERSIONING))
+                self.binding_features()
             }
             _ => return Err(StreamEnd("bad-format", "a stream header in the middle of the stream".into())),
         };
         self.send(&features);
         Ok(())
+    }
+
+    /// The features of an authenticated stream: resource binding, and
+    /// what may come with it.
+    fn binding_features(&self) -> Element {
+        Element::new("features", STREAMS_NS)
+            .child(Element::new("bind", ns::BIND))
+            .child(Element::new("session", ns::SESSION).child(Element::new("optional", ns::SESSION)))
+            .child(Element::new("sm", ns::SM))
+            .child(Element::new("ver", ns::ROSTER_VERSIONING))
     }
 
     /// Handles one stanza; `Ok(true)` when the stream restarts after it.
@@ -392,7 +404,7 @@ impl Session {
         self.framing
     }
 
-    /// The session's full JID once bound.
+    /// The session's JID: bare once authenticated, full once bound.
     fn full_jid(&self) -> String {
         self.jid.as_ref().map(ToString::to_string).unwrap_or_default()
     }
@@ -572,9 +584,10 @@ impl Session {
             // A nonza (see `send_nonza`): not a stanza, not counted.
             let Message::Binary(bytes) = payload.ws_message() else { return None };
             let text = String::from_utf8_lossy(&bytes).into_owned();
-            if let Some(sm) = &mut self.sm
-                && text.starts_with("<enabled")
-            {
+            // The first nonza written once stream management is on says it
+            // is (`<enabled/>`, alone or in a SASL2 success): the stanzas
+            // after it are the ones the client counts.
+            if let Some(sm) = &mut self.sm {
                 sm.counting = true;
             }
             return Some(text);

@@ -194,8 +194,8 @@ impl StreamTask {
                     }
                     return Some(Ending::StartTls);
                 }
-                Ok(Flow::Resume(parked, h)) => {
-                    let resumed = match Box::pin(self.session.take_up(*parked, h)).await {
+                Ok(Flow::Resume(parked, h, sasl2)) => {
+                    let resumed = match Box::pin(self.session.take_up(*parked, h, sasl2)).await {
                         Ok(texts) => texts,
                         Err(end) => return Some(Ending::Done(Some(end))),
                     };

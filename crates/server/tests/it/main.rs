@@ -26,5 +26,6 @@ mod xmpp;
 mod xmpp_archive;
 mod xmpp_bosh;
 mod xmpp_hostile;
+mod xmpp_sasl2;
 mod xmpp_rooms;
 mod xmpp_sockjs;

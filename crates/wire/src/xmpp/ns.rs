@@ -19,6 +19,12 @@ pub const FRAMING: &str = "urn:ietf:params:xml:ns:xmpp-framing";
 pub const STREAM_ERRORS: &str = "urn:ietf:params:xml:ns:xmpp-streams";
 pub const STANZA_ERRORS: &str = "urn:ietf:params:xml:ns:xmpp-stanzas";
 pub const SASL: &str = "urn:ietf:params:xml:ns:xmpp-sasl";
+/// The Extensible SASL Profile, SASL2 (XEP-0388).
+pub const SASL2: &str = "urn:xmpp:sasl:2";
+/// Bind 2, resource binding inside SASL2 (XEP-0386).
+pub const BIND2: &str = "urn:xmpp:bind:0";
+/// FAST tokens (XEP-0484).
+pub const FAST: &str = "urn:xmpp:fast:0";
 pub const TLS: &str = "urn:ietf:params:xml:ns:xmpp-tls";
 pub const SM: &str = "urn:xmpp:sm:3";
 pub const BIND: &str = "urn:ietf:params:xml:ns:xmpp-bind";

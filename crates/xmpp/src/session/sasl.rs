@@ -64,9 +64,7 @@ impl Session {
             }
             Step::Success(account, data) => {
                 self.sasl = None;
-                self.anonymous = account.is_none();
-                let local = account.unwrap_or_else(|| format!("anon-{:012x}", rand::random::<u64>() >> 16));
-                self.jid = Some(Jid { local: Some(local), domain: self.xmpp.domain.clone(), resource: None });
+                self.authenticated(account);
                 let mut success = Element::new("success", ns::SASL);
                 if !data.is_empty() {
                     success = success.text(&base64::engine::general_purpose::STANDARD.encode(data));
@@ -76,21 +74,35 @@ impl Session {
                 Ok(true)
             }
             Step::Failure(condition) => {
-                self.sasl = None;
-                if condition == "temporary-auth-failure" {
-                    self.xmpp.context.metrics.store_failed("accounts");
-                }
-                self.send(&Element::new("failure", ns::SASL).child(Element::new(condition, ns::SASL)));
-                if condition != "aborted" {
-                    self.count_failure();
-                    self.xmpp.context.metrics.refused("xmpp", "sasl");
-                }
-                if self.failed >= self.xmpp.auth.tries {
-                    return Err(StreamEnd("not-authorized", format!("{} failed attempts to authenticate", self.failed)));
-                }
+                self.failed_login(condition, &Element::new("failure", ns::SASL).child(Element::new(condition, ns::SASL)))?;
                 Ok(false)
             }
         }
+    }
+
+    /// Authenticated as `account` (`None`: anonymously, as a name made now).
+    pub(super) fn authenticated(&mut self, account: Option<String>) {
+        self.anonymous = account.is_none();
+        let local = account.unwrap_or_else(|| format!("anon-{:012x}", rand::random::<u64>() >> 16));
+        self.jid = Some(Jid { local: Some(local), domain: self.xmpp.domain.clone(), resource: None });
+    }
+
+    /// A SASL exchange failed with `condition`: the client is sent
+    /// `failure`, and the stream ends once it has failed too often.
+    pub(super) fn failed_login(&mut self, condition: &str, failure: &Element) -> Result<(), StreamEnd> {
+        self.sasl = None;
+        if condition == "temporary-auth-failure" {
+            self.xmpp.context.metrics.store_failed("accounts");
+        }
+        self.send(failure);
+        if condition != "aborted" {
+            self.count_failure();
+            self.xmpp.context.metrics.refused("xmpp", "sasl");
+        }
+        if self.failed >= self.xmpp.auth.tries {
+            return Err(StreamEnd("not-authorized", format!("{} failed attempts to authenticate", self.failed)));
+        }
+        Ok(())
     }
 
     /// Counts a failed login, on this stream and against its address.

@@ -5,6 +5,7 @@
 use hub::Payload;
 use wire::xmpp::Element;
 
+use super::sasl2::Resumed;
 use super::{Phase, Session, StreamEnd};
 use crate::{Jid, ns};
 
@@ -45,22 +46,7 @@ impl Session {
     pub(super) async fn on_sm(&mut self, nonza: &Element) -> Result<(), StreamEnd> {
         match (nonza.name.as_str(), &mut self.sm) {
             ("enable", None) => {
-                let mut enabled = Element::new("enabled", ns::SM);
-                let mut sm = StreamManagement::default();
-                // An anonymous user can never log in as itself again, so its
-                // session could never be resumed: it is not kept for that.
-                if matches!(nonza.get("resume"), Some("true" | "1"))
-                    && self.may_resume
-                    && !self.anonymous
-                    && let Some(bare) = self.jid.as_ref().map(Jid::bare)
-                {
-                    let id = format!("{:032x}", rand::random::<u128>());
-                    self.xmpp.live(&id, &bare, self.framing, self.takeover.0.clone());
-                    let max = self.xmpp.resume_timeout.as_secs().to_string();
-                    enabled = enabled.attr("id", &id).attr("resume", "true").attr("max", &max);
-                    sm.id = Some(id);
-                }
-                self.sm = Some(sm);
+                let enabled = self.enable_sm(matches!(nonza.get("resume"), Some("true" | "1")));
                 self.send_nonza(&enabled);
             }
             ("enable", Some(_)) => {
@@ -84,6 +70,42 @@ impl Session {
         Ok(())
     }
 
+    /// Turns stream management on, resumable if `resume` asks and the
+    /// session can be: the `<enabled/>` that says so.
+    pub(super) fn enable_sm(&mut self, resume: bool) -> Element {
+        let mut enabled = Element::new("enabled", ns::SM);
+        let mut sm = StreamManagement::default();
+        // An anonymous user can never log in as itself again, so its
+        // session could never be resumed: it is not kept for that.
+        if resume
+            && self.may_resume
+            && !self.anonymous
+            && let Some(bare) = self.jid.as_ref().map(Jid::bare)
+        {
+            let id = format!("{:032x}", rand::random::<u128>());
+            self.xmpp.live(&id, &bare, self.framing, self.takeover.0.clone());
+            let max = self.xmpp.resume_timeout.as_secs().to_string();
+            enabled = enabled.attr("id", &id).attr("resume", "true").attr("max", &max);
+            sm.id = Some(id);
+        }
+        self.sm = Some(sm);
+        enabled
+    }
+
+    /// The session `previd` names, if it is this user's and may be
+    /// resumed here: one waiting to be, or one whose old connection is
+    /// still open, which gives it up.
+    pub(super) async fn resumable_session(&self, previd: &str) -> Option<Session> {
+        if !self.may_resume {
+            return None;
+        }
+        let bare = self.jid.as_ref().map(Jid::bare)?;
+        match self.xmpp.take_parked(previd, &bare, self.framing) {
+            Some(parked) => Some(parked),
+            None => self.xmpp.take_live(previd, &bare, self.framing).await,
+        }
+    }
+
     /// The id a broken connection can resume this session by, if any.
     pub fn resumable(&self) -> Option<String> {
         if self.phase != Phase::Ready {
@@ -104,22 +126,35 @@ impl Session {
     }
 
     /// Takes up this (parked) session on a new connection whose client has
-    /// handled `h` of its stanzas: `<resumed/>`, then every stanza sent
-    /// after those, again (XEP-0198 §5).
-    pub(super) fn resume(&mut self, h: u32) -> Result<Vec<String>, StreamEnd> {
+    /// handled `h` of its stanzas: `<resumed/>` (inside the SASL2 success
+    /// `sasl2` when the login asked there, XEP-0388), then every stanza
+    /// sent after those, again (XEP-0198 §5).
+    pub(super) fn resume(&mut self, h: u32, sasl2: Option<Resumed>) -> Result<Vec<String>, StreamEnd> {
         let Some(sm) = &mut self.sm else { return Err(StreamEnd("undefined-condition", "no stream management".into())) };
         sm.ack(h)?;
         let previd = sm.id.clone().unwrap_or_default();
-        let mut out = vec![self.framing.text(&Element::new("resumed", ns::SM).attr("previd", &previd).attr("h", &sm.handled.to_string()))];
-        out.extend(sm.unacked.iter().cloned());
+        let resumed = Element::new("resumed", ns::SM).attr("previd", &previd).attr("h", &sm.handled.to_string());
+        let unacked: Vec<String> = sm.unacked.iter().cloned().collect();
+        let first = match sasl2 {
+            None => resumed,
+            Some(Resumed { success, then }) => {
+                let mut success = success.child(Element::new("authorization-identifier", ns::SASL2).text(&self.full_jid())).child(resumed);
+                for element in then {
+                    success = success.child(element);
+                }
+                success
+            }
+        };
+        let mut out = vec![self.framing.text(&first)];
+        out.extend(unacked);
         Ok(out)
     }
 
     /// Goes on as `parked` (this fresh session held nothing yet), whose
     /// client has handled `h` of its stanzas: what `resume` says, to send
     /// first. A parked session that cannot resume ends as a timed-out one.
-    pub async fn take_up(&mut self, mut parked: Session, h: u32) -> Result<Vec<String>, StreamEnd> {
-        let resumed = match parked.resume(h) {
+    pub async fn take_up(&mut self, mut parked: Session, h: u32, sasl2: Option<Box<Resumed>>) -> Result<Vec<String>, StreamEnd> {
+        let resumed = match parked.resume(h, sasl2.map(|r| *r)) {
             Ok(texts) => texts,
             Err(end) => {
                 parked.leave_all().await;

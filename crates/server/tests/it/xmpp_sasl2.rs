@@ -1,0 +1,201 @@
+//! Fast logins at the byte level: SASL2 (XEP-0388) with Bind 2 (XEP-0386),
+//! stream management inline (XEP-0198), and FAST tokens (XEP-0484) with
+//! HT-SHA-256-NONE: authenticated, bound and counting in one exchange,
+//! logged in again with a token, resumed inside the success.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use hmac::{Hmac, Mac};
+use wire::xmpp::{Element, StreamEvent};
+
+use crate::support::TestServer;
+use crate::xmpp::{Client, HEADER, with_accounts};
+
+const AGENT: &str = "d4565fa7-4d72-4749-b3d3-740edbf87770";
+
+fn hmac(token: &str, data: &[u8]) -> Vec<u8> {
+    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(token.as_bytes()).unwrap();
+    mac.update(data);
+    mac.finalize().into_bytes().to_vec()
+}
+
+/// A client's `<authenticate/>`: `mechanism` with `initial` (encoded
+/// here), its user-agent `agent`, and `inline` after them.
+fn authenticate(mechanism: &str, initial: &[u8], agent: &str, inline: &str) -> String {
+    let initial = STANDARD.encode(initial);
+    format!(
+        "<authenticate xmlns='urn:xmpp:sasl:2' mechanism='{mechanism}'><initial-response>{initial}</initial-response>\
+         <user-agent id='{agent}'><software>test</software></user-agent>{inline}</authenticate>"
+    )
+}
+
+const BIND_WITH_SM: &str = "<bind xmlns='urn:xmpp:bind:0'><tag>Test 1!</tag><enable xmlns='urn:xmpp:sm:3' resume='true'/></bind>";
+const ASK_TOKEN: &str = "<request-token xmlns='urn:xmpp:fast:0' mechanism='HT-SHA-256-NONE'/>";
+
+/// Opens a stream: the features offered.
+async fn open(addr: std::net::SocketAddr) -> (Client, Element) {
+    let mut c = Client::connect(addr).await;
+    c.send(HEADER).await;
+    assert!(matches!(c.event().await, Some(StreamEvent::Open { .. })));
+    let features = c.stanza().await;
+    (c, features)
+}
+
+/// `element` as text, with each of `random` (ids, tokens, times) named.
+fn shown(element: &Element, random: &[(&str, &str)]) -> String {
+    let mut text = element.to_xml("jabber:client");
+    for (value, name) in random {
+        text = text.replace(value, name);
+    }
+    text
+}
+
+#[tokio::test]
+async fn sasl2_authenticates_binds_and_enables_stream_management_in_one_exchange_and_gives_a_token() {
+    let server = with_accounts(&["fay"]).await;
+    let (mut c, features) = open(server.xmpp.unwrap()).await;
+    let authentication = features.find("authentication", "urn:xmpp:sasl:2").expect("SASL2 offered");
+    assert_eq!(
+        authentication.to_xml("jabber:client"),
+        "<authentication xmlns=\"urn:xmpp:sasl:2\"><mechanism>SCRAM-SHA-256</mechanism><mechanism>SCRAM-SHA-1</mechanism><mechanism>PLAIN</mechanism><mechanism>ANONYMOUS</mechanism>\
+         <inline><bind xmlns=\"urn:xmpp:bind:0\"><inline><feature var=\"urn:xmpp:sm:3\"/></inline></bind><sm xmlns=\"urn:xmpp:sm:3\"/>\
+         <fast xmlns=\"urn:xmpp:fast:0\"><mechanism>HT-SHA-256-NONE</mechanism></fast></inline></authentication>"
+    );
+    c.send(&authenticate("PLAIN", b"\0fay\0pw", AGENT, &format!("{BIND_WITH_SM}{ASK_TOKEN}"))).await;
+    let success = c.stanza().await;
+    let jid = success.find("authorization-identifier", "urn:xmpp:sasl:2").unwrap().text_content();
+    let resource = jid.strip_prefix("fay@localhost/Test1/").expect("tag/random, the tag's odd characters left out");
+    assert_eq!(resource.len(), 16);
+    let enabled = success.find("bound", "urn:xmpp:bind:0").unwrap().find("enabled", "urn:xmpp:sm:3").unwrap();
+    let token = success.find("token", "urn:xmpp:fast:0").unwrap();
+    let (sm_id, secret, expiry) = (enabled.get("id").unwrap(), token.get("token").unwrap(), token.get("expiry").unwrap());
+    assert_eq!(
+        shown(&success, &[(sm_id, "SM"), (secret, "TOKEN"), (expiry, "EXPIRY"), (resource, "R")]),
+        "<success xmlns=\"urn:xmpp:sasl:2\"><authorization-identifier>fay@localhost/Test1/R</authorization-identifier>\
+         <bound xmlns=\"urn:xmpp:bind:0\"><enabled xmlns=\"urn:xmpp:sm:3\" id=\"SM\" resume=\"true\" max=\"300\"/></bound>\
+         <token xmlns=\"urn:xmpp:fast:0\" expiry=\"EXPIRY\" token=\"TOKEN\"/></success>"
+    );
+    let expires = humantime::parse_rfc3339(expiry).unwrap();
+    let lifetime = expires.duration_since(std::time::SystemTime::now()).unwrap();
+    assert!(lifetime > std::time::Duration::from_secs(13 * 86_400), "--xmpp-fast-token-lifetime 14days: {lifetime:?}");
+    // No restart: the features of a bound stream, with nothing left to negotiate.
+    assert_eq!(c.stanza().await.to_xml("jabber:client"), "<stream:features/>");
+    // Stanzas flow, counted from the success on.
+    c.send("<iq type='get' id='p1'><ping xmlns='urn:xmpp:ping'/></iq><r xmlns='urn:xmpp:sm:3'/>").await;
+    let pong = c.stanza().await;
+    assert_eq!((pong.get("id"), pong.get("to")), (Some("p1"), Some(jid.as_str())));
+    assert_eq!(c.stanza().await.get("h"), Some("1"));
+    c.send("<a xmlns='urn:xmpp:sm:3' h='1'/><iq type='get' id='p2'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(c.stanza().await.get("id"), Some("p2"), "h=1 acknowledged the one result sent: nothing else was counted");
+
+    // Logged in again with the token: one round trip, the server's answer
+    // proving it knew the token too.
+    let proof = [&b"fay\0"[..], &hmac(secret, b"Initiator")].concat();
+    let (mut again, _) = open(server.xmpp.unwrap()).await;
+    again.send(&authenticate("HT-SHA-256-NONE", &proof, AGENT, "<bind xmlns='urn:xmpp:bind:0'/><fast xmlns='urn:xmpp:fast:0'/>")).await;
+    let success = again.stanza().await;
+    let answer = success.find("additional-data", "urn:xmpp:sasl:2").unwrap().text_content();
+    assert_eq!(STANDARD.decode(answer).unwrap(), hmac(secret, b"Responder"));
+    let jid = success.find("authorization-identifier", "urn:xmpp:sasl:2").unwrap().text_content();
+    assert!(jid.starts_with("fay@localhost/") && jid.len() == "fay@localhost/".len() + 16, "no tag: the random part alone: {jid}");
+    assert!(success.find("token", "urn:xmpp:fast:0").is_none(), "a token in the first half of its life is not renewed unasked");
+    assert_eq!(success.find("bound", "urn:xmpp:bind:0").unwrap().to_xml("jabber:client"), "<bound xmlns=\"urn:xmpp:bind:0\"/>");
+
+    // The token is its client's, for its mechanism, and goes when asked.
+    for (mechanism, agent, condition) in [("HT-SHA-256-NONE", "another-client", "not-authorized"), ("PLAIN", AGENT, "malformed-request")] {
+        let (mut other, _) = open(server.xmpp.unwrap()).await;
+        other.send(&authenticate(mechanism, &proof, agent, "<fast xmlns='urn:xmpp:fast:0'/>")).await;
+        let failure = other.stanza().await;
+        let expected = format!("<failure xmlns=\"urn:xmpp:sasl:2\"><{condition} xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"/></failure>");
+        assert_eq!(failure.to_xml("jabber:client"), expected, "{mechanism} from {agent}");
+    }
+    let (mut last, _) = open(server.xmpp.unwrap()).await;
+    last.send(&authenticate("HT-SHA-256-NONE", &proof, AGENT, "<fast xmlns='urn:xmpp:fast:0' invalidate='true'/>")).await;
+    let success = last.stanza().await;
+    assert_eq!(success.name, "success");
+    assert_eq!(success.find("authorization-identifier", "urn:xmpp:sasl:2").unwrap().text_content(), "fay@localhost", "bare: nothing bound");
+    // Not bound inline: the features say to bind the old way.
+    assert!(last.stanza().await.find("bind", "urn:ietf:params:xml:ns:xmpp-bind").is_some());
+    let (mut after, _) = open(server.xmpp.unwrap()).await;
+    after.send(&authenticate("HT-SHA-256-NONE", &proof, AGENT, "<fast xmlns='urn:xmpp:fast:0'/>")).await;
+    assert!(after.stanza().await.find("not-authorized", "urn:ietf:params:xml:ns:xmpp-sasl").is_some(), "invalidated");
+}
+
+#[tokio::test]
+async fn a_session_resumes_inside_the_sasl2_success_with_what_was_not_acknowledged() {
+    let server = with_accounts(&["gus", "hal"]).await;
+    let addr = server.xmpp.unwrap();
+    let (mut c, _) = open(addr).await;
+    c.send(&authenticate("PLAIN", b"\0gus\0pw", AGENT, BIND_WITH_SM)).await;
+    let success = c.stanza().await;
+    let jid = success.find("authorization-identifier", "urn:xmpp:sasl:2").unwrap().text_content();
+    let previd = success.find("bound", "urn:xmpp:bind:0").unwrap().find("enabled", "urn:xmpp:sm:3").unwrap().get("id").unwrap().to_owned();
+    c.stanza().await; // the features
+
+    let mut hal = crate::xmpp::bound_account(addr, "hal", "desk").await;
+    for body in ["one", "two"] {
+        hal.send(&format!("<message to='{jid}' type='chat'><body>{body}</body></message>")).await;
+        assert_eq!(c.stanza().await.find("body", "jabber:client").unwrap().text_content(), body);
+    }
+    // gus acknowledges "one" only; its connection breaks.
+    c.send("<a xmlns='urn:xmpp:sm:3' h='1'/>").await;
+    drop(c);
+
+    let (mut back, _) = open(addr).await;
+    let resume = format!("<resume xmlns='urn:xmpp:sm:3' previd='{previd}' h='1'/>{BIND_WITH_SM}");
+    back.send(&authenticate("PLAIN", b"\0gus\0pw", AGENT, &resume)).await;
+    let success = back.stanza().await;
+    assert_eq!(
+        shown(&success, &[(&previd, "SM")]),
+        format!(
+            "<success xmlns=\"urn:xmpp:sasl:2\"><authorization-identifier>{jid}</authorization-identifier>\
+             <resumed xmlns=\"urn:xmpp:sm:3\" previd=\"SM\" h=\"0\"/></success>"
+        ),
+        "the same resource, nothing bound"
+    );
+    // "two" again, then no features: the stream is where it was.
+    assert_eq!(back.stanza().await.find("body", "jabber:client").unwrap().text_content(), "two");
+    hal.send(&format!("<message to='{jid}' type='chat'><body>three</body></message>")).await;
+    assert_eq!(back.stanza().await.find("body", "jabber:client").unwrap().text_content(), "three");
+    let (_, metrics) = server.get("/metrics").await;
+    assert!(metrics.contains("switchboard_xmpp_resumptions_total 1\n"), "{metrics}");
+
+    // A session that is gone: <failed/>, and the bind goes ahead.
+    let (mut late, _) = open(addr).await;
+    let resume = format!("<resume xmlns='urn:xmpp:sm:3' previd='gone' h='1'/>{BIND_WITH_SM}");
+    late.send(&authenticate("PLAIN", b"\0gus\0pw", AGENT, &resume)).await;
+    let success = late.stanza().await;
+    let names: Vec<&str> = success.elements().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["authorization-identifier", "failed", "bound"]);
+    assert!(success.find("failed", "urn:xmpp:sm:3").unwrap().find("item-not-found", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some());
+}
+
+#[tokio::test]
+async fn sasl2_needs_tls_fails_as_sasl_does_and_takes_no_second_authenticate() {
+    // Without TLS, and PLAIN not allowed in the clear: not offered, and refused.
+    let config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ida", "pw")], ..server::Config::default() };
+    let server = TestServer::with_xmpp(config).await;
+    let (mut c, features) = open(server.xmpp.unwrap()).await;
+    assert!(features.find("authentication", "urn:xmpp:sasl:2").is_none());
+    c.send(&authenticate("SCRAM-SHA-256", b"n,,n=ida,r=abc", AGENT, "")).await;
+    assert_eq!(
+        c.stanza().await.to_xml("jabber:client"),
+        "<failure xmlns=\"urn:xmpp:sasl:2\"><encryption-required xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"/></failure>"
+    );
+
+    let server = with_accounts(&["ida"]).await;
+    let (mut c, _) = open(server.xmpp.unwrap()).await;
+    c.send(&authenticate("PLAIN", b"\0ida\0wrong", AGENT, BIND_WITH_SM)).await;
+    assert!(c.stanza().await.find("not-authorized", "urn:ietf:params:xml:ns:xmpp-sasl").is_some());
+    c.send(&authenticate("DIGEST-MD5", b"", AGENT, "")).await;
+    assert!(c.stanza().await.find("invalid-mechanism", "urn:ietf:params:xml:ns:xmpp-sasl").is_some());
+    // A SCRAM exchange in progress takes a response or an abort, not another start.
+    c.send(&authenticate("SCRAM-SHA-256", b"n,,n=ida,r=abc", AGENT, "")).await;
+    let challenge = c.stanza().await;
+    assert_eq!(challenge.name, "challenge");
+    assert!(String::from_utf8(STANDARD.decode(challenge.text_content()).unwrap()).unwrap().starts_with("r=abc"));
+    c.send(&authenticate("PLAIN", b"\0ida\0pw", AGENT, "")).await;
+    assert_eq!(c.stream_error().await, "policy-violation");
+    let (_, metrics) = server.get("/metrics").await;
+    assert!(metrics.contains("switchboard_refused_total{app=\"xmpp\",reason=\"sasl\"} 2\n"), "{metrics}");
+}

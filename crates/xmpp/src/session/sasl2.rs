@@ -1,0 +1,268 @@
+//! SASL2 (XEP-0388) and what rides inside it: Bind 2 (XEP-0386), stream
+//! management's enable and resume (XEP-0198), and FAST tokens (XEP-0484).
+//! One exchange authenticates, then resumes a session or binds a new one
+//! (with stream management enabled), and hands the client its next token;
+//! the stream is not restarted. With a FAST token that is one round trip
+//! from the stream's features to stanzas flowing.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use wire::xmpp::{Element, STREAMS_NS};
+
+use super::{Flow, Phase, Session, StreamEnd};
+use crate::accounts::Step;
+use crate::ns;
+
+/// Longest user-agent id taken (XEP-0388 asks for a UUID: 36 bytes).
+const AGENT_BYTES: usize = 128;
+
+/// Longest Bind 2 tag kept in a resource, in characters.
+const TAG_CHARS: usize = 32;
+
+/// What an `<authenticate/>` asked for beside authentication, kept until
+/// the exchange ends.
+#[derive(Debug, Default)]
+pub(super) struct Inline {
+    /// The client's user-agent id, which its FAST tokens are bound to.
+    agent: String,
+    /// Bind 2: the tag its resource starts with, and whether it enables
+    /// stream management (`Some(resume)`).
+    bind: Option<(String, Option<bool>)>,
+    /// Stream management's `<resume/>`: the session's id and the count of
+    /// stanzas the client handled.
+    resume: Option<(String, Option<u32>)>,
+    /// It asked for a FAST token.
+    token: bool,
+    /// It logs in with a FAST token: whether it asked that the token go
+    /// (`invalidate`), and when the token expires.
+    fast: Option<(bool, i64)>,
+}
+
+impl Inline {
+    fn of(authenticate: &Element) -> Result<Inline, &'static str> {
+        let agent = authenticate.find("user-agent", ns::SASL2).and_then(|a| a.get("id")).unwrap_or_default();
+        if agent.len() > AGENT_BYTES {
+            return Err("malformed-request");
+        }
+        let bind = authenticate.find("bind", ns::BIND2).map(|bind| {
+            let tag = bind.find("tag", ns::BIND2).map(Element::text_content).unwrap_or_default();
+            // A resource is shown to others: the tag keeps only what names software.
+            let tag: String = tag.chars().filter(|c| c.is_ascii_alphanumeric() || "-_.".contains(*c)).take(TAG_CHARS).collect();
+            let sm = bind.find("enable", ns::SM).map(|e| matches!(e.get("resume"), Some("true" | "1")));
+            (tag, sm)
+        });
+        let resume = authenticate.find("resume", ns::SM).map(|r| (r.get("previd").unwrap_or_default().to_owned(), r.get("h").and_then(|h| h.parse().ok())));
+        let token = authenticate.find("request-token", ns::FAST).is_some_and(|r| r.get("mechanism") == Some(base::fast::MECHANISM));
+        let invalidate = authenticate.find("fast", ns::FAST).map(|f| matches!(f.get("invalidate"), Some("true" | "1")));
+        Ok(Inline { agent: agent.to_owned(), bind, resume, token, fast: invalidate.map(|i| (i, 0)) })
+    }
+}
+
+/// A SASL2 success that resumes a session: the `<success/>` so far (its
+/// additional data), and what follows `<resumed/>` in it (a token).
+#[derive(Debug)]
+pub struct Resumed {
+    pub(super) success: Element,
+    pub(super) then: Vec<Element>,
+}
+
+impl Session {
+    /// SASL2's stream feature, where it is offered: over TLS, or where the
+    /// configuration allows PLAIN in the clear (XEP-0388 asks for TLS).
+    pub(super) fn sasl2_feature(&self) -> Option<Element> {
+        if !self.plain_allowed() {
+            return None;
+        }
+        let auth = &self.xmpp.auth;
+        let mut authentication = Element::new("authentication", ns::SASL2);
+        for name in auth.accounts.offered(true, auth.anonymous) {
+            authentication = authentication.child(Element::new("mechanism", ns::SASL2).text(name));
+        }
+        let bind = Element::new("bind", ns::BIND2).child(Element::new("inline", ns::BIND2).child(Element::new("feature", ns::BIND2).attr("var", ns::SM)));
+        let mut inline = Element::new("inline", ns::SASL2).child(bind);
+        if self.may_resume {
+            inline = inline.child(Element::new("sm", ns::SM));
+        }
+        if auth.fast.is_some() && !auth.accounts.is_empty() {
+            inline = inline.child(Element::new("fast", ns::FAST).child(Element::new("mechanism", ns::FAST).text(base::fast::MECHANISM)));
+        }
+        Some(authentication.child(inline))
+    }
+
+    /// One SASL2 element: `<authenticate/>`, `<response/>` or `<abort/>`;
+    /// a resumption when the login resumed a session.
+    pub(super) async fn on_sasl2(&mut self, element: &Element) -> Result<Option<Flow>, StreamEnd> {
+        if !self.xmpp.auth.failures.allows(self.address) {
+            self.xmpp.context.metrics.refused("xmpp", "auth_failures");
+            return Err(StreamEnd("policy-violation", "too many failed logins from your address; try again later".into()));
+        }
+        let data = |name: &str| match element.find(name, ns::SASL2).map(Element::text_content).as_deref().map(str::trim) {
+            // "=" is an empty response; none is none.
+            None | Some("" | "=") => Ok(Vec::new()),
+            Some(text) => STANDARD.decode(text),
+        };
+        let step = match element.name.as_str() {
+            "authenticate" if self.sasl2.is_some() => return Err(StreamEnd("policy-violation", "one authentication at a time".into())),
+            "authenticate" if self.sasl2_feature().is_none() => Step::Failure("encryption-required"),
+            "authenticate" => match (Inline::of(element), data("initial-response")) {
+                (Err(condition), _) => Step::Failure(condition),
+                (_, Err(_)) => Step::Failure("incorrect-encoding"),
+                (Ok(mut inline), Ok(data)) => {
+                    let step = self.first_step(element.get("mechanism").unwrap_or_default(), &data, &mut inline).await;
+                    self.sasl2 = Some(Box::new(inline));
+                    step
+                }
+            },
+            "response" => match (self.sasl.as_mut(), STANDARD.decode(element.text_content().trim())) {
+                (Some(exchange), Ok(data)) if self.sasl2.is_some() => self.xmpp.auth.accounts.step(exchange, &data).await,
+                (_, Err(_)) => Step::Failure("incorrect-encoding"),
+                _ => Step::Failure("malformed-request"),
+            },
+            "abort" => Step::Failure("aborted"),
+            _ => return Err(StreamEnd("not-authorized", "authenticate first".into())),
+        };
+        match step {
+            Step::Challenge(challenge) => {
+                self.send(&Element::new("challenge", ns::SASL2).text(&STANDARD.encode(challenge)));
+                Ok(None)
+            }
+            Step::Failure(condition) => {
+                self.sasl2 = None;
+                let failure = Element::new("failure", ns::SASL2).child(Element::new(condition, ns::SASL));
+                self.failed_login(condition, &failure)?;
+                Ok(None)
+            }
+            Step::Success(account, data) => self.sasl2_success(account, data).await,
+        }
+    }
+
+    /// The first step of the exchange `<authenticate/>` starts with
+    /// `mechanism`: a FAST token's, or a password mechanism's.
+    async fn first_step(&mut self, mechanism: &str, data: &[u8], inline: &mut Inline) -> Step {
+        let auth = &self.xmpp.auth;
+        if mechanism == base::fast::MECHANISM
+            && let Some(fast) = &auth.fast
+        {
+            let checked = match fast.check(data, &inline.agent).await {
+                Ok(checked) => checked,
+                Err(condition) => return Step::Failure(condition),
+            };
+            // The account may have gone from the configuration file since.
+            return match auth.accounts.exists(&checked.account).await {
+                Ok(true) => {
+                    inline.fast = Some((inline.fast.is_some_and(|(invalidate, _)| invalidate), checked.expires));
+                    Step::Success(Some(checked.account), checked.answer)
+                }
+                Ok(false) => Step::Failure("not-authorized"),
+                Err(_) => Step::Failure("temporary-auth-failure"),
+            };
+        }
+        inline.fast = None;
+        match auth.accounts.start(mechanism, true, auth.anonymous) {
+            Some(mut exchange) => {
+                let step = auth.accounts.step(&mut exchange, data).await;
+                self.sasl = Some(exchange);
+                step
+            }
+            None => Step::Failure("invalid-mechanism"),
+        }
+    }
+
+    /// Authenticated: resumes the session the client asked for, or binds
+    /// a new one if it asked, and gives it a token if it asked or is due.
+    async fn sasl2_success(&mut self, account: Option<String>, data: Vec<u8>) -> Result<Option<Flow>, StreamEnd> {
+        let inline = self.sasl2.take().map(|i| *i).unwrap_or_default();
+        let name = account.clone();
+        self.authenticated(account);
+        let mut success = Element::new("success", ns::SASL2);
+        if !data.is_empty() {
+            success = success.child(Element::new("additional-data", ns::SASL2).text(&STANDARD.encode(data)));
+        }
+        let token = match name {
+            Some(name) => self.fast_token(&name, &inline).await,
+            None => None,
+        };
+        let mut results = Vec::new();
+        // A resumption first: if it works, nothing is bound (XEP-0198 §4).
+        if let Some((previd, h)) = &inline.resume {
+            match (h, self.resumable_session(previd).await) {
+                (Some(h), Some(parked)) => {
+                    let resumed = Resumed { success, then: token.into_iter().collect() };
+                    return Ok(Some(Flow::Resume(Box::new(parked), *h, Some(Box::new(resumed)))));
+                }
+                _ => results.push(Element::new("failed", ns::SM).child(Element::new("item-not-found", ns::STANZA_ERRORS))),
+            }
+        }
+        let features = match &inline.bind {
+            Some((tag, sm)) => {
+                results.push(self.bind2(tag, *sm)?);
+                // Bound, with stream management if asked: nothing left to negotiate.
+                Element::new("features", STREAMS_NS)
+            }
+            None => {
+                self.phase = Phase::Binding;
+                self.binding_features()
+            }
+        };
+        results.extend(token);
+        success = success.child(Element::new("authorization-identifier", ns::SASL2).text(&self.full_jid()));
+        for result in results {
+            success = success.child(result);
+        }
+        // Not stanzas: stream management, if just enabled, counts what follows.
+        self.send_nonza(&success);
+        self.send_nonza(&features);
+        Ok(None)
+    }
+
+    /// Binds a resource named after `tag` (XEP-0386 §3: `tag/random`),
+    /// enabling stream management if `sm` says so: the `<bound/>` that
+    /// says what was done.
+    fn bind2(&mut self, tag: &str, sm: Option<bool>) -> Result<Element, StreamEnd> {
+        let Some(bare) = self.jid.clone() else { return Err(StreamEnd("undefined-condition", "no account".into())) };
+        // A random part that repeats is one in 2^64: try again, a few times.
+        for _ in 0..3 {
+            let random = format!("{:016x}", rand::random::<u64>());
+            let resource = if tag.is_empty() { random } else { format!("{tag}/{random}") };
+            let full = bare.with_resource(&resource);
+            if self.xmpp.router.bind(&full, self.outbox.clone(), self.framing, self.anonymous) {
+                self.jid = Some(full);
+                self.phase = Phase::Ready;
+                let mut bound = Element::new("bound", ns::BIND2);
+                if let Some(resume) = sm {
+                    bound = bound.child(self.enable_sm(resume));
+                }
+                return Ok(bound);
+            }
+        }
+        Err(StreamEnd("undefined-condition", "no resource could be bound".into()))
+    }
+
+    /// The `<token/>` for the client, if it asked for one or is due one
+    /// after logging in with its last (XEP-0484 §5). A store that fails
+    /// gives none: the login itself stands.
+    async fn fast_token(&self, account: &str, inline: &Inline) -> Option<Element> {
+        let fast = self.xmpp.auth.fast.as_ref()?;
+        let mut wanted = inline.token;
+        if let Some((invalidate, expires)) = inline.fast {
+            match fast.used(account, &inline.agent, expires, invalidate).await {
+                Ok(due) => wanted |= due,
+                Err(e) => {
+                    tracing::warn!("xmpp: FAST tokens of {account:?} not pruned: {e}");
+                    self.xmpp.context.metrics.store_failed("fast");
+                }
+            }
+        }
+        if !wanted {
+            return None;
+        }
+        match fast.issue(account, &inline.agent).await {
+            Ok(issued) => Some(Element::new("token", ns::FAST).attr("expiry", &issued.expiry).attr("token", &issued.token)),
+            Err(e) => {
+                tracing::warn!("xmpp: no FAST token kept for {account:?}: {e}");
+                self.xmpp.context.metrics.store_failed("fast");
+                None
+            }
+        }
+    }
+}
