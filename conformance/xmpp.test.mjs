@@ -6,6 +6,9 @@
 //   a roster, offline messages and the archive (paged by slixmpp's MAM
 //   plugin) kept across a restart of a server on a SQLite store
 //   (slixmpp_store.py);
+// - @xmpp/client 0.14 (npm) in Node over STARTTLS: SASL2, Bind 2, stream
+//   management inline and FAST, its second login with the token it was
+//   given (conformance/xmpp/xmppjs_fast.mjs);
 // - Strophe.js 5 (npm) in Chromium over XMPP over WebSocket (RFC 7395), over
 //   BOSH (XEP-0206), and over each SockJS transport at the /xmpp mount.
 
@@ -20,6 +23,7 @@ import { launchBrowser, runSwitchboard, servePages, startServer } from "./lib.mj
 const PYTHON = new URL("../build/xmpp/venv/bin/python", import.meta.url).pathname;
 const SCRIPT = new URL("./xmpp/slixmpp_muc.py", import.meta.url).pathname;
 const STORE_SCRIPT = new URL("./xmpp/slixmpp_store.py", import.meta.url).pathname;
+const XMPPJS_SCRIPT = new URL("./xmpp/xmppjs_fast.mjs", import.meta.url).pathname;
 const STROPHE = new URL("../web/node_modules/strophe.js/dist/strophe.umd.min.js", import.meta.url).pathname;
 
 let server, xmppPort, tlsServer, tlsXmppPort, configDir, certFile;
@@ -66,6 +70,26 @@ test("slixmpp logs in over STARTTLS (anonymously, and to an account with SCRAM),
   const code = await new Promise((resolve) => proc.once("exit", resolve));
   assert.equal(code, 0, output);
   assert.match(output, /^13 passed, 0 failed$/m, output);
+});
+
+test("@xmpp/client (npm) logs in with SASL2, Bind 2 and stream management inline, is given a FAST token, and logs in with it on its second connection", async () => {
+  const proc = spawn(process.execPath, [XMPPJS_SCRIPT, tlsXmppPort, "carol", "carols-secret"], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, NODE_EXTRA_CA_CERTS: certFile },
+  });
+  let output = "";
+  proc.stdout.on("data", (d) => (output += d));
+  proc.stderr.on("data", (d) => (output += d));
+  const code = await new Promise((resolve) => proc.once("exit", resolve));
+  assert.equal(code, 0, output);
+  const logins = output.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line));
+  assert.equal(logins.length, 2, output);
+  const [first, second] = logins;
+  // A password first (SCRAM over SASL2, challenges and all), asking for a token.
+  assert.deepEqual([first.mechanism, first.token, first.smInline, first.echo], ["SCRAM-SHA-1", true, true, "hello 1"], output);
+  // Then the token: one round trip, no password.
+  assert.deepEqual([second.mechanism, second.smInline, second.echo], ["HT-SHA-256-NONE", true, "hello 2"], output);
+  for (const login of logins) assert.match(login.jid, /^carol@localhost\/fastjs\/[0-9a-f]{16}$/, "Bind 2: tag/random");
 });
 
 /** Runs slixmpp_store.py `phase` against XMPP on `port`; its output. */
