@@ -47,6 +47,10 @@ pub enum ScenarioArgs {
     /// up on the way, when they had none) and the steady ones, by payload size and by how
     /// long the other user waits before answering.
     Federated(FederatedArgs),
+    /// XMPP logins from cold, by style (standard: STARTTLS, SCRAM, restart, bind; sasl2: direct
+    /// TLS, SASL2 with Bind 2; fast: resumed TLS, a FAST token, all in one flight): the time
+    /// to a first message, the round trips and the bytes each way of each.
+    Login(LoginArgs),
     /// The server API: publishes per second through `POST /api/publish` on keep-alive
     /// connections, then how much later a publish through the API reaches every member of a
     /// room than one from a member (target: the chat app, http://host:port/chat).
@@ -207,6 +211,47 @@ pub struct FederatedArgs {
     /// Round trips per payload size and typing delay, after the run's first.
     #[arg(long, default_value_t = 5)]
     pub round_trips: u64,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LoginArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub xmpp: XmppArgs,
+    /// Login styles, comma-separated: standard, sasl2, fast.
+    #[arg(long, value_delimiter = ',', default_value = "standard,sasl2,fast", value_name = "LIST")]
+    pub styles: Vec<LoginStyle>,
+    /// Timed logins per style.
+    #[arg(long, default_value_t = 5)]
+    pub logins: u64,
+    /// The port on the target's host where the server takes XMPP clients with TLS from the
+    /// first byte (XEP-0368; `switchboard serve --xmpp-tls-listen`).
+    #[arg(long, default_value_t = 5223, value_name = "PORT")]
+    pub xmpp_tls_port: u16,
+    /// PEM file of the certificate (or its authority) the server's is checked against; the
+    /// name checked is --xmpp-domain.
+    #[arg(long, value_name = "FILE")]
+    pub tls_trust: PathBuf,
+}
+
+/// How an XMPP client logs in (`bench login`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LoginStyle {
+    Standard,
+    Sasl2,
+    Fast,
+}
+
+impl std::fmt::Display for LoginStyle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LoginStyle::Standard => "standard",
+            LoginStyle::Sasl2 => "sasl2",
+            LoginStyle::Fast => "fast",
+        })
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -441,6 +486,7 @@ pub enum Settings {
     Muc(BroadcastSettings),
     Idle(IdleSettings),
     Federated(FederatedSettings),
+    Login(LoginSettings),
     /// The API key rides beside the settings, outside the result file.
     Api(ApiSettings, String),
 }
@@ -471,6 +517,16 @@ pub struct FederatedSettings {
     pub sizes: Vec<usize>,
     pub typing_us: Vec<u64>,
     pub round_trips: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoginSettings {
+    pub styles: Vec<LoginStyle>,
+    pub logins: u64,
+    /// The client port (STARTTLS) and the direct TLS one, on the target's host.
+    pub port: u16,
+    pub tls_port: u16,
+    pub trust: PathBuf,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -600,6 +656,19 @@ impl Plan {
                     round_trips: a.round_trips,
                 };
                 (a.common, "", Settings::Federated(s), vec![TransportKind::XmppTcp])
+            }
+            ScenarioArgs::Login(a) => {
+                positive(a.logins, "--logins")?;
+                if a.styles.is_empty() || a.xmpp_tls_port == 0 {
+                    return Err(Error::usage("--styles needs at least one style and --xmpp-tls-port a port above 0"));
+                }
+                let plan = xmpp_plan(a.xmpp)?;
+                if !matches!(plan.settings.auth, XmppAuth::Plain { .. }) {
+                    return Err(Error::usage("login needs --xmpp-user and --xmpp-password"));
+                }
+                let s = LoginSettings { styles: a.styles, logins: a.logins, port: plan.ports[0], tls_port: a.xmpp_tls_port, trust: a.tls_trust };
+                xmpp = Some(plan);
+                (a.common, "", Settings::Login(s), vec![TransportKind::XmppTcp])
             }
             ScenarioArgs::Api(a) => {
                 positive(a.connections as u64, "--connections")?;

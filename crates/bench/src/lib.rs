@@ -17,6 +17,7 @@ mod progress;
 pub mod resources;
 pub mod result;
 mod scenario;
+mod scram;
 mod selftest;
 pub mod stamp;
 mod target;
@@ -241,6 +242,7 @@ fn empty_outcome(settings: &Settings) -> Outcome {
         Settings::Muc(settings) => Outcome::Muc { settings, levels: Vec::new(), summary: Vec::new() },
         Settings::Idle(settings) => Outcome::Idle { settings, results: Vec::new() },
         Settings::Federated(settings) => Outcome::Federated { settings, results: Vec::new() },
+        Settings::Login(settings) => Outcome::Login { settings, results: Vec::new() },
         Settings::Api(settings, _) => Outcome::Api { settings, results: Vec::new() },
     }
 }
@@ -265,6 +267,7 @@ async fn run_scenario(ctx: &Ctx, kinds: &[TransportKind], outcome: &mut Outcome)
         Outcome::Link { settings, tables } => scenario::link::run(ctx, settings, kinds, tables).await,
         Outcome::Idle { settings, results } => scenario::idle::run(ctx, settings, kinds, results).await,
         Outcome::Federated { settings, results } => scenario::federated::run(ctx, settings, kinds, results).await,
+        Outcome::Login { settings, results } => scenario::login::run(ctx, settings, results).await,
         Outcome::Api { settings, results } => scenario::api::run(ctx, settings, kinds, results).await,
     }
 }
@@ -279,6 +282,7 @@ fn outcome_cpu_bound(outcome: &Outcome) -> bool {
         }
         Outcome::Idle { results, .. } => results.iter().any(|r| r.resources.bench_cpu_bound),
         Outcome::Federated { results, .. } => results.iter().any(|r| r.resources.bench_cpu_bound),
+        Outcome::Login { results, .. } => results.iter().any(|r| r.resources.bench_cpu_bound),
         Outcome::Api { results, .. } => {
             results.iter().any(|r| r.publish.resources.bench_cpu_bound || r.fanout.as_ref().is_some_and(|f| f.resources.bench_cpu_bound))
         }
@@ -298,8 +302,8 @@ fn refuses(kind: TransportKind, settings: &Settings) -> Option<&'static str> {
         }
         Settings::Countdown(_) | Settings::Link(_) if kind.is_irc() => Some("carries the pingpong, chat, broadcast and idle scenarios only"),
         Settings::Muc(_) if !kind.is_xmpp() => Some("is not an XMPP transport: muc needs one (xmpp-tcp, xmpp-websocket …)"),
-        Settings::Federated(_) if kind != TransportKind::XmppTcp => Some("is not xmpp-tcp, which federated runs over"),
-        Settings::Federated(_) => None,
+        Settings::Federated(_) | Settings::Login(_) if kind != TransportKind::XmppTcp => Some("is not xmpp-tcp, which federated and login run over"),
+        Settings::Federated(_) | Settings::Login(_) => None,
         Settings::Pingpong(_) | Settings::Muc(_) | Settings::Idle(_) => None,
         _ if kind.is_xmpp() => Some("carries the pingpong, muc and idle scenarios only"),
         _ => None,

@@ -210,6 +210,23 @@ pub(crate) fn print_table(file: &ResultFile, w: &mut impl Write) -> io::Result<(
                     }
                 }
             }
+            Outcome::Login { settings, results } => {
+                writeln!(w, "login: {} timed logins per style, to a first message", settings.logins)?;
+                t.header(&["style", "round trips", "sent", "received", "min", "p50", "max", "note"]);
+                for r in results {
+                    let time = &r.first_message;
+                    t.row(vec![
+                        r.style.to_string(),
+                        r.round_trips.to_string(),
+                        format!("{}B", r.bytes_sent),
+                        format!("{}B", r.bytes_received),
+                        human_us(time.min_us as f64),
+                        human_us(time.p50_us as f64),
+                        human_us(time.max_us as f64),
+                        note(&r.resources),
+                    ]);
+                }
+            }
             Outcome::Federated { settings, results } => {
                 writeln!(w, "federated: with {}'s {} at {}, {} round trips per row", settings.peer_domain, settings.peer_user, settings.peer_xmpp, settings.round_trips)?;
                 t.header(&["transport", "size", "typing", "min", "p50", "mean", "max", "note"]);

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::flags::{ApiSettings, BroadcastSettings, ChatSettings, CountdownSettings, FederatedSettings, IdleSettings, PingpongSettings, XmppSettings};
+use crate::flags::{ApiSettings, BroadcastSettings, ChatSettings, CountdownSettings, FederatedSettings, IdleSettings, LoginSettings, LoginStyle, PingpongSettings, XmppSettings};
 use crate::latency::LatencySummary;
 pub use crate::linked::{BytesRow, DelayRow, FailedRow, LinkRecord, LinkSettings, LinkTables, SizeRow, ThroughputRow};
 use crate::resources::Resources;
@@ -101,6 +101,8 @@ pub enum Outcome {
     Idle { settings: IdleSettings, results: Vec<IdleResult> },
     /// `bench federated`: round trips between users of two federated servers.
     Federated { settings: FederatedSettings, results: Vec<FederatedResult> },
+    /// `bench login`: XMPP logins by style.
+    Login { settings: LoginSettings, results: Vec<LoginResult> },
     /// `bench api`: the server API's publishes (one result).
     Api { settings: ApiSettings, results: Vec<ApiResult> },
 }
@@ -178,6 +180,20 @@ pub struct FederatedResult {
     pub first_us: u64,
     /// The steady round trips, by payload size and typing delay (taken off).
     pub rows: Vec<FederatedRow>,
+    pub resources: Resources,
+}
+
+/// `bench login`'s figures for one style.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoginResult {
+    pub style: LoginStyle,
+    /// From the TCP connect to the login's own first message coming back.
+    pub first_message: LatencySummary,
+    /// What the client waited for the server, TCP's handshake counted as one (of the last login).
+    pub round_trips: u64,
+    /// Bytes on the socket each way, TLS's included (of the last login).
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
     pub resources: Resources,
 }
 

@@ -11,6 +11,7 @@ mod errors;
 mod federated;
 mod irc;
 mod link;
+mod login;
 mod pingpong;
 mod schema;
 mod serve;

@@ -9,6 +9,7 @@ pub(crate) mod countdown;
 pub(crate) mod federated;
 pub(crate) mod idle;
 pub(crate) mod link;
+pub(crate) mod login;
 pub(crate) mod muc;
 pub(crate) mod pingpong;
 

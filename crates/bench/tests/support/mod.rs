@@ -122,6 +122,15 @@ impl Serve {
         Serve::serving(config, server::Listeners { xmpp: Some(xmpp), ..server::Listeners::default() }).await
     }
 
+    /// A server that takes XMPP clients on a free port, and with TLS from the first
+    /// byte on another (`config` names a certificate): that port too.
+    pub async fn with_xmpp_tls(config: server::Config) -> (Serve, SocketAddr) {
+        let xmpp = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let tls = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let at = tls.local_addr().expect("addr");
+        (Serve::serving(config, server::Listeners { xmpp: Some(xmpp), xmpp_tls: Some(tls), ..server::Listeners::default() }).await, at)
+    }
+
     /// A server that takes XMPP clients and other servers (federation) on `s2s`.
     pub async fn federated(config: server::Config, s2s: TcpListener) -> Serve {
         let xmpp = TcpListener::bind("127.0.0.1:0").await.expect("bind");

@@ -1,0 +1,370 @@
+//! login: an XMPP client logs in from cold, by style, says it is available and sends
+//! itself a message; timed from the TCP connect to that message's return, with the
+//! round trips it waited (TCP's handshake counted as one) and the bytes each way on
+//! the socket, TLS's included. Over a slow link (`switchboard link` in front of the
+//! server's ports) round trips and bytes are what a login costs.
+//!
+//! - `standard`: STARTTLS, SASL SCRAM-SHA-256, the stream's restart, resource binding:
+//!   RFC 6120 as most clients speak it, each step waiting for the one before.
+//! - `sasl2`: direct TLS (XEP-0368), then SASL2 (XEP-0388) SCRAM-SHA-256 with Bind 2
+//!   (XEP-0386): no restart, no separate bind. A cold client that knows its password.
+//! - `fast`: direct TLS resumed from the client's last connection (TLS 1.3, no
+//!   certificate sent), then in one flight its stream header, a SASL2 login with the
+//!   FAST token (XEP-0484, HT-SHA-256-NONE) it was given last time, Bind 2, its
+//!   presence and its message. A client coming back. Its first token comes from one
+//!   `sasl2` login before the timed ones, which is not counted.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use hmac::{Hmac, Mac};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, ServerName};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use wire::xmpp::{Element, Header, Limits, StreamEvent, StreamParser, ns};
+
+use super::Ctx;
+use crate::Error;
+use crate::flags::{LoginSettings, LoginStyle, XmppAuth};
+use crate::latency::Latency;
+use crate::result::LoginResult;
+use crate::scram::Scram;
+use crate::transport::counted::{Counted, Counts};
+
+/// The user-agent id this bench's FAST tokens are bound to.
+const AGENT: &str = "8f1c2a3e-7b44-4d21-9a6e-5d0c1b2e3f40";
+
+pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<LoginResult>) -> Result<(), Error> {
+    let Some(xmpp) = &ctx.xmpp else { return Err(Error::usage("login needs the XMPP flags")) };
+    let XmppAuth::Plain { password, .. } = &xmpp.auth else {
+        return Err(Error::usage("login needs --xmpp-user and --xmpp-password: FAST tokens are an account's"));
+    };
+    let user = xmpp.auth.user(0).unwrap_or_default();
+    let roots = trust(&settings.trust)?;
+    let who = Who { domain: xmpp.domain.clone(), user, password: password.clone() };
+    let host = ctx.target.host().to_owned();
+    for &style in &settings.styles {
+        ctx.progress.step(format!("login {style}"), settings.logins);
+        let window = ctx.monitor.window();
+        // One client's TLS configuration across its logins: its session cache is what
+        // lets `fast` resume. Each `standard` and `sasl2` login starts from a new one, cold.
+        let warm = tls_config(&roots)?;
+        let mut token = String::new();
+        if style == LoginStyle::Fast {
+            let address = format!("{host}:{}", settings.tls_port);
+            let login = Login::new(&who, &address, warm.clone());
+            token = ctx.expect(async { login.sasl2(true).await.map(|(_, t)| Some(t)) }, "the login that is given the first FAST token").await?;
+        }
+        let mut time = Latency::new();
+        let mut last = Counted3::default();
+        for _ in 0..settings.logins {
+            let (port, config) = match style {
+                LoginStyle::Standard => (settings.port, tls_config(&roots)?),
+                LoginStyle::Sasl2 => (settings.tls_port, tls_config(&roots)?),
+                LoginStyle::Fast => (settings.tls_port, warm.clone()),
+            };
+            let login = Login::new(&who, &format!("{host}:{port}"), config);
+            let started = Instant::now();
+            let counts = match style {
+                LoginStyle::Standard => ctx.expect(async { login.standard().await.map(Some) }, "a standard login").await?,
+                LoginStyle::Sasl2 => ctx.expect(async { login.sasl2(false).await.map(|(c, _)| Some(c)) }, "a SASL2 login").await?,
+                LoginStyle::Fast => {
+                    let (counts, next) = ctx.expect(async { login.fast(&token).await.map(Some) }, "a FAST login").await?;
+                    // A token given now replaces the one used, which will go.
+                    if let Some(next) = next {
+                        token = next;
+                    }
+                    counts
+                }
+            };
+            time.record(started.elapsed().as_micros() as u64);
+            last = Counted3 { round_trips: counts.turns() + 1, sent: counts.sent(), received: counts.received() };
+            ctx.progress.inc(1);
+        }
+        out.push(LoginResult {
+            style,
+            first_message: time.summary(),
+            round_trips: last.round_trips,
+            bytes_sent: last.sent,
+            bytes_received: last.received,
+            resources: ctx.monitor.finish(window),
+        });
+    }
+    Ok(())
+}
+
+#[derive(Debug, Default)]
+struct Counted3 {
+    round_trips: u64,
+    sent: u64,
+    received: u64,
+}
+
+struct Who {
+    domain: String,
+    user: String,
+    password: String,
+}
+
+/// The authorities the server's certificate is checked against.
+fn trust(path: &std::path::Path) -> Result<rustls::RootCertStore, Error> {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+        .and_then(|certs| certs.collect())
+        .map_err(|e| Error::usage(format!("--tls-trust {}: {e}", path.display())))?;
+    let mut roots = rustls::RootCertStore::empty();
+    let (added, _) = roots.add_parsable_certificates(certs);
+    if added == 0 {
+        return Err(Error::usage(format!("--tls-trust {} holds no certificate", path.display())));
+    }
+    Ok(roots)
+}
+
+/// A client's TLS configuration: a new one has no session to resume.
+fn tls_config(roots: &rustls::RootCertStore) -> Result<Arc<rustls::ClientConfig>, Error> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions().map_err(|e| Error::usage(format!("TLS: {e}")))?;
+    Ok(Arc::new(builder.with_root_certificates(roots.clone()).with_no_client_auth()))
+}
+
+/// A stream the login reads and writes: TCP, or TLS over it; counted underneath.
+enum Io {
+    Plain(Counted<TcpStream>),
+    Tls(Box<tokio_rustls::client::TlsStream<Counted<TcpStream>>>),
+    /// While the TCP stream is being wrapped in TLS.
+    Wrapping,
+}
+
+impl Io {
+    async fn write(&mut self, text: &str) -> std::io::Result<()> {
+        match self {
+            Io::Plain(s) => write_flush(s, text).await,
+            Io::Tls(s) => write_flush(s, text).await,
+            Io::Wrapping => Err(std::io::Error::other("the stream failed to turn to TLS")),
+        }
+    }
+
+    async fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Io::Plain(s) => s.read(buf).await,
+            Io::Tls(s) => s.read(buf).await,
+            Io::Wrapping => Err(std::io::Error::other("the stream failed to turn to TLS")),
+        }
+    }
+}
+
+async fn write_flush<S: AsyncWrite + Unpin>(s: &mut S, text: &str) -> std::io::Result<()> {
+    s.write_all(text.as_bytes()).await?;
+    s.flush().await
+}
+
+/// One login: where, as whom, with which TLS configuration.
+struct Login<'a> {
+    who: &'a Who,
+    address: String,
+    tls: Arc<rustls::ClientConfig>,
+}
+
+/// The client's half of a login's stream, once connected.
+struct Stream {
+    io: Io,
+    parser: StreamParser,
+    counts: Arc<Counts>,
+    place: String,
+}
+
+impl<'a> Login<'a> {
+    fn new(who: &'a Who, address: &str, tls: Arc<rustls::ClientConfig>) -> Login<'a> {
+        Login { who, address: address.to_owned(), tls }
+    }
+
+    async fn connect(&self, direct_tls: bool) -> Result<Stream, Error> {
+        let tcp = TcpStream::connect(&self.address).await.map_err(|e| Error::connect(format!("xmpp://{}: {e}", self.address)))?;
+        tcp.set_nodelay(true).map_err(|e| Error::io(e.to_string()))?;
+        let (counted, counts) = Counted::new(tcp);
+        let mut stream = Stream { io: Io::Plain(counted), parser: StreamParser::new(Limits::default()), counts, place: format!("xmpp://{}", self.address) };
+        if direct_tls {
+            stream.start_tls(&self.tls, &self.who.domain).await?;
+        }
+        Ok(stream)
+    }
+
+    /// The message the login ends with: to its own bare JID, which its presence makes
+    /// reach it.
+    fn presence_and_message(&self) -> String {
+        let me = format!("{}@{}", self.who.user, self.who.domain);
+        format!("<presence/><message to='{me}' type='chat' id='first'><body>first</body></message>")
+    }
+
+    async fn standard(&self) -> Result<Arc<Counts>, Error> {
+        let mut s = self.connect(false).await?;
+        let features = s.open(&self.who.domain).await?;
+        if features.find("starttls", ns::TLS).is_none() {
+            return Err(Error::refused(format!("{}: no STARTTLS offered (does the server have --tls-cert?)", s.place)));
+        }
+        s.io.write("<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>").await.map_err(|e| s.broke(&e))?;
+        s.expect("proceed").await?;
+        s.start_tls(&self.tls, &self.who.domain).await?;
+        s.open(&self.who.domain).await?;
+        let (mut scram, first) = Scram::start(&self.who.user, &self.who.password);
+        s.io.write(&format!("<auth xmlns='{}' mechanism='SCRAM-SHA-256'>{}</auth>", ns::SASL, STANDARD.encode(first))).await.map_err(|e| s.broke(&e))?;
+        let challenge = s.expect("challenge").await?;
+        let last = scram.answer(&decode(&challenge)?)?;
+        s.io.write(&format!("<response xmlns='{}'>{}</response>", ns::SASL, STANDARD.encode(last))).await.map_err(|e| s.broke(&e))?;
+        let success = s.expect("success").await?;
+        scram.verify(&decode(&success)?)?;
+        s.parser.restart();
+        s.open(&self.who.domain).await?;
+        s.io.write("<iq type='set' id='bind'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>").await.map_err(|e| s.broke(&e))?;
+        s.expect("iq").await?;
+        s.io.write(&self.presence_and_message()).await.map_err(|e| s.broke(&e))?;
+        s.first_message().await?;
+        Ok(s.counts)
+    }
+
+    /// A SASL2 login with SCRAM-SHA-256 and Bind 2, asking for a FAST token if `token`.
+    async fn sasl2(&self, token: bool) -> Result<(Arc<Counts>, String), Error> {
+        let mut s = self.connect(true).await?;
+        let features = s.open(&self.who.domain).await?;
+        if features.find("authentication", ns::SASL2).is_none() {
+            return Err(Error::refused(format!("{}: no SASL2 offered", s.place)));
+        }
+        let (mut scram, first) = Scram::start(&self.who.user, &self.who.password);
+        let ask = if token { "<request-token xmlns='urn:xmpp:fast:0' mechanism='HT-SHA-256-NONE'/>" } else { "" };
+        s.io.write(&authenticate("SCRAM-SHA-256", first.as_bytes(), ask)).await.map_err(|e| s.broke(&e))?;
+        let challenge = s.expect("challenge").await?;
+        let last = scram.answer(&decode(&challenge)?)?;
+        s.io.write(&format!("<response xmlns='{}'>{}</response>", ns::SASL2, STANDARD.encode(last))).await.map_err(|e| s.broke(&e))?;
+        let success = s.expect("success").await?;
+        let data = success.find("additional-data", ns::SASL2).map(Element::text_content).unwrap_or_default();
+        scram.verify(&STANDARD.decode(data.trim()).unwrap_or_default())?;
+        let given = success.find("token", ns::FAST).and_then(|t| t.get("token")).map(str::to_owned);
+        if token && given.is_none() {
+            return Err(Error::refused(format!("{}: no FAST token given (is --xmpp-fast-tokens 0?)", s.place)));
+        }
+        s.io.write(&self.presence_and_message()).await.map_err(|e| s.broke(&e))?;
+        s.first_message().await?;
+        Ok((s.counts, given.unwrap_or_default()))
+    }
+
+    /// A FAST login with `token`, all in one flight after TLS: the counts, and the
+    /// new token if the server gave one.
+    async fn fast(&self, token: &str) -> Result<(Arc<Counts>, Option<String>), Error> {
+        let mut s = self.connect(true).await?;
+        let proof = [format!("{}\0", self.who.user).as_bytes(), &hmac(token, b"Initiator")].concat();
+        let header = Header { to: Some(&self.who.domain), ..Header::default() }.stream();
+        let login = authenticate("HT-SHA-256-NONE", &proof, "<fast xmlns='urn:xmpp:fast:0'/>");
+        s.io.write(&format!("{header}{login}{}", self.presence_and_message())).await.map_err(|e| s.broke(&e))?;
+        s.header().await?;
+        s.expect("features").await?;
+        let success = match s.next_stanza().await? {
+            e if e.name == "success" && e.ns == ns::SASL2 => e,
+            e => return Err(Error::refused(format!("{}: the FAST login was answered {}", s.place, crate::scenario::excerpt(&e.to_xml_standalone())))),
+        };
+        let answer = success.find("additional-data", ns::SASL2).map(Element::text_content).unwrap_or_default();
+        if STANDARD.decode(answer.trim()).ok() != Some(hmac(token, b"Responder")) {
+            return Err(Error::unexpected(format!("{}: the server's FAST answer does not prove it knew the token", s.place)));
+        }
+        let next = success.find("token", ns::FAST).and_then(|t| t.get("token")).map(str::to_owned);
+        s.first_message().await?;
+        Ok((s.counts, next))
+    }
+}
+
+/// A SASL2 `<authenticate/>` with `mechanism`'s initial response, this bench's
+/// user-agent, Bind 2 with stream management, and `more` inline.
+fn authenticate(mechanism: &str, initial: &[u8], more: &str) -> String {
+    format!(
+        "<authenticate xmlns='{}' mechanism='{mechanism}'><initial-response>{}</initial-response><user-agent id='{AGENT}'><software>switchboard bench</software></user-agent>\
+         <bind xmlns='urn:xmpp:bind:0'><tag>bench</tag><enable xmlns='urn:xmpp:sm:3'/></bind>{more}</authenticate>",
+        ns::SASL2,
+        STANDARD.encode(initial)
+    )
+}
+
+fn hmac(token: &str, data: &[u8]) -> Vec<u8> {
+    let Ok(mut mac) = <Hmac<sha2::Sha256> as Mac>::new_from_slice(token.as_bytes()) else { return Vec::new() };
+    mac.update(data);
+    mac.finalize().into_bytes().to_vec()
+}
+
+/// The base64 text of a SASL element, decoded.
+fn decode(element: &Element) -> Result<Vec<u8>, Error> {
+    STANDARD.decode(element.text_content().trim()).map_err(|_| Error::unexpected(format!("<{}/> is not base64", element.name)))
+}
+
+impl Stream {
+    fn broke(&self, e: &std::io::Error) -> Error {
+        Error::closed(format!("{}: {e}", self.place))
+    }
+
+    async fn start_tls(&mut self, config: &Arc<rustls::ClientConfig>, domain: &str) -> Result<(), Error> {
+        let Io::Plain(tcp) = std::mem::replace(&mut self.io, Io::Wrapping) else {
+            return Err(Error::unexpected("TLS twice"));
+        };
+        let name = ServerName::try_from(domain.to_owned()).map_err(|e| Error::usage(format!("--xmpp-domain {domain:?}: {e}")))?;
+        let tls = TlsConnector::from(config.clone()).connect(name, tcp).await.map_err(|e| Error::connect(format!("{}: TLS: {e}", self.place)))?;
+        self.io = Io::Tls(Box::new(tls));
+        self.parser = StreamParser::new(Limits::default());
+        Ok(())
+    }
+
+    async fn event(&mut self) -> Result<StreamEvent, Error> {
+        loop {
+            if let Some(event) = self.parser.next_event().map_err(|e| Error::unexpected(format!("{}: {e}", self.place)))? {
+                return Ok(event);
+            }
+            let mut buf = [0u8; 4096];
+            let n = self.io.read(&mut buf).await.map_err(|e| self.broke(&e))?;
+            if n == 0 {
+                return Err(Error::closed(format!("{}: the server closed the connection", self.place)));
+            }
+            self.parser.feed(&buf[..n]);
+        }
+    }
+
+    async fn header(&mut self) -> Result<(), Error> {
+        match self.event().await? {
+            StreamEvent::Open { .. } => Ok(()),
+            other => Err(Error::unexpected(format!("{}: expected the stream's header, got {other:?}", self.place))),
+        }
+    }
+
+    async fn next_stanza(&mut self) -> Result<Element, Error> {
+        match self.event().await? {
+            StreamEvent::Stanza(e) => Ok(e),
+            other => Err(Error::closed(format!("{}: expected an element, got {other:?}", self.place))),
+        }
+    }
+
+    /// The next element, which must be `name`; a SASL failure says why.
+    async fn expect(&mut self, name: &str) -> Result<Element, Error> {
+        let e = self.next_stanza().await?;
+        if e.name == name {
+            return Ok(e);
+        }
+        Err(Error::refused(format!("{}: expected <{name}/>, got {}", self.place, crate::scenario::excerpt(&e.to_xml_standalone()))))
+    }
+
+    /// Opens the client's side of the stream: the server's features.
+    async fn open(&mut self, domain: &str) -> Result<Element, Error> {
+        let header = Header { to: Some(domain), ..Header::default() }.stream();
+        self.io.write(&header).await.map_err(|e| self.broke(&e))?;
+        self.header().await?;
+        self.expect("features").await
+    }
+
+    /// Waits for the login's own message to come back, past everything else.
+    async fn first_message(&mut self) -> Result<(), Error> {
+        loop {
+            let e = self.next_stanza().await?;
+            if e.name == "message" && e.find("body", ns::CLIENT).is_some_and(|b| b.text_content() == "first") {
+                let _ = self.io.write(wire::xmpp::STREAM_END).await;
+                return Ok(());
+            }
+        }
+    }
+}
