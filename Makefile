@@ -100,8 +100,9 @@ peers:
 shootout: build
 	QUICK=$(QUICK) SHOOTOUT_SKIP_BUILD=1 shootout/run.sh
 
-# The satellite-link study, standard federation between two Switchboard
-# servers through `switchboard link` (docs/satellite.md); QUICK=1 is the
-# 2-byte grid, about 5 minutes.
+# The satellite-link study through `switchboard link` (docs/satellite.md):
+# standard federation between two Switchboard servers, and client logins by
+# style; QUICK=1 is the 2-byte grid and logins at 2400 bit/s and 0.5 s,
+# about 12 minutes.
 satellite: build
 	QUICK=$(QUICK) shootout/satellite.sh

@@ -23,22 +23,30 @@
 #   the grid: RATES="2400 19200" DELAYS="0s 500ms 1s"; SIZES, TYPING and
 #   ROUNDS the payloads, the answers' waits and the round trips a cell.
 #
+#   Then client logins over the link (OUT/login/): a.test alone, its client
+#   ports (STARTTLS on 15222, TLS from the first byte on 15223) behind links
+#   on 127.0.0.6, and `bench login` timing each style (standard, sasl2, fast)
+#   to a first message, LOGINS (2) a style; LOGIN_RATES and LOGIN_DELAYS
+#   (QUICK=1: 2400 bit/s at 500 ms only; otherwise RATES and DELAYS);
+#   MODES="login" runs only these, and leaving it out of MODES none.
+#
 # Writes OUT/<mode>/<rate>-<delay>.json (bench result files), .link (what
 # each link carried) and .txt (the bench's output), and OUT/satellite.md,
-# the table beside the study's standard S2S figures (printed too).
+# the tables beside the study's figures (printed too).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${SWITCHBOARD_BIN:-$ROOT/target/release/switchboard}"
 OUT="${1:-$ROOT/build/satellite}"
 RATES="${RATES:-2400 19200}"
-MODES="${MODES:-starttls direct-tls}"
+MODES="${MODES:-starttls direct-tls login}"
 DELAYS="${DELAYS:-0s 500ms 1s}"
-if [ -n "${QUICK:-}" ]; then SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"
-else SIZES="${SIZES:-2,100,200,500}"; ROUNDS="${ROUNDS:-5}"; TYPING="${TYPING:-0s,5s,10s,15s}"; fi
+LOGINS="${LOGINS:-2}"
+if [ -n "${QUICK:-}" ]; then SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"; LOGIN_RATES="${LOGIN_RATES:-2400}"; LOGIN_DELAYS="${LOGIN_DELAYS:-500ms}"
+else SIZES="${SIZES:-2,100,200,500}"; ROUNDS="${ROUNDS:-5}"; TYPING="${TYPING:-0s,5s,10s,15s}"; LOGIN_RATES="${LOGIN_RATES:-$RATES}"; LOGIN_DELAYS="${LOGIN_DELAYS:-$DELAYS}"; fi
 die() { echo "satellite: $*" >&2; exit 1; }
 [ -x "$BIN" ] || die "no switchboard binary at $BIN; run cargo build --release first"
-for ip in 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5; do
-  for port in 15222 15269 15270 18080; do
+for ip in 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5 127.0.0.6; do
+  for port in 15222 15223 15269 15270 18080; do
     ! (exec 3<>"/dev/tcp/$ip/$port") 2>/dev/null || die "$ip:$port is taken: is another run going?"
   done
 done
@@ -93,14 +101,42 @@ serve() {
 
 # link IP PORT UPSTREAM RATE DELAY: one emulated line each way, IP:PORT to UPSTREAM.
 link() {
-  local log="$RUN/link-$1.log"
+  local log="$RUN/link-$1-$2.log"
   "$BIN" link --listen "$1:$2" --upstream "$3" --rate "${4}bit" --delay "$5" --overhead 40 >"$log" 2>&1 &
   links+=($!)
   wait_for "$log" "listening on" $! "the link on $1"
 }
 
+# login_cell RATE DELAY: a.test alone, its client ports behind links on
+# 127.0.0.6, and `bench login` through them.
+login_cell() {
+  local rate="$1" delay="$2" log="$RUN/a-serve.log" cell="$OUT/login/$1-$2" status=0
+  link 127.0.0.6 15222 127.0.0.2:15222 "$rate" "$delay"
+  link 127.0.0.6 15223 127.0.0.2:15223 "$rate" "$delay"
+  "$BIN" serve --config "$RUN/a.toml" --store memory --listen 127.0.0.2:18080 --xmpp-listen 127.0.0.2:15222 \
+    --xmpp-tls-listen 127.0.0.2:15223 --irc-listen off --irc-tls-listen off --xmpp-s2s-listen off --xmpp-domain a.test \
+    --tls-cert "$RUN/a.pem" --tls-key "$RUN/a.key" --xmpp-login-timeout 10m >"$log" 2>&1 &
+  pids+=($!)
+  wait_for "$log" "serves XMPP" $! "the a.test server"
+  "$BIN" bench login --quiet --target http://127.0.0.6:18080 --server-pid "${pids[-1]}" --xmpp-domain a.test \
+    --xmpp-user alice --xmpp-password pw --xmpp-port 15222 --xmpp-tls-port 15223 --tls-trust "$RUN/ca.pem" \
+    --logins "$LOGINS" --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
+  stop_all
+  grep -h "link stopped" "$RUN"/link-*.log >"$cell.link" || true
+  [ "$status" = 0 ] || die "the bench failed (login, $rate bit/s, $delay): $(tail -n5 "$cell.txt")"
+}
+
 for mode in $MODES; do
   mkdir -p "$OUT/$mode"
+  if [ "$mode" = login ]; then
+    for rate in $LOGIN_RATES; do
+      for delay in $LOGIN_DELAYS; do
+        echo "satellite: client logins, ${rate} bit/s, one-way delay $delay" >&2
+        login_cell "$rate" "$delay"
+      done
+    done
+    continue
+  fi
   if [ "$mode" = direct-tls ]; then port=15270; else port=15269; fi
   for rate in $RATES; do
     for delay in $DELAYS; do

@@ -46,8 +46,13 @@ def cells(folder):
 
 def main():
     out = pathlib.Path(sys.argv[1])
+    if (out / "login").is_dir():
+        login_table(out / "login")
+        print()
     by_mode = {mode: {(r, d): x for r, d, x in cells(out / mode)} for mode in MODES if (out / mode).is_dir()}
     if not any(by_mode.values()):
+        if (out / "login").is_dir():
+            return
         raise SystemExit(f"no result files in {out}/starttls or {out}/direct-tls")
     keys = sorted({k for cells_ in by_mode.values() for k in cells_}, key=lambda k: (-k[0], k[1]))
     s = lambda us: f"{us / 1e6:.2f} s"
@@ -78,6 +83,27 @@ def main():
             std = STUDY_PAYLOAD.get(x["size"], ("–", "–"))
             print(f"| {x['size']} B | {s(x['round_trip']['p50_us'])} | {std[0]} s | {std[1]} s |")
     typing_table(found)
+
+
+def login_table(folder):
+    """Client logins by style, each cell's p50 to a first message, with the round
+    trips and bytes of one login, and fast's share of standard's time."""
+    runs = []
+    for path in sorted(folder.glob("*.json")):
+        rate, delay = path.stem.split("-", 1)
+        run = json.loads(path.read_text())["runs"][0]
+        if run["results"]:
+            runs.append((int(rate), seconds(delay), {r["style"]: r for r in run["results"]}))
+    if not runs:
+        return
+    print()
+    print("| client login | one-way delay | standard: time (p50), round trips, bytes up / down | sasl2 | fast | fast / standard |")
+    print("|---|---|---|---|---|---|")
+    for rate, delay, styles in sorted(runs, key=lambda x: (-x[0], x[1])):
+        cell = lambda r: f"{r['first_message']['p50_us'] / 1e6:.2f} s, {r['round_trips']}, {r['bytes_sent']} / {r['bytes_received']} B" if r else "–"
+        std, fast = styles.get("standard"), styles.get("fast")
+        ratio = f"{fast['first_message']['p50_us'] / std['first_message']['p50_us']:.2f}" if std and fast else "–"
+        print(f"| {rate} bit/s | {delay:g} s | {cell(std)} | {cell(styles.get('sasl2'))} | {cell(fast)} | {ratio} |")
 
 
 def typing_table(found):
