@@ -246,6 +246,8 @@ settings! {
         routes: Routes = Routes::default(), "xmpp-s2s-routes", "SWITCHBOARD_XMPP_S2S_ROUTES";
         /// Where other XMPP servers connect with TLS from the first byte (XEP-0368, e.g. 127.0.0.1:5270; publish it as an _xmpps-server._tcp SRV record), with the xmpp-server ALPN; `off` for none [default: off]
         tls_listen: Listen = Listen::Off, "xmpp-s2s-tls-listen", "SWITCHBOARD_XMPP_S2S_TLS_LISTEN";
+        /// Where peers configured in advance ([[xmpp_s2s_peer]] in the file) connect for zero-handshake streams (XEP-0361: no stream header, no TLS or authentication; a peer is known by the address its connections come from), e.g. 127.0.0.1:5271; only for links secured below XMPP; `off` for none [default: off]
+        zero_listen: Listen = Listen::Off, "xmpp-s2s-zero-listen", "SWITCHBOARD_XMPP_S2S_ZERO_LISTEN";
         /// Name server asked for other domains' SRV (_xmpp-server._tcp) and address records, e.g. 127.0.0.10:53 [default: none, the system's (/etc/resolv.conf)]
         dns: SocketAddr, "xmpp-s2s-dns", "SWITCHBOARD_XMPP_S2S_DNS";
         /// PEM file of the authorities trusted to vouch for other servers' certificates [default: none, the authorities browsers trust (Mozilla's list)]
@@ -658,6 +660,8 @@ pub struct Config {
     /// XMPP accounts (`[[xmpp_account]]` in the file; see `switchboard xmpp-account`).
     pub xmpp_accounts: Vec<AccountEntry>,
     pub federation: FederationConfig,
+    /// Servers federated with by zero-handshake streams (`[[xmpp_s2s_peer]]` in the file).
+    pub zero_peers: Vec<xmpp::s2s::ZeroPeer>,
     pub irc: IrcConfig,
     pub api: ApiConfig,
     pub bosh: BoshConfig,
@@ -680,6 +684,7 @@ impl Default for Config {
             xmpp: XmppConfig::default(),
             xmpp_accounts: Vec::new(),
             federation: FederationConfig::default(),
+            zero_peers: Vec::new(),
             irc: IrcConfig::default(),
             api: ApiConfig::default(),
             bosh: BoshConfig::default(),
@@ -762,6 +767,11 @@ impl Config {
                 federation.routes = Routes(routes);
                 federation
             },
+            zero_peers: file
+                .peers
+                .into_iter()
+                .map(|p| xmpp::s2s::ZeroPeer { domains: p.domains.iter().map(|d| d.to_ascii_lowercase()).collect(), address: p.address, from: p.from, compress: p.compress })
+                .collect(),
             irc: flags.irc.resolve(),
             api: flags.api.resolve(),
             bosh: flags.bosh.resolve(),
@@ -887,7 +897,7 @@ impl FederationConfig {
     /// Whether the server federates: it listens for other servers, and
     /// has a certificate to show them.
     pub fn on(&self, tls: Option<&TlsFiles>) -> bool {
-        (self.listen != Listen::Off || self.tls_listen != Listen::Off) && tls.is_some()
+        (self.listen != Listen::Off || self.tls_listen != Listen::Off || self.zero_listen != Listen::Off) && tls.is_some()
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -924,6 +934,24 @@ struct File {
     mounts: Option<Vec<Table>>,
     accounts: Vec<AccountEntry>,
     routes: Vec<RouteEntry>,
+    peers: Vec<PeerEntry>,
+}
+
+/// One `[[xmpp_s2s_peer]]`: a server federated with by zero-handshake
+/// streams (XEP-0361), configured alike on both sides.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PeerEntry {
+    /// Its domains (users' and MUC service's), whose stanzas its connections carry.
+    domains: Vec<String>,
+    /// Where its zero-handshake listener (`--xmpp-s2s-zero-listen`) is.
+    address: SocketAddr,
+    /// The addresses its connections come from.
+    #[serde(default)]
+    from: Vec<std::net::IpAddr>,
+    /// Whether each write is deflated both ways (the peer's entry must say so too).
+    #[serde(default)]
+    compress: bool,
 }
 
 /// One `[[xmpp_s2s_route]]`: where a domain's server is, as
@@ -971,7 +999,14 @@ fn read_file(path: &Path) -> Result<File, Error> {
         None => Vec::new(),
         Some(routes) => routes.try_into().map_err(|e| in_file(format!("[[xmpp_s2s_route]]: {e}")))?,
     };
-    Ok(File { flags: flags_from(table).map_err(in_file)?, sockjs, mounts, accounts, routes })
+    let peers: Vec<PeerEntry> = match table.remove("xmpp_s2s_peer") {
+        None => Vec::new(),
+        Some(peers) => peers.try_into().map_err(|e| in_file(format!("[[xmpp_s2s_peer]]: {e}")))?,
+    };
+    if let Some(peer) = peers.iter().find(|p| p.domains.is_empty()) {
+        return Err(in_file(format!("[[xmpp_s2s_peer]] at {} names no domains", peer.address)));
+    }
+    Ok(File { flags: flags_from(table).map_err(in_file)?, sockjs, mounts, accounts, routes, peers })
 }
 
 /// The settings of `table`, each key a flag's name in snake_case, parsed by
@@ -1136,6 +1171,19 @@ websocket = false
         let echo = config.mount("/echo").unwrap().limits;
         assert_eq!((chat.max_message_rate, chat.max_sessions), (7, 3));
         assert_eq!((echo.max_message_rate, echo.max_sessions), (7, 4));
+    }
+
+    #[test]
+    fn peers_configured_in_advance_come_from_tables() {
+        let text = "xmpp_s2s_zero_listen = \"127.0.0.2:5271\"\n[[xmpp_s2s_peer]]\ndomains = [\"B.test\", \"conference.b.test\"]\naddress = \"127.0.0.3:5271\"\nfrom = [\"127.0.0.3\"]\ncompress = true\n";
+        let config = resolve_file(text, Args::default()).unwrap();
+        assert_eq!(config.federation.zero_listen, Listen::At("127.0.0.2:5271".parse().unwrap()));
+        let peer = xmpp::s2s::ZeroPeer { domains: vec!["b.test".into(), "conference.b.test".into()], address: "127.0.0.3:5271".parse().unwrap(), from: vec!["127.0.0.3".parse().unwrap()], compress: true };
+        assert_eq!(config.zero_peers, [peer]);
+        let error = file_error("[[xmpp_s2s_peer]]\ndomains = []\naddress = \"127.0.0.3:5271\"\n");
+        assert!(error.contains("names no domains"), "{error}");
+        let error = file_error("[[xmpp_s2s_peer]]\ndomains = [\"b.test\"]\naddress = \"127.0.0.3:5271\"\ntrust = \"none\"\n");
+        assert!(error.contains("trust"), "{error}");
     }
 
     #[test]

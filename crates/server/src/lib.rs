@@ -30,6 +30,7 @@ pub use account::{AccountArgs, run_account};
 pub use copy::{StoreArgs, run_store};
 pub use server::{Listeners, serve, serve_with};
 pub use xmpp::AccountEntry;
+pub use xmpp::s2s::ZeroPeer;
 
 /// Runs `switchboard serve` from its flags until SIGINT or SIGTERM.
 pub async fn run_cli(args: Args) -> Result<(), Error> {
@@ -62,7 +63,7 @@ pub async fn run_cli(args: Args) -> Result<(), Error> {
             println!("switchboard serves XMPP for {} on {at}{how}", config.xmpp.domain);
         }
     }
-    for (listener, how) in [(&listeners.s2s, ""), (&listeners.s2s_tls, " with direct TLS")] {
+    for (listener, how) in [(&listeners.s2s, ""), (&listeners.s2s_tls, " with direct TLS"), (&listeners.s2s_zero, " configured in advance, with no handshake")] {
         if let Some(listener) = listener {
             let at = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
             println!("switchboard federates {} with other XMPP servers on {at}{how}", config.xmpp.domain);

@@ -56,6 +56,8 @@ pub struct Listeners {
     pub s2s: Option<TcpListener>,
     /// Other servers with TLS from the first byte (XEP-0368).
     pub s2s_tls: Option<TcpListener>,
+    /// Peers configured in advance, with no handshake (XEP-0361).
+    pub s2s_zero: Option<TcpListener>,
     pub irc: Option<TcpListener>,
     pub irc_tls: Option<TcpListener>,
     /// The server API on a listener of its own (`--api-listen`).
@@ -74,12 +76,14 @@ impl Listeners {
         let federates = config.federation.on(config.tls.as_ref());
         let s2s = config.federation.listen.address().filter(|_| federates);
         let s2s_tls = config.federation.tls_listen.address().filter(|_| federates);
+        let s2s_zero = config.federation.zero_listen.address().filter(|_| federates);
         let irc_tls = config.irc.tls_listen.address().filter(|_| config.tls.is_some());
         Ok(Listeners {
             xmpp: bind(config.xmpp.listen.address(), "XMPP").await?,
             xmpp_tls: bind(config.xmpp.tls_listen.address(), "XMPP").await?,
             s2s: bind(s2s, "XMPP servers").await?,
             s2s_tls: bind(s2s_tls, "XMPP servers").await?,
+            s2s_zero: bind(s2s_zero, "XMPP servers configured in advance").await?,
             irc: bind(config.irc.listen.address(), "IRC").await?,
             irc_tls: bind(irc_tls, "IRC").await?,
             api: bind(config.api.listen.address().filter(|_| config.api.keys.is_some()), "the server API").await?,
@@ -87,7 +91,7 @@ impl Listeners {
     }
 
     fn listening(&self) -> Listening {
-        let federation = self.s2s.is_some() || self.s2s_tls.is_some();
+        let federation = self.s2s.is_some() || self.s2s_tls.is_some() || self.s2s_zero.is_some();
         Listening {
             xmpp: self.xmpp.is_some() || self.xmpp_tls.is_some() || federation,
             federation,
@@ -133,6 +137,9 @@ pub async fn serve_with(
             if let Some(listener) = listener {
                 state.tracker.spawn(xmpp::s2s::serve(listener, service.clone(), direct));
             }
+        }
+        if let Some(listener) = listeners.s2s_zero {
+            state.tracker.spawn(xmpp::s2s::serve_zero(listener, service.clone()));
         }
     }
     for (listener, tls) in [(listeners.irc, false), (listeners.irc_tls, true)] {

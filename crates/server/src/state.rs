@@ -157,6 +157,7 @@ impl ServerState {
                     max_streams_per_domain: f.max_streams_per_domain,
                     dialback: f.dialback.clone(),
                     secret: f.secret.clone(),
+                    zero: config.zero_peers.clone(),
                 };
                 Some(Arc::new(xmpp::s2s::Federation::new(settings, identity)))
             }

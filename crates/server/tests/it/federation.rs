@@ -830,3 +830,67 @@ async fn messages_between_users_of_two_domains_are_in_both_users_archives() {
     assert_eq!(archived(&mut bob).await, [("alice@a.test/desk".to_owned(), "keep this".to_owned())]);
     assert_eq!(archived(&mut alice).await, [("alice@a.test/desk".to_owned(), "keep this".to_owned())]);
 }
+
+/// Two servers federated with no handshake (XEP-0361), each naming the
+/// other in `[[xmpp_s2s_peer]]`: a.test on 127.0.0.2 and b.test on
+/// 127.0.0.3, each taking the other's connections from 127.0.0.1 (where
+/// every loopback connection comes from), compressing if `compress`.
+async fn zero_pair(authority: &Authority, compress: bool) -> ((TestServer, SocketAddr), (TestServer, SocketAddr)) {
+    let (a_zero, b_zero) = (TcpListener::bind("127.0.0.2:0").await.unwrap(), TcpListener::bind("127.0.0.3:0").await.unwrap());
+    let (a_at, b_at) = (a_zero.local_addr().unwrap(), b_zero.local_addr().unwrap());
+    let peer = |domain: &str, address| server::ZeroPeer { domains: vec![domain.to_owned(), format!("conference.{domain}")], address, from: vec!["127.0.0.1".parse().unwrap()], compress };
+    let mut a = config("a.test", "alice", authority.certificate("a", &["a.test"]), &authority.trust(), &[]);
+    a.zero_peers = vec![peer("b.test", b_at)];
+    let mut b = config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]);
+    b.zero_peers = vec![peer("a.test", a_at)];
+    ((TestServer::zero_federated(a, a_zero).await, a_at), (TestServer::zero_federated(b, b_zero).await, b_at))
+}
+
+#[tokio::test]
+async fn peers_configured_in_advance_talk_over_one_connection_with_no_handshake_compressed_or_not() {
+    for compress in [false, true] {
+        let authority = Authority::new();
+        let ((a, _), (b, _)) = zero_pair(&authority, compress).await;
+        let mut alice = online(&a, "a.test", "alice").await;
+        let mut bob = online(&b, "b.test", "bob").await;
+        for round in 0..3 {
+            alice.send(&format!("<message to='bob@b.test' type='chat' id='a{round}'><body>ping {round}</body></message>")).await;
+            let got = next_named(&mut bob, "message").await;
+            assert_eq!((got.get("from"), body(&got)), (Some("alice@a.test/desk"), format!("ping {round}")), "compress {compress}");
+            bob.send(&format!("<message to='alice@a.test/desk' type='chat' id='b{round}'><body>pong {round}</body></message>")).await;
+            let got = next_named(&mut alice, "message").await;
+            assert_eq!((got.get("from"), body(&got)), (Some("bob@b.test/desk"), format!("pong {round}")));
+        }
+        // One connection: a.test opened it, b.test answers over it.
+        for (server, domain, opened, taken) in [(&a, "a.test", 1.0, 0.0), (&b, "b.test", 0.0, 1.0)] {
+            let streams = |direction: &str| format!("switchboard_s2s_streams{{direction=\"{direction}\",state=\"authenticated\",auth=\"zero\"}}");
+            assert_eq!(metric(server, &authority, domain, &streams("out")).await.unwrap_or(0.0), opened, "{domain} opened (compress {compress})");
+            assert_eq!(metric(server, &authority, domain, &streams("in")).await.unwrap_or(0.0), taken, "{domain} took (compress {compress})");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_zero_handshake_connection_carries_stanzas_from_its_first_byte_and_only_from_its_peers() {
+    let authority = Authority::new();
+    let ((_, _), (b, b_at)) = zero_pair(&authority, false).await;
+    let mut bob = online(&b, "b.test", "bob").await;
+    // As a.test: no header, no features; a stanza, then a request for acknowledgement,
+    // which stream management (on from the start) answers.
+    let mut tcp = TcpStream::connect(b_at).await.unwrap();
+    tcp.write_all(b"<message from='alice@a.test/x' to='bob@b.test' type='chat'><body>first byte</body></message><r xmlns='urn:xmpp:sm:3'/>").await.unwrap();
+    assert_eq!(body(&next_named(&mut bob, "message").await), "first byte");
+    assert_eq!(read_until(&mut tcp, "/>").await, "<a xmlns=\"urn:xmpp:sm:3\" h=\"1\"/>");
+    // A stanza from a domain the peer is not: the stream error, and the end.
+    tcp.write_all(b"<message from='eve@c.test' to='bob@b.test' type='chat'><body>forged</body></message>").await.unwrap();
+    let end = read_until(&mut tcp, "</stream:stream>").await;
+    assert!(end.contains("<invalid-from xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\"/>"), "{end}");
+    // A connection from an address no peer names is closed unread.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.9:0".parse().unwrap()).unwrap();
+    let mut stranger = socket.connect(b_at).await.unwrap();
+    let _ = stranger.write_all(b"<message from='alice@a.test/x' to='bob@b.test' type='chat'><body>stranger</body></message>").await;
+    let mut buf = [0u8; 64];
+    assert_eq!(tokio::time::timeout(PATIENCE, stranger.read(&mut buf)).await.unwrap().unwrap_or(0), 0, "closed");
+    assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_failures_total{reason=\"zero_unknown_address\"}").await, Some(1.0));
+}

@@ -18,12 +18,13 @@ use super::{Item, Peer, Undelivered, ns};
 use crate::{Jid, Xmpp};
 
 /// What a stream does: the queue it writes, if any, with its domain pair
-/// (ours, theirs); whether it reads stanzas; and the domain it is
-/// authenticated for, whose stanzas it takes.
+/// (ours, theirs); whether it reads stanzas; and the domains it is
+/// authenticated for, whose stanzas it takes (one, but for a peer
+/// configured in advance, `zero`).
 pub(super) struct Duties<'a> {
     pub sends: Option<(&'a (String, String), &'a Peer)>,
     pub reads: bool,
-    pub theirs: &'a str,
+    pub theirs: &'a [String],
     /// Stream management is on already (this server asked for it while
     /// negotiating), or may be asked for by the other (this server offered it).
     pub acks: Acks,
@@ -182,7 +183,7 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut
                 return Undelivered::Timeout;
             }
             Err(Failed::Closed(error)) => {
-                tracing::info!("xmpp: stream with {} ended{}", duties.theirs, error.map(|e| format!(" with {e}")).unwrap_or_default());
+                tracing::info!("xmpp: stream with {} ended{}", duties.theirs.join(", "), error.map(|e| format!(" with {e}")).unwrap_or_default());
                 let answer = owed_answer(&mut duties.acks);
                 let _ = stream.send(&format!("{answer}{}", wire::xmpp::STREAM_END)).await;
                 return Undelivered::Timeout;
@@ -315,10 +316,10 @@ fn close(xmpp: &Xmpp, sends: Option<(&(String, String), &Peer)>) -> String {
     peer.take().iter().map(|item| item.text()).collect()
 }
 
-/// Whether `stanza` may come from a stream authenticated for `domain`
+/// Whether `stanza` may come from a stream authenticated for `domains`
 /// (RFC 6120 §8.1.1.2, §8.1.2.2, §13.7.2.1): a stanza, with both
-/// addresses, from that domain, to one served here; else the stream error.
-fn check(xmpp: &Xmpp, stanza: &Element, domain: &str) -> Result<(), (&'static str, String)> {
+/// addresses, from one of them, to one served here; else the stream error.
+fn check(xmpp: &Xmpp, stanza: &Element, domains: &[String]) -> Result<(), (&'static str, String)> {
     if stanza.ns != ns::SERVER || !matches!(stanza.name.as_str(), "message" | "presence" | "iq") {
         return Err(("unsupported-stanza-type", format!("{{{}}}{} is not a stanza", stanza.ns, stanza.name)));
     }
@@ -328,8 +329,8 @@ fn check(xmpp: &Xmpp, stanza: &Element, domain: &str) -> Result<(), (&'static st
     let (Some(from), Some(to)) = (Jid::parse(from), Jid::parse(to)) else {
         return Err(("improper-addressing", "a stanza's address is not a JID".into()));
     };
-    if from.domain != domain {
-        return Err(("invalid-from", format!("this stream is authenticated for {domain}, not {}", from.domain)));
+    if !domains.contains(&from.domain) {
+        return Err(("invalid-from", format!("this stream is authenticated for {}, not {}", domains.join(", "), from.domain)));
     }
     if !xmpp.serves(&to.domain) {
         return Err(("host-unknown", format!("{} is not served here", to.domain)));

@@ -21,6 +21,7 @@ mod incoming;
 mod outgoing;
 mod resolve;
 mod wire_stream;
+mod zero;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -37,6 +38,7 @@ pub use dialback::DialbackPolicy;
 pub use identity::Identity;
 pub(crate) use guests::Guests;
 pub use incoming::serve;
+pub use zero::{ZeroPeer, serve as serve_zero};
 
 /// Where a domain's server is, given in the configuration: its address,
 /// and whether it takes TLS from the first byte there (XEP-0368, as an
@@ -103,6 +105,9 @@ pub struct Settings {
     /// What this server's dialback keys are derived from
     /// (`--xmpp-s2s-secret`); none, a random one.
     pub secret: Option<String>,
+    /// Peers configured in advance for zero-handshake streams
+    /// (`[[xmpp_s2s_peer]]`, XEP-0361).
+    pub zero: Vec<ZeroPeer>,
 }
 
 impl std::fmt::Debug for Settings {

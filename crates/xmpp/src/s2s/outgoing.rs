@@ -32,6 +32,11 @@ pub(super) async fn run(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<Peer>)
         return xmpp.give_up(&key, &peer, Undelivered::NotFound);
     };
     let (from, to) = (&key.0, &key.1);
+    // A peer configured in advance: no handshake at all (XEP-0361).
+    if let Some(zero) = federation.settings.zero.iter().find(|z| z.domains.contains(to)).cloned() {
+        drop(_slot);
+        return super::zero::outgoing(xmpp, key, peer, zero).await;
+    }
     let negotiating = metrics.s2s_stream("out", "negotiating", "none");
     let connected = tokio::time::timeout(federation.settings.connect_timeout, connect(&xmpp, &federation, from, to)).await;
     drop(negotiating);
@@ -51,7 +56,7 @@ pub(super) async fn run(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<Peer>)
     let _open = metrics.s2s_stream("out", "authenticated", auth);
     tracing::debug!("xmpp: stream from {from} to {to} ready{}", if bidi { ", both ways" } else { "" });
     let acks = if acked { Acks::on() } else { Acks::default() };
-    let duties = Duties { sends: Some((&key, &peer)), reads: bidi, theirs: to, acks };
+    let duties = Duties { sends: Some((&key, &peer)), reads: bidi, theirs: std::slice::from_ref(to), acks };
     let why = carry(&xmpp, &mut stream, duties).await;
     xmpp.give_up(&key, &peer, why);
 }

@@ -52,6 +52,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WireStream<S> {
         WireStream { io, parser: StreamParser::new(limits), read: 0 }
     }
 
+    /// A stream with no header on the wire (XEP-0361): what comes is read
+    /// as inside a `jabber:server` stream already open.
+    pub fn zero(io: S, limits: Limits) -> WireStream<S> {
+        let mut parser = StreamParser::new(limits);
+        parser.feed(wire::xmpp::Header::default().server_stream().as_bytes());
+        // The header just fed is the one event it holds.
+        let _ = parser.next_event();
+        WireStream { io, parser, read: 0 }
+    }
+
     /// The next event the other side sends; a stream error it sends, or
     /// the end of its stream or socket, is `Err`.
     pub async fn event(&mut self) -> Result<StreamEvent, Failed> {
@@ -103,6 +113,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WireStream<S> {
 
     pub async fn send(&mut self, text: &str) -> Result<(), Failed> {
         self.io.write_all(text.as_bytes()).await?;
+        // Out now: a layer between (TLS, compression) may hold bytes until flushed.
+        self.io.flush().await?;
         Ok(())
     }
 

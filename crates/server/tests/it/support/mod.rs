@@ -86,7 +86,7 @@ impl TestServer {
 
     /// A server that serves XMPP and keeps what `config.store` says.
     pub async fn with_xmpp_kept(config: Config) -> TestServer {
-        TestServer::with_listeners(config, None, None).await
+        TestServer::with_listeners(config, None, None, None).await
     }
 
     /// A server that serves XMPP, keeping nothing beyond itself, and
@@ -99,10 +99,17 @@ impl TestServer {
     /// (TLS from the first byte), either or both.
     pub async fn federated_on(mut config: Config, s2s: Option<TcpListener>, s2s_tls: Option<TcpListener>) -> TestServer {
         config.store.kind = server::StoreKind::Memory;
-        TestServer::with_listeners(config, s2s, s2s_tls).await
+        TestServer::with_listeners(config, s2s, s2s_tls, None).await
     }
 
-    async fn with_listeners(config: Config, s2s: Option<TcpListener>, s2s_tls: Option<TcpListener>) -> TestServer {
+    /// A server that federates only with the peers `config.zero_peers`
+    /// names, whose zero-handshake connections it takes on `zero`.
+    pub async fn zero_federated(mut config: Config, zero: TcpListener) -> TestServer {
+        config.store.kind = server::StoreKind::Memory;
+        TestServer::with_listeners(config, None, None, Some(zero)).await
+    }
+
+    async fn with_listeners(config: Config, s2s: Option<TcpListener>, s2s_tls: Option<TcpListener>, s2s_zero: Option<TcpListener>) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let xmpp = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let direct_tls = match config.tls {
@@ -113,7 +120,7 @@ impl TestServer {
         let (addr, xmpp_addr, irc_addr) = (listener.local_addr().unwrap(), xmpp.local_addr().unwrap(), irc.local_addr().unwrap());
         let xmpp_tls = direct_tls.as_ref().map(|l| l.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
-        let listeners = server::Listeners { xmpp: Some(xmpp), xmpp_tls: direct_tls, s2s, s2s_tls, irc: Some(irc), irc_tls: None, api: None };
+        let listeners = server::Listeners { xmpp: Some(xmpp), xmpp_tls: direct_tls, s2s, s2s_tls, s2s_zero, irc: Some(irc), irc_tls: None, api: None };
         let task = tokio::spawn(server::serve_with(listener, listeners, config, async move {
             let _ = stopped.await;
         }));

@@ -1,0 +1,277 @@
+//! Zero-handshake federation (XEP-0361) with peers configured in advance
+//! (`[[xmpp_s2s_peer]]`): no stream header, no TLS or SASL negotiation, no
+//! stream features. A connection to a peer's zero-handshake address carries
+//! stanzas from its first byte, read as if inside a `jabber:server` stream;
+//! the peer is known by the address its connections come from, on a link
+//! declared trusted, so this is for closed networks whose links are secured
+//! below XMPP (XEP-0361 §4.6). One connection carries both ways: the side
+//! that did not open it sends on it too. Stream management is on from the
+//! start on both sides (acknowledgements and sending again what a broken
+//! connection lost), as the configuration agrees.
+//!
+//! A peer may also agree to compress: each write is deflated (zlib, one
+//! stream per connection direction) and flushed, so that a stanza goes out
+//! whole at once. XEP-0138's stream compression is obsolete because
+//! compressing text an attacker chooses beside secrets, inside TLS, tells
+//! the attacker the secrets by the lengths it sees (CRIME); here there is
+//! no TLS to leak through, and compression is off unless a peer's entry
+//! turns it on.
+
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use wire::xmpp::Limits;
+
+use super::carry::{Acks, Duties, carry};
+use super::wire_stream::WireStream;
+use super::{Peer, Undelivered};
+use crate::Xmpp;
+
+/// A peer configured in advance for zero-handshake federation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZeroPeer {
+    /// The peer's domains (its users' and its MUC service's), whose
+    /// stanzas its connections carry.
+    pub domains: Vec<String>,
+    /// Where its zero-handshake listener is.
+    pub address: SocketAddr,
+    /// The addresses its connections come from: the only ones taken as it.
+    pub from: Vec<IpAddr>,
+    /// Whether each write is deflated both ways.
+    pub compress: bool,
+}
+
+/// Sends what `peer` queues for the domain pair `key` to `zero`, over a
+/// connection that carries stanzas from its first byte; then whatever
+/// could not go goes back to its senders.
+pub(super) async fn outgoing(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<Peer>, zero: ZeroPeer) {
+    let Some(federation) = xmpp.federation.clone() else { return };
+    let metrics = &xmpp.context.metrics;
+    let Ok(_slot) = federation.streams.clone().try_acquire_owned() else {
+        metrics.s2s_failed("max_streams");
+        return xmpp.give_up(&key, &peer, Undelivered::NotFound);
+    };
+    let connected = tokio::time::timeout(federation.settings.connect_timeout, TcpStream::connect(zero.address)).await;
+    let tcp = match connected {
+        Ok(Ok(tcp)) => tcp,
+        Ok(Err(e)) => {
+            metrics.s2s_failed("connect");
+            tracing::warn!("xmpp: zero-handshake connection to {} at {} failed: {e}", key.1, zero.address);
+            return xmpp.give_up(&key, &peer, Undelivered::NotFound);
+        }
+        Err(_) => {
+            metrics.s2s_failed("timeout");
+            return xmpp.give_up(&key, &peer, Undelivered::Timeout);
+        }
+    };
+    let _ = tcp.set_nodelay(true);
+    let _open = metrics.s2s_stream("out", "authenticated", "zero");
+    let why = run(&xmpp, tcp, &zero, Some((&key, &peer))).await;
+    xmpp.give_up(&key, &peer, why);
+}
+
+/// Takes zero-handshake connections on `listener` from the configured
+/// peers' addresses until shutdown; a connection from anywhere else is
+/// closed unread.
+pub async fn serve(listener: tokio::net::TcpListener, xmpp: Arc<Xmpp>) {
+    let Some(federation) = xmpp.federation.clone() else { return };
+    let context = xmpp.context.clone();
+    context
+        .accept(listener, "xmpp-s2s-zero", |tcp, from| {
+            let Some(zero) = federation.settings.zero.iter().find(|z| z.from.contains(&from.ip())).cloned() else {
+                context.metrics.s2s_failed("zero_unknown_address");
+                tracing::warn!("xmpp: a zero-handshake connection from {from}, which no [[xmpp_s2s_peer]] names, closed");
+                return;
+            };
+            let Ok(slot) = federation.streams.clone().try_acquire_owned() else {
+                context.metrics.s2s_failed("max_streams");
+                return;
+            };
+            context.tracker.spawn(incoming(xmpp.clone(), tcp, zero, slot));
+        })
+        .await;
+}
+
+/// A peer's connection: read, and used to send to its first domain while
+/// no other connection does.
+async fn incoming(xmpp: Arc<Xmpp>, tcp: TcpStream, zero: ZeroPeer, _slot: tokio::sync::OwnedSemaphorePermit) {
+    let _open = xmpp.context.metrics.s2s_stream("in", "authenticated", "zero");
+    let key = (xmpp.domain.clone(), zero.domains.first().cloned().unwrap_or_default());
+    let peer = xmpp.claim_peer(&key);
+    let why = run(&xmpp, tcp, &zero, peer.as_deref().map(|peer| (&key, peer))).await;
+    if let Some(peer) = peer {
+        xmpp.give_up(&key, &peer, why);
+    }
+}
+
+/// Carries stanzas both ways on `tcp` with `zero`, sending what `sends` queues.
+async fn run(xmpp: &Arc<Xmpp>, tcp: TcpStream, zero: &ZeroPeer, sends: Option<(&(String, String), &Peer)>) -> Undelivered {
+    let limits = Limits { max_stanza_bytes: xmpp.context.bounds.max_message_size, ..Limits::default() };
+    let duties = Duties { sends, reads: true, theirs: &zero.domains, acks: Acks::on() };
+    if zero.compress {
+        carry(xmpp, &mut WireStream::zero(Deflated::new(tcp), limits), duties).await
+    } else {
+        carry(xmpp, &mut WireStream::zero(tcp, limits), duties).await
+    }
+}
+
+/// A socket whose bytes are deflated each way: each write is compressed and
+/// flushed whole (`Z_SYNC_FLUSH`), one zlib stream per direction for the
+/// connection's life, so that what the stanzas repeat (names, namespaces)
+/// costs a few bytes after the first time.
+pub(crate) struct Deflated<S> {
+    inner: S,
+    deflate: Compress,
+    inflate: Decompress,
+    /// Compressed bytes not yet written.
+    out: Vec<u8>,
+    /// Compressed bytes read and not yet inflated.
+    input: Vec<u8>,
+    /// How much of `input` is inflated.
+    taken: usize,
+}
+
+/// Bytes read from the socket at a time.
+const READ_CHUNK: usize = 4096;
+
+impl<S> Deflated<S> {
+    pub(crate) fn new(inner: S) -> Deflated<S> {
+        Deflated { inner, deflate: Compress::new(Compression::default(), true), inflate: Decompress::new(true), out: Vec::new(), input: Vec::new(), taken: 0 }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> Deflated<S> {
+    /// Writes what is compressed and waiting.
+    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        while !self.out.is_empty() {
+            match Pin::new(&mut self.inner).poll_write(cx, &self.out) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => {
+                    self.out.drain(..n);
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Deflated<S> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        // What an earlier write left goes first: order is kept.
+        if this.poll_drain(cx)?.is_pending() {
+            return Poll::Pending;
+        }
+        let mut input = data;
+        loop {
+            this.out.reserve(input.len() / 2 + 64);
+            let before = this.deflate.total_in();
+            let status = this.deflate.compress_vec(input, &mut this.out, FlushCompress::Sync).map_err(std::io::Error::other)?;
+            input = &input[usize::try_from(this.deflate.total_in() - before).unwrap_or(input.len())..];
+            // Done once all is taken and the flush had room to finish.
+            if input.is_empty() && this.out.len() < this.out.capacity() && status != Status::BufError {
+                break;
+            }
+        }
+        // The write is taken whole; what the socket does not take now goes
+        // with the next write or flush.
+        let _ = this.poll_drain(cx)?;
+        Poll::Ready(Ok(data.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if this.poll_drain(cx)?.is_pending() {
+            return Poll::Pending;
+        }
+        Pin::new(&mut this.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if this.poll_drain(cx)?.is_pending() {
+            return Poll::Pending;
+        }
+        Pin::new(&mut this.inner).poll_shutdown(cx)
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Deflated<S> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            if this.taken < this.input.len() {
+                let (in_before, out_before) = (this.inflate.total_in(), this.inflate.total_out());
+                let unfilled = buf.initialize_unfilled();
+                this.inflate.decompress(&this.input[this.taken..], unfilled, FlushDecompress::Sync).map_err(std::io::Error::other)?;
+                let took = usize::try_from(this.inflate.total_in() - in_before).unwrap_or(0);
+                let made = usize::try_from(this.inflate.total_out() - out_before).unwrap_or(0);
+                this.taken += took;
+                if this.taken == this.input.len() {
+                    this.input.clear();
+                    this.taken = 0;
+                }
+                if made > 0 {
+                    buf.advance(made);
+                    return Poll::Ready(Ok(()));
+                }
+                if took > 0 {
+                    continue;
+                }
+            }
+            // Nothing more to inflate from what was read: read more.
+            let mut chunk = [0u8; READ_CHUNK];
+            let mut raw = ReadBuf::new(&mut chunk);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut raw) {
+                Poll::Ready(Ok(())) if raw.filled().is_empty() => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) => this.input.extend_from_slice(raw.filled()),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn each_write_arrives_whole_and_repeats_cost_little() {
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let (mut a, b) = (Deflated::new(a), Counting(b, 0));
+        let mut b = Deflated::new(b);
+        let stanza = "<message from='alice@a.test/phone' to='bob@b.test' type='chat' id='m1'><body>hi</body></message>";
+        let mut got = vec![0u8; stanza.len()];
+        a.write_all(stanza.as_bytes()).await.unwrap();
+        b.read_exact(&mut got).await.unwrap();
+        assert_eq!(got, stanza.as_bytes(), "the first write, whole, without a flush");
+        let first = b.inner.1;
+        a.write_all(stanza.replace("m1", "m2").as_bytes()).await.unwrap();
+        b.read_exact(&mut got).await.unwrap();
+        assert_eq!(String::from_utf8_lossy(&got), stanza.replace("m1", "m2"));
+        let second = b.inner.1 - first;
+        assert!(second < 30 && first < stanza.len(), "{} bytes, then {first} on the line, then {second}", stanza.len());
+    }
+
+    /// A reader that counts the bytes it reads.
+    struct Counting<S>(S, usize);
+
+    impl<S: AsyncRead + Unpin> AsyncRead for Counting<S> {
+        fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+            let before = buf.filled().len();
+            let polled = Pin::new(&mut self.0).poll_read(cx, buf);
+            self.1 += buf.filled().len() - before;
+            polled
+        }
+    }
+}
