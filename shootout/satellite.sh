@@ -13,10 +13,13 @@
 # default 30 s: at 2400 bit/s and 1 s each way, setting it up takes longer.
 #
 #   shootout/satellite.sh [OUT-DIR]      (default build/satellite)
-#   Each cell runs twice: the stream between the servers set up with
-#   STARTTLS (OUT/starttls/) and with TLS from the first byte, XEP-0368
-#   (OUT/direct-tls/: each server listens for it, and routes say tls:);
-#   MODES="starttls" or MODES="direct-tls" runs one.
+#   Each cell runs three times: the stream between the servers set up with
+#   STARTTLS (OUT/starttls/), with TLS from the first byte, XEP-0368
+#   (OUT/direct-tls/: each server listens for it, and routes say tls:), and
+#   the optimised profile (OUT/zero/): each server names the other in
+#   [[xmpp_s2s_peer]], a zero-handshake stream (XEP-0361) on port 15271,
+#   one connection both ways, deflated, no TLS (the link is declared
+#   trusted); MODES="starttls", "direct-tls" or "zero" runs one.
 #   QUICK=1: payload 2 B, 3 stable round trips a cell; otherwise payloads
 #   2, 100, 200 and 500 B, each answered at once and after 5, 10 and 15 s
 #   ("typing", taken off the round trip), 5 round trips. RATES (bit/s) and DELAYS override
@@ -38,7 +41,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${SWITCHBOARD_BIN:-$ROOT/target/release/switchboard}"
 OUT="${1:-$ROOT/build/satellite}"
 RATES="${RATES:-2400 19200}"
-MODES="${MODES:-starttls direct-tls login}"
+MODES="${MODES:-starttls direct-tls zero login}"
 DELAYS="${DELAYS:-0s 500ms 1s}"
 LOGINS="${LOGINS:-2}"
 if [ -n "${QUICK:-}" ]; then SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"; LOGIN_RATES="${LOGIN_RATES:-2400}"; LOGIN_DELAYS="${LOGIN_DELAYS:-500ms}"
@@ -46,7 +49,7 @@ else SIZES="${SIZES:-2,100,200,500}"; ROUNDS="${ROUNDS:-5}"; TYPING="${TYPING:-0
 die() { echo "satellite: $*" >&2; exit 1; }
 [ -x "$BIN" ] || die "no switchboard binary at $BIN; run cargo build --release first"
 for ip in 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5 127.0.0.6; do
-  for port in 15222 15223 15269 15270 18080; do
+  for port in 15222 15223 15269 15270 15271 18080; do
     ! (exec 3<>"/dev/tcp/$ip/$port") 2>/dev/null || die "$ip:$port is taken: is another run going?"
   done
 done
@@ -74,6 +77,12 @@ for name in a b; do
 done
 echo pw | "$BIN" xmpp-account alice >"$RUN/a.toml"
 echo pw | "$BIN" xmpp-account bob >"$RUN/b.toml"
+# The optimised profile: each names the other, reached through its link,
+# its connections coming from the link (which connects from 127.0.0.1).
+for pair in "a b 127.0.0.4" "b a 127.0.0.5"; do
+  set -- $pair
+  { cat "$RUN/$1.toml"; printf '[[xmpp_s2s_peer]]\ndomains = ["%s.test", "conference.%s.test"]\naddress = "%s:15271"\nfrom = ["127.0.0.1"]\ncompress = true\n' "$2" "$2" "$3"; } >"$RUN/$1-zero.toml"
+done
 
 # wait_for LOG TEXT PID WHO: waits up to 30 s for TEXT in LOG.
 wait_for() {
@@ -89,9 +98,10 @@ wait_for() {
 # reaching the other domain through the link on LINK-IP: with STARTTLS on
 # port 15269, or TLS from the first byte on 15270.
 serve() {
-  local mode="$1" name="$2" ip="$3" other="$4" via="$5" log="$RUN/$2-serve.log" route
+  local mode="$1" name="$2" ip="$3" other="$4" via="$5" log="$RUN/$2-serve.log" route config="$RUN/$2.toml" zero=off
   if [ "$mode" = direct-tls ]; then route="tls:$via:15270"; else route="$via:15269"; fi
-  "$BIN" serve --config "$RUN/$name.toml" --store memory --listen "$ip:18080" --xmpp-listen "$ip:15222" \
+  if [ "$mode" = zero ]; then config="$RUN/$name-zero.toml"; zero="$ip:15271"; fi
+  "$BIN" serve --config "$config" --xmpp-s2s-zero-listen "$zero" --store memory --listen "$ip:18080" --xmpp-listen "$ip:15222" \
     --irc-listen off --irc-tls-listen off --xmpp-domain "$name.test" --tls-cert "$RUN/$name.pem" --tls-key "$RUN/$name.key" \
     --xmpp-plain-unencrypted true --xmpp-s2s-listen "$ip:15269" --xmpp-s2s-trust "$RUN/ca.pem" --xmpp-s2s-connect-timeout 10m \
     --xmpp-s2s-tls-listen "$ip:15270" --xmpp-s2s-routes "$other=$route,conference.$other=$route" >"$log" 2>&1 &
@@ -137,7 +147,7 @@ for mode in $MODES; do
     done
     continue
   fi
-  if [ "$mode" = direct-tls ]; then port=15270; else port=15269; fi
+  case "$mode" in direct-tls) port=15270 ;; zero) port=15271 ;; *) port=15269 ;; esac
   for rate in $RATES; do
     for delay in $DELAYS; do
       echo "satellite: $mode, ${rate} bit/s, one-way delay $delay" >&2

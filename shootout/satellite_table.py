@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The satellite-link study's tables from shootout/satellite.sh's result files
-(OUT/<mode>/<rate>-<delay>.json, mode starttls or direct-tls), beside the
+(OUT/<mode>/<rate>-<delay>.json, mode starttls, direct-tls or zero, the optimised profile), beside the
 figures the study published for
 standard and optimised S2S (2 B payload; and by payload at 2400 bit/s with no
 delay). Usage: satellite_table.py OUT-DIR"""
@@ -31,7 +31,7 @@ def seconds(text):
     return float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
 
 
-MODES = ("starttls", "direct-tls")
+MODES = ("starttls", "direct-tls", "zero")
 
 
 def cells(folder):
@@ -53,7 +53,7 @@ def main():
     if not any(by_mode.values()):
         if (out / "login").is_dir():
             return
-        raise SystemExit(f"no result files in {out}/starttls or {out}/direct-tls")
+        raise SystemExit(f"no result files in {out}/starttls, {out}/direct-tls or {out}/zero")
     keys = sorted({k for cells_ in by_mode.values() for k in cells_}, key=lambda k: (-k[0], k[1]))
     s = lambda us: f"{us / 1e6:.2f} s"
     modes = [m for m in MODES if m in by_mode]
