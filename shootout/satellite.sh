@@ -25,6 +25,9 @@
 #   ("typing", taken off the round trip), 5 round trips. RATES (bit/s) and DELAYS override
 #   the grid: RATES="2400 19200" DELAYS="0s 500ms 1s"; SIZES, TYPING and
 #   ROUNDS the payloads, the answers' waits and the round trips a cell.
+#   Cells with no delay then measure throughput: messages one way back to
+#   back, THROUGHPUT payload sizes (10,100,1024,10240; QUICK: 10,100,1024),
+#   THROUGHPUT_BYTES of bodies each (2048; QUICK: 1024).
 #
 #   Then client logins over the link (OUT/login/): a.test alone, its client
 #   ports (STARTTLS on 15222, TLS from the first byte on 15223) behind links
@@ -44,8 +47,8 @@ RATES="${RATES:-2400 19200}"
 MODES="${MODES:-starttls direct-tls zero login}"
 DELAYS="${DELAYS:-0s 500ms 1s}"
 LOGINS="${LOGINS:-2}"
-if [ -n "${QUICK:-}" ]; then SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"; LOGIN_RATES="${LOGIN_RATES:-2400}"; LOGIN_DELAYS="${LOGIN_DELAYS:-500ms}"
-else SIZES="${SIZES:-2,100,200,500}"; ROUNDS="${ROUNDS:-5}"; TYPING="${TYPING:-0s,5s,10s,15s}"; LOGIN_RATES="${LOGIN_RATES:-$RATES}"; LOGIN_DELAYS="${LOGIN_DELAYS:-$DELAYS}"; fi
+if [ -n "${QUICK:-}" ]; then SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"; THROUGHPUT="${THROUGHPUT:-10,100,1024}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-1024}"; LOGIN_RATES="${LOGIN_RATES:-2400}"; LOGIN_DELAYS="${LOGIN_DELAYS:-500ms}"
+else SIZES="${SIZES:-2,100,200,500}"; ROUNDS="${ROUNDS:-5}"; TYPING="${TYPING:-0s,5s,10s,15s}"; THROUGHPUT="${THROUGHPUT:-10,100,1024,10240}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-2048}"; LOGIN_RATES="${LOGIN_RATES:-$RATES}"; LOGIN_DELAYS="${LOGIN_DELAYS:-$DELAYS}"; fi
 die() { echo "satellite: $*" >&2; exit 1; }
 [ -x "$BIN" ] || die "no switchboard binary at $BIN; run cargo build --release first"
 for ip in 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5 127.0.0.6; do
@@ -157,9 +160,11 @@ for mode in $MODES; do
       serve "$mode" b 127.0.0.3 a.test 127.0.0.5
       cell="$OUT/$mode/$rate-$delay"
       status=0
+      streams=()
+      if [ "$delay" = 0s ] && [ -n "$THROUGHPUT" ]; then streams=(--throughput "$THROUGHPUT" --throughput-bytes "$THROUGHPUT_BYTES"); fi
       "$BIN" bench federated --quiet --target http://127.0.0.2:18080 --xmpp-port 15222 --xmpp-domain a.test \
         --xmpp-user alice --xmpp-password pw --peer-domain b.test --peer-xmpp 127.0.0.3:15222 --peer-user bob \
-        --sizes "$SIZES" --typing "$TYPING" --round-trips "$ROUNDS" --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
+        --sizes "$SIZES" --typing "$TYPING" --round-trips "$ROUNDS" "${streams[@]}" --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
       stop_all
       # What crossed each link, both ways: handshakes and messages.
       grep -h "link stopped" "$RUN"/link-*.log >"$cell.link" || true

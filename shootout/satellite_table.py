@@ -6,6 +6,7 @@ standard and optimised S2S (2 B payload; and by payload at 2400 bit/s with no
 delay). Usage: satellite_table.py OUT-DIR"""
 
 import json
+import math
 import pathlib
 import re
 import sys
@@ -21,6 +22,8 @@ STUDY = {
 }
 # payload bytes -> (standard, optimised) stable round trip at 2400 bit/s, no delay.
 STUDY_PAYLOAD = {2: (1.2, 0.7), 100: (1.85, 1.4), 200: (2.3, 1.85), 500: (3.75, 3.2)}
+# payload bytes -> link utilisation of one stream of stanzas at 2400 bit/s.
+STUDY_UTILISATION = {10: "22%", 100: "46%", 1024: "70%", 10240: "74%"}
 
 
 def seconds(text):
@@ -83,6 +86,30 @@ def main():
             std = STUDY_PAYLOAD.get(x["size"], ("–", "–"))
             print(f"| {x['size']} B | {s(x['round_trip']['p50_us'])} | {std[0]} s | {std[1]} s |")
     typing_table(found)
+    throughput_table(by_mode, modes)
+
+
+def throughput_table(by_mode, modes):
+    """Link utilisation by payload, with no delay: the bodies' bits over what
+    the link could carry in the time they took."""
+    rows = {}
+    for mode in modes:
+        for (rate, delay), r in by_mode[mode].items():
+            if delay == 0.0:
+                for t in r.get("throughput", []):
+                    used = t["size"] * t["messages"] * 8 / (rate * t["duration_us"] / 1e6)
+                    # Random letters and digits carry log2(62) bits a character, not 8:
+                    # deflate gets close to that, which the second figure takes off.
+                    info = used * math.log2(62) / 8
+                    rows.setdefault((rate, t["size"]), {})[mode] = f"{used:.0%} / {info:.0%} ({t['messages']} in {t['duration_us'] / 1e6:.1f} s)"
+    if not rows:
+        return
+    print()
+    print(f"| throughput, no delay | payload | {' | '.join(m + ': bodies / their information' for m in modes)} | study (standard, compressed; random bytes) |")
+    print("|---|---|" + "---|" * len(modes) + "---|")
+    for (rate, size), cells_ in sorted(rows.items(), key=lambda x: (-x[0][0], x[0][1])):
+        study = STUDY_UTILISATION.get(size, "–") if rate == 2400 else "–"
+        print(f"| {rate} bit/s | {size} B | {' | '.join(cells_.get(m, '–') for m in modes)} | {study} |")
 
 
 def login_table(folder):

@@ -211,6 +211,14 @@ pub struct FederatedArgs {
     /// Round trips per payload size and typing delay, after the run's first.
     #[arg(long, default_value_t = 5)]
     pub round_trips: u64,
+    /// Then throughput: for each of these payload sizes (comma-separated), messages sent one
+    /// way back to back, about --throughput-bytes of bodies in all (at least 2 messages),
+    /// timed from the first send to the last arrival [default: none]
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub throughput: Vec<usize>,
+    /// Bytes of bodies each throughput size sends in all.
+    #[arg(long, default_value_t = 2048, value_name = "BYTES")]
+    pub throughput_bytes: usize,
 }
 
 #[derive(Debug, clap::Args)]
@@ -517,6 +525,11 @@ pub struct FederatedSettings {
     pub sizes: Vec<usize>,
     pub typing_us: Vec<u64>,
     pub round_trips: u64,
+    /// Throughput's payload sizes, and the body bytes each sends in all.
+    #[serde(default)]
+    pub throughput: Vec<usize>,
+    #[serde(default)]
+    pub throughput_bytes: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -628,7 +641,7 @@ impl Plan {
             }
             ScenarioArgs::Federated(a) => {
                 positive(a.round_trips, "--round-trips")?;
-                if a.sizes.is_empty() || a.sizes.contains(&0) || a.typing.is_empty() {
+                if a.sizes.is_empty() || a.sizes.contains(&0) || a.typing.is_empty() || a.throughput.contains(&0) {
                     return Err(Error::usage("--sizes needs positive byte counts and --typing durations"));
                 }
                 let plan = xmpp_plan(a.xmpp)?;
@@ -654,6 +667,8 @@ impl Plan {
                     sizes: a.sizes,
                     typing_us: a.typing.iter().map(|t| t.as_micros() as u64).collect(),
                     round_trips: a.round_trips,
+                    throughput: a.throughput,
+                    throughput_bytes: a.throughput_bytes,
                 };
                 (a.common, "", Settings::Federated(s), vec![TransportKind::XmppTcp])
             }

@@ -232,6 +232,10 @@ pub(crate) fn print_table(file: &ResultFile, w: &mut impl Write) -> io::Result<(
                 t.header(&["transport", "size", "typing", "min", "p50", "mean", "max", "note"]);
                 for r in results {
                     t.note(format!("  {}: first round trip {} (logins {} and {})", r.transport, human_us(r.first_us as f64), human_us(r.connect_us as f64), human_us(r.peer_connect_us as f64)));
+                    for row in &r.throughput {
+                        let rate = (row.size as u64 * row.messages) as f64 * 1e6 / row.duration_us.max(1) as f64;
+                        t.note(format!("  {}: {} messages of {}B one way in {} ({rate:.0} B/s of bodies)", r.transport, row.messages, row.size, human_us(row.duration_us as f64)));
+                    }
                     for row in &r.rows {
                         let rt = &row.round_trip;
                         t.row(vec![

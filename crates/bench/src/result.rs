@@ -180,6 +180,9 @@ pub struct FederatedResult {
     pub first_us: u64,
     /// The steady round trips, by payload size and typing delay (taken off).
     pub rows: Vec<FederatedRow>,
+    /// Messages sent one way back to back, by payload size.
+    #[serde(default)]
+    pub throughput: Vec<FederatedThroughput>,
     pub resources: Resources,
 }
 
@@ -195,6 +198,16 @@ pub struct LoginResult {
     pub bytes_sent: u64,
     pub bytes_received: u64,
     pub resources: Resources,
+}
+
+/// `bench federated`'s throughput at one payload size.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FederatedThroughput {
+    /// Bytes of each message's body.
+    pub size: usize,
+    pub messages: u64,
+    /// From the first send to the last message's arrival at the other user.
+    pub duration_us: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

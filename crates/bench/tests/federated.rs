@@ -52,7 +52,7 @@ async fn round_trips_between_users_of_two_federated_servers_by_size_and_typing()
     let peer = format!("127.0.0.1:{}", b.xmpp.expect("the test's set-up").port());
     let mut argv: Vec<String> = ["federated", "--quiet", "--xmpp-domain", "a.test", "--xmpp-user", "alice", "--xmpp-password", "pw"].map(String::from).to_vec();
     argv.extend(a.xmpp_target());
-    argv.extend(["--peer-domain", "b.test", "--peer-xmpp", &peer, "--peer-user", "bob", "--sizes", "2,100", "--typing", "0s,20ms", "--round-trips", "3"].map(String::from));
+    argv.extend(["--peer-domain", "b.test", "--peer-xmpp", &peer, "--peer-user", "bob", "--sizes", "2,100", "--typing", "0s,20ms", "--round-trips", "3", "--throughput", "10,1000", "--throughput-bytes", "300"].map(String::from));
     let (file, err) = measure(&argv.iter().map(String::as_str).collect::<Vec<_>>()).await;
     assert!(err.is_none(), "{err:?}");
     let v = json(&file);
@@ -61,13 +61,16 @@ async fn round_trips_between_users_of_two_federated_servers_by_size_and_typing()
     crate::schema::assert_valid(&out);
     let run = &v["runs"][0];
     assert_eq!(run["scenario"], "federated");
-    assert_eq!(run["settings"], serde_json::json!({"peer_domain": "b.test", "peer_xmpp": peer, "peer_user": "bob", "sizes": [2, 100], "typing_us": [0, 20_000], "round_trips": 3}));
+    assert_eq!(run["settings"], serde_json::json!({"peer_domain": "b.test", "peer_xmpp": peer, "peer_user": "bob", "sizes": [2, 100], "typing_us": [0, 20_000], "round_trips": 3, "throughput": [10, 1000], "throughput_bytes": 300}));
     let result = &run["results"][0];
     assert_eq!(result["transport"], "xmpp-tcp");
     assert!(result["first_us"].as_u64().is_some_and(|us| us > 0), "{result}");
     let n = |v: &serde_json::Value| v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"));
     let rows: Vec<(u64, u64, u64)> = result["rows"].as_array().expect("rows").iter().map(|r| (n(&r["size"]), n(&r["typing_us"]), n(&r["round_trip"]["count"]))).collect();
     assert_eq!(rows, [(2, 0, 3), (2, 20_000, 3), (100, 0, 3), (100, 20_000, 3)]);
+    // Throughput: 300 bytes of 10-byte bodies, and at least two of 1000 bytes.
+    let streams: Vec<(u64, u64)> = result["throughput"].as_array().expect("throughput").iter().map(|r| (n(&r["size"]), n(&r["messages"]))).collect();
+    assert_eq!(streams, [(10, 30), (1000, 2)]);
 }
 
 #[test]

@@ -18,7 +18,7 @@ use super::Ctx;
 use crate::Error;
 use crate::flags::{FederatedSettings, XmppAuth, XmppSettings};
 use crate::latency::Latency;
-use crate::result::{FederatedResult, FederatedRow};
+use crate::result::{FederatedResult, FederatedRow, FederatedThroughput};
 use crate::target::{Target, XmppEndpoints};
 use crate::transport::{self, Connection, TransportKind, xmpp};
 
@@ -36,7 +36,7 @@ pub(crate) async fn run(ctx: &Ctx, settings: &FederatedSettings, kinds: &[Transp
     };
     let peer_target = peer_target(&settings.peer_xmpp)?;
     for &kind in kinds {
-        let rounds = 1 + settings.sizes.len() as u64 * settings.typing_us.len() as u64 * settings.round_trips;
+        let rounds = 1 + settings.sizes.len() as u64 * settings.typing_us.len() as u64 * settings.round_trips + settings.throughput.len() as u64;
         ctx.progress.step(format!("federated {kind}"), rounds);
         let window = ctx.monitor.window();
         let (mut mine, connect_us) = ctx.connect(kind).await?;
@@ -64,9 +64,15 @@ pub(crate) async fn run(ctx: &Ctx, settings: &FederatedSettings, kinds: &[Transp
                 rows.push(FederatedRow { size, typing_us, round_trip: latency.summary() });
             }
         }
+        let mut throughput = Vec::new();
+        for &size in &settings.throughput {
+            let messages = (settings.throughput_bytes / size).max(2) as u64;
+            throughput.push(FederatedThroughput { size, messages, duration_us: stream(ctx, &mut mine, &mut theirs, size, messages).await? });
+            ctx.progress.inc(1);
+        }
         mine.sender.close().await;
         theirs.sender.close().await;
-        out.push(FederatedResult { transport: kind, connect_us, peer_connect_us, first_us, rows, resources: ctx.monitor.finish(window) });
+        out.push(FederatedResult { transport: kind, connect_us, peer_connect_us, first_us, rows, throughput, resources: ctx.monitor.finish(window) });
     }
     Ok(())
 }
@@ -113,6 +119,28 @@ async fn round_trip(ctx: &Ctx, mine: &mut Connection, theirs: &mut Connection, s
     theirs.sender.send(&got).await?;
     until(ctx, mine, &body, "the answer from the other server's user").await?;
     Ok((ctx.clock.now_us() - sent_us).saturating_sub(typing_us))
+}
+
+/// `messages` messages of `size` random letters and digits from the target's user,
+/// sent back to back; how long until the last reached the other user. Each body
+/// starts with its number, so that the last is known.
+async fn stream(ctx: &Ctx, mine: &mut Connection, theirs: &mut Connection, size: usize, messages: u64) -> Result<u64, Error> {
+    let bodies: Vec<String> = (0..messages)
+        .map(|n| {
+            let mark = format!("{n}.");
+            let fill: String = rand::rng().sample_iter(&Alphanumeric).take(size.saturating_sub(mark.len())).map(char::from).collect();
+            format!("{mark}{fill}")
+        })
+        .collect();
+    let sent_us = ctx.clock.now_us();
+    for body in &bodies {
+        mine.sender.send(body).await?;
+    }
+    // In order over one stream: the last to arrive is the last sent.
+    if let Some(last) = bodies.last() {
+        until(ctx, theirs, last, "the last of a stream of messages at the other server's user").await?;
+    }
+    Ok(ctx.clock.now_us() - sent_us)
 }
 
 /// Waits for the message whose body is `body`, passing over any other stanza and
