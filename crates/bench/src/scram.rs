@@ -18,7 +18,8 @@ pub struct Scram {
     server_signature: Vec<u8>,
 }
 
-fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
+/// HMAC-SHA-256 of `data` under `key` (FAST's HT-SHA-256-NONE uses it too).
+pub(crate) fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
     // HMAC takes a key of any length.
     let Ok(mut mac) = <Hmac<Sha256> as Mac>::new_from_slice(key) else { return Vec::new() };
     mac.update(data);

@@ -19,7 +19,6 @@ use std::time::Instant;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use hmac::{Hmac, Mac};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -285,10 +284,9 @@ fn authenticate(mechanism: &str, initial: &[u8], more: &str) -> String {
     )
 }
 
+/// HT-SHA-256-NONE's proof or answer: the token's bytes as the key.
 fn hmac(token: &str, data: &[u8]) -> Vec<u8> {
-    let Ok(mut mac) = <Hmac<sha2::Sha256> as Mac>::new_from_slice(token.as_bytes()) else { return Vec::new() };
-    mac.update(data);
-    mac.finalize().into_bytes().to_vec()
+    crate::scram::hmac(token.as_bytes(), data)
 }
 
 /// The base64 text of a SASL element, decoded.
