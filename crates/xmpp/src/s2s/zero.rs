@@ -175,8 +175,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Deflated<S> {
             let before = this.deflate.total_in();
             let status = this.deflate.compress_vec(input, &mut this.out, FlushCompress::Sync).map_err(std::io::Error::other)?;
             input = &input[usize::try_from(this.deflate.total_in() - before).unwrap_or(input.len())..];
-            // Done once all is taken and the flush had room to finish.
-            if input.is_empty() && this.out.len() < this.out.capacity() && status != Status::BufError {
+            // Done once all is taken and the flush had room to finish, or
+            // zlib says nothing more can come (there was room: it was reserved).
+            if input.is_empty() && (this.out.len() < this.out.capacity() || status == Status::BufError) {
                 break;
             }
         }
@@ -261,6 +262,24 @@ mod tests {
         assert_eq!(String::from_utf8_lossy(&got), stanza.replace("m1", "m2"));
         let second = b.inner.1 - first;
         assert!(second < 30 && first < stanza.len(), "{} bytes, then {first} on the line, then {second}", stanza.len());
+    }
+
+    #[tokio::test]
+    async fn a_write_bigger_than_any_buffer_arrives_whole() {
+        let (a, b) = tokio::io::duplex(1 << 10);
+        let (mut a, mut b) = (Deflated::new(a), Deflated::new(b));
+        // Little that repeats: the compressed form is about as long.
+        let text: String = (0..200_000u32).map(|i| char::from(b'a' + (i.wrapping_mul(2_654_435_761) >> 27) as u8 % 26)).collect();
+        let sent = text.clone();
+        let writer = tokio::spawn(async move {
+            a.write_all(sent.as_bytes()).await.unwrap();
+            a.flush().await.unwrap();
+            a
+        });
+        let mut got = vec![0u8; text.len()];
+        b.read_exact(&mut got).await.unwrap();
+        assert!(got == text.as_bytes());
+        drop(writer.await.unwrap());
     }
 
     /// A reader that counts the bytes it reads.
