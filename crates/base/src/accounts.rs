@@ -189,6 +189,30 @@ pub enum Exchange {
     Scram { hash: Hash, state: Option<ScramState> },
 }
 
+impl Exchange {
+    /// The fingerprint of the keys a SCRAM exchange checks the client's
+    /// proof against, once its first message named the account: what a
+    /// FAST token given at its end is bound to.
+    pub fn fingerprint(&self) -> Option<Vec<u8>> {
+        match self {
+            Exchange::Scram { state: Some(ScramState { keys: Some(account), .. }), .. } => Some(fingerprint(account)),
+            _ => None,
+        }
+    }
+}
+
+/// A hash of an account's salt and keys: it changes with its password, and
+/// with the account itself when a name is made again.
+pub fn fingerprint(account: &Account) -> Vec<u8> {
+    let mut hash = Sha256::new();
+    for part in [&account.salt, &account.sha1.stored, &account.sha1.server, &account.sha256.stored, &account.sha256.server] {
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part);
+    }
+    hash.update(account.iterations.to_be_bytes());
+    hash.finalize().to_vec()
+}
+
 #[derive(Debug)]
 pub struct ScramState {
     account: String,
@@ -247,6 +271,12 @@ impl Accounts {
     /// made, and the store keeps none from before.
     pub fn is_empty(&self) -> bool {
         self.open.is_none() && self.configured.is_empty() && !self.store.persistent()
+    }
+
+    /// The fingerprint of the keys of the account `name` (see [`fingerprint`]),
+    /// if there is one; `Err` when the store cannot say.
+    pub async fn fingerprint(&self, name: &str) -> Result<Option<Vec<u8>>, store::Error> {
+        Ok(self.get(name).await?.map(|account| fingerprint(&account)))
     }
 
     /// Whether the account `name` exists; `Err` when the store cannot say.

@@ -19,6 +19,9 @@ use store::{FastToken, Store};
 use subtle::ConstantTimeEq;
 use wire::xmpp::jid::localpart;
 
+/// The longest a token may work (`--xmpp-fast-token-lifetime`'s bound).
+pub const MAX_LIFETIME: Duration = Duration::from_secs(10 * 365 * 86_400);
+
 /// The one FAST mechanism offered.
 pub const MECHANISM: &str = "HT-SHA-256-NONE";
 
@@ -48,6 +51,8 @@ pub struct Checked {
     pub answer: Vec<u8>,
     /// When the token used expires, in seconds since the epoch.
     pub expires: i64,
+    /// The fingerprint of the account's keys it was given under.
+    pub keys: Vec<u8>,
 }
 
 fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
@@ -63,12 +68,13 @@ fn seconds(at: SystemTime) -> i64 {
 
 impl Fast {
     pub fn new(store: Arc<dyn Store>, lifetime: Duration, limit: usize) -> Fast {
-        Fast { store, lifetime, limit }
+        // Past 10 years a time cannot be written as XEP-0082 asks for long.
+        Fast { store, lifetime: lifetime.min(MAX_LIFETIME), limit }
     }
 
-    /// Makes a token for `account`'s client `agent` and keeps it; `Err`
-    /// when the store cannot.
-    pub async fn issue(&self, account: &str, agent: &str) -> Result<Issued, store::Error> {
+    /// Makes a token for `account`'s client `agent`, bound to the keys
+    /// whose fingerprint is `keys`, and keeps it; `Err` when the store cannot.
+    pub async fn issue(&self, account: &str, agent: &str, keys: &[u8]) -> Result<Issued, store::Error> {
         // 192 bits from the operating system's generator (the draft asks 128).
         let token = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(rand::random::<[u8; 24]>());
         let now = SystemTime::now();
@@ -79,6 +85,7 @@ impl Fast {
             proof: Sha256::digest(hmac(token.as_bytes(), b"Initiator")).to_vec(),
             answer: hmac(token.as_bytes(), b"Responder"),
             expires: seconds(expires),
+            keys: keys.to_vec(),
         };
         self.store.keep_token(account, &kept, seconds(now), self.limit).await?;
         Ok(Issued { token, expiry: humantime::format_rfc3339_seconds(expires).to_string() })
@@ -97,7 +104,7 @@ impl Fast {
         match found {
             None => Err("not-authorized"),
             Some(token) if token.expires <= seconds(SystemTime::now()) => Err("credentials-expired"),
-            Some(token) => Ok(Checked { account, answer: token.answer, expires: token.expires }),
+            Some(token) => Ok(Checked { account, answer: token.answer, expires: token.expires, keys: token.keys }),
         }
     }
 
@@ -125,7 +132,7 @@ mod tests {
     #[tokio::test]
     async fn a_token_logs_its_client_in_and_nothing_else_does() {
         let fast = Fast::new(Arc::new(store::MemoryStore::default()), Duration::from_secs(3600), 4);
-        let issued = fast.issue("alice", "phone").await.unwrap();
+        let issued = fast.issue("alice", "phone", b"keys").await.unwrap();
         assert_eq!(issued.token.len(), 32);
         assert!(issued.expiry.ends_with('Z') && issued.expiry.len() == 20, "{}", issued.expiry);
         let checked = fast.check(&proof("Alice", &issued.token), "phone").await.unwrap();
@@ -139,7 +146,7 @@ mod tests {
         assert_eq!(fast.check(&proof("alice", &issued.token), "phone").await, Err("not-authorized"), "invalidated");
 
         // A token kept until a second after the epoch.
-        let old = FastToken { agent: "phone".into(), mechanism: MECHANISM.into(), proof: Sha256::digest(hmac(b"old", b"Initiator")).to_vec(), answer: Vec::new(), expires: 1 };
+        let old = FastToken { agent: "phone".into(), mechanism: MECHANISM.into(), proof: Sha256::digest(hmac(b"old", b"Initiator")).to_vec(), answer: Vec::new(), expires: 1, keys: Vec::new() };
         fast.store.keep_token("alice", &old, 0, 4).await.unwrap();
         assert_eq!(fast.check(&proof("alice", "old"), "phone").await, Err("credentials-expired"));
     }

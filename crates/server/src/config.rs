@@ -889,6 +889,7 @@ impl XmppConfig {
             (self.max_rooms > 0, "xmpp_max_rooms must be at least 1"),
             (self.auth_tries > 0, "xmpp_auth_tries must be at least 1"),
             (self.fast_tokens == 0 || !self.fast_token_lifetime.is_zero(), "xmpp_fast_token_lifetime must be above zero"),
+            (self.fast_token_lifetime <= base::fast::MAX_LIFETIME, "xmpp_fast_token_lifetime is at most 10 years"),
         ])
     }
 }

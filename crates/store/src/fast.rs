@@ -23,6 +23,10 @@ pub struct FastToken {
     pub answer: Vec<u8>,
     /// When it stops working, in seconds since the Unix epoch.
     pub expires: i64,
+    /// What the account's keys were when it was given (a hash of them): a
+    /// token works only while they are the same, so that a new password, or
+    /// a new account under the name, ends it whoever kept it.
+    pub keys: Vec<u8>,
 }
 
 /// Tokens an account's one client keeps at most: the one it logs in with
@@ -70,7 +74,7 @@ mod tests {
     use super::*;
 
     fn token(agent: &str, n: u8, expires: i64) -> FastToken {
-        FastToken { agent: agent.into(), mechanism: "HT-SHA-256-NONE".into(), proof: vec![n], answer: vec![n], expires }
+        FastToken { agent: agent.into(), mechanism: "HT-SHA-256-NONE".into(), proof: vec![n], answer: vec![n], expires, keys: vec![] }
     }
 
     #[test]

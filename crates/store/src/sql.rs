@@ -408,6 +408,7 @@ fn token_of(row: &AnyRow) -> Result<FastToken> {
         proof: row.try_get("proof")?,
         answer: row.try_get("answer")?,
         expires: row.try_get("expires")?,
+        keys: row.try_get("keys")?,
     })
 }
 
@@ -417,13 +418,14 @@ impl FastTokenStore for SqlStore {
         // Under the account's lock: two logins of one account at once
         // prune what both kept.
         let mut tx = self.write(account).await?;
-        sqlx::query("INSERT INTO fast_token (account, agent, mechanism, proof, answer, expires) VALUES ($1, $2, $3, $4, $5, $6)")
+        sqlx::query("INSERT INTO fast_token (account, agent, mechanism, proof, answer, expires, keys) VALUES ($1, $2, $3, $4, $5, $6, $7)")
             .bind(account)
             .bind(&token.agent)
             .bind(&token.mechanism)
             .bind(&token.proof)
             .bind(&token.answer)
             .bind(token.expires)
+            .bind(&token.keys)
             .execute(&mut *tx)
             .await?;
         let rows = sqlx::query("SELECT * FROM fast_token WHERE account = $1").bind(account).fetch_all(&mut *tx).await?;

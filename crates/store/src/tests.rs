@@ -118,7 +118,7 @@ async fn rooms_body(store: &dyn Store) {
 }
 
 fn token(agent: &str, n: u8, expires: i64) -> FastToken {
-    FastToken { agent: agent.into(), mechanism: "HT-SHA-256-NONE".into(), proof: vec![n; 32], answer: vec![n + 1; 32], expires }
+    FastToken { agent: agent.into(), mechanism: "HT-SHA-256-NONE".into(), proof: vec![n; 32], answer: vec![n + 1; 32], expires, keys: vec![n; 32] }
 }
 
 async fn fast_tokens_body(store: &dyn Store) {

@@ -199,3 +199,44 @@ async fn sasl2_needs_tls_fails_as_sasl_does_and_takes_no_second_authenticate() {
     let (_, metrics) = server.get("/metrics").await;
     assert!(metrics.contains("switchboard_refused_total{app=\"xmpp\",reason=\"sasl\"} 2\n"), "{metrics}");
 }
+
+/// A server keeping its store in `dir` (SQLite), with `account` from the
+/// configuration file.
+fn kept_with(dir: &std::path::Path, account: &server::AccountEntry) -> server::Config {
+    let mut config = server::Config { xmpp_accounts: vec![account.clone()], ..server::Config::default() };
+    config.store.data_dir = dir.to_owned();
+    config.xmpp.plain_unencrypted = true;
+    config
+}
+
+#[tokio::test]
+async fn a_token_outlives_a_restart_but_not_a_new_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let fay = server::AccountEntry::new("fay", "pw");
+    let first = TestServer::with_xmpp_kept(kept_with(dir.path(), &fay)).await;
+    let (mut c, _) = open(first.xmpp.unwrap()).await;
+    c.send(&authenticate("PLAIN", b"\0fay\0pw", AGENT, ASK_TOKEN)).await;
+    let success = c.stanza().await;
+    let secret = success.find("token", "urn:xmpp:fast:0").unwrap().get("token").unwrap().to_owned();
+    drop(c);
+    first.shutdown().await.unwrap().unwrap();
+    let proof = [&b"fay\0"[..], &hmac(&secret, b"Initiator")].concat();
+
+    // Kept in the store: it works after a restart.
+    let second = TestServer::with_xmpp_kept(kept_with(dir.path(), &fay)).await;
+    let (mut again, _) = open(second.xmpp.unwrap()).await;
+    again.send(&authenticate("HT-SHA-256-NONE", &proof, AGENT, "<fast xmlns='urn:xmpp:fast:0'/>")).await;
+    assert_eq!(again.stanza().await.name, "success");
+    drop(again);
+    second.shutdown().await.unwrap().unwrap();
+
+    // The configuration file gives fay a new password (no store call says so):
+    // the token was given under the old keys, and works no more.
+    let third = TestServer::with_xmpp_kept(kept_with(dir.path(), &server::AccountEntry::new("fay", "new"))).await;
+    let (mut after, _) = open(third.xmpp.unwrap()).await;
+    after.send(&authenticate("HT-SHA-256-NONE", &proof, AGENT, "<fast xmlns='urn:xmpp:fast:0'/>")).await;
+    assert_eq!(
+        after.stanza().await.to_xml("jabber:client"),
+        "<failure xmlns=\"urn:xmpp:sasl:2\"><credentials-expired xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"/></failure>"
+    );
+}

@@ -64,6 +64,7 @@ impl Session {
             }
             Step::Success(account, data) => {
                 self.sasl = None;
+                self.sasl2 = None;
                 self.authenticated(account);
                 let mut success = Element::new("success", ns::SASL);
                 if !data.is_empty() {

@@ -36,6 +36,9 @@ pub(super) struct Inline {
     /// It logs in with a FAST token: whether it asked that the token go
     /// (`invalidate`), and when the token expires.
     fast: Option<(bool, i64)>,
+    /// The fingerprint of the account's keys the login was checked against,
+    /// read no later than the check: a token it is given is bound to them.
+    keys: Option<Vec<u8>>,
 }
 
 impl Inline {
@@ -54,7 +57,7 @@ impl Inline {
         let resume = authenticate.find("resume", ns::SM).map(|r| (r.get("previd").unwrap_or_default().to_owned(), r.get("h").and_then(|h| h.parse().ok())));
         let token = authenticate.find("request-token", ns::FAST).is_some_and(|r| r.get("mechanism") == Some(base::fast::MECHANISM));
         let invalidate = authenticate.find("fast", ns::FAST).map(|f| matches!(f.get("invalidate"), Some("true" | "1")));
-        Ok(Inline { agent: agent.to_owned(), bind, resume, token, fast: invalidate.map(|i| (i, 0)) })
+        Ok(Inline { agent: agent.to_owned(), bind, resume, token, fast: invalidate.map(|i| (i, 0)), keys: None })
     }
 }
 
@@ -114,7 +117,14 @@ impl Session {
                 }
             },
             "response" => match (self.sasl.as_mut(), STANDARD.decode(element.text_content().trim())) {
-                (Some(exchange), Ok(data)) if self.sasl2.is_some() => self.xmpp.auth.accounts.step(exchange, &data).await,
+                (Some(exchange), Ok(data)) if self.sasl2.is_some() => {
+                    // SCRAM's keys, as read for its first message, are what its proof is checked against.
+                    let keys = exchange.fingerprint();
+                    if let Some(inline) = self.sasl2.as_mut() {
+                        inline.keys = keys;
+                    }
+                    self.xmpp.auth.accounts.step(exchange, &data).await
+                }
                 (_, Err(_)) => Step::Failure("incorrect-encoding"),
                 _ => Step::Failure("malformed-request"),
             },
@@ -147,17 +157,28 @@ impl Session {
                 Ok(checked) => checked,
                 Err(condition) => return Step::Failure(condition),
             };
-            // The account may have gone from the configuration file since.
-            return match auth.accounts.exists(&checked.account).await {
-                Ok(true) => {
+            // The account's keys must be those it was given under: a new
+            // password, or the name made again (in the store or the
+            // configuration file), ends it.
+            return match auth.accounts.fingerprint(&checked.account).await {
+                Ok(Some(keys)) if keys == checked.keys => {
                     inline.fast = Some((inline.fast.is_some_and(|(invalidate, _)| invalidate), checked.expires));
+                    inline.keys = Some(keys);
                     Step::Success(Some(checked.account), checked.answer)
                 }
-                Ok(false) => Step::Failure("not-authorized"),
+                Ok(Some(_)) => Step::Failure("credentials-expired"),
+                Ok(None) => Step::Failure("not-authorized"),
                 Err(_) => Step::Failure("temporary-auth-failure"),
             };
         }
         inline.fast = None;
+        if mechanism == "PLAIN"
+            && let Some(name) = data.split(|&b| b == 0).nth(1).and_then(|n| std::str::from_utf8(n).ok()).and_then(wire::xmpp::jid::localpart)
+        {
+            // Read before PLAIN reads the keys it checks: if they change
+            // between, a token given is bound to the old ones, and works never.
+            inline.keys = auth.accounts.fingerprint(&name).await.ok().flatten();
+        }
         match auth.accounts.start(mechanism, true, auth.anonymous) {
             Some(mut exchange) => {
                 let step = auth.accounts.step(&mut exchange, data).await;
@@ -172,6 +193,7 @@ impl Session {
     /// a new one if it asked, and gives it a token if it asked or is due.
     async fn sasl2_success(&mut self, account: Option<String>, data: Vec<u8>) -> Result<Option<Flow>, StreamEnd> {
         let inline = self.sasl2.take().map(|i| *i).unwrap_or_default();
+        self.sasl = None;
         let name = account.clone();
         self.authenticated(account);
         let mut success = Element::new("success", ns::SASL2);
@@ -243,6 +265,7 @@ impl Session {
     /// gives none: the login itself stands.
     async fn fast_token(&self, account: &str, inline: &Inline) -> Option<Element> {
         let fast = self.xmpp.auth.fast.as_ref()?;
+        let keys = inline.keys.as_deref()?;
         let mut wanted = inline.token;
         if let Some((invalidate, expires)) = inline.fast {
             match fast.used(account, &inline.agent, expires, invalidate).await {
@@ -256,7 +279,7 @@ impl Session {
         if !wanted {
             return None;
         }
-        match fast.issue(account, &inline.agent).await {
+        match fast.issue(account, &inline.agent, keys).await {
             Ok(issued) => Some(Element::new("token", ns::FAST).attr("expiry", &issued.expiry).attr("token", &issued.token)),
             Err(e) => {
                 tracing::warn!("xmpp: no FAST token kept for {account:?}: {e}");
