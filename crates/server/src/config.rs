@@ -770,7 +770,12 @@ impl Config {
             zero_peers: file
                 .peers
                 .into_iter()
-                .map(|p| xmpp::s2s::ZeroPeer { domains: p.domains.iter().map(|d| d.to_ascii_lowercase()).collect(), address: p.address, from: p.from, compress: p.compress })
+                .map(|p| xmpp::s2s::ZeroPeer {
+                    domains: p.domains.iter().map(|d| d.to_ascii_lowercase()).collect(),
+                    address: p.address,
+                    from: p.from.iter().map(std::net::IpAddr::to_canonical).collect(),
+                    compress: p.compress,
+                })
                 .collect(),
             irc: flags.irc.resolve(),
             api: flags.api.resolve(),
@@ -1007,6 +1012,12 @@ fn read_file(path: &Path) -> Result<File, Error> {
     if let Some(peer) = peers.iter().find(|p| p.domains.is_empty()) {
         return Err(in_file(format!("[[xmpp_s2s_peer]] at {} names no domains", peer.address)));
     }
+    // A connection is taken as the peer its address names: two may not share one.
+    for (i, peer) in peers.iter().enumerate() {
+        if let Some(ip) = peer.from.iter().find(|ip| peers[..i].iter().any(|other| other.from.iter().any(|o| o.to_canonical() == ip.to_canonical()))) {
+            return Err(in_file(format!("[[xmpp_s2s_peer]]: {} is the address of two peers", ip.to_canonical())));
+        }
+    }
     Ok(File { flags: flags_from(table).map_err(in_file)?, sockjs, mounts, accounts, routes, peers })
 }
 
@@ -1185,6 +1196,8 @@ websocket = false
         assert!(error.contains("names no domains"), "{error}");
         let error = file_error("[[xmpp_s2s_peer]]\ndomains = [\"b.test\"]\naddress = \"127.0.0.3:5271\"\ntrust = \"none\"\n");
         assert!(error.contains("trust"), "{error}");
+        let twice = "[[xmpp_s2s_peer]]\ndomains = [\"b.test\"]\naddress = \"127.0.0.3:5271\"\nfrom = [\"127.0.0.9\"]\n[[xmpp_s2s_peer]]\ndomains = [\"c.test\"]\naddress = \"127.0.0.4:5271\"\nfrom = [\"::ffff:127.0.0.9\"]\n";
+        assert!(file_error(twice).contains("127.0.0.9 is the address of two peers"), "{}", file_error(twice));
     }
 
     #[test]

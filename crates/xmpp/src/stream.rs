@@ -195,12 +195,19 @@ impl StreamTask {
                     return Some(Ending::StartTls);
                 }
                 Ok(Flow::Resume(parked, h, sasl2)) => {
-                    let resumed = match Box::pin(self.session.take_up(*parked, h, sasl2)).await {
-                        Ok(texts) => texts,
+                    // What this connection's session queued first (its stream
+                    // header and features, when the client sent its header and
+                    // its resumption in one flight) goes before the resumption.
+                    let mut texts = Vec::new();
+                    if self.outbox.try_drain(&mut self.batch).is_some() {
+                        texts.extend(self.batch.drain(..).filter_map(|payload| self.session.render(&payload)));
+                    }
+                    match Box::pin(self.session.take_up(*parked, h, sasl2)).await {
+                        Ok(resumed) => texts.extend(resumed),
                         Err(end) => return Some(Ending::Done(Some(end))),
                     };
                     self.outbox = self.session.outbox().clone();
-                    if carrier.send(&resumed).await.is_err() {
+                    if carrier.send(&texts).await.is_err() {
                         return Some(Ending::Broken);
                     }
                 }

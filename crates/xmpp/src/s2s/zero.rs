@@ -12,10 +12,12 @@
 //! A peer may also agree to compress: each write is deflated (zlib, one
 //! stream per connection direction) and flushed, so that a stanza goes out
 //! whole at once. XEP-0138's stream compression is obsolete because
-//! compressing text an attacker chooses beside secrets, inside TLS, tells
-//! the attacker the secrets by the lengths it sees (CRIME); here there is
-//! no TLS to leak through, and compression is off unless a peer's entry
-//! turns it on.
+//! compressing text an attacker chooses beside secrets lets whoever sees
+//! the sizes read the secrets (CRIME). One stream carries every user's
+//! stanzas here, so a user who can send across the link and can see the
+//! sizes of what crosses it (even under IPsec or another layer below) can
+//! learn other users' text: compression is off unless both peers' entries
+//! turn it on, for links where nobody can see the traffic.
 
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -83,7 +85,9 @@ pub async fn serve(listener: tokio::net::TcpListener, xmpp: Arc<Xmpp>) {
     let context = xmpp.context.clone();
     context
         .accept(listener, "xmpp-s2s-zero", |tcp, from| {
-            let Some(zero) = federation.settings.zero.iter().find(|z| z.from.contains(&from.ip())).cloned() else {
+            // An IPv4 peer reaching a listener on [::] comes as ::ffff:a.b.c.d.
+            let ip = from.ip().to_canonical();
+            let Some(zero) = federation.settings.zero.iter().find(|z| z.from.contains(&ip)).cloned() else {
                 context.metrics.s2s_failed("zero_unknown_address");
                 tracing::warn!("xmpp: a zero-handshake connection from {from}, which no [[xmpp_s2s_peer]] names, closed");
                 return;
@@ -138,6 +142,9 @@ pub(crate) struct Deflated<S> {
 
 /// Bytes read from the socket at a time.
 const READ_CHUNK: usize = 4096;
+
+/// Compressed bytes held that have not yet inflated to anything, at most.
+const MAX_PENDING: usize = 64 * 1024;
 
 impl<S> Deflated<S> {
     pub(crate) fn new(inner: S) -> Deflated<S> {
@@ -211,7 +218,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for Deflated<S> {
             if this.taken < this.input.len() {
                 let (in_before, out_before) = (this.inflate.total_in(), this.inflate.total_out());
                 let unfilled = buf.initialize_unfilled();
-                this.inflate.decompress(&this.input[this.taken..], unfilled, FlushDecompress::Sync).map_err(std::io::Error::other)?;
+                let status = this.inflate.decompress(&this.input[this.taken..], unfilled, FlushDecompress::Sync).map_err(std::io::Error::other)?;
+                // The peer ended its zlib stream: nothing after it can be read.
+                if status == Status::StreamEnd {
+                    return Poll::Ready(Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "the peer ended its compressed stream")));
+                }
                 let took = usize::try_from(this.inflate.total_in() - in_before).unwrap_or(0);
                 let made = usize::try_from(this.inflate.total_out() - out_before).unwrap_or(0);
                 this.taken += took;
@@ -227,7 +238,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for Deflated<S> {
                     continue;
                 }
             }
-            // Nothing more to inflate from what was read: read more.
+            // Nothing more to inflate from what was read: read more. A peer
+            // whose bytes inflate to nothing for this long is not deflating.
+            if this.input.len() > MAX_PENDING {
+                return Poll::Ready(Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "compressed bytes that inflate to nothing")));
+            }
             let mut chunk = [0u8; READ_CHUNK];
             let mut raw = ReadBuf::new(&mut chunk);
             match Pin::new(&mut this.inner).poll_read(cx, &mut raw) {
