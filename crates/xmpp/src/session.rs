@@ -30,6 +30,9 @@ mod rooms;
 /// The namespace of XMPP over WebSocket's `<open/>` and `<close/>`.
 pub const FRAMING_NS: &str = wire::xmpp::ns::FRAMING;
 
+/// How a SASL2 success starts, as any framing writes it.
+const SASL2_SUCCESS: &str = "<success xmlns=\"urn:xmpp:sasl:2\"";
+
 /// What ends the server's side of a stream over TCP.
 pub const STREAM_CLOSE: &str = wire::xmpp::STREAM_END;
 
@@ -584,10 +587,13 @@ impl Session {
             // A nonza (see `send_nonza`): not a stanza, not counted.
             let Message::Binary(bytes) = payload.ws_message() else { return None };
             let text = String::from_utf8_lossy(&bytes).into_owned();
-            // The first nonza written once stream management is on says it
-            // is (`<enabled/>`, alone or in a SASL2 success): the stanzas
-            // after it are the ones the client counts.
-            if let Some(sm) = &mut self.sm {
+            // `<enabled/>`, alone or in the SASL2 success that carries it,
+            // says stream management is on: the stanzas after it are the
+            // ones the client counts (not what was queued before, a SASL2
+            // failure among them).
+            if let Some(sm) = &mut self.sm
+                && (text.starts_with("<enabled") || text.starts_with(SASL2_SUCCESS))
+            {
                 sm.counting = true;
             }
             return Some(text);

@@ -200,15 +200,15 @@ impl Session {
         if !data.is_empty() {
             success = success.child(Element::new("additional-data", ns::SASL2).text(&STANDARD.encode(data)));
         }
-        let token = match name {
-            Some(name) => self.fast_token(&name, &inline).await,
-            None => None,
-        };
         let mut results = Vec::new();
         // A resumption first: if it works, nothing is bound (XEP-0198 §4).
         if let Some((previd, h)) = &inline.resume {
             match (h, self.resumable_session(previd).await) {
                 (Some(h), Some(parked)) => {
+                    let token = match &name {
+                        Some(name) => self.fast_token(name, &inline).await,
+                        None => None,
+                    };
                     let resumed = Resumed { success, then: token.into_iter().collect() };
                     return Ok(Some(Flow::Resume(Box::new(parked), *h, Some(Box::new(resumed)))));
                 }
@@ -226,7 +226,11 @@ impl Session {
                 self.binding_features()
             }
         };
-        results.extend(token);
+        // Given once the rest worked: a token kept and never sent would take
+        // the place of the one the client holds.
+        if let Some(name) = &name {
+            results.extend(self.fast_token(name, &inline).await);
+        }
         success = success.child(Element::new("authorization-identifier", ns::SASL2).text(&self.full_jid()));
         for result in results {
             success = success.child(result);
