@@ -58,7 +58,7 @@ impl Hash {
         }
     }
 
-    fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
+    pub(crate) fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
         fn mac<M: Mac + hmac::digest::KeyInit>(key: &[u8], data: &[u8]) -> Vec<u8> {
             // HMAC takes a key of any length.
             let Ok(mut mac) = <M as hmac::digest::KeyInit>::new_from_slice(key) else { return Vec::new() };

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
-use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use store::{FastToken, Store};
 use subtle::ConstantTimeEq;
@@ -56,10 +55,7 @@ pub struct Checked {
 }
 
 fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
-    // HMAC takes a key of any length.
-    let Ok(mut mac) = <Hmac<Sha256> as Mac>::new_from_slice(key) else { return Vec::new() };
-    mac.update(data);
-    mac.finalize().into_bytes().to_vec()
+    crate::accounts::Hash::Sha256.hmac(key, data)
 }
 
 fn seconds(at: SystemTime) -> i64 {

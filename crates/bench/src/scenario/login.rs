@@ -59,7 +59,7 @@ pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<Login
             token = ctx.expect(async { login.sasl2(true).await.map(|(_, t)| Some(t)) }, "the login that is given the first FAST token").await?;
         }
         let mut time = Latency::new();
-        let mut last = Counted3::default();
+        let mut last = Cost::default();
         for _ in 0..settings.logins {
             let (port, config) = match style {
                 LoginStyle::Standard => (settings.port, tls_config(&roots)?),
@@ -81,7 +81,7 @@ pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<Login
                 }
             };
             time.record(started.elapsed().as_micros() as u64);
-            last = Counted3 { round_trips: counts.turns() + 1, sent: counts.sent(), received: counts.received() };
+            last = Cost { round_trips: counts.turns() + 1, sent: counts.sent(), received: counts.received() };
             ctx.progress.inc(1);
         }
         out.push(LoginResult {
@@ -96,8 +96,9 @@ pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<Login
     Ok(())
 }
 
+/// What one login cost on its socket.
 #[derive(Debug, Default)]
-struct Counted3 {
+struct Cost {
     round_trips: u64,
     sent: u64,
     received: u64,

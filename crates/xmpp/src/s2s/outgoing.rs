@@ -26,7 +26,7 @@ type Secure = WireStream<TlsStream<TcpStream>>;
 pub(super) async fn run(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<Peer>) {
     let Some(federation) = xmpp.federation.clone() else { return };
     let metrics = &xmpp.context.metrics;
-    let Ok(_slot) = federation.streams.clone().try_acquire_owned() else {
+    let Ok(slot) = federation.streams.clone().try_acquire_owned() else {
         metrics.s2s_failed("max_streams");
         tracing::warn!("xmpp: no stream to {}: --xmpp-s2s-max-streams are open", key.1);
         return xmpp.give_up(&key, &peer, Undelivered::NotFound);
@@ -34,9 +34,9 @@ pub(super) async fn run(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<Peer>)
     let (from, to) = (&key.0, &key.1);
     // A peer configured in advance: no handshake at all (XEP-0361).
     if let Some(zero) = federation.settings.zero.iter().find(|z| z.domains.contains(to)).cloned() {
-        drop(_slot);
-        return super::zero::outgoing(xmpp, key, peer, zero).await;
+        return super::zero::outgoing(xmpp, key, peer, zero, slot).await;
     }
+    let _slot = slot;
     let negotiating = metrics.s2s_stream("out", "negotiating", "none");
     let connected = tokio::time::timeout(federation.settings.connect_timeout, connect(&xmpp, &federation, from, to)).await;
     drop(negotiating);

@@ -49,15 +49,12 @@ pub struct ZeroPeer {
 }
 
 /// Sends what `peer` queues for the domain pair `key` to `zero`, over a
-/// connection that carries stanzas from its first byte; then whatever
-/// could not go goes back to its senders.
-pub(super) async fn outgoing(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<Peer>, zero: ZeroPeer) {
+/// connection that carries stanzas from its first byte, holding `_slot`
+/// among the streams between servers; then whatever could not go goes
+/// back to its senders.
+pub(super) async fn outgoing(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<Peer>, zero: ZeroPeer, _slot: tokio::sync::OwnedSemaphorePermit) {
     let Some(federation) = xmpp.federation.clone() else { return };
     let metrics = &xmpp.context.metrics;
-    let Ok(_slot) = federation.streams.clone().try_acquire_owned() else {
-        metrics.s2s_failed("max_streams");
-        return xmpp.give_up(&key, &peer, Undelivered::NotFound);
-    };
     let connected = tokio::time::timeout(federation.settings.connect_timeout, TcpStream::connect(zero.address)).await;
     let tcp = match connected {
         Ok(Ok(tcp)) => tcp,

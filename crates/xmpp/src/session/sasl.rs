@@ -13,12 +13,7 @@ impl Session {
     /// One SASL element (RFC 6120 §6.4): `<auth/>`, `<response/>` or
     /// `<abort/>`; `Ok(true)` once authenticated, when the stream restarts.
     pub(super) async fn on_sasl(&mut self, stanza: &Element) -> Result<bool, StreamEnd> {
-        // Refused before any password is looked at: a guesser's failures
-        // cost the server nothing more once its address has used them up.
-        if !self.xmpp.auth.failures.allows(self.address) {
-            self.xmpp.context.metrics.refused("xmpp", "auth_failures");
-            return Err(StreamEnd("policy-violation", "too many failed logins from your address; try again later".into()));
-        }
+        self.login_allowed()?;
         if stanza.name == "iq"
             && stanza.ns == ns::CLIENT
             && self.xmpp.auth.accounts.is_open()
@@ -30,11 +25,7 @@ impl Session {
         if stanza.ns != ns::SASL {
             return Err(StreamEnd("not-authorized", "authenticate first".into()));
         }
-        let data = match stanza.text_content().trim() {
-            // "=" is an empty initial response; no text is none.
-            "" | "=" => Ok(Vec::new()),
-            text => base64::engine::general_purpose::STANDARD.decode(text),
-        };
+        let data = sasl_data(&stanza.text_content());
         let step = match (stanza.name.as_str(), data) {
             ("auth", Ok(data)) => {
                 let auth = &self.xmpp.auth;
@@ -106,6 +97,16 @@ impl Session {
         Ok(())
     }
 
+    /// Refused before any password is looked at: a guesser's failures cost
+    /// the server nothing more once its address has used them up.
+    pub(super) fn login_allowed(&self) -> Result<(), StreamEnd> {
+        if self.xmpp.auth.failures.allows(self.address) {
+            return Ok(());
+        }
+        self.xmpp.context.metrics.refused("xmpp", "auth_failures");
+        Err(StreamEnd("policy-violation", "too many failed logins from your address; try again later".into()))
+    }
+
     /// Counts a failed login, on this stream and against its address.
     pub(super) fn count_failure(&mut self) {
         self.failed += 1;
@@ -115,5 +116,14 @@ impl Session {
     /// Whether PLAIN may be offered: over TLS, or where allowed without.
     pub(super) fn plain_allowed(&self) -> bool {
         self.encrypted || self.xmpp.auth.plain_unencrypted
+    }
+}
+
+/// A SASL element's data (RFC 6120 §6.4.2, XEP-0388 §2.2): base64, where
+/// "=" is empty data and no text is none.
+pub(super) fn sasl_data(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
+    match text.trim() {
+        "" | "=" => Ok(Vec::new()),
+        text => base64::engine::general_purpose::STANDARD.decode(text),
     }
 }

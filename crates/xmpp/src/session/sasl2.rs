@@ -9,6 +9,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use wire::xmpp::{Element, STREAMS_NS};
 
+use super::sasl::sasl_data;
 use super::{Flow, Phase, Session, StreamEnd};
 use crate::accounts::Step;
 use crate::ns;
@@ -33,9 +34,10 @@ pub(super) struct Inline {
     resume: Option<(String, Option<u32>)>,
     /// It asked for a FAST token.
     token: bool,
-    /// It logs in with a FAST token: whether it asked that the token go
-    /// (`invalidate`), and when the token expires.
-    fast: Option<(bool, i64)>,
+    /// It asked that the FAST token it logs in with go (`invalidate`).
+    invalidate: bool,
+    /// It logged in with a FAST token, which expires then.
+    used: Option<i64>,
     /// The fingerprint of the account's keys the login was checked against,
     /// read no later than the check: a token it is given is bound to them.
     keys: Option<Vec<u8>>,
@@ -56,8 +58,8 @@ impl Inline {
         });
         let resume = authenticate.find("resume", ns::SM).map(|r| (r.get("previd").unwrap_or_default().to_owned(), r.get("h").and_then(|h| h.parse().ok())));
         let token = authenticate.find("request-token", ns::FAST).is_some_and(|r| r.get("mechanism") == Some(base::fast::MECHANISM));
-        let invalidate = authenticate.find("fast", ns::FAST).map(|f| matches!(f.get("invalidate"), Some("true" | "1")));
-        Ok(Inline { agent: agent.to_owned(), bind, resume, token, fast: invalidate.map(|i| (i, 0)), keys: None })
+        let invalidate = authenticate.find("fast", ns::FAST).is_some_and(|f| matches!(f.get("invalidate"), Some("true" | "1")));
+        Ok(Inline { agent: agent.to_owned(), bind, resume, token, invalidate, used: None, keys: None })
     }
 }
 
@@ -95,19 +97,11 @@ impl Session {
     /// One SASL2 element: `<authenticate/>`, `<response/>` or `<abort/>`;
     /// a resumption when the login resumed a session.
     pub(super) async fn on_sasl2(&mut self, element: &Element) -> Result<Option<Flow>, StreamEnd> {
-        if !self.xmpp.auth.failures.allows(self.address) {
-            self.xmpp.context.metrics.refused("xmpp", "auth_failures");
-            return Err(StreamEnd("policy-violation", "too many failed logins from your address; try again later".into()));
-        }
-        let data = |name: &str| match element.find(name, ns::SASL2).map(Element::text_content).as_deref().map(str::trim) {
-            // "=" is an empty response; none is none.
-            None | Some("" | "=") => Ok(Vec::new()),
-            Some(text) => STANDARD.decode(text),
-        };
+        self.login_allowed()?;
         let step = match element.name.as_str() {
             "authenticate" if self.sasl2.is_some() => return Err(StreamEnd("policy-violation", "one authentication at a time".into())),
             "authenticate" if self.sasl2_feature().is_none() => Step::Failure("encryption-required"),
-            "authenticate" => match (Inline::of(element), data("initial-response")) {
+            "authenticate" => match (Inline::of(element), sasl_data(&element.find("initial-response", ns::SASL2).map(Element::text_content).unwrap_or_default())) {
                 (Err(condition), _) => Step::Failure(condition),
                 (_, Err(_)) => Step::Failure("incorrect-encoding"),
                 (Ok(mut inline), Ok(data)) => {
@@ -116,7 +110,7 @@ impl Session {
                     step
                 }
             },
-            "response" => match (self.sasl.as_mut(), STANDARD.decode(element.text_content().trim())) {
+            "response" => match (self.sasl.as_mut(), sasl_data(&element.text_content())) {
                 (Some(exchange), Ok(data)) if self.sasl2.is_some() => {
                     // SCRAM's keys, as read for its first message, are what its proof is checked against.
                     let keys = exchange.fingerprint();
@@ -162,7 +156,7 @@ impl Session {
             // configuration file), ends it.
             return match auth.accounts.fingerprint(&checked.account).await {
                 Ok(Some(keys)) if keys == checked.keys => {
-                    inline.fast = Some((inline.fast.is_some_and(|(invalidate, _)| invalidate), checked.expires));
+                    inline.used = Some(checked.expires);
                     inline.keys = Some(keys);
                     Step::Success(Some(checked.account), checked.answer)
                 }
@@ -171,7 +165,6 @@ impl Session {
                 Err(_) => Step::Failure("temporary-auth-failure"),
             };
         }
-        inline.fast = None;
         if mechanism == "PLAIN"
             && let Some(name) = data.split(|&b| b == 0).nth(1).and_then(|n| std::str::from_utf8(n).ok()).and_then(wire::xmpp::jid::localpart)
         {
@@ -271,8 +264,8 @@ impl Session {
         let fast = self.xmpp.auth.fast.as_ref()?;
         let keys = inline.keys.as_deref()?;
         let mut wanted = inline.token;
-        if let Some((invalidate, expires)) = inline.fast {
-            match fast.used(account, &inline.agent, expires, invalidate).await {
+        if let Some(expires) = inline.used {
+            match fast.used(account, &inline.agent, expires, inline.invalidate).await {
                 Ok(due) => wanted |= due,
                 Err(e) => {
                     tracing::warn!("xmpp: FAST tokens of {account:?} not pruned: {e}");
