@@ -11,6 +11,7 @@
 #
 #   conformance/smack/run.sh             # SWITCHBOARD_BIN picks the binary (default target/debug)
 #   conformance/smack/run.sh XEP-0045    # one specification (or core)
+#   SMACK_JAVA_OPTS=-Dsinttest.debugger=console conformance/smack/run.sh core   # every stanza in the logs
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -84,7 +85,7 @@ run_spec() {
     sleep 0.1
   done
   # A reply that takes 10 s is a failure here (the framework waits longer by default).
-  java -Dsinttest.service=localhost -Dsinttest.host=127.0.0.1 \
+  java ${SMACK_JAVA_OPTS:-} -Dsinttest.service=localhost -Dsinttest.host=127.0.0.1 \
     -Dsinttest.enabledConnections=tcp -Dsinttest.replyTimeout=10000 "${framework[@]}" \
     -cp "$LIB/*" org.igniterealtime.smack.inttest.SmackIntegrationTestFramework >"$OUT/$log.log" 2>&1 || true
   stop
