@@ -246,7 +246,7 @@ settings! {
         routes: Routes = Routes::default(), "xmpp-s2s-routes", "SWITCHBOARD_XMPP_S2S_ROUTES";
         /// Where other XMPP servers connect with TLS from the first byte (XEP-0368, e.g. 127.0.0.1:5270; publish it as an _xmpps-server._tcp SRV record), with the xmpp-server ALPN; `off` for none [default: off]
         tls_listen: Listen = Listen::Off, "xmpp-s2s-tls-listen", "SWITCHBOARD_XMPP_S2S_TLS_LISTEN";
-        /// Where peers configured in advance ([[xmpp_s2s_peer]] in the file) connect for zero-handshake streams (XEP-0361: no stream header, no TLS or authentication; a peer is known by the address its connections come from), e.g. 127.0.0.1:5271; only for links secured below XMPP; `off` for none [default: off]
+        /// Where peers configured in advance ([[xmpp_s2s_peer]] in the file) connect for zero-handshake streams (XEP-0361: no stream header or authentication; a peer is known by the address its connections come from, and by its certificate over TLS where its entry pins one), e.g. 127.0.0.1:5271; `off` for none [default: off]
         zero_listen: Listen = Listen::Off, "xmpp-s2s-zero-listen", "SWITCHBOARD_XMPP_S2S_ZERO_LISTEN";
         /// Name server asked for other domains' SRV (_xmpp-server._tcp) and address records, e.g. 127.0.0.10:53 [default: none, the system's (/etc/resolv.conf)]
         dns: SocketAddr, "xmpp-s2s-dns", "SWITCHBOARD_XMPP_S2S_DNS";
@@ -775,6 +775,8 @@ impl Config {
                     address: p.address,
                     from: p.from.iter().map(std::net::IpAddr::to_canonical).collect(),
                     compress: p.compress,
+                    // Checked as the file was read.
+                    pin: p.pin.as_deref().and_then(|pin| xmpp::s2s::parse_pin(pin).ok()),
                 })
                 .collect(),
             irc: flags.irc.resolve(),
@@ -958,6 +960,9 @@ struct PeerEntry {
     /// Whether each write is deflated both ways (the peer's entry must say so too).
     #[serde(default)]
     compress: bool,
+    /// The SHA-256 of its certificate: connections are TLS both ways.
+    #[serde(default)]
+    pin: Option<String>,
 }
 
 /// One `[[xmpp_s2s_route]]`: where a domain's server is, as
@@ -1011,6 +1016,15 @@ fn read_file(path: &Path) -> Result<File, Error> {
     };
     if let Some(peer) = peers.iter().find(|p| p.domains.is_empty()) {
         return Err(in_file(format!("[[xmpp_s2s_peer]] at {} names no domains", peer.address)));
+    }
+    for peer in &peers {
+        if let Some(pin) = &peer.pin {
+            xmpp::s2s::parse_pin(pin).map_err(|e| in_file(format!("[[xmpp_s2s_peer]] at {}: pin: {e}", peer.address)))?;
+            if peer.compress {
+                // Compressed beside secrets inside TLS, text leaks by its size (CRIME).
+                return Err(in_file(format!("[[xmpp_s2s_peer]] at {}: compress is for links declared trusted, not with a pinned certificate (inside TLS, compression lets whoever sees sizes read what it hides)", peer.address)));
+            }
+        }
     }
     // A connection is taken as the peer its address names: two may not share one.
     for (i, peer) in peers.iter().enumerate() {
@@ -1190,8 +1204,16 @@ websocket = false
         let text = "xmpp_s2s_zero_listen = \"127.0.0.2:5271\"\n[[xmpp_s2s_peer]]\ndomains = [\"B.test\", \"conference.b.test\"]\naddress = \"127.0.0.3:5271\"\nfrom = [\"127.0.0.3\"]\ncompress = true\n";
         let config = resolve_file(text, Args::default()).unwrap();
         assert_eq!(config.federation.zero_listen, Listen::At("127.0.0.2:5271".parse().unwrap()));
-        let peer = xmpp::s2s::ZeroPeer { domains: vec!["b.test".into(), "conference.b.test".into()], address: "127.0.0.3:5271".parse().unwrap(), from: vec!["127.0.0.3".parse().unwrap()], compress: true };
+        let peer = xmpp::s2s::ZeroPeer { domains: vec!["b.test".into(), "conference.b.test".into()], address: "127.0.0.3:5271".parse().unwrap(), from: vec!["127.0.0.3".parse().unwrap()], compress: true, pin: None };
         assert_eq!(config.zero_peers, [peer]);
+        // A pin as openssl prints it, or without colons; never with compression.
+        let pinned = |pin: &str, extra: &str| format!("[[xmpp_s2s_peer]]\ndomains = [\"b.test\"]\naddress = \"127.0.0.3:5271\"\npin = \"{pin}\"\n{extra}");
+        let hex = "0a".repeat(32);
+        let config = resolve_file(&pinned(&["0A"; 32].join(":"), ""), Args::default()).unwrap();
+        assert_eq!(config.zero_peers[0].pin, Some([10; 32]));
+        assert_eq!(resolve_file(&pinned(&hex, ""), Args::default()).unwrap().zero_peers[0].pin, Some([10; 32]));
+        assert!(file_error(&pinned(&hex[2..], "")).contains("not a SHA-256 fingerprint"), "{}", file_error(&pinned(&hex[2..], "")));
+        assert!(file_error(&pinned(&hex, "compress = true\n")).contains("not with a pinned certificate"));
         let error = file_error("[[xmpp_s2s_peer]]\ndomains = []\naddress = \"127.0.0.3:5271\"\n");
         assert!(error.contains("names no domains"), "{error}");
         let error = file_error("[[xmpp_s2s_peer]]\ndomains = [\"b.test\"]\naddress = \"127.0.0.3:5271\"\ntrust = \"none\"\n");

@@ -831,32 +831,60 @@ async fn messages_between_users_of_two_domains_are_in_both_users_archives() {
     assert_eq!(archived(&mut alice).await, [("alice@a.test/desk".to_owned(), "keep this".to_owned())]);
 }
 
+/// How a zero-handshake pair's connections go: bare, each write deflated,
+/// or TLS with each side's certificate pinned by the other.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ZeroLink {
+    Bare,
+    Compressed,
+    Pinned,
+}
+
+/// The SHA-256 of the certificate in `files`.
+fn certificate_sha256(files: &server::TlsFiles) -> [u8; 32] {
+    use base64::Engine;
+    use sha2::Digest;
+    let pem = std::fs::read_to_string(&files.cert).unwrap();
+    let body: String = pem.lines().filter(|line| !line.starts_with("-----")).collect();
+    let der = base64::engine::general_purpose::STANDARD.decode(body).unwrap();
+    sha2::Sha256::digest(der).into()
+}
+
 /// Two servers federated with no handshake (XEP-0361), each naming the
 /// other in `[[xmpp_s2s_peer]]`: a.test on 127.0.0.2 and b.test on
 /// 127.0.0.3, each taking the other's connections from 127.0.0.1 (where
-/// every loopback connection comes from), compressing if `compress`.
-async fn zero_pair(authority: &Authority, compress: bool) -> ((TestServer, SocketAddr), (TestServer, SocketAddr)) {
+/// every loopback connection comes from), over `link`. `a_pins`, if given,
+/// is what a.test pins for b.test instead of b.test's certificate.
+async fn zero_pair(authority: &Authority, link: ZeroLink, a_pins: Option<[u8; 32]>) -> ((TestServer, SocketAddr), (TestServer, SocketAddr)) {
     let (a_zero, b_zero) = (TcpListener::bind("127.0.0.2:0").await.unwrap(), TcpListener::bind("127.0.0.3:0").await.unwrap());
     let (a_at, b_at) = (a_zero.local_addr().unwrap(), b_zero.local_addr().unwrap());
-    let peer = |domain: &str, address| server::ZeroPeer { domains: vec![domain.to_owned(), format!("conference.{domain}")], address, from: vec!["127.0.0.1".parse().unwrap()], compress };
-    let mut a = config("a.test", "alice", authority.certificate("a", &["a.test"]), &authority.trust(), &[]);
-    a.zero_peers = vec![peer("b.test", b_at)];
-    let mut b = config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]);
-    b.zero_peers = vec![peer("a.test", a_at)];
+    let (a_cert, b_cert) = (authority.certificate("a", &["a.test"]), authority.certificate("b", &["b.test"]));
+    let peer = |domain: &str, address, pin| server::ZeroPeer {
+        domains: vec![domain.to_owned(), format!("conference.{domain}")],
+        address,
+        from: vec!["127.0.0.1".parse().unwrap()],
+        compress: link == ZeroLink::Compressed,
+        pin: (link == ZeroLink::Pinned).then_some(pin),
+    };
+    let (a_pin, b_pin) = (certificate_sha256(&a_cert), certificate_sha256(&b_cert));
+    let mut a = config("a.test", "alice", a_cert, &authority.trust(), &[]);
+    a.zero_peers = vec![peer("b.test", b_at, a_pins.unwrap_or(b_pin))];
+    let mut b = config("b.test", "bob", b_cert, &authority.trust(), &[]);
+    b.zero_peers = vec![peer("a.test", a_at, a_pin)];
     ((TestServer::zero_federated(a, a_zero).await, a_at), (TestServer::zero_federated(b, b_zero).await, b_at))
 }
 
 #[tokio::test]
 async fn peers_configured_in_advance_talk_over_one_connection_with_no_handshake_compressed_or_not() {
-    for compress in [false, true] {
+    for link in [ZeroLink::Bare, ZeroLink::Compressed, ZeroLink::Pinned] {
         let authority = Authority::new();
-        let ((a, _), (b, _)) = zero_pair(&authority, compress).await;
+        let ((a, _), (b, _)) = zero_pair(&authority, link, None).await;
         let mut alice = online(&a, "a.test", "alice").await;
         let mut bob = online(&b, "b.test", "bob").await;
         for round in 0..3 {
             alice.send(&format!("<message to='bob@b.test' type='chat' id='a{round}'><body>ping {round}</body></message>")).await;
             let got = next_named(&mut bob, "message").await;
-            assert_eq!((got.get("from"), body(&got)), (Some("alice@a.test/desk"), format!("ping {round}")), "compress {compress}");
+            assert_eq!((got.get("from"), body(&got)), (Some("alice@a.test/desk"), format!("ping {round}")), "{link:?}");
             bob.send(&format!("<message to='alice@a.test/desk' type='chat' id='b{round}'><body>pong {round}</body></message>")).await;
             let got = next_named(&mut alice, "message").await;
             assert_eq!((got.get("from"), body(&got)), (Some("bob@b.test/desk"), format!("pong {round}")));
@@ -864,16 +892,42 @@ async fn peers_configured_in_advance_talk_over_one_connection_with_no_handshake_
         // One connection: a.test opened it, b.test answers over it.
         for (server, domain, opened, taken) in [(&a, "a.test", 1.0, 0.0), (&b, "b.test", 0.0, 1.0)] {
             let streams = |direction: &str| format!("switchboard_s2s_streams{{direction=\"{direction}\",state=\"authenticated\",auth=\"zero\"}}");
-            assert_eq!(metric(server, &authority, domain, &streams("out")).await.unwrap_or(0.0), opened, "{domain} opened (compress {compress})");
-            assert_eq!(metric(server, &authority, domain, &streams("in")).await.unwrap_or(0.0), taken, "{domain} took (compress {compress})");
+            assert_eq!(metric(server, &authority, domain, &streams("out")).await.unwrap_or(0.0), opened, "{domain} opened ({link:?})");
+            assert_eq!(metric(server, &authority, domain, &streams("in")).await.unwrap_or(0.0), taken, "{domain} took ({link:?})");
         }
     }
 }
 
 #[tokio::test]
+async fn a_pinned_peer_must_show_its_certificate_over_tls() {
+    let authority = Authority::new();
+    // a.test pins a certificate b.test does not have (the authority's own).
+    let wrong = {
+        use sha2::Digest;
+        sha2::Sha256::digest(authority.issuer.der()).into()
+    };
+    let ((a, _), (b, b_at)) = zero_pair(&authority, ZeroLink::Pinned, Some(wrong)).await;
+    // Stanzas in the clear from the peer's address, to a listener that
+    // expects TLS from it: no TLS, nothing delivered, closed.
+    let _bob = online(&b, "b.test", "bob").await;
+    let mut tcp = TcpStream::connect(b_at).await.unwrap();
+    tcp.write_all(b"<message from='alice@a.test/x' to='bob@b.test' type='chat'><body>in the clear</body></message>").await.unwrap();
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(PATIENCE, tcp.read_to_end(&mut out)).await.unwrap();
+    assert!(!String::from_utf8_lossy(&out).contains("<a "), "{out:?}");
+    assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_failures_total{reason=\"tls\"}").await, Some(1.0));
+    // a.test's connection to b.test: b.test's certificate is not the one pinned.
+    let mut alice = online(&a, "a.test", "alice").await;
+    alice.send("<message to='bob@b.test' type='chat' id='m1'><body>who are you?</body></message>").await;
+    let refused = next_named(&mut alice, "message").await;
+    assert_eq!((refused.get("id"), error_condition(&refused).as_str()), (Some("m1"), "remote-server-not-found"));
+    assert_eq!(metric(&a, &authority, "a.test", "switchboard_s2s_failures_total{reason=\"zero_pin\"}").await, Some(1.0));
+}
+
+#[tokio::test]
 async fn a_zero_handshake_connection_carries_stanzas_from_its_first_byte_and_only_from_its_peers() {
     let authority = Authority::new();
-    let ((_, _), (b, b_at)) = zero_pair(&authority, false).await;
+    let ((_, _), (b, b_at)) = zero_pair(&authority, ZeroLink::Bare, None).await;
     let mut bob = online(&b, "b.test", "bob").await;
     // As a.test: no header, no features; a stanza, then a request for acknowledgement,
     // which stream management (on from the start) answers.

@@ -30,6 +30,8 @@ pub struct Identity {
     /// The same, for TLS from the first byte (XEP-0368): ALPN `xmpp-server`.
     direct_connector: TlsConnector,
     direct_acceptor: TlsAcceptor,
+    /// Its own certificate's SHA-256, as zero-handshake peers pin it.
+    fingerprint: String,
 }
 
 /// The ALPN protocol of a direct TLS stream between servers (XEP-0368 §3).
@@ -55,6 +57,7 @@ impl Identity {
             .map_err(|e| ConfigError::new(format!("the trusted authorities: {e}")))?;
         let later = Arc::new(Later(verifier.clone()));
         let (certs, key) = base::tls::identity(files)?;
+        let fingerprint = certs.first().map(|own| super::zero::fingerprint(own.as_ref())).unwrap_or_default();
         let tls = |e: rustls::Error| ConfigError::new(format!("TLS between servers: {e}"));
         let client = rustls::ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
@@ -79,6 +82,7 @@ impl Identity {
             acceptor: TlsAcceptor::from(Arc::new(server)),
             direct_connector: TlsConnector::from(Arc::new(direct_client)),
             direct_acceptor: TlsAcceptor::from(Arc::new(direct_server)),
+            fingerprint,
         })
     }
 
@@ -92,6 +96,12 @@ impl Identity {
     /// after STARTTLS, or from the first byte (`direct`).
     pub fn acceptor(&self, direct: bool) -> &TlsAcceptor {
         if direct { &self.direct_acceptor } else { &self.acceptor }
+    }
+
+    /// The SHA-256 of this server's certificate, as a peer's
+    /// `[[xmpp_s2s_peer]]` entry pins it.
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
     }
 
     /// Whether `chain` (the other side's certificates, its own first) is

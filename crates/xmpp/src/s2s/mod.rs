@@ -38,7 +38,7 @@ pub use dialback::DialbackPolicy;
 pub use identity::Identity;
 pub(crate) use guests::Guests;
 pub use incoming::serve;
-pub use zero::{ZeroPeer, serve as serve_zero};
+pub use zero::{ZeroPeer, fingerprint, parse_pin, serve as serve_zero};
 
 /// Where a domain's server is, given in the configuration: its address,
 /// and whether it takes TLS from the first byte there (XEP-0368, as an

@@ -2,9 +2,14 @@
 //! (`[[xmpp_s2s_peer]]`): no stream header, no TLS or SASL negotiation, no
 //! stream features. A connection to a peer's zero-handshake address carries
 //! stanzas from its first byte, read as if inside a `jabber:server` stream;
-//! the peer is known by the address its connections come from, on a link
-//! declared trusted, so this is for closed networks whose links are secured
-//! below XMPP (XEP-0361 §4.6). One connection carries both ways: the side
+//! the peer is known by the address its connections come from. On a link
+//! declared trusted (a closed network whose links are secured below XMPP,
+//! XEP-0361 §4.6) that is all; otherwise the peer's entry pins its
+//! certificate (`pin`, the SHA-256 of its DER bytes) and each connection is
+//! TLS from its first byte, both sides showing their certificates, the
+//! other's checked against its pin and nothing else (no authority, no
+//! name). TLS 1.3 resumes on a reconnection, so the certificates do not
+//! cross the link again. One connection carries both ways: the side
 //! that did not open it sends on it too. Stream management is on from the
 //! start on both sides (acknowledgements and sending again what a broken
 //! connection lost), as the configuration agrees.
@@ -17,7 +22,8 @@
 //! stanzas here, so a user who can send across the link and can see the
 //! sizes of what crosses it (even under IPsec or another layer below) can
 //! learn other users' text: compression is off unless both peers' entries
-//! turn it on, for links where nobody can see the traffic.
+//! turn it on, for links where nobody can see the traffic, and never with a
+//! pinned certificate (inside TLS).
 
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -25,6 +31,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
+use rustls::pki_types::{CertificateDer, ServerName};
+use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use wire::xmpp::Limits;
@@ -46,6 +54,36 @@ pub struct ZeroPeer {
     pub from: Vec<IpAddr>,
     /// Whether each write is deflated both ways.
     pub compress: bool,
+    /// The SHA-256 of its certificate: if given, connections are TLS both
+    /// ways and the peer must show this certificate.
+    pub pin: Option<[u8; 32]>,
+}
+
+/// A certificate's SHA-256 read from `text`, as `openssl x509 -fingerprint
+/// -sha256` prints it: 64 hexadecimal digits, in pairs apart by colons or not.
+pub fn parse_pin(text: &str) -> Result<[u8; 32], String> {
+    let digits: String = text.trim().trim_start_matches("sha256:").trim_start_matches("SHA256 Fingerprint=").chars().filter(|c| *c != ':').collect();
+    let bad = || format!("{text:?} is not a SHA-256 fingerprint (64 hexadecimal digits, as `openssl x509 -noout -fingerprint -sha256` prints)");
+    if digits.len() != 64 || !digits.is_ascii() {
+        return Err(bad());
+    }
+    let mut pin = [0u8; 32];
+    for (i, byte) in pin.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&digits[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+    }
+    Ok(pin)
+}
+
+/// `certificate`'s SHA-256 as `parse_pin` reads it: pairs of uppercase
+/// hexadecimal digits apart by colons.
+pub fn fingerprint(certificate: &[u8]) -> String {
+    Sha256::digest(certificate).iter().map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(":")
+}
+
+/// Whether `chain`, the certificates the other side showed, starts with the
+/// one `pin` names.
+fn pinned(chain: Option<&[CertificateDer<'_>]>, pin: &[u8; 32]) -> bool {
+    chain.and_then(<[_]>::first).is_some_and(|own| <[u8; 32]>::from(Sha256::digest(own.as_ref())) == *pin)
 }
 
 /// Sends what `peer` queues for the domain pair `key` to `zero`, over a
@@ -55,11 +93,24 @@ pub struct ZeroPeer {
 pub(super) async fn outgoing(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<Peer>, zero: ZeroPeer, _slot: tokio::sync::OwnedSemaphorePermit) {
     let Some(federation) = xmpp.federation.clone() else { return };
     let metrics = &xmpp.context.metrics;
-    let connected = tokio::time::timeout(federation.settings.connect_timeout, TcpStream::connect(zero.address)).await;
-    let tcp = match connected {
-        Ok(Ok(tcp)) => tcp,
-        Ok(Err(e)) => {
-            metrics.s2s_failed("connect");
+    let connected = tokio::time::timeout(federation.settings.connect_timeout, async {
+        let tcp = TcpStream::connect(zero.address).await.map_err(|e| ("connect", e.to_string()))?;
+        let _ = tcp.set_nodelay(true);
+        let Some(pin) = &zero.pin else { return Ok(Link::Plain(tcp)) };
+        // The name is the peer's domain, for its SNI: the certificate is
+        // checked against the pin alone.
+        let name = ServerName::try_from(key.1.clone()).map_err(|e| ("connect", e.to_string()))?;
+        let tls = federation.identity.connector(false).connect(name, tcp).await.map_err(|e| ("tls", e.to_string()))?;
+        if !pinned(tls.get_ref().1.peer_certificates(), pin) {
+            return Err(("zero_pin", "its certificate is not the one pinned".to_owned()));
+        }
+        Ok(Link::Tls(Box::new(tls)))
+    })
+    .await;
+    let link = match connected {
+        Ok(Ok(link)) => link,
+        Ok(Err((reason, e))) => {
+            metrics.s2s_failed(reason);
             tracing::warn!("xmpp: zero-handshake connection to {} at {} failed: {e}", key.1, zero.address);
             return xmpp.give_up(&key, &peer, Undelivered::NotFound);
         }
@@ -68,10 +119,19 @@ pub(super) async fn outgoing(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<P
             return xmpp.give_up(&key, &peer, Undelivered::Timeout);
         }
     };
-    let _ = tcp.set_nodelay(true);
     let _open = metrics.s2s_stream("out", "authenticated", "zero");
-    let why = run(&xmpp, tcp, &zero, Some((&key, &peer))).await;
+    let sends = Some((&key, &*peer));
+    let why = match link {
+        Link::Plain(tcp) => run(&xmpp, tcp, &zero, sends).await,
+        Link::Tls(tls) => run(&xmpp, tls, &zero, sends).await,
+    };
     xmpp.give_up(&key, &peer, why);
+}
+
+/// A zero-handshake connection, made: TLS when the peer's certificate is pinned.
+enum Link<T> {
+    Plain(TcpStream),
+    Tls(Box<T>),
 }
 
 /// Takes zero-handshake connections on `listener` from the configured
@@ -79,6 +139,9 @@ pub(super) async fn outgoing(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<P
 /// closed unread.
 pub async fn serve(listener: tokio::net::TcpListener, xmpp: Arc<Xmpp>) {
     let Some(federation) = xmpp.federation.clone() else { return };
+    if federation.settings.zero.iter().any(|z| z.pin.is_some()) {
+        tracing::info!("xmpp: zero-handshake peers pin this server's certificate as {}", federation.identity.fingerprint());
+    }
     let context = xmpp.context.clone();
     context
         .accept(listener, "xmpp-s2s-zero", |tcp, from| {
@@ -99,25 +162,48 @@ pub async fn serve(listener: tokio::net::TcpListener, xmpp: Arc<Xmpp>) {
 }
 
 /// A peer's connection: read, and used to send to its first domain while
-/// no other connection does.
+/// no other connection does. With a pinned certificate, TLS first: a
+/// connection that does not show it is closed.
 async fn incoming(xmpp: Arc<Xmpp>, tcp: TcpStream, zero: ZeroPeer, _slot: tokio::sync::OwnedSemaphorePermit) {
-    let _open = xmpp.context.metrics.s2s_stream("in", "authenticated", "zero");
+    let Some(federation) = xmpp.federation.clone() else { return };
+    let metrics = &xmpp.context.metrics;
+    let link = match &zero.pin {
+        None => Link::Plain(tcp),
+        Some(pin) => {
+            let accepted = tokio::time::timeout(federation.settings.connect_timeout, federation.identity.acceptor(false).accept(tcp)).await;
+            match accepted {
+                Ok(Ok(tls)) if pinned(tls.get_ref().1.peer_certificates(), pin) => Link::Tls(Box::new(tls)),
+                Ok(Ok(_)) => {
+                    metrics.s2s_failed("zero_pin");
+                    tracing::warn!("xmpp: a zero-handshake connection from {} closed: its certificate is not the one pinned", zero.domains.join(", "));
+                    return;
+                }
+                Ok(Err(_)) => return metrics.s2s_failed("tls"),
+                Err(_) => return metrics.s2s_failed("timeout"),
+            }
+        }
+    };
+    let _open = metrics.s2s_stream("in", "authenticated", "zero");
     let key = (xmpp.domain.clone(), zero.domains.first().cloned().unwrap_or_default());
     let peer = xmpp.claim_peer(&key);
-    let why = run(&xmpp, tcp, &zero, peer.as_deref().map(|peer| (&key, peer))).await;
+    let sends = peer.as_deref().map(|peer| (&key, peer));
+    let why = match link {
+        Link::Plain(tcp) => run(&xmpp, tcp, &zero, sends).await,
+        Link::Tls(tls) => run(&xmpp, tls, &zero, sends).await,
+    };
     if let Some(peer) = peer {
         xmpp.give_up(&key, &peer, why);
     }
 }
 
-/// Carries stanzas both ways on `tcp` with `zero`, sending what `sends` queues.
-async fn run(xmpp: &Arc<Xmpp>, tcp: TcpStream, zero: &ZeroPeer, sends: Option<(&(String, String), &Peer)>) -> Undelivered {
+/// Carries stanzas both ways on `io` with `zero`, sending what `sends` queues.
+async fn run<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, io: S, zero: &ZeroPeer, sends: Option<(&(String, String), &Peer)>) -> Undelivered {
     let limits = Limits { max_stanza_bytes: xmpp.context.bounds.max_message_size, ..Limits::default() };
     let duties = Duties { sends, reads: true, theirs: &zero.domains, acks: Acks::on() };
     if zero.compress {
-        carry(xmpp, &mut WireStream::zero(Deflated::new(tcp), limits), duties).await
+        carry(xmpp, &mut WireStream::zero(Deflated::new(io), limits), duties).await
     } else {
-        carry(xmpp, &mut WireStream::zero(tcp, limits), duties).await
+        carry(xmpp, &mut WireStream::zero(io, limits), duties).await
     }
 }
 
