@@ -854,8 +854,9 @@ fn certificate_sha256(files: &server::TlsFiles) -> [u8; 32] {
 /// other in `[[xmpp_s2s_peer]]`: a.test on 127.0.0.2 and b.test on
 /// 127.0.0.3, each taking the other's connections from 127.0.0.1 (where
 /// every loopback connection comes from), over `link`. `a_pins`, if given,
-/// is what a.test pins for b.test instead of b.test's certificate.
-async fn zero_pair(authority: &Authority, link: ZeroLink, a_pins: Option<[u8; 32]>) -> ((TestServer, SocketAddr), (TestServer, SocketAddr)) {
+/// is what a.test pins for b.test instead of b.test's certificate; a.test
+/// reaches b.test through `relay`, if given.
+async fn zero_pair(authority: &Authority, link: ZeroLink, a_pins: Option<[u8; 32]>, relay: Option<&Relay>) -> ((TestServer, SocketAddr), (TestServer, SocketAddr)) {
     let (a_zero, b_zero) = (TcpListener::bind("127.0.0.2:0").await.unwrap(), TcpListener::bind("127.0.0.3:0").await.unwrap());
     let (a_at, b_at) = (a_zero.local_addr().unwrap(), b_zero.local_addr().unwrap());
     let (a_cert, b_cert) = (authority.certificate("a", &["a.test"]), authority.certificate("b", &["b.test"]));
@@ -868,17 +869,78 @@ async fn zero_pair(authority: &Authority, link: ZeroLink, a_pins: Option<[u8; 32
     };
     let (a_pin, b_pin) = (certificate_sha256(&a_cert), certificate_sha256(&b_cert));
     let mut a = config("a.test", "alice", a_cert, &authority.trust(), &[]);
-    a.zero_peers = vec![peer("b.test", b_at, a_pins.unwrap_or(b_pin))];
+    let b_for_a = relay.map_or(b_at, |relay| relay.forward_to(b_at));
+    a.zero_peers = vec![peer("b.test", b_for_a, a_pins.unwrap_or(b_pin))];
     let mut b = config("b.test", "bob", b_cert, &authority.trust(), &[]);
     b.zero_peers = vec![peer("a.test", a_at, a_pin)];
     ((TestServer::zero_federated(a, a_zero).await, a_at), (TestServer::zero_federated(b, b_zero).await, b_at))
+}
+
+/// A link between two servers that can be cut: it relays each connection
+/// made to it to a target, until cut.
+struct Relay {
+    listener: std::sync::Mutex<Option<TcpListener>>,
+    addr: SocketAddr,
+    links: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+}
+
+impl Relay {
+    async fn new() -> Relay {
+        let listener = TcpListener::bind("127.0.0.4:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        Relay { listener: std::sync::Mutex::new(Some(listener)), addr, links: Default::default() }
+    }
+
+    /// Starts relaying to `target`; where to connect to be relayed.
+    fn forward_to(&self, target: SocketAddr) -> SocketAddr {
+        let listener = self.listener.lock().unwrap().take().expect("one target");
+        let links = self.links.clone();
+        tokio::spawn(async move {
+            while let Ok((mut near, _)) = listener.accept().await {
+                let link = tokio::spawn(async move {
+                    let mut far = TcpStream::connect(target).await.unwrap();
+                    let _ = tokio::io::copy_bidirectional(&mut near, &mut far).await;
+                });
+                links.lock().unwrap().push(link);
+            }
+        });
+        self.addr
+    }
+
+    /// Cuts every connection relayed so far, both ways at once.
+    fn cut(&self) {
+        self.links.lock().unwrap().drain(..).for_each(|link| link.abort());
+    }
+}
+
+#[tokio::test]
+async fn a_link_that_drops_between_two_zero_handshake_peers_delivers_everything_once() {
+    let authority = Authority::new();
+    let relay = Relay::new().await;
+    let ((a, _), (b, _)) = zero_pair(&authority, ZeroLink::Bare, None, Some(&relay)).await;
+    let mut alice = online(&a, "a.test", "alice").await;
+    let mut bob = online(&b, "b.test", "bob").await;
+    alice.send("<message to='bob@b.test' type='chat' id='m1'><body>one</body></message>").await;
+    assert_eq!(body(&next_named(&mut bob, "message").await), "one");
+    bob.send("<message to='alice@a.test/desk' type='chat' id='m2'><body>two</body></message>").await;
+    assert_eq!(body(&next_named(&mut alice, "message").await), "two");
+    // Cut before a.test has acknowledged "two" (its answer waits for a
+    // stanza to ride on): b.test comes back for it, hears a.test has it,
+    // and does not send it again.
+    relay.cut();
+    for (id, text) in [("m3", "three"), ("m4", "four")] {
+        alice.send(&format!("<message to='bob@b.test' type='chat' id='{id}'><body>{text}</body></message>")).await;
+        assert_eq!(body(&next_named(&mut bob, "message").await), text);
+    }
+    bob.send("<message to='alice@a.test/desk' type='chat' id='m5'><body>five</body></message>").await;
+    assert_eq!(body(&next_named(&mut alice, "message").await), "five", "two once");
 }
 
 #[tokio::test]
 async fn peers_configured_in_advance_talk_over_one_connection_with_no_handshake_compressed_or_not() {
     for link in [ZeroLink::Bare, ZeroLink::Compressed, ZeroLink::Pinned] {
         let authority = Authority::new();
-        let ((a, _), (b, _)) = zero_pair(&authority, link, None).await;
+        let ((a, _), (b, _)) = zero_pair(&authority, link, None, None).await;
         let mut alice = online(&a, "a.test", "alice").await;
         let mut bob = online(&b, "b.test", "bob").await;
         for round in 0..3 {
@@ -906,7 +968,7 @@ async fn a_pinned_peer_must_show_its_certificate_over_tls() {
         use sha2::Digest;
         sha2::Sha256::digest(authority.issuer.der()).into()
     };
-    let ((a, _), (b, b_at)) = zero_pair(&authority, ZeroLink::Pinned, Some(wrong)).await;
+    let ((a, _), (b, b_at)) = zero_pair(&authority, ZeroLink::Pinned, Some(wrong), None).await;
     // Stanzas in the clear from the peer's address, to a listener that
     // expects TLS from it: no TLS, nothing delivered, closed.
     let _bob = online(&b, "b.test", "bob").await;
@@ -924,16 +986,102 @@ async fn a_pinned_peer_must_show_its_certificate_over_tls() {
     assert_eq!(metric(&a, &authority, "a.test", "switchboard_s2s_failures_total{reason=\"zero_pin\"}").await, Some(1.0));
 }
 
+/// What comes on a socket, read as far as asked and no further.
+struct Wire {
+    tcp: TcpStream,
+    held: String,
+}
+
+impl Wire {
+    /// What came up to the end of `want`, which must come.
+    async fn until(&mut self, want: &str) -> String {
+        loop {
+            if let Some(at) = self.held.find(want) {
+                return self.held.drain(..at + want.len()).collect();
+            }
+            let mut buf = [0u8; 4096];
+            let n = tokio::time::timeout(PATIENCE, self.tcp.read(&mut buf)).await.expect("more in time").unwrap();
+            assert!(n > 0, "closed before {want:?}: {}", self.held);
+            self.held.push_str(std::str::from_utf8(&buf[..n]).unwrap());
+        }
+    }
+}
+
+#[tokio::test]
+async fn stream_management_with_a_zero_handshake_peer_outlives_its_connections() {
+    let authority = Authority::new();
+    // b.test takes a.test's connections, and reaches a.test here: the test plays a.test.
+    let (a_zero, b_zero) = (TcpListener::bind("127.0.0.2:0").await.unwrap(), TcpListener::bind("127.0.0.3:0").await.unwrap());
+    let b_at = b_zero.local_addr().unwrap();
+    let peer = server::ZeroPeer { domains: vec!["a.test".into()], address: a_zero.local_addr().unwrap(), from: vec!["127.0.0.1".parse().unwrap()], compress: false, pin: None };
+    let mut config = config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]);
+    config.zero_peers = vec![peer];
+    let b = TestServer::zero_federated(config, b_zero).await;
+    let mut bob = online(&b, "b.test", "bob").await;
+    let message = |id: &str| format!("<message from='alice@a.test/x' to='bob@b.test' type='chat' id='{id}'><body>{id}</body></message>");
+
+    // A first connection: a.test numbers its stanzas under `a1`; two arrive.
+    let mut one = Wire { tcp: TcpStream::connect(b_at).await.unwrap(), held: String::new() };
+    let opening = one.until("'/>").await;
+    let b_id = opening.strip_prefix("<enabled xmlns='urn:xmpp:sm:3' id='").and_then(|rest| rest.strip_suffix("' resume='true'/>")).expect(&opening).to_owned();
+    one.tcp.write_all(format!("<enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/>{}{}<r xmlns='urn:xmpp:sm:3'/>", message("m1"), message("m2")).as_bytes()).await.unwrap();
+    for id in ["m1", "m2"] {
+        assert_eq!(body(&next_named(&mut bob, "message").await), id);
+    }
+    assert_eq!(one.until("/>").await, "<a xmlns=\"urn:xmpp:sm:3\" h=\"2\"/>");
+    // b.test answers over it, asking for an acknowledgement that never comes: the link drops.
+    bob.send("<message to='alice@a.test/x' type='chat' id='r1'><body>lost?</body></message>").await;
+    let sent = one.until("<r xmlns=\"urn:xmpp:sm:3\"/>").await;
+    assert!(sent.starts_with("<message") && sent.contains(">lost?</body>"), "{sent}");
+    drop(one);
+
+    // b.test comes back on its own for what a.test never acknowledged: it
+    // says what it has of a.test's (2 under a1), and waits to hear what
+    // a.test has of its own before sending.
+    let mut two = Wire { tcp: a_zero.accept().await.unwrap().0, held: String::new() };
+    let opening = two.until(&format!("<enabled xmlns='urn:xmpp:sm:3' id='{b_id}' resume='true'/>")).await;
+    assert_eq!(opening, format!("<resume xmlns='urn:xmpp:sm:3' previd='a1' h='2'/><enabled xmlns='urn:xmpp:sm:3' id='{b_id}' resume='true'/>"));
+    // a.test handled none of it: it comes again, once, with a request.
+    two.tcp.write_all(format!("<resume xmlns='urn:xmpp:sm:3' previd='{b_id}' h='0'/><enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/>").as_bytes()).await.unwrap();
+    let again = two.until("<r xmlns=\"urn:xmpp:sm:3\"/>").await;
+    assert_eq!(again, sent, "the same bytes again");
+    // a.test's third stanza goes on from 2.
+    two.tcp.write_all(format!("<a xmlns='urn:xmpp:sm:3' h='1'/>{}<r xmlns='urn:xmpp:sm:3'/>", message("m3")).as_bytes()).await.unwrap();
+    assert_eq!(body(&next_named(&mut bob, "message").await), "m3");
+    assert_eq!(two.until("/>").await, "<a xmlns=\"urn:xmpp:sm:3\" h=\"3\"/>");
+
+    // A connection opened while that one still seems alive starts from 3
+    // too; a stanza the old one brought meanwhile (4) that comes on the new
+    // one as well is known by its number and dropped.
+    let mut three = Wire { tcp: TcpStream::connect(b_at).await.unwrap(), held: String::new() };
+    assert_eq!(three.until(&format!("id='{b_id}' resume='true'/>")).await, format!("<resume xmlns='urn:xmpp:sm:3' previd='a1' h='3'/><enabled xmlns='urn:xmpp:sm:3' id='{b_id}' resume='true'/>"));
+    two.tcp.write_all(message("m4").as_bytes()).await.unwrap();
+    assert_eq!(body(&next_named(&mut bob, "message").await), "m4");
+    three.tcp.write_all(format!("<resume xmlns='urn:xmpp:sm:3' previd='{b_id}' h='1'/><enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/>{}{}<r xmlns='urn:xmpp:sm:3'/>", message("m4"), message("m5")).as_bytes()).await.unwrap();
+    assert_eq!(body(&next_named(&mut bob, "message").await), "m5", "m4 once");
+    assert_eq!(three.until("/>").await, "<a xmlns=\"urn:xmpp:sm:3\" h=\"5\"/>");
+
+    // a.test restarted: a new id, counted from nothing.
+    let mut four = Wire { tcp: TcpStream::connect(b_at).await.unwrap(), held: String::new() };
+    four.tcp.write_all(format!("<enabled xmlns='urn:xmpp:sm:3' id='a2' resume='true'/>{}<r xmlns='urn:xmpp:sm:3'/>", message("m6")).as_bytes()).await.unwrap();
+    assert_eq!(body(&next_named(&mut bob, "message").await), "m6");
+    four.until("resume='true'/>").await;
+    assert_eq!(four.until("/>").await, "<a xmlns=\"urn:xmpp:sm:3\" h=\"1\"/>");
+}
+
 #[tokio::test]
 async fn a_zero_handshake_connection_carries_stanzas_from_its_first_byte_and_only_from_its_peers() {
     let authority = Authority::new();
-    let ((_, _), (b, b_at)) = zero_pair(&authority, ZeroLink::Bare, None).await;
+    let ((_, _), (b, b_at)) = zero_pair(&authority, ZeroLink::Bare, None, None).await;
     let mut bob = online(&b, "b.test", "bob").await;
     // As a.test: no header, no features; a stanza, then a request for acknowledgement,
     // which stream management (on from the start) answers.
     let mut tcp = TcpStream::connect(b_at).await.unwrap();
     tcp.write_all(b"<message from='alice@a.test/x' to='bob@b.test' type='chat'><body>first byte</body></message><r xmlns='urn:xmpp:sm:3'/>").await.unwrap();
     assert_eq!(body(&next_named(&mut bob, "message").await), "first byte");
+    // b.test opens with the id it numbers its stanzas under (it has counted none of a.test's yet).
+    let opening = read_until(&mut tcp, "'/>").await;
+    assert!(opening.starts_with("<enabled xmlns='urn:xmpp:sm:3' id='") && opening.ends_with("' resume='true'/>") && opening.len() == 68, "{opening}");
     assert_eq!(read_until(&mut tcp, "/>").await, "<a xmlns=\"urn:xmpp:sm:3\" h=\"1\"/>");
     // A stanza from a domain the peer is not: the stream error, and the end.
     tcp.write_all(b"<message from='eve@c.test' to='bob@b.test' type='chat'><body>forged</body></message>").await.unwrap();

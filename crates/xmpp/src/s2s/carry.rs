@@ -14,6 +14,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use wire::xmpp::{Element, StreamEvent};
 
 use super::wire_stream::{Failed, WireStream, as_client};
+use super::zero::{Continuity, Sending};
 use super::{Item, Peer, Undelivered, ns};
 use crate::{Jid, Xmpp};
 
@@ -28,13 +29,16 @@ pub(super) struct Duties<'a> {
     /// Stream management is on already (this server asked for it while
     /// negotiating), or may be asked for by the other (this server offered it).
     pub acks: Acks,
+    /// Stream management across connections, with a zero-handshake peer.
+    pub continuity: Option<&'a Continuity>,
 }
 
-/// Stream management on a stream between servers (XEP-0198 §4, without
-/// resumption): each side counts the stanzas it handled and says how many
-/// when asked; this side asks with the batches it writes (see
-/// [`ASK_EVERY`]), and keeps what the other has not yet acknowledged, to
-/// send it again on a new stream if this one breaks.
+/// Stream management on a stream between servers (XEP-0198 §4): each side
+/// counts the stanzas it handled and says how many when asked; this side
+/// asks with the batches it writes (see [`ASK_EVERY`]), and keeps what the
+/// other has not yet acknowledged, to send it again on a new stream if
+/// this one breaks (once; with a zero-handshake peer, the counts go on
+/// across connections instead, see [`Continuity`]).
 #[derive(Default)]
 pub(super) struct Acks {
     /// Enabled on this stream.
@@ -54,6 +58,16 @@ pub(super) struct Acks {
     unasked: usize,
     /// When to ask about them if no batch has by then: alone.
     ask_due: Option<tokio::time::Instant>,
+    /// Across connections (a zero-handshake peer): the id this side's
+    /// stanzas are numbered under …
+    epoch: String,
+    /// … whether sending waits for the other's opening, to know what it
+    /// has of what was sent before …
+    resuming: bool,
+    /// … whether the other's opening came …
+    opened: bool,
+    /// … and the number of the other's last stanza on this connection.
+    next: u32,
 }
 
 /// How often this side asks the other how many stanzas it handled: with
@@ -95,6 +109,9 @@ impl Acks {
 /// Drives `stream` as `duties` say until it ends; what the senders of
 /// anything still queued are told.
 pub(super) async fn carry<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut WireStream<S>, mut duties: Duties<'_>) -> Undelivered {
+    if let Some(continuity) = duties.continuity {
+        return carry_on(xmpp, stream, duties, continuity).await;
+    }
     let why = drive(xmpp, stream, &mut duties).await;
     // What the other did not acknowledge is sent again, once, on a new
     // stream; what was sent again already goes back to its senders.
@@ -108,6 +125,42 @@ pub(super) async fn carry<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, s
     why
 }
 
+/// `carry` with a zero-handshake peer: stream management goes on from the
+/// last connection and on to the next (see [`Continuity`]).
+async fn carry_on<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut WireStream<S>, mut duties: Duties<'_>, continuity: &Continuity) -> Undelivered {
+    let acks = &mut duties.acks;
+    if duties.sends.is_some() {
+        let Sending { epoch, acked, unacked } = continuity.take_sending();
+        (acks.epoch, acks.acked, acks.unacked) = (epoch, acked, unacked);
+        acks.resuming = !acks.unacked.is_empty();
+    } else {
+        acks.epoch = continuity.epoch();
+    }
+    let (opening, next) = continuity.opening(&acks.epoch);
+    acks.next = next;
+    acks.handled = next;
+    let why = match stream.send(&opening).await {
+        Ok(()) => drive(xmpp, stream, &mut duties).await,
+        Err(_) => Undelivered::Timeout,
+    };
+    let Some((key, peer)) = duties.sends else { return why };
+    let mut acks = std::mem::take(&mut duties.acks);
+    let opened = acks.opened;
+    // What was queued and never sent goes after what was, on the next
+    // connection, in order.
+    xmpp.close_peer(key, peer);
+    acks.unacked.extend(peer.take());
+    let left = continuity.keep(Sending { epoch: acks.epoch, acked: acks.acked, unacked: acks.unacked });
+    if left && opened && !xmpp.context.shutdown.has_begun() {
+        // The next connection sends it again, as far as the peer says it needs.
+        xmpp.reopen(key.clone());
+    } else if left {
+        // The peer never answered this connection: a new one would fare no better.
+        xmpp.undelivered(continuity.abandon().into(), why);
+    }
+    why
+}
+
 async fn drive<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut WireStream<S>, duties: &mut Duties<'_>) -> Undelivered {
     let Some(federation) = xmpp.federation.clone() else { return Undelivered::NotFound };
     let metrics = &xmpp.context.metrics;
@@ -115,7 +168,9 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut
     let idle = federation.settings.idle_timeout;
     let mut quiet = Box::pin(tokio::time::sleep(idle));
     loop {
-        if let Some((key, peer)) = duties.sends {
+        if let Some((key, peer)) = duties.sends
+            && !duties.acks.resuming
+        {
             let batch = peer.take();
             if !batch.is_empty() {
                 let mut text = owed_answer(&mut duties.acks);
@@ -140,7 +195,7 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut
         }
         let before = stream.read;
         let event = tokio::select! {
-            () = ready(duties.sends) => continue,
+            () = ready(if duties.acks.resuming { None } else { duties.sends }) => continue,
             () = due(duties.acks.owed) => {
                 let answer = owed_answer(&mut duties.acks);
                 if stream.send(&answer).await.is_err() {
@@ -195,6 +250,16 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut
             Err(Failed::Io(_)) => return Undelivered::Timeout,
         };
         let bytes = stream.read - before;
+        if stanza.ns == ns::SM
+            && let Some(continuity) = duties.continuity
+            && matches!(stanza.name.as_str(), "resume" | "enabled")
+        {
+            if let Err((condition, text)) = opening(stream, duties, continuity, &stanza).await {
+                stream.fail(condition, &text).await;
+                return Undelivered::Timeout;
+            }
+            continue;
+        }
         if stanza.ns == ns::SM {
             // What is acknowledged is archived (see `Xmpp::take_remote`).
             if stanza.name == "r"
@@ -221,15 +286,77 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut
             stream.fail(condition, &text).await;
             return Undelivered::Timeout;
         }
-        Box::pin(xmpp.take_remote(as_client(stanza))).await;
-        if duties.acks.on {
-            duties.acks.handled = duties.acks.handled.wrapping_add(1);
+        let fresh = match duties.continuity {
+            // Numbered: one that comes again after all is dropped.
+            Some(continuity) => {
+                duties.acks.next = duties.acks.next.wrapping_add(1);
+                let (fresh, handled) = continuity.arrived(duties.acks.next);
+                duties.acks.handled = handled;
+                fresh
+            }
+            None => {
+                if duties.acks.on {
+                    duties.acks.handled = duties.acks.handled.wrapping_add(1);
+                }
+                true
+            }
+        };
+        if fresh {
+            Box::pin(xmpp.take_remote(as_client(stanza))).await;
         }
         // Over its rate, the other server is read again only once under it.
         if let Some(until) = inflow.charge(1, bytes) {
             tokio::time::sleep_until(until).await;
         }
     }
+}
+
+/// Handles the other side's opening of a zero-handshake connection (see
+/// [`Continuity`]): `<resume/>`, what it has of this side's stanzas, then
+/// `<enabled/>`, the id it numbers its own under. Sending this way goes on
+/// once it is known what the other has: the rest is sent again first.
+async fn opening<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut WireStream<S>, duties: &mut Duties<'_>, continuity: &Continuity, element: &Element) -> Result<(), (&'static str, String)> {
+    let acks = &mut duties.acks;
+    let sends = duties.sends.is_some() && !acks.opened;
+    match element.name.as_str() {
+        "resume" if sends => {
+            let h: u32 = element.get("h").and_then(|h| h.parse().ok()).ok_or(("bad-format", "<resume/> says how many in 'h'".to_owned()))?;
+            if element.get("previd") == Some(acks.epoch.as_str()) {
+                let newly = h.wrapping_sub(acks.acked) as usize;
+                if newly > acks.unacked.len() {
+                    return Err(("undefined-condition", format!("{h} stanzas acknowledged, {} sent", acks.acked as usize + acks.unacked.len())));
+                }
+                acks.unacked.drain(..newly);
+                acks.acked = h;
+            } else {
+                // Another id: what it counted is not this side's count.
+                acks.acked = 0;
+            }
+            acks.opened = true;
+        }
+        "resume" => acks.opened = true,
+        _ => {
+            let epoch = element.get("id").ok_or(("bad-format", "<enabled/> names its id".to_owned()))?;
+            continuity.their_epoch(epoch, &mut acks.next);
+            acks.handled = acks.next;
+            if sends {
+                // No <resume/> first: the other counted none of this side's.
+                acks.acked = 0;
+            }
+            acks.opened = true;
+        }
+    }
+    if acks.resuming && acks.opened {
+        acks.resuming = false;
+        if !acks.unacked.is_empty() {
+            let again: String = acks.unacked.iter().map(Item::text).collect();
+            let count = acks.unacked.len();
+            tracing::info!("xmpp: {count} stanzas sent again to {} on a new connection", duties.theirs.join(", "));
+            let text = format!("{again}{}", request(acks));
+            stream.send(&text).await.map_err(|e| ("undefined-condition", e.to_string()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Handles a stream management element (XEP-0198): the other enabling it,

@@ -138,6 +138,9 @@ pub struct Federation {
     /// Domains refused for want of authentication, logged the first time
     /// (at most `REFUSED_LOGGED` of them are remembered).
     refused: Mutex<std::collections::HashSet<String>>,
+    /// Stream management across connections with each zero-handshake
+    /// peer, in the order of `settings.zero`.
+    continuity: Vec<zero::Continuity>,
 }
 
 /// Refused domains remembered so as to log each once.
@@ -156,6 +159,7 @@ impl Federation {
             dialback: settings.dialback.clone(),
             resolver: resolve::Resolver::new(settings.dns),
             streams: Arc::new(Semaphore::new(settings.max_streams)),
+            continuity: settings.zero.iter().map(|_| zero::Continuity::default()).collect(),
             settings,
             identity,
             peers: Mutex::new(HashMap::new()),
@@ -182,6 +186,12 @@ impl Federation {
         if refused.len() < REFUSED_LOGGED && refused.insert(domain.to_owned()) {
             tracing::warn!("xmpp: a stream from {domain:?} refused: {why} (logged once per domain)");
         }
+    }
+
+    /// The zero-handshake peer serving `domain`, with its continuity.
+    fn zero_peer(&self, domain: &str) -> Option<(&ZeroPeer, &zero::Continuity)> {
+        let at = self.settings.zero.iter().position(|z| z.domains.iter().any(|d| d == domain))?;
+        Some((&self.settings.zero[at], &self.continuity[at]))
     }
 
     /// Stanzas waiting for a stream to their domain, across domains.
@@ -326,6 +336,13 @@ impl Xmpp {
 
     fn enqueue(self: &Arc<Self>, key: (String, String), item: Item) -> Result<(), Undelivered> {
         let Some(federation) = &self.federation else { return Err(Undelivered::NotFound) };
+        // A zero-handshake peer has one queue for all its domains and
+        // ours (one connection, one count of stanzas), named by this
+        // server's domain and the peer's first.
+        let key = match federation.zero_peer(&key.1) {
+            Some((zero, _)) => (self.domain.clone(), zero.domains[0].clone()),
+            None => key,
+        };
         let limit = federation.settings.queue_bytes;
         let mut peers = federation.peers.lock();
         // A queue is closed only under the lock held here.
@@ -340,6 +357,20 @@ impl Xmpp {
         drop(peers);
         self.context.tracker.spawn(outgoing::run(self.clone(), key, peer));
         Ok(())
+    }
+
+    /// Opens a new stream for `key`'s queue, empty, unless one is open: for
+    /// what a zero-handshake peer has not acknowledged (see `zero::Continuity`).
+    fn reopen(self: &Arc<Self>, key: (String, String)) {
+        let Some(federation) = &self.federation else { return };
+        let mut peers = federation.peers.lock();
+        if peers.get(&key).is_some_and(|peer| !peer.queue.lock().closed) {
+            return;
+        }
+        let peer = Arc::new(Peer { queue: Mutex::new(Queue::default()), ready: Notify::new() });
+        peers.insert(key.clone(), peer.clone());
+        drop(peers);
+        self.context.tracker.spawn(outgoing::run(self.clone(), key, peer));
     }
 
     /// Closes `peer`'s queue (the next stanza for its domain opens a new

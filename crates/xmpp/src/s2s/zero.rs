@@ -11,8 +11,9 @@
 //! name). TLS 1.3 resumes on a reconnection, so the certificates do not
 //! cross the link again. One connection carries both ways: the side
 //! that did not open it sends on it too. Stream management is on from the
-//! start on both sides (acknowledgements and sending again what a broken
-//! connection lost), as the configuration agrees.
+//! start on both sides, as the configuration agrees, and it outlives a
+//! connection ([`Continuity`]): a link that drops and comes back loses
+//! nothing and delivers nothing twice.
 //!
 //! A peer may also agree to compress: each write is deflated (zlib, one
 //! stream per connection direction) and flushed, so that a stanza goes out
@@ -25,6 +26,7 @@
 //! turn it on, for links where nobody can see the traffic, and never with a
 //! pinned certificate (inside TLS).
 
+use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -39,8 +41,124 @@ use wire::xmpp::Limits;
 
 use super::carry::{Acks, Duties, carry};
 use super::wire_stream::WireStream;
-use super::{Peer, Undelivered};
+use super::{Item, Peer, Undelivered};
 use crate::Xmpp;
+
+/// Stream management with one peer across its connections (XEP-0198's
+/// resumption, on zero-handshake links, where there is no negotiation to
+/// carry it). What this server sends the peer is numbered under an id of
+/// its own, `epoch`, for the process's life: the count the peer has
+/// acknowledged and what it has not are kept when a connection ends, and
+/// the next one goes on from there. What the peer sends is counted under
+/// the peer's id, by every connection it comes on.
+///
+/// Each side opens every connection, before any stanza, with
+/// `<resume previd='THEIR-ID' h='N'/>` (if it has counted the other's
+/// stanzas: how many it handled) and then `<enabled id='OWN-ID'
+/// resume='true'/>`. The side that sends on the connection drops what `h`
+/// acknowledges and sends the rest again, first; an `<enabled/>` with no
+/// `<resume/>` before it, or one naming another id, says the other counted
+/// none of them (it is new, or restarted): everything unacknowledged goes
+/// again, and counting starts over. A side with nothing unacknowledged
+/// sends at once; one with something waits for the other's opening. A
+/// stanza that comes again after all (a connection that ended with it
+/// still unread on this side) is known by its number and dropped.
+#[derive(Default)]
+pub(super) struct Continuity {
+    sending: parking_lot::Mutex<Sending>,
+    receiving: parking_lot::Mutex<Receiving>,
+}
+
+/// What this side has sent the peer.
+pub(super) struct Sending {
+    pub epoch: String,
+    /// Stanzas the peer has acknowledged under `epoch`.
+    pub acked: u32,
+    /// Sent under `epoch` after those, not yet acknowledged.
+    pub unacked: VecDeque<Item>,
+}
+
+impl Default for Sending {
+    fn default() -> Sending {
+        Sending { epoch: new_epoch(), acked: 0, unacked: VecDeque::new() }
+    }
+}
+
+fn new_epoch() -> String {
+    format!("{:016x}", rand::random::<u64>())
+}
+
+/// What this side has handled of the peer's stanzas.
+#[derive(Default)]
+pub(super) struct Receiving {
+    /// The id the peer numbers them under, once it has said.
+    pub epoch: Option<String>,
+    pub handled: u32,
+}
+
+impl Continuity {
+    /// What this side has sent, for the connection that sends now to
+    /// carry on with: taken until it [`keep`](Continuity::keep)s it.
+    pub fn take_sending(&self) -> Sending {
+        let mut sending = self.sending.lock();
+        Sending { epoch: sending.epoch.clone(), acked: sending.acked, unacked: std::mem::take(&mut sending.unacked) }
+    }
+
+    /// Kept for the next connection: the count acknowledged under
+    /// `epoch` and what was sent after it; whether anything is left.
+    pub fn keep(&self, taken: Sending) -> bool {
+        let mut sending = self.sending.lock();
+        let left = !taken.unacked.is_empty();
+        *sending = taken;
+        left
+    }
+
+    /// What was sent and not acknowledged, taken back when no connection
+    /// could be made to send it again: counting starts over under a new id.
+    pub fn abandon(&self) -> VecDeque<Item> {
+        std::mem::take(&mut *self.sending.lock()).unacked
+    }
+
+    /// This side's id, for a connection that does not send.
+    pub fn epoch(&self) -> String {
+        self.sending.lock().epoch.clone()
+    }
+
+    /// What a connection opens with (see the type's docs), and the count
+    /// of the peer's stanzas it starts from.
+    pub fn opening(&self, own: &str) -> (String, u32) {
+        let receiving = self.receiving.lock();
+        let mut text = String::new();
+        if let Some(theirs) = &receiving.epoch {
+            text.push_str(&format!("<resume xmlns='urn:xmpp:sm:3' previd='{theirs}' h='{}'/>", receiving.handled));
+        }
+        text.push_str(&format!("<enabled xmlns='urn:xmpp:sm:3' id='{own}' resume='true'/>"));
+        (text, receiving.handled)
+    }
+
+    /// The peer numbers its stanzas under `epoch`: if that is new, counting
+    /// starts over, and so does `next`, the count a connection is at.
+    pub fn their_epoch(&self, epoch: &str, next: &mut u32) {
+        let mut receiving = self.receiving.lock();
+        if receiving.epoch.as_deref() != Some(epoch) {
+            receiving.epoch = Some(epoch.to_owned());
+            receiving.handled = 0;
+            *next = 0;
+        }
+    }
+
+    /// The peer's stanza numbered `number` arrived: whether it is new
+    /// (then it is counted handled); the count handled either way.
+    pub fn arrived(&self, number: u32) -> (bool, u32) {
+        let mut receiving = self.receiving.lock();
+        // Later than the count, in the wrapping order of XEP-0198's counts.
+        let new = (number.wrapping_sub(receiving.handled) as i32) > 0;
+        if new {
+            receiving.handled = number;
+        }
+        (new, receiving.handled)
+    }
+}
 
 /// A peer configured in advance for zero-handshake federation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,23 +225,26 @@ pub(super) async fn outgoing(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<P
         Ok(Link::Tls(Box::new(tls)))
     })
     .await;
+    let Some((_, continuity)) = federation.zero_peer(&key.1) else { return };
     let link = match connected {
         Ok(Ok(link)) => link,
         Ok(Err((reason, e))) => {
             metrics.s2s_failed(reason);
             tracing::warn!("xmpp: zero-handshake connection to {} at {} failed: {e}", key.1, zero.address);
+            xmpp.undelivered(continuity.abandon().into(), Undelivered::NotFound);
             return xmpp.give_up(&key, &peer, Undelivered::NotFound);
         }
         Err(_) => {
             metrics.s2s_failed("timeout");
+            xmpp.undelivered(continuity.abandon().into(), Undelivered::Timeout);
             return xmpp.give_up(&key, &peer, Undelivered::Timeout);
         }
     };
     let _open = metrics.s2s_stream("out", "authenticated", "zero");
     let sends = Some((&key, &*peer));
     let why = match link {
-        Link::Plain(tcp) => run(&xmpp, tcp, &zero, sends).await,
-        Link::Tls(tls) => run(&xmpp, tls, &zero, sends).await,
+        Link::Plain(tcp) => run(&xmpp, tcp, &zero, continuity, sends).await,
+        Link::Tls(tls) => run(&xmpp, tls, &zero, continuity, sends).await,
     };
     xmpp.give_up(&key, &peer, why);
 }
@@ -183,13 +304,14 @@ async fn incoming(xmpp: Arc<Xmpp>, tcp: TcpStream, zero: ZeroPeer, _slot: tokio:
             }
         }
     };
+    let Some((_, continuity)) = zero.domains.first().and_then(|domain| federation.zero_peer(domain)) else { return };
     let _open = metrics.s2s_stream("in", "authenticated", "zero");
-    let key = (xmpp.domain.clone(), zero.domains.first().cloned().unwrap_or_default());
+    let key = (xmpp.domain.clone(), zero.domains[0].clone());
     let peer = xmpp.claim_peer(&key);
     let sends = peer.as_deref().map(|peer| (&key, peer));
     let why = match link {
-        Link::Plain(tcp) => run(&xmpp, tcp, &zero, sends).await,
-        Link::Tls(tls) => run(&xmpp, tls, &zero, sends).await,
+        Link::Plain(tcp) => run(&xmpp, tcp, &zero, continuity, sends).await,
+        Link::Tls(tls) => run(&xmpp, tls, &zero, continuity, sends).await,
     };
     if let Some(peer) = peer {
         xmpp.give_up(&key, &peer, why);
@@ -197,9 +319,9 @@ async fn incoming(xmpp: Arc<Xmpp>, tcp: TcpStream, zero: ZeroPeer, _slot: tokio:
 }
 
 /// Carries stanzas both ways on `io` with `zero`, sending what `sends` queues.
-async fn run<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, io: S, zero: &ZeroPeer, sends: Option<(&(String, String), &Peer)>) -> Undelivered {
+async fn run<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, io: S, zero: &ZeroPeer, continuity: &Continuity, sends: Option<(&(String, String), &Peer)>) -> Undelivered {
     let limits = Limits { max_stanza_bytes: xmpp.context.bounds.max_message_size, ..Limits::default() };
-    let duties = Duties { sends, reads: true, theirs: &zero.domains, acks: Acks::on() };
+    let duties = Duties { sends, reads: true, theirs: &zero.domains, acks: Acks::on(), continuity: Some(continuity) };
     if zero.compress {
         carry(xmpp, &mut WireStream::zero(Deflated::new(io), limits), duties).await
     } else {
