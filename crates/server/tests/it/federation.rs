@@ -1007,16 +1007,37 @@ impl Wire {
     }
 }
 
-#[tokio::test]
-async fn stream_management_with_a_zero_handshake_peer_outlives_its_connections() {
-    let authority = Authority::new();
-    // b.test takes a.test's connections, and reaches a.test here: the test plays a.test.
+/// b.test, taking zero-handshake connections from a.test (at most
+/// `per_domain` at once) and reaching a.test where the test listens (the
+/// test plays a.test): b.test, its address, and the test's listener.
+async fn zero_b_for_a_test(authority: &Authority, per_domain: usize) -> (TestServer, SocketAddr, TcpListener) {
     let (a_zero, b_zero) = (TcpListener::bind("127.0.0.2:0").await.unwrap(), TcpListener::bind("127.0.0.3:0").await.unwrap());
     let b_at = b_zero.local_addr().unwrap();
     let peer = server::ZeroPeer { domains: vec!["a.test".into()], address: a_zero.local_addr().unwrap(), from: vec!["127.0.0.1".parse().unwrap()], compress: false, pin: None };
     let mut config = config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]);
     config.zero_peers = vec![peer];
-    let b = TestServer::zero_federated(config, b_zero).await;
+    config.federation.max_streams_per_domain = per_domain;
+    (TestServer::zero_federated(config, b_zero).await, b_at, a_zero)
+}
+
+#[tokio::test]
+async fn a_zero_handshake_peer_past_its_bound_of_streams_is_refused_with_policy_violation() {
+    let authority = Authority::new();
+    let (b, b_at, _a_zero) = zero_b_for_a_test(&authority, 1).await;
+    let mut first = Wire { tcp: TcpStream::connect(b_at).await.unwrap(), held: String::new() };
+    first.until("resume='true'/>").await;
+    let mut second = Wire { tcp: TcpStream::connect(b_at).await.unwrap(), held: String::new() };
+    assert_eq!(
+        second.until("</stream:stream>").await,
+        "<stream:error><policy-violation xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\"/><text xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\">a.test is at its bound of 1 streams here</text></stream:error></stream:stream>"
+    );
+    assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_failures_total{reason=\"max_streams_per_domain\"}").await, Some(1.0));
+}
+
+#[tokio::test]
+async fn stream_management_with_a_zero_handshake_peer_outlives_its_connections() {
+    let authority = Authority::new();
+    let (b, b_at, a_zero) = zero_b_for_a_test(&authority, 16).await;
     let mut bob = online(&b, "b.test", "bob").await;
     let message = |id: &str| format!("<message from='alice@a.test/x' to='bob@b.test' type='chat' id='{id}'><body>{id}</body></message>");
 

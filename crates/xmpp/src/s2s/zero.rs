@@ -305,6 +305,15 @@ async fn incoming(xmpp: Arc<Xmpp>, tcp: TcpStream, zero: ZeroPeer, _slot: tokio:
         }
     };
     let Some((_, continuity)) = zero.domains.first().and_then(|domain| federation.zero_peer(domain)) else { return };
+    let counted = federation.stream_from(&zero.domains[0]);
+    if counted.is_none() {
+        metrics.s2s_failed("max_streams_per_domain");
+        let refusal = format!("{} is at its bound of {} streams here", zero.domains[0], federation.settings.max_streams_per_domain);
+        return match link {
+            Link::Plain(tcp) => refuse(&xmpp, tcp, &zero, &refusal).await,
+            Link::Tls(tls) => refuse(&xmpp, tls, &zero, &refusal).await,
+        };
+    }
     let _open = metrics.s2s_stream("in", "authenticated", "zero");
     let key = (xmpp.domain.clone(), zero.domains[0].clone());
     let peer = xmpp.claim_peer(&key);
@@ -315,6 +324,16 @@ async fn incoming(xmpp: Arc<Xmpp>, tcp: TcpStream, zero: ZeroPeer, _slot: tokio:
     };
     if let Some(peer) = peer {
         xmpp.give_up(&key, &peer, why);
+    }
+}
+
+/// Ends a connection from `zero` on `io` at once with `policy-violation`.
+async fn refuse<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Xmpp, io: S, zero: &ZeroPeer, text: &str) {
+    let limits = Limits { max_stanza_bytes: xmpp.context.bounds.max_message_size, ..Limits::default() };
+    if zero.compress {
+        WireStream::zero(Deflated::new(io), limits).fail("policy-violation", text).await;
+    } else {
+        WireStream::zero(io, limits).fail("policy-violation", text).await;
     }
 }
 
