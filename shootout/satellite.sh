@@ -19,7 +19,9 @@
 #   the optimised profile (OUT/zero/): each server names the other in
 #   [[xmpp_s2s_peer]], a zero-handshake stream (XEP-0361) on port 15271,
 #   one connection both ways, deflated, no TLS (the link is declared
-#   trusted); MODES="starttls", "direct-tls" or "zero" runs one.
+#   trusted); and the same over TLS with each server's certificate pinned by
+#   the other, not deflated (OUT/zero-tls/); MODES="starttls", "direct-tls",
+#   "zero" or "zero-tls" runs one.
 #   QUICK=1: payload 2 B, 3 stable round trips a cell; otherwise payloads
 #   2, 100, 200 and 500 B, each answered at once and after 5, 10 and 15 s
 #   ("typing", taken off the round trip), 5 round trips. RATES (bit/s) and DELAYS override
@@ -37,14 +39,15 @@
 #   MODES="login" runs only these, and leaving it out of MODES none.
 #
 # Writes OUT/<mode>/<rate>-<delay>.json (bench result files), .link (what
-# each link carried) and .txt (the bench's output), and OUT/satellite.md,
-# the tables beside the study's figures (printed too).
+# each link carried) and .txt (the bench's output), OUT/satellite.md,
+# the tables beside the study's figures (printed too), and
+# OUT/satellite.html, `switchboard report`'s charts of them.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${SWITCHBOARD_BIN:-$ROOT/target/release/switchboard}"
 OUT="${1:-$ROOT/build/satellite}"
 RATES="${RATES:-2400 19200}"
-MODES="${MODES:-starttls direct-tls zero login}"
+MODES="${MODES:-starttls direct-tls zero zero-tls login}"
 DELAYS="${DELAYS:-0s 500ms 1s}"
 LOGINS="${LOGINS:-2}"
 if [ -n "${QUICK:-}" ]; then SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"; THROUGHPUT="${THROUGHPUT:-10,100,1024}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-1024}"; LOGIN_RATES="${LOGIN_RATES:-2400}"; LOGIN_DELAYS="${LOGIN_DELAYS:-500ms}"
@@ -85,6 +88,8 @@ echo pw | "$BIN" xmpp-account bob >"$RUN/b.toml"
 for pair in "a b 127.0.0.4" "b a 127.0.0.5"; do
   set -- $pair
   { cat "$RUN/$1.toml"; printf '[[xmpp_s2s_peer]]\ndomains = ["%s.test", "conference.%s.test"]\naddress = "%s:15271"\nfrom = ["127.0.0.1"]\ncompress = true\n' "$2" "$2" "$3"; } >"$RUN/$1-zero.toml"
+  pin="$(openssl x509 -noout -fingerprint -sha256 -in "$RUN/$2.pem" | cut -d= -f2)"
+  { cat "$RUN/$1.toml"; printf '[[xmpp_s2s_peer]]\ndomains = ["%s.test", "conference.%s.test"]\naddress = "%s:15271"\nfrom = ["127.0.0.1"]\npin = "%s"\n' "$2" "$2" "$3" "$pin"; } >"$RUN/$1-zero-tls.toml"
 done
 
 # wait_for LOG TEXT PID WHO: waits up to 30 s for TEXT in LOG.
@@ -103,7 +108,7 @@ wait_for() {
 serve() {
   local mode="$1" name="$2" ip="$3" other="$4" via="$5" log="$RUN/$2-serve.log" route config="$RUN/$2.toml" zero=off
   if [ "$mode" = direct-tls ]; then route="tls:$via:15270"; else route="$via:15269"; fi
-  if [ "$mode" = zero ]; then config="$RUN/$name-zero.toml"; zero="$ip:15271"; fi
+  case "$mode" in zero|zero-tls) config="$RUN/$name-$mode.toml"; zero="$ip:15271" ;; esac
   "$BIN" serve --config "$config" --xmpp-s2s-zero-listen "$zero" --store memory --listen "$ip:18080" --xmpp-listen "$ip:15222" \
     --irc-listen off --irc-tls-listen off --xmpp-domain "$name.test" --tls-cert "$RUN/$name.pem" --tls-key "$RUN/$name.key" \
     --xmpp-plain-unencrypted true --xmpp-s2s-listen "$ip:15269" --xmpp-s2s-trust "$RUN/ca.pem" --xmpp-s2s-connect-timeout 10m \
@@ -131,11 +136,12 @@ login_cell() {
     --tls-cert "$RUN/a.pem" --tls-key "$RUN/a.key" --xmpp-login-timeout 10m >"$log" 2>&1 &
   pids+=($!)
   wait_for "$log" "serves XMPP" $! "the a.test server"
-  "$BIN" bench login --quiet --target http://127.0.0.6:18080 --server-pid "${pids[-1]}" --xmpp-domain a.test \
+  "$BIN" bench login --quiet --target "switchboard=http://127.0.0.6:18080" --via-link "rate=${rate}bit,delay=$delay,overhead=40" --server-pid "${pids[-1]}" --xmpp-domain a.test \
     --xmpp-user alice --xmpp-password pw --xmpp-port 15222 --xmpp-tls-port 15223 --tls-trust "$RUN/ca.pem" \
     --logins "$LOGINS" --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
   stop_all
   grep -h "link stopped" "$RUN"/link-*.log >"$cell.link" || true
+  rm -f "$RUN"/link-*.log
   [ "$status" = 0 ] || die "the bench failed (login, $rate bit/s, $delay): $(tail -n5 "$cell.txt")"
 }
 
@@ -150,7 +156,7 @@ for mode in $MODES; do
     done
     continue
   fi
-  case "$mode" in direct-tls) port=15270 ;; zero) port=15271 ;; *) port=15269 ;; esac
+  case "$mode" in direct-tls) port=15270 ;; zero|zero-tls) port=15271 ;; *) port=15269 ;; esac
   for rate in $RATES; do
     for delay in $DELAYS; do
       echo "satellite: $mode, ${rate} bit/s, one-way delay $delay" >&2
@@ -162,14 +168,18 @@ for mode in $MODES; do
       status=0
       streams=()
       if [ "$delay" = 0s ] && [ -n "$THROUGHPUT" ]; then streams=(--throughput "$THROUGHPUT" --throughput-bytes "$THROUGHPUT_BYTES"); fi
-      "$BIN" bench federated --quiet --target http://127.0.0.2:18080 --xmpp-port 15222 --xmpp-domain a.test \
+      "$BIN" bench federated --quiet --target "$mode=http://127.0.0.2:18080" --via-link "rate=${rate}bit,delay=$delay,overhead=40" --xmpp-port 15222 --xmpp-domain a.test \
         --xmpp-user alice --xmpp-password pw --peer-domain b.test --peer-xmpp 127.0.0.3:15222 --peer-user bob \
         --sizes "$SIZES" --typing "$TYPING" --round-trips "$ROUNDS" "${streams[@]}" --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
       stop_all
       # What crossed each link, both ways: handshakes and messages.
       grep -h "link stopped" "$RUN"/link-*.log >"$cell.link" || true
+      rm -f "$RUN"/link-*.log
       [ "$status" = 0 ] || die "the bench failed ($mode, $rate bit/s, $delay): $(tail -n5 "$cell.txt")"
     done
   done
 done
 python3 "$ROOT/shootout/satellite_table.py" "$OUT" | tee "$OUT/satellite.md"
+# The report: the same figures as charts beside the study's.
+"$BIN" report "$OUT"/*/*.json --title "The satellite-link study" -o "$OUT/satellite.html" >/dev/null
+echo "satellite: charts in $OUT/satellite.html" >&2

@@ -211,6 +211,12 @@ pub struct FederatedArgs {
     /// Round trips per payload size and typing delay, after the run's first.
     #[arg(long, default_value_t = 5)]
     pub round_trips: u64,
+    /// The emulated link the run's traffic crosses outside the bench, as a --link value
+    /// (rate=2400bit,delay=500ms,overhead=40): `switchboard link` started by the run's
+    /// script between the two servers (federated) or in front of the server (login).
+    /// Recorded in the result file for reports, not made by the bench.
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
+    pub via_link: Option<crate::linked::LinkFlag>,
     /// Then throughput: for each of these payload sizes (comma-separated), messages sent one
     /// way back to back, about --throughput-bytes of bodies in all (at least 2 messages),
     /// timed from the first send to the last arrival [default: none]
@@ -241,6 +247,12 @@ pub struct LoginArgs {
     /// name checked is --xmpp-domain.
     #[arg(long, value_name = "FILE")]
     pub tls_trust: PathBuf,
+    /// The emulated link the run's traffic crosses outside the bench, as a --link value
+    /// (rate=2400bit,delay=500ms,overhead=40): `switchboard link` started by the run's
+    /// script between the two servers (federated) or in front of the server (login).
+    /// Recorded in the result file for reports, not made by the bench.
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
+    pub via_link: Option<crate::linked::LinkFlag>,
 }
 
 /// How an XMPP client logs in (`bench login`).
@@ -530,6 +542,9 @@ pub struct FederatedSettings {
     pub throughput: Vec<usize>,
     #[serde(default)]
     pub throughput_bytes: usize,
+    /// The link between the servers, as the script made it (`--via-link`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via_link: Option<crate::linked::LinkRecord>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -540,6 +555,9 @@ pub struct LoginSettings {
     pub port: u16,
     pub tls_port: u16,
     pub trust: PathBuf,
+    /// The link in front of the server, as the script made it (`--via-link`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via_link: Option<crate::linked::LinkRecord>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -669,6 +687,7 @@ impl Plan {
                     round_trips: a.round_trips,
                     throughput: a.throughput,
                     throughput_bytes: a.throughput_bytes,
+                    via_link: a.via_link.map(|f| crate::linked::LinkRecord::new(&f.text, &f.config)),
                 };
                 (a.common, "", Settings::Federated(s), vec![TransportKind::XmppTcp])
             }
@@ -681,7 +700,8 @@ impl Plan {
                 if !matches!(plan.settings.auth, XmppAuth::Plain { .. }) {
                     return Err(Error::usage("login needs --xmpp-user and --xmpp-password"));
                 }
-                let s = LoginSettings { styles: a.styles, logins: a.logins, port: plan.ports[0], tls_port: a.xmpp_tls_port, trust: a.tls_trust };
+                let via_link = a.via_link.map(|f| crate::linked::LinkRecord::new(&f.text, &f.config));
+                let s = LoginSettings { styles: a.styles, logins: a.logins, port: plan.ports[0], tls_port: a.xmpp_tls_port, trust: a.tls_trust, via_link };
                 xmpp = Some(plan);
                 (a.common, "", Settings::Login(s), vec![TransportKind::XmppTcp])
             }

@@ -52,7 +52,7 @@ async fn round_trips_between_users_of_two_federated_servers_by_size_and_typing()
     let peer = format!("127.0.0.1:{}", b.xmpp.expect("the test's set-up").port());
     let mut argv: Vec<String> = ["federated", "--quiet", "--xmpp-domain", "a.test", "--xmpp-user", "alice", "--xmpp-password", "pw"].map(String::from).to_vec();
     argv.extend(a.xmpp_target());
-    argv.extend(["--peer-domain", "b.test", "--peer-xmpp", &peer, "--peer-user", "bob", "--sizes", "2,100", "--typing", "0s,20ms", "--round-trips", "3", "--throughput", "10,1000", "--throughput-bytes", "300"].map(String::from));
+    argv.extend(["--peer-domain", "b.test", "--peer-xmpp", &peer, "--peer-user", "bob", "--sizes", "2,100", "--typing", "0s,20ms", "--round-trips", "3", "--throughput", "10,1000", "--throughput-bytes", "300", "--via-link", "rate=2400bit,delay=500ms"].map(String::from));
     let (file, err) = measure(&argv.iter().map(String::as_str).collect::<Vec<_>>()).await;
     assert!(err.is_none(), "{err:?}");
     let v = json(&file);
@@ -61,7 +61,12 @@ async fn round_trips_between_users_of_two_federated_servers_by_size_and_typing()
     crate::schema::assert_valid(&out);
     let run = &v["runs"][0];
     assert_eq!(run["scenario"], "federated");
-    assert_eq!(run["settings"], serde_json::json!({"peer_domain": "b.test", "peer_xmpp": peer, "peer_user": "bob", "sizes": [2, 100], "typing_us": [0, 20_000], "round_trips": 3, "throughput": [10, 1000], "throughput_bytes": 300}));
+    // The link is recorded, not made (the servers here are joined directly).
+    let link = &run["settings"]["via_link"];
+    assert_eq!((link["rate_bps"].as_u64(), link["delay_us"].as_u64(), link["spec"].as_str()), (Some(2400), Some(500_000), Some("rate=2400bit,delay=500ms")));
+    let mut settings = run["settings"].clone();
+    settings.as_object_mut().expect("settings").remove("via_link");
+    assert_eq!(settings, serde_json::json!({"peer_domain": "b.test", "peer_xmpp": peer, "peer_user": "bob", "sizes": [2, 100], "typing_us": [0, 20_000], "round_trips": 3, "throughput": [10, 1000], "throughput_bytes": 300}));
     let result = &run["results"][0];
     assert_eq!(result["transport"], "xmpp-tcp");
     assert!(result["first_us"].as_u64().is_some_and(|us| us > 0), "{result}");

@@ -513,6 +513,30 @@ fn link_runs_get_their_charts_and_tables() {
 }
 
 #[test]
+fn satellite_runs_are_placed_on_the_study_grid_beside_its_figures() {
+    // Written by the real bench through `shootout/satellite.sh` (see fixtures/README.md).
+    let files: Vec<PathBuf> = ["starttls-2400-0s", "zero-2400-0s", "zero-2400-500ms", "login-2400-500ms"]
+        .iter()
+        .map(|name| fixture(&format!("real/satellite-{name}.json")))
+        .collect();
+    assert_follow_the_schema(&files);
+    let r = report::generate(&files, "Satellite").expect("renders");
+    assert_eq!(r.sections, ["federated", "login"]);
+    assert_eq!(r.charts, ["federated-first", "federated-stable", "federated-utilisation", "login-time"]);
+    // One line per server through its two files, the study's beside it.
+    for label in ["zero · 2.4 kbit/s", "starttls · 2.4 kbit/s", "study · optimised S2S · 2.4 kbit/s", "study · standard S2S, compressed, random bytes · 2.4 kbit/s", "switchboard · 2.4 kbit/s, 0.5 s"] {
+        assert!(r.html.contains(&format!(r#""label":"{label}""#)), "{label}");
+    }
+    let grid = table_cells(&r.html, "Round trips beside the study&#39;s (2-byte payload)");
+    let zero_half = grid.iter().find(|row| row[0] == "zero" && row[2] == "0.5").expect("zero at 0.5 s");
+    assert_eq!(zero_half[5..], ["2.3 / 57", "1.8 / 4.9"]);
+    let logins = table_cells(&r.html, "Logins by style");
+    let fast = row_of(&logins, 2, "fast");
+    assert_eq!((fast[4].as_str(), fast[1].as_str()), ("3", "2.4 kbit/s, 0.5 s"));
+    assert!(!r.html.contains("could not be read"));
+}
+
+#[test]
 fn a_muc_sweep_is_drawn_as_a_broadcast_is() {
     let dir = temp_dir("muc");
     let muc = edit(

@@ -9,6 +9,7 @@ pub mod generic;
 pub mod link;
 pub mod per_transport;
 pub mod pingpong;
+pub mod satellite;
 pub mod study;
 
 use serde::de::DeserializeOwned;
@@ -51,7 +52,7 @@ impl Ctx<'_> {
 }
 
 /// The order known scenarios appear in; unknown ones follow in order of appearance.
-const ORDER: [&str; 8] = [
+const ORDER: [&str; 10] = [
     "broadcast",
     "muc",
     "chat",
@@ -60,6 +61,8 @@ const ORDER: [&str; 8] = [
     "idle",
     "selftest",
     "link",
+    "federated",
+    "login",
 ];
 
 /// The sections of the report, one per scenario present in the files, and the XMPP
@@ -98,6 +101,8 @@ pub fn sections(ctx: &Ctx) -> Vec<Section> {
             "pingpong" => pingpong::section(ctx, &id, &runs),
             "countdown" => countdown::section(ctx, &id, &runs),
             "link" => link::section(ctx, &id, &runs),
+            "federated" => satellite::section(ctx, &id, &runs),
+            "login" => satellite::login_section(ctx, &id, &runs),
             _ => generic::section(ctx, &id, scenario, &runs),
         };
         section.warnings.extend(partial_warnings(ctx, &runs));
