@@ -367,6 +367,7 @@ def main():
 
     out += xmpp_part(d, xmpp_status, summary)
     out += irc_part(d, irc_status, summary)
+    out += satellite_part(d, summary)
 
     failed = [s for s in servers if summary["servers"].get(s, {}).get("status") == "failed"]
     if failed:
@@ -375,6 +376,54 @@ def main():
     print(text)
     with open(os.path.join(d, "summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
+
+
+def satellite_part(d, summary):
+    """The satellite-link study's quick figures (shootout/satellite.sh in DIR/satellite),
+    against the issue's goals; lines of text, and summary["satellite"]."""
+    import pathlib
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import satellite_table as st
+    out_dir = pathlib.Path(d) / "satellite"
+    if not out_dir.is_dir():
+        return []
+    by_mode = {m: {(r, dl): x for r, dl, x in st.cells(out_dir / m)} for m in st.MODES if (out_dir / m).is_dir()}
+    x = summary.setdefault("satellite", {})
+    out = ["Satellite link (QUICK: 2-byte messages through switchboard link; the study's figures from its tables):"]
+
+    def stable(result):
+        rows = [r for r in result["rows"] if r["typing_us"] == 0]
+        return min(rows, key=lambda r: r["size"])["round_trip"]["p50_us"] / 1e6 if rows else None
+
+    zero = by_mode.get("zero", {})
+    beaten = [k for k, r in zero.items() if k in st.STUDY and stable(r) is not None
+              and stable(r) < st.STUDY[k][2] and r["first_us"] / 1e6 < st.STUDY[k][3]]
+    if zero:
+        worst = max(zero.items(), key=lambda kv: kv[1]["first_us"] / 1e6 / st.STUDY.get(kv[0], (1, 1, 1, 1e9))[3])
+        k, r = worst
+        out.append(f"  optimised (zero handshake): below the study's optimised, stable and first, in {len(beaten)} of {len(zero)} cells"
+                   f" (closest, by the first: {k[0]} bit/s, {k[1]:g} s: {stable(r):.2f} / {r['first_us'] / 1e6:.2f} s against {st.STUDY[k][2]} / {st.STUDY[k][3]} s): "
+                   + ("HOLDS" if len(beaten) == len(zero) else "MISSED"))
+        x["zero_cells_below_study_optimised"] = [len(beaten), len(zero)]
+    standard = by_mode.get("starttls", {})
+    halved = [k for k, r in standard.items() if k in st.STUDY and r["first_us"] / 1e6 < st.STUDY[k][1] / 2]
+    if standard:
+        out.append(f"  standard (STARTTLS) set-up under half the study's standard start-up in {len(halved)} of {len(standard)} cells: "
+                   + ("HOLDS" if len(halved) == len(standard) else "MISSED"))
+        x["standard_cells_under_half_study"] = [len(halved), len(standard)]
+    login = out_dir / "login"
+    for path in sorted(login.glob("*.json")) if login.is_dir() else []:
+        run = json.load(open(path))["runs"][0]
+        styles = {r["style"]: r for r in run["results"]}
+        if "standard" in styles and "fast" in styles:
+            std, fast = (styles[s]["first_message"]["p50_us"] / 1e6 for s in ("standard", "fast"))
+            out.append(f"  login at {path.stem}: fast {fast:.2f} s, standard {std:.2f} s, {fast / std:.2f} of it (goal at 2400 bit/s, 500 ms: at most 0.33): "
+                       + ("HOLDS" if fast / std <= 1 / 3 else "MISSED"))
+            x.setdefault("login", {})[path.stem] = {"fast_s": fast, "standard_s": std}
+    out.append(f"  tables: {out_dir}/satellite.md, charts: {out_dir}/satellite.html")
+    out.append("")
+    return out
 
 
 def chat_study_part(runs, servers, summary):
