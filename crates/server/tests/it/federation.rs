@@ -1007,23 +1007,23 @@ impl Wire {
     }
 }
 
-/// b.test, taking zero-handshake connections from a.test (at most
-/// `per_domain` at once) and reaching a.test where the test listens (the
-/// test plays a.test): b.test, its address, and the test's listener.
-async fn zero_b_for_a_test(authority: &Authority, per_domain: usize) -> (TestServer, SocketAddr, TcpListener) {
+/// b.test, taking zero-handshake connections from a.test and reaching
+/// a.test where the test listens (the test plays a.test), configured as
+/// `tweak` says: b.test, its address, and the test's listener.
+async fn zero_b_for_a_test(authority: &Authority, tweak: impl FnOnce(&mut server::Config)) -> (TestServer, SocketAddr, TcpListener) {
     let (a_zero, b_zero) = (TcpListener::bind("127.0.0.2:0").await.unwrap(), TcpListener::bind("127.0.0.3:0").await.unwrap());
     let b_at = b_zero.local_addr().unwrap();
     let peer = server::ZeroPeer { domains: vec!["a.test".into()], address: a_zero.local_addr().unwrap(), from: vec!["127.0.0.1".parse().unwrap()], compress: false, pin: None };
     let mut config = config("b.test", "bob", authority.certificate("b", &["b.test"]), &authority.trust(), &[]);
     config.zero_peers = vec![peer];
-    config.federation.max_streams_per_domain = per_domain;
+    tweak(&mut config);
     (TestServer::zero_federated(config, b_zero).await, b_at, a_zero)
 }
 
 #[tokio::test]
 async fn a_zero_handshake_peer_past_its_bound_of_streams_is_refused_with_policy_violation() {
     let authority = Authority::new();
-    let (b, b_at, _a_zero) = zero_b_for_a_test(&authority, 1).await;
+    let (b, b_at, _a_zero) = zero_b_for_a_test(&authority, |c| c.federation.max_streams_per_domain = 1).await;
     let mut first = Wire { tcp: TcpStream::connect(b_at).await.unwrap(), held: String::new() };
     first.until("resume='true'/>").await;
     let mut second = Wire { tcp: TcpStream::connect(b_at).await.unwrap(), held: String::new() };
@@ -1035,9 +1035,53 @@ async fn a_zero_handshake_peer_past_its_bound_of_streams_is_refused_with_policy_
 }
 
 #[tokio::test]
+async fn what_a_peer_has_not_acknowledged_is_bounded_and_the_rest_waits_for_its_answer() {
+    let authority = Authority::new();
+    let (b, _, a_zero) = zero_b_for_a_test(&authority, |c| c.federation.queue = 1000).await;
+    let mut bob = online(&b, "b.test", "bob").await;
+    // Messages of about 230 bytes to a.test, whose server (this test) takes
+    // them all and acknowledges none, one at a time (each followed by a ping
+    // of bob's own server: once it is answered, the message went out, waits,
+    // or was refused), until one is refused: the queue filled, which a
+    // stream that kept sending would never let happen.
+    let body = "x".repeat(100);
+    let (mut refused, mut tried) = (0, 0);
+    while refused == 0 && tried < 40 {
+        bob.send(&format!("<message to='alice@a.test/x' type='chat' id='r{tried}'><body>{body}</body></message><iq type='get' id='p{tried}'><ping xmlns='urn:xmpp:ping'/></iq>")).await;
+        loop {
+            let stanza = bob.stanza().await;
+            if stanza.get("id") == Some(&format!("p{tried}")) {
+                break;
+            }
+            if stanza.name == "message" {
+                assert_eq!(error_condition(&stanza), "resource-constraint", "{stanza:?}");
+                refused += 1;
+            }
+        }
+        tried += 1;
+    }
+    let waiting = metric(&b, &authority, "b.test", "switchboard_s2s_waiting").await.unwrap_or(0.0) as usize;
+    let sent = tried - refused - waiting;
+    // Sending stopped once 1000 bytes were unacknowledged (6 messages of
+    // about 190 bytes: it is checked before each batch); the queue's 1000
+    // bytes filled behind it, and the next was refused.
+    assert_eq!(refused, 1, "{sent} sent, {waiting} waiting");
+    assert!((5..=7).contains(&sent) && waiting >= 4, "{sent} sent, {waiting} waiting");
+    let mut wire = Wire { tcp: a_zero.accept().await.unwrap().0, held: String::new() };
+    for _ in 0..sent {
+        wire.until("</message>").await;
+    }
+    // The answer frees it: what waited goes out.
+    wire.tcp.write_all(format!("<enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/><a xmlns='urn:xmpp:sm:3' h='{sent}'/>").as_bytes()).await.unwrap();
+    for _ in 0..waiting {
+        wire.until("</message>").await;
+    }
+}
+
+#[tokio::test]
 async fn stream_management_with_a_zero_handshake_peer_outlives_its_connections() {
     let authority = Authority::new();
-    let (b, b_at, a_zero) = zero_b_for_a_test(&authority, 16).await;
+    let (b, b_at, a_zero) = zero_b_for_a_test(&authority, |_| ()).await;
     let mut bob = online(&b, "b.test", "bob").await;
     let message = |id: &str| format!("<message from='alice@a.test/x' to='bob@b.test' type='chat' id='{id}'><body>{id}</body></message>");
 

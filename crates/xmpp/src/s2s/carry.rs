@@ -168,8 +168,18 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut
     let idle = federation.settings.idle_timeout;
     let mut quiet = Box::pin(tokio::time::sleep(idle));
     loop {
+        // What was sent and not yet acknowledged is held, to send again if
+        // the stream breaks: at most --xmpp-s2s-queue bytes of it. Past
+        // that, sending waits for an answer, asking every ASK_EVERY, and
+        // stanzas wait in the queue, which is bounded the same.
+        let held = duties.acks.on && duties.acks.unacked.iter().map(|item| item.text().len()).sum::<usize>() >= federation.settings.queue_bytes;
+        if held {
+            let at = duties.acks.asked_at.unwrap_or_else(tokio::time::Instant::now);
+            duties.acks.ask_due.get_or_insert(at + ASK_EVERY);
+        }
+        let sending = !duties.acks.resuming && !held;
         if let Some((key, peer)) = duties.sends
-            && !duties.acks.resuming
+            && sending
         {
             let batch = peer.take();
             if !batch.is_empty() {
@@ -195,7 +205,7 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut
         }
         let before = stream.read;
         let event = tokio::select! {
-            () = ready(if duties.acks.resuming { None } else { duties.sends }) => continue,
+            () = ready(if sending { duties.sends } else { None }) => continue,
             () = due(duties.acks.owed) => {
                 let answer = owed_answer(&mut duties.acks);
                 if stream.send(&answer).await.is_err() {
