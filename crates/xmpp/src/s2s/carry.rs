@@ -144,13 +144,15 @@ async fn carry_on<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &
         Err(_) => Undelivered::Timeout,
     };
     let Some((key, peer)) = duties.sends else { return why };
-    let mut acks = std::mem::take(&mut duties.acks);
+    let acks = std::mem::take(&mut duties.acks);
     let opened = acks.opened;
     // What was queued and never sent goes after what was, on the next
-    // connection, in order.
-    xmpp.close_peer(key, peer);
-    acks.unacked.extend(peer.take());
-    let left = continuity.keep(Sending { epoch: acks.epoch, acked: acks.acked, unacked: acks.unacked });
+    // connection, in order; the queue closes while the continuity is held,
+    // so that a connection opened for a stanza queued next takes it whole.
+    let left = continuity.keep(Sending { epoch: acks.epoch, acked: acks.acked, unacked: acks.unacked }, || {
+        xmpp.close_peer(key, peer);
+        peer.take()
+    });
     if left && opened && !xmpp.context.shutdown.has_begun() {
         // The next connection sends it again, as far as the peer says it needs.
         xmpp.reopen(key.clone());

@@ -105,9 +105,12 @@ impl Continuity {
     }
 
     /// Kept for the next connection: the count acknowledged under
-    /// `epoch` and what was sent after it; whether anything is left.
-    pub fn keep(&self, taken: Sending) -> bool {
+    /// `epoch` and what was sent after it, then what `last` gives (closing
+    /// the queue and taking what it still held, never sent), while no other
+    /// connection can take it; whether anything is left.
+    pub fn keep(&self, mut taken: Sending, last: impl FnOnce() -> Vec<Item>) -> bool {
         let mut sending = self.sending.lock();
+        taken.unacked.extend(last());
         let left = !taken.unacked.is_empty();
         *sending = taken;
         left
