@@ -1031,6 +1031,10 @@ fn read_file(path: &Path) -> Result<File, Error> {
         if let Some(ip) = peer.from.iter().find(|ip| peers[..i].iter().any(|other| other.from.iter().any(|o| o.to_canonical() == ip.to_canonical()))) {
             return Err(in_file(format!("[[xmpp_s2s_peer]]: {} is the address of two peers", ip.to_canonical())));
         }
+        // A stanza for a domain goes to the one peer that names it.
+        if let Some(domain) = peer.domains.iter().find(|d| peers[..i].iter().any(|other| other.domains.iter().any(|o| o.eq_ignore_ascii_case(d)))) {
+            return Err(in_file(format!("[[xmpp_s2s_peer]]: {domain} is a domain of two peers")));
+        }
     }
     Ok(File { flags: flags_from(table).map_err(in_file)?, sockjs, mounts, accounts, routes, peers })
 }
@@ -1220,6 +1224,8 @@ websocket = false
         assert!(error.contains("trust"), "{error}");
         let twice = "[[xmpp_s2s_peer]]\ndomains = [\"b.test\"]\naddress = \"127.0.0.3:5271\"\nfrom = [\"127.0.0.9\"]\n[[xmpp_s2s_peer]]\ndomains = [\"c.test\"]\naddress = \"127.0.0.4:5271\"\nfrom = [\"::ffff:127.0.0.9\"]\n";
         assert!(file_error(twice).contains("127.0.0.9 is the address of two peers"), "{}", file_error(twice));
+        let shared = "[[xmpp_s2s_peer]]\ndomains = [\"b.test\"]\naddress = \"127.0.0.3:5271\"\n[[xmpp_s2s_peer]]\ndomains = [\"c.test\", \"B.test\"]\naddress = \"127.0.0.4:5271\"\n";
+        assert!(file_error(shared).contains("B.test is a domain of two peers"), "{}", file_error(shared));
     }
 
     #[test]

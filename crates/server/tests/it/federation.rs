@@ -6,6 +6,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -1076,6 +1077,78 @@ async fn what_a_peer_has_not_acknowledged_is_bounded_and_the_rest_waits_for_its_
     for _ in 0..waiting {
         wire.until("</message>").await;
     }
+}
+
+#[tokio::test]
+async fn a_stanza_a_zero_handshake_peer_keeps_ending_the_connection_on_is_given_up_after_three_tries() {
+    let authority = Authority::new();
+    let (b, _, a_zero) = zero_b_for_a_test(&authority, |_| ()).await;
+    let mut bob = online(&b, "b.test", "bob").await;
+    bob.send("<message to='alice@a.test/x' type='chat' id='bad'><body>refused</body></message>").await;
+    // a.test (this test) answers each connection, reads the stanza and
+    // ends the connection on it, acknowledging nothing, as a peer that
+    // refuses a stanza with a stream error does.
+    for attempt in 1..=3 {
+        let mut wire = Wire { tcp: a_zero.accept().await.unwrap().0, held: String::new() };
+        wire.tcp.write_all(b"<enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/>").await.unwrap();
+        let sent = wire.until("</message>").await;
+        assert!(sent.contains(">refused</body>"), "attempt {attempt}: {sent}");
+    }
+    // Then its sender is told, and what comes next goes without it.
+    let bounced = next_named(&mut bob, "message").await;
+    assert_eq!((bounced.get("id"), error_condition(&bounced).as_str()), (Some("bad"), "remote-server-timeout"));
+    bob.send("<message to='alice@a.test/x' type='chat' id='next'><body>accepted</body></message>").await;
+    let mut wire = Wire { tcp: a_zero.accept().await.unwrap().0, held: String::new() };
+    wire.tcp.write_all(b"<enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/>").await.unwrap();
+    let sent = wire.until("</message>").await;
+    assert!(sent.contains(">accepted</body>") && !sent.contains("refused"), "{sent}");
+}
+
+#[tokio::test]
+async fn a_zero_handshake_connection_that_goes_quiet_leaves_what_waited_to_the_next_numbered() {
+    let authority = Authority::new();
+    let (b, _, a_zero) = zero_b_for_a_test(&authority, |c| {
+        c.federation.queue = 1000;
+        c.federation.idle_timeout = Duration::from_millis(500);
+    })
+    .await;
+    let mut bob = online(&b, "b.test", "bob").await;
+    // Eight messages of about 190 bytes to a.test (this test), which
+    // acknowledges none: six go out, the rest wait behind the bound on what
+    // is unacknowledged. Each after the one before is in (bob's own server
+    // answers a ping after it), so that none finds the queue full.
+    let body = "x".repeat(100);
+    let mut one = None;
+    for n in 0..8 {
+        bob.send(&format!("<message to='alice@a.test/x' type='chat' id='r{n}'><body>{n}{body}</body></message><iq type='get' id='p{n}'><ping xmlns='urn:xmpp:ping'/></iq>")).await;
+        let pong = next_named(&mut bob, "iq").await;
+        assert_eq!(pong.get("id"), Some(format!("p{n}").as_str()));
+        if one.is_none() {
+            one = Some(Wire { tcp: a_zero.accept().await.unwrap().0, held: String::new() });
+        }
+    }
+    let mut one = one.unwrap();
+    let opening = one.until("resume='true'/>").await;
+    let b_id = opening.strip_prefix("<enabled xmlns='urn:xmpp:sm:3' id='").and_then(|rest| rest.strip_suffix("' resume='true'/>")).expect(&opening).to_owned();
+    one.tcp.write_all(b"<enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/>").await.unwrap();
+    // The connection goes quiet and ends with the six it sent (about 1150
+    // bytes, past the bound of 1000): the two that waited are not written
+    // at its close, where nothing would number them.
+    let first = one.until("</stream:stream>").await;
+    assert_eq!(first.matches("</message>").count(), 6, "{first}");
+    // The next connection: a.test handled two; the rest come, each once, in order.
+    let mut two = Wire { tcp: a_zero.accept().await.unwrap().0, held: String::new() };
+    two.until(&format!("id='{b_id}' resume='true'/>")).await;
+    two.tcp.write_all(format!("<resume xmlns='urn:xmpp:sm:3' previd='{b_id}' h='2'/><enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/>").as_bytes()).await.unwrap();
+    let mut ids = Vec::new();
+    while ids.len() < 6 {
+        let stanza = two.until("</message>").await;
+        let at = stanza.find(" id='").or_else(|| stanza.find(" id=\"")).expect(&stanza) + 5;
+        ids.push(stanza[at..].split(['\'', '"']).next().unwrap().to_owned());
+        // Acknowledged as it comes, so that the bound lets the rest out.
+        two.tcp.write_all(format!("<a xmlns='urn:xmpp:sm:3' h='{}'/>", 2 + ids.len()).as_bytes()).await.unwrap();
+    }
+    assert_eq!(ids, ["r2", "r3", "r4", "r5", "r6", "r7"]);
 }
 
 #[tokio::test]

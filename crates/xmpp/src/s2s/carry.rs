@@ -9,12 +9,13 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use wire::xmpp::{Element, StreamEvent};
 
 use super::wire_stream::{Failed, WireStream, as_client};
-use super::zero::{Continuity, Sending};
+use super::zero::{self, Continuity, Sending};
 use super::{Item, Peer, Undelivered, ns};
 use crate::{Jid, Xmpp};
 
@@ -129,13 +130,15 @@ pub(super) async fn carry<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, s
 /// last connection and on to the next (see [`Continuity`]).
 async fn carry_on<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut WireStream<S>, mut duties: Duties<'_>, continuity: &Continuity) -> Undelivered {
     let acks = &mut duties.acks;
+    let mut stalls = 0;
     if duties.sends.is_some() {
-        let Sending { epoch, acked, unacked } = continuity.take_sending();
-        (acks.epoch, acks.acked, acks.unacked) = (epoch, acked, unacked);
+        let Sending { epoch, acked, unacked, stalls: before } = continuity.take_sending();
+        (acks.epoch, acks.acked, acks.unacked, stalls) = (epoch, acked, unacked, before);
         acks.resuming = !acks.unacked.is_empty();
     } else {
         acks.epoch = continuity.epoch();
     }
+    let acked_before = acks.acked;
     let (opening, next) = continuity.opening(&acks.epoch);
     acks.next = next;
     acks.handled = next;
@@ -144,19 +147,35 @@ async fn carry_on<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &
         Err(_) => Undelivered::Timeout,
     };
     let Some((key, peer)) = duties.sends else { return why };
-    let acks = std::mem::take(&mut duties.acks);
+    let mut acks = std::mem::take(&mut duties.acks);
     let opened = acks.opened;
+    // A connection the peer answered that ends with nothing more
+    // acknowledged is a stall; past STALLS of them in a row, the first
+    // stanza still unacknowledged (the one the peer keeps ending the
+    // connection on, as likely as not) is given up on.
+    stalls = if !opened || acks.acked != acked_before || acks.unacked.is_empty() { 0 } else { stalls + 1 };
+    if stalls >= zero::STALLS {
+        tracing::warn!("xmpp: {} ended {stalls} connections in a row with nothing more acknowledged: the first stanza it has not acknowledged is given up on", key.1);
+        xmpp.undelivered(acks.unacked.pop_front().into_iter().collect(), Undelivered::Timeout);
+        stalls = 0;
+    }
+    // What was held unacknowledged and what waited in the queue, each
+    // bounded by --xmpp-s2s-queue: so much and no more goes on to the next
+    // connection, however many come and go.
+    let bound = xmpp.federation.as_ref().map_or(usize::MAX, |f| f.settings.queue_bytes.saturating_mul(2));
     // What was queued and never sent goes after what was, on the next
     // connection, in order; the queue closes while the continuity is held,
     // so that a connection opened for a stanza queued next takes it whole.
-    let left = continuity.keep(Sending { epoch: acks.epoch, acked: acks.acked, unacked: acks.unacked }, || {
+    let kept = continuity.keep(Sending { epoch: acks.epoch, acked: acks.acked, unacked: acks.unacked, stalls }, bound, || {
         xmpp.close_peer(key, peer);
         peer.take()
     });
-    if left && opened && !xmpp.context.shutdown.has_begun() {
-        // The next connection sends it again, as far as the peer says it needs.
-        xmpp.reopen(key.clone());
-    } else if left {
+    xmpp.undelivered(kept.over, Undelivered::Full);
+    if kept.left && opened && !xmpp.context.shutdown.has_begun() {
+        // The next connection sends it again, as far as the peer says it
+        // needs: at once, or after a stall 1 s, then 2 s.
+        xmpp.reopen(key.clone(), Duration::from_secs(stalls.checked_sub(1).map_or(0, |n| 1 << n)));
+    } else if kept.left {
         // The peer never answered this connection: a new one would fare no better.
         xmpp.undelivered(continuity.abandon().into(), why);
     }
@@ -229,7 +248,10 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut
             event = stream.event() => event,
             () = quiet.as_mut() => {
                 // Closed first: a stanza queued meanwhile opens a new stream.
-                let left = close(xmpp, duties.sends);
+                // With a continuity, `carry_on` closes it as it keeps what
+                // is unacknowledged, and what is left in it is numbered on
+                // the next connection: written here, it would be neither.
+                let left = if duties.continuity.is_some() { String::new() } else { close(xmpp, duties.sends) };
                 let answer = owed_answer(&mut duties.acks);
                 let _ = stream.send(&format!("{answer}{left}{}", wire::xmpp::STREAM_END)).await;
                 return Undelivered::Timeout;

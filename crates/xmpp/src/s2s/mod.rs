@@ -359,9 +359,20 @@ impl Xmpp {
         Ok(())
     }
 
-    /// Opens a new stream for `key`'s queue, empty, unless one is open: for
-    /// what a zero-handshake peer has not acknowledged (see `zero::Continuity`).
-    fn reopen(self: &Arc<Self>, key: (String, String)) {
+    /// Opens a new stream for `key`'s queue, empty, after `wait`, unless
+    /// one is open by then: for what a zero-handshake peer has not
+    /// acknowledged (see `zero::Continuity`).
+    fn reopen(self: &Arc<Self>, key: (String, String), wait: std::time::Duration) {
+        if !wait.is_zero() {
+            let xmpp = self.clone();
+            self.context.tracker.spawn(async move {
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => xmpp.reopen(key, std::time::Duration::ZERO),
+                    () = xmpp.context.shutdown.wait() => {}
+                }
+            });
+            return;
+        }
         let Some(federation) = &self.federation else { return };
         let mut peers = federation.peers.lock();
         if peers.get(&key).is_some_and(|peer| !peer.queue.lock().closed) {

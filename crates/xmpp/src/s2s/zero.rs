@@ -76,12 +76,33 @@ pub(super) struct Sending {
     pub acked: u32,
     /// Sent under `epoch` after those, not yet acknowledged.
     pub unacked: VecDeque<Item>,
+    /// Connections in a row that the peer answered and that ended with
+    /// something unacknowledged and nothing more acknowledged (see
+    /// [`STALLS`]).
+    pub stalls: u32,
 }
 
 impl Default for Sending {
     fn default() -> Sending {
-        Sending { epoch: new_epoch(), acked: 0, unacked: VecDeque::new() }
+        Sending { epoch: new_epoch(), acked: 0, unacked: VecDeque::new(), stalls: 0 }
     }
+}
+
+/// Connections in a row that may end with nothing more acknowledged before
+/// the first stanza still unacknowledged is given up on (its sender told,
+/// remote-server-timeout): a peer that ends the connection on a stanza it
+/// refuses (a domain its entry for this side lacks, a stanza over its size)
+/// would otherwise be sent it again forever, and nothing behind it would
+/// go. Between them the next connection waits 1 s, then 2 s.
+pub(super) const STALLS: u32 = 3;
+
+/// What [`Continuity::keep`] kept, and what it could not.
+pub(super) struct Kept {
+    /// Whether anything is left to send.
+    pub left: bool,
+    /// Stanzas of the closed queue past the bound on what is held
+    /// unacknowledged, for their senders to be told.
+    pub over: Vec<Item>,
 }
 
 fn new_epoch() -> String {
@@ -101,19 +122,29 @@ impl Continuity {
     /// carry on with: taken until it [`keep`](Continuity::keep)s it.
     pub fn take_sending(&self) -> Sending {
         let mut sending = self.sending.lock();
-        Sending { epoch: sending.epoch.clone(), acked: sending.acked, unacked: std::mem::take(&mut sending.unacked) }
+        Sending { epoch: sending.epoch.clone(), acked: sending.acked, unacked: std::mem::take(&mut sending.unacked), stalls: sending.stalls }
     }
 
     /// Kept for the next connection: the count acknowledged under
     /// `epoch` and what was sent after it, then what `last` gives (closing
-    /// the queue and taking what it still held, never sent), while no other
-    /// connection can take it; whether anything is left.
-    pub fn keep(&self, mut taken: Sending, last: impl FnOnce() -> Vec<Item>) -> bool {
+    /// the queue and taking what it still held, never sent) as far as
+    /// `bound` bytes in all, while no other connection can take it.
+    pub fn keep(&self, mut taken: Sending, bound: usize, last: impl FnOnce() -> Vec<Item>) -> Kept {
         let mut sending = self.sending.lock();
-        taken.unacked.extend(last());
+        let mut bytes: usize = taken.unacked.iter().map(|item| item.text().len()).sum();
+        let mut over = Vec::new();
+        for item in last() {
+            bytes = bytes.saturating_add(item.text().len());
+            // Past the bound once something is held: the rest, in order.
+            if bytes > bound && !taken.unacked.is_empty() {
+                over.push(item);
+            } else {
+                taken.unacked.push_back(item);
+            }
+        }
         let left = !taken.unacked.is_empty();
         *sending = taken;
-        left
+        Kept { left, over }
     }
 
     /// What was sent and not acknowledged, taken back when no connection
@@ -133,7 +164,9 @@ impl Continuity {
         let receiving = self.receiving.lock();
         let mut text = String::new();
         if let Some(theirs) = &receiving.epoch {
-            text.push_str(&format!("<resume xmlns='urn:xmpp:sm:3' previd='{theirs}' h='{}'/>", receiving.handled));
+            text.push_str("<resume xmlns='urn:xmpp:sm:3' previd='");
+            wire::xmpp::escape_into(theirs, &mut text);
+            text.push_str(&format!("' h='{}'/>", receiving.handled));
         }
         text.push_str(&format!("<enabled xmlns='urn:xmpp:sm:3' id='{own}' resume='true'/>"));
         (text, receiving.handled)
