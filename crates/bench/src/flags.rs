@@ -190,9 +190,10 @@ pub struct FederatedArgs {
     pub common: CommonArgs,
     #[command(flatten)]
     pub xmpp: XmppArgs,
-    /// The domain of the other server, whose user answers each message (e.g. b.test).
-    #[arg(long, value_name = "DOMAIN")]
-    pub peer_domain: String,
+    /// The domain of the other server, whose user answers each message (e.g. b.test);
+    /// not with --peer-irc.
+    #[arg(long, value_name = "DOMAIN", required_unless_present = "peer_irc", conflicts_with = "peer_irc")]
+    pub peer_domain: Option<String>,
     /// Where the other server takes XMPP clients (xmpp-tcp) [default: the target's host, port 5222]
     #[arg(long, value_name = "HOST:PORT")]
     pub peer_xmpp: Option<String>,
@@ -200,6 +201,12 @@ pub struct FederatedArgs {
     /// [default: --xmpp-user, with {i} as 0]
     #[arg(long, value_name = "NAME")]
     pub peer_user: Option<String>,
+    /// Over IRC instead (`--transport irc`, the target `irc://HOST:PORT`): where the other
+    /// server of the same IRC network takes clients. A client on each server joins one
+    /// channel, each waits until it sees the other there (the servers are linked), and
+    /// their messages are the channel's.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub peer_irc: Option<String>,
     /// Payload sizes in bytes, comma-separated: each message's body is that many random
     /// letters and digits, which no compression shrinks much.
     #[arg(long, value_delimiter = ',', default_value = "2,100,200,500", value_name = "LIST")]
@@ -529,11 +536,16 @@ pub struct PingpongSettings {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FederatedSettings {
+    /// Empty over IRC.
     pub peer_domain: String,
     /// Where the other server takes clients, `host:port`.
     pub peer_xmpp: String,
     /// The account of the other server's user.
     pub peer_user: String,
+    /// Over IRC: where the other server takes clients, `host:port` (then the XMPP
+    /// fields are empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_irc: Option<String>,
     pub sizes: Vec<usize>,
     pub typing_us: Vec<u64>,
     pub round_trips: u64,
@@ -662,26 +674,11 @@ impl Plan {
                 if a.sizes.is_empty() || a.sizes.contains(&0) || a.typing.is_empty() || a.throughput.contains(&0) {
                     return Err(Error::usage("--sizes needs positive byte counts and --typing durations"));
                 }
-                let plan = xmpp_plan(a.xmpp)?;
-                let XmppAuth::Plain { user, .. } = &plan.settings.auth else {
-                    return Err(Error::usage("federated needs --xmpp-user and --xmpp-password: the other user answers a known account"));
-                };
-                let peer_user = a.peer_user.unwrap_or_else(|| user.replace("{i}", "0"));
-                let peer_xmpp = match a.peer_xmpp {
-                    Some(address) => address,
-                    None => {
-                        let first = a.common.target.first().map_or("http://127.0.0.1:8080", String::as_str);
-                        format!("{}:5222", crate::Target::parse(first)?.host())
-                    }
-                };
-                if a.peer_domain.is_empty() || !peer_xmpp.rsplit_once(':').is_some_and(|(_, port)| port.parse::<u16>().is_ok_and(|p| p > 0)) {
-                    return Err(Error::usage("--peer-domain needs a domain and --peer-xmpp a host:port"));
-                }
-                xmpp = Some(plan);
-                let s = FederatedSettings {
-                    peer_domain: a.peer_domain,
-                    peer_xmpp,
-                    peer_user,
+                let mut s = FederatedSettings {
+                    peer_domain: String::new(),
+                    peer_xmpp: String::new(),
+                    peer_user: String::new(),
+                    peer_irc: None,
                     sizes: a.sizes,
                     typing_us: a.typing.iter().map(|t| t.as_micros() as u64).collect(),
                     round_trips: a.round_trips,
@@ -689,7 +686,36 @@ impl Plan {
                     throughput_bytes: a.throughput_bytes,
                     via_link: a.via_link.map(|f| crate::linked::LinkRecord::new(&f.text, &f.config)),
                 };
-                (a.common, "", Settings::Federated(s), vec![TransportKind::XmppTcp])
+                let host_port = |address: &str| address.rsplit_once(':').is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0));
+                if let Some(peer_irc) = a.peer_irc {
+                    if !host_port(&peer_irc) {
+                        return Err(Error::usage("--peer-irc needs a host:port"));
+                    }
+                    if a.common.transport.iter().any(|t| t != "irc") {
+                        return Err(Error::usage("--peer-irc goes with --transport irc"));
+                    }
+                    s.peer_irc = Some(peer_irc);
+                    (a.common, "", Settings::Federated(s), vec![TransportKind::Irc])
+                } else {
+                    let plan = xmpp_plan(a.xmpp)?;
+                    let XmppAuth::Plain { user, .. } = &plan.settings.auth else {
+                        return Err(Error::usage("federated needs --xmpp-user and --xmpp-password: the other user answers a known account"));
+                    };
+                    s.peer_user = a.peer_user.unwrap_or_else(|| user.replace("{i}", "0"));
+                    s.peer_xmpp = match a.peer_xmpp {
+                        Some(address) => address,
+                        None => {
+                            let first = a.common.target.first().map_or("http://127.0.0.1:8080", String::as_str);
+                            format!("{}:5222", crate::Target::parse(first)?.host())
+                        }
+                    };
+                    s.peer_domain = a.peer_domain.unwrap_or_default();
+                    if s.peer_domain.is_empty() || !host_port(&s.peer_xmpp) {
+                        return Err(Error::usage("--peer-domain needs a domain and --peer-xmpp a host:port"));
+                    }
+                    xmpp = Some(plan);
+                    (a.common, "", Settings::Federated(s), vec![TransportKind::XmppTcp])
+                }
             }
             ScenarioArgs::Login(a) => {
                 positive(a.logins, "--logins")?;

@@ -293,8 +293,8 @@ fn outcome_cpu_bound(outcome: &Outcome) -> bool {
 
 /// Why a scenario cannot use a transport at all, if it cannot: `http` only carries
 /// count-down, XMPP transports carry pingpong, muc and idle, muc only XMPP,
-/// federated only `xmpp-tcp`, and IRC everything but count-down, link, muc and
-/// federated.
+/// federated `xmpp-tcp`, or `irc` with --peer-irc, login only `xmpp-tcp`, and IRC
+/// everything but count-down, link, muc and login.
 fn refuses(kind: TransportKind, settings: &Settings) -> Option<&'static str> {
     match settings {
         _ if kind == TransportKind::Http && !matches!(settings, Settings::Countdown(_)) => {
@@ -302,7 +302,9 @@ fn refuses(kind: TransportKind, settings: &Settings) -> Option<&'static str> {
         }
         Settings::Countdown(_) | Settings::Link(_) if kind.is_irc() => Some("carries the pingpong, chat, broadcast and idle scenarios only"),
         Settings::Muc(_) if !kind.is_xmpp() => Some("is not an XMPP transport: muc needs one (xmpp-tcp, xmpp-websocket …)"),
-        Settings::Federated(_) | Settings::Login(_) if kind != TransportKind::XmppTcp => Some("is not xmpp-tcp, which federated and login run over"),
+        Settings::Federated(s) if s.peer_irc.is_some() && kind != TransportKind::Irc => Some("is not irc, which federated with --peer-irc runs over"),
+        Settings::Federated(s) if s.peer_irc.is_some() => None,
+        Settings::Federated(_) | Settings::Login(_) if kind != TransportKind::XmppTcp => Some("is not xmpp-tcp, which federated and login run over (or irc, with --peer-irc)"),
         Settings::Federated(_) | Settings::Login(_) => None,
         Settings::Pingpong(_) | Settings::Muc(_) | Settings::Idle(_) => None,
         _ if kind.is_xmpp() => Some("carries the pingpong, muc and idle scenarios only"),

@@ -228,10 +228,16 @@ pub(crate) fn print_table(file: &ResultFile, w: &mut impl Write) -> io::Result<(
                 }
             }
             Outcome::Federated { settings, results } => {
-                writeln!(w, "federated: with {}'s {} at {}, {} round trips per row", settings.peer_domain, settings.peer_user, settings.peer_xmpp, settings.round_trips)?;
+                match &settings.peer_irc {
+                    Some(peer) => writeln!(w, "federated: with a client of the IRC server at {peer}, in one channel, {} round trips per row", settings.round_trips)?,
+                    None => writeln!(w, "federated: with {}'s {} at {}, {} round trips per row", settings.peer_domain, settings.peer_user, settings.peer_xmpp, settings.round_trips)?,
+                }
                 t.header(&["transport", "size", "typing", "min", "p50", "mean", "max", "note"]);
                 for r in results {
                     t.note(format!("  {}: first round trip {} (logins {} and {})", r.transport, human_us(r.first_us as f64), human_us(r.connect_us as f64), human_us(r.peer_connect_us as f64)));
+                    if let Some(met_us) = r.met_us {
+                        t.note(format!("  {}: each saw the other in the channel {} after both registered", r.transport, human_us(met_us as f64)));
+                    }
                     for row in &r.throughput {
                         let rate = (row.size as u64 * row.messages) as f64 * 1e6 / row.duration_us.max(1) as f64;
                         t.note(format!("  {}: {} messages of {}B one way in {} ({rate:.0} B/s of bodies)", r.transport, row.messages, row.size, human_us(row.duration_us as f64)));

@@ -175,6 +175,9 @@ pub struct FederatedResult {
     pub connect_us: u64,
     /// The other server's user's login.
     pub peer_connect_us: u64,
+    /// Over IRC: from both clients registered until each saw the other in the channel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub met_us: Option<u64>,
     /// The run's first round trip (the first size, no typing): from cold when neither
     /// server had a stream to the other yet, as after a fresh start.
     pub first_us: u64,

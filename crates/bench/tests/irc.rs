@@ -101,3 +101,35 @@ async fn the_clients_lines_to_the_byte() {
     assert_eq!(json(&file)["runs"][0]["results"][0]["count"], 1);
     server.await.expect("the server's script");
 }
+
+/// `federated --peer-irc`: the two clients are here on one server (the satellite-link
+/// script gives two linked ones), which the scenario cannot tell apart: each sees the
+/// other in the channel, then every row and stream has its exact count.
+#[tokio::test]
+async fn federated_over_irc_meets_in_a_channel_and_counts_every_row() {
+    let serve = Serve::with_irc(server::Config::default()).await;
+    let peer = serve.irc.expect("started with_irc").to_string();
+    let argv = [
+        "federated", "--quiet", "--transport", "irc", "--target", &serve.irc_target(), "--peer-irc", &peer, "--sizes", "2,100", "--typing", "0s,20ms",
+        "--round-trips", "3", "--throughput", "10,300", "--throughput-bytes", "100",
+    ];
+    let (file, err) = measure(&argv).await;
+    assert!(err.is_none(), "{err:?}");
+    let run = &json(&file)["runs"][0];
+    assert_eq!(run["settings"]["peer_irc"], peer.as_str());
+    let r = &run["results"][0];
+    assert_eq!(r["transport"], "irc");
+    assert!(r["met_us"].as_u64().is_some() && u(&r["first_us"]) > 0, "{r:#}");
+    let rows: Vec<(u64, u64, u64)> = r["rows"].as_array().expect("rows").iter().map(|r| (u(&r["size"]), u(&r["typing_us"]), u(&r["round_trip"]["count"]))).collect();
+    assert_eq!(rows, [(2, 0, 3), (2, 20_000, 3), (100, 0, 3), (100, 20_000, 3)]);
+    let streams: Vec<(u64, u64)> = r["throughput"].as_array().expect("throughput").iter().map(|r| (u(&r["size"]), u(&r["messages"]))).collect();
+    assert_eq!(streams, [(10, 10), (300, 2)]);
+}
+
+#[test]
+fn federated_over_irc_takes_the_irc_transport_only() {
+    let xmpp = bench::Plan::from_args(crate::args(&["federated", "--peer-irc", "127.0.0.1:6667", "--transport", "xmpp-tcp"])).expect_err("refused");
+    assert!(xmpp.to_string().contains("--transport irc"), "{xmpp}");
+    let nowhere = bench::Plan::from_args(crate::args(&["federated", "--peer-irc", "nowhere", "--transport", "irc"])).expect_err("refused");
+    assert!(nowhere.to_string().contains("host:port"), "{nowhere}");
+}

@@ -7,6 +7,13 @@
 //! between them, which a constrained link between them (`switchboard link`) makes
 //! slow. Both users log in with SASL PLAIN over xmpp-tcp and send initial presence,
 //! so that a message to their bare JID reaches them.
+//!
+//! Over IRC (`--transport irc`, `--peer-irc`), the two are clients of two servers of one
+//! IRC network, linked as IRC servers are, in one channel: the messages are the
+//! channel's, which reach the other server's client across the link. Both join and
+//! each waits to see the other there before the first message; IRC servers link when
+//! they start, not on a message, so the wait (reported) is where a fresh pair's link
+//! set-up shows, and the first round trip crosses a link already up.
 
 use std::time::Duration;
 
@@ -20,37 +27,19 @@ use crate::flags::{FederatedSettings, XmppAuth, XmppSettings};
 use crate::latency::Latency;
 use crate::result::{FederatedResult, FederatedRow, FederatedThroughput};
 use crate::target::{Target, XmppEndpoints};
-use crate::transport::{self, Connection, TransportKind, xmpp};
+use crate::transport::{self, Connection, TransportKind, irc, xmpp};
 
 pub(crate) async fn run(ctx: &Ctx, settings: &FederatedSettings, kinds: &[TransportKind], out: &mut Vec<FederatedResult>) -> Result<(), Error> {
-    let Some(XmppSettings { auth: XmppAuth::Plain { user, password }, domain, .. }) = &ctx.xmpp else {
-        return Err(Error::usage("federated needs --xmpp-user and --xmpp-password"));
-    };
-    let me = format!("{}@{domain}", user.replace("{i}", "0"));
-    let peer = format!("{}@{}", settings.peer_user, settings.peer_domain);
-    let peer_settings = XmppSettings {
-        domain: settings.peer_domain.clone(),
-        muc_service: format!("conference.{}", settings.peer_domain),
-        auth: XmppAuth::Plain { user: settings.peer_user.clone(), password: password.clone() },
-        bosh_wait_s: 60,
-    };
-    let peer_target = peer_target(&settings.peer_xmpp)?;
+    let meeting = Meeting::new(ctx, settings)?;
     for &kind in kinds {
         let rounds = 1 + settings.sizes.len() as u64 * settings.typing_us.len() as u64 * settings.round_trips + settings.throughput.len() as u64;
         ctx.progress.step(format!("federated {kind}"), rounds);
         let window = ctx.monitor.window();
         let (mut mine, connect_us) = ctx.connect(kind).await?;
-        let client = transport::Client { index: 0, xmpp: Some(&peer_settings) };
         let started = std::time::Instant::now();
-        let mut theirs = tokio::select! {
-            _ = ctx.cancel.cancelled() => return Err(Error::cancelled()),
-            c = transport::connect(&peer_target, TransportKind::XmppTcp, client, ctx.timeout) => c?,
-        };
+        let mut theirs = meeting.connect(ctx).await?;
         let peer_connect_us = started.elapsed().as_micros() as u64;
-        available(&mut mine).await?;
-        available(&mut theirs).await?;
-        address(&mut mine, &peer)?;
-        address(&mut theirs, &me)?;
+        let met_us = meeting.meet(ctx, &mut mine, &mut theirs).await?;
         let first_us = round_trip(ctx, &mut mine, &mut theirs, settings.sizes[0], 0).await?;
         ctx.progress.inc(1);
         let mut rows = Vec::new();
@@ -72,9 +61,82 @@ pub(crate) async fn run(ctx: &Ctx, settings: &FederatedSettings, kinds: &[Transp
         }
         mine.sender.close().await;
         theirs.sender.close().await;
-        out.push(FederatedResult { transport: kind, connect_us, peer_connect_us, first_us, rows, throughput, resources: ctx.monitor.finish(window) });
+        out.push(FederatedResult { transport: kind, connect_us, peer_connect_us, met_us, first_us, rows, throughput, resources: ctx.monitor.finish(window) });
     }
     Ok(())
+}
+
+/// Where the other user is and how the two meet.
+enum Meeting {
+    /// Users of two XMPP servers, each messaging the other's bare JID.
+    Xmpp { me: String, peer: String, settings: XmppSettings, target: Target },
+    /// Clients of two servers of one IRC network, in one channel.
+    Irc { target: Target, channel: String },
+}
+
+impl Meeting {
+    fn new(ctx: &Ctx, settings: &FederatedSettings) -> Result<Meeting, Error> {
+        if let Some(address) = &settings.peer_irc {
+            return Ok(Meeting::Irc { target: Target::parse(&format!("irc://{address}"))?, channel: super::channel::fresh("federated") });
+        }
+        let Some(XmppSettings { auth: XmppAuth::Plain { user, password }, domain, .. }) = &ctx.xmpp else {
+            return Err(Error::usage("federated needs --xmpp-user and --xmpp-password"));
+        };
+        Ok(Meeting::Xmpp {
+            me: format!("{}@{domain}", user.replace("{i}", "0")),
+            peer: format!("{}@{}", settings.peer_user, settings.peer_domain),
+            settings: XmppSettings {
+                domain: settings.peer_domain.clone(),
+                muc_service: format!("conference.{}", settings.peer_domain),
+                auth: XmppAuth::Plain { user: settings.peer_user.clone(), password: password.clone() },
+                bosh_wait_s: 60,
+            },
+            target: peer_target(&settings.peer_xmpp)?,
+        })
+    }
+
+    /// The other user's connection, logged in (client 1: an IRC nickname apart from
+    /// the target's client 0 on the same network).
+    async fn connect(&self, ctx: &Ctx) -> Result<Connection, Error> {
+        let (target, kind, client) = match self {
+            Meeting::Xmpp { settings, target, .. } => (target, TransportKind::XmppTcp, transport::Client { index: 0, xmpp: Some(settings) }),
+            Meeting::Irc { target, .. } => (target, TransportKind::Irc, transport::Client { index: 1, xmpp: None }),
+        };
+        tokio::select! {
+            _ = ctx.cancel.cancelled() => Err(Error::cancelled()),
+            c = transport::connect(target, kind, client, ctx.timeout) => c,
+        }
+    }
+
+    /// Makes each user's messages go to the other. Over IRC, both join the channel and
+    /// each waits to see the other there; how long that took (the servers' link set-up
+    /// when they were just started, else a round trip or so) is returned.
+    async fn meet(&self, ctx: &Ctx, mine: &mut Connection, theirs: &mut Connection) -> Result<Option<u64>, Error> {
+        match self {
+            Meeting::Xmpp { me, peer, .. } => {
+                available(mine).await?;
+                available(theirs).await?;
+                address(mine, peer)?;
+                address(theirs, me)?;
+                Ok(None)
+            }
+            Meeting::Irc { channel, .. } => {
+                let started = std::time::Instant::now();
+                let (Some(my_tx), Some(my_rx), Some(their_tx), Some(their_rx)) = (mine.sender.irc(), mine.receiver.irc(), theirs.sender.irc(), theirs.receiver.irc())
+                else {
+                    return Err(Error::usage("federated with --peer-irc needs the IRC transport"));
+                };
+                let (my_nick, their_nick) = (my_tx.nick().to_owned(), their_tx.nick().to_owned());
+                let what = |nick: &str| format!("{nick} in {channel}, seen by the other server's client");
+                let (see_theirs, see_mine) = (what(&their_nick), what(&my_nick));
+                tokio::try_join!(
+                    ctx.expect(async { irc::meet(my_tx, my_rx, channel, &their_nick).await.map(Some) }, &see_theirs),
+                    ctx.expect(async { irc::meet(their_tx, their_rx, channel, &my_nick).await.map(Some) }, &see_mine),
+                )?;
+                Ok(Some(started.elapsed().as_micros() as u64))
+            }
+        }
+    }
 }
 
 /// The other server's client side at `address` (`host:port`).
@@ -102,13 +164,18 @@ async fn round_trip(ctx: &Ctx, mine: &mut Connection, theirs: &mut Connection, s
     let body: String = rand::rng().sample_iter(&Alphanumeric).take(size).map(char::from).collect();
     let sent_us = ctx.clock.now_us();
     mine.sender.send(&body).await?;
-    // A message the sender's server could not deliver comes back to it as an error.
-    let got = tokio::select! {
-        got = until(ctx, theirs, &body, "the message at the other server's user") => got?,
-        bounced = until(ctx, mine, "", "the message at the other server's user") => {
-            bounced?;
-            return Err(Error::unexpected("the sender's server sent back nothing but a message with no body"));
+    // A message the sender's XMPP server could not deliver comes back to it as an
+    // error (an IRC server sends a client nothing of its own channel messages).
+    let got = if mine.sender.xmpp().is_some() {
+        tokio::select! {
+            got = until(ctx, theirs, &body, "the message at the other server's user") => got?,
+            bounced = until(ctx, mine, "", "the message at the other server's user") => {
+                bounced?;
+                return Err(Error::unexpected("the sender's server sent back nothing but a message with no body"));
+            }
         }
+    } else {
+        until(ctx, theirs, &body, "the message at the other server's user").await?
     };
     if typing_us > 0 {
         tokio::select! {
@@ -148,7 +215,12 @@ async fn stream(ctx: &Ctx, mine: &mut Connection, theirs: &mut Connection, size:
 /// message is silent long enough for its server to ask whether it is still there.
 async fn until(ctx: &Ctx, conn: &mut Connection, body: &str, what: &str) -> Result<String, Error> {
     let (Some(tx), Some(rx)) = (conn.sender.xmpp(), conn.receiver.xmpp()) else {
-        return Err(Error::usage("federated needs an XMPP transport"));
+        // IRC: the text of each PRIVMSG (the transport answers the server's PINGs).
+        loop {
+            if &*ctx.recv(&mut conn.receiver, what).await? == body {
+                return Ok(body.to_owned());
+            }
+        }
     };
     loop {
         let stanza = ctx.expect(rx.stanza(), what).await?;

@@ -103,16 +103,39 @@ async fn register(tx: &mut Sender, rx: &mut Receiver) -> Result<(), Error> {
 /// Joins `channel` and waits for the end of its names list (366): from then on the
 /// member is in the channel. Its messages go there.
 pub(crate) async fn join(tx: &mut Sender, rx: &mut Receiver, channel: &str) -> Result<(), Error> {
+    join_seeing(tx, rx, channel, None).await
+}
+
+/// Joins `channel` as `join` does, then waits until the member `other` is seen there:
+/// in the names list, or by the `JOIN` the server shows when it comes. A member of
+/// another server of the same network shows up once the two servers have exchanged
+/// what they hold, so this is also how a client knows the servers are linked.
+pub(crate) async fn meet(tx: &mut Sender, rx: &mut Receiver, channel: &str, other: &str) -> Result<(), Error> {
+    join_seeing(tx, rx, channel, Some(other)).await
+}
+
+async fn join_seeing(tx: &mut Sender, rx: &mut Receiver, channel: &str, other: Option<&str>) -> Result<(), Error> {
     tx.line(&format!("JOIN {channel}\r\n")).await?;
-    loop {
+    let mut listed = false;
+    let mut seen = other.is_none();
+    while !(listed && seen) {
         let Some(line) = rx.line().await? else {
-            return Err(Error::closed(format!("{}: the server closed the connection while {} joined {channel}", rx.place, tx.nick)));
+            let what = if listed { format!("waited for {} in {channel}", other.unwrap_or_default()) } else { format!("joined {channel}") };
+            return Err(Error::closed(format!("{}: the server closed the connection while {} {what}", rx.place, tx.nick)));
         };
         let Ok(m) = Message::parse(&line) else { continue };
-        let about_channel = m.param(1).is_some_and(|c| c.eq_ignore_ascii_case(channel));
+        let is = |nick: &str| other.is_some_and(|o| o.eq_ignore_ascii_case(nick));
         match m.command {
-            "366" if about_channel => break,
-            "403" | "405" | "471" | "473" | "474" | "475" | "476" | "477" if about_channel => {
+            "353" if m.param(2).is_some_and(|c| c.eq_ignore_ascii_case(channel)) => {
+                // Names, each after its status prefixes (@, +, …).
+                let names = m.param(3).unwrap_or_default();
+                seen |= names.split(' ').any(|n| is(n.trim_start_matches(['~', '&', '@', '%', '+', '!'])));
+            }
+            "366" if m.param(1).is_some_and(|c| c.eq_ignore_ascii_case(channel)) => listed = true,
+            "JOIN" if m.param(0).is_some_and(|c| c.eq_ignore_ascii_case(channel)) => {
+                seen |= m.source.is_some_and(|s| is(s.split('!').next().unwrap_or(s)));
+            }
+            "403" | "405" | "471" | "473" | "474" | "475" | "476" | "477" if m.param(1).is_some_and(|c| c.eq_ignore_ascii_case(channel)) => {
                 let why = m.params.last().copied().unwrap_or_default();
                 return Err(Error::refused(format!("{}: {} may not join {channel}: {} {why}", rx.place, tx.nick, m.command)));
             }
