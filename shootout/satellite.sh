@@ -31,6 +31,18 @@
 #   back, THROUGHPUT payload sizes (10,100,1024,10240; QUICK: 10,100,1024),
 #   THROUGHPUT_BYTES of bodies each (2048; QUICK: 1024).
 #
+#   IRC (OUT/irc-ngircd/, MODES="irc-ngircd"): two ngIRCd 26 servers
+#   (peers/ngircd, installed by its install.sh), a.irc on 127.0.0.2 and
+#   b.irc on 127.0.0.3, linked as IRC servers link (RFC 2813, one
+#   connection, which ngIRCd deflates), a.irc connecting to b.irc through
+#   the link on 127.0.0.4; a client on each in one channel (`bench
+#   federated --transport irc`). The same payloads (IRC_SIZES: those of
+#   SIZES that fit a line, at most 400 B) and typing, and throughput at
+#   10 and 100 B (a line is 512 bytes at most), IRC_THROUGHPUT_BYTES (500)
+#   of bodies each. The peer is installed first if it is not (its
+#   install.sh, as root). ircu 2.10.12, the study's IRC server, is not
+#   linked here (peers/ircu/README.md).
+#
 #   Then client logins over the link (OUT/login/): a.test alone, its client
 #   ports (STARTTLS on 15222, TLS from the first byte on 15223) behind links
 #   on 127.0.0.6, and `bench login` timing each style (standard, sasl2, fast)
@@ -47,15 +59,16 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${SWITCHBOARD_BIN:-$ROOT/target/release/switchboard}"
 OUT="${1:-$ROOT/build/satellite}"
 RATES="${RATES:-2400 19200}"
-MODES="${MODES:-starttls direct-tls zero zero-tls login}"
+MODES="${MODES:-starttls direct-tls zero zero-tls irc-ngircd login}"
 DELAYS="${DELAYS:-0s 500ms 1s}"
 LOGINS="${LOGINS:-2}"
 if [ -n "${QUICK:-}" ]; then SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"; THROUGHPUT="${THROUGHPUT:-10,100,1024}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-1024}"; LOGIN_RATES="${LOGIN_RATES:-2400}"; LOGIN_DELAYS="${LOGIN_DELAYS:-500ms}"
 else SIZES="${SIZES:-2,100,200,500}"; ROUNDS="${ROUNDS:-5}"; TYPING="${TYPING:-0s,5s,10s,15s}"; THROUGHPUT="${THROUGHPUT:-10,100,1024,10240}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-2048}"; LOGIN_RATES="${LOGIN_RATES:-$RATES}"; LOGIN_DELAYS="${LOGIN_DELAYS:-$DELAYS}"; fi
+IRC_THROUGHPUT_BYTES="${IRC_THROUGHPUT_BYTES:-500}"
 die() { echo "satellite: $*" >&2; exit 1; }
 [ -x "$BIN" ] || die "no switchboard binary at $BIN; run cargo build --release first"
 for ip in 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5 127.0.0.6; do
-  for port in 15222 15223 15269 15270 15271 18080; do
+  for port in 15222 15223 15269 15270 15271 16667 18080; do
     ! (exec 3<>"/dev/tcp/$ip/$port") 2>/dev/null || die "$ip:$port is taken: is another run going?"
   done
 done
@@ -125,6 +138,29 @@ link() {
   wait_for "$log" "listening on" $! "the link on $1"
 }
 
+# irc_cell MODE RATE DELAY: two linked IRC servers (ngIRCd), a.irc reaching
+# b.irc through the link on 127.0.0.4, and `bench federated --transport irc`.
+irc_cell() {
+  local mode="$1" rate="$2" delay="$3" cell="$OUT/$1/$2-$3" status=0 peer="${1#irc-}" sizes streams=()
+  sizes="$(printf '%s' "$SIZES" | tr ',' '\n' | awk '$1 <= 400' | paste -sd, -)"
+  [ -n "$sizes" ] || die "no payload of SIZES ($SIZES) fits an IRC line (400 B at most here)"
+  if [ "$delay" = 0s ] && [ -n "$THROUGHPUT" ]; then streams=(--throughput 10,100 --throughput-bytes "$IRC_THROUGHPUT_BYTES"); fi
+  link 127.0.0.4 16667 127.0.0.3:16667 "$rate" "$delay"
+  IRC_ADDRESS=127.0.0.3 IRC_NAME=b.irc IRC_PEER=a.irc "$ROOT/peers/$peer/start.sh" 16667 >"$RUN/b-irc.out" 2>"$RUN/b-irc.log" &
+  pids+=($!)
+  wait_for "$RUN/b-irc.out" "irc on 127.0.0.3:16667" $! "the b.irc server"
+  IRC_ADDRESS=127.0.0.2 IRC_NAME=a.irc IRC_PEER=b.irc IRC_PEER_CONNECT=127.0.0.4:16667 "$ROOT/peers/$peer/start.sh" 16667 >"$RUN/a-irc.out" 2>"$RUN/a-irc.log" &
+  pids+=($!)
+  wait_for "$RUN/a-irc.out" "irc on 127.0.0.2:16667" $! "the a.irc server"
+  "$BIN" bench federated --quiet --transport irc --target "$mode=irc://127.0.0.2:16667" --peer-irc 127.0.0.3:16667 \
+    --via-link "rate=${rate}bit,delay=$delay,overhead=40" --sizes "$sizes" --typing "$TYPING" --round-trips "$ROUNDS" "${streams[@]}" \
+    --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
+  stop_all
+  grep -h "link stopped" "$RUN"/link-*.log >"$cell.link" || true
+  rm -f "$RUN"/link-*.log
+  [ "$status" = 0 ] || die "the bench failed ($mode, $rate bit/s, $delay): $(tail -n5 "$cell.txt")"
+}
+
 # login_cell RATE DELAY: a.test alone, its client ports behind links on
 # 127.0.0.6, and `bench login` through them.
 login_cell() {
@@ -156,6 +192,18 @@ for mode in $MODES; do
     done
     continue
   fi
+  case "$mode" in
+    irc-ngircd)
+      "$ROOT/peers/ngircd/install.sh" >"$RUN/install.log" 2>&1 || die "installing ngircd failed: $(tail -n3 "$RUN/install.log")"
+      for rate in $RATES; do
+        for delay in $DELAYS; do
+          echo "satellite: $mode, ${rate} bit/s, one-way delay $delay" >&2
+          irc_cell "$mode" "$rate" "$delay"
+        done
+      done
+      continue ;;
+    irc-*) die "MODES: $mode is not a mode (IRC: irc-ngircd)" ;;
+  esac
   case "$mode" in direct-tls) port=15270 ;; zero|zero-tls) port=15271 ;; *) port=15269 ;; esac
   for rate in $RATES; do
     for delay in $DELAYS; do

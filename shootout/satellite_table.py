@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The satellite-link study's tables from shootout/satellite.sh's result files
-(OUT/<mode>/<rate>-<delay>.json, mode starttls, direct-tls, zero (the optimised profile) or zero-tls (the same over TLS with pinned certificates)), beside the
+(OUT/<mode>/<rate>-<delay>.json, mode starttls, direct-tls, zero (the optimised profile), zero-tls (the same over TLS with pinned certificates) or irc-ngircd (two linked IRC servers)), beside the
 figures the study published for
 standard and optimised S2S (2 B payload; and by payload at 2400 bit/s with no
 delay). Usage: satellite_table.py OUT-DIR"""
@@ -35,6 +35,11 @@ def seconds(text):
 
 
 MODES = ("starttls", "direct-tls", "zero", "zero-tls")
+IRC_MODES = ("irc-ngircd",)
+# The study's IRC (two ircu servers): ping round trip at 2400 bit/s with no
+# delay by payload, and link utilisation of one stream by payload.
+STUDY_IRC_PING = {10: "3.5 s", 100: "4.5 s"}
+STUDY_IRC_UTILISATION = {10: "1.6%", 100: "11%"}
 
 
 def cells(folder):
@@ -47,14 +52,61 @@ def cells(folder):
         yield int(rate), seconds(delay), run["results"][0]
 
 
+def link_bytes(path):
+    """Payload bytes both ways on a cell's links, from their 'link stopped' lines."""
+    if not path.exists():
+        return None
+    total = 0
+    for line in path.read_text().splitlines():
+        fields = dict(re.findall(r"(\w+)=(\d+)", line))
+        total += int(fields.get("up_bytes", 0)) + int(fields.get("down_bytes", 0))
+    return total
+
+
+def irc_table(out):
+    """Two linked IRC servers, a client on each in one channel: the stable
+    round trip by payload, the link's set-up as the clients saw it, and what
+    a message cost the link over the whole cell."""
+    for mode in IRC_MODES:
+        if not (out / mode).is_dir():
+            continue
+        print()
+        print(f"| {mode} | one-way delay | stable (p50) by payload | servers linked, seen by both clients | link bytes a message (whole cell) | study IRC (ircu), 2400 bit/s, no delay |")
+        print("|---|---|---|---|---|---|")
+        for path in sorted((out / mode).glob("*.json"), key=lambda p: (-int(p.stem.split("-")[0]), seconds(p.stem.split("-", 1)[1]))):
+            rate, delay, r = int(path.stem.split("-")[0]), seconds(path.stem.split("-", 1)[1]), json.loads(path.read_text())["runs"][0]["results"]
+            if not r:
+                continue
+            r = r[0]
+            stable = ", ".join(f"{x['size']} B {x['round_trip']['p50_us'] / 1e6:.2f} s" for x in r["rows"] if x["typing_us"] == 0)
+            messages = 2 + sum(2 * x["round_trip"]["count"] for x in r["rows"]) + sum(t["messages"] for t in r.get("throughput", []))
+            total = link_bytes(path.with_suffix(".link"))
+            per = f"{total / messages:.0f} B" if total else "–"
+            met = f"{r['met_us'] / 1e6:.2f} s" if r.get("met_us") is not None else "–"
+            study = ", ".join(f"{k} B {v}" for k, v in STUDY_IRC_PING.items()) if (rate, delay) == (2400, 0.0) else "–"
+            print(f"| {rate} bit/s | {delay:g} s | {stable} | {met} | {per} | {study} |")
+        rows = []
+        for rate, delay, r in cells(out / mode):
+            for t in r.get("throughput", []) if delay == 0.0 else []:
+                used = t["size"] * t["messages"] * 8 / (rate * t["duration_us"] / 1e6)
+                rows.append((rate, t["size"], f"{used:.1%} ({t['messages']} in {t['duration_us'] / 1e6:.1f} s)"))
+        if rows:
+            print()
+            print(f"| {mode} throughput, no delay | payload | bodies' share of the link | study IRC (ircu) |")
+            print("|---|---|---|---|")
+            for rate, size, used in sorted(rows, key=lambda x: (-x[0], x[1])):
+                print(f"| {rate} bit/s | {size} B | {used} | {STUDY_IRC_UTILISATION.get(size, '–') if rate == 2400 else '–'} |")
+
+
 def main():
     out = pathlib.Path(sys.argv[1])
     if (out / "login").is_dir():
         login_table(out / "login")
         print()
+    irc_table(out)
     by_mode = {mode: {(r, d): x for r, d, x in cells(out / mode)} for mode in MODES if (out / mode).is_dir()}
     if not any(by_mode.values()):
-        if (out / "login").is_dir():
+        if (out / "login").is_dir() or any((out / m).is_dir() for m in IRC_MODES):
             return
         raise SystemExit(f"no result files in {out}/starttls, {out}/direct-tls or {out}/zero")
     keys = sorted({k for cells_ in by_mode.values() for k in cells_}, key=lambda k: (-k[0], k[1]))

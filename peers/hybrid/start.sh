@@ -19,6 +19,7 @@ PEER=hybrid
 . "$PEERS_DIR/lib/irc_peer.sh"
 
 irc_port "$@"
+irc_lone
 [ -x /usr/sbin/ircd-hybrid ] && [ -d /usr/lib/ircd-hybrid/modules ] || die "not installed: run peers/$PEER/install.sh"
 
 run="$(instance_dir)"

@@ -18,6 +18,7 @@ PEER=inspircd
 . "$PEERS_DIR/lib/irc_peer.sh"
 
 irc_port "$@"
+irc_lone
 [ -x /usr/sbin/inspircd ] && [ -d /usr/lib/inspircd/modules ] || die "not installed: run peers/$PEER/install.sh"
 
 run="$(instance_dir)"

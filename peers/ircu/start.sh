@@ -20,6 +20,7 @@ PEER=ircu
 . "$PEERS_DIR/lib/irc_peer.sh"
 
 irc_port "$@"
+irc_lone
 ircd="$PKG/ircd-ircu"
 [ -f "$PKG/.installed" ] && [ -x "$ircd" ] && [ -f "$PKG/compat.so" ] || die "not installed: run peers/$PEER/install.sh"
 

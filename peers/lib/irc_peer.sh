@@ -132,9 +132,40 @@ irc_system_daemon_off() {
 
 # ---- start -----------------------------------------------------------------
 
+# Two instances of ngircd form one IRC network (shootout/satellite.sh)
+# when started with these set (none set: a lone server on 127.0.0.1, as the
+# shootout runs it):
+#   IRC_ADDRESS        the address it listens on (default 127.0.0.1)
+#   IRC_NAME           its server name (default irc.localhost)
+#   IRC_PEER           the other server's name: set, the configuration links to it
+#   IRC_PEER_CONNECT   HOST:PORT it connects to the other at (the active side);
+#                      unset, it waits for the other to connect (passive)
+#   IRC_PEER_FROM      the address the other's connection comes from (default
+#                      127.0.0.1)
+#   IRC_LINK_PASSWORD  the link's password, the same on both (default satellite)
+
+# irc_link_env — fills in the defaults above.
+irc_link_env() {
+  IRC_ADDRESS="${IRC_ADDRESS:-127.0.0.1}"
+  IRC_NAME="${IRC_NAME:-irc.localhost}"
+  IRC_PEER="${IRC_PEER:-}"
+  IRC_PEER_CONNECT="${IRC_PEER_CONNECT:-}"
+  IRC_PEER_FROM="${IRC_PEER_FROM:-127.0.0.1}"
+  IRC_LINK_PASSWORD="${IRC_LINK_PASSWORD:-satellite}"
+  case "$IRC_PEER_CONNECT" in ''|?*:[0-9]*) ;; *) die "IRC_PEER_CONNECT is HOST:PORT, not $IRC_PEER_CONNECT" ;; esac
+}
+
+# irc_lone — for the peers that do not link here (ircu, inspircd, hybrid):
+# refuses the link settings. (ircu 2.10.12's autoconnect never fired here:
+# with a Connect block, its class's connectfreq and autoconnect = yes, no
+# connection was tried in minutes; peers/ircu/README.md.)
+irc_lone() {
+  [ "$IRC_ADDRESS" = 127.0.0.1 ] && [ -z "$IRC_PEER" ] || die "$PEER runs alone on 127.0.0.1 here: IRC_ADDRESS and IRC_PEER are for ngircd"
+}
+
 # irc_port ARGS — sets IRC_PORT from start.sh's arguments (PORT; 0 → a
-# free port). Exits 2 with the usage on a bad argument, 1 if something
-# listens on the port already.
+# free port), and the link settings (irc_link_env). Exits 2 with the usage
+# on a bad argument, 1 if something listens on the port already.
 irc_port() {
   local usage="usage: $0 PORT   (IRC clients on 127.0.0.1:PORT, plain TCP; 0 picks a free port; prints 'irc on 127.0.0.1:PORT' when ready)"
   [ "$#" = 1 ] || { echo "$usage" >&2; exit 2; }
@@ -142,7 +173,8 @@ irc_port() {
   case "$IRC_PORT" in ''|*[!0-9]*) echo "$usage" >&2; exit 2 ;; esac
   [ "$IRC_PORT" -le 65535 ] || { echo "$usage" >&2; exit 2; }
   [ "$IRC_PORT" != 0 ] || IRC_PORT="$(free_port)"
-  [ -z "$(ss -ltnH "sport = :$IRC_PORT" 2>/dev/null)" ] || die "127.0.0.1:$IRC_PORT is in use"
+  irc_link_env
+  [ -z "$(ss -ltnH "src $IRC_ADDRESS and sport = :$IRC_PORT" 2>/dev/null)" ] || die "$IRC_ADDRESS:$IRC_PORT is in use"
 }
 
 # irc_nofile — raises the open-file soft limit to the hard limit (what ircu,
@@ -171,8 +203,8 @@ irc_listening() {
 }
 
 # irc_announce_when_ready PID — in the background: once PID listens on
-# 127.0.0.1:IRC_PORT (IRC_READY_S seconds at most, default 60), prints the
-# ready line 'irc on 127.0.0.1:IRC_PORT' on fd 3 (the caller's stdout).
+# IRC_ADDRESS:IRC_PORT (IRC_READY_S seconds at most, default 60), prints the
+# ready line 'irc on IRC_ADDRESS:IRC_PORT' on fd 3 (the caller's stdout).
 # Watching the listening socket (ss) rather than connecting keeps the check
 # invisible to the server (no client, no ident or DNS query). The watching
 # shell is detached (its parent exits at once), so it is never the server's
@@ -186,7 +218,7 @@ irc_announce_when_ready() {
         # Gone, or exited and not yet reaped by the caller (a zombie).
         case "$(ps -o stat= -p "$pid" 2>/dev/null)" in ''|Z*) exit 0 ;; esac
         if irc_listening "$pid"; then
-          printf 'irc on 127.0.0.1:%s\n' "$IRC_PORT" >&3
+          printf 'irc on %s:%s\n' "$IRC_ADDRESS" "$IRC_PORT" >&3
           exit 0
         fi
         sleep 0.05

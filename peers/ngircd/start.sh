@@ -24,7 +24,19 @@ ngircd="$PKG/usr/sbin/ngircd"
 run="$(instance_dir)"
 mkdir -p "$run/conf.d"
 if [ "$(id -u)" = 0 ]; then user="$IRC_RUN_USER" group="$(id -gn "$IRC_RUN_USER")"; else user="$(id -u)" group="$(id -g)"; fi
-fill_template "$DIR/ngircd.conf" "$run/ngircd.conf" PORT="$IRC_PORT" RUN="$run" PKG="$PKG" USER="$user" GROUP="$group"
+fill_template "$DIR/ngircd.conf" "$run/ngircd.conf" PORT="$IRC_PORT" ADDRESS="$IRC_ADDRESS" NAME="$IRC_NAME" RUN="$run" PKG="$PKG" USER="$user" GROUP="$group"
+if [ -n "$IRC_PEER" ]; then
+  # The link (RFC 2813): the active side has the other's port and connects,
+  # the passive one waits; servers come in on the client port.
+  {
+    printf '\n[Server]\n\tName = %s\n\tMyPassword = %s\n\tPeerPassword = %s\n' "$IRC_PEER" "$IRC_LINK_PASSWORD" "$IRC_LINK_PASSWORD"
+    if [ -n "$IRC_PEER_CONNECT" ]; then
+      printf '\tHost = %s\n\tPort = %s\n' "${IRC_PEER_CONNECT%:*}" "${IRC_PEER_CONNECT##*:}"
+    else
+      printf '\tHost = %s\n' "$IRC_PEER_FROM"
+    fi
+  } >>"$run/ngircd.conf"
+fi
 irc_nofile
 
 # stdout is for the ready line alone (fd 3, written by the watcher).
