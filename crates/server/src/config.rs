@@ -260,7 +260,7 @@ settings! {
         queue: usize = 256 * 1024, "xmpp-s2s-queue", "SWITCHBOARD_XMPP_S2S_QUEUE";
         /// Most streams between servers open at once, both ways; past it, new ones are refused [default: 1000]
         max_streams: usize = 1000, "xmpp-s2s-max-streams", "SWITCHBOARD_XMPP_S2S_MAX_STREAMS";
-        /// Most authenticated streams one other domain may have open to this server at once; past it, a new one ends with policy-violation [default: 4]
+        /// Most authenticated streams one other domain may have open to this server at once; past it, a new one ends with policy-violation, except a zero-handshake peer's, which ends its oldest instead [default: 4]
         max_streams_per_domain: usize = 4, "xmpp-s2s-max-streams-per-domain", "SWITCHBOARD_XMPP_S2S_MAX_STREAMS_PER_DOMAIN";
         /// Most users of other servers in this server's MUC rooms at once; past it, a new one is answered resource-constraint [default: 10000]
         max_guests: usize = 10_000, "xmpp-s2s-max-guests", "SWITCHBOARD_XMPP_S2S_MAX_GUESTS";

@@ -1022,17 +1022,26 @@ async fn zero_b_for_a_test(authority: &Authority, tweak: impl FnOnce(&mut server
 }
 
 #[tokio::test]
-async fn a_zero_handshake_peer_past_its_bound_of_streams_is_refused_with_policy_violation() {
+async fn a_zero_handshake_peers_connection_past_its_bound_ends_its_oldest() {
     let authority = Authority::new();
-    let (b, b_at, _a_zero) = zero_b_for_a_test(&authority, |c| c.federation.max_streams_per_domain = 1).await;
-    let mut first = Wire { tcp: TcpStream::connect(b_at).await.unwrap(), held: String::new() };
-    first.until("resume='true'/>").await;
-    let mut second = Wire { tcp: TcpStream::connect(b_at).await.unwrap(), held: String::new() };
-    assert_eq!(
-        second.until("</stream:stream>").await,
-        "<stream:error><policy-violation xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\"/><text xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\">a.test is at its bound of 1 streams here</text></stream:error></stream:stream>"
-    );
-    assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_failures_total{reason=\"max_streams_per_domain\"}").await, Some(1.0));
+    let (b, b_at, _a_zero) = zero_b_for_a_test(&authority, |c| c.federation.max_streams_per_domain = 2).await;
+    let mut bob = online(&b, "b.test", "bob").await;
+    let message = |id: &str| format!("<enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/><message from='alice@a.test/x' to='bob@b.test' type='chat' id='{id}'><body>{id}</body></message>");
+    // Three connections from a.test, as after two drops that left b.test's
+    // side of each open: the third ends the first, the second stays.
+    let mut wires = Vec::new();
+    for _ in 0..3 {
+        let mut wire = Wire { tcp: TcpStream::connect(b_at).await.unwrap(), held: String::new() };
+        wire.until("resume='true'/>").await;
+        wires.push(wire);
+    }
+    assert_eq!(wires[0].until("</stream:stream>").await, "</stream:stream>");
+    // The newest carries a.test's stanzas; the one kept still answers.
+    wires[2].tcp.write_all(message("m1").as_bytes()).await.unwrap();
+    assert_eq!(body(&next_named(&mut bob, "message").await), "m1");
+    wires[1].tcp.write_all(b"<r xmlns='urn:xmpp:sm:3'/>").await.unwrap();
+    let answer = wires[1].until("/>").await;
+    assert!(answer.starts_with("<a xmlns=\"urn:xmpp:sm:3\" h="), "{answer}");
 }
 
 #[tokio::test]

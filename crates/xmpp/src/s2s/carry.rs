@@ -32,6 +32,9 @@ pub(super) struct Duties<'a> {
     pub acks: Acks,
     /// Stream management across connections, with a zero-handshake peer.
     pub continuity: Option<&'a Continuity>,
+    /// Ends the stream when notified: a newer connection from the same
+    /// zero-handshake peer took its place.
+    pub superseded: Option<&'a tokio::sync::Notify>,
 }
 
 /// Stream management on a stream between servers (XEP-0198 §4): each side
@@ -246,6 +249,12 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut
             }
             // A stream that carries nothing this way still reads: whitespace, its errors, its end.
             event = stream.event() => event,
+            () = notified(duties.superseded) => {
+                tracing::info!("xmpp: a connection from {} ended: a newer one from it took its place", duties.theirs.join(", "));
+                let answer = owed_answer(&mut duties.acks);
+                let _ = stream.send(&format!("{answer}{}", wire::xmpp::STREAM_END)).await;
+                return Undelivered::Timeout;
+            }
             () = quiet.as_mut() => {
                 // Closed first: a stanza queued meanwhile opens a new stream.
                 // With a continuity, `carry_on` closes it as it keeps what
@@ -458,6 +467,14 @@ fn request(acks: &mut Acks) -> String {
 async fn due(owed: Option<tokio::time::Instant>) {
     match owed {
         Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Waits until `notify`, if there is one, is notified; never, when none is.
+async fn notified(notify: Option<&tokio::sync::Notify>) {
+    match notify {
+        Some(notify) => notify.notified().await,
         None => std::future::pending().await,
     }
 }

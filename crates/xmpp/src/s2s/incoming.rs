@@ -58,7 +58,7 @@ async fn run(tcp: TcpStream, xmpp: Arc<Xmpp>, federation: Arc<Federation>, _slot
     let peer = if bidi { xmpp.claim_peer(&key) } else { None };
     tracing::debug!("xmpp: stream from {} authenticated{}", key.1, if peer.is_some() { ", both ways" } else { "" });
     let acks = Acks::offered();
-    let duties = Duties { sends: peer.as_deref().map(|peer| (&key, peer)), reads: true, theirs: std::slice::from_ref(&key.1), acks, continuity: None };
+    let duties = Duties { sends: peer.as_deref().map(|peer| (&key, peer)), reads: true, theirs: std::slice::from_ref(&key.1), acks, continuity: None, superseded: None };
     let why = carry(&xmpp, &mut stream, duties).await;
     if let Some(peer) = peer {
         xmpp.give_up(&key, &peer, why);

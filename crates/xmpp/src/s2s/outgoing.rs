@@ -56,7 +56,7 @@ pub(super) async fn run(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<Peer>)
     let _open = metrics.s2s_stream("out", "authenticated", auth);
     tracing::debug!("xmpp: stream from {from} to {to} ready{}", if bidi { ", both ways" } else { "" });
     let acks = if acked { Acks::on() } else { Acks::default() };
-    let duties = Duties { sends: Some((&key, &peer)), reads: bidi, theirs: std::slice::from_ref(to), acks, continuity: None };
+    let duties = Duties { sends: Some((&key, &peer)), reads: bidi, theirs: std::slice::from_ref(to), acks, continuity: None, superseded: None };
     let why = carry(&xmpp, &mut stream, duties).await;
     xmpp.give_up(&key, &peer, why);
 }

@@ -37,6 +37,7 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tokio::sync::Notify;
 use wire::xmpp::Limits;
 
 use super::carry::{Acks, Duties, carry};
@@ -67,6 +68,21 @@ use crate::Xmpp;
 pub(super) struct Continuity {
     sending: parking_lot::Mutex<Sending>,
     receiving: parking_lot::Mutex<Receiving>,
+    /// The peer's connections to this side, oldest first: what ends each.
+    incoming: parking_lot::Mutex<VecDeque<Arc<Notify>>>,
+}
+
+/// A connection from the peer, counted among its connections here while held.
+pub(super) struct Arrival<'a> {
+    continuity: &'a Continuity,
+    /// Notified when a newer connection takes this one's place.
+    pub ends: Arc<Notify>,
+}
+
+impl Drop for Arrival<'_> {
+    fn drop(&mut self) {
+        self.continuity.incoming.lock().retain(|ends| !Arc::ptr_eq(ends, &self.ends));
+    }
 }
 
 /// What this side has sent the peer.
@@ -151,6 +167,24 @@ impl Continuity {
     /// could be made to send it again: counting starts over under a new id.
     pub fn abandon(&self) -> VecDeque<Item> {
         std::mem::take(&mut *self.sending.lock()).unacked
+    }
+
+    /// A connection from the peer arrived. At most `bound` of them stay: past
+    /// it, the oldest is ended. A link that drops leaves this side of its
+    /// connection open until it is written to or goes quiet
+    /// (`--xmpp-s2s-idle-timeout`), and the peer's newest connection is the
+    /// one alive; refusing it would keep the peer out until then.
+    pub fn arrive(&self, bound: usize) -> Arrival<'_> {
+        let ends = Arc::new(Notify::new());
+        let mut incoming = self.incoming.lock();
+        while incoming.len() >= bound.max(1) {
+            if let Some(oldest) = incoming.pop_front() {
+                // Kept if the connection is not waiting yet: it ends when it does.
+                oldest.notify_one();
+            }
+        }
+        incoming.push_back(ends.clone());
+        Arrival { continuity: self, ends }
     }
 
     /// This side's id, for a connection that does not send.
@@ -279,8 +313,8 @@ pub(super) async fn outgoing(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<P
     let _open = metrics.s2s_stream("out", "authenticated", "zero");
     let sends = Some((&key, &*peer));
     let why = match link {
-        Link::Plain(tcp) => run(&xmpp, tcp, &zero, continuity, sends).await,
-        Link::Tls(tls) => run(&xmpp, tls, &zero, continuity, sends).await,
+        Link::Plain(tcp) => run(&xmpp, tcp, &zero, continuity, sends, None).await,
+        Link::Tls(tls) => run(&xmpp, tls, &zero, continuity, sends, None).await,
     };
     xmpp.give_up(&key, &peer, why);
 }
@@ -341,42 +375,31 @@ async fn incoming(xmpp: Arc<Xmpp>, tcp: TcpStream, zero: ZeroPeer, _slot: tokio:
         }
     };
     let Some((_, continuity)) = zero.domains.first().and_then(|domain| federation.zero_peer(domain)) else { return };
-    let counted = federation.stream_from(&zero.domains[0]);
-    if counted.is_none() {
-        metrics.s2s_failed("max_streams_per_domain");
-        let refusal = format!("{} is at its bound of {} streams here", zero.domains[0], federation.settings.max_streams_per_domain);
-        return match link {
-            Link::Plain(tcp) => refuse(&xmpp, tcp, &zero, &refusal).await,
-            Link::Tls(tls) => refuse(&xmpp, tls, &zero, &refusal).await,
-        };
-    }
+    let arrival = continuity.arrive(federation.settings.max_streams_per_domain);
     let _open = metrics.s2s_stream("in", "authenticated", "zero");
     let key = (xmpp.domain.clone(), zero.domains[0].clone());
     let peer = xmpp.claim_peer(&key);
     let sends = peer.as_deref().map(|peer| (&key, peer));
     let why = match link {
-        Link::Plain(tcp) => run(&xmpp, tcp, &zero, continuity, sends).await,
-        Link::Tls(tls) => run(&xmpp, tls, &zero, continuity, sends).await,
+        Link::Plain(tcp) => run(&xmpp, tcp, &zero, continuity, sends, Some(&arrival.ends)).await,
+        Link::Tls(tls) => run(&xmpp, tls, &zero, continuity, sends, Some(&arrival.ends)).await,
     };
     if let Some(peer) = peer {
         xmpp.give_up(&key, &peer, why);
     }
 }
 
-/// Ends a connection from `zero` on `io` at once with `policy-violation`.
-async fn refuse<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Xmpp, io: S, zero: &ZeroPeer, text: &str) {
-    let limits = Limits { max_stanza_bytes: xmpp.context.bounds.max_message_size, ..Limits::default() };
-    if zero.compress {
-        WireStream::zero(Deflated::new(io), limits).fail("policy-violation", text).await;
-    } else {
-        WireStream::zero(io, limits).fail("policy-violation", text).await;
-    }
-}
-
 /// Carries stanzas both ways on `io` with `zero`, sending what `sends` queues.
-async fn run<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, io: S, zero: &ZeroPeer, continuity: &Continuity, sends: Option<(&(String, String), &Peer)>) -> Undelivered {
+async fn run<S: AsyncRead + AsyncWrite + Unpin>(
+    xmpp: &Arc<Xmpp>,
+    io: S,
+    zero: &ZeroPeer,
+    continuity: &Continuity,
+    sends: Option<(&(String, String), &Peer)>,
+    superseded: Option<&Notify>,
+) -> Undelivered {
     let limits = Limits { max_stanza_bytes: xmpp.context.bounds.max_message_size, ..Limits::default() };
-    let duties = Duties { sends, reads: true, theirs: &zero.domains, acks: Acks::on(), continuity: Some(continuity) };
+    let duties = Duties { sends, reads: true, theirs: &zero.domains, acks: Acks::on(), continuity: Some(continuity), superseded };
     if zero.compress {
         carry(xmpp, &mut WireStream::zero(Deflated::new(io), limits), duties).await
     } else {
