@@ -22,7 +22,8 @@
 #   trusted); and the same over TLS with each server's certificate pinned by
 #   the other, not deflated (OUT/zero-tls/); MODES="starttls", "direct-tls",
 #   "zero" or "zero-tls" runs one.
-#   QUICK=1: payload 2 B, 3 stable round trips a cell; otherwise payloads
+#   QUICK=1: payload 2 B, 3 stable round trips a cell, one-way delays 0 and
+#   1 s (both rates; about 13 minutes in all); otherwise payloads
 #   2, 100, 200 and 500 B, each answered at once and after 5, 10 and 15 s
 #   ("typing", taken off the round trip), 5 round trips. RATES (bit/s) and DELAYS override
 #   the grid: RATES="2400 19200" DELAYS="0s 500ms 1s"; SIZES, TYPING and
@@ -43,6 +44,12 @@
 #   install.sh, as root). ircu 2.10.12, the study's IRC server, is not
 #   linked here (peers/ircu/README.md).
 #
+#   Prosody (OUT/prosody/, MODES="prosody"): two Prosody 0.12 servers
+#   (Debian's, peers/prosody/install.sh if it is not there) in the same
+#   places, standard federation as Prosody does it (STARTTLS, certificates
+#   checked, one connection both ways: mod_s2s_bidi), each finding the
+#   other at its link through a hosts file (peers/prosody/satellite.cfg.lua).
+#
 #   Then client logins over the link (OUT/login/): a.test alone, its client
 #   ports (STARTTLS on 15222, TLS from the first byte on 15223) behind links
 #   on 127.0.0.6, and `bench login` timing each style (standard, sasl2, fast)
@@ -59,16 +66,15 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${SWITCHBOARD_BIN:-$ROOT/target/release/switchboard}"
 OUT="${1:-$ROOT/build/satellite}"
 RATES="${RATES:-2400 19200}"
-MODES="${MODES:-starttls direct-tls zero zero-tls irc-ngircd login}"
-DELAYS="${DELAYS:-0s 500ms 1s}"
+MODES="${MODES:-starttls direct-tls zero zero-tls prosody irc-ngircd login}"
 LOGINS="${LOGINS:-2}"
-if [ -n "${QUICK:-}" ]; then SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"; THROUGHPUT="${THROUGHPUT:-10,100,1024}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-1024}"; LOGIN_RATES="${LOGIN_RATES:-2400}"; LOGIN_DELAYS="${LOGIN_DELAYS:-500ms}"
-else SIZES="${SIZES:-2,100,200,500}"; ROUNDS="${ROUNDS:-5}"; TYPING="${TYPING:-0s,5s,10s,15s}"; THROUGHPUT="${THROUGHPUT:-10,100,1024,10240}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-2048}"; LOGIN_RATES="${LOGIN_RATES:-$RATES}"; LOGIN_DELAYS="${LOGIN_DELAYS:-$DELAYS}"; fi
+if [ -n "${QUICK:-}" ]; then DELAYS="${DELAYS:-0s 1s}"; SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"; THROUGHPUT="${THROUGHPUT:-10,100,1024}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-1024}"; LOGIN_RATES="${LOGIN_RATES:-2400}"; LOGIN_DELAYS="${LOGIN_DELAYS:-500ms}"
+else DELAYS="${DELAYS:-0s 500ms 1s}"; SIZES="${SIZES:-2,100,200,500}"; ROUNDS="${ROUNDS:-5}"; TYPING="${TYPING:-0s,5s,10s,15s}"; THROUGHPUT="${THROUGHPUT:-10,100,1024,10240}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-2048}"; LOGIN_RATES="${LOGIN_RATES:-$RATES}"; LOGIN_DELAYS="${LOGIN_DELAYS:-$DELAYS}"; fi
 IRC_THROUGHPUT_BYTES="${IRC_THROUGHPUT_BYTES:-500}"
 die() { echo "satellite: $*" >&2; exit 1; }
 [ -x "$BIN" ] || die "no switchboard binary at $BIN; run cargo build --release first"
 for ip in 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5 127.0.0.6; do
-  for port in 15222 15223 15269 15270 15271 16667 18080; do
+  for port in 5269 15222 15223 15269 15270 15271 16667 18080; do
     ! (exec 3<>"/dev/tcp/$ip/$port") 2>/dev/null || die "$ip:$port is taken: is another run going?"
   done
 done
@@ -138,6 +144,22 @@ link() {
   wait_for "$log" "listening on" $! "the link on $1"
 }
 
+# prosody_serve NAME IP OTHER-DOMAIN LINK-IP USER: Prosody for NAME.test on
+# IP, finding the other domain at LINK-IP, with the account USER (password pw).
+prosody_serve() {
+  local name="$1" ip="$2" other="$3" via="$4" user="$5" dir="$RUN/prosody-$1"
+  rm -rf "$dir"
+  mkdir -p "$dir/data" "$dir/certs"
+  printf '%s %s\n' "$via" "$other" >"$dir/hosts"
+  printf 'nameserver 127.0.0.1\n' >"$dir/resolv.conf"
+  sed -e "s|@DIR@|$dir|g" -e "s|@DOMAIN@|$name.test|g" -e "s|@ADDRESS@|$ip|g" -e "s|@CERT@|$RUN/$name.pem|g" -e "s|@KEY@|$RUN/$name.key|g" \
+    -e "s|@CA@|$RUN/ca.pem|g" -e "s|@HOSTS@|$dir/hosts|g" -e "s|@RESOLV@|$dir/resolv.conf|g" "$ROOT/peers/prosody/satellite.cfg.lua" >"$dir/prosody.cfg.lua"
+  prosodyctl --config "$dir/prosody.cfg.lua" register "$user" "$name.test" pw >"$dir/register.log" 2>&1 || die "prosodyctl register failed: $(tail -n3 "$dir/register.log")"
+  (cd "$dir" && exec prosody --config "$dir/prosody.cfg.lua" -F) >"$dir/log" 2>&1 &
+  pids+=($!)
+  wait_for "$dir/log" "Activated service 'c2s' on \[$ip\]:15222" $! "prosody for $name.test"
+}
+
 # irc_cell MODE RATE DELAY: two linked IRC servers (ngIRCd), a.irc reaching
 # b.irc through the link on 127.0.0.4, and `bench federated --transport irc`.
 irc_cell() {
@@ -204,14 +226,20 @@ for mode in $MODES; do
       continue ;;
     irc-*) die "MODES: $mode is not a mode (IRC: irc-ngircd)" ;;
   esac
-  case "$mode" in direct-tls) port=15270 ;; zero|zero-tls) port=15271 ;; *) port=15269 ;; esac
+  [ "$mode" != prosody ] || [ -x /usr/bin/prosody ] || "$ROOT/peers/prosody/install.sh" >"$RUN/install.log" 2>&1 || die "installing prosody failed: $(tail -n3 "$RUN/install.log")"
+  case "$mode" in direct-tls) port=15270 ;; zero|zero-tls) port=15271 ;; prosody) port=5269 ;; *) port=15269 ;; esac
   for rate in $RATES; do
     for delay in $DELAYS; do
       echo "satellite: $mode, ${rate} bit/s, one-way delay $delay" >&2
       link 127.0.0.4 "$port" "127.0.0.3:$port" "$rate" "$delay"
       link 127.0.0.5 "$port" "127.0.0.2:$port" "$rate" "$delay"
-      serve "$mode" a 127.0.0.2 b.test 127.0.0.4
-      serve "$mode" b 127.0.0.3 a.test 127.0.0.5
+      if [ "$mode" = prosody ]; then
+        prosody_serve a 127.0.0.2 b.test 127.0.0.4 alice
+        prosody_serve b 127.0.0.3 a.test 127.0.0.5 bob
+      else
+        serve "$mode" a 127.0.0.2 b.test 127.0.0.4
+        serve "$mode" b 127.0.0.3 a.test 127.0.0.5
+      fi
       cell="$OUT/$mode/$rate-$delay"
       status=0
       streams=()

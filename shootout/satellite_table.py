@@ -34,7 +34,7 @@ def seconds(text):
     return float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
 
 
-MODES = ("starttls", "direct-tls", "zero", "zero-tls")
+MODES = ("starttls", "direct-tls", "zero", "zero-tls", "prosody")
 IRC_MODES = ("irc-ngircd",)
 # The study's IRC (two ircu servers): ping round trip at 2400 bit/s with no
 # delay by payload, and link utilisation of one stream by payload.
