@@ -515,7 +515,7 @@ fn link_runs_get_their_charts_and_tables() {
 #[test]
 fn satellite_runs_are_placed_on_the_study_grid_beside_its_figures() {
     // Written by the real bench through `shootout/satellite.sh` (see fixtures/README.md).
-    let files: Vec<PathBuf> = ["starttls-2400-0s", "zero-2400-0s", "zero-2400-500ms", "login-2400-500ms"]
+    let files: Vec<PathBuf> = ["starttls-2400-0s", "zero-2400-0s", "zero-2400-500ms", "prosody-2400-0s", "irc-ngircd-2400-0s", "login-2400-500ms"]
         .iter()
         .map(|name| fixture(&format!("real/satellite-{name}.json")))
         .collect();
@@ -530,6 +530,15 @@ fn satellite_runs_are_placed_on_the_study_grid_beside_its_figures() {
     let grid = table_cells(&r.html, "Round trips beside the study&#39;s (2-byte payload)");
     let zero_half = grid.iter().find(|row| row[0] == "zero" && row[2] == "0.5").expect("zero at 0.5 s");
     assert_eq!(zero_half[5..], ["2.3 / 57", "1.8 / 4.9"]);
+    // A peer is a line like any server; two linked IRC servers have no first
+    // round trip (they link as they start) and none of the study's XMPP figures.
+    let prosody = grid.iter().find(|row| row[0] == "prosody").expect("prosody");
+    assert_eq!(prosody[5..], ["1.2 / 36.3", "0.7 / 2.9"]);
+    let irc = grid.iter().find(|row| row[0] == "irc-ngircd").expect("irc");
+    assert_eq!((irc[4].as_str(), &irc[5..]), ("–", &["–".to_string(), "–".to_string()][..]));
+    let streams = table_cells(&r.html, "Throughput: messages one way back to back");
+    let irc_10 = streams.iter().find(|row| row[0] == "irc-ngircd" && row[2] == "10").expect("irc at 10 B");
+    assert_eq!(irc_10[7], "1.6");
     let logins = table_cells(&r.html, "Logins by style");
     let fast = row_of(&logins, 2, "fast");
     assert_eq!((fast[4].as_str(), fast[1].as_str()), ("3", "2.4 kbit/s, 0.5 s"));

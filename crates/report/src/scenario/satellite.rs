@@ -30,6 +30,10 @@ const STUDY_PAYLOAD: [(f64, f64, f64); 4] = [(2.0, 1.2, 0.7), (100.0, 1.85, 1.4)
 /// The study's utilisation streaming one way at 2400 bit/s: (bytes, %).
 const STUDY_UTILISATION: [(f64, f64); 4] = [(10.0, 22.0), (100.0, 46.0), (1024.0, 70.0), (10240.0, 74.0)];
 
+/// The study's IRC (two linked ircu servers) at 2400 bit/s: link utilisation
+/// of one stream by payload (bytes, %).
+const STUDY_IRC_UTILISATION: [(f64, f64); 2] = [(10.0, 1.6), (100.0, 11.0)];
+
 /// Bits of information in each character of the bench's bodies: random
 /// letters and digits, log2(62).
 const BITS_PER_CHAR: f64 = 5.954;
@@ -57,6 +61,7 @@ struct FederatedRun {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct FederatedResult {
+    transport: String,
     first_us: Option<f64>,
     rows: Vec<Row>,
     throughput: Vec<Throughput>,
@@ -99,7 +104,17 @@ impl Cell<'_> {
         row.round_trip.p50_us.map(|us| us / 1e6)
     }
 
+    /// Two linked IRC servers rather than federated XMPP ones.
+    fn is_irc(&self) -> bool {
+        self.result.transport == "irc"
+    }
+
+    /// The first round trip (s), from cold. Not over IRC: IRC servers link
+    /// as they start, so its first message crosses a link already up.
     fn first(&self) -> Option<f64> {
+        if self.is_irc() {
+            return None;
+        }
         self.result.first_us.map(|us| us / 1e6)
     }
 }
@@ -121,7 +136,7 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
     let mut section = Section {
         id: id.to_string(),
         title: "Satellite link: federation".to_string(),
-        about: "Two servers joined by an emulated constrained link, a user on each, one message answered at once: the first round trip (no connection between the servers yet) and the stable one, against one-way delay and payload, and one way's throughput, beside the published study's figures (grey).".to_string(),
+        about: "Two servers joined by an emulated constrained link, a user on each, one message answered at once: the first round trip (no connection between the servers yet) and the stable one, against one-way delay and payload, and one way's throughput, beside the published study's figures (grey). Two linked IRC servers (a line named for them) have no first round trip: they link as they start.".to_string(),
         ..Section::default()
     };
     let parsed: Vec<(&Run, FederatedRun)> = parse_runs(ctx, runs, &mut section);
@@ -230,8 +245,9 @@ fn tables(cells: &[Cell], names: &[&str]) -> Vec<Table> {
     let order = |c: &Cell| names.iter().position(|&name| name == c.name()).unwrap_or(0);
     sorted.sort_by(|a, b| (order(a), a.rate_bps, a.delay_s).partial_cmp(&(order(b), b.rate_bps, b.delay_s)).unwrap_or(std::cmp::Ordering::Equal));
     for cell in &sorted {
+        // The study's XMPP figures are not IRC's.
         let study = |which: usize| {
-            STUDY[which].1.iter().find(|f| f.0 == cell.rate_bps && f.1 == cell.delay_s).map_or("–".to_string(), |f| format!("{} / {}", f.2, f.3))
+            STUDY[which].1.iter().find(|f| f.0 == cell.rate_bps && f.1 == cell.delay_s && !cell.is_irc()).map_or("–".to_string(), |f| format!("{} / {}", f.2, f.3))
         };
         grid.push(
             vec![cell.name().to_string(), kbit(cell.rate_bps), num(Some(cell.delay_s), 1), num(cell.stable(), 2), num(cell.first(), 2), study(0), study(1)],
@@ -242,7 +258,8 @@ fn tables(cells: &[Cell], names: &[&str]) -> Vec<Table> {
     for cell in sorted.iter().filter(|c| c.delay_s == 0.0) {
         for t in &cell.result.throughput {
             let information = utilisation_pct(t, cell.rate_bps);
-            let study = STUDY_UTILISATION.iter().find(|f| f.0 == t.size && cell.rate_bps == 2400.0).map_or("–".to_string(), |f| num(Some(f.1), 0));
+            let study = if cell.is_irc() { &STUDY_IRC_UTILISATION[..] } else { &STUDY_UTILISATION[..] };
+            let study = study.iter().find(|f| f.0 == t.size && cell.rate_bps == 2400.0).map_or("–".to_string(), |f| num(Some(f.1), if cell.is_irc() { 1 } else { 0 }));
             streams.push(
                 vec![cell.name().to_string(), kbit(cell.rate_bps), num(Some(t.size), 0), num(Some(t.messages), 0), ms(Some(t.duration_us)), num(information.map(|i| i * 8.0 / BITS_PER_CHAR), 0), num(information, 0), study],
                 cell.run.partial,
