@@ -1114,6 +1114,38 @@ async fn a_stanza_a_zero_handshake_peer_keeps_ending_the_connection_on_is_given_
 }
 
 #[tokio::test]
+async fn a_zero_handshake_connection_that_breaks_before_the_peer_answers_is_tried_again_then_given_up() {
+    let authority = Authority::new();
+    let (b, _, a_zero) = zero_b_for_a_test(&authority, |_| ()).await;
+    let mut bob = online(&b, "b.test", "bob").await;
+    bob.send("<message to='alice@a.test/x' type='chat' id='m1'><body>one</body></message>").await;
+    // The first connection breaks before a.test (this test) says anything:
+    // what it carried is neither bounced nor lost, but sent again on the
+    // next, once a.test has said what it has (none of it).
+    let mut one = Wire { tcp: a_zero.accept().await.unwrap().0, held: String::new() };
+    assert!(one.until("</message>").await.contains(">one</body>"));
+    drop(one);
+    let mut two = Wire { tcp: a_zero.accept().await.unwrap().0, held: String::new() };
+    two.until("resume='true'/>").await;
+    two.tcp.write_all(b"<enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/>").await.unwrap();
+    assert!(two.until("</message>").await.contains(">one</body>"));
+    two.tcp.write_all(b"<a xmlns='urn:xmpp:sm:3' h='1'/>").await.unwrap();
+    bob.send("<iq type='get' id='p1'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    let next = bob.stanza().await;
+    assert_eq!((next.name.as_str(), next.get("id")), ("iq", Some("p1")), "no bounce: {next:?}");
+    drop(two);
+
+    // A peer that never answers: three connections, then the sender is told.
+    bob.send("<message to='alice@a.test/x' type='chat' id='m2'><body>two</body></message>").await;
+    for _ in 0..3 {
+        let (tcp, _) = a_zero.accept().await.unwrap();
+        drop(tcp);
+    }
+    let bounced = next_named(&mut bob, "message").await;
+    assert_eq!((bounced.get("id"), error_condition(&bounced).as_str()), (Some("m2"), "remote-server-timeout"));
+}
+
+#[tokio::test]
 async fn a_zero_handshake_connection_that_goes_quiet_leaves_what_waited_to_the_next_numbered() {
     let authority = Authority::new();
     let (b, _, a_zero) = zero_b_for_a_test(&authority, |c| {

@@ -150,18 +150,46 @@ async fn carry_on<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &
         Err(_) => Undelivered::Timeout,
     };
     let Some((key, peer)) = duties.sends else { return why };
-    let mut acks = std::mem::take(&mut duties.acks);
-    let opened = acks.opened;
-    // A connection the peer answered that ends with nothing more
-    // acknowledged is a stall; past STALLS of them in a row, the first
-    // stanza still unacknowledged (the one the peer keeps ending the
-    // connection on, as likely as not) is given up on.
-    stalls = if !opened || acks.acked != acked_before || acks.unacked.is_empty() { 0 } else { stalls + 1 };
-    if stalls >= zero::STALLS {
-        tracing::warn!("xmpp: {} ended {stalls} connections in a row with nothing more acknowledged: the first stanza it has not acknowledged is given up on", key.1);
-        xmpp.undelivered(acks.unacked.pop_front().into_iter().collect(), Undelivered::Timeout);
-        stalls = 0;
+    let acks = std::mem::take(&mut duties.acks);
+    // Progress: the peer answered and acknowledged more, or nothing is left.
+    let progressed = acks.opened && (acks.acked != acked_before || acks.unacked.is_empty());
+    let taken = Sending { epoch: acks.epoch, acked: acks.acked, unacked: acks.unacked, stalls };
+    carry_over(xmpp, key, peer, continuity, taken, acks.opened, progressed, why);
+    why
+}
+
+/// After a connection to a zero-handshake peer that sent this side's
+/// stanzas ended, or could not be made: what it held unacknowledged
+/// (`taken`) and what still waited in the queue (closed here) are kept for
+/// the next connection, opened at once when this one progressed. One that
+/// did not is a stall: the next waits 1 s, then 2 s, and past [`zero::STALLS`]
+/// of them in a row, if the peer answered, the first stanza still
+/// unacknowledged (the one the peer keeps ending the connection on, as
+/// likely as not) is given up on; if it never answered, everything is
+/// (`why`), and counting starts over.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn carry_over(
+    xmpp: &Arc<Xmpp>,
+    key: &(String, String),
+    peer: &Peer,
+    continuity: &Continuity,
+    mut taken: Sending,
+    opened: bool,
+    progressed: bool,
+    why: Undelivered,
+) {
+    taken.stalls = if progressed { 0 } else { taken.stalls + 1 };
+    let mut abandon = false;
+    if taken.stalls >= zero::STALLS {
+        if opened {
+            tracing::warn!("xmpp: {} ended {} connections in a row with nothing more acknowledged: the first stanza it has not acknowledged is given up on", key.1, taken.stalls);
+            xmpp.undelivered(taken.unacked.pop_front().into_iter().collect(), Undelivered::Timeout);
+        } else {
+            abandon = true;
+        }
+        taken.stalls = 0;
     }
+    let stalls = taken.stalls;
     // What was held unacknowledged and what waited in the queue, each
     // bounded by --xmpp-s2s-queue: so much and no more goes on to the next
     // connection, however many come and go.
@@ -169,20 +197,17 @@ async fn carry_on<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &
     // What was queued and never sent goes after what was, on the next
     // connection, in order; the queue closes while the continuity is held,
     // so that a connection opened for a stanza queued next takes it whole.
-    let kept = continuity.keep(Sending { epoch: acks.epoch, acked: acks.acked, unacked: acks.unacked, stalls }, bound, || {
+    let kept = continuity.keep(taken, bound, || {
         xmpp.close_peer(key, peer);
         peer.take()
     });
     xmpp.undelivered(kept.over, Undelivered::Full);
-    if kept.left && opened && !xmpp.context.shutdown.has_begun() {
-        // The next connection sends it again, as far as the peer says it
-        // needs: at once, or after a stall 1 s, then 2 s.
-        xmpp.reopen(key.clone(), Duration::from_secs(stalls.checked_sub(1).map_or(0, |n| 1 << n)));
-    } else if kept.left {
-        // The peer never answered this connection: a new one would fare no better.
+    if abandon || kept.left && xmpp.context.shutdown.has_begun() {
+        // The peer never answered, time after time: its senders are told.
         xmpp.undelivered(continuity.abandon().into(), why);
+    } else if kept.left {
+        xmpp.reopen(key.clone(), Duration::from_secs(stalls.checked_sub(1).map_or(0, |n| 1 << n)));
     }
-    why
 }
 
 async fn drive<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut WireStream<S>, duties: &mut Duties<'_>) -> Undelivered {

@@ -40,7 +40,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use wire::xmpp::Limits;
 
-use super::carry::{Acks, Duties, carry};
+use super::carry::{Acks, Duties, carry, carry_over};
 use super::wire_stream::WireStream;
 use super::{Item, Peer, Undelivered};
 use crate::Xmpp;
@@ -92,9 +92,7 @@ pub(super) struct Sending {
     pub acked: u32,
     /// Sent under `epoch` after those, not yet acknowledged.
     pub unacked: VecDeque<Item>,
-    /// Connections in a row that the peer answered and that ended with
-    /// something unacknowledged and nothing more acknowledged (see
-    /// [`STALLS`]).
+    /// Connections in a row that made no progress (see [`STALLS`]).
     pub stalls: u32,
 }
 
@@ -104,12 +102,13 @@ impl Default for Sending {
     }
 }
 
-/// Connections in a row that may end with nothing more acknowledged before
-/// the first stanza still unacknowledged is given up on (its sender told,
-/// remote-server-timeout): a peer that ends the connection on a stanza it
-/// refuses (a domain its entry for this side lacks, a stanza over its size)
-/// would otherwise be sent it again forever, and nothing behind it would
-/// go. Between them the next connection waits 1 s, then 2 s.
+/// Connections in a row that may end with nothing more acknowledged (or
+/// before the peer opened its side, or not be made at all) before
+/// something is given up on (see `carry::carry_over`): a peer that ends the
+/// connection on a stanza it refuses (a domain its entry for this side
+/// lacks, a stanza over its size) would otherwise be sent it again forever,
+/// and nothing behind it would go. Between them the next connection waits
+/// 1 s, then 2 s.
 pub(super) const STALLS: u32 = 3;
 
 /// What [`Continuity::keep`] kept, and what it could not.
@@ -301,12 +300,18 @@ pub(super) async fn outgoing(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<P
         Ok(Err((reason, e))) => {
             metrics.s2s_failed(reason);
             tracing::warn!("xmpp: zero-handshake connection to {} at {} failed: {e}", key.1, zero.address);
-            xmpp.undelivered(continuity.abandon().into(), Undelivered::NotFound);
+            if reason == "zero_pin" {
+                // Not the peer pinned: trying again would not change that.
+                xmpp.undelivered(continuity.abandon().into(), Undelivered::NotFound);
+            } else {
+                // Perhaps a link still down: tried again, as after a stall.
+                carry_over(&xmpp, &key, &peer, continuity, continuity.take_sending(), false, false, Undelivered::NotFound);
+            }
             return xmpp.give_up(&key, &peer, Undelivered::NotFound);
         }
         Err(_) => {
             metrics.s2s_failed("timeout");
-            xmpp.undelivered(continuity.abandon().into(), Undelivered::Timeout);
+            carry_over(&xmpp, &key, &peer, continuity, continuity.take_sending(), false, false, Undelivered::Timeout);
             return xmpp.give_up(&key, &peer, Undelivered::Timeout);
         }
     };
