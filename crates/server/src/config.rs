@@ -254,7 +254,7 @@ settings! {
         trust: PathBuf, "xmpp-s2s-trust", "SWITCHBOARD_XMPP_S2S_TRUST";
         /// How long a stream to another server may take to be ready (connected, encrypted, authenticated); then what waits for it is answered remote-server-timeout [default: 30s]
         connect_timeout: Duration = Duration::from_secs(30), "xmpp-s2s-connect-timeout", "SWITCHBOARD_XMPP_S2S_CONNECT_TIMEOUT", arg(value_parser = duration);
-        /// How long a stream between servers that carries nothing stays open [default: 10m]
+        /// How long a stream between servers that carries nothing stays open, and how long a write to one may wait for the other side to take a byte [default: 10m]
         idle_timeout: Duration = Duration::from_secs(600), "xmpp-s2s-idle-timeout", "SWITCHBOARD_XMPP_S2S_IDLE_TIMEOUT", arg(value_parser = duration);
         /// Bytes of stanzas waiting for one domain's stream at most; a stanza past it is answered resource-constraint. A stream also holds at most this many bytes sent and not yet acknowledged (XEP-0198), then waits for the other server's answer before sending more [default: 262144]
         queue: usize = 256 * 1024, "xmpp-s2s-queue", "SWITCHBOARD_XMPP_S2S_QUEUE";

@@ -215,6 +215,9 @@ async fn drive<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &mut
     let metrics = &xmpp.context.metrics;
     let mut inflow = xmpp.inflow.clone();
     let idle = federation.settings.idle_timeout;
+    // Negotiated: from now on a write the other side takes nothing of for
+    // as long as it may stay quiet ends the stream.
+    stream.stall = Some(idle);
     let mut quiet = Box::pin(tokio::time::sleep(idle));
     loop {
         // What was sent and not yet acknowledged is held, to send again if

@@ -45,11 +45,15 @@ pub(crate) struct WireStream<S> {
     pub parser: StreamParser,
     /// Bytes read, for the metrics.
     pub read: usize,
+    /// How long a write may go without the other side taking a byte before
+    /// the stream is given up on; none while negotiating, which has its own
+    /// deadline.
+    pub stall: Option<std::time::Duration>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> WireStream<S> {
     pub fn new(io: S, limits: Limits) -> WireStream<S> {
-        WireStream { io, parser: StreamParser::new(limits), read: 0 }
+        WireStream { io, parser: StreamParser::new(limits), read: 0, stall: None }
     }
 
     /// A stream with no header on the wire (XEP-0361): what comes is read
@@ -59,7 +63,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WireStream<S> {
         parser.feed(wire::xmpp::Header::default().server_stream().as_bytes());
         // The header just fed is the one event it holds.
         let _ = parser.next_event();
-        WireStream { io, parser, read: 0 }
+        WireStream { io, parser, read: 0, stall: None }
     }
 
     /// The next event the other side sends; a stream error it sends, or
@@ -111,10 +115,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WireStream<S> {
         }
     }
 
+    /// Writes `text` and flushes it. With a `stall` set, each step must
+    /// make progress within it: a peer that stops reading cannot hold the
+    /// stream (and what it holds) past it.
     pub async fn send(&mut self, text: &str) -> Result<(), Failed> {
-        self.io.write_all(text.as_bytes()).await?;
-        // Out now: a layer between (TLS, compression) may hold bytes until flushed.
-        self.io.flush().await?;
+        let Some(stall) = self.stall else {
+            self.io.write_all(text.as_bytes()).await?;
+            // Out now: a layer between (TLS, compression) may hold bytes until flushed.
+            self.io.flush().await?;
+            return Ok(());
+        };
+        let stalled = || Failed::Io(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("the other side took nothing written for {stall:?}")));
+        let mut rest = text.as_bytes();
+        while !rest.is_empty() {
+            match tokio::time::timeout(stall, self.io.write(rest)).await {
+                Err(_) => return Err(stalled()),
+                Ok(Ok(0)) => return Err(Failed::Io(std::io::ErrorKind::WriteZero.into())),
+                Ok(Ok(n)) => rest = &rest[n..],
+                Ok(Err(e)) => return Err(e.into()),
+            }
+        }
+        tokio::time::timeout(stall, self.io.flush()).await.map_err(|_| stalled())??;
         Ok(())
     }
 
@@ -156,4 +177,24 @@ pub(crate) fn as_client(mut element: Element) -> Element {
         }
     }
     element
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_write_the_other_side_never_takes_ends_after_the_stall() {
+        // A pipe of 64 bytes whose other end is never read.
+        let (near, _far) = tokio::io::duplex(64);
+        let mut stream = WireStream::new(near, Limits::default());
+        stream.stall = Some(std::time::Duration::from_millis(50));
+        let error = stream.send(&"x".repeat(1000)).await.expect_err("stalled");
+        assert!(matches!(&error, Failed::Io(e) if e.kind() == std::io::ErrorKind::TimedOut), "{error}");
+        // What fits goes at once.
+        let (near, _far) = tokio::io::duplex(64);
+        let mut stream = WireStream::new(near, Limits::default());
+        stream.stall = Some(std::time::Duration::from_millis(50));
+        stream.send("<r/>").await.expect("taken");
+    }
 }
