@@ -536,6 +536,9 @@ fn satellite_runs_are_placed_on_the_study_grid_beside_its_figures() {
     assert_eq!(prosody[5..], ["1.2 / 36.3", "0.7 / 2.9"]);
     let irc = grid.iter().find(|row| row[0] == "irc-ngircd").expect("irc");
     assert_eq!((irc[4].as_str(), &irc[5..]), ("–", &["–".to_string(), "–".to_string()][..]));
+    // Its line is in the stable chart and not in the first one.
+    let first_chart = &r.html[r.html.find(r#""id":"federated-first""#).expect("first chart")..r.html.find(r#""id":"federated-stable""#).expect("stable chart")];
+    assert!(!first_chart.contains("irc-ngircd") && first_chart.contains("prosody"), "{first_chart}");
     let streams = table_cells(&r.html, "Throughput: messages one way back to back");
     let irc_10 = streams.iter().find(|row| row[0] == "irc-ngircd" && row[2] == "10").expect("irc at 10 B");
     assert_eq!(irc_10[7], "1.6");

@@ -175,7 +175,10 @@ pub fn section(ctx: &Ctx, id: &str, runs: &[&Run]) -> Section {
             line.sort_by(|a, b| a.delay_s.total_cmp(&b.delay_s));
             let label = format!("{name} · {}", kbit(bps));
             let color = chart::color(n, i, rates.len());
-            first.series.push(Series { label: label.clone(), color: color.clone(), point_style: chart::point_style(i), points: line.iter().map(|c| point(c.delay_s, c.first())).collect() });
+            // A line with no first round trip at all (IRC) is left out of that chart.
+            if line.iter().any(|c| c.first().is_some()) {
+                first.series.push(Series { label: label.clone(), color: color.clone(), point_style: chart::point_style(i), points: line.iter().map(|c| point(c.delay_s, c.first())).collect() });
+            }
             stable.series.push(Series { label, color, point_style: chart::point_style(i), points: line.iter().map(|c| point(c.delay_s, c.stable())).collect() });
         }
     }
