@@ -151,11 +151,26 @@ async fn carry_on<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &
     };
     let Some((key, peer)) = duties.sends else { return why };
     let acks = std::mem::take(&mut duties.acks);
-    // Progress: the peer answered and acknowledged more, or nothing is left.
-    let progressed = acks.opened && (acks.acked != acked_before || acks.unacked.is_empty());
+    let ended = match acks.opened {
+        false => Ended::Unanswered,
+        // Progress: the peer acknowledged more, or nothing is left.
+        true if acks.acked != acked_before || acks.unacked.is_empty() => Ended::Progressed,
+        true => Ended::Stalled,
+    };
     let taken = Sending { epoch: acks.epoch, acked: acks.acked, unacked: acks.unacked, stalls };
-    carry_over(xmpp, key, peer, continuity, taken, acks.opened, progressed, why);
+    carry_over(xmpp, key, peer, continuity, taken, ended, why);
     why
+}
+
+/// How a connection to a zero-handshake peer that sent ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ended {
+    /// The peer opened its side and acknowledged more, or nothing is left.
+    Progressed,
+    /// The peer opened its side and acknowledged nothing more.
+    Stalled,
+    /// The peer never opened its side, or the connection was never made.
+    Unanswered,
 }
 
 /// After a connection to a zero-handshake peer that sent this side's
@@ -167,21 +182,11 @@ async fn carry_on<S: AsyncRead + AsyncWrite + Unpin>(xmpp: &Arc<Xmpp>, stream: &
 /// unacknowledged (the one the peer keeps ending the connection on, as
 /// likely as not) is given up on; if it never answered, everything is
 /// (`why`), and counting starts over.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn carry_over(
-    xmpp: &Arc<Xmpp>,
-    key: &(String, String),
-    peer: &Peer,
-    continuity: &Continuity,
-    mut taken: Sending,
-    opened: bool,
-    progressed: bool,
-    why: Undelivered,
-) {
-    taken.stalls = if progressed { 0 } else { taken.stalls + 1 };
+pub(super) fn carry_over(xmpp: &Arc<Xmpp>, key: &(String, String), peer: &Peer, continuity: &Continuity, mut taken: Sending, ended: Ended, why: Undelivered) {
+    taken.stalls = if ended == Ended::Progressed { 0 } else { taken.stalls + 1 };
     let mut abandon = false;
     if taken.stalls >= zero::STALLS {
-        if opened {
+        if ended == Ended::Stalled {
             tracing::warn!("xmpp: {} ended {} connections in a row with nothing more acknowledged: the first stanza it has not acknowledged is given up on", key.1, taken.stalls);
             xmpp.undelivered(taken.unacked.pop_front().into_iter().collect(), Undelivered::Timeout);
         } else {

@@ -40,7 +40,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use wire::xmpp::Limits;
 
-use super::carry::{Acks, Duties, carry, carry_over};
+use super::carry::{Acks, Duties, Ended, carry, carry_over};
 use super::wire_stream::WireStream;
 use super::{Item, Peer, Undelivered};
 use crate::Xmpp;
@@ -305,13 +305,13 @@ pub(super) async fn outgoing(xmpp: Arc<Xmpp>, key: (String, String), peer: Arc<P
                 xmpp.undelivered(continuity.abandon().into(), Undelivered::NotFound);
             } else {
                 // Perhaps a link still down: tried again, as after a stall.
-                carry_over(&xmpp, &key, &peer, continuity, continuity.take_sending(), false, false, Undelivered::NotFound);
+                carry_over(&xmpp, &key, &peer, continuity, continuity.take_sending(), Ended::Unanswered, Undelivered::NotFound);
             }
             return xmpp.give_up(&key, &peer, Undelivered::NotFound);
         }
         Err(_) => {
             metrics.s2s_failed("timeout");
-            carry_over(&xmpp, &key, &peer, continuity, continuity.take_sending(), false, false, Undelivered::Timeout);
+            carry_over(&xmpp, &key, &peer, continuity, continuity.take_sending(), Ended::Unanswered, Undelivered::Timeout);
             return xmpp.give_up(&key, &peer, Undelivered::Timeout);
         }
     };
