@@ -144,6 +144,16 @@ link() {
   wait_for "$log" "listening on" $! "the link on $1"
 }
 
+# end_cell CELL STATUS WHAT: stops the cell's servers and links, keeps what
+# crossed each link both ways (handshakes and messages) in CELL.link, and
+# stops the run if the bench failed (STATUS, its exit status).
+end_cell() {
+  stop_all
+  grep -h "link stopped" "$RUN"/link-*.log >"$1.link" || true
+  rm -f "$RUN"/link-*.log
+  [ "$2" = 0 ] || die "the bench failed ($3): $(tail -n5 "$1.txt")"
+}
+
 # prosody_serve NAME IP OTHER-DOMAIN LINK-IP USER: Prosody for NAME.test on
 # IP, finding the other domain at LINK-IP, with the account USER (password pw).
 prosody_serve() {
@@ -177,10 +187,7 @@ irc_cell() {
   "$BIN" bench federated --quiet --transport irc --target "$mode=irc://127.0.0.2:16667" --peer-irc 127.0.0.3:16667 \
     --via-link "rate=${rate}bit,delay=$delay,overhead=40" --sizes "$sizes" --typing "$TYPING" --round-trips "$ROUNDS" "${streams[@]}" \
     --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
-  stop_all
-  grep -h "link stopped" "$RUN"/link-*.log >"$cell.link" || true
-  rm -f "$RUN"/link-*.log
-  [ "$status" = 0 ] || die "the bench failed ($mode, $rate bit/s, $delay): $(tail -n5 "$cell.txt")"
+  end_cell "$cell" "$status" "$mode, $rate bit/s, $delay"
 }
 
 # login_cell RATE DELAY: a.test alone, its client ports behind links on
@@ -197,10 +204,7 @@ login_cell() {
   "$BIN" bench login --quiet --target "switchboard=http://127.0.0.6:18080" --via-link "rate=${rate}bit,delay=$delay,overhead=40" --server-pid "${pids[-1]}" --xmpp-domain a.test \
     --xmpp-user alice --xmpp-password pw --xmpp-port 15222 --xmpp-tls-port 15223 --tls-trust "$RUN/ca.pem" \
     --logins "$LOGINS" --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
-  stop_all
-  grep -h "link stopped" "$RUN"/link-*.log >"$cell.link" || true
-  rm -f "$RUN"/link-*.log
-  [ "$status" = 0 ] || die "the bench failed (login, $rate bit/s, $delay): $(tail -n5 "$cell.txt")"
+  end_cell "$cell" "$status" "login, $rate bit/s, $delay"
 }
 
 for mode in $MODES; do
@@ -247,11 +251,7 @@ for mode in $MODES; do
       "$BIN" bench federated --quiet --target "$mode=http://127.0.0.2:18080" --via-link "rate=${rate}bit,delay=$delay,overhead=40" --xmpp-port 15222 --xmpp-domain a.test \
         --xmpp-user alice --xmpp-password pw --peer-domain b.test --peer-xmpp 127.0.0.3:15222 --peer-user bob \
         --sizes "$SIZES" --typing "$TYPING" --round-trips "$ROUNDS" "${streams[@]}" --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
-      stop_all
-      # What crossed each link, both ways: handshakes and messages.
-      grep -h "link stopped" "$RUN"/link-*.log >"$cell.link" || true
-      rm -f "$RUN"/link-*.log
-      [ "$status" = 0 ] || die "the bench failed ($mode, $rate bit/s, $delay): $(tail -n5 "$cell.txt")"
+      end_cell "$cell" "$status" "$mode, $rate bit/s, $delay"
     done
   done
 done

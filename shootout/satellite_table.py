@@ -42,14 +42,25 @@ STUDY_IRC_PING = {10: "3.5 s", 100: "4.5 s"}
 STUDY_IRC_UTILISATION = {10: "1.6%", 100: "11%"}
 
 
-def cells(folder):
+def cell_files(folder):
+    """Each result file of a mode's folder with figures: its path, rate, delay and result."""
     for path in sorted(folder.glob("*.json")):
         rate, delay = path.stem.split("-", 1)
         run = json.loads(path.read_text())["runs"][0]
         if not run["results"]:
             print(f"{path}: no figures: {run.get('error')}", file=sys.stderr)
             continue
-        yield int(rate), seconds(delay), run["results"][0]
+        yield path, int(rate), seconds(delay), run["results"][0]
+
+
+def cells(folder):
+    for _, rate, delay, result in cell_files(folder):
+        yield rate, delay, result
+
+
+def utilisation(t, rate):
+    """The bodies' bits of a throughput row over what the link could carry in its time."""
+    return t["size"] * t["messages"] * 8 / (rate * t["duration_us"] / 1e6)
 
 
 def link_bytes(path):
@@ -73,11 +84,8 @@ def irc_table(out):
         print()
         print(f"| {mode} | one-way delay | stable (p50) by payload | servers linked, seen by both clients | link bytes a message (whole cell) | study IRC (ircu), 2400 bit/s, no delay |")
         print("|---|---|---|---|---|---|")
-        for path in sorted((out / mode).glob("*.json"), key=lambda p: (-int(p.stem.split("-")[0]), seconds(p.stem.split("-", 1)[1]))):
-            rate, delay, r = int(path.stem.split("-")[0]), seconds(path.stem.split("-", 1)[1]), json.loads(path.read_text())["runs"][0]["results"]
-            if not r:
-                continue
-            r = r[0]
+        found = sorted(cell_files(out / mode), key=lambda c: (-c[1], c[2]))
+        for path, rate, delay, r in found:
             stable = ", ".join(f"{x['size']} B {x['round_trip']['p50_us'] / 1e6:.2f} s" for x in r["rows"] if x["typing_us"] == 0)
             messages = 2 + sum(2 * x["round_trip"]["count"] for x in r["rows"]) + sum(t["messages"] for t in r.get("throughput", []))
             total = link_bytes(path.with_suffix(".link"))
@@ -86,9 +94,9 @@ def irc_table(out):
             study = ", ".join(f"{k} B {v}" for k, v in STUDY_IRC_PING.items()) if (rate, delay) == (2400, 0.0) else "–"
             print(f"| {rate} bit/s | {delay:g} s | {stable} | {met} | {per} | {study} |")
         rows = []
-        for rate, delay, r in cells(out / mode):
+        for _, rate, delay, r in found:
             for t in r.get("throughput", []) if delay == 0.0 else []:
-                used = t["size"] * t["messages"] * 8 / (rate * t["duration_us"] / 1e6)
+                used = utilisation(t, rate)
                 rows.append((rate, t["size"], f"{used:.1%} ({t['messages']} in {t['duration_us'] / 1e6:.1f} s)"))
         if rows:
             print()
@@ -149,7 +157,7 @@ def throughput_table(by_mode, modes):
         for (rate, delay), r in by_mode[mode].items():
             if delay == 0.0:
                 for t in r.get("throughput", []):
-                    used = t["size"] * t["messages"] * 8 / (rate * t["duration_us"] / 1e6)
+                    used = utilisation(t, rate)
                     # Random letters and digits carry log2(62) bits a character, not 8:
                     # deflate gets close to that, which the second figure takes off.
                     info = used * math.log2(62) / 8
