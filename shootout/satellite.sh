@@ -49,6 +49,11 @@
 #   places, standard federation as Prosody does it (STARTTLS, certificates
 #   checked, one connection both ways: mod_s2s_bidi), each finding the
 #   other at its link through a hosts file (peers/prosody/satellite.cfg.lua).
+#   ejabberd (OUT/ejabberd/, MODES="ejabberd"): two ejabberd 23.01 servers
+#   (Debian's, peers/ejabberd/install.sh if it is not there) likewise, as
+#   ejabberd federates (STARTTLS, certificates checked, one connection each
+#   way), each in a mount namespace where /etc/hosts names the other's link
+#   (peers/ejabberd/satellite.sh; needs root).
 #
 #   Then client logins over the link (OUT/login/): a.test alone, its client
 #   ports (STARTTLS on 15222, TLS from the first byte on 15223) behind links
@@ -66,7 +71,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${SWITCHBOARD_BIN:-$ROOT/target/release/switchboard}"
 OUT="${1:-$ROOT/build/satellite}"
 RATES="${RATES:-2400 19200}"
-MODES="${MODES:-starttls direct-tls zero zero-tls prosody irc-ngircd login}"
+MODES="${MODES:-starttls direct-tls zero zero-tls prosody ejabberd irc-ngircd login}"
 LOGINS="${LOGINS:-2}"
 if [ -n "${QUICK:-}" ]; then DELAYS="${DELAYS:-0s 1s}"; SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"; THROUGHPUT="${THROUGHPUT:-10,100,1024}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-1024}"; LOGIN_RATES="${LOGIN_RATES:-2400}"; LOGIN_DELAYS="${LOGIN_DELAYS:-500ms}"
 else DELAYS="${DELAYS:-0s 500ms 1s}"; SIZES="${SIZES:-2,100,200,500}"; ROUNDS="${ROUNDS:-5}"; TYPING="${TYPING:-0s,5s,10s,15s}"; THROUGHPUT="${THROUGHPUT:-10,100,1024,10240}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-2048}"; LOGIN_RATES="${LOGIN_RATES:-$RATES}"; LOGIN_DELAYS="${LOGIN_DELAYS:-$DELAYS}"; fi
@@ -170,6 +175,15 @@ prosody_serve() {
   wait_for "$dir/log" "Activated service 'c2s' on \[$ip\]:15222" $! "prosody for $name.test"
 }
 
+# ejabberd_serve NAME IP OTHER-DOMAIN LINK-IP USER: ejabberd for NAME.test on
+# IP, finding the other domain at LINK-IP, with the account USER (password pw).
+ejabberd_serve() {
+  "$ROOT/peers/ejabberd/satellite.sh" "$RUN/ejabberd-$1" "$1.test" "$2" "$3" "$4" "$RUN/$1.pem" "$RUN/$1.key" "$RUN/ca.pem" "$5" \
+    >"$RUN/ejabberd-$1.out" 2>"$RUN/ejabberd-$1.log" &
+  pids+=($!)
+  wait_for "$RUN/ejabberd-$1.out" "ejabberd $1.test ready" $! "ejabberd for $1.test"
+}
+
 # irc_cell MODE RATE DELAY: two linked IRC servers (ngIRCd), a.irc reaching
 # b.irc through the link on 127.0.0.4, and `bench federated --transport irc`.
 irc_cell() {
@@ -230,16 +244,18 @@ for mode in $MODES; do
       continue ;;
     irc-*) die "MODES: $mode is not a mode (IRC: irc-ngircd)" ;;
   esac
-  [ "$mode" != prosody ] || [ -x /usr/bin/prosody ] || "$ROOT/peers/prosody/install.sh" >"$RUN/install.log" 2>&1 || die "installing prosody failed: $(tail -n3 "$RUN/install.log")"
-  case "$mode" in direct-tls) port=15270 ;; zero|zero-tls) port=15271 ;; prosody) port=5269 ;; *) port=15269 ;; esac
+  case "$mode" in
+    prosody|ejabberd) "$ROOT/peers/$mode/install.sh" >"$RUN/install.log" 2>&1 || die "installing $mode failed: $(tail -n3 "$RUN/install.log")" ;;
+  esac
+  case "$mode" in direct-tls) port=15270 ;; zero|zero-tls) port=15271 ;; prosody|ejabberd) port=5269 ;; *) port=15269 ;; esac
   for rate in $RATES; do
     for delay in $DELAYS; do
       echo "satellite: $mode, ${rate} bit/s, one-way delay $delay" >&2
       link 127.0.0.4 "$port" "127.0.0.3:$port" "$rate" "$delay"
       link 127.0.0.5 "$port" "127.0.0.2:$port" "$rate" "$delay"
-      if [ "$mode" = prosody ]; then
-        prosody_serve a 127.0.0.2 b.test 127.0.0.4 alice
-        prosody_serve b 127.0.0.3 a.test 127.0.0.5 bob
+      if [ "$mode" = prosody ] || [ "$mode" = ejabberd ]; then
+        "${mode}_serve" a 127.0.0.2 b.test 127.0.0.4 alice
+        "${mode}_serve" b 127.0.0.3 a.test 127.0.0.5 bob
       else
         serve "$mode" a 127.0.0.2 b.test 127.0.0.4
         serve "$mode" b 127.0.0.3 a.test 127.0.0.5

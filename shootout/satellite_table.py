@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The satellite-link study's tables from shootout/satellite.sh's result files
-(OUT/<mode>/<rate>-<delay>.json, mode starttls, direct-tls, zero (the optimised profile), zero-tls (the same over TLS with pinned certificates) or irc-ngircd (two linked IRC servers)), beside the
+(OUT/<mode>/<rate>-<delay>.json, mode starttls, direct-tls, zero (the optimised profile), zero-tls (the same over TLS with pinned certificates), prosody or ejabberd (a pair of those servers) or irc-ngircd (two linked IRC servers)), beside the
 figures the study published for
 standard and optimised S2S (2 B payload; and by payload at 2400 bit/s with no
 delay). Usage: satellite_table.py OUT-DIR"""
@@ -34,7 +34,7 @@ def seconds(text):
     return float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
 
 
-MODES = ("starttls", "direct-tls", "zero", "zero-tls", "prosody")
+MODES = ("starttls", "direct-tls", "zero", "zero-tls", "prosody", "ejabberd")
 IRC_MODES = ("irc-ngircd",)
 # The study's IRC (two ircu servers): ping round trip at 2400 bit/s with no
 # delay by payload, and link utilisation of one stream by payload.

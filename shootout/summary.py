@@ -412,15 +412,17 @@ def satellite_part(d, summary):
         out.append(f"  standard (STARTTLS) set-up under half the study's standard start-up in {len(halved)} of {len(standard)} cells: "
                    + ("HOLDS" if len(halved) == len(standard) else "MISSED"))
         x["standard_cells_under_half_study"] = [len(halved), len(standard)]
-    prosody = by_mode.get("prosody", {})
-    if standard and prosody:
+    for peer, name in (("prosody", "Prosody"), ("ejabberd", "ejabberd")):
+        theirs = by_mode.get(peer, {})
+        if not (standard and theirs):
+            continue
         # Side by side in one run through the same links: Switchboard's
-        # standard federation against Prosody's, by the first round trip.
-        both = [k for k in standard if k in prosody]
-        faster = [k for k in both if standard[k]["first_us"] < prosody[k]["first_us"] and stable(standard[k]) <= stable(prosody[k])]
-        out.append(f"  standard (STARTTLS) ahead of Prosody's standard federation, stable and first, in {len(faster)} of {len(both)} cells: "
+        # standard federation against the peer's, by stable and first round trip.
+        both = [k for k in standard if k in theirs]
+        faster = [k for k in both if standard[k]["first_us"] < theirs[k]["first_us"] and stable(standard[k]) <= stable(theirs[k])]
+        out.append(f"  standard (STARTTLS) ahead of {name}'s standard federation, stable and first, in {len(faster)} of {len(both)} cells: "
                    + ("HOLDS" if both and len(faster) == len(both) else "MISSED"))
-        x["standard_cells_ahead_of_prosody"] = [len(faster), len(both)]
+        x[f"standard_cells_ahead_of_{peer}"] = [len(faster), len(both)]
     login = out_dir / "login"
     for path in sorted(login.glob("*.json")) if login.is_dir() else []:
         run = json.load(open(path))["runs"][0]
