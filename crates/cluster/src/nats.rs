@@ -293,18 +293,35 @@ impl Nats {
         let held: Vec<_> = self.held.lock().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         for (key, (value, revision)) in held {
             let renewed = match self.names.update(&key, value.clone(), revision).await {
-                Ok(revision) => Some(revision),
-                Err(_) => self.names.create(&key, value.clone()).await.ok(),
+                Ok(revision) => Renewal::Renewed(revision),
+                Err(_) => match self.names.create(&key, value.clone()).await {
+                    Ok(revision) => Renewal::Renewed(revision),
+                    Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => self.whose(&key, &value).await,
+                    Err(_) => Renewal::Unknown,
+                },
             };
             let mut held = self.held.lock();
             match (renewed, held.get_mut(&key)) {
-                (Some(new), Some(entry)) => entry.1 = new,
-                (None, Some(_)) if self.state.is_up() => {
+                (Renewal::Renewed(new), Some(entry)) => entry.1 = new,
+                (Renewal::Lost, Some(_)) => {
                     tracing::warn!(%key, "broker: a name this node held was taken elsewhere");
                     held.remove(&key);
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// Whose claim the bucket holds for a name this node could neither
+    /// update nor create. This node's, at a revision it did not know, when
+    /// an update was stored but its answer came too late (a request times
+    /// out on a slow or crowded link to NATS): the name is still held.
+    async fn whose(&self, key: &str, value: &Bytes) -> Renewal {
+        match self.names.entry(key).await {
+            Ok(Some(entry)) if entry.operation == kv::Operation::Put && entry.value == *value => Renewal::Renewed(entry.revision),
+            Ok(Some(_)) => Renewal::Lost,
+            // Expired since: created again at the next refresh.
+            Ok(None) | Err(_) => Renewal::Unknown,
         }
     }
 
@@ -327,6 +344,16 @@ impl Nats {
             alive
         });
     }
+}
+
+/// What refreshing a name found.
+enum Renewal {
+    /// Still this node's, at this revision.
+    Renewed(u64),
+    /// Another node's now.
+    Lost,
+    /// NATS did not answer: tried again at the next refresh.
+    Unknown,
 }
 
 /// Sends the queued publishes in order.
@@ -369,5 +396,70 @@ async fn listen(nats: std::sync::Weak<Nats>, mut heartbeats: async_nats::Subscri
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Child, Command, Stdio};
+
+    use super::*;
+
+    /// A nats-server with JetStream on a free loopback port, killed on drop.
+    struct Server {
+        child: Child,
+        port: u16,
+        store: std::path::PathBuf,
+    }
+
+    impl Server {
+        fn start() -> Server {
+            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let store = std::env::temp_dir().join(format!("switchboard-cluster-nats-{}-{port}", std::process::id()));
+            let mut child = Command::new("nats-server")
+                .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+                .arg(&store)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot run nats-server ({e}); `make test` installs it (apt-get install nats-server)"));
+            let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+            while !lines.next().expect("nats-server exited before it was ready").unwrap().contains("Server is ready") {}
+            std::thread::spawn(move || lines.for_each(drop));
+            Server { child, port, store }
+        }
+    }
+
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            let _ = std::fs::remove_dir_all(&self.store);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_name_whose_refresh_was_stored_unanswered_stays_held_and_one_taken_elsewhere_is_lost() {
+        let server = Server::start();
+        let options = Options { url: format!("nats://127.0.0.1:{}", server.port), ttl: Duration::from_secs(60), history: 5, max_message_size: 4096, queue: 16 };
+        let nats = Nats::connect(options).await.expect("joins");
+        let key = "room.alice".to_owned();
+        assert!(nats.claim(key.clone(), Arc::from("alice"), hub::Speaks::Irc).await.unwrap());
+        // An update of this node's that was stored, its answer lost (as on a
+        // slow link, where the request times out): the bucket is a revision
+        // ahead of what the node knows, with the node's own claim.
+        let (value, revision) = nats.held.lock()[&key].clone();
+        let stored = nats.names.update(&key, value, revision).await.unwrap();
+        let held = || nats.held.lock().get(&key).map(|(_, revision)| *revision);
+        nats.refresh().await;
+        assert_eq!(held(), Some(stored), "the name is still held, at the revision stored");
+        nats.refresh().await;
+        assert!(held().is_some_and(|now| now > stored), "and refreshed from there: {:?}", held());
+        // Another node's claim in its place: lost.
+        let theirs = Claim { node: Arc::from("another"), name: Arc::from("alice"), speaks: Arc::from("irc") }.to_bytes();
+        nats.names.put(&key, theirs).await.unwrap();
+        nats.refresh().await;
+        assert!(!nats.held.lock().contains_key(&key), "a name another node took is no longer held");
     }
 }
