@@ -126,6 +126,74 @@ async fn federated_over_irc_meets_in_a_channel_and_counts_every_row() {
     assert_eq!(streams, [(10, 10), (300, 2)]);
 }
 
+/// One of two scripted IRC servers for `federated`: welcomes its client, lists both
+/// nicknames on its JOIN, hands each PRIVMSG to the other server and delivers what the
+/// other hands over. With `hold`, it PINGs its client on a message and hands that
+/// message, and those after it, over only once the PONG came back: the message waits
+/// on the client that sent it, as on a slow link where the sender's server pings it
+/// before the message arrives.
+async fn scripted(listener: TcpListener, me: &str, other: &str, hold: bool, over: tokio::sync::mpsc::Sender<String>, mut from: tokio::sync::mpsc::Receiver<String>) {
+    let (tcp, _) = listener.accept().await.expect("accept");
+    let (read, mut write) = tcp.into_split();
+    let mut lines = BufReader::new(read).lines();
+    let mut channel = String::new();
+    let mut held: Option<Vec<String>> = None;
+    loop {
+        tokio::select! {
+            line = lines.next_line() => {
+                let Some(line) = line.expect("read") else { return };
+                let reply = if line.starts_with("USER ") {
+                    format!(":irc.test 001 {me} :Welcome\r\n")
+                } else if let Some(c) = line.strip_prefix("JOIN ") {
+                    channel = c.to_owned();
+                    format!(":irc.test 353 {me} = {c} :{me} {other}\r\n:irc.test 366 {me} {c} :End of /NAMES list.\r\n")
+                } else if let Some(text) = line.strip_prefix(&format!("PRIVMSG {channel} :")) {
+                    match &mut held {
+                        Some(waiting) => waiting.push(text.to_owned()),
+                        None if hold => {
+                            held = Some(vec![text.to_owned()]);
+                            write.write_all(b"PING :hold\r\n").await.expect("write");
+                        }
+                        None => over.send(text.to_owned()).await.expect("the other server"),
+                    }
+                    continue;
+                } else if line == "PONG :hold" {
+                    for text in held.take().expect("a PING was sent") {
+                        over.send(text).await.expect("the other server");
+                    }
+                    continue;
+                } else {
+                    continue;
+                };
+                write.write_all(reply.as_bytes()).await.expect("write");
+            }
+            Some(text) = from.recv() => {
+                write.write_all(format!(":{other}!u@h PRIVMSG {channel} :{text}\r\n").as_bytes()).await.expect("write");
+            }
+        }
+    }
+}
+
+/// `federated` over IRC keeps reading the sender's connection while its message is on
+/// the way to the other user: the server's PING meanwhile is answered, for round trips
+/// and streams alike (an IRC server ends a client silent for two ping intervals, and
+/// a slow link can take longer than that).
+#[tokio::test]
+async fn federated_over_irc_answers_the_senders_server_while_a_message_crosses() {
+    let (mine, theirs) = (TcpListener::bind("127.0.0.1:0").await.expect("bind"), TcpListener::bind("127.0.0.1:0").await.expect("bind"));
+    let (target, peer) = (format!("irc://{}", mine.local_addr().expect("addr")), theirs.local_addr().expect("addr").to_string());
+    let (to_theirs, at_theirs) = tokio::sync::mpsc::channel(64);
+    let (to_mine, at_mine) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(scripted(mine, "b0", "b1", true, to_theirs, at_mine));
+    tokio::spawn(scripted(theirs, "b1", "b0", false, to_mine, at_theirs));
+    let argv = ["federated", "--quiet", "--transport", "irc", "--target", &target, "--peer-irc", &peer, "--sizes", "2", "--round-trips", "2", "--throughput", "10", "--throughput-bytes", "30", "--timeout", "10s"];
+    let (file, err) = measure(&argv).await;
+    assert!(err.is_none(), "{err:?}");
+    let r = &json(&file)["runs"][0]["results"][0];
+    assert_eq!(u(&r["rows"][0]["round_trip"]["count"]), 2, "{r:#}");
+    assert_eq!(u(&r["throughput"][0]["messages"]), 3, "{r:#}");
+}
+
 #[test]
 fn federated_over_irc_takes_the_irc_transport_only() {
     let xmpp = bench::Plan::from_args(crate::args(&["federated", "--peer-irc", "127.0.0.1:6667", "--transport", "xmpp-tcp"])).expect_err("refused");

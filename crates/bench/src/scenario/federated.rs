@@ -164,19 +164,7 @@ async fn round_trip(ctx: &Ctx, mine: &mut Connection, theirs: &mut Connection, s
     let body: String = rand::rng().sample_iter(&Alphanumeric).take(size).map(char::from).collect();
     let sent_us = ctx.clock.now_us();
     mine.sender.send(&body).await?;
-    // A message the sender's XMPP server could not deliver comes back to it as an
-    // error (an IRC server sends a client nothing of its own channel messages).
-    let got = if mine.sender.xmpp().is_some() {
-        tokio::select! {
-            got = until(ctx, theirs, &body, "the message at the other server's user") => got?,
-            bounced = until(ctx, mine, "", "the message at the other server's user") => {
-                bounced?;
-                return Err(Error::unexpected("the sender's server sent back nothing but a message with no body"));
-            }
-        }
-    } else {
-        until(ctx, theirs, &body, "the message at the other server's user").await?
-    };
+    let got = across(ctx, mine, theirs, &body, "the message at the other server's user").await?;
     if typing_us > 0 {
         tokio::select! {
             _ = ctx.cancel.cancelled() => return Err(Error::cancelled()),
@@ -205,9 +193,26 @@ async fn stream(ctx: &Ctx, mine: &mut Connection, theirs: &mut Connection, size:
     }
     // In order over one stream: the last to arrive is the last sent.
     if let Some(last) = bodies.last() {
-        until(ctx, theirs, last, "the last of a stream of messages at the other server's user").await?;
+        across(ctx, mine, theirs, last, "the last of a stream of messages at the other server's user").await?;
     }
     Ok(ctx.clock.now_us() - sent_us)
+}
+
+/// Waits for the message whose body is `body` at `theirs` while reading `mine` too,
+/// which is silent meanwhile: its server's pings are answered (an IRC or XMPP server
+/// ends a client silent for two ping intervals, and a message crossing a slow link,
+/// or a stream of them, can take longer), and a message its XMPP server could not
+/// deliver comes back to it as an error. What else reaches `mine` meanwhile is passed
+/// over: an IRC server sends a client nothing of its own channel messages, and the
+/// answer to this message is sent only once it has arrived.
+async fn across(ctx: &Ctx, mine: &mut Connection, theirs: &mut Connection, body: &str, what: &str) -> Result<String, Error> {
+    tokio::select! {
+        got = until(ctx, theirs, body, what) => got,
+        bounced = until(ctx, mine, "", what) => {
+            bounced?;
+            Err(Error::unexpected("the sender's server sent back nothing but a message with no body"))
+        }
+    }
 }
 
 /// Waits for the message whose body is `body`, passing over any other stanza and
