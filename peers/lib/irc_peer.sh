@@ -155,12 +155,10 @@ irc_link_env() {
   case "$IRC_PEER_CONNECT" in ''|?*:[0-9]*) ;; *) die "IRC_PEER_CONNECT is HOST:PORT, not $IRC_PEER_CONNECT" ;; esac
 }
 
-# irc_lone — for the peers that do not link here (ircu, inspircd, hybrid):
-# refuses the link settings. (ircu 2.10.12's autoconnect never fired here:
-# with a Connect block, its class's connectfreq and autoconnect = yes, no
-# connection was tried in minutes; peers/ircu/README.md.)
+# irc_lone — for the peers that do not link here (inspircd, hybrid):
+# refuses the link settings.
 irc_lone() {
-  [ "$IRC_ADDRESS" = 127.0.0.1 ] && [ -z "$IRC_PEER" ] || die "$PEER runs alone on 127.0.0.1 here: IRC_ADDRESS and IRC_PEER are for ngircd"
+  [ "$IRC_ADDRESS" = 127.0.0.1 ] && [ -z "$IRC_PEER" ] || die "$PEER runs alone on 127.0.0.1 here: IRC_ADDRESS and IRC_PEER are for ngircd and ircu"
 }
 
 # irc_port ARGS — sets IRC_PORT from start.sh's arguments (PORT; 0 → a
