@@ -194,6 +194,61 @@ async fn federated_over_irc_answers_the_senders_server_while_a_message_crosses()
     assert_eq!(u(&r["throughput"][0]["messages"]), 3, "{r:#}");
 }
 
+/// The meeting over IRC: the target's client sees the other at once, the other sees
+/// it only once the target's server has had a PONG to a PING sent after that (as over
+/// a slow link, where the target's client meanwhile is silent long enough to be
+/// pinged). The target's client goes on reading while the other waits, so it answers.
+#[tokio::test]
+async fn federated_over_irc_keeps_the_first_to_meet_answering_until_both_have() {
+    let (mine, theirs) = (TcpListener::bind("127.0.0.1:0").await.expect("bind"), TcpListener::bind("127.0.0.1:0").await.expect("bind"));
+    let (target, peer) = (format!("irc://{}", mine.local_addr().expect("addr")), theirs.local_addr().expect("addr").to_string());
+    let (go, mut gone) = tokio::sync::mpsc::channel::<()>(1);
+    // The target's server: both in the channel at once, then a PING.
+    tokio::spawn(async move {
+        let (tcp, _) = mine.accept().await.expect("accept");
+        let (read, mut write) = tcp.into_split();
+        let mut lines = BufReader::new(read).lines();
+        while let Some(line) = lines.next_line().await.expect("read") {
+            if line.starts_with("USER ") {
+                write.write_all(b":irc.test 001 b0 :Welcome\r\n").await.expect("write");
+            } else if let Some(c) = line.strip_prefix("JOIN ") {
+                write.write_all(format!(":irc.test 353 b0 = {c} :b0 b1\r\n:irc.test 366 b0 {c} :End\r\nPING :after-join\r\n").as_bytes()).await.expect("write");
+            } else if line == "PONG :after-join" {
+                go.send(()).await.expect("the other server");
+            }
+        }
+    });
+    // The other's server: alone in the channel until the target's client answered.
+    tokio::spawn(async move {
+        let (tcp, _) = theirs.accept().await.expect("accept");
+        let (read, mut write) = tcp.into_split();
+        let mut lines = BufReader::new(read).lines();
+        let mut channel = String::new();
+        loop {
+            tokio::select! {
+                line = lines.next_line() => {
+                    let Some(line) = line.expect("read") else { return };
+                    if line.starts_with("USER ") {
+                        write.write_all(b":irc.test 001 b1 :Welcome\r\n").await.expect("write");
+                    } else if let Some(c) = line.strip_prefix("JOIN ") {
+                        channel = c.to_owned();
+                        write.write_all(format!(":irc.test 353 b1 = {c} :b1\r\n:irc.test 366 b1 {c} :End\r\n").as_bytes()).await.expect("write");
+                    }
+                }
+                Some(()) = gone.recv() => {
+                    write.write_all(format!(":b0!u@h JOIN {channel}\r\n").as_bytes()).await.expect("write");
+                }
+            }
+        }
+    });
+    // No rows: the meeting is the whole run, then the first round trip, which nobody
+    // answers here (refused within the timeout, after the meeting was counted).
+    let argv = ["federated", "--quiet", "--transport", "irc", "--target", &target, "--peer-irc", &peer, "--sizes", "2", "--round-trips", "1", "--timeout", "3s"];
+    let (_, err) = measure(&argv).await;
+    let err = err.expect("no answer to the first round trip");
+    assert!(err.to_string().contains("the message at the other server's user"), "the meeting ended, then the first message waited: {err}");
+}
+
 #[test]
 fn federated_over_irc_takes_the_irc_transport_only() {
     let xmpp = bench::Plan::from_args(crate::args(&["federated", "--peer-irc", "127.0.0.1:6667", "--transport", "xmpp-tcp"])).expect_err("refused");

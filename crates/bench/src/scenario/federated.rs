@@ -129,9 +129,27 @@ impl Meeting {
                 let (my_nick, their_nick) = (my_tx.nick().to_owned(), their_tx.nick().to_owned());
                 let what = |nick: &str| format!("{nick} in {channel}, seen by the other server's client");
                 let (see_theirs, see_mine) = (what(&their_nick), what(&my_nick));
+                // Each side, once it has seen the other, goes on reading (answering its
+                // server's pings) until the other side has seen it too: over a slow link
+                // that can take longer than a server lets a client be silent.
+                let (i_met, they_met) = (tokio::sync::Notify::new(), tokio::sync::Notify::new());
                 tokio::try_join!(
-                    ctx.expect(async { irc::meet(my_tx, my_rx, channel, &their_nick).await.map(Some) }, &see_theirs),
-                    ctx.expect(async { irc::meet(their_tx, their_rx, channel, &my_nick).await.map(Some) }, &see_mine),
+                    async {
+                        ctx.expect(async { irc::meet(my_tx, my_rx, channel, &their_nick).await.map(Some) }, &see_theirs).await?;
+                        i_met.notify_one();
+                        tokio::select! {
+                            () = they_met.notified() => Ok(()),
+                            e = irc::idle(my_rx) => Err(e),
+                        }
+                    },
+                    async {
+                        ctx.expect(async { irc::meet(their_tx, their_rx, channel, &my_nick).await.map(Some) }, &see_mine).await?;
+                        they_met.notify_one();
+                        tokio::select! {
+                            () = i_met.notified() => Ok(()),
+                            e = irc::idle(their_rx) => Err(e),
+                        }
+                    },
                 )?;
                 Ok(Some(started.elapsed().as_micros() as u64))
             }

@@ -114,6 +114,18 @@ pub(crate) async fn meet(tx: &mut Sender, rx: &mut Receiver, channel: &str, othe
     join_seeing(tx, rx, channel, Some(other)).await
 }
 
+/// Reads and passes over what the server sends, answering its `PING`s, until the
+/// connection ends (an error): a client that waits on something else stays alive.
+pub(crate) async fn idle(rx: &mut Receiver) -> Error {
+    loop {
+        match rx.line().await {
+            Ok(Some(_)) => continue,
+            Ok(None) => return Error::closed(format!("{}: the server closed the connection", rx.place)),
+            Err(e) => return e,
+        }
+    }
+}
+
 async fn join_seeing(tx: &mut Sender, rx: &mut Receiver, channel: &str, other: Option<&str>) -> Result<(), Error> {
     tx.line(&format!("JOIN {channel}\r\n")).await?;
     let mut listed = false;
