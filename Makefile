@@ -101,8 +101,9 @@ shootout: build
 	QUICK=$(QUICK) SHOOTOUT_SKIP_BUILD=1 shootout/run.sh
 
 # The satellite-link study through `switchboard link` (docs/satellite.md):
-# standard federation between two Switchboard servers, and client logins by
+# federation between two Switchboard servers, pairs of Prosody, ejabberd,
+# ircu and ngIRCd, IRC between two Switchboard nodes, and client logins by
 # style; QUICK=1 is the 2-byte grid and logins at 2400 bit/s and 0.5 s,
-# about 12 minutes.
+# about 30 minutes (MODES="starttls zero login", about 6).
 satellite: build
 	QUICK=$(QUICK) shootout/satellite.sh

@@ -350,9 +350,10 @@ protocol_part xmpp "${SHOOTOUT_XMPP_SERVERS-switchboard ejabberd prosody}"
 protocol_part irc "${SHOOTOUT_IRC_SERVERS-switchboard ircu ngircd inspircd hybrid}"
 
 # The satellite-link study's quick profile (shootout/satellite.sh: two
-# Switchboard servers through emulated 2400 and 19,200 bit/s links; about 12
-# minutes, most of it waiting on the links, not CPU), its figures in the
-# summary. SHOOTOUT_SATELLITE="" skips it.
+# Switchboard servers, and pairs of Prosody, ejabberd, ircu and ngIRCd,
+# through emulated 2400 and 19,200 bit/s links; about 40 minutes, most of
+# it waiting on the links, not CPU), its figures in the summary.
+# SHOOTOUT_SATELLITE="" skips it.
 if [ -n "${SHOOTOUT_SATELLITE-1}" ]; then
   say "satellite: the satellite-link study, quick profile"
   QUICK=1 SWITCHBOARD_BIN="$BIN" shootout/satellite.sh "$OUT/satellite" >"$OUT/logs/satellite.txt" 2>&1 \

@@ -23,7 +23,7 @@
 #   the other, not deflated (OUT/zero-tls/); MODES="starttls", "direct-tls",
 #   "zero" or "zero-tls" runs one.
 #   QUICK=1: payload 2 B, 3 stable round trips a cell, one-way delays 0 and
-#   1 s (both rates; about 13 minutes in all); otherwise payloads
+#   1 s (both rates; about 30 minutes with every mode); otherwise payloads
 #   2, 100, 200 and 500 B, each answered at once and after 5, 10 and 15 s
 #   ("typing", taken off the round trip), 5 round trips. RATES (bit/s) and DELAYS override
 #   the grid: RATES="2400 19200" DELAYS="0s 500ms 1s"; SIZES, TYPING and
@@ -41,8 +41,17 @@
 #   SIZES that fit a line, at most 400 B) and typing, and throughput at
 #   10 and 100 B (a line is 512 bytes at most), IRC_THROUGHPUT_BYTES (500)
 #   of bodies each. The peer is installed first if it is not (its
-#   install.sh, as root). ircu 2.10.12, the study's IRC server, is not
-#   linked here (peers/ircu/README.md).
+#   install.sh, as root). The same with two ircu 2.10.12 servers, the
+#   study's (OUT/irc-ircu/, MODES="irc-ircu", P10, peers/ircu; the link
+#   goes to b.irc's server port, 16668; the bench starts once the servers
+#   have taken in each other's burst, peers/lib/irc_settled.py, since ircu
+#   drops channel messages towards a server still bursting). IRC users of
+#   two Switchboard nodes
+#   (OUT/irc-switchboard/, MODES="irc-switchboard"): a.irc on 127.0.0.2 and
+#   b.irc on 127.0.0.3 share their rooms through one nats-server beside
+#   a.irc (make nats-server), b.irc's node reaching it through the link on
+#   127.0.0.4; each node takes the other for lost after BROKER_TTL (2m) of
+#   silence, not the default 15 s: its heartbeats queue behind messages.
 #
 #   Prosody (OUT/prosody/, MODES="prosody"): two Prosody 0.12 servers
 #   (Debian's, peers/prosody/install.sh if it is not there) in the same
@@ -71,11 +80,12 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${SWITCHBOARD_BIN:-$ROOT/target/release/switchboard}"
 OUT="${1:-$ROOT/build/satellite}"
 RATES="${RATES:-2400 19200}"
-MODES="${MODES:-starttls direct-tls zero zero-tls prosody ejabberd irc-ngircd login}"
+MODES="${MODES:-starttls direct-tls zero zero-tls prosody ejabberd irc-ngircd irc-ircu irc-switchboard login}"
 LOGINS="${LOGINS:-2}"
 if [ -n "${QUICK:-}" ]; then DELAYS="${DELAYS:-0s 1s}"; SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"; THROUGHPUT="${THROUGHPUT:-10,100,1024}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-1024}"; LOGIN_RATES="${LOGIN_RATES:-2400}"; LOGIN_DELAYS="${LOGIN_DELAYS:-500ms}"
 else DELAYS="${DELAYS:-0s 500ms 1s}"; SIZES="${SIZES:-2,100,200,500}"; ROUNDS="${ROUNDS:-5}"; TYPING="${TYPING:-0s,5s,10s,15s}"; THROUGHPUT="${THROUGHPUT:-10,100,1024,10240}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-2048}"; LOGIN_RATES="${LOGIN_RATES:-$RATES}"; LOGIN_DELAYS="${LOGIN_DELAYS:-$DELAYS}"; fi
 IRC_THROUGHPUT_BYTES="${IRC_THROUGHPUT_BYTES:-500}"
+BROKER_TTL="${BROKER_TTL:-2m}"
 die() { echo "satellite: $*" >&2; exit 1; }
 [ -x "$BIN" ] || die "no switchboard binary at $BIN; run cargo build --release first"
 for ip in 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5 127.0.0.6; do
@@ -184,20 +194,57 @@ ejabberd_serve() {
   wait_for "$RUN/ejabberd-$1.out" "ejabberd $1.test ready" $! "ejabberd for $1.test"
 }
 
-# irc_cell MODE RATE DELAY: two linked IRC servers (ngIRCd), a.irc reaching
-# b.irc through the link on 127.0.0.4, and `bench federated --transport irc`.
+# irc_peers PEER RATE DELAY: two linked IRC servers (PEER: ngircd or ircu),
+# a.irc reaching b.irc through the link on 127.0.0.4 (to b.irc's client port
+# for ngIRCd; ircu takes servers on a port of their own, the next one).
+irc_peers() {
+  local to=16667
+  [ "$1" != ircu ] || to=16668
+  link 127.0.0.4 16667 "127.0.0.3:$to" "$2" "$3"
+  IRC_ADDRESS=127.0.0.3 IRC_NAME=b.irc IRC_PEER=a.irc "$ROOT/peers/$1/start.sh" 16667 >"$RUN/b-irc.out" 2>"$RUN/b-irc.log" &
+  pids+=($!)
+  wait_for "$RUN/b-irc.out" "irc on 127.0.0.3:16667" $! "the b.irc server"
+  IRC_ADDRESS=127.0.0.2 IRC_NAME=a.irc IRC_PEER=b.irc IRC_PEER_CONNECT=127.0.0.4:16667 "$ROOT/peers/$1/start.sh" 16667 >"$RUN/a-irc.out" 2>"$RUN/a-irc.log" &
+  pids+=($!)
+  wait_for "$RUN/a-irc.out" "irc on 127.0.0.2:16667" $! "the a.irc server"
+  # ircu drops, silently, a channel message bound for a server whose link
+  # is still bursting (until that server acknowledged the burst): clients
+  # that join and talk at once lose their first messages. Its clients come
+  # once both servers have taken in the other's burst.
+  if [ "$1" = ircu ]; then
+    python3 "$ROOT/peers/lib/irc_settled.py" 127.0.0.2:16667 127.0.0.3:16667 600 || die "the ircu servers did not settle"
+  fi
+}
+
+# irc_nodes RATE DELAY: two Switchboard nodes sharing their rooms through
+# one nats-server (JetStream) beside a.irc's, on 127.0.0.2:14222; b.irc's
+# node reaches it through the link on 127.0.0.4. Each takes the other for
+# lost after BROKER_TTL of silence.
+irc_nodes() {
+  local node
+  link 127.0.0.4 14222 127.0.0.2:14222 "$1" "$2"
+  rm -rf "$RUN/nats"
+  nats-server -js -a 127.0.0.2 -p 14222 -sd "$RUN/nats" >"$RUN/nats.log" 2>&1 &
+  pids+=($!)
+  wait_for "$RUN/nats.log" "Server is ready" $! "nats-server"
+  for node in "a 127.0.0.2 127.0.0.2" "b 127.0.0.3 127.0.0.4"; do
+    set -- $node
+    "$BIN" serve --store memory --listen "$2:18080" --xmpp-listen off --xmpp-s2s-listen off --irc-listen "$2:16667" --irc-tls-listen off \
+      --broker "nats://$3:14222" --broker-ttl "$BROKER_TTL" >"$RUN/$1-serve.log" 2>&1 &
+    pids+=($!)
+    wait_for "$RUN/$1-serve.log" "serves IRC" $! "the $1.irc node"
+  done
+}
+
+# irc_cell MODE RATE DELAY: IRC users on two servers (irc-ngircd, irc-ircu:
+# linked servers; irc-switchboard: two Switchboard nodes), a client on each
+# in one channel, and `bench federated --transport irc`.
 irc_cell() {
-  local mode="$1" rate="$2" delay="$3" cell="$OUT/$1/$2-$3" status=0 peer="${1#irc-}" sizes streams=()
+  local mode="$1" rate="$2" delay="$3" cell="$OUT/$1/$2-$3" status=0 sizes streams=()
   sizes="$(printf '%s' "$SIZES" | tr ',' '\n' | awk '$1 <= 400' | paste -sd, -)"
   [ -n "$sizes" ] || die "no payload of SIZES ($SIZES) fits an IRC line (400 B at most here)"
   if [ "$delay" = 0s ] && [ -n "$THROUGHPUT" ]; then streams=(--throughput 10,100 --throughput-bytes "$IRC_THROUGHPUT_BYTES"); fi
-  link 127.0.0.4 16667 127.0.0.3:16667 "$rate" "$delay"
-  IRC_ADDRESS=127.0.0.3 IRC_NAME=b.irc IRC_PEER=a.irc "$ROOT/peers/$peer/start.sh" 16667 >"$RUN/b-irc.out" 2>"$RUN/b-irc.log" &
-  pids+=($!)
-  wait_for "$RUN/b-irc.out" "irc on 127.0.0.3:16667" $! "the b.irc server"
-  IRC_ADDRESS=127.0.0.2 IRC_NAME=a.irc IRC_PEER=b.irc IRC_PEER_CONNECT=127.0.0.4:16667 "$ROOT/peers/$peer/start.sh" 16667 >"$RUN/a-irc.out" 2>"$RUN/a-irc.log" &
-  pids+=($!)
-  wait_for "$RUN/a-irc.out" "irc on 127.0.0.2:16667" $! "the a.irc server"
+  if [ "$mode" = irc-switchboard ]; then irc_nodes "$rate" "$delay"; else irc_peers "${mode#irc-}" "$rate" "$delay"; fi
   "$BIN" bench federated --quiet --transport irc --target "$mode=irc://127.0.0.2:16667" --peer-irc 127.0.0.3:16667 \
     --via-link "rate=${rate}bit,delay=$delay,overhead=40" --sizes "$sizes" --typing "$TYPING" --round-trips "$ROUNDS" "${streams[@]}" \
     --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
@@ -233,8 +280,12 @@ for mode in $MODES; do
     continue
   fi
   case "$mode" in
-    irc-ngircd)
-      "$ROOT/peers/ngircd/install.sh" >"$RUN/install.log" 2>&1 || die "installing ngircd failed: $(tail -n3 "$RUN/install.log")"
+    irc-ngircd|irc-ircu|irc-switchboard)
+      if [ "$mode" = irc-switchboard ]; then
+        command -v nats-server >/dev/null || die "irc-switchboard needs nats-server: make nats-server"
+      else
+        "$ROOT/peers/${mode#irc-}/install.sh" >"$RUN/install.log" 2>&1 || die "installing ${mode#irc-} failed: $(tail -n3 "$RUN/install.log")"
+      fi
       for rate in $RATES; do
         for delay in $DELAYS; do
           echo "satellite: $mode, ${rate} bit/s, one-way delay $delay" >&2
@@ -242,7 +293,7 @@ for mode in $MODES; do
         done
       done
       continue ;;
-    irc-*) die "MODES: $mode is not a mode (IRC: irc-ngircd)" ;;
+    irc-*) die "MODES: $mode is not a mode (IRC: irc-ngircd, irc-ircu, irc-switchboard)" ;;
   esac
   case "$mode" in
     prosody|ejabberd) "$ROOT/peers/$mode/install.sh" >"$RUN/install.log" 2>&1 || die "installing $mode failed: $(tail -n3 "$RUN/install.log")" ;;

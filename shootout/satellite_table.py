@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The satellite-link study's tables from shootout/satellite.sh's result files
-(OUT/<mode>/<rate>-<delay>.json, mode starttls, direct-tls, zero (the optimised profile), zero-tls (the same over TLS with pinned certificates), prosody or ejabberd (a pair of those servers) or irc-ngircd (two linked IRC servers)), beside the
+(OUT/<mode>/<rate>-<delay>.json, mode starttls, direct-tls, zero (the optimised profile), zero-tls (the same over TLS with pinned certificates), prosody or ejabberd (a pair of those servers) or irc-ngircd, irc-ircu and irc-switchboard (IRC users on two linked servers)), beside the
 figures the study published for
 standard and optimised S2S (2 B payload; and by payload at 2400 bit/s with no
 delay). Usage: satellite_table.py OUT-DIR"""
@@ -35,7 +35,7 @@ def seconds(text):
 
 
 MODES = ("starttls", "direct-tls", "zero", "zero-tls", "prosody", "ejabberd")
-IRC_MODES = ("irc-ngircd",)
+IRC_MODES = ("irc-ngircd", "irc-ircu", "irc-switchboard")
 # The study's IRC (two ircu servers): ping round trip at 2400 bit/s with no
 # delay by payload, and link utilisation of one stream by payload.
 STUDY_IRC_PING = {10: "3.5 s", 100: "4.5 s"}
@@ -74,22 +74,31 @@ def link_bytes(path):
     return total
 
 
+def bytes_per_message(path, result):
+    """Link bytes both ways over a cell's messages (set-up, pings and
+    acknowledgements included): None without the cell's .link file."""
+    total = link_bytes(path.with_suffix(".link"))
+    if not total:
+        return None
+    messages = 2 + sum(2 * x["round_trip"]["count"] for x in result["rows"]) + sum(t["messages"] for t in result.get("throughput", []))
+    return total / messages
+
+
 def irc_table(out):
     """Two linked IRC servers, a client on each in one channel: the stable
     round trip by payload, the link's set-up as the clients saw it, and what
     a message cost the link over the whole cell."""
     for mode in IRC_MODES:
-        if not (out / mode).is_dir():
+        found = sorted(cell_files(out / mode), key=lambda c: (-c[1], c[2])) if (out / mode).is_dir() else []
+        if not found:
             continue
         print()
         print(f"| {mode} | one-way delay | stable (p50) by payload | servers linked, seen by both clients | link bytes a message (whole cell) | study IRC (ircu), 2400 bit/s, no delay |")
         print("|---|---|---|---|---|---|")
-        found = sorted(cell_files(out / mode), key=lambda c: (-c[1], c[2]))
         for path, rate, delay, r in found:
             stable = ", ".join(f"{x['size']} B {x['round_trip']['p50_us'] / 1e6:.2f} s" for x in r["rows"] if x["typing_us"] == 0)
-            messages = 2 + sum(2 * x["round_trip"]["count"] for x in r["rows"]) + sum(t["messages"] for t in r.get("throughput", []))
-            total = link_bytes(path.with_suffix(".link"))
-            per = f"{total / messages:.0f} B" if total else "–"
+            per = bytes_per_message(path, r)
+            per = f"{per:.0f} B" if per else "–"
             met = f"{r['met_us'] / 1e6:.2f} s" if r.get("met_us") is not None else "–"
             study = ", ".join(f"{k} B {v}" for k, v in STUDY_IRC_PING.items()) if (rate, delay) == (2400, 0.0) else "–"
             print(f"| {rate} bit/s | {delay:g} s | {stable} | {met} | {per} | {study} |")
@@ -121,6 +130,7 @@ def main():
     s = lambda us: f"{us / 1e6:.2f} s"
     modes = [m for m in MODES if m in by_mode]
     head = " | ".join(f"{m}: stable (p50) / first" for m in modes)
+    print()
     print(f"| link | one-way delay | {head} | study standard stable / first | study optimised stable / first |")
     print("|---|---|" + "---|" * len(modes) + "---|---|")
     for rate, delay in keys:

@@ -423,6 +423,22 @@ def satellite_part(d, summary):
         out.append(f"  standard (STARTTLS) ahead of {name}'s standard federation, stable and first, in {len(faster)} of {len(both)} cells: "
                    + ("HOLDS" if both and len(faster) == len(both) else "MISSED"))
         x[f"standard_cells_ahead_of_{peer}"] = [len(faster), len(both)]
+    # Link bytes a message over a whole cell at 2400 bit/s with no delay,
+    # against the 40 bytes of overhead the study counted for ircu.
+    per = {}
+    for mode in ("zero", "starttls", *st.IRC_MODES):
+        path = out_dir / mode / "2400-0s.json"
+        if path.exists():
+            for _, rate, delay, result in st.cell_files(out_dir / mode):
+                if (rate, delay) == (2400, 0.0) and st.bytes_per_message(path, result):
+                    per[mode] = st.bytes_per_message(path, result)
+    if per:
+        # Ours: the optimised XMPP profile and IRC between our own servers.
+        ours = {m: b for m, b in per.items() if m in ("zero", "irc-switchboard")}
+        out.append("  link bytes a message, 2400 bit/s, whole cell (set-up included): "
+                   + ", ".join(f"{m} {b:.0f} B" for m, b in per.items())
+                   + "; zero and irc-switchboard at most ircu's 40 B: " + ("HOLDS" if len(ours) == 2 and all(b <= 40 for b in ours.values()) else "MISSED"))
+        x["bytes_per_message"] = per
     login = out_dir / "login"
     for path in sorted(login.glob("*.json")) if login.is_dir() else []:
         run = json.load(open(path))["runs"][0]
