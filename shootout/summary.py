@@ -427,11 +427,9 @@ def satellite_part(d, summary):
     # against the 40 bytes of overhead the study counted for ircu.
     per = {}
     for mode in ("zero", "starttls", *st.IRC_MODES):
-        path = out_dir / mode / "2400-0s.json"
-        if path.exists():
-            for _, rate, delay, result in st.cell_files(out_dir / mode):
-                if (rate, delay) == (2400, 0.0) and st.bytes_per_message(path, result):
-                    per[mode] = st.bytes_per_message(path, result)
+        for path, rate, delay, result in st.cell_files(out_dir / mode) if (out_dir / mode).is_dir() else []:
+            if (rate, delay) == (2400, 0.0) and (b := st.bytes_per_message(path, result)):
+                per[mode] = b
     if per:
         # Ours: the optimised XMPP profile and IRC between our own servers.
         ours = {m: b for m, b in per.items() if m in ("zero", "irc-switchboard")}

@@ -127,33 +127,36 @@ impl Meeting {
                     return Err(Error::usage("federated with --peer-irc needs the IRC transport"));
                 };
                 let (my_nick, their_nick) = (my_tx.nick().to_owned(), their_tx.nick().to_owned());
-                let what = |nick: &str| format!("{nick} in {channel}, seen by the other server's client");
-                let (see_theirs, see_mine) = (what(&their_nick), what(&my_nick));
-                // Each side, once it has seen the other, goes on reading (answering its
-                // server's pings) until the other side has seen it too: over a slow link
-                // that can take longer than a server lets a client be silent.
                 let (i_met, they_met) = (tokio::sync::Notify::new(), tokio::sync::Notify::new());
                 tokio::try_join!(
-                    async {
-                        ctx.expect(async { irc::meet(my_tx, my_rx, channel, &their_nick).await.map(Some) }, &see_theirs).await?;
-                        i_met.notify_one();
-                        tokio::select! {
-                            () = they_met.notified() => Ok(()),
-                            e = irc::idle(my_rx) => Err(e),
-                        }
-                    },
-                    async {
-                        ctx.expect(async { irc::meet(their_tx, their_rx, channel, &my_nick).await.map(Some) }, &see_mine).await?;
-                        they_met.notify_one();
-                        tokio::select! {
-                            () = i_met.notified() => Ok(()),
-                            e = irc::idle(their_rx) => Err(e),
-                        }
-                    },
+                    meet_irc(ctx, my_tx, my_rx, channel, &their_nick, &i_met, &they_met),
+                    meet_irc(ctx, their_tx, their_rx, channel, &my_nick, &they_met, &i_met),
                 )?;
                 Ok(Some(started.elapsed().as_micros() as u64))
             }
         }
+    }
+}
+
+/// One side of the meeting over IRC: joins `channel` and waits to see `other` there,
+/// says so through `met`, then goes on reading (answering its server's pings) until
+/// the other side has seen it too (`other_met`): over a slow link that can take
+/// longer than a server lets a client be silent.
+async fn meet_irc(
+    ctx: &Ctx,
+    tx: &mut irc::Sender,
+    rx: &mut irc::Receiver,
+    channel: &str,
+    other: &str,
+    met: &tokio::sync::Notify,
+    other_met: &tokio::sync::Notify,
+) -> Result<(), Error> {
+    let what = format!("{other} in {channel}, seen by the other server's client");
+    ctx.expect(async { irc::meet(tx, rx, channel, other).await.map(Some) }, &what).await?;
+    met.notify_one();
+    tokio::select! {
+        () = other_met.notified() => Ok(()),
+        e = irc::idle(rx) => Err(e),
     }
 }
 
