@@ -1027,6 +1027,16 @@ struct Wire {
 }
 
 impl Wire {
+    /// The next connection b.test makes to `listener` (a.test, this test).
+    async fn accepted(listener: &TcpListener) -> Wire {
+        Wire { tcp: listener.accept().await.unwrap().0, held: String::new() }
+    }
+
+    /// a.test's opening of the connection: stream management enabled, resumable.
+    async fn enable(&mut self) {
+        self.tcp.write_all(b"<enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/>").await.unwrap();
+    }
+
     /// What came up to the end of `want`, which must come.
     async fn until(&mut self, want: &str) -> String {
         loop {
@@ -1110,7 +1120,7 @@ async fn what_a_peer_has_not_acknowledged_is_bounded_and_the_rest_waits_for_its_
     // bytes filled behind it, and the next was refused.
     assert_eq!(refused, 1, "{sent} sent, {waiting} waiting");
     assert!((5..=7).contains(&sent) && waiting >= 4, "{sent} sent, {waiting} waiting");
-    let mut wire = Wire { tcp: a_zero.accept().await.unwrap().0, held: String::new() };
+    let mut wire = Wire::accepted(&a_zero).await;
     for _ in 0..sent {
         wire.until("</message>").await;
     }
@@ -1131,8 +1141,8 @@ async fn a_stanza_a_zero_handshake_peer_keeps_ending_the_connection_on_is_given_
     // ends the connection on it, acknowledging nothing, as a peer that
     // refuses a stanza with a stream error does.
     for attempt in 1..=3 {
-        let mut wire = Wire { tcp: a_zero.accept().await.unwrap().0, held: String::new() };
-        wire.tcp.write_all(b"<enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/>").await.unwrap();
+        let mut wire = Wire::accepted(&a_zero).await;
+        wire.enable().await;
         let sent = wire.until("</message>").await;
         assert!(sent.contains(">refused</body>"), "attempt {attempt}: {sent}");
     }
@@ -1140,8 +1150,8 @@ async fn a_stanza_a_zero_handshake_peer_keeps_ending_the_connection_on_is_given_
     let bounced = next_named(&mut bob, "message").await;
     assert_eq!((bounced.get("id"), error_condition(&bounced).as_str()), (Some("bad"), "remote-server-timeout"));
     bob.send("<message to='alice@a.test/x' type='chat' id='next'><body>accepted</body></message>").await;
-    let mut wire = Wire { tcp: a_zero.accept().await.unwrap().0, held: String::new() };
-    wire.tcp.write_all(b"<enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/>").await.unwrap();
+    let mut wire = Wire::accepted(&a_zero).await;
+    wire.enable().await;
     let sent = wire.until("</message>").await;
     assert!(sent.contains(">accepted</body>") && !sent.contains("refused"), "{sent}");
 }
@@ -1155,12 +1165,12 @@ async fn a_zero_handshake_connection_that_breaks_before_the_peer_answers_is_trie
     // The first connection breaks before a.test (this test) says anything:
     // what it carried is neither bounced nor lost, but sent again on the
     // next, once a.test has said what it has (none of it).
-    let mut one = Wire { tcp: a_zero.accept().await.unwrap().0, held: String::new() };
+    let mut one = Wire::accepted(&a_zero).await;
     assert!(one.until("</message>").await.contains(">one</body>"));
     drop(one);
-    let mut two = Wire { tcp: a_zero.accept().await.unwrap().0, held: String::new() };
+    let mut two = Wire::accepted(&a_zero).await;
     two.until("resume='true'/>").await;
-    two.tcp.write_all(b"<enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/>").await.unwrap();
+    two.enable().await;
     assert!(two.until("</message>").await.contains(">one</body>"));
     two.tcp.write_all(b"<a xmlns='urn:xmpp:sm:3' h='1'/>").await.unwrap();
     bob.send("<iq type='get' id='p1'><ping xmlns='urn:xmpp:ping'/></iq>").await;
@@ -1198,20 +1208,20 @@ async fn a_zero_handshake_connection_that_goes_quiet_leaves_what_waited_to_the_n
         let pong = next_named(&mut bob, "iq").await;
         assert_eq!(pong.get("id"), Some(format!("p{n}").as_str()));
         if one.is_none() {
-            one = Some(Wire { tcp: a_zero.accept().await.unwrap().0, held: String::new() });
+            one = Some(Wire::accepted(&a_zero).await);
         }
     }
     let mut one = one.unwrap();
     let opening = one.until("resume='true'/>").await;
     let b_id = opening.strip_prefix("<enabled xmlns='urn:xmpp:sm:3' id='").and_then(|rest| rest.strip_suffix("' resume='true'/>")).expect(&opening).to_owned();
-    one.tcp.write_all(b"<enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/>").await.unwrap();
+    one.enable().await;
     // The connection goes quiet and ends with the six it sent (about 1150
     // bytes, past the bound of 1000): the two that waited are not written
     // at its close, where nothing would number them.
     let first = one.until("</stream:stream>").await;
     assert_eq!(first.matches("</message>").count(), 6, "{first}");
     // The next connection: a.test handled two; the rest come, each once, in order.
-    let mut two = Wire { tcp: a_zero.accept().await.unwrap().0, held: String::new() };
+    let mut two = Wire::accepted(&a_zero).await;
     two.until(&format!("id='{b_id}' resume='true'/>")).await;
     two.tcp.write_all(format!("<resume xmlns='urn:xmpp:sm:3' previd='{b_id}' h='2'/><enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/>").as_bytes()).await.unwrap();
     let mut ids = Vec::new();
@@ -1250,7 +1260,7 @@ async fn stream_management_with_a_zero_handshake_peer_outlives_its_connections()
     // b.test comes back on its own for what a.test never acknowledged: it
     // says what it has of a.test's (2 under a1), and waits to hear what
     // a.test has of its own before sending.
-    let mut two = Wire { tcp: a_zero.accept().await.unwrap().0, held: String::new() };
+    let mut two = Wire::accepted(&a_zero).await;
     let opening = two.until(&format!("<enabled xmlns='urn:xmpp:sm:3' id='{b_id}' resume='true'/>")).await;
     assert_eq!(opening, format!("<resume xmlns='urn:xmpp:sm:3' previd='a1' h='2'/><enabled xmlns='urn:xmpp:sm:3' id='{b_id}' resume='true'/>"));
     // a.test handled none of it: it comes again, once, with a request.
