@@ -434,12 +434,13 @@ async fn a_nick_change_on_one_node_claims_the_name_on_every_node() {
     xmpp.write_all(b"<presence id='n1' to='lobby@conference.localhost/Alice'/>").await.unwrap();
     let refused = read_until(&mut xmpp, &mut seen, "</presence>").await;
     assert!(refused.contains("type=\"error\"") && refused.contains("<conflict"), "{refused}");
-    // xena is free: node B's member sees xan leave and xena come in.
+    // xena is free: node B's member sees xan leave for xena and xena come in
+    // in xan's place.
     xmpp.write_all(b"<presence to='lobby@conference.localhost/xena'/>").await.unwrap();
     let left = read_until(&mut xmpp, &mut seen, "</presence>").await;
     assert!(left.contains("/xan\"") && left.contains("code=\"303\"") && left.contains("nick=\"xena\""), "{left}");
-    assert_eq!(alice.next().await, json!({"event": "leave", "name": "xan", "room": "lobby"}));
-    assert_eq!(alice.next().await, json!({"event": "join", "name": "xena", "room": "lobby"}));
+    assert_eq!(alice.next().await, json!({"event": "leave", "name": "xan", "room": "lobby", "new_name": "xena"}));
+    assert_eq!(alice.next().await, json!({"event": "join", "name": "xena", "room": "lobby", "old_name": "xan"}));
     // The new name is claimed everywhere, the old one freed.
     let mut other = b.sockjs().await;
     other.send(json!({"name": "xena", "room": "lobby"})).await;

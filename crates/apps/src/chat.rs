@@ -140,7 +140,7 @@ async fn join(broker: &dyn Broker, client: &Client, text: &str) -> Result<Joined
         JoinError::Broker(e) => broker_error(e),
     })?;
     let room: Arc<str> = Arc::from(room);
-    if let Err(e) = broker.publish(&room, Payload::event(room.clone(), RoomEvent::Join { name: name.clone() })) {
+    if let Err(e) = broker.publish(&room, Payload::event(room.clone(), RoomEvent::join(name.clone()))) {
         // Joined, but the others were not told: say so rather than pretend.
         client.send_error(&broker_error(e));
     }

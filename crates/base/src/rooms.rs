@@ -180,7 +180,7 @@ mod tests {
             first.publish_and_keep("lobby", say("alice", text)).await.unwrap();
         }
         // A join is not archived; nor is anything but a message.
-        first.publish("lobby", Payload::event("lobby", RoomEvent::Join { name: "bob".into() })).unwrap();
+        first.publish("lobby", Payload::event("lobby", RoomEvent::join("bob".into()))).unwrap();
         assert!(first.archive.flush().await);
         let mut seen = Vec::new();
         alice.outbox.try_drain(&mut seen);

@@ -303,7 +303,7 @@ async fn follow(nats: Arc<Nats>, app: String, hub: Arc<Hub>, room: Arc<str>, sta
         }
         if received.node != nats.node {
             match received.payload.as_event() {
-                Some((_, RoomEvent::Join { name })) => {
+                Some((_, RoomEvent::Join { name, .. })) => {
                     nats.note_node(&received.node);
                     state.elsewhere.lock().insert(name.clone(), received.node.clone());
                 }

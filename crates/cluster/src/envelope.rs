@@ -101,6 +101,9 @@ enum Event {
     },
     Join {
         name: Arc<str>,
+        /// The name it had, when it changed it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        old_name: Option<Arc<str>>,
     },
     Leave {
         name: Arc<str>,
@@ -111,6 +114,9 @@ enum Event {
         /// Who took it out (IRC's `KICK`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         by: Option<Arc<str>>,
+        /// The name it took, when it changed it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        new_name: Option<Arc<str>>,
     },
 }
 
@@ -122,8 +128,8 @@ pub fn encode(node: &str, payload: &Payload) -> (HeaderMap, Bytes) {
                 RoomEvent::Message { name, text } => Event::Message { name, text },
                 RoomEvent::Notice { name, text } => Event::Notice { name, text },
                 RoomEvent::Announcement { text } => Event::Announcement { text },
-                RoomEvent::Join { name } => Event::Join { name },
-                RoomEvent::Leave { name, reason, quit, by } => Event::Leave { name, reason, quit, by },
+                RoomEvent::Join { name, old_name } => Event::Join { name, old_name },
+                RoomEvent::Leave { name, reason, quit, by, new_name } => Event::Leave { name, reason, quit, by, new_name },
             };
             ("event", Bytes::from(serde_json::to_vec(&event).unwrap_or_default()))
         }
@@ -176,8 +182,8 @@ pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes, at: std
                 Event::Message { name, text } => RoomEvent::Message { name, text },
                 Event::Notice { name, text } => RoomEvent::Notice { name, text },
                 Event::Announcement { text } => RoomEvent::Announcement { text },
-                Event::Join { name } => RoomEvent::Join { name },
-                Event::Leave { name, reason, quit, by } => RoomEvent::Leave { name, reason, quit, by },
+                Event::Join { name, old_name } => RoomEvent::Join { name, old_name },
+                Event::Leave { name, reason, quit, by, new_name } => RoomEvent::Leave { name, reason, quit, by, new_name },
             };
             let id = headers.and_then(|h| h.get(ID)).map(|v| Arc::from(v.as_str()));
             let tags = headers.and_then(|h| h.get(TAGS)).map(|v| Arc::from(v.as_str()));
@@ -206,18 +212,20 @@ mod tests {
         let room: Arc<str> = Arc::from("lobby");
         let cases = [
             (Payload::event(room.clone(), RoomEvent::Message { name: "al".into(), text: "hi".into() }), "event", &br#"{"event":"message","name":"al","text":"hi"}"#[..]),
-            (Payload::event(room.clone(), RoomEvent::Join { name: "al".into() }), "event", br#"{"event":"join","name":"al"}"#),
+            (Payload::event(room.clone(), RoomEvent::join("al".into())), "event", br#"{"event":"join","name":"al"}"#),
             (Payload::event(room.clone(), RoomEvent::leave("al".into())), "event", br#"{"event":"leave","name":"al"}"#),
             (
-                Payload::event(room.clone(), RoomEvent::Leave { name: "al".into(), reason: Some("bye".into()), quit: true, by: None }),
+                Payload::event(room.clone(), RoomEvent::Leave { name: "al".into(), reason: Some("bye".into()), quit: true, by: None, new_name: None }),
                 "event",
                 br#"{"event":"leave","name":"al","reason":"bye","quit":true}"#,
             ),
             (
-                Payload::event(room.clone(), RoomEvent::Leave { name: "al".into(), reason: Some("spam".into()), quit: false, by: Some("op".into()) }),
+                Payload::event(room.clone(), RoomEvent::Leave { name: "al".into(), reason: Some("spam".into()), quit: false, by: Some("op".into()), new_name: None }),
                 "event",
                 br#"{"event":"leave","name":"al","reason":"spam","by":"op"}"#,
             ),
+            (Payload::event(room.clone(), RoomEvent::rename("al".into(), "alice".into())[0].clone()), "event", br#"{"event":"leave","name":"al","new_name":"alice"}"#),
+            (Payload::event(room.clone(), RoomEvent::rename("al".into(), "alice".into())[1].clone()), "event", br#"{"event":"join","name":"alice","old_name":"al"}"#),
             (Payload::event(room.clone(), RoomEvent::Notice { name: "al".into(), text: "fyi".into() }), "event", br#"{"event":"notice","name":"al","text":"fyi"}"#),
             (Payload::event(room.clone(), RoomEvent::Announcement { text: "closing".into() }), "event", br#"{"event":"announcement","text":"closing"}"#),
             (Payload::archived(room.clone(), RoomEvent::Message { name: "al".into(), text: "kept".into() }, std::time::SystemTime::now(), Some("01".into())), "event", br#"{"event":"message","name":"al","text":"kept"}"#),

@@ -25,8 +25,8 @@ use crate::render::{self, Tags};
 pub const NICKLEN: usize = 64;
 /// Longest topic, away message or reason kept.
 const TEXTLEN: usize = 390;
-/// Quits remembered to tell each once.
-const QUITS_KEPT: usize = 64;
+/// Quits and changes of name remembered to tell each once.
+const TOLD_KEPT: usize = 64;
 /// Longest user name kept of `USER`'s.
 const USERLEN: usize = 10;
 /// Most members `NAMES` and `WHO` list.
@@ -43,6 +43,13 @@ pub enum Flow {
     Go,
     /// The client quit, or must go: the reason its `ERROR` line gives.
     Close(String),
+}
+
+/// A quit or a change of name (old, new) a client was told of.
+#[derive(Debug, PartialEq, Eq)]
+enum Told {
+    Quit(Arc<str>),
+    Rename(Arc<str>, Arc<str>),
 }
 
 /// A room event of its own that the client is not to get back: it was
@@ -68,9 +75,9 @@ pub struct Client {
     /// Rooms it is in.
     joined: Vec<Arc<str>>,
     echoes: Vec<(Arc<str>, Echo)>,
-    /// Members whose quit it was told of lately, so that the same quit in
-    /// another shared channel is not told again.
-    quits: Vec<Arc<str>>,
+    /// Quits and changes of name it was told of lately, so that the same
+    /// one in another shared channel is not told again.
+    told: Vec<Told>,
     /// Batches sent so far, for their ids.
     batches: u64,
     /// Where it connects from (failed logins are counted per address).
@@ -108,7 +115,7 @@ impl Client {
             registered: false,
             joined: Vec::new(),
             echoes: Vec::new(),
-            quits: Vec::new(),
+            told: Vec::new(),
             batches: 0,
             address,
             encrypted,
@@ -325,8 +332,9 @@ impl Client {
             for room in self.joined.clone() {
                 self.echoes.push((room.clone(), Echo::Leave(old_name.shown.clone())));
                 self.echoes.push((room.clone(), Echo::Join(name.shown.clone())));
-                self.publish(&room, RoomEvent::leave(old_name.shown.clone()));
-                self.publish(&room, RoomEvent::Join { name: name.shown.clone() });
+                for event in RoomEvent::rename(old_name.shown.clone(), name.shown.clone()) {
+                    self.publish(&room, event);
+                }
             }
         }
         self.try_register();
@@ -499,7 +507,7 @@ impl Client {
         }
         self.joined.push(room.clone());
         self.echoes.push((room.clone(), Echo::Join(name.shown.clone())));
-        self.publish(&room, RoomEvent::Join { name: name.shown });
+        self.publish(&room, RoomEvent::join(name.shown));
     }
 
     /// What a client that joins `room` is sent before anything else of it:
@@ -572,7 +580,7 @@ impl Client {
         if self.step_out(room)
             && let Some(name) = &self.name
         {
-            self.publish(room, RoomEvent::Leave { name: name.shown.clone(), reason, quit, by: None });
+            self.publish(room, RoomEvent::Leave { name: name.shown.clone(), reason, quit, by: None, new_name: None });
         }
     }
 
@@ -1079,7 +1087,7 @@ impl Client {
             return self.send(self.reply(ERR_USERNOTINCHANNEL).arg(nick).arg(&channel).trailing(text));
         };
         let reason = comment.map_or_else(|| self.nick(), |c| truncated(c).to_owned());
-        self.publish(&room, RoomEvent::Leave { name: name.into(), reason: Some(reason.into()), quit: false, by: Some(me.shown.clone()) });
+        self.publish(&room, RoomEvent::Leave { name: name.into(), reason: Some(reason.into()), quit: false, by: Some(me.shown.clone()), new_name: None });
     }
 
     /// A channel's bans (`MODE #channel +b`) or exceptions (`+e`), to anyone.
@@ -1298,21 +1306,7 @@ impl Client {
     pub fn render(&mut self, payload: &Payload) -> Option<bytes::Bytes> {
         if let Some((room, event)) = payload.as_event() {
             let echo = match event {
-                RoomEvent::Join { name } => {
-                    self.quits.retain(|q| q != name);
-                    Some(Echo::Join(name.clone()))
-                }
-                RoomEvent::Leave { name, quit: true, .. } => {
-                    // IRC tells a quit once, whatever channels are shared.
-                    if self.quits.contains(name) {
-                        return None;
-                    }
-                    if self.quits.len() == QUITS_KEPT {
-                        self.quits.remove(0);
-                    }
-                    self.quits.push(name.clone());
-                    Some(Echo::Leave(name.clone()))
-                }
+                RoomEvent::Join { name, .. } => Some(Echo::Join(name.clone())),
                 RoomEvent::Leave { name, by: Some(_), .. } => {
                     if self.name.as_ref().is_some_and(|n| n.shown == *name) {
                         self.kicked(room);
@@ -1334,6 +1328,29 @@ impl Client {
             {
                 self.echoes.remove(at);
                 return None;
+            }
+            // IRC tells a quit or a change of name once, whatever channels are shared.
+            let told = match event {
+                RoomEvent::Join { name, .. } => {
+                    self.told.retain(|t| *t != Told::Quit(name.clone()));
+                    None
+                }
+                RoomEvent::Leave { name, quit: true, .. } => Some(Told::Quit(name.clone())),
+                RoomEvent::Leave { name, new_name: Some(new), .. } => {
+                    // The new name may later change back to this one.
+                    self.told.retain(|t| !matches!(t, Told::Rename(old, _) if old == new));
+                    Some(Told::Rename(name.clone(), new.clone()))
+                }
+                _ => None,
+            };
+            if let Some(told) = told {
+                if self.told.contains(&told) {
+                    return None;
+                }
+                if self.told.len() == TOLD_KEPT {
+                    self.told.remove(0);
+                }
+                self.told.push(told);
             }
         }
         render::lines(payload, self.server(), Tags::of(self.caps), |name| self.irc.nicks.account_of(name))

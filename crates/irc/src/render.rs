@@ -142,12 +142,15 @@ pub fn event_lines(payload: &Payload, server: &str, tags: &str) -> Option<String
     let (room, event) = payload.as_event()?;
     let channel = channel_of(room);
     Some(match event {
-        RoomEvent::Join { name } => Line::tagged(tags, Some(&source(&nick_of(name), server)), "JOIN").arg(&channel).end(),
+        // A change of name was told by its leave, as `NICK`.
+        RoomEvent::Join { old_name: Some(_), .. } => return None,
+        RoomEvent::Join { name, .. } => Line::tagged(tags, Some(&source(&nick_of(name), server)), "JOIN").arg(&channel).end(),
+        RoomEvent::Leave { name, new_name: Some(new), .. } => Line::tagged(tags, Some(&source(&nick_of(name), server)), "NICK").arg(&nick_of(new)).end(),
         RoomEvent::Leave { name, reason, by: Some(by), .. } => {
             let line = Line::tagged(tags, Some(&source(&nick_of(by), server)), "KICK").arg(&channel).arg(&nick_of(name));
             line.trailing(reason.as_deref().unwrap_or(""))
         }
-        RoomEvent::Leave { name, reason, quit, by: None } => {
+        RoomEvent::Leave { name, reason, quit, by: None, new_name: None } => {
             let from = source(&nick_of(name), server);
             // A quit names no channel: the member left them all.
             let line = if *quit { Line::tagged(tags, Some(&from), "QUIT") } else { Line::tagged(tags, Some(&from), "PART").arg(&channel) };
@@ -223,7 +226,7 @@ mod tests {
 
     #[test]
     fn room_events_are_lines_to_the_byte() {
-        let join = Payload::event("two words", RoomEvent::Join { name: Arc::from("Alice Smith") });
+        let join = Payload::event("two words", RoomEvent::join(Arc::from("Alice Smith")));
         assert_eq!(&lines(&join, "irc.test", tags(&[]), nobody).unwrap()[..], b":Alice\\20Smith!Alice\\20Smith@irc.test JOIN #two\\20words\r\n");
         let said = message("bob", "hi\r\nQUIT :bye");
         assert_eq!(&lines(&said, "irc.test", tags(&[]), nobody).unwrap()[..], b":bob!bob@irc.test PRIVMSG #lobby :hi\r\n:bob!bob@irc.test PRIVMSG #lobby :QUIT :bye\r\n");

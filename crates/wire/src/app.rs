@@ -130,7 +130,19 @@ pub enum ChatEvent {
         epoch: Option<String>,
     },
     /// Someone joined or left: `{"event":"join","name":"alice","room":"lobby"}`.
-    Presence { event: Presence, name: String, room: String },
+    /// A member who changed its name (in IRC or XMPP) leaves under the old
+    /// one saying the new, then joins under the new one saying the old:
+    /// `{"event":"leave","name":"al","room":"lobby","new_name":"alice"}`,
+    /// `{"event":"join","name":"alice","room":"lobby","old_name":"al"}`.
+    Presence {
+        event: Presence,
+        name: String,
+        room: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        old_name: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        new_name: Option<String>,
+    },
     /// Sent to a new member only, before its own join event:
     /// `{"event":"members","room":"lobby","members":["bob","alice"]}`. A list
     /// cut short at [`MAX_MEMBERS_LISTED`] names also says how many there are:
@@ -323,8 +335,14 @@ mod tests {
             event: Presence::Join,
             name: "alice".into(),
             room: "lobby".into(),
+            old_name: None,
+            new_name: None,
         };
         assert_eq!(join.to_json(), r#"{"event":"join","name":"alice","room":"lobby"}"#);
+        let renamed = ChatEvent::Presence { event: Presence::Leave, name: "al".into(), room: "lobby".into(), old_name: None, new_name: Some("alice".into()) };
+        assert_eq!(renamed.to_json(), r#"{"event":"leave","name":"al","room":"lobby","new_name":"alice"}"#);
+        let renamed = ChatEvent::Presence { event: Presence::Join, name: "alice".into(), room: "lobby".into(), old_name: Some("al".into()), new_name: None };
+        assert_eq!(renamed.to_json(), r#"{"event":"join","name":"alice","room":"lobby","old_name":"al"}"#);
         let members = ChatEvent::Members {
             event: MembersTag::Members,
             room: "lobby".into(),

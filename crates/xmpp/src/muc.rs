@@ -193,10 +193,17 @@ pub fn render(event: &RoomEvent, room_jid: &str, own_nick: &str, to: &str, shown
     match event {
         RoomEvent::Message { name, text } | RoomEvent::Notice { name, text } => Some(groupchat(room_jid, Some(name), to, text)),
         RoomEvent::Announcement { text } => Some(groupchat(room_jid, None, to, text)),
-        RoomEvent::Join { name } if &**name == own_nick => None,
-        RoomEvent::Join { name } => Some(presence(room_jid, name, to, &shown(name).0, true, &[])),
-        RoomEvent::Leave { name, reason, by, .. } => {
-            let (item, mut codes) = shown(name);
+        RoomEvent::Join { name, .. } if &**name == own_nick => None,
+        RoomEvent::Join { name, .. } => Some(presence(room_jid, name, to, &shown(name).0, true, &[])),
+        RoomEvent::Leave { name, reason, by, new_name, .. } => {
+            let (mut item, mut codes) = shown(name);
+            // A change of name, in this protocol or another (XEP-0045 §7.6).
+            if let Some(new) = new_name {
+                if !codes.contains(&"303") {
+                    codes.push("303");
+                }
+                item.nick = Some(new.clone());
+            }
             if &**name == own_nick {
                 codes.insert(0, "110");
             }
@@ -238,15 +245,15 @@ mod tests {
             render(&message, "lobby@conference.localhost", "bob", to, |_| (Item::participant(), Vec::new())).unwrap().to_xml(ns::CLIENT),
             "<message from=\"lobby@conference.localhost/alice\" to=\"bob@localhost/r\" type=\"groupchat\"><body>hi &amp; &lt;bye&gt;</body></message>"
         );
-        assert!(render(&RoomEvent::Join { name: "bob".into() }, "lobby@conference.localhost", "bob", to, |_| (Item::participant(), Vec::new())).is_none());
+        assert!(render(&RoomEvent::join("bob".into()), "lobby@conference.localhost", "bob", to, |_| (Item::participant(), Vec::new())).is_none());
         // A reason given on leaving (IRC's PART or QUIT message) is the presence's status.
-        let gone = RoomEvent::Leave { name: "ann".into(), reason: Some("off <now>".into()), quit: true, by: None };
+        let gone = RoomEvent::Leave { name: "ann".into(), reason: Some("off <now>".into()), quit: true, by: None, new_name: None };
         assert_eq!(
             render(&gone, "lobby@conference.localhost", "bob", to, |_| (Item::participant(), Vec::new())).unwrap().to_xml(ns::CLIENT),
             "<presence from=\"lobby@conference.localhost/ann\" to=\"bob@localhost/r\" type=\"unavailable\"><x xmlns=\"http://jabber.org/protocol/muc#user\"><item affiliation=\"none\" role=\"none\"/></x><status>off &lt;now&gt;</status></presence>"
         );
         // Taken out by an IRC operator's KICK: a kick (307), with its reason.
-        let kicked = RoomEvent::Leave { name: "ann".into(), reason: Some("spam".into()), quit: false, by: Some("olga".into()) };
+        let kicked = RoomEvent::Leave { name: "ann".into(), reason: Some("spam".into()), quit: false, by: Some("olga".into()), new_name: None };
         assert_eq!(
             render(&kicked, "lobby@conference.localhost", "bob", to, |_| (Item::participant(), Vec::new())).unwrap().to_xml(ns::CLIENT),
             "<presence from=\"lobby@conference.localhost/ann\" to=\"bob@localhost/r\" type=\"unavailable\"><x xmlns=\"http://jabber.org/protocol/muc#user\"><item affiliation=\"none\" role=\"none\"/><status code=\"307\"/></x><status>spam</status></presence>"

@@ -604,12 +604,12 @@ impl Session {
                 let stanza = match (event, &occupancy.renamed_from) {
                     // Its own join's echo, still queued when it changed its
                     // nick: the old nick was its own until then.
-                    (RoomEvent::Join { name }, Some(old)) if name == old => return None,
+                    (RoomEvent::Join { name, .. }, Some(old)) if name == old => return None,
                     // Its own nick change, as the room's events tell it (XEP-0045 §7.6).
                     (RoomEvent::Leave { name, .. }, Some(old)) if name == old => {
                         super::muc::render(event, &occupancy.room_jid, old, &self.full_jid(), |nick| self.shown(room, nick))?
                     }
-                    (RoomEvent::Join { name }, Some(_)) if *name == occupancy.nick => {
+                    (RoomEvent::Join { name, .. }, Some(_)) if *name == occupancy.nick => {
                         let (item, _) = self.shown(room, name);
                         let own = super::muc::presence(&occupancy.room_jid, name, &self.full_jid(), &item, true, &["110"]);
                         if let Some(occupancy) = self.rooms.get_mut(room) {

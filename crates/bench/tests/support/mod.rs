@@ -369,7 +369,7 @@ async fn chat(ws: Ws, state: Arc<State>) {
                 let list = ChatEvent::Members { event: MembersTag::Members, room: room.clone(), members: names, total: None, offset: None, epoch: None };
                 let _ = tx.send(list.to_json());
                 members.push(ChatMember { name: name.clone(), room: room.clone(), tx: tx.clone() });
-                let join = ChatEvent::Presence { event: Presence::Join, name: name.clone(), room: room.clone() }.to_json();
+                let join = ChatEvent::Presence { event: Presence::Join, name: name.clone(), room: room.clone(), old_name: None, new_name: None }.to_json();
                 for m in members.iter().filter(|m| m.room == room) {
                     let _ = m.tx.send(join.clone());
                 }

@@ -203,6 +203,65 @@ async fn an_irc_user_a_chat_member_and_an_xmpp_occupant_share_one_room() {
 }
 
 #[tokio::test]
+async fn a_change_of_name_is_one_nick_line_on_irc_a_303_on_xmpp_and_a_leave_and_join_naming_each_other_in_the_chat_app() {
+    let server = TestServer::with_xmpp(server::Config::default()).await;
+    let mut chat = server.chat_member("dora", "lobby").await;
+    let mut ivan = Irc::register(server.irc, "ivan").await;
+    let mut jo = Irc::register(server.irc, "jo").await;
+    for channel in ["#lobby", "#den"] {
+        ivan.join(channel).await;
+        jo.join(channel).await;
+        assert_eq!(ivan.line().await, format!(":jo!jo@localhost JOIN {channel}\r\n"));
+    }
+    let (mut kim, _) = Xmpp::login(server.xmpp.unwrap()).await;
+    kim.send("<presence to='lobby@conference.localhost/kim'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    while kim.stanza().await.find("subject", "jabber:client").is_none() {}
+    for irc in [&mut ivan, &mut jo] {
+        assert_eq!(irc.line().await, ":kim!kim@localhost JOIN #lobby\r\n");
+    }
+    for name in ["ivan", "jo", "kim"] {
+        assert_eq!(chat.recv_json().await, json!({"event": "join", "name": name, "room": "lobby"}));
+    }
+
+    // An IRC user's NICK: once to each IRC user, however many channels
+    // they share (the next line answers a PING).
+    ivan.send("NICK ivan2").await;
+    assert_eq!(ivan.line().await, ":ivan!~u@localhost NICK ivan2\r\n");
+    jo.send("PING once").await;
+    assert_eq!(jo.line().await, ":ivan!ivan@localhost NICK ivan2\r\n");
+    assert_eq!(jo.line().await, ":localhost PONG localhost :once\r\n");
+    assert_eq!(chat.recv_json().await, json!({"event": "leave", "name": "ivan", "room": "lobby", "new_name": "ivan2"}));
+    assert_eq!(chat.recv_json().await, json!({"event": "join", "name": "ivan2", "room": "lobby", "old_name": "ivan"}));
+    let left = kim.stanza().await;
+    assert_eq!(
+        left.to_xml("jabber:client"),
+        format!(
+            "<presence from=\"lobby@conference.localhost/ivan\" to=\"{}\" type=\"unavailable\"><x xmlns=\"http://jabber.org/protocol/muc#user\"><item affiliation=\"none\" role=\"none\" nick=\"ivan2\"/><status code=\"303\"/></x></presence>",
+            left.get("to").unwrap()
+        )
+    );
+    let back = kim.stanza().await;
+    assert_eq!((back.get("from"), back.get("type")), (Some("lobby@conference.localhost/ivan2"), None));
+
+    // An XMPP occupant's nick change: a NICK to IRC users.
+    kim.send("<presence to='lobby@conference.localhost/kim2'/>").await;
+    for irc in [&mut ivan, &mut jo] {
+        assert_eq!(irc.line().await, ":kim!kim@localhost NICK kim2\r\n");
+    }
+    assert_eq!(chat.recv_json().await, json!({"event": "leave", "name": "kim", "room": "lobby", "new_name": "kim2"}));
+    assert_eq!(chat.recv_json().await, json!({"event": "join", "name": "kim2", "room": "lobby", "old_name": "kim"}));
+
+    // Back to the old name: told again.
+    ivan.send("NICK ivan").await;
+    assert_eq!(ivan.line().await, ":ivan2!~u@localhost NICK ivan\r\n");
+    jo.send("PING back").await;
+    assert_eq!(jo.line().await, ":ivan2!ivan2@localhost NICK ivan\r\n");
+    assert_eq!(jo.line().await, ":localhost PONG localhost :back\r\n");
+    jo.send("NAMES #lobby").await;
+    assert_eq!(jo.line().await, ":localhost 353 jo = #lobby :dora @ivan jo kim2\r\n");
+}
+
+#[tokio::test]
 async fn a_name_taken_in_a_room_by_another_protocol_cannot_join_it_under_that_name() {
     let server = TestServer::start().await;
     let _chat = server.chat_member("erin", "lobby").await;

@@ -85,7 +85,8 @@ async fn a_room_an_xmpp_client_makes_is_its_own_to_configure_moderate_and_destro
 
     // A nick change (XEP-0045 §7.6): everyone sees the old nick leave with
     // 303 and the new one, then the new nick come in; the chat app sees a
-    // leave and a join. A nick someone has is refused.
+    // leave naming the new name and a join naming the old. A nick someone
+    // has is refused.
     guest.send("<presence to='den@conference.localhost/cleo'/>").await;
     assert_eq!(condition(&guest.stanza().await), "conflict");
     guest.send("<presence to='den@conference.localhost/gus2'/>").await;
@@ -98,8 +99,8 @@ async fn a_room_an_xmpp_client_makes_is_its_own_to_configure_moderate_and_destro
         assert_eq!((back.get("from"), back.get("type")), (Some("den@conference.localhost/gus2"), None));
         assert_eq!(codes(&back), if own { vec!["110"] } else { Vec::<&str>::new() });
     }
-    assert_eq!(chat.recv_json().await, json!({"event": "leave", "name": "gus", "room": "den"}));
-    assert_eq!(chat.recv_json().await, json!({"event": "join", "name": "gus2", "room": "den"}));
+    assert_eq!(chat.recv_json().await, json!({"event": "leave", "name": "gus", "room": "den", "new_name": "gus2"}));
+    assert_eq!(chat.recv_json().await, json!({"event": "join", "name": "gus2", "room": "den", "old_name": "gus"}));
 
     // A private message between occupants goes to the real JID, from the room JID.
     guest.send("<message to='den@conference.localhost/olga' type='chat'><body>psst</body></message>").await;

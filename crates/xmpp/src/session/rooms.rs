@@ -91,8 +91,9 @@ impl Session {
             occupancy.nick = new.clone();
             occupancy.renamed_from = Some(old.clone());
         }
-        let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::leave(old)));
-        let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::Join { name: new }));
+        for event in RoomEvent::rename(old, new) {
+            let _ = rooms.publish(room, Payload::event(room.clone(), event));
+        }
     }
 
     async fn join(&mut self, presence: &Element, to: &Jid, room: Arc<str>) {
@@ -152,7 +153,7 @@ impl Session {
         match rooms.join(&room, member, usize::MAX, greeting).await {
             Ok(_) => {
                 self.rooms.insert(room.clone(), Occupancy { room_jid, nick: shown.clone(), renamed_from: None });
-                let _ = rooms.publish(&room, Payload::event(room.clone(), RoomEvent::Join { name: shown }));
+                let _ = rooms.publish(&room, Payload::event(room.clone(), RoomEvent::join(shown)));
             }
             Err(JoinError::NameTaken) => self.refuse(presence, "cancel", "conflict"),
             Err(JoinError::RoomFull) => self.refuse(presence, "wait", "service-unavailable"),
