@@ -89,6 +89,22 @@ impl SqlStore {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| Error::new(format!("cannot make {}: {e}", dir.display())))?;
         }
+        // sqlx takes no lock while it migrates a SQLite file: two processes
+        // opening a new file at once (a server starting and `switchboard
+        // account add`) would both apply its migrations and one would fail.
+        // The one holding this lock file opens it; the other waits, then
+        // finds the schema up to date. Released when this returns.
+        let lock_path = PathBuf::from(format!("{}.lock", path.display()));
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| Error::new(format!("cannot make {}: {e}", lock_path.display())))?;
+        let _lock = tokio::task::spawn_blocking(move || lock.lock().map(|()| lock))
+            .await
+            .map_err(|e| Error::new(format!("{place}: {e}")))?
+            .map_err(|e| Error::new(format!("cannot lock {}: {e}", lock_path.display())))?;
         let file = sqlx::sqlite::SqliteConnectOptions::new().filename(path).create_if_missing(true);
         let options = AnyConnectOptions::from_url(&file.to_url_lossy()).map_err(|e| Error::new(format!("{place}: {e}")))?;
         let opened = |e: sqlx::Error| Error::new(format!("cannot open {place}: {e}"));

@@ -259,6 +259,21 @@ async fn the_databases_keep_what_they_were_given_when_opened_again() {
     kept_when_opened_again(Choice::Postgres(postgres.url.clone())).await;
 }
 
+/// Two processes opening one new SQLite file at once (a server starting
+/// and `switchboard account add`) bring its schema up to date once: the
+/// other waits, then finds nothing left to do.
+#[tokio::test]
+async fn stores_opening_one_new_sqlite_file_at_once_both_open() {
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let choice = Choice::Sqlite(dir.path().to_owned());
+        let (a, b) = tokio::join!(open(&choice), open(&choice));
+        let (a, b) = (a.unwrap_or_else(|e| panic!("{e}")), b.unwrap_or_else(|e| panic!("{e}")));
+        assert_eq!(a.create("alice", &account(1), Origin::Registration, 2).await.unwrap(), Created::Made);
+        assert_eq!(b.account("alice").await.unwrap(), Some(account(1)));
+    }
+}
+
 /// Two stores on one PostgreSQL database (two nodes' worth) see each
 /// other's writes, and registration's bound holds across them.
 #[tokio::test]
