@@ -16,7 +16,7 @@ use wire::nickname::Nickname;
 
 use crate::Irc;
 use crate::cap::{self, Cap, Caps};
-use crate::channels::{Membership, Topic};
+use crate::channels::Topic;
 use crate::nicks::{Public, Shown};
 use crate::numeric::*;
 use crate::render::{self, Tags};
@@ -141,6 +141,14 @@ impl Client {
     /// Its own lines' source: `nick!~user@server`. (A room event shows
     /// every member as `nick!nick@server`: it names a member, not a
     /// connection.)
+    /// A line of `command` from this client to one with `caps`: tagged
+    /// with the time and this client's account as that one asked
+    /// (`server-time`, `account-tag`).
+    fn line_from_me(&self, caps: Caps, command: &str) -> Line {
+        let tags = Tags::of(caps).text(SystemTime::now(), None, self.account().as_deref(), None, None);
+        Line::tagged(&tags, Some(&self.source()), command)
+    }
+
     fn source(&self) -> String {
         let user = self.public.state.lock().user.clone();
         if user.is_empty() {
@@ -517,7 +525,7 @@ impl Client {
         let server = self.server().to_owned();
         let nick = nick_of(&name.shown).into_owned();
         let caps = self.caps;
-        let join = Line::tagged(&Tags::of(caps).text(SystemTime::now(), None, self.account().as_deref(), None, None), Some(&self.source()), "JOIN").arg(channel).end();
+        let join = self.line_from_me(caps, "JOIN").arg(channel).end();
         let topic = self.topic_lines(room, channel);
         let prefixes = self.prefixes(room);
         let secret = self.irc.channels.with(room, |c| c.modes.secret).unwrap_or(false);
@@ -762,8 +770,7 @@ impl Client {
         });
         match set.flatten() {
             Some(members) => {
-                let line = Line::new(Some(&self.source()), "TOPIC").arg(&channel).trailing(truncated(text));
-                members.iter().for_each(|m| m.client.send(line.clone()));
+                members.iter().for_each(|m| m.client.send(self.line_from_me(m.client.caps(), "TOPIC").arg(&channel).trailing(truncated(text))));
             }
             None => self.send(self.reply(ERR_CHANOPRIVSNEEDED).arg(&channel).trailing("You're not channel operator")),
         }
@@ -951,7 +958,7 @@ impl Client {
             // A channel nobody of IRC is in: the invitation only tells.
             None | Some(Ok(())) => {
                 self.send(self.reply(RPL_INVITING).arg(&target_nick).arg(channel).end());
-                target.send(Line::new(Some(&self.source()), "INVITE").arg(&target_nick).arg(channel).end());
+                target.send(self.line_from_me(target.caps(), "INVITE").arg(&target_nick).arg(channel).end());
             }
             Some(Err((ERR_USERONCHANNEL, text))) => self.send(self.reply(ERR_USERONCHANNEL).arg(&target_nick).arg(channel).trailing(text)),
             Some(Err((numeric, text))) => self.send(self.reply(numeric).arg(channel).trailing(text)),
@@ -1035,10 +1042,9 @@ impl Client {
         if !self.is_oper() {
             return self.no_privileges();
         }
-        let line = Line::new(Some(&self.source()), "WALLOPS").trailing(truncated(text));
         for client in self.irc.nicks.all() {
             if client.state.lock().wallops {
-                client.send(line.clone());
+                client.send(self.line_from_me(client.caps(), "WALLOPS").trailing(truncated(text)));
             }
         }
     }
@@ -1206,12 +1212,13 @@ impl Client {
             None => self.send(self.reply(ERR_CHANOPRIVSNEEDED).arg(channel).trailing("You're not channel operator")),
             Some((applied, _, _)) if applied.is_empty() => {}
             Some((applied, applied_args, members)) => {
-                let mut line = Line::new(Some(&self.source()), "MODE").arg(channel).arg(&applied);
-                for arg in &applied_args {
-                    line = line.arg(arg);
+                for m in &members {
+                    let mut line = self.line_from_me(m.client.caps(), "MODE").arg(channel).arg(&applied);
+                    for arg in &applied_args {
+                        line = line.arg(arg);
+                    }
+                    m.client.send(line.end());
                 }
-                let line = line.end();
-                members.iter().for_each(|m: &Membership| m.client.send(line.clone()));
             }
         }
     }
@@ -1262,16 +1269,16 @@ impl Client {
     fn away(&self, text: Option<&str>) {
         let away = text.map(|t| Arc::<str>::from(truncated(t)));
         self.public.state.lock().away = away.clone();
-        let line = match &away {
-            Some(text) => Line::new(Some(&self.source()), "AWAY").trailing(text),
-            None => Line::new(Some(&self.source()), "AWAY").end(),
+        let line = |caps| match &away {
+            Some(text) => self.line_from_me(caps, "AWAY").trailing(text),
+            None => self.line_from_me(caps, "AWAY").end(),
         };
         // Each IRC member of a shared channel that asked, once.
         let mut told = HashSet::new();
         for room in &self.joined {
             for m in self.irc.channels.members(room) {
                 if m.client.id != self.public.id && m.client.has(Cap::AwayNotify) && told.insert(m.client.id) {
-                    m.client.send(line.clone());
+                    m.client.send(line(m.client.caps()));
                 }
             }
         }

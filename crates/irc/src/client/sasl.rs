@@ -58,9 +58,15 @@ impl Client {
             return self.start(param);
         }
         let sasl = self.sasl();
-        if param.len() > CHUNK || sasl.gathered.len() + param.len() > MOST {
+        // A chunk too long is 905 (IRCv3 SASL 3.1); a message that runs
+        // past what any exchange needs is a failed exchange.
+        if param.len() > CHUNK {
             self.sasl = None;
             return self.send(self.reply(ERR_SASLTOOLONG).trailing("SASL message too long"));
+        }
+        if sasl.gathered.len() + param.len() > MOST {
+            self.sasl = None;
+            return self.failed();
         }
         if param != "+" {
             sasl.gathered.push_str(param);

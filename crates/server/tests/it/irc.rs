@@ -765,12 +765,24 @@ async fn sasl_logs_in_to_the_accounts_xmpp_has() {
     assert_eq!(watcher.line().await, ":anon!anon@localhost JOIN #acct\r\n");
     anonymous.send("PRIVMSG #acct :hello").await;
     assert_eq!(watcher.line().await, ":anon!anon@localhost PRIVMSG #acct :hello\r\n");
+    // So do the lines it sends a client itself: an invitation.
+    irc.send("JOIN #inv").await;
+    irc.until(" 366 ").await;
+    irc.send("INVITE watcher #inv").await;
+    assert_eq!(watcher.line().await, "@account=sam :sammy!~s@localhost INVITE watcher #inv\r\n");
     // A message longer than a chunk comes in chunks of 400.
     let mut other = Irc::connect(server.irc).await;
     other.send("AUTHENTICATE PLAIN").await;
     assert_eq!(other.line().await, "AUTHENTICATE +\r\n");
     other.send(&format!("AUTHENTICATE {}", "A".repeat(401))).await;
     assert_eq!(other.line().await, ":localhost 905 * :SASL message too long\r\n");
+    // Chunks of 400 that run past 8 KiB, what no exchange needs, fail it.
+    other.send("AUTHENTICATE PLAIN").await;
+    assert_eq!(other.line().await, "AUTHENTICATE +\r\n");
+    for _ in 0..21 {
+        other.send(&format!("AUTHENTICATE {}", "A".repeat(400))).await;
+    }
+    assert_eq!(other.line().await, ":localhost 904 * :SASL authentication failed\r\n");
 }
 
 #[tokio::test]
