@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use async_nats::jetstream::consumer::{DeliverPolicy, push};
+use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, PullConsumer, pull, push};
 use futures_util::StreamExt;
 use hub::{BoxFuture, Broker, BrokerError, Greeting, Hub, JoinError, Member, MemberId, Outbox, Payload, Position, Present, RenameError, RoomEvent, RoomLimits, RoomSize, Roster, Speaks};
 use parking_lot::Mutex;
@@ -333,6 +333,13 @@ fn decode(room: &Arc<str>, message: &async_nats::jetstream::Message, epoch: &Arc
     Some(received)
 }
 
+/// How long the consumer of a snapshot of the names bucket is kept once
+/// idle; most entries one pull of it asks for; and how long the server
+/// waits for more once it has sent what it holds.
+const SNAPSHOT_IDLE: std::time::Duration = std::time::Duration::from_secs(30);
+const SNAPSHOT_BATCH: usize = 512;
+const SNAPSHOT_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// An ordered consumer of `stream`'s subjects `filter` from `policy`, and
 /// how many messages it had to deliver when it was made (what is already
 /// stored: the backlog before live events).
@@ -362,23 +369,67 @@ async fn names_elsewhere(nats: &Nats, app: &str, room: &str) -> Result<HashMap<A
 
 /// The names claimed under the names-bucket subjects `filter`, each with
 /// its key (the subject without the bucket's prefix).
+///
+/// The bucket keeps one entry a key, so every entry is read, in order, by
+/// a pull consumer, until one says no more are pending or a pull finds
+/// none. Not a consumer of the last entry per subject: through a link of
+/// 2400 bit/s and 1 s each way (the satellite study's irc-switchboard
+/// mode), one such, push or pull, delivered one claim twice and another
+/// never, so a node that joined a room there never learnt of a member
+/// already in it. What inside nats-server 2.9 does that was not found;
+/// claims renewed while the read crossed the link (seconds) are the likely
+/// trigger, and reading every entry did not do it.
 async fn claims(nats: &Nats, filter: String) -> Result<Vec<(String, Claim)>, async_nats::Error> {
-    let (mut left, mut entries) = ordered(nats, &nats.names.stream, filter, DeliverPolicy::LastPerSubject).await?;
-    let mut claims = Vec::new();
-    while left > 0 {
-        let Some(entry) = entries.next().await else { break };
-        left -= 1;
-        let entry = entry?;
-        // A deleted name is a marker with an operation header and no body.
-        if entry.headers.as_ref().is_some_and(|h| h.get("KV-Operation").is_some()) {
-            continue;
-        }
-        if let Ok(claim) = serde_json::from_slice::<Claim>(&entry.payload) {
+    let consumer = snapshot(nats, filter).await?;
+    read_claims(nats, &consumer).await
+}
+
+/// A consumer of every entry of the names bucket under `filter`.
+async fn snapshot(nats: &Nats, filter: String) -> Result<PullConsumer, async_nats::Error> {
+    let config = pull::Config {
+        filter_subject: filter,
+        deliver_policy: DeliverPolicy::All,
+        ack_policy: AckPolicy::None,
+        inactive_threshold: SNAPSHOT_IDLE,
+        ..Default::default()
+    };
+    Ok(nats.names.stream.create_consumer(config).await?)
+}
+
+/// The claims `consumer` (a [`snapshot`]) delivers.
+async fn read_claims(nats: &Nats, consumer: &PullConsumer) -> Result<Vec<(String, Claim)>, async_nats::Error> {
+    let mut claims = HashMap::new();
+    let mut pending = consumer.cached_info().num_pending;
+    while pending > 0 {
+        // The server sends what it holds at once, and waits SNAPSHOT_WAIT
+        // for more before it ends the pull.
+        let mut entries = consumer.batch().max_messages(SNAPSHOT_BATCH).expires(SNAPSHOT_WAIT).messages().await?;
+        let mut read = false;
+        while let Some(entry) = entries.next().await {
+            let entry = entry?;
+            read = true;
+            pending = entry.info().map_or(0, |info| info.pending);
             let key = entry.subject.strip_prefix(nats.names.prefix.as_str()).unwrap_or(&entry.subject).to_owned();
-            claims.push((key, claim));
+            // A deleted name is a marker with an operation header and no body.
+            if entry.headers.as_ref().is_some_and(|h| h.get("KV-Operation").is_some()) {
+                claims.remove(&key);
+            } else if let Ok(claim) = serde_json::from_slice::<Claim>(&entry.payload) {
+                claims.insert(key, claim);
+            }
+            if pending == 0 {
+                break;
+            }
+        }
+        if !read {
+            // Nothing more is stored: what the count said was pending was
+            // deleted before it was delivered (the count of nats-server 2.9
+            // keeps such entries).
+            break;
         }
     }
-    Ok(claims)
+    // The consumer goes once idle for SNAPSHOT_IDLE: deleting it would
+    // cost the join another round trip.
+    Ok(claims.into_iter().collect())
 }
 
 fn unavailable(e: async_nats::Error) -> BrokerError {
@@ -410,5 +461,35 @@ async fn bury_lost_nodes(broker: std::sync::Weak<NatsBroker>, mut lost: tokio::s
                 broker.hub.publish(&name, &Payload::event(name.clone(), RoomEvent::leave(member)));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::nats::{Options, tests::Server};
+
+    #[tokio::test]
+    async fn a_snapshot_of_a_rooms_names_holds_a_claim_renewed_while_it_was_read() {
+        let server = Server::start();
+        let options = Options { url: format!("nats://127.0.0.1:{}", server.port), ttl: Duration::from_secs(60), history: 5, max_message_size: 4096, queue: 16 };
+        let nats = Nats::connect(options).await.expect("joins");
+        let key = |name: &str| envelope::name_key("chat", "lobby", name);
+        for name in ["alice", "bob"] {
+            assert!(nats.claim(key(name), Arc::from(name), hub::Speaks::Irc).await.unwrap());
+        }
+        let consumer = snapshot(&nats, format!("{}{}*", nats.names.prefix, envelope::names_of("chat", "lobby"))).await.unwrap();
+        // Claims renewed after the snapshot began, before it was read
+        // (seconds apart over a slow link): their older entries are gone,
+        // and the count the consumer was made with is stale.
+        for name in ["alice", "bob", "alice"] {
+            let renewed = Claim { node: Arc::from(&*nats.node), name: Arc::from(name), speaks: Arc::from("irc") }.to_bytes();
+            nats.names.put(&key(name), renewed).await.unwrap();
+        }
+        let mut names: Vec<String> = read_claims(&nats, &consumer).await.unwrap().into_iter().map(|(_, claim)| claim.name.to_string()).collect();
+        names.sort();
+        assert_eq!(names, ["alice", "bob"]);
     }
 }

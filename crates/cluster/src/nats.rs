@@ -400,21 +400,21 @@ async fn listen(nats: std::sync::Weak<Nats>, mut heartbeats: async_nats::Subscri
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::io::{BufRead, BufReader};
     use std::process::{Child, Command, Stdio};
 
     use super::*;
 
     /// A nats-server with JetStream on a free loopback port, killed on drop.
-    struct Server {
+    pub(crate) struct Server {
         child: Child,
-        port: u16,
+        pub(crate) port: u16,
         store: std::path::PathBuf,
     }
 
     impl Server {
-        fn start() -> Server {
+        pub(crate) fn start() -> Server {
             let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
             let store = std::env::temp_dir().join(format!("switchboard-cluster-nats-{}-{port}", std::process::id()));
             let mut child = Command::new("nats-server")
