@@ -104,6 +104,6 @@ shootout: build
 # federation between two Switchboard servers, pairs of Prosody, ejabberd,
 # ircu and ngIRCd, IRC between two Switchboard nodes, and client logins by
 # style; QUICK=1 is the 2-byte grid and logins at 2400 bit/s and 0.5 s,
-# about 30 minutes (MODES="starttls zero login", about 6).
+# about 18 minutes (MODES="starttls zero login", about 6).
 satellite: build
 	QUICK=$(QUICK) shootout/satellite.sh

@@ -23,13 +23,14 @@
 #   the other, not deflated (OUT/zero-tls/); MODES="starttls", "direct-tls",
 #   "zero" or "zero-tls" runs one.
 #   QUICK=1: payload 2 B, 3 stable round trips a cell, one-way delays 0 and
-#   1 s (both rates; about 30 minutes with every mode); otherwise payloads
+#   1 s (both rates), every mode but direct-tls and zero-tls (MODES still
+#   picks), about 18 minutes; otherwise payloads
 #   2, 100, 200 and 500 B, each answered at once and after 5, 10 and 15 s
 #   ("typing", taken off the round trip), 5 round trips. RATES (bit/s) and DELAYS override
 #   the grid: RATES="2400 19200" DELAYS="0s 500ms 1s"; SIZES, TYPING and
 #   ROUNDS the payloads, the answers' waits and the round trips a cell.
 #   Cells with no delay then measure throughput: messages one way back to
-#   back, THROUGHPUT payload sizes (10,100,1024,10240; QUICK: 10,100,1024),
+#   back, THROUGHPUT payload sizes (10,100,1024,10240; QUICK: 10,100),
 #   THROUGHPUT_BYTES of bodies each (2048; QUICK: 1024).
 #
 #   IRC (OUT/irc-ngircd/, MODES="irc-ngircd"): two ngIRCd 26 servers
@@ -39,8 +40,8 @@
 #   the link on 127.0.0.4; a client on each in one channel (`bench
 #   federated --transport irc`). The same payloads (IRC_SIZES: those of
 #   SIZES that fit a line, at most 400 B) and typing, and throughput at
-#   10 and 100 B (a line is 512 bytes at most), IRC_THROUGHPUT_BYTES (500)
-#   of bodies each. The peer is installed first if it is not (its
+#   10 and 100 B (a line is 512 bytes at most), IRC_THROUGHPUT_BYTES (500;
+#   QUICK: 100) of bodies each. The peer is installed first if it is not (its
 #   install.sh, as root). The same with two ircu 2.10.12 servers, the
 #   study's (OUT/irc-ircu/, MODES="irc-ircu", P10, peers/ircu; the link
 #   goes to b.irc's server port, 16668; the bench starts once the servers
@@ -80,10 +81,11 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${SWITCHBOARD_BIN:-$ROOT/target/release/switchboard}"
 OUT="${1:-$ROOT/build/satellite}"
 RATES="${RATES:-2400 19200}"
-MODES="${MODES:-starttls direct-tls zero zero-tls prosody ejabberd irc-ngircd irc-ircu irc-switchboard login}"
 LOGINS="${LOGINS:-2}"
-if [ -n "${QUICK:-}" ]; then DELAYS="${DELAYS:-0s 1s}"; SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"; THROUGHPUT="${THROUGHPUT:-10,100,1024}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-1024}"; LOGIN_RATES="${LOGIN_RATES:-2400}"; LOGIN_DELAYS="${LOGIN_DELAYS:-500ms}"
+if [ -n "${QUICK:-}" ]; then DELAYS="${DELAYS:-0s 1s}"; SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"; THROUGHPUT="${THROUGHPUT:-10,100}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-1024}"; IRC_THROUGHPUT_BYTES="${IRC_THROUGHPUT_BYTES:-100}"; LOGIN_RATES="${LOGIN_RATES:-2400}"; LOGIN_DELAYS="${LOGIN_DELAYS:-500ms}"
+  MODES="${MODES:-starttls zero prosody ejabberd irc-ngircd irc-ircu irc-switchboard login}"
 else DELAYS="${DELAYS:-0s 500ms 1s}"; SIZES="${SIZES:-2,100,200,500}"; ROUNDS="${ROUNDS:-5}"; TYPING="${TYPING:-0s,5s,10s,15s}"; THROUGHPUT="${THROUGHPUT:-10,100,1024,10240}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-2048}"; LOGIN_RATES="${LOGIN_RATES:-$RATES}"; LOGIN_DELAYS="${LOGIN_DELAYS:-$DELAYS}"; fi
+MODES="${MODES:-starttls direct-tls zero zero-tls prosody ejabberd irc-ngircd irc-ircu irc-switchboard login}"
 IRC_THROUGHPUT_BYTES="${IRC_THROUGHPUT_BYTES:-500}"
 BROKER_TTL="${BROKER_TTL:-2m}"
 die() { echo "satellite: $*" >&2; exit 1; }

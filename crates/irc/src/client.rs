@@ -138,9 +138,6 @@ impl Client {
         self.name.as_ref().map_or_else(|| "*".to_owned(), |n| nick_of(&n.shown).into_owned())
     }
 
-    /// Its own lines' source: `nick!~user@server`. (A room event shows
-    /// every member as `nick!nick@server`: it names a member, not a
-    /// connection.)
     /// A line of `command` from this client to one with `caps`: tagged
     /// with the time and this client's account as that one asked
     /// (`server-time`, `account-tag`).
@@ -149,6 +146,9 @@ impl Client {
         Line::tagged(&tags, Some(&self.source()), command)
     }
 
+    /// Its own lines' source: `nick!~user@server`. (A room event shows
+    /// every member as `nick!nick@server`: it names a member, not a
+    /// connection.)
     fn source(&self) -> String {
         let user = self.public.state.lock().user.clone();
         if user.is_empty() {
