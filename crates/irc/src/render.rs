@@ -180,11 +180,26 @@ fn said(tags: &str, from: &str, channel: &str, command: &str, text: &str) -> Str
     // than IRC's 512 bytes rather than lost.
     let room_for = MAX_LINE.saturating_sub(from.len() + channel.len() + 14 + if action { 9 } else { 0 });
     let mut out = String::new();
-    for piece in split_text(text, room_for) {
+    for (n, piece) in split_text(text, room_for).into_iter().enumerate() {
         let body = if action { format!("\u{1}ACTION {piece}\u{1}") } else { piece.to_owned() };
-        out.push_str(&Line::tagged(tags, Some(from), command).arg(channel).trailing(&body));
+        out.push_str(&Line::tagged(&piece_tags(tags, n), Some(from), command).arg(channel).trailing(&body));
     }
     out
+}
+
+/// The tags of line `n` (from 0) of a message cut into several: the
+/// message's, past the first line with a `msgid` of the line's own (the
+/// message's, `-2`, `-3` …): IRCv3 wants every msgid unique, and a client
+/// may drop a line whose msgid it has seen.
+fn piece_tags(tags: &str, n: usize) -> std::borrow::Cow<'_, str> {
+    if n == 0 || !tags.split(';').any(|t| t.starts_with("msgid=")) {
+        return std::borrow::Cow::Borrowed(tags);
+    }
+    let own = |tag: &str| match tag.strip_prefix("msgid=") {
+        Some(id) => format!("msgid={id}-{}", n + 1),
+        None => tag.to_owned(),
+    };
+    std::borrow::Cow::Owned(tags.split(';').map(own).collect::<Vec<_>>().join(";"))
 }
 
 /// What an IRC client sent to a room, as the text other protocols get:
@@ -262,6 +277,10 @@ mod tests {
         assert_eq!(lines.len(), 4);
         assert!(lines.iter().all(|l| l.len() <= MAX_LINE && l.starts_with(":bob!bob@irc.test PRIVMSG #lobby :word")));
         assert_eq!(text.matches("word").count(), 300);
+        // Each line its own msgid.
+        let tagged = event_lines(&long, "irc.test", "time=2026-11-29T00:00:00.000Z;msgid=01AB").unwrap();
+        let ids: Vec<&str> = tagged.split("\r\n").filter(|l| !l.is_empty()).map(|l| l.split([';', ' ']).nth(1).unwrap()).collect();
+        assert_eq!(ids, ["msgid=01AB", "msgid=01AB-2", "msgid=01AB-3", "msgid=01AB-4"]);
     }
 
     #[test]
