@@ -1339,7 +1339,7 @@ impl Client {
             // IRC tells a quit or a change of name once, whatever channels are shared.
             let told = match event {
                 RoomEvent::Join { name, .. } => {
-                    self.told.retain(|t| *t != Told::Quit(name.clone()));
+                    self.told.retain(|t| !matches!(t, Told::Quit(quit) if quit == name));
                     None
                 }
                 RoomEvent::Leave { name, quit: true, .. } => Some(Told::Quit(name.clone())),

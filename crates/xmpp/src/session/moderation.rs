@@ -111,7 +111,7 @@ pub(super) fn change(room: &mut MucRoom, me: &Jid, id: hub::MemberId, item: &Ele
         }
         if role == Role::None {
             room.occupants.retain(|o| o.member != target.member);
-            room.departed.insert(target.nick.clone(), Departure { affiliation: theirs, codes: vec!["307"], new_nick: None });
+            room.departed.insert(target.nick.clone(), Departure { affiliation: theirs, codes: vec!["307"] });
             return Ok(vec![Effect::Removed(target, theirs, vec!["307"])]);
         }
         if let Some(o) = room.occupants.iter_mut().find(|o| o.member == target.member) {
@@ -164,7 +164,7 @@ pub(super) fn change(room: &mut MucRoom, me: &Jid, id: hub::MemberId, item: &Ele
         match &out_codes {
             Some(codes) => {
                 room.occupants.retain(|x| x.member != o.member);
-                room.departed.insert(o.nick.clone(), Departure { affiliation, codes: codes.clone(), new_nick: None });
+                room.departed.insert(o.nick.clone(), Departure { affiliation, codes: codes.clone() });
                 effects.push(Effect::Removed(o, affiliation, codes.clone()));
             }
             None => {

@@ -85,7 +85,7 @@ impl Session {
             if r.departed.len() >= limit {
                 r.departed.clear();
             }
-            r.departed.insert(old.clone(), Departure { affiliation, codes: vec!["303"], new_nick: Some(new.clone()) });
+            r.departed.insert(old.clone(), Departure { affiliation, codes: Vec::new() });
         });
         if let Some(occupancy) = self.rooms.get_mut(room) {
             occupancy.nick = new.clone();
@@ -419,7 +419,7 @@ impl Session {
                 for o in out {
                     let affiliation = r.affiliation(&o.jid);
                     r.occupants.retain(|x| x.member != o.member);
-                    r.departed.insert(o.nick.clone(), Departure { affiliation, codes: vec!["322"], new_nick: None });
+                    r.departed.insert(o.nick.clone(), Departure { affiliation, codes: vec!["322"] });
                     effects.push(Effect::Removed(o, affiliation, vec!["322"]));
                 }
             }
@@ -515,7 +515,7 @@ pub(super) fn announce(muc: &MucRooms, room: &str, room_jid: &str, nick: &str) {
 pub(super) fn shown_to(muc: &MucRooms, room: &str, nick: &str, viewer: hub::MemberId) -> (Item, Vec<&'static str>) {
     let departed = muc.with(room, |r| r.departed.get(nick).cloned()).flatten();
     match departed {
-        Some(gone) => (Item { affiliation: gone.affiliation, role: Role::None, jid: None, nick: gone.new_nick, shown: Vec::new() }, gone.codes),
+        Some(gone) => (Item { affiliation: gone.affiliation, role: Role::None, jid: None, nick: None, shown: Vec::new() }, gone.codes),
         None => (item_of(muc, room, nick, viewer), Vec::new()),
     }
 }
