@@ -2,6 +2,10 @@
 //! chain and key come from PEM files named in the configuration. The XMPP
 //! listener is to use the same [`acceptor`].
 
+mod early;
+
+pub use early::{EARLY_DATA_LIMIT, EarlyAcceptor, EarlyTlsStream, SESSIONS_KEPT};
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -27,6 +31,16 @@ pub fn acceptor(files: &TlsFiles) -> Result<TlsAcceptor, Error> {
 /// An acceptor for the files' certificate and key, offering the ALPN
 /// protocols `alpn` (none for XMPP's STARTTLS).
 pub fn acceptor_for(files: &TlsFiles, alpn: &[&[u8]]) -> Result<TlsAcceptor, Error> {
+    Ok(TlsAcceptor::from(Arc::new(server_config(files, alpn)?)))
+}
+
+/// An acceptor for the files' certificate and key that takes early data
+/// from clients resuming a session ([`EarlyAcceptor`]).
+pub fn early_acceptor(files: &TlsFiles, alpn: &[&[u8]]) -> Result<EarlyAcceptor, Error> {
+    Ok(EarlyAcceptor::new(server_config(files, alpn)?))
+}
+
+fn server_config(files: &TlsFiles, alpn: &[&[u8]]) -> Result<ServerConfig, Error> {
     let (certs, key) = identity(files)?;
     let mut config = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
@@ -35,7 +49,7 @@ pub fn acceptor_for(files: &TlsFiles, alpn: &[&[u8]]) -> Result<TlsAcceptor, Err
         .with_single_cert(certs, key)
         .map_err(|e| Error::new(format!("the certificate and key in {} and {} do not make a TLS identity: {e}", files.cert.display(), files.key.display())))?;
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    Ok(TlsAcceptor::from(Arc::new(config)))
+    Ok(config)
 }
 
 /// The one crypto provider every TLS configuration of the server uses.

@@ -87,9 +87,9 @@ impl ServerState {
     /// with the protocols `listening` says on.
     pub fn new(config: Config, nats: Option<Arc<cluster::Nats>>, store: Arc<dyn store::Store>, listening: Listening) -> Result<ServerState, Error> {
         let Listening { xmpp: xmpp_on, federation: federates, irc: irc_on } = listening;
-        // STARTTLS on XMPP streams uses the listener's certificate.
+        // STARTTLS and direct TLS on XMPP streams use the listener's certificate.
         let xmpp_tls = match &config.tls {
-            Some(files) if xmpp_on => Some(tls::acceptor_for(files, &[])?),
+            Some(files) if xmpp_on => Some(tls::early_acceptor(files, &[])?),
             _ => None,
         };
         let irc_tls = match &config.tls {

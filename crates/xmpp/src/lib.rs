@@ -71,8 +71,10 @@ pub struct Xmpp {
     slots: Arc<Semaphore>,
     /// Who may log in, and how.
     pub auth: Auth,
-    /// STARTTLS, when the server has a certificate (`--tls-cert`).
-    pub tls: Option<tokio_rustls::TlsAcceptor>,
+    /// STARTTLS and direct TLS, when the server has a certificate
+    /// (`--tls-cert`); a client resuming its TLS session may send its first
+    /// stanzas as early data.
+    pub tls: Option<base::tls::EarlyAcceptor>,
     /// How long a broken session waits to be resumed (XEP-0198).
     pub resume_timeout: std::time::Duration,
     /// Sessions whose connection broke, waiting to be resumed, by id, each
@@ -197,7 +199,7 @@ impl Xmpp {
         context: Arc<base::Context>,
         settings: Settings,
         auth: Auth,
-        tls: Option<tokio_rustls::TlsAcceptor>,
+        tls: Option<base::tls::EarlyAcceptor>,
         rooms: Option<Arc<dyn Broker>>,
         store: Arc<dyn store::Store>,
     ) -> Xmpp {

@@ -6,8 +6,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
-use tokio_rustls::TlsAcceptor;
-use tokio_rustls::server::TlsStream;
+use base::tls::{EarlyAcceptor, EarlyTlsStream};
 use wire::xmpp::StreamParser;
 
 use super::Xmpp;
@@ -32,7 +31,7 @@ pub async fn run(mut tcp: TcpStream, address: std::net::IpAddr, xmpp: Arc<Xmpp>,
 }
 
 /// Goes on over TLS, after `<proceed/>` or from the first byte.
-async fn over_tls(mut task: StreamTask, mut tcp: TcpStream, tls: Option<TlsAcceptor>, handshake_timeout: std::time::Duration) {
+async fn over_tls(mut task: StreamTask, mut tcp: TcpStream, tls: Option<EarlyAcceptor>, handshake_timeout: std::time::Duration) {
     let Some(acceptor) = tls else { return Box::pin(task.end(&mut tcp, Ending::Done(None))).await };
     let handshake = tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await;
     let Ok(Ok(mut stream)) = handshake else {
@@ -79,8 +78,8 @@ impl Carrier for TcpStream {
     }
 }
 
-/// TLS over TCP.
-impl Carrier for TlsStream<TcpStream> {
+/// TLS over TCP; a resumed session's early data is read first.
+impl Carrier for EarlyTlsStream<TcpStream> {
     /// TLS decrypts into the buffer it is given, so one is held while waiting.
     async fn read_into(&mut self, parser: &mut StreamParser) -> Result<usize, Unread> {
         let mut chunk = vec![0u8; READ_CHUNK];

@@ -1,7 +1,8 @@
 //! login: an XMPP client logs in from cold, by style, says it is available and sends
 //! itself a message; timed from the TCP connect to that message's return, with the
-//! round trips it waited (TCP's handshake counted as one) and the bytes each way on
-//! the socket, TLS's included. Over a slow link (`switchboard link` in front of the
+//! round trips it waited (TCP's and TLS's handshakes counted as one each: the times
+//! the client could go no further until the server answered) and the bytes each way
+//! on the socket, TLS's included. Over a slow link (`switchboard link` in front of the
 //! server's ports) round trips and bytes are what a login costs.
 //!
 //! - `standard`: STARTTLS, SASL SCRAM-SHA-256, the stream's restart, resource binding:
@@ -9,9 +10,10 @@
 //! - `sasl2`: direct TLS (XEP-0368), then SASL2 (XEP-0388) SCRAM-SHA-256 with Bind 2
 //!   (XEP-0386): no restart, no separate bind. A cold client that knows its password.
 //! - `fast`: direct TLS resumed from the client's last connection (TLS 1.3, no
-//!   certificate sent), then in one flight its stream header, a SASL2 login with the
-//!   FAST token (XEP-0484, HT-SHA-256-NONE) it was given last time, Bind 2, its
-//!   presence and its message. A client coming back. Its first token comes from one
+//!   certificate sent), and in one flight with it, as early data where the server
+//!   takes it (0-RTT), its stream header, a SASL2 login with the FAST token
+//!   (XEP-0484, HT-SHA-256-NONE) it was given last time, Bind 2, its presence and its
+//!   message. A client coming back. Its first token comes from one
 //!   `sasl2` login before the timed ones, which is not counted.
 
 use std::sync::Arc;
@@ -50,8 +52,9 @@ pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<Login
         ctx.progress.step(format!("login {style}"), settings.logins);
         let window = ctx.monitor.window();
         // One client's TLS configuration across its logins: its session cache is what
-        // lets `fast` resume. Each `standard` and `sasl2` login starts from a new one, cold.
-        let warm = tls_config(&roots)?;
+        // lets `fast` resume, sending its first flight as early data. Each `standard`
+        // and `sasl2` login starts from a new one, cold.
+        let warm = tls_config(&roots, true)?;
         let mut token = String::new();
         if style == LoginStyle::Fast {
             let address = format!("{host}:{}", settings.tls_port);
@@ -62,26 +65,25 @@ pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<Login
         let mut last = Cost::default();
         for _ in 0..settings.logins {
             let (port, config) = match style {
-                LoginStyle::Standard => (settings.port, tls_config(&roots)?),
-                LoginStyle::Sasl2 => (settings.tls_port, tls_config(&roots)?),
+                LoginStyle::Standard => (settings.port, tls_config(&roots, false)?),
+                LoginStyle::Sasl2 => (settings.tls_port, tls_config(&roots, false)?),
                 LoginStyle::Fast => (settings.tls_port, warm.clone()),
             };
             let login = Login::new(&who, &format!("{host}:{port}"), config);
-            let started = Instant::now();
-            let counts = match style {
+            let arrival = match style {
                 LoginStyle::Standard => ctx.expect(async { login.standard().await.map(Some) }, "a standard login").await?,
                 LoginStyle::Sasl2 => ctx.expect(async { login.sasl2(false).await.map(|(c, _)| Some(c)) }, "a SASL2 login").await?,
                 LoginStyle::Fast => {
-                    let (counts, next) = ctx.expect(async { login.fast(&token).await.map(Some) }, "a FAST login").await?;
+                    let (arrival, next) = ctx.expect(async { login.fast(&token).await.map(Some) }, "a FAST login").await?;
                     // A token given now replaces the one used, which will go.
                     if let Some(next) = next {
                         token = next;
                     }
-                    counts
+                    arrival
                 }
             };
-            time.record(started.elapsed().as_micros() as u64);
-            last = Cost { round_trips: counts.turns() + 1, sent: counts.sent(), received: counts.received() };
+            time.record(arrival.after.as_micros() as u64);
+            last = arrival.cost;
             ctx.progress.inc(1);
         }
         out.push(LoginResult {
@@ -94,6 +96,12 @@ pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<Login
         });
     }
     Ok(())
+}
+
+/// When a login's first message came back, and what the login had cost by then.
+struct Arrival {
+    after: std::time::Duration,
+    cost: Cost,
 }
 
 /// What one login cost on its socket.
@@ -123,11 +131,15 @@ fn trust(path: &std::path::Path) -> Result<rustls::RootCertStore, Error> {
     Ok(roots)
 }
 
-/// A client's TLS configuration: a new one has no session to resume.
-fn tls_config(roots: &rustls::RootCertStore) -> Result<Arc<rustls::ClientConfig>, Error> {
+/// A client's TLS configuration: a new one has no session to resume. With `early`,
+/// a resumed session's first bytes go as early data (TLS 1.3 0-RTT) when the server
+/// takes them.
+fn tls_config(roots: &rustls::RootCertStore, early: bool) -> Result<Arc<rustls::ClientConfig>, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions().map_err(|e| Error::usage(format!("TLS: {e}")))?;
-    Ok(Arc::new(builder.with_root_certificates(roots.clone()).with_no_client_auth()))
+    let mut config = builder.with_root_certificates(roots.clone()).with_no_client_auth();
+    config.enable_early_data = early;
+    Ok(Arc::new(config))
 }
 
 /// A stream the login reads and writes: TCP, or TLS over it; counted underneath.
@@ -174,6 +186,12 @@ struct Stream {
     parser: StreamParser,
     counts: Arc<Counts>,
     place: String,
+    /// When the login began: its TCP connect.
+    started: Instant,
+    /// The times the client waited for the server, so far.
+    waits: u64,
+    /// Whether the client wrote since it last waited.
+    spoke: bool,
 }
 
 impl<'a> Login<'a> {
@@ -182,10 +200,11 @@ impl<'a> Login<'a> {
     }
 
     async fn connect(&self, direct_tls: bool) -> Result<Stream, Error> {
+        let started = Instant::now();
         let tcp = TcpStream::connect(&self.address).await.map_err(|e| Error::connect(format!("xmpp://{}: {e}", self.address)))?;
         tcp.set_nodelay(true).map_err(|e| Error::io(e.to_string()))?;
         let (counted, counts) = Counted::new(tcp);
-        let mut stream = Stream { io: Io::Plain(counted), parser: StreamParser::new(Limits::default()), counts, place: format!("xmpp://{}", self.address) };
+        let mut stream = Stream { io: Io::Plain(counted), parser: StreamParser::new(Limits::default()), counts, place: format!("xmpp://{}", self.address), started, waits: 1, spoke: false };
         if direct_tls {
             stream.start_tls(&self.tls, &self.who.domain).await?;
         }
@@ -199,34 +218,33 @@ impl<'a> Login<'a> {
         format!("<presence/><message to='{me}' type='chat' id='first'><body>first</body></message>")
     }
 
-    async fn standard(&self) -> Result<Arc<Counts>, Error> {
+    async fn standard(&self) -> Result<Arrival, Error> {
         let mut s = self.connect(false).await?;
         let features = s.open(&self.who.domain).await?;
         if features.find("starttls", ns::TLS).is_none() {
             return Err(Error::refused(format!("{}: no STARTTLS offered (does the server have --tls-cert?)", s.place)));
         }
-        s.io.write("<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>").await.map_err(|e| s.broke(&e))?;
+        s.send("<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>").await?;
         s.expect("proceed").await?;
         s.start_tls(&self.tls, &self.who.domain).await?;
         s.open(&self.who.domain).await?;
         let (mut scram, first) = Scram::start(&self.who.user, &self.who.password);
-        s.io.write(&format!("<auth xmlns='{}' mechanism='SCRAM-SHA-256'>{}</auth>", ns::SASL, STANDARD.encode(first))).await.map_err(|e| s.broke(&e))?;
+        s.send(&format!("<auth xmlns='{}' mechanism='SCRAM-SHA-256'>{}</auth>", ns::SASL, STANDARD.encode(first))).await?;
         let challenge = s.expect("challenge").await?;
         let last = scram.answer(&decode(&challenge)?)?;
-        s.io.write(&format!("<response xmlns='{}'>{}</response>", ns::SASL, STANDARD.encode(last))).await.map_err(|e| s.broke(&e))?;
+        s.send(&format!("<response xmlns='{}'>{}</response>", ns::SASL, STANDARD.encode(last))).await?;
         let success = s.expect("success").await?;
         scram.verify(&decode(&success)?)?;
         s.parser.restart();
         s.open(&self.who.domain).await?;
-        s.io.write("<iq type='set' id='bind'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>").await.map_err(|e| s.broke(&e))?;
+        s.send("<iq type='set' id='bind'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>").await?;
         s.expect("iq").await?;
-        s.io.write(&self.presence_and_message()).await.map_err(|e| s.broke(&e))?;
-        s.first_message().await?;
-        Ok(s.counts)
+        s.send(&self.presence_and_message()).await?;
+        s.first_message().await
     }
 
     /// A SASL2 login with SCRAM-SHA-256 and Bind 2, asking for a FAST token if `token`.
-    async fn sasl2(&self, token: bool) -> Result<(Arc<Counts>, String), Error> {
+    async fn sasl2(&self, token: bool) -> Result<(Arrival, String), Error> {
         let mut s = self.connect(true).await?;
         let features = s.open(&self.who.domain).await?;
         if features.find("authentication", ns::SASL2).is_none() {
@@ -234,10 +252,10 @@ impl<'a> Login<'a> {
         }
         let (mut scram, first) = Scram::start(&self.who.user, &self.who.password);
         let ask = if token { "<request-token xmlns='urn:xmpp:fast:0' mechanism='HT-SHA-256-NONE'/>" } else { "" };
-        s.io.write(&authenticate("SCRAM-SHA-256", first.as_bytes(), ask)).await.map_err(|e| s.broke(&e))?;
+        s.send(&authenticate("SCRAM-SHA-256", first.as_bytes(), ask)).await?;
         let challenge = s.expect("challenge").await?;
         let last = scram.answer(&decode(&challenge)?)?;
-        s.io.write(&format!("<response xmlns='{}'>{}</response>", ns::SASL2, STANDARD.encode(last))).await.map_err(|e| s.broke(&e))?;
+        s.send(&format!("<response xmlns='{}'>{}</response>", ns::SASL2, STANDARD.encode(last))).await?;
         let success = s.expect("success").await?;
         let data = success.find("additional-data", ns::SASL2).map(Element::text_content).unwrap_or_default();
         scram.verify(&STANDARD.decode(data.trim()).unwrap_or_default())?;
@@ -245,19 +263,19 @@ impl<'a> Login<'a> {
         if token && given.is_none() {
             return Err(Error::refused(format!("{}: no FAST token given (is --xmpp-fast-tokens 0?)", s.place)));
         }
-        s.io.write(&self.presence_and_message()).await.map_err(|e| s.broke(&e))?;
-        s.first_message().await?;
-        Ok((s.counts, given.unwrap_or_default()))
+        s.send(&self.presence_and_message()).await?;
+        Ok((s.first_message().await?, given.unwrap_or_default()))
     }
 
-    /// A FAST login with `token`, all in one flight after TLS: the counts, and the
+    /// A FAST login with `token`, all in one flight with TLS's resumption when the
+    /// server takes early data, else after it: when its message came back, and the
     /// new token if the server gave one.
-    async fn fast(&self, token: &str) -> Result<(Arc<Counts>, Option<String>), Error> {
+    async fn fast(&self, token: &str) -> Result<(Arrival, Option<String>), Error> {
         let mut s = self.connect(true).await?;
         let proof = [format!("{}\0", self.who.user).as_bytes(), &hmac(token, b"Initiator")].concat();
         let header = Header { to: Some(&self.who.domain), ..Header::default() }.stream();
         let login = authenticate("HT-SHA-256-NONE", &proof, "<fast xmlns='urn:xmpp:fast:0'/>");
-        s.io.write(&format!("{header}{login}{}", self.presence_and_message())).await.map_err(|e| s.broke(&e))?;
+        s.send(&format!("{header}{login}{}", self.presence_and_message())).await?;
         s.header().await?;
         s.expect("features").await?;
         let success = match s.next_stanza().await? {
@@ -269,8 +287,7 @@ impl<'a> Login<'a> {
             return Err(Error::unexpected(format!("{}: the server's FAST answer does not prove it knew the token", s.place)));
         }
         let next = success.find("token", ns::FAST).and_then(|t| t.get("token")).map(str::to_owned);
-        s.first_message().await?;
-        Ok((s.counts, next))
+        Ok((s.first_message().await?, next))
     }
 }
 
@@ -300,12 +317,24 @@ impl Stream {
         Error::closed(format!("{}: {e}", self.place))
     }
 
+    /// Writes `text`: what the client reads next, it waits for.
+    async fn send(&mut self, text: &str) -> Result<(), Error> {
+        self.io.write(text).await.map_err(|e| self.broke(&e))?;
+        self.spoke = true;
+        Ok(())
+    }
+
     async fn start_tls(&mut self, config: &Arc<rustls::ClientConfig>, domain: &str) -> Result<(), Error> {
         let Io::Plain(tcp) = std::mem::replace(&mut self.io, Io::Wrapping) else {
             return Err(Error::unexpected("TLS twice"));
         };
         let name = ServerName::try_from(domain.to_owned()).map_err(|e| Error::usage(format!("--xmpp-domain {domain:?}: {e}")))?;
-        let tls = TlsConnector::from(config.clone()).connect(name, tcp).await.map_err(|e| Error::connect(format!("{}: TLS: {e}", self.place)))?;
+        let tls = TlsConnector::from(config.clone()).early_data(config.enable_early_data).connect(name, tcp).await.map_err(|e| Error::connect(format!("{}: TLS: {e}", self.place)))?;
+        // A handshake still going on is one whose early data the next writes carry:
+        // the client waits for the server only once it has written them.
+        if !tls.get_ref().1.is_handshaking() {
+            self.waits += 1;
+        }
         self.io = Io::Tls(Box::new(tls));
         self.parser = StreamParser::new(Limits::default());
         Ok(())
@@ -315,6 +344,9 @@ impl Stream {
         loop {
             if let Some(event) = self.parser.next_event().map_err(|e| Error::unexpected(format!("{}: {e}", self.place)))? {
                 return Ok(event);
+            }
+            if std::mem::take(&mut self.spoke) {
+                self.waits += 1;
             }
             let mut buf = [0u8; 4096];
             let n = self.io.read(&mut buf).await.map_err(|e| self.broke(&e))?;
@@ -351,19 +383,28 @@ impl Stream {
     /// Opens the client's side of the stream: the server's features.
     async fn open(&mut self, domain: &str) -> Result<Element, Error> {
         let header = Header { to: Some(domain), ..Header::default() }.stream();
-        self.io.write(&header).await.map_err(|e| self.broke(&e))?;
+        self.send(&header).await?;
         self.header().await?;
         self.expect("features").await
     }
 
-    /// Waits for the login's own message to come back, past everything else.
-    async fn first_message(&mut self) -> Result<(), Error> {
+    /// Waits for the login's own message to come back, past everything else; then
+    /// ends the stream and reads to the server's close, as a client would, so that
+    /// the TLS session ticket sent after the message (with early data, the server
+    /// answers before it has the client's Finished) is there for the next login.
+    async fn first_message(&mut self) -> Result<Arrival, Error> {
         loop {
             let e = self.next_stanza().await?;
             if e.name == "message" && e.find("body", ns::CLIENT).is_some_and(|b| b.text_content() == "first") {
-                let _ = self.io.write(wire::xmpp::STREAM_END).await;
-                return Ok(());
+                break;
             }
         }
+        let cost = Cost { round_trips: self.waits, sent: self.counts.sent(), received: self.counts.received() };
+        let arrival = Arrival { after: self.started.elapsed(), cost };
+        if self.io.write(wire::xmpp::STREAM_END).await.is_ok() {
+            let mut buf = [0u8; 4096];
+            while matches!(self.io.read(&mut buf).await, Ok(n) if n > 0) {}
+        }
+        Ok(arrival)
     }
 }

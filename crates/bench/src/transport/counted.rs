@@ -1,12 +1,9 @@
-//! A TCP stream that counts what crosses it: bytes each way, and turns, the times
-//! the client waited for the server after it had spoken. A login's turns are its
-//! round trips (TCP's handshake aside): each one costs a link's latency twice
-//! however few bytes it carries. Under TLS the stream counts TLS's bytes and
-//! turns too, as a link would carry them.
+//! A TCP stream that counts the bytes that cross it each way. Under TLS it counts
+//! TLS's bytes too, as a link would carry them.
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -16,9 +13,6 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 pub struct Counts {
     pub sent: AtomicU64,
     pub received: AtomicU64,
-    pub turns: AtomicU64,
-    /// Whether the client wrote since it last read.
-    spoke: AtomicBool,
 }
 
 impl Counts {
@@ -28,10 +22,6 @@ impl Counts {
 
     pub fn received(&self) -> u64 {
         self.received.load(Ordering::Relaxed)
-    }
-
-    pub fn turns(&self) -> u64 {
-        self.turns.load(Ordering::Relaxed)
     }
 }
 
@@ -54,10 +44,6 @@ impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
         let n = buf.filled().len() - before;
         if n > 0 {
             self.counts.received.fetch_add(n as u64, Ordering::Relaxed);
-            // The first bytes after the client spoke end one turn.
-            if self.counts.spoke.swap(false, Ordering::Relaxed) {
-                self.counts.turns.fetch_add(1, Ordering::Relaxed);
-            }
         }
         polled
     }
@@ -70,7 +56,6 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
             && *n > 0
         {
             self.counts.sent.fetch_add(*n as u64, Ordering::Relaxed);
-            self.counts.spoke.store(true, Ordering::Relaxed);
         }
         polled
     }
@@ -91,20 +76,15 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn bytes_each_way_and_a_turn_for_each_answer_awaited() {
+    async fn bytes_each_way() {
         let (client, mut server) = tokio::io::duplex(64);
         let (mut client, counts) = Counted::new(client);
         let mut buf = [0u8; 16];
-        // Two writes, one answer: one turn; then a second read of the same answer is none.
         client.write_all(b"abc").await.ok();
         client.write_all(b"de").await.ok();
         server.write_all(b"12345678").await.ok();
         let n = client.read(&mut buf[..4]).await.unwrap_or(0);
         let m = client.read(&mut buf[..8]).await.unwrap_or(0);
-        assert_eq!((n + m, counts.turns()), (8, 1));
-        client.write_all(b"f").await.ok();
-        server.write_all(b"9").await.ok();
-        let _ = client.read(&mut buf).await;
-        assert_eq!((counts.sent(), counts.received(), counts.turns()), (6, 9, 2));
+        assert_eq!((n + m, counts.sent(), counts.received()), (8, 5, 8));
     }
 }

@@ -386,7 +386,7 @@ async fn wrong_passwords_fail_and_the_stream_closes_after_the_tries() {
 }
 
 /// The next event of a stream read from `socket` with `parser`.
-async fn next_on<S: tokio::io::AsyncRead + Unpin>(socket: &mut S, parser: &mut StreamParser) -> StreamEvent {
+pub async fn next_on<S: tokio::io::AsyncRead + Unpin>(socket: &mut S, parser: &mut StreamParser) -> StreamEvent {
     loop {
         if let Some(event) = parser.next_event().expect("well-formed") {
             return event;

@@ -243,3 +243,117 @@ async fn a_token_outlives_a_restart_but_not_a_new_password() {
         "<failure xmlns=\"urn:xmpp:sasl:2\"><credentials-expired xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"/></failure>"
     );
 }
+
+/// The client's side of a socket, keeping a copy of every byte written.
+struct Recorded {
+    tcp: tokio::net::TcpStream,
+    sent: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl tokio::io::AsyncRead for Recorded {
+    fn poll_read(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Recorded {
+    fn poll_write(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>, data: &[u8]) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.tcp).poll_write(cx, data);
+        if let std::task::Poll::Ready(Ok(n)) = &polled {
+            self.sent.lock().unwrap().extend_from_slice(&data[..*n]);
+        }
+        polled
+    }
+    fn poll_flush(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.tcp).poll_shutdown(cx)
+    }
+}
+
+#[tokio::test]
+async fn a_fast_login_in_tls_early_data_is_answered_before_the_handshake_ends_and_its_replay_logs_nobody_in() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use wire::xmpp::{Limits, StreamParser};
+
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let files = server::TlsFiles { cert: dir.path().join("cert.pem"), key: dir.path().join("key.pem") };
+    std::fs::write(&files.cert, cert.cert.pem()).unwrap();
+    std::fs::write(&files.key, cert.signing_key.serialize_pem()).unwrap();
+    let accounts = vec![server::AccountEntry::new("fay", "pw"), server::AccountEntry::new("gus", "pw")];
+    let mut config = server::Config { tls: Some(files), xmpp_accounts: accounts, ..server::Config::default() };
+    // gus logs in on the plain port.
+    config.xmpp.plain_unencrypted = true;
+    let server = TestServer::with_xmpp(config).await;
+    let direct = server.xmpp_tls.unwrap();
+    let mut gus = crate::xmpp::bound_account(server.xmpp.unwrap(), "gus", "desk").await;
+
+    // One client's TLS settings across its connections: its sessions to resume.
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.cert.der().clone()).unwrap();
+    let mut config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.enable_early_data = true;
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config)).early_data(true);
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+
+    // A first login, with a password, asks for a token; the client reads to
+    // the stream's end, the TLS ticket for its next connection with it.
+    let tcp = tokio::net::TcpStream::connect(direct).await.unwrap();
+    let mut tls = connector.connect(name.clone(), tcp).await.unwrap();
+    let mut parser = StreamParser::new(Limits::default());
+    tls.write_all(format!("{HEADER}{}", authenticate("PLAIN", b"\0fay\0pw", AGENT, ASK_TOKEN)).as_bytes()).await.unwrap();
+    assert!(matches!(crate::xmpp::next_on(&mut tls, &mut parser).await, StreamEvent::Open { .. }));
+    let StreamEvent::Stanza(features) = crate::xmpp::next_on(&mut tls, &mut parser).await else { panic!("features") };
+    assert_eq!(features.name, "features");
+    let StreamEvent::Stanza(success) = crate::xmpp::next_on(&mut tls, &mut parser).await else { panic!("success") };
+    assert_eq!(success.name, "success", "{}", success.to_xml("jabber:client"));
+    assert!(!tls.get_ref().1.is_early_data_accepted(), "nothing to resume on a first connection");
+    let token = success.find("token", "urn:xmpp:fast:0").unwrap().get("token").unwrap().to_owned();
+    tls.write_all(b"</stream:stream>").await.unwrap();
+    let mut rest = Vec::new();
+    let _ = tls.read_to_end(&mut rest).await;
+
+    // The second sends everything with its ClientHello: the header, the FAST
+    // login, a presence and a message to gus. Its bytes up to the answer are
+    // that one flight.
+    let proof = [&b"fay\0"[..], &hmac(&token, b"Initiator")].concat();
+    let flight = format!(
+        "{HEADER}{}<presence/><message to='gus@localhost/desk' type='chat' id='m1'><body>once</body></message>",
+        authenticate("HT-SHA-256-NONE", &proof, AGENT, "<bind xmlns='urn:xmpp:bind:0'/><fast xmlns='urn:xmpp:fast:0'/>")
+    );
+    let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tcp = tokio::net::TcpStream::connect(direct).await.unwrap();
+    let mut tls = connector.connect(name, Recorded { tcp, sent: sent.clone() }).await.unwrap();
+    assert!(tls.get_ref().1.is_handshaking(), "the client writes before its handshake ends");
+    tls.write_all(flight.as_bytes()).await.unwrap();
+    tls.flush().await.unwrap();
+    let first_flight = sent.lock().unwrap().clone();
+    let mut parser = StreamParser::new(Limits::default());
+    assert!(matches!(crate::xmpp::next_on(&mut tls, &mut parser).await, StreamEvent::Open { .. }));
+    let StreamEvent::Stanza(features) = crate::xmpp::next_on(&mut tls, &mut parser).await else { panic!("features") };
+    assert_eq!(features.name, "features");
+    let StreamEvent::Stanza(success) = crate::xmpp::next_on(&mut tls, &mut parser).await else { panic!("success") };
+    assert_eq!(STANDARD.decode(success.find("additional-data", "urn:xmpp:sasl:2").unwrap().text_content()).unwrap(), hmac(&token, b"Responder"));
+    assert!(tls.get_ref().1.is_early_data_accepted(), "the login went as early data, and was taken");
+    let message = gus.stanza().await;
+    assert_eq!((message.name.as_str(), message.find("body", "jabber:client").map(Element::text_content)), ("message", Some("once".to_owned())));
+
+    // The same bytes sent again resume nothing (the ticket served once): the
+    // early data is skipped unread, and the handshake, which a replaying
+    // client cannot finish, ends at its close.
+    let mut replay = tokio::net::TcpStream::connect(direct).await.unwrap();
+    replay.write_all(&first_flight).await.unwrap();
+    replay.shutdown().await.unwrap();
+    let mut answer = Vec::new();
+    replay.read_to_end(&mut answer).await.unwrap();
+    // So the next message gus has is the one sent after, not the login's again.
+    tls.write_all(b"<message to='gus@localhost/desk' type='chat' id='m2'><body>after</body></message>").await.unwrap();
+    let next = gus.stanza().await;
+    assert_eq!(next.find("body", "jabber:client").map(Element::text_content), Some("after".to_owned()));
+}

@@ -1,0 +1,357 @@
+//! A server's TLS stream that reads TLS 1.3 early data (0-RTT): a client
+//! resuming a session sends its first bytes with its ClientHello, and they
+//! are read, and answered, before the client's Finished arrives. Over a link
+//! with a second of delay each way that is a second saved per connection.
+//!
+//! Hand-written over rustls, not tokio-rustls: tokio-rustls takes no early
+//! data on a server (its handshake future ends at the client's Finished, and
+//! what came before it is never read). This is the same loop as its stream:
+//! TLS records in from the socket, plaintext out to the reader, and back.
+//!
+//! Early data can be replayed by whoever saw it. It is taken only on a
+//! session resumed from the server's own cache of sessions (rustls's rule),
+//! whose tickets are good for one connection each: the same flight sent
+//! again resumes nothing, and its early data is skipped unread.
+
+use std::io::{self, Read, Write};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use rustls::{ServerConfig, ServerConnection};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// The most early data a client may send before its handshake ends: it is
+/// held until read. A client's first flight (a stream's header, a login and
+/// a few stanzas) takes a few hundred bytes.
+pub const EARLY_DATA_LIMIT: u32 = 16 * 1024;
+
+/// TLS sessions kept to be resumed, each once: past it the oldest go, and
+/// their clients' next connections take a full handshake. About 200 bytes
+/// each.
+pub const SESSIONS_KEPT: usize = 10_000;
+
+/// Accepts TLS connections whose resumed sessions may carry early data.
+#[derive(Clone)]
+pub struct EarlyAcceptor {
+    config: Arc<ServerConfig>,
+}
+
+impl EarlyAcceptor {
+    /// An acceptor with `config`, set to take up to [`EARLY_DATA_LIMIT`]
+    /// bytes of early data and to answer it before the handshake ends, its
+    /// sessions kept in memory ([`SESSIONS_KEPT`]).
+    pub fn new(mut config: ServerConfig) -> EarlyAcceptor {
+        config.max_early_data_size = EARLY_DATA_LIMIT;
+        config.send_half_rtt_data = true;
+        // Each connection takes one ticket for its next, and each ticket
+        // serves once: a second would be bytes on the link for nothing.
+        config.send_tls13_tickets = 1;
+        config.session_storage = rustls::server::ServerSessionMemoryCache::new(SESSIONS_KEPT);
+        EarlyAcceptor { config: Arc::new(config) }
+    }
+
+    /// Runs the handshake on `io` until the connection can be read: to its
+    /// end, or, when the client's early data was taken, up to the server's
+    /// Finished (sent), the rest going on as the stream is read.
+    pub async fn accept<IO: AsyncRead + AsyncWrite + Unpin>(&self, io: IO) -> io::Result<EarlyTlsStream<IO>> {
+        let conn = ServerConnection::new(self.config.clone()).map_err(io::Error::other)?;
+        let mut stream = EarlyTlsStream { io, conn, shut: false };
+        std::future::poll_fn(|cx| stream.poll_handshake(cx)).await?;
+        Ok(stream)
+    }
+}
+
+/// TLS over `IO`, the client's early data read first.
+pub struct EarlyTlsStream<IO> {
+    io: IO,
+    conn: ServerConnection,
+    /// Whether the server's close_notify is queued.
+    shut: bool,
+}
+
+impl<IO> EarlyTlsStream<IO> {
+    /// The TLS connection: its protocol version, resumption, and so on.
+    pub fn connection(&self) -> &ServerConnection {
+        &self.conn
+    }
+
+    /// Whether the client's early data was taken.
+    pub fn took_early_data(&mut self) -> bool {
+        self.conn.early_data().is_some()
+    }
+}
+
+impl<IO: AsyncRead + AsyncWrite + Unpin> EarlyTlsStream<IO> {
+    fn poll_handshake(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            let readable = !self.conn.is_handshaking() || self.conn.early_data().is_some();
+            ready!(self.poll_send(cx))?;
+            if readable {
+                return Poll::Ready(Ok(()));
+            }
+            if ready!(self.poll_receive(cx))? == 0 {
+                return Poll::Ready(Err(io::ErrorKind::UnexpectedEof.into()));
+            }
+        }
+    }
+
+    /// Writes what TLS has to send, until it is all on the socket.
+    fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.conn.wants_write() {
+            match self.conn.write_tls(&mut Sync { io: &mut self.io, cx }) {
+                Ok(0) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Poll::Pending,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Reads TLS records from the socket and opens them: the bytes read, 0
+    /// at the socket's end. A record that does not open ends the stream,
+    /// with the alert saying why sent if the socket takes it.
+    fn poll_receive(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        let n = match self.conn.read_tls(&mut Sync { io: &mut self.io, cx }) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Poll::Pending,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
+        if let Err(e) = self.conn.process_new_packets() {
+            let _ = self.poll_send(cx);
+            return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, e)));
+        }
+        Poll::Ready(Ok(n))
+    }
+}
+
+impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for EarlyTlsStream<IO> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if buf.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        loop {
+            // Early data came first, so it is read first.
+            if let Some(mut early) = this.conn.early_data() {
+                let n = early.read(buf.initialize_unfilled())?;
+                if n > 0 {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+            }
+            match this.conn.reader().read(buf.initialize_unfilled()) {
+                // 0: the client's close_notify.
+                Ok(n) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+            // Handshake messages (the session's ticket once the client's
+            // Finished is in) go out as soon as they are made; a socket
+            // that cannot take them now is tried again on the next write.
+            if let Poll::Ready(Err(e)) = this.poll_send(cx) {
+                return Poll::Ready(Err(e));
+            }
+            // At the socket's end the reader says whether the close was clean.
+            ready!(this.poll_receive(cx))?;
+        }
+    }
+}
+
+impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncWrite for EarlyTlsStream<IO> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let mut n = this.conn.writer().write(data)?;
+        if n == 0 && !data.is_empty() {
+            // TLS's buffer is full: wait for the socket to take some.
+            ready!(this.poll_send(cx))?;
+            n = this.conn.writer().write(data)?;
+        }
+        // What the socket does not take now waits in TLS's buffer, which is
+        // bounded, and goes with the next write or flush.
+        if let Poll::Ready(Err(e)) = this.poll_send(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_send(cx))?;
+        Pin::new(&mut this.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.shut {
+            this.conn.send_close_notify();
+            this.shut = true;
+        }
+        ready!(this.poll_send(cx))?;
+        Pin::new(&mut this.io).poll_shutdown(cx)
+    }
+}
+
+/// The socket as rustls reads and writes it: blocking calls that say
+/// `WouldBlock` where the socket is not ready, its waker registered.
+struct Sync<'a, 'b, IO> {
+    io: &'a mut IO,
+    cx: &'a mut Context<'b>,
+}
+
+impl<IO: AsyncRead + Unpin> Read for Sync<'_, '_, IO> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut buf = ReadBuf::new(buf);
+        match Pin::new(&mut *self.io).poll_read(self.cx, &mut buf) {
+            Poll::Ready(Ok(())) => Ok(buf.filled().len()),
+            Poll::Ready(Err(e)) => Err(e),
+            Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+}
+
+impl<IO: AsyncWrite + Unpin> Write for Sync<'_, '_, IO> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match Pin::new(&mut *self.io).poll_write(self.cx, buf) {
+            Poll::Ready(result) => result,
+            Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match Pin::new(&mut *self.io).poll_write_vectored(self.cx, bufs) {
+            Poll::Ready(result) => result,
+            Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match Pin::new(&mut *self.io).poll_flush(self.cx) {
+            Poll::Ready(result) => result,
+            Poll::Pending => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+    use tokio_rustls::TlsConnector;
+
+    use super::*;
+
+    fn pair() -> (EarlyAcceptor, TlsConnector) {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+        let key = PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+        let config = ServerConfig::builder_with_provider(crate::tls::provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(CertificateDer::from(cert.cert.der().to_vec())).unwrap();
+        let mut client = rustls::ClientConfig::builder_with_provider(crate::tls::provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        client.enable_early_data = true;
+        (EarlyAcceptor::new(config), TlsConnector::from(Arc::new(client)).early_data(true))
+    }
+
+    fn name() -> ServerName<'static> {
+        ServerName::try_from("localhost").unwrap()
+    }
+
+    /// The client's side of a socket, keeping a copy of every byte written.
+    struct Recorded {
+        io: DuplexStream,
+        sent: Arc<Mutex<Vec<u8>>>,
+    }
+
+    impl AsyncRead for Recorded {
+        fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.io).poll_read(cx, buf)
+        }
+    }
+
+    impl AsyncWrite for Recorded {
+        fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+            let n = ready!(Pin::new(&mut self.io).poll_write(cx, data))?;
+            self.sent.lock().unwrap().extend_from_slice(&data[..n]);
+            Poll::Ready(Ok(n))
+        }
+        fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.io).poll_flush(cx)
+        }
+        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.io).poll_shutdown(cx)
+        }
+    }
+
+    /// A server that answers each read with "ok:" and what it read, once,
+    /// saying whether the bytes came as early data.
+    async fn answer_once(acceptor: EarlyAcceptor, io: DuplexStream) -> io::Result<(Vec<u8>, bool)> {
+        let mut tls = acceptor.accept(io).await?;
+        let early = tls.took_early_data();
+        let mut buf = vec![0u8; 64];
+        let n = tls.read(&mut buf).await?;
+        tls.write_all(&[b"ok:", &buf[..n]].concat()).await?;
+        tls.flush().await?;
+        // The rest of the handshake, and the client's close.
+        while tls.read(&mut buf).await? > 0 {}
+        Ok((buf[..n].to_vec(), early))
+    }
+
+    #[tokio::test]
+    async fn a_resumed_client_is_read_and_answered_from_its_first_flight_once() {
+        let (acceptor, connector) = pair();
+
+        // A first connection: a full handshake, which gives a ticket.
+        let (near, far) = tokio::io::duplex(1 << 16);
+        let server = tokio::spawn(answer_once(acceptor.clone(), far));
+        let mut client = connector.connect(name(), near).await.unwrap();
+        client.write_all(b"cold").await.unwrap();
+        client.flush().await.unwrap();
+        let mut answer = [0u8; 7];
+        client.read_exact(&mut answer).await.unwrap();
+        assert_eq!(&answer, b"ok:cold");
+        client.shutdown().await.unwrap();
+        assert_eq!(server.await.unwrap().unwrap(), (b"cold".to_vec(), false));
+
+        // The second resumes it with early data, answered before the client
+        // has sent its Finished, which it cannot before it has the answer's
+        // flight: the client's bytes up to reading the answer are one flight.
+        let (near, far) = tokio::io::duplex(1 << 16);
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let server = tokio::spawn(answer_once(acceptor.clone(), far));
+        let mut client = connector.connect(name(), Recorded { io: near, sent: sent.clone() }).await.unwrap();
+        client.write_all(b"warm").await.unwrap();
+        client.flush().await.unwrap();
+        let first_flight = sent.lock().unwrap().clone();
+        let mut answer = [0u8; 7];
+        client.read_exact(&mut answer).await.unwrap();
+        assert_eq!(&answer, b"ok:warm");
+        assert!(client.get_ref().1.is_early_data_accepted(), "the client's early data was taken");
+        client.shutdown().await.unwrap();
+        assert_eq!(server.await.unwrap().unwrap(), (b"warm".to_vec(), true));
+
+        // The same flight sent again resumes nothing: its ticket served once,
+        // so its early data is skipped unread and the handshake goes on in
+        // full, which a replaying client cannot finish.
+        let (mut near, far) = tokio::io::duplex(1 << 16);
+        let server = tokio::spawn(async move { acceptor.accept(far).await.map(|_| ()) });
+        near.write_all(&first_flight).await.unwrap();
+        near.shutdown().await.unwrap();
+        let error = server.await.unwrap().expect_err("a replayed flight is not read");
+        assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof, "{error}");
+    }
+}
