@@ -46,7 +46,9 @@ impl Item {
 /// An occupant's presence in `room_jid`, from `nick`, to `to`, with the
 /// status `codes` (110 when it is the recipient's own).
 pub fn presence(room_jid: &str, nick: &str, to: &str, item: &Item, available: bool, codes: &[&str]) -> Element {
-    let role = if available { item.role } else { Role::None };
+    // An occupant leaving has no role; one changing its nick keeps its own
+    // (XEP-0045 §7.6).
+    let role = if available || item.nick.is_some() { item.role } else { Role::None };
     let mut child = Element::new("item", ns::MUC_USER).attr("affiliation", item.affiliation.name()).attr("role", role.name());
     if let Some(jid) = &item.jid {
         child = child.attr("jid", jid);
@@ -197,12 +199,13 @@ pub fn render(event: &RoomEvent, room_jid: &str, own_nick: &str, to: &str, shown
         RoomEvent::Join { name, .. } => Some(presence(room_jid, name, to, &shown(name).0, true, &[])),
         RoomEvent::Leave { name, reason, by, new_name, .. } => {
             let (mut item, mut codes) = shown(name);
-            // A change of name, in this protocol or another (XEP-0045 §7.6).
+            // A change of name, in this protocol or another (XEP-0045 §7.6):
+            // the occupant stays, shown as it is under its new nick.
             if let Some(new) = new_name {
                 if !codes.contains(&"303") {
                     codes.push("303");
                 }
-                item.nick = Some(new.clone());
+                item = Item { nick: Some(new.clone()), ..shown(new).0 };
             }
             if &**name == own_nick {
                 codes.insert(0, "110");

@@ -236,7 +236,7 @@ async fn a_change_of_name_is_one_nick_line_on_irc_a_303_on_xmpp_and_a_leave_and_
     assert_eq!(
         left.to_xml("jabber:client"),
         format!(
-            "<presence from=\"lobby@conference.localhost/ivan\" to=\"{}\" type=\"unavailable\"><x xmlns=\"http://jabber.org/protocol/muc#user\"><item affiliation=\"none\" role=\"none\" nick=\"ivan2\"/><status code=\"303\"/></x></presence>",
+            "<presence from=\"lobby@conference.localhost/ivan\" to=\"{}\" type=\"unavailable\"><x xmlns=\"http://jabber.org/protocol/muc#user\"><item affiliation=\"none\" role=\"participant\" nick=\"ivan2\"/><status code=\"303\"/></x></presence>",
             left.get("to").unwrap()
         )
     );

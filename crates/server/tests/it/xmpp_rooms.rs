@@ -94,7 +94,8 @@ async fn a_room_an_xmpp_client_makes_is_its_own_to_configure_moderate_and_destro
         let left = c.stanza().await;
         assert_eq!((left.get("from"), left.get("type")), (Some("den@conference.localhost/gus"), Some("unavailable")));
         assert_eq!(codes(&left), if own { vec!["110", "303"] } else { vec!["303"] });
-        assert_eq!(left.find("x", MUC_USER).unwrap().find("item", MUC_USER).unwrap().get("nick"), Some("gus2"));
+        let item = left.find("x", MUC_USER).unwrap().find("item", MUC_USER).unwrap();
+        assert_eq!((item.get("nick"), item.get("role")), (Some("gus2"), Some("participant")), "the occupant stays, in its role");
         let back = c.stanza().await;
         assert_eq!((back.get("from"), back.get("type")), (Some("den@conference.localhost/gus2"), None));
         assert_eq!(codes(&back), if own { vec!["110"] } else { Vec::<&str>::new() });
