@@ -22,12 +22,15 @@
 #   trusted); and the same over TLS with each server's certificate pinned by
 #   the other, not deflated (OUT/zero-tls/); MODES="starttls", "direct-tls",
 #   "zero" or "zero-tls" runs one.
-#   QUICK=1: payload 2 B, 3 stable round trips a cell, one-way delays 0 and
-#   1 s (both rates), every mode but direct-tls and zero-tls (MODES still
-#   picks), about 18 minutes; otherwise payloads
+#   QUICK=1: payload 2 B, 3 stable round trips a cell, the cells 2400 bit/s
+#   with one-way delays of 0 and 1 s and 19,200 bit/s with none, every mode
+#   but direct-tls and zero-tls (MODES still picks), one timed login a
+#   style; otherwise payloads
 #   2, 100, 200 and 500 B, each answered at once and after 5, 10 and 15 s
 #   ("typing", taken off the round trip), 5 round trips. RATES (bit/s) and DELAYS override
-#   the grid: RATES="2400 19200" DELAYS="0s 500ms 1s"; SIZES, TYPING and
+#   the grid: RATES="2400 19200" DELAYS="0s 500ms 1s", every rate at every
+#   delay; or CELLS, a list of RATE-DELAY (QUICK: "2400-0s 2400-1s
+#   19200-0s"); SIZES, TYPING and
 #   ROUNDS the payloads, the answers' waits and the round trips a cell.
 #   Cells with no delay then measure throughput: messages one way back to
 #   back, THROUGHPUT payload sizes (10,100,1024,10240; QUICK: 10,100),
@@ -68,7 +71,7 @@
 #   Then client logins over the link (OUT/login/): a.test alone, its client
 #   ports (STARTTLS on 15222, TLS from the first byte on 15223) behind links
 #   on 127.0.0.6, and `bench login` timing each style (standard, sasl2, fast)
-#   to a first message, LOGINS (2) a style; LOGIN_RATES and LOGIN_DELAYS
+#   to a first message, LOGINS (2; QUICK: 1) a style; LOGIN_RATES and LOGIN_DELAYS
 #   (QUICK=1: 2400 bit/s at 500 ms only; otherwise RATES and DELAYS);
 #   MODES="login" runs only these, and leaving it out of MODES none.
 #
@@ -80,13 +83,19 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BIN="${SWITCHBOARD_BIN:-$ROOT/target/release/switchboard}"
 OUT="${1:-$ROOT/build/satellite}"
+# QUICK's cells, unless RATES or DELAYS name a grid.
+if [ -n "${QUICK:-}" ] && [ -z "${RATES:-}${DELAYS:-}" ]; then CELLS="${CELLS:-2400-0s 2400-1s 19200-0s}"; fi
 RATES="${RATES:-2400 19200}"
-LOGINS="${LOGINS:-2}"
-if [ -n "${QUICK:-}" ]; then DELAYS="${DELAYS:-0s 1s}"; SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"; THROUGHPUT="${THROUGHPUT:-10,100}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-1024}"; IRC_THROUGHPUT_BYTES="${IRC_THROUGHPUT_BYTES:-100}"; LOGIN_RATES="${LOGIN_RATES:-2400}"; LOGIN_DELAYS="${LOGIN_DELAYS:-500ms}"
+if [ -n "${QUICK:-}" ]; then LOGINS="${LOGINS:-1}"; DELAYS="${DELAYS:-0s 1s}"; SIZES="${SIZES:-2}"; ROUNDS="${ROUNDS:-3}"; TYPING="${TYPING:-0s}"; THROUGHPUT="${THROUGHPUT:-10,100}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-1024}"; IRC_THROUGHPUT_BYTES="${IRC_THROUGHPUT_BYTES:-100}"; LOGIN_RATES="${LOGIN_RATES:-2400}"; LOGIN_DELAYS="${LOGIN_DELAYS:-500ms}"
   MODES="${MODES:-starttls zero prosody ejabberd irc-ngircd irc-ircu irc-switchboard login}"
 else DELAYS="${DELAYS:-0s 500ms 1s}"; SIZES="${SIZES:-2,100,200,500}"; ROUNDS="${ROUNDS:-5}"; TYPING="${TYPING:-0s,5s,10s,15s}"; THROUGHPUT="${THROUGHPUT:-10,100,1024,10240}"; THROUGHPUT_BYTES="${THROUGHPUT_BYTES:-2048}"; LOGIN_RATES="${LOGIN_RATES:-$RATES}"; LOGIN_DELAYS="${LOGIN_DELAYS:-$DELAYS}"; fi
 MODES="${MODES:-starttls direct-tls zero zero-tls prosody ejabberd irc-ngircd irc-ircu irc-switchboard login}"
 IRC_THROUGHPUT_BYTES="${IRC_THROUGHPUT_BYTES:-500}"
+LOGINS="${LOGINS:-2}"
+# The grid's cells, RATE-DELAY: CELLS, or every rate at every delay.
+if [ -z "${CELLS:-}" ]; then
+  CELLS="$(for rate in $RATES; do for delay in $DELAYS; do printf '%s-%s ' "$rate" "$delay"; done; done)"
+fi
 BROKER_TTL="${BROKER_TTL:-2m}"
 die() { echo "satellite: $*" >&2; exit 1; }
 [ -x "$BIN" ] || die "no switchboard binary at $BIN; run cargo build --release first"
@@ -288,11 +297,10 @@ for mode in $MODES; do
       else
         "$ROOT/peers/${mode#irc-}/install.sh" >"$RUN/install.log" 2>&1 || die "installing ${mode#irc-} failed: $(tail -n3 "$RUN/install.log")"
       fi
-      for rate in $RATES; do
-        for delay in $DELAYS; do
-          echo "satellite: $mode, ${rate} bit/s, one-way delay $delay" >&2
-          irc_cell "$mode" "$rate" "$delay"
-        done
+      for pair in $CELLS; do
+        rate="${pair%%-*}" delay="${pair#*-}"
+        echo "satellite: $mode, ${rate} bit/s, one-way delay $delay" >&2
+        irc_cell "$mode" "$rate" "$delay"
       done
       continue ;;
     irc-*) die "MODES: $mode is not a mode (IRC: irc-ngircd, irc-ircu, irc-switchboard)" ;;
@@ -301,27 +309,26 @@ for mode in $MODES; do
     prosody|ejabberd) "$ROOT/peers/$mode/install.sh" >"$RUN/install.log" 2>&1 || die "installing $mode failed: $(tail -n3 "$RUN/install.log")" ;;
   esac
   case "$mode" in direct-tls) port=15270 ;; zero|zero-tls) port=15271 ;; prosody|ejabberd) port=5269 ;; *) port=15269 ;; esac
-  for rate in $RATES; do
-    for delay in $DELAYS; do
-      echo "satellite: $mode, ${rate} bit/s, one-way delay $delay" >&2
-      link 127.0.0.4 "$port" "127.0.0.3:$port" "$rate" "$delay"
-      link 127.0.0.5 "$port" "127.0.0.2:$port" "$rate" "$delay"
-      if [ "$mode" = prosody ] || [ "$mode" = ejabberd ]; then
-        "${mode}_serve" a 127.0.0.2 b.test 127.0.0.4 alice
-        "${mode}_serve" b 127.0.0.3 a.test 127.0.0.5 bob
-      else
-        serve "$mode" a 127.0.0.2 b.test 127.0.0.4
-        serve "$mode" b 127.0.0.3 a.test 127.0.0.5
-      fi
-      cell="$OUT/$mode/$rate-$delay"
-      status=0
-      streams=()
-      if [ "$delay" = 0s ] && [ -n "$THROUGHPUT" ]; then streams=(--throughput "$THROUGHPUT" --throughput-bytes "$THROUGHPUT_BYTES"); fi
-      "$BIN" bench federated --quiet --target "$mode=http://127.0.0.2:18080" --via-link "rate=${rate}bit,delay=$delay,overhead=40" --xmpp-port 15222 --xmpp-domain a.test \
-        --xmpp-user alice --xmpp-password pw --peer-domain b.test --peer-xmpp 127.0.0.3:15222 --peer-user bob \
-        --sizes "$SIZES" --typing "$TYPING" --round-trips "$ROUNDS" "${streams[@]}" --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
-      end_cell "$cell" "$status" "$mode, $rate bit/s, $delay"
-    done
+  for pair in $CELLS; do
+    rate="${pair%%-*}" delay="${pair#*-}"
+    echo "satellite: $mode, ${rate} bit/s, one-way delay $delay" >&2
+    link 127.0.0.4 "$port" "127.0.0.3:$port" "$rate" "$delay"
+    link 127.0.0.5 "$port" "127.0.0.2:$port" "$rate" "$delay"
+    if [ "$mode" = prosody ] || [ "$mode" = ejabberd ]; then
+      "${mode}_serve" a 127.0.0.2 b.test 127.0.0.4 alice
+      "${mode}_serve" b 127.0.0.3 a.test 127.0.0.5 bob
+    else
+      serve "$mode" a 127.0.0.2 b.test 127.0.0.4
+      serve "$mode" b 127.0.0.3 a.test 127.0.0.5
+    fi
+    cell="$OUT/$mode/$rate-$delay"
+    status=0
+    streams=()
+    if [ "$delay" = 0s ] && [ -n "$THROUGHPUT" ]; then streams=(--throughput "$THROUGHPUT" --throughput-bytes "$THROUGHPUT_BYTES"); fi
+    "$BIN" bench federated --quiet --target "$mode=http://127.0.0.2:18080" --via-link "rate=${rate}bit,delay=$delay,overhead=40" --xmpp-port 15222 --xmpp-domain a.test \
+      --xmpp-user alice --xmpp-password pw --peer-domain b.test --peer-xmpp 127.0.0.3:15222 --peer-user bob \
+      --sizes "$SIZES" --typing "$TYPING" --round-trips "$ROUNDS" "${streams[@]}" --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
+    end_cell "$cell" "$status" "$mode, $rate bit/s, $delay"
   done
 done
 python3 "$ROOT/shootout/satellite_table.py" "$OUT" | tee "$OUT/satellite.md"
