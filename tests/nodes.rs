@@ -447,6 +447,12 @@ async fn a_nick_change_on_one_node_claims_the_name_on_every_node() {
     let taken = other.next().await;
     assert!(taken["error"].as_str().unwrap().contains("already taken"), "{taken}");
     other.join("xan", "lobby").await;
+    alice.until("name", "xan").await;
+
+    // A typing notification (an XMPP chat state alone) crosses nodes as the
+    // room's tags event.
+    xmpp.write_all(b"<message to='lobby@conference.localhost' type='groupchat'><composing xmlns='http://jabber.org/protocol/chatstates'/></message>").await.unwrap();
+    assert_eq!(alice.next().await, json!({"event": "tags", "name": "xena", "room": "lobby", "tags": {"+typing": "active"}}));
 }
 
 #[tokio::test]

@@ -118,6 +118,10 @@ enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         new_name: Option<Arc<str>>,
     },
+    Tags {
+        name: Arc<str>,
+        tags: Arc<str>,
+    },
 }
 
 /// A payload as the headers and body of a NATS message from `node`.
@@ -130,6 +134,7 @@ pub fn encode(node: &str, payload: &Payload) -> (HeaderMap, Bytes) {
                 RoomEvent::Announcement { text } => Event::Announcement { text },
                 RoomEvent::Join { name, old_name } => Event::Join { name, old_name },
                 RoomEvent::Leave { name, reason, quit, by, new_name } => Event::Leave { name, reason, quit, by, new_name },
+                RoomEvent::Tags { name, tags } => Event::Tags { name, tags },
             };
             ("event", Bytes::from(serde_json::to_vec(&event).unwrap_or_default()))
         }
@@ -184,6 +189,7 @@ pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes, at: std
                 Event::Announcement { text } => RoomEvent::Announcement { text },
                 Event::Join { name, old_name } => RoomEvent::Join { name, old_name },
                 Event::Leave { name, reason, quit, by, new_name } => RoomEvent::Leave { name, reason, quit, by, new_name },
+                Event::Tags { name, tags } => RoomEvent::Tags { name, tags },
             };
             let id = headers.and_then(|h| h.get(ID)).map(|v| Arc::from(v.as_str()));
             let tags = headers.and_then(|h| h.get(TAGS)).map(|v| Arc::from(v.as_str()));
@@ -234,6 +240,7 @@ mod tests {
                 "event",
                 br#"{"event":"message","name":"al","text":"typing"}"#,
             ),
+            (Payload::event(room.clone(), RoomEvent::Tags { name: "al".into(), tags: "+typing=paused".into() }), "event", br#"{"event":"tags","name":"al","tags":"+typing=paused"}"#),
             (Payload::from("plain"), "text", b"plain"),
             (Payload::binary(vec![0u8, 255]), "binary", &[0, 255]),
         ];

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use wire::app::{ChatEvent, Presence, chat_message_json_at};
+use wire::app::{ChatEvent, Presence, TagsTag, chat_message_json_at};
 
 use crate::payload::Position;
 
@@ -32,13 +32,22 @@ pub enum RoomEvent {
     /// `new_name`, it did not leave but changed its name: a
     /// [`RoomEvent::Join`] under the new one, with `old_name`, follows.
     Leave { name: Arc<str>, reason: Option<Arc<str>>, quit: bool, by: Option<Arc<str>>, new_name: Option<Arc<str>> },
+    /// A member's message of tags and no text (IRC's `TAGMSG`: a typing
+    /// notification, a reaction): its client-only tags as IRC writes them,
+    /// `+typing=active;+draft/react=…`, values escaped. Neither kept nor
+    /// archived; each protocol shows what it has a form for.
+    Tags { name: Arc<str>, tags: Arc<str> },
 }
 
 impl RoomEvent {
     /// The member it is about; `None` for the room's own announcement.
     pub fn name(&self) -> Option<&Arc<str>> {
         match self {
-            RoomEvent::Message { name, .. } | RoomEvent::Notice { name, .. } | RoomEvent::Join { name, .. } | RoomEvent::Leave { name, .. } => Some(name),
+            RoomEvent::Message { name, .. }
+            | RoomEvent::Notice { name, .. }
+            | RoomEvent::Join { name, .. }
+            | RoomEvent::Leave { name, .. }
+            | RoomEvent::Tags { name, .. } => Some(name),
             RoomEvent::Announcement { .. } => None,
         }
     }
@@ -76,6 +85,20 @@ impl RoomEvent {
             RoomEvent::Announcement { text } => chat_message_json_at(None, room, text, position.map(|p| (p.offset, &*p.epoch))),
             RoomEvent::Join { name, old_name } => presence(Presence::Join, name, old_name, &None),
             RoomEvent::Leave { name, new_name, .. } => presence(Presence::Leave, name, &None, new_name),
+            RoomEvent::Tags { name, tags } => {
+                let tags = tags.split(';').filter_map(|tag| {
+                    let (key, value) = tag.split_once('=').unwrap_or((tag, ""));
+                    (!key.is_empty()).then(|| (key.to_owned(), wire::irc::unescape_tag_value(value).into_owned()))
+                });
+                ChatEvent::Tags { event: TagsTag::Tags, name: name.to_string(), room: room.to_owned(), tags: tags.collect() }.to_json()
+            }
         }
+    }
+
+    /// The state a typing notification (IRCv3's `+typing` client tag) says,
+    /// if the event is one: `active`, `paused` or `done`.
+    pub fn typing(&self) -> Option<&str> {
+        let RoomEvent::Tags { tags, .. } = self else { return None };
+        tags.split(';').find_map(|tag| tag.strip_prefix("+typing=")).filter(|state| matches!(*state, "active" | "paused" | "done"))
     }
 }

@@ -691,7 +691,12 @@ impl Client {
         let room: Arc<str> = Arc::from(room);
         let tags = client_tags.as_deref().map(Arc::from);
         match *command {
-            "TAGMSG" => self.tag_channel(&room, &name.shown, said),
+            // Tags and no text (a typing notification): neither kept nor
+            // answered, as a notice.
+            "TAGMSG" => {
+                let event = RoomEvent::Tags { name: name.shown, tags: tags.unwrap_or_else(|| Arc::from("")) };
+                let _ = rooms.publish(&room, Payload::event(room.clone(), event));
+            }
             // Neither kept nor answered: nobody is told if it cannot go.
             "NOTICE" => {
                 let event = RoomEvent::Notice { name: name.shown, text: Arc::from(*text) };
@@ -702,21 +707,6 @@ impl Client {
                 if let Err(e) = rooms.publish_and_keep(&room, Payload::event(room.clone(), event).with_client_tags(tags)).await {
                     self.send(self.reply(ERR_CANNOTSENDTOCHAN).arg(&channel_of(&room)).trailing(&e.to_string()));
                 }
-            }
-        }
-    }
-
-    /// A `TAGMSG` to a channel: only IRC clients that read tags get it, so
-    /// it goes to this node's IRC members of the channel that do, and not
-    /// through the room (no other protocol has tags).
-    fn tag_channel(&self, room: &str, nick: &str, said: &Said<'_>) {
-        let members = self.irc.channels.with(room, |c| c.members.clone()).unwrap_or_default();
-        let (source, channel) = (render::source(&nick_of(nick), self.server()), channel_of(room));
-        let line = said.line_maker(self, &source, &channel);
-        for m in members.iter().filter(|m| m.client.id != self.public.id || self.caps.has(Cap::EchoMessage)) {
-            let caps = m.client.caps();
-            if caps.has(Cap::MessageTags) {
-                m.client.send(line(caps));
             }
         }
     }
@@ -1321,7 +1311,7 @@ impl Client {
                     None
                 }
                 RoomEvent::Leave { name, .. } => Some(Echo::Leave(name.clone())),
-                RoomEvent::Message { name, .. } | RoomEvent::Notice { name, .. } => {
+                RoomEvent::Message { name, .. } | RoomEvent::Notice { name, .. } | RoomEvent::Tags { name, .. } => {
                     let own = self.name.as_ref().is_some_and(|n| n.shown == *name);
                     if own && !self.caps.has(Cap::EchoMessage) {
                         return None;

@@ -91,6 +91,10 @@ pub fn lines(payload: &Payload, server: &str, tags: Tags, account_of: impl FnOnc
     let Some((_, event)) = payload.as_event() else {
         return Some(Bytes::copy_from_slice(payload.data()));
     };
+    // Tags and no text reach only a client that reads tags.
+    if matches!(event, RoomEvent::Tags { .. }) && !tags.has(Tags::MSGID) {
+        return None;
+    }
     payload
         .form(tags.form(), |p| {
             let account = if tags.has(Tags::ACCOUNT) { event.name().and_then(|name| account_of(name)) } else { None };
@@ -104,12 +108,18 @@ pub fn lines(payload: &Payload, server: &str, tags: Tags, account_of: impl FnOnc
 /// archive id or, for one the archive has none of, one made here once for
 /// all its recipients on this node.
 pub fn payload_tags(tags: Tags, payload: &Payload, account: Option<&str>, batch: Option<&str>) -> String {
-    let said = payload.as_event().is_some_and(|(_, e)| matches!(e, RoomEvent::Message { .. } | RoomEvent::Notice { .. } | RoomEvent::Announcement { .. }));
+    let event = payload.as_event().map(|(_, e)| e);
+    let said = event.is_some_and(|e| matches!(e, RoomEvent::Message { .. } | RoomEvent::Notice { .. } | RoomEvent::Announcement { .. } | RoomEvent::Tags { .. }));
     let id = match said && tags.has(Tags::MSGID) {
         true => Some(payload.msgid(new_msgid)),
         false => payload.id(),
     };
-    tags.text(payload.at(), id, account, batch, payload.client_tags())
+    // A message's client-only tags ride with it; tags and no text are the event.
+    let client = match event {
+        Some(RoomEvent::Tags { tags, .. }) => Some(&**tags).filter(|t| !t.is_empty()),
+        _ => payload.client_tags(),
+    };
+    tags.text(payload.at(), id, account, batch, client)
 }
 
 /// A new message's `msgid`, as the archive makes its ids: its time, then
@@ -163,6 +173,7 @@ pub fn event_lines(payload: &Payload, server: &str, tags: &str) -> Option<String
         RoomEvent::Notice { name, text } => said(tags, &source(&nick_of(name), server), &channel, "NOTICE", text),
         // The room's own message comes from the server, as a notice no client answers.
         RoomEvent::Announcement { text } => said(tags, server, &channel, "NOTICE", text),
+        RoomEvent::Tags { name, .. } => Line::tagged(tags, Some(&source(&nick_of(name), server)), "TAGMSG").arg(&channel).end(),
     })
 }
 

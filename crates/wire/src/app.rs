@@ -173,8 +173,25 @@ pub enum ChatEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         recovered: Option<bool>,
     },
+    /// A member's message of tags and no text, from IRC (`TAGMSG`, IRCv3
+    /// message-tags): `{"event":"tags","name":"al","room":"lobby","tags":{"+typing":"active"}}`,
+    /// its client-only tags by key, values unescaped. A typing notification
+    /// (`+typing`: `active`, `paused`, `done`) or a reaction; never kept.
+    Tags {
+        event: TagsTag,
+        name: String,
+        room: String,
+        tags: std::collections::BTreeMap<String, String>,
+    },
     /// `{"error":"..."}`.
     Error { error: String },
+}
+
+/// The `event` field of a tags event (always `"tags"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TagsTag {
+    Tags,
 }
 
 /// The `event` field of the history event (always `"history"`).
@@ -369,6 +386,10 @@ mod tests {
         assert_eq!(ChatEvent::parse(&join.to_json()).unwrap(), join);
         let msg = chat_message_json("a", "b", "c");
         assert!(matches!(ChatEvent::parse(&msg).unwrap(), ChatEvent::Message { .. }));
+        let tags = [("+typing".to_owned(), "active".to_owned()), ("+draft/react".to_owned(), "a;b c".to_owned())];
+        let typing = ChatEvent::Tags { event: TagsTag::Tags, name: "al".into(), room: "lobby".into(), tags: tags.into_iter().collect() };
+        assert_eq!(typing.to_json(), r#"{"event":"tags","name":"al","room":"lobby","tags":{"+draft/react":"a;b c","+typing":"active"}}"#);
+        assert_eq!(ChatEvent::parse(&typing.to_json()).unwrap(), typing);
     }
 
     #[test]

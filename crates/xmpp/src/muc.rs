@@ -78,6 +78,34 @@ pub fn subject(room_jid: &str, to: &str, by: Option<&str>, text: &str) -> Elemen
 }
 
 /// A groupchat message of the room, as an occupant receives it.
+/// A typing notification (IRCv3's `+typing`: `active`, `paused`, `done`)
+/// from occupant `nick` as XMPP says it, a chat state in a message with no
+/// body (XEP-0085 §5.5: `composing`, `paused`, `active`).
+pub fn typing(room_jid: &str, nick: &str, to: &str, state: &str) -> Element {
+    let state = match state {
+        "active" => "composing",
+        "paused" => "paused",
+        _ => "active",
+    };
+    Element::new("message", ns::CLIENT)
+        .attr("from", &format!("{room_jid}/{nick}"))
+        .attr("to", to)
+        .attr("type", "groupchat")
+        .child(Element::new(state, ns::CHATSTATES))
+}
+
+/// The typing notification (IRCv3's `+typing` value) a bodyless message's
+/// chat state says, if it has one (XEP-0085): `composing` is typing,
+/// `paused` stopped for now, the others not typing.
+pub fn typing_of(message: &Element) -> Option<&'static str> {
+    message.elements().filter(|e| e.ns == ns::CHATSTATES).find_map(|e| match e.name.as_str() {
+        "composing" => Some("active"),
+        "paused" => Some("paused"),
+        "active" | "inactive" | "gone" => Some("done"),
+        _ => None,
+    })
+}
+
 pub fn groupchat(room_jid: &str, nick: Option<&str>, to: &str, text: &str) -> Element {
     // The room's own message comes from the room's bare JID (XEP-0045 §7.2.16).
     let from = match nick {
@@ -195,6 +223,8 @@ pub fn render(event: &RoomEvent, room_jid: &str, own_nick: &str, to: &str, shown
     match event {
         RoomEvent::Message { name, text } | RoomEvent::Notice { name, text } => Some(groupchat(room_jid, Some(name), to, text)),
         RoomEvent::Announcement { text } => Some(groupchat(room_jid, None, to, text)),
+        // Tags and no text: a typing notification is a chat state; others have no form here.
+        RoomEvent::Tags { name, .. } => event.typing().map(|state| typing(room_jid, name, to, state)),
         RoomEvent::Join { name, .. } if &**name == own_nick => None,
         RoomEvent::Join { name, .. } => Some(presence(room_jid, name, to, &shown(name).0, true, &[])),
         RoomEvent::Leave { name, reason, by, new_name, .. } => {

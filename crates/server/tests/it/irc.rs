@@ -202,6 +202,22 @@ async fn an_irc_user_a_chat_member_and_an_xmpp_occupant_share_one_room() {
     assert_eq!(chat.recv_json().await, json!({"event": "leave", "name": "bob", "room": "lobby"}));
 }
 
+/// kim, an XMPP occupant, comes into the lobby after `irc` (ivan and jo)
+/// and the chat member `chat` (who saw ivan and jo come): the IRC users see
+/// its JOIN, and `chat` the three joins.
+async fn kim_joins_the_lobby(server: &TestServer, irc: [&mut Irc; 2], chat: &mut crate::support::Ws) -> Xmpp {
+    let (mut kim, _) = Xmpp::login(server.xmpp.unwrap()).await;
+    kim.send("<presence to='lobby@conference.localhost/kim'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    while kim.stanza().await.find("subject", "jabber:client").is_none() {}
+    for irc in irc {
+        assert_eq!(irc.line().await, ":kim!kim@localhost JOIN #lobby\r\n");
+    }
+    for name in ["ivan", "jo", "kim"] {
+        assert_eq!(chat.recv_json().await, json!({"event": "join", "name": name, "room": "lobby"}));
+    }
+    kim
+}
+
 #[tokio::test]
 async fn a_change_of_name_is_one_nick_line_on_irc_a_303_on_xmpp_and_a_leave_and_join_naming_each_other_in_the_chat_app() {
     let server = TestServer::with_xmpp(server::Config::default()).await;
@@ -213,15 +229,7 @@ async fn a_change_of_name_is_one_nick_line_on_irc_a_303_on_xmpp_and_a_leave_and_
         jo.join(channel).await;
         assert_eq!(ivan.line().await, format!(":jo!jo@localhost JOIN {channel}\r\n"));
     }
-    let (mut kim, _) = Xmpp::login(server.xmpp.unwrap()).await;
-    kim.send("<presence to='lobby@conference.localhost/kim'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
-    while kim.stanza().await.find("subject", "jabber:client").is_none() {}
-    for irc in [&mut ivan, &mut jo] {
-        assert_eq!(irc.line().await, ":kim!kim@localhost JOIN #lobby\r\n");
-    }
-    for name in ["ivan", "jo", "kim"] {
-        assert_eq!(chat.recv_json().await, json!({"event": "join", "name": name, "room": "lobby"}));
-    }
+    let mut kim = kim_joins_the_lobby(&server, [&mut ivan, &mut jo], &mut chat).await;
 
     // An IRC user's NICK: once to each IRC user, however many channels
     // they share (the next line answers a PING).
@@ -259,6 +267,44 @@ async fn a_change_of_name_is_one_nick_line_on_irc_a_303_on_xmpp_and_a_leave_and_
     assert_eq!(jo.line().await, ":localhost PONG localhost :back\r\n");
     jo.send("NAMES #lobby").await;
     assert_eq!(jo.line().await, ":localhost 353 jo = #lobby :dora @ivan jo kim2\r\n");
+}
+
+/// A typing notification crosses protocols through the room: IRC's TAGMSG
+/// with `+typing` is a chat state to XMPP occupants (XEP-0085) and a tags
+/// event in the chat app; an XMPP chat state alone is a TAGMSG to IRC
+/// clients that read tags, and nothing to those that do not.
+#[tokio::test]
+async fn typing_is_a_tagmsg_on_irc_a_chat_state_on_xmpp_and_a_tags_event_in_the_chat_app() {
+    let server = TestServer::with_xmpp(server::Config::default()).await;
+    let mut chat = server.chat_member("dora", "lobby").await;
+    let mut ivan = register_with(server.irc, "ivan", "message-tags").await;
+    ivan.join("#lobby").await;
+    let mut jo = Irc::register(server.irc, "jo").await;
+    jo.join("#lobby").await;
+    assert_eq!(ivan.line().await, ":jo!jo@localhost JOIN #lobby\r\n");
+    let mut kim = kim_joins_the_lobby(&server, [&mut ivan, &mut jo], &mut chat).await;
+
+    ivan.send("@+typing=active;+draft/react=a\\sb TAGMSG #lobby").await;
+    let typing = kim.stanza().await;
+    assert_eq!(
+        typing.to_xml("jabber:client"),
+        format!(
+            "<message from=\"lobby@conference.localhost/ivan\" to=\"{}\" type=\"groupchat\"><composing xmlns=\"http://jabber.org/protocol/chatstates\"/></message>",
+            typing.get("to").unwrap()
+        )
+    );
+    assert_eq!(chat.recv_json().await, json!({"event": "tags", "name": "ivan", "room": "lobby", "tags": {"+typing": "active", "+draft/react": "a b"}}));
+
+    kim.send("<message to='lobby@conference.localhost' type='groupchat'><paused xmlns='http://jabber.org/protocol/chatstates'/></message>").await;
+    assert_eq!(kim.stanza().await.find("paused", "http://jabber.org/protocol/chatstates").map(|_| ()), Some(()), "reflected, as every groupchat message");
+    let (_, line) = without_msgid(&ivan.line().await);
+    assert_eq!(line, "@+typing=paused :kim!kim@localhost TAGMSG #lobby\r\n");
+    assert_eq!(chat.recv_json().await, json!({"event": "tags", "name": "kim", "room": "lobby", "tags": {"+typing": "paused"}}));
+    // A message ends the typing: it is a message, and only that.
+    kim.send("<message to='lobby@conference.localhost' type='groupchat'><body>hi</body><active xmlns='http://jabber.org/protocol/chatstates'/></message>").await;
+    assert_eq!(ivan.line().await.split_once(' ').unwrap().1, ":kim!kim@localhost PRIVMSG #lobby :hi\r\n");
+    // jo reads no tags: its next line is the message.
+    assert_eq!(jo.line().await, ":kim!kim@localhost PRIVMSG #lobby :hi\r\n");
 }
 
 #[tokio::test]

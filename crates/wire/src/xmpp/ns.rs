@@ -36,6 +36,8 @@ pub const DISCO_ITEMS: &str = "http://jabber.org/protocol/disco#items";
 pub const ROSTER: &str = "jabber:iq:roster";
 /// Roster versioning's stream feature (RFC 6121 §2.6.1).
 pub const ROSTER_VERSIONING: &str = "urn:xmpp:features:rosterver";
+/// Chat state notifications (XEP-0085): typing, and having stopped.
+pub const CHATSTATES: &str = "http://jabber.org/protocol/chatstates";
 pub const MUC: &str = "http://jabber.org/protocol/muc";
 pub const MUC_USER: &str = "http://jabber.org/protocol/muc#user";
 pub const MUC_ADMIN: &str = "http://jabber.org/protocol/muc#admin";

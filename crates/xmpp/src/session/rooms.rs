@@ -208,12 +208,23 @@ impl Session {
         if let Some(subject) = message.find("subject", ns::CLIENT) {
             return self.set_subject(message, &room, &occupancy, subject.text_content()).await;
         }
-        let Some(body) = message.find("body", ns::CLIENT).map(Element::text_content) else { return };
+        let body = message.find("body", ns::CLIENT).map(Element::text_content);
+        let typing = muc::typing_of(message).filter(|_| body.is_none());
+        if body.is_none() && typing.is_none() {
+            return;
+        }
         let role = self.xmpp.muc.with(&room, |r| r.occupant_by_member(self.id).map(|o| o.role)).flatten();
         if role == Some(Role::Visitor) {
             // XEP-0045 §7.4: a visitor in a moderated room has no voice.
             return self.refuse(message, "auth", "forbidden");
         }
+        let Some(body) = body else {
+            // A chat state alone (XEP-0085): the room's typing notification
+            // (IRC's TAGMSG with +typing), neither kept nor answered.
+            let event = RoomEvent::Tags { name: occupancy.nick.clone(), tags: Arc::from(format!("+typing={}", typing.unwrap_or("done"))) };
+            let _ = rooms.publish(&room, Payload::event(room.clone(), event));
+            return;
+        };
         let event = RoomEvent::Message { name: occupancy.nick.clone(), text: Arc::from(body) };
         if rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await.is_err() {
             return self.refuse(message, "wait", "resource-constraint");
