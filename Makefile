@@ -103,7 +103,8 @@ shootout: build
 # The satellite-link study through `switchboard link` (docs/satellite.md):
 # federation between two Switchboard servers, pairs of Prosody, ejabberd,
 # ircu and ngIRCd, IRC between two Switchboard nodes, and client logins by
-# style; QUICK=1 is the 2-byte grid and logins at 2400 bit/s and 0.5 s,
-# about 18 minutes (MODES="starttls zero login", about 6).
+# style; QUICK=1 is 2-byte messages in three cells and a login a style at
+# 2400 bit/s and 0.5 s, about 14 minutes (MODES="starttls zero login",
+# about 4).
 satellite: build
 	QUICK=$(QUICK) shootout/satellite.sh
