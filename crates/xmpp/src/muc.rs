@@ -77,7 +77,6 @@ pub fn subject(room_jid: &str, to: &str, by: Option<&str>, text: &str) -> Elemen
     Element::new("message", ns::CLIENT).attr("from", &from).attr("to", to).attr("type", "groupchat").child(subject)
 }
 
-/// A groupchat message of the room, as an occupant receives it.
 /// A typing notification (IRCv3's `+typing`: `active`, `paused`, `done`)
 /// from occupant `nick` as XMPP says it, a chat state in a message with no
 /// body (XEP-0085 §5.5: `composing`, `paused`, `active`).
@@ -106,6 +105,7 @@ pub fn typing_of(message: &Element) -> Option<&'static str> {
     })
 }
 
+/// A groupchat message of the room, as an occupant receives it.
 pub fn groupchat(room_jid: &str, nick: Option<&str>, to: &str, text: &str) -> Element {
     // The room's own message comes from the room's bare JID (XEP-0045 §7.2.16).
     let from = match nick {

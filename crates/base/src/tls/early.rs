@@ -71,11 +71,6 @@ pub struct EarlyTlsStream<IO> {
 }
 
 impl<IO> EarlyTlsStream<IO> {
-    /// The TLS connection: its protocol version, resumption, and so on.
-    pub fn connection(&self) -> &ServerConnection {
-        &self.conn
-    }
-
     /// Whether the client's early data was taken.
     pub fn took_early_data(&mut self) -> bool {
         self.conn.early_data().is_some()

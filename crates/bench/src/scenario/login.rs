@@ -1,8 +1,8 @@
 //! login: an XMPP client logs in from cold, by style, says it is available and sends
 //! itself a message; timed from the TCP connect to that message's return, with the
-//! round trips it waited (TCP's and TLS's handshakes counted as one each: the times
-//! the client could go no further until the server answered) and the bytes each way
-//! on the socket, TLS's included. Over a slow link (`switchboard link` in front of the
+//! round trips it waited (the times the client could go no further until the server
+//! answered: TCP's handshake as one, and TLS's unless the client's next bytes went as
+//! its early data) and the bytes each way on the socket, TLS's included. Over a slow link (`switchboard link` in front of the
 //! server's ports) round trips and bytes are what a login costs.
 //!
 //! - `standard`: STARTTLS, SASL SCRAM-SHA-256, the stream's restart, resource binding:
