@@ -71,7 +71,9 @@ impl Router {
     pub fn bind(&self, jid: &Jid, outbox: Arc<Outbox>, framing: Framing, anonymous: bool) -> bool {
         let (bare, name) = (jid.bare().to_string(), jid.resource.clone().unwrap_or_default());
         let mut local = self.local.lock();
-        let resources = local.entry(bare).or_default();
+        // Most users have one resource: room for one (a Resource is about
+        // 140 bytes, and a Vec's first growth makes room for four).
+        let resources = local.entry(bare).or_insert_with(|| Vec::with_capacity(1));
         if resources.iter().any(|r| r.name == name) {
             return false;
         }

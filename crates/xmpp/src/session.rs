@@ -125,8 +125,10 @@ pub struct Session {
     sm: Option<StreamManagement>,
     /// Whether the client has sent available presence.
     available: bool,
-    /// How another connection asks for this session (see `taken_over`).
-    takeover: (tokio::sync::mpsc::Sender<Takeover>, tokio::sync::mpsc::Receiver<Takeover>),
+    /// How another connection asks for this session (see `taken_over`):
+    /// made when the session becomes resumable, as only then can it be
+    /// asked (a channel is 800 bytes an idle session need not hold).
+    takeover: Option<(tokio::sync::mpsc::Sender<Takeover>, tokio::sync::mpsc::Receiver<Takeover>)>,
 
     /// Those it directed available presence at (at most `--xmpp-list-limit`).
     directed: Vec<Jid>,
@@ -204,7 +206,7 @@ impl Session {
             stanzas_in: 0,
             sm: None,
             available: false,
-            takeover: tokio::sync::mpsc::channel(1),
+            takeover: None,
             directed: Vec::new(),
             anonymous: false,
             unflushed: false,

@@ -209,6 +209,9 @@ impl StreamParser {
                     }
                     let default = lookup(&scope, "").unwrap_or_default();
                     let used = reader.buffer_position() as usize;
+                    // Held for the stream's life: no room to spare (two
+                    // declarations in a Vec grown for four).
+                    scope.shrink_to_fit();
                     self.scope = Some(scope);
                     return Ok(Parsed::Done(StreamEvent::Open { attrs, ns: default }, used));
                 }

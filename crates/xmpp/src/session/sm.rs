@@ -83,7 +83,8 @@ impl Session {
             && let Some(bare) = self.jid.as_ref().map(Jid::bare)
         {
             let id = format!("{:032x}", rand::random::<u128>());
-            self.xmpp.live(&id, &bare, self.framing, self.takeover.0.clone());
+            let (takeover, _) = self.takeover.get_or_insert_with(|| tokio::sync::mpsc::channel(1));
+            self.xmpp.live(&id, &bare, self.framing, takeover.clone());
             let max = self.xmpp.resume_timeout.as_secs().to_string();
             enabled = enabled.attr("id", &id).attr("resume", "true").attr("max", &max);
             sm.id = Some(id);
@@ -118,9 +119,13 @@ impl Session {
     /// connection is still open: the connection ends and sends the session
     /// on with the sender it is given.
     pub async fn taken_over(&mut self) -> tokio::sync::oneshot::Sender<Session> {
-        match self.takeover.1.recv().await {
-            Some(reply) => reply,
-            // The sender is kept in `takeover.0`, so this never ends.
+        match &mut self.takeover {
+            Some((_, asks)) => match asks.recv().await {
+                Some(reply) => reply,
+                // The sender is kept beside it, so this never ends.
+                None => std::future::pending().await,
+            },
+            // Not resumable (yet): nobody can ask.
             None => std::future::pending().await,
         }
     }
