@@ -93,6 +93,8 @@ struct Node {
     addr: String,
     /// Its XMPP listener, when it has one.
     xmpp: Option<String>,
+    /// Its IRC listener, when it has one.
+    irc: Option<String>,
     child: Child,
 }
 
@@ -103,8 +105,9 @@ impl Node {
 
     fn with_args(nats: &Nats, extra: &[&str]) -> Node {
         let mut child = Command::new(BIN)
-            .args(["serve", "--listen", "127.0.0.1:0", "--irc-listen", "off", "--store", "memory", "--broker", &nats.url(), "--broker-ttl", TTL, "--room-history", "5"])
+            .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory", "--broker", &nats.url(), "--broker-ttl", TTL, "--room-history", "5"])
             .args(if extra.contains(&"--xmpp-listen") { &[][..] } else { &["--xmpp-listen", "off"][..] })
+            .args(if extra.contains(&"--irc-listen") { &[][..] } else { &["--irc-listen", "off"][..] })
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -114,12 +117,19 @@ impl Node {
         let mut line = String::new();
         out.read_line(&mut line).unwrap();
         let addr = line.split("http://").nth(1).expect("the listening line").split('/').next().unwrap().to_owned();
-        let xmpp = extra.contains(&"--xmpp-listen").then(|| {
+        // Then a line for each protocol it serves, XMPP's before IRC's.
+        let (mut xmpp, mut irc) = (None, None);
+        while (extra.contains(&"--xmpp-listen") && xmpp.is_none()) || (extra.contains(&"--irc-listen") && irc.is_none()) {
             let mut line = String::new();
             out.read_line(&mut line).unwrap();
-            line.split(" on ").nth(1).expect("the XMPP line").trim().to_owned()
-        });
-        Node { addr, xmpp, child }
+            let at = line.split(" on ").nth(1).map(|at| at.trim().to_owned());
+            if line.contains("serves XMPP") {
+                xmpp = at;
+            } else if line.contains("serves IRC") {
+                irc = at;
+            }
+        }
+        Node { addr, xmpp, irc, child }
     }
 
     /// The node's `/metrics` text.
@@ -555,4 +565,76 @@ async fn a_disconnect_through_the_api_of_one_node_closes_the_user_on_every_node(
         }
     }
     assert_eq!(bystander.until("event", "leave").await, json!({"event": "leave", "name": "mallory", "room": "den"}));
+}
+
+/// An IRC client on a raw socket, reading whole lines.
+struct Irc {
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::net::tcp::OwnedReadHalf>>,
+    write: tokio::net::tcp::OwnedWriteHalf,
+}
+
+impl Irc {
+    /// Registers `nick` on `node`, asking for `caps`.
+    async fn register(node: &Node, nick: &str, caps: &str) -> Irc {
+        use tokio::io::AsyncBufReadExt;
+        let (read, write) = TcpStream::connect(node.irc.as_deref().unwrap()).await.unwrap().into_split();
+        let mut irc = Irc { lines: tokio::io::BufReader::new(read).lines(), write };
+        irc.send(&format!("CAP REQ :{caps}\r\nNICK {nick}\r\nUSER u 0 * :U\r\nCAP END")).await;
+        irc.until(" 422 ").await;
+        irc
+    }
+
+    async fn send(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        self.write.write_all(format!("{line}\r\n").as_bytes()).await.unwrap();
+    }
+
+    async fn line(&mut self) -> String {
+        tokio::time::timeout(PATIENCE, self.lines.next_line()).await.expect("a line in time").unwrap().expect("the server closed the connection")
+    }
+
+    /// Reads past lines until one holding `needle`, which it returns.
+    async fn until(&mut self, needle: &str) -> String {
+        loop {
+            let line = self.line().await;
+            if line.contains(needle) {
+                return line;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node() {
+    let nats = Nats::start();
+    let a = Node::with_args(&nats, &["--irc-listen", "127.0.0.1:0"]);
+    let b = Node::with_args(&nats, &["--irc-listen", "127.0.0.1:0"]);
+    let mut ann = Irc::register(&a, "ann", "message-tags").await;
+    ann.send("JOIN #lobby").await;
+    ann.until(" 366 ").await;
+    let mut bob = Irc::register(&b, "bob", "message-tags").await;
+    let mut cy = Irc::register(&b, "cy", "").await;
+    for irc in [&mut bob, &mut cy] {
+        irc.send("JOIN #lobby").await;
+        irc.until(" 366 ").await;
+    }
+    ann.until(":cy!cy@localhost JOIN #lobby").await;
+    bob.until(":cy!cy@localhost JOIN #lobby").await;
+
+    ann.send("@+typing=active TAGMSG #lobby").await;
+    ann.send("PRIVMSG #lobby :hi").await;
+    let typing = bob.line().await;
+    let (tags, rest) = typing.split_once(' ').unwrap();
+    assert!(tags.starts_with("@msgid=") && tags.ends_with(";+typing=active"), "{typing}");
+    assert_eq!(rest, ":ann!ann@localhost TAGMSG #lobby");
+    assert!(bob.line().await.ends_with(" :ann!ann@localhost PRIVMSG #lobby :hi"));
+    // cy reads no tags: no TAGMSG before the message.
+    loop {
+        let line = cy.line().await;
+        assert!(!line.contains("TAGMSG"), "{line}");
+        if line.contains("PRIVMSG") {
+            assert_eq!(line, ":ann!ann@localhost PRIVMSG #lobby :hi");
+            break;
+        }
+    }
 }
