@@ -623,11 +623,12 @@ async fn a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node() {
 
     ann.send("@+typing=active TAGMSG #lobby").await;
     ann.send("PRIVMSG #lobby :hi").await;
-    let typing = bob.line().await;
+    // Past any join told late through the broker; the message must follow.
+    let typing = bob.until(" TAGMSG ").await;
     let (tags, rest) = typing.split_once(' ').unwrap();
     assert!(tags.starts_with("@msgid=") && tags.ends_with(";+typing=active"), "{typing}");
     assert_eq!(rest, ":ann!ann@localhost TAGMSG #lobby");
-    assert!(bob.line().await.ends_with(" :ann!ann@localhost PRIVMSG #lobby :hi"));
+    assert!(bob.until(" PRIVMSG ").await.ends_with(" :ann!ann@localhost PRIVMSG #lobby :hi"));
     // cy reads no tags: no TAGMSG before the message.
     loop {
         let line = cy.line().await;
