@@ -86,19 +86,9 @@ impl RoomEvent {
             RoomEvent::Join { name, old_name } => presence(Presence::Join, name, old_name, &None),
             RoomEvent::Leave { name, new_name, .. } => presence(Presence::Leave, name, &None, new_name),
             RoomEvent::Tags { name, tags } => {
-                let tags = tags.split(';').filter_map(|tag| {
-                    let (key, value) = tag.split_once('=').unwrap_or((tag, ""));
-                    (!key.is_empty()).then(|| (key.to_owned(), wire::irc::unescape_tag_value(value).into_owned()))
-                });
-                ChatEvent::Tags { event: TagsTag::Tags, name: name.to_string(), room: room.to_owned(), tags: tags.collect() }.to_json()
+                let tags = wire::irc::tags(tags).map(|(key, value)| (key.to_owned(), value.into_owned())).collect();
+                ChatEvent::Tags { event: TagsTag::Tags, name: name.to_string(), room: room.to_owned(), tags }.to_json()
             }
         }
-    }
-
-    /// The state a typing notification (IRCv3's `+typing` client tag) says,
-    /// if the event is one: `active`, `paused` or `done`.
-    pub fn typing(&self) -> Option<&str> {
-        let RoomEvent::Tags { tags, .. } = self else { return None };
-        tags.split(';').find_map(|tag| tag.strip_prefix("+typing=")).filter(|state| matches!(*state, "active" | "paused" | "done"))
     }
 }

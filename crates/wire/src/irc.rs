@@ -133,12 +133,17 @@ impl<'a> Message<'a> {
     /// The value of tag `key` (unescaped), `Some("")` for a tag without
     /// one, `None` if absent.
     pub fn tag(&self, key: &str) -> Option<Cow<'a, str>> {
-        let tags = self.tags?;
-        tags.split(';').find_map(|tag| {
-            let (k, v) = tag.split_once('=').unwrap_or((tag, ""));
-            (k == key).then(|| unescape_tag_value(v))
-        })
+        tags(self.tags?).find_map(|(k, v)| (k == key).then_some(v))
     }
+}
+
+/// The tags of a line's tag part (`a=b;+c=d\se`, without its `@`), in
+/// order: each key and its value unescaped, `""` for a tag without one.
+pub fn tags(text: &str) -> impl Iterator<Item = (&str, Cow<'_, str>)> {
+    text.split(';').filter(|tag| !tag.is_empty()).map(|tag| {
+        let (key, value) = tag.split_once('=').unwrap_or((tag, ""));
+        (key, unescape_tag_value(value))
+    })
 }
 
 /// One line the server sends, built piece by piece. Every piece has CR,

@@ -93,6 +93,13 @@ pub fn typing(room_jid: &str, nick: &str, to: &str, state: &str) -> Element {
         .child(Element::new(state, ns::CHATSTATES))
 }
 
+/// The state a typing notification says, if `tags` (a room event's, as
+/// IRC writes them) hold one: IRCv3's `+typing`, `active`, `paused` or
+/// `done`.
+fn typing_in(tags: &str) -> Option<&'static str> {
+    wire::irc::tags(tags).find(|(key, _)| *key == "+typing").and_then(|(_, state)| ["active", "paused", "done"].into_iter().find(|s| *s == state))
+}
+
 /// The typing notification (IRCv3's `+typing` value) a bodyless message's
 /// chat state says, if it has one (XEP-0085): `composing` is typing,
 /// `paused` stopped for now, the others not typing.
@@ -224,7 +231,7 @@ pub fn render(event: &RoomEvent, room_jid: &str, own_nick: &str, to: &str, shown
         RoomEvent::Message { name, text } | RoomEvent::Notice { name, text } => Some(groupchat(room_jid, Some(name), to, text)),
         RoomEvent::Announcement { text } => Some(groupchat(room_jid, None, to, text)),
         // Tags and no text: a typing notification is a chat state; others have no form here.
-        RoomEvent::Tags { name, .. } => event.typing().map(|state| typing(room_jid, name, to, state)),
+        RoomEvent::Tags { name, tags } => typing_in(tags).map(|state| typing(room_jid, name, to, state)),
         RoomEvent::Join { name, .. } if &**name == own_nick => None,
         RoomEvent::Join { name, .. } => Some(presence(room_jid, name, to, &shown(name).0, true, &[])),
         RoomEvent::Leave { name, reason, by, new_name, .. } => {

@@ -149,15 +149,14 @@ pub struct MucRoom {
     /// Affiliations by bare JID.
     pub affiliations: HashMap<String, Affiliation>,
     pub occupants: Vec<Occupant>,
-    /// How occupants who were taken out (kicked, banned) or changed their
-    /// nick are shown as they leave: the item and status codes for their
-    /// old nick's leave event.
+    /// How occupants who were taken out (kicked, banned) are shown as they
+    /// leave: the item and status codes for their nick's leave event.
     pub departed: HashMap<Arc<str>, Departure>,
 }
 
-/// How an occupant who was taken out of a room, or changed its nick, is
-/// shown as it leaves: its affiliation and the status codes. (A change of
-/// nick's 303 and new nick come with the room's leave event itself.)
+/// How an occupant who was taken out of a room is shown as it leaves: its
+/// affiliation and the status codes. (A change of nick is shown from the
+/// room's leave event itself, with the occupant under its new nick.)
 #[derive(Debug, Clone)]
 pub struct Departure {
     pub affiliation: Affiliation,

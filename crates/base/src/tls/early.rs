@@ -80,7 +80,7 @@ impl<IO> EarlyTlsStream<IO> {
 impl<IO: AsyncRead + AsyncWrite + Unpin> EarlyTlsStream<IO> {
     fn poll_handshake(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         loop {
-            let readable = !self.conn.is_handshaking() || self.conn.early_data().is_some();
+            let readable = !self.conn.is_handshaking() || self.took_early_data();
             ready!(self.poll_send(cx))?;
             if readable {
                 return Poll::Ready(Ok(()));

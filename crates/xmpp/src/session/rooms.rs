@@ -75,17 +75,14 @@ impl Session {
             Err(RenameError::NotMember) => return self.refuse(presence, "modify", "not-acceptable"),
             Err(RenameError::Broker(_)) => return self.refuse(presence, "wait", "remote-server-timeout"),
         }
-        let (id, limit) = (self.id, self.xmpp.list_limit);
+        let id = self.id;
         let old = occupancy.nick.clone();
+        // The occupant keeps its place, under the new nick: the leave event
+        // shows it so (303).
         self.xmpp.muc.with(room, |r| {
-            let affiliation = r.occupant_by_member(id).map_or(Affiliation::None, |o| r.affiliation(&o.jid));
             if let Some(o) = r.occupants.iter_mut().find(|o| o.member == id) {
                 o.nick = new.clone();
             }
-            if r.departed.len() >= limit {
-                r.departed.clear();
-            }
-            r.departed.insert(old.clone(), Departure { affiliation, codes: Vec::new() });
         });
         if let Some(occupancy) = self.rooms.get_mut(room) {
             occupancy.nick = new.clone();
@@ -208,24 +205,26 @@ impl Session {
         if let Some(subject) = message.find("subject", ns::CLIENT) {
             return self.set_subject(message, &room, &occupancy, subject.text_content()).await;
         }
-        let body = message.find("body", ns::CLIENT).map(Element::text_content);
-        let typing = muc::typing_of(message).filter(|_| body.is_none());
-        if body.is_none() && typing.is_none() {
-            return;
-        }
+        let name = occupancy.nick.clone();
+        let event = match message.find("body", ns::CLIENT) {
+            Some(body) => RoomEvent::Message { name, text: Arc::from(body.text_content()) },
+            // A chat state alone (XEP-0085): the room's typing notification
+            // (IRC's TAGMSG with +typing).
+            None => match muc::typing_of(message) {
+                Some(state) => RoomEvent::Tags { name, tags: Arc::from(format!("+typing={state}")) },
+                None => return,
+            },
+        };
         let role = self.xmpp.muc.with(&room, |r| r.occupant_by_member(self.id).map(|o| o.role)).flatten();
         if role == Some(Role::Visitor) {
             // XEP-0045 §7.4: a visitor in a moderated room has no voice.
             return self.refuse(message, "auth", "forbidden");
         }
-        let Some(body) = body else {
-            // A chat state alone (XEP-0085): the room's typing notification
-            // (IRC's TAGMSG with +typing), neither kept nor answered.
-            let event = RoomEvent::Tags { name: occupancy.nick.clone(), tags: Arc::from(format!("+typing={}", typing.unwrap_or("done"))) };
+        if matches!(event, RoomEvent::Tags { .. }) {
+            // Neither kept nor answered.
             let _ = rooms.publish(&room, Payload::event(room.clone(), event));
             return;
-        };
-        let event = RoomEvent::Message { name: occupancy.nick.clone(), text: Arc::from(body) };
+        }
         if rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await.is_err() {
             return self.refuse(message, "wait", "resource-constraint");
         }
