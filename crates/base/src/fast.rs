@@ -52,6 +52,8 @@ pub struct Checked {
     pub expires: i64,
     /// The fingerprint of the account's keys it was given under.
     pub keys: Vec<u8>,
+    /// The hash of its proof, which names it in the store.
+    pub proof: Vec<u8>,
 }
 
 fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
@@ -82,6 +84,7 @@ impl Fast {
             answer: hmac(token.as_bytes(), b"Responder"),
             expires: seconds(expires),
             keys: keys.to_vec(),
+            early_count: 0,
         };
         self.store.keep_token(account, &kept, seconds(now), self.limit).await?;
         Ok(Issued { token, expiry: humantime::format_rfc3339_seconds(expires).to_string() })
@@ -100,8 +103,16 @@ impl Fast {
         match found {
             None => Err("not-authorized"),
             Some(token) if token.expires <= seconds(SystemTime::now()) => Err("credentials-expired"),
-            Some(token) => Ok(Checked { account, answer: token.answer, expires: token.expires, keys: token.keys }),
+            Some(token) => Ok(Checked { account, answer: token.answer, expires: token.expires, keys: token.keys, proof: token.proof }),
         }
+    }
+
+    /// A login with the token `checked` was sent in TLS early data with
+    /// `count` (XEP-0484 §4): whether it is taken, its count higher than any
+    /// taken before with that token. Early data can be replayed by whoever
+    /// saw it; a replay carries a count already taken.
+    pub async fn early_count(&self, checked: &Checked, count: i64) -> Result<bool, store::Error> {
+        self.store.raise_early_count(&checked.account, &checked.proof, count).await
     }
 
     /// A login with the token that expires at `expires` worked: the
@@ -132,17 +143,19 @@ mod tests {
         assert_eq!(issued.token.len(), 32);
         assert!(issued.expiry.ends_with('Z') && issued.expiry.len() == 20, "{}", issued.expiry);
         let checked = fast.check(&proof("Alice", &issued.token), "phone").await.unwrap();
-        assert_eq!((checked.account.as_str(), checked.answer), ("alice", hmac(issued.token.as_bytes(), b"Responder")));
+        assert_eq!((checked.account.as_str(), &checked.answer), ("alice", &hmac(issued.token.as_bytes(), b"Responder")));
         assert_eq!(fast.check(&proof("alice", &issued.token), "laptop").await, Err("not-authorized"), "another client's");
         assert_eq!(fast.check(&proof("alice", "guessed"), "phone").await, Err("not-authorized"));
         assert_eq!(fast.check(&proof("bob", &issued.token), "phone").await, Err("not-authorized"));
         assert_eq!(fast.check(b"no separator", "phone").await, Err("malformed-request"));
+        assert!(fast.early_count(&checked, 1).await.unwrap());
+        assert!(!fast.early_count(&checked, 1).await.unwrap(), "a replay");
         assert!(!fast.used("alice", "phone", checked.expires, false).await.unwrap(), "not due in its first half");
         assert!(fast.used("alice", "phone", checked.expires, true).await.is_ok());
         assert_eq!(fast.check(&proof("alice", &issued.token), "phone").await, Err("not-authorized"), "invalidated");
 
         // A token kept until a second after the epoch.
-        let old = FastToken { agent: "phone".into(), mechanism: MECHANISM.into(), proof: Sha256::digest(hmac(b"old", b"Initiator")).to_vec(), answer: Vec::new(), expires: 1, keys: Vec::new() };
+        let old = FastToken { agent: "phone".into(), mechanism: MECHANISM.into(), proof: Sha256::digest(hmac(b"old", b"Initiator")).to_vec(), answer: Vec::new(), expires: 1, keys: Vec::new(), early_count: 0 };
         fast.store.keep_token("alice", &old, 0, 4).await.unwrap();
         assert_eq!(fast.check(&proof("alice", "old"), "phone").await, Err("credentials-expired"));
     }

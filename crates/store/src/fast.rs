@@ -27,6 +27,9 @@ pub struct FastToken {
     /// token works only while they are the same, so that a new password, or
     /// a new account under the name, ends it whoever kept it.
     pub keys: Vec<u8>,
+    /// The highest count a login with it sent in TLS early data carried
+    /// (XEP-0484 §4); 0 before any.
+    pub early_count: i64,
 }
 
 /// Tokens an account's one client keeps at most: the one it logs in with
@@ -48,6 +51,12 @@ pub trait FastTokenStore {
     /// Forgets the tokens `account` gave `agent` that expire before
     /// `before`: older than the one just used, or, with `i64::MAX`, all.
     async fn forget_tokens(&self, account: &str, agent: &str, before: i64) -> Result<()>;
+
+    /// Raises the early-data count of `account`'s token whose proof hashes
+    /// to `proof` to `count`, if `count` is higher than the one kept, in one
+    /// step however many logins race: whether it was raised (false for a
+    /// count already taken, a replay, or a token gone).
+    async fn raise_early_count(&self, account: &str, proof: &[u8], count: i64) -> Result<bool>;
 }
 
 /// The proofs of the tokens to forget once `kept` (an account's, the one
@@ -74,7 +83,7 @@ mod tests {
     use super::*;
 
     fn token(agent: &str, n: u8, expires: i64) -> FastToken {
-        FastToken { agent: agent.into(), mechanism: "HT-SHA-256-NONE".into(), proof: vec![n], answer: vec![n], expires, keys: vec![] }
+        FastToken { agent: agent.into(), mechanism: "HT-SHA-256-NONE".into(), proof: vec![n], answer: vec![n], expires, keys: vec![], early_count: 0 }
     }
 
     #[test]

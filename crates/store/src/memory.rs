@@ -190,6 +190,18 @@ impl FastTokenStore for MemoryStore {
         }
         Ok(())
     }
+
+    async fn raise_early_count(&self, account: &str, proof: &[u8], count: i64) -> Result<bool> {
+        let mut fast = self.fast.lock();
+        let token = fast.get_mut(account).and_then(|kept| kept.iter_mut().find(|t| t.proof == proof));
+        Ok(match token {
+            Some(token) if token.early_count < count => {
+                token.early_count = count;
+                true
+            }
+            _ => false,
+        })
+    }
 }
 
 #[async_trait]

@@ -425,6 +425,7 @@ fn token_of(row: &AnyRow) -> Result<FastToken> {
         answer: row.try_get("answer")?,
         expires: row.try_get("expires")?,
         keys: row.try_get("keys")?,
+        early_count: row.try_get("early_count")?,
     })
 }
 
@@ -434,7 +435,7 @@ impl FastTokenStore for SqlStore {
         // Under the account's lock: two logins of one account at once
         // prune what both kept.
         let mut tx = self.write(account).await?;
-        sqlx::query("INSERT INTO fast_token (account, agent, mechanism, proof, answer, expires, keys) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+        sqlx::query("INSERT INTO fast_token (account, agent, mechanism, proof, answer, expires, keys, early_count) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
             .bind(account)
             .bind(&token.agent)
             .bind(&token.mechanism)
@@ -442,6 +443,7 @@ impl FastTokenStore for SqlStore {
             .bind(&token.answer)
             .bind(token.expires)
             .bind(&token.keys)
+            .bind(token.early_count)
             .execute(&mut *tx)
             .await?;
         let rows = sqlx::query("SELECT * FROM fast_token WHERE account = $1").bind(account).fetch_all(&mut *tx).await?;
@@ -461,6 +463,17 @@ impl FastTokenStore for SqlStore {
     async fn forget_tokens(&self, account: &str, agent: &str, before: i64) -> Result<()> {
         sqlx::query("DELETE FROM fast_token WHERE account = $1 AND agent = $2 AND expires < $3").bind(account).bind(agent).bind(before).execute(&self.writer).await?;
         Ok(())
+    }
+
+    async fn raise_early_count(&self, account: &str, proof: &[u8], count: i64) -> Result<bool> {
+        // One statement: of two logins with one count, one raises it.
+        let done = sqlx::query("UPDATE fast_token SET early_count = $3 WHERE account = $1 AND proof = $2 AND early_count < $3")
+            .bind(account)
+            .bind(proof)
+            .bind(count)
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected() == 1)
     }
 }
 

@@ -118,7 +118,7 @@ async fn rooms_body(store: &dyn Store) {
 }
 
 fn token(agent: &str, n: u8, expires: i64) -> FastToken {
-    FastToken { agent: agent.into(), mechanism: "HT-SHA-256-NONE".into(), proof: vec![n; 32], answer: vec![n + 1; 32], expires, keys: vec![n; 32] }
+    FastToken { agent: agent.into(), mechanism: "HT-SHA-256-NONE".into(), proof: vec![n; 32], answer: vec![n + 1; 32], expires, keys: vec![n; 32], early_count: 0 }
 }
 
 async fn fast_tokens_body(store: &dyn Store) {
@@ -140,6 +140,14 @@ async fn fast_tokens_body(store: &dyn Store) {
     assert_eq!(kept, [token("phone", 3, 300), token("tablet", 20, 400)]);
     store.forget_tokens("alice", "tablet", i64::MAX).await.unwrap();
     assert_eq!(store.tokens("alice").await.unwrap(), [token("phone", 3, 300)]);
+    // Early-data counts only go up: a count taken, or one below it, is a replay.
+    assert!(store.raise_early_count("alice", &[3; 32], 1).await.unwrap());
+    assert!(!store.raise_early_count("alice", &[3; 32], 1).await.unwrap(), "the same count again");
+    assert!(store.raise_early_count("alice", &[3; 32], 5).await.unwrap(), "counts may skip");
+    assert!(!store.raise_early_count("alice", &[3; 32], 4).await.unwrap(), "a lower one");
+    assert!(!store.raise_early_count("bob", &[3; 32], 9).await.unwrap(), "another account's");
+    assert!(!store.raise_early_count("alice", &[77; 32], 1).await.unwrap(), "no such token");
+    assert_eq!(store.tokens("alice").await.unwrap()[0].early_count, 5);
     // A new password, or no account, ends them.
     store.create("alice", &account(1), Origin::Administrator, 0).await.unwrap();
     store.set_keys("alice", &account(2)).await.unwrap();

@@ -117,6 +117,12 @@ pub struct Session {
     failed: u32,
     /// Whether the stream runs over TLS.
     pub encrypted: bool,
+    /// Whether its TLS takes a resuming client's early data (0-RTT).
+    pub zero_rtt: bool,
+    /// Whether the bytes last read came in TLS early data, which whoever
+    /// saw them may send again: a login in them is taken only with FAST's
+    /// count (XEP-0484 §4).
+    pub early_data: bool,
     /// Whether its transport can keep it for resumption (XEP-0198).
     pub may_resume: bool,
     /// Stanzas taken from the client so far, for metrics.
@@ -202,6 +208,8 @@ impl Session {
             sasl2: None,
             failed: 0,
             encrypted: false,
+            zero_rtt: false,
+            early_data: false,
             may_resume: true,
             stanzas_in: 0,
             sm: None,

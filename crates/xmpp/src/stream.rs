@@ -30,6 +30,11 @@ pub(crate) trait Carrier: Send {
 
     /// Sends the stream's last words, then closes the carrier.
     fn close(&mut self, last_words: &[String]) -> impl Future<Output = ()> + Send;
+
+    /// Whether the bytes the last read gave came in TLS early data.
+    fn read_early_data(&self) -> bool {
+        false
+    }
 }
 
 /// Why nothing more can be read.
@@ -135,6 +140,7 @@ impl StreamTask {
                         Err(Unread::Gone) => return Ending::Broken,
                         Err(Unread::Ended(end)) => return Ending::Done(end),
                     };
+                    self.session.early_data = carrier.read_early_data();
                     if let Some(ending) = self.on_read(carrier, n).await {
                         return ending;
                     }

@@ -40,6 +40,7 @@ async fn over_tls(mut task: StreamTask, mut tcp: TcpStream, tls: Option<EarlyAcc
         return;
     };
     task.session.encrypted = true;
+    task.session.zero_rtt = true;
     // STARTTLS is refused once encrypted: the stream cannot turn twice.
     let ending = task.drive(&mut stream).await;
     Box::pin(task.end(&mut stream, ending)).await;
@@ -99,6 +100,10 @@ impl Carrier for EarlyTlsStream<TcpStream> {
     async fn close(&mut self, last_words: &[String]) {
         let _ = write_joined(self, last_words).await;
         let _ = self.shutdown().await;
+    }
+
+    fn read_early_data(&self) -> bool {
+        EarlyTlsStream::read_early_data(self)
     }
 }
 

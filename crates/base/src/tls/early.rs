@@ -56,7 +56,7 @@ impl EarlyAcceptor {
     /// Finished (sent), the rest going on as the stream is read.
     pub async fn accept<IO: AsyncRead + AsyncWrite + Unpin>(&self, io: IO) -> io::Result<EarlyTlsStream<IO>> {
         let conn = ServerConnection::new(self.config.clone()).map_err(io::Error::other)?;
-        let mut stream = EarlyTlsStream { io, conn, shut: false };
+        let mut stream = EarlyTlsStream { io, conn, shut: false, last_read_early: false };
         std::future::poll_fn(|cx| stream.poll_handshake(cx)).await?;
         Ok(stream)
     }
@@ -68,12 +68,22 @@ pub struct EarlyTlsStream<IO> {
     conn: ServerConnection,
     /// Whether the server's close_notify is queued.
     shut: bool,
+    /// Whether the last read's bytes were early data.
+    last_read_early: bool,
 }
 
 impl<IO> EarlyTlsStream<IO> {
     /// Whether the client's early data was taken.
     pub fn took_early_data(&mut self) -> bool {
         self.conn.early_data().is_some()
+    }
+
+    /// Whether the bytes the last read gave came in the client's early
+    /// data, which whoever saw it may send again on another connection.
+    /// Early data comes before everything else, so a message that ends in
+    /// bytes read while this is true came whole in it.
+    pub fn read_early_data(&self) -> bool {
+        self.last_read_early
     }
 }
 
@@ -132,6 +142,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for EarlyTlsStream<IO> {
             if let Some(mut early) = this.conn.early_data() {
                 let n = early.read(buf.initialize_unfilled())?;
                 if n > 0 {
+                    this.last_read_early = true;
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }
@@ -139,6 +150,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for EarlyTlsStream<IO> {
             match this.conn.reader().read(buf.initialize_unfilled()) {
                 // 0: the client's close_notify.
                 Ok(n) => {
+                    this.last_read_early = false;
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }
@@ -293,12 +305,15 @@ mod tests {
     }
 
     /// A server that answers each read with "ok:" and what it read, once,
-    /// saying whether the bytes came as early data.
+    /// saying whether the bytes came as early data (as the handshake and as
+    /// the read tell it).
     async fn answer_once(acceptor: EarlyAcceptor, io: DuplexStream) -> io::Result<(Vec<u8>, bool)> {
         let mut tls = acceptor.accept(io).await?;
-        let early = tls.took_early_data();
+        let took = tls.took_early_data();
         let mut buf = vec![0u8; 64];
         let n = tls.read(&mut buf).await?;
+        let early = tls.read_early_data();
+        assert_eq!(took, early, "early data taken is what the first read gives");
         tls.write_all(&[b"ok:", &buf[..n]].concat()).await?;
         tls.flush().await?;
         // The rest of the handshake, and the client's close.

@@ -12,8 +12,9 @@
 //! - `fast`: direct TLS resumed from the client's last connection (TLS 1.3, no
 //!   certificate sent), and in one flight with it, as early data where the server
 //!   takes it (0-RTT), its stream header, a SASL2 login with the FAST token
-//!   (XEP-0484, HT-SHA-256-NONE) it was given last time, Bind 2, its presence and its
-//!   message. A client coming back. Its first token comes from one
+//!   (XEP-0484, HT-SHA-256-NONE) it was given last time and the count of its logins
+//!   with it (which a server refuses to see twice in early data), Bind 2, its presence
+//!   and its message. A client coming back. Its first token comes from one
 //!   `sasl2` login before the timed ones, which is not counted.
 
 use std::sync::Arc;
@@ -54,12 +55,16 @@ pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<Login
         // One client's TLS configuration across its logins: its session cache is what
         // lets `fast` resume, sending its first flight as early data. Each `standard`
         // and `sasl2` login starts from a new one, cold.
-        let warm = tls_config(&roots, true)?;
-        let mut token = String::new();
+        let mut warm = tls_config(&roots, true)?;
+        let mut token = Given::default();
         if style == LoginStyle::Fast {
             let address = format!("{host}:{}", settings.tls_port);
             let login = Login::new(&who, &address, warm.clone());
             token = ctx.expect(async { login.sasl2(true).await.map(|(_, t)| Some(t)) }, "the login that is given the first FAST token").await?;
+            if !token.zero_rtt {
+                // Early data only where the server said it takes a login in it.
+                warm = tls_config(&roots, false)?;
+            }
         }
         let mut time = Latency::new();
         let mut last = Cost::default();
@@ -74,10 +79,12 @@ pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<Login
                 LoginStyle::Standard => ctx.expect(async { login.standard().await.map(Some) }, "a standard login").await?,
                 LoginStyle::Sasl2 => ctx.expect(async { login.sasl2(false).await.map(|(c, _)| Some(c)) }, "a SASL2 login").await?,
                 LoginStyle::Fast => {
+                    token.count += 1;
                     let (arrival, next) = ctx.expect(async { login.fast(&token).await.map(Some) }, "a FAST login").await?;
-                    // A token given now replaces the one used, which will go.
+                    // A token given now replaces the one used, which will go;
+                    // its count starts again.
                     if let Some(next) = next {
-                        token = next;
+                        token = Given { token: next, count: 0, ..token };
                     }
                     arrival
                 }
@@ -110,6 +117,16 @@ struct Cost {
     round_trips: u64,
     sent: u64,
     received: u64,
+}
+
+/// A FAST token as the client keeps it.
+#[derive(Debug, Default)]
+struct Given {
+    token: String,
+    /// Its logins so far: one in TLS early data carries the next (XEP-0484 §4).
+    count: u64,
+    /// Whether the server takes a login with it in TLS early data.
+    zero_rtt: bool,
 }
 
 struct Who {
@@ -244,12 +261,14 @@ impl<'a> Login<'a> {
     }
 
     /// A SASL2 login with SCRAM-SHA-256 and Bind 2, asking for a FAST token if `token`.
-    async fn sasl2(&self, token: bool) -> Result<(Arrival, String), Error> {
+    async fn sasl2(&self, token: bool) -> Result<(Arrival, Given), Error> {
         let mut s = self.connect(true).await?;
         let features = s.open(&self.who.domain).await?;
-        if features.find("authentication", ns::SASL2).is_none() {
+        let Some(authentication) = features.find("authentication", ns::SASL2) else {
             return Err(Error::refused(format!("{}: no SASL2 offered", s.place)));
-        }
+        };
+        let fast = authentication.find("inline", ns::SASL2).and_then(|i| i.find("fast", ns::FAST));
+        let zero_rtt = fast.and_then(|f| f.get("tls-0rtt")).is_some_and(|v| v == "true" || v == "1");
         let (mut scram, first) = Scram::start(&self.who.user, &self.who.password);
         let ask = if token { "<request-token xmlns='urn:xmpp:fast:0' mechanism='HT-SHA-256-NONE'/>" } else { "" };
         s.send(&authenticate("SCRAM-SHA-256", first.as_bytes(), ask)).await?;
@@ -264,17 +283,17 @@ impl<'a> Login<'a> {
             return Err(Error::refused(format!("{}: no FAST token given (is --xmpp-fast-tokens 0?)", s.place)));
         }
         s.send(&self.presence_and_message()).await?;
-        Ok((s.first_message().await?, given.unwrap_or_default()))
+        Ok((s.first_message().await?, Given { token: given.unwrap_or_default(), count: 0, zero_rtt }))
     }
 
     /// A FAST login with `token`, all in one flight with TLS's resumption when the
     /// server takes early data, else after it: when its message came back, and the
     /// new token if the server gave one.
-    async fn fast(&self, token: &str) -> Result<(Arrival, Option<String>), Error> {
+    async fn fast(&self, token: &Given) -> Result<(Arrival, Option<String>), Error> {
         let mut s = self.connect(true).await?;
-        let proof = [format!("{}\0", self.who.user).as_bytes(), &hmac(token, b"Initiator")].concat();
+        let proof = [format!("{}\0", self.who.user).as_bytes(), &hmac(&token.token, b"Initiator")].concat();
         let header = Header { to: Some(&self.who.domain), ..Header::default() }.stream();
-        let login = authenticate("HT-SHA-256-NONE", &proof, "<fast xmlns='urn:xmpp:fast:0'/>");
+        let login = authenticate("HT-SHA-256-NONE", &proof, &format!("<fast xmlns='urn:xmpp:fast:0' count='{}'/>", token.count));
         s.send(&format!("{header}{login}{}", self.presence_and_message())).await?;
         s.header().await?;
         s.expect("features").await?;
@@ -283,7 +302,7 @@ impl<'a> Login<'a> {
             e => return Err(Error::refused(format!("{}: the FAST login was answered {}", s.place, crate::scenario::excerpt(&e.to_xml_standalone())))),
         };
         let answer = success.find("additional-data", ns::SASL2).map(Element::text_content).unwrap_or_default();
-        if STANDARD.decode(answer.trim()).ok() != Some(hmac(token, b"Responder")) {
+        if STANDARD.decode(answer.trim()).ok() != Some(hmac(&token.token, b"Responder")) {
             return Err(Error::unexpected(format!("{}: the server's FAST answer does not prove it knew the token", s.place)));
         }
         let next = success.find("token", ns::FAST).and_then(|t| t.get("token")).map(str::to_owned);

@@ -272,6 +272,41 @@ impl tokio::io::AsyncWrite for Recorded {
     }
 }
 
+/// A client's TLS over a socket that records what it sends.
+type EarlyTls = tokio_rustls::client::TlsStream<Recorded>;
+
+/// Sends `flight` with a resumed TLS session's ClientHello, as early data:
+/// what the server answers after its features (a SASL2 success or
+/// failure), the stream to go on with, and every byte the client sent.
+async fn early_flight(connector: &tokio_rustls::TlsConnector, direct: std::net::SocketAddr, flight: &str) -> (Element, EarlyTls, Vec<u8>) {
+    use tokio::io::AsyncWriteExt;
+    let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tcp = tokio::net::TcpStream::connect(direct).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut tls = connector.connect(name, Recorded { tcp, sent: sent.clone() }).await.unwrap();
+    assert!(tls.get_ref().1.is_handshaking(), "the client writes before its handshake ends");
+    tls.write_all(flight.as_bytes()).await.unwrap();
+    tls.flush().await.unwrap();
+    let first_flight = sent.lock().unwrap().clone();
+    let mut parser = wire::xmpp::StreamParser::new(wire::xmpp::Limits::default());
+    assert!(matches!(crate::xmpp::next_on(&mut tls, &mut parser).await, StreamEvent::Open { .. }));
+    let StreamEvent::Stanza(features) = crate::xmpp::next_on(&mut tls, &mut parser).await else { panic!("features") };
+    let fast = features.find("authentication", "urn:xmpp:sasl:2").and_then(|a| a.find("inline", "urn:xmpp:sasl:2")).and_then(|i| i.find("fast", "urn:xmpp:fast:0"));
+    assert_eq!(fast.and_then(|f| f.get("tls-0rtt")), Some("true"), "over TLS a FAST login may come in early data");
+    let StreamEvent::Stanza(answer) = crate::xmpp::next_on(&mut tls, &mut parser).await else { panic!("an answer") };
+    assert!(tls.get_ref().1.is_early_data_accepted(), "the login went as early data, and was taken");
+    (answer, tls, first_flight)
+}
+
+/// Ends the client's stream and reads to the server's close: the TLS ticket
+/// for the client's next connection comes before it.
+async fn finish<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(tls: &mut S) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    tls.write_all(b"</stream:stream>").await.unwrap();
+    let mut rest = Vec::new();
+    let _ = tls.read_to_end(&mut rest).await;
+}
+
 #[tokio::test]
 async fn a_fast_login_in_tls_early_data_is_answered_before_the_handshake_ends_and_its_replay_logs_nobody_in() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -315,32 +350,25 @@ async fn a_fast_login_in_tls_early_data_is_answered_before_the_handshake_ends_an
     assert_eq!(success.name, "success", "{}", success.to_xml("jabber:client"));
     assert!(!tls.get_ref().1.is_early_data_accepted(), "nothing to resume on a first connection");
     let token = success.find("token", "urn:xmpp:fast:0").unwrap().get("token").unwrap().to_owned();
-    tls.write_all(b"</stream:stream>").await.unwrap();
-    let mut rest = Vec::new();
-    let _ = tls.read_to_end(&mut rest).await;
+    finish(&mut tls).await;
 
-    // The second sends everything with its ClientHello: the header, the FAST
-    // login, a presence and a message to gus. Its bytes up to the answer are
-    // that one flight.
+    // Early data may be a replay: a password's login in it is refused
+    // (XEP-0388 §4), and so is a FAST login without its count (XEP-0484 §4).
+    let refused = "<failure xmlns=\"urn:xmpp:sasl:2\"><not-authorized xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"/></failure>";
     let proof = [&b"fay\0"[..], &hmac(&token, b"Initiator")].concat();
-    let flight = format!(
-        "{HEADER}{}<presence/><message to='gus@localhost/desk' type='chat' id='m1'><body>once</body></message>",
-        authenticate("HT-SHA-256-NONE", &proof, AGENT, "<bind xmlns='urn:xmpp:bind:0'/><fast xmlns='urn:xmpp:fast:0'/>")
-    );
-    let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let tcp = tokio::net::TcpStream::connect(direct).await.unwrap();
-    let mut tls = connector.connect(name, Recorded { tcp, sent: sent.clone() }).await.unwrap();
-    assert!(tls.get_ref().1.is_handshaking(), "the client writes before its handshake ends");
-    tls.write_all(flight.as_bytes()).await.unwrap();
-    tls.flush().await.unwrap();
-    let first_flight = sent.lock().unwrap().clone();
-    let mut parser = StreamParser::new(Limits::default());
-    assert!(matches!(crate::xmpp::next_on(&mut tls, &mut parser).await, StreamEvent::Open { .. }));
-    let StreamEvent::Stanza(features) = crate::xmpp::next_on(&mut tls, &mut parser).await else { panic!("features") };
-    assert_eq!(features.name, "features");
-    let StreamEvent::Stanza(success) = crate::xmpp::next_on(&mut tls, &mut parser).await else { panic!("success") };
+    let fast = |count: &str| authenticate("HT-SHA-256-NONE", &proof, AGENT, &format!("<bind xmlns='urn:xmpp:bind:0'/><fast xmlns='urn:xmpp:fast:0'{count}/>"));
+    for login in [authenticate("PLAIN", b"\0fay\0pw", AGENT, ""), fast(""), fast(" count='0'")] {
+        let (answer, mut tls, _) = early_flight(&connector, direct, &format!("{HEADER}{login}")).await;
+        assert_eq!(answer.to_xml("jabber:client"), refused, "{login}");
+        finish(&mut tls).await;
+    }
+
+    // With its count, everything goes with the ClientHello: the header, the
+    // FAST login, a presence and a message to gus, answered in that flight.
+    let flight = format!("{HEADER}{}<presence/><message to='gus@localhost/desk' type='chat' id='m1'><body>once</body></message>", fast(" count='1'"));
+    let (success, mut tls, first_flight) = early_flight(&connector, direct, &flight).await;
+    assert_eq!(success.name, "success", "{}", success.to_xml("jabber:client"));
     assert_eq!(STANDARD.decode(success.find("additional-data", "urn:xmpp:sasl:2").unwrap().text_content()).unwrap(), hmac(&token, b"Responder"));
-    assert!(tls.get_ref().1.is_early_data_accepted(), "the login went as early data, and was taken");
     let message = gus.stanza().await;
     assert_eq!((message.name.as_str(), message.find("body", "jabber:client").map(Element::text_content)), ("message", Some("once".to_owned())));
 
@@ -356,4 +384,13 @@ async fn a_fast_login_in_tls_early_data_is_answered_before_the_handshake_ends_an
     tls.write_all(b"<message to='gus@localhost/desk' type='chat' id='m2'><body>after</body></message>").await.unwrap();
     let next = gus.stanza().await;
     assert_eq!(next.find("body", "jabber:client").map(Element::text_content), Some("after".to_owned()));
+    finish(&mut tls).await;
+
+    // A login with a count already taken, in early data TLS did take, is
+    // refused too; a higher one logs in.
+    let (answer, mut tls, _) = early_flight(&connector, direct, &format!("{HEADER}{}", fast(" count='1'"))).await;
+    assert_eq!(answer.to_xml("jabber:client"), refused, "a count taken");
+    finish(&mut tls).await;
+    let (answer, _tls, _) = early_flight(&connector, direct, &format!("{HEADER}{}", fast(" count='2'"))).await;
+    assert_eq!(answer.name, "success", "{}", answer.to_xml("jabber:client"));
 }

@@ -27,6 +27,9 @@ impl Session {
         }
         let data = sasl_data(&stanza.text_content());
         let step = match (stanza.name.as_str(), data) {
+            // Early data may be a replay (XEP-0388 §4): only FAST's counted
+            // logins are taken from it.
+            ("auth", Ok(_)) if self.early_data => Step::Failure("not-authorized"),
             ("auth", Ok(data)) => {
                 let auth = &self.xmpp.auth;
                 match auth.accounts.start(stanza.get("mechanism").unwrap_or_default(), self.plain_allowed(), auth.anonymous) {

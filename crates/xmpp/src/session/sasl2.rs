@@ -36,6 +36,9 @@ pub(super) struct Inline {
     token: bool,
     /// It asked that the FAST token it logs in with go (`invalidate`).
     invalidate: bool,
+    /// The count of its logins with that token (`count`, XEP-0484 §4),
+    /// which one sent in TLS early data must carry.
+    count: Option<i64>,
     /// It logged in with a FAST token, which expires then.
     used: Option<i64>,
     /// The fingerprint of the account's keys the login was checked against,
@@ -58,8 +61,11 @@ impl Inline {
         });
         let resume = authenticate.find("resume", ns::SM).map(|r| (r.get("previd").unwrap_or_default().to_owned(), r.get("h").and_then(|h| h.parse().ok())));
         let token = authenticate.find("request-token", ns::FAST).is_some_and(|r| r.get("mechanism") == Some(base::fast::MECHANISM));
-        let invalidate = authenticate.find("fast", ns::FAST).is_some_and(|f| matches!(f.get("invalidate"), Some("true" | "1")));
-        Ok(Inline { agent: agent.to_owned(), bind, resume, token, invalidate, used: None, keys: None })
+        let fast = authenticate.find("fast", ns::FAST);
+        let invalidate = fast.is_some_and(|f| matches!(f.get("invalidate"), Some("true" | "1")));
+        // A positive integer (xs:positiveInteger); anything else is no count.
+        let count = fast.and_then(|f| f.get("count")).and_then(|c| c.parse::<i64>().ok()).filter(|&c| c > 0);
+        Ok(Inline { agent: agent.to_owned(), bind, resume, token, invalidate, count, used: None, keys: None })
     }
 }
 
@@ -89,7 +95,12 @@ impl Session {
             inline = inline.child(Element::new("sm", ns::SM));
         }
         if auth.fast.is_some() && !auth.accounts.is_empty() {
-            inline = inline.child(Element::new("fast", ns::FAST).child(Element::new("mechanism", ns::FAST).text(base::fast::MECHANISM)));
+            let mut fast = Element::new("fast", ns::FAST);
+            if self.zero_rtt {
+                // A login may come in TLS early data, with its count.
+                fast = fast.attr("tls-0rtt", "true");
+            }
+            inline = inline.child(fast.child(Element::new("mechanism", ns::FAST).text(base::fast::MECHANISM)));
         }
         Some(authentication.child(inline))
     }
@@ -147,10 +158,24 @@ impl Session {
         if mechanism == base::fast::MECHANISM
             && let Some(fast) = &auth.fast
         {
+            if self.early_data && inline.count.is_none() {
+                return Step::Failure("not-authorized");
+            }
             let checked = match fast.check(data, &inline.agent).await {
                 Ok(checked) => checked,
                 Err(condition) => return Step::Failure(condition),
             };
+            // In early data, which may be a replay, the count must be one
+            // never taken with this token (XEP-0484 §4).
+            if self.early_data
+                && let Some(count) = inline.count
+            {
+                match fast.early_count(&checked, count).await {
+                    Ok(true) => {}
+                    Ok(false) => return Step::Failure("not-authorized"),
+                    Err(_) => return Step::Failure("temporary-auth-failure"),
+                }
+            }
             // The account's keys must be those it was given under: a new
             // password, or the name made again (in the store or the
             // configuration file), ends it.
@@ -164,6 +189,10 @@ impl Session {
                 Ok(None) => Step::Failure("not-authorized"),
                 Err(_) => Step::Failure("temporary-auth-failure"),
             };
+        }
+        // Early data may be a replay (XEP-0388 §4): no password's login in it.
+        if self.early_data {
+            return Step::Failure("not-authorized");
         }
         if mechanism == "PLAIN"
             && let Some(name) = data.split(|&b| b == 0).nth(1).and_then(|n| std::str::from_utf8(n).ok()).and_then(wire::xmpp::jid::localpart)
