@@ -301,21 +301,35 @@ async fn follow(nats: Arc<Nats>, app: String, hub: Arc<Hub>, room: Arc<str>, sta
             hub.publish_and_keep(&room, &received.payload);
             continue;
         }
-        if received.node != nats.node {
-            match received.payload.as_event() {
-                Some((_, RoomEvent::Join { name, .. })) => {
-                    nats.note_node(&received.node);
-                    state.elsewhere.lock().insert(name.clone(), received.node.clone());
-                }
-                Some((_, RoomEvent::Leave { name, .. })) => {
-                    state.elsewhere.lock().remove(name);
-                }
-                _ => {}
+        if received.node != nats.node
+            && let Some((_, event)) = received.payload.as_event()
+        {
+            if matches!(event, RoomEvent::Join { .. }) {
+                nats.note_node(&received.node);
+            }
+            if !note_elsewhere(&mut state.elsewhere.lock(), &received.node, event) {
+                continue;
             }
         }
         hub.publish(&room, &received.payload);
     }
     tracing::warn!(%room, "broker: a room's events ended; its members here hear no more of it");
+}
+
+/// Keeps a room's names held elsewhere current with `event`, from `node`:
+/// whether it is news to the members here. A join of a name already listed
+/// from that node is not: the join was sent before this node read the names
+/// bucket, and arrives after, so its members were shown the name already
+/// (IRC's `NAMES`, XMPP's presences) and would be told of it twice.
+fn note_elsewhere(elsewhere: &mut HashMap<Arc<str>, Arc<str>>, node: &Arc<str>, event: &RoomEvent) -> bool {
+    match event {
+        RoomEvent::Join { name, .. } => elsewhere.insert(name.clone(), node.clone()).is_none_or(|was| was != *node),
+        RoomEvent::Leave { name, .. } => {
+            elsewhere.remove(name);
+            true
+        }
+        _ => true,
+    }
 }
 
 /// A message of the stream as the event it carries, at its position in
@@ -470,6 +484,20 @@ mod tests {
 
     use super::*;
     use crate::nats::{Options, tests::Server};
+
+    #[test]
+    fn a_join_already_read_from_the_names_bucket_is_not_told_again() {
+        let (a, b): (Arc<str>, Arc<str>) = (Arc::from("node-a"), Arc::from("node-b"));
+        // ann's claim was read from the bucket when this node began following.
+        let mut elsewhere = HashMap::from([(Arc::from("ann"), a.clone())]);
+        let join = |name: &str| RoomEvent::Join { name: Arc::from(name), old_name: None };
+        assert!(!note_elsewhere(&mut elsewhere, &a, &join("ann")), "her join, sent before the read, arrives after it");
+        assert!(note_elsewhere(&mut elsewhere, &a, &join("bob")), "a join not listed is news");
+        assert!(note_elsewhere(&mut elsewhere, &b, &join("ann")), "the name now held on another node");
+        assert!(note_elsewhere(&mut elsewhere, &b, &RoomEvent::leave(Arc::from("ann"))));
+        assert!(note_elsewhere(&mut elsewhere, &a, &join("ann")), "back after leaving");
+        assert_eq!(elsewhere.len(), 2);
+    }
 
     #[tokio::test]
     async fn a_snapshot_of_a_rooms_names_holds_a_claim_renewed_while_it_was_read() {
