@@ -67,7 +67,8 @@ pub struct Client {
     pub public: Arc<Public>,
     /// The name its nickname stands for, once it has one.
     name: Option<Nickname>,
-    user: Option<String>,
+    /// It gave `USER` (what it gave is in `public`).
+    user_given: bool,
     caps: Caps,
     /// Inside `CAP LS` … `CAP END`: registration waits for its end.
     negotiating: bool,
@@ -109,7 +110,7 @@ impl Client {
             irc,
             public,
             name: None,
-            user: None,
+            user_given: false,
             caps: Caps::default(),
             negotiating: false,
             registered: false,
@@ -127,6 +128,11 @@ impl Client {
 
     fn id(&self) -> MemberId {
         self.public.id
+    }
+
+    /// Where it connects from.
+    pub fn address(&self) -> IpAddr {
+        self.address
     }
 
     fn server(&self) -> &str {
@@ -205,12 +211,12 @@ impl Client {
             }
             "AUTHENTICATE" => self.authenticate(param(0)).await,
             "NICK" => self.set_nick(param(0)).await,
-            "USER" if self.registered || self.user.is_some() => {
+            "USER" if self.registered || self.user_given => {
                 self.send(self.reply(ERR_ALREADYREGISTERED).trailing("You may not reregister"));
             }
             "USER" => {
                 let user: String = param(0).chars().filter(|c| !matches!(c, '@' | '!')).take(USERLEN).collect();
-                self.user = Some(user.clone());
+                self.user_given = true;
                 let mut state = self.public.state.lock();
                 state.user = Arc::from(format!("~{user}"));
                 state.realname = Arc::from(truncated(param(3)));
@@ -367,7 +373,7 @@ impl Client {
     }
 
     fn try_register(&mut self) {
-        if self.registered || self.negotiating || self.user.is_none() {
+        if self.registered || self.negotiating || !self.user_given {
             return;
         }
         if self.name.is_none() {

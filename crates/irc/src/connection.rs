@@ -5,9 +5,11 @@
 //! end of a client not registered within `--irc-registration-timeout`.
 //! Every end the server chooses says why in an `ERROR` line.
 
+use std::future::Future;
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use futures_util::future::Either;
 use hub::{Drained, Outbox, Payload};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -18,23 +20,26 @@ use wire::irc::{Line, LineError, MAX_LINE, MAX_TAGS, Message};
 use crate::Irc;
 use crate::client::{Client, Flow};
 
-/// Serves one client from `address` until it quits or is closed; with
-/// `tls` the connection starts with a TLS handshake.
-pub async fn run(tcp: TcpStream, address: IpAddr, irc: Arc<Irc>, _slot: OwnedSemaphorePermit, tls: bool) {
+/// Serves one client from `address` until it quits or is closed, holding
+/// its `slot`; with `tls` the connection starts with a TLS handshake. Not
+/// an `async fn`: over plain TCP the future is [`drive`]'s own, so the
+/// task does not also keep the socket, the address and the rest that an
+/// outer future would hold beside it.
+pub fn run(tcp: TcpStream, address: IpAddr, irc: Arc<Irc>, slot: OwnedSemaphorePermit, tls: bool) -> impl Future<Output = ()> + Send + 'static {
     if tls {
         // Boxed, handshake and all: a TLS stream's state is large, and
         // inline it would make every plain client's task as big.
-        Box::pin(run_tls(tcp, address, irc)).await;
+        Either::Left(Box::pin(run_tls(tcp, address, irc, slot)))
     } else {
-        drive(tcp, address, irc, "tcp").await;
+        Either::Right(drive(tcp, address, irc, "tcp", Some(slot)))
     }
 }
 
-async fn run_tls(tcp: TcpStream, address: IpAddr, irc: Arc<Irc>) {
+async fn run_tls(tcp: TcpStream, address: IpAddr, irc: Arc<Irc>, slot: OwnedSemaphorePermit) {
     let Some(acceptor) = irc.tls.clone() else { return };
     let handshake = tokio::time::timeout(irc.context.bounds.header_timeout, acceptor.accept(tcp)).await;
     if let Ok(Ok(stream)) = handshake {
-        drive(stream, address, irc, "tls").await;
+        drive(stream, address, irc, "tls", Some(slot)).await;
     }
 }
 
@@ -45,132 +50,154 @@ pub async fn refuse(mut tcp: TcpStream, server: String) {
     let _ = tcp.shutdown().await;
 }
 
-/// Serves one client over `socket` (`carrier` names it in the metrics).
-pub(crate) async fn drive<S: AsyncRead + AsyncWrite + Unpin>(socket: S, address: IpAddr, irc: Arc<Irc>, carrier: &'static str) {
-    let context = irc.context.clone();
-    let metrics = context.metrics.client("irc", carrier);
-    let outbox = Arc::new(Outbox::new(context.bounds.queue_limit));
+/// Serves one client over `socket` (`carrier` names it in the metrics),
+/// holding its connection's `slot` if it has one. What the client's task
+/// keeps while it waits is what an idle client costs, so nothing here is
+/// kept twice: the context, the outbox and the bounds are read where the
+/// client and `irc` hold them. The socket is not split: the read is a
+/// branch of the select below and the write its handlers' (select! drops
+/// its branches' futures before a handler runs), so one task drives both
+/// halves without the lock and the allocation of a split.
+pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, address: IpAddr, irc: Arc<Irc>, carrier: &'static str, slot: Option<OwnedSemaphorePermit>) -> impl Future<Output = ()> + Send {
+    // An async block, not an async fn: an async fn keeps its arguments twice
+    // in its future (as passed, and as moved into its body), which would be
+    // a hundred bytes more in every idle client's task.
+    // Made before it, so that the block holds only what it uses after.
+    let metrics = irc.context.metrics.client("irc", carrier);
     let encrypted = carrier == "tls" || (carrier == "websocket" && irc.settings.https);
-    let mut client = Client::new(irc.clone(), outbox.clone(), address, encrypted);
-    // Not split: the read is a branch of the select below and the write its
-    // handlers' (select! drops its branches' futures before a handler runs),
-    // so one task drives both halves without the lock and the allocation
-    // of a split.
-    let mut socket = socket;
-    // Boxed: with it inline, the task's cell would be a size class bigger
-    // than the 1,024 bytes it fits in (see the server's test of its size).
-    let mut inflow = Box::new(irc.settings.inflow.clone());
-    // Registered once, not on every turn of the loop as a fresh wait would be.
-    let mut shutdown = context.shutdown.waiter();
-    let ping_interval = context.bounds.ping_interval;
-    let registration_deadline = Instant::now() + irc.settings.registration_timeout;
-    let (mut quiet_since, mut pinged) = (Instant::now(), false);
-    let mut paused: Option<Instant> = None;
-    let mut buffer: Vec<u8> = Vec::new();
-    // Inside a line longer than any may be: the rest of it is dropped.
-    let mut discarding = false;
-    let mut batch = Vec::new();
-    let reason = 'serve: loop {
-        let deadline = match (client.registered, pinged) {
-            (false, _) => registration_deadline,
-            (true, false) => quiet_since + ping_interval,
-            (true, true) => quiet_since + 2 * ping_interval,
-        };
-        tokio::select! {
-            drained = outbox.drain(&mut batch) => {
-                if write(&mut socket, &mut client, &mut batch, &metrics).await.is_err() {
-                    break None;
-                }
-                // What a burst (the welcome, a channel's names) made room
-                // for is let go: idle clients are many.
-                if batch.capacity() > 4 {
-                    batch = Vec::new();
-                }
-                if let Drained::Closed(close) = drained {
-                    if close.is_slow_consumer() {
-                        metrics.slow_consumer();
-                        context.metrics.refused("irc", "send_queue");
-                        break Some("SendQ exceeded".to_owned());
+    let mut client = Client::new(irc.clone(), Arc::new(Outbox::new(irc.context.bounds.queue_limit)), address, encrypted);
+    async move {
+        // Boxed: with it inline, the task's cell would be a size class bigger
+        // than the 1,024 bytes it fits in (see the server's test of its size).
+        let mut inflow = Box::new(irc.settings.inflow.clone());
+        // Registered once, not on every turn of the loop as a fresh wait would be.
+        let mut shutdown = irc.context.shutdown.waiter();
+        // Until the client registers, when it connected: its registration's
+        // time runs from then, whatever it sends.
+        let (mut quiet_since, mut pinged) = (Instant::now(), false);
+        let mut paused: Option<Instant> = None;
+        let mut buffer: Vec<u8> = Vec::new();
+        // Inside a line longer than any may be: the rest of it is dropped.
+        let mut discarding = false;
+        let mut batch = Vec::new();
+        let reason = 'serve: loop {
+            tokio::select! {
+                drained = client.public.outbox.drain(&mut batch) => {
+                    if write(&mut socket, &mut client, &mut batch, &metrics).await.is_err() {
+                        break None;
                     }
-                    break Some(close.reason.into_owned());
+                    // What a burst (the welcome, a channel's names) made room
+                    // for is let go: idle clients are many.
+                    if batch.capacity() > 4 {
+                        batch = Vec::new();
+                    }
+                    if let Drained::Closed(close) = drained {
+                        if close.is_slow_consumer() {
+                            metrics.slow_consumer();
+                            irc.context.metrics.refused("irc", "send_queue");
+                            break Some("SendQ exceeded".to_owned());
+                        }
+                        break Some(close.reason.into_owned());
+                    }
                 }
-            }
-            read = socket.read_buf(&mut buffer), if paused.is_none() => {
-                if !matches!(read, Ok(n) if n > 0) {
-                    break None;
+                read = socket.read_buf(&mut buffer), if paused.is_none() => {
+                    if !matches!(read, Ok(n) if n > 0) {
+                        break None;
+                    }
+                    // A read that filled the buffer left more behind: the buffer
+                    // grows (`read_buf` doubles it). One that did not drained the
+                    // socket: once its lines are read, the buffer is let go, so
+                    // an idle client holds none.
+                    let drained = buffer.len() < buffer.capacity();
+                    let mut lines = 0;
+                    let mut used = 0;
+                    while let Some(end) = buffer[used..].iter().position(|&b| b == b'\n') {
+                        let line = &buffer[used..used + end];
+                        used += end + 1;
+                        if std::mem::take(&mut discarding) {
+                            continue;
+                        }
+                        lines += 1;
+                        let line = line.strip_suffix(b"\r").unwrap_or(line);
+                        match Message::parse(line) {
+                            Ok(message) => {
+                                // Boxed: a command's state (a join through the broker, a
+                                // login through the store) is large, and idle clients
+                                // are many. One allocation a line.
+                                if let Flow::Close(reason) = Box::pin(client.on_line(&message)).await {
+                                    break 'serve Some(reason);
+                                }
+                            }
+                            Err(LineError::TooLong) => client.too_long(),
+                            // Empty lines, and lines that are not commands, are ignored.
+                            Err(_) => {}
+                        }
+                    }
+                    metrics.received_many(lines, used);
+                    if client.registered {
+                        (quiet_since, pinged) = (Instant::now(), false);
+                    }
+                    buffer.drain(..used);
+                    if buffer.len() > MAX_TAGS + MAX_LINE {
+                        buffer.clear();
+                        if !std::mem::replace(&mut discarding, true) {
+                            client.too_long();
+                        }
+                    }
+                    if buffer.is_empty() && drained {
+                        buffer = Vec::new();
+                    }
+                    paused = inflow.charge(lines, used);
                 }
-                // A read that filled the buffer left more behind: the buffer
-                // grows (`read_buf` doubles it). One that did not drained the
-                // socket: once its lines are read, the buffer is let go, so
-                // an idle client holds none.
-                let drained = buffer.len() < buffer.capacity();
-                (quiet_since, pinged) = (Instant::now(), false);
-                let mut lines = 0;
-                let mut used = 0;
-                while let Some(end) = buffer[used..].iter().position(|&b| b == b'\n') {
-                    let line = &buffer[used..used + end];
-                    used += end + 1;
-                    if std::mem::take(&mut discarding) {
+                // One timer for both the end of a pause and the deadline: each
+                // timer is as big as a small client.
+                () = sleep_until({
+                    let deadline = next_deadline(&irc, &client, pinged, quiet_since);
+                    paused.map_or(deadline, |resume| resume.min(deadline))
+                }) => {
+                    let now = Instant::now();
+                    if paused.is_some_and(|resume| resume <= now) {
+                        paused = None;
+                    }
+                    if now < next_deadline(&irc, &client, pinged, quiet_since) {
                         continue;
                     }
-                    lines += 1;
-                    let line = line.strip_suffix(b"\r").unwrap_or(line);
-                    match Message::parse(line) {
-                        Ok(message) => {
-                            // Boxed: a command's state (a join through the broker, a
-                            // login through the store) is large, and idle clients
-                            // are many. One allocation a line.
-                            if let Flow::Close(reason) = Box::pin(client.on_line(&message)).await {
-                                break 'serve Some(reason);
-                            }
-                        }
-                        Err(LineError::TooLong) => client.too_long(),
-                        // Empty lines, and lines that are not commands, are ignored.
-                        Err(_) => {}
+                    if !client.registered {
+                        irc.context.metrics.refused("irc", "registration_timeout");
+                        break Some("Registration timed out".to_owned());
                     }
-                }
-                metrics.received_many(lines, used);
-                buffer.drain(..used);
-                if buffer.len() > MAX_TAGS + MAX_LINE {
-                    buffer.clear();
-                    if !std::mem::replace(&mut discarding, true) {
-                        client.too_long();
+                    if pinged {
+                        irc.context.metrics.refused("irc", "ping_timeout");
+                        break Some(format!("Ping timeout: {}", humantime::format_duration(2 * irc.context.bounds.ping_interval)));
                     }
+                    pinged = true;
+                    client.public.send(Line::new(None, "PING").arg(irc.server_name()).end());
                 }
-                if buffer.is_empty() && drained {
-                    buffer = Vec::new();
-                }
-                paused = inflow.charge(lines, used);
+                () = std::future::poll_fn(|cx| shutdown.poll(cx)) => break Some("Server shutting down".to_owned()),
             }
-            // One timer for both the end of a pause and the deadline: each
-            // timer is as big as a small client.
-            () = sleep_until(paused.map_or(deadline, |resume| resume.min(deadline))) => {
-                let now = Instant::now();
-                if paused.is_some_and(|resume| resume <= now) {
-                    paused = None;
-                }
-                if now < deadline {
-                    continue;
-                }
-                if !client.registered {
-                    context.metrics.refused("irc", "registration_timeout");
-                    break Some("Registration timed out".to_owned());
-                }
-                if pinged {
-                    context.metrics.refused("irc", "ping_timeout");
-                    break Some(format!("Ping timeout: {}", humantime::format_duration(2 * ping_interval)));
-                }
-                pinged = true;
-                client.public.send(Line::new(None, "PING").arg(irc.server_name()).end());
-            }
-            () = std::future::poll_fn(|cx| shutdown.poll(cx)) => break Some("Server shutting down".to_owned()),
+        };
+        client.end(reason.as_deref().unwrap_or("Connection closed"));
+        if let Some(reason) = reason {
+            // Boxed: it runs once, and its state would otherwise make every
+            // idle client's task as big as its last words.
+            let outbox = client.public.outbox.clone();
+            Box::pin(finish(socket, client, outbox, batch, metrics, reason)).await;
         }
-    };
-    client.end(reason.as_deref().unwrap_or("Connection closed"));
-    if let Some(reason) = reason {
-        // Boxed: it runs once, and its state would otherwise make every
-        // idle client's task as big as its last words.
-        Box::pin(finish(socket, client, outbox, batch, metrics, address, reason)).await;
+        // Held to the end.
+        drop(slot);
+    }
+}
+
+/// When the client is next due something: the end of its registration's
+/// time, else a `PING` once it has been quiet for `--ping-interval`, else
+/// its end once it stays quiet for another. Worked out again where needed,
+/// not kept across the wait.
+fn next_deadline(irc: &Irc, client: &Client, pinged: bool, quiet_since: Instant) -> Instant {
+    let ping_interval = irc.context.bounds.ping_interval;
+    match (client.registered, pinged) {
+        (false, _) => quiet_since + irc.settings.registration_timeout,
+        (true, false) => quiet_since + ping_interval,
+        (true, true) => quiet_since + 2 * ping_interval,
     }
 }
 
@@ -181,12 +208,11 @@ async fn finish<W: AsyncWrite + Unpin>(
     outbox: Arc<Outbox>,
     mut batch: Vec<Payload>,
     metrics: base::metrics::ClientMetrics,
-    address: IpAddr,
     reason: String,
 ) {
     outbox.close(hub::Close::new(1000, "closing"));
     let _ = outbox.drain(&mut batch).await;
-    batch.push(Payload::new(Line::new(None, "ERROR").trailing(&format!("Closing Link: {address} ({reason})"))));
+    batch.push(Payload::new(Line::new(None, "ERROR").trailing(&format!("Closing Link: {} ({reason})", client.address()))));
     let _ = write(&mut writer, &mut client, &mut batch, &metrics).await;
     let _ = writer.shutdown().await;
 }

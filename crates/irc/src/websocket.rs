@@ -72,7 +72,7 @@ where
         return;
     };
     let (server, client) = tokio::io::duplex(PIPE);
-    let serve = crate::connection::drive(server, address, irc, "websocket");
+    let serve = crate::connection::drive(server, address, irc, "websocket", None);
     tokio::join!(serve, pump(ws, client, binary));
     drop(slot);
 }
