@@ -61,6 +61,9 @@ pub struct Settings {
     pub plain_unencrypted: bool,
     /// The HTTP listener has TLS: IRC over WebSocket is encrypted.
     pub https: bool,
+    /// How long a client's writer lets messages gather once one is queued
+    /// (`--write-delay`): fewer writes for up to this much more latency.
+    pub write_delay: Duration,
 }
 
 /// The IRC service of one server: its settings, the rooms, and the clients'

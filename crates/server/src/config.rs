@@ -95,7 +95,7 @@ settings! {
         permessage_deflate: bool = true, "permessage-deflate", "SWITCHBOARD_PERMESSAGE_DEFLATE";
         /// Bytes a client's outbound queue may hold before it is closed as a slow consumer (1008) [default: 1048576]
         queue_limit: usize = 1024 * 1024, "queue-limit", "SWITCHBOARD_QUEUE_LIMIT";
-        /// How long a WebSocket client's writer (native or SockJS) lets messages gather once one is queued, to send them all in one write: fewer system calls and less server CPU per message at a busy client, for up to this much more latency. At most 1s; 0s writes each batch at once [default: 0s]
+        /// How long a client's writer (WebSocket, SockJS or IRC) lets messages gather once one is queued, to send them all in one write: fewer system calls and less server CPU per message at a busy client, for up to this much more latency. At most 1s; 0s writes each batch at once [default: 0s]
         write_delay: Duration = Duration::ZERO, "write-delay", "SWITCHBOARD_WRITE_DELAY", arg(value_parser = duration);
         /// Most simultaneous TCP connections; a client beyond them is answered 503 and closed [default: 100000]
         max_connections: usize = 100_000, "max-connections", "SWITCHBOARD_MAX_CONNECTIONS";

@@ -179,6 +179,7 @@ impl ServerState {
                 inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
                 plain_unencrypted: config.xmpp.plain_unencrypted,
                 https: config.tls.is_some(),
+                write_delay: config.server.write_delay,
             };
             let logins = irc::Logins {
                 // Checked by the configuration's validation.

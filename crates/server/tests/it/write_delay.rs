@@ -1,5 +1,5 @@
-//! `--write-delay`: a WebSocket client's writer lets what is queued for it
-//! gather, then writes it all at once (`switchboard_batches_out_total`
+//! `--write-delay`: a WebSocket or IRC client's writer lets what is queued
+//! for it gather, then writes it all at once (`switchboard_batches_out_total`
 //! counts the writes).
 
 use std::time::Duration;
@@ -16,9 +16,15 @@ async fn publish(server: &TestServer, text: &str) {
     assert_eq!(reply.status(), 200, "{}", reply.text());
 }
 
-/// The chat-over-WebSocket counter `name`, once messages_out has reached `messages`.
+/// The chat-over-WebSocket batches, once messages_out has reached `messages`.
 async fn batches_once(server: &TestServer, messages: f64) -> f64 {
-    let series = |name| format!(r#"switchboard_{name}_total{{app="chat",transport="websocket"}}"#);
+    batches_of(server, "chat", "websocket", messages).await
+}
+
+/// The batches counted for `app` over `transport`, once messages_out has
+/// reached `messages`.
+async fn batches_of(server: &TestServer, app: &str, transport: &str, messages: f64) -> f64 {
+    let series = |name| format!(r#"switchboard_{name}_total{{app="{app}",transport="{transport}"}}"#);
     until(|| async {
         (server.metric(&series("messages_out")).await == Some(messages)).then_some(())
     })
@@ -44,4 +50,26 @@ async fn messages_queued_within_the_delay_go_out_in_one_write() {
         assert_eq!(alice.recv_json().await["message"], text);
     }
     assert_eq!(batches_once(&server, 5.0).await, greeted + 1.0, "one write for the three");
+}
+
+/// The same for an IRC client in the room's channel: the three messages
+/// come in one write, as three lines in order.
+#[tokio::test]
+async fn an_irc_clients_messages_queued_within_the_delay_go_out_in_one_write() {
+    let mut config = server::Config::default();
+    config.api.keys = Some(server::ApiKeys(vec![KEY.to_owned()]));
+    config.server.write_delay = Duration::from_secs(1);
+    let server = TestServer::with(config).await;
+    let mut ivy = crate::irc::Irc::register(server.irc, "ivy").await;
+    ivy.join("#r").await;
+    let before = server.metric(r#"switchboard_messages_out_total{app="irc",transport="tcp"}"#).await.expect("counted");
+    let greeted = batches_of(&server, "irc", "tcp", before).await;
+    for text in ["one", "two", "three"] {
+        publish(&server, text).await;
+    }
+    for text in ["one", "two", "three"] {
+        let line = ivy.until(" NOTICE #r ").await;
+        assert!(line.ends_with(&format!(" :{text}\r\n")), "{line:?}");
+    }
+    assert_eq!(batches_of(&server, "irc", "tcp", before + 3.0).await, greeted + 1.0, "one write for the three");
 }
