@@ -89,6 +89,12 @@ pub(crate) struct StreamTask {
 }
 
 impl StreamTask {
+    /// The service's TLS, for STARTTLS or direct TLS, and how long a
+    /// handshake may take.
+    pub fn tls(&self) -> (Option<base::tls::EarlyAcceptor>, std::time::Duration) {
+        (self.xmpp.tls.clone(), self.xmpp.context.bounds.header_timeout)
+    }
+
     /// A new stream of a client at `address`, framed as `framing`;
     /// `carrier` names it in the metrics.
     pub fn new(xmpp: Arc<Xmpp>, framing: Framing, carrier: &'static str, address: std::net::IpAddr) -> StreamTask {
@@ -141,7 +147,10 @@ impl StreamTask {
                         Err(Unread::Ended(end)) => return Ending::Done(end),
                     };
                     self.session.early_data = carrier.read_early_data();
-                    if let Some(ending) = self.on_read(carrier, n).await {
+                    // Boxed: what handling a read awaits is bigger than
+                    // what waiting for one holds, and inline it would be in
+                    // every idle stream's task.
+                    if let Some(ending) = Box::pin(self.on_read(carrier, n)).await {
                         return ending;
                     }
                 }

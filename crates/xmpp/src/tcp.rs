@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
-use base::tls::{EarlyAcceptor, EarlyTlsStream};
+use base::tls::EarlyTlsStream;
 use wire::xmpp::StreamParser;
 
 use super::Xmpp;
@@ -14,24 +14,29 @@ use super::session::Framing;
 use super::stream::{Carrier, Ending, StreamTask, Unread};
 
 /// Serves one client connection from `address` until either side ends the
-/// stream; with `direct_tls` the connection starts with a TLS handshake
-/// (XEP-0368).
-pub async fn run(mut tcp: TcpStream, address: std::net::IpAddr, xmpp: Arc<Xmpp>, _slot: OwnedSemaphorePermit, direct_tls: bool) {
-    let tls = xmpp.tls.clone();
-    let handshake_timeout = xmpp.context.bounds.header_timeout;
+/// stream, holding its `slot`; with `direct_tls` the connection starts with
+/// a TLS handshake (XEP-0368). Not an `async fn`, which keeps its arguments
+/// twice in its future (as passed, and as moved into its body): an idle
+/// stream's task is what an idle client costs.
+pub fn run(mut tcp: TcpStream, address: std::net::IpAddr, xmpp: Arc<Xmpp>, slot: OwnedSemaphorePermit, direct_tls: bool) -> impl Future<Output = ()> + Send + 'static {
     let mut task = StreamTask::new(xmpp, Framing::Stream, "tcp", address);
-    let first = if direct_tls { Ending::StartTls } else { task.drive(&mut tcp).await };
-    match first {
-        // Boxed: a TLS stream's state is large, and most streams never have one.
-        Ending::StartTls => Box::pin(over_tls(task, tcp, tls, handshake_timeout)).await,
-        // Boxed, as every stream's end: it runs once, and its state would
-        // otherwise make every idle stream's task as big as its last words.
-        ending => Box::pin(task.end(&mut tcp, ending)).await,
+    async move {
+        let first = if direct_tls { Ending::StartTls } else { task.drive(&mut tcp).await };
+        match first {
+            // Boxed: a TLS stream's state is large, and most streams never have one.
+            Ending::StartTls => Box::pin(over_tls(task, tcp)).await,
+            // Boxed, as every stream's end: it runs once, and its state would
+            // otherwise make every idle stream's task as big as its last words.
+            ending => Box::pin(task.end(&mut tcp, ending)).await,
+        }
+        // Held to the end.
+        drop(slot);
     }
 }
 
 /// Goes on over TLS, after `<proceed/>` or from the first byte.
-async fn over_tls(mut task: StreamTask, mut tcp: TcpStream, tls: Option<EarlyAcceptor>, handshake_timeout: std::time::Duration) {
+async fn over_tls(mut task: StreamTask, mut tcp: TcpStream) {
+    let (tls, handshake_timeout) = task.tls();
     let Some(acceptor) = tls else { return Box::pin(task.end(&mut tcp, Ending::Done(None))).await };
     let handshake = tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await;
     let Ok(Ok(mut stream)) = handshake else {
