@@ -7,6 +7,7 @@
 //! messages (`websocket`).
 
 use std::pin::Pin;
+use std::task::Poll;
 use std::sync::Arc;
 
 use hub::{Drained, Outbox, Payload};
@@ -73,7 +74,9 @@ pub(crate) struct StreamTask {
     /// What is rendered of `batch`, for the carrier; empty between writes.
     texts: Vec<String>,
     /// What the client may send (`--max-message-rate`, `--max-byte-rate`).
-    inflow: Inflow,
+    /// Boxed: inline, its 80 bytes would make every idle stream's task a
+    /// size class bigger.
+    inflow: Box<Inflow>,
     /// Until when the client is not read, for being over its rate.
     paused: Option<Instant>,
     /// When the client must have bound a resource (`--xmpp-login-timeout`).
@@ -86,6 +89,9 @@ pub(crate) struct StreamTask {
     /// lazily: a read only notes the time, and a wake that comes early sets
     /// the timer again.
     timer: Pin<Box<Sleep>>,
+    /// The server's shutdown, registered once (a fresh wait on every turn
+    /// of the loop would be a bigger future in every idle stream's task).
+    shutdown: base::shutdown::Waiter,
 }
 
 impl StreamTask {
@@ -108,12 +114,13 @@ impl StreamTask {
         let now = Instant::now();
         let login_deadline = now + xmpp.login_timeout;
         StreamTask {
-            inflow: xmpp.inflow.clone(),
+            inflow: Box::new(xmpp.inflow.clone()),
             paused: None,
             login_deadline,
             quiet_since: now,
             pinged: false,
             timer: Box::pin(tokio::time::sleep_until(login_deadline)),
+            shutdown: xmpp.context.shutdown.waiter(),
             metrics: context.metrics.client("xmpp", carrier),
             session: Session::new(framing, xmpp.clone(), outbox.clone(), address),
             xmpp,
@@ -155,6 +162,10 @@ impl StreamTask {
                     }
                 }
                 drained = self.outbox.drain(&mut self.batch) => {
+                    // Whether it closed, in a byte across the write: the
+                    // close itself is read again after it.
+                    let closed = matches!(drained, Drained::Closed(_));
+                    drop(drained);
                     if !self.write(carrier).await {
                         // A write abandoned because the queue overflowed behind it
                         // ends the session; any other failure may be resumed.
@@ -163,7 +174,7 @@ impl StreamTask {
                             None => Ending::Broken,
                         };
                     }
-                    if let Drained::Closed(close) = drained {
+                    if closed && let Some(close) = self.outbox.close_reason() {
                         return self.closed_by(&close);
                     }
                 }
@@ -178,7 +189,7 @@ impl StreamTask {
                         return Ending::TakenOver(reply);
                     }
                 }
-                () = self.xmpp.context.shutdown.wait() => return Ending::Done(Some(StreamEnd("system-shutdown", "the server is shutting down".into()))),
+                () = std::future::poll_fn(|cx| self.shutdown.poll(cx)) => return Ending::Done(Some(StreamEnd("system-shutdown", "the server is shutting down".into()))),
             }
         }
     }
@@ -314,13 +325,29 @@ impl StreamTask {
         let bytes = self.texts.iter().map(String::len).sum();
         // A client that takes no bytes for a ping interval is gone, or
         // hostile: it must not hold its connection and queue forever; nor
-        // once its queue has overflowed behind the write.
-        let write = tokio::time::timeout(self.xmpp.context.bounds.ping_interval, carrier.send(&self.texts));
-        let ok = tokio::select! {
-            biased;
-            written = write => matches!(written, Ok(Ok(()))),
-            _ = self.outbox.closed() => false,
+        // once its queue has overflowed (or the session was closed) behind
+        // the write. The stream's own timer is the write's deadline meanwhile,
+        // and the outbox wakes this task on a close: a timer and a wait of
+        // the write's own would be in every idle stream's task.
+        let watch = self.timer.deadline();
+        self.timer.as_mut().reset(Instant::now() + self.xmpp.context.bounds.ping_interval);
+        let ok = {
+            let (texts, timer, outbox) = (&self.texts, &mut self.timer, &self.outbox);
+            let mut send = std::pin::pin!(carrier.send(texts));
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(written) = send.as_mut().poll(cx) {
+                    return Poll::Ready(written.is_ok());
+                }
+                outbox.wake_on_close(cx.waker());
+                if outbox.is_closed() || timer.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(false);
+                }
+                Poll::Pending
+            })
+            .await
         };
+        // The stream's own deadline again; one passed meanwhile fires at once.
+        self.timer.as_mut().reset(watch);
         // An idle stream keeps none of what it last wrote.
         self.texts.clear();
         self.metrics.sent(count, bytes);
