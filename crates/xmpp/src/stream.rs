@@ -326,17 +326,23 @@ impl StreamTask {
         // A client that takes no bytes for a ping interval is gone, or
         // hostile: it must not hold its connection and queue forever; nor
         // once its queue has overflowed (or the session was closed) behind
-        // the write. The stream's own timer is the write's deadline meanwhile,
-        // and the outbox wakes this task on a close: a timer and a wait of
-        // the write's own would be in every idle stream's task.
-        let watch = self.timer.deadline();
-        self.timer.as_mut().reset(Instant::now() + self.xmpp.context.bounds.ping_interval);
+        // the write. A write that the socket takes at once (the rule) costs
+        // nothing more; one that waits makes the stream's own timer its
+        // deadline meanwhile (the stream's is set again after), and has the
+        // outbox wake the task on a close: a timer and a wait of the
+        // write's own would be in every idle stream's task.
+        let interval = self.xmpp.context.bounds.ping_interval;
+        let mut watch = None;
         let ok = {
             let (texts, timer, outbox) = (&self.texts, &mut self.timer, &self.outbox);
             let mut send = std::pin::pin!(carrier.send(texts));
             std::future::poll_fn(|cx| {
                 if let Poll::Ready(written) = send.as_mut().poll(cx) {
                     return Poll::Ready(written.is_ok());
+                }
+                if watch.is_none() {
+                    watch = Some(timer.deadline());
+                    timer.as_mut().reset(Instant::now() + interval);
                 }
                 outbox.wake_on_close(cx.waker());
                 if outbox.is_closed() || timer.as_mut().poll(cx).is_ready() {
@@ -347,7 +353,9 @@ impl StreamTask {
             .await
         };
         // The stream's own deadline again; one passed meanwhile fires at once.
-        self.timer.as_mut().reset(watch);
+        if let Some(watch) = watch {
+            self.timer.as_mut().reset(watch);
+        }
         // An idle stream keeps none of what it last wrote.
         self.texts.clear();
         self.metrics.sent(count, bytes);
