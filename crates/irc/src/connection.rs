@@ -83,16 +83,19 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
         let reason = 'serve: loop {
             tokio::select! {
                 drained = client.public.outbox.drain(&mut batch) => {
-                    // With `--write-delay`, what is queued within it goes in
-                    // the same write. (What this handler keeps across its
-                    // waits is kept behind a pointer, each thing across one:
-                    // what is kept across two is in every idle client's task.)
-                    let closed = match closed_of(drained) {
+                    // Whether the client was closed, in a byte across the
+                    // waits (the close itself is read again from the outbox):
+                    // what this handler keeps across two waits is in every
+                    // idle client's task. With `--write-delay`, what is
+                    // queued within it goes in the same write.
+                    let gathers = matches!(drained, Drained::Messages) && !irc.settings.write_delay.is_zero();
+                    let mut closed = matches!(drained, Drained::Closed(_));
+                    drop(drained);
+                    if gathers {
                         // Boxed: a timer inline would make every idle
                         // client's task a size class bigger.
-                        None if !irc.settings.write_delay.is_zero() => Box::pin(gather(&client.public.outbox, &mut batch, irc.settings.write_delay)).await,
-                        closed => closed,
-                    };
+                        closed = Box::pin(gather(&client.public.outbox, &mut batch, irc.settings.write_delay)).await;
+                    }
                     if write(&mut socket, &mut client, &mut batch, &metrics).await.is_err() {
                         break None;
                     }
@@ -101,7 +104,7 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
                     if batch.capacity() > 4 {
                         batch = Vec::new();
                     }
-                    if let Some(close) = closed {
+                    if closed && let Some(close) = client.public.outbox.close_reason() {
                         if close.is_slow_consumer() {
                             metrics.slow_consumer();
                             irc.context.metrics.refused("irc", "send_queue");
@@ -198,22 +201,13 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
     }
 }
 
-/// The close a drain ended with, if it did, behind a pointer: a close
-/// comes once, and inline it would be in every idle client's task.
-fn closed_of(drained: Drained) -> Option<Box<hub::Close>> {
-    match drained {
-        Drained::Messages => None,
-        Drained::Closed(close) => Some(Box::new(close)),
-    }
-}
-
 /// Waits `delay`, then takes what was queued meanwhile: a write delay's
-/// gathering; the close, if the client was closed meanwhile. Pushes
-/// meanwhile wake nothing: the outbox wakes its writer only when it was
-/// empty and the writer waiting, which it is not while it sleeps here.
-async fn gather(outbox: &Outbox, batch: &mut Vec<Payload>, delay: std::time::Duration) -> Option<Box<hub::Close>> {
+/// gathering; whether the client was closed meanwhile. Pushes meanwhile
+/// wake nothing: the outbox wakes its writer only when it was empty and
+/// the writer waiting, which it is not while it sleeps here.
+async fn gather(outbox: &Outbox, batch: &mut Vec<Payload>, delay: std::time::Duration) -> bool {
     tokio::time::sleep(delay).await;
-    outbox.try_drain(batch).and_then(closed_of)
+    matches!(outbox.try_drain(batch), Some(Drained::Closed(_)))
 }
 
 /// When the client is next due something: the end of its registration's

@@ -158,18 +158,18 @@ impl Session {
         if mechanism == base::fast::MECHANISM
             && let Some(fast) = &auth.fast
         {
-            if self.early_data && inline.count.is_none() {
-                return Step::Failure("not-authorized");
-            }
+            // In early data, which may be a replay, only with a count never
+            // taken with this token (XEP-0484 §4).
+            let early_count = match (self.early_data, inline.count) {
+                (false, _) => None,
+                (true, Some(count)) => Some(count),
+                (true, None) => return Step::Failure("not-authorized"),
+            };
             let checked = match fast.check(data, &inline.agent).await {
                 Ok(checked) => checked,
                 Err(condition) => return Step::Failure(condition),
             };
-            // In early data, which may be a replay, the count must be one
-            // never taken with this token (XEP-0484 §4).
-            if self.early_data
-                && let Some(count) = inline.count
-            {
+            if let Some(count) = early_count {
                 match fast.early_count(&checked, count).await {
                     Ok(true) => {}
                     Ok(false) => return Step::Failure("not-authorized"),
