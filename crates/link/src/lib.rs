@@ -146,6 +146,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
     let listener = TcpListener::bind(args.listen)
         .await
         .map_err(|source| Error::Listen { addr: args.listen, source })?;
+    proxy::fast_open(&listener);
     let listen = listener.local_addr().unwrap_or(args.listen);
     let config = args.config();
     println!(
@@ -170,6 +171,7 @@ pub async fn run(args: Args) -> Result<(), Error> {
         down_bytes = counts.down.payload_bytes,
         down_packets = counts.down.packets,
         down_wire_bytes = counts.down.wire_bytes,
+        fast_opens = counts.fast_opens,
         "link stopped"
     );
     Ok(())

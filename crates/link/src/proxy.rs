@@ -8,7 +8,11 @@
 //! buffer would hold it back. The connection itself crosses the link too: the
 //! upstream is dialled when the SYN would arrive, and the client's first
 //! bytes leave only when the SYN-ACK would be back, so set-up costs one round
-//! trip as it does over TCP.
+//! trip as it does over TCP. A client opening with TCP Fast Open (RFC 7413)
+//! carries its first bytes in the SYN: the proxy takes them with it, dials
+//! the upstream with Fast Open too, and when the upstream takes them there,
+//! they arrive with the SYN; when it does not, they cross again after the
+//! SYN-ACK and what the upstream answers waits until they arrive.
 
 use std::{
     future::Future,
@@ -40,6 +44,11 @@ pub const DEFAULT_BUFFER: usize = 1 << 20;
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest single read; a read is then cut into packets of at most `mss`.
 const READ_CHUNK: usize = 64 * 1024;
+/// Connections opened with data in their SYN (TCP Fast Open) that may wait
+/// to be accepted.
+pub const FAST_OPEN_QUEUE: u16 = 1024;
+/// How many times the dial looks for an upstream's handshake to be done.
+const HANDSHAKE_TURNS: u32 = 64;
 
 /// A link and how the proxy uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,6 +147,7 @@ impl Drop for Proxy {
 /// the current tokio runtime.
 pub async fn spawn(config: ProxyConfig, upstream: SocketAddr) -> io::Result<Proxy> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+    fast_open(&listener);
     let addr = listener.local_addr()?;
     let stats = Arc::new(LinkStats::default());
     let task = tokio::spawn(serve(
@@ -148,6 +158,15 @@ pub async fn spawn(config: ProxyConfig, upstream: SocketAddr) -> io::Result<Prox
         std::future::pending(),
     ));
     Ok(Proxy { addr, stats, task })
+}
+
+/// Lets clients open connections to `listener` with TCP Fast Open, so that
+/// the link carries their first bytes in the SYN as a path to a server that
+/// takes them would. A host that does not allow it is told once.
+pub fn fast_open(listener: &TcpListener) {
+    if let Err(why) = tfo::host_allows().and_then(|()| tfo::listen(listener, FAST_OPEN_QUEUE).map_err(|e| e.to_string())) {
+        debug!(%why, "clients cannot open connections with data in the SYN");
+    }
 }
 
 /// Accepts clients on `listener` and proxies each to `upstream` until
@@ -241,28 +260,46 @@ struct Connection {
 }
 
 impl Connection {
-    async fn run(self, client: TcpStream, upstream: SocketAddr) -> io::Result<()> {
+    async fn run(self, mut client: TcpStream, upstream: SocketAddr) -> io::Result<()> {
+        // A client opening with TCP Fast Open put its first bytes in its SYN
+        // (at most a packet's worth ride there; the rest follows the handshake).
+        let mss = lock(&self.up).mss();
+        let carried = tfo::syn_data(&client).ok().flatten().map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX).min(mss));
+        let mut first = vec![0; carried];
+        client.read_exact(&mut first).await?;
         // The SYN crosses the link; the upstream sees the connection when it
         // arrives.
-        let syn = send(&self.up, &self.stats.up, Instant::now(), 0);
+        let syn = send(&self.up, &self.stats.up, Instant::now(), carried);
         sleep_until(syn).await;
-        let server = match timeout(CONNECT_TIMEOUT, TcpStream::connect(upstream)).await {
-            Ok(Ok(server)) => server,
+        let (server, taken) = match timeout(CONNECT_TIMEOUT, dial(upstream, &first)).await {
+            Ok(Ok(dialled)) => dialled,
             Ok(Err(error)) => return Err(self.unreachable(upstream, error)),
             Err(_) => {
                 let error = io::Error::new(io::ErrorKind::TimedOut, "connect timed out");
                 return Err(self.unreachable(upstream, error));
             }
         };
-        // The SYN-ACK crosses back; the client sends nothing before it lands.
+        // The SYN-ACK crosses back; the client sends nothing more before it lands.
         let syn_ack = send(&self.down, &self.stats.down, Instant::now(), 0);
+        let answer_from = if first.is_empty() || taken {
+            if taken {
+                self.stats.fast_open();
+            }
+            syn
+        } else {
+            // The upstream did not take the SYN's bytes: the client sends them
+            // again once the SYN-ACK is back, and the upstream can answer only
+            // once they arrive (the proxy already wrote them; what it answers
+            // meanwhile waits for then).
+            send(&self.up, &self.stats.up, syn_ack, first.len())
+        };
         // Each write is one packet released at its time: no Nagle delay.
         client.set_nodelay(true)?;
         server.set_nodelay(true)?;
         let (client_read, client_write) = client.into_split();
         let (server_read, server_write) = server.into_split();
         let up = pump(client_read, server_write, &self.up, &self.stats.up, self.buffer, syn_ack);
-        let down = pump(server_read, client_write, &self.down, &self.stats.down, self.buffer, syn);
+        let down = pump(server_read, client_write, &self.down, &self.stats.down, self.buffer, answer_from);
         // An error either way (a reset, a peer gone) ends both directions.
         tokio::try_join!(up, down).map(|_| ())
     }
@@ -273,6 +310,27 @@ impl Connection {
         warn!(%upstream, %error, "upstream unreachable; closing the client");
         error
     }
+}
+
+/// Connects to `upstream`; with the client's SYN bytes `first`, with TCP
+/// Fast Open, writing them: the stream, and whether the upstream took them
+/// in its SYN (when the handshake cannot be seen done at once, as it is on
+/// this host, they are counted as not taken).
+async fn dial(upstream: SocketAddr, first: &[u8]) -> io::Result<(TcpStream, bool)> {
+    if first.is_empty() {
+        return Ok((TcpStream::connect(upstream).await?, false));
+    }
+    let mut server = tfo::connect(upstream).await?;
+    server.write_all(first).await?;
+    // On the loopback the SYN-ACK is handled within the write; a few turns
+    // of the scheduler cover a handshake that is not, a little later.
+    for _ in 0..HANDSHAKE_TURNS {
+        if let Some(taken) = tfo::syn_data_taken(&server)? {
+            return Ok((server, taken));
+        }
+        tokio::task::yield_now().await;
+    }
+    Ok((server, false))
 }
 
 /// Hands `len` bytes to `lane` at `now` and says when they arrive.

@@ -15,6 +15,7 @@ pub struct LinkStats {
     pub down: DirectionStats,
     connections: AtomicU64,
     upstream_failures: AtomicU64,
+    fast_opens: AtomicU64,
 }
 
 /// Counters of one direction.
@@ -36,6 +37,9 @@ pub struct LinkCounts {
     pub connections: u64,
     /// Client connections closed because the upstream could not be reached.
     pub upstream_failures: u64,
+    /// Connections whose SYN carried the client's first bytes and whose
+    /// upstream took them there (TCP Fast Open).
+    pub fast_opens: u64,
 }
 
 /// A snapshot of [`DirectionStats`].
@@ -63,6 +67,7 @@ impl LinkStats {
             down: self.down.snapshot(),
             connections: self.connections.load(Ordering::Relaxed),
             upstream_failures: self.upstream_failures.load(Ordering::Relaxed),
+            fast_opens: self.fast_opens.load(Ordering::Relaxed),
         }
     }
 
@@ -72,6 +77,10 @@ impl LinkStats {
 
     pub(crate) fn upstream_failure(&self) {
         self.upstream_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn fast_open(&self) {
+        self.fast_opens.fetch_add(1, Ordering::Relaxed);
     }
 }
 

@@ -6,6 +6,7 @@
 mod support;
 
 mod accuracy;
+mod fast_open;
 mod flags;
 mod integrity;
 mod shared;
