@@ -45,7 +45,7 @@ pub async fn run_cli(args: Args) -> Result<(), Error> {
     // Before the server says it listens: a SIGTERM sent as soon as it does
     // must find the handlers, not the default action, which kills at once.
     let stop = signal();
-    let listener = tokio::net::TcpListener::bind(config.server.listen)
+    let listener = server::listen(config.server.listen, config.server.tcp_fast_open)
         .await
         .map_err(|e| Error::io(format!("cannot listen on {}: {e}", config.server.listen)))?;
     let local = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;

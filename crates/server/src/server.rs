@@ -67,9 +67,10 @@ pub struct Listeners {
 impl Listeners {
     /// Binds what `config` asks for.
     pub async fn bind(config: &Config) -> Result<Listeners, Error> {
+        let fast_open = config.server.tcp_fast_open;
         let bind = |addr: Option<std::net::SocketAddr>, what: &'static str| async move {
             match addr {
-                Some(addr) => TcpListener::bind(addr).await.map(Some).map_err(|e| Error::io(format!("cannot listen for {what} on {addr}: {e}"))),
+                Some(addr) => listen(addr, fast_open).await.map(Some).map_err(|e| Error::io(format!("cannot listen for {what} on {addr}: {e}"))),
                 None => Ok(None),
             }
         };
@@ -99,6 +100,22 @@ impl Listeners {
         }
     }
 }
+
+/// A listener at `addr`; with `fast_open`, one that takes data in a
+/// client's SYN (`--tcp-fast-open`).
+pub async fn listen(addr: std::net::SocketAddr, fast_open: bool) -> std::io::Result<TcpListener> {
+    if !fast_open {
+        return TcpListener::bind(addr).await;
+    }
+    if let Err(why) = tfo::host_allows() {
+        tracing::warn!("--tcp-fast-open: {why}; clients' SYNs will carry no data");
+    }
+    tfo::bind(addr, FAST_OPEN_QUEUE).await
+}
+
+/// Connections opened with data in their SYN that may wait to be accepted,
+/// per listener (`--tcp-fast-open`).
+pub const FAST_OPEN_QUEUE: u16 = 1024;
 
 /// Serves as [`serve`] does, with the other protocols on `listeners`
 /// (bound by the caller, whatever the configuration says).

@@ -11,6 +11,7 @@ mod apps;
 mod bad_input;
 mod binary;
 mod deflate;
+mod fast_open;
 mod federation;
 mod hostile;
 mod irc;
