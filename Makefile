@@ -2,7 +2,7 @@
 # `make test` installs what the tests need (npm packages into web/, Debian's
 # chromium for the browser tests, nats-server for the several-node tests,
 # postgresql for the store's, profanity and tmux for the terminal client's,
-# the socket.io peer, the Autobahn TestSuite
+# the socket.io peer, TCP Fast Open on the host (a sysctl), the Autobahn TestSuite
 # into build/autobahn/, a JDK, Maven and the Smack integration tests into
 # build/smack/) and runs every test: Rust unit and integration tests, the
 # browser and client conformance tests in conformance/, Autobahn, then Smack.
@@ -12,7 +12,7 @@ NPM ?= npm
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 WEB_DEPS := web/node_modules/.package-lock.json
 
-.PHONY: run build test test-rust test-conformance test-autobahn test-smack jdk deps chromium nats-server postgresql xmpp-clients terminal-clients peer-socketio shootout satellite peers
+.PHONY: run build test test-rust test-conformance test-autobahn test-smack jdk deps chromium nats-server postgresql xmpp-clients terminal-clients peer-socketio tcp-fast-open shootout satellite peers
 
 run: build
 	./target/release/switchboard serve
@@ -20,7 +20,7 @@ run: build
 build: $(WEB_DEPS)
 	$(CARGO) build --release
 
-deps: $(WEB_DEPS) chromium nats-server postgresql peer-socketio
+deps: $(WEB_DEPS) chromium nats-server postgresql peer-socketio tcp-fast-open
 
 # npm packages the build embeds (sockjs-client, Chart.js) and the browser
 # tests drive (playwright-core), pinned by web/package-lock.json.
@@ -37,6 +37,12 @@ chromium:
 nats-server:
 	@command -v nats-server >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server; }
 
+# TCP Fast Open for clients and servers (net.ipv4.tcp_fastopen=3; Linux's
+# default, 1, is clients only): the tests of --tcp-fast-open and of the
+# link's and the bench's use of it need both ends on this host.
+tcp-fast-open:
+	@[ $$(( $$(cat /proc/sys/net/ipv4/tcp_fastopen) & 3 )) = 3 ] || echo 3 | $(SUDO) tee /proc/sys/net/ipv4/tcp_fastopen >/dev/null
+
 # Debian's PostgreSQL (15): the store's tests start their own servers from
 # its binaries, in temporary folders, on free loopback ports.
 postgresql:
@@ -48,7 +54,7 @@ test: deps test-rust test-conformance test-autobahn test-smack
 peer-socketio:
 	peers/socketio/install.sh
 
-test-rust: $(WEB_DEPS) nats-server postgresql peer-socketio
+test-rust: $(WEB_DEPS) nats-server postgresql peer-socketio tcp-fast-open
 	$(CARGO) test --workspace
 
 # slixmpp (PyPI), the XMPP client the XMPP conformance test drives, with the

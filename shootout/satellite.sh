@@ -68,9 +68,10 @@
 #   way), each in a mount namespace where /etc/hosts names the other's link
 #   (peers/ejabberd/satellite.sh; needs root).
 #
-#   Then client logins over the link (OUT/login/): a.test alone, its client
-#   ports (STARTTLS on 15222, TLS from the first byte on 15223) behind links
-#   on 127.0.0.6, and `bench login` timing each style (standard, sasl2, fast)
+#   Then client logins over the link (OUT/login/): a.test alone
+#   (--tcp-fast-open: a returning client's first flight may come in its SYN),
+#   its client ports (STARTTLS on 15222, TLS from the first byte on 15223)
+#   behind links on 127.0.0.6, and `bench login` timing each style (standard, sasl2, fast)
 #   to a first message, LOGINS (2; QUICK: 1) a style; LOGIN_RATES and LOGIN_DELAYS
 #   (QUICK=1: 2400 bit/s at 500 ms only; otherwise RATES and DELAYS);
 #   MODES="login" runs only these, and leaving it out of MODES none.
@@ -266,11 +267,13 @@ irc_cell() {
 # 127.0.0.6, and `bench login` through them.
 login_cell() {
   local rate="$1" delay="$2" log="$RUN/a-serve.log" cell="$OUT/login/$1-$2" status=0
+  [ $(( $(cat /proc/sys/net/ipv4/tcp_fastopen) & 3 )) = 3 ] || { echo 3 >/proc/sys/net/ipv4/tcp_fastopen; } 2>/dev/null ||
+    echo "satellite: net.ipv4.tcp_fastopen is not 3 and cannot be set: logins open without TCP Fast Open" >&2
   link 127.0.0.6 15222 127.0.0.2:15222 "$rate" "$delay"
   link 127.0.0.6 15223 127.0.0.2:15223 "$rate" "$delay"
   "$BIN" serve --config "$RUN/a.toml" --store memory --listen 127.0.0.2:18080 --xmpp-listen 127.0.0.2:15222 \
     --xmpp-tls-listen 127.0.0.2:15223 --irc-listen off --irc-tls-listen off --xmpp-s2s-listen off --xmpp-domain a.test \
-    --tls-cert "$RUN/a.pem" --tls-key "$RUN/a.key" --xmpp-login-timeout 10m >"$log" 2>&1 &
+    --tls-cert "$RUN/a.pem" --tls-key "$RUN/a.key" --xmpp-login-timeout 10m --tcp-fast-open true >"$log" 2>&1 &
   pids+=($!)
   wait_for "$log" "serves XMPP" $! "the a.test server"
   "$BIN" bench login --quiet --target "switchboard=http://127.0.0.6:18080" --via-link "rate=${rate}bit,delay=$delay,overhead=40" --server-pid "${pids[-1]}" --xmpp-domain a.test \

@@ -28,7 +28,7 @@ pub use config::{
 };
 pub use account::{AccountArgs, run_account};
 pub use copy::{StoreArgs, run_store};
-pub use server::{Listeners, serve, serve_with};
+pub use server::{Listeners, listen, serve, serve_with};
 pub use xmpp::AccountEntry;
 pub use xmpp::s2s::ZeroPeer;
 

@@ -1,8 +1,8 @@
 //! login: an XMPP client logs in from cold, by style, says it is available and sends
 //! itself a message; timed from the TCP connect to that message's return, with the
 //! round trips it waited (the times the client could go no further until the server
-//! answered: TCP's handshake as one, and TLS's unless the client's next bytes went as
-//! its early data) and the bytes each way on the socket, TLS's included. Over a slow link (`switchboard link` in front of the
+//! answered: TCP's handshake as one unless the server took the first flight in the SYN,
+//! and TLS's unless the client's next bytes went as its early data) and the bytes each way on the socket, TLS's included. Over a slow link (`switchboard link` in front of the
 //! server's ports) round trips and bytes are what a login costs.
 //!
 //! - `standard`: STARTTLS, SASL SCRAM-SHA-256, the stream's restart, resource binding:
@@ -14,8 +14,13 @@
 //!   takes it (0-RTT), its stream header, a SASL2 login with the FAST token
 //!   (XEP-0484, HT-SHA-256-NONE) it was given last time and the count of its logins
 //!   with it (which a server refuses to see twice in early data), Bind 2, its presence
-//!   and its message. A client coming back. Its first token comes from one
-//!   `sasl2` login before the timed ones, which is not counted.
+//!   and its message, all in one write; its connection opened with TCP Fast Open
+//!   (RFC 7413), so that a server that takes it (`--tcp-fast-open`) reads that
+//!   write with the SYN, and TCP's handshake is no wait of its own. A client
+//!   coming back. Its first token comes from one `sasl2` login before the timed
+//!   ones, then one FAST login, neither counted: by then it holds the server's
+//!   Fast Open cookie (and so does a link in between, the server's) and a TLS
+//!   ticket, as a client that has logged in before does.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -35,6 +40,7 @@ use crate::flags::{LoginSettings, LoginStyle, XmppAuth};
 use crate::latency::Latency;
 use crate::result::LoginResult;
 use crate::scram::Scram;
+use crate::transport::corked::Corked;
 use crate::transport::counted::{Counted, Counts};
 
 /// The user-agent id this bench's FAST tokens are bound to.
@@ -57,13 +63,23 @@ pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<Login
         // and `sasl2` login starts from a new one, cold.
         let mut warm = tls_config(&roots, true)?;
         let mut token = Given::default();
+        let fast_open = style == LoginStyle::Fast;
         if style == LoginStyle::Fast {
             let address = format!("{host}:{}", settings.tls_port);
-            let login = Login::new(&who, &address, warm.clone());
+            let login = Login::new(&who, &address, warm.clone(), fast_open);
             token = ctx.expect(async { login.sasl2(true).await.map(|(_, t)| Some(t)) }, "the login that is given the first FAST token").await?;
             if !token.zero_rtt {
                 // Early data only where the server said it takes a login in it.
                 warm = tls_config(&roots, false)?;
+            }
+            // A client coming back has done this before: by now it holds the
+            // server's TCP Fast Open cookie (and so does a link in between, the
+            // server's), and a TLS ticket that takes early data.
+            let login = Login::new(&who, &address, warm.clone(), fast_open);
+            token.count += 1;
+            let (_, next) = ctx.expect(async { login.fast(&token).await.map(Some) }, "a FAST login before the timed ones").await?;
+            if let Some(next) = next {
+                token = Given { token: next, count: 0, ..token };
             }
         }
         let mut time = Latency::new();
@@ -74,8 +90,9 @@ pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<Login
                 LoginStyle::Sasl2 => (settings.tls_port, tls_config(&roots, false)?),
                 LoginStyle::Fast => (settings.tls_port, warm.clone()),
             };
-            let login = Login::new(&who, &format!("{host}:{port}"), config);
-            let arrival = match style {
+            let login = Login::new(&who, &format!("{host}:{port}"), config, fast_open);
+            let fast_opens = ctx.link.as_ref().map(|link| link.snapshot().fast_opens);
+            let mut arrival = match style {
                 LoginStyle::Standard => ctx.expect(async { login.standard().await.map(Some) }, "a standard login").await?,
                 LoginStyle::Sasl2 => ctx.expect(async { login.sasl2(false).await.map(|(c, _)| Some(c)) }, "a SASL2 login").await?,
                 LoginStyle::Fast => {
@@ -89,6 +106,16 @@ pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<Login
                     arrival
                 }
             };
+            // TCP's handshake was no wait of its own when the server took the
+            // first flight in the SYN; through a link, when the link says its
+            // upstream did.
+            let carried = match (&ctx.link, fast_opens) {
+                (Some(link), Some(before)) => link.snapshot().fast_opens > before,
+                _ => arrival.carried_in_syn,
+            };
+            if carried {
+                arrival.cost.round_trips = arrival.cost.round_trips.saturating_sub(1);
+            }
             time.record(arrival.after.as_micros() as u64);
             last = arrival.cost;
             ctx.progress.inc(1);
@@ -109,6 +136,8 @@ pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<Login
 struct Arrival {
     after: std::time::Duration,
     cost: Cost,
+    /// Whether the server took the login's first flight in its SYN.
+    carried_in_syn: bool,
 }
 
 /// What one login cost on its socket.
@@ -161,8 +190,8 @@ fn tls_config(roots: &rustls::RootCertStore, early: bool) -> Result<Arc<rustls::
 
 /// A stream the login reads and writes: TCP, or TLS over it; counted underneath.
 enum Io {
-    Plain(Counted<TcpStream>),
-    Tls(Box<tokio_rustls::client::TlsStream<Counted<TcpStream>>>),
+    Plain(Counted<Corked<TcpStream>>),
+    Tls(Box<tokio_rustls::client::TlsStream<Counted<Corked<TcpStream>>>>),
     /// While the TCP stream is being wrapped in TLS.
     Wrapping,
 }
@@ -183,6 +212,16 @@ impl Io {
             Io::Wrapping => Err(std::io::Error::other("the stream failed to turn to TLS")),
         }
     }
+
+    /// Whether the server took the login's first bytes in its SYN (TCP Fast Open).
+    fn carried_in_syn(&self) -> bool {
+        let tcp = match self {
+            Io::Plain(s) => s.get_ref().get_ref(),
+            Io::Tls(s) => s.get_ref().0.get_ref().get_ref(),
+            Io::Wrapping => return false,
+        };
+        tfo::syn_data_taken(tcp).ok().flatten().unwrap_or(false)
+    }
 }
 
 async fn write_flush<S: AsyncWrite + Unpin>(s: &mut S, text: &str) -> std::io::Result<()> {
@@ -190,11 +229,13 @@ async fn write_flush<S: AsyncWrite + Unpin>(s: &mut S, text: &str) -> std::io::R
     s.flush().await
 }
 
-/// One login: where, as whom, with which TLS configuration.
+/// One login: where, as whom, with which TLS configuration, and whether
+/// it opens its connection with TCP Fast Open, its first flight in the SYN.
 struct Login<'a> {
     who: &'a Who,
     address: String,
     tls: Arc<rustls::ClientConfig>,
+    fast_open: bool,
 }
 
 /// The client's half of a login's stream, once connected.
@@ -212,14 +253,23 @@ struct Stream {
 }
 
 impl<'a> Login<'a> {
-    fn new(who: &'a Who, address: &str, tls: Arc<rustls::ClientConfig>) -> Login<'a> {
-        Login { who, address: address.to_owned(), tls }
+    fn new(who: &'a Who, address: &str, tls: Arc<rustls::ClientConfig>, fast_open: bool) -> Login<'a> {
+        Login { who, address: address.to_owned(), tls, fast_open }
     }
 
     async fn connect(&self, direct_tls: bool) -> Result<Stream, Error> {
         let started = Instant::now();
-        let tcp = TcpStream::connect(&self.address).await.map_err(|e| Error::connect(format!("xmpp://{}: {e}", self.address)))?;
-        tcp.set_nodelay(true).map_err(|e| Error::io(e.to_string()))?;
+        let failed = |e: std::io::Error| Error::connect(format!("xmpp://{}: {e}", self.address));
+        let tcp = if self.fast_open {
+            let address = tokio::net::lookup_host(&self.address).await.map_err(failed)?.next();
+            let address = address.ok_or_else(|| Error::connect(format!("xmpp://{}: no address", self.address)))?;
+            // Everything written before the first read goes in one write:
+            // with the server's cookie, in the SYN.
+            Corked::new(tfo::connect(address).await.map_err(failed)?)
+        } else {
+            Corked::open(TcpStream::connect(&self.address).await.map_err(failed)?)
+        };
+        tcp.get_ref().set_nodelay(true).map_err(|e| Error::io(e.to_string()))?;
         let (counted, counts) = Counted::new(tcp);
         let mut stream = Stream { io: Io::Plain(counted), parser: StreamParser::new(Limits::default()), counts, place: format!("xmpp://{}", self.address), started, waits: 1, spoke: false };
         if direct_tls {
@@ -419,7 +469,7 @@ impl Stream {
             }
         }
         let cost = Cost { round_trips: self.waits, sent: self.counts.sent(), received: self.counts.received() };
-        let arrival = Arrival { after: self.started.elapsed(), cost };
+        let arrival = Arrival { after: self.started.elapsed(), cost, carried_in_syn: self.io.carried_in_syn() };
         if self.io.write(wire::xmpp::STREAM_END).await.is_ok() {
             let mut buf = [0u8; 4096];
             while matches!(self.io.read(&mut buf).await, Ok(n) if n > 0) {}

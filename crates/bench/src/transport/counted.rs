@@ -35,6 +35,10 @@ impl<S> Counted<S> {
         let counts = Arc::new(Counts::default());
         (Counted { inner, counts: counts.clone() }, counts)
     }
+
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {

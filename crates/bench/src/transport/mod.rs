@@ -9,6 +9,7 @@
 //! IRC transport (`irc`) registers as it connects; its messages are `PRIVMSG`s.
 
 mod bosh;
+pub(crate) mod corked;
 pub(crate) mod counted;
 mod centrifuge;
 pub(crate) mod http;

@@ -126,7 +126,8 @@ impl Serve {
     /// byte on another (`config` names a certificate): that port too.
     pub async fn with_xmpp_tls(config: server::Config) -> (Serve, SocketAddr) {
         let xmpp = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let tls = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        // As `switchboard serve` binds it: with --tcp-fast-open, taking data in SYNs.
+        let tls = server::listen("127.0.0.1:0".parse().expect("address"), config.server.tcp_fast_open).await.expect("bind");
         let at = tls.local_addr().expect("addr");
         (Serve::serving(config, server::Listeners { xmpp: Some(xmpp), xmpp_tls: Some(tls), ..server::Listeners::default() }).await, at)
     }
