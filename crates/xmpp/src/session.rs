@@ -110,8 +110,9 @@ pub struct Session {
     jid: Option<Jid>,
     /// Rooms joined, by room name.
     rooms: HashMap<Arc<str>, Occupancy>,
-    /// The SASL exchange in progress, and how many have failed.
-    sasl: Option<Exchange>,
+    /// The SASL exchange in progress, and how many have failed. Boxed:
+    /// only a login holds one, and inline it would be in every session.
+    sasl: Option<Box<Exchange>>,
     /// What a SASL2 exchange in progress asked for beside authentication.
     sasl2: Option<Box<sasl2::Inline>>,
     failed: u32,

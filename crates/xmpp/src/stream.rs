@@ -166,7 +166,9 @@ impl StreamTask {
                     // close itself is read again after it.
                     let closed = matches!(drained, Drained::Closed(_));
                     drop(drained);
-                    if !self.write(carrier).await {
+                    // Boxed, as handling a read is: what a write holds while
+                    // the socket is full is bigger than what waiting holds.
+                    if !Box::pin(self.write(carrier)).await {
                         // A write abandoned because the queue overflowed behind it
                         // ends the session; any other failure may be resumed.
                         return match self.outbox.close_reason() {

@@ -22,15 +22,26 @@ pub fn run(mut tcp: TcpStream, address: std::net::IpAddr, xmpp: Arc<Xmpp>, slot:
     let mut task = StreamTask::new(xmpp, Framing::Stream, "tcp", address);
     async move {
         let first = if direct_tls { Ending::StartTls } else { task.drive(&mut tcp).await };
-        match first {
-            // Boxed: a TLS stream's state is large, and most streams never have one.
-            Ending::StartTls => Box::pin(over_tls(task, tcp)).await,
-            // Boxed, as every stream's end: it runs once, and its state would
-            // otherwise make every idle stream's task as big as its last words.
-            ending => Box::pin(task.end(&mut tcp, ending)).await,
-        }
-        // Held to the end.
-        drop(slot);
+        // What follows is made by a function, which takes `first` and the
+        // slot: held across its await here they would take room in every
+        // idle stream's task beside the drive.
+        then(task, tcp, first, slot).await;
+    }
+}
+
+/// The rest of a stream after its first carrier: TLS (boxed: its state is
+/// large, and most streams never have one), or the end (boxed, as every
+/// stream's end: it runs once). The slot is held to the end.
+fn then(task: StreamTask, mut tcp: TcpStream, first: Ending, slot: OwnedSemaphorePermit) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
+    match first {
+        Ending::StartTls => Box::pin(async move {
+            over_tls(task, tcp).await;
+            drop(slot);
+        }),
+        ending => Box::pin(async move {
+            task.end(&mut tcp, ending).await;
+            drop(slot);
+        }),
     }
 }
 

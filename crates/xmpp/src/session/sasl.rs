@@ -36,13 +36,13 @@ impl Session {
                     Some(Exchange::Plain) => auth.accounts.step(&mut Exchange::Plain, &data).await,
                     Some(mut exchange) => {
                         let step = auth.accounts.step(&mut exchange, &data).await;
-                        self.sasl = Some(exchange);
+                        self.sasl = Some(Box::new(exchange));
                         step
                     }
                     None => Step::Failure("invalid-mechanism"),
                 }
             }
-            ("response", Ok(data)) => match self.sasl.as_mut() {
+            ("response", Ok(data)) => match self.sasl.as_deref_mut() {
                 Some(exchange) => self.xmpp.auth.accounts.step(exchange, &data).await,
                 None => Step::Failure("malformed-request"),
             },

@@ -121,7 +121,7 @@ impl Session {
                     step
                 }
             },
-            "response" => match (self.sasl.as_mut(), sasl_data(&element.text_content())) {
+            "response" => match (self.sasl.as_deref_mut(), sasl_data(&element.text_content())) {
                 (Some(exchange), Ok(data)) if self.sasl2.is_some() => {
                     // SCRAM's keys, as read for its first message, are what its proof is checked against.
                     let keys = exchange.fingerprint();
@@ -204,7 +204,7 @@ impl Session {
         match auth.accounts.start(mechanism, true, auth.anonymous) {
             Some(mut exchange) => {
                 let step = auth.accounts.step(&mut exchange, data).await;
-                self.sasl = Some(exchange);
+                self.sasl = Some(Box::new(exchange));
                 step
             }
             None => Step::Failure("invalid-mechanism"),
