@@ -151,7 +151,12 @@ impl StreamParser {
             // Whitespace between stanzas is dropped; anything else must start one.
             let start = self.buf.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(self.buf.len());
             self.buf.drain(..start);
-            let Some(&first) = self.buf.first() else { return Ok(None) };
+            let Some(&first) = self.buf.first() else {
+                // Nothing is waiting: its room goes, so that an idle stream
+                // holds no buffer (the next bytes make one again).
+                self.buf = Vec::new();
+                return Ok(None);
+            };
             if self.closed {
                 return Err(StreamError::BadFormat("data after the end of the stream".into()));
             }
@@ -482,6 +487,19 @@ mod tests {
         p.feed(HEADER.as_bytes());
         assert!(matches!(p.next_event(), Ok(Some(StreamEvent::Open { .. }))));
         p
+    }
+
+    #[test]
+    fn a_parser_with_nothing_waiting_holds_no_buffer() {
+        let mut p = opened();
+        p.feed(b"<presence/><message to='a@b'><body>hel");
+        assert!(matches!(p.next_event(), Ok(Some(StreamEvent::Stanza(_)))));
+        assert!(matches!(p.next_event(), Ok(None)));
+        assert!(p.buf.capacity() > 0, "half a stanza is kept");
+        p.feed(b"lo</body></message>");
+        assert!(matches!(p.next_event(), Ok(Some(StreamEvent::Stanza(_)))));
+        assert!(matches!(p.next_event(), Ok(None)));
+        assert_eq!((p.buffered(), p.buf.capacity()), (0, 0));
     }
 
     #[test]
