@@ -104,13 +104,14 @@ impl Listeners {
 /// A listener at `addr`; with `fast_open`, one that takes data in a
 /// client's SYN (`--tcp-fast-open`).
 pub async fn listen(addr: std::net::SocketAddr, fast_open: bool) -> std::io::Result<TcpListener> {
-    if !fast_open {
-        return TcpListener::bind(addr).await;
+    let listener = TcpListener::bind(addr).await?;
+    if fast_open {
+        let allowed = tfo::host_allows().and_then(|()| tfo::listen(&listener, FAST_OPEN_QUEUE).map_err(|e| e.to_string()));
+        if let Err(why) = allowed {
+            tracing::warn!("--tcp-fast-open on {addr}: {why}; clients' SYNs will carry no data");
+        }
     }
-    if let Err(why) = tfo::host_allows() {
-        tracing::warn!("--tcp-fast-open: {why}; clients' SYNs will carry no data");
-    }
-    tfo::bind(addr, FAST_OPEN_QUEUE).await
+    Ok(listener)
 }
 
 /// Connections opened with data in their SYN that may wait to be accepted,
