@@ -41,7 +41,7 @@ nats-server:
 # default, 1, is clients only): the tests of --tcp-fast-open and of the
 # link's and the bench's use of it need both ends on this host.
 tcp-fast-open:
-	@[ $$(( $$(cat /proc/sys/net/ipv4/tcp_fastopen) & 3 )) = 3 ] || echo 3 | $(SUDO) tee /proc/sys/net/ipv4/tcp_fastopen >/dev/null
+	@tfo=$$(cat /proc/sys/net/ipv4/tcp_fastopen); [ $$(( tfo & 3 )) = 3 ] || echo $$(( tfo | 3 )) | $(SUDO) tee /proc/sys/net/ipv4/tcp_fastopen >/dev/null
 
 # Debian's PostgreSQL (15): the store's tests start their own servers from
 # its binaries, in temporary folders, on free loopback ports.

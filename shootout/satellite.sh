@@ -267,7 +267,8 @@ irc_cell() {
 # 127.0.0.6, and `bench login` through them.
 login_cell() {
   local rate="$1" delay="$2" log="$RUN/a-serve.log" cell="$OUT/login/$1-$2" status=0
-  [ $(( $(cat /proc/sys/net/ipv4/tcp_fastopen) & 3 )) = 3 ] || { echo 3 >/proc/sys/net/ipv4/tcp_fastopen; } 2>/dev/null ||
+  local tfo; tfo="$(cat /proc/sys/net/ipv4/tcp_fastopen)"
+  [ $(( tfo & 3 )) = 3 ] || { echo $(( tfo | 3 )) >/proc/sys/net/ipv4/tcp_fastopen; } 2>/dev/null ||
     echo "satellite: net.ipv4.tcp_fastopen is not 3 and cannot be set: logins open without TCP Fast Open" >&2
   link 127.0.0.6 15222 127.0.0.2:15222 "$rate" "$delay"
   link 127.0.0.6 15223 127.0.0.2:15223 "$rate" "$delay"

@@ -144,7 +144,7 @@ async fn measure_target(
         .or_else(|| plan.xmpp.as_ref().and_then(|x| local_pid(x.ports[0])));
     // --link: every connection goes through an in-process link, which runs as long as
     // this binding lives.
-    let (link_proxy, target) = match &plan.link {
+    let (_link_proxy, target) = match &plan.link {
         Some(flag) => match linked::insert(flag.config.clone(), &target).await {
             Ok((proxy, through)) => (Some(proxy), through),
             Err(e) => return Some(e),
@@ -166,7 +166,6 @@ async fn measure_target(
             Settings::Api(_, key) => Some(key.clone()),
             _ => None,
         },
-        link: link_proxy.as_ref().map(|proxy| proxy.stats().clone()),
     };
     let mut run = Run {
         target_name: name.to_string(),

@@ -162,7 +162,7 @@ pub async fn spawn(config: ProxyConfig, upstream: SocketAddr) -> io::Result<Prox
 
 /// Lets clients open connections to `listener` with TCP Fast Open, so that
 /// the link carries their first bytes in the SYN as a path to a server that
-/// takes them would. A host that does not allow it is told once.
+/// takes them would. Where the host does not allow it, the debug log says so.
 pub fn fast_open(listener: &TcpListener) {
     if let Err(why) = tfo::host_allows().and_then(|()| tfo::listen(listener, FAST_OPEN_QUEUE).map_err(|e| e.to_string())) {
         debug!(%why, "clients cannot open connections with data in the SYN");
@@ -279,6 +279,7 @@ impl Connection {
                 return Err(self.unreachable(upstream, error));
             }
         };
+        self.stats.up.delivered(first.len());
         // The SYN-ACK crosses back; the client sends nothing more before it lands.
         let syn_ack = send(&self.down, &self.stats.down, Instant::now(), 0);
         let answer_from = if first.is_empty() || taken {
@@ -290,8 +291,12 @@ impl Connection {
             // The upstream did not take the SYN's bytes: the client sends them
             // again once the SYN-ACK is back, and the upstream can answer only
             // once they arrive (the proxy already wrote them; what it answers
-            // meanwhile waits for then).
-            send(&self.up, &self.stats.up, syn_ack, first.len())
+            // meanwhile waits for then). Handed to the lane when the SYN-ACK
+            // lands, not before: a shared line is not held for it meanwhile.
+            sleep_until(syn_ack).await;
+            let tx = lock(&self.up).send(Instant::now().into_std(), first.len());
+            self.stats.up.resent(&tx);
+            Instant::from_std(tx.arrival)
         };
         // Each write is one packet released at its time: no Nagle delay.
         client.set_nodelay(true)?;
@@ -321,7 +326,7 @@ async fn dial(upstream: SocketAddr, first: &[u8]) -> io::Result<(TcpStream, bool
         return Ok((TcpStream::connect(upstream).await?, false));
     }
     let mut server = tfo::connect(upstream).await?;
-    server.write_all(first).await?;
+    tfo::write_first(&mut server, first).await?;
     // On the loopback the SYN-ACK is handled within the write; a few turns
     // of the scheduler cover a handshake that is not, a little later.
     for _ in 0..HANDSHAKE_TURNS {

@@ -103,6 +103,13 @@ impl DirectionStats {
         self.retransmissions.fetch_add(tx.retransmissions, Ordering::Relaxed);
     }
 
+    /// A copy of bytes already counted, sent again: the line's bytes and a
+    /// retransmission, not more payload.
+    pub(crate) fn resent(&self, tx: &Transmission) {
+        self.wire_bytes.fetch_add(tx.wire_bytes, Ordering::Relaxed);
+        self.retransmissions.fetch_add(tx.packets + tx.retransmissions, Ordering::Relaxed);
+    }
+
     pub(crate) fn delivered(&self, bytes: usize) {
         let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
         self.delivered_bytes.fetch_add(bytes, Ordering::Relaxed);

@@ -106,7 +106,7 @@ impl Listeners {
 pub async fn listen(addr: std::net::SocketAddr, fast_open: bool) -> std::io::Result<TcpListener> {
     let listener = TcpListener::bind(addr).await?;
     if fast_open {
-        let allowed = tfo::host_allows().and_then(|()| tfo::listen(&listener, FAST_OPEN_QUEUE).map_err(|e| e.to_string()));
+        let allowed = tfo::host_allows_listeners().and_then(|()| tfo::listen(&listener, FAST_OPEN_QUEUE).map_err(|e| e.to_string()));
         if let Err(why) = allowed {
             tracing::warn!("--tcp-fast-open on {addr}: {why}; clients' SYNs will carry no data");
         }

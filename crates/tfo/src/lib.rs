@@ -90,12 +90,22 @@ use options::{TcpFastOpen, TcpInfo};
 /// Whether the host lets clients send, and listeners take, data in a SYN
 /// (`net.ipv4.tcp_fastopen` with bits 1 and 2, e.g. 3); why not if not.
 pub fn host_allows() -> Result<(), String> {
+    host_has(CLIENT | SERVER)
+}
+
+/// Whether the host lets listeners take data in a SYN (bit 2 of
+/// `net.ipv4.tcp_fastopen`); why not if not.
+pub fn host_allows_listeners() -> Result<(), String> {
+    host_has(SERVER)
+}
+
+fn host_has(wanted: u32) -> Result<(), String> {
     let value = std::fs::read_to_string(SYSCTL).map_err(|e| format!("{SYSCTL}: {e}"))?;
     let bits: u32 = value.trim().parse().map_err(|_| format!("{SYSCTL} says {value:?}"))?;
-    if bits & (CLIENT | SERVER) == CLIENT | SERVER {
+    if bits & wanted == wanted {
         Ok(())
     } else {
-        Err(format!("net.ipv4.tcp_fastopen is {bits}: TCP Fast Open needs 3 (clients and servers); `sysctl -w net.ipv4.tcp_fastopen=3`"))
+        Err(format!("net.ipv4.tcp_fastopen is {bits}, without bit {wanted}: `sysctl -w net.ipv4.tcp_fastopen={}`", bits | wanted))
     }
 }
 
@@ -121,6 +131,21 @@ pub async fn connect(address: SocketAddr) -> io::Result<TcpStream> {
     let socket = if address.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
     let _ = setsockopt(&socket, TcpFastOpenConnect, &true);
     socket.connect(address).await
+}
+
+/// Writes a connection's first bytes, made with [`connect`]: with a cookie
+/// they go in the SYN. A cookie found wanting between the connect and the
+/// write (the kernel then sends a plain SYN and says the connect is in
+/// progress) has them written once the handshake is done.
+pub async fn write_first(stream: &mut TcpStream, bytes: &[u8]) -> io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    match stream.write_all(bytes).await {
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
+            stream.writable().await?;
+            stream.write_all(bytes).await
+        }
+        done => done,
+    }
 }
 
 /// On an accepted connection: how many bytes its SYN carried, if it

@@ -22,9 +22,9 @@ pub fn run(mut tcp: TcpStream, address: std::net::IpAddr, xmpp: Arc<Xmpp>, slot:
     let mut task = StreamTask::new(xmpp, Framing::Stream, "tcp", address);
     async move {
         let first = if direct_tls { Ending::StartTls } else { task.drive(&mut tcp).await };
-        // What follows is made by a function, which takes `first` and the
-        // slot: held across its await here they would take room in every
-        // idle stream's task beside the drive.
+        // What follows is made by a function, which takes `first`: held
+        // across an await here, it took room in every idle stream's task
+        // beside the drive.
         then(task, tcp, first, slot).await;
     }
 }

@@ -91,7 +91,6 @@ pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<Login
                 LoginStyle::Fast => (settings.tls_port, warm.clone()),
             };
             let login = Login::new(&who, &format!("{host}:{port}"), config, fast_open);
-            let fast_opens = ctx.link.as_ref().map(|link| link.snapshot().fast_opens);
             let mut arrival = match style {
                 LoginStyle::Standard => ctx.expect(async { login.standard().await.map(Some) }, "a standard login").await?,
                 LoginStyle::Sasl2 => ctx.expect(async { login.sasl2(false).await.map(|(c, _)| Some(c)) }, "a SASL2 login").await?,
@@ -106,14 +105,11 @@ pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<Login
                     arrival
                 }
             };
-            // TCP's handshake was no wait of its own when the server took the
-            // first flight in the SYN; through a link, when the link says its
-            // upstream did.
-            let carried = match (&ctx.link, fast_opens) {
-                (Some(link), Some(before)) => link.snapshot().fast_opens > before,
-                _ => arrival.carried_in_syn,
-            };
-            if carried {
+            // TCP's handshake was no wait of its own when the first flight
+            // went in the SYN and was taken there (behind `switchboard link`,
+            // by the link: its `fast_opens` says whether the server took it
+            // from the link).
+            if arrival.carried_in_syn {
                 arrival.cost.round_trips = arrival.cost.round_trips.saturating_sub(1);
             }
             time.record(arrival.after.as_micros() as u64);
@@ -261,11 +257,9 @@ impl<'a> Login<'a> {
         let started = Instant::now();
         let failed = |e: std::io::Error| Error::connect(format!("xmpp://{}: {e}", self.address));
         let tcp = if self.fast_open {
-            let address = tokio::net::lookup_host(&self.address).await.map_err(failed)?.next();
-            let address = address.ok_or_else(|| Error::connect(format!("xmpp://{}: no address", self.address)))?;
             // Everything written before the first read goes in one write:
             // with the server's cookie, in the SYN.
-            Corked::new(tfo::connect(address).await.map_err(failed)?)
+            Corked::new(fast_open(&self.address).await.map_err(failed)?)
         } else {
             Corked::open(TcpStream::connect(&self.address).await.map_err(failed)?)
         };
@@ -358,6 +352,19 @@ impl<'a> Login<'a> {
         let next = success.find("token", ns::FAST).and_then(|t| t.get("token")).map(str::to_owned);
         Ok((s.first_message().await?, next))
     }
+}
+
+/// Connects to `address` with TCP Fast Open, trying each of its addresses
+/// in turn as a plain connect does.
+async fn fast_open(address: &str) -> std::io::Result<TcpStream> {
+    let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, "no address");
+    for address in tokio::net::lookup_host(address).await? {
+        match tfo::connect(address).await {
+            Ok(tcp) => return Ok(tcp),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 /// A SASL2 `<authenticate/>` with `mechanism`'s initial response, this bench's

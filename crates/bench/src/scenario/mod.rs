@@ -43,8 +43,6 @@ pub(crate) struct Ctx {
     pub xmpp: Option<XmppSettings>,
     /// The server API's key, for `bench api`.
     pub api_key: Option<String>,
-    /// The in-process link's counters, when connections go through one (`--via-link`).
-    pub link: Option<std::sync::Arc<::link::LinkStats>>,
 }
 
 impl Ctx {
