@@ -71,17 +71,15 @@ pub(crate) struct StreamTask {
     parser: StreamParser,
     metrics: ClientMetrics,
     batch: Vec<Payload>,
-    /// What is rendered of `batch`, for the carrier; empty between writes.
-    texts: Vec<String>,
     /// What the client may send (`--max-message-rate`, `--max-byte-rate`).
     /// Boxed: inline, its 80 bytes would make every idle stream's task a
     /// size class bigger.
     inflow: Box<Inflow>,
     /// Until when the client is not read, for being over its rate.
     paused: Option<Instant>,
-    /// When the client must have bound a resource (`--xmpp-login-timeout`).
-    login_deadline: Instant,
-    /// When the client was last heard from, or last pinged.
+    /// When the client was last heard from, or last pinged; until it has
+    /// bound a resource, when the stream began, from which its login's time
+    /// (`--xmpp-login-timeout`) runs whatever it sends.
     quiet_since: Instant,
     /// Whether the client has been pinged since it was last heard from.
     pinged: bool,
@@ -112,14 +110,12 @@ impl StreamTask {
             Framing::Messages | Framing::Bosh => StreamParser::fragments(limits),
         };
         let now = Instant::now();
-        let login_deadline = now + xmpp.login_timeout;
         StreamTask {
             inflow: Box::new(xmpp.inflow.clone()),
             paused: None,
-            login_deadline,
             quiet_since: now,
             pinged: false,
-            timer: Box::pin(tokio::time::sleep_until(login_deadline)),
+            timer: Box::pin(tokio::time::sleep_until(now + xmpp.login_timeout)),
             shutdown: xmpp.context.shutdown.waiter(),
             metrics: context.metrics.client("xmpp", carrier),
             session: Session::new(framing, xmpp.clone(), outbox.clone(), address),
@@ -127,7 +123,6 @@ impl StreamTask {
             outbox,
             parser,
             batch: Vec::new(),
-            texts: Vec::new(),
         }
     }
 
@@ -199,7 +194,7 @@ impl StreamTask {
     /// Handles the `n` bytes just read: every whole event they complete,
     /// then the client's rate; an ending if the stream ends there.
     async fn on_read<C: Carrier>(&mut self, carrier: &mut C, n: usize) -> Option<Ending> {
-        self.quiet_since = Instant::now();
+        let heard = Instant::now();
         self.pinged = false;
         let mut n_left = n;
         let before = self.session.stanzas_in;
@@ -244,6 +239,9 @@ impl StreamTask {
         }
         // Once bound, silence is watched instead of the login deadline,
         // which may be later.
+        if self.session.phase == Phase::Ready {
+            self.quiet_since = heard;
+        }
         let silence = self.quiet_since + self.xmpp.context.bounds.ping_interval;
         if self.session.phase == Phase::Ready && self.timer.deadline() > silence {
             self.timer.as_mut().reset(silence);
@@ -277,12 +275,13 @@ impl StreamTask {
         }
         let interval = self.xmpp.context.bounds.ping_interval;
         let watch = if self.session.phase != Phase::Ready {
-            if self.login_deadline <= now {
+            let login_deadline = self.quiet_since + self.xmpp.login_timeout;
+            if login_deadline <= now {
                 let limit = humantime::format_duration(self.xmpp.login_timeout);
                 self.xmpp.context.metrics.refused("xmpp", "login_timeout");
                 return Err(StreamEnd("connection-timeout", format!("no resource bound within {limit}")));
             }
-            self.login_deadline
+            login_deadline
         } else if self.quiet_since + interval <= now {
             if self.pinged {
                 self.xmpp.context.metrics.refused("xmpp", "ping_timeout");
@@ -316,15 +315,12 @@ impl StreamTask {
     /// Writes the drained batch; `false` if the carrier failed.
     async fn write<C: Carrier>(&mut self, carrier: &mut C) -> bool {
         let count = self.batch.len();
-        for payload in self.batch.drain(..) {
-            if let Some(text) = self.session.render(&payload) {
-                self.texts.push(text);
-            }
-        }
-        if self.texts.is_empty() {
+        // Made here, not kept in the task: an idle stream holds none.
+        let texts: Vec<String> = self.batch.drain(..).filter_map(|payload| self.session.render(&payload)).collect();
+        if texts.is_empty() {
             return true;
         }
-        let bytes = self.texts.iter().map(String::len).sum();
+        let bytes = texts.iter().map(String::len).sum();
         // A client that takes no bytes for a ping interval is gone, or
         // hostile: it must not hold its connection and queue forever; nor
         // once its queue has overflowed (or the session was closed) behind
@@ -336,7 +332,7 @@ impl StreamTask {
         let interval = self.xmpp.context.bounds.ping_interval;
         let mut watch = None;
         let ok = {
-            let (texts, timer, outbox) = (&self.texts, &mut self.timer, &self.outbox);
+            let (texts, timer, outbox) = (&texts, &mut self.timer, &self.outbox);
             let mut send = std::pin::pin!(carrier.send(texts));
             std::future::poll_fn(|cx| {
                 if let Poll::Ready(written) = send.as_mut().poll(cx) {
@@ -358,8 +354,6 @@ impl StreamTask {
         if let Some(watch) = watch {
             self.timer.as_mut().reset(watch);
         }
-        // An idle stream keeps none of what it last wrote.
-        self.texts.clear();
         self.metrics.sent(count, bytes);
         ok
     }

@@ -89,7 +89,7 @@ impl Session {
             enabled = enabled.attr("id", &id).attr("resume", "true").attr("max", &max);
             sm.id = Some(id);
         }
-        self.sm = Some(sm);
+        self.sm = Some(Box::new(sm));
         enabled
     }
 
