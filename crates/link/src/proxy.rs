@@ -164,7 +164,7 @@ pub async fn spawn(config: ProxyConfig, upstream: SocketAddr) -> io::Result<Prox
 /// the link carries their first bytes in the SYN as a path to a server that
 /// takes them would. Where the host does not allow it, the debug log says so.
 pub fn fast_open(listener: &TcpListener) {
-    if let Err(why) = tfo::host_allows().and_then(|()| tfo::listen(listener, FAST_OPEN_QUEUE).map_err(|e| e.to_string())) {
+    if let Err(why) = tfo::listen(listener, FAST_OPEN_QUEUE) {
         debug!(%why, "clients cannot open connections with data in the SYN");
     }
 }

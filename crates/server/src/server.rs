@@ -105,11 +105,8 @@ impl Listeners {
 /// client's SYN (`--tcp-fast-open`).
 pub async fn listen(addr: std::net::SocketAddr, fast_open: bool) -> std::io::Result<TcpListener> {
     let listener = TcpListener::bind(addr).await?;
-    if fast_open {
-        let allowed = tfo::host_allows_listeners().and_then(|()| tfo::listen(&listener, FAST_OPEN_QUEUE).map_err(|e| e.to_string()));
-        if let Err(why) = allowed {
-            tracing::warn!("--tcp-fast-open on {addr}: {why}; clients' SYNs will carry no data");
-        }
+    if fast_open && let Err(why) = tfo::listen(&listener, FAST_OPEN_QUEUE) {
+        tracing::warn!("--tcp-fast-open on {addr}: {why}; clients' SYNs will carry no data");
     }
     Ok(listener)
 }

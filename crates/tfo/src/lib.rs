@@ -93,12 +93,6 @@ pub fn host_allows() -> Result<(), String> {
     host_has(CLIENT | SERVER)
 }
 
-/// Whether the host lets listeners take data in a SYN (bit 2 of
-/// `net.ipv4.tcp_fastopen`); why not if not.
-pub fn host_allows_listeners() -> Result<(), String> {
-    host_has(SERVER)
-}
-
 fn host_has(wanted: u32) -> Result<(), String> {
     let value = std::fs::read_to_string(SYSCTL).map_err(|e| format!("{SYSCTL}: {e}"))?;
     let bits: u32 = value.trim().parse().map_err(|_| format!("{SYSCTL} says {value:?}"))?;
@@ -110,8 +104,11 @@ fn host_has(wanted: u32) -> Result<(), String> {
 }
 
 /// Lets `listener` take data in a SYN from clients with its cookie, with
-/// at most `queue` such connections waiting to be accepted.
+/// at most `queue` such connections waiting to be accepted; an error that
+/// says why when the host (bit 2 of `net.ipv4.tcp_fastopen`) or the kernel
+/// does not let it.
 pub fn listen<F: AsFd>(listener: &F, queue: u16) -> io::Result<()> {
+    host_has(SERVER).map_err(|why| io::Error::new(io::ErrorKind::Unsupported, why))?;
     setsockopt(listener, TcpFastOpen, &libc::c_int::from(queue)).map_err(io::Error::from)
 }
 

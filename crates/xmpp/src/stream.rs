@@ -241,10 +241,10 @@ impl StreamTask {
         // which may be later.
         if self.session.phase == Phase::Ready {
             self.quiet_since = heard;
-        }
-        let silence = self.quiet_since + self.xmpp.context.bounds.ping_interval;
-        if self.session.phase == Phase::Ready && self.timer.deadline() > silence {
-            self.timer.as_mut().reset(silence);
+            let silence = heard + self.xmpp.context.bounds.ping_interval;
+            if self.timer.deadline() > silence {
+                self.timer.as_mut().reset(silence);
+            }
         }
         // Over its rate, the client is read again only once under it: the
         // socket holds it back meanwhile, and nothing it sent is lost.

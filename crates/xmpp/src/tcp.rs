@@ -29,20 +29,17 @@ pub fn run(mut tcp: TcpStream, address: std::net::IpAddr, xmpp: Arc<Xmpp>, slot:
     }
 }
 
-/// The rest of a stream after its first carrier: TLS (boxed: its state is
-/// large, and most streams never have one), or the end (boxed, as every
-/// stream's end: it runs once). The slot is held to the end.
+/// The rest of a stream after its first carrier: TLS, or the end. Boxed:
+/// a TLS stream's state is large and most streams never have one, and an
+/// end runs once. The slot is held to the end.
 fn then(task: StreamTask, mut tcp: TcpStream, first: Ending, slot: OwnedSemaphorePermit) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> {
-    match first {
-        Ending::StartTls => Box::pin(async move {
-            over_tls(task, tcp).await;
-            drop(slot);
-        }),
-        ending => Box::pin(async move {
-            task.end(&mut tcp, ending).await;
-            drop(slot);
-        }),
-    }
+    Box::pin(async move {
+        match first {
+            Ending::StartTls => over_tls(task, tcp).await,
+            ending => task.end(&mut tcp, ending).await,
+        }
+        drop(slot);
+    })
 }
 
 /// Goes on over TLS, after `<proceed/>` or from the first byte.

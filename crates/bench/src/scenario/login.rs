@@ -76,11 +76,7 @@ pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<Login
             // server's TCP Fast Open cookie (and so does a link in between, the
             // server's), and a TLS ticket that takes early data.
             let login = Login::new(&who, &address, warm.clone(), fast_open);
-            token.count += 1;
-            let (_, next) = ctx.expect(async { login.fast(&token).await.map(Some) }, "a FAST login before the timed ones").await?;
-            if let Some(next) = next {
-                token = Given { token: next, count: 0, ..token };
-            }
+            ctx.expect(async { login.fast(&mut token).await.map(Some) }, "a FAST login before the timed ones").await?;
         }
         let mut time = Latency::new();
         let mut last = Cost::default();
@@ -94,16 +90,7 @@ pub(crate) async fn run(ctx: &Ctx, settings: &LoginSettings, out: &mut Vec<Login
             let mut arrival = match style {
                 LoginStyle::Standard => ctx.expect(async { login.standard().await.map(Some) }, "a standard login").await?,
                 LoginStyle::Sasl2 => ctx.expect(async { login.sasl2(false).await.map(|(c, _)| Some(c)) }, "a SASL2 login").await?,
-                LoginStyle::Fast => {
-                    token.count += 1;
-                    let (arrival, next) = ctx.expect(async { login.fast(&token).await.map(Some) }, "a FAST login").await?;
-                    // A token given now replaces the one used, which will go;
-                    // its count starts again.
-                    if let Some(next) = next {
-                        token = Given { token: next, count: 0, ..token };
-                    }
-                    arrival
-                }
+                LoginStyle::Fast => ctx.expect(async { login.fast(&mut token).await.map(Some) }, "a FAST login").await?,
             };
             // TCP's handshake was no wait of its own when the first flight
             // went in the SYN and was taken there (behind `switchboard link`,
@@ -331,9 +318,11 @@ impl<'a> Login<'a> {
     }
 
     /// A FAST login with `token`, all in one flight with TLS's resumption when the
-    /// server takes early data, else after it: when its message came back, and the
-    /// new token if the server gave one.
-    async fn fast(&self, token: &Given) -> Result<(Arrival, Option<String>), Error> {
+    /// server takes early data, else after it: when its message came back. The
+    /// login is counted in `token`, and a token given now replaces it (the one
+    /// used will go), its count starting again.
+    async fn fast(&self, token: &mut Given) -> Result<Arrival, Error> {
+        token.count += 1;
         let mut s = self.connect(true).await?;
         let proof = [format!("{}\0", self.who.user).as_bytes(), &hmac(&token.token, b"Initiator")].concat();
         let header = Header { to: Some(&self.who.domain), ..Header::default() }.stream();
@@ -349,8 +338,10 @@ impl<'a> Login<'a> {
         if STANDARD.decode(answer.trim()).ok() != Some(hmac(&token.token, b"Responder")) {
             return Err(Error::unexpected(format!("{}: the server's FAST answer does not prove it knew the token", s.place)));
         }
-        let next = success.find("token", ns::FAST).and_then(|t| t.get("token")).map(str::to_owned);
-        Ok((s.first_message().await?, next))
+        if let Some(next) = success.find("token", ns::FAST).and_then(|t| t.get("token")) {
+            *token = Given { token: next.to_owned(), count: 0, ..*token };
+        }
+        s.first_message().await
     }
 }
 

@@ -12,19 +12,17 @@ pub struct Corked<S> {
     inner: S,
     /// What was written and not yet sent; `None` once the first read let it go.
     held: Option<Vec<u8>>,
-    /// How much of `held` is sent.
-    sent: usize,
 }
 
 impl<S> Corked<S> {
     /// Holds writes until the first read.
     pub fn new(inner: S) -> Corked<S> {
-        Corked { inner, held: Some(Vec::new()), sent: 0 }
+        Corked { inner, held: Some(Vec::new()) }
     }
 
     /// Passes everything through from the start.
     pub fn open(inner: S) -> Corked<S> {
-        Corked { inner, held: None, sent: 0 }
+        Corked { inner, held: None }
     }
 
     pub fn get_ref(&self) -> &S {
@@ -35,11 +33,11 @@ impl<S> Corked<S> {
 impl<S: AsyncWrite + Unpin> Corked<S> {
     /// Sends what is held, then passes writes through.
     fn poll_release(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        if let Some(held) = &self.held {
-            while self.sent < held.len() {
-                match Pin::new(&mut self.inner).poll_write(cx, &held[self.sent..]) {
+        if let Some(held) = &mut self.held {
+            while !held.is_empty() {
+                match Pin::new(&mut self.inner).poll_write(cx, held) {
                     Poll::Ready(Ok(0)) => return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
-                    Poll::Ready(Ok(n)) => self.sent += n,
+                    Poll::Ready(Ok(n)) => drop(held.drain(..n)),
                     Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                     Poll::Pending => return Poll::Pending,
                 }
