@@ -662,12 +662,27 @@ impl Client {
         }
         let said = Said { command, text, client_tags: message.tags.and_then(render::client_only) };
         for target in targets.split(',').filter(|t| !t.is_empty()) {
-            if target.starts_with('#') {
+            if command == "PRIVMSG" && !self.fits_relayed(target, text) {
+                self.too_long();
+            } else if target.starts_with('#') {
                 self.say_in_room(target, &said).await;
             } else {
                 self.say_to_nick(target, &said);
             }
         }
+    }
+
+    /// Whether a `PRIVMSG` of `text` to `target` fits one line of IRC's
+    /// 512 bytes as its recipients get it, from this client's source. One
+    /// that does not is refused (417) rather than cut or split: the
+    /// sender knows, and resends it shorter (a client splits what a user
+    /// types by the source it saw in its own `JOIN`). A `NOTICE`, which is
+    /// never answered, is split instead.
+    fn fits_relayed(&self, target: &str, text: &str) -> bool {
+        // A room's members see a source made from the nickname alone.
+        let source = if target.starts_with('#') { render::source(&self.nick(), self.server()) } else { self.source() };
+        // ":" source " PRIVMSG " target " :" text CR LF
+        1 + source.len() + 9 + target.len() + 2 + text.len() + 2 <= MAX_LINE
     }
 
     async fn say_in_room(&mut self, channel: &str, said: &Said<'_>) {

@@ -602,6 +602,36 @@ async fn a_line_too_long_is_answered_and_the_next_one_is_read() {
 }
 
 #[tokio::test]
+async fn a_message_that_would_not_fit_one_line_as_relayed_is_refused_and_reaches_nobody() {
+    let server = TestServer::start().await;
+    let mut a = Irc::register(server.irc, "amy").await;
+    a.join("#room").await;
+    let mut b = Irc::register(server.irc, "ben").await;
+    b.join("#room").await;
+    a.until("JOIN").await;
+    // ":amy!amy@localhost PRIVMSG #room :" is 34 bytes, CR LF 2: 476 fill the line.
+    let fits = "x".repeat(476);
+    a.send(&format!("PRIVMSG #room :{fits}")).await;
+    let relayed = b.line().await;
+    assert_eq!(relayed, format!(":amy!amy@localhost PRIVMSG #room :{fits}\r\n"));
+    assert_eq!(relayed.len(), 512);
+    a.send(&format!("PRIVMSG #room :{fits}y")).await;
+    assert_eq!(a.line().await, ":localhost 417 amy :Input line was too long\r\n");
+    // To a nickname: ":amy!~u@localhost PRIVMSG ben :" is 31 bytes.
+    let fits = "z".repeat(479);
+    a.send(&format!("PRIVMSG ben :{fits}y")).await;
+    assert_eq!(a.line().await, ":localhost 417 amy :Input line was too long\r\n");
+    a.send(&format!("PRIVMSG ben :{fits}")).await;
+    assert_eq!(b.line().await, format!(":amy!~u@localhost PRIVMSG ben :{fits}\r\n"), "nothing of the refused ones came before");
+    // A notice is never answered: it is cut into lines, and nothing is lost.
+    a.send(&format!("NOTICE #room :{}", "n".repeat(477))).await;
+    assert_eq!(b.line().await, format!(":amy!amy@localhost NOTICE #room :{}\r\n", "n".repeat(476)));
+    assert_eq!(b.line().await, ":amy!amy@localhost NOTICE #room :n\r\n");
+    a.send("PING done").await;
+    assert_eq!(a.line().await, ":localhost PONG localhost :done\r\n");
+}
+
+#[tokio::test]
 async fn a_client_that_does_not_register_in_time_is_closed() {
     let mut config = server::Config::default();
     config.irc.registration_timeout = Duration::from_millis(200);
