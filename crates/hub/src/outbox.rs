@@ -222,7 +222,14 @@ impl Outbox {
 
     fn take(state: &mut State, out: &mut Vec<Payload>) -> Option<Drained> {
         let had_messages = !state.queue.is_empty();
-        out.extend(state.queue.drain(..));
+        if out.capacity() == 0 {
+            // A writer that keeps no batch between writes takes the queue's
+            // room with its messages (no copy, no allocation): then an idle
+            // connection's outbox holds no room, and neither does its writer.
+            *out = Vec::from(std::mem::take(&mut state.queue));
+        } else {
+            out.extend(state.queue.drain(..));
+        }
         state.cost = 0;
         match &state.close {
             Some(close) => Some(Drained::Closed(Close::clone(close))),
@@ -395,6 +402,31 @@ mod tests {
         for w in waiters {
             assert_eq!(w.await.unwrap(), Close::GOING_AWAY);
         }
+    }
+
+    #[test]
+    fn a_writer_without_a_batch_takes_the_queues_room_and_order() {
+        let outbox = Outbox::new(1 << 20);
+        for text in ["a", "b", "c", "d", "e"] {
+            outbox.push(msg(text)).unwrap();
+        }
+        // The queue's room wraps: its front was taken once.
+        let mut kept = Vec::with_capacity(8);
+        assert_eq!(outbox.try_drain(&mut kept), Some(Drained::Messages));
+        for text in ["f", "g", "h", "i", "j", "k"] {
+            outbox.push(msg(text)).unwrap();
+        }
+        let mut out = Vec::new();
+        assert_eq!(outbox.try_drain(&mut out), Some(Drained::Messages));
+        let texts: Vec<&str> = out.iter().filter_map(Payload::as_text).collect();
+        assert_eq!(texts, ["f", "g", "h", "i", "j", "k"]);
+        assert_eq!(outbox.state.lock().queue.capacity(), 0, "the queue holds no room once taken");
+        // A writer that keeps its batch keeps its own room and leaves the queue its.
+        outbox.push(msg("l")).unwrap();
+        kept.clear();
+        assert_eq!(outbox.try_drain(&mut kept), Some(Drained::Messages));
+        assert_eq!(kept.iter().filter_map(Payload::as_text).collect::<Vec<_>>(), ["l"]);
+        assert!(outbox.state.lock().queue.capacity() > 0);
     }
 }
 

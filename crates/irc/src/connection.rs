@@ -99,11 +99,9 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
                     if write(&mut socket, &mut client, &mut batch, &metrics).await.is_err() {
                         break None;
                     }
-                    // What a burst (the welcome, a channel's names) made room
-                    // for is let go: idle clients are many.
-                    if batch.capacity() > 4 {
-                        batch = Vec::new();
-                    }
+                    // The batch's room (the outbox's queue's, which it took:
+                    // `Outbox::take`) is let go: idle clients are many.
+                    batch = Vec::new();
                     if closed && let Some(close) = client.public.outbox.close_reason() {
                         if close.is_slow_consumer() {
                             metrics.slow_consumer();

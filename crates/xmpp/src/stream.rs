@@ -223,7 +223,7 @@ impl StreamTask {
                     // its resumption in one flight) goes before the resumption.
                     let mut texts = Vec::new();
                     if self.outbox.try_drain(&mut self.batch).is_some() {
-                        texts.extend(self.batch.drain(..).filter_map(|payload| self.session.render(&payload)));
+                        texts.extend(std::mem::take(&mut self.batch).into_iter().filter_map(|payload| self.session.render(&payload)));
                     }
                     match Box::pin(self.session.take_up(*parked, h, sasl2)).await {
                         Ok(resumed) => texts.extend(resumed),
@@ -315,8 +315,9 @@ impl StreamTask {
     /// Writes the drained batch; `false` if the carrier failed.
     async fn write<C: Carrier>(&mut self, carrier: &mut C) -> bool {
         let count = self.batch.len();
-        // Made here, not kept in the task: an idle stream holds none.
-        let texts: Vec<String> = self.batch.drain(..).filter_map(|payload| self.session.render(&payload)).collect();
+        // Made here, not kept in the task: an idle stream holds none. The
+        // batch goes too, with the queue's room it took (`Outbox::take`).
+        let texts: Vec<String> = std::mem::take(&mut self.batch).into_iter().filter_map(|payload| self.session.render(&payload)).collect();
         if texts.is_empty() {
             return true;
         }

@@ -29,7 +29,7 @@ pub(super) struct Scanner {
     /// Where the names of the elements open at `at` are in the buffer, so
     /// that an end tag that closes the wrong one is refused at once
     /// instead of leaving the stanza waiting to end.
-    open: Vec<(usize, usize)>,
+    pub(super) open: Vec<(usize, usize)>,
     /// Where the tag being read starts (its `<`).
     tag: usize,
     state: State,

@@ -9,10 +9,13 @@
 //! A stanza is parsed once it is complete (`scan` finds its end as its bytes
 //! arrive); until then its bytes wait, within [`Limits::max_stanza_bytes`].
 
+use std::sync::{Arc, LazyLock};
+
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
 use super::element::{Element, Node, STREAMS_NS, first_forbidden};
+use super::ns;
 use super::scan::{Goal, Scanner};
 
 /// Bounds on what a peer may make the parser hold.
@@ -91,7 +94,9 @@ pub struct StreamParser {
     buf: Vec<u8>,
     /// The namespace declarations of the stream header, in scope for every
     /// stanza: (prefix, namespace), the default one with an empty prefix.
-    scope: Option<Vec<(String, String)>>,
+    /// Shared by every stream whose header declares what nearly every
+    /// header does ([`shared_scope`]).
+    scope: Option<Arc<[(String, String)]>>,
     closed: bool,
     /// Where the element at the buffer's start ends, as far as it has come.
     scan: Scanner,
@@ -124,7 +129,7 @@ impl StreamParser {
     /// around them (XMPP over WebSocket, RFC 7395: one element per message,
     /// each declaring its own namespace).
     pub fn fragments(limits: Limits) -> StreamParser {
-        StreamParser { limits, buf: Vec::new(), scope: Some(Vec::new()), closed: false, scan: Scanner::default() }
+        StreamParser { limits, buf: Vec::new(), scope: Some(shared_scope(Vec::new())), closed: false, scan: Scanner::default() }
     }
 
     /// Starts a new stream on the same bytes, as after SASL success or
@@ -152,9 +157,11 @@ impl StreamParser {
             let start = self.buf.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(self.buf.len());
             self.buf.drain(..start);
             let Some(&first) = self.buf.first() else {
-                // Nothing is waiting: its room goes, so that an idle stream
-                // holds no buffer (the next bytes make one again).
+                // Nothing is waiting: its room goes, and the scanner's, so
+                // that an idle stream holds neither (the next bytes make
+                // them again).
                 self.buf = Vec::new();
+                self.scan = Scanner::default();
                 return Ok(None);
             };
             if self.closed {
@@ -214,16 +221,34 @@ impl StreamParser {
                     }
                     let default = lookup(&scope, "").unwrap_or_default();
                     let used = reader.buffer_position() as usize;
-                    // Held for the stream's life: no room to spare (two
-                    // declarations in a Vec grown for four).
-                    scope.shrink_to_fit();
-                    self.scope = Some(scope);
+                    self.scope = Some(shared_scope(scope));
                     return Ok(Parsed::Done(StreamEvent::Open { attrs, ns: default }, used));
                 }
                 Event::Eof => return Ok(Parsed::Incomplete),
                 other => return Err(restricted_or_bad(&other)),
             }
         }
+    }
+}
+
+/// `declared` as a stream holds it for its life: the one shared copy when
+/// it is what nearly every header declares (a client's, a server's, a
+/// server's with dialback, or nothing), in any order, so that an idle
+/// stream holds none of its own.
+fn shared_scope(declared: Vec<(String, String)>) -> Arc<[(String, String)]> {
+    static COMMON: LazyLock<[Arc<[(String, String)]>; 4]> = LazyLock::new(|| {
+        let scope = |pairs: &[(&str, &str)]| pairs.iter().map(|(p, ns)| ((*p).to_owned(), (*ns).to_owned())).collect();
+        [
+            scope(&[]),
+            scope(&[("", ns::CLIENT), ("stream", STREAMS_NS)]),
+            scope(&[("", ns::SERVER), ("stream", STREAMS_NS)]),
+            scope(&[("", ns::SERVER), ("db", ns::DIALBACK), ("stream", STREAMS_NS)]),
+        ]
+    });
+    let same = |common: &[(String, String)]| common.len() == declared.len() && common.iter().all(|d| declared.contains(d)) && declared.iter().all(|d| common.contains(d));
+    match COMMON.iter().find(|common| same(common)) {
+        Some(common) => common.clone(),
+        None => Arc::from(declared),
     }
 }
 
@@ -500,6 +525,24 @@ mod tests {
         assert!(matches!(p.next_event(), Ok(Some(StreamEvent::Stanza(_)))));
         assert!(matches!(p.next_event(), Ok(None)));
         assert_eq!((p.buffered(), p.buf.capacity()), (0, 0));
+        assert_eq!(p.scan.open.capacity(), 0, "nor the scanner's room for the elements it found open");
+    }
+
+    #[test]
+    fn streams_whose_headers_declare_the_common_namespaces_share_them() {
+        let (a, b) = (opened(), opened());
+        let mut c = StreamParser::new(Limits::default());
+        c.feed(b"<stream:stream xmlns:stream='http://etherx.jabber.org/streams' xmlns='jabber:client'>");
+        c.next_event().unwrap();
+        let scope = |p: &StreamParser| p.scope.clone().unwrap();
+        assert!(Arc::ptr_eq(&scope(&a), &scope(&b)) && Arc::ptr_eq(&scope(&a), &scope(&c)), "the same declarations in any order");
+        // A header that declares more has its own, and its prefixes mean what it said.
+        let mut d = StreamParser::new(Limits::default());
+        d.feed(b"<stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams' xmlns:x='urn:x'><x:y/>");
+        d.next_event().unwrap();
+        assert!(!Arc::ptr_eq(&scope(&a), &scope(&d)));
+        let Ok(Some(StreamEvent::Stanza(y))) = d.next_event() else { panic!("a stanza") };
+        assert_eq!((y.name.as_str(), y.ns.as_str()), ("y", "urn:x"));
     }
 
     #[test]
