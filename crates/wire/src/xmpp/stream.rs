@@ -96,7 +96,7 @@ pub struct StreamParser {
     /// stanza: (prefix, namespace), the default one with an empty prefix.
     /// Shared by every stream whose header declares what nearly every
     /// header does ([`shared_scope`]).
-    scope: Option<Arc<[(String, String)]>>,
+    scope: Option<Scope>,
     closed: bool,
     /// Where the element at the buffer's start ends, as far as it has come.
     scan: Scanner,
@@ -231,12 +231,16 @@ impl StreamParser {
     }
 }
 
+/// Namespace declarations in scope: (prefix, namespace), the default one
+/// with an empty prefix.
+type Scope = Arc<[(String, String)]>;
+
 /// `declared` as a stream holds it for its life: the one shared copy when
 /// it is what nearly every header declares (a client's, a server's, a
 /// server's with dialback, or nothing), in any order, so that an idle
 /// stream holds none of its own.
-fn shared_scope(declared: Vec<(String, String)>) -> Arc<[(String, String)]> {
-    static COMMON: LazyLock<[Arc<[(String, String)]>; 4]> = LazyLock::new(|| {
+fn shared_scope(declared: Vec<(String, String)>) -> Scope {
+    static COMMON: LazyLock<[Scope; 4]> = LazyLock::new(|| {
         let scope = |pairs: &[(&str, &str)]| pairs.iter().map(|(p, ns)| ((*p).to_owned(), (*ns).to_owned())).collect();
         [
             scope(&[]),
