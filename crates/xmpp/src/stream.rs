@@ -7,7 +7,7 @@
 //! messages (`websocket`).
 
 use std::pin::Pin;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::sync::Arc;
 
 use hub::{Drained, Outbox, Payload};
@@ -21,9 +21,12 @@ use base::metrics::ClientMetrics;
 
 /// What moves one stream's bytes between the client and the server.
 pub(crate) trait Carrier: Send {
-    /// Waits for the client's next bytes and hands them to `parser`; how
-    /// many.
-    fn read_into(&mut self, parser: &mut StreamParser) -> impl Future<Output = Result<usize, Unread>> + Send;
+    /// Hands the client's next bytes to `parser` if any have come (how
+    /// many), or has the task woken when they do. A poll, not a future: a
+    /// future would be held in every idle stream's task, and with it a
+    /// buffer for TLS to decrypt into; the bytes are read into one on the
+    /// stack, and the parser keeps what it needs.
+    fn poll_read_into(&mut self, cx: &mut Context<'_>, parser: &mut StreamParser) -> Poll<Result<usize, Unread>>;
 
     /// Sends `texts` in order: each is one element, or the stream's header
     /// or end.
@@ -59,6 +62,25 @@ pub(crate) enum Ending {
     TakenOver(Takeover),
 }
 
+/// What woke a stream's task.
+enum Woke {
+    /// The client's bytes came (how many), or it can no longer be read.
+    Read(Result<usize, Unread>),
+    /// The outbox had messages, or was closed (`true`), in the batch.
+    Drained(bool),
+    Timer,
+    TakenOver(Takeover),
+    Shutdown,
+}
+
+/// What a stream's task does on a wake that does not end it there.
+enum Next {
+    /// Handles the `n` bytes the client sent.
+    Read(usize),
+    /// Writes the batch drained, then ends if the outbox was `closed`.
+    Write { closed: bool },
+}
+
 /// How long the stream's last words (its error and end) may take to write.
 const LAST_WORDS: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -83,6 +105,10 @@ pub(crate) struct StreamTask {
     quiet_since: Instant,
     /// Whether the client has been pinged since it was last heard from.
     pinged: bool,
+    /// Whether the client's bytes are looked for before the outbox on the
+    /// next wake: each goes first every other time, so that neither a busy
+    /// room nor a busy client starves the other.
+    read_first: bool,
     /// Wakes the task for the earliest of the deadlines above; it is set
     /// lazily: a read only notes the time, and a wake that comes early sets
     /// the timer again.
@@ -115,6 +141,7 @@ impl StreamTask {
             paused: None,
             quiet_since: now,
             pinged: false,
+            read_first: true,
             timer: Box::pin(tokio::time::sleep_until(now + xmpp.login_timeout)),
             shutdown: xmpp.context.shutdown.waiter(),
             metrics: context.metrics.client("xmpp", carrier),
@@ -139,56 +166,92 @@ impl StreamTask {
     }
 
     /// Reads and writes the stream until it ends or turns to TLS.
-    pub async fn drive<C: Carrier>(&mut self, carrier: &mut C) -> Ending {
-        loop {
-            tokio::select! {
-                n = carrier.read_into(&mut self.parser), if self.paused.is_none() => {
-                    let n = match n {
-                        Ok(n) => n,
-                        Err(Unread::Gone) => return Ending::Broken,
-                        Err(Unread::Ended(end)) => return Ending::Done(end),
-                    };
-                    self.session.early_data = carrier.read_early_data();
-                    // Boxed: what handling a read awaits is bigger than
-                    // what waiting for one holds, and inline it would be in
-                    // every idle stream's task.
-                    if let Some(ending) = Box::pin(self.on_read(carrier, n)).await {
-                        return ending;
+    // An async block, not an async fn, which would hold its arguments twice
+    // in every idle stream's task.
+    #[allow(clippy::manual_async_fn)]
+    pub fn drive<'a, C: Carrier>(&'a mut self, carrier: &'a mut C) -> impl Future<Output = Ending> + Send + 'a {
+        async move {
+            loop {
+                // One poll of every source, by hand: a `select!` over their
+                // futures held all of them in every idle stream's task. What
+                // woke it is settled in a block of its own, so that none of
+                // it is held across the awaits below.
+                let next = {
+                    match std::future::poll_fn(|cx| self.poll_woke(cx, carrier)).await {
+                        Woke::Read(Ok(n)) => Next::Read(n),
+                        Woke::Read(Err(Unread::Gone)) => return Ending::Broken,
+                        Woke::Read(Err(Unread::Ended(end))) => return Ending::Done(end),
+                        Woke::Drained(closed) => Next::Write { closed },
+                        Woke::Timer => match self.on_timer() {
+                            Ok(()) => continue,
+                            Err(end) => return Ending::Done(Some(end)),
+                        },
+                        // Refused (the reply dropped) once it can no longer be resumed.
+                        Woke::TakenOver(reply) if self.session.resumable().is_some() => return Ending::TakenOver(reply),
+                        Woke::TakenOver(_) => continue,
+                        Woke::Shutdown => return Ending::Done(Some(StreamEnd("system-shutdown", "the server is shutting down".into()))),
+                    }
+                };
+                match next {
+                    Next::Read(n) => {
+                        self.session.early_data = carrier.read_early_data();
+                        // Boxed: what handling a read awaits is bigger than
+                        // what waiting for one holds, and inline it would be
+                        // in every idle stream's task.
+                        if let Some(ending) = Box::pin(self.on_read(carrier, n)).await {
+                            return ending;
+                        }
+                    }
+                    Next::Write { closed } => {
+                        // Boxed, as handling a read is: what a write holds
+                        // while the socket is full is bigger than what
+                        // waiting holds.
+                        if !Box::pin(self.write(carrier)).await {
+                            // A write abandoned because the queue overflowed
+                            // behind it ends the session; any other failure
+                            // may be resumed.
+                            return match self.outbox.close_reason() {
+                                Some(close) => self.closed_by(&close),
+                                None => Ending::Broken,
+                            };
+                        }
+                        // The close itself is read again after the write.
+                        if closed && let Some(close) = self.outbox.close_reason() {
+                            return self.closed_by(&close);
+                        }
                     }
                 }
-                drained = self.outbox.drain(&mut self.batch) => {
-                    // Whether it closed, in a byte across the write: the
-                    // close itself is read again after it.
-                    let closed = matches!(drained, Drained::Closed(_));
-                    drop(drained);
-                    // Boxed, as handling a read is: what a write holds while
-                    // the socket is full is bigger than what waiting holds.
-                    if !Box::pin(self.write(carrier)).await {
-                        // A write abandoned because the queue overflowed behind it
-                        // ends the session; any other failure may be resumed.
-                        return match self.outbox.close_reason() {
-                            Some(close) => self.closed_by(&close),
-                            None => Ending::Broken,
-                        };
-                    }
-                    if closed && let Some(close) = self.outbox.close_reason() {
-                        return self.closed_by(&close);
-                    }
-                }
-                () = self.timer.as_mut() => {
-                    if let Err(end) = self.on_timer() {
-                        return Ending::Done(Some(end));
-                    }
-                }
-                reply = self.session.taken_over() => {
-                    // Refused (the reply dropped) once it can no longer be resumed.
-                    if self.session.resumable().is_some() {
-                        return Ending::TakenOver(reply);
-                    }
-                }
-                () = std::future::poll_fn(|cx| self.shutdown.poll(cx)) => return Ending::Done(Some(StreamEnd("system-shutdown", "the server is shutting down".into()))),
             }
         }
+    }
+
+    /// What woke the task, if anything has: the server's shutdown first,
+    /// then a takeover, the timer, and the client's bytes and the outbox,
+    /// each of those two first every other time. Every source not ready has
+    /// the task's waker.
+    fn poll_woke<C: Carrier>(&mut self, cx: &mut Context<'_>, carrier: &mut C) -> Poll<Woke> {
+        if self.shutdown.poll(cx).is_ready() {
+            return Poll::Ready(Woke::Shutdown);
+        }
+        if let Poll::Ready(reply) = self.session.poll_taken_over(cx) {
+            return Poll::Ready(Woke::TakenOver(reply));
+        }
+        if self.timer.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Woke::Timer);
+        }
+        self.read_first = !self.read_first;
+        for read in [self.read_first, !self.read_first] {
+            if read {
+                if self.paused.is_none()
+                    && let Poll::Ready(n) = carrier.poll_read_into(cx, &mut self.parser)
+                {
+                    return Poll::Ready(Woke::Read(n));
+                }
+            } else if let Poll::Ready(drained) = self.outbox.poll_drain(cx, &mut self.batch) {
+                return Poll::Ready(Woke::Drained(matches!(drained, Drained::Closed(_))));
+            }
+        }
+        Poll::Pending
     }
 
     /// Handles the `n` bytes just read: every whole event they complete,

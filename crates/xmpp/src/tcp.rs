@@ -1,9 +1,11 @@
 //! XMPP over TCP: one XML stream each way on the socket, which STARTTLS
 //! (RFC 6120 §5) can turn into TLS.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 use base::tls::EarlyTlsStream;
@@ -64,31 +66,25 @@ const READ_CHUNK: usize = 4 * 1024;
 
 /// Plain TCP.
 impl Carrier for TcpStream {
-    /// Waits for the socket to be readable, and only then reads into a
-    /// buffer on the stack: an idle connection holds no read buffer. The
-    /// wait is a poll of the socket's readiness, not `readable()`'s future,
-    /// which is 150 bytes more in every idle stream's task.
-    async fn read_into(&mut self, parser: &mut StreamParser) -> Result<usize, Unread> {
-        std::future::poll_fn(|cx| {
-            loop {
-                if std::task::ready!(self.poll_read_ready(cx)).is_err() {
-                    return std::task::Poll::Ready(Err(Unread::Gone));
-                }
-                let mut chunk = [0u8; READ_CHUNK];
-                match self.try_read(&mut chunk) {
-                    Ok(0) => return std::task::Poll::Ready(Err(Unread::Gone)),
-                    Ok(n) => {
-                        parser.feed(&chunk[..n]);
-                        return std::task::Poll::Ready(Ok(n));
-                    }
-                    // Not readable after all: the readiness is cleared, and
-                    // the next poll waits for it again.
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(_) => return std::task::Poll::Ready(Err(Unread::Gone)),
-                }
+    /// Reads only once the socket is readable, into a buffer on the stack.
+    fn poll_read_into(&mut self, cx: &mut Context<'_>, parser: &mut StreamParser) -> Poll<Result<usize, Unread>> {
+        loop {
+            if ready!(self.poll_read_ready(cx)).is_err() {
+                return Poll::Ready(Err(Unread::Gone));
             }
-        })
-        .await
+            let mut chunk = [0u8; READ_CHUNK];
+            match self.try_read(&mut chunk) {
+                Ok(0) => return Poll::Ready(Err(Unread::Gone)),
+                Ok(n) => {
+                    parser.feed(&chunk[..n]);
+                    return Poll::Ready(Ok(n));
+                }
+                // Not readable after all: the readiness is cleared, and the
+                // next poll waits for it again.
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => return Poll::Ready(Err(Unread::Gone)),
+            }
+        }
     }
 
     async fn send(&mut self, texts: &[String]) -> std::io::Result<()> {
@@ -103,15 +99,17 @@ impl Carrier for TcpStream {
 
 /// TLS over TCP; a resumed session's early data is read first.
 impl Carrier for EarlyTlsStream<TcpStream> {
-    /// TLS decrypts into the buffer it is given, so one is held while waiting.
-    async fn read_into(&mut self, parser: &mut StreamParser) -> Result<usize, Unread> {
-        let mut chunk = vec![0u8; READ_CHUNK];
-        match self.read(&mut chunk).await {
-            Ok(0) | Err(_) => Err(Unread::Gone),
-            Ok(n) => {
-                parser.feed(&chunk[..n]);
-                Ok(n)
+    /// TLS decrypts into a buffer on the stack, while the poll lasts: an
+    /// idle stream holds none.
+    fn poll_read_into(&mut self, cx: &mut Context<'_>, parser: &mut StreamParser) -> Poll<Result<usize, Unread>> {
+        let mut chunk = [0u8; READ_CHUNK];
+        let mut buf = ReadBuf::new(&mut chunk);
+        match ready!(Pin::new(self).poll_read(cx, &mut buf)) {
+            Ok(()) if !buf.filled().is_empty() => {
+                parser.feed(buf.filled());
+                Poll::Ready(Ok(buf.filled().len()))
             }
+            Ok(()) | Err(_) => Poll::Ready(Err(Unread::Gone)),
         }
     }
 

@@ -3,6 +3,7 @@
 //! the stream's header and end.
 
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 
 use futures_util::{SinkExt, StreamExt};
 use hyper::header::{self, HeaderValue};
@@ -106,28 +107,28 @@ impl<S> Carrier for Messages<S>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send,
 {
-    async fn read_into(&mut self, parser: &mut StreamParser) -> Result<usize, Unread> {
+    fn poll_read_into(&mut self, cx: &mut Context<'_>, parser: &mut StreamParser) -> Poll<Result<usize, Unread>> {
         loop {
-            let text = match self.ws.next().await {
+            let text = match ready!(self.ws.poll_next_unpin(cx)) {
                 Some(Ok(Message::Text(text))) => text,
-                Some(Ok(Message::Binary(_))) => return Err(Unread::Ended(Some(StreamEnd("unsupported-stanza-type", "XMPP over WebSocket is text".into())))),
+                Some(Ok(Message::Binary(_))) => return Poll::Ready(Err(Unread::Ended(Some(StreamEnd("unsupported-stanza-type", "XMPP over WebSocket is text".into()))))),
                 Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
-                Some(Ok(Message::Close(_))) => return Err(Unread::Ended(None)),
-                None => return Err(Unread::Gone),
+                Some(Ok(Message::Close(_))) => return Poll::Ready(Err(Unread::Ended(None))),
+                None => return Poll::Ready(Err(Unread::Gone)),
                 Some(Err(e)) => {
                     let close = close_for(&e);
                     if close == Close::PEER_GONE {
-                        return Err(Unread::Gone);
+                        return Poll::Ready(Err(Unread::Gone));
                     }
                     // The client broke the framing (a message over the size
                     // limit, bad UTF-8): it is told, not kept.
                     let end = StreamEnd(condition_for(close.code), close.reason.to_string());
                     self.closing = Some(close);
-                    return Err(Unread::Ended(Some(end)));
+                    return Poll::Ready(Err(Unread::Ended(Some(end))));
                 }
             };
             parser.feed(text.as_bytes());
-            return Ok(text.len());
+            return Poll::Ready(Ok(text.len()));
         }
     }
 

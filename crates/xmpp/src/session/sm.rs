@@ -115,13 +115,11 @@ impl Session {
         self.sm.as_ref().and_then(|sm| sm.id.clone())
     }
 
-    /// Resolves when another connection resumes this session while its
+    /// Ready when another connection resumes this session while its
     /// connection is still open: the connection ends and sends the session
     /// on with the sender it is given.
-    pub async fn taken_over(&mut self) -> tokio::sync::oneshot::Sender<Session> {
-        // A poll of the channel, not its `recv()` future, which is 40 bytes
-        // more in every idle stream's task.
-        std::future::poll_fn(|cx| match &mut self.takeover {
+    pub fn poll_taken_over(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<tokio::sync::oneshot::Sender<Session>> {
+        match &mut self.takeover {
             Some((_, asks)) => match asks.poll_recv(cx) {
                 std::task::Poll::Ready(Some(reply)) => std::task::Poll::Ready(reply),
                 // The sender is kept beside it, so this never ends.
@@ -129,8 +127,7 @@ impl Session {
             },
             // Not resumable (yet): nobody can ask.
             None => std::task::Poll::Pending,
-        })
-        .await
+        }
     }
 
     /// Takes up this (parked) session on a new connection whose client has
