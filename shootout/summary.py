@@ -659,6 +659,13 @@ def irc_part(d, irc_status, summary):
             best = max(levels, key=lambda lv: lv["max_sustainable_received_per_s"])
             f["broadcast_received_per_s"] = best["max_sustainable_received_per_s"]
             f["broadcast_good_mean_per_s"] = best.get("max_received_per_s_good_mean")
+            # The mean round trip at the step each figure came from: what
+            # tells two servers apart that reached the same step (the
+            # bench's limit, or the ramp's step width).
+            for key in ("broadcast_received_per_s", "broadcast_good_mean_per_s"):
+                at = [st for st in best.get("steps") or [] if st.get("received_per_s") == f[key] and (st.get("round_trip") or {}).get("count")]
+                if at:
+                    f[key + "_mean_us"] = at[0]["round_trip"]["mean_us"]
             f["broadcast_clients"] = best.get("connections")
             if not best.get("saturation"):
                 note.append("broadcast did not saturate (a lower bound)")
@@ -710,7 +717,7 @@ def irc_part(d, irc_status, summary):
     goals = [("broadcast_received_per_s", max), ("broadcast_good_mean_per_s", max), ("chat_mean_ms_all", min),
              ("ping_p50_us", min), ("rss_per_idle_client_bytes", min)]
     ours = figures.get("switchboard", {})
-    misses, ties, compared = [], [], 0
+    misses, ties, ahead, compared = [], [], [], 0
     for peer in [s for s in servers if s != "switchboard"]:
         for key, better in goals:
             a, b = ours.get(key), figures[peer].get(key)
@@ -718,17 +725,28 @@ def irc_part(d, irc_status, summary):
                 continue
             compared += 1
             if a is not None and a == b:
-                # Both at the same step of the ramp: the bench's limit, or its step's width.
-                ties.append(f"{key}: {peer} and switchboard both {fmt(b, 2)}")
+                # Both at the same step of the ramp: the bench's limit, or its
+                # step's width. The rate cannot tell them apart; the mean round
+                # trip at that same rate can (lower is ahead).
+                am, bm = ours.get(key + "_mean_us"), figures[peer].get(key + "_mean_us")
+                both = f"{peer} and switchboard both {fmt(b, 2)}"
+                if am is None or bm is None or am == bm:
+                    ties.append(f"{key}: {both}")
+                elif am < bm:
+                    ahead.append(f"{key}: {both}; at that rate switchboard's mean round trip {fmt(am / 1000, 1)} ms, {peer}'s {fmt(bm / 1000, 1)} ms")
+                else:
+                    misses.append(f"{key}: {both}; at that rate {peer}'s mean round trip {fmt(bm / 1000, 1)} ms, switchboard's {fmt(am / 1000, 1)} ms")
             elif a is None or better(a, b) != a:
                 misses.append(f"{key}: {peer} {fmt(b, 2)}, switchboard {fmt(a, 2)}")
     holds = compared > 0 and not misses and not ties
-    x["goal"] = {"compared": compared, "misses": misses, "ties": ties, "holds": holds}
+    x["goal"] = {"compared": compared, "misses": misses, "ties": ties, "ahead_at_a_tie": ahead, "holds": holds}
     out.append(f"  goal: switchboard ahead of every IRC peer on every figure ({compared} comparisons): " + ("HOLDS" if holds else "MISSED"))
     for m in misses:
         out.append(f"    behind: {m}")
     for t in ties:
         out.append(f"    tied, cannot tell: {t}")
+    for t in ahead:
+        out.append(f"    tied on the rate, ahead at it: {t}")
     failed = [f"{s}: {st[1]}" for s, st in irc_status.items() if st[0] == "failed"]
     if failed:
         out.append("  IRC failures: " + "; ".join(failed))
