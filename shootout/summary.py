@@ -38,6 +38,10 @@ XMPP_SERVERS = ["switchboard", "ejabberd", "prosody"]
 BOSH_GOAL = 3.0
 MUC_GOAL = {"prosody": 10.0, "ejabberd": 5.0}
 IDLE_GOAL = {"prosody": 0.25}
+# Issue 35's idle goals, in bytes of RSS: a native WebSocket connection, and an
+# XMPP session over TCP.
+IDLE_WEBSOCKET_BYTES = 1024
+IDLE_XMPP_BYTES = 2048
 # The IRC part (issue 31): Debian's IRC servers beside Switchboard's IRC; the goal
 # is Switchboard ahead of each on every figure.
 IRC_SERVERS = ["switchboard", "ircu", "ngircd", "inspircd", "hybrid"]
@@ -338,6 +342,11 @@ def main():
                        f"(goal: at most 1.00, at 50,000): " + ("HOLDS" if ratio <= 1 else "MISSED")
                        + ("" if min(counts) >= 50000 else "; fewer than 50,000: the open-file limit allowed no more"))
             summary["idle_rss_over_bun"] = {"value": ratio, "need": 1.0, "holds": ratio <= 1, "connections": sorted(counts)}
+        if ours:
+            holds = ours <= IDLE_WEBSOCKET_BYTES
+            out.append(f"  switchboard: {fmt(ours)} bytes per idle connection at {fmt(idle['switchboard'].get('connections'))} "
+                       f"(goal: at most {fmt(IDLE_WEBSOCKET_BYTES)}): " + ("HOLDS" if holds else "MISSED"))
+            summary["idle_rss_bytes"] = {"value": ours, "need": IDLE_WEBSOCKET_BYTES, "holds": holds}
         out.append("")
 
     # --- CPU per delivery ------------------------------------------------------
@@ -631,6 +640,11 @@ def xmpp_part(d, xmpp_status, summary):
             x["goals"].append({"goal": f"idle_rss_over_{peer}", "value": ratio, "need": need, "holds": holds})
         else:
             out.append(f"  RSS per idle session: switchboard / {peer}: cannot check, a figure is missing")
+    ours_idle = x["idle"].get("switchboard", {}).get("rss_per_session_bytes")
+    if ours_idle:
+        holds = ours_idle <= IDLE_XMPP_BYTES
+        out.append(f"  RSS per idle session: switchboard {fmt(ours_idle)} bytes (goal: at most {fmt(IDLE_XMPP_BYTES)}): " + ("HOLDS" if holds else "MISSED"))
+        x["goals"].append({"goal": "idle_rss_bytes", "value": ours_idle, "need": IDLE_XMPP_BYTES, "holds": holds})
     failed = [f"{s}: {st[1]}" for s, st in xmpp_status.items() if st[0] == "failed"]
     if failed:
         out.append("  XMPP failures: " + "; ".join(failed))
