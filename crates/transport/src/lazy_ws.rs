@@ -2,7 +2,7 @@
 //! first needed: when the client has sent something and the reader reads
 //! it, or when the writer sends a control frame of tungstenite's (the
 //! close). Until then the connection holds neither tungstenite's read buffer
-//! (4 KiB, `websocket::config`) nor its protocol state, and the writer's
+//! (1 KiB, `websocket::config`) nor its protocol state, and the writer's
 //! frames, which it builds itself, go straight through the stack to the send
 //! queue (`send_queue`). Most connections of a broadcast never send
 //! anything, so most never make it.

@@ -3,7 +3,7 @@
 //! asks tungstenite to read.
 //!
 //! tungstenite is made on its first read (`super::lazy_ws`), with its read
-//! buffer (4 KiB, [`super::websocket::config`]), which it zeroes before
+//! buffer (1 KiB, [`super::websocket::config`]), which it zeroes before
 //! every read attempt. Most connections of a broadcast never send anything:
 //! waiting for readability first ([`Watch::poll_readable`]) means they never make
 //! it. After that the stream reads and writes like the `TcpStream` it is,

@@ -41,7 +41,7 @@ pub fn upgrade(req: &mut Request<Incoming>, xmpp: &Arc<Xmpp>, connection: Arc<Co
     let xmpp = xmpp.clone();
     xmpp.context.tracker.clone().spawn(async move {
         let Ok(upgraded) = on_upgrade.await else { return };
-        let config = transport::websocket::config(xmpp.context.bounds.max_message_size).read_buffer_size(READ_BUFFER);
+        let config = transport::websocket::config(xmpp.context.bounds.max_message_size);
         let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config)).await;
         run(ws, xmpp, connection.address).await;
         drop(connection);
@@ -95,13 +95,6 @@ where
     // Boxed: see `tcp::run`.
     Box::pin(task.end(&mut carrier, ending)).await;
 }
-
-/// tungstenite's read buffer for an XMPP client, which every session holds
-/// from its login on (a client always sends, so tungstenite is always
-/// made): a stanza is a few hundred bytes, and a larger one takes several
-/// reads. 4 KiB, the native WebSocket's, made an idle session 7.9 KiB at
-/// 10,000; 1 KiB makes it 4.8 KiB (`bench idle --transport xmpp-websocket`).
-const READ_BUFFER: usize = 1024;
 
 /// A stream carried one element per WebSocket text message.
 struct Messages<S> {
