@@ -11,7 +11,6 @@
 use std::sync::Arc;
 
 use hub::{Close, Drained, Outbox, Payload};
-use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 use wire::xmpp::{Limits, StreamParser};
 
@@ -25,16 +24,25 @@ pub fn ended(end: &StreamEnd) -> Close {
     Close::new(1000, end.0)
 }
 
-/// Messages from the client the task has not taken yet.
-const INBOUND: usize = 64;
-
 /// A SockJS or BOSH client whose protocol is XMPP, as its transport holds
 /// it: its messages go to the task that runs its XMPP session, which ends
 /// when this drops.
 #[derive(Debug)]
 pub struct Bridged {
     outbox: Arc<Outbox>,
-    session: mpsc::Sender<Utf8Bytes>,
+    /// The client's messages the session's task has not taken yet, bounded
+    /// as what is sent to a client is (`--queue-limit`). An outbox, not a
+    /// tokio channel, whose first block of slots (1.5 KiB) every idle
+    /// session would hold.
+    inbound: Arc<Outbox>,
+}
+
+impl Drop for Bridged {
+    /// The transport's session is gone: so is the XMPP session, once it has
+    /// taken what came before.
+    fn drop(&mut self) {
+        self.inbound.close(Close::GOING_AWAY);
+    }
 }
 
 impl transport::Client for Bridged {
@@ -47,7 +55,7 @@ impl transport::Client for Bridged {
     }
 
     fn on_message(&mut self, text: Utf8Bytes) {
-        if self.session.try_send(text).is_err() {
+        if self.inbound.push(Payload::new(text)).is_err() {
             self.outbox.close(Close::new(1008, "sending faster than the XMPP session takes stanzas"));
         }
     }
@@ -71,35 +79,45 @@ impl transport::Protocol for Xmpp {
 /// transport session counts the messages in its metrics; this task counts
 /// nothing.
 pub fn open(xmpp: Arc<Xmpp>, client: Arc<Outbox>, framing: Framing, address: std::net::IpAddr) -> Bridged {
-    let (tx, rx) = mpsc::channel(INBOUND);
+    let inbound = Arc::new(Outbox::new(xmpp.context.bounds.queue_limit));
     let tracker = xmpp.context.tracker.clone();
-    tracker.spawn(run(xmpp, client.clone(), framing, address, rx));
-    Bridged { outbox: client, session: tx }
+    tracker.spawn(run(xmpp, client.clone(), framing, address, inbound.clone()));
+    Bridged { outbox: client, inbound }
 }
 
-async fn run(xmpp: Arc<Xmpp>, client: Arc<Outbox>, framing: Framing, address: std::net::IpAddr, mut inbound: mpsc::Receiver<Utf8Bytes>) {
+async fn run(xmpp: Arc<Xmpp>, client: Arc<Outbox>, framing: Framing, address: std::net::IpAddr, inbound: Arc<Outbox>) {
     let context = xmpp.context.clone();
     let own = Arc::new(Outbox::new(context.bounds.queue_limit));
     let mut session = Session::new(framing, xmpp, own.clone(), address);
     session.may_resume = false;
     let limits = Limits { max_stanza_bytes: context.bounds.max_message_size, ..Limits::default() };
     let mut parser = StreamParser::fragments(limits);
-    let mut batch = Vec::new();
+    let (mut batch, mut texts) = (Vec::new(), Vec::new());
     let ending = loop {
         tokio::select! {
-            text = inbound.recv() => {
-                // The SockJS session is gone: so is the XMPP session.
-                let Some(text) = text else { break None };
-                parser.feed(text.as_bytes());
-                match session.take_events(&mut parser).await {
+            taken = inbound.drain(&mut texts) => {
+                let gone = matches!(taken, Drained::Closed(_));
+                drop(taken);
+                // Taken whole, so that the batch's room goes with it.
+                for text in std::mem::take(&mut texts) {
+                    parser.feed(text.as_text().unwrap_or_default().as_bytes());
+                }
+                // Boxed: what handling a stanza awaits (a room's join …) is
+                // a kilobyte, and inline it would be in every idle session's task.
+                match Box::pin(session.take_events(&mut parser)).await {
                     // Neither STARTTLS nor resumption is offered here.
                     Ok(Flow::Continue | Flow::StartTls | Flow::Resume(..)) => {}
                     Ok(Flow::Closed) => break Some(StreamEnd::closed()),
                     Err(end) => break Some(end),
                 }
+                // The transport's session is gone, or its client sent faster
+                // than this takes (it was closed with 1008): so is the XMPP session.
+                if gone {
+                    break None;
+                }
             }
             drained = own.drain(&mut batch) => {
-                for text in batch.drain(..).filter_map(|p| session.render(&p)) {
+                for text in std::mem::take(&mut batch).into_iter().filter_map(|p| session.render(&p)) {
                     // A refused push has closed the transport's session, which drops the sender.
                     let _ = client.push(Payload::from(text));
                 }
