@@ -94,3 +94,17 @@ async fn the_xmpp_mount_closes_its_clients_when_xmpp_is_off() {
     let mut c = SockjsXmpp::connect(&server).await;
     assert_eq!(c.ws.recv().await, r#"c[1011,"XMPP is off on this server (--xmpp-listen)"]"#);
 }
+
+#[tokio::test]
+async fn a_client_sending_faster_than_its_xmpp_session_takes_stanzas_is_closed() {
+    let mut config = server::Config::default();
+    config.server.queue_limit = 1024;
+    let server = TestServer::with_xmpp(config).await;
+    let mut c = SockjsXmpp::connect(&server).await;
+    // One SockJS frame of three messages, handed over at once: the first
+    // waits for the session within the bound (--queue-limit), the second
+    // would pass it.
+    let big = format!("<message xmlns='jabber:client'><body>{}</body></message>", "x".repeat(600));
+    c.ws.send(&json!([big, big, big]).to_string()).await;
+    assert_eq!(c.ws.recv().await, r#"c[1008,"sending faster than the XMPP session takes stanzas"]"#);
+}
