@@ -681,8 +681,7 @@ impl Client {
     fn fits_relayed(&self, target: &str, text: &str) -> bool {
         // A room's members see a source made from the nickname alone.
         let source = if target.starts_with('#') { render::source(&self.nick(), self.server()) } else { self.source() };
-        // ":" source " PRIVMSG " target " :" text CR LF
-        1 + source.len() + 9 + target.len() + 2 + text.len() + 2 <= MAX_LINE
+        text.len() <= render::room_for_text(&source, target)
     }
 
     async fn say_in_room(&mut self, channel: &str, said: &Said<'_>) {

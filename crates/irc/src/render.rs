@@ -177,6 +177,13 @@ pub fn event_lines(payload: &Payload, server: &str, tags: &str) -> Option<String
     })
 }
 
+/// The most text one `PRIVMSG` line from `from` to `target` holds within
+/// IRC's 512 bytes, beside ":from PRIVMSG target :" and CR LF (a `NOTICE`
+/// line is no longer).
+pub fn room_for_text(from: &str, target: &str) -> usize {
+    MAX_LINE.saturating_sub(from.len() + target.len() + 14)
+}
+
 /// A message as `command` (`PRIVMSG` or `NOTICE`) lines from `from` to
 /// `channel`, split to fit IRC's lines; a `PRIVMSG` of `/me …` is an action.
 fn said(tags: &str, from: &str, channel: &str, command: &str, text: &str) -> String {
@@ -184,12 +191,10 @@ fn said(tags: &str, from: &str, channel: &str, command: &str, text: &str) -> Str
         Some(action) => (action, true),
         None => (text, false),
     };
-    // What a line holds besides the text: ":from PRIVMSG #room :" (a
-    // NOTICE is no longer) and CR LF, and an action's wrapping. The
-    // longest names and rooms, all escaped, leave no room: then
-    // `split_text` still cuts the text, and the line is longer
-    // than IRC's 512 bytes rather than lost.
-    let room_for = MAX_LINE.saturating_sub(from.len() + channel.len() + 14 + if action { 9 } else { 0 });
+    // Beside the text, an action's wrapping. The longest names and rooms,
+    // all escaped, leave no room: then `split_text` still cuts the text,
+    // and the line is longer than IRC's 512 bytes rather than lost.
+    let room_for = room_for_text(from, channel).saturating_sub(if action { 9 } else { 0 });
     let mut out = String::new();
     for (n, piece) in split_text(text, room_for).into_iter().enumerate() {
         let body = if action { format!("\u{1}ACTION {piece}\u{1}") } else { piece.to_owned() };

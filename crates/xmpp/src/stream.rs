@@ -62,17 +62,6 @@ pub(crate) enum Ending {
     TakenOver(Takeover),
 }
 
-/// What woke a stream's task.
-enum Woke {
-    /// The client's bytes came (how many), or it can no longer be read.
-    Read(Result<usize, Unread>),
-    /// The outbox had messages, or was closed (`true`), in the batch.
-    Drained(bool),
-    Timer,
-    TakenOver(Takeover),
-    Shutdown,
-}
-
 /// What a stream's task does on a wake that does not end it there.
 enum Next {
     /// Handles the `n` bytes the client sent.
@@ -173,24 +162,12 @@ impl StreamTask {
         async move {
             loop {
                 // One poll of every source, by hand: a `select!` over their
-                // futures held all of them in every idle stream's task. What
-                // woke it is settled in a block of its own, so that none of
-                // it is held across the awaits below.
-                let next = {
-                    match std::future::poll_fn(|cx| self.poll_woke(cx, carrier)).await {
-                        Woke::Read(Ok(n)) => Next::Read(n),
-                        Woke::Read(Err(Unread::Gone)) => return Ending::Broken,
-                        Woke::Read(Err(Unread::Ended(end))) => return Ending::Done(end),
-                        Woke::Drained(closed) => Next::Write { closed },
-                        Woke::Timer => match self.on_timer() {
-                            Ok(()) => continue,
-                            Err(end) => return Ending::Done(Some(end)),
-                        },
-                        // Refused (the reply dropped) once it can no longer be resumed.
-                        Woke::TakenOver(reply) if self.session.resumable().is_some() => return Ending::TakenOver(reply),
-                        Woke::TakenOver(_) => continue,
-                        Woke::Shutdown => return Ending::Done(Some(StreamEnd("system-shutdown", "the server is shutting down".into()))),
-                    }
+                // futures held all of them in every idle stream's task. A
+                // `let`, so that nothing of the poll's answer is held across
+                // the awaits below.
+                let next = match std::future::poll_fn(|cx| self.poll_next(cx, carrier)).await {
+                    Ok(next) => next,
+                    Err(ending) => return ending,
                 };
                 match next {
                     Next::Read(n) => {
@@ -225,33 +202,48 @@ impl StreamTask {
         }
     }
 
-    /// What woke the task, if anything has: the server's shutdown first,
-    /// then a takeover, the timer, and the client's bytes and the outbox,
-    /// each of those two first every other time. Every source not ready has
-    /// the task's waker.
-    fn poll_woke<C: Carrier>(&mut self, cx: &mut Context<'_>, carrier: &mut C) -> Poll<Woke> {
-        if self.shutdown.poll(cx).is_ready() {
-            return Poll::Ready(Woke::Shutdown);
-        }
-        if let Poll::Ready(reply) = self.session.poll_taken_over(cx) {
-            return Poll::Ready(Woke::TakenOver(reply));
-        }
-        if self.timer.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(Woke::Timer);
-        }
-        self.read_first = !self.read_first;
-        for read in [self.read_first, !self.read_first] {
-            if read {
-                if self.paused.is_none()
-                    && let Poll::Ready(n) = carrier.poll_read_into(cx, &mut self.parser)
-                {
-                    return Poll::Ready(Woke::Read(n));
-                }
-            } else if let Poll::Ready(drained) = self.outbox.poll_drain(cx, &mut self.batch) {
-                return Poll::Ready(Woke::Drained(matches!(drained, Drained::Closed(_))));
+    /// What the task does next, once something has woken it, or how the
+    /// stream ends: the server's shutdown is looked at first, then a
+    /// takeover and the timer (handled here), then the client's bytes and
+    /// the outbox, each of those two first every other time. Every source
+    /// not ready has the task's waker.
+    fn poll_next<C: Carrier>(&mut self, cx: &mut Context<'_>, carrier: &mut C) -> Poll<Result<Next, Ending>> {
+        loop {
+            if self.shutdown.poll(cx).is_ready() {
+                return Poll::Ready(Err(Ending::Done(Some(StreamEnd("system-shutdown", "the server is shutting down".into())))));
             }
+            if let Poll::Ready(reply) = self.session.poll_taken_over(cx) {
+                // Refused (the reply dropped) once it can no longer be resumed.
+                if self.session.resumable().is_some() {
+                    return Poll::Ready(Err(Ending::TakenOver(reply)));
+                }
+                continue;
+            }
+            if self.timer.as_mut().poll(cx).is_ready() {
+                // It is set again for a later time, or the stream ends.
+                if let Err(end) = self.on_timer() {
+                    return Poll::Ready(Err(Ending::Done(Some(end))));
+                }
+                continue;
+            }
+            self.read_first = !self.read_first;
+            for read in [self.read_first, !self.read_first] {
+                if read {
+                    if self.paused.is_none()
+                        && let Poll::Ready(n) = carrier.poll_read_into(cx, &mut self.parser)
+                    {
+                        return Poll::Ready(match n {
+                            Ok(n) => Ok(Next::Read(n)),
+                            Err(Unread::Gone) => Err(Ending::Broken),
+                            Err(Unread::Ended(end)) => Err(Ending::Done(end)),
+                        });
+                    }
+                } else if let Poll::Ready(drained) = self.outbox.poll_drain(cx, &mut self.batch) {
+                    return Poll::Ready(Ok(Next::Write { closed: matches!(drained, Drained::Closed(_)) }));
+                }
+            }
+            return Poll::Pending;
         }
-        Poll::Pending
     }
 
     /// Handles the `n` bytes just read: every whole event they complete,

@@ -249,7 +249,8 @@ fn shared_scope(declared: Vec<(String, String)>) -> Scope {
             scope(&[("", ns::SERVER), ("db", ns::DIALBACK), ("stream", STREAMS_NS)]),
         ]
     });
-    let same = |common: &[(String, String)]| common.len() == declared.len() && common.iter().all(|d| declared.contains(d)) && declared.iter().all(|d| common.contains(d));
+    // The common declarations are distinct: as many, all of them there, is the same set.
+    let same = |common: &[(String, String)]| common.len() == declared.len() && common.iter().all(|d| declared.contains(d));
     match COMMON.iter().find(|common| same(common)) {
         Some(common) => common.clone(),
         None => Arc::from(declared),
