@@ -56,7 +56,7 @@ impl EarlyAcceptor {
     /// Finished (sent), the rest going on as the stream is read.
     pub async fn accept<IO: AsyncRead + AsyncWrite + Unpin>(&self, io: IO) -> io::Result<EarlyTlsStream<IO>> {
         let conn = ServerConnection::new(self.config.clone()).map_err(io::Error::other)?;
-        let mut stream = EarlyTlsStream { io, conn, shut: false, last_read_early: false };
+        let mut stream = EarlyTlsStream { io, conn, shut: false, last_read_early: false, holding: false };
         std::future::poll_fn(|cx| stream.poll_handshake(cx)).await?;
         Ok(stream)
     }
@@ -70,6 +70,9 @@ pub struct EarlyTlsStream<IO> {
     shut: bool,
     /// Whether the last read's bytes were early data.
     last_read_early: bool,
+    /// Whether the server's handshake flight is held back to go with the
+    /// answer to the client's early data: one packet on the link, not two.
+    holding: bool,
 }
 
 impl<IO> EarlyTlsStream<IO> {
@@ -90,9 +93,14 @@ impl<IO> EarlyTlsStream<IO> {
 impl<IO: AsyncRead + AsyncWrite + Unpin> EarlyTlsStream<IO> {
     fn poll_handshake(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         loop {
-            let readable = !self.conn.is_handshaking() || self.took_early_data();
+            if self.took_early_data() {
+                // The flight waits in TLS's buffer for the first write, or
+                // for the reader to run out of early data (see `poll_read`).
+                self.holding = true;
+                return Poll::Ready(Ok(()));
+            }
             ready!(self.poll_send(cx))?;
-            if readable {
+            if !self.conn.is_handshaking() {
                 return Poll::Ready(Ok(()));
             }
             if ready!(self.poll_receive(cx))? == 0 {
@@ -157,6 +165,15 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for EarlyTlsStream<IO> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) => return Poll::Ready(Err(e)),
             }
+            // The early data is all read and the handshake flight still
+            // held: the answer to it may be about to be written, by this
+            // task once it has seen this read wait. Wait once; the flight
+            // goes on the next read if no write took it meanwhile, since the
+            // client can send nothing more before it has it.
+            if std::mem::take(&mut this.holding) && this.conn.wants_write() {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
             // Handshake messages (the session's ticket once the client's
             // Finished is in) go out as soon as they are made; a socket
             // that cannot take them now is tried again on the next write.
@@ -172,6 +189,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for EarlyTlsStream<IO> {
 impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncWrite for EarlyTlsStream<IO> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        this.holding = false;
         let mut n = this.conn.writer().write(data)?;
         if n == 0 && !data.is_empty() {
             // TLS's buffer is full: wait for the socket to take some.
@@ -278,10 +296,18 @@ mod tests {
         ServerName::try_from("localhost").unwrap()
     }
 
-    /// The client's side of a socket, keeping a copy of every byte written.
+    /// One side of a socket, keeping a copy of every byte written and the
+    /// size of each write (a vectored one is one write, as `writev` is).
     struct Recorded {
         io: DuplexStream,
         sent: Arc<Mutex<Vec<u8>>>,
+        writes: Arc<Mutex<Vec<usize>>>,
+    }
+
+    impl Recorded {
+        fn new(io: DuplexStream) -> Recorded {
+            Recorded { io, sent: Arc::default(), writes: Arc::default() }
+        }
     }
 
     impl AsyncRead for Recorded {
@@ -294,7 +320,15 @@ mod tests {
         fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
             let n = ready!(Pin::new(&mut self.io).poll_write(cx, data))?;
             self.sent.lock().unwrap().extend_from_slice(&data[..n]);
+            self.writes.lock().unwrap().push(n);
             Poll::Ready(Ok(n))
+        }
+        fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+            let whole: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+            self.poll_write(cx, &whole)
+        }
+        fn is_write_vectored(&self) -> bool {
+            true
         }
         fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
             Pin::new(&mut self.io).poll_flush(cx)
@@ -307,7 +341,7 @@ mod tests {
     /// A server that answers each read with "ok:" and what it read, once,
     /// saying whether the bytes came as early data (as the handshake and as
     /// the read tell it).
-    async fn answer_once(acceptor: EarlyAcceptor, io: DuplexStream) -> io::Result<(Vec<u8>, bool)> {
+    async fn answer_once<IO: AsyncRead + AsyncWrite + Unpin>(acceptor: EarlyAcceptor, io: IO) -> io::Result<(Vec<u8>, bool)> {
         let mut tls = acceptor.accept(io).await?;
         let took = tls.took_early_data();
         let mut buf = vec![0u8; 64];
@@ -340,16 +374,21 @@ mod tests {
         // The second resumes it with early data, answered before the client
         // has sent its Finished, which it cannot before it has the answer's
         // flight: the client's bytes up to reading the answer are one flight.
+        // The server's handshake flight and its answer go in one write.
         let (near, far) = tokio::io::duplex(1 << 16);
-        let sent = Arc::new(Mutex::new(Vec::new()));
+        let far = Recorded::new(far);
+        let server_writes = far.writes.clone();
         let server = tokio::spawn(answer_once(acceptor.clone(), far));
-        let mut client = connector.connect(name(), Recorded { io: near, sent: sent.clone() }).await.unwrap();
+        let near = Recorded::new(near);
+        let sent = near.sent.clone();
+        let mut client = connector.connect(name(), near).await.unwrap();
         client.write_all(b"warm").await.unwrap();
         client.flush().await.unwrap();
         let first_flight = sent.lock().unwrap().clone();
         let mut answer = [0u8; 7];
         client.read_exact(&mut answer).await.unwrap();
         assert_eq!(&answer, b"ok:warm");
+        assert_eq!(server_writes.lock().unwrap().len(), 1, "the handshake's flight and the answer in one write");
         assert!(client.get_ref().1.is_early_data_accepted(), "the client's early data was taken");
         client.shutdown().await.unwrap();
         assert_eq!(server.await.unwrap().unwrap(), (b"warm".to_vec(), true));
@@ -363,5 +402,45 @@ mod tests {
         near.shutdown().await.unwrap();
         let error = server.await.unwrap().expect_err("a replayed flight is not read");
         assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof, "{error}");
+    }
+
+    /// Early data that the server reads and does not answer: its handshake
+    /// flight, held for an answer, still goes once the server waits to read
+    /// more, and the client finishes its handshake and closes.
+    #[tokio::test]
+    async fn early_data_left_unanswered_does_not_hold_the_handshake_back() {
+        let (acceptor, connector) = pair();
+        let (near, far) = tokio::io::duplex(1 << 16);
+        let server = tokio::spawn(answer_once(acceptor.clone(), far));
+        let mut client = connector.connect(name(), near).await.unwrap();
+        client.write_all(b"cold").await.unwrap();
+        let mut answer = [0u8; 7];
+        client.read_exact(&mut answer).await.unwrap();
+        client.shutdown().await.unwrap();
+        server.await.unwrap().unwrap();
+
+        let (near, far) = tokio::io::duplex(1 << 16);
+        let server = tokio::spawn(async move {
+            let mut tls = acceptor.accept(far).await?;
+            let mut buf = vec![0u8; 64];
+            let n = tls.read(&mut buf).await?;
+            assert!(tls.read_early_data());
+            let read = buf[..n].to_vec();
+            // No answer: the next read waits for the client, who cannot go
+            // on without the server's flight.
+            while tls.read(&mut buf).await? > 0 {}
+            io::Result::Ok(read)
+        });
+        let mut client = connector.connect(name(), near).await.unwrap();
+        client.write_all(b"quiet").await.unwrap();
+        client.flush().await.unwrap();
+        // Closing needs the handshake finished: the server's flight must come.
+        // (The bound only turns a hang into a failure.)
+        tokio::time::timeout(std::time::Duration::from_secs(30), client.shutdown())
+            .await
+            .expect("the server's handshake flight never came")
+            .unwrap();
+        assert!(client.get_ref().1.is_early_data_accepted());
+        assert_eq!(server.await.unwrap().unwrap(), b"quiet".to_vec());
     }
 }
