@@ -69,7 +69,8 @@
 #   (peers/ejabberd/satellite.sh; needs root).
 #
 #   Then client logins over the link (OUT/login/): a.test alone
-#   (--tcp-fast-open: a returning client's first flight may come in its SYN),
+#   (--tcp-fast-open: a returning client's first flight may come in its SYN;
+#   accounts only, no anonymous logins offered, as Prosody and ejabberd by default),
 #   its client ports (STARTTLS on 15222, TLS from the first byte on 15223)
 #   behind links on 127.0.0.6, and `bench login` timing each style (standard, sasl2, fast)
 #   to a first message, LOGINS (2; QUICK: 1) a style; LOGIN_RATES and LOGIN_DELAYS
@@ -274,7 +275,7 @@ login_cell() {
   link 127.0.0.6 15223 127.0.0.2:15223 "$rate" "$delay"
   "$BIN" serve --config "$RUN/a.toml" --store memory --listen 127.0.0.2:18080 --xmpp-listen 127.0.0.2:15222 \
     --xmpp-tls-listen 127.0.0.2:15223 --irc-listen off --irc-tls-listen off --xmpp-s2s-listen off --xmpp-domain a.test \
-    --tls-cert "$RUN/a.pem" --tls-key "$RUN/a.key" --xmpp-login-timeout 10m --tcp-fast-open true >"$log" 2>&1 &
+    --tls-cert "$RUN/a.pem" --tls-key "$RUN/a.key" --xmpp-login-timeout 10m --tcp-fast-open true --xmpp-anonymous false >"$log" 2>&1 &
   pids+=($!)
   wait_for "$log" "serves XMPP" $! "the a.test server"
   "$BIN" bench login --quiet --target "switchboard=http://127.0.0.6:18080" --via-link "rate=${rate}bit,delay=$delay,overhead=40" --server-pid "${pids[-1]}" --xmpp-domain a.test \
