@@ -455,8 +455,11 @@ def satellite_part(d, summary):
         styles = {r["style"]: r for r in run["results"]}
         if "standard" in styles and "fast" in styles:
             std, fast = (styles[s]["first_message"]["p50_us"] / 1e6 for s in ("standard", "fast"))
-            out.append(f"  login at {path.stem}: fast {fast:.2f} s, standard {std:.2f} s, {fast / std:.3f} of it (goal at 2400 bit/s, 500 ms: at most a third, 0.333): "
-                       + ("HOLDS" if fast / std <= 1 / 3 else "MISSED"))
+            line = f"  login at {path.stem}: fast {fast:.2f} s, standard {std:.2f} s, {fast / std:.3f} of it"
+            # The goal is for this one cell; the others are shown beside it.
+            if path.stem == "2400-500ms":
+                line += " (goal: at most a third, 0.333): " + ("HOLDS" if fast / std <= 1 / 3 else "MISSED")
+            out.append(line)
             x.setdefault("login", {})[path.stem] = {"fast_s": fast, "standard_s": std}
     out.append(f"  tables: {out_dir}/satellite.md, charts: {out_dir}/satellite.html")
     out.append("")
