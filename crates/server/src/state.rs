@@ -335,6 +335,18 @@ mod tests {
         assert!(size <= 648, "an XMPP stream's future is {size} bytes");
     }
 
+    /// An idle XMPP session over WebSocket holds its task too: the carrier
+    /// (tungstenite's stream inline), the session, and the stream's driving,
+    /// the stream's making boxed. At 904 bytes, the task cell (the future
+    /// and 120 bytes, rounded up to tokio's 128-byte alignment) is 1,024
+    /// bytes, one of jemalloc's classes; a byte more and it is 1,280.
+    #[tokio::test]
+    async fn an_xmpp_websocket_streams_future_stays_small() {
+        let state = ServerState::new(Config::default(), None, Arc::new(store::MemoryStore::default()), Listening { xmpp: true, ..Listening::default() }).expect("the default configuration");
+        let size = xmpp::websocket_stream_future_size(state.xmpp.clone().expect("XMPP is on"));
+        assert!(size <= 904, "an XMPP stream's future over WebSocket is {size} bytes");
+    }
+
     /// An idle IRC client's memory is mostly its task: the socket, the
     /// client, its read buffer's handle, one timer and the select over them
     /// (a command's state, a SASL exchange, a TLS handshake, the rate

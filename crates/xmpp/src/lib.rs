@@ -40,6 +40,7 @@ use tokio::sync::Semaphore;
 pub use base::accounts::{self, AccountEntry, Accounts, account_name, new_account};
 #[doc(hidden)]
 pub use tcp::stream_future_size;
+pub use websocket::stream_future_size as websocket_stream_future_size;
 pub use wire::xmpp::Jid;
 pub use room::Config as RoomConfig;
 pub use session::{FRAMING_CLOSE, FRAMING_NS, Framing};

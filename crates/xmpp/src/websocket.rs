@@ -38,14 +38,7 @@ pub fn upgrade(req: &mut Request<Incoming>, xmpp: &Arc<Xmpp>, connection: Arc<Co
         return text_response(StatusCode::BAD_REQUEST, "XMPP over WebSocket needs the subprotocol \"xmpp\" (RFC 7395).");
     }
     let on_upgrade = hyper::upgrade::on(req);
-    let xmpp = xmpp.clone();
-    xmpp.context.tracker.clone().spawn(async move {
-        let Ok(upgraded) = on_upgrade.await else { return };
-        let config = transport::websocket::config(xmpp.context.bounds.max_message_size);
-        let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config)).await;
-        run(ws, xmpp, connection.address).await;
-        drop(connection);
-    });
+    xmpp.context.tracker.clone().spawn(serve(on_upgrade, xmpp.clone(), connection));
     let mut res = switching_protocols(accept);
     res.headers_mut().insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static("xmpp"));
     res
@@ -83,24 +76,45 @@ fn valid_host(host: &str) -> bool {
     !host.is_empty() && host.len() <= 255 && host.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c))
 }
 
-/// Serves the stream of a client at `address` on an upgraded connection.
-async fn run<S>(ws: WebSocketStream<S>, xmpp: Arc<Xmpp>, address: std::net::IpAddr)
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send,
-{
-    let mut task = StreamTask::new(xmpp, Framing::Messages, "websocket", address);
-    let mut carrier = Messages { ws, closing: None };
-    // The session refuses STARTTLS on WebSocket, so it never asks for it.
-    let ending = task.drive(&mut carrier).await;
-    // Boxed: see `tcp::run`.
-    Box::pin(task.end(&mut carrier, ending)).await;
+/// Serves the stream once the connection is upgraded.
+///
+/// An idle session's memory is mostly this future's task, so it is kept
+/// small: the arguments are held once (not an async fn, which keeps its
+/// own), and the making of the WebSocket stream (368 bytes) is boxed, since
+/// awaited inline it would have a place of its own beside the carrier and
+/// the session for as long as the session lasts.
+#[allow(clippy::manual_async_fn)]
+fn serve(on_upgrade: hyper::upgrade::OnUpgrade, xmpp: Arc<Xmpp>, connection: Arc<Connection>) -> impl std::future::Future<Output = ()> + Send {
+    async move {
+        let mut carrier = {
+            let Ok(upgraded) = on_upgrade.await else { return };
+            let config = transport::websocket::config(xmpp.context.bounds.max_message_size);
+            let ws = Box::pin(WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config))).await;
+            Messages { ws, closing: None }
+        };
+        let mut task = StreamTask::new(xmpp, Framing::Messages, "websocket", connection.address);
+        // The session refuses STARTTLS on WebSocket, so it never asks for it.
+        let ending = task.drive(&mut carrier).await;
+        // Boxed: see `tcp::run`.
+        Box::pin(task.end(&mut carrier, ending)).await;
+        drop(connection);
+    }
+}
+
+/// The size of the future that serves a stream over WebSocket, for the
+/// test that keeps it small.
+pub fn stream_future_size(xmpp: Arc<Xmpp>) -> usize {
+    let slot = Arc::new(tokio::sync::Semaphore::new(1)).try_acquire_owned().expect("a free slot");
+    let connection = Arc::new(Connection::new(std::net::Ipv4Addr::LOCALHOST.into(), slot));
+    std::mem::size_of_val(&serve(hyper::upgrade::on(Request::new(())), xmpp, connection))
 }
 
 /// A stream carried one element per WebSocket text message.
 struct Messages<S> {
     ws: WebSocketStream<S>,
-    /// The close frame's code and reason, when not a normal closure.
-    closing: Option<Close>,
+    /// The close frame's code and reason, when not a normal closure
+    /// (boxed: rare, and every session's task holds the field).
+    closing: Option<Box<Close>>,
 }
 
 impl<S> Carrier for Messages<S>
@@ -123,7 +137,7 @@ where
                     // The client broke the framing (a message over the size
                     // limit, bad UTF-8): it is told, not kept.
                     let end = StreamEnd(condition_for(close.code), close.reason.to_string());
-                    self.closing = Some(close);
+                    self.closing = Some(Box::new(close));
                     return Poll::Ready(Err(Unread::Ended(Some(end))));
                 }
             };
