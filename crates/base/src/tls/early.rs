@@ -53,7 +53,9 @@ impl EarlyAcceptor {
 
     /// Runs the handshake on `io` until the connection can be read: to its
     /// end, or, when the client's early data was taken, up to the server's
-    /// Finished (sent), the rest going on as the stream is read.
+    /// Finished, which is sent with the first write (or once the early data
+    /// is read and nothing was written), the rest going on as the stream is
+    /// read.
     pub async fn accept<IO: AsyncRead + AsyncWrite + Unpin>(&self, io: IO) -> io::Result<EarlyTlsStream<IO>> {
         let conn = ServerConnection::new(self.config.clone()).map_err(io::Error::other)?;
         let mut stream = EarlyTlsStream { io, conn, shut: false, last_read_early: false, holding: false };
