@@ -111,8 +111,10 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> EarlyTlsStream<IO> {
         }
     }
 
-    /// Writes what TLS has to send, until it is all on the socket.
+    /// Writes what TLS has to send, until it is all on the socket; a held
+    /// handshake flight goes with it.
     fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.holding = false;
         while self.conn.wants_write() {
             match self.conn.write_tls(&mut Sync { io: &mut self.io, cx }) {
                 Ok(0) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
@@ -191,7 +193,6 @@ impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncRead for EarlyTlsStream<IO> {
 impl<IO: AsyncRead + AsyncWrite + Unpin> AsyncWrite for EarlyTlsStream<IO> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        this.holding = false;
         let mut n = this.conn.writer().write(data)?;
         if n == 0 && !data.is_empty() {
             // TLS's buffer is full: wait for the socket to take some.
@@ -357,11 +358,10 @@ mod tests {
         Ok((buf[..n].to_vec(), early))
     }
 
-    #[tokio::test]
-    async fn a_resumed_client_is_read_and_answered_from_its_first_flight_once() {
-        let (acceptor, connector) = pair();
-
-        // A first connection: a full handshake, which gives a ticket.
+    /// A first connection, "cold" answered: a full handshake, which gives
+    /// the client a ticket. The client's answer, and what the server read
+    /// and whether it came as early data.
+    async fn cold(acceptor: &EarlyAcceptor, connector: &TlsConnector) -> ([u8; 7], (Vec<u8>, bool)) {
         let (near, far) = tokio::io::duplex(1 << 16);
         let server = tokio::spawn(answer_once(acceptor.clone(), far));
         let mut client = connector.connect(name(), near).await.unwrap();
@@ -369,9 +369,18 @@ mod tests {
         client.flush().await.unwrap();
         let mut answer = [0u8; 7];
         client.read_exact(&mut answer).await.unwrap();
-        assert_eq!(&answer, b"ok:cold");
         client.shutdown().await.unwrap();
-        assert_eq!(server.await.unwrap().unwrap(), (b"cold".to_vec(), false));
+        (answer, server.await.unwrap().unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_resumed_client_is_read_and_answered_from_its_first_flight_once() {
+        let (acceptor, connector) = pair();
+
+        // A first connection: a full handshake, which gives a ticket.
+        let (answer, read) = cold(&acceptor, &connector).await;
+        assert_eq!(&answer, b"ok:cold");
+        assert_eq!(read, (b"cold".to_vec(), false));
 
         // The second resumes it with early data, answered before the client
         // has sent its Finished, which it cannot before it has the answer's
@@ -412,14 +421,7 @@ mod tests {
     #[tokio::test]
     async fn early_data_left_unanswered_does_not_hold_the_handshake_back() {
         let (acceptor, connector) = pair();
-        let (near, far) = tokio::io::duplex(1 << 16);
-        let server = tokio::spawn(answer_once(acceptor.clone(), far));
-        let mut client = connector.connect(name(), near).await.unwrap();
-        client.write_all(b"cold").await.unwrap();
-        let mut answer = [0u8; 7];
-        client.read_exact(&mut answer).await.unwrap();
-        client.shutdown().await.unwrap();
-        server.await.unwrap().unwrap();
+        cold(&acceptor, &connector).await;
 
         let (near, far) = tokio::io::duplex(1 << 16);
         let server = tokio::spawn(async move {
