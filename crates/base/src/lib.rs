@@ -1,5 +1,5 @@
 //! What every protocol of the server stands on: the shutdown signal,
-//! metrics, rates and their clocks, TLS acceptors, the connection-token
+//! metrics, rates and their clocks, TLS acceptors, deflated byte streams, the connection-token
 //! verifier, accounts and SASL against them, and HTTP response helpers. Nothing here knows a protocol, an
 //! app or the server that puts them together.
 //!
@@ -9,6 +9,7 @@
 pub mod accounts;
 pub mod archive;
 pub mod context;
+pub mod deflated;
 pub mod fast;
 pub mod http;
 pub mod limits;
