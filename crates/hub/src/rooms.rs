@@ -203,6 +203,18 @@ struct Room {
     last: u64,
     /// Messages up to this offset are no longer kept.
     trimmed: u64,
+    /// Holds that keep the room open with no members here ([`Hub::hold`]).
+    holds: usize,
+}
+
+/// What a room keeps of its history: its messages, oldest first, the offset
+/// of its newest message, and the offset up to which messages are no
+/// longer kept (see [`Roster`]).
+#[derive(Debug, Clone, Default)]
+pub struct Kept {
+    pub history: Vec<Payload>,
+    pub last: u64,
+    pub trimmed: u64,
 }
 
 impl Room {
@@ -339,7 +351,51 @@ impl Hub {
             epoch: self.epoch.clone().unwrap_or_else(new_epoch),
             last: 0,
             trimmed: 0,
+            holds: 0,
         })
+    }
+
+    /// Keeps `room` open, with its history, while it has no members (the
+    /// host of other nodes' rooms holds each room they follow), opening it
+    /// if needed; [`Hub::unhold`] lets it go.
+    pub fn hold(&self, room: &str) {
+        let mut rooms = self.shard(room).lock();
+        self.entry(&mut rooms, room).holds += 1;
+    }
+
+    /// Takes back one [`Hub::hold`]; the room closes if that was the last
+    /// and it has no members.
+    pub fn unhold(&self, room: &str) {
+        let mut rooms = self.shard(room).lock();
+        let Some(entry) = rooms.get_mut(room) else { return };
+        entry.holds = entry.holds.saturating_sub(1);
+        if entry.holds == 0 && entry.members.is_empty() {
+            rooms.remove(room);
+            crate::shrink_when_sparse(&mut rooms);
+        }
+    }
+
+    /// What `room` keeps of its history, if it is open.
+    pub fn kept(&self, room: &str) -> Option<Kept> {
+        let rooms = self.shard(room).lock();
+        let entry = rooms.get(room)?;
+        Some(Kept { history: entry.history.iter().cloned().collect(), last: entry.last, trimmed: entry.trimmed })
+    }
+
+    /// Opens `room` with what another node's hub keeps of it (each message
+    /// with its position there), in place of what this one kept.
+    pub fn restore(&self, room: &str, kept: Kept) {
+        let mut rooms = self.shard(room).lock();
+        let limits = self.limits.history;
+        let entry = self.entry(&mut rooms, room);
+        entry.history.clear();
+        entry.history_bytes = 0;
+        (entry.last, entry.trimmed) = (0, 0);
+        for payload in &kept.history {
+            entry.keep(payload, limits);
+        }
+        entry.last = kept.last.max(entry.last);
+        entry.trimmed = kept.trimmed.max(entry.trimmed);
     }
 
     /// Says that `room`'s messages before `offset` are lost (a node that
@@ -387,7 +443,7 @@ impl Hub {
     /// whether it did.
     pub fn forget(&self, room: &str) -> bool {
         let mut rooms = self.shard(room).lock();
-        let empty = rooms.get(room).is_some_and(|r| r.members.is_empty());
+        let empty = rooms.get(room).is_some_and(|r| r.members.is_empty() && r.holds == 0);
         if empty {
             rooms.remove(room);
             crate::shrink_when_sparse(&mut rooms);
@@ -408,6 +464,19 @@ impl Hub {
         let rooms = self.shard(room).lock();
         let Some(entry) = rooms.get(room) else { return Vec::new() };
         entry.members.iter().filter_map(|m| m.name.as_ref().map(|n| (n.shown.clone(), m.speaks))).take(max).collect()
+    }
+
+    /// The named members of `room`, every one, with their names' both
+    /// forms and the protocol each speaks.
+    pub fn nicknames(&self, room: &str) -> Vec<(Nickname, Speaks)> {
+        let rooms = self.shard(room).lock();
+        let Some(entry) = rooms.get(room) else { return Vec::new() };
+        entry.members.iter().filter_map(|m| m.name.clone().map(|n| (n, m.speaks))).collect()
+    }
+
+    /// Whether a member of `room` has a name whose comparison form is `key`.
+    pub fn has_name(&self, room: &str, key: &str) -> bool {
+        self.shard(room).lock().get(room).is_some_and(|r| r.names.contains(key))
     }
 
     /// Every room with members, with how many, in no particular order.
@@ -458,7 +527,7 @@ impl Hub {
         if let Some(name) = &member.name {
             entry.names.remove(&name.key);
         }
-        if entry.members.is_empty() {
+        if entry.members.is_empty() && entry.holds == 0 {
             rooms.remove(room);
             crate::shrink_when_sparse(&mut rooms);
         }
@@ -650,6 +719,32 @@ mod tests {
             hub.leave("lobby", id);
         }
         assert!(hub.join("lobby", member(5, Some("erin"), 1 << 20), 10).unwrap().history.is_empty());
+    }
+
+    #[test]
+    fn a_held_room_keeps_its_history_with_no_members_and_another_hub_takes_it_as_it_is() {
+        let history = HistoryLimits { messages: 2, bytes: 1 << 10 };
+        let hub = Hub::with_limits(1, RoomLimits { history, ..RoomLimits::NONE });
+        let message = |text: &str| Payload::event("lobby", crate::RoomEvent::Message { name: "al".into(), text: text.into() });
+        hub.hold("lobby");
+        for text in ["a", "b", "c"] {
+            hub.publish_and_keep("lobby", &message(text));
+        }
+        hub.join("lobby", member(1, Some("al"), 1 << 16), 10).unwrap();
+        hub.leave("lobby", 1);
+        let kept = hub.kept("lobby").expect("held open with no members");
+        let texts = |kept: &Kept| kept.history.iter().map(|p| p.as_event().map(|(_, e)| format!("{e:?}")).unwrap()).collect::<Vec<_>>();
+        assert_eq!((kept.history.len(), kept.last, kept.trimmed), (2, 3, 1));
+        assert!(!hub.forget("lobby"), "a hold is not forgotten");
+        let other = Hub::with_epoch(1, RoomLimits { history, ..RoomLimits::NONE }, Arc::from("e"));
+        other.keep("lobby", &message("stale"));
+        other.restore("lobby", kept.clone());
+        let restored = other.kept("lobby").unwrap();
+        assert_eq!((texts(&restored), restored.last, restored.trimmed), (texts(&kept), 3, 1));
+        let offsets: Vec<u64> = restored.history.iter().map(|p| p.position().unwrap().offset).collect();
+        assert_eq!(offsets, [2, 3], "each message at its place in the host's history");
+        hub.unhold("lobby");
+        assert!(hub.kept("lobby").is_none(), "let go with no members, the room closes");
     }
 
     #[test]
