@@ -1,6 +1,7 @@
 //! Several `switchboard serve` nodes sharing rooms through one nats-server
-//! (Debian's, which `make test` installs): order, names, history, a node
-//! killed, and the broker itself going away and coming back.
+//! (Debian's, which `make test` installs), or over the link to a node that
+//! hosts them: order, names, history, a node killed, and the broker (or
+//! the host) going away and coming back.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream as StdTcpStream;
@@ -88,7 +89,44 @@ fn signal(child: &Child, name: &str) {
     assert!(Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status().unwrap().success());
 }
 
-/// A `switchboard serve` node on a free port, its rooms through `nats`.
+/// How nodes share their rooms: the flags of the next node started.
+trait Sharing {
+    fn args(&self) -> Vec<String>;
+}
+
+impl Sharing for Nats {
+    fn args(&self) -> Vec<String> {
+        ["--broker", &self.url(), "--broker-ttl", TTL].map(String::from).to_vec()
+    }
+}
+
+/// The first node started hosts the rooms (`--broker-listen` on a free
+/// port), every later one links to it.
+struct Linked {
+    port: u16,
+    hosted: std::sync::atomic::AtomicBool,
+}
+
+impl Linked {
+    fn new() -> Linked {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        Linked { port, hosted: Default::default() }
+    }
+
+    /// The next node started hosts the rooms again.
+    fn host_again(&self) {
+        self.hosted.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Sharing for Linked {
+    fn args(&self) -> Vec<String> {
+        let at = format!("127.0.0.1:{}", self.port);
+        if self.hosted.swap(true, std::sync::atomic::Ordering::Relaxed) { vec!["--broker".into(), format!("node://{at}")] } else { vec!["--broker-listen".into(), at] }
+    }
+}
+
+/// A `switchboard serve` node on a free port, its rooms shared as `sharing` says.
 struct Node {
     addr: String,
     /// Its XMPP listener, when it has one.
@@ -99,13 +137,15 @@ struct Node {
 }
 
 impl Node {
-    fn start(nats: &Nats) -> Node {
-        Node::with_args(nats, &[])
+    fn start(sharing: &impl Sharing) -> Node {
+        Node::with_args(sharing, &[])
     }
 
-    fn with_args(nats: &Nats, extra: &[&str]) -> Node {
+    fn with_args(sharing: &impl Sharing, extra: &[&str]) -> Node {
+        let shares = sharing.args();
         let mut child = Command::new(BIN)
-            .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory", "--broker", &nats.url(), "--broker-ttl", TTL, "--room-history", "5"])
+            .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory", "--room-history", "5"])
+            .args(&shares)
             .args(if extra.contains(&"--xmpp-listen") { &[][..] } else { &["--xmpp-listen", "off"][..] })
             .args(if extra.contains(&"--irc-listen") { &[][..] } else { &["--irc-listen", "off"][..] })
             .args(extra)
@@ -117,16 +157,21 @@ impl Node {
         let mut line = String::new();
         out.read_line(&mut line).unwrap();
         let addr = line.split("http://").nth(1).expect("the listening line").split('/').next().unwrap().to_owned();
-        // Then a line for each protocol it serves, XMPP's before IRC's.
+        // Then a line for each protocol it serves, XMPP's before IRC's, and
+        // last, where it hosts rooms for other nodes.
         let (mut xmpp, mut irc) = (None, None);
-        while (extra.contains(&"--xmpp-listen") && xmpp.is_none()) || (extra.contains(&"--irc-listen") && irc.is_none()) {
+        let mut hosting = shares.iter().any(|arg| arg == "--broker-listen");
+        while (extra.contains(&"--xmpp-listen") && xmpp.is_none()) || (extra.contains(&"--irc-listen") && irc.is_none()) || hosting {
             let mut line = String::new();
             out.read_line(&mut line).unwrap();
+            assert!(!line.is_empty(), "the node ended before it said where it listens");
             let at = line.split(" on ").nth(1).map(|at| at.trim().to_owned());
             if line.contains("serves XMPP") {
                 xmpp = at;
             } else if line.contains("serves IRC") {
                 irc = at;
+            } else if line.contains("hosts its rooms") {
+                hosting = false;
             }
         }
         Node { addr, xmpp, irc, child }
@@ -203,8 +248,8 @@ fn rand_id() -> u32 {
 }
 
 /// Two nodes, and a WebSocket client in `lobby` on each: alice on the first, bob on the second.
-async fn alice_and_bob(nats: &Nats) -> (Node, Node, Client, Client) {
-    let (a, b) = (Node::start(nats), Node::start(nats));
+async fn alice_and_bob(sharing: &impl Sharing) -> (Node, Node, Client, Client) {
+    let (a, b) = (Node::start(sharing), Node::start(sharing));
     let mut alice = a.websocket().await;
     alice.join("alice", "lobby").await;
     let mut bob = b.websocket().await;
@@ -266,8 +311,16 @@ impl Client {
 
 #[tokio::test]
 async fn clients_on_two_nodes_see_one_room_in_one_order() {
-    let nats = Nats::start();
-    let (a, b) = (Node::start(&nats), Node::start(&nats));
+    clients_on_two_nodes_see_one_room_in_one_order_through(&Nats::start()).await;
+}
+
+#[tokio::test]
+async fn clients_on_two_nodes_see_one_room_in_one_order_over_the_link() {
+    clients_on_two_nodes_see_one_room_in_one_order_through(&Linked::new()).await;
+}
+
+async fn clients_on_two_nodes_see_one_room_in_one_order_through(nats: &impl Sharing) {
+    let (a, b) = (Node::start(nats), Node::start(nats));
     let mut alice = a.websocket().await;
     let mut bob = b.sockjs().await;
     alice.join("alice", "lobby").await;
@@ -297,8 +350,16 @@ async fn clients_on_two_nodes_see_one_room_in_one_order() {
 
 #[tokio::test]
 async fn a_name_is_unique_across_nodes_and_history_is_served_by_any() {
-    let nats = Nats::start();
-    let (a, b) = (Node::start(&nats), Node::start(&nats));
+    a_name_is_unique_across_nodes_and_history_is_served_by_any_through(&Nats::start()).await;
+}
+
+#[tokio::test]
+async fn a_name_is_unique_across_nodes_and_history_is_served_by_any_over_the_link() {
+    a_name_is_unique_across_nodes_and_history_is_served_by_any_through(&Linked::new()).await;
+}
+
+async fn a_name_is_unique_across_nodes_and_history_is_served_by_any_through(nats: &impl Sharing) {
+    let (a, b) = (Node::start(nats), Node::start(nats));
     let mut alice = a.websocket().await;
     alice.join("alice", "lobby").await;
     let mut other = b.sockjs().await;
@@ -345,6 +406,50 @@ async fn a_killed_node_frees_its_names_and_its_members_leave() {
 }
 
 #[tokio::test]
+async fn a_linked_node_killed_frees_its_names_at_once_and_its_members_leave() {
+    let linked = Linked::new();
+    let (host, node, mut alice, _bob) = alice_and_bob(&linked).await;
+    alice.until("event", "join").await;
+    signal(&node.child, "KILL");
+    assert_eq!(alice.until("event", "leave").await["name"], "bob");
+    // The host freed the name when the link broke.
+    let mut again = host.websocket().await;
+    let members = again.join("bob", "lobby").await;
+    assert_eq!(members["members"], json!(["alice", "bob"]));
+}
+
+#[tokio::test]
+async fn a_node_whose_host_went_away_links_again_to_the_next() {
+    let linked = Linked::new();
+    let (host, node, _alice, mut bob) = alice_and_bob(&linked).await;
+    node.await_metric("switchboard_broker_connected 1").await;
+    let mut host = host;
+    signal(&host.child, "KILL");
+    let _ = host.child.wait();
+    assert_eq!(bob.until("event", "leave").await["name"], "alice", "those on the host are gone with it");
+    node.await_metric("switchboard_broker_connected 0").await;
+    bob.send(json!({"message": "into the void"})).await;
+    bob.until("error", "the message broker is unreachable; try again later").await;
+
+    linked.host_again();
+    let next = Node::start(&linked);
+    node.await_metric("switchboard_broker_reconnects_total 1").await;
+    // bob's name was claimed again at the new host, and its members hear him.
+    let mut carol = next.websocket().await;
+    let members = carol.join("carol", "lobby").await;
+    if members["members"] != json!(["carol", "bob"]) {
+        // bob's node told the new host of him after carol joined.
+        assert_eq!(members["members"], json!(["carol"]));
+        assert_eq!(carol.until("event", "join").await["name"], "bob");
+    }
+    bob.send(json!({"message": "back"})).await;
+    assert_eq!(carol.until("name", "bob").await["message"], "back");
+    let mut mallory = next.websocket().await;
+    mallory.send(json!({"name": "bob", "room": "lobby"})).await;
+    assert!(mallory.next().await["error"].as_str().unwrap().contains("already taken"));
+}
+
+#[tokio::test]
 async fn the_nodes_tell_of_a_broker_outage_and_resume_after_it() {
     let mut nats = Nats::start();
     let (a, b) = (Node::start(&nats), Node::start(&nats));
@@ -375,8 +480,16 @@ async fn the_nodes_tell_of_a_broker_outage_and_resume_after_it() {
 
 #[tokio::test]
 async fn the_bench_spreads_a_room_over_the_nodes() {
-    let nats = Nats::start();
-    let (a, b) = (Node::start(&nats), Node::start(&nats));
+    the_bench_spreads_a_room_over_the_nodes_through(&Nats::start()).await;
+}
+
+#[tokio::test]
+async fn the_bench_spreads_a_room_over_the_nodes_over_the_link() {
+    the_bench_spreads_a_room_over_the_nodes_through(&Linked::new()).await;
+}
+
+async fn the_bench_spreads_a_room_over_the_nodes_through(nats: &impl Sharing) {
+    let (a, b) = (Node::start(nats), Node::start(nats));
     let out = std::env::temp_dir().join(format!("switchboard-nodes-bench-{}.json", std::process::id()));
     let target = format!("two=http://{}/chat,http://{}/chat", a.addr, b.addr);
     let run = Command::new(BIN)
@@ -417,10 +530,18 @@ async fn read_until(xmpp: &mut TcpStream, seen: &mut String, needle: &str) -> St
 
 #[tokio::test]
 async fn a_nick_change_on_one_node_claims_the_name_on_every_node() {
+    a_nick_change_on_one_node_claims_the_name_on_every_node_through(&Nats::start()).await;
+}
+
+#[tokio::test]
+async fn a_nick_change_on_one_node_claims_the_name_on_every_node_over_the_link() {
+    a_nick_change_on_one_node_claims_the_name_on_every_node_through(&Linked::new()).await;
+}
+
+async fn a_nick_change_on_one_node_claims_the_name_on_every_node_through(nats: &impl Sharing) {
     use tokio::io::AsyncWriteExt;
-    let nats = Nats::start();
-    let a = Node::with_args(&nats, &["--xmpp-listen", "127.0.0.1:0"]);
-    let b = Node::start(&nats);
+    let a = Node::with_args(nats, &["--xmpp-listen", "127.0.0.1:0"]);
+    let b = Node::start(nats);
     let mut alice = b.websocket().await;
     alice.join("alice", "lobby").await;
 
@@ -467,9 +588,17 @@ async fn a_nick_change_on_one_node_claims_the_name_on_every_node() {
 
 #[tokio::test]
 async fn the_server_api_publishes_to_every_node_and_lists_members_of_every_node() {
-    let nats = Nats::start();
+    the_server_api_publishes_to_every_node_and_lists_members_of_every_node_through(&Nats::start()).await;
+}
+
+#[tokio::test]
+async fn the_server_api_publishes_to_every_node_and_lists_members_of_every_node_over_the_link() {
+    the_server_api_publishes_to_every_node_and_lists_members_of_every_node_through(&Linked::new()).await;
+}
+
+async fn the_server_api_publishes_to_every_node_and_lists_members_of_every_node_through(nats: &impl Sharing) {
     let api = ["--api-key", API_KEY];
-    let (a, b) = (Node::with_args(&nats, &api), Node::with_args(&nats, &api));
+    let (a, b) = (Node::with_args(nats, &api), Node::with_args(nats, &api));
     let mut alice = a.websocket().await;
     alice.join("alice", "lobby").await;
     let mut bob = b.sockjs().await;
@@ -501,8 +630,16 @@ async fn the_server_api_publishes_to_every_node_and_lists_members_of_every_node(
 
 #[tokio::test]
 async fn a_client_recovers_what_it_missed_on_another_node_from_the_streams_positions() {
-    let nats = Nats::start();
-    let (a, b, mut alice, mut bob) = alice_and_bob(&nats).await;
+    a_client_recovers_what_it_missed_on_another_node_from_the_streams_positions_through(&Nats::start()).await;
+}
+
+#[tokio::test]
+async fn a_client_recovers_what_it_missed_on_another_node_from_the_streams_positions_over_the_link() {
+    a_client_recovers_what_it_missed_on_another_node_from_the_streams_positions_through(&Linked::new()).await;
+}
+
+async fn a_client_recovers_what_it_missed_on_another_node_from_the_streams_positions_through(nats: &impl Sharing) {
+    let (a, b, mut alice, mut bob) = alice_and_bob(nats).await;
     alice.send(json!({"message": "one"})).await;
     let seen = bob.until("message", "one").await;
     let (offset, epoch) = (seen["offset"].as_u64().expect("a position"), seen["epoch"].clone());
@@ -533,9 +670,17 @@ async fn a_client_recovers_what_it_missed_on_another_node_from_the_streams_posit
 
 #[tokio::test]
 async fn a_disconnect_through_the_api_of_one_node_closes_the_user_on_every_node() {
-    let nats = Nats::start();
+    a_disconnect_through_the_api_of_one_node_closes_the_user_on_every_node_through(&Nats::start()).await;
+}
+
+#[tokio::test]
+async fn a_disconnect_through_the_api_of_one_node_closes_the_user_on_every_node_over_the_link() {
+    a_disconnect_through_the_api_of_one_node_closes_the_user_on_every_node_through(&Linked::new()).await;
+}
+
+async fn a_disconnect_through_the_api_of_one_node_closes_the_user_on_every_node_through(nats: &impl Sharing) {
     let api = ["--api-key", API_KEY];
-    let (a, b) = (Node::with_args(&nats, &api), Node::with_args(&nats, &api));
+    let (a, b) = (Node::with_args(nats, &api), Node::with_args(nats, &api));
     // A waits for the answers of the nodes it has heard beat: B, once it has.
     a.await_nodes(2).await;
     let mut here = a.websocket().await;
@@ -606,9 +751,17 @@ impl Irc {
 
 #[tokio::test]
 async fn a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node() {
-    let nats = Nats::start();
-    let a = Node::with_args(&nats, &["--irc-listen", "127.0.0.1:0"]);
-    let b = Node::with_args(&nats, &["--irc-listen", "127.0.0.1:0"]);
+    a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node_through(&Nats::start()).await;
+}
+
+#[tokio::test]
+async fn a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node_over_the_link() {
+    a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node_through(&Linked::new()).await;
+}
+
+async fn a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node_through(nats: &impl Sharing) {
+    let a = Node::with_args(nats, &["--irc-listen", "127.0.0.1:0"]);
+    let b = Node::with_args(nats, &["--irc-listen", "127.0.0.1:0"]);
     let mut ann = Irc::register(&a, "ann", "message-tags").await;
     ann.send("JOIN #lobby").await;
     ann.until(" 366 ").await;

@@ -46,12 +46,29 @@ struct Followed {
     task: AbortHandle,
 }
 
+/// A room a node follows, as its members wait for it and see who is in
+/// it elsewhere (with NATS, or over the link to its host).
 #[derive(Debug)]
-struct Room {
+pub(crate) struct Room {
     /// `Some(Ok)` once the history and the names elsewhere are in.
-    ready: watch::Sender<Option<Result<(), BrokerError>>>,
+    pub(crate) ready: watch::Sender<Option<Result<(), BrokerError>>>,
     /// Names held on other nodes: shown name to node.
-    elsewhere: Mutex<HashMap<Arc<str>, Arc<str>>>,
+    pub(crate) elsewhere: Mutex<HashMap<Arc<str>, Arc<str>>>,
+}
+
+impl Room {
+    pub(crate) fn new() -> Arc<Room> {
+        Arc::new(Room { ready: watch::channel(None).0, elsewhere: Mutex::new(HashMap::new()) })
+    }
+
+    /// Waits until the room is ready, or cannot be.
+    pub(crate) async fn ready(&self) -> Result<(), BrokerError> {
+        let mut ready = self.ready.subscribe();
+        match ready.wait_for(Option::is_some).await {
+            Ok(outcome) => (*outcome).unwrap_or(Err(BrokerError::Unavailable)),
+            Err(_) => Err(BrokerError::Unavailable),
+        }
+    }
 }
 
 impl NatsBroker {
@@ -80,7 +97,7 @@ impl NatsBroker {
                     followed.room.clone()
                 }
                 None => {
-                    let state = Arc::new(Room { ready: watch::channel(None).0, elsewhere: Mutex::new(HashMap::new()) });
+                    let state = Room::new();
                     let name: Arc<str> = Arc::from(room);
                     let task = tokio::spawn(follow(self.nats.clone(), self.app.clone(), self.hub.clone(), name.clone(), state.clone()));
                     rooms.insert(name, Followed { interest: 1, room: state.clone(), task: task.abort_handle() });
@@ -88,12 +105,7 @@ impl NatsBroker {
                 }
             }
         };
-        let mut ready = followed.ready.subscribe();
-        let outcome = match ready.wait_for(Option::is_some).await {
-            Ok(outcome) => outcome.unwrap_or(Err(BrokerError::Unavailable)),
-            Err(_) => Err(BrokerError::Unavailable),
-        };
-        match outcome {
+        match followed.ready().await {
             Ok(()) => Ok(followed),
             Err(e) => {
                 self.unfollow(room);
@@ -321,7 +333,7 @@ async fn follow(nats: Arc<Nats>, app: String, hub: Arc<Hub>, room: Arc<str>, sta
 /// from that node is not: the join was sent before this node read the names
 /// bucket, and arrives after, so its members were shown the name already
 /// (IRC's `NAMES`, XMPP's presences) and would be told of it twice.
-fn note_elsewhere(elsewhere: &mut HashMap<Arc<str>, Arc<str>>, node: &Arc<str>, event: &RoomEvent) -> bool {
+pub(crate) fn note_elsewhere(elsewhere: &mut HashMap<Arc<str>, Arc<str>>, node: &Arc<str>, event: &RoomEvent) -> bool {
     match event {
         RoomEvent::Join { name, .. } => elsewhere.insert(name.clone(), node.clone()).is_none_or(|was| was != *node),
         RoomEvent::Leave { name, .. } => {

@@ -85,9 +85,10 @@ impl Claim {
     }
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+/// A room event as JSON: `{"event":"message","name":"…","text":"…"}` …
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "lowercase")]
-enum Event {
+pub enum Event {
     Message {
         name: Arc<str>,
         text: Arc<str>,
@@ -124,20 +125,36 @@ enum Event {
     },
 }
 
+impl From<RoomEvent> for Event {
+    fn from(event: RoomEvent) -> Event {
+        match event {
+            RoomEvent::Message { name, text } => Event::Message { name, text },
+            RoomEvent::Notice { name, text } => Event::Notice { name, text },
+            RoomEvent::Announcement { text } => Event::Announcement { text },
+            RoomEvent::Join { name, old_name } => Event::Join { name, old_name },
+            RoomEvent::Leave { name, reason, quit, by, new_name } => Event::Leave { name, reason, quit, by, new_name },
+            RoomEvent::Tags { name, tags } => Event::Tags { name, tags },
+        }
+    }
+}
+
+impl From<Event> for RoomEvent {
+    fn from(event: Event) -> RoomEvent {
+        match event {
+            Event::Message { name, text } => RoomEvent::Message { name, text },
+            Event::Notice { name, text } => RoomEvent::Notice { name, text },
+            Event::Announcement { text } => RoomEvent::Announcement { text },
+            Event::Join { name, old_name } => RoomEvent::Join { name, old_name },
+            Event::Leave { name, reason, quit, by, new_name } => RoomEvent::Leave { name, reason, quit, by, new_name },
+            Event::Tags { name, tags } => RoomEvent::Tags { name, tags },
+        }
+    }
+}
+
 /// A payload as the headers and body of a NATS message from `node`.
 pub fn encode(node: &str, payload: &Payload) -> (HeaderMap, Bytes) {
     let (kind, body) = match payload.as_event() {
-        Some((_, event)) => {
-            let event = match event.clone() {
-                RoomEvent::Message { name, text } => Event::Message { name, text },
-                RoomEvent::Notice { name, text } => Event::Notice { name, text },
-                RoomEvent::Announcement { text } => Event::Announcement { text },
-                RoomEvent::Join { name, old_name } => Event::Join { name, old_name },
-                RoomEvent::Leave { name, reason, quit, by, new_name } => Event::Leave { name, reason, quit, by, new_name },
-                RoomEvent::Tags { name, tags } => Event::Tags { name, tags },
-            };
-            ("event", Bytes::from(serde_json::to_vec(&event).unwrap_or_default()))
-        }
+        Some((_, event)) => ("event", Bytes::from(serde_json::to_vec(&Event::from(event.clone())).unwrap_or_default())),
         None => match payload.ws_message() {
             Message::Binary(data) => ("binary", data),
             message => ("text", Bytes::copy_from_slice(message.to_text().unwrap_or_default().as_bytes())),
@@ -183,14 +200,7 @@ pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes, at: std
         "text" => Payload::new(Utf8Bytes::try_from(body).map_err(|_| DecodeError::NotUtf8)?),
         "binary" => Payload::binary(body),
         "event" => {
-            let event = match serde_json::from_slice(&body)? {
-                Event::Message { name, text } => RoomEvent::Message { name, text },
-                Event::Notice { name, text } => RoomEvent::Notice { name, text },
-                Event::Announcement { text } => RoomEvent::Announcement { text },
-                Event::Join { name, old_name } => RoomEvent::Join { name, old_name },
-                Event::Leave { name, reason, quit, by, new_name } => RoomEvent::Leave { name, reason, quit, by, new_name },
-                Event::Tags { name, tags } => RoomEvent::Tags { name, tags },
-            };
+            let event = RoomEvent::from(serde_json::from_slice::<Event>(&body)?);
             let id = headers.and_then(|h| h.get(ID)).map(|v| Arc::from(v.as_str()));
             let tags = headers.and_then(|h| h.get(TAGS)).map(|v| Arc::from(v.as_str()));
             Payload::archived(room.clone(), event, at, id).with_client_tags(tags)

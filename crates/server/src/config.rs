@@ -186,8 +186,10 @@ impl RoomConfig {
 settings! {
     /// Rooms across several nodes.
     pub struct BrokerConfig, flags BrokerFlags {
-        /// NATS server through which several nodes share their rooms, e.g. nats://127.0.0.1:4222 (nats-server with -js); see docs/nodes.md [default: none, one node with its rooms in memory]
+        /// How this node shares its rooms with other nodes: a NATS server, e.g. nats://127.0.0.1:4222 (nats-server with -js), or the node that hosts them, node://HOST:PORT (its --broker-listen); see docs/nodes.md [default: none, one node with its rooms in memory]
         url: String, "broker", "SWITCHBOARD_BROKER";
+        /// Where this node hosts its rooms for other nodes (their --broker node://…), on a network they all trust: the link has no authentication; `off` for none [default: off]
+        listen: Listen = Listen::Off, "broker-listen", "SWITCHBOARD_BROKER_LISTEN";
         /// How long a node's chat names outlive it, and how long a silent node is taken for alive, with the broker [default: 15s]
         ttl: Duration = Duration::from_secs(15), "broker-ttl", "SWITCHBOARD_BROKER_TTL", arg(value_parser = duration);
     }
@@ -877,8 +879,12 @@ impl BrokerConfig {
     fn validate(&self) -> Result<(), String> {
         if let Some(url) = &self.url
             && !url.starts_with("nats://")
+            && !url.strip_prefix("node://").is_some_and(|at| at.contains(':'))
         {
-            return Err(format!("broker {url:?} must be a nats:// URL, such as nats://127.0.0.1:4222"));
+            return Err(format!("broker {url:?} must be a nats:// URL, such as nats://127.0.0.1:4222, or node://HOST:PORT"));
+        }
+        if self.url.is_some() && self.listen.address().is_some() {
+            return Err("a node either hosts its rooms (broker_listen) or shares them through a broker, not both".to_owned());
         }
         check(&[(self.ttl >= Duration::from_secs(1), "broker_ttl must be at least 1s")])
     }
@@ -1268,6 +1274,12 @@ websocket = false
     fn the_broker_is_a_nats_url_from_a_flag_or_the_file() {
         let config = resolve_file("broker = \"nats://127.0.0.1:4222\"\nbroker_ttl = \"5s\"\n", Args::default()).unwrap();
         assert_eq!((config.broker.url.as_deref(), config.broker.ttl), (Some("nats://127.0.0.1:4222"), Duration::from_secs(5)));
+        let linked = resolve_file("broker = \"node://127.0.0.1:5270\"\n", Args::default()).unwrap();
+        assert_eq!(linked.broker.url.as_deref(), Some("node://127.0.0.1:5270"));
+        let host = resolve_file("broker_listen = \"127.0.0.1:5270\"\n", Args::default()).unwrap();
+        assert_eq!(host.broker.listen.address(), Some(SocketAddr::from(([127, 0, 0, 1], 5270))));
+        assert!(resolve_file("broker = \"node://127.0.0.1:5270\"\nbroker_listen = \"127.0.0.1:5270\"\n", Args::default()).unwrap_err().to_string().contains("not both"));
+        assert!(resolve_file("broker = \"node://nowhere\"\n", Args::default()).is_err(), "a port is needed");
         let wrong = Args { broker: BrokerFlags { url: Some("redis://127.0.0.1:6379".into()), ..BrokerFlags::default() }, ..Args::default() };
         let err = Config::resolve(&wrong).unwrap_err().to_string();
         assert!(err.contains("must be a nats:// URL"), "{err}");

@@ -89,8 +89,9 @@ pub async fn route(mut req: Request<Incoming>, server: Arc<ServerState>, connect
         "/.well-known/host-meta" => xmpp::websocket::host_meta(&req, server.config.tls.is_some(), false),
         "/.well-known/host-meta.json" => xmpp::websocket::host_meta(&req, server.config.tls.is_some(), true),
         "/metrics" => {
-            if let Some(nats) = &server.nats {
-                server.metrics.broker(nats.state().is_up(), nats.state().reconnects());
+            if let Some(cluster) = &server.cluster {
+                let (up, reconnects) = cluster.health();
+                server.metrics.broker(up, reconnects);
             }
             if let Some(xmpp) = &server.xmpp {
                 let (parked, waiting) = xmpp.held().await;

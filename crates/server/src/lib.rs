@@ -75,6 +75,10 @@ pub async fn run_cli(args: Args) -> Result<(), Error> {
             println!("switchboard serves IRC on {at}{how}");
         }
     }
+    if let Some(listener) = &listeners.broker {
+        let at = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
+        println!("switchboard hosts its rooms for other nodes on {at}");
+    }
     serve_with(listener, listeners, config, stop).await
 }
 

@@ -62,6 +62,8 @@ pub struct Listeners {
     pub irc_tls: Option<TcpListener>,
     /// The server API on a listener of its own (`--api-listen`).
     pub api: Option<TcpListener>,
+    /// Other nodes, which share the rooms this node hosts (`--broker-listen`).
+    pub broker: Option<TcpListener>,
 }
 
 impl Listeners {
@@ -88,6 +90,7 @@ impl Listeners {
             irc: bind(config.irc.listen.address(), "IRC").await?,
             irc_tls: bind(irc_tls, "IRC").await?,
             api: bind(config.api.listen.address().filter(|_| config.api.keys.is_some()), "the server API").await?,
+            broker: bind(config.broker.listen.address(), "other nodes").await?,
         })
     }
 
@@ -123,8 +126,13 @@ pub async fn serve_with(
     config: Config,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
-    let nats = match &config.broker.url {
-        Some(url) => {
+    let limits = cluster::link::Limits::for_messages(config.server.max_message_size, BROKER_QUEUE);
+    let cluster = match (&config.broker.url, &listeners.broker) {
+        (Some(url), _) if url.starts_with("node://") => {
+            let at = url.trim_start_matches("node://");
+            Some(cluster::Cluster::Uplink(cluster::remote::Uplink::connect(at, limits).await.map_err(|e| Error::io(format!("broker: {e}")))?))
+        }
+        (Some(url), _) => {
             let options = cluster::Options {
                 url: url.clone(),
                 ttl: config.broker.ttl,
@@ -132,12 +140,16 @@ pub async fn serve_with(
                 max_message_size: config.server.max_message_size,
                 queue: BROKER_QUEUE,
             };
-            Some(cluster::Nats::connect(options).await.map_err(|e| Error::io(format!("broker: {e}")))?)
+            Some(cluster::Cluster::Nats(cluster::Nats::connect(options).await.map_err(|e| Error::io(format!("broker: {e}")))?))
         }
-        None => None,
+        (None, Some(_)) => Some(cluster::Cluster::Host(cluster::host::Host::new(limits))),
+        (None, None) => None,
     };
     let store = store::open(&config.store.choice()).await.map_err(Error::store)?;
-    let state = Arc::new(ServerState::new(config, nats, store, listeners.listening())?);
+    let state = Arc::new(ServerState::new(config, cluster, store, listeners.listening())?);
+    if let (Some(cluster::Cluster::Host(host)), Some(listener)) = (&state.cluster, listeners.broker) {
+        state.tracker.spawn(host.clone().listen(listener));
+    }
     if let Some(service) = &state.xmpp {
         let rooms = service.load_rooms().await.map_err(Error::store)?;
         tracing::debug!("{rooms} persistent rooms taken back from the store");

@@ -28,7 +28,7 @@ pub struct ServerState {
     pub config: Config,
     pub mounts: Vec<Arc<MountState>>,
     /// The connection to the other nodes, when rooms span several.
-    pub nats: Option<Arc<cluster::Nats>>,
+    pub cluster: Option<cluster::Cluster>,
     /// The XMPP service, when XMPP is on.
     pub xmpp: Option<Arc<xmpp::Xmpp>>,
     /// XMPP over BOSH, when XMPP is on.
@@ -83,9 +83,9 @@ const SESSION_BURST_SECONDS: u32 = 10;
 
 impl ServerState {
     /// The state of a server with `config`, whose rooms span nodes through
-    /// `nats` if there is one, which keeps what outlives it in `store`,
+    /// `cluster` if there is one, which keeps what outlives it in `store`,
     /// with the protocols `listening` says on.
-    pub fn new(config: Config, nats: Option<Arc<cluster::Nats>>, store: Arc<dyn store::Store>, listening: Listening) -> Result<ServerState, Error> {
+    pub fn new(config: Config, cluster: Option<cluster::Cluster>, store: Arc<dyn store::Store>, listening: Listening) -> Result<ServerState, Error> {
         let Listening { xmpp: xmpp_on, federation: federates, irc: irc_on } = listening;
         // STARTTLS and direct TLS on XMPP streams use the listener's certificate.
         let xmpp_tls = match &config.tls {
@@ -107,7 +107,7 @@ impl ServerState {
             ping_interval: config.server.ping_interval,
         };
         let context = Arc::new(Context {
-            metrics: Metrics::new(nats.is_some()),
+            metrics: Metrics::new(cluster.is_some()),
             shutdown: Shutdown::default(),
             tracker: TaskTracker::new(),
             session_rates,
@@ -129,8 +129,8 @@ impl ServerState {
             .map(|m| {
                 let MountKind::App(kind) = m.app else { return None };
                 let limits = App::limits(kind, chat_rooms);
-                let rooms: Arc<dyn hub::Broker> = match &nats {
-                    Some(nats) => cluster::NatsBroker::new(nats.clone(), &m.prefix, limits),
+                let rooms: Arc<dyn hub::Broker> = match &cluster {
+                    Some(cluster) => cluster.broker(&m.prefix, limits),
                     None => Arc::new(hub::MemoryBroker::new(hub::Hub::with_limits(16, limits))),
                 };
                 let rooms: Arc<dyn hub::Broker> = match &room_archive {
@@ -240,17 +240,17 @@ impl ServerState {
             named.push(Box::new(move |name: &str| service.client_named(name).into_iter().collect()));
             Arc::new(api::Clients::new(rooms.clone(), named))
         });
-        if let (Some(nats), Some(clients)) = (&nats, &clients) {
+        if let (Some(cluster), Some(clients)) = (&cluster, &clients) {
             let clients = clients.clone();
-            tokio::spawn(nats.clone().answer_disconnects(move |name, reason| clients.disconnect(name, reason)));
+            cluster.answer_disconnects(move |name, reason| clients.disconnect(name, reason));
         }
         let api = match (config.api.settings(), &chat_rooms, &clients) {
             (Some(settings), Some(rooms), Some(clients)) => {
-                let (others, cluster) = (nats.clone(), nats.clone());
-                let elsewhere: Option<api::Elsewhere> = cluster.map(|nats| {
+                let others = cluster.clone();
+                let elsewhere: Option<api::Elsewhere> = cluster.clone().map(|cluster| {
                     let ask: api::Elsewhere = Box::new(move |name: String, reason: String| {
-                        let nats = nats.clone();
-                        Box::pin(async move { nats.disconnect_elsewhere(&name, &reason, DISCONNECT_PATIENCE).await })
+                        let cluster = cluster.clone();
+                        Box::pin(async move { cluster.disconnect_elsewhere(&name, &reason, DISCONNECT_PATIENCE).await })
                     });
                     ask
                 });
@@ -259,8 +259,8 @@ impl ServerState {
                     archive: room_archive.clone().zip(muc_prefix),
                     clients: clients.clone(),
                     elsewhere,
-                    node: nats.as_ref().map_or_else(|| Arc::from(api::SOLE_NODE), |nats| nats.node().clone()),
-                    nodes: Box::new(move || others.as_ref().map_or_else(Vec::new, |nats| nats.others())),
+                    node: cluster.as_ref().map_or_else(|| Arc::from(api::SOLE_NODE), cluster::Cluster::node),
+                    nodes: Box::new(move || others.as_ref().map_or_else(Vec::new, cluster::Cluster::others)),
                 };
                 Some(Arc::new(api::Api::new(context.clone(), settings, reach)))
             }
@@ -298,7 +298,7 @@ impl ServerState {
             context,
             config,
             mounts,
-            nats,
+            cluster,
             xmpp,
             bosh,
             irc,

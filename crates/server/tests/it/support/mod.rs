@@ -120,7 +120,7 @@ impl TestServer {
         let (addr, xmpp_addr, irc_addr) = (listener.local_addr().unwrap(), xmpp.local_addr().unwrap(), irc.local_addr().unwrap());
         let xmpp_tls = direct_tls.as_ref().map(|l| l.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
-        let listeners = server::Listeners { xmpp: Some(xmpp), xmpp_tls: direct_tls, s2s, s2s_tls, s2s_zero, irc: Some(irc), irc_tls: None, api: None };
+        let listeners = server::Listeners { xmpp: Some(xmpp), xmpp_tls: direct_tls, s2s, s2s_tls, s2s_zero, irc: Some(irc), irc_tls: None, api: None, broker: None };
         let task = tokio::spawn(server::serve_with(listener, listeners, config, async move {
             let _ = stopped.await;
         }));

@@ -1,0 +1,413 @@
+//! The link between nodes without NATS: one TCP connection from a node to
+//! the node that hosts its rooms (`--broker node://HOST:PORT` to a node
+//! with `--broker-listen`), deflated each way for its whole life
+//! (`base::deflated`), carrying one JSON object a line. Frames a node
+//! writes in one go are one compressed flush, so what repeats from one
+//! event to the next (the room, the names, the keys) costs a few bytes
+//! after the first time. Every node of a cluster must run the same
+//! encoding; these tests fix it to the byte.
+//!
+//! A node says `hello`, and the host answers `welcome` with the history
+//! its rooms' positions count in. A node `follow`s a room while it has
+//! members there: the host answers `followed` with what the room keeps
+//! and the names held on other nodes, then sends each `event` of the room
+//! in the room's one order. Names are claimed (`claim`, answered by
+//! `claimed`) and let go (`release`) at the host; a node's messages go to
+//! the host (`publish`, or `keep` for one kept in the room's history,
+//! answered by `kept` with its position) and come back as events, as every
+//! other node's do. `ask` and `answer` list rooms and their members;
+//! `disconnect` and `disconnected` close a user's clients on the other end.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use base::deflated::Deflated;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use hub::{Payload, Position, RoomEvent};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
+use tokio_util::codec::{FramedRead, FramedWrite, LinesCodec, LinesCodecError};
+use tokio_util::sync::CancellationToken;
+
+use crate::envelope::Event;
+
+/// One line of the link, either way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "lowercase")]
+pub enum Frame {
+    /// A node to its host, first: who it is.
+    Hello { node: Arc<str> },
+    /// The host's answer: who it is, and the history its positions count in.
+    Welcome { node: Arc<str>, epoch: Arc<str> },
+    /// A node has members in `room` of app `app` (its mount prefix).
+    Follow { app: Arc<str>, room: Arc<str> },
+    /// It no longer has.
+    Unfollow { app: Arc<str>, room: Arc<str> },
+    /// What the room keeps, and who is in it on other nodes than the one
+    /// that follows it; the room's events follow.
+    Followed { app: Arc<str>, room: Arc<str>, last: u64, trimmed: u64, history: Vec<Item>, names: Vec<Name> },
+    /// A name for a member of `room`: `key` is its comparison form.
+    Claim { id: u64, app: Arc<str>, room: Arc<str>, key: Arc<str>, name: Arc<str>, speaks: Arc<str> },
+    /// Whether the claim `id` was granted.
+    Claimed { id: u64, ok: bool },
+    /// A name claimed is let go.
+    Release { app: Arc<str>, room: Arc<str>, key: Arc<str> },
+    /// A message or event for every member of the room; with `others`,
+    /// for every member on the other nodes only (a node back after its
+    /// link broke tells them of its members, whom its own never saw leave).
+    Publish {
+        app: Arc<str>,
+        room: Arc<str>,
+        item: Item,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        others: bool,
+    },
+    /// A message for every member, kept in the room's history.
+    Keep { id: u64, app: Arc<str>, room: Arc<str>, item: Item },
+    /// Where the message `keep` `id` is in the room's history, if anywhere.
+    Kept { id: u64, offset: Option<u64> },
+    /// An event of a room a node follows, from node `node`; with `keep`,
+    /// kept in the room's history.
+    Event {
+        app: Arc<str>,
+        room: Arc<str>,
+        node: Arc<str>,
+        item: Item,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        keep: bool,
+    },
+    /// A question to the host: the rooms of `app` (no `room`), or the
+    /// members of `room`, at most `max`.
+    Ask { id: u64, app: Arc<str>, room: Option<Arc<str>>, max: usize },
+    /// The answer: members (the room's, or one a room with its size in `max`).
+    Answer { id: u64, names: Vec<Name> },
+    /// Close the clients of the user `name`, telling them `reason`.
+    Disconnect { id: u64, name: Arc<str>, reason: Arc<str> },
+    /// How many were closed.
+    Disconnected { id: u64, count: usize },
+}
+
+/// A member on some node: its shown name, the protocol it speaks (`app`,
+/// `xmpp` or `irc`) and the node. In a room list, `name` is a room and
+/// `count` its members.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Name {
+    pub name: Arc<str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speaks: Option<Arc<str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<Arc<str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<usize>,
+}
+
+impl Name {
+    /// A member named `name` who speaks `speaks`, on `node`.
+    pub fn member(name: Arc<str>, speaks: Arc<str>, node: Arc<str>) -> Name {
+        Name { name, speaks: Some(speaks), node: Some(node), count: None }
+    }
+}
+
+/// A payload on the link: an app's text or binary data (base64), or a
+/// room event with its archive id, client tags, position in the room's
+/// history and, for one kept, when it was sent (milliseconds since 1970).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "k", rename_all = "lowercase")]
+pub enum Item {
+    Text { text: Arc<str> },
+    Binary { data: String },
+    Event {
+        e: Event,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<Arc<str>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tags: Option<Arc<str>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        at: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        offset: Option<u64>,
+    },
+}
+
+impl Item {
+    /// `payload` on the link; `stamped`, with when it was sent.
+    pub fn of(payload: &Payload, stamped: bool) -> Item {
+        match payload.as_event() {
+            Some((_, event)) => Item::Event {
+                e: Event::from(event.clone()),
+                id: payload.id().map(Arc::from),
+                tags: payload.client_tags().map(Arc::from),
+                at: stamped.then(|| millis(payload.at())),
+                offset: payload.position().map(|p| p.offset),
+            },
+            None => match payload.ws_message() {
+                Message::Binary(data) => Item::Binary { data: STANDARD.encode(&data) },
+                message => Item::Text { text: Arc::from(message.to_text().unwrap_or_default()) },
+            },
+        }
+    }
+
+    /// The payload of `room` this stands for, its position counted in
+    /// `epoch`; `None` for binary data that is not base64.
+    pub fn payload(self, room: &Arc<str>, epoch: &Arc<str>) -> Option<Payload> {
+        match self {
+            Item::Text { text } => Some(Payload::new(Utf8Bytes::from(&*text))),
+            Item::Binary { data } => STANDARD.decode(data).ok().map(|data| Payload::binary(Bytes::from(data))),
+            Item::Event { e, id, tags, at, offset } => {
+                let at = at.map_or_else(SystemTime::now, |ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms));
+                let payload = Payload::archived(room.clone(), RoomEvent::from(e), at, id).with_client_tags(tags);
+                if let Some(offset) = offset {
+                    payload.place(Position { offset, epoch: epoch.clone() });
+                }
+                Some(payload)
+            }
+        }
+    }
+}
+
+fn millis(at: SystemTime) -> u64 {
+    at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// How long a node waits for the others to answer a disconnect.
+pub const DISCONNECT_PATIENCE: Duration = Duration::from_secs(5);
+
+/// A new random name, for a node or a history.
+pub fn new_node() -> Arc<str> {
+    Arc::from(format!("{:016x}", rand::random::<u64>()))
+}
+
+/// The bounds of a link, each way.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Longest line (one frame) taken, in bytes.
+    pub max_line: usize,
+    /// Most frames waiting to be written; a link further behind ends.
+    pub queue: usize,
+}
+
+impl Limits {
+    /// Lines long enough for a message of `max_message_size` bytes, as
+    /// JSON escapes it (at most six bytes a byte), and the room's name and
+    /// the rest of a frame.
+    pub fn for_messages(max_message_size: usize, queue: usize) -> Limits {
+        Limits { max_line: max_message_size.saturating_mul(6).saturating_add(64 * 1024), queue }
+    }
+}
+
+/// A link's socket, as each end reads and writes it.
+pub type Socket = Pin<Box<dyn Io>>;
+
+/// A byte stream either way.
+pub trait Io: AsyncRead + AsyncWrite + Send {}
+impl<T: AsyncRead + AsyncWrite + Send> Io for T {}
+
+/// Why a link ended.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    #[error("the other end closed the link")]
+    Closed,
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("a line was not a frame: {0}")]
+    Frame(#[from] serde_json::Error),
+    #[error("a line over {0} bytes")]
+    TooLong(usize),
+    #[error("more than {0} frames waited to be sent")]
+    Behind(usize),
+}
+
+/// One end of a link: frames to send go into `sender`, frames read come
+/// out of `frames`.
+pub struct Ends {
+    pub sender: Sender,
+    pub frames: Frames,
+}
+
+/// Frames read from the other end.
+pub type Frames = FramedRead<tokio::io::ReadHalf<Deflated<Socket>>, LinesCodec>;
+
+/// Where frames for the other end go: a bounded queue, written by one task
+/// in as few flushes as it can. A full queue ends the link: the other end
+/// reads too slowly to be kept current.
+#[derive(Debug, Clone)]
+pub struct Sender {
+    queue: mpsc::Sender<Frame>,
+    /// Cancelled when the queue overflows, or the writer stops.
+    ended: CancellationToken,
+}
+
+impl Sender {
+    /// Queues `frame`; `Err` once the link has ended or is too far behind
+    /// (which ends it).
+    pub fn send(&self, frame: Frame) -> Result<(), LinkError> {
+        self.queue.try_send(frame).map_err(|e| {
+            self.ended.cancel();
+            match e {
+                mpsc::error::TrySendError::Full(_) => LinkError::Behind(self.queue.max_capacity()),
+                mpsc::error::TrySendError::Closed(_) => LinkError::Closed,
+            }
+        })
+    }
+
+    /// Resolves once the link can send no more.
+    pub async fn ended(&self) {
+        self.ended.cancelled().await;
+    }
+}
+
+/// Opens the link's ends over `socket`: lines read are at most
+/// `max_line` bytes, and at most `queue` frames wait to be written.
+pub fn open(socket: Socket, max_line: usize, queue: usize) -> Ends {
+    let (read, write) = tokio::io::split(Deflated::new(socket));
+    let frames = FramedRead::new(read, LinesCodec::new_with_max_length(max_line));
+    let (tx, rx) = mpsc::channel(queue.max(1));
+    let ended = CancellationToken::new();
+    tokio::spawn(write_frames(rx, FramedWrite::new(write, LinesCodec::new()), ended.clone()));
+    Ends { sender: Sender { queue: tx, ended }, frames }
+}
+
+/// The next frame from the other end.
+pub async fn next(frames: &mut Frames) -> Result<Frame, LinkError> {
+    match frames.next().await {
+        Some(Ok(line)) => Ok(serde_json::from_str(&line)?),
+        Some(Err(LinesCodecError::MaxLineLengthExceeded)) => Err(LinkError::TooLong(frames.decoder().max_length())),
+        Some(Err(LinesCodecError::Io(e))) => Err(LinkError::Io(e)),
+        None => Err(LinkError::Closed),
+    }
+}
+
+/// Most frames written in one flush.
+const BATCH: usize = 256;
+
+async fn write_frames(queue: mpsc::Receiver<Frame>, out: FramedWrite<tokio::io::WriteHalf<Deflated<Socket>>, LinesCodec>, ended: CancellationToken) {
+    tokio::select! {
+        () = write_all(queue, out) => {},
+        () = ended.cancelled() => {},
+    }
+    ended.cancel();
+}
+
+async fn write_all(mut queue: mpsc::Receiver<Frame>, mut out: FramedWrite<tokio::io::WriteHalf<Deflated<Socket>>, LinesCodec>) {
+    while let Some(first) = queue.recv().await {
+        let mut frame = Some(first);
+        let mut written = 0;
+        while let Some(f) = frame.take() {
+            let line = serde_json::to_string(&f).unwrap_or_default();
+            if out.feed(line).await.is_err() {
+                return;
+            }
+            written += 1;
+            if written < BATCH {
+                frame = queue.try_recv().ok();
+            }
+        }
+        // One flush: one compressed block, one write, for all of them.
+        if SinkExt::<String>::flush(&mut out).await.is_err() {
+            return;
+        }
+    }
+    let _ = SinkExt::<String>::close(&mut out).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncReadExt;
+
+    use super::*;
+
+    #[test]
+    fn frames_are_one_json_object_a_line() {
+        let cases = [
+            (Frame::Hello { node: "b".into() }, r#"{"t":"hello","node":"b"}"#),
+            (Frame::Follow { app: "chat".into(), room: "lobby".into() }, r#"{"t":"follow","app":"chat","room":"lobby"}"#),
+            (
+                Frame::Claim { id: 7, app: "chat".into(), room: "lobby".into(), key: "bob".into(), name: "Bob".into(), speaks: "irc".into() },
+                r#"{"t":"claim","id":7,"app":"chat","room":"lobby","key":"bob","name":"Bob","speaks":"irc"}"#,
+            ),
+            (Frame::Claimed { id: 7, ok: false }, r#"{"t":"claimed","id":7,"ok":false}"#),
+            (
+                Frame::Event {
+                    app: "chat".into(),
+                    room: "lobby".into(),
+                    node: "a".into(),
+                    item: Item::Event { e: Event::Message { name: "al".into(), text: "hi".into() }, id: None, tags: None, at: None, offset: Some(12) },
+                    keep: true,
+                },
+                r#"{"t":"event","app":"chat","room":"lobby","node":"a","item":{"k":"event","e":{"event":"message","name":"al","text":"hi"},"offset":12},"keep":true}"#,
+            ),
+            (
+                Frame::Publish { app: "echo".into(), room: "r".into(), item: Item::Binary { data: "AP8=".into() }, others: false },
+                r#"{"t":"publish","app":"echo","room":"r","item":{"k":"binary","data":"AP8="}}"#,
+            ),
+            (
+                Frame::Answer { id: 1, names: vec![Name { name: "lobby".into(), speaks: None, node: None, count: Some(3) }] },
+                r#"{"t":"answer","id":1,"names":[{"name":"lobby","count":3}]}"#,
+            ),
+        ];
+        for (frame, line) in cases {
+            assert_eq!(serde_json::to_string(&frame).unwrap(), line);
+            assert_eq!(serde_json::from_str::<Frame>(line).unwrap(), frame);
+        }
+    }
+
+    #[test]
+    fn a_payload_crosses_as_it_was() {
+        let room: Arc<str> = Arc::from("lobby");
+        let epoch: Arc<str> = Arc::from("e1");
+        let at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_800_000_000_123);
+        let kept = Payload::archived(room.clone(), RoomEvent::Message { name: "al".into(), text: "hi".into() }, at, Some("01".into())).with_client_tags(Some("+typing=active".into()));
+        kept.place(Position { offset: 4, epoch: epoch.clone() });
+        for payload in [kept, Payload::from("plain"), Payload::binary(vec![0u8, 255])] {
+            let back = Item::of(&payload, true).payload(&room, &epoch).unwrap();
+            assert_eq!(back.ws_message(), payload.ws_message());
+            assert_eq!((back.id(), back.client_tags()), (payload.id(), payload.client_tags()));
+            if payload.as_event().is_some() {
+                assert_eq!(back.at(), at);
+                assert_eq!(back.position(), Some(&Position { offset: 4, epoch: epoch.clone() }), "its place, in the host's history");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn frames_sent_together_go_in_one_compressed_flush_and_repeats_cost_little() {
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let a = open(Box::pin(a), 1 << 16, 64);
+        let mut b = Box::pin(b);
+        let event = |text: &str, offset: u64| Frame::Event {
+            app: "chat".into(),
+            room: "lobby".into(),
+            node: "a".into(),
+            item: Item::Event { e: Event::Message { name: "alice".into(), text: text.into() }, id: None, tags: None, at: None, offset: Some(offset) },
+            keep: true,
+        };
+        let mut raw = vec![0u8; 4096];
+        a.sender.send(event("x1", 1)).unwrap();
+        let first = b.read(&mut raw).await.unwrap();
+        a.sender.send(event("y2", 2)).unwrap();
+        let second = b.read(&mut raw).await.unwrap();
+        let line = serde_json::to_string(&event("y2", 2)).unwrap().len();
+        assert!(second < 20 && first > second, "{line} bytes of JSON: {first} on the wire, then {second}");
+    }
+
+    #[tokio::test]
+    async fn a_line_too_long_ends_the_link_with_an_error() {
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let a = open(Box::pin(a), 1 << 16, 64);
+        let mut b = open(Box::pin(b), 64, 64);
+        a.sender.send(Frame::Hello { node: Arc::from("n".repeat(100)) }).unwrap();
+        assert!(matches!(next(&mut b.frames).await, Err(LinkError::TooLong(_))));
+        a.sender.send(Frame::Hello { node: "n".into() }).unwrap();
+        let (c, d) = tokio::io::duplex(1 << 16);
+        drop(c);
+        let mut d = open(Box::pin(d), 64, 64);
+        assert!(matches!(next(&mut d.frames).await, Err(LinkError::Closed)));
+        let _ = b;
+    }
+}

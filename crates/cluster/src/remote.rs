@@ -1,0 +1,551 @@
+//! [`Uplink`]: this node's link to the node that hosts its rooms
+//! (`--broker node://HOST:PORT`; the protocol is in `link`), and each
+//! app's [`RemoteBroker`] over it. A room is followed while it has members
+//! here: the host sends what it keeps and who is in it elsewhere, then each
+//! of its events, which the node's own hub fans out here. A message from a
+//! member here goes to the host and comes back as every other node's does,
+//! so all see one order. Names are claimed at the host.
+//!
+//! A link that breaks is made again, with a back-off: meanwhile the members
+//! elsewhere are taken to have left, joins and messages are refused, and
+//! once back the node follows its rooms again, claims its members' names
+//! and tells the other nodes they are there.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use hub::{BoxFuture, Broker, BrokerError, Greeting, Hub, JoinError, Kept, Member, MemberId, Outbox, Payload, Position, Present, RenameError, RoomEvent, RoomLimits, RoomSize, Roster, Speaks};
+use parking_lot::Mutex;
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+use wire::nickname::Nickname;
+
+use crate::broker::{Room, note_elsewhere};
+use crate::host::Disconnects;
+use crate::link::{self, Frame, Item, Name};
+
+/// How long a node waits for its host to take a connection, and to answer it.
+const CONNECT_WAIT: Duration = Duration::from_secs(5);
+/// Longest wait between two attempts to link again.
+const MOST_BACK_OFF: Duration = Duration::from_secs(5);
+/// How long a node that starts tries to link to its host (which may be
+/// starting too) before it gives up.
+const START_WAIT: Duration = Duration::from_secs(10);
+
+/// Why the node could not link to its host.
+#[derive(Debug, thiserror::Error)]
+pub enum UplinkError {
+    #[error("cannot reach the host node at {addr}: {reason}")]
+    Unreachable { addr: String, reason: String },
+}
+
+/// This node's link to its host.
+pub struct Uplink {
+    node: Arc<str>,
+    addr: String,
+    limits: link::Limits,
+    /// The history the host's positions count in.
+    epoch: Arc<str>,
+    /// The host's name.
+    host: Mutex<Arc<str>>,
+    sender: Mutex<Option<link::Sender>>,
+    /// Questions asked of the host, waiting for its answer, by id.
+    asked: Mutex<HashMap<u64, oneshot::Sender<Frame>>>,
+    next: AtomicU64,
+    apps: Mutex<HashMap<Arc<str>, Weak<RemoteBroker>>>,
+    disconnects: Mutex<Option<Disconnects>>,
+    up: AtomicBool,
+    reconnects: AtomicU64,
+}
+
+impl std::fmt::Debug for Uplink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Uplink").field("node", &self.node).field("addr", &self.addr).finish_non_exhaustive()
+    }
+}
+
+impl Uplink {
+    /// Links to the host at `addr` (`host:port`), trying for up to
+    /// [`START_WAIT`], and keeps the link.
+    pub async fn connect(addr: &str, limits: link::Limits) -> Result<Arc<Uplink>, UplinkError> {
+        let node = link::new_node();
+        let deadline = tokio::time::Instant::now() + START_WAIT;
+        let mut wait = Duration::from_millis(50);
+        let (ends, host, epoch) = loop {
+            match dial(addr, &node, limits).await {
+                Ok(linked) => break linked,
+                Err(reason) if tokio::time::Instant::now() + wait > deadline => return Err(UplinkError::Unreachable { addr: addr.to_owned(), reason }),
+                Err(reason) => {
+                    tracing::debug!(%addr, "broker: cannot link to the host yet: {reason}");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(MOST_BACK_OFF);
+                }
+            }
+        };
+        let uplink = Arc::new(Uplink {
+            node,
+            addr: addr.to_owned(),
+            limits,
+            epoch,
+            host: Mutex::new(host),
+            sender: Mutex::new(Some(ends.sender)),
+            asked: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+            apps: Mutex::new(HashMap::new()),
+            disconnects: Mutex::new(None),
+            up: AtomicBool::new(true),
+            reconnects: AtomicU64::new(0),
+        });
+        tokio::spawn(keep_linked(Arc::downgrade(&uplink), ends.frames));
+        Ok(uplink)
+    }
+
+    /// This node's name.
+    pub fn node(&self) -> &Arc<str> {
+        &self.node
+    }
+
+    /// The host, while linked to it.
+    pub fn others(&self) -> Vec<Arc<str>> {
+        if self.is_up() { vec![self.host.lock().clone()] } else { Vec::new() }
+    }
+
+    /// Whether the link is up.
+    pub fn is_up(&self) -> bool {
+        self.up.load(Ordering::Relaxed)
+    }
+
+    /// How many times the link was made again after it broke.
+    pub fn reconnects(&self) -> u64 {
+        self.reconnects.load(Ordering::Relaxed)
+    }
+
+    /// The rooms of the app mounted at `prefix`, which keep to `limits`.
+    pub fn broker(self: &Arc<Self>, prefix: &str, limits: RoomLimits) -> Arc<RemoteBroker> {
+        let app: Arc<str> = Arc::from(prefix);
+        let broker = Arc::new(RemoteBroker {
+            uplink: self.clone(),
+            app: app.clone(),
+            hub: Hub::with_epoch(16, limits, self.epoch.clone()),
+            rooms: Mutex::new(HashMap::new()),
+        });
+        self.apps.lock().insert(app, Arc::downgrade(&broker));
+        broker
+    }
+
+    /// What the host's (and through it, the other nodes') disconnects close here.
+    pub fn answer_disconnects(&self, here: Disconnects) {
+        *self.disconnects.lock() = Some(here);
+    }
+
+    /// Asks the other nodes to close the clients of `name`: how many they
+    /// closed, of those that answered in time.
+    pub async fn disconnect_elsewhere(&self, name: &str, reason: &str) -> Result<usize, BrokerError> {
+        let answer = self.ask(|id| Frame::Disconnect { id, name: Arc::from(name), reason: Arc::from(reason) })?;
+        match tokio::time::timeout(link::DISCONNECT_PATIENCE * 2, answer).await {
+            Ok(Ok(Frame::Disconnected { count, .. })) => Ok(count),
+            _ => Err(BrokerError::Unavailable),
+        }
+    }
+
+    fn send(&self, frame: Frame) -> Result<(), BrokerError> {
+        let sender = self.sender.lock().clone().ok_or(BrokerError::Unavailable)?;
+        sender.send(frame).map_err(|e| {
+            tracing::warn!("broker: cannot send to the host: {e}");
+            BrokerError::Unavailable
+        })
+    }
+
+    /// Sends the question `frame(id)`; its answer comes through the receiver.
+    fn ask(&self, frame: impl FnOnce(u64) -> Frame) -> Result<oneshot::Receiver<Frame>, BrokerError> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.asked.lock().insert(id, tx);
+        if let Err(e) = self.send(frame(id)) {
+            self.asked.lock().remove(&id);
+            return Err(e);
+        }
+        Ok(rx)
+    }
+
+    fn brokers(&self) -> Vec<Arc<RemoteBroker>> {
+        self.apps.lock().values().filter_map(Weak::upgrade).collect()
+    }
+
+    fn broker_of(&self, app: &str) -> Option<Arc<RemoteBroker>> {
+        self.apps.lock().get(app).and_then(Weak::upgrade)
+    }
+
+    /// Acts on one frame from the host.
+    fn take(&self, frame: Frame) {
+        match frame {
+            Frame::Followed { app, room, last, trimmed, history, names } => {
+                if let Some(broker) = self.broker_of(&app) {
+                    broker.followed(&room, last, trimmed, history, names);
+                }
+            }
+            Frame::Event { app, room, node, item, keep } => {
+                if let Some(broker) = self.broker_of(&app) {
+                    broker.event(&room, &node, item, keep);
+                }
+            }
+            Frame::Claimed { id, .. } | Frame::Kept { id, .. } | Frame::Answer { id, .. } | Frame::Disconnected { id, .. } => {
+                if let Some(tx) = self.asked.lock().remove(&id) {
+                    let _ = tx.send(frame);
+                }
+            }
+            Frame::Disconnect { id, name, reason } => {
+                let count = self.disconnects.lock().clone().map_or(0, |here| here(&name, &reason));
+                let _ = self.send(Frame::Disconnected { id, count });
+            }
+            other => tracing::debug!("broker: a frame a node does not take: {other:?}"),
+        }
+    }
+
+    /// The link broke: the members elsewhere leave, what waited for the
+    /// host is refused.
+    fn lost(&self) {
+        self.up.store(false, Ordering::Relaxed);
+        *self.sender.lock() = None;
+        self.asked.lock().clear();
+        for broker in self.brokers() {
+            broker.lost();
+        }
+    }
+
+    /// The link is made again: follow every room, claim every name here,
+    /// and tell the other nodes who is here.
+    fn rejoined(&self, sender: link::Sender, host: Arc<str>) {
+        *self.sender.lock() = Some(sender);
+        *self.host.lock() = host;
+        self.up.store(true, Ordering::Relaxed);
+        self.reconnects.fetch_add(1, Ordering::Relaxed);
+        for broker in self.brokers() {
+            broker.rejoined();
+        }
+    }
+}
+
+/// Connects to the host, says hello and waits for its welcome: the link's
+/// ends, the host's name and its history's.
+async fn dial(addr: &str, node: &Arc<str>, limits: link::Limits) -> Result<(link::Ends, Arc<str>, Arc<str>), String> {
+    let socket = tokio::time::timeout(CONNECT_WAIT, TcpStream::connect(addr)).await.map_err(|_| "no answer".to_owned())?.map_err(|e| e.to_string())?;
+    let _ = socket.set_nodelay(true);
+    let mut ends = link::open(Box::pin(socket), limits.max_line, limits.queue);
+    ends.sender.send(Frame::Hello { node: node.clone() }).map_err(|e| e.to_string())?;
+    match tokio::time::timeout(CONNECT_WAIT, link::next(&mut ends.frames)).await {
+        Ok(Ok(Frame::Welcome { node: host, epoch })) => Ok((ends, host, epoch)),
+        Ok(Ok(other)) => Err(format!("it said {other:?} first")),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("no welcome".to_owned()),
+    }
+}
+
+/// Reads the host's frames; when the link breaks, makes it again.
+async fn keep_linked(uplink: Weak<Uplink>, mut frames: link::Frames) {
+    loop {
+        let ended = loop {
+            match link::next(&mut frames).await {
+                Ok(frame) => match uplink.upgrade() {
+                    Some(uplink) => uplink.take(frame),
+                    None => return,
+                },
+                Err(e) => break e,
+            }
+        };
+        let Some(this) = uplink.upgrade() else { return };
+        tracing::warn!(addr = %this.addr, "broker: the link to the host broke: {ended}");
+        this.lost();
+        let (addr, node, limits) = (this.addr.clone(), this.node.clone(), this.limits);
+        drop(this);
+        let mut wait = Duration::from_millis(100);
+        frames = loop {
+            tokio::time::sleep(wait).await;
+            match dial(&addr, &node, limits).await {
+                Ok((ends, host, epoch)) => {
+                    let Some(this) = uplink.upgrade() else { return };
+                    if epoch != this.epoch {
+                        tracing::warn!("broker: the host started again: the rooms' positions here no longer match its history");
+                    }
+                    tracing::info!(%addr, "broker: linked to the host again");
+                    this.rejoined(ends.sender, host);
+                    break ends.frames;
+                }
+                Err(e) => {
+                    tracing::debug!(%addr, "broker: cannot link to the host yet: {e}");
+                    wait = (wait * 2).min(MOST_BACK_OFF);
+                }
+            }
+        };
+    }
+}
+
+/// One app's rooms on this node, hosted by another.
+#[derive(Debug)]
+pub struct RemoteBroker {
+    uplink: Arc<Uplink>,
+    app: Arc<str>,
+    hub: Hub,
+    rooms: Mutex<HashMap<Arc<str>, Followed>>,
+}
+
+/// A room this node follows.
+#[derive(Debug)]
+struct Followed {
+    /// Members here, or on their way in.
+    interest: usize,
+    room: Arc<Room>,
+}
+
+impl RemoteBroker {
+    /// Follows `room` for one more member: asks the host for it if this
+    /// is the first.
+    fn enter(&self, room: &str) -> Result<Arc<Room>, BrokerError> {
+        let mut rooms = self.rooms.lock();
+        if let Some(followed) = rooms.get_mut(room) {
+            followed.interest += 1;
+            return Ok(followed.room.clone());
+        }
+        self.uplink.send(Frame::Follow { app: self.app.clone(), room: Arc::from(room) })?;
+        let state = Room::new();
+        rooms.insert(Arc::from(room), Followed { interest: 1, room: state.clone() });
+        Ok(state)
+    }
+
+    /// One member fewer in `room`; the last one stops following it.
+    fn unfollow(&self, room: &str) {
+        let mut rooms = self.rooms.lock();
+        let Some(followed) = rooms.get_mut(room) else { return };
+        followed.interest -= 1;
+        if followed.interest == 0 {
+            rooms.remove(room);
+            self.hub.forget(room);
+            let _ = self.uplink.send(Frame::Unfollow { app: self.app.clone(), room: Arc::from(room) });
+        }
+    }
+
+    /// Asks the host for `name` in `room`.
+    async fn claim(&self, room: &str, name: &Nickname, speaks: Speaks) -> Result<bool, BrokerError> {
+        let answer = self.uplink.ask(|id| Frame::Claim {
+            id,
+            app: self.app.clone(),
+            room: Arc::from(room),
+            key: name.key.clone(),
+            name: name.shown.clone(),
+            speaks: Arc::from(speaks.name()),
+        })?;
+        match answer.await {
+            Ok(Frame::Claimed { ok, .. }) => Ok(ok),
+            _ => Err(BrokerError::Unavailable),
+        }
+    }
+
+    fn release(&self, room: &str, key: &Arc<str>) {
+        let _ = self.uplink.send(Frame::Release { app: self.app.clone(), room: Arc::from(room), key: key.clone() });
+    }
+
+    /// The host's answer to a follow: what the room keeps, and who is in it
+    /// elsewhere.
+    fn followed(&self, room: &Arc<str>, last: u64, trimmed: u64, history: Vec<Item>, names: Vec<Name>) {
+        let Some(state) = self.rooms.lock().get(room).map(|f| f.room.clone()) else { return };
+        let history = history.into_iter().filter_map(|item| item.payload(room, &self.uplink.epoch)).collect();
+        self.hub.restore(room, Kept { history, last, trimmed });
+        let elsewhere: HashMap<Arc<str>, Arc<str>> = names.into_iter().filter_map(|n| Some((n.name, n.node?))).filter(|(_, node)| *node != self.uplink.node).collect();
+        let again = state.ready.borrow().is_some();
+        if again {
+            // Back after the link broke: those elsewhere are here again.
+            for name in elsewhere.keys() {
+                self.hub.publish(room, &Payload::event(room.clone(), RoomEvent::join(name.clone())));
+            }
+        }
+        *state.elsewhere.lock() = elsewhere;
+        state.ready.send_replace(Some(Ok(())));
+    }
+
+    /// An event of `room` from `node`, for the members here.
+    fn event(&self, room: &Arc<str>, node: &Arc<str>, item: Item, keep: bool) {
+        let Some(payload) = item.payload(room, &self.uplink.epoch) else { return };
+        if keep {
+            self.hub.publish_and_keep(room, &payload);
+            return;
+        }
+        if *node != self.uplink.node
+            && let Some((_, event)) = payload.as_event()
+            && let Some(state) = self.rooms.lock().get(room).map(|f| f.room.clone())
+            && !note_elsewhere(&mut state.elsewhere.lock(), node, event)
+        {
+            return;
+        }
+        self.hub.publish(room, &payload);
+    }
+
+    /// The link broke: everyone elsewhere leaves, as the members here are told.
+    fn lost(&self) {
+        let rooms: Vec<(Arc<str>, Arc<Room>)> = self.rooms.lock().iter().map(|(name, f)| (name.clone(), f.room.clone())).collect();
+        for (name, room) in rooms {
+            let gone: Vec<Arc<str>> = room.elsewhere.lock().drain().map(|(member, _)| member).collect();
+            for member in gone {
+                self.hub.publish(&name, &Payload::event(name.clone(), RoomEvent::leave(member)));
+            }
+        }
+    }
+
+    /// The link is made again: follows every room again, claims the names
+    /// of the members here, and tells the other nodes' members of them.
+    fn rejoined(&self) {
+        let rooms: Vec<Arc<str>> = self.rooms.lock().keys().cloned().collect();
+        for room in rooms {
+            let _ = self.uplink.send(Frame::Follow { app: self.app.clone(), room: room.clone() });
+            for (name, speaks) in self.hub.nicknames(&room) {
+                let claimed = self.uplink.ask(|id| Frame::Claim {
+                    id,
+                    app: self.app.clone(),
+                    room: room.clone(),
+                    key: name.key.clone(),
+                    name: name.shown.clone(),
+                    speaks: Arc::from(speaks.name()),
+                });
+                let (shown, at) = (name.shown.clone(), room.clone());
+                if let Ok(answer) = claimed {
+                    tokio::spawn(async move {
+                        if let Ok(Frame::Claimed { ok: false, .. }) = answer.await {
+                            tracing::warn!(room = %at, "broker: {shown} was taken on another node while the link was down; two members now share it");
+                        }
+                    });
+                }
+                let join = Item::of(&Payload::event(room.clone(), RoomEvent::join(name.shown.clone())), false);
+                let _ = self.uplink.send(Frame::Publish { app: self.app.clone(), room: room.clone(), item: join, others: true });
+            }
+        }
+    }
+}
+
+impl Broker for RemoteBroker {
+    fn join<'a>(&'a self, room: &'a str, member: Member, listed: usize, greet: Greeting) -> BoxFuture<'a, Result<Roster, JoinError>> {
+        Box::pin(async move {
+            if !self.uplink.is_up() {
+                return Err(JoinError::from(BrokerError::Unavailable));
+            }
+            // Asked together: one round trip to the host for both.
+            let state = self.enter(room)?;
+            let name = member.name.clone();
+            let claimed = name.as_ref().map(|name| self.claim(room, name, member.speaks));
+            let (ready, claimed) = match claimed {
+                Some(claimed) => {
+                    let (ready, claimed) = tokio::join!(state.ready(), claimed);
+                    (ready, claimed.map(Some))
+                }
+                None => (state.ready().await, Ok(None)),
+            };
+            let outcome = match (ready, claimed) {
+                (Err(e), _) | (_, Err(e)) => Err(JoinError::from(e)),
+                (Ok(()), Ok(Some(false))) => Err(JoinError::NameTaken),
+                (Ok(()), Ok(_)) => {
+                    let key = member.name.as_ref().map(|n| n.key.clone());
+                    let elsewhere: Vec<Arc<str>> = state.elsewhere.lock().keys().cloned().collect();
+                    let joined = self.hub.join_beside(room, member, listed, &elsewhere, greet);
+                    if let (Err(_), Some(key)) = (&joined, key) {
+                        self.release(room, &key);
+                    }
+                    joined
+                }
+            };
+            if outcome.is_err() {
+                self.unfollow(room);
+            }
+            outcome
+        })
+    }
+
+    fn leave(&self, room: &str, id: MemberId) -> Option<Member> {
+        let member = self.hub.leave(room, id)?;
+        if let Some(name) = &member.name {
+            self.release(room, &name.key);
+        }
+        self.unfollow(room);
+        Some(member)
+    }
+
+    fn rename<'a>(&'a self, room: &'a str, id: MemberId, name: Nickname) -> BoxFuture<'a, Result<(), RenameError>> {
+        Box::pin(async move {
+            let speaks = self.hub.speaks(room, id).ok_or(RenameError::NotMember)?;
+            if !self.claim(room, &name, speaks).await? {
+                return Err(RenameError::NameTaken);
+            }
+            let key = name.key.clone();
+            match self.hub.rename(room, id, name) {
+                Ok(old) => {
+                    if let Some(old) = old.filter(|old| old.key != key) {
+                        self.release(room, &old.key);
+                    }
+                    Ok(())
+                }
+                Err(e) => {
+                    self.release(room, &key);
+                    Err(e)
+                }
+            }
+        })
+    }
+
+    fn publish(&self, room: &str, payload: Payload) -> Result<(), BrokerError> {
+        self.uplink.send(Frame::Publish { app: self.app.clone(), room: Arc::from(room), item: Item::of(&payload, false), others: false })
+    }
+
+    fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<Option<Position>, BrokerError>> {
+        let asked = self.uplink.ask(|id| Frame::Keep { id, app: self.app.clone(), room: Arc::from(room), item: Item::of(&payload, false) });
+        Box::pin(async move {
+            match asked?.await {
+                Ok(Frame::Kept { offset, .. }) => Ok(offset.map(|offset| Position { offset, epoch: self.uplink.epoch.clone() })),
+                _ => Err(BrokerError::Unavailable),
+            }
+        })
+    }
+
+    fn limits(&self) -> RoomLimits {
+        self.hub.limits()
+    }
+
+    fn names(&self, room: &str, max: usize) -> Vec<Arc<str>> {
+        let mut names = self.hub.names(room, max);
+        if let Some(followed) = self.rooms.lock().get(room) {
+            let elsewhere = followed.room.elsewhere.lock();
+            names.extend(elsewhere.keys().take(max.saturating_sub(names.len())).cloned());
+        }
+        names
+    }
+
+    fn presence<'a>(&'a self, room: &'a str, max: usize) -> BoxFuture<'a, Result<Vec<Present>, BrokerError>> {
+        let asked = self.uplink.ask(|id| Frame::Ask { id, app: self.app.clone(), room: Some(Arc::from(room)), max });
+        Box::pin(async move {
+            let Ok(Frame::Answer { names, .. }) = asked?.await else { return Err(BrokerError::Unavailable) };
+            let here = self.hub.members(room, max).into_iter().map(|(name, speaks)| Present { name, speaks, node: None });
+            let mut present: Vec<Present> = here.collect();
+            for n in names.into_iter().filter(|n| n.node.as_ref() != Some(&self.uplink.node)) {
+                if present.len() >= max {
+                    break;
+                }
+                present.push(Present { name: n.name, speaks: n.speaks.as_deref().and_then(Speaks::from_name).unwrap_or(Speaks::App), node: n.node });
+            }
+            Ok(present)
+        })
+    }
+
+    fn rooms(&self) -> BoxFuture<'_, Result<Vec<RoomSize>, BrokerError>> {
+        let asked = self.uplink.ask(|id| Frame::Ask { id, app: self.app.clone(), room: None, max: usize::MAX });
+        Box::pin(async move {
+            let Ok(Frame::Answer { names, .. }) = asked?.await else { return Err(BrokerError::Unavailable) };
+            Ok(names.into_iter().map(|n| RoomSize { room: n.name, members: n.count.unwrap_or(0) }).collect())
+        })
+    }
+
+    fn history(&self, room: &str) -> Vec<Payload> {
+        self.hub.history(room)
+    }
+
+    fn named(&self, key: &str) -> Vec<Arc<Outbox>> {
+        self.hub.named(key)
+    }
+}
