@@ -51,11 +51,15 @@
 #   have taken in each other's burst, peers/lib/irc_settled.py, since ircu
 #   drops channel messages towards a server still bursting). IRC users of
 #   two Switchboard nodes
-#   (OUT/irc-switchboard/, MODES="irc-switchboard"): a.irc on 127.0.0.2 and
-#   b.irc on 127.0.0.3 share their rooms through one nats-server beside
-#   a.irc (make nats-server), b.irc's node reaching it through the link on
-#   127.0.0.4; each node takes the other for lost after BROKER_TTL (2m) of
-#   silence, not the default 15 s: its heartbeats queue behind messages.
+#   (OUT/irc-switchboard/, MODES="irc-switchboard"): a.irc on 127.0.0.2
+#   hosts the rooms (--broker-listen 127.0.0.2:15270) and b.irc on
+#   127.0.0.3 links to it (--broker node://…) through the link on
+#   127.0.0.4, one deflated connection. The same nodes sharing their rooms
+#   through one nats-server beside a.irc instead (OUT/irc-switchboard-nats/,
+#   MODES="irc-switchboard-nats"; make nats-server), b.irc's node reaching it
+#   through the link; each node takes the other for lost after BROKER_TTL
+#   (2m) of silence, not the default 15 s: its heartbeats queue behind
+#   messages.
 #
 #   Prosody (OUT/prosody/, MODES="prosody"): two Prosody 0.12 servers
 #   (Debian's, peers/prosody/install.sh if it is not there) in the same
@@ -229,21 +233,30 @@ irc_peers() {
   fi
 }
 
-# irc_nodes RATE DELAY: two Switchboard nodes sharing their rooms through
-# one nats-server (JetStream) beside a.irc's, on 127.0.0.2:14222; b.irc's
-# node reaches it through the link on 127.0.0.4. Each takes the other for
-# lost after BROKER_TTL of silence.
+# irc_nodes HOW RATE DELAY: two Switchboard nodes sharing their rooms. HOW
+# "link": a.irc's node hosts them on 127.0.0.2:15270, b.irc's links to it
+# through the link on 127.0.0.4. HOW "nats": through one nats-server
+# (JetStream) beside a.irc's, on 127.0.0.2:14222, b.irc's node reaching it
+# through the link on 127.0.0.4; each takes the other for lost after
+# BROKER_TTL of silence.
 irc_nodes() {
-  local node
-  link 127.0.0.4 14222 127.0.0.2:14222 "$1" "$2"
-  rm -rf "$RUN/nats"
-  nats-server -js -a 127.0.0.2 -p 14222 -sd "$RUN/nats" >"$RUN/nats.log" 2>&1 &
-  pids+=($!)
-  wait_for "$RUN/nats.log" "Server is ready" $! "nats-server"
+  local how="$1" node shares
+  if [ "$how" = link ]; then
+    link 127.0.0.4 15270 127.0.0.2:15270 "$2" "$3"
+  else
+    link 127.0.0.4 14222 127.0.0.2:14222 "$2" "$3"
+    rm -rf "$RUN/nats"
+    nats-server -js -a 127.0.0.2 -p 14222 -sd "$RUN/nats" >"$RUN/nats.log" 2>&1 &
+    pids+=($!)
+    wait_for "$RUN/nats.log" "Server is ready" $! "nats-server"
+  fi
   for node in "a 127.0.0.2 127.0.0.2" "b 127.0.0.3 127.0.0.4"; do
     set -- $node
+    if [ "$how" = nats ]; then shares=(--broker "nats://$3:14222" --broker-ttl "$BROKER_TTL")
+    elif [ "$1" = a ]; then shares=(--broker-listen 127.0.0.2:15270)
+    else shares=(--broker "node://$3:15270"); fi
     "$BIN" serve --store memory --listen "$2:18080" --xmpp-listen off --xmpp-s2s-listen off --irc-listen "$2:16667" --irc-tls-listen off \
-      --broker "nats://$3:14222" --broker-ttl "$BROKER_TTL" >"$RUN/$1-serve.log" 2>&1 &
+      "${shares[@]}" >"$RUN/$1-serve.log" 2>&1 &
     pids+=($!)
     wait_for "$RUN/$1-serve.log" "serves IRC" $! "the $1.irc node"
   done
@@ -257,7 +270,11 @@ irc_cell() {
   sizes="$(printf '%s' "$SIZES" | tr ',' '\n' | awk '$1 <= 400' | paste -sd, -)"
   [ -n "$sizes" ] || die "no payload of SIZES ($SIZES) fits an IRC line (400 B at most here)"
   if [ "$delay" = 0s ] && [ -n "$THROUGHPUT" ]; then streams=(--throughput 10,100 --throughput-bytes "$IRC_THROUGHPUT_BYTES"); fi
-  if [ "$mode" = irc-switchboard ]; then irc_nodes "$rate" "$delay"; else irc_peers "${mode#irc-}" "$rate" "$delay"; fi
+  case "$mode" in
+    irc-switchboard) irc_nodes link "$rate" "$delay" ;;
+    irc-switchboard-nats) irc_nodes nats "$rate" "$delay" ;;
+    *) irc_peers "${mode#irc-}" "$rate" "$delay" ;;
+  esac
   "$BIN" bench federated --quiet --transport irc --target "$mode=irc://127.0.0.2:16667" --peer-irc 127.0.0.3:16667 \
     --via-link "rate=${rate}bit,delay=$delay,overhead=40" --sizes "$sizes" --typing "$TYPING" --round-trips "$ROUNDS" "${streams[@]}" \
     --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
@@ -296,10 +313,10 @@ for mode in $MODES; do
     continue
   fi
   case "$mode" in
-    irc-ngircd|irc-ircu|irc-switchboard)
-      if [ "$mode" = irc-switchboard ]; then
-        command -v nats-server >/dev/null || die "irc-switchboard needs nats-server: make nats-server"
-      else
+    irc-ngircd|irc-ircu|irc-switchboard|irc-switchboard-nats)
+      if [ "$mode" = irc-switchboard-nats ]; then
+        command -v nats-server >/dev/null || die "irc-switchboard-nats needs nats-server: make nats-server"
+      elif [ "$mode" != irc-switchboard ]; then
         "$ROOT/peers/${mode#irc-}/install.sh" >"$RUN/install.log" 2>&1 || die "installing ${mode#irc-} failed: $(tail -n3 "$RUN/install.log")"
       fi
       for pair in $CELLS; do
@@ -308,7 +325,7 @@ for mode in $MODES; do
         irc_cell "$mode" "$rate" "$delay"
       done
       continue ;;
-    irc-*) die "MODES: $mode is not a mode (IRC: irc-ngircd, irc-ircu, irc-switchboard)" ;;
+    irc-*) die "MODES: $mode is not a mode (IRC: irc-ngircd, irc-ircu, irc-switchboard, irc-switchboard-nats)" ;;
   esac
   case "$mode" in
     prosody|ejabberd) "$ROOT/peers/$mode/install.sh" >"$RUN/install.log" 2>&1 || die "installing $mode failed: $(tail -n3 "$RUN/install.log")" ;;

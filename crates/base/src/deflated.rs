@@ -8,9 +8,12 @@ use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// A socket whose bytes are deflated each way: each write is compressed and
-/// flushed whole (`Z_SYNC_FLUSH`), one zlib stream per direction for the
-/// connection's life, so that what the stanzas repeat (names, namespaces)
-/// costs a few bytes after the first time.
+/// flushed whole, one zlib stream per direction for the connection's life,
+/// so that what the stanzas repeat (names, namespaces) costs a few bytes
+/// after the first time. The flush is `Z_PARTIAL_FLUSH`: the other end can
+/// inflate everything written so far, as after `Z_SYNC_FLUSH`, for an empty
+/// block of 10 bits instead of the 4 bytes and alignment of an empty stored
+/// one (on a 2400 bit/s link, 10 ms a write).
 pub struct Deflated<S> {
     inner: S,
     deflate: Compress,
@@ -63,7 +66,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Deflated<S> {
         loop {
             this.out.reserve(input.len() / 2 + 64);
             let before = this.deflate.total_in();
-            let status = this.deflate.compress_vec(input, &mut this.out, FlushCompress::Sync).map_err(std::io::Error::other)?;
+            let status = this.deflate.compress_vec(input, &mut this.out, FlushCompress::Partial).map_err(std::io::Error::other)?;
             input = &input[usize::try_from(this.deflate.total_in() - before).unwrap_or(input.len())..];
             // Done once all is taken and the flush had room to finish, or
             // zlib says nothing more can come (there was room: it was reserved).

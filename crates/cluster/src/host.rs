@@ -204,19 +204,19 @@ impl Host {
                 }
             }
             Frame::Publish { app: name, room, item, others } => {
-                if let Some(broker) = app(&name)
-                    && let Some(payload) = item.payload(&room, &self.epoch)
-                {
-                    broker.deliver(&room, &payload, false, node, others.then_some(id));
+                let from = From::Link { link: id, others, sender };
+                match (app(&name), item.payload(&room, &self.epoch)) {
+                    (Some(broker), Some(payload)) => broker.deliver(&room, &payload, false, node, from),
+                    _ if !others => answer(Frame::Own { offset: None }),
+                    _ => {}
                 }
             }
-            Frame::Keep { id: asked, app: name, room, item } => {
-                let offset = app(&name).and_then(|broker| {
-                    let payload = item.payload(&room, &self.epoch)?;
-                    broker.deliver(&room, &payload, true, node, None);
-                    payload.position().map(|p| p.offset)
-                });
-                answer(Frame::Kept { id: asked, offset });
+            Frame::Keep { app: name, room, item } => {
+                let from = From::Link { link: id, others: false, sender };
+                match (app(&name), item.payload(&room, &self.epoch)) {
+                    (Some(broker), Some(payload)) => broker.deliver(&room, &payload, true, node, from),
+                    _ => answer(Frame::Own { offset: None }),
+                }
             }
             Frame::Ask { id: asked, app: name, room, max } => {
                 let names = match (app(&name), room) {
@@ -252,6 +252,15 @@ pub struct HostBroker {
     app: Arc<str>,
     hub: Hub,
     rooms: Mutex<HashMap<Arc<str>, Arc<Mutex<Shared>>>>,
+}
+
+/// Where a room's event comes from: a member here, or a linked node's
+/// `publish` or `keep` (which it is answered with `own`, unless `others`:
+/// then it is for the other nodes only).
+#[derive(Debug, Clone, Copy)]
+enum From<'a> {
+    Here,
+    Link { link: u64, others: bool, sender: &'a link::Sender },
 }
 
 /// What the host keeps of a room beside its hub: under this lock each of
@@ -296,31 +305,51 @@ impl HostBroker {
     }
 
     /// Sends `payload` to the members here and the nodes following the
-    /// room (but `skip`), keeping it in the room's history if `keep`; from
-    /// `node`.
-    fn deliver(&self, room: &str, payload: &Payload, keep: bool, node: &Arc<str>, skip: Option<u64>) {
-        let Some(shared) = self.shared(room) else {
-            // Nobody here or elsewhere: what the hub does of it (a room
-            // seeded from an archive keeps it) needs no other node.
-            let _rooms = self.rooms.lock();
-            if keep {
-                self.hub.publish_and_keep(room, payload);
-            } else {
-                self.hub.publish(room, payload);
-            }
-            return;
-        };
-        let mut s = shared.lock();
+    /// room, keeping it in the room's history if `keep`; from `node`, as
+    /// `from` says. The node it came from is sent only where it goes in
+    /// the room's order.
+    fn deliver(&self, room: &str, payload: &Payload, keep: bool, node: &Arc<str>, from: From<'_>) {
+        let shared = self.shared(room);
+        let mut s = shared.as_ref().map(|shared| shared.lock());
+        // With nothing of the room here (no member, no node following it),
+        // the rooms' lock keeps a follow from coming between.
+        let _rooms = s.is_none().then(|| self.rooms.lock());
         if keep {
             self.hub.publish_and_keep(room, payload);
         } else {
             self.hub.publish(room, payload);
         }
-        if s.followers.is_empty() {
-            return;
+        let followers = s.as_mut().map(|s| &mut s.followers);
+        let mut event = None;
+        if let Some(followers) = followers {
+            followers.retain(|link, sender| {
+                let frame = match from {
+                    From::Link { link: origin, others, .. } if origin == *link => {
+                        if others {
+                            return true;
+                        }
+                        Frame::Own { offset: None }
+                    }
+                    _ => event.get_or_insert_with(|| self.event(room, payload, keep, node)).clone(),
+                };
+                sender.send(frame).is_ok()
+            });
         }
-        let frame = Frame::Event { app: self.app.clone(), room: Arc::from(room), node: node.clone(), item: Item::of(payload, false), keep };
-        s.followers.retain(|link, sender| Some(*link) == skip || sender.send(frame.clone()).is_ok());
+        if let From::Link { link, others: false, sender } = from
+            && !s.as_ref().is_some_and(|s| s.followers.contains_key(&link))
+        {
+            // A node that does not follow the room (the API's publish) is
+            // answered all the same.
+            let _ = sender.send(Frame::Own { offset: payload.position().filter(|_| keep).map(|p| p.offset) });
+        }
+    }
+
+    /// `payload` as an event of `room` for the nodes following it.
+    fn event(&self, room: &str, payload: &Payload, keep: bool, node: &Arc<str>) -> Frame {
+        // Only who comes and goes says the node: the others keep count of
+        // the names held on each node from these.
+        let membership = payload.as_event().is_some_and(|(_, e)| matches!(e, RoomEvent::Join { .. } | RoomEvent::Leave { .. }));
+        Frame::Event { app: self.app.clone(), room: Arc::from(room), node: membership.then(|| node.clone()), item: Item::of(payload, false), keep }
     }
 
     fn follow(&self, link: u64, node: &Arc<str>, sender: &link::Sender, room: Arc<str>) {
@@ -418,7 +447,7 @@ impl HostBroker {
                 (followed, gone)
             };
             for name in gone {
-                self.deliver(&room, &Payload::event(room.clone(), RoomEvent::leave(name)), false, node, None);
+                self.deliver(&room, &Payload::event(room.clone(), RoomEvent::leave(name)), false, node, From::Here);
             }
             if followed {
                 self.hub.unhold(&room);
@@ -474,12 +503,12 @@ impl Broker for HostBroker {
     }
 
     fn publish(&self, room: &str, payload: Payload) -> Result<(), BrokerError> {
-        self.deliver(room, &payload, false, &self.node, None);
+        self.deliver(room, &payload, false, &self.node, From::Here);
         Ok(())
     }
 
     fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<Option<hub::Position>, BrokerError>> {
-        self.deliver(room, &payload, true, &self.node, None);
+        self.deliver(room, &payload, true, &self.node, From::Here);
         Box::pin(std::future::ready(Ok(payload.position().cloned())))
     }
 

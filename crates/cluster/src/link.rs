@@ -13,9 +13,9 @@
 //! and the names held on other nodes, then sends each `event` of the room
 //! in the room's one order. Names are claimed (`claim`, answered by
 //! `claimed`) and let go (`release`) at the host; a node's messages go to
-//! the host (`publish`, or `keep` for one kept in the room's history,
-//! answered by `kept` with its position) and come back as events, as every
-//! other node's do. `ask` and `answer` list rooms and their members;
+//! the host (`publish`, or `keep` for one kept in the room's history),
+//! which sends them to the other nodes as events and answers the node with
+//! `own` at the message's place in the room's order, with its position. `ask` and `answer` list rooms and their members;
 //! `disconnect` and `disconnected` close a user's clients on the other end.
 
 use std::pin::Pin;
@@ -51,7 +51,18 @@ pub enum Frame {
     Unfollow { app: Arc<str>, room: Arc<str> },
     /// What the room keeps, and who is in it on other nodes than the one
     /// that follows it; the room's events follow.
-    Followed { app: Arc<str>, room: Arc<str>, last: u64, trimmed: u64, history: Vec<Item>, names: Vec<Name> },
+    Followed {
+        app: Arc<str>,
+        room: Arc<str>,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        last: u64,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        trimmed: u64,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        history: Vec<Item>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        names: Vec<Name>,
+    },
     /// A name for a member of `room`: `key` is its comparison form.
     Claim { id: u64, app: Arc<str>, room: Arc<str>, key: Arc<str>, name: Arc<str>, speaks: Arc<str> },
     /// Whether the claim `id` was granted.
@@ -61,6 +72,8 @@ pub enum Frame {
     /// A message or event for every member of the room; with `others`,
     /// for every member on the other nodes only (a node back after its
     /// link broke tells them of its members, whom its own never saw leave).
+    /// Unless `others`, the host answers with `own` where the room's order
+    /// puts it.
     Publish {
         app: Arc<str>,
         room: Arc<str>,
@@ -68,16 +81,27 @@ pub enum Frame {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         others: bool,
     },
-    /// A message for every member, kept in the room's history.
-    Keep { id: u64, app: Arc<str>, room: Arc<str>, item: Item },
-    /// Where the message `keep` `id` is in the room's history, if anywhere.
-    Kept { id: u64, offset: Option<u64> },
-    /// An event of a room a node follows, from node `node`; with `keep`,
-    /// kept in the room's history.
+    /// A message for every member, kept in the room's history; answered
+    /// with `own`.
+    Keep { app: Arc<str>, room: Arc<str>, item: Item },
+    /// The node's oldest `publish` or `keep` not yet answered, at its place
+    /// in the room's order: the node gives it to its members now (the host
+    /// does not send the node back what it sent). The host answers a link's
+    /// frames in the order it sent them. To a node that does not follow
+    /// the room, the host says the message's position, if kept.
+    Own {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        offset: Option<u64>,
+    },
+    /// An event of a room a node follows; with `keep`, kept in the room's
+    /// history, at the position after the last one kept (every node sees
+    /// every event of the rooms it follows, so it counts them as the host
+    /// does). A member's arrival or departure names the node it is on.
     Event {
         app: Arc<str>,
         room: Arc<str>,
-        node: Arc<str>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<Arc<str>>,
         item: Item,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         keep: bool,
@@ -115,8 +139,9 @@ impl Name {
 }
 
 /// A payload on the link: an app's text or binary data (base64), or a
-/// room event with its archive id, client tags, position in the room's
-/// history and, for one kept, when it was sent (milliseconds since 1970).
+/// room event with its archive id and client tags, and in a room's history
+/// as `followed` sends it, its position there and when it was sent
+/// (milliseconds since 1970).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "k", rename_all = "lowercase")]
 pub enum Item {
@@ -136,15 +161,16 @@ pub enum Item {
 }
 
 impl Item {
-    /// `payload` on the link; `stamped`, with when it was sent.
-    pub fn of(payload: &Payload, stamped: bool) -> Item {
+    /// `payload` on the link; `kept`, with its position and when it was
+    /// sent (as a room's history is sent).
+    pub fn of(payload: &Payload, kept: bool) -> Item {
         match payload.as_event() {
             Some((_, event)) => Item::Event {
                 e: Event::from(event.clone()),
                 id: payload.id().map(Arc::from),
                 tags: payload.client_tags().map(Arc::from),
-                at: stamped.then(|| millis(payload.at())),
-                offset: payload.position().map(|p| p.offset),
+                at: kept.then(|| millis(payload.at())),
+                offset: payload.position().filter(|_| kept).map(|p| p.offset),
             },
             None => match payload.ws_message() {
                 Message::Binary(data) => Item::Binary { data: STANDARD.encode(&data) },
@@ -171,6 +197,10 @@ impl Item {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 fn millis(at: SystemTime) -> u64 {
     at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
@@ -178,9 +208,10 @@ fn millis(at: SystemTime) -> u64 {
 /// How long a node waits for the others to answer a disconnect.
 pub const DISCONNECT_PATIENCE: Duration = Duration::from_secs(5);
 
-/// A new random name, for a node or a history.
+/// A new random name, for a node or a history: 32 bits, plenty for the
+/// nodes of one host, and 8 bytes each time the link names it.
 pub fn new_node() -> Arc<str> {
-    Arc::from(format!("{:016x}", rand::random::<u64>()))
+    Arc::from(format!("{:08x}", rand::random::<u32>()))
 }
 
 /// The bounds of a link, each way.
@@ -326,6 +357,7 @@ mod tests {
     fn frames_are_one_json_object_a_line() {
         let cases = [
             (Frame::Hello { node: "b".into() }, r#"{"t":"hello","node":"b"}"#),
+            (Frame::Followed { app: "chat".into(), room: "lobby".into(), last: 0, trimmed: 0, history: vec![], names: vec![] }, r#"{"t":"followed","app":"chat","room":"lobby"}"#),
             (Frame::Follow { app: "chat".into(), room: "lobby".into() }, r#"{"t":"follow","app":"chat","room":"lobby"}"#),
             (
                 Frame::Claim { id: 7, app: "chat".into(), room: "lobby".into(), key: "bob".into(), name: "Bob".into(), speaks: "irc".into() },
@@ -336,12 +368,18 @@ mod tests {
                 Frame::Event {
                     app: "chat".into(),
                     room: "lobby".into(),
-                    node: "a".into(),
-                    item: Item::Event { e: Event::Message { name: "al".into(), text: "hi".into() }, id: None, tags: None, at: None, offset: Some(12) },
+                    node: None,
+                    item: Item::Event { e: Event::Message { name: "al".into(), text: "hi".into() }, id: Some("01".into()), tags: None, at: None, offset: None },
                     keep: true,
                 },
-                r#"{"t":"event","app":"chat","room":"lobby","node":"a","item":{"k":"event","e":{"event":"message","name":"al","text":"hi"},"offset":12},"keep":true}"#,
+                r#"{"t":"event","app":"chat","room":"lobby","item":{"k":"event","e":{"event":"message","name":"al","text":"hi"},"id":"01"},"keep":true}"#,
             ),
+            (
+                Frame::Event { app: "chat".into(), room: "lobby".into(), node: Some("a".into()), item: Item::Event { e: Event::Join { name: "al".into(), old_name: None }, id: None, tags: None, at: None, offset: None }, keep: false },
+                r#"{"t":"event","app":"chat","room":"lobby","node":"a","item":{"k":"event","e":{"event":"join","name":"al"}}}"#,
+            ),
+            (Frame::Own { offset: None }, r#"{"t":"own"}"#),
+            (Frame::Own { offset: Some(7) }, r#"{"t":"own","offset":7}"#),
             (
                 Frame::Publish { app: "echo".into(), room: "r".into(), item: Item::Binary { data: "AP8=".into() }, others: false },
                 r#"{"t":"publish","app":"echo","room":"r","item":{"k":"binary","data":"AP8="}}"#,
@@ -383,8 +421,8 @@ mod tests {
         let event = |text: &str, offset: u64| Frame::Event {
             app: "chat".into(),
             room: "lobby".into(),
-            node: "a".into(),
-            item: Item::Event { e: Event::Message { name: "alice".into(), text: text.into() }, id: None, tags: None, at: None, offset: Some(offset) },
+            node: None,
+            item: Item::Event { e: Event::Message { name: "alice".into(), text: text.into() }, id: Some(offset.to_string().into()), tags: None, at: None, offset: None },
             keep: true,
         };
         let mut raw = vec![0u8; 4096];

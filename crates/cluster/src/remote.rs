@@ -11,7 +11,7 @@
 //! once back the node follows its rooms again, claims its members' names
 //! and tells the other nodes they are there.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -53,6 +53,9 @@ pub struct Uplink {
     sender: Mutex<Option<link::Sender>>,
     /// Questions asked of the host, waiting for its answer, by id.
     asked: Mutex<HashMap<u64, oneshot::Sender<Frame>>>,
+    /// This node's messages sent to the host, oldest first, waiting for
+    /// their place in their room's order (the host answers in order).
+    own: Mutex<VecDeque<Own>>,
     next: AtomicU64,
     apps: Mutex<HashMap<Arc<str>, Weak<RemoteBroker>>>,
     disconnects: Mutex<Option<Disconnects>>,
@@ -92,6 +95,7 @@ impl Uplink {
             host: Mutex::new(host),
             sender: Mutex::new(Some(ends.sender)),
             asked: Mutex::new(HashMap::new()),
+            own: Mutex::new(VecDeque::new()),
             next: AtomicU64::new(1),
             apps: Mutex::new(HashMap::new()),
             disconnects: Mutex::new(None),
@@ -170,6 +174,28 @@ impl Uplink {
         Ok(rx)
     }
 
+    /// Sends `payload` to the host for every member of `room` (kept in its
+    /// history if `keep`), or with `others` for the other nodes' only; but
+    /// then, it is given to the members here once the host says where it
+    /// goes, which the receiver then says (its position, if kept).
+    fn publish(&self, app: &Arc<str>, room: &str, payload: Payload, keep: bool, others: bool) -> Result<oneshot::Receiver<Option<u64>>, BrokerError> {
+        let (tx, rx) = oneshot::channel();
+        let (app, room) = (app.clone(), Arc::<str>::from(room));
+        let item = Item::of(&payload, false);
+        let frame = if keep {
+            Frame::Keep { app: app.clone(), room: room.clone(), item }
+        } else {
+            Frame::Publish { app: app.clone(), room: room.clone(), item, others }
+        };
+        // Queued and sent under one lock: the answers come in this order.
+        let mut own = self.own.lock();
+        self.send(frame)?;
+        if !others {
+            own.push_back(Own { app, room, payload, keep, done: Some(tx) });
+        }
+        Ok(rx)
+    }
+
     fn brokers(&self) -> Vec<Arc<RemoteBroker>> {
         self.apps.lock().values().filter_map(Weak::upgrade).collect()
     }
@@ -188,10 +214,18 @@ impl Uplink {
             }
             Frame::Event { app, room, node, item, keep } => {
                 if let Some(broker) = self.broker_of(&app) {
-                    broker.event(&room, &node, item, keep);
+                    broker.event(&room, node.as_ref(), item, keep);
                 }
             }
-            Frame::Claimed { id, .. } | Frame::Kept { id, .. } | Frame::Answer { id, .. } | Frame::Disconnected { id, .. } => {
+            Frame::Own { offset } => {
+                let Some(mut own) = self.own.lock().pop_front() else { return };
+                let here = self.broker_of(&own.app).and_then(|broker| broker.own(&own.room, &own.payload, own.keep));
+                let offset = here.or(offset);
+                if let Some(done) = own.done.take() {
+                    let _ = done.send(offset);
+                }
+            }
+            Frame::Claimed { id, .. } | Frame::Answer { id, .. } | Frame::Disconnected { id, .. } => {
                 if let Some(tx) = self.asked.lock().remove(&id) {
                     let _ = tx.send(frame);
                 }
@@ -210,6 +244,7 @@ impl Uplink {
         self.up.store(false, Ordering::Relaxed);
         *self.sender.lock() = None;
         self.asked.lock().clear();
+        self.own.lock().clear();
         for broker in self.brokers() {
             broker.lost();
         }
@@ -226,6 +261,17 @@ impl Uplink {
             broker.rejoined();
         }
     }
+}
+
+/// A message of this node's, sent to the host: given to the members here
+/// when the host says where it goes (`done` then has its position).
+#[derive(Debug)]
+struct Own {
+    app: Arc<str>,
+    room: Arc<str>,
+    payload: Payload,
+    keep: bool,
+    done: Option<oneshot::Sender<Option<u64>>>,
 }
 
 /// Connects to the host, says hello and waits for its welcome: the link's
@@ -364,14 +410,15 @@ impl RemoteBroker {
         state.ready.send_replace(Some(Ok(())));
     }
 
-    /// An event of `room` from `node`, for the members here.
-    fn event(&self, room: &Arc<str>, node: &Arc<str>, item: Item, keep: bool) {
+    /// An event of `room` (a member's arrival or departure from `node`),
+    /// for the members here.
+    fn event(&self, room: &Arc<str>, node: Option<&Arc<str>>, item: Item, keep: bool) {
         let Some(payload) = item.payload(room, &self.uplink.epoch) else { return };
         if keep {
             self.hub.publish_and_keep(room, &payload);
             return;
         }
-        if *node != self.uplink.node
+        if let Some(node) = node
             && let Some((_, event)) = payload.as_event()
             && let Some(state) = self.rooms.lock().get(room).map(|f| f.room.clone())
             && !note_elsewhere(&mut state.elsewhere.lock(), node, event)
@@ -379,6 +426,17 @@ impl RemoteBroker {
             return;
         }
         self.hub.publish(room, &payload);
+    }
+
+    /// This node's own message, at its place in the room's order: its
+    /// position in the room's history, if kept there.
+    fn own(&self, room: &str, payload: &Payload, keep: bool) -> Option<u64> {
+        if keep {
+            self.hub.publish_and_keep(room, payload);
+        } else {
+            self.hub.publish(room, payload);
+        }
+        payload.position().map(|p| p.offset)
     }
 
     /// The link broke: everyone elsewhere leaves, as the members here are told.
@@ -415,8 +473,8 @@ impl RemoteBroker {
                         }
                     });
                 }
-                let join = Item::of(&Payload::event(room.clone(), RoomEvent::join(name.shown.clone())), false);
-                let _ = self.uplink.send(Frame::Publish { app: self.app.clone(), room: room.clone(), item: join, others: true });
+                let join = Payload::event(room.clone(), RoomEvent::join(name.shown.clone()));
+                let _ = self.uplink.publish(&self.app, &room, join, false, true);
             }
         }
     }
@@ -491,15 +549,15 @@ impl Broker for RemoteBroker {
     }
 
     fn publish(&self, room: &str, payload: Payload) -> Result<(), BrokerError> {
-        self.uplink.send(Frame::Publish { app: self.app.clone(), room: Arc::from(room), item: Item::of(&payload, false), others: false })
+        self.uplink.publish(&self.app, room, payload, false, false).map(drop)
     }
 
     fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<Option<Position>, BrokerError>> {
-        let asked = self.uplink.ask(|id| Frame::Keep { id, app: self.app.clone(), room: Arc::from(room), item: Item::of(&payload, false) });
+        let sent = self.uplink.publish(&self.app, room, payload, true, false);
         Box::pin(async move {
-            match asked?.await {
-                Ok(Frame::Kept { offset, .. }) => Ok(offset.map(|offset| Position { offset, epoch: self.uplink.epoch.clone() })),
-                _ => Err(BrokerError::Unavailable),
+            match sent?.await {
+                Ok(offset) => Ok(offset.map(|offset| Position { offset, epoch: self.uplink.epoch.clone() })),
+                Err(_) => Err(BrokerError::Unavailable),
             }
         })
     }
