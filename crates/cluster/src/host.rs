@@ -140,7 +140,7 @@ impl Host {
                     continue;
                 }
             };
-            let _ = socket.set_nodelay(true);
+            link::tune(&socket);
             tracing::debug!(%peer, "broker: a node links here");
             tokio::spawn(self.clone().serve(Box::pin(socket)));
         }

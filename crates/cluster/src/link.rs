@@ -232,6 +232,23 @@ impl Limits {
     }
 }
 
+/// Idle time before TCP asks whether the other end is still there, the
+/// time between asks, and how many go unanswered before the link is taken
+/// for broken: a host or node gone without a word is found within a
+/// minute and a half.
+const KEEPALIVE: (Duration, Duration, u32) = (Duration::from_secs(60), Duration::from_secs(10), 3);
+
+/// Readies a link's TCP connection: each frame sent at once, and TCP's
+/// keep-alive, which is all that beats on a quiet link.
+pub fn tune(socket: &tokio::net::TcpStream) {
+    let _ = socket.set_nodelay(true);
+    let (idle, interval, retries) = KEEPALIVE;
+    let keepalive = socket2::TcpKeepalive::new().with_time(idle).with_interval(interval).with_retries(retries);
+    if let Err(e) = socket2::SockRef::from(socket).set_tcp_keepalive(&keepalive) {
+        tracing::warn!("broker: no TCP keep-alive on a link: {e}");
+    }
+}
+
 /// A link's socket, as each end reads and writes it.
 pub type Socket = Pin<Box<dyn Io>>;
 

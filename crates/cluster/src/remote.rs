@@ -278,7 +278,7 @@ struct Own {
 /// ends, the host's name and its history's.
 async fn dial(addr: &str, node: &Arc<str>, limits: link::Limits) -> Result<(link::Ends, Arc<str>, Arc<str>), String> {
     let socket = tokio::time::timeout(CONNECT_WAIT, TcpStream::connect(addr)).await.map_err(|_| "no answer".to_owned())?.map_err(|e| e.to_string())?;
-    let _ = socket.set_nodelay(true);
+    link::tune(&socket);
     let mut ends = link::open(Box::pin(socket), limits.max_line, limits.queue);
     ends.sender.send(Frame::Hello { node: node.clone() }).map_err(|e| e.to_string())?;
     match tokio::time::timeout(CONNECT_WAIT, link::next(&mut ends.frames)).await {
