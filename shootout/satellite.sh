@@ -52,7 +52,7 @@
 #   drops channel messages towards a server still bursting). IRC users of
 #   two Switchboard nodes
 #   (OUT/irc-switchboard/, MODES="irc-switchboard"): a.irc on 127.0.0.2
-#   hosts the rooms (--broker-listen 127.0.0.2:15270) and b.irc on
+#   hosts the rooms (--broker-listen 127.0.0.2:15280) and b.irc on
 #   127.0.0.3 links to it (--broker node://…) through the link on
 #   127.0.0.4, one deflated connection. The same nodes sharing their rooms
 #   through one nats-server beside a.irc instead (OUT/irc-switchboard-nats/,
@@ -103,10 +103,11 @@ if [ -z "${CELLS:-}" ]; then
   CELLS="$(for rate in $RATES; do for delay in $DELAYS; do printf '%s-%s ' "$rate" "$delay"; done; done)"
 fi
 BROKER_TTL="${BROKER_TTL:-2m}"
+STEADY_ROUNDS="${STEADY_ROUNDS:-10}"
 die() { echo "satellite: $*" >&2; exit 1; }
 [ -x "$BIN" ] || die "no switchboard binary at $BIN; run cargo build --release first"
 for ip in 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5 127.0.0.6; do
-  for port in 5269 15222 15223 15269 15270 15271 16667 18080; do
+  for port in 5269 15222 15223 15269 15270 15271 15280 16667 18080; do
     ! (exec 3<>"/dev/tcp/$ip/$port") 2>/dev/null || die "$ip:$port is taken: is another run going?"
   done
 done
@@ -234,7 +235,7 @@ irc_peers() {
 }
 
 # irc_nodes HOW RATE DELAY: two Switchboard nodes sharing their rooms. HOW
-# "link": a.irc's node hosts them on 127.0.0.2:15270, b.irc's links to it
+# "link": a.irc's node hosts them on 127.0.0.2:15280, b.irc's links to it
 # through the link on 127.0.0.4. HOW "nats": through one nats-server
 # (JetStream) beside a.irc's, on 127.0.0.2:14222, b.irc's node reaching it
 # through the link on 127.0.0.4; each takes the other for lost after
@@ -242,7 +243,7 @@ irc_peers() {
 irc_nodes() {
   local how="$1" node shares
   if [ "$how" = link ]; then
-    link 127.0.0.4 15270 127.0.0.2:15270 "$2" "$3"
+    link 127.0.0.4 15280 127.0.0.2:15280 "$2" "$3"
   else
     link 127.0.0.4 14222 127.0.0.2:14222 "$2" "$3"
     rm -rf "$RUN/nats"
@@ -253,8 +254,8 @@ irc_nodes() {
   for node in "a 127.0.0.2 127.0.0.2" "b 127.0.0.3 127.0.0.4"; do
     set -- $node
     if [ "$how" = nats ]; then shares=(--broker "nats://$3:14222" --broker-ttl "$BROKER_TTL")
-    elif [ "$1" = a ]; then shares=(--broker-listen 127.0.0.2:15270)
-    else shares=(--broker "node://$3:15270"); fi
+    elif [ "$1" = a ]; then shares=(--broker-listen 127.0.0.2:15280)
+    else shares=(--broker "node://$3:15280"); fi
     "$BIN" serve --store memory --listen "$2:18080" --xmpp-listen off --xmpp-s2s-listen off --irc-listen "$2:16667" --irc-tls-listen off \
       "${shares[@]}" >"$RUN/$1-serve.log" 2>&1 &
     pids+=($!)
@@ -264,21 +265,36 @@ irc_nodes() {
 
 # irc_cell MODE RATE DELAY: IRC users on two servers (irc-ngircd, irc-ircu:
 # linked servers; irc-switchboard: two Switchboard nodes), a client on each
-# in one channel, and `bench federated --transport irc`.
+# in one channel, and `bench federated --transport irc`. Then, with
+# STEADY_ROUNDS (10; 0 for none), the same cell again with that many more
+# round trips: what those cost the link over what the first run's did is
+# the cost of a message once the servers are linked and the clients in the
+# channel (CELL.steady, the second run's links and the extra round trips).
 irc_cell() {
-  local mode="$1" rate="$2" delay="$3" cell="$OUT/$1/$2-$3" status=0 sizes streams=()
+  local mode="$1" rate="$2" delay="$3" cell="$OUT/$1/$2-$3" status=0 sizes streams=() extra
   sizes="$(printf '%s' "$SIZES" | tr ',' '\n' | awk '$1 <= 400' | paste -sd, -)"
   [ -n "$sizes" ] || die "no payload of SIZES ($SIZES) fits an IRC line (400 B at most here)"
   if [ "$delay" = 0s ] && [ -n "$THROUGHPUT" ]; then streams=(--throughput 10,100 --throughput-bytes "$IRC_THROUGHPUT_BYTES"); fi
-  case "$mode" in
-    irc-switchboard) irc_nodes link "$rate" "$delay" ;;
-    irc-switchboard-nats) irc_nodes nats "$rate" "$delay" ;;
-    *) irc_peers "${mode#irc-}" "$rate" "$delay" ;;
-  esac
-  "$BIN" bench federated --quiet --transport irc --target "$mode=irc://127.0.0.2:16667" --peer-irc 127.0.0.3:16667 \
-    --via-link "rate=${rate}bit,delay=$delay,overhead=40" --sizes "$sizes" --typing "$TYPING" --round-trips "$ROUNDS" "${streams[@]}" \
-    --timeout 600s --out "$cell.json" >"$cell.txt" 2>&1 || status=$?
-  end_cell "$cell" "$status" "$mode, $rate bit/s, $delay"
+  for extra in 0 ${STEADY_ROUNDS#0}; do
+    case "$mode" in
+      irc-switchboard) irc_nodes link "$rate" "$delay" ;;
+      irc-switchboard-nats) irc_nodes nats "$rate" "$delay" ;;
+      *) irc_peers "${mode#irc-}" "$rate" "$delay" ;;
+    esac
+    local out="$cell" ; [ "$extra" = 0 ] || out="$cell-steady"
+    "$BIN" bench federated --quiet --transport irc --target "$mode=irc://127.0.0.2:16667" --peer-irc 127.0.0.3:16667 \
+      --via-link "rate=${rate}bit,delay=$delay,overhead=40" --sizes "$sizes" --typing "$TYPING" --round-trips "$((ROUNDS + extra))" "${streams[@]}" \
+      --timeout 600s --out "$out.part" >"$out.txt" 2>&1 || status=$?
+    if [ "$extra" = 0 ]; then
+      mv "$out.part" "$cell.json"
+      end_cell "$cell" "$status" "$mode, $rate bit/s, $delay"
+    else
+      rm -f "$out.part"
+      end_cell "$out" "$status" "$mode, $rate bit/s, $delay, $extra more round trips"
+      { echo "extra_round_trips=$extra"; cat "$out.link"; } >"$cell.steady"
+      rm -f "$out.link" "$out.txt"
+    fi
+  done
 }
 
 # login_cell RATE DELAY: a.test alone, its client ports behind links on

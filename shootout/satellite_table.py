@@ -35,7 +35,7 @@ def seconds(text):
 
 
 MODES = ("starttls", "direct-tls", "zero", "zero-tls", "prosody", "ejabberd")
-IRC_MODES = ("irc-ngircd", "irc-ircu", "irc-switchboard")
+IRC_MODES = ("irc-ngircd", "irc-ircu", "irc-switchboard", "irc-switchboard-nats")
 # The study's IRC (two ircu servers): ping round trip at 2400 bit/s with no
 # delay by payload, and link utilisation of one stream by payload.
 STUDY_IRC_PING = {10: "3.5 s", 100: "4.5 s"}
@@ -84,24 +84,40 @@ def bytes_per_message(path, result):
     return total / messages
 
 
+def steady_bytes_per_message(path):
+    """What a message cost the link once the servers were linked and the
+    clients in the channel: the cell run again with more round trips
+    (CELL.steady), its link bytes over the first run's, per message."""
+    steady = path.with_suffix(".steady")
+    first = link_bytes(path.with_suffix(".link"))
+    if not steady.exists() or not first:
+        return None
+    extra = int(dict(re.findall(r"(\w+)=(\d+)", steady.read_text())).get("extra_round_trips", 0))
+    more = link_bytes(steady)
+    return (more - first) / (2 * extra) if extra and more else None
+
+
 def irc_table(out):
     """Two linked IRC servers, a client on each in one channel: the stable
     round trip by payload, the link's set-up as the clients saw it, and what
-    a message cost the link over the whole cell."""
+    a message cost the link over the whole cell and once linked."""
     for mode in IRC_MODES:
         found = sorted(cell_files(out / mode), key=lambda c: (-c[1], c[2])) if (out / mode).is_dir() else []
         if not found:
             continue
         print()
-        print(f"| {mode} | one-way delay | stable (p50) by payload | servers linked, seen by both clients | link bytes a message (whole cell) | study IRC (ircu), 2400 bit/s, no delay |")
-        print("|---|---|---|---|---|---|")
+        print(f"| {mode} | one-way delay | stable (p50) by payload | servers linked, seen by both clients | link bytes a message (whole cell) | link bytes a message, once linked | study IRC (ircu), 2400 bit/s, no delay |")
+        print("|---|---|---|---|---|---|---|")
         for path, rate, delay, r in found:
             stable = ", ".join(f"{x['size']} B {x['round_trip']['p50_us'] / 1e6:.2f} s" for x in r["rows"] if x["typing_us"] == 0)
             per = bytes_per_message(path, r)
             per = f"{per:.0f} B" if per else "–"
+            steady = steady_bytes_per_message(path)
+            steady = f"{steady:.0f} B" if steady is not None else "–"
             met = f"{r['met_us'] / 1e6:.2f} s" if r.get("met_us") is not None else "–"
             study = ", ".join(f"{k} B {v}" for k, v in STUDY_IRC_PING.items()) if (rate, delay) == (2400, 0.0) else "–"
-            print(f"| {rate} bit/s | {delay:g} s | {stable} | {met} | {per} | {study} |")
+            study = f"{study}; 40 B of overhead" if (rate, delay) == (2400, 0.0) else study
+            print(f"| {rate} bit/s | {delay:g} s | {stable} | {met} | {per} | {steady} | {study} |")
         rows = []
         for _, rate, delay, r in found:
             for t in r.get("throughput", []) if delay == 0.0 else []:
