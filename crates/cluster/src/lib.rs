@@ -75,7 +75,7 @@ impl Cluster {
         match self {
             Cluster::Nats(nats) => nats.disconnect_elsewhere(name, reason, patience).await,
             Cluster::Host(host) => Ok(host.disconnect_elsewhere(None, name, reason, patience).await),
-            Cluster::Uplink(uplink) => uplink.disconnect_elsewhere(name, reason).await,
+            Cluster::Uplink(uplink) => uplink.disconnect_elsewhere(name, reason, patience).await,
         }
     }
 

@@ -205,8 +205,9 @@ fn millis(at: SystemTime) -> u64 {
     at.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// How long a node waits for the others to answer a disconnect.
-pub const DISCONNECT_PATIENCE: Duration = Duration::from_secs(5);
+/// How long a host asked by one node to disconnect a user waits for its
+/// other nodes' answers before it answers: less than the asking node waits.
+pub const DISCONNECT_PATIENCE: Duration = Duration::from_secs(1);
 
 /// A new random name, for a node or a history: 32 bits, plenty for the
 /// nodes of one host, and 8 bytes each time the link names it.

@@ -144,11 +144,12 @@ impl Uplink {
         *self.disconnects.lock() = Some(here);
     }
 
-    /// Asks the other nodes to close the clients of `name`: how many they
-    /// closed, of those that answered in time.
-    pub async fn disconnect_elsewhere(&self, name: &str, reason: &str) -> Result<usize, BrokerError> {
+    /// Asks the other nodes (the host, which asks the others) to close the
+    /// clients of `name`: how many they closed, if the host answered within
+    /// `patience`.
+    pub async fn disconnect_elsewhere(&self, name: &str, reason: &str, patience: Duration) -> Result<usize, BrokerError> {
         let answer = self.ask(|id| Frame::Disconnect { id, name: Arc::from(name), reason: Arc::from(reason) })?;
-        match tokio::time::timeout(link::DISCONNECT_PATIENCE * 2, answer).await {
+        match tokio::time::timeout(patience, answer).await {
             Ok(Ok(Frame::Disconnected { count, .. })) => Ok(count),
             _ => Err(BrokerError::Unavailable),
         }
