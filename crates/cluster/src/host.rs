@@ -273,6 +273,9 @@ struct Shared {
     followers: HashMap<u64, link::Sender>,
     /// Names held on linked nodes, by comparison form.
     claims: HashMap<Arc<str>, Claim>,
+    /// Set when [`HostBroker::tidy`] drops it: whoever locked it after
+    /// looks the room up again.
+    removed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -284,20 +287,39 @@ struct Claim {
 }
 
 impl HostBroker {
-    fn room(&self, room: &str) -> Arc<Mutex<Shared>> {
-        self.rooms.lock().entry(Arc::from(room)).or_default().clone()
-    }
-
     fn shared(&self, room: &str) -> Option<Arc<Mutex<Shared>>> {
         self.rooms.lock().get(room).cloned()
+    }
+
+    /// `f` on what the host keeps of `room`, made if need be, under its lock.
+    fn with_room<R>(&self, room: &str, f: impl FnOnce(&mut Shared) -> R) -> R {
+        loop {
+            let shared = self.rooms.lock().entry(Arc::from(room)).or_default().clone();
+            let mut s = shared.lock();
+            if !s.removed {
+                return f(&mut s);
+            }
+        }
+    }
+
+    /// `f` on what the host keeps of `room`, under its lock, if anything.
+    fn with_existing<R>(&self, room: &str, f: impl FnOnce(&mut Shared) -> R) -> Option<R> {
+        loop {
+            let shared = self.shared(room)?;
+            let mut s = shared.lock();
+            if !s.removed {
+                return Some(f(&mut s));
+            }
+        }
     }
 
     /// Drops what the host keeps of `room` once nobody is in it or follows it.
     fn tidy(&self, room: &str) {
         let mut rooms = self.rooms.lock();
         let idle = rooms.get(room).is_some_and(|shared| {
-            let s = shared.lock();
-            s.local == 0 && s.followers.is_empty() && s.claims.is_empty()
+            let mut s = shared.lock();
+            s.removed = s.local == 0 && s.followers.is_empty() && s.claims.is_empty();
+            s.removed
         });
         if idle {
             rooms.remove(room);
@@ -309,22 +331,39 @@ impl HostBroker {
     /// `from` says. The node it came from is sent only where it goes in
     /// the room's order.
     fn deliver(&self, room: &str, payload: &Payload, keep: bool, node: &Arc<str>, from: From<'_>) {
-        let shared = self.shared(room);
-        let mut s = shared.as_ref().map(|shared| shared.lock());
-        // With nothing of the room here (no member, no node following it),
-        // the rooms' lock keeps a follow from coming between.
-        let _rooms = s.is_none().then(|| self.rooms.lock());
+        loop {
+            if let Some(shared) = self.shared(room) {
+                let mut s = shared.lock();
+                if s.removed {
+                    continue;
+                }
+                self.deliver_locked(Some(&mut s), room, payload, keep, node, from);
+                return;
+            }
+            // With nothing of the room here (no member, no node following
+            // it), the rooms' lock keeps a follow from coming between.
+            let rooms = self.rooms.lock();
+            if rooms.contains_key(room) {
+                continue;
+            }
+            self.deliver_locked(None, room, payload, keep, node, from);
+            return;
+        }
+    }
+
+    fn deliver_locked(&self, s: Option<&mut Shared>, room: &str, payload: &Payload, keep: bool, node: &Arc<str>, from: From<'_>) {
         if keep {
             self.hub.publish_and_keep(room, payload);
         } else {
             self.hub.publish(room, payload);
         }
-        let followers = s.as_mut().map(|s| &mut s.followers);
-        let mut event = None;
-        if let Some(followers) = followers {
-            followers.retain(|link, sender| {
+        let mut followed_by_origin = false;
+        if let Some(s) = s {
+            let mut event = None;
+            s.followers.retain(|link, sender| {
                 let frame = match from {
                     From::Link { link: origin, others, .. } if origin == *link => {
+                        followed_by_origin = true;
                         if others {
                             return true;
                         }
@@ -335,8 +374,8 @@ impl HostBroker {
                 sender.send(frame).is_ok()
             });
         }
-        if let From::Link { link, others: false, sender } = from
-            && !s.as_ref().is_some_and(|s| s.followers.contains_key(&link))
+        if let From::Link { others: false, sender, .. } = from
+            && !followed_by_origin
         {
             // A node that does not follow the room (the API's publish) is
             // answered all the same.
@@ -353,8 +392,10 @@ impl HostBroker {
     }
 
     fn follow(&self, link: u64, node: &Arc<str>, sender: &link::Sender, room: Arc<str>) {
-        let shared = self.room(&room);
-        let mut s = shared.lock();
+        self.with_room(&room.clone(), |s| self.follow_locked(s, link, node, sender, room));
+    }
+
+    fn follow_locked(&self, s: &mut Shared, link: u64, node: &Arc<str>, sender: &link::Sender, room: Arc<str>) {
         if s.followers.insert(link, sender.clone()).is_none() {
             self.hub.hold(&room);
         }
@@ -368,8 +409,7 @@ impl HostBroker {
     }
 
     fn unfollow(&self, link: u64, room: &str) {
-        let Some(shared) = self.shared(room) else { return };
-        if shared.lock().followers.remove(&link).is_some() {
+        if self.with_existing(room, |s| s.followers.remove(&link).is_some()) == Some(true) {
             self.hub.unhold(room);
         }
         self.tidy(room);
@@ -378,15 +418,13 @@ impl HostBroker {
     /// Grants `shown` to linked node `node` in `room` unless another
     /// member has it.
     fn claim(&self, link: u64, node: &Arc<str>, room: &str, key: Arc<str>, name: Arc<str>, speaks: Arc<str>) -> bool {
-        let shared = self.room(room);
-        let granted = {
-            let mut s = shared.lock();
+        let granted = self.with_room(room, |s| {
             let free = !self.hub.has_name(room, &key) && s.claims.get(&key).is_none_or(|c| c.link == link);
             if free {
                 s.claims.insert(key, Claim { link, node: node.clone(), name, speaks });
             }
             free
-        };
+        });
         if !granted {
             self.tidy(room);
         }
@@ -394,13 +432,11 @@ impl HostBroker {
     }
 
     fn release(&self, link: u64, room: &str, key: &str) {
-        let Some(shared) = self.shared(room) else { return };
-        {
-            let mut s = shared.lock();
+        self.with_existing(room, |s| {
             if s.claims.get(key).is_some_and(|c| c.link == link) {
                 s.claims.remove(key);
             }
-        }
+        });
         self.tidy(room);
     }
 
@@ -459,20 +495,17 @@ impl HostBroker {
 
 impl Broker for HostBroker {
     fn join<'a>(&'a self, room: &'a str, member: Member, listed: usize, greet: Greeting) -> BoxFuture<'a, Result<Roster, JoinError>> {
-        let shared = self.room(room);
-        let joined = {
-            let mut s = shared.lock();
+        let joined = self.with_room(room, |s| {
             if member.name.as_ref().is_some_and(|name| s.claims.contains_key(&name.key)) {
-                Err(JoinError::NameTaken)
-            } else {
-                let elsewhere: Vec<Arc<str>> = s.claims.values().map(|c| c.name.clone()).collect();
-                let joined = self.hub.join_beside(room, member, listed, &elsewhere, greet);
-                if joined.is_ok() {
-                    s.local += 1;
-                }
-                joined
+                return Err(JoinError::NameTaken);
             }
-        };
+            let elsewhere: Vec<Arc<str>> = s.claims.values().map(|c| c.name.clone()).collect();
+            let joined = self.hub.join_beside(room, member, listed, &elsewhere, greet);
+            if joined.is_ok() {
+                s.local += 1;
+            }
+            joined
+        });
         if joined.is_err() {
             self.tidy(room);
         }
@@ -480,25 +513,19 @@ impl Broker for HostBroker {
     }
 
     fn leave(&self, room: &str, id: MemberId) -> Option<Member> {
-        let shared = self.shared(room)?;
-        let member = {
-            let mut s = shared.lock();
+        let member = self.with_existing(room, |s| {
             let member = self.hub.leave(room, id)?;
             s.local = s.local.saturating_sub(1);
-            member
-        };
+            Some(member)
+        })??;
         self.tidy(room);
         Some(member)
     }
 
     fn rename<'a>(&'a self, room: &'a str, id: MemberId, name: Nickname) -> BoxFuture<'a, Result<(), RenameError>> {
-        let renamed = match self.shared(room) {
-            Some(shared) => {
-                let s = shared.lock();
-                if s.claims.contains_key(&name.key) { Err(RenameError::NameTaken) } else { self.hub.rename(room, id, name).map(|_| ()) }
-            }
-            None => Err(RenameError::NotMember),
-        };
+        let renamed = self
+            .with_existing(room, |s| if s.claims.contains_key(&name.key) { Err(RenameError::NameTaken) } else { self.hub.rename(room, id, name).map(|_| ()) })
+            .unwrap_or(Err(RenameError::NotMember));
         Box::pin(std::future::ready(renamed))
     }
 

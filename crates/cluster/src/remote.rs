@@ -608,3 +608,87 @@ impl Broker for RemoteBroker {
         self.hub.named(key)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use hub::{Broker, Member, Outbox, Payload, RoomEvent, RoomLimits, Speaks, next_member_id};
+    use wire::nickname::Nickname;
+
+    use crate::host::Host;
+    use crate::link::Limits;
+
+    use super::*;
+
+    fn member(name: &str) -> (Member, Arc<Outbox>) {
+        let outbox = Arc::new(Outbox::new(1 << 20));
+        let member = Member { id: next_member_id(), name: Some(Nickname::parse(name).unwrap()), outbox: outbox.clone(), speaks: Speaks::Irc };
+        (member, outbox)
+    }
+
+    /// The messages `outbox` holds by now, as `name: text`.
+    async fn said(outbox: &Outbox, n: usize) -> Vec<String> {
+        let mut got = Vec::new();
+        let mut out = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while got.len() < n {
+                out.clear();
+                outbox.drain(&mut out).await;
+                for p in &out {
+                    if let Some((_, RoomEvent::Message { name, text })) = p.as_event() {
+                        let offset = p.position().map_or(0, |p| p.offset);
+                        got.push(format!("{name}: {text} @{offset}"));
+                    }
+                }
+            }
+        })
+        .await
+        .expect("every message in time");
+        got
+    }
+
+    #[tokio::test]
+    async fn a_host_and_a_linked_node_see_one_room_in_one_order_at_the_same_positions() {
+        let limits = RoomLimits { history: hub::HistoryLimits { messages: 10, bytes: 1 << 16 }, ..RoomLimits::NONE };
+        let host = Host::new(Limits::for_messages(4096, 64));
+        let here = host.broker("/chat", limits);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(host.clone().listen(listener));
+        let uplink = Uplink::connect(&addr, Limits::for_messages(4096, 64)).await.unwrap();
+        let there = uplink.broker("/chat", limits);
+
+        let (ann, ann_box) = member("ann");
+        here.join("lobby", ann, 10, Box::new(|_| Vec::new())).await.unwrap();
+        let (bob, bob_box) = member("bob");
+        let roster = there.join("lobby", bob, 10, Box::new(|_| Vec::new())).await.unwrap();
+        let strings = |names: Vec<Arc<str>>| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        assert_eq!(strings(roster.names), ["bob", "ann"], "the node lists the host's member");
+        let (taken, _) = member("ANN");
+        assert!(matches!(there.join("lobby", taken, 10, Box::new(|_| Vec::new())).await, Err(hub::JoinError::NameTaken)));
+        assert_eq!(strings(here.names("lobby", 10)), ["ann", "bob"], "the host lists the node's member");
+
+        // Both send at once: both see all, in one order, at the same positions.
+        let message = |name: &str, i: usize| Payload::event("lobby", RoomEvent::Message { name: name.into(), text: format!("{i}").into() });
+        let mut kept = Vec::new();
+        for i in 0..20 {
+            kept.push(here.publish_and_keep("lobby", message("ann", i)));
+            kept.push(there.publish_and_keep("lobby", message("bob", i)));
+        }
+        let mut offsets = Vec::new();
+        for k in kept {
+            offsets.push(k.await.unwrap().expect("a position").offset);
+        }
+        offsets.sort_unstable();
+        assert_eq!(offsets, (1..=40).collect::<Vec<u64>>(), "each message its own position");
+        let (on_host, on_node) = (said(&ann_box, 40).await, said(&bob_box, 40).await);
+        assert_eq!(on_host, on_node);
+        let bobs: Vec<usize> = on_node.iter().filter_map(|m| m.strip_prefix("bob: ")?.split(' ').next()?.parse().ok()).collect();
+        assert_eq!(bobs, (0..20).collect::<Vec<_>>(), "bob's in the order he sent them");
+        assert_eq!(here.history("lobby").len(), 10);
+        let positions = |b: &dyn Broker| b.history("lobby").iter().map(|p| p.position().unwrap().offset).collect::<Vec<_>>();
+        assert_eq!(positions(&*here), positions(&*there), "one history, the same on both");
+        assert_eq!(host.others(), [uplink.node().clone()]);
+    }
+}
