@@ -30,6 +30,9 @@ use crate::link::{self, Frame, Item, Name};
 const CONNECT_WAIT: Duration = Duration::from_secs(5);
 /// Longest wait between two attempts to link again.
 const MOST_BACK_OFF: Duration = Duration::from_secs(5);
+/// Why a member is closed whose name another node took while the link was down.
+pub const NAME_TAKEN_MEANWHILE: &str = "your name was taken on another node while this one was cut off";
+
 /// How long a node that starts tries to link to its host (which may be
 /// starting too) before it gives up.
 const START_WAIT: Duration = Duration::from_secs(10);
@@ -452,7 +455,8 @@ impl RemoteBroker {
     }
 
     /// The link is made again: follows every room again, claims the names
-    /// of the members here, and tells the other nodes' members of them.
+    /// of the members here, and tells the other nodes' members of each
+    /// granted; a member whose name was taken meanwhile is closed.
     fn rejoined(&self) {
         let rooms: Vec<Arc<str>> = self.rooms.lock().keys().cloned().collect();
         for room in rooms {
@@ -466,16 +470,26 @@ impl RemoteBroker {
                     name: name.shown.clone(),
                     speaks: Arc::from(speaks.name()),
                 });
-                let (shown, at) = (name.shown.clone(), room.clone());
-                if let Ok(answer) = claimed {
-                    tokio::spawn(async move {
-                        if let Ok(Frame::Claimed { ok: false, .. }) = answer.await {
-                            tracing::warn!(room = %at, "broker: {shown} was taken on another node while the link was down; two members now share it");
+                let Ok(answer) = claimed else { continue };
+                // Its clients, closed if another node took the name while
+                // the link was down (as IRC servers kill on a nick collision).
+                let outboxes = self.hub.named(&name.key);
+                let (uplink, app, at) = (self.uplink.clone(), self.app.clone(), room.clone());
+                tokio::spawn(async move {
+                    match answer.await {
+                        Ok(Frame::Claimed { ok: true, .. }) => {
+                            let join = Payload::event(at.clone(), RoomEvent::join(name.shown.clone()));
+                            let _ = uplink.publish(&app, &at, join, false, true);
                         }
-                    });
-                }
-                let join = Payload::event(room.clone(), RoomEvent::join(name.shown.clone()));
-                let _ = self.uplink.publish(&self.app, &room, join, false, true);
+                        Ok(Frame::Claimed { ok: false, .. }) => {
+                            tracing::warn!(room = %at, "broker: {} was taken on another node while the link was down; closing it here", name.shown);
+                            for outbox in outboxes {
+                                outbox.close(hub::Close::new(1008, NAME_TAKEN_MEANWHILE));
+                            }
+                        }
+                        _ => {}
+                    }
+                });
             }
         }
     }
@@ -690,5 +704,61 @@ mod tests {
         let positions = |b: &dyn Broker| b.history("lobby").iter().map(|p| p.position().unwrap().offset).collect::<Vec<_>>();
         assert_eq!(positions(&*here), positions(&*there), "one history, the same on both");
         assert_eq!(host.others(), [uplink.node().clone()]);
+    }
+
+    /// A proxy to `upstream` that lets through one connection each time
+    /// `open` gives it a permit, and drops the one it carries when `cut`
+    /// is notified: its address.
+    async fn switch(upstream: String, open: Arc<tokio::sync::Semaphore>, cut: Arc<tokio::sync::Notify>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            loop {
+                open.acquire().await.unwrap().forget();
+                let (mut near, _) = listener.accept().await.unwrap();
+                let mut far = tokio::net::TcpStream::connect(&upstream).await.unwrap();
+                tokio::select! {
+                    _ = tokio::io::copy_bidirectional(&mut near, &mut far) => {}
+                    () = cut.notified() => {}
+                }
+            }
+        });
+        addr
+    }
+
+    #[tokio::test]
+    async fn a_member_whose_name_was_taken_while_the_link_was_down_is_closed_when_it_comes_back() {
+        let host = Host::new(Limits::for_messages(4096, 64));
+        let here = host.broker("/chat", RoomLimits::NONE);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let upstream = listener.local_addr().unwrap().to_string();
+        tokio::spawn(host.clone().listen(listener));
+        let (open, cut) = (Arc::new(tokio::sync::Semaphore::new(1)), Arc::new(tokio::sync::Notify::new()));
+        let addr = switch(upstream, open.clone(), cut.clone()).await;
+        let uplink = Uplink::connect(&addr, Limits::for_messages(4096, 64)).await.unwrap();
+        let there = uplink.broker("/chat", RoomLimits::NONE);
+        let (bob, bob_box) = member("bob");
+        there.join("lobby", bob, 10, Box::new(|_| Vec::new())).await.unwrap();
+        let (carol, carol_box) = member("carol");
+        there.join("lobby", carol, 10, Box::new(|_| Vec::new())).await.unwrap();
+
+        // The link breaks; the host frees bob's name, and another takes it.
+        cut.notify_one();
+        let (ann, _) = member("ann");
+        let (other_bob, _) = member("bob");
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while here.join("lobby", other_bob.clone(), 10, Box::new(|_| Vec::new())).await.is_err() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the host frees the names of a node whose link broke");
+        here.join("lobby", ann, 10, Box::new(|_| Vec::new())).await.unwrap();
+        // The link is made again: bob here is closed, carol stays.
+        open.add_permits(1);
+        let closed = tokio::time::timeout(Duration::from_secs(10), bob_box.closed()).await.expect("bob closed");
+        assert_eq!((closed.code, &*closed.reason), (1008, NAME_TAKEN_MEANWHILE));
+        assert!(!carol_box.is_closed());
+        assert_eq!(uplink.reconnects(), 1);
     }
 }
