@@ -19,12 +19,11 @@ use std::sync::Arc;
 use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, PullConsumer, pull, push};
 use futures_util::StreamExt;
 use hub::{BoxFuture, Broker, BrokerError, Greeting, Hub, JoinError, Member, MemberId, Outbox, Payload, Position, Present, RenameError, RoomEvent, RoomLimits, RoomSize, Roster, Speaks};
-use parking_lot::Mutex;
-use tokio::sync::watch;
 use wire::nickname::Nickname;
 use tokio::task::AbortHandle;
 
 use crate::envelope::{self, Claim};
+use crate::followed::{Following, Room};
 use crate::nats::Nats;
 
 /// One app's rooms on this node, spread over the cluster.
@@ -34,42 +33,9 @@ pub struct NatsBroker {
     /// The app's subject token.
     app: String,
     hub: Arc<Hub>,
-    rooms: Arc<Mutex<HashMap<Arc<str>, Followed>>>,
+    rooms: Following<AbortHandle>,
 }
 
-/// A room this node follows.
-#[derive(Debug)]
-struct Followed {
-    /// Members here, or on their way in.
-    interest: usize,
-    room: Arc<Room>,
-    task: AbortHandle,
-}
-
-/// A room a node follows, as its members wait for it and see who is in
-/// it elsewhere (with NATS, or over the link to its host).
-#[derive(Debug)]
-pub(crate) struct Room {
-    /// `Some(Ok)` once the history and the names elsewhere are in.
-    pub(crate) ready: watch::Sender<Option<Result<(), BrokerError>>>,
-    /// Names held on other nodes: shown name to node.
-    pub(crate) elsewhere: Mutex<HashMap<Arc<str>, Arc<str>>>,
-}
-
-impl Room {
-    pub(crate) fn new() -> Arc<Room> {
-        Arc::new(Room { ready: watch::channel(None).0, elsewhere: Mutex::new(HashMap::new()) })
-    }
-
-    /// Waits until the room is ready, or cannot be.
-    pub(crate) async fn ready(&self) -> Result<(), BrokerError> {
-        let mut ready = self.ready.subscribe();
-        match ready.wait_for(Option::is_some).await {
-            Ok(outcome) => (*outcome).unwrap_or(Err(BrokerError::Unavailable)),
-            Err(_) => Err(BrokerError::Unavailable),
-        }
-    }
-}
 
 impl NatsBroker {
     /// The rooms of the app mounted at `prefix`, whose rooms on this node
@@ -79,7 +45,7 @@ impl NatsBroker {
             app: envelope::token(prefix),
             // Positions are the stream's sequence numbers, the same on every node.
             hub: Arc::new(Hub::with_epoch(16, limits, nats.epoch())),
-            rooms: Arc::new(Mutex::new(HashMap::new())),
+            rooms: Following::new(),
             nats,
         });
         tokio::spawn(bury_lost_nodes(Arc::downgrade(&broker), broker.nats.lost_nodes()));
@@ -89,22 +55,10 @@ impl NatsBroker {
     /// Follows `room` (for one more member) and waits until its history
     /// and names are in.
     async fn follow(&self, room: &str) -> Result<Arc<Room>, BrokerError> {
-        let followed = {
-            let mut rooms = self.rooms.lock();
-            match rooms.get_mut(room) {
-                Some(followed) => {
-                    followed.interest += 1;
-                    followed.room.clone()
-                }
-                None => {
-                    let state = Room::new();
-                    let name: Arc<str> = Arc::from(room);
-                    let task = tokio::spawn(follow(self.nats.clone(), self.app.clone(), self.hub.clone(), name.clone(), state.clone()));
-                    rooms.insert(name, Followed { interest: 1, room: state.clone(), task: task.abort_handle() });
-                    state
-                }
-            }
-        };
+        let followed = self.rooms.enter(room, |name, state| {
+            let task = tokio::spawn(follow(self.nats.clone(), self.app.clone(), self.hub.clone(), name.clone(), state.clone()));
+            Ok::<_, BrokerError>(task.abort_handle())
+        })?;
         match followed.ready().await {
             Ok(()) => Ok(followed),
             Err(e) => {
@@ -116,14 +70,10 @@ impl NatsBroker {
 
     /// One member fewer in `room`; the last one stops following it.
     fn unfollow(&self, room: &str) {
-        let mut rooms = self.rooms.lock();
-        let Some(followed) = rooms.get_mut(room) else { return };
-        followed.interest -= 1;
-        if followed.interest == 0 {
-            followed.task.abort();
-            rooms.remove(room);
+        self.rooms.leave(room, |task| {
+            task.abort();
             self.hub.forget(room);
-        }
+        });
     }
 
     fn name_key(&self, room: &str, member: &Member) -> Option<String> {
@@ -248,12 +198,7 @@ impl Broker for NatsBroker {
     }
 
     fn names(&self, room: &str, max: usize) -> Vec<Arc<str>> {
-        let mut names = self.hub.names(room, max);
-        if let Some(followed) = self.rooms.lock().get(room) {
-            let elsewhere = followed.room.elsewhere.lock();
-            names.extend(elsewhere.keys().take(max.saturating_sub(names.len())).cloned());
-        }
-        names
+        self.rooms.names(&self.hub, room, max)
     }
 }
 
@@ -473,19 +418,8 @@ async fn bury_lost_nodes(broker: std::sync::Weak<NatsBroker>, mut lost: tokio::s
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
         };
         let Some(broker) = broker.upgrade() else { return };
-        let rooms: Vec<(Arc<str>, Arc<Room>)> = broker.rooms.lock().iter().map(|(name, f)| (name.clone(), f.room.clone())).collect();
-        for (name, room) in rooms {
-            let mut gone = Vec::new();
-            room.elsewhere.lock().retain(|member, at| {
-                let stays = *at != node;
-                if !stays {
-                    gone.push(member.clone());
-                }
-                stays
-            });
-            for member in gone {
-                broker.hub.publish(&name, &Payload::event(name.clone(), RoomEvent::leave(member)));
-            }
+        for (name, room) in broker.rooms.all() {
+            room.bury(&broker.hub, &name, Some(&node));
         }
     }
 }

@@ -148,7 +148,7 @@ impl Host {
 
     /// Serves one linked node until its link ends.
     pub async fn serve(self: Arc<Self>, socket: link::Socket) {
-        let link::Ends { sender, mut frames } = link::open(socket, self.limits.max_line, self.limits.queue);
+        let link::Ends { sender, mut frames } = link::open(socket, self.limits);
         let node = match tokio::time::timeout(HELLO_WAIT, link::next(&mut frames)).await {
             Ok(Ok(Frame::Hello { node })) => node,
             _ => return,
@@ -203,21 +203,8 @@ impl Host {
                     broker.release(id, &room, &key);
                 }
             }
-            Frame::Publish { app: name, room, item, others } => {
-                let from = From::Link { link: id, others, sender };
-                match (app(&name), item.payload(&room, &self.epoch)) {
-                    (Some(broker), Some(payload)) => broker.deliver(&room, &payload, false, node, from),
-                    _ if !others => answer(Frame::Own { offset: None }),
-                    _ => {}
-                }
-            }
-            Frame::Keep { app: name, room, item } => {
-                let from = From::Link { link: id, others: false, sender };
-                match (app(&name), item.payload(&room, &self.epoch)) {
-                    (Some(broker), Some(payload)) => broker.deliver(&room, &payload, true, node, from),
-                    _ => answer(Frame::Own { offset: None }),
-                }
-            }
+            Frame::Publish { app: name, room, item, others } => self.relay(app(&name), &room, item, false, node, From::Link { link: id, others, sender }),
+            Frame::Keep { app: name, room, item } => self.relay(app(&name), &room, item, true, node, From::Link { link: id, others: false, sender }),
             Frame::Ask { id: asked, app: name, room, max } => {
                 let names = match (app(&name), room) {
                     (Some(broker), Some(room)) => broker.present(&room, max),
@@ -241,6 +228,19 @@ impl Host {
                 }
             }
             other => tracing::debug!(%node, "broker: a frame a host does not take: {other:?}"),
+        }
+    }
+
+    /// A linked node's message `item` for `room` of `broker`'s app (kept
+    /// if `keep`); one the host cannot take is answered all the same.
+    fn relay(&self, broker: Option<Arc<HostBroker>>, room: &Arc<str>, item: Item, keep: bool, node: &Arc<str>, from: From<'_>) {
+        match (broker, item.payload(room, &self.epoch)) {
+            (Some(broker), Some(payload)) => broker.deliver(room, &payload, keep, node, from),
+            _ => {
+                if let From::Link { others: false, sender, .. } = from {
+                    let _ = sender.send(Frame::Own { offset: None });
+                }
+            }
         }
     }
 }
@@ -360,18 +360,13 @@ impl HostBroker {
         let mut followed_by_origin = false;
         if let Some(s) = s {
             let mut event = None;
-            s.followers.retain(|link, sender| {
-                let frame = match from {
-                    From::Link { link: origin, others, .. } if origin == *link => {
-                        followed_by_origin = true;
-                        if others {
-                            return true;
-                        }
-                        Frame::Own { offset: None }
-                    }
-                    _ => event.get_or_insert_with(|| self.event(room, payload, keep, node)).clone(),
-                };
-                sender.send(frame).is_ok()
+            s.followers.retain(|link, sender| match from {
+                From::Link { link: origin, others, .. } if origin == *link => {
+                    followed_by_origin = true;
+                    others || sender.send(Frame::Own { offset: None }).is_ok()
+                }
+                // Made once, for every node that follows the room.
+                _ => sender.send_line(event.get_or_insert_with(|| link::line(&self.event(room, payload, keep, node))).clone()).is_ok(),
             });
         }
         if let From::Link { others: false, sender, .. } = from
@@ -400,10 +395,7 @@ impl HostBroker {
             self.hub.hold(&room);
         }
         let kept = self.hub.kept(&room).unwrap_or_default();
-        let here = self.hub.members(&room, usize::MAX).into_iter();
-        let mut names: Vec<Name> = here.map(|(name, speaks)| Name::member(name, speaks.name().into(), self.node.clone())).collect();
-        let theirs = s.claims.values().filter(|c| c.node != *node);
-        names.extend(theirs.map(|c| Name::member(c.name.clone(), c.speaks.clone(), c.node.clone())));
+        let names = self.members(Some(s), &room, usize::MAX, Some(node));
         let history = kept.history.iter().map(|p| Item::of(p, true)).collect();
         let _ = sender.send(Frame::Followed { app: self.app.clone(), room, last: kept.last, trimmed: kept.trimmed, history, names });
     }
@@ -442,11 +434,16 @@ impl HostBroker {
 
     /// The members of `room` on every node, at most `max`, this node's first.
     fn present(&self, room: &str, max: usize) -> Vec<Name> {
+        self.with_existing(room, |s| self.members(Some(s), room, max, None)).unwrap_or_else(|| self.members(None, room, max, None))
+    }
+
+    /// The members of `room` here, then those `s` holds claims for on
+    /// every node but `except`, at most `max`.
+    fn members(&self, s: Option<&Shared>, room: &str, max: usize, except: Option<&Arc<str>>) -> Vec<Name> {
         let here = self.hub.members(room, max).into_iter();
         let mut names: Vec<Name> = here.map(|(name, speaks)| Name::member(name, speaks.name().into(), self.node.clone())).collect();
-        if let Some(shared) = self.shared(room) {
-            let s = shared.lock();
-            let theirs = s.claims.values().take(max.saturating_sub(names.len()));
+        if let Some(s) = s {
+            let theirs = s.claims.values().filter(|c| except != Some(&c.node)).take(max.saturating_sub(names.len()));
             names.extend(theirs.map(|c| Name::member(c.name.clone(), c.speaks.clone(), c.node.clone())));
         }
         names

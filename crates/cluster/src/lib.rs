@@ -6,6 +6,7 @@
 
 mod broker;
 mod control;
+mod followed;
 pub mod envelope;
 pub mod host;
 pub mod link;

@@ -282,12 +282,18 @@ pub struct Ends {
 /// Frames read from the other end.
 pub type Frames = FramedRead<tokio::io::ReadHalf<Deflated<Socket>>, LinesCodec>;
 
-/// Where frames for the other end go: a bounded queue, written by one task
-/// in as few flushes as it can. A full queue ends the link: the other end
-/// reads too slowly to be kept current.
+/// A frame as its line (without the line end): what a host sends every
+/// node that follows a room is made once.
+pub fn line(frame: &Frame) -> Arc<str> {
+    Arc::from(serde_json::to_string(frame).unwrap_or_default())
+}
+
+/// Where frames for the other end go: a bounded queue of their lines,
+/// written by one task in as few flushes as it can. A full queue ends the
+/// link: the other end reads too slowly to be kept current.
 #[derive(Debug, Clone)]
 pub struct Sender {
-    queue: mpsc::Sender<Frame>,
+    queue: mpsc::Sender<Arc<str>>,
     /// Cancelled when the queue overflows, or the writer stops.
     ended: CancellationToken,
 }
@@ -296,7 +302,12 @@ impl Sender {
     /// Queues `frame`; `Err` once the link has ended or is too far behind
     /// (which ends it).
     pub fn send(&self, frame: Frame) -> Result<(), LinkError> {
-        self.queue.try_send(frame).map_err(|e| {
+        self.send_line(line(&frame))
+    }
+
+    /// Queues a frame's [`line`], as [`Sender::send`] queues a frame.
+    pub fn send_line(&self, line: Arc<str>) -> Result<(), LinkError> {
+        self.queue.try_send(line).map_err(|e| {
             self.ended.cancel();
             match e {
                 mpsc::error::TrySendError::Full(_) => LinkError::Behind(self.queue.max_capacity()),
@@ -311,12 +322,11 @@ impl Sender {
     }
 }
 
-/// Opens the link's ends over `socket`: lines read are at most
-/// `max_line` bytes, and at most `queue` frames wait to be written.
-pub fn open(socket: Socket, max_line: usize, queue: usize) -> Ends {
+/// Opens the link's ends over `socket`, within `limits`.
+pub fn open(socket: Socket, limits: Limits) -> Ends {
     let (read, write) = tokio::io::split(Deflated::new(socket));
-    let frames = FramedRead::new(read, LinesCodec::new_with_max_length(max_line));
-    let (tx, rx) = mpsc::channel(queue.max(1));
+    let frames = FramedRead::new(read, LinesCodec::new_with_max_length(limits.max_line));
+    let (tx, rx) = mpsc::channel(limits.queue.max(1));
     let ended = CancellationToken::new();
     tokio::spawn(write_frames(rx, FramedWrite::new(write, LinesCodec::new()), ended.clone()));
     Ends { sender: Sender { queue: tx, ended }, frames }
@@ -335,7 +345,7 @@ pub async fn next(frames: &mut Frames) -> Result<Frame, LinkError> {
 /// Most frames written in one flush.
 const BATCH: usize = 256;
 
-async fn write_frames(queue: mpsc::Receiver<Frame>, out: FramedWrite<tokio::io::WriteHalf<Deflated<Socket>>, LinesCodec>, ended: CancellationToken) {
+async fn write_frames(queue: mpsc::Receiver<Arc<str>>, out: FramedWrite<tokio::io::WriteHalf<Deflated<Socket>>, LinesCodec>, ended: CancellationToken) {
     tokio::select! {
         () = write_all(queue, out) => {},
         () = ended.cancelled() => {},
@@ -343,26 +353,25 @@ async fn write_frames(queue: mpsc::Receiver<Frame>, out: FramedWrite<tokio::io::
     ended.cancel();
 }
 
-async fn write_all(mut queue: mpsc::Receiver<Frame>, mut out: FramedWrite<tokio::io::WriteHalf<Deflated<Socket>>, LinesCodec>) {
+async fn write_all(mut queue: mpsc::Receiver<Arc<str>>, mut out: FramedWrite<tokio::io::WriteHalf<Deflated<Socket>>, LinesCodec>) {
     while let Some(first) = queue.recv().await {
-        let mut frame = Some(first);
+        let mut line = Some(first);
         let mut written = 0;
-        while let Some(f) = frame.take() {
-            let line = serde_json::to_string(&f).unwrap_or_default();
-            if out.feed(line).await.is_err() {
+        while let Some(l) = line.take() {
+            if out.feed(l).await.is_err() {
                 return;
             }
             written += 1;
             if written < BATCH {
-                frame = queue.try_recv().ok();
+                line = queue.try_recv().ok();
             }
         }
         // One flush: one compressed block, one write, for all of them.
-        if SinkExt::<String>::flush(&mut out).await.is_err() {
+        if SinkExt::<Arc<str>>::flush(&mut out).await.is_err() {
             return;
         }
     }
-    let _ = SinkExt::<String>::close(&mut out).await;
+    let _ = SinkExt::<Arc<str>>::close(&mut out).await;
 }
 
 #[cfg(test)]
@@ -434,7 +443,7 @@ mod tests {
     #[tokio::test]
     async fn frames_sent_together_go_in_one_compressed_flush_and_repeats_cost_little() {
         let (a, b) = tokio::io::duplex(1 << 16);
-        let a = open(Box::pin(a), 1 << 16, 64);
+        let a = open(Box::pin(a), Limits { max_line: 1 << 16, queue: 64 });
         let mut b = Box::pin(b);
         let event = |text: &str, offset: u64| Frame::Event {
             app: "chat".into(),
@@ -455,14 +464,14 @@ mod tests {
     #[tokio::test]
     async fn a_line_too_long_ends_the_link_with_an_error() {
         let (a, b) = tokio::io::duplex(1 << 16);
-        let a = open(Box::pin(a), 1 << 16, 64);
-        let mut b = open(Box::pin(b), 64, 64);
+        let a = open(Box::pin(a), Limits { max_line: 1 << 16, queue: 64 });
+        let mut b = open(Box::pin(b), Limits { max_line: 64, queue: 64 });
         a.sender.send(Frame::Hello { node: Arc::from("n".repeat(100)) }).unwrap();
         assert!(matches!(next(&mut b.frames).await, Err(LinkError::TooLong(_))));
         a.sender.send(Frame::Hello { node: "n".into() }).unwrap();
         let (c, d) = tokio::io::duplex(1 << 16);
         drop(c);
-        let mut d = open(Box::pin(d), 64, 64);
+        let mut d = open(Box::pin(d), Limits { max_line: 64, queue: 64 });
         assert!(matches!(next(&mut d.frames).await, Err(LinkError::Closed)));
         let _ = b;
     }

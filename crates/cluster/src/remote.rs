@@ -12,7 +12,7 @@
 //! and tells the other nodes they are there.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -22,7 +22,8 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use wire::nickname::Nickname;
 
-use crate::broker::{Room, note_elsewhere};
+use crate::broker::note_elsewhere;
+use crate::followed::{Following, Room};
 use crate::host::Disconnects;
 use crate::link::{self, Frame, Item, Name};
 
@@ -53,6 +54,7 @@ pub struct Uplink {
     epoch: Arc<str>,
     /// The host's name.
     host: Mutex<Arc<str>>,
+    /// Where frames for the host go, while linked.
     sender: Mutex<Option<link::Sender>>,
     /// Questions asked of the host, waiting for its answer, by id.
     asked: Mutex<HashMap<u64, oneshot::Sender<Frame>>>,
@@ -62,7 +64,6 @@ pub struct Uplink {
     next: AtomicU64,
     apps: Mutex<HashMap<Arc<str>, Weak<RemoteBroker>>>,
     disconnects: Mutex<Option<Disconnects>>,
-    up: AtomicBool,
     reconnects: AtomicU64,
 }
 
@@ -77,19 +78,10 @@ impl Uplink {
     /// [`START_WAIT`], and keeps the link.
     pub async fn connect(addr: &str, limits: link::Limits) -> Result<Arc<Uplink>, UplinkError> {
         let node = link::new_node();
-        let deadline = tokio::time::Instant::now() + START_WAIT;
-        let mut wait = Duration::from_millis(50);
-        let (ends, host, epoch) = loop {
-            match dial(addr, &node, limits).await {
-                Ok(linked) => break linked,
-                Err(reason) if tokio::time::Instant::now() + wait > deadline => return Err(UplinkError::Unreachable { addr: addr.to_owned(), reason }),
-                Err(reason) => {
-                    tracing::debug!(%addr, "broker: cannot link to the host yet: {reason}");
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(MOST_BACK_OFF);
-                }
-            }
-        };
+        let start = Duration::from_millis(50);
+        let (ends, host, epoch) = link_with_back_off(addr, &node, limits, start, Some(tokio::time::Instant::now() + START_WAIT))
+            .await
+            .map_err(|reason| UplinkError::Unreachable { addr: addr.to_owned(), reason })?;
         let uplink = Arc::new(Uplink {
             node,
             addr: addr.to_owned(),
@@ -102,7 +94,6 @@ impl Uplink {
             next: AtomicU64::new(1),
             apps: Mutex::new(HashMap::new()),
             disconnects: Mutex::new(None),
-            up: AtomicBool::new(true),
             reconnects: AtomicU64::new(0),
         });
         tokio::spawn(keep_linked(Arc::downgrade(&uplink), ends.frames));
@@ -121,7 +112,7 @@ impl Uplink {
 
     /// Whether the link is up.
     pub fn is_up(&self) -> bool {
-        self.up.load(Ordering::Relaxed)
+        self.sender.lock().is_some()
     }
 
     /// How many times the link was made again after it broke.
@@ -136,7 +127,7 @@ impl Uplink {
             uplink: self.clone(),
             app: app.clone(),
             hub: Hub::with_epoch(16, limits, self.epoch.clone()),
-            rooms: Mutex::new(HashMap::new()),
+            rooms: Following::new(),
         });
         self.apps.lock().insert(app, Arc::downgrade(&broker));
         broker
@@ -195,7 +186,7 @@ impl Uplink {
         let mut own = self.own.lock();
         self.send(frame)?;
         if !others {
-            own.push_back(Own { app, room, payload, keep, done: Some(tx) });
+            own.push_back(Own { app, room, payload, keep, done: tx });
         }
         Ok(rx)
     }
@@ -222,12 +213,9 @@ impl Uplink {
                 }
             }
             Frame::Own { offset } => {
-                let Some(mut own) = self.own.lock().pop_front() else { return };
+                let Some(own) = self.own.lock().pop_front() else { return };
                 let here = self.broker_of(&own.app).and_then(|broker| broker.own(&own.room, &own.payload, own.keep));
-                let offset = here.or(offset);
-                if let Some(done) = own.done.take() {
-                    let _ = done.send(offset);
-                }
+                let _ = own.done.send(here.or(offset));
             }
             Frame::Claimed { id, .. } | Frame::Answer { id, .. } | Frame::Disconnected { id, .. } => {
                 if let Some(tx) = self.asked.lock().remove(&id) {
@@ -245,7 +233,6 @@ impl Uplink {
     /// The link broke: the members elsewhere leave, what waited for the
     /// host is refused.
     fn lost(&self) {
-        self.up.store(false, Ordering::Relaxed);
         *self.sender.lock() = None;
         self.asked.lock().clear();
         self.own.lock().clear();
@@ -257,9 +244,8 @@ impl Uplink {
     /// The link is made again: follow every room, claim every name here,
     /// and tell the other nodes who is here.
     fn rejoined(&self, sender: link::Sender, host: Arc<str>) {
-        *self.sender.lock() = Some(sender);
         *self.host.lock() = host;
-        self.up.store(true, Ordering::Relaxed);
+        *self.sender.lock() = Some(sender);
         self.reconnects.fetch_add(1, Ordering::Relaxed);
         for broker in self.brokers() {
             broker.rejoined();
@@ -275,7 +261,7 @@ struct Own {
     room: Arc<str>,
     payload: Payload,
     keep: bool,
-    done: Option<oneshot::Sender<Option<u64>>>,
+    done: oneshot::Sender<Option<u64>>,
 }
 
 /// Connects to the host, says hello and waits for its welcome: the link's
@@ -283,13 +269,36 @@ struct Own {
 async fn dial(addr: &str, node: &Arc<str>, limits: link::Limits) -> Result<(link::Ends, Arc<str>, Arc<str>), String> {
     let socket = tokio::time::timeout(CONNECT_WAIT, TcpStream::connect(addr)).await.map_err(|_| "no answer".to_owned())?.map_err(|e| e.to_string())?;
     link::tune(&socket);
-    let mut ends = link::open(Box::pin(socket), limits.max_line, limits.queue);
+    let mut ends = link::open(Box::pin(socket), limits);
     ends.sender.send(Frame::Hello { node: node.clone() }).map_err(|e| e.to_string())?;
     match tokio::time::timeout(CONNECT_WAIT, link::next(&mut ends.frames)).await {
         Ok(Ok(Frame::Welcome { node: host, epoch })) => Ok((ends, host, epoch)),
         Ok(Ok(other)) => Err(format!("it said {other:?} first")),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("no welcome".to_owned()),
+    }
+}
+
+/// Links to the host at `addr`, waiting `wait` after a failed attempt,
+/// twice as long after each until [`MOST_BACK_OFF`], and giving up at
+/// `deadline` (with why the last attempt failed), if there is one.
+async fn link_with_back_off(
+    addr: &str,
+    node: &Arc<str>,
+    limits: link::Limits,
+    mut wait: Duration,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<(link::Ends, Arc<str>, Arc<str>), String> {
+    loop {
+        match dial(addr, node, limits).await {
+            Ok(linked) => return Ok(linked),
+            Err(reason) if deadline.is_some_and(|deadline| tokio::time::Instant::now() + wait > deadline) => return Err(reason),
+            Err(reason) => {
+                tracing::debug!(%addr, "broker: cannot link to the host yet: {reason}");
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(MOST_BACK_OFF);
+            }
+        }
     }
 }
 
@@ -310,25 +319,16 @@ async fn keep_linked(uplink: Weak<Uplink>, mut frames: link::Frames) {
         this.lost();
         let (addr, node, limits) = (this.addr.clone(), this.node.clone(), this.limits);
         drop(this);
-        let mut wait = Duration::from_millis(100);
-        frames = loop {
-            tokio::time::sleep(wait).await;
-            match dial(&addr, &node, limits).await {
-                Ok((ends, host, epoch)) => {
-                    let Some(this) = uplink.upgrade() else { return };
-                    if epoch != this.epoch {
-                        tracing::warn!("broker: the host started again: the rooms' positions here no longer match its history");
-                    }
-                    tracing::info!(%addr, "broker: linked to the host again");
-                    this.rejoined(ends.sender, host);
-                    break ends.frames;
-                }
-                Err(e) => {
-                    tracing::debug!(%addr, "broker: cannot link to the host yet: {e}");
-                    wait = (wait * 2).min(MOST_BACK_OFF);
-                }
-            }
-        };
+        let first = Duration::from_millis(100);
+        tokio::time::sleep(first).await;
+        let Ok((ends, host, epoch)) = link_with_back_off(&addr, &node, limits, first * 2, None).await else { return };
+        let Some(this) = uplink.upgrade() else { return };
+        if epoch != this.epoch {
+            tracing::warn!("broker: the host started again: the rooms' positions here no longer match its history");
+        }
+        tracing::info!(%addr, "broker: linked to the host again");
+        this.rejoined(ends.sender, host);
+        frames = ends.frames;
     }
 }
 
@@ -338,42 +338,22 @@ pub struct RemoteBroker {
     uplink: Arc<Uplink>,
     app: Arc<str>,
     hub: Hub,
-    rooms: Mutex<HashMap<Arc<str>, Followed>>,
-}
-
-/// A room this node follows.
-#[derive(Debug)]
-struct Followed {
-    /// Members here, or on their way in.
-    interest: usize,
-    room: Arc<Room>,
+    rooms: Following<()>,
 }
 
 impl RemoteBroker {
     /// Follows `room` for one more member: asks the host for it if this
     /// is the first.
     fn enter(&self, room: &str) -> Result<Arc<Room>, BrokerError> {
-        let mut rooms = self.rooms.lock();
-        if let Some(followed) = rooms.get_mut(room) {
-            followed.interest += 1;
-            return Ok(followed.room.clone());
-        }
-        self.uplink.send(Frame::Follow { app: self.app.clone(), room: Arc::from(room) })?;
-        let state = Room::new();
-        rooms.insert(Arc::from(room), Followed { interest: 1, room: state.clone() });
-        Ok(state)
+        self.rooms.enter(room, |name, _| self.uplink.send(Frame::Follow { app: self.app.clone(), room: name.clone() }))
     }
 
     /// One member fewer in `room`; the last one stops following it.
     fn unfollow(&self, room: &str) {
-        let mut rooms = self.rooms.lock();
-        let Some(followed) = rooms.get_mut(room) else { return };
-        followed.interest -= 1;
-        if followed.interest == 0 {
-            rooms.remove(room);
+        self.rooms.leave(room, |()| {
             self.hub.forget(room);
             let _ = self.uplink.send(Frame::Unfollow { app: self.app.clone(), room: Arc::from(room) });
-        }
+        });
     }
 
     /// Asks the host for `name` in `room`.
@@ -399,7 +379,7 @@ impl RemoteBroker {
     /// The host's answer to a follow: what the room keeps, and who is in it
     /// elsewhere.
     fn followed(&self, room: &Arc<str>, last: u64, trimmed: u64, history: Vec<Item>, names: Vec<Name>) {
-        let Some(state) = self.rooms.lock().get(room).map(|f| f.room.clone()) else { return };
+        let Some(state) = self.rooms.get(room) else { return };
         let history = history.into_iter().filter_map(|item| item.payload(room, &self.uplink.epoch)).collect();
         self.hub.restore(room, Kept { history, last, trimmed });
         let elsewhere: HashMap<Arc<str>, Arc<str>> = names.into_iter().filter_map(|n| Some((n.name, n.node?))).filter(|(_, node)| *node != self.uplink.node).collect();
@@ -424,7 +404,7 @@ impl RemoteBroker {
         }
         if let Some(node) = node
             && let Some((_, event)) = payload.as_event()
-            && let Some(state) = self.rooms.lock().get(room).map(|f| f.room.clone())
+            && let Some(state) = self.rooms.get(room)
             && !note_elsewhere(&mut state.elsewhere.lock(), node, event)
         {
             return;
@@ -445,12 +425,8 @@ impl RemoteBroker {
 
     /// The link broke: everyone elsewhere leaves, as the members here are told.
     fn lost(&self) {
-        let rooms: Vec<(Arc<str>, Arc<Room>)> = self.rooms.lock().iter().map(|(name, f)| (name.clone(), f.room.clone())).collect();
-        for (name, room) in rooms {
-            let gone: Vec<Arc<str>> = room.elsewhere.lock().drain().map(|(member, _)| member).collect();
-            for member in gone {
-                self.hub.publish(&name, &Payload::event(name.clone(), RoomEvent::leave(member)));
-            }
+        for (name, room) in self.rooms.all() {
+            room.bury(&self.hub, &name, None);
         }
     }
 
@@ -458,8 +434,7 @@ impl RemoteBroker {
     /// of the members here, and tells the other nodes' members of each
     /// granted; a member whose name was taken meanwhile is closed.
     fn rejoined(&self) {
-        let rooms: Vec<Arc<str>> = self.rooms.lock().keys().cloned().collect();
-        for room in rooms {
+        for (room, _) in self.rooms.all() {
             let _ = self.uplink.send(Frame::Follow { app: self.app.clone(), room: room.clone() });
             for (name, speaks) in self.hub.nicknames(&room) {
                 let claimed = self.uplink.ask(|id| Frame::Claim {
@@ -582,12 +557,7 @@ impl Broker for RemoteBroker {
     }
 
     fn names(&self, room: &str, max: usize) -> Vec<Arc<str>> {
-        let mut names = self.hub.names(room, max);
-        if let Some(followed) = self.rooms.lock().get(room) {
-            let elsewhere = followed.room.elsewhere.lock();
-            names.extend(elsewhere.keys().take(max.saturating_sub(names.len())).cloned());
-        }
-        names
+        self.rooms.names(&self.hub, room, max)
     }
 
     fn presence<'a>(&'a self, room: &'a str, max: usize) -> BoxFuture<'a, Result<Vec<Present>, BrokerError>> {
