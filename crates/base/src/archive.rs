@@ -3,16 +3,19 @@
 //!
 //! Off the live path: a message is delivered first, then its entries go
 //! through a bounded queue to this writer, which appends what has gathered
-//! in one transaction, at most one every [`COMMIT_EVERY`]. A sender goes on
-//! once its entries are queued; whoever must confirm them waits for
-//! [`Archive::flush`] (XMPP before it acknowledges stanzas, XEP-0198). A
-//! full queue holds senders back, never drops.
+//! in one transaction, at most one every [`COMMIT_EVERY`], or every
+//! [`COMMIT_AWAITED`] while someone waits for one. A sender goes on once
+//! its entries are queued; whoever must confirm them waits for
+//! [`Archive::flush`] (XMPP before it acknowledges stanzas, XEP-0198; an
+//! archive query before it reads). A full queue holds senders back, never
+//! drops.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use store::{Cursor, Entry, Filter, Page, Store};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::Context;
@@ -20,20 +23,29 @@ use crate::Context;
 /// Entries at most in one transaction.
 const BATCH: usize = 1024;
 
-/// One transaction at most this often: what gathers meanwhile goes in
-/// the next. With a commit as soon as the last one ended, the chat study's
-/// loads on one core (`shootout/archive-cost.sh`, SQLite) cost 1.6 to 2.4
-/// times the server's CPU without archiving; at 5 ms, 1.45 to 2.35; at
-/// 20 ms, 1.1 to 1.6 (50 ms measured as 20; docs/storage.md). It is also
-/// how long an XMPP acknowledgement (XEP-0198) may wait for the archive.
-pub const COMMIT_EVERY: Duration = Duration::from_millis(20);
+/// One transaction at most this often while nobody waits for one: what
+/// gathers meanwhile goes in the next. A commit's cost is mostly the pages
+/// it changes, and a room's archive changes one page of its `with` index
+/// for each member who spoke since the last (docs/storage.md): the chat
+/// study's 2 rooms × 30 users (30,000 messages) on one core
+/// (`shootout/archive-cost.sh`, SQLite) cost the database's thread 0.44 s
+/// of CPU at 20 ms, 0.33 s at 50 ms and 0.25 s at 100 ms. It is how long a
+/// message that nobody confirms (the chat app's) may wait to be kept.
+pub const COMMIT_EVERY: Duration = Duration::from_millis(100);
+
+/// One transaction at most this often while someone waits for it: how
+/// long an XMPP acknowledgement (XEP-0198) or an archive query may wait
+/// for the archive. With a commit as soon as the last one ended, the chat
+/// study's loads cost 1.6 to 2.4 times the server's CPU without archiving;
+/// at 5 ms, 1.45 to 2.35; at 20 ms, 1.1 to 1.6.
+pub const COMMIT_AWAITED: Duration = Duration::from_millis(20);
 
 /// Entries waiting for the writer: when they were queued, and who waits
-/// for their commit.
+/// for their commit, if anyone does.
 struct Queued {
     entries: Vec<Entry>,
     queued: Instant,
-    done: oneshot::Sender<bool>,
+    done: Option<oneshot::Sender<bool>>,
 }
 
 /// The archives' writer, and how to read them.
@@ -43,6 +55,32 @@ pub struct Archive {
     queue: mpsc::Sender<Queued>,
     /// Writes waiting at most, for the metrics.
     capacity: usize,
+    waiting: Arc<Waiting>,
+}
+
+/// Who waits for the writer's next commit, so that it comes sooner.
+#[derive(Debug, Default)]
+struct Waiting {
+    count: AtomicUsize,
+    /// Told when someone starts to wait.
+    started: Notify,
+}
+
+/// One who waits, counted until it stops (its answer came, or it gave up).
+struct Waiter<'a>(&'a Waiting);
+
+impl<'a> Waiter<'a> {
+    fn new(waiting: &'a Waiting) -> Self {
+        waiting.count.fetch_add(1, Ordering::SeqCst);
+        waiting.started.notify_waiters();
+        Waiter(waiting)
+    }
+}
+
+impl Drop for Waiter<'_> {
+    fn drop(&mut self) {
+        self.0.count.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Archive {
@@ -52,11 +90,12 @@ impl Archive {
     /// each archive are forgotten.
     pub fn start(store: Arc<dyn Store>, queue: usize, bounds: Bounds, context: Arc<Context>) -> Archive {
         let (tx, rx) = mpsc::channel(queue.max(1));
-        tokio::spawn(write(store.clone(), rx, context));
+        let waiting = Arc::new(Waiting::default());
+        tokio::spawn(write(store.clone(), rx, waiting.clone(), context));
         if bounds.retention.is_some() || bounds.limit.is_some() {
             tokio::spawn(trim(store.clone(), bounds));
         }
-        Archive { store, queue: tx, capacity: queue.max(1) }
+        Archive { store, queue: tx, capacity: queue.max(1), waiting }
     }
 
     /// Writes waiting for the writer.
@@ -66,16 +105,18 @@ impl Archive {
 
     /// Queues `entries` for the writer, waiting only for room in the
     /// queue; the writer keeps them in order with everything queued before.
-    pub async fn queue(&self, entries: Vec<Entry>) -> Written {
-        let (done, written) = oneshot::channel();
-        let _ = self.queue.send(Queued { entries, queued: Instant::now(), done }).await;
-        Written(written)
+    pub async fn queue(&self, entries: Vec<Entry>) {
+        let _ = self.queue.send(Queued { entries, queued: Instant::now(), done: None }).await;
     }
 
     /// Appends `entries` and waits until they are kept; `false` if the
-    /// store failed (counted and logged by the writer).
+    /// store failed (counted and logged by the writer). The writer commits
+    /// at the pace of [`COMMIT_AWAITED`] while anyone waits here.
     pub async fn keep(&self, entries: Vec<Entry>) -> bool {
-        self.queue(entries).await.wait().await
+        let (done, written) = oneshot::channel();
+        let _ = self.queue.send(Queued { entries, queued: Instant::now(), done: Some(done) }).await;
+        let _waiter = Waiter::new(&self.waiting);
+        written.await.unwrap_or(false)
     }
 
     /// Waits until every entry queued before this call is written;
@@ -108,17 +149,6 @@ pub struct Bounds {
     pub limit: Option<u64>,
 }
 
-/// Entries queued for the writer, until they are written.
-#[derive(Debug)]
-pub struct Written(oneshot::Receiver<bool>);
-
-impl Written {
-    /// Waits until they are kept; `false` if the store failed.
-    pub async fn wait(self) -> bool {
-        self.0.await.unwrap_or(false)
-    }
-}
-
 /// A new entry's id: its time, then random bits, so that ids sort by time
 /// and two nodes writing one database do not collide.
 pub fn new_id(at: i64) -> String {
@@ -141,13 +171,25 @@ pub fn time(micros: i64) -> SystemTime {
 }
 
 /// The one writer: appends what has gathered, each batch in one
-/// transaction, at most one every [`COMMIT_EVERY`].
-async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, context: Arc<Context>) {
+/// transaction, at most one every [`COMMIT_EVERY`], or [`COMMIT_AWAITED`]
+/// once someone waits.
+async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, waiting: Arc<Waiting>, context: Arc<Context>) {
     let mut batch = Vec::new();
     let mut last = Instant::now() - COMMIT_EVERY;
     while queue.recv_many(&mut batch, BATCH).await > 0 {
-        // What else arrives before this batch's time goes with it.
-        tokio::time::sleep_until(last + COMMIT_EVERY).await;
+        // What else arrives before this batch's time goes with it. Told of
+        // whoever starts to wait from before the count is read, so that
+        // none is missed; a notice nobody listens for is not kept.
+        let started = waiting.started.notified();
+        tokio::pin!(started);
+        started.as_mut().enable();
+        if waiting.count.load(Ordering::SeqCst) == 0 {
+            tokio::select! {
+                () = tokio::time::sleep_until(last + COMMIT_EVERY) => {}
+                () = started => {}
+            }
+        }
+        tokio::time::sleep_until(last + COMMIT_AWAITED).await;
         while batch.len() < BATCH
             && let Ok(more) = queue.try_recv()
         {
@@ -169,8 +211,8 @@ async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, context
         if let Some(oldest) = batch.first() {
             context.metrics.archive_lag(oldest.queued.elapsed());
         }
-        for queued in batch.drain(..) {
-            let _ = queued.done.send(kept);
+        for done in batch.drain(..).filter_map(|queued| queued.done) {
+            let _ = done.send(kept);
         }
     }
 }
@@ -219,5 +261,37 @@ mod tests {
         let page = archive.page("a", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap();
         assert_eq!(page.entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["1", "2", "3"]);
         assert_eq!(archive.waiting(), 0);
+    }
+
+    /// On tokio's paused clock: each commit is at the pace of whether
+    /// anyone waits for it.
+    #[tokio::test(start_paused = true)]
+    async fn a_commit_nobody_waits_for_comes_at_the_slow_pace_and_a_waiter_hurries_it() {
+        let store: Arc<dyn Store> = Arc::new(store::MemoryStore::default());
+        let archive = Archive::start(store.clone(), 4, Bounds::default(), Context::for_tests());
+        let entry = |id: &str| Entry { archive: "a".into(), id: id.into(), at: now(), with: "b".into(), message: id.into() };
+        let kept = |n: usize| {
+            let store = store.clone();
+            async move { store.page("a", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().map_or(0, |p| p.entries.len()) == n }
+        };
+        let start = Instant::now();
+        assert!(archive.keep(vec![entry("1")]).await);
+        assert_eq!(start.elapsed(), Duration::ZERO, "the first commit at once");
+        assert!(archive.keep(vec![entry("2")]).await);
+        assert_eq!(start.elapsed(), COMMIT_AWAITED, "one waits: the fast pace");
+
+        archive.queue(vec![entry("3")]).await;
+        tokio::time::sleep(COMMIT_EVERY - Duration::from_millis(1)).await;
+        assert!(kept(2).await, "nobody waits: not before the slow pace");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        assert!(kept(3).await, "nobody waits: at the slow pace");
+
+        archive.queue(vec![entry("4")]).await;
+        tokio::time::sleep(COMMIT_AWAITED * 2).await;
+        assert!(kept(3).await);
+        let waits = Instant::now();
+        assert!(archive.flush().await);
+        assert_eq!(waits.elapsed(), Duration::ZERO, "one starts to wait past the fast pace: at once");
+        assert!(kept(4).await);
     }
 }
