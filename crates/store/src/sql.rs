@@ -569,7 +569,12 @@ impl ArchiveStore for SqlStore {
                     format!("({})", values.into_iter().map(|v| b.arg(v)).collect::<Vec<_>>().join(", "))
                 })
                 .collect();
-            b.sql = format!("INSERT INTO archive (archive, id, at, peer, message) VALUES {}", rows.join(", "));
+            // On SQLite, OR FAIL: a statement that may fail halfway (the
+            // id's uniqueness) would otherwise keep a journal of each page
+            // it changes to undo itself; the transaction is undone whole
+            // anyway.
+            let or_fail = if self.backend == Backend::Sqlite { " OR FAIL" } else { "" };
+            b.sql = format!("INSERT{or_fail} INTO archive (archive, id, at, peer, message) VALUES {}", rows.join(", "));
             b.query().execute(&mut *tx).await?;
         }
         tx.commit().await?;

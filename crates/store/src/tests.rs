@@ -300,6 +300,22 @@ async fn two_stores_on_one_postgres_database_share_what_they_keep() {
     assert!(a.contact("alice@l", "bob@l").await.unwrap().unwrap().ask);
 }
 
+/// An append is all or none: in a batch of more than one statement's rows,
+/// an id its archive has already refuses the whole batch.
+#[tokio::test]
+async fn an_append_with_an_id_already_kept_keeps_none_of_its_batch() {
+    let stores = stores().await;
+    for store in &stores.list[1..] {
+        store.append(&[entry("a@l", 7, "b@l")]).await.unwrap();
+        let batch: Vec<Entry> = (100..300).chain([7]).map(|n| entry("a@l", n, "b@l")).collect();
+        assert!(store.append(&batch).await.is_err());
+        let page = store.page("a@l", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap();
+        assert_eq!(ids(&page), ["id7"]);
+        store.append(&[entry("a@l", 8, "b@l")]).await.unwrap();
+        assert_eq!(ids(&store.page("a@l", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap()), ["id7", "id8"], "the store goes on");
+    }
+}
+
 #[tokio::test]
 async fn a_database_that_cannot_be_opened_is_refused_with_its_address_but_not_its_password() {
     let postgres = PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
