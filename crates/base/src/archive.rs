@@ -177,19 +177,8 @@ async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, waiting
     let mut batch = Vec::new();
     let mut last = Instant::now() - COMMIT_EVERY;
     while queue.recv_many(&mut batch, BATCH).await > 0 {
-        // What else arrives before this batch's time goes with it. Told of
-        // whoever starts to wait from before the count is read, so that
-        // none is missed; a notice nobody listens for is not kept.
-        let started = waiting.started.notified();
-        tokio::pin!(started);
-        started.as_mut().enable();
-        if waiting.count.load(Ordering::SeqCst) == 0 {
-            tokio::select! {
-                () = tokio::time::sleep_until(last + COMMIT_EVERY) => {}
-                () = started => {}
-            }
-        }
-        tokio::time::sleep_until(last + COMMIT_AWAITED).await;
+        gather(&mut queue, &mut batch, &waiting, last).await;
+        // And what is there when its time comes.
         while batch.len() < BATCH
             && let Ok(more) = queue.try_recv()
         {
@@ -213,6 +202,37 @@ async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, waiting
         }
         for done in batch.drain(..).filter_map(|queued| queued.done) {
             let _ = done.send(kept);
+        }
+    }
+}
+
+/// Gathers into `batch` what arrives until its time: [`COMMIT_EVERY`] after
+/// the `last` commit, or [`COMMIT_AWAITED`] once someone waits; a full
+/// batch goes at once, so that the pace never bounds how many entries a
+/// second are kept.
+async fn gather(queue: &mut mpsc::Receiver<Queued>, batch: &mut Vec<Queued>, waiting: &Waiting, last: Instant) {
+    let due = tokio::time::sleep_until(last + COMMIT_EVERY);
+    tokio::pin!(due);
+    let mut hurried = false;
+    loop {
+        // Told of whoever starts to wait from before the count is read, so
+        // that none is missed; a notice nobody listens for is not kept.
+        let started = waiting.started.notified();
+        tokio::pin!(started);
+        started.as_mut().enable();
+        if !hurried && waiting.count.load(Ordering::SeqCst) > 0 {
+            hurried = true;
+            due.as_mut().reset(last + COMMIT_AWAITED);
+        }
+        loop {
+            if batch.len() >= BATCH {
+                return;
+            }
+            tokio::select! {
+                () = &mut due => return,
+                () = &mut started, if !hurried => break,
+                n = queue.recv_many(batch, BATCH - batch.len()) => if n == 0 { return },
+            }
         }
     }
 }
@@ -293,5 +313,22 @@ mod tests {
         assert!(archive.flush().await);
         assert_eq!(waits.elapsed(), Duration::ZERO, "one starts to wait past the fast pace: at once");
         assert!(kept(4).await);
+    }
+
+    /// On tokio's paused clock: a full batch is written at once, whatever
+    /// the pace.
+    #[tokio::test(start_paused = true)]
+    async fn a_full_batch_does_not_wait_for_the_pace() {
+        let store: Arc<dyn Store> = Arc::new(store::MemoryStore::default());
+        let archive = Archive::start(store.clone(), 2 * BATCH, Bounds::default(), Context::for_tests());
+        let entry = |n: usize| Entry { archive: "a".into(), id: n.to_string(), at: now(), with: "b".into(), message: String::new() };
+        assert!(archive.keep(vec![entry(0)]).await);
+        let start = Instant::now();
+        for n in 1..=BATCH {
+            archive.queue(vec![entry(n)]).await;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let kept = store.page("a", &Filter::default(), &Cursor::Oldest, 2 * BATCH).await.unwrap().unwrap().entries.len();
+        assert_eq!((kept, start.elapsed()), (BATCH + 1, Duration::from_millis(1)), "a full batch: no pace");
     }
 }
