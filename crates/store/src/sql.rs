@@ -28,6 +28,7 @@ use sqlx::migrate::Migrator;
 use sqlx::{Any, ConnectOptions, Connection, Executor, Row, Transaction};
 
 mod copy;
+mod threads;
 
 pub use copy::copy;
 
@@ -153,7 +154,8 @@ impl SqlStore {
 
 /// What each SQLite connection is told as it opens: how long to wait for
 /// another's lock, how often to sync, where its temporary files go, and,
-/// for a reader, to write nothing.
+/// for a reader, to write nothing. Its thread, new, is given a lower
+/// priority than the server's (`threads`).
 ///
 /// `temp_store = MEMORY` keeps the statement journal (the undo of one
 /// statement within a transaction, which a many-rows insert needs) in
@@ -162,6 +164,7 @@ impl SqlStore {
 /// `wal_autocheckpoint` (10,000 pages) measured no cheaper.
 fn sqlite_pragmas(conn: &mut sqlx::AnyConnection, reading: bool) -> futures_core::future::BoxFuture<'_, std::result::Result<(), sqlx::Error>> {
     let timeout = BUSY_TIMEOUT.as_millis();
+    threads::lower();
     Box::pin(async move {
         conn.execute(format!("PRAGMA busy_timeout = {timeout}; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA query_only = {reading}").as_str()).await?;
         Ok(())
