@@ -158,9 +158,10 @@ impl SqlStore {
 /// priority than the server's (`threads`).
 ///
 /// `temp_store = MEMORY` keeps the statement journal (the undo of one
-/// statement within a transaction, which a many-rows insert needs) in
-/// memory: on a file, its writes were a tenth of the archive writer's
-/// time (perf, the chat study's 4 rooms of 10 on one core). A larger
+/// statement within a transaction, which a statement that changes many
+/// rows and may fail halfway needs) in memory: on a file, its writes were
+/// a tenth of the archive writer's time (perf, the chat study's 4 rooms of
+/// 10 on one core), before its insert became `OR FAIL`. A larger
 /// `wal_autocheckpoint` (10,000 pages) measured no cheaper.
 fn sqlite_pragmas(conn: &mut sqlx::AnyConnection, reading: bool) -> futures_core::future::BoxFuture<'_, std::result::Result<(), sqlx::Error>> {
     let timeout = BUSY_TIMEOUT.as_millis();
