@@ -52,12 +52,14 @@ impl ArchivedRooms {
 
     /// The newest messages of `room`, as many as a room keeps, oldest
     /// first; none if the store fails (logged and counted: the room opens
-    /// without them, and live chat goes on).
+    /// without them, and live chat goes on). What its last members said
+    /// just before they left is written first.
     async fn newest(&self, room: &str) -> Vec<Payload> {
         let wanted = self.rooms.limits().history.messages;
         if wanted == 0 {
             return Vec::new();
         }
+        self.archive.flush().await;
         let name = ArchivedRooms::archive_of(&self.prefix, room);
         match self.archive.page(&name, &Filter::default(), &Cursor::Before(None), wanted).await {
             Ok(page) => page.map(|p| p.entries).unwrap_or_default().iter().map(|e| ArchivedRooms::message(room, e)).collect(),
@@ -201,5 +203,21 @@ mod tests {
             (format!(r#"{{"name":"alice","room":"lobby","message":"two","offset":1,"epoch":"{epoch}"}}"#).as_str(), Some(ids[1])),
             (format!(r#"{{"name":"alice","room":"lobby","message":"three","offset":2,"epoch":"{epoch}"}}"#).as_str(), Some(ids[2]))
         ], "at new positions, in the new opening's history");
+    }
+
+    /// Nobody waits for the room's messages to be written, but a room
+    /// opened again reads them only once they are.
+    #[tokio::test]
+    async fn a_room_its_last_member_left_opens_again_with_what_was_just_said() {
+        let rooms = rooms(Arc::new(store::MemoryStore::default()));
+        rooms.join("lobby", member(1, "alice"), 10, Box::new(|_| Vec::new())).await.unwrap();
+        for text in ["one", "two"] {
+            rooms.publish_and_keep("lobby", say("alice", text)).await.unwrap();
+        }
+        rooms.leave("lobby", 1).unwrap();
+        assert!(rooms.wants_history("lobby"), "the room was let go");
+        let roster = rooms.join("lobby", member(2, "bob"), 10, Box::new(|_| Vec::new())).await.unwrap();
+        let said: Vec<&str> = roster.history.iter().filter_map(|p| p.as_text()).filter_map(|t| ["one", "two"].into_iter().find(|w| t.contains(&format!("\"message\":\"{w}\"")))).collect();
+        assert_eq!(said, ["one", "two"]);
     }
 }
