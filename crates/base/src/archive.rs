@@ -331,4 +331,20 @@ mod tests {
         let kept = store.page("a", &Filter::default(), &Cursor::Oldest, 2 * BATCH).await.unwrap().unwrap().entries.len();
         assert_eq!((kept, start.elapsed()), (BATCH + 1, Duration::from_millis(1)), "a full batch: no pace");
     }
+
+    /// On tokio's paused clock: the writer takes writes as they come, up
+    /// to a batch, so senders through a queue shorter than a batch never
+    /// wait for the pace.
+    #[tokio::test(start_paused = true)]
+    async fn a_full_queue_does_not_wait_for_the_pace() {
+        let store: Arc<dyn Store> = Arc::new(store::MemoryStore::default());
+        let archive = Archive::start(store.clone(), 4, Bounds::default(), Context::for_tests());
+        let entry = |n: usize| Entry { archive: "a".into(), id: n.to_string(), at: now(), with: "b".into(), message: String::new() };
+        assert!(archive.keep(vec![entry(0)]).await);
+        let start = Instant::now();
+        for n in 1..=40 {
+            archive.queue(vec![entry(n)]).await;
+        }
+        assert_eq!(start.elapsed(), Duration::ZERO, "40 writes through a queue of 4");
+    }
 }
