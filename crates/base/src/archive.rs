@@ -4,23 +4,23 @@
 //! Off the live path: a message is delivered first, then its entries go
 //! through a bounded queue to this writer, which appends what has gathered
 //! in one transaction, at most one every [`COMMIT_EVERY`], or every
-//! [`COMMIT_AWAITED`] while someone waits for one. A sender goes on once
+//! [`COMMIT_AWAITED`] while someone waits for one, and a full batch at
+//! once. A sender goes on once
 //! its entries are queued; whoever must confirm them waits for
 //! [`Archive::flush`] (XMPP before it acknowledges stanzas, XEP-0198; an
 //! archive query before it reads). A full queue holds senders back, never
 //! drops.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use store::{Cursor, Entry, Filter, Page, Store};
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::Context;
 
-/// Entries at most in one transaction.
+/// Writes (each of one or more entries) at most in one transaction.
 const BATCH: usize = 1024;
 
 /// One transaction at most this often while nobody waits for one: what
@@ -55,31 +55,12 @@ pub struct Archive {
     queue: mpsc::Sender<Queued>,
     /// Writes waiting at most, for the metrics.
     capacity: usize,
-    waiting: Arc<Waiting>,
 }
 
-/// Who waits for the writer's next commit, so that it comes sooner.
-#[derive(Debug, Default)]
-struct Waiting {
-    count: AtomicUsize,
-    /// Told when someone starts to wait.
-    started: Notify,
-}
-
-/// One who waits, counted until it stops (its answer came, or it gave up).
-struct Waiter<'a>(&'a Waiting);
-
-impl<'a> Waiter<'a> {
-    fn new(waiting: &'a Waiting) -> Self {
-        waiting.count.fetch_add(1, Ordering::SeqCst);
-        waiting.started.notify_waiters();
-        Waiter(waiting)
-    }
-}
-
-impl Drop for Waiter<'_> {
-    fn drop(&mut self) {
-        self.0.count.fetch_sub(1, Ordering::Relaxed);
+impl Queued {
+    /// Whether someone still waits for its commit.
+    fn awaited(&self) -> bool {
+        self.done.as_ref().is_some_and(|done| !done.is_closed())
     }
 }
 
@@ -90,12 +71,11 @@ impl Archive {
     /// each archive are forgotten.
     pub fn start(store: Arc<dyn Store>, queue: usize, bounds: Bounds, context: Arc<Context>) -> Archive {
         let (tx, rx) = mpsc::channel(queue.max(1));
-        let waiting = Arc::new(Waiting::default());
-        tokio::spawn(write(store.clone(), rx, waiting.clone(), context));
+        tokio::spawn(write(store.clone(), rx, context));
         if bounds.retention.is_some() || bounds.limit.is_some() {
             tokio::spawn(trim(store.clone(), bounds));
         }
-        Archive { store, queue: tx, capacity: queue.max(1), waiting }
+        Archive { store, queue: tx, capacity: queue.max(1) }
     }
 
     /// Writes waiting for the writer.
@@ -115,7 +95,6 @@ impl Archive {
     pub async fn keep(&self, entries: Vec<Entry>) -> bool {
         let (done, written) = oneshot::channel();
         let _ = self.queue.send(Queued { entries, queued: Instant::now(), done: Some(done) }).await;
-        let _waiter = Waiter::new(&self.waiting);
         written.await.unwrap_or(false)
     }
 
@@ -173,11 +152,11 @@ pub fn time(micros: i64) -> SystemTime {
 /// The one writer: appends what has gathered, each batch in one
 /// transaction, at most one every [`COMMIT_EVERY`], or [`COMMIT_AWAITED`]
 /// once someone waits.
-async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, waiting: Arc<Waiting>, context: Arc<Context>) {
+async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, context: Arc<Context>) {
     let mut batch = Vec::new();
     let mut last = Instant::now() - COMMIT_EVERY;
     while queue.recv_many(&mut batch, BATCH).await > 0 {
-        gather(&mut queue, &mut batch, &waiting, last).await;
+        gather(&mut queue, &mut batch, last).await;
         // And what is there when its time comes.
         while batch.len() < BATCH
             && let Ok(more) = queue.try_recv()
@@ -207,32 +186,25 @@ async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, waiting
 }
 
 /// Gathers into `batch` what arrives until its time: [`COMMIT_EVERY`] after
-/// the `last` commit, or [`COMMIT_AWAITED`] once someone waits; a full
-/// batch goes at once, so that the pace never bounds how many entries a
-/// second are kept.
-async fn gather(queue: &mut mpsc::Receiver<Queued>, batch: &mut Vec<Queued>, waiting: &Waiting, last: Instant) {
+/// the `last` commit, or [`COMMIT_AWAITED`] once a write someone waits for
+/// is in it; a full batch goes at once, so that the pace never bounds how
+/// many entries a second are kept. Who waits is told by the writes
+/// themselves, as they arrive: none can be missed, and none counts once
+/// answered.
+async fn gather(queue: &mut mpsc::Receiver<Queued>, batch: &mut Vec<Queued>, last: Instant) {
     let due = tokio::time::sleep_until(last + COMMIT_EVERY);
     tokio::pin!(due);
     let mut hurried = false;
-    loop {
-        // Told of whoever starts to wait from before the count is read, so
-        // that none is missed; a notice nobody listens for is not kept.
-        let started = waiting.started.notified();
-        tokio::pin!(started);
-        started.as_mut().enable();
-        if !hurried && waiting.count.load(Ordering::SeqCst) > 0 {
+    let mut seen = 0;
+    while batch.len() < BATCH {
+        if !hurried && batch[seen..].iter().any(Queued::awaited) {
             hurried = true;
             due.as_mut().reset(last + COMMIT_AWAITED);
         }
-        loop {
-            if batch.len() >= BATCH {
-                return;
-            }
-            tokio::select! {
-                () = &mut due => return,
-                () = &mut started, if !hurried => break,
-                n = queue.recv_many(batch, BATCH - batch.len()) => if n == 0 { return },
-            }
+        seen = batch.len();
+        tokio::select! {
+            () = &mut due => return,
+            n = queue.recv_many(batch, BATCH - batch.len()) => if n == 0 { return },
         }
     }
 }
