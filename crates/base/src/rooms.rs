@@ -9,7 +9,7 @@
 //! protocol the members speak; each renders it as its own.
 
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use hub::{BoxFuture, Broker, BrokerError, Greeting, JoinError, Member, MemberId, Outbox, Payload, Position, Present, RenameError, RoomEvent, RoomLimits, RoomSize, Roster};
 use store::{Cursor, Entry, Filter};
@@ -17,6 +17,11 @@ use wire::nickname::Nickname;
 
 use crate::Context;
 use crate::archive::{self, Archive};
+
+/// How long a room opened again waits for the archive's writer before it
+/// reads its history: a writer that far behind (a full queue on a busy
+/// server) would hold the join, so the room opens with what is written.
+const HISTORY_WAIT: Duration = Duration::from_secs(1);
 
 /// Rooms of `rooms` whose messages are kept in `archive`.
 #[derive(Debug)]
@@ -52,14 +57,15 @@ impl ArchivedRooms {
 
     /// The newest messages of `room`, as many as a room keeps, oldest
     /// first; none if the store fails (logged and counted: the room opens
-    /// without them, and live chat goes on). What its last members said
-    /// just before they left is written first.
+    /// without them, and live chat goes on). What its last members here
+    /// said just before they left is written first, unless the writer is
+    /// [`HISTORY_WAIT`] behind.
     async fn newest(&self, room: &str) -> Vec<Payload> {
         let wanted = self.rooms.limits().history.messages;
         if wanted == 0 {
             return Vec::new();
         }
-        self.archive.flush().await;
+        let _ = tokio::time::timeout(HISTORY_WAIT, self.archive.flush()).await;
         let name = ArchivedRooms::archive_of(&self.prefix, room);
         match self.archive.page(&name, &Filter::default(), &Cursor::Before(None), wanted).await {
             Ok(page) => page.map(|p| p.entries).unwrap_or_default().iter().map(|e| ArchivedRooms::message(room, e)).collect(),
