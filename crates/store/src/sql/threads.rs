@@ -2,7 +2,9 @@
 //! on a thread of its own, and on a server with fewer cores than busy
 //! threads the archive writer's commits took turns with the threads that
 //! deliver messages. At a lower priority (a higher nice value) it runs when
-//! they wait. The chat study on one core (`shootout/archive-cost.sh`, 2
+//! they wait. This is all of SQLite's work, not only the archive's: on a
+//! core that delivery fills, a login's account read, a roster change or an
+//! offline message waits too (not measured). The chat study on one core (`shootout/archive-cost.sh`, 2
 //! rooms × 50 and × 60 users, archiving to SQLite): p99 6.9 to 10.1 ms at
 //! the same nice as the server, 3.3 to 4.4 ms at 10 more, against 3.1 to
 //! 3.7 ms without archiving; 19 more was as good there and worse past
