@@ -309,18 +309,30 @@ impl Client {
     }
 }
 
-#[tokio::test]
-async fn clients_on_two_nodes_see_one_room_in_one_order() {
-    clients_on_two_nodes_see_one_room_in_one_order_through(&Nats::start()).await;
+/// A scenario run twice, as two tests: with the nodes sharing rooms
+/// through NATS, and linked to a host node (the uplink).
+macro_rules! through_each_broker {
+    ($scenario:ident: $nats:ident, $linked:ident) => {
+        #[tokio::test]
+        async fn $nats() {
+            $scenario(&Nats::start()).await;
+        }
+
+        #[tokio::test]
+        async fn $linked() {
+            $scenario(&Linked::new()).await;
+        }
+    };
 }
 
-#[tokio::test]
-async fn clients_on_two_nodes_see_one_room_in_one_order_over_the_link() {
-    clients_on_two_nodes_see_one_room_in_one_order_through(&Linked::new()).await;
-}
+through_each_broker!(
+    clients_on_two_nodes_see_one_room_in_one_order_through:
+    clients_on_two_nodes_see_one_room_in_one_order,
+    clients_on_two_nodes_see_one_room_in_one_order_over_the_link
+);
 
-async fn clients_on_two_nodes_see_one_room_in_one_order_through(nats: &impl Sharing) {
-    let (a, b) = (Node::start(nats), Node::start(nats));
+async fn clients_on_two_nodes_see_one_room_in_one_order_through(sharing: &impl Sharing) {
+    let (a, b) = (Node::start(sharing), Node::start(sharing));
     let mut alice = a.websocket().await;
     let mut bob = b.sockjs().await;
     alice.join("alice", "lobby").await;
@@ -348,18 +360,14 @@ async fn clients_on_two_nodes_see_one_room_in_one_order_through(nats: &impl Shar
     }
 }
 
-#[tokio::test]
-async fn a_name_is_unique_across_nodes_and_history_is_served_by_any() {
-    a_name_is_unique_across_nodes_and_history_is_served_by_any_through(&Nats::start()).await;
-}
+through_each_broker!(
+    a_name_is_unique_across_nodes_and_history_is_served_by_any_through:
+    a_name_is_unique_across_nodes_and_history_is_served_by_any,
+    a_name_is_unique_across_nodes_and_history_is_served_by_any_over_the_link
+);
 
-#[tokio::test]
-async fn a_name_is_unique_across_nodes_and_history_is_served_by_any_over_the_link() {
-    a_name_is_unique_across_nodes_and_history_is_served_by_any_through(&Linked::new()).await;
-}
-
-async fn a_name_is_unique_across_nodes_and_history_is_served_by_any_through(nats: &impl Sharing) {
-    let (a, b) = (Node::start(nats), Node::start(nats));
+async fn a_name_is_unique_across_nodes_and_history_is_served_by_any_through(sharing: &impl Sharing) {
+    let (a, b) = (Node::start(sharing), Node::start(sharing));
     let mut alice = a.websocket().await;
     alice.join("alice", "lobby").await;
     let mut other = b.sockjs().await;
@@ -478,18 +486,14 @@ async fn the_nodes_tell_of_a_broker_outage_and_resume_after_it() {
     assert_eq!(alice.until("name", "bob").await["message"], "welcome back");
 }
 
-#[tokio::test]
-async fn the_bench_spreads_a_room_over_the_nodes() {
-    the_bench_spreads_a_room_over_the_nodes_through(&Nats::start()).await;
-}
+through_each_broker!(
+    the_bench_spreads_a_room_over_the_nodes_through:
+    the_bench_spreads_a_room_over_the_nodes,
+    the_bench_spreads_a_room_over_the_nodes_over_the_link
+);
 
-#[tokio::test]
-async fn the_bench_spreads_a_room_over_the_nodes_over_the_link() {
-    the_bench_spreads_a_room_over_the_nodes_through(&Linked::new()).await;
-}
-
-async fn the_bench_spreads_a_room_over_the_nodes_through(nats: &impl Sharing) {
-    let (a, b) = (Node::start(nats), Node::start(nats));
+async fn the_bench_spreads_a_room_over_the_nodes_through(sharing: &impl Sharing) {
+    let (a, b) = (Node::start(sharing), Node::start(sharing));
     let out = std::env::temp_dir().join(format!("switchboard-nodes-bench-{}.json", std::process::id()));
     let target = format!("two=http://{}/chat,http://{}/chat", a.addr, b.addr);
     let run = Command::new(BIN)
@@ -528,20 +532,16 @@ async fn read_until(xmpp: &mut TcpStream, seen: &mut String, needle: &str) -> St
     seen.drain(..at).collect()
 }
 
-#[tokio::test]
-async fn a_nick_change_on_one_node_claims_the_name_on_every_node() {
-    a_nick_change_on_one_node_claims_the_name_on_every_node_through(&Nats::start()).await;
-}
+through_each_broker!(
+    a_nick_change_on_one_node_claims_the_name_on_every_node_through:
+    a_nick_change_on_one_node_claims_the_name_on_every_node,
+    a_nick_change_on_one_node_claims_the_name_on_every_node_over_the_link
+);
 
-#[tokio::test]
-async fn a_nick_change_on_one_node_claims_the_name_on_every_node_over_the_link() {
-    a_nick_change_on_one_node_claims_the_name_on_every_node_through(&Linked::new()).await;
-}
-
-async fn a_nick_change_on_one_node_claims_the_name_on_every_node_through(nats: &impl Sharing) {
+async fn a_nick_change_on_one_node_claims_the_name_on_every_node_through(sharing: &impl Sharing) {
     use tokio::io::AsyncWriteExt;
-    let a = Node::with_args(nats, &["--xmpp-listen", "127.0.0.1:0"]);
-    let b = Node::start(nats);
+    let a = Node::with_args(sharing, &["--xmpp-listen", "127.0.0.1:0"]);
+    let b = Node::start(sharing);
     let mut alice = b.websocket().await;
     alice.join("alice", "lobby").await;
 
@@ -586,19 +586,15 @@ async fn a_nick_change_on_one_node_claims_the_name_on_every_node_through(nats: &
     assert_eq!(alice.next().await, json!({"event": "tags", "name": "xena", "room": "lobby", "tags": {"+typing": "active"}}));
 }
 
-#[tokio::test]
-async fn the_server_api_publishes_to_every_node_and_lists_members_of_every_node() {
-    the_server_api_publishes_to_every_node_and_lists_members_of_every_node_through(&Nats::start()).await;
-}
+through_each_broker!(
+    the_server_api_publishes_to_every_node_and_lists_members_of_every_node_through:
+    the_server_api_publishes_to_every_node_and_lists_members_of_every_node,
+    the_server_api_publishes_to_every_node_and_lists_members_of_every_node_over_the_link
+);
 
-#[tokio::test]
-async fn the_server_api_publishes_to_every_node_and_lists_members_of_every_node_over_the_link() {
-    the_server_api_publishes_to_every_node_and_lists_members_of_every_node_through(&Linked::new()).await;
-}
-
-async fn the_server_api_publishes_to_every_node_and_lists_members_of_every_node_through(nats: &impl Sharing) {
+async fn the_server_api_publishes_to_every_node_and_lists_members_of_every_node_through(sharing: &impl Sharing) {
     let api = ["--api-key", API_KEY];
-    let (a, b) = (Node::with_args(nats, &api), Node::with_args(nats, &api));
+    let (a, b) = (Node::with_args(sharing, &api), Node::with_args(sharing, &api));
     let mut alice = a.websocket().await;
     alice.join("alice", "lobby").await;
     let mut bob = b.sockjs().await;
@@ -628,18 +624,14 @@ async fn the_server_api_publishes_to_every_node_and_lists_members_of_every_node_
     assert_eq!(a.api("info", json!({}))["nodes"], json!([node_a, node_b]));
 }
 
-#[tokio::test]
-async fn a_client_recovers_what_it_missed_on_another_node_from_the_streams_positions() {
-    a_client_recovers_what_it_missed_on_another_node_from_the_streams_positions_through(&Nats::start()).await;
-}
+through_each_broker!(
+    a_client_recovers_what_it_missed_on_another_node_from_the_streams_positions_through:
+    a_client_recovers_what_it_missed_on_another_node_from_the_streams_positions,
+    a_client_recovers_what_it_missed_on_another_node_from_the_streams_positions_over_the_link
+);
 
-#[tokio::test]
-async fn a_client_recovers_what_it_missed_on_another_node_from_the_streams_positions_over_the_link() {
-    a_client_recovers_what_it_missed_on_another_node_from_the_streams_positions_through(&Linked::new()).await;
-}
-
-async fn a_client_recovers_what_it_missed_on_another_node_from_the_streams_positions_through(nats: &impl Sharing) {
-    let (a, b, mut alice, mut bob) = alice_and_bob(nats).await;
+async fn a_client_recovers_what_it_missed_on_another_node_from_the_streams_positions_through(sharing: &impl Sharing) {
+    let (a, b, mut alice, mut bob) = alice_and_bob(sharing).await;
     alice.send(json!({"message": "one"})).await;
     let seen = bob.until("message", "one").await;
     let (offset, epoch) = (seen["offset"].as_u64().expect("a position"), seen["epoch"].clone());
@@ -668,19 +660,15 @@ async fn a_client_recovers_what_it_missed_on_another_node_from_the_streams_posit
     assert_eq!(stale.next().await["recovered"], false);
 }
 
-#[tokio::test]
-async fn a_disconnect_through_the_api_of_one_node_closes_the_user_on_every_node() {
-    a_disconnect_through_the_api_of_one_node_closes_the_user_on_every_node_through(&Nats::start()).await;
-}
+through_each_broker!(
+    a_disconnect_through_the_api_of_one_node_closes_the_user_on_every_node_through:
+    a_disconnect_through_the_api_of_one_node_closes_the_user_on_every_node,
+    a_disconnect_through_the_api_of_one_node_closes_the_user_on_every_node_over_the_link
+);
 
-#[tokio::test]
-async fn a_disconnect_through_the_api_of_one_node_closes_the_user_on_every_node_over_the_link() {
-    a_disconnect_through_the_api_of_one_node_closes_the_user_on_every_node_through(&Linked::new()).await;
-}
-
-async fn a_disconnect_through_the_api_of_one_node_closes_the_user_on_every_node_through(nats: &impl Sharing) {
+async fn a_disconnect_through_the_api_of_one_node_closes_the_user_on_every_node_through(sharing: &impl Sharing) {
     let api = ["--api-key", API_KEY];
-    let (a, b) = (Node::with_args(nats, &api), Node::with_args(nats, &api));
+    let (a, b) = (Node::with_args(sharing, &api), Node::with_args(sharing, &api));
     // A waits for the answers of the nodes it has heard beat: B, once it has.
     a.await_nodes(2).await;
     let mut here = a.websocket().await;
@@ -749,19 +737,15 @@ impl Irc {
     }
 }
 
-#[tokio::test]
-async fn a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node() {
-    a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node_through(&Nats::start()).await;
-}
+through_each_broker!(
+    a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node_through:
+    a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node,
+    a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node_over_the_link
+);
 
-#[tokio::test]
-async fn a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node_over_the_link() {
-    a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node_through(&Linked::new()).await;
-}
-
-async fn a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node_through(nats: &impl Sharing) {
-    let a = Node::with_args(nats, &["--irc-listen", "127.0.0.1:0"]);
-    let b = Node::with_args(nats, &["--irc-listen", "127.0.0.1:0"]);
+async fn a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node_through(sharing: &impl Sharing) {
+    let a = Node::with_args(sharing, &["--irc-listen", "127.0.0.1:0"]);
+    let b = Node::with_args(sharing, &["--irc-listen", "127.0.0.1:0"]);
     let mut ann = Irc::register(&a, "ann", "message-tags").await;
     ann.send("JOIN #lobby").await;
     ann.until(" 366 ").await;
