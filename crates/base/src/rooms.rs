@@ -39,7 +39,8 @@ impl ArchivedRooms {
         ArchivedRooms { rooms, archive, prefix: prefix.to_owned(), context }
     }
 
-    /// The name of the archive of `room` of the mount at `prefix`.
+    /// The name of the archive of `room` of the mount at `prefix`: a
+    /// path, as a room's archive is named (`store::is_room`).
     pub fn archive_of(prefix: &str, room: &str) -> String {
         format!("{prefix}#{room}")
     }

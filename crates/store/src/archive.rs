@@ -11,7 +11,8 @@ use crate::Result;
 /// One archived message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
-    /// Whose archive: an account's bare JID, or a room's.
+    /// Whose archive: an account's bare JID, or a room's path (see
+    /// [`is_room`]).
     pub archive: String,
     /// Its id in the archive, unique there.
     pub id: String,
@@ -21,6 +22,17 @@ pub struct Entry {
     pub with: String,
     /// The message, as the protocol keeps it.
     pub message: String,
+}
+
+/// Whether `archive` is a room's: a room's archive is named by a path,
+/// `<mount>#<room>` (`/chat#lobby`), and an account's by its bare JID,
+/// which cannot start with `/`. A room's archive is not indexed by sender
+/// (`with`): its members speak in turns, and an index that kept each
+/// one's messages together would change a page per member at each of the
+/// writer's commits (docs/storage.md); a query with `with` reads the room's
+/// archive in order instead.
+pub fn is_room(archive: &str) -> bool {
+    archive.starts_with('/')
 }
 
 /// Which entries a query is about (XEP-0313 §4.1.2 and its `#extended`

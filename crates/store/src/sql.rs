@@ -553,42 +553,31 @@ impl SqlStore {
     async fn seq_of(&self, archive: &str, id: &str) -> Result<Option<i64>> {
         Ok(sqlx::query_scalar("SELECT seq FROM archive WHERE archive = $1 AND id = $2").bind(archive).bind(id).fetch_optional(&self.reader).await?)
     }
-}
 
-#[async_trait]
-impl ArchiveStore for SqlStore {
-    async fn append(&self, entries: &[Entry]) -> Result<()> {
-        let mut tx = self.writer.begin().await?;
-        // Many rows a statement (benches/archive.rs, SQLite, one core,
-        // 1,000,000 entries in batches of 1,024): one row a statement 53,600
-        // entries/s; 32 rows 129,000; 64 rows 128,000; 128 rows 107,000; 512
-        // rows 50,000. With `?` for `$N`, 64 rows 162,000 to 173,000
-        // (120,000 with `$N` in the same sitting); 128 rows and 256 fewer.
-        for chunk in entries.chunks(ROWS_PER_INSERT) {
-            let mut b = Built { anonymous: self.backend == Backend::Sqlite, ..Built::default() };
-            let rows: Vec<String> = chunk
-                .iter()
-                .map(|e| {
-                    let values = [Arg::Text(e.archive.clone()), Arg::Text(e.id.clone()), Arg::Int(e.at), Arg::Text(e.with.clone()), Arg::Text(e.message.clone())];
-                    format!("({})", values.into_iter().map(|v| b.arg(v)).collect::<Vec<_>>().join(", "))
-                })
-                .collect();
-            // On SQLite, OR FAIL: a statement that may fail halfway (the
-            // id's uniqueness) would otherwise keep a journal of each page
-            // it changes to undo itself; the transaction is undone whole
-            // anyway.
-            let or_fail = if self.backend == Backend::Sqlite { " OR FAIL" } else { "" };
-            b.sql = format!("INSERT{or_fail} INTO archive (archive, id, at, peer, message) VALUES {}", rows.join(", "));
-            b.query().execute(&mut *tx).await?;
+    /// The condition of the index by sender (migration 0008), which keeps
+    /// accounts' archives, as each database has it: on SQLite in
+    /// operators, since a function there would make each insert keep a
+    /// statement journal; on PostgreSQL a function, which does not depend
+    /// on the database's collation.
+    fn accounts_only(&self) -> &'static str {
+        match self.backend {
+            Backend::Sqlite => "(archive < '/' OR archive >= '0')",
+            Backend::Postgres => "substr(archive, 1, 1) <> '/'",
         }
-        tx.commit().await?;
-        Ok(())
     }
 
-    async fn page(&self, archive: &str, filter: &Filter, from: &Cursor, max: usize) -> Result<Option<Page>> {
+    /// The statement that reads a page (see [`ArchiveStore::page`]), and
+    /// the order it reads in; `None` when an id it names is not there.
+    async fn page_statement(&self, archive: &str, filter: &Filter, from: &Cursor, max: usize) -> Result<Option<(Built, &'static str)>> {
         let mut b = Built::default();
         let mut conditions = vec![format!("archive = {}", b.arg(Arg::Text(archive.to_owned())))];
         if let Some(with) = &filter.with {
+            // An account's archive has an index by sender, kept only for
+            // accounts' (migration 0008): this term, the index's own,
+            // lets the database use it. A room's is read in order.
+            if !crate::is_room(archive) {
+                conditions.push(self.accounts_only().to_owned());
+            }
             conditions.push(format!("peer = {}", b.arg(Arg::Text(with.clone()))));
         }
         if let Some(start) = filter.start {
@@ -625,6 +614,42 @@ impl ArchiveStore for SqlStore {
         // One more than a page: whether there is more says whether it is complete.
         let limit = b.arg(Arg::Int(i64::try_from(max).unwrap_or(i64::MAX).saturating_add(1)));
         b.sql = format!("SELECT archive, id, at, peer, message FROM archive WHERE {} ORDER BY seq {order} LIMIT {limit}", conditions.join(" AND "));
+        Ok(Some((b, order)))
+    }
+}
+
+#[async_trait]
+impl ArchiveStore for SqlStore {
+    async fn append(&self, entries: &[Entry]) -> Result<()> {
+        let mut tx = self.writer.begin().await?;
+        // Many rows a statement (benches/archive.rs, SQLite, one core,
+        // 1,000,000 entries in batches of 1,024): one row a statement 53,600
+        // entries/s; 32 rows 129,000; 64 rows 128,000; 128 rows 107,000; 512
+        // rows 50,000. With `?` for `$N`, 64 rows 162,000 to 173,000
+        // (120,000 with `$N` in the same sitting); 128 rows and 256 fewer.
+        for chunk in entries.chunks(ROWS_PER_INSERT) {
+            let mut b = Built { anonymous: self.backend == Backend::Sqlite, ..Built::default() };
+            let rows: Vec<String> = chunk
+                .iter()
+                .map(|e| {
+                    let values = [Arg::Text(e.archive.clone()), Arg::Text(e.id.clone()), Arg::Int(e.at), Arg::Text(e.with.clone()), Arg::Text(e.message.clone())];
+                    format!("({})", values.into_iter().map(|v| b.arg(v)).collect::<Vec<_>>().join(", "))
+                })
+                .collect();
+            // On SQLite, OR FAIL: a statement that may fail halfway (the
+            // id's uniqueness) would otherwise keep a journal of each page
+            // it changes to undo itself; the transaction is undone whole
+            // anyway.
+            let or_fail = if self.backend == Backend::Sqlite { " OR FAIL" } else { "" };
+            b.sql = format!("INSERT{or_fail} INTO archive (archive, id, at, peer, message) VALUES {}", rows.join(", "));
+            b.query().execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn page(&self, archive: &str, filter: &Filter, from: &Cursor, max: usize) -> Result<Option<Page>> {
+        let Some((b, order)) = self.page_statement(archive, filter, from, max).await? else { return Ok(None) };
         let rows = b.query().fetch_all(&self.reader).await?;
         let complete = rows.len() <= max;
         let mut entries = rows.iter().take(max).map(entry_of).collect::<Result<Vec<_>>>()?;
@@ -649,5 +674,33 @@ impl ArchiveStore for SqlStore {
     async fn forget_archive(&self, archive: &str) -> Result<()> {
         sqlx::query("DELETE FROM archive WHERE archive = $1").bind(archive).execute(&self.writer).await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `with` query reads an account's archive through its index by sender,
+    /// and a room's, which has none, through its index by order: the query's
+    /// terms must match the partial index's own for SQLite to take it.
+    #[tokio::test]
+    async fn a_with_query_reads_an_index_on_sqlite() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqlStore::sqlite(&SqlStore::file_in(dir.path())).await.unwrap();
+        let plan = |archive: &'static str| {
+            let store = &store;
+            async move {
+                let filter = Filter { with: Some("b@l".into()), ..Filter::default() };
+                let (b, _) = store.page_statement(archive, &filter, &Cursor::Before(None), 50).await.unwrap().unwrap();
+                let explain = Built { sql: format!("EXPLAIN QUERY PLAN {}", b.sql), ..b };
+                let rows = explain.query().fetch_all(&store.reader).await.unwrap();
+                rows.iter().map(|row| row.try_get::<String, _>("detail").unwrap()).collect::<Vec<_>>().join("; ")
+            }
+        };
+        let account = plan("a@l").await;
+        assert!(account.contains("INDEX archive_peer"), "{account}");
+        let room = plan("/chat#lobby").await;
+        assert!(room.contains("INDEX archive_order") && !room.contains("TEMP B-TREE"), "{room}");
     }
 }

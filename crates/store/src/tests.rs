@@ -184,6 +184,21 @@ async fn archive_body(store: &dyn Store) {
     assert_eq!((ids(&earlier), earlier.complete), (vec!["id0", "id1"], true));
     let with_c = page(Filter { with: Some("c@l".into()), ..Filter::default() }, Cursor::Oldest, 10).await;
     assert_eq!(ids(&with_c), ["id1", "id3", "id5", "id7", "id9"]);
+    // A room's archive, which has no index by sender, narrows alike.
+    for n in 0..10 {
+        store.append(&[entry("/chat#lobby", 200 + n, if n % 3 == 0 { "/chat#lobby/ann" } else { "/chat#lobby/bob" })]).await.unwrap();
+    }
+    let ann = Filter { with: Some("/chat#lobby/ann".into()), ..Filter::default() };
+    let ann = &ann;
+    let room = |cursor: Cursor, max| async move { store.page("/chat#lobby", ann, &cursor, max).await };
+    let newest = room(Cursor::Before(None), 3).await.unwrap().unwrap();
+    assert_eq!((ids(&newest), newest.complete), (vec!["id203", "id206", "id209"], false));
+    let earlier = room(Cursor::Before(Some("id203".into())), 3).await.unwrap().unwrap();
+    assert_eq!((ids(&earlier), earlier.complete), (vec!["id200"], true));
+    let after = room(Cursor::After("id200".into()), 2).await.unwrap().unwrap();
+    assert_eq!((ids(&after), after.complete), (vec!["id203", "id206"], false));
+    assert!(store.page("/chat#lobby", &Filter { with: Some("c@l".into()), ..Filter::default() }, &Cursor::Oldest, 5).await.unwrap().unwrap().entries.is_empty());
+    store.forget_archive("/chat#lobby").await.unwrap();
     let timed = page(Filter { start: Some(3_000_000), end: Some(5_000_000), ..Filter::default() }, Cursor::Oldest, 10).await;
     assert_eq!((ids(&timed), timed.complete), (vec!["id3", "id4", "id5"], true));
     let between = page(Filter { after_id: Some("id5".into()), before_id: Some("id8".into()), ..Filter::default() }, Cursor::Oldest, 10).await;
