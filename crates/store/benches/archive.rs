@@ -7,6 +7,9 @@
 //! each, as the XMPP archive's writer does), then p50 and p99 over 1,000
 //! queries of a page of 50 at random places in one account's archive of
 //! ENTRIES (default 1,000,000), forwards after an id and the newest page.
+//! Then a room's archive of 100,000 (`--archive-limit`'s default) from 40
+//! members, which has no index by sender: the newest page of 50 `with` one
+//! of them, and `with` someone who never spoke there, which reads it all.
 //! Run it pinned to one core (`taskset -c 1`) to read it as one core's.
 
 use std::time::{Duration, Instant};
@@ -15,6 +18,8 @@ use store::{Choice, Cursor, Entry, Filter};
 
 const BATCH: usize = 1024;
 const QUERIES: usize = 1000;
+const ROOM_ENTRIES: usize = 100_000;
+const MEMBERS: usize = 40;
 
 fn entry(n: usize) -> Entry {
     // Two peers, so that `with` narrows to half.
@@ -78,4 +83,28 @@ async fn main() {
     }
     times.sort();
     println!("newest page of 50: p50 {:?}, p99 {:?}", percentile(&times, 0.5), percentile(&times, 0.99));
+
+    let room: Vec<Entry> = (0..ROOM_ENTRIES)
+        .map(|n| Entry {
+            archive: "/chat#lobby".into(),
+            id: format!("{:013x}00000000", entries + n),
+            at: 1_800_000_000_000_000 + n as i64,
+            with: format!("/chat#lobby/member{}", n % MEMBERS),
+            message: format!("message number {n}, of about the size people write"),
+        })
+        .collect();
+    for batch in room.chunks(BATCH) {
+        store.append(batch).await.expect("appended");
+    }
+    for (name, with) in [("with one of its 40 members", "/chat#lobby/member7"), ("with someone who never spoke", "/chat#lobby/nobody")] {
+        let filter = Filter { with: Some(with.to_owned()), ..Filter::default() };
+        let mut times = Vec::with_capacity(QUERIES / 10);
+        for _ in 0..QUERIES / 10 {
+            let start = Instant::now();
+            store.page("/chat#lobby", &filter, &Cursor::Before(None), 50).await.expect("a page").expect("a page");
+            times.push(start.elapsed());
+        }
+        times.sort();
+        println!("a room of {ROOM_ENTRIES}, newest page of 50 {name}: p50 {:?}, p99 {:?}", percentile(&times, 0.5), percentile(&times, 0.99));
+    }
 }

@@ -115,7 +115,17 @@ impl SqlStore {
         let mut first = sqlx::AnyConnection::connect_with(&options).await.map_err(opened)?;
         first.execute("PRAGMA journal_mode = WAL").await.map_err(opened)?;
         first.close().await.map_err(opened)?;
-        let writer = AnyPoolOptions::new().max_connections(1).after_connect(|conn, _| sqlite_pragmas(conn, false)).connect_with(options.clone()).await.map_err(opened)?;
+        // Its one connection opens before any reader's, and is kept for
+        // the store's life: its thread is the newest as it opens (`threads`).
+        let writer = AnyPoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .max_lifetime(None)
+            .idle_timeout(None)
+            .after_connect(|conn, _| sqlite_pragmas(conn, false))
+            .connect_with(options.clone())
+            .await
+            .map_err(opened)?;
         SQLITE.run(&writer).await.map_err(|e| Error::new(format!("{place}: {e}")))?;
         let reader = AnyPoolOptions::new().max_connections(SQLITE_READERS).after_connect(|conn, _| sqlite_pragmas(conn, true)).connect_with(options).await.map_err(opened)?;
         Ok(SqlStore { backend: Backend::Sqlite, writer, reader })
@@ -154,8 +164,8 @@ impl SqlStore {
 
 /// What each SQLite connection is told as it opens: how long to wait for
 /// another's lock, how often to sync, where its temporary files go, and,
-/// for a reader, to write nothing. Its thread, new, is given a lower
-/// priority than the server's (`threads`).
+/// for a reader, to write nothing. The writer's thread, new, is given a
+/// lower priority than the server's (`threads`).
 ///
 /// `temp_store = MEMORY` keeps the statement journal (the undo of one
 /// statement within a transaction, which a statement that changes many
@@ -165,7 +175,9 @@ impl SqlStore {
 /// `wal_autocheckpoint` (10,000 pages) measured no cheaper.
 fn sqlite_pragmas(conn: &mut sqlx::AnyConnection, reading: bool) -> futures_core::future::BoxFuture<'_, std::result::Result<(), sqlx::Error>> {
     let timeout = BUSY_TIMEOUT.as_millis();
-    threads::lower();
+    if !reading {
+        threads::lower_newest();
+    }
     Box::pin(async move {
         conn.execute(format!("PRAGMA busy_timeout = {timeout}; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA query_only = {reading}").as_str()).await?;
         Ok(())
