@@ -21,7 +21,7 @@
 //! is found as the newest: its connection opens before any reader's and
 //! is kept for the store's life. Elsewhere than Linux this does nothing.
 
-/// How much less priority SQLite's threads get than the server's.
+/// How much less priority the writer's thread gets than the server's.
 pub const NICER: i32 = 10;
 
 /// What sqlx names its SQLite threads, as Linux keeps it.
