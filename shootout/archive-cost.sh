@@ -4,7 +4,10 @@
 # release server with --room-archive on (SQLite in a fresh data folder, its
 # default) and off, ROUNDS rounds interleaved, the server on core 0
 # (taskset) and the bench on core 1. Prints each load's p50, p99 and server
-# CPU for both, and the ratios on/off of the rounds' medians.
+# CPU for both, and the ratios on/off of the rounds' medians; then, from
+# /proc, the CPU time of the database's threads over each round (SQLite's,
+# `sqlx-sqlite-wor`), per message sent: steadier than the latency when the
+# machine is not.
 #
 #   shootout/archive-cost.sh
 #   ROOMS=1,2,4 USERS=10,20,30,40,50,60 MESSAGES=500 ROUNDS=3   the loads (the study's, by default)
@@ -31,6 +34,10 @@ for round in $(seq "$ROUNDS"); do
     taskset -c 1 "$BIN" bench chat --quiet --target "archive-$archive=http://127.0.0.1:$port/chat" --server-pid "$PID" \
       --rooms "$ROOMS" --users "$USERS" --messages "$MESSAGES" --out "$OUT/$archive-$round.json" >"$OUT/$archive-$round.bench.log" 2>&1 \
       || { echo "archive-cost: the bench failed: $(tail -n3 "$OUT/$archive-$round.bench.log")" >&2; exit 1; }
+    # Each thread's user and system ticks, by name, before the server goes.
+    for task in /proc/"$PID"/task/*; do
+      echo "$(cat "$task/comm" 2>/dev/null) $(awk '{print $14 + $15}' "$task/stat" 2>/dev/null)"
+    done >"$OUT/$archive-$round.ticks"
     kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
   done
 done
@@ -59,4 +66,22 @@ for key in sorted(on[0]):
     worst = [max(w, x) for w, x in zip(worst, r)]
     print(f"{key[0]:>5} {key[1]:>5} | {a[0]:>7.0f} {b[0]:>7.0f} {r[0]:>5.2f} | {a[1]:>7.0f} {b[1]:>7.0f} {r[1]:>5.2f} | {a[2]:>6.1f} {b[2]:>6.1f} {r[2]:>5.2f} | {sum(lost(run[key]) for run in on)}/{sum(lost(run[key]) for run in off)}")
 print(f"largest ratio on/off: p50 {worst[0]:.2f}, p99 {worst[1]:.2f}, server CPU {worst[2]:.2f}")
+import os
+tick = 1e6 / os.sysconf("SC_CLK_TCK")
+def thread_us(archive, r):
+    db = rest = 0
+    for line in open(f"{out}/{archive}-{r}.ticks"):
+        name, _, ticks = line.rstrip().rpartition(" ")
+        if not ticks.isdigit():
+            continue
+        if name == "sqlx-sqlite-wor":
+            db += int(ticks)
+        else:
+            rest += int(ticks)
+    sent = sum(x["sent"] for x in loads(archive, r).values())
+    return db * tick / sent, rest * tick / sent
+for archive in ("true", "false"):
+    per = [thread_us(archive, r) for r in range(1, rounds + 1)]
+    print(f"archive {'on ' if archive == 'true' else 'off'}: CPU a message sent, over all loads, by round: database's threads "
+          + ", ".join(f"{d:.2f}" for d, _ in per) + " µs; the server's others " + ", ".join(f"{o:.2f}" for _, o in per) + " µs")
 PY
