@@ -715,4 +715,51 @@ mod tests {
         let room = plan("/chat#lobby").await;
         assert!(room.contains("INDEX archive_order") && !room.contains("TEMP B-TREE"), "{room}");
     }
+
+    /// A database made before migration 0008 (rooms' archives indexed by
+    /// sender) keeps what it had, and each archive narrows by sender as
+    /// before, on both databases.
+    #[tokio::test]
+    async fn archives_kept_before_the_room_index_changed_read_alike_after() {
+        let postgres = crate::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
+        let file = SqlStore::file_in(dir.path());
+        let sqlite_url = format!("sqlite://{}?mode=rwc", file.display());
+        for (backend, url) in [("sqlite", sqlite_url.as_str()), ("postgres", postgres.url.as_str())] {
+            // The migrations up to 0007, as a database made then has them.
+            let before = tempfile::tempdir().unwrap();
+            let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations").join(backend);
+            for file in std::fs::read_dir(&source).unwrap().flatten() {
+                if file.file_name().to_string_lossy().as_ref() < "0008" {
+                    std::fs::copy(file.path(), before.path().join(file.file_name())).unwrap();
+                }
+            }
+            install_drivers();
+            let pool = AnyPool::connect(url).await.unwrap();
+            Migrator::new(before.path()).await.unwrap().run(&pool).await.unwrap();
+            for (n, archive, peer) in [(1, "a@l", "b@l"), (2, "a@l", "c@l"), (3, "/chat#lobby", "/chat#lobby/ann"), (4, "/chat#lobby", "/chat#lobby/bob"), (5, "a@l", "b@l"), (6, "/chat#lobby", "/chat#lobby/ann")] {
+                sqlx::query("INSERT INTO archive (archive, id, at, peer, message) VALUES ($1, $2, $3, $4, $5)")
+                    .bind(archive)
+                    .bind(format!("id{n}"))
+                    .bind(n)
+                    .bind(peer)
+                    .bind("m")
+                    .execute(&pool)
+                    .await
+                    .unwrap();
+            }
+            pool.close().await;
+            let store = if backend == "sqlite" { SqlStore::sqlite(&file).await } else { SqlStore::postgres(url).await }.unwrap();
+            let with = |archive: &'static str, peer: &str| {
+                let (store, filter) = (&store, Filter { with: Some(peer.to_owned()), ..Filter::default() });
+                async move {
+                    let page = store.page(archive, &filter, &Cursor::Oldest, 10).await.unwrap().unwrap();
+                    page.entries.into_iter().map(|e| e.id).collect::<Vec<_>>()
+                }
+            };
+            assert_eq!(with("a@l", "b@l").await, ["id1", "id5"], "{backend}");
+            assert_eq!(with("/chat#lobby", "/chat#lobby/ann").await, ["id3", "id6"], "{backend}");
+            assert_eq!(with("/chat#lobby", "/chat#lobby/bob").await, ["id4"], "{backend}");
+        }
+    }
 }
