@@ -43,7 +43,7 @@ for round in $(seq "$ROUNDS"); do
 done
 
 python3 - "$OUT" "$ROUNDS" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
 def loads(archive, r):
     run = json.load(open(f"{out}/{archive}-{r}.json"))["runs"][0]
@@ -66,7 +66,6 @@ for key in sorted(on[0]):
     worst = [max(w, x) for w, x in zip(worst, r)]
     print(f"{key[0]:>5} {key[1]:>5} | {a[0]:>7.0f} {b[0]:>7.0f} {r[0]:>5.2f} | {a[1]:>7.0f} {b[1]:>7.0f} {r[1]:>5.2f} | {a[2]:>6.1f} {b[2]:>6.1f} {r[2]:>5.2f} | {sum(lost(run[key]) for run in on)}/{sum(lost(run[key]) for run in off)}")
 print(f"largest ratio on/off: p50 {worst[0]:.2f}, p99 {worst[1]:.2f}, server CPU {worst[2]:.2f}")
-import os
 tick = 1e6 / os.sysconf("SC_CLK_TCK")
 def thread_us(archive, r):
     db = rest = 0

@@ -526,24 +526,18 @@ enum Arg {
     Blob(Vec<u8>),
 }
 
-/// A statement's text and its arguments, `$N` numbered as they are added,
-/// or each an anonymous `?` (SQLite only).
+/// A statement's text and its arguments, `$N` numbered as they are added.
 #[derive(Default)]
 struct Built {
     sql: String,
     args: Vec<Arg>,
-    /// `?` for each: sqlx asks SQLite for each parameter's name, a search
-    /// of the statement's named ones, so binding many `$N` costs their
-    /// number squared (at 320 a statement, a seventh of the archive
-    /// writer's thread at the chat study's 2 × 30).
-    anonymous: bool,
 }
 
 impl Built {
-    /// `$N` (or `?`) for `arg`, added.
+    /// `$N` for `arg`, added.
     fn arg(&mut self, arg: Arg) -> String {
         self.args.push(arg);
-        if self.anonymous { "?".to_owned() } else { format!("${}", self.args.len()) }
+        format!("${}", self.args.len())
     }
 
     fn query(&self) -> Query<'_> {
@@ -639,22 +633,26 @@ impl ArchiveStore for SqlStore {
         // entries/s; 32 rows 129,000; 64 rows 128,000; 128 rows 107,000; 512
         // rows 50,000. With `?` for `$N`, 64 rows 162,000 to 173,000
         // (120,000 with `$N` in the same sitting); 128 rows and 256 fewer.
+        // On SQLite each parameter is an anonymous `?`: sqlx asks SQLite for
+        // each parameter's name, a search of the statement's named ones, so
+        // binding many `$N` costs their number squared (at 320 a statement,
+        // a seventh of the archive writer's thread at the chat study's 2 ×
+        // 30). And OR FAIL: a statement that may fail halfway (the id's
+        // uniqueness) would otherwise keep a journal of each page it
+        // changes to undo itself; the transaction is undone whole anyway.
+        let sqlite = self.backend == Backend::Sqlite;
+        let or_fail = if sqlite { " OR FAIL" } else { "" };
         for chunk in entries.chunks(ROWS_PER_INSERT) {
-            let mut b = Built { anonymous: self.backend == Backend::Sqlite, ..Built::default() };
-            let rows: Vec<String> = chunk
-                .iter()
-                .map(|e| {
-                    let values = [Arg::Text(e.archive.clone()), Arg::Text(e.id.clone()), Arg::Int(e.at), Arg::Text(e.with.clone()), Arg::Text(e.message.clone())];
-                    format!("({})", values.into_iter().map(|v| b.arg(v)).collect::<Vec<_>>().join(", "))
+            let rows: Vec<String> = (0..chunk.len())
+                .map(|row| {
+                    let n = row * 5;
+                    if sqlite { "(?, ?, ?, ?, ?)".to_owned() } else { format!("(${}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4, n + 5) }
                 })
                 .collect();
-            // On SQLite, OR FAIL: a statement that may fail halfway (the
-            // id's uniqueness) would otherwise keep a journal of each page
-            // it changes to undo itself; the transaction is undone whole
-            // anyway.
-            let or_fail = if self.backend == Backend::Sqlite { " OR FAIL" } else { "" };
-            b.sql = format!("INSERT{or_fail} INTO archive (archive, id, at, peer, message) VALUES {}", rows.join(", "));
-            b.query().execute(&mut *tx).await?;
+            let sql = format!("INSERT{or_fail} INTO archive (archive, id, at, peer, message) VALUES {}", rows.join(", "));
+            // Bound from the entries, not copied into the statement first.
+            let insert = chunk.iter().fold(sqlx::query(&sql), |q, e| q.bind(e.archive.as_str()).bind(e.id.as_str()).bind(e.at).bind(e.with.as_str()).bind(e.message.as_str()));
+            insert.execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(())
