@@ -10,6 +10,8 @@
 #   RATE=500 CLIENTS=200 STEP_SECONDS=10 ROUNDS=2   the load (msgs/s sent, each to every client)
 #   WRITE_DELAY=5ms                               the delay of the server named switchboard+delay:
 #                                                 Switchboard with --write-delay, its writes gathered
+#                                                 (switchboard+queued: with --publisher-writes false,
+#                                                 every message written by its client's task)
 #   CPD_JSON=FILE                                 also write the figures as JSON (the shootout does)
 #
 # Needs the release build (make build) and the peers named (peers/<peer>/install.sh).
@@ -29,9 +31,14 @@ for round in $(seq "$ROUNDS"); do
   for name in "${SERVERS[@]}"; do
     log="$OUT/$name-$round.log"
     : >"$log"
-    if [ "$name" = switchboard ] || [ "$name" = switchboard+delay ]; then
-      delay=0s; [ "$name" = switchboard ] || delay="${WRITE_DELAY:-5ms}"
-      taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --xmpp-listen off --irc-listen off --write-delay "$delay" >>"$log" 2>&1 &
+    if [[ "$name" = switchboard* ]]; then
+      case "$name" in
+        switchboard) options=() ;;
+        switchboard+delay) options=(--write-delay "${WRITE_DELAY:-5ms}") ;;
+        switchboard+queued) options=(--publisher-writes false) ;;
+        *) echo "cpu-per-delivery: no such server: $name" >&2; exit 1 ;;
+      esac
+      taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --xmpp-listen off --irc-listen off "${options[@]}" >>"$log" 2>&1 &
     else
       taskset -c 0 "peers/$name/start.sh" 0 >>"$log" 2>&1 &
     fi

@@ -17,7 +17,7 @@ mod shards;
 pub use broker::{BoxFuture, Broker, BrokerError, Greeting, MemoryBroker, Present};
 pub use bucket::Bucket;
 pub use event::RoomEvent;
-pub use outbox::{Close, Drained, Outbox, PushError};
+pub use outbox::{Close, Direct, Drained, Outbox, PushError, Sent};
 pub use payload::{Form, IRC_FORMS, Payload, Position};
 pub use rooms::{Delivery, HistoryLimits, Hub, JoinError, Kept, Member, MemberId, RenameError, RoomLimits, RoomSize, Roster, Speaks, next_member_id};
 pub use shards::{Shards, shrink_when_sparse};

@@ -5,11 +5,18 @@
 //! a push that would pass the bound closes the session as a slow consumer
 //! and frees what was queued, so a client that stops reading cannot grow the
 //! server's memory, and the publisher is never slowed by it.
+//!
+//! A writer with nothing in hand may let publishers write for it
+//! ([`Outbox::poll_drain_direct`]): a push into its empty queue then goes
+//! straight to the client's socket through its [`Direct`], if the socket
+//! takes it now, and wakes nobody. Only what the socket does not take is
+//! queued, and the writer woken, as before.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::pin::pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use parking_lot::Mutex;
@@ -71,16 +78,41 @@ pub enum Drained {
     Closed(Close),
 }
 
+/// A client's socket as a publisher writes to it, for a writer that has
+/// nothing in hand ([`Outbox::poll_drain_direct`]). Called under the
+/// outbox's lock, so publishers write one at a time and in the order they
+/// push.
+pub trait Direct: Send + Sync {
+    /// Writes `payload` now if the socket takes it, without waiting.
+    fn try_send(&self, payload: &Payload) -> Sent;
+}
+
+/// What [`Direct::try_send`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    /// All of it is on the socket.
+    Whole,
+    /// Part of it is; the rest is the writer's to send before anything
+    /// else, and the writer is woken for it.
+    Part,
+    /// Nothing: it is queued as any push is.
+    Nothing,
+}
+
 /// A session's bounded outbound queue; see the module docs.
-#[derive(Debug)]
 pub struct Outbox {
     state: Mutex<State>,
-    /// Wakes everyone waiting in [`Outbox::closed`].
-    closing: Notify,
     limit: usize,
 }
 
-#[derive(Debug, Default)]
+impl std::fmt::Debug for Outbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.state.lock();
+        f.debug_struct("Outbox").field("queued", &state.queue.len()).field("close", &state.close).field("limit", &self.limit).finish()
+    }
+}
+
+#[derive(Default)]
 struct State {
     queue: VecDeque<Payload>,
     cost: usize,
@@ -91,6 +123,12 @@ struct State {
     /// on close. It is stored under the same lock as the queue is checked,
     /// so a push between the check and the wait is not lost.
     writer: Option<Waker>,
+    /// Wakes everyone waiting in [`Outbox::closed`]; made for the first.
+    closing: Option<Arc<Notify>>,
+    /// The writer's socket, once it has offered it.
+    direct: Option<Arc<dyn Direct>>,
+    /// The writer waits with nothing in hand: pushes may go through `direct`.
+    idle: bool,
 }
 
 impl Outbox {
@@ -98,28 +136,40 @@ impl Outbox {
     /// a small fixed cost each). A single message larger than the bound is
     /// still accepted into an empty queue, so every message can be sent.
     pub fn new(limit_bytes: usize) -> Outbox {
-        Outbox {
-            state: Mutex::new(State::default()),
-            closing: Notify::new(),
-            limit: limit_bytes,
-        }
+        Outbox { state: Mutex::new(State::default()), limit: limit_bytes }
     }
 
-    /// Queues a message for the writer. Never waits.
+    /// Queues a message for the writer, or writes it to the client's socket
+    /// if the writer lets publishers do so and the socket takes it now.
+    /// Never waits.
     pub fn push(&self, payload: Payload) -> Result<(), PushError> {
         let mut state = self.state.lock();
         if state.close.is_some() {
             return Err(PushError::Closed);
+        }
+        if state.idle
+            && let Some(direct) = &state.direct
+        {
+            match direct.try_send(&payload) {
+                Sent::Whole => return Ok(()),
+                Sent::Part => {
+                    state.idle = false;
+                    let writer = state.writer.take();
+                    drop(state);
+                    if let Some(writer) = writer {
+                        writer.wake();
+                    }
+                    return Ok(());
+                }
+                Sent::Nothing => state.idle = false,
+            }
         }
         let cost = payload.len() + PER_MESSAGE_COST;
         if state.cost + cost > self.limit && !state.queue.is_empty() {
             // Free the backlog now: the client will never get it anyway.
             state.queue = VecDeque::new();
             state.cost = 0;
-            state.close = Some(Box::new(Close::SLOW_CONSUMER));
-            let writer = state.writer.take();
-            drop(state);
-            self.wake_closed(writer);
+            self.set_close(state, Close::SLOW_CONSUMER);
             return Err(PushError::Full);
         }
         let writer = if state.queue.is_empty() { state.writer.take() } else { None };
@@ -135,13 +185,39 @@ impl Outbox {
     /// Closes the session: later pushes are refused, and the writer gets
     /// what was queued before, then the close. The first close wins.
     pub fn close(&self, close: Close) {
-        let mut state = self.state.lock();
+        let state = self.state.lock();
         if state.close.is_none() {
-            state.close = Some(Box::new(close));
-            let writer = state.writer.take();
-            drop(state);
-            self.wake_closed(writer);
+            self.set_close(state, close);
         }
+    }
+
+    /// Closes, lets go of the writer's socket, and wakes the writer and
+    /// everyone waiting for the close.
+    fn set_close(&self, mut state: parking_lot::MutexGuard<'_, State>, close: Close) {
+        state.close = Some(Box::new(close));
+        state.idle = false;
+        let direct = state.direct.take();
+        let writer = state.writer.take();
+        let closing = state.closing.clone();
+        drop(state);
+        drop(direct);
+        if let Some(writer) = writer {
+            writer.wake();
+        }
+        if let Some(closing) = closing {
+            closing.notify_waiters();
+        }
+    }
+
+    /// Lets go of the writer's socket: publishers queue from now on. A
+    /// writer that ends calls this, so that the socket is not held by an
+    /// outbox that outlives it.
+    pub fn forget_direct(&self) {
+        let mut state = self.state.lock();
+        state.idle = false;
+        let direct = state.direct.take();
+        drop(state);
+        drop(direct);
     }
 
     /// The close, if the session is closed.
@@ -185,6 +261,25 @@ impl Outbox {
         }
     }
 
+    /// [`Outbox::poll_drain`] for a writer that, when it has nothing to
+    /// take, also has nothing of its own waiting for the socket: until it
+    /// next takes, publishers write to the socket through `direct` (made
+    /// the first time, and kept). See the module docs.
+    pub fn poll_drain_direct(&self, cx: &mut Context<'_>, out: &mut Vec<Payload>, direct: impl FnOnce() -> Option<Arc<dyn Direct>>) -> Poll<Drained> {
+        let mut state = self.state.lock();
+        match Self::take(&mut state, out) {
+            Some(drained) => Poll::Ready(drained),
+            None => {
+                Self::keep(&mut state, cx.waker());
+                if state.direct.is_none() {
+                    state.direct = direct();
+                }
+                state.idle = state.direct.is_some();
+                Poll::Pending
+            }
+        }
+    }
+
     /// Ready once something is queued or the session is closed, taking
     /// nothing; until then the task is woken as [`Outbox::poll_drain`]'s is.
     /// A writer that gathers messages before it writes (`--write-delay`)
@@ -221,6 +316,8 @@ impl Outbox {
     }
 
     fn take(state: &mut State, out: &mut Vec<Payload>) -> Option<Drained> {
+        // The writer has what it takes in hand until it is sent.
+        state.idle = false;
         let had_messages = !state.queue.is_empty();
         if out.capacity() == 0 {
             // A writer that keeps no batch between writes takes the queue's
@@ -240,8 +337,15 @@ impl Outbox {
 
     /// Resolves once the session is closed (at once if it already is).
     pub async fn closed(&self) -> Close {
+        let closing = {
+            let mut state = self.state.lock();
+            if let Some(close) = &state.close {
+                return Close::clone(close);
+            }
+            state.closing.get_or_insert_with(Arc::default).clone()
+        };
         loop {
-            let mut notified = pin!(self.closing.notified());
+            let mut notified = pin!(closing.notified());
             notified.as_mut().enable();
             if let Some(close) = self.close_reason() {
                 return close;
@@ -249,19 +353,11 @@ impl Outbox {
             notified.await;
         }
     }
-
-    fn wake_closed(&self, writer: Option<Waker>) {
-        if let Some(writer) = writer {
-            writer.wake();
-        }
-        self.closing.notify_waiters();
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn msg(s: &'static str) -> Payload {
@@ -353,6 +449,85 @@ mod tests {
         let mut cx = Context::from_waker(&waker);
         assert_eq!(outbox.poll_drain(&mut cx, &mut out), Poll::Ready(Drained::Closed(Close::GOING_AWAY)));
         assert_eq!(out.len(), 2, "what was queued before the close is still sent");
+    }
+
+    /// A socket that takes what it is told to, and keeps what it took.
+    #[derive(Default)]
+    struct Socket {
+        took: Mutex<Vec<String>>,
+        answer: Mutex<Option<Sent>>,
+    }
+
+    impl Direct for Socket {
+        fn try_send(&self, payload: &Payload) -> Sent {
+            let sent = self.answer.lock().unwrap_or(Sent::Whole);
+            if sent != Sent::Nothing {
+                self.took.lock().push(payload.as_text().unwrap_or_default().to_owned());
+            }
+            sent
+        }
+    }
+
+    #[test]
+    fn an_idle_writers_socket_takes_pushes_until_it_refuses_one_then_the_writer_does() {
+        let outbox = Outbox::new(1 << 20);
+        let socket = Arc::new(Socket::default());
+        let wakes = Arc::new(Wakes(0.into()));
+        let waker = Waker::from(wakes.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut out = Vec::new();
+        let offer = || Some(socket.clone() as Arc<dyn Direct>);
+        let woken = || wakes.0.load(Ordering::Relaxed);
+        let texts = |out: &mut Vec<Payload>| out.drain(..).map(|p| p.as_text().unwrap().to_owned()).collect::<Vec<_>>();
+
+        assert!(outbox.poll_drain_direct(&mut cx, &mut out, offer).is_pending());
+        outbox.push(msg("a")).unwrap();
+        outbox.push(msg("b")).unwrap();
+        assert_eq!(*socket.took.lock(), ["a", "b"]);
+        assert_eq!((woken(), outbox.len()), (0, 0), "written by the publisher: nothing queued, nobody woken");
+
+        *socket.answer.lock() = Some(Sent::Nothing);
+        outbox.push(msg("c")).unwrap();
+        *socket.answer.lock() = None;
+        outbox.push(msg("d")).unwrap();
+        assert_eq!((woken(), outbox.len()), (1, 2), "refused: queued, the writer woken, and what follows queued behind it");
+        assert_eq!(outbox.poll_drain_direct(&mut cx, &mut out, offer), Poll::Ready(Drained::Messages));
+        assert_eq!(texts(&mut out), ["c", "d"]);
+        outbox.push(msg("e")).unwrap();
+        assert_eq!(outbox.len(), 1, "the writer has its batch in hand until it waits again");
+        assert_eq!(outbox.poll_drain_direct(&mut cx, &mut out, offer), Poll::Ready(Drained::Messages));
+        assert_eq!(texts(&mut out), ["e"]);
+
+        assert!(outbox.poll_drain_direct(&mut cx, &mut out, offer).is_pending());
+        *socket.answer.lock() = Some(Sent::Part);
+        outbox.push(msg("f")).unwrap();
+        *socket.answer.lock() = None;
+        outbox.push(msg("g")).unwrap();
+        assert_eq!(*socket.took.lock(), ["a", "b", "f"]);
+        assert_eq!((woken(), outbox.len()), (2, 1), "partly written: the writer woken for the rest, and what follows queued");
+        assert!(outbox.poll_drain(&mut cx, &mut out).is_ready());
+
+        // A plain poll_drain lets no publisher write.
+        assert!(outbox.poll_drain(&mut cx, &mut out).is_pending());
+        outbox.push(msg("h")).unwrap();
+        assert_eq!(outbox.len(), 1);
+    }
+
+    #[test]
+    fn a_close_or_a_writer_that_ends_lets_go_of_the_socket() {
+        let waker = Waker::from(Arc::new(Wakes(0.into())));
+        let mut cx = Context::from_waker(&waker);
+        for end in [|o: &Outbox| o.close(Close::GOING_AWAY), |o: &Outbox| o.forget_direct()] {
+            let outbox = Outbox::new(1 << 20);
+            let socket = Arc::new(Socket::default());
+            let mut out = Vec::new();
+            assert!(outbox.poll_drain_direct(&mut cx, &mut out, || Some(socket.clone() as Arc<dyn Direct>)).is_pending());
+            assert_eq!(Arc::strong_count(&socket), 2);
+            end(&outbox);
+            assert_eq!(Arc::strong_count(&socket), 1);
+            let _ = outbox.push(msg("x"));
+            assert!(socket.took.lock().is_empty());
+        }
     }
 
     #[tokio::test]

@@ -97,6 +97,8 @@ settings! {
         queue_limit: usize = 1024 * 1024, "queue-limit", "SWITCHBOARD_QUEUE_LIMIT";
         /// How long a client's writer (WebSocket, SockJS or IRC) lets messages gather once one is queued, to send them all in one write: fewer system calls and less server CPU per message at a busy client, for up to this much more latency. At most 1s; 0s writes each batch at once [default: 0s]
         write_delay: Duration = Duration::ZERO, "write-delay", "SWITCHBOARD_WRITE_DELAY", arg(value_parser = duration);
+        /// Whether a publisher writes a message straight to a native WebSocket client's socket (plain TCP) when the client's writer has nothing in hand and the socket takes it at once, instead of queueing it and waking the client's task: less CPU per delivery. The publisher then makes the room's system calls itself, in turn; off, the clients' tasks make them, spread over the server's threads. Off with --write-delay [default: true]
+        publisher_writes: bool = true, "publisher-writes", "SWITCHBOARD_PUBLISHER_WRITES";
         /// Whether every TCP listener of the server (HTTP, XMPP, IRC, federation) takes the first bytes of a client that holds its cookie in the client's SYN (TCP Fast Open, RFC 7413), saving the round trip of TCP's handshake; at most 1024 such connections wait to be accepted per listener. The host must allow it (net.ipv4.tcp_fastopen=3) [default: false]
         tcp_fast_open: bool = false, "tcp-fast-open", "SWITCHBOARD_TCP_FAST_OPEN";
         /// Most simultaneous TCP connections; a client beyond them is answered 503 and closed [default: 100000]

@@ -290,6 +290,7 @@ impl ServerState {
                         max_byte_rate: m.limits.max_byte_rate,
                         permessage_deflate: config.server.permessage_deflate,
                         write_delay: config.server.write_delay,
+                        publisher_writes: config.server.publisher_writes,
                     }),
                 })
             })

@@ -17,16 +17,28 @@
 //!   shared frame ([`Refused::Behind`]): the writer flushes tungstenite first.
 //! - once tungstenite has written a close frame, the queue takes no data frame
 //!   ([`Refused::Closed`]): nothing may follow a close (RFC 6455 §5.5.1).
+//!
+//! A publisher may write a frame to the socket itself ([`SendQueue::try_send`],
+//! for `hub::Direct`) while the queue is empty, under the queue's lock, which
+//! every write to the socket holds: what it writes is never cut into by
+//! another write, and what the socket does not take is queued first. It
+//! does so only for a socket nothing was written to for [`SPACING`]: a
+//! client sent to more often is written to by its own task, which takes
+//! everything queued for it in one write, and so makes fewer system calls
+//! per message the busier the server is.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, ready};
+use std::time::Instant;
 
 use bytes::{Buf, Bytes};
+use hub::Sent;
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
 
 use wire::websocket::frame_header::FrameHeader;
 
@@ -39,6 +51,19 @@ const TUNGSTENITE_ROOM: usize = 64 * 1024;
 /// Frames handed to one vectored write.
 const MAX_SLICES: usize = 64;
 
+/// How long since the last write to a socket before a publisher writes to
+/// it itself, in microseconds (see the module docs).
+const SPACING: u32 = 1_000;
+
+/// Microseconds since the first call, wrapping every 71 minutes: enough
+/// to tell whether a write was within [`SPACING`] (a wrap can make an old
+/// write look recent once, which only sends one message through the task).
+fn now_us() -> u32 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    let micros = START.get_or_init(Instant::now).elapsed().as_micros();
+    u32::try_from(micros & u128::from(u32::MAX)).unwrap_or_default()
+}
+
 /// Why a frame was not queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refused {
@@ -49,8 +74,9 @@ pub enum Refused {
 }
 
 /// The frames waiting for one connection's socket, shared between the
-/// connection's writer and the [`Sending`] layer. Writer and reader run in
-/// one task, so the lock is never contended.
+/// connection's writer and the [`Sending`] layer, and publishers that
+/// write to it directly. Writer and reader run in one task, so the lock is
+/// contended only by a publisher.
 #[derive(Debug, Clone, Default)]
 pub struct SendQueue(Arc<Mutex<Queue>>);
 
@@ -63,11 +89,58 @@ struct Queue {
     behind: bool,
     /// A close frame has been queued.
     closed: bool,
+    /// The plain TCP socket under the connection, which publishers may
+    /// write to directly; none over TLS.
+    socket: Option<Arc<TcpStream>>,
+    /// When something was last written to the socket ([`now_us`]), if ever.
+    written_at: Option<u32>,
 }
 
 impl SendQueue {
     pub fn new() -> SendQueue {
         SendQueue::default()
+    }
+
+    /// A queue for a connection whose socket publishers may write to
+    /// directly ([`SendQueue::try_send`]).
+    pub fn with_socket(socket: Option<Arc<TcpStream>>) -> SendQueue {
+        SendQueue(Arc::new(Mutex::new(Queue { socket, ..Queue::default() })))
+    }
+
+    /// Whether publishers may write to the socket directly.
+    pub fn has_socket(&self) -> bool {
+        self.0.lock().socket.is_some()
+    }
+
+    /// Whether nothing waits to be written.
+    pub fn is_empty(&self) -> bool {
+        self.0.lock().len == 0
+    }
+
+    /// Writes `frame` to the socket now, if nothing waits before it and the
+    /// socket takes some of it without waiting; what it does not take is
+    /// queued for the next flush ([`Sent::Part`]).
+    pub fn try_send(&self, frame: &Bytes) -> Sent {
+        let mut q = self.0.lock();
+        let now = now_us();
+        let spaced = q.written_at.is_none_or(|at| now.wrapping_sub(at) >= SPACING);
+        let Some(socket) = q.socket.as_ref().filter(|_| spaced && q.len == 0 && !q.behind && !q.closed) else {
+            return Sent::Nothing;
+        };
+        let written = socket.try_write(frame);
+        if matches!(written, Ok(n) if n > 0) {
+            q.written_at = Some(now);
+        }
+        match written {
+            Ok(n) if n == frame.len() => Sent::Whole,
+            Ok(n) if n > 0 => {
+                q.len = frame.len() - n;
+                q.frames.push_back(frame.slice(n..));
+                Sent::Part
+            }
+            // Would block, or failed: the writer meets it.
+            _ => Sent::Nothing,
+        }
     }
 
     /// Queues whole frames made elsewhere, in order, taking them all from
@@ -84,6 +157,13 @@ impl SendQueue {
         q.len += frames.iter().map(Bytes::len).sum::<usize>();
         q.frames.extend(frames.drain(..));
         Ok(())
+    }
+
+    /// As if nothing had been written yet, so the next [`SendQueue::try_send`]
+    /// is not held back by [`SPACING`].
+    #[cfg(test)]
+    fn forget_writes(&self) {
+        self.0.lock().written_at = None;
     }
 
     /// Bytes waiting.
@@ -124,6 +204,9 @@ impl<S: AsyncWrite + Unpin> Sending<S> {
             };
             if written == 0 {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            if q.socket.is_some() {
+                q.written_at = Some(now_us());
             }
             q.len -= written;
             let mut left = written;
@@ -311,6 +394,88 @@ mod tests {
         assert_eq!(queue.push(&mut vec![Bytes::from_static(&[0x81, 0x00])]), Err(Refused::Closed));
         out.flush().await.unwrap();
         assert_eq!(out.inner.taken, [0x8a, 0x01, b'p', 0x88, 0x02, 0x03, 0xe8]);
+    }
+
+    /// A publisher's write goes to the socket only while nothing waits
+    /// before it and nothing was written within the spacing; what the
+    /// socket does not take waits, and the next flush sends it before
+    /// anything queued after it.
+    #[tokio::test]
+    async fn a_publisher_writes_only_behind_nothing_and_leaves_the_rest_first_in_line() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = tokio::net::TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let socket = Arc::new(listener.accept().await.unwrap().0);
+        let queue = SendQueue::with_socket(Some(socket.clone()));
+        assert_eq!(SendQueue::new().try_send(&Bytes::from_static(b"x")), Sent::Nothing, "no socket, no direct write");
+
+        assert_eq!(queue.try_send(&Bytes::from_static(b"ab")), Sent::Whole);
+        let mut got = [0u8; 2];
+        client.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"ab");
+        assert_eq!(queue.try_send(&Bytes::from_static(b"b")), Sent::Nothing, "within the spacing of the last write");
+        queue.forget_writes();
+
+        queue.push(&mut vec![Bytes::from_static(b"c")]).unwrap();
+        assert_eq!(queue.try_send(&Bytes::from_static(b"d")), Sent::Nothing, "behind a queued frame");
+
+        // Fill the socket until it takes only part of a frame.
+        let (mut out, queue) = (Sending::new(SharedSocket(socket.clone()), queue.clone()), queue);
+        out.flush().await.unwrap();
+        assert_eq!(queue.try_send(&Bytes::from_static(b"d")), Sent::Nothing, "the flush was a write too");
+        let frame = Bytes::from(vec![7u8; 1 << 20]);
+        let mut sent = Vec::new();
+        loop {
+            queue.forget_writes();
+            match queue.try_send(&frame) {
+                Sent::Whole => sent.push(frame.len()),
+                Sent::Part => break,
+                Sent::Nothing => panic!("an empty queue and a socket with room take some"),
+            }
+        }
+        assert!(!queue.is_empty() && queue.len() < frame.len(), "the rest waits");
+        queue.forget_writes();
+        assert_eq!(queue.try_send(&Bytes::from_static(b"e")), Sent::Nothing, "behind the rest");
+        queue.push(&mut vec![Bytes::from_static(b"end")]).unwrap();
+        let reading = tokio::spawn(async move {
+            let mut all = Vec::new();
+            let mut buf = vec![0u8; 1 << 16];
+            while !all.ends_with(b"end") {
+                let n = client.read(&mut buf).await.unwrap();
+                assert!(n > 0);
+                all.extend_from_slice(&buf[..n]);
+            }
+            all
+        });
+        out.flush().await.unwrap();
+        let all = reading.await.unwrap();
+        let whole = (sent.len() + 1) * frame.len();
+        assert_eq!(all.len(), 1 + whole + 3);
+        assert_eq!(all[0], b'c');
+        assert!(all[1..=whole].iter().all(|&b| b == 7), "every frame whole, the rest of the last before what was queued after it");
+        assert_eq!(&all[whole + 1..], b"end");
+    }
+
+    /// A socket written through tokio's readiness, as the connection's is.
+    struct SharedSocket(Arc<tokio::net::TcpStream>);
+
+    impl AsyncWrite for SharedSocket {
+        fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+            loop {
+                ready!(self.0.poll_write_ready(cx))?;
+                match self.0.try_write(data) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    written => return Poll::Ready(written),
+                }
+            }
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
     }
 
     #[tokio::test]

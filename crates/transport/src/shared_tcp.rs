@@ -40,6 +40,11 @@ impl SharedTcp {
         SharedTcp { stream: Arc::new(stream), pre }
     }
 
+    /// The socket, for writes made beside this stream's (`super::send_queue`).
+    pub fn socket(&self) -> Arc<TcpStream> {
+        self.stream.clone()
+    }
+
     /// A watch on the stream, unless bytes were read ahead: then there is
     /// something to read already.
     pub fn watch(&self) -> Option<Watch> {

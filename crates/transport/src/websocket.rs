@@ -15,13 +15,18 @@
 //! queue; it is made only when first needed ([`LazyWs`]), and on plain TCP
 //! the reader asks it to read only once the client has sent something
 //! ([`SharedTcp`]).
+//!
+//! On plain TCP, while the writer has nothing in hand, a publisher writes a
+//! message's frame to the socket itself (`hub::Direct`, [`DirectFrames`])
+//! when the socket takes it at once: no task is woken for it. What the
+//! socket does not take goes through the writer as above.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
 use bytes::Bytes;
-use hub::{Close, Form, Outbox, Payload};
+use hub::{Close, Direct, Form, Outbox, Payload, Sent};
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
@@ -35,13 +40,14 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use crate::Client;
 use base::http::{Body, method_not_allowed, text_response};
-use base::metrics::ClientMetrics;
+use base::metrics::{ClientMetrics, Sends};
 use base::{Connection, Context};
 
 use crate::{Mount, Protocol};
 use base::shutdown::Shutdown;
 use crate::deflate::{self, Agreed, Inflating};
 use wire::websocket::frame_header::{BINARY, TEXT, server_frame};
+use crate::send_queue::SendQueue;
 use crate::shared_tcp::{SharedTcp, Watch};
 use crate::utf8_watch::is_invalid_text;
 use crate::ws_task::WsTask;
@@ -153,12 +159,14 @@ pub struct Handover<S> {
     /// For a plain TCP connection with nothing read ahead, the stream to
     /// watch for the client's first bytes (`transport::shared_tcp`).
     pub watch: Option<Watch>,
+    /// For a plain TCP connection, its socket, which publishers may write to.
+    pub socket: Option<Arc<TcpStream>>,
 }
 
 impl<S> Handover<S> {
     /// The same connection with a layer put over its stream.
     fn map<T>(self, layer: impl FnOnce(S) -> T) -> Handover<T> {
-        Handover { io: layer(self.io), watch: self.watch }
+        Handover { io: layer(self.io), watch: self.watch, socket: self.socket }
     }
 }
 
@@ -170,9 +178,9 @@ impl Handover<Handed> {
         match upgraded.downcast::<TokioIo<TcpStream>>() {
             Ok(parts) => {
                 let tcp = SharedTcp::new(parts.io.into_inner(), parts.read_buf);
-                Handover { watch: tcp.watch(), io: Either::Left(tcp) }
+                Handover { watch: tcp.watch(), socket: Some(tcp.socket()), io: Either::Left(tcp) }
             }
-            Err(other) => Handover { io: Either::Right(TokioIo::new(other)), watch: None },
+            Err(other) => Handover { io: Either::Right(TokioIo::new(other)), watch: None, socket: None },
         }
     }
 }
@@ -212,6 +220,9 @@ pub struct Limits {
     /// How long the writer lets messages gather before it writes them
     /// (`--write-delay`); zero writes at once.
     pub write_delay: Duration,
+    /// Whether publishers write to the client's socket while the writer
+    /// has nothing in hand (`--publisher-writes`; not with a write delay).
+    pub publisher_writes: bool,
 }
 
 /// The close for a client that answered no ping for a whole interval.
@@ -274,6 +285,11 @@ pub trait Outbound: Send {
     }
     /// Takes what the handshake agreed on permessage-deflate.
     fn agree(&mut self, _agreed: Agreed) {}
+    /// How a publisher writes one message straight to the client's socket
+    /// through `queue`, if this framing's frames allow it.
+    fn direct(&self, _queue: &SendQueue, _metrics: &ClientMetrics) -> Option<Arc<dyn Direct>> {
+        None
+    }
 }
 
 impl Outbound for Raw {
@@ -288,6 +304,38 @@ impl Outbound for Raw {
 
     fn agree(&mut self, agreed: Agreed) {
         self.deflate = Some(agreed);
+    }
+
+    fn direct(&self, queue: &SendQueue, metrics: &ClientMetrics) -> Option<Arc<dyn Direct>> {
+        let bits = self.deflate.and_then(|a| a.server_window_bits);
+        Some(DirectFrames::over(queue, metrics, native_frame, bits))
+    }
+}
+
+/// A WebSocket client's socket as a publisher writes to it: each message as
+/// the frame its [`Outbound`] would make of it (`frame`, given the window
+/// bits of permessage-deflate, if agreed), counted as the writer counts what
+/// it sends.
+pub(crate) struct DirectFrames {
+    queue: SendQueue,
+    sends: Sends,
+    frame: fn(&Payload, Option<u8>) -> Bytes,
+    bits: Option<u8>,
+}
+
+impl DirectFrames {
+    pub(crate) fn over(queue: &SendQueue, metrics: &ClientMetrics, frame: fn(&Payload, Option<u8>) -> Bytes, bits: Option<u8>) -> Arc<dyn Direct> {
+        Arc::new(DirectFrames { queue: queue.clone(), sends: metrics.sends(), frame, bits })
+    }
+}
+
+impl Direct for DirectFrames {
+    fn try_send(&self, payload: &Payload) -> Sent {
+        let sent = self.queue.try_send(&(self.frame)(payload, self.bits));
+        if sent != Sent::Nothing {
+            self.sends.sent_one(payload.len());
+        }
+        sent
     }
 }
 
@@ -348,8 +396,8 @@ where
     I: Inbound,
     O: Outbound,
 {
-    let Handover { io, watch } = stream;
-    WsTask::new(io, watch, client, inbound, outbound, limits, metrics, &shutdown)
+    let Handover { io, watch, socket } = stream;
+    WsTask::new(io, watch, socket, client, inbound, outbound, limits, metrics, &shutdown)
 }
 
 /// The close that answers a read error.
@@ -386,6 +434,7 @@ pub async fn connection_future_sizes<C: Client>(mut client: impl FnMut() -> C) -
         max_byte_rate: 1 << 20,
         permessage_deflate: true,
         write_delay: Duration::ZERO,
+        publisher_writes: true,
     });
     let metrics = base::metrics::Metrics::default();
     let agreed = Agreed { server_window_bits: Some(deflate::FULL_WINDOW), client_no_context_takeover: false };
@@ -393,7 +442,7 @@ pub async fn connection_future_sizes<C: Client>(mut client: impl FnMut() -> C) -
     for (deflate, size) in sizes.iter_mut().enumerate() {
         let _client = TcpStream::connect(address).await.expect("a loopback connection");
         let tcp = SharedTcp::new(listener.accept().await.expect("the connection").0, Bytes::new());
-        let stream: Handover<Handed> = Handover { watch: tcp.watch(), io: Either::Left(tcp) };
+        let stream: Handover<Handed> = Handover { watch: tcp.watch(), socket: Some(tcp.socket()), io: Either::Left(tcp) };
         let metrics = metrics.client("measure", "websocket");
         *size = if deflate == 1 {
             let stream = stream.map(|io| Inflating::new(io, agreed.inflate(limits.max_message_size)));

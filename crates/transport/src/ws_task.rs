@@ -34,6 +34,7 @@ use futures_util::{Sink, Stream};
 use hub::{Close, Drained, Outbox, Payload};
 use pin_project_lite::pin_project;
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -173,6 +174,7 @@ where
     pub fn new(
         io: S,
         watch: Option<Watch>,
+        socket: Option<Arc<TcpStream>>,
         client: C,
         inbound: I,
         mut outbound: O,
@@ -180,7 +182,9 @@ where
         metrics: ClientMetrics,
         shutdown: &Shutdown,
     ) -> WsTask<S, C, I, O> {
-        let queue = SendQueue::new();
+        // Publishers write to the socket directly only when each message
+        // goes out as it comes (no write delay).
+        let queue = SendQueue::with_socket(socket.filter(|_| limits.publisher_writes && limits.write_delay.is_zero()));
         let ws = LazyWs::new(Sending::new(Utf8Watch::new(io), queue.clone()), watch, limits.max_message_size);
         let now = Instant::now();
         let mut frames = Vec::new();
@@ -471,10 +475,23 @@ where
                 progressed = true;
                 continue;
             }
+            // What a publisher left partly written, or tungstenite queued,
+            // goes before anything more is taken.
+            if !self.queue.is_empty() {
+                (self.writer.count, self.writer.bytes) = (0, 0);
+                self.writer.sending = true;
+                continue;
+            }
             if !self.limits.write_delay.is_zero() && !self.gathered(cx, now) {
                 return progressed;
             }
-            let drained = match self.outbox.poll_drain(cx, &mut self.writer.batch) {
+            let drained = if self.queue.has_socket() {
+                let (queue, metrics, outbound) = (&self.queue, &self.metrics, &self.outbound);
+                self.outbox.poll_drain_direct(cx, &mut self.writer.batch, || outbound.direct(queue, metrics))
+            } else {
+                self.outbox.poll_drain(cx, &mut self.writer.batch)
+            };
+            let drained = match drained {
                 Poll::Pending => return progressed,
                 Poll::Ready(drained) => drained,
             };
@@ -651,6 +668,14 @@ where
             }
             Poll::Pending => Poll::Pending,
         }
+    }
+}
+
+impl<S, C, I, O> Drop for Parts<S, C, I, O> {
+    /// The outbox may outlive the connection (a room still holds it): it
+    /// must not keep the socket.
+    fn drop(&mut self) {
+        self.outbox.forget_direct();
     }
 }
 

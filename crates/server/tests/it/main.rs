@@ -17,6 +17,7 @@ mod hostile;
 mod irc;
 mod lifecycle;
 mod security;
+mod publisher_writes;
 mod recovery;
 mod room_archive;
 mod storage;
