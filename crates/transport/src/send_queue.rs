@@ -92,8 +92,10 @@ struct Queue {
     /// The plain TCP socket under the connection, which publishers may
     /// write to directly; none over TLS.
     socket: Option<Arc<TcpStream>>,
-    /// When something was last written to the socket ([`now_us`]), if ever.
-    written_at: Option<u32>,
+    /// When something was last written to the socket ([`now_us`]); 0 if
+    /// never (a `u32`, not an `Option`: then the queue fits an 80-byte
+    /// allocation with its `Arc`, as it did before it had a socket).
+    written_at: u32,
 }
 
 impl SendQueue {
@@ -123,13 +125,13 @@ impl SendQueue {
     pub fn try_send(&self, frame: &Bytes) -> Sent {
         let mut q = self.0.lock();
         let now = now_us();
-        let spaced = q.written_at.is_none_or(|at| now.wrapping_sub(at) >= SPACING);
+        let spaced = q.written_at == 0 || now.wrapping_sub(q.written_at) >= SPACING;
         let Some(socket) = q.socket.as_ref().filter(|_| spaced && q.len == 0 && !q.behind && !q.closed) else {
             return Sent::Nothing;
         };
         let written = socket.try_write(frame);
         if matches!(written, Ok(n) if n > 0) {
-            q.written_at = Some(now);
+            q.written_at = now;
         }
         match written {
             Ok(n) if n == frame.len() => Sent::Whole,
@@ -163,7 +165,7 @@ impl SendQueue {
     /// is not held back by [`SPACING`].
     #[cfg(test)]
     fn forget_writes(&self) {
-        self.0.lock().written_at = None;
+        self.0.lock().written_at = 0;
     }
 
     /// Bytes waiting.
@@ -206,7 +208,7 @@ impl<S: AsyncWrite + Unpin> Sending<S> {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
             if q.socket.is_some() {
-                q.written_at = Some(now_us());
+                q.written_at = now_us();
             }
             q.len -= written;
             let mut left = written;
@@ -453,6 +455,13 @@ mod tests {
         assert_eq!(all[0], b'c');
         assert!(all[1..=whole].iter().all(|&b| b == 7), "every frame whole, the rest of the last before what was queued after it");
         assert_eq!(&all[whole + 1..], b"end");
+    }
+
+    /// Every connection has a send queue, idle or not.
+    #[test]
+    fn a_send_queue_in_its_arc_fits_80_bytes() {
+        let size = std::mem::size_of::<Mutex<Queue>>() + 16;
+        assert!(size <= 80, "a send queue in its Arc is {size} bytes");
     }
 
     /// A socket written through tokio's readiness, as the connection's is.

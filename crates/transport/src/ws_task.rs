@@ -123,6 +123,9 @@ struct Writer {
     next_ping: Ms,
     /// A ping went out (when `next_ping` was set) and is not yet answered.
     pinged: bool,
+    /// The writer has taken a message: only then does it offer publishers
+    /// the socket, so an idle connection holds nothing for that.
+    took: bool,
     /// Until when what the outbox holds is left to gather (`--write-delay`).
     gather: Option<Ms>,
     /// When the client last sent anything (a message, a pong, a close);
@@ -200,6 +203,7 @@ where
             silent_since: Ms::at(now),
             next_ping: Ms::at(now) + limits.ping_interval,
             pinged: false,
+            took: false,
             gather: None,
             heard: Ms::at(now),
         };
@@ -485,7 +489,7 @@ where
             if !self.limits.write_delay.is_zero() && !self.gathered(cx, now) {
                 return progressed;
             }
-            let drained = if self.queue.has_socket() {
+            let drained = if self.writer.took && self.queue.has_socket() {
                 let (queue, metrics, outbound) = (&self.queue, &self.metrics, &self.outbound);
                 self.outbox.poll_drain_direct(cx, &mut self.writer.batch, || outbound.direct(queue, metrics))
             } else {
@@ -496,6 +500,7 @@ where
                 Poll::Ready(drained) => drained,
             };
             progressed = true;
+            self.writer.took = true;
             if let Drained::Closed(close) = &drained
                 && (*close == Close::PEER_GONE || close.is_slow_consumer())
             {
