@@ -10,8 +10,8 @@
 #   RATE=500 CLIENTS=200 STEP_SECONDS=10 ROUNDS=2   the load (msgs/s sent, each to every client)
 #   WRITE_DELAY=5ms                               the delay of the server named switchboard+delay:
 #                                                 Switchboard with --write-delay, its writes gathered
-#                                                 (switchboard+publisher: with --publisher-writes,
-#                                                 a publisher writing to idle clients' sockets itself)
+#                                                 (switchboard+tasks: with --shared-writer false,
+#                                                 each client's messages written by its own task)
 #   CPD_JSON=FILE                                 also write the figures as JSON (the shootout does)
 #
 # Needs the release build (make build) and the peers named (peers/<peer>/install.sh).
@@ -35,7 +35,7 @@ for round in $(seq "$ROUNDS"); do
       case "$name" in
         switchboard) options=() ;;
         switchboard+delay) options=(--write-delay "${WRITE_DELAY:-5ms}") ;;
-        switchboard+publisher) options=(--publisher-writes true) ;;
+        switchboard+tasks) options=(--shared-writer false) ;;
         *) echo "cpu-per-delivery: no such server: $name" >&2; exit 1 ;;
       esac
       taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --xmpp-listen off --irc-listen off "${options[@]}" >>"$log" 2>&1 &

@@ -363,15 +363,13 @@ fi
 # Server CPU per delivery at fixed loads, Switchboard beside Bun (rounds
 # interleaved, each on a fresh server): the comparison that still separates
 # the two where the broadcast sweep meets the bench's own ceiling. At each
-# load Switchboard runs three times: writing at once, with publishers writing
-# to idle clients' sockets (switchboard+publisher, --publisher-writes) and
-# with --write-delay (switchboard+delay), so that what each option saves and
-# costs is side by side.
+# load Switchboard runs twice, writing at once and with --write-delay
+# (switchboard+delay), so that what the delay saves and costs is side by side.
 if [[ " $SERVERS " == *" switchboard "* && " $SERVERS " == *" bun "* && -z "${INSTALL_FAILED[bun]:-}" ]]; then
   for rate in $CPD_RATES; do
-    say "CPU per delivery: switchboard, switchboard+publisher, switchboard+delay and bun at $rate msgs/s to 200 clients, $CPD_ROUNDS rounds"
+    say "CPU per delivery: switchboard, switchboard+delay and bun at $rate msgs/s to 200 clients, $CPD_ROUNDS rounds"
     RATE="$rate" CLIENTS=200 ROUNDS="$CPD_ROUNDS" CPD_JSON="$OUT/cpu-per-delivery-$rate.json" \
-      shootout/cpu-per-delivery.sh switchboard switchboard+publisher switchboard+delay bun >"$OUT/logs/cpu-per-delivery-$rate.txt" 2>&1 \
+      shootout/cpu-per-delivery.sh switchboard switchboard+delay bun >"$OUT/logs/cpu-per-delivery-$rate.txt" 2>&1 \
       || say "CPU per delivery FAILED: $(tail -n1 "$OUT/logs/cpu-per-delivery-$rate.txt")"
   done
 fi

@@ -369,9 +369,6 @@ def main():
             ratio = best["switchboard"] / best["bun"]
             out.append(f"  switchboard / bun = {ratio:.2f}× Bun's CPU per delivery (goal: at most 0.80×): "
                        + ("HOLDS" if ratio <= 0.8 else "MISSED"))
-        if "switchboard+publisher" in best and "bun" in best:
-            ratio = best["switchboard+publisher"] / best["bun"]
-            out.append(f"  switchboard+publisher / bun = {ratio:.2f}× (--publisher-writes, off by default: it costs a bursty chat more)")
         if "switchboard+delay" in best and "bun" in best:
             ratio = best["switchboard+delay"] / best["bun"]
             out.append(f"  switchboard+delay / bun = {ratio:.2f}× (the write delay trades latency for it; not the goal's figure)")

@@ -70,7 +70,7 @@ pub struct Metrics {
     messages_in: Family<Labels, Counter>,
     messages_out: Family<Labels, Counter>,
     batches_out: Family<Labels, Counter>,
-    publisher_writes: Family<Labels, Counter>,
+    shared_writes: Family<Labels, Counter>,
     bytes_in: Family<Labels, Counter>,
     bytes_out: Family<Labels, Counter>,
     slow_consumers: Family<Labels, Counter>,
@@ -111,7 +111,7 @@ impl Metrics {
             messages_in: Family::default(),
             messages_out: Family::default(),
             batches_out: Family::default(),
-            publisher_writes: Family::default(),
+            shared_writes: Family::default(),
             bytes_in: Family::default(),
             bytes_out: Family::default(),
             slow_consumers: Family::default(),
@@ -148,9 +148,9 @@ impl Metrics {
             m.batches_out.clone(),
         );
         registry.register(
-            "publisher_writes",
-            "Application messages a publisher wrote straight to an idle client's socket, waking no task (--publisher-writes); counted in messages_out and batches_out too",
-            m.publisher_writes.clone(),
+            "shared_writes",
+            "Application messages the shared writer wrote to idle clients' sockets, waking no client's task (--shared-writer); counted in messages_out and batches_out too",
+            m.shared_writes.clone(),
         );
         registry.register("bytes_in", "Application payload bytes received from clients", m.bytes_in.clone());
         registry.register("bytes_out", "Application payload bytes sent to clients", m.bytes_out.clone());
@@ -229,7 +229,7 @@ impl Metrics {
                 messages_in: self.messages_in.get_or_create(labels).clone(),
                 messages_out: self.messages_out.get_or_create(labels).clone(),
                 batches_out: self.batches_out.get_or_create(labels).clone(),
-                publisher_writes: self.publisher_writes.get_or_create(labels).clone(),
+                shared_writes: self.shared_writes.get_or_create(labels).clone(),
                 bytes_in: self.bytes_in.get_or_create(labels).clone(),
                 bytes_out: self.bytes_out.get_or_create(labels).clone(),
                 slow_consumers: self.slow_consumers.get_or_create(labels).clone(),
@@ -351,17 +351,17 @@ impl Drop for StreamOpen {
 #[derive(Debug)]
 pub struct ClientMetrics(Arc<Counters>);
 
-/// What is sent to one client, counted by a publisher that writes to its
-/// socket (`hub::Direct`); it does not count the client as closed.
+/// What is sent to one client, counted by the shared writer
+/// (`transport::shared_writer`); it does not count the client as closed.
 #[derive(Debug, Clone)]
 pub struct Sends(Arc<Counters>);
 
 impl Sends {
-    /// Counts one message a publisher sent in one write.
-    pub fn sent_one(&self, bytes: usize) {
-        self.0.messages_out.inc();
+    /// Counts messages the shared writer sent in one write.
+    pub fn sent(&self, messages: usize, bytes: usize) {
+        self.0.messages_out.inc_by(messages as u64);
         self.0.batches_out.inc();
-        self.0.publisher_writes.inc();
+        self.0.shared_writes.inc_by(messages as u64);
         self.0.bytes_out.inc_by(bytes as u64);
     }
 }
@@ -374,7 +374,7 @@ struct Counters {
     messages_in: Counter,
     messages_out: Counter,
     batches_out: Counter,
-    publisher_writes: Counter,
+    shared_writes: Counter,
     bytes_in: Counter,
     bytes_out: Counter,
     slow_consumers: Counter,

@@ -6,11 +6,12 @@
 //! and frees what was queued, so a client that stops reading cannot grow the
 //! server's memory, and the publisher is never slowed by it.
 //!
-//! A writer with nothing in hand may let publishers write for it
-//! ([`Outbox::poll_drain_direct`]): a push into its empty queue then goes
-//! straight to the client's socket through its [`Direct`], if the socket
-//! takes it now, and wakes nobody. Only what the socket does not take is
-//! queued, and the writer woken, as before.
+//! A writer with nothing in hand may leave what is pushed to another
+//! writer that serves many clients ([`Outbox::poll_drain_direct`]): a push
+//! into its empty queue then schedules the client's [`Direct`] instead of
+//! waking the writer's task, and that writer sends what was queued
+//! ([`Outbox::flush_direct`]) if the socket takes it then. Only what the
+//! socket does not take is left to the client's own writer, woken for it.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -78,24 +79,24 @@ pub enum Drained {
     Closed(Close),
 }
 
-/// A client's socket as a publisher writes to it, for a writer that has
-/// nothing in hand ([`Outbox::poll_drain_direct`]). Called under the
-/// outbox's lock, so publishers write one at a time and in the order they
-/// push.
+/// A client's socket as a writer that serves many clients writes to it,
+/// for a client's writer that has nothing in hand
+/// ([`Outbox::poll_drain_direct`]).
 pub trait Direct: Send + Sync {
-    /// Writes `payload` now if the socket takes it, without waiting.
-    fn try_send(&self, payload: &Payload) -> Sent;
+    /// Something was queued for the client: call [`Outbox::flush_direct`]
+    /// soon. Called without the outbox's lock.
+    fn schedule(self: Arc<Self>);
 }
 
-/// What [`Direct::try_send`] did.
+/// What a [`Outbox::flush_direct`]'s send did with the messages it was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sent {
-    /// All of it is on the socket.
+    /// All of them are on the socket.
     Whole,
-    /// Part of it is; the rest is the writer's to send before anything
-    /// else, and the writer is woken for it.
+    /// Part of them is; the rest is queued under the client's writer, to
+    /// send before anything else, and the writer is woken for it.
     Part,
-    /// Nothing: it is queued as any push is.
+    /// Nothing: they stay queued, and the client's writer is woken for them.
     Nothing,
 }
 
@@ -127,7 +128,7 @@ struct State {
     closing: Option<Arc<Notify>>,
     /// The writer's socket, once it has offered it.
     direct: Option<Arc<dyn Direct>>,
-    /// The writer waits with nothing in hand: pushes may go through `direct`.
+    /// The writer waits with nothing in hand: pushes schedule `direct`.
     idle: bool,
 }
 
@@ -139,30 +140,13 @@ impl Outbox {
         Outbox { state: Mutex::new(State::default()), limit: limit_bytes }
     }
 
-    /// Queues a message for the writer, or writes it to the client's socket
-    /// if the writer lets publishers do so and the socket takes it now.
-    /// Never waits.
+    /// Queues a message for the writer, and wakes it if the queue was
+    /// empty; or, if the writer leaves its messages to a [`Direct`] while it
+    /// has nothing in hand, schedules that instead. Never waits.
     pub fn push(&self, payload: Payload) -> Result<(), PushError> {
         let mut state = self.state.lock();
         if state.close.is_some() {
             return Err(PushError::Closed);
-        }
-        if state.idle
-            && let Some(direct) = &state.direct
-        {
-            match direct.try_send(&payload) {
-                Sent::Whole => return Ok(()),
-                Sent::Part => {
-                    state.idle = false;
-                    let writer = state.writer.take();
-                    drop(state);
-                    if let Some(writer) = writer {
-                        writer.wake();
-                    }
-                    return Ok(());
-                }
-                Sent::Nothing => state.idle = false,
-            }
         }
         let cost = payload.len() + PER_MESSAGE_COST;
         if state.cost + cost > self.limit && !state.queue.is_empty() {
@@ -172,14 +156,48 @@ impl Outbox {
             self.set_close(state, Close::SLOW_CONSUMER);
             return Err(PushError::Full);
         }
-        let writer = if state.queue.is_empty() { state.writer.take() } else { None };
+        let (mut writer, mut direct) = (None, None);
+        if state.queue.is_empty() {
+            match &state.direct {
+                Some(d) if state.idle => direct = Some(d.clone()),
+                _ => writer = state.writer.take(),
+            }
+        }
         state.queue.push_back(payload);
         state.cost += cost;
         drop(state);
         if let Some(writer) = writer {
             writer.wake();
         }
+        if let Some(direct) = direct {
+            direct.schedule();
+        }
         Ok(())
+    }
+
+    /// For the writer a [`Direct`] schedules: if the client's own writer
+    /// still waits with nothing in hand, hands what is queued to `send`,
+    /// under the outbox's lock (so nothing pushed meanwhile overtakes it),
+    /// and takes what it sent off the queue. What `send` could not send
+    /// whole is left to the client's writer, which is woken.
+    pub fn flush_direct(&self, send: impl FnOnce(&[Payload]) -> Sent) {
+        let mut state = self.state.lock();
+        if !state.idle || state.queue.is_empty() || state.close.is_some() {
+            return;
+        }
+        let sent = send(state.queue.make_contiguous());
+        if sent != Sent::Nothing {
+            state.queue.clear();
+            state.cost = 0;
+        }
+        if sent != Sent::Whole {
+            state.idle = false;
+            let writer = state.writer.take();
+            drop(state);
+            if let Some(writer) = writer {
+                writer.wake();
+            }
+        }
     }
 
     /// Closes the session: later pushes are refused, and the writer gets
@@ -209,7 +227,7 @@ impl Outbox {
         }
     }
 
-    /// Lets go of the writer's socket: publishers queue from now on. A
+    /// Lets go of the writer's socket: pushes wake the writer from now on. A
     /// writer that ends calls this, so that the socket is not held by an
     /// outbox that outlives it.
     pub fn forget_direct(&self) {
@@ -263,8 +281,8 @@ impl Outbox {
 
     /// [`Outbox::poll_drain`] for a writer that, when it has nothing to
     /// take, also has nothing of its own waiting for the socket: until it
-    /// next takes, publishers write to the socket through `direct` (made
-    /// the first time, and kept). See the module docs.
+    /// next takes, pushes schedule `direct` (made the first time, and kept)
+    /// instead of waking it. See the module docs.
     pub fn poll_drain_direct(&self, cx: &mut Context<'_>, out: &mut Vec<Payload>, direct: impl FnOnce() -> Option<Arc<dyn Direct>>) -> Poll<Drained> {
         let mut state = self.state.lock();
         match Self::take(&mut state, out) {
@@ -451,25 +469,34 @@ mod tests {
         assert_eq!(out.len(), 2, "what was queued before the close is still sent");
     }
 
-    /// A socket that takes what it is told to, and keeps what it took.
+    /// A client's socket as the shared writer sees it: counts its
+    /// schedules; what it takes is up to the test.
     #[derive(Default)]
     struct Socket {
+        scheduled: AtomicUsize,
         took: Mutex<Vec<String>>,
-        answer: Mutex<Option<Sent>>,
     }
 
     impl Direct for Socket {
-        fn try_send(&self, payload: &Payload) -> Sent {
-            let sent = self.answer.lock().unwrap_or(Sent::Whole);
-            if sent != Sent::Nothing {
-                self.took.lock().push(payload.as_text().unwrap_or_default().to_owned());
-            }
-            sent
+        fn schedule(self: Arc<Self>) {
+            self.scheduled.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    impl Socket {
+        /// Flushes `outbox` as the shared writer would, answering `sent`.
+        fn flush(&self, outbox: &Outbox, sent: Sent) {
+            outbox.flush_direct(|queued| {
+                if sent != Sent::Nothing {
+                    self.took.lock().extend(queued.iter().map(|p| p.as_text().unwrap().to_owned()));
+                }
+                sent
+            });
         }
     }
 
     #[test]
-    fn an_idle_writers_socket_takes_pushes_until_it_refuses_one_then_the_writer_does() {
+    fn an_idle_writers_messages_go_to_the_shared_writer_until_the_socket_refuses_them() {
         let outbox = Outbox::new(1 << 20);
         let socket = Arc::new(Socket::default());
         let wakes = Arc::new(Wakes(0.into()));
@@ -478,39 +505,39 @@ mod tests {
         let mut out = Vec::new();
         let offer = || Some(socket.clone() as Arc<dyn Direct>);
         let woken = || wakes.0.load(Ordering::Relaxed);
+        let scheduled = || socket.scheduled.load(Ordering::Relaxed);
         let texts = |out: &mut Vec<Payload>| out.drain(..).map(|p| p.as_text().unwrap().to_owned()).collect::<Vec<_>>();
 
         assert!(outbox.poll_drain_direct(&mut cx, &mut out, offer).is_pending());
         outbox.push(msg("a")).unwrap();
         outbox.push(msg("b")).unwrap();
+        assert_eq!((scheduled(), woken(), outbox.len()), (1, 0, 2), "scheduled once, the writer not woken");
+        socket.flush(&outbox, Sent::Whole);
         assert_eq!(*socket.took.lock(), ["a", "b"]);
-        assert_eq!((woken(), outbox.len()), (0, 0), "written by the publisher: nothing queued, nobody woken");
+        assert_eq!((woken(), outbox.len()), (0, 0), "sent by the shared writer, in order");
 
-        *socket.answer.lock() = Some(Sent::Nothing);
         outbox.push(msg("c")).unwrap();
-        *socket.answer.lock() = None;
+        assert_eq!(scheduled(), 2);
+        socket.flush(&outbox, Sent::Nothing);
         outbox.push(msg("d")).unwrap();
-        assert_eq!((woken(), outbox.len()), (1, 2), "refused: queued, the writer woken, and what follows queued behind it");
+        assert_eq!((scheduled(), woken(), outbox.len()), (2, 1, 2), "refused: left queued, the writer woken, and what follows queued behind");
+        socket.flush(&outbox, Sent::Whole);
+        assert_eq!(socket.took.lock().len(), 2, "a writer woken for its messages has them in hand: the shared writer sends none");
         assert_eq!(outbox.poll_drain_direct(&mut cx, &mut out, offer), Poll::Ready(Drained::Messages));
         assert_eq!(texts(&mut out), ["c", "d"]);
-        outbox.push(msg("e")).unwrap();
-        assert_eq!(outbox.len(), 1, "the writer has its batch in hand until it waits again");
-        assert_eq!(outbox.poll_drain_direct(&mut cx, &mut out, offer), Poll::Ready(Drained::Messages));
-        assert_eq!(texts(&mut out), ["e"]);
 
         assert!(outbox.poll_drain_direct(&mut cx, &mut out, offer).is_pending());
-        *socket.answer.lock() = Some(Sent::Part);
+        outbox.push(msg("e")).unwrap();
+        socket.flush(&outbox, Sent::Part);
         outbox.push(msg("f")).unwrap();
-        *socket.answer.lock() = None;
-        outbox.push(msg("g")).unwrap();
-        assert_eq!(*socket.took.lock(), ["a", "b", "f"]);
-        assert_eq!((woken(), outbox.len()), (2, 1), "partly written: the writer woken for the rest, and what follows queued");
+        assert_eq!(*socket.took.lock(), ["a", "b", "e"]);
+        assert_eq!((scheduled(), woken(), outbox.len()), (3, 2, 1), "partly sent: the writer woken for the rest, and what follows queued for it");
         assert!(outbox.poll_drain(&mut cx, &mut out).is_ready());
 
-        // A plain poll_drain lets no publisher write.
+        // A plain poll_drain leaves nothing to the shared writer.
         assert!(outbox.poll_drain(&mut cx, &mut out).is_pending());
-        outbox.push(msg("h")).unwrap();
-        assert_eq!(outbox.len(), 1);
+        outbox.push(msg("g")).unwrap();
+        assert_eq!((scheduled(), woken()), (3, 3));
     }
 
     #[test]
@@ -526,7 +553,8 @@ mod tests {
             end(&outbox);
             assert_eq!(Arc::strong_count(&socket), 1);
             let _ = outbox.push(msg("x"));
-            assert!(socket.took.lock().is_empty());
+            socket.flush(&outbox, Sent::Whole);
+            assert_eq!((socket.scheduled.load(Ordering::Relaxed), socket.took.lock().len()), (0, 0));
         }
     }
 

@@ -266,6 +266,10 @@ impl ServerState {
             }
             _ => None,
         };
+        // One for every mount's WebSocket clients, a task for each of the
+        // runtime's threads.
+        let threads = tokio::runtime::Handle::try_current().map_or(1, |r| r.metrics().num_workers());
+        let shared_writer = config.server.shared_writer.then(|| transport::shared_writer::SharedWriter::new(threads));
         let mounts = config
             .mounts
             .iter()
@@ -290,7 +294,7 @@ impl ServerState {
                         max_byte_rate: m.limits.max_byte_rate,
                         permessage_deflate: config.server.permessage_deflate,
                         write_delay: config.server.write_delay,
-                        publisher_writes: config.server.publisher_writes,
+                        shared_writer: shared_writer.clone(),
                     }),
                 })
             })

@@ -7,6 +7,7 @@ pub mod mount;
 pub mod send_queue;
 pub mod http_session;
 pub mod shared_tcp;
+pub mod shared_writer;
 pub mod sockjs;
 #[cfg(test)]
 mod testing;

@@ -18,21 +18,17 @@
 //! - once tungstenite has written a close frame, the queue takes no data frame
 //!   ([`Refused::Closed`]): nothing may follow a close (RFC 6455 §5.5.1).
 //!
-//! A publisher may write a frame to the socket itself ([`SendQueue::try_send`],
-//! for `hub::Direct`) while the queue is empty, under the queue's lock, which
-//! every write to the socket holds: what it writes is never cut into by
-//! another write, and what the socket does not take is queued first. It
-//! does so only for a socket nothing was written to for [`SPACING`]: a
-//! client sent to more often is written to by its own task, which takes
-//! everything queued for it in one write, and so makes fewer system calls
-//! per message the busier the server is.
+//! The shared writer (`transport::shared_writer`) may write frames to the
+//! socket itself ([`SendQueue::try_send`]) while the queue is empty, under
+//! the queue's lock, which every write to the socket holds: what it writes
+//! is never cut into by another write, and what the socket does not take
+//! is queued first.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
-use std::time::Instant;
 
 use bytes::{Buf, Bytes};
 use hub::Sent;
@@ -51,19 +47,6 @@ const TUNGSTENITE_ROOM: usize = 64 * 1024;
 /// Frames handed to one vectored write.
 const MAX_SLICES: usize = 64;
 
-/// How long since the last write to a socket before a publisher writes to
-/// it itself, in microseconds (see the module docs).
-const SPACING: u32 = 1_000;
-
-/// Microseconds since the first call, wrapping every 71 minutes: enough
-/// to tell whether a write was within [`SPACING`] (a wrap can make an old
-/// write look recent once, which only sends one message through the task).
-fn now_us() -> u32 {
-    static START: OnceLock<Instant> = OnceLock::new();
-    let micros = START.get_or_init(Instant::now).elapsed().as_micros();
-    u32::try_from(micros & u128::from(u32::MAX)).unwrap_or_default()
-}
-
 /// Why a frame was not queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refused {
@@ -74,9 +57,9 @@ pub enum Refused {
 }
 
 /// The frames waiting for one connection's socket, shared between the
-/// connection's writer and the [`Sending`] layer, and publishers that
-/// write to it directly. Writer and reader run in one task, so the lock is
-/// contended only by a publisher.
+/// connection's writer and the [`Sending`] layer, and the shared writer.
+/// Writer and reader run in one task, so the lock is contended only by the
+/// shared writer.
 #[derive(Debug, Clone, Default)]
 pub struct SendQueue(Arc<Mutex<Queue>>);
 
@@ -89,13 +72,9 @@ struct Queue {
     behind: bool,
     /// A close frame has been queued.
     closed: bool,
-    /// The plain TCP socket under the connection, which publishers may
-    /// write to directly; none over TLS.
+    /// The plain TCP socket under the connection, which the shared writer
+    /// may write to; none over TLS.
     socket: Option<Arc<TcpStream>>,
-    /// When something was last written to the socket ([`now_us`]); 0 if
-    /// never (a `u32`, not an `Option`: then the queue fits an 80-byte
-    /// allocation with its `Arc`, as it did before it had a socket).
-    written_at: u32,
 }
 
 impl SendQueue {
@@ -103,13 +82,13 @@ impl SendQueue {
         SendQueue::default()
     }
 
-    /// A queue for a connection whose socket publishers may write to
-    /// directly ([`SendQueue::try_send`]).
+    /// A queue for a connection whose socket the shared writer may write
+    /// to ([`SendQueue::try_send`]).
     pub fn with_socket(socket: Option<Arc<TcpStream>>) -> SendQueue {
         SendQueue(Arc::new(Mutex::new(Queue { socket, ..Queue::default() })))
     }
 
-    /// Whether publishers may write to the socket directly.
+    /// Whether the shared writer may write to the socket.
     pub fn has_socket(&self) -> bool {
         self.0.lock().socket.is_some()
     }
@@ -119,30 +98,55 @@ impl SendQueue {
         self.0.lock().len == 0
     }
 
-    /// Writes `frame` to the socket now, if nothing waits before it and the
-    /// socket takes some of it without waiting; what it does not take is
-    /// queued for the next flush ([`Sent::Part`]).
-    pub fn try_send(&self, frame: &Bytes) -> Sent {
+    /// Writes `frames` to the socket now, in order, if nothing waits before
+    /// them and the socket takes some without waiting; what it does not
+    /// take is queued for the next flush ([`Sent::Part`]). With
+    /// [`Sent::Nothing`] nothing was written or queued.
+    pub fn try_send(&self, frames: &[Bytes]) -> Sent {
         let mut q = self.0.lock();
-        let now = now_us();
-        let spaced = q.written_at == 0 || now.wrapping_sub(q.written_at) >= SPACING;
-        let Some(socket) = q.socket.as_ref().filter(|_| spaced && q.len == 0 && !q.behind && !q.closed) else {
+        let q = &mut *q;
+        let Some(socket) = q.socket.as_ref().filter(|_| q.len == 0 && !q.behind && !q.closed) else {
             return Sent::Nothing;
         };
-        let written = socket.try_write(frame);
-        if matches!(written, Ok(n) if n > 0) {
-            q.written_at = now;
-        }
-        match written {
-            Ok(n) if n == frame.len() => Sent::Whole,
-            Ok(n) if n > 0 => {
-                q.len = frame.len() - n;
-                q.frames.push_back(frame.slice(n..));
-                Sent::Part
+        let mut written = 0;
+        let mut slices = [IoSlice::new(&[]); MAX_SLICES];
+        // The frame the socket stopped in, and how much of it went.
+        let (mut at, mut into) = (0, 0);
+        while at < frames.len() {
+            // One frame with send(2), which costs the kernel less than writev(2).
+            let took = if at + 1 == frames.len() {
+                socket.try_write(&frames[at][into..])
+            } else {
+                let n = frames[at..].iter().zip(slices.iter_mut()).map(|(f, s)| *s = IoSlice::new(f)).count();
+                slices[0] = IoSlice::new(&frames[at][into..]);
+                socket.try_write_vectored(&slices[..n])
+            };
+            let Ok(mut took) = took else { break };
+            if took == 0 {
+                break;
             }
-            // Would block, or failed: the writer meets it.
-            _ => Sent::Nothing,
+            written += took;
+            while took > 0 {
+                let left = frames[at].len() - into;
+                if took >= left {
+                    took -= left;
+                    (at, into) = (at + 1, 0);
+                } else {
+                    into += took;
+                    took = 0;
+                }
+            }
         }
+        if written == 0 {
+            return Sent::Nothing;
+        }
+        if at == frames.len() {
+            return Sent::Whole;
+        }
+        q.frames.push_back(frames[at].slice(into..));
+        q.frames.extend(frames[at + 1..].iter().cloned());
+        q.len = q.frames.iter().map(Bytes::len).sum();
+        Sent::Part
     }
 
     /// Queues whole frames made elsewhere, in order, taking them all from
@@ -159,13 +163,6 @@ impl SendQueue {
         q.len += frames.iter().map(Bytes::len).sum::<usize>();
         q.frames.extend(frames.drain(..));
         Ok(())
-    }
-
-    /// As if nothing had been written yet, so the next [`SendQueue::try_send`]
-    /// is not held back by [`SPACING`].
-    #[cfg(test)]
-    fn forget_writes(&self) {
-        self.0.lock().written_at = 0;
     }
 
     /// Bytes waiting.
@@ -206,9 +203,6 @@ impl<S: AsyncWrite + Unpin> Sending<S> {
             };
             if written == 0 {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
-            }
-            if q.socket.is_some() {
-                q.written_at = now_us();
             }
             q.len -= written;
             let mut left = written;
@@ -398,45 +392,35 @@ mod tests {
         assert_eq!(out.inner.taken, [0x8a, 0x01, b'p', 0x88, 0x02, 0x03, 0xe8]);
     }
 
-    /// A publisher's write goes to the socket only while nothing waits
-    /// before it and nothing was written within the spacing; what the
-    /// socket does not take waits, and the next flush sends it before
-    /// anything queued after it.
+    /// The shared writer's frames go to the socket only while nothing
+    /// waits before them; what the socket does not take waits, and the
+    /// next flush sends it before anything queued after it.
     #[tokio::test]
-    async fn a_publisher_writes_only_behind_nothing_and_leaves_the_rest_first_in_line() {
+    async fn the_shared_writer_writes_only_behind_nothing_and_leaves_the_rest_first_in_line() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let mut client = tokio::net::TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
         let socket = Arc::new(listener.accept().await.unwrap().0);
         let queue = SendQueue::with_socket(Some(socket.clone()));
-        assert_eq!(SendQueue::new().try_send(&Bytes::from_static(b"x")), Sent::Nothing, "no socket, no direct write");
+        assert_eq!(SendQueue::new().try_send(&[Bytes::from_static(b"x")]), Sent::Nothing, "no socket, no direct write");
 
-        assert_eq!(queue.try_send(&Bytes::from_static(b"ab")), Sent::Whole);
-        let mut got = [0u8; 2];
+        assert_eq!(queue.try_send(&[Bytes::from_static(b"ab"), Bytes::from_static(b"c")]), Sent::Whole);
+        let mut got = [0u8; 3];
         client.read_exact(&mut got).await.unwrap();
-        assert_eq!(&got, b"ab");
-        assert_eq!(queue.try_send(&Bytes::from_static(b"b")), Sent::Nothing, "within the spacing of the last write");
-        queue.forget_writes();
+        assert_eq!(&got, b"abc");
 
-        queue.push(&mut vec![Bytes::from_static(b"c")]).unwrap();
-        assert_eq!(queue.try_send(&Bytes::from_static(b"d")), Sent::Nothing, "behind a queued frame");
-
-        // Fill the socket until it takes only part of a frame.
-        let (mut out, queue) = (Sending::new(SharedSocket(socket.clone()), queue.clone()), queue);
+        queue.push(&mut vec![Bytes::from_static(b"d")]).unwrap();
+        assert_eq!(queue.try_send(&[Bytes::from_static(b"e")]), Sent::Nothing, "behind a queued frame");
+        let mut out = Sending::new(SharedSocket(socket.clone()), queue.clone());
         out.flush().await.unwrap();
-        assert_eq!(queue.try_send(&Bytes::from_static(b"d")), Sent::Nothing, "the flush was a write too");
+
+        // Fill the socket until it takes only part of what it is given.
         let frame = Bytes::from(vec![7u8; 1 << 20]);
-        let mut sent = Vec::new();
-        loop {
-            queue.forget_writes();
-            match queue.try_send(&frame) {
-                Sent::Whole => sent.push(frame.len()),
-                Sent::Part => break,
-                Sent::Nothing => panic!("an empty queue and a socket with room take some"),
-            }
+        let mut sent = 0;
+        while queue.try_send(&[frame.clone(), Bytes::from_static(b"f")]) == Sent::Whole {
+            sent += 1;
         }
-        assert!(!queue.is_empty() && queue.len() < frame.len(), "the rest waits");
-        queue.forget_writes();
-        assert_eq!(queue.try_send(&Bytes::from_static(b"e")), Sent::Nothing, "behind the rest");
+        assert!(!queue.is_empty(), "the rest waits");
+        assert_eq!(queue.try_send(&[Bytes::from_static(b"g")]), Sent::Nothing, "behind the rest");
         queue.push(&mut vec![Bytes::from_static(b"end")]).unwrap();
         let reading = tokio::spawn(async move {
             let mut all = Vec::new();
@@ -450,11 +434,13 @@ mod tests {
         });
         out.flush().await.unwrap();
         let all = reading.await.unwrap();
-        let whole = (sent.len() + 1) * frame.len();
-        assert_eq!(all.len(), 1 + whole + 3);
-        assert_eq!(all[0], b'c');
-        assert!(all[1..=whole].iter().all(|&b| b == 7), "every frame whole, the rest of the last before what was queued after it");
-        assert_eq!(&all[whole + 1..], b"end");
+        let mut expected = b"d".to_vec();
+        for _ in 0..=sent {
+            expected.extend_from_slice(&frame);
+            expected.push(b'f');
+        }
+        expected.extend_from_slice(b"end");
+        assert!(all == expected, "every frame whole and in order, the rest before what was queued after it ({} bytes, {} expected)", all.len(), expected.len());
     }
 
     /// Every connection has a send queue, idle or not.

@@ -16,17 +16,17 @@
 //! the reader asks it to read only once the client has sent something
 //! ([`SharedTcp`]).
 //!
-//! On plain TCP, while the writer has nothing in hand, a publisher writes a
-//! message's frame to the socket itself (`hub::Direct`, [`DirectFrames`])
-//! when the socket takes it at once: no task is woken for it. What the
-//! socket does not take goes through the writer as above.
+//! On plain TCP, with `--shared-writer`, a writer that has nothing in hand
+//! leaves its client's messages to the shared writer
+//! (`transport::shared_writer`), which writes many clients' in one task:
+//! what the socket does not take goes through the client's writer as above.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
 use bytes::Bytes;
-use hub::{Close, Direct, Form, Outbox, Payload, Sent};
+use hub::{Close, Form, Outbox, Payload};
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
@@ -40,15 +40,15 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use crate::Client;
 use base::http::{Body, method_not_allowed, text_response};
-use base::metrics::{ClientMetrics, Sends};
+use base::metrics::ClientMetrics;
 use base::{Connection, Context};
 
 use crate::{Mount, Protocol};
 use base::shutdown::Shutdown;
 use crate::deflate::{self, Agreed, Inflating};
 use wire::websocket::frame_header::{BINARY, TEXT, server_frame};
-use crate::send_queue::SendQueue;
 use crate::shared_tcp::{SharedTcp, Watch};
+use crate::shared_writer::{Framing, SharedWriter};
 use crate::utf8_watch::is_invalid_text;
 use crate::ws_task::WsTask;
 use base::token::Identity;
@@ -159,7 +159,7 @@ pub struct Handover<S> {
     /// For a plain TCP connection with nothing read ahead, the stream to
     /// watch for the client's first bytes (`transport::shared_tcp`).
     pub watch: Option<Watch>,
-    /// For a plain TCP connection, its socket, which publishers may write to.
+    /// For a plain TCP connection, its socket, which the shared writer may write to.
     pub socket: Option<Arc<TcpStream>>,
 }
 
@@ -203,7 +203,7 @@ fn header_has_token(headers: &HeaderMap, name: header::HeaderName, token: &str) 
 }
 
 /// Limits of one WebSocket connection.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Limits {
     /// Largest message accepted from the client, in bytes.
     pub max_message_size: usize,
@@ -220,9 +220,10 @@ pub struct Limits {
     /// How long the writer lets messages gather before it writes them
     /// (`--write-delay`); zero writes at once.
     pub write_delay: Duration,
-    /// Whether publishers write to the client's socket while the writer
-    /// has nothing in hand (`--publisher-writes`; not with a write delay).
-    pub publisher_writes: bool,
+    /// The server's shared writer, which writes to the client's socket
+    /// while its writer has nothing in hand (`--shared-writer`; not with a
+    /// write delay).
+    pub shared_writer: Option<Arc<SharedWriter>>,
 }
 
 /// The close for a client that answered no ping for a whole interval.
@@ -285,9 +286,10 @@ pub trait Outbound: Send {
     }
     /// Takes what the handshake agreed on permessage-deflate.
     fn agree(&mut self, _agreed: Agreed) {}
-    /// How a publisher writes one message straight to the client's socket
-    /// through `queue`, if this framing's frames allow it.
-    fn direct(&self, _queue: &SendQueue, _metrics: &ClientMetrics) -> Option<Arc<dyn Direct>> {
+    /// How the shared writer frames each message for this client, if it
+    /// may (each message a frame of its own, made without this framing's
+    /// state).
+    fn framing(&self) -> Option<Framing> {
         None
     }
 }
@@ -306,36 +308,8 @@ impl Outbound for Raw {
         self.deflate = Some(agreed);
     }
 
-    fn direct(&self, queue: &SendQueue, metrics: &ClientMetrics) -> Option<Arc<dyn Direct>> {
-        let bits = self.deflate.and_then(|a| a.server_window_bits);
-        Some(DirectFrames::over(queue, metrics, native_frame, bits))
-    }
-}
-
-/// A WebSocket client's socket as a publisher writes to it: each message as
-/// the frame its [`Outbound`] would make of it (`frame`, given the window
-/// bits of permessage-deflate, if agreed), counted as the writer counts what
-/// it sends.
-pub(crate) struct DirectFrames {
-    queue: SendQueue,
-    sends: Sends,
-    frame: fn(&Payload, Option<u8>) -> Bytes,
-    bits: Option<u8>,
-}
-
-impl DirectFrames {
-    pub(crate) fn over(queue: &SendQueue, metrics: &ClientMetrics, frame: fn(&Payload, Option<u8>) -> Bytes, bits: Option<u8>) -> Arc<dyn Direct> {
-        Arc::new(DirectFrames { queue: queue.clone(), sends: metrics.sends(), frame, bits })
-    }
-}
-
-impl Direct for DirectFrames {
-    fn try_send(&self, payload: &Payload) -> Sent {
-        let sent = self.queue.try_send(&(self.frame)(payload, self.bits));
-        if sent != Sent::Nothing {
-            self.sends.sent_one(payload.len());
-        }
-        sent
+    fn framing(&self) -> Option<Framing> {
+        Some((native_frame, self.deflate.and_then(|a| a.server_window_bits)))
     }
 }
 
@@ -434,7 +408,7 @@ pub async fn connection_future_sizes<C: Client>(mut client: impl FnMut() -> C) -
         max_byte_rate: 1 << 20,
         permessage_deflate: true,
         write_delay: Duration::ZERO,
-        publisher_writes: true,
+        shared_writer: Some(SharedWriter::new(1)),
     });
     let metrics = base::metrics::Metrics::default();
     let agreed = Agreed { server_window_bits: Some(deflate::FULL_WINDOW), client_no_context_takeover: false };

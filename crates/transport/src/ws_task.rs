@@ -50,6 +50,7 @@ use wire::websocket::frame_header;
 use crate::lazy_ws::LazyWs;
 use crate::send_queue::{Refused, SendQueue, Sending};
 use crate::shared_tcp::Watch;
+use crate::shared_writer::DirectFrames;
 use crate::utf8_watch::Utf8Watch;
 use crate::websocket::{Inbound, Limits, Outbound, close_for, ping_timeout};
 
@@ -123,9 +124,11 @@ struct Writer {
     next_ping: Ms,
     /// A ping went out (when `next_ping` was set) and is not yet answered.
     pinged: bool,
-    /// The writer has taken a message: only then does it offer publishers
-    /// the socket, so an idle connection holds nothing for that.
+    /// The writer has taken a message: only then does it offer the shared
+    /// writer the socket, so an idle connection holds nothing for that.
     took: bool,
+    /// The shared writer may write to this client's socket.
+    shares: bool,
     /// Until when what the outbox holds is left to gather (`--write-delay`).
     gather: Option<Ms>,
     /// When the client last sent anything (a message, a pong, a close);
@@ -185,9 +188,9 @@ where
         metrics: ClientMetrics,
         shutdown: &Shutdown,
     ) -> WsTask<S, C, I, O> {
-        // Publishers write to the socket directly only when each message
+        // The shared writer writes to the socket only when each message
         // goes out as it comes (no write delay).
-        let queue = SendQueue::with_socket(socket.filter(|_| limits.publisher_writes && limits.write_delay.is_zero()));
+        let queue = SendQueue::with_socket(socket.filter(|_| limits.shared_writer.is_some() && limits.write_delay.is_zero()));
         let ws = LazyWs::new(Sending::new(Utf8Watch::new(io), queue.clone()), watch, limits.max_message_size);
         let now = Instant::now();
         let mut frames = Vec::new();
@@ -204,6 +207,7 @@ where
             next_ping: Ms::at(now) + limits.ping_interval,
             pinged: false,
             took: false,
+            shares: queue.has_socket(),
             gather: None,
             heard: Ms::at(now),
         };
@@ -479,9 +483,9 @@ where
                 progressed = true;
                 continue;
             }
-            // What a publisher left partly written, or tungstenite queued,
-            // goes before anything more is taken.
-            if !self.queue.is_empty() {
+            // What the shared writer left partly written, or tungstenite
+            // queued, goes before anything more is taken.
+            if self.writer.shares && !self.queue.is_empty() {
                 (self.writer.count, self.writer.bytes) = (0, 0);
                 self.writer.sending = true;
                 continue;
@@ -489,9 +493,11 @@ where
             if !self.limits.write_delay.is_zero() && !self.gathered(cx, now) {
                 return progressed;
             }
-            let drained = if self.writer.took && self.queue.has_socket() {
-                let (queue, metrics, outbound) = (&self.queue, &self.metrics, &self.outbound);
-                self.outbox.poll_drain_direct(cx, &mut self.writer.batch, || outbound.direct(queue, metrics))
+            let drained = if self.writer.took && self.writer.shares {
+                let (queue, metrics, outbound, outbox) = (&self.queue, &self.metrics, &self.outbound, &self.outbox);
+                let shared = self.limits.shared_writer.as_ref();
+                let direct = || Some(DirectFrames::offer(shared?, outbox, queue, metrics.sends(), outbound.framing()?));
+                self.outbox.poll_drain_direct(cx, &mut self.writer.batch, direct)
             } else {
                 self.outbox.poll_drain(cx, &mut self.writer.batch)
             };

@@ -6,27 +6,25 @@
 //!
 //! Out: `o` first, each message as an `a[...]` message of its own (its
 //! frame is built once and shared by every recipient, as native WebSocket's
-//! are, and a publisher may write it itself, as there: `--publisher-writes`),
-//! `h` after a heartbeat interval of the writer's silence (what publishers
-//! write does not count, so a busy session gets one too), and on close
+//! are, and the shared writer may write it, as there: `--shared-writer`),
+//! `h` after a heartbeat interval of the writer's silence (what the shared
+//! writer writes does not count, so a busy session gets one too), and on close
 //! `c[code,"reason"]` before the WebSocket close frame with the same code. In: each text
 //! message is a JSON array of strings (or one string); an empty one is
 //! ignored; anything else is broken framing and closes the connection at
 //! once, with no `c[...]` frame, as sockjs-node does.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use base::metrics::ClientMetrics;
 use bytes::Bytes;
-use hub::{Close, Direct, Form, Payload};
+use hub::{Close, Form, Payload};
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 use wire::sockjs::{BROKEN_FRAMING, decode_websocket, encode_close, encode_messages, quote};
 
 use crate::Client;
 use wire::websocket::frame_header::{TEXT, server_frame};
-use crate::send_queue::SendQueue;
-use crate::websocket::{DirectFrames, Inbound, Outbound};
+use crate::shared_writer::Framing;
+use crate::websocket::{Inbound, Outbound};
 
 /// The SockJS framing of one WebSocket connection, both ways.
 #[derive(Debug, Clone)]
@@ -89,8 +87,8 @@ impl Outbound for Sockjs {
     }
 
     /// Each message is a frame of its own, the same for every recipient.
-    fn direct(&self, queue: &SendQueue, metrics: &ClientMetrics) -> Option<Arc<dyn Direct>> {
-        Some(DirectFrames::over(queue, metrics, |payload, _| message_frame(payload), None))
+    fn framing(&self) -> Option<Framing> {
+        Some((|payload, _| message_frame(payload), None))
     }
 
     fn heartbeat_interval(&self) -> Option<Duration> {

@@ -1,7 +1,7 @@
-//! `--publisher-writes`: a publisher writes a message straight to an idle
-//! WebSocket client's socket (native, or SockJS over WebSocket), and the
-//! client's task is not woken for it (`switchboard_publisher_writes_total`
-//! counts those messages).
+//! `--shared-writer`: one task writes the messages of idle WebSocket
+//! clients (native, or SockJS over WebSocket), and no client's task is
+//! woken for them (`switchboard_shared_writes_total` counts those
+//! messages).
 
 use serde_json::{Value, json};
 
@@ -9,10 +9,10 @@ use crate::support::{TestServer, Ws, session_id, sockjs_config, until};
 
 const KEY: &str = "0123456789abcdef-backend";
 
-async fn server(publisher_writes: bool) -> TestServer {
+async fn server(shared_writer: bool) -> TestServer {
     let mut config = sockjs_config(|_| {});
     config.api.keys = Some(server::ApiKeys(vec![KEY.to_owned()]));
-    config.server.publisher_writes = publisher_writes;
+    config.server.shared_writer = shared_writer;
     TestServer::with(config).await
 }
 
@@ -43,12 +43,11 @@ fn sockjs_message(frame: &str) -> Value {
 }
 
 /// Messages published one at a time to a member that has taken each
-/// before the next, more than the spacing apart (a client written to
-/// within 1 ms of its last write is left to its task, `transport::send_queue`):
-/// every one is written by the publisher, whole and in order, over native
-/// WebSocket and SockJS's alike; with the setting off, none is.
+/// before the next: every one is written by the shared writer, whole and
+/// in order, over native WebSocket and SockJS's alike; with the setting
+/// off, none is.
 #[tokio::test]
-async fn an_idle_members_messages_are_written_by_the_publisher_unless_turned_off() {
+async fn an_idle_members_messages_are_written_by_the_shared_writer_unless_turned_off() {
     for on in [true, false] {
         for transport in ["websocket", "sockjs-websocket"] {
             let server = server(on).await;
@@ -59,10 +58,9 @@ async fn an_idle_members_messages_are_written_by_the_publisher_unless_turned_off
                 async move { server.metric(&series).await.expect("counted") }
             };
             let greeted = until(|| async { Some(count("messages_out").await).filter(|&n| n >= 2.0) }).await;
-            let before = count("publisher_writes").await;
+            let before = count("shared_writes").await;
             for i in 0..5 {
-                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
-                let text = format!("message {i}");
+                    let text = format!("message {i}");
                 let body = json!({"room": "r", "text": text}).to_string();
                 let reply = server.http("POST", "/api/publish", &[("X-API-Key", KEY)], body.as_bytes()).await;
                 assert_eq!(reply.status(), 200, "{}", reply.text());
@@ -70,8 +68,8 @@ async fn an_idle_members_messages_are_written_by_the_publisher_unless_turned_off
                 assert_eq!(got["message"], text.as_str(), "{transport}");
             }
             assert_eq!(count("messages_out").await, greeted + 5.0, "each message counted once ({transport})");
-            let by_publisher = count("publisher_writes").await - before;
-            assert_eq!(by_publisher, if on { 5.0 } else { 0.0 }, "{transport}, publisher writes on: {on}");
+            let shared = count("shared_writes").await - before;
+            assert_eq!(shared, if on { 5.0 } else { 0.0 }, "{transport}, shared writer on: {on}");
         }
     }
 }
