@@ -20,7 +20,8 @@
 //! spread over the threads as the clients' own tasks' would be; on one
 //! core there is one.
 
-use std::sync::{Arc, Once, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 
 use base::metrics::Sends;
 use bytes::Bytes;
@@ -45,7 +46,8 @@ struct Task {
     /// Clients with something queued since the task last ran.
     scheduled: Mutex<Vec<Arc<DirectFrames>>>,
     ready: Notify,
-    started: Once,
+    /// Its task has been spawned.
+    started: AtomicBool,
 }
 
 impl std::fmt::Debug for Task {
@@ -58,7 +60,7 @@ impl SharedWriter {
     /// A writer of `tasks` tasks (at least one): as many as the runtime
     /// has threads.
     pub fn new(tasks: usize) -> Arc<SharedWriter> {
-        let task = || Arc::new(Task { scheduled: Mutex::default(), ready: Notify::new(), started: Once::new() });
+        let task = || Arc::new(Task { scheduled: Mutex::default(), ready: Notify::new(), started: AtomicBool::new(false) });
         Arc::new(SharedWriter { tasks: (0..tasks.max(1)).map(|_| task()).collect() })
     }
 
@@ -69,12 +71,18 @@ impl SharedWriter {
             scheduled.push(client);
             scheduled.len() == 1
         };
-        task.started.call_once(|| {
-            // Pushes come from the server's tasks, in its runtime.
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        if !task.started.load(Ordering::Acquire) {
+            // Pushes come from the server's tasks, in its runtime; one from
+            // outside a runtime before the task exists is written at once.
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                let clients = std::mem::take(&mut *task.scheduled.lock());
+                clients.iter().for_each(|client| client.flush(&mut Vec::new()));
+                return;
+            };
+            if !task.started.swap(true, Ordering::AcqRel) {
                 runtime.spawn(run(task.clone()));
             }
-        });
+        }
         if first {
             task.ready.notify_one();
         }
