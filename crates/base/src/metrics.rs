@@ -359,10 +359,19 @@ pub struct Sends(Arc<Counters>);
 impl Sends {
     /// Counts messages the shared writer sent in one write.
     pub fn sent(&self, messages: usize, bytes: usize) {
-        self.0.messages_out.inc_by(messages as u64);
-        self.0.batches_out.inc();
+        self.0.sent(messages, bytes);
         self.0.shared_writes.inc_by(messages as u64);
-        self.0.bytes_out.inc_by(bytes as u64);
+    }
+}
+
+impl Counters {
+    /// A batch of messages sent in one write (none: a write of no message).
+    fn sent(&self, messages: usize, bytes: usize) {
+        self.messages_out.inc_by(messages as u64);
+        if messages > 0 {
+            self.batches_out.inc();
+        }
+        self.bytes_out.inc_by(bytes as u64);
     }
 }
 
@@ -394,11 +403,7 @@ impl ClientMetrics {
 
     /// Counts a batch of messages sent.
     pub fn sent(&self, messages: usize, bytes: usize) {
-        self.0.messages_out.inc_by(messages as u64);
-        if messages > 0 {
-            self.0.batches_out.inc();
-        }
-        self.0.bytes_out.inc_by(bytes as u64);
+        self.0.sent(messages, bytes);
     }
 
     /// A handle that counts what is sent to this client, and nothing else.

@@ -98,55 +98,38 @@ impl SendQueue {
         self.0.lock().len == 0
     }
 
-    /// Writes `frames` to the socket now, in order, if nothing waits before
-    /// them and the socket takes some without waiting; what it does not
-    /// take is queued for the next flush ([`Sent::Part`]). With
-    /// [`Sent::Nothing`] nothing was written or queued.
-    pub fn try_send(&self, frames: &[Bytes]) -> Sent {
+    /// Writes `frames` (taking them all) to the socket now, in order, if
+    /// nothing waits before them and the socket takes some without
+    /// waiting; what it does not take is queued for the next flush
+    /// ([`Sent::Part`]). With [`Sent::Nothing`] nothing was written or queued.
+    pub fn try_send(&self, frames: &mut Vec<Bytes>) -> Sent {
         let mut q = self.0.lock();
-        let q = &mut *q;
-        let Some(socket) = q.socket.as_ref().filter(|_| q.len == 0 && !q.behind && !q.closed) else {
-            return Sent::Nothing;
-        };
-        let mut written = 0;
-        let mut slices = [IoSlice::new(&[]); MAX_SLICES];
-        // The frame the socket stopped in, and how much of it went.
-        let (mut at, mut into) = (0, 0);
-        while at < frames.len() {
-            // One frame with send(2), which costs the kernel less than writev(2).
-            let took = if at + 1 == frames.len() {
-                socket.try_write(&frames[at][into..])
-            } else {
-                let n = frames[at..].iter().zip(slices.iter_mut()).map(|(f, s)| *s = IoSlice::new(f)).count();
-                slices[0] = IoSlice::new(&frames[at][into..]);
-                socket.try_write_vectored(&slices[..n])
-            };
-            let Ok(mut took) = took else { break };
-            if took == 0 {
-                break;
-            }
-            written += took;
-            while took > 0 {
-                let left = frames[at].len() - into;
-                if took >= left {
-                    took -= left;
-                    (at, into) = (at + 1, 0);
-                } else {
-                    into += took;
-                    took = 0;
-                }
-            }
-        }
-        if written == 0 {
+        if q.len > 0 || q.behind || q.closed {
             return Sent::Nothing;
         }
-        if at == frames.len() {
-            return Sent::Whole;
+        // Out of the queue while it writes, which borrows the queue.
+        let Some(socket) = q.socket.take() else { return Sent::Nothing };
+        let total = frames.iter().map(Bytes::len).sum();
+        q.len = total;
+        q.frames.extend(frames.drain(..));
+        let done = q.write_out(true, |slices| {
+            let written = if let [one] = slices { socket.try_write(one) } else { socket.try_write_vectored(slices) };
+            match written {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Poll::Pending,
+                written => Poll::Ready(written),
+            }
+        });
+        q.socket = Some(socket);
+        match done {
+            Poll::Ready(Ok(())) => Sent::Whole,
+            // Would block, or failed (the writer meets it): what is left waits.
+            _ if q.len < total => Sent::Part,
+            _ => {
+                q.frames.clear();
+                q.len = 0;
+                Sent::Nothing
+            }
         }
-        q.frames.push_back(frames[at].slice(into..));
-        q.frames.extend(frames[at + 1..].iter().cloned());
-        q.len = q.frames.iter().map(Bytes::len).sum();
-        Sent::Part
     }
 
     /// Queues whole frames made elsewhere, in order, taking them all from
@@ -189,28 +172,37 @@ impl<S> Sending<S> {
 impl<S: AsyncWrite + Unpin> Sending<S> {
     /// Writes queued frames until the queue is empty or the socket is full.
     fn poll_write_out(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let mut q = self.queue.0.lock();
-        while q.len > 0 {
-            // One frame goes with a plain write (send(2)), which costs the
-            // kernel less than writev(2); several with one vectored write.
-            let written = if q.frames.len() > 1 && self.inner.is_write_vectored() {
-                let mut slices = [IoSlice::new(&[]); MAX_SLICES];
-                let n = q.frames.iter().zip(slices.iter_mut()).map(|(f, s)| *s = IoSlice::new(f)).count();
-                ready!(Pin::new(&mut self.inner).poll_write_vectored(cx, &slices[..n]))?
-            } else {
-                let front = q.frames.front().expect("len > 0");
-                ready!(Pin::new(&mut self.inner).poll_write(cx, front))?
-            };
+        let Sending { inner, queue } = self;
+        let vectored = inner.is_write_vectored();
+        queue.0.lock().write_out(vectored, |slices| match slices {
+            [one] => Pin::new(&mut *inner).poll_write(cx, one),
+            _ => Pin::new(&mut *inner).poll_write_vectored(cx, slices),
+        })
+    }
+}
+
+impl Queue {
+    /// Writes the queued frames through `write` until the queue is empty or
+    /// `write` is not ready: one frame alone (a plain write, send(2), which
+    /// costs the kernel less than writev(2)), or, if `vectored`, several
+    /// in one vectored write. A frame written in part stays first, less
+    /// what went.
+    fn write_out(&mut self, vectored: bool, mut write: impl FnMut(&[IoSlice<'_>]) -> Poll<io::Result<usize>>) -> Poll<io::Result<()>> {
+        while self.len > 0 {
+            let mut slices = [IoSlice::new(&[]); MAX_SLICES];
+            let n = if vectored { MAX_SLICES } else { 1 };
+            let n = self.frames.iter().take(n).zip(slices.iter_mut()).map(|(f, s)| *s = IoSlice::new(f)).count();
+            let written = ready!(write(&slices[..n]))?;
             if written == 0 {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
-            q.len -= written;
+            self.len -= written;
             let mut left = written;
             while left > 0 {
-                let front = q.frames.front_mut().expect("written bytes were queued");
+                let front = self.frames.front_mut().expect("written bytes were queued");
                 if front.len() <= left {
                     left -= front.len();
-                    q.frames.pop_front();
+                    self.frames.pop_front();
                 } else {
                     front.advance(left);
                     left = 0;
@@ -401,26 +393,26 @@ mod tests {
         let mut client = tokio::net::TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
         let socket = Arc::new(listener.accept().await.unwrap().0);
         let queue = SendQueue::with_socket(Some(socket.clone()));
-        assert_eq!(SendQueue::new().try_send(&[Bytes::from_static(b"x")]), Sent::Nothing, "no socket, no direct write");
+        assert_eq!(SendQueue::new().try_send(&mut vec![Bytes::from_static(b"x")]), Sent::Nothing, "no socket, no direct write");
 
-        assert_eq!(queue.try_send(&[Bytes::from_static(b"ab"), Bytes::from_static(b"c")]), Sent::Whole);
+        assert_eq!(queue.try_send(&mut vec![Bytes::from_static(b"ab"), Bytes::from_static(b"c")]), Sent::Whole);
         let mut got = [0u8; 3];
         client.read_exact(&mut got).await.unwrap();
         assert_eq!(&got, b"abc");
 
         queue.push(&mut vec![Bytes::from_static(b"d")]).unwrap();
-        assert_eq!(queue.try_send(&[Bytes::from_static(b"e")]), Sent::Nothing, "behind a queued frame");
+        assert_eq!(queue.try_send(&mut vec![Bytes::from_static(b"e")]), Sent::Nothing, "behind a queued frame");
         let mut out = Sending::new(SharedSocket(socket.clone()), queue.clone());
         out.flush().await.unwrap();
 
         // Fill the socket until it takes only part of what it is given.
         let frame = Bytes::from(vec![7u8; 1 << 20]);
         let mut sent = 0;
-        while queue.try_send(&[frame.clone(), Bytes::from_static(b"f")]) == Sent::Whole {
+        while queue.try_send(&mut vec![frame.clone(), Bytes::from_static(b"f")]) == Sent::Whole {
             sent += 1;
         }
         assert!(!queue.is_empty(), "the rest waits");
-        assert_eq!(queue.try_send(&[Bytes::from_static(b"g")]), Sent::Nothing, "behind the rest");
+        assert_eq!(queue.try_send(&mut vec![Bytes::from_static(b"g")]), Sent::Nothing, "behind the rest");
         queue.push(&mut vec![Bytes::from_static(b"end")]).unwrap();
         let reading = tokio::spawn(async move {
             let mut all = Vec::new();

@@ -128,7 +128,6 @@ impl DirectFrames {
             frames.clear();
             frames.extend(queued.iter().map(|payload| frame(payload, bits)));
             let sent = self.queue.try_send(frames);
-            frames.clear();
             if sent != Sent::Nothing {
                 self.sends.sent(queued.len(), queued.iter().map(Payload::len).sum());
             }

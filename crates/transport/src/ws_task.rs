@@ -127,7 +127,8 @@ struct Writer {
     /// The writer has taken a message: only then does it offer the shared
     /// writer the socket, so an idle connection holds nothing for that.
     took: bool,
-    /// The shared writer may write to this client's socket.
+    /// The shared writer may write to this client's socket: the send
+    /// queue's to say, kept here to spare taking its lock on every write.
     shares: bool,
     /// Until when what the outbox holds is left to gather (`--write-delay`).
     gather: Option<Ms>,
