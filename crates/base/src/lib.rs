@@ -7,6 +7,7 @@
 //! Rust's own `core`.)
 
 pub mod accounts;
+pub mod alarm;
 pub mod archive;
 pub mod context;
 pub mod deflated;
@@ -21,6 +22,22 @@ pub mod tls;
 pub mod token;
 
 pub use context::{Bounds, Connection, Context};
+
+#[cfg(test)]
+mod testing {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Wake;
+
+    /// A waker that counts its wakes.
+    pub struct Wakes(pub AtomicUsize);
+
+    impl Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
 
 /// A setting that cannot be used: a key or certificate file that cannot be
 /// read, or one too weak.

@@ -107,16 +107,8 @@ impl Drop for Waiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::Wakes;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::task::Wake;
-
-    struct Wakes(AtomicUsize);
-
-    impl Wake for Wakes {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
 
     #[test]
     fn a_waiter_is_woken_once_shutdown_starts_and_its_slot_is_reused() {

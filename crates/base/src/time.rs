@@ -23,7 +23,8 @@ pub async fn sleep_until_some(at: Option<Instant>) {
 pub struct Ms(NonZeroU64);
 
 impl Ms {
-    fn base() -> Instant {
+    /// The first instant this process made a `Ms` (or an alarm) from.
+    pub(crate) fn base() -> Instant {
         static BASE: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
         *BASE.get_or_init(Instant::now)
     }

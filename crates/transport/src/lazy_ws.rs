@@ -38,8 +38,7 @@ pub struct LazyWs<S> {
 }
 
 struct State<S> {
-    /// The stack it will be made over, until it is.
-    waiting: Option<S>,
+    stack: Stack<S>,
     /// What to watch for the client's bytes: the first, and any after
     /// tungstenite found nothing to read.
     watch: Option<Watch>,
@@ -49,7 +48,15 @@ struct State<S> {
     /// The largest message (and frame) tungstenite will take.
     /// (Saturated at 4 GiB: every connection keeps it, in 4 bytes.)
     max_message_size: u32,
-    made: Option<Box<WebSocketStream<S>>>,
+}
+
+enum Stack<S> {
+    /// The stack tungstenite will be made over, until it is.
+    Waiting(S),
+    Made(Box<WebSocketStream<S>>),
+    /// Making it failed (which it cannot: a stream with no handshake is
+    /// ready at once).
+    Failed,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> LazyWs<S> {
@@ -58,7 +65,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> LazyWs<S> {
     /// when the client has sent something.
     pub fn new(io: S, watch: Option<Watch>, max_message_size: usize) -> LazyWs<S> {
         let max_message_size = u32::try_from(max_message_size).unwrap_or(u32::MAX);
-        LazyWs { state: Mutex::new(State { waiting: Some(io), watch, drained: false, max_message_size, made: None }) }
+        LazyWs { state: Mutex::new(State { stack: Stack::Waiting(io), watch, drained: false, max_message_size }) }
     }
 
     /// Reads and drops what the client still sends after tungstenite gave
@@ -89,23 +96,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin> LazyWs<S> {
     /// Whether tungstenite has been made.
     #[cfg(test)]
     fn is_made(&self) -> bool {
-        self.state.lock().made.is_some()
+        matches!(self.state.lock().stack, Stack::Made(_))
     }
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> State<S> {
     /// tungstenite, made now if it was not yet. `None` only if making it
-    /// failed, which it cannot: a stream with no handshake is ready at once.
+    /// failed.
     fn made(&mut self) -> Option<&mut WebSocketStream<S>> {
-        if let Some(io) = self.waiting.take() {
+        if matches!(self.stack, Stack::Waiting(_))
+            && let Stack::Waiting(io) = std::mem::replace(&mut self.stack, Stack::Failed)
+        {
             // tungstenite hands each of its frames to the send queue as it
             // makes it (no buffer of its own), so its frames and the
             // writer's keep their order.
             let config = config(self.max_message_size as usize).write_buffer_size(0);
             let made = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).now_or_never();
-            self.made = made.map(Box::new);
+            self.stack = made.map_or(Stack::Failed, |ws| Stack::Made(Box::new(ws)));
         }
-        self.made.as_deref_mut()
+        match &mut self.stack {
+            Stack::Made(ws) => Some(ws),
+            _ => None,
+        }
     }
 
     fn with_made<T>(&mut self, f: impl FnOnce(&mut WebSocketStream<S>) -> Result<T, WsError>) -> Result<T, WsError> {
@@ -120,7 +132,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Stream for &LazyWs<S> {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let mut state = self.state.lock();
         if let Some(watch) = &state.watch {
-            if state.made.is_none() {
+            if !matches!(state.stack, Stack::Made(_)) {
                 std::task::ready!(watch.poll_readable(cx));
             } else if state.drained {
                 std::task::ready!(watch.poll_ready(cx));
@@ -156,12 +168,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Sink<Message> for &LazyWs<S> {
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WsError>> {
         let mut state = self.state.lock();
-        if let Some(ws) = state.made.as_deref_mut() {
-            return ws.poll_flush_unpin(cx);
-        }
-        match state.waiting.as_mut() {
-            Some(io) => Pin::new(io).poll_flush(cx).map_err(WsError::Io),
-            None => Poll::Ready(Err(WsError::AlreadyClosed)),
+        match &mut state.stack {
+            Stack::Made(ws) => ws.poll_flush_unpin(cx),
+            Stack::Waiting(io) => Pin::new(io).poll_flush(cx).map_err(WsError::Io),
+            Stack::Failed => Poll::Ready(Err(WsError::AlreadyClosed)),
         }
     }
 

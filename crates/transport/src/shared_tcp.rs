@@ -25,7 +25,8 @@ use tokio::net::TcpStream;
 pub struct SharedTcp {
     stream: Arc<TcpStream>,
     /// Bytes read ahead (with the handshake), read before the stream's.
-    pre: Bytes,
+    /// (Boxed: most connections have none, and every one keeps this.)
+    pre: Option<Box<Bytes>>,
 }
 
 /// A handle that watches the stream for readability.
@@ -36,7 +37,7 @@ impl SharedTcp {
     /// The stream, with `pre` the bytes already read from it past the handshake.
     pub fn new(stream: TcpStream, pre: Bytes) -> SharedTcp {
         // An empty slice of hyper's read buffer would keep all of it.
-        let pre = if pre.is_empty() { Bytes::new() } else { pre };
+        let pre = (!pre.is_empty()).then(|| Box::new(pre));
         SharedTcp { stream: Arc::new(stream), pre }
     }
 
@@ -48,7 +49,7 @@ impl SharedTcp {
     /// A watch on the stream, unless bytes were read ahead: then there is
     /// something to read already.
     pub fn watch(&self) -> Option<Watch> {
-        self.pre.is_empty().then(|| Watch(self.stream.clone()))
+        self.pre.is_none().then(|| Watch(self.stream.clone()))
     }
 }
 
@@ -85,11 +86,11 @@ impl Watch {
 
 impl AsyncRead for SharedTcp {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        if !self.pre.is_empty() {
-            let n = self.pre.len().min(buf.remaining());
-            buf.put_slice(&self.pre.split_to(n));
-            if self.pre.is_empty() {
-                self.pre = Bytes::new();
+        if let Some(pre) = &mut self.pre {
+            let n = pre.len().min(buf.remaining());
+            buf.put_slice(&pre.split_to(n));
+            if pre.is_empty() {
+                self.pre = None;
             }
             return Poll::Ready(Ok(()));
         }

@@ -170,8 +170,9 @@ impl<S> Handover<S> {
     }
 }
 
-/// What hyper hands over: a plain TCP stream, or another (TLS) as it is.
-type Handed = Either<SharedTcp, TokioIo<hyper::upgrade::Upgraded>>;
+/// What hyper hands over: a plain TCP stream, or another (TLS) as it is
+/// (boxed: it is larger, and every connection's future holds this).
+type Handed = Either<SharedTcp, Box<TokioIo<hyper::upgrade::Upgraded>>>;
 
 impl Handover<Handed> {
     fn of(upgraded: hyper::upgrade::Upgraded) -> Handover<Handed> {
@@ -180,7 +181,7 @@ impl Handover<Handed> {
                 let tcp = SharedTcp::new(parts.io.into_inner(), parts.read_buf);
                 Handover { watch: tcp.watch(), socket: Some(tcp.socket()), io: Either::Left(tcp) }
             }
-            Err(other) => Handover { io: Either::Right(TokioIo::new(other)), watch: None, socket: None },
+            Err(other) => Handover { io: Either::Right(Box::new(TokioIo::new(other))), watch: None, socket: None },
         }
     }
 }
@@ -394,10 +395,11 @@ pub fn close_for(error: &WsError) -> Close {
 
 /// The sizes of a WebSocket connection's future over plain TCP for a
 /// client made by `client`, without and with permessage-deflate (which
-/// browsers offer). An idle connection's memory is mostly its task, so the
-/// server's tests hold these under a bound with its real clients.
+/// browsers offer): native, then SockJS over WebSocket. An idle
+/// connection's memory is mostly its task, so the server's tests hold these
+/// under a bound with its real clients.
 #[doc(hidden)]
-pub async fn connection_future_sizes<C: Client>(mut client: impl FnMut() -> C) -> [usize; 2] {
+pub async fn connection_future_sizes<C: Client>(mut client: impl FnMut() -> C) -> [usize; 4] {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback listener");
     let address = listener.local_addr().expect("its address");
     let limits = Arc::new(Limits {
@@ -412,18 +414,27 @@ pub async fn connection_future_sizes<C: Client>(mut client: impl FnMut() -> C) -
     });
     let metrics = base::metrics::Metrics::default();
     let agreed = Agreed { server_window_bits: Some(deflate::FULL_WINDOW), client_no_context_takeover: false };
-    let mut sizes = [0; 2];
-    for (deflate, size) in sizes.iter_mut().enumerate() {
+    let mut sizes = [0; 4];
+    for (case, size) in sizes.iter_mut().enumerate() {
+        let (deflate, sockjs) = (case % 2 == 1, case >= 2);
         let _client = TcpStream::connect(address).await.expect("a loopback connection");
         let tcp = SharedTcp::new(listener.accept().await.expect("the connection").0, Bytes::new());
         let stream: Handover<Handed> = Handover { watch: tcp.watch(), socket: Some(tcp.socket()), io: Either::Left(tcp) };
         let metrics = metrics.client("measure", "websocket");
-        *size = if deflate == 1 {
-            let stream = stream.map(|io| Inflating::new(io, agreed.inflate(limits.max_message_size)));
-            let outbound = Raw { deflate: Some(agreed) };
-            std::mem::size_of_val(&run(stream, client(), Raw::default(), outbound, limits.clone(), metrics, Shutdown::default()))
-        } else {
-            std::mem::size_of_val(&run(stream, client(), Raw::default(), Raw::default(), limits.clone(), metrics, Shutdown::default()))
+        let framing = || crate::sockjs::websocket::Sockjs::new(Duration::from_secs(25));
+        let (shutdown, limits) = (Shutdown::default(), limits.clone());
+        *size = match (deflate, sockjs) {
+            (false, false) => std::mem::size_of_val(&run(stream, client(), Raw::default(), Raw::default(), limits, metrics, shutdown)),
+            (false, true) => std::mem::size_of_val(&run(stream, client(), framing(), framing(), limits, metrics, shutdown)),
+            (true, _) => {
+                let stream = stream.map(|io| Inflating::new(io, agreed.inflate(limits.max_message_size)));
+                if sockjs {
+                    std::mem::size_of_val(&run(stream, client(), framing(), framing(), limits, metrics, shutdown))
+                } else {
+                    let outbound = Raw { deflate: Some(agreed) };
+                    std::mem::size_of_val(&run(stream, client(), Raw::default(), outbound, limits, metrics, shutdown))
+                }
+            }
         };
     }
     sizes

@@ -5,7 +5,9 @@
 //! "Idle memory, beside Bun"). Written as two async blocks joined, it held each side's
 //! pinned futures (the waits on shutdown and on the outbox's close, a timer
 //! each, the select's branches) and the join's wakers; written by hand it
-//! holds one timer, a slot on shutdown's list of wakers
+//! holds one timer ([`base::alarm::Timer`]: an idle connection's deadlines
+//! are seconds away, so 8 bytes on the alarms' wheel rather than a tokio
+//! `Sleep`'s 112), a slot on shutdown's list of wakers
 //! ([`base::shutdown::Waiter`]), and the state each side keeps between its
 //! steps.
 //!
@@ -32,15 +34,15 @@ use std::task::{Context, Poll, ready};
 use bytes::Bytes;
 use futures_util::{Sink, Stream};
 use hub::{Close, Drained, Outbox, Payload};
-use pin_project_lite::pin_project;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::Client;
+use base::alarm::Timer;
 use base::limits::Inflow;
 use base::metrics::ClientMetrics;
 use base::shutdown::{Shutdown, Waiter};
@@ -61,17 +63,18 @@ const READ_BUDGET: usize = 32;
 /// itself): each side stops when it cannot go on, so more are rare.
 const ROUNDS: usize = 4;
 
-pin_project! {
-    /// A running WebSocket connection; see the module docs.
-    pub struct WsTask<S, C, I, O> {
-        // The one timer: the earliest deadline of the two sides.
-        #[pin]
-        timer: Sleep,
-        parts: Parts<S, C, I, O>,
-    }
+/// A running WebSocket connection; see the module docs.
+pub struct WsTask<S, C, I, O> {
+    /// The one timer: the earliest deadline of the two sides, seconds away
+    /// on the alarms' wheel while the connection is idle.
+    timer: Timer,
+    parts: Parts<S, C, I, O>,
 }
 
-/// Everything of the connection but its two pinned parts.
+// Nothing of the connection is pinned: its parts are moved about freely.
+impl<S, C, I, O> Unpin for WsTask<S, C, I, O> {}
+
+/// Everything of the connection but its timer.
 struct Parts<S, C, I, O> {
     ws: LazyWs<Sending<Utf8Watch<S>>>,
     queue: SendQueue,
@@ -98,13 +101,13 @@ enum Reading {
     Open,
     /// The client is over its rate: nothing is read until then, so its own
     /// TCP window holds it back.
-    Throttled(Instant),
+    Throttled(Ms),
     /// We are closing: read on, discarding, until the client answers our
     /// close frame, but only until then.
-    Draining(Instant),
+    Draining(Ms),
     /// The client broke the protocol: tungstenite reads no more, so its
     /// bytes are read and dropped until it ends its side, but only until then.
-    Discarding(Instant),
+    Discarding(Ms),
     Done,
 }
 
@@ -142,7 +145,7 @@ enum Writing {
     /// the last. (Closes are boxed: every connection holds this state.)
     Open { last: Option<Box<Close>> },
     /// Sending the last frames and the close frame, until the deadline.
-    Closing { close: Box<Close>, until: Instant, step: CloseStep },
+    Closing { close: Box<Close>, until: Ms, step: CloseStep },
     Done,
 }
 
@@ -213,7 +216,7 @@ where
             heard: Ms::at(now),
         };
         WsTask {
-            timer: tokio::time::sleep_until(now + limits.ping_interval),
+            timer: Timer::new(),
             parts: Parts {
                 ws,
                 queue,
@@ -241,8 +244,7 @@ where
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.project();
-        let (mut timer, parts) = (this.timer, this.parts);
+        let WsTask { timer, parts } = self.get_mut();
         // The waiter holds the task's waker from the first poll on.
         if parts.shutdown.poll(cx).is_ready() {
             parts.outbox.close(Close::GOING_AWAY);
@@ -256,14 +258,11 @@ where
             if matches!(parts.reader.state, Reading::Done) && matches!(parts.writer.state, Writing::Done) {
                 return Poll::Ready(());
             }
-            if let Some(at) = parts.deadline() {
-                if timer.deadline() != at {
-                    timer.as_mut().reset(at);
-                }
-                if timer.as_mut().poll(cx).is_ready() {
-                    fired = Some(at);
-                    continue;
-                }
+            if let Some(at) = parts.deadline()
+                && timer.poll_at(cx, at).is_ready()
+            {
+                fired = Some(at);
+                continue;
             }
             if !(read || wrote) {
                 return Poll::Pending;
@@ -290,8 +289,8 @@ where
     fn deadline(&self) -> Option<Instant> {
         let read = match self.reader.state {
             Reading::Open => self.expires(),
-            Reading::Throttled(until) => Some(self.expires().map_or(until, |e| e.min(until))),
-            Reading::Draining(until) | Reading::Discarding(until) => Some(until),
+            Reading::Throttled(until) => Some(self.expires().map_or(until.instant(), |e| e.min(until.instant()))),
+            Reading::Draining(until) | Reading::Discarding(until) => Some(until.instant()),
             Reading::Done => None,
         };
         let write = match &self.writer.state {
@@ -300,7 +299,7 @@ where
                 let at = self.writer.wake_at(&self.outbound);
                 Some(self.writer.gather.map_or(at, |until| until.min(at)).instant())
             }
-            Writing::Closing { until, .. } => Some(*until),
+            Writing::Closing { until, .. } => Some(until.instant()),
             Writing::Done => None,
         };
         match (read, write) {
@@ -327,7 +326,7 @@ where
                     return true;
                 }
                 match self.reader.state {
-                    Reading::Throttled(until) if until > now => return false,
+                    Reading::Throttled(until) if until > Ms::at(now) => return false,
                     _ => self.reader.state = Reading::Open,
                 }
                 self.read_messages(cx, now)
@@ -382,7 +381,7 @@ where
                         Box::new(Inflow::new(limits.max_message_rate, limits.max_byte_rate))
                     });
                     if let Some(until) = inflow.charge(messages, len) {
-                        self.reader.state = Reading::Throttled(until);
+                        self.reader.state = Reading::Throttled(Ms::at(until));
                         return true;
                     }
                 }
@@ -392,7 +391,7 @@ where
                     if self.outbox.close_reason().is_some_and(|c| c == Close::PEER_GONE) {
                         self.finish_reading();
                     } else {
-                        self.reader.state = Reading::Discarding(now + self.limits.close_grace);
+                        self.reader.state = Reading::Discarding(Ms::at(now) + self.limits.close_grace);
                     }
                     return true;
                 }
@@ -404,14 +403,14 @@ where
     }
 
     fn start_draining(&mut self, now: Instant) {
-        self.reader.state = Reading::Draining(now + self.limits.close_grace);
+        self.reader.state = Reading::Draining(Ms::at(now) + self.limits.close_grace);
     }
 
     /// Reads on, dropping what comes, until the client's side ends or
     /// `until`: through tungstenite while draining (it answers the client's
     /// close frame), under it once the client broke the protocol (`raw`).
-    fn drain(&mut self, cx: &mut Context<'_>, now: Instant, until: Instant, raw: bool) -> bool {
-        if until <= now {
+    fn drain(&mut self, cx: &mut Context<'_>, now: Instant, until: Ms, raw: bool) -> bool {
+        if until <= Ms::at(now) {
             self.finish_reading();
             return true;
         }
@@ -589,7 +588,7 @@ where
             self.metrics.slow_consumer();
         }
         self.outbound.closing(&close, &mut self.writer.frames);
-        let until = now + self.limits.close_grace;
+        let until = Ms::at(now) + self.limits.close_grace;
         self.writer.state = Writing::Closing { close: Box::new(close), until, step: CloseStep::Frames };
     }
 
@@ -599,7 +598,7 @@ where
             let Writing::Closing { close, until, step } = &self.writer.state else {
                 return progressed;
             };
-            if *until <= now {
+            if *until <= Ms::at(now) {
                 self.writer.state = Writing::Done;
                 return true;
             }

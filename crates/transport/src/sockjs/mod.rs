@@ -23,7 +23,7 @@ mod pages;
 mod polling;
 mod send;
 mod streaming;
-mod websocket;
+pub(crate) mod websocket;
 
 use std::net::IpAddr;
 use std::sync::Arc;
