@@ -76,10 +76,10 @@ const LAST_WORDS: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// One stream's state, kept across a change of carrier (STARTTLS).
 pub(crate) struct StreamTask {
-    /// The service: its context, and its settings.
-    xmpp: Arc<Xmpp>,
+    /// The session, with the service (its context, and its settings) and
+    /// the outbox, which are read through it: kept here too, they would be
+    /// twice in every idle stream's task.
     pub session: Session,
-    outbox: Arc<Outbox>,
     parser: StreamParser,
     metrics: ClientMetrics,
     batch: Vec<Payload>,
@@ -115,7 +115,7 @@ impl StreamTask {
     /// The service's TLS, for STARTTLS or direct TLS, and how long a
     /// handshake may take.
     pub fn tls(&self) -> (Option<base::tls::EarlyAcceptor>, std::time::Duration) {
-        (self.xmpp.tls.clone(), self.xmpp.context.bounds.header_timeout)
+        (self.session.xmpp().tls.clone(), self.session.xmpp().context.bounds.header_timeout)
     }
 
     /// A new stream of a client at `address`, framed as `framing`;
@@ -139,9 +139,7 @@ impl StreamTask {
             timer: Timer::new(),
             shutdown: xmpp.context.shutdown.waiter(),
             metrics: context.metrics.client("xmpp", carrier),
-            session: Session::new(framing, xmpp.clone(), outbox.clone(), address),
-            xmpp,
-            outbox,
+            session: Session::new(framing, xmpp.clone(), outbox, address),
             parser,
             batch: Vec::new(),
         }
@@ -153,7 +151,7 @@ impl StreamTask {
     pub async fn end<C: Carrier>(mut self, carrier: &mut C, ending: Ending) {
         match ending {
             Ending::Done(end) => self.finish(carrier, end).await,
-            Ending::Broken => self.xmpp.clone().park(self.session).await,
+            Ending::Broken => self.session.xmpp().clone().park(self.session).await,
             Ending::TakenOver(reply) => self.hand_over(carrier, reply).await,
             Ending::StartTls => self.finish(carrier, None).await,
         }
@@ -192,13 +190,13 @@ impl StreamTask {
                             // A write abandoned because the queue overflowed
                             // behind it ends the session; any other failure
                             // may be resumed.
-                            return match self.outbox.close_reason() {
+                            return match self.session.outbox().close_reason() {
                                 Some(close) => self.closed_by(&close),
                                 None => Ending::Broken,
                             };
                         }
                         // The close itself is read again after the write.
-                        if closed && let Some(close) = self.outbox.close_reason() {
+                        if closed && let Some(close) = self.session.outbox().close_reason() {
                             return self.closed_by(&close);
                         }
                     }
@@ -243,7 +241,7 @@ impl StreamTask {
                             Err(Unread::Ended(end)) => Err(Ending::Done(end)),
                         });
                     }
-                } else if let Poll::Ready(drained) = self.outbox.poll_drain(cx, &mut self.batch) {
+                } else if let Poll::Ready(drained) = self.session.outbox().poll_drain(cx, &mut self.batch) {
                     return Poll::Ready(Ok(Next::Write { closed: matches!(drained, Drained::Closed(_)) }));
                 }
             }
@@ -272,7 +270,7 @@ impl StreamTask {
                 Ok(Flow::Closed) => return Some(Ending::Done(Some(StreamEnd::closed()))),
                 Ok(Flow::StartTls) => {
                     // `<proceed/>` must reach the client before the handshake.
-                    if self.outbox.try_drain(&mut self.batch).is_some() && !self.write(carrier).await {
+                    if self.session.outbox().try_drain(&mut self.batch).is_some() && !self.write(carrier).await {
                         return Some(Ending::Broken);
                     }
                     return Some(Ending::StartTls);
@@ -282,14 +280,13 @@ impl StreamTask {
                     // header and features, when the client sent its header and
                     // its resumption in one flight) goes before the resumption.
                     let mut texts = Vec::new();
-                    if self.outbox.try_drain(&mut self.batch).is_some() {
+                    if self.session.outbox().try_drain(&mut self.batch).is_some() {
                         texts.extend(std::mem::take(&mut self.batch).into_iter().filter_map(|payload| self.session.render(&payload)));
                     }
                     match Box::pin(self.session.take_up(*parked, h, sasl2)).await {
                         Ok(resumed) => texts.extend(resumed),
                         Err(end) => return Some(Ending::Done(Some(end))),
                     };
-                    self.outbox = self.session.outbox().clone();
                     if carrier.send(&texts).await.is_err() {
                         return Some(Ending::Broken);
                     }
@@ -301,7 +298,7 @@ impl StreamTask {
         // which may be later.
         if self.session.phase == Phase::Ready {
             self.quiet_since = heard;
-            let silence = heard + self.xmpp.context.bounds.ping_interval;
+            let silence = heard + self.session.xmpp().context.bounds.ping_interval;
             self.deadline = self.deadline.min(silence);
         }
         // Over its rate, the client is read again only once under it: the
@@ -331,18 +328,18 @@ impl StreamTask {
         if self.paused.is_some_and(|until| until <= now) {
             self.paused = None;
         }
-        let interval = self.xmpp.context.bounds.ping_interval;
+        let interval = self.session.xmpp().context.bounds.ping_interval;
         let watch = if self.session.phase != Phase::Ready {
-            let login_deadline = self.quiet_since + self.xmpp.login_timeout;
+            let login_deadline = self.quiet_since + self.session.xmpp().login_timeout;
             if login_deadline <= now {
-                let limit = humantime::format_duration(self.xmpp.login_timeout);
-                self.xmpp.context.metrics.refused("xmpp", "login_timeout");
+                let limit = humantime::format_duration(self.session.xmpp().login_timeout);
+                self.session.xmpp().context.metrics.refused("xmpp", "login_timeout");
                 return Err(StreamEnd("connection-timeout", format!("no resource bound within {limit}")));
             }
             login_deadline
         } else if self.quiet_since + interval <= now {
             if self.pinged {
-                self.xmpp.context.metrics.refused("xmpp", "ping_timeout");
+                self.session.xmpp().context.metrics.refused("xmpp", "ping_timeout");
                 return Err(StreamEnd("connection-timeout", "no answer to the server's ping".into()));
             }
             self.session.ping();
@@ -388,10 +385,10 @@ impl StreamTask {
         // deadline meanwhile (the stream's is set again after), and has the
         // outbox wake the task on a close: a timer and a wait of the
         // write's own would be in every idle stream's task.
-        let interval = self.xmpp.context.bounds.ping_interval;
+        let interval = self.session.xmpp().context.bounds.ping_interval;
         let mut until = None;
         let ok = {
-            let (texts, timer, outbox) = (&texts, &mut self.timer, &self.outbox);
+            let (texts, timer, outbox) = (&texts, &mut self.timer, self.session.outbox());
             let mut send = std::pin::pin!(carrier.send(texts));
             std::future::poll_fn(|cx| {
                 if let Poll::Ready(written) = send.as_mut().poll(cx) {

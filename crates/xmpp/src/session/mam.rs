@@ -111,7 +111,7 @@ impl Session {
         let Some((archive, prefix)) = self.xmpp.room_archive.clone() else {
             return self.refuse(iq, "cancel", "service-unavailable");
         };
-        let Some(me) = self.jid.clone() else { return };
+        let Some(me) = self.jid.as_deref().cloned() else { return };
         let occupant = self.occupancy(room).is_some();
         let refusal = self.xmpp.muc.with(room, |r| r.refusal(&me, None)).flatten().filter(|(_, condition)| *condition != "service-unavailable");
         if let (false, Some((kind, condition))) = (occupant, refusal) {

@@ -29,7 +29,7 @@ impl Session {
     /// The admin list requests (XEP-0045 §9, §10): a persistent room's
     /// affiliations are answered once the store has them.
     pub(super) async fn on_admin(&mut self, iq: &Element, room: &Arc<str>, to: &Jid, query: &Element) {
-        let Some(me) = self.jid.clone() else { return };
+        let Some(me) = self.jid.as_deref().cloned() else { return };
         let room_jid = to.bare().to_string();
         let items: Vec<&Element> = query.elements().filter(|e| e.name == "item" && e.ns == ns::MUC_ADMIN).collect();
         if items.is_empty() {

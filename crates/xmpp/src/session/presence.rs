@@ -128,7 +128,7 @@ impl Session {
     }
 
     pub(super) fn user(&self) -> Option<String> {
-        self.jid.as_ref().map(|j| j.bare().to_string())
+        self.jid.as_deref().map(|j| j.bare().to_string())
     }
 
     /// The roster (RFC 6121 §2): get, or set one item (add, change, remove).
@@ -219,7 +219,7 @@ impl Session {
     /// resources and of the contacts it sees, and the subscription requests
     /// waiting for it.
     pub(super) async fn broadcast_presence(&mut self, presence: &Element) {
-        let (Some(me), Some(user)) = (self.jid.clone(), self.user()) else { return };
+        let (Some(me), Some(user)) = (self.jid.as_deref().cloned(), self.user()) else { return };
         let available = match presence.get("type") {
             None => true,
             Some("unavailable") => false,
@@ -289,8 +289,17 @@ impl Session {
             Some(kind @ ("subscribe" | "subscribed" | "unsubscribe" | "unsubscribed")) => {
                 return self.subscription(presence, kind, to).await;
             }
-            None if !self.directed.contains(to) && self.directed.len() < self.xmpp.list_limit => self.directed.push(to.clone()),
-            Some("unavailable") => self.directed.retain(|j| j != to),
+            None => {
+                let directed = self.directed.get_or_insert_default();
+                if !directed.contains(to) && directed.len() < self.xmpp.list_limit {
+                    directed.push(to.clone());
+                }
+            }
+            Some("unavailable") => {
+                if let Some(directed) = &mut self.directed {
+                    directed.retain(|j| j != to);
+                }
+            }
             _ => {}
         }
         if self.xmpp.is_remote(to) {
@@ -407,7 +416,7 @@ impl Session {
                 deliver(&self.xmpp, &contact, &stamped);
                 // The contact's presence is no longer this user's to see, if it was.
                 if had_from {
-                    let mine = self.jid.as_ref().map(|j| self.xmpp.router.route(&j.bare())).unwrap_or_default();
+                    let mine = self.jid.as_deref().map(|j| self.xmpp.router.route(&j.bare())).unwrap_or_default();
                     for r in self.xmpp.router.available(&contact) {
                         let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable");
                         carry_from(&gone, &r.jid, mine.clone());
@@ -447,7 +456,7 @@ impl Session {
 
     /// Tells those this session directed presence at that it is gone.
     pub(super) fn end_directed(&mut self) {
-        for to in std::mem::take(&mut self.directed) {
+        for to in self.directed.take().map(|directed| *directed).unwrap_or_default() {
             let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable").attr("to", &to.to_string());
             if self.xmpp.is_remote(&to) {
                 self.to_remote(&gone, &self.full_jid());

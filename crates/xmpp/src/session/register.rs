@@ -63,7 +63,7 @@ impl Session {
     /// goes with its roster, unless the configuration file holds it, and
     /// the stream ends.
     pub(super) async fn on_unregister(&mut self, iq: &Element, query: &Element) -> Result<(), super::StreamEnd> {
-        let name = self.jid.as_ref().and_then(|j| j.local.clone()).unwrap_or_default();
+        let name = self.jid.as_deref().and_then(|j| j.local.clone()).unwrap_or_default();
         if iq.get("type") != Some("set") || query.find("remove", ns::REGISTER).is_none() {
             self.refuse(iq, "modify", "bad-request");
             return Ok(());

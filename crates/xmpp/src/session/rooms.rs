@@ -103,7 +103,7 @@ impl Session {
         let Ok(nickname) = Nickname::parse(nick) else {
             return self.refuse(presence, "modify", "jid-malformed");
         };
-        let Some(me) = self.jid.clone() else { return };
+        let Some(me) = self.jid.as_deref().cloned() else { return };
         if self.rooms.len() >= self.xmpp.max_rooms {
             // Rooms it was taken out of by others (destroyed, kicked, banned)
             // are still listed here until looked up: they are not its own.
@@ -237,7 +237,7 @@ impl Session {
     /// members-only room only admins and owners invite, and the invitee
     /// becomes a member.
     async fn invite(&mut self, message: &Element, room: &str, occupancy: &Occupancy, invite: &Element) {
-        let (Some(me), Some(invitee)) = (self.jid.clone(), invite.get("to").and_then(Jid::parse)) else {
+        let (Some(me), Some(invitee)) = (self.jid.as_deref().cloned(), invite.get("to").and_then(Jid::parse)) else {
             return self.refuse(message, "modify", "bad-request");
         };
         let limit = self.xmpp.list_limit;
@@ -366,7 +366,7 @@ impl Session {
     /// not), and destroying the room. A persistent room's change is
     /// answered once the store has it.
     async fn on_owner(&mut self, iq: &Element, room: &Arc<str>, to: &Jid, query: &Element) {
-        let Some(me) = self.jid.clone() else { return };
+        let Some(me) = self.jid.as_deref().cloned() else { return };
         let owner = self.xmpp.muc.with(room, |r| r.affiliation(&me) == Affiliation::Owner);
         match owner {
             None => return self.refuse(iq, "cancel", "item-not-found"),

@@ -79,7 +79,7 @@ impl Session {
     pub(super) fn authenticated(&mut self, account: Option<String>) {
         self.anonymous = account.is_none();
         let local = account.unwrap_or_else(|| format!("anon-{:012x}", rand::random::<u64>() >> 16));
-        self.jid = Some(Jid { local: Some(local), domain: self.xmpp.domain.clone(), resource: None });
+        self.jid = Some(Box::new(Jid { local: Some(local), domain: self.xmpp.domain.clone(), resource: None }));
     }
 
     /// A SASL exchange failed with `condition`: the client is sent

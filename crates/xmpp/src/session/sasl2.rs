@@ -267,14 +267,14 @@ impl Session {
     /// enabling stream management if `sm` says so: the `<bound/>` that
     /// says what was done.
     fn bind2(&mut self, tag: &str, sm: Option<bool>) -> Result<Element, StreamEnd> {
-        let Some(bare) = self.jid.clone() else { return Err(StreamEnd("undefined-condition", "no account".into())) };
+        let Some(bare) = self.jid.as_deref().cloned() else { return Err(StreamEnd("undefined-condition", "no account".into())) };
         // A random part that repeats is one in 2^64: try again, a few times.
         for _ in 0..3 {
             let random = format!("{:016x}", rand::random::<u64>());
             let resource = if tag.is_empty() { random } else { format!("{tag}/{random}") };
             let full = bare.with_resource(&resource);
             if self.xmpp.router.bind(&full, self.outbox.clone(), self.framing, self.anonymous) {
-                self.jid = Some(full);
+                self.jid = Some(Box::new(full));
                 self.phase = Phase::Ready;
                 let mut bound = Element::new("bound", ns::BIND2);
                 if let Some(resume) = sm {

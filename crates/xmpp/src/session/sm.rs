@@ -80,7 +80,7 @@ impl Session {
         if resume
             && self.may_resume
             && !self.anonymous
-            && let Some(bare) = self.jid.as_ref().map(Jid::bare)
+            && let Some(bare) = self.jid.as_deref().map(Jid::bare)
         {
             let id = format!("{:032x}", rand::random::<u128>());
             let (takeover, _) = self.takeover.get_or_insert_with(|| tokio::sync::mpsc::channel(1));
@@ -100,7 +100,7 @@ impl Session {
         if !self.may_resume {
             return None;
         }
-        let bare = self.jid.as_ref().map(Jid::bare)?;
+        let bare = self.jid.as_deref().map(Jid::bare)?;
         match self.xmpp.take_parked(previd, &bare, self.framing) {
             Some(parked) => Some(parked),
             None => self.xmpp.take_live(previd, &bare, self.framing).await,
