@@ -10,6 +10,9 @@
 //! (and the thread's wake-up) after it, as uWebSockets' timeouts fire on a
 //! sweep every few seconds.
 //!
+//! The wheel's thread keeps the real clock: under tokio's paused clock (a
+//! test's), an alarm still fires by real time.
+//!
 //! A [`Timer`] is a connection's one timer: deadlines under [`COARSE`] away
 //! (a throttled reader, a closing handshake, the write delay) go on a tokio
 //! `Sleep`, made on first use and kept, and farther ones on an alarm.
