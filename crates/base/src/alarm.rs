@@ -28,6 +28,7 @@ use parking_lot::{Condvar, Mutex};
 use tokio::time::{Instant, Sleep};
 
 use crate::time::Ms;
+use crate::wakers::WakerSlots;
 
 /// An alarm's resolution: it fires up to this long after its deadline.
 pub const TICK: Duration = Duration::from_millis(100);
@@ -61,10 +62,14 @@ impl Alarm {
         if at <= Instant::now() {
             return Poll::Ready(());
         }
-        if self.wakes_by(at) {
-            return Poll::Pending;
-        }
-        if wheel().set(self, tick_of(at), cx.waker()) { Poll::Pending } else { Poll::Ready(()) }
+        let tick = tick_of(at);
+        if self.wakes_by(tick) { Poll::Pending } else { self.set(cx, tick) }
+    }
+
+    /// Sets the alarm for `tick`, with the task's waker: pending, or ready
+    /// if that tick has passed already.
+    fn set(&mut self, cx: &mut Context<'_>, tick: u32) -> Poll<()> {
+        if wheel().set(self, tick, cx.waker()) { Poll::Pending } else { Poll::Ready(()) }
     }
 
     /// Whether a waker waits in the wheel.
@@ -72,9 +77,9 @@ impl Alarm {
         self.tick != 0 && self.tick > wheel().fired.load(Ordering::Acquire)
     }
 
-    /// Whether a waker waits in the wheel for a tick at `at`'s or before.
-    fn wakes_by(&self, at: Instant) -> bool {
-        self.is_set() && self.tick <= tick_of(at)
+    /// Whether a waker waits in the wheel for `tick` or one before.
+    fn wakes_by(&self, tick: u32) -> bool {
+        self.is_set() && self.tick <= tick
     }
 }
 
@@ -108,15 +113,10 @@ struct Wheel {
 
 #[derive(Default)]
 struct State {
-    buckets: BTreeMap<u32, Bucket>,
+    /// The wakers waiting for each tick.
+    buckets: BTreeMap<u32, WakerSlots>,
 }
 
-/// The wakers waiting for one tick, each in its own slot.
-#[derive(Default)]
-struct Bucket {
-    wakers: Vec<Option<Waker>>,
-    free: Vec<u32>,
-}
 
 fn wheel() -> &'static Wheel {
     static WHEEL: OnceLock<Wheel> = OnceLock::new();
@@ -148,18 +148,8 @@ impl Wheel {
             return false;
         }
         let first = state.buckets.first_key_value().is_none_or(|(&first, _)| tick < first);
-        let bucket = state.buckets.entry(tick).or_default();
-        let slot = match bucket.free.pop() {
-            Some(slot) => {
-                bucket.wakers[slot as usize] = Some(waker.clone());
-                slot
-            }
-            None => {
-                bucket.wakers.push(Some(waker.clone()));
-                u32::try_from(bucket.wakers.len() - 1).expect("fewer than 2^32 alarms a tick")
-            }
-        };
-        (alarm.tick, alarm.slot) = (tick, slot);
+        let slot = state.buckets.entry(tick).or_default().insert(waker.clone());
+        (alarm.tick, alarm.slot) = (tick, u32::try_from(slot).expect("fewer than 2^32 alarms a tick"));
         drop(state);
         if first {
             self.changed.notify_one();
@@ -188,10 +178,10 @@ impl Wheel {
                 self.changed.wait_until(&mut state, due);
                 continue;
             }
-            let bucket = state.buckets.remove(&tick).unwrap_or_default();
+            let wakers = state.buckets.remove(&tick).map(|mut bucket| bucket.take_all()).unwrap_or_default();
             self.fired.store(tick, Ordering::Release);
             drop(state);
-            bucket.wakers.into_iter().flatten().for_each(Waker::wake);
+            wakers.into_iter().for_each(Waker::wake);
             state = self.state.lock();
         }
     }
@@ -199,11 +189,8 @@ impl Wheel {
 
 impl State {
     fn remove(&mut self, tick: u32, slot: u32) {
-        if let Some(bucket) = self.buckets.get_mut(&tick)
-            && let Some(waker) = bucket.wakers.get_mut(slot as usize)
-            && waker.take().is_some()
-        {
-            bucket.free.push(slot);
+        if let Some(bucket) = self.buckets.get_mut(&tick) {
+            bucket.remove(slot as usize);
         }
     }
 }
@@ -229,8 +216,12 @@ impl Timer {
         if at <= now {
             return Poll::Ready(());
         }
-        if at - now >= COARSE || self.alarm.wakes_by(at) {
-            return self.alarm.poll_at(cx, at);
+        let tick = tick_of(at);
+        if self.alarm.wakes_by(tick) {
+            return Poll::Pending;
+        }
+        if at - now >= COARSE {
+            return self.alarm.set(cx, tick);
         }
         let sleep = self.sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
         if sleep.deadline() != at {
@@ -256,7 +247,7 @@ mod tests {
     /// Whether the wheel holds a waker in `alarm`'s slot.
     fn held(alarm: &Alarm) -> bool {
         let state = wheel().state.lock();
-        state.buckets.get(&alarm.tick).and_then(|b| b.wakers.get(alarm.slot as usize)).is_some_and(Option::is_some)
+        state.buckets.get(&alarm.tick).is_some_and(|b| b.holds(alarm.slot as usize))
     }
 
     #[tokio::test]
@@ -291,14 +282,14 @@ mod tests {
         assert!(held(&alarm));
         {
             let state = wheel().state.lock();
-            assert!(state.buckets.get(&first.0).is_none_or(|b| b.wakers[first.1 as usize].is_none()), "the old slot is free");
+            assert!(state.buckets.get(&first.0).is_none_or(|b| !b.holds(first.1 as usize)), "the old slot is free");
         }
         let past = Instant::now() - Duration::from_millis(1);
         assert!(alarm.poll_at(&mut cx, past).is_ready());
         let set = (alarm.tick, alarm.slot);
         drop(alarm);
         let state = wheel().state.lock();
-        assert!(state.buckets.get(&set.0).is_none_or(|b| b.wakers[set.1 as usize].is_none()), "dropped, it leaves no waker");
+        assert!(state.buckets.get(&set.0).is_none_or(|b| !b.holds(set.1 as usize)), "dropped, it leaves no waker");
         assert_eq!(wakes.0.load(Ordering::Relaxed), 0, "nothing was due");
     }
 

@@ -20,6 +20,7 @@ pub mod shutdown;
 pub mod time;
 pub mod tls;
 pub mod token;
+mod wakers;
 
 pub use context::{Bounds, Connection, Context};
 

@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use parking_lot::Mutex;
+
+use crate::wakers::WakerSlots;
 use tokio_util::sync::CancellationToken;
 
 /// A handle on the server's shutdown; cheap to clone.
@@ -19,14 +21,8 @@ pub struct Shutdown(Arc<Inner>);
 #[derive(Debug, Default)]
 struct Inner {
     token: CancellationToken,
-    waiters: Mutex<Slots>,
-}
-
-/// The wakers of the [`Waiter`]s, each in its own slot.
-#[derive(Debug, Default)]
-struct Slots {
-    wakers: Vec<Option<Waker>>,
-    free: Vec<usize>,
+    /// The wakers of the [`Waiter`]s.
+    waiters: Mutex<WakerSlots>,
 }
 
 impl Shutdown {
@@ -34,7 +30,7 @@ impl Shutdown {
     pub fn trigger(&self) {
         self.0.token.cancel();
         // After the cancel: a waiter that registers from now on sees it.
-        let wakers: Vec<Waker> = self.0.waiters.lock().wakers.iter_mut().filter_map(Option::take).collect();
+        let wakers = self.0.waiters.lock().take_all();
         wakers.into_iter().for_each(Waker::wake);
     }
 
@@ -72,19 +68,7 @@ impl Waiter {
             return Poll::Ready(());
         }
         if self.slot == UNREGISTERED {
-            let mut slots = self.shutdown.0.waiters.lock();
-            let waker = Some(cx.waker().clone());
-            self.slot = match slots.free.pop() {
-                Some(slot) => {
-                    slots.wakers[slot] = waker;
-                    slot
-                }
-                None => {
-                    slots.wakers.push(waker);
-                    slots.wakers.len() - 1
-                }
-            };
-            drop(slots);
+            self.slot = self.shutdown.0.waiters.lock().insert(cx.waker().clone());
             // Started between the check above and the registration.
             if self.shutdown.has_begun() {
                 return Poll::Ready(());
@@ -97,9 +81,7 @@ impl Waiter {
 impl Drop for Waiter {
     fn drop(&mut self) {
         if self.slot != UNREGISTERED {
-            let mut slots = self.shutdown.0.waiters.lock();
-            slots.wakers[self.slot] = None;
-            slots.free.push(self.slot);
+            self.shutdown.0.waiters.lock().remove(self.slot);
         }
     }
 }
@@ -123,7 +105,7 @@ mod tests {
         drop(a);
         let mut c = shutdown.waiter();
         assert!(c.poll(&mut cx).is_pending());
-        assert_eq!(shutdown.0.waiters.lock().wakers.len(), 2, "c took a's slot");
+        assert_eq!(shutdown.0.waiters.lock().len(), 2, "c took a's slot");
         shutdown.trigger();
         assert_eq!(wakes.0.load(Ordering::Relaxed), 2, "b and c, not a");
         assert!(b.poll(&mut cx).is_ready() && c.poll(&mut cx).is_ready());

@@ -269,14 +269,7 @@ impl Outbox {
     /// is woken once there is. One task drains an outbox: the last to poll
     /// is the one woken.
     pub fn poll_drain(&self, cx: &mut Context<'_>, out: &mut Vec<Payload>) -> Poll<Drained> {
-        let mut state = self.state.lock();
-        match Self::take(&mut state, out) {
-            Some(drained) => Poll::Ready(drained),
-            None => {
-                Self::keep(&mut state, cx.waker());
-                Poll::Pending
-            }
-        }
+        self.drain_or_wait(cx, out, |_| {})
     }
 
     /// [`Outbox::poll_drain`] for a writer that, when it has nothing to
@@ -284,15 +277,24 @@ impl Outbox {
     /// next takes, pushes schedule `direct` (made the first time, and kept)
     /// instead of waking it. See the module docs.
     pub fn poll_drain_direct(&self, cx: &mut Context<'_>, out: &mut Vec<Payload>, direct: impl FnOnce() -> Option<Arc<dyn Direct>>) -> Poll<Drained> {
+        self.drain_or_wait(cx, out, |state| {
+            if state.direct.is_none() {
+                state.direct = direct();
+            }
+            state.idle = state.direct.is_some();
+        })
+    }
+
+    /// Takes what is queued into `out`; if there is nothing, keeps the
+    /// task's waker and lets `waiting` say how the writer waits, under the
+    /// same lock.
+    fn drain_or_wait(&self, cx: &mut Context<'_>, out: &mut Vec<Payload>, waiting: impl FnOnce(&mut State)) -> Poll<Drained> {
         let mut state = self.state.lock();
         match Self::take(&mut state, out) {
             Some(drained) => Poll::Ready(drained),
             None => {
                 Self::keep(&mut state, cx.waker());
-                if state.direct.is_none() {
-                    state.direct = direct();
-                }
-                state.idle = state.direct.is_some();
+                waiting(&mut state);
                 Poll::Pending
             }
         }
