@@ -33,6 +33,9 @@ pub struct Context {
     pub tokens: Option<Verifier>,
     /// What every connection is held to.
     pub bounds: Bounds,
+    /// Whether a connection accepted here sends each write at once
+    /// (`TCP_NODELAY`, `--tcp-nodelay`) rather than under Nagle's algorithm.
+    pub nodelay: bool,
 }
 
 impl Context {
@@ -47,6 +50,7 @@ impl Context {
             session_rates: AddressRates::new(u32::MAX, u32::MAX),
             tokens: None,
             bounds,
+            nodelay: true,
         }
     }
 
@@ -73,7 +77,8 @@ impl Context {
 
 impl Context {
     /// Hands each connection `listener` accepts to `take`, without Nagle's
-    /// delay, until shutdown; `protocol` names the listener in the logs.
+    /// delay unless `nodelay` is off, until shutdown; `protocol` names the
+    /// listener in the logs.
     pub async fn accept(&self, listener: tokio::net::TcpListener, protocol: &str, mut take: impl FnMut(tokio::net::TcpStream, std::net::SocketAddr)) {
         loop {
             let accepted = tokio::select! {
@@ -82,7 +87,9 @@ impl Context {
             };
             match accepted {
                 Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
+                    if self.nodelay {
+                        let _ = stream.set_nodelay(true);
+                    }
                     take(stream, peer);
                 }
                 Err(e) => {
@@ -136,5 +143,35 @@ impl Connection {
     /// The connection from `address`, holding `slot`.
     pub fn new(address: IpAddr, slot: OwnedSemaphorePermit) -> Connection {
         Connection { address, _slot: slot }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the connection `context` accepts has `TCP_NODELAY` set.
+    async fn accepted_nodelay(context: Context) -> bool {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+        let address = listener.local_addr().expect("its address");
+        let context = Arc::new(context);
+        let (taken, mut accepted) = tokio::sync::mpsc::unbounded_channel();
+        let serving = tokio::spawn({
+            let context = context.clone();
+            async move { context.accept(listener, "test", move |stream, _| drop(taken.send(stream.nodelay()))).await }
+        });
+        let _client = tokio::net::TcpStream::connect(address).await.expect("connects");
+        let nodelay = accepted.recv().await.expect("one connection accepted").expect("its option read");
+        context.shutdown.trigger();
+        serving.await.expect("the accept loop ends at shutdown");
+        nodelay
+    }
+
+    #[tokio::test]
+    async fn accepted_connections_skip_nagle_unless_told_not_to() {
+        let bounds = Context::for_tests().bounds;
+        assert!(accepted_nodelay(Context::new(bounds)).await, "TCP_NODELAY by default");
+        let nagle = Context { nodelay: false, ..Context::new(bounds) };
+        assert!(!accepted_nodelay(nagle).await, "Nagle's algorithm left on with nodelay off");
     }
 }

@@ -101,6 +101,8 @@ settings! {
         shared_writer: bool = true, "shared-writer", "SWITCHBOARD_SHARED_WRITER";
         /// Whether every TCP listener of the server (HTTP, XMPP, IRC, federation) takes the first bytes of a client that holds its cookie in the client's SYN (TCP Fast Open, RFC 7413), saving the round trip of TCP's handshake; at most 1024 such connections wait to be accepted per listener. The host must allow it (net.ipv4.tcp_fastopen=3) [default: false]
         tcp_fast_open: bool = false, "tcp-fast-open", "SWITCHBOARD_TCP_FAST_OPEN";
+        /// Whether every connection the server accepts (HTTP, XMPP, IRC, federation) sends each write at once (TCP_NODELAY). false leaves Nagle's algorithm on: while a client has not yet acknowledged what it was sent, the kernel holds further small writes and sends them together once it does; fewer, fuller packets and less CPU per message at a busy client, for up to the client's delayed acknowledgement (40 ms on Linux) more latency. Most IRC servers leave it on (docs/shootout.md has the figures) [default: true]
+        tcp_nodelay: bool = true, "tcp-nodelay", "SWITCHBOARD_TCP_NODELAY";
         /// Most simultaneous TCP connections; a client beyond them is answered 503 and closed [default: 100000]
         max_connections: usize = 100_000, "max-connections", "SWITCHBOARD_MAX_CONNECTIONS";
         /// How long shutdown waits for clients to take their close before exiting [default: 4s]

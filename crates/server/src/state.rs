@@ -113,6 +113,7 @@ impl ServerState {
             session_rates,
             tokens,
             bounds,
+            nodelay: config.server.tcp_nodelay,
         });
         // One writer for every archive: XMPP's accounts' and the rooms'.
         let xmpp_archive = xmpp_on && config.xmpp.archive;
