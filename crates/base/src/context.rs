@@ -76,9 +76,16 @@ impl Context {
 }
 
 impl Context {
-    /// Hands each connection `listener` accepts to `take`, without Nagle's
-    /// delay unless `nodelay` is off, until shutdown; `protocol` names the
-    /// listener in the logs.
+    /// Sets what every accepted connection gets: no Nagle's delay, unless
+    /// `nodelay` is off. Every accept loop calls it.
+    pub fn tune(&self, stream: &tokio::net::TcpStream) {
+        if self.nodelay {
+            let _ = stream.set_nodelay(true);
+        }
+    }
+
+    /// Hands each connection `listener` accepts to `take`, [tuned](Self::tune),
+    /// until shutdown; `protocol` names the listener in the logs.
     pub async fn accept(&self, listener: tokio::net::TcpListener, protocol: &str, mut take: impl FnMut(tokio::net::TcpStream, std::net::SocketAddr)) {
         loop {
             let accepted = tokio::select! {
@@ -87,9 +94,7 @@ impl Context {
             };
             match accepted {
                 Ok((stream, peer)) => {
-                    if self.nodelay {
-                        let _ = stream.set_nodelay(true);
-                    }
+                    self.tune(&stream);
                     take(stream, peer);
                 }
                 Err(e) => {

@@ -197,11 +197,9 @@ pub async fn serve_with(
             continue;
         };
         shedder.accepted(slots.available_permits());
-        // Small frames are the norm here; do not hold them back for Nagle
-        // (unless --tcp-nodelay false asks for it).
-        if state.nodelay {
-            let _ = stream.set_nodelay(true);
-        }
+        // Small frames are the norm here: not held back for Nagle, unless
+        // --tcp-nodelay false asks for it.
+        state.tune(&stream);
         let connection = Arc::new(Connection::new(peer.ip(), slot));
         state.tracker.spawn(handle_connection(stream, peer, connection, state.clone(), Routes::All));
     }
