@@ -10,6 +10,7 @@ accounts for SASL. Services (NickServ and its kind) do not exist here:
 tests that talk to them fail or skip; tests that only need accounts run.
 """
 
+import atexit
 import os
 import subprocess
 from typing import Optional, Set, Type
@@ -19,6 +20,23 @@ from irctest.runner import NotImplementedByController
 from irctest.specifications import Capabilities, OptionalBehaviors
 
 BIN = os.environ.get("SWITCHBOARD_BIN", "switchboard")
+
+# Every server started here. The suite stops a test's server when the test
+# tears its controller down, but some cases end without that, and their
+# servers (each in a session of its own) would outlive the run.
+STARTED: list = []
+
+
+@atexit.register
+def stop_started() -> None:
+    for proc in STARTED:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in STARTED:
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 class SwitchboardController(BaseServerController, DirectoryBasedController):
@@ -82,6 +100,7 @@ class SwitchboardController(BaseServerController, DirectoryBasedController):
         if password is not None:
             command += ["--irc-password", password]
         self.proc = self.execute(command)
+        STARTED.append(self.proc)
 
     def wait_for_services(self) -> None:
         # There are none: accounts are made with `switchboard account add`.
