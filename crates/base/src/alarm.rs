@@ -138,11 +138,7 @@ impl Wheel {
     /// Moves `alarm` to `tick` with `waker`; false if that tick has passed.
     fn set(&self, alarm: &mut Alarm, tick: u32, waker: &Waker) -> bool {
         let mut state = self.state.lock();
-        let fired = self.fired.load(Ordering::Acquire);
-        if alarm.tick > fired {
-            state.remove(alarm.tick, alarm.slot);
-        }
-        alarm.tick = 0;
+        let fired = self.release(&mut state, alarm);
         // The thread woke that tick after this poll read the clock.
         if tick <= fired {
             return false;
@@ -158,11 +154,18 @@ impl Wheel {
     }
 
     fn unset(&self, alarm: &mut Alarm) {
-        let mut state = self.state.lock();
-        if alarm.tick > self.fired.load(Ordering::Acquire) {
+        self.release(&mut self.state.lock(), alarm);
+    }
+
+    /// Frees `alarm`'s slot if its tick has not fired (a fired bucket is
+    /// gone already) and leaves it unset; the last tick fired.
+    fn release(&self, state: &mut State, alarm: &mut Alarm) -> u32 {
+        let fired = self.fired.load(Ordering::Acquire);
+        if alarm.tick > fired {
             state.remove(alarm.tick, alarm.slot);
         }
         alarm.tick = 0;
+        fired
     }
 
     /// The thread: wakes each bucket once its tick has passed.
