@@ -14,7 +14,9 @@ pub struct Entry {
     /// Whose archive: an account's bare JID, or a room's path (see
     /// [`is_room`]).
     pub archive: String,
-    /// Its id in the archive, unique there.
+    /// Its id in the archive, unique there, made by [`new_id`] from `at`:
+    /// the SQL store finds a time range by the ids it spans
+    /// ([`id_bounds`]).
     pub id: String,
     /// When the server took it, in microseconds since 1970 (UTC).
     pub at: i64,
@@ -22,6 +24,28 @@ pub struct Entry {
     pub with: String,
     /// The message, as the protocol keeps it.
     pub message: String,
+}
+
+/// Times an id can carry: 13 hexadecimal digits of microseconds, until
+/// the year 2112.
+const LATEST_ID_TIME: i64 = (1 << 52) - 1;
+
+/// A new entry's id: its time (`at`, microseconds since 1970) in 13
+/// hexadecimal digits, then 8 of random bits, so that ids sort by time and
+/// two nodes writing one database do not collide.
+pub fn new_id(at: i64) -> String {
+    format!("{:013x}{:08x}", at.clamp(0, LATEST_ID_TIME), rand::random::<u32>())
+}
+
+/// The ids of the entries from `start` to `end` (microseconds, both
+/// included) lie at or above the first string and below the second, where
+/// the entries' ids were made by [`new_id`]; `None` where a bound says
+/// nothing (a time before 1970, or past what an id can carry).
+pub fn id_bounds(start: Option<i64>, end: Option<i64>) -> (Option<String>, Option<String>) {
+    let prefix = |at: i64| format!("{at:013x}");
+    let from = start.filter(|&s| s > 0 && s <= LATEST_ID_TIME).map(prefix);
+    let below = end.filter(|&e| (0..LATEST_ID_TIME).contains(&e)).map(|e| prefix(e + 1));
+    (from, below)
 }
 
 /// Whether `archive` is a room's: a room's archive is named by a path,
@@ -89,4 +113,28 @@ pub trait ArchiveStore {
 
     /// Forgets `archive` whole.
     async fn forget_archive(&self, archive: &str) -> Result<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ids_time_bounds_the_ids_of_a_time_range() {
+        let at = 0x1234_5678_9abc;
+        let id = new_id(at);
+        assert_eq!((id.len(), &id[..13]), (21, "0123456789abc"));
+        let (from, below) = id_bounds(Some(at), Some(at));
+        let (from, below) = (from.unwrap(), below.unwrap());
+        assert!(from.as_str() <= id.as_str() && id.as_str() < below.as_str());
+        assert_eq!(below, "0123456789abd");
+        let (after, _) = id_bounds(Some(at + 1), None);
+        assert!(id < after.unwrap(), "a microsecond later");
+        assert!(new_id(1) < new_id(2));
+        // Times an id cannot carry bound nothing.
+        assert_eq!(id_bounds(Some(-5), Some(LATEST_ID_TIME)), (None, None));
+        assert_eq!(id_bounds(Some(0), Some(-1)), (None, None));
+        assert_eq!(id_bounds(Some(LATEST_ID_TIME + 1), None), (None, None));
+        assert_eq!(new_id(i64::MAX)[..13], new_id(LATEST_ID_TIME)[..13]);
+    }
 }

@@ -592,6 +592,15 @@ impl SqlStore {
         if let Some(end) = filter.end {
             conditions.push(format!("at <= {}", b.arg(Arg::Int(end))));
         }
+        // No index by time (migration 0009): an id starts with its time,
+        // so the same range said of ids reads the index by id.
+        let (lowest, below) = crate::id_bounds(filter.start, filter.end);
+        if let Some(lowest) = lowest {
+            conditions.push(format!("id >= {}", b.arg(Arg::Text(lowest))));
+        }
+        if let Some(below) = below {
+            conditions.push(format!("id < {}", b.arg(Arg::Text(below))));
+        }
         let ids = [(&filter.after_id, ">"), (&filter.before_id, "<")];
         for (id, op) in ids {
             let Some(id) = id else { continue };
@@ -693,25 +702,30 @@ mod tests {
 
     /// A `with` query reads an account's archive through its index by sender,
     /// and a room's, which has none, through its index by order: the query's
-    /// terms must match the partial index's own for SQLite to take it.
+    /// terms must match the partial index's own for SQLite to take it. A
+    /// query by time reads the index by id.
     #[tokio::test]
-    async fn a_with_query_reads_an_index_on_sqlite() {
+    async fn archive_queries_read_an_index_on_sqlite() {
         let dir = tempfile::tempdir().unwrap();
         let store = SqlStore::sqlite(&SqlStore::file_in(dir.path())).await.unwrap();
-        let plan = |archive: &'static str| {
+        let plan = |archive: &'static str, filter: Filter| {
             let store = &store;
             async move {
-                let filter = Filter { with: Some("b@l".into()), ..Filter::default() };
                 let (b, _) = store.page_statement(archive, &filter, &Cursor::Before(None), 50).await.unwrap().unwrap();
                 let explain = Built { sql: format!("EXPLAIN QUERY PLAN {}", b.sql), ..b };
                 let rows = explain.query().fetch_all(&store.reader).await.unwrap();
                 rows.iter().map(|row| row.try_get::<String, _>("detail").unwrap()).collect::<Vec<_>>().join("; ")
             }
         };
-        let account = plan("a@l").await;
+        let with = || Filter { with: Some("b@l".into()), ..Filter::default() };
+        let account = plan("a@l", with()).await;
         assert!(account.contains("INDEX archive_peer"), "{account}");
-        let room = plan("/chat#lobby").await;
+        let room = plan("/chat#lobby", with()).await;
         assert!(room.contains("INDEX archive_order") && !room.contains("TEMP B-TREE"), "{room}");
+        for (start, end) in [(Some(1_700_000_000_000_000), None), (None, Some(1_700_000_000_000_000)), (Some(1), Some(2))] {
+            let timed = plan("a@l", Filter { start, end, ..Filter::default() }).await;
+            assert!(timed.contains("INDEX sqlite_autoindex_archive_1 (archive=? AND id"), "{timed}");
+        }
     }
 
     /// A database made before migration 0008 (rooms' archives indexed by

@@ -157,12 +157,19 @@ async fn fast_tokens_body(store: &dyn Store) {
     assert!(store.tokens("alice").await.unwrap().is_empty());
 }
 
-fn entry(archive: &str, n: i64, with: &str) -> Entry {
-    Entry { archive: archive.into(), id: format!("id{n}"), at: n * 1_000_000, with: with.into(), message: format!("<message><body>{n}</body></message>") }
+/// Entry `n`'s id, made as [`store::new_id`] makes them (its time first), with
+/// `n` for the random part.
+fn id(n: i64) -> String {
+    format!("{:013x}{n:08x}", n * 1_000_000)
 }
 
-fn ids(page: &Page) -> Vec<&str> {
-    page.entries.iter().map(|e| e.id.as_str()).collect()
+fn entry(archive: &str, n: i64, with: &str) -> Entry {
+    Entry { archive: archive.into(), id: id(n), at: n * 1_000_000, with: with.into(), message: format!("<message><body>{n}</body></message>") }
+}
+
+/// The entries of `page`, by number.
+fn ids(page: &Page) -> Vec<i64> {
+    page.entries.iter().map(|e| i64::from_str_radix(&e.id[13..], 16).unwrap()).collect()
 }
 
 async fn archive_body(store: &dyn Store) {
@@ -172,18 +179,18 @@ async fn archive_body(store: &dyn Store) {
     }
     let page = |filter: Filter, cursor: Cursor, max| async move { store.page("a@l", &filter, &cursor, max).await.unwrap().unwrap() };
     let first = page(Filter::default(), Cursor::Oldest, 4).await;
-    assert_eq!((ids(&first), first.complete), (vec!["id0", "id1", "id2", "id3"], false));
+    assert_eq!((ids(&first), first.complete), (vec![0, 1, 2, 3], false));
     assert_eq!(first.entries[2], entry("a@l", 2, "b@l"), "an entry comes back whole");
-    let next = page(Filter::default(), Cursor::After("id3".into()), 4).await;
-    assert_eq!(ids(&next), ["id4", "id5", "id6", "id7"]);
-    let last = page(Filter::default(), Cursor::After("id7".into()), 4).await;
-    assert_eq!((ids(&last), last.complete), (vec!["id8", "id9"], true));
+    let next = page(Filter::default(), Cursor::After(id(3)), 4).await;
+    assert_eq!(ids(&next), [4, 5, 6, 7]);
+    let last = page(Filter::default(), Cursor::After(id(7)), 4).await;
+    assert_eq!((ids(&last), last.complete), (vec![8, 9], true));
     let newest = page(Filter::default(), Cursor::Before(None), 3).await;
-    assert_eq!((ids(&newest), newest.complete), (vec!["id7", "id8", "id9"], false), "backwards: the newest page, oldest first");
-    let earlier = page(Filter::default(), Cursor::Before(Some("id2".into())), 3).await;
-    assert_eq!((ids(&earlier), earlier.complete), (vec!["id0", "id1"], true));
+    assert_eq!((ids(&newest), newest.complete), (vec![7, 8, 9], false), "backwards: the newest page, oldest first");
+    let earlier = page(Filter::default(), Cursor::Before(Some(id(2))), 3).await;
+    assert_eq!((ids(&earlier), earlier.complete), (vec![0, 1], true));
     let with_c = page(Filter { with: Some("c@l".into()), ..Filter::default() }, Cursor::Oldest, 10).await;
-    assert_eq!(ids(&with_c), ["id1", "id3", "id5", "id7", "id9"]);
+    assert_eq!(ids(&with_c), [1, 3, 5, 7, 9]);
     // A room's archive, which has no index by sender, narrows alike.
     for n in 0..10 {
         store.append(&[entry("/chat#lobby", 200 + n, if n % 3 == 0 { "/chat#lobby/ann" } else { "/chat#lobby/bob" })]).await.unwrap();
@@ -192,27 +199,33 @@ async fn archive_body(store: &dyn Store) {
     let ann = &ann;
     let room = |cursor: Cursor, max| async move { store.page("/chat#lobby", ann, &cursor, max).await };
     let newest = room(Cursor::Before(None), 3).await.unwrap().unwrap();
-    assert_eq!((ids(&newest), newest.complete), (vec!["id203", "id206", "id209"], false));
-    let earlier = room(Cursor::Before(Some("id203".into())), 3).await.unwrap().unwrap();
-    assert_eq!((ids(&earlier), earlier.complete), (vec!["id200"], true));
-    let after = room(Cursor::After("id200".into()), 2).await.unwrap().unwrap();
-    assert_eq!((ids(&after), after.complete), (vec!["id203", "id206"], false));
+    assert_eq!((ids(&newest), newest.complete), (vec![203, 206, 209], false));
+    let earlier = room(Cursor::Before(Some(id(203))), 3).await.unwrap().unwrap();
+    assert_eq!((ids(&earlier), earlier.complete), (vec![200], true));
+    let after = room(Cursor::After(id(200)), 2).await.unwrap().unwrap();
+    assert_eq!((ids(&after), after.complete), (vec![203, 206], false));
     assert!(store.page("/chat#lobby", &Filter { with: Some("c@l".into()), ..Filter::default() }, &Cursor::Oldest, 5).await.unwrap().unwrap().entries.is_empty());
     store.forget_archive("/chat#lobby").await.unwrap();
     let timed = page(Filter { start: Some(3_000_000), end: Some(5_000_000), ..Filter::default() }, Cursor::Oldest, 10).await;
-    assert_eq!((ids(&timed), timed.complete), (vec!["id3", "id4", "id5"], true));
-    let between = page(Filter { after_id: Some("id5".into()), before_id: Some("id8".into()), ..Filter::default() }, Cursor::Oldest, 10).await;
-    assert_eq!(ids(&between), ["id6", "id7"]);
-    let chosen = page(Filter { ids: vec!["id9".into(), "id2".into(), "nope".into()], ..Filter::default() }, Cursor::Oldest, 10).await;
-    assert_eq!(ids(&chosen), ["id2", "id9"]);
-    assert_eq!(store.page("a@l", &Filter::default(), &Cursor::After("id100".into()), 5).await.unwrap(), None, "another archive's id is not this one's");
+    assert_eq!((ids(&timed), timed.complete), (vec![3, 4, 5], true));
+    let inside = page(Filter { start: Some(3_000_001), end: Some(4_999_999), ..Filter::default() }, Cursor::Oldest, 10).await;
+    assert_eq!(ids(&inside), [4], "to the microsecond");
+    let since = page(Filter { start: Some(8_000_000), ..Filter::default() }, Cursor::Before(None), 10).await;
+    assert_eq!(ids(&since), [8, 9]);
+    let until = page(Filter { end: Some(1_000_000), ..Filter::default() }, Cursor::Oldest, 10).await;
+    assert_eq!(ids(&until), [0, 1]);
+    let between = page(Filter { after_id: Some(id(5)), before_id: Some(id(8)), ..Filter::default() }, Cursor::Oldest, 10).await;
+    assert_eq!(ids(&between), [6, 7]);
+    let chosen = page(Filter { ids: vec![id(9), id(2), "nope".into()], ..Filter::default() }, Cursor::Oldest, 10).await;
+    assert_eq!(ids(&chosen), [2, 9]);
+    assert_eq!(store.page("a@l", &Filter::default(), &Cursor::After(id(100)), 5).await.unwrap(), None, "another archive's id is not this one's");
     assert_eq!(store.page("a@l", &Filter { after_id: Some("nope".into()), ..Filter::default() }, &Cursor::Oldest, 5).await.unwrap(), None);
     assert_eq!(store.trim(2_000_000).await.unwrap(), 2, "a@l's two oldest");
-    assert_eq!(ids(&page(Filter::default(), Cursor::Oldest, 1).await), ["id2"]);
+    assert_eq!(ids(&page(Filter::default(), Cursor::Oldest, 1).await), [2]);
     // Eight left in a@l, ten in z@l: each keeps its newest three.
     assert_eq!(store.cap(3).await.unwrap(), 5 + 7);
-    assert_eq!(ids(&page(Filter::default(), Cursor::Oldest, 10).await), ["id7", "id8", "id9"]);
-    assert_eq!(ids(&store.page("z@l", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap()), ["id107", "id108", "id109"]);
+    assert_eq!(ids(&page(Filter::default(), Cursor::Oldest, 10).await), [7, 8, 9]);
+    assert_eq!(ids(&store.page("z@l", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap()), [107, 108, 109]);
     store.forget_archive("z@l").await.unwrap();
     assert!(store.page("z@l", &Filter::default(), &Cursor::Oldest, 5).await.unwrap().unwrap().entries.is_empty());
 }
@@ -325,9 +338,9 @@ async fn an_append_with_an_id_already_kept_keeps_none_of_its_batch() {
         let batch: Vec<Entry> = (100..300).chain([7]).map(|n| entry("a@l", n, "b@l")).collect();
         assert!(store.append(&batch).await.is_err());
         let page = store.page("a@l", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap();
-        assert_eq!(ids(&page), ["id7"]);
+        assert_eq!(ids(&page), [7]);
         store.append(&[entry("a@l", 8, "b@l")]).await.unwrap();
-        assert_eq!(ids(&store.page("a@l", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap()), ["id7", "id8"], "the store goes on");
+        assert_eq!(ids(&store.page("a@l", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap()), [7, 8], "the store goes on");
     }
 }
 
@@ -386,12 +399,12 @@ async fn a_sqlite_store_is_copied_into_postgres_whole() {
     assert_eq!(pg.rooms().await.unwrap(), [("plans".to_owned(), "{}".to_owned())]);
     assert_eq!(pg.tokens("bob").await.unwrap(), [token("phone", 1, 100)]);
     let newest = pg.page("alice@l", &Filter::default(), &Cursor::Before(None), 2).await.unwrap().unwrap();
-    assert_eq!(ids(&newest), ["id1231", "id1232"]);
+    assert_eq!(ids(&newest), [1231, 1232]);
     let room = pg.page("/chat#lobby", &Filter::default(), &Cursor::Oldest, 2).await.unwrap().unwrap();
-    assert_eq!((ids(&room), room.entries[0].clone()), (vec!["id0", "id3"], entry("/chat#lobby", 0, "b@l")));
+    assert_eq!((ids(&room), room.entries[0].clone()), (vec![0, 3], entry("/chat#lobby", 0, "b@l")));
     // The archive goes on after what was copied.
     pg.append(&[entry("alice@l", 5000, "b@l")]).await.unwrap();
-    assert_eq!(ids(&pg.page("alice@l", &Filter::default(), &Cursor::Before(None), 1).await.unwrap().unwrap()), ["id5000"]);
+    assert_eq!(ids(&pg.page("alice@l", &Filter::default(), &Cursor::Before(None), 1).await.unwrap().unwrap()), [5000]);
 
     let again = copy(&from, &to).await.unwrap_err();
     assert!(again.to_string().contains("already keeps"), "{again}");
