@@ -3,12 +3,17 @@
 //!
 //! The app speaks to its rooms through a [`Broker`]. A memory broker
 //! answers at once, so a client's messages are handled as they arrive. A
-//! broker that spans nodes answers later (a name is claimed across the
-//! nodes), and so does one that archives (a message is delivered, then
-//! kept, and the sender's next message waits for that); each client's
-//! messages then go through a queue to a task of its own, which handles
-//! them in order and leaves the room when the client is gone.
+//! broker that spans nodes may answer later (a name is claimed across the
+//! nodes), and so may one that archives (a message is delivered, then
+//! queued for the archive, and a full queue holds the sender back). With
+//! such a broker a client's messages are handled as they arrive until one
+//! has to wait; from then on they go through a queue to a task of the
+//! client's own, which finishes the one that waits, handles the rest in
+//! order, and leaves the room when the client is gone. A task and a queue
+//! for every message cost the archived chat more than the archive's own
+//! writer (docs/storage.md).
 
+use std::future::Future;
 use std::sync::Arc;
 
 use futures_util::FutureExt;
@@ -30,7 +35,8 @@ pub const QUEUE: usize = 64;
 pub(super) enum Chat {
     /// Handled as each message arrives: where the client is, once joined.
     Inline(Option<Joined>),
-    /// Handled by the client's own task, fed by this queue.
+    /// Handled by the client's own task, fed by this queue, since one of
+    /// its messages had to wait.
     Queued(mpsc::Sender<Utf8Bytes>),
 }
 
@@ -42,28 +48,28 @@ pub(super) struct Joined {
 }
 
 impl Chat {
-    pub(super) fn new(broker: &Arc<dyn Broker>, client: &Client) -> Chat {
-        if broker.is_immediate() {
-            return Chat::Inline(None);
-        }
-        let (queue, mut inbox) = mpsc::channel::<Utf8Bytes>(QUEUE);
-        let (broker, client) = (broker.clone(), client.clone());
-        tokio::spawn(async move {
-            let mut joined = None;
-            while let Some(text) = inbox.recv().await {
-                on_message(&*broker, &client, &mut joined, &text).await;
-            }
-            leave(&*broker, &client, joined);
-        });
-        Chat::Queued(queue)
+    pub(super) fn new() -> Chat {
+        Chat::Inline(None)
     }
 
     pub(super) fn on_message(&mut self, broker: &Arc<dyn Broker>, client: &Client, text: Utf8Bytes) {
         match self {
-            Chat::Inline(joined) => {
+            Chat::Inline(joined) if broker.is_immediate() => {
                 // A memory broker's futures are ready at once.
                 if on_message(&**broker, client, joined, &text).now_or_never().is_none() {
                     tracing::error!("an immediate broker left a chat message pending");
+                }
+            }
+            Chat::Inline(joined) => {
+                // Owned, so that a task can finish it if it has to wait.
+                let (owned_broker, owned_client, mut owned) = (broker.clone(), client.clone(), joined.take());
+                let mut handling = Box::pin(async move {
+                    on_message(&*owned_broker, &owned_client, &mut owned, &text).await;
+                    owned
+                });
+                match handling.as_mut().now_or_never() {
+                    Some(now) => *joined = now,
+                    None => *self = Chat::Queued(queue(broker.clone(), client.clone(), handling)),
                 }
             }
             Chat::Queued(queue) => {
@@ -81,6 +87,22 @@ impl Chat {
             leave(&**broker, client, joined.take());
         }
     }
+}
+
+/// A queue to a new task of the client's own, which finishes `waiting`
+/// (the message that had to wait, and where the client is after it), then
+/// handles what the queue brings, in order, and leaves the room once the
+/// queue is closed.
+fn queue(broker: Arc<dyn Broker>, client: Client, waiting: impl Future<Output = Option<Joined>> + Send + 'static) -> mpsc::Sender<Utf8Bytes> {
+    let (queue, mut inbox) = mpsc::channel::<Utf8Bytes>(QUEUE);
+    tokio::spawn(async move {
+        let mut joined = waiting.await;
+        while let Some(text) = inbox.recv().await {
+            on_message(&*broker, &client, &mut joined, &text).await;
+        }
+        leave(&*broker, &client, joined);
+    });
+    queue
 }
 
 async fn on_message(broker: &dyn Broker, client: &Client, joined: &mut Option<Joined>, text: &str) {
@@ -165,5 +187,76 @@ fn leave(broker: &dyn Broker, client: &Client, joined: Option<Joined>) {
         // Nobody is left to tell if the broker cannot take it; other nodes
         // see the member go when its name expires.
         let _ = broker.publish(&room, Payload::event(room.clone(), RoomEvent::leave(name)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use base::archive::{Archive, Bounds as Kept};
+    use base::rooms::ArchivedRooms;
+    use base::{Bounds, Context};
+    use hub::{Broker, Hub, Member, MemoryBroker, Outbox, Payload, RoomEvent, RoomLimits, Speaks};
+    use wire::nickname::Nickname;
+
+    use super::*;
+
+    /// The texts of the messages among `payloads`.
+    fn texts(payloads: &[Payload]) -> Vec<String> {
+        let text = |p: &Payload| match p.as_event() {
+            Some((_, RoomEvent::Message { text, .. })) => Some(text.to_string()),
+            _ => None,
+        };
+        payloads.iter().filter_map(text).collect()
+    }
+
+    /// The messages `outbox` holds now.
+    fn said(outbox: &Outbox) -> Vec<String> {
+        let mut out = Vec::new();
+        outbox.try_drain(&mut out);
+        texts(&out)
+    }
+
+    /// Rooms that archive their messages (a message is delivered, then
+    /// queued for the archive), a client's messages are handled as they
+    /// arrive until one waits for room in the archive's queue; the rest
+    /// then queue behind it, in order, in a task of the client's own. On
+    /// one thread, the archive's writer takes nothing until the test waits.
+    #[tokio::test]
+    async fn messages_are_handled_as_they_arrive_until_one_waits_then_queue_behind_it() {
+        let second = Duration::from_secs(1);
+        let bounds = Bounds { queue_limit: 1 << 16, max_message_size: 1 << 16, header_timeout: second, idle_timeout: second, ping_interval: second };
+        let context = Arc::new(Context::new(bounds));
+        let store: Arc<dyn store::Store> = Arc::new(store::MemoryStore::default());
+        let archive = Arc::new(Archive::start(store, 1, Kept::default(), context.clone()));
+        let memory = Arc::new(MemoryBroker::new(Hub::with_limits(1, RoomLimits::NONE)));
+        let broker: Arc<dyn Broker> = Arc::new(ArchivedRooms::new(memory, archive, "/chat", context));
+        let listener = Arc::new(Outbox::new(1 << 16));
+        let ear = Member { id: hub::next_member_id(), name: Some(Nickname::parse("ear").unwrap()), outbox: listener.clone(), speaks: Speaks::App };
+        broker.join("lobby", ear, 10, Box::new(|_| Vec::new())).await.unwrap();
+        let client = Client { id: hub::next_member_id(), outbox: Arc::new(Outbox::new(1 << 16)), identity: None };
+        let mut chat = Chat::new();
+        let say = |text: &str| Utf8Bytes::from(format!(r#"{{"message":"{text}"}}"#));
+        chat.on_message(&broker, &client, Utf8Bytes::from_static(r#"{"name":"ann","room":"lobby"}"#));
+        chat.on_message(&broker, &client, say("one"));
+        assert!(matches!(chat, Chat::Inline(Some(_))), "{chat:?}");
+        assert_eq!(said(&listener), ["one"], "delivered before on_message returned");
+        // The archive's queue of one is full: this one is delivered, then waits.
+        chat.on_message(&broker, &client, say("two"));
+        assert!(matches!(chat, Chat::Queued(_)), "{chat:?}");
+        chat.on_message(&broker, &client, say("three"));
+        assert_eq!(said(&listener), ["two"], "the third waits behind the second");
+        let mut out = Vec::new();
+        listener.drain(&mut out).await;
+        assert_eq!(texts(&out), ["three"]);
+        chat.on_message(&broker, &client, say("four"));
+        listener.drain(&mut out).await;
+        assert_eq!(texts(&out), ["three", "four"], "still in order, through the queue");
+        let mut own = Vec::new();
+        client.outbox.try_drain(&mut own);
+        assert_eq!(texts(&own), ["one", "two", "three", "four"], "the sender's own copies, in order");
+        assert!(!own.iter().filter_map(Payload::as_text).any(|t| t.contains("error")), "no error to the sender");
     }
 }

@@ -130,7 +130,7 @@ impl transport::Protocol for App {
         let client = Client { id: hub::next_member_id(), outbox, identity };
         let state = match self.kind {
             AppKind::Broadcast => State::Broadcast(self.join_broadcast(&client)),
-            AppKind::Chat => State::Chat(chat::Chat::new(&self.broker, &client)),
+            AppKind::Chat => State::Chat(chat::Chat::new()),
             AppKind::Close => {
                 client.outbox.close(Close::new(3000, "Go away!"));
                 State::Closed

@@ -86,7 +86,14 @@ impl Archive {
     /// Queues `entries` for the writer, waiting only for room in the
     /// queue; the writer keeps them in order with everything queued before.
     pub async fn queue(&self, entries: Vec<Entry>) {
-        let _ = self.queue.send(Queued { entries, queued: Instant::now(), done: None }).await;
+        // Ready at once while there is room: a send that could wait would
+        // also count against the task's budget and wait when that is spent.
+        match self.queue.try_send(Queued { entries, queued: Instant::now(), done: None }) {
+            Err(mpsc::error::TrySendError::Full(queued)) => {
+                let _ = self.queue.send(queued).await;
+            }
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+        }
     }
 
     /// Appends `entries` and waits until they are kept; `false` if the
