@@ -9,9 +9,7 @@
 //! such a broker a client's messages are handled as they arrive until one
 //! has to wait; from then on they go through a queue to a task of the
 //! client's own, which finishes the one that waits, handles the rest in
-//! order, and leaves the room when the client is gone. A task and a queue
-//! for every message cost the archived chat more than the archive's own
-//! writer (docs/storage.md).
+//! order, and leaves the room when the client is gone.
 
 use std::future::Future;
 use std::sync::Arc;
