@@ -21,12 +21,18 @@ const QUERIES: usize = 1000;
 const ROOM_ENTRIES: usize = 100_000;
 const MEMBERS: usize = 40;
 
+/// When entry `n` was taken: one a microsecond.
+fn at(n: usize) -> i64 {
+    1_700_000_000_000_000 + n as i64
+}
+
 fn entry(n: usize) -> Entry {
-    // Two peers, so that `with` narrows to half.
+    // Two peers, so that `with` narrows to half; the id starts with the
+    // time, as `store::new_id` makes it.
     Entry {
         archive: "ann@localhost".into(),
-        id: format!("{n:013x}00000000"),
-        at: 1_700_000_000_000_000 + n as i64,
+        id: format!("{:013x}{n:08x}", at(n)),
+        at: at(n),
         with: if n.is_multiple_of(2) { "ben@localhost".into() } else { "cy@localhost".into() },
         message: format!("<message xmlns='jabber:client' from='ben@localhost/phone' to='ann@localhost' type='chat' id='m{n}'><body>message number {n}, of about the size people write</body></message>"),
     }
@@ -83,11 +89,26 @@ async fn main() {
     }
     times.sort();
     println!("newest page of 50: p50 {:?}, p99 {:?}", percentile(&times, 0.5), percentile(&times, 0.99));
+    for (name, oldest) in [("from a random time, oldest first", true), ("until a random time, newest first", false)] {
+        let mut times = Vec::with_capacity(QUERIES / 10);
+        for _ in 0..QUERIES / 10 {
+            let when = at(next());
+            let (filter, cursor) = match oldest {
+                true => (Filter { start: Some(when), ..Filter::default() }, Cursor::Oldest),
+                false => (Filter { end: Some(when), ..Filter::default() }, Cursor::Before(None)),
+            };
+            let start = Instant::now();
+            store.page("ann@localhost", &filter, &cursor, 50).await.expect("a page").expect("a page");
+            times.push(start.elapsed());
+        }
+        times.sort();
+        println!("page of 50 {name}: p50 {:?}, p99 {:?}", percentile(&times, 0.5), percentile(&times, 0.99));
+    }
 
     let room: Vec<Entry> = (0..ROOM_ENTRIES)
         .map(|n| Entry {
             archive: "/chat#lobby".into(),
-            id: format!("{:013x}00000000", entries + n),
+            id: format!("{:013x}{n:08x}", 1_800_000_000_000_000 + n as i64),
             at: 1_800_000_000_000_000 + n as i64,
             with: format!("/chat#lobby/member{}", n % MEMBERS),
             message: format!("message number {n}, of about the size people write"),
