@@ -31,7 +31,7 @@ fn entry(n: usize) -> Entry {
     // time, as `store::new_id` makes it.
     Entry {
         archive: "ann@localhost".into(),
-        id: format!("{:013x}{n:08x}", at(n)),
+        id: store::id_of(at(n), n as u32),
         at: at(n),
         with: if n.is_multiple_of(2) { "ben@localhost".into() } else { "cy@localhost".into() },
         message: format!("<message xmlns='jabber:client' from='ben@localhost/phone' to='ann@localhost' type='chat' id='m{n}'><body>message number {n}, of about the size people write</body></message>"),
@@ -108,7 +108,7 @@ async fn main() {
     let room: Vec<Entry> = (0..ROOM_ENTRIES)
         .map(|n| Entry {
             archive: "/chat#lobby".into(),
-            id: format!("{:013x}{n:08x}", 1_800_000_000_000_000 + n as i64),
+            id: store::id_of(1_800_000_000_000_000 + n as i64, n as u32),
             at: 1_800_000_000_000_000 + n as i64,
             with: format!("/chat#lobby/member{}", n % MEMBERS),
             message: format!("message number {n}, of about the size people write"),

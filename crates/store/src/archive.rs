@@ -30,11 +30,16 @@ pub struct Entry {
 /// the year 2112.
 const LATEST_ID_TIME: i64 = (1 << 52) - 1;
 
-/// A new entry's id: its time (`at`, microseconds since 1970) in 13
-/// hexadecimal digits, then 8 of random bits, so that ids sort by time and
-/// two nodes writing one database do not collide.
+/// A new entry's id: [`id_of`] its time and random bits, so that ids sort
+/// by time and two nodes writing one database do not collide.
 pub fn new_id(at: i64) -> String {
-    format!("{:013x}{:08x}", at.clamp(0, LATEST_ID_TIME), rand::random::<u32>())
+    id_of(at, rand::random())
+}
+
+/// The id of an entry taken at `at` (microseconds since 1970): that time in
+/// 13 hexadecimal digits, then `tail` in 8.
+pub fn id_of(at: i64, tail: u32) -> String {
+    format!("{:013x}{tail:08x}", at.clamp(0, LATEST_ID_TIME))
 }
 
 /// The ids of the entries from `start` to `end` (microseconds, both

@@ -157,10 +157,10 @@ async fn fast_tokens_body(store: &dyn Store) {
     assert!(store.tokens("alice").await.unwrap().is_empty());
 }
 
-/// Entry `n`'s id, made as [`store::new_id`] makes them (its time first), with
+/// Entry `n`'s id, made as [`crate::new_id`] makes them (its time first), with
 /// `n` for the random part.
 fn id(n: i64) -> String {
-    format!("{:013x}{n:08x}", n * 1_000_000)
+    crate::id_of(n * 1_000_000, n as u32)
 }
 
 fn entry(archive: &str, n: i64, with: &str) -> Entry {
