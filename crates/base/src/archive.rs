@@ -135,7 +135,7 @@ pub struct Bounds {
     pub limit: Option<u64>,
 }
 
-pub use store::new_id;
+pub use store::stamp;
 
 /// Microseconds since 1970 now.
 pub fn now() -> i64 {

@@ -9,7 +9,7 @@
 //! protocol the members speak; each renders it as its own.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use hub::{BoxFuture, Broker, BrokerError, Greeting, JoinError, Member, MemberId, Outbox, Payload, Position, Present, RenameError, RoomEvent, RoomLimits, RoomSize, Roster};
 use store::{Cursor, Entry, Filter};
@@ -112,9 +112,8 @@ impl Broker for ArchivedRooms {
             Some((_, RoomEvent::Announcement { text })) => (String::new(), text),
             _ => return self.rooms.publish_and_keep(room, payload),
         };
-        let at = SystemTime::now();
-        let micros = archive::micros(at);
-        let id = archive::new_id(micros);
+        let (micros, id) = archive::stamp(archive::now());
+        let at = archive::time(micros);
         let entry = Entry { archive: ArchivedRooms::archive_of(&self.prefix, room), id, at: micros, with: name, message: text.to_string() };
         // The payload the sender made, given its id: not built again.
         let payload = payload.kept_as(at, Arc::from(entry.id.as_str()));

@@ -1,10 +1,12 @@
 //! Message archives (XEP-0313): each account's 1:1 messages, and each
 //! room's. An entry is a message as the protocol renders it, with the id
 //! the archive gave it (XEP-0359's stanza-id), when the server took it, and
-//! the other party; archives are read a page at a time, in the order they
-//! were written, forwards or backwards from an entry.
+//! the other party; archives are read a page at a time, oldest first
+//! (XEP-0313 §3.1), forwards or backwards from an entry. An entry's id
+//! says when it was taken ([`stamp`]), so an archive's order is its ids'.
 
 use async_trait::async_trait;
+use parking_lot::Mutex;
 
 use crate::Result;
 
@@ -14,9 +16,9 @@ pub struct Entry {
     /// Whose archive: an account's bare JID, or a room's path (see
     /// [`is_room`]).
     pub archive: String,
-    /// Its id in the archive, unique there, made by [`new_id`] from `at`:
-    /// the SQL store finds a time range by the ids it spans
-    /// ([`id_bounds`]).
+    /// Its id in the archive, unique there, made with `at` by [`stamp`]:
+    /// an archive is in the order of its ids, and the SQL store finds a
+    /// time range by the ids it spans ([`id_bounds`]).
     pub id: String,
     /// When the server took it, in microseconds since 1970 (UTC).
     pub at: i64,
@@ -30,10 +32,27 @@ pub struct Entry {
 /// the year 2112.
 const LATEST_ID_TIME: i64 = (1 << 52) - 1;
 
-/// A new entry's id: [`id_of`] its time and random bits, so that ids sort
-/// by time and two nodes writing one database do not collide.
-pub fn new_id(at: i64) -> String {
-    id_of(at, rand::random())
+/// The last stamp this process gave: (time, tail).
+static LAST_STAMP: Mutex<(i64, u32)> = Mutex::new((i64::MIN, 0));
+
+/// A new entry's time and id, for an entry taken `now` (microseconds):
+/// the id is [`id_of`] that time and a tail, and is above every id this
+/// process made before. Past the last stamp's time, the tail is random
+/// below 2^31 (two nodes writing one database do not collide); at or
+/// before it (a second entry in one microsecond, or a clock set back), the
+/// time stays the last one's and the tail counts up. So an archive's order
+/// (its ids') is the order this process took its entries in, and an
+/// entry's time is always the one its id carries.
+pub fn stamp(now: i64) -> (i64, String) {
+    let now = now.clamp(0, LATEST_ID_TIME);
+    let mut last = LAST_STAMP.lock();
+    *last = match *last {
+        (at, _) if now > at => (now, rand::random::<u32>() >> 1),
+        (at, tail) if tail < u32::MAX => (at, tail + 1),
+        // 2^31 entries in a microsecond: the next one.
+        (at, _) => ((at + 1).min(LATEST_ID_TIME), rand::random::<u32>() >> 1),
+    };
+    (last.0, id_of(last.0, last.1))
 }
 
 /// The id of an entry taken at `at` (microseconds since 1970): that time in
@@ -44,7 +63,7 @@ pub fn id_of(at: i64, tail: u32) -> String {
 
 /// The ids of the entries from `start` to `end` (microseconds, both
 /// included) lie at or above the first string and below the second, where
-/// the entries' ids were made by [`new_id`]; `None` where a bound says
+/// the entries' ids were made by [`stamp`]; `None` where a bound says
 /// nothing (a time before 1970, or past what an id can carry).
 pub fn id_bounds(start: Option<i64>, end: Option<i64>) -> (Option<String>, Option<String>) {
     let prefix = |at: i64| format!("{at:013x}");
@@ -127,7 +146,7 @@ mod tests {
     #[test]
     fn an_ids_time_bounds_the_ids_of_a_time_range() {
         let at = 0x1234_5678_9abc;
-        let id = new_id(at);
+        let id = id_of(at, 7);
         assert_eq!((id.len(), &id[..13]), (21, "0123456789abc"));
         let (from, below) = id_bounds(Some(at), Some(at));
         let (from, below) = (from.unwrap(), below.unwrap());
@@ -135,11 +154,32 @@ mod tests {
         assert_eq!(below, "0123456789abd");
         let (after, _) = id_bounds(Some(at + 1), None);
         assert!(id < after.unwrap(), "a microsecond later");
-        assert!(new_id(1) < new_id(2));
         // Times an id cannot carry bound nothing.
         assert_eq!(id_bounds(Some(-5), Some(LATEST_ID_TIME)), (None, None));
         assert_eq!(id_bounds(Some(0), Some(-1)), (None, None));
         assert_eq!(id_bounds(Some(LATEST_ID_TIME + 1), None), (None, None));
-        assert_eq!(new_id(i64::MAX)[..13], new_id(LATEST_ID_TIME)[..13]);
+        assert_eq!(id_of(i64::MAX, 0)[..13], id_of(LATEST_ID_TIME, 0)[..13]);
+    }
+
+    #[test]
+    fn stamps_rise_in_the_order_they_are_taken_and_carry_their_time() {
+        // Other tests take stamps too: only what follows from one
+        // thread's order is asserted.
+        let mut made = vec![stamp(1_800_000_000_000_000)];
+        // The same microsecond, a clock set back, then a later time.
+        made.push(stamp(1_800_000_000_000_000));
+        made.push(stamp(1_700_000_000_000_000));
+        let later = made[2].0 + 5;
+        made.push(stamp(later));
+        for pair in made.windows(2) {
+            assert!(pair[0].1 < pair[1].1, "{pair:?}");
+            assert!(pair[0].0 <= pair[1].0, "{pair:?}");
+        }
+        for (at, id) in &made {
+            assert_eq!(id[..13], format!("{at:013x}"));
+        }
+        assert!(made[2].0 >= 1_800_000_000_000_000, "a clock set back does not take the time back");
+        assert!(made[3].0 >= later && made[3].0 > made[2].0);
+        assert!(u32::from_str_radix(&made[3].1[13..], 16).unwrap() < 1 << 31, "a new time's tail leaves room to count");
     }
 }

@@ -19,7 +19,7 @@ pub struct MemoryStore {
     rosters: Mutex<HashMap<String, Roster>>,
     offline: Mutex<HashMap<String, Vec<String>>>,
     rooms: Mutex<BTreeMap<String, String>>,
-    /// Every archive's entries, in the order written.
+    /// Every archive's entries, in the order of their ids.
     archive: Mutex<Vec<Entry>>,
     /// Each account's FAST tokens.
     fast: Mutex<HashMap<String, Vec<FastToken>>>,
@@ -229,7 +229,12 @@ impl RoomStore for MemoryStore {
 impl ArchiveStore for MemoryStore {
     async fn append(&self, entries: &[Entry]) -> Result<()> {
         let mut all = self.archive.lock();
-        all.extend_from_slice(entries);
+        // Kept in the order of ids, as the SQL store reads them: almost
+        // always at the end.
+        for entry in entries {
+            let at = all.partition_point(|e| e.id <= entry.id);
+            all.insert(at, entry.clone());
+        }
         // Nothing outlives the process here: the oldest go first past the bound.
         let over = all.len().saturating_sub(MEMORY_ARCHIVE);
         all.drain(..over);

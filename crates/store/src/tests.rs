@@ -157,8 +157,8 @@ async fn fast_tokens_body(store: &dyn Store) {
     assert!(store.tokens("alice").await.unwrap().is_empty());
 }
 
-/// Entry `n`'s id, made as [`crate::new_id`] makes them (its time first), with
-/// `n` for the random part.
+/// Entry `n`'s id, made as [`crate::stamp`] makes them (its time first), with
+/// `n` for the tail.
 fn id(n: i64) -> String {
     crate::id_of(n * 1_000_000, n as u32)
 }
@@ -206,6 +206,16 @@ async fn archive_body(store: &dyn Store) {
     assert_eq!((ids(&after), after.complete), (vec![203, 206], false));
     assert!(store.page("/chat#lobby", &Filter { with: Some("c@l".into()), ..Filter::default() }, &Cursor::Oldest, 5).await.unwrap().unwrap().entries.is_empty());
     store.forget_archive("/chat#lobby").await.unwrap();
+    // Written out of order (senders racing to the writer), read in the
+    // order of ids, both ways.
+    store.append(&[entry("o@l", 32, "b@l")]).await.unwrap();
+    store.append(&[entry("o@l", 31, "b@l"), entry("o@l", 33, "b@l")]).await.unwrap();
+    let o = |cursor: Cursor| async move { ids(&store.page("o@l", &Filter::default(), &cursor, 2).await.unwrap().unwrap()) };
+    assert_eq!(o(Cursor::Oldest).await, [31, 32]);
+    assert_eq!(o(Cursor::After(id(31))).await, [32, 33]);
+    assert_eq!(o(Cursor::Before(None)).await, [32, 33]);
+    assert_eq!(o(Cursor::Before(Some(id(32)))).await, [31]);
+    store.forget_archive("o@l").await.unwrap();
     let timed = page(Filter { start: Some(3_000_000), end: Some(5_000_000), ..Filter::default() }, Cursor::Oldest, 10).await;
     assert_eq!((ids(&timed), timed.complete), (vec![3, 4, 5], true));
     let inside = page(Filter { start: Some(3_000_001), end: Some(4_999_999), ..Filter::default() }, Cursor::Oldest, 10).await;

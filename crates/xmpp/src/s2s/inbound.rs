@@ -189,8 +189,8 @@ impl Xmpp {
         if self.archive.is_none() || !recipient || !matches!(kind, "chat" | "normal") || message.find("body", ns::CLIENT).is_none() {
             return (copy, None);
         }
-        let (user, at) = (to.bare().to_string(), base::archive::now());
-        let id = base::archive::new_id(at);
+        let user = to.bare().to_string();
+        let (at, id) = base::archive::stamp(base::archive::now());
         copy = copy.child(Element::new("stanza-id", crate::archive::SID).attr("by", &user).attr("id", &id));
         let with = message.get("from").and_then(Jid::parse).map(|j| j.bare().to_string()).unwrap_or_default();
         let entry = store::Entry { archive: user, id, at, with, message: copy.to_xml_standalone() };

@@ -3,7 +3,7 @@
 //! its own archive and of rooms'. The archive's stanzas are
 //! `crate::archive`; its writer and the rooms' archiving are `base`'s.
 
-use base::archive::{Archive, new_id, now};
+use base::archive::{Archive, now, stamp};
 use base::rooms::ArchivedRooms;
 use store::{Cursor, Entry, Filter};
 use wire::xmpp::Element;
@@ -27,7 +27,6 @@ impl Session {
     pub(super) fn archived_copy(&self, message: &Element, to: &Jid, recipient: bool) -> Option<(Element, Vec<Entry>)> {
         let me = self.user().filter(|_| self.xmpp.archive.is_some())?;
         let them = to.bare().to_string();
-        let at = now();
         let mut sent = message.clone();
         // Ids only this server gives (XEP-0359 §4): a client's claims go.
         sent.children.retain(|c| !matches!(c, wire::xmpp::Node::Element(e) if e.ns == SID && e.name == "stanza-id"));
@@ -35,11 +34,12 @@ impl Session {
         sent.attrs.push(("from".into(), self.full_jid()));
         let mut entries = Vec::with_capacity(2);
         if !self.anonymous {
-            entries.push(Entry { archive: me.clone(), id: new_id(at), at, with: them.clone(), message: sent.to_xml_standalone() });
+            let (at, id) = stamp(now());
+            entries.push(Entry { archive: me.clone(), id, at, with: them.clone(), message: sent.to_xml_standalone() });
         }
         let mut copy = sent;
         if recipient {
-            let id = new_id(at);
+            let (at, id) = stamp(now());
             copy = copy.child(Element::new("stanza-id", SID).attr("by", &them).attr("id", &id));
             entries.push(Entry { archive: them, id, at, with: me, message: copy.to_xml_standalone() });
         }
@@ -57,8 +57,8 @@ impl Session {
         sent.attrs.retain(|(n, _)| n != "from");
         sent.attrs.push(("from".into(), self.full_jid()));
         if let (true, Some(me)) = (archived, self.user()) {
-            let at = now();
-            let entry = Entry { archive: me, id: new_id(at), at, with: to.bare().to_string(), message: sent.to_xml_standalone() };
+            let (at, id) = stamp(now());
+            let entry = Entry { archive: me, id, at, with: to.bare().to_string(), message: sent.to_xml_standalone() };
             self.queue_archive(vec![entry]).await;
         }
         sent
