@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use store::{Cursor, Entry, Filter, Page, Store};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::Context;
@@ -53,6 +53,10 @@ struct Queued {
 pub struct Archive {
     store: Arc<dyn Store>,
     queue: mpsc::Sender<Queued>,
+    /// Wakes the writer before its time: a batch is full, or someone
+    /// waits. Writes alone do not, so a quiet server's writer wakes once
+    /// a commit, not once a message.
+    hurry: Arc<Notify>,
     /// Writes waiting at most, for the metrics.
     capacity: usize,
 }
@@ -71,11 +75,12 @@ impl Archive {
     /// each archive are forgotten.
     pub fn start(store: Arc<dyn Store>, queue: usize, bounds: Bounds, context: Arc<Context>) -> Archive {
         let (tx, rx) = mpsc::channel(queue.max(1));
-        tokio::spawn(write(store.clone(), rx, context));
+        let hurry = Arc::new(Notify::new());
+        tokio::spawn(write(store.clone(), rx, hurry.clone(), context));
         if bounds.retention.is_some() || bounds.limit.is_some() {
             tokio::spawn(trim(store.clone(), bounds));
         }
-        Archive { store, queue: tx, capacity: queue.max(1) }
+        Archive { store, queue: tx, hurry, capacity: queue.max(1) }
     }
 
     /// Writes waiting for the writer.
@@ -90,8 +95,10 @@ impl Archive {
         // also count against the task's budget and wait when that is spent.
         match self.queue.try_send(Queued { entries, queued: Instant::now(), done: None }) {
             Err(mpsc::error::TrySendError::Full(queued)) => {
+                self.hurry.notify_one();
                 let _ = self.queue.send(queued).await;
             }
+            Ok(()) if self.waiting() >= BATCH.min(self.capacity) => self.hurry.notify_one(),
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
         }
     }
@@ -102,6 +109,7 @@ impl Archive {
     pub async fn keep(&self, entries: Vec<Entry>) -> bool {
         let (done, written) = oneshot::channel();
         let _ = self.queue.send(Queued { entries, queued: Instant::now(), done: Some(done) }).await;
+        self.hurry.notify_one();
         written.await.unwrap_or(false)
     }
 
@@ -155,17 +163,11 @@ pub fn time(micros: i64) -> SystemTime {
 /// The one writer: appends what has gathered, each batch in one
 /// transaction, at most one every [`COMMIT_EVERY`], or [`COMMIT_AWAITED`]
 /// once someone waits.
-async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, context: Arc<Context>) {
+async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, hurry: Arc<Notify>, context: Arc<Context>) {
     let mut batch = Vec::new();
     let mut last = Instant::now() - COMMIT_EVERY;
     while queue.recv_many(&mut batch, BATCH).await > 0 {
-        gather(&mut queue, &mut batch, last).await;
-        // And what is there when its time comes.
-        while batch.len() < BATCH
-            && let Ok(more) = queue.try_recv()
-        {
-            batch.push(more);
-        }
+        gather(&mut queue, &mut batch, last, &hurry).await;
         last = Instant::now();
         // Moved out of the batch, not copied: each waiter only needs its answer.
         let entries: Vec<Entry> = batch.iter_mut().flat_map(|q| std::mem::take(&mut q.entries)).collect();
@@ -188,27 +190,48 @@ async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, context
     }
 }
 
-/// Gathers into `batch` what arrives until its time: [`COMMIT_EVERY`] after
-/// the `last` commit, or [`COMMIT_AWAITED`] once a write someone waits for
-/// is in it; a full batch goes at once, so that the pace never bounds how
-/// many entries a second are kept. Who waits is told by the writes
-/// themselves, as they arrive: none can be missed, and none counts once
-/// answered.
-async fn gather(queue: &mut mpsc::Receiver<Queued>, batch: &mut Vec<Queued>, last: Instant) {
+/// Gathers into `batch` what has arrived when its time comes:
+/// [`COMMIT_EVERY`] after the `last` commit, or [`COMMIT_AWAITED`] once a
+/// write someone waits for is in it; a full batch goes at once, so that the
+/// pace never bounds how many entries a second are kept. Between, the
+/// queue is read only when `hurry` says to (a sender saw a batch's worth
+/// waiting or a full queue, or someone waits): a wake-up for each write
+/// cost a quiet server more than the database did (docs/storage.md). Who
+/// waits is told by the writes themselves: none can be missed, and none
+/// counts once answered.
+async fn gather(queue: &mut mpsc::Receiver<Queued>, batch: &mut Vec<Queued>, last: Instant, hurry: &Notify) {
     let due = tokio::time::sleep_until(last + COMMIT_EVERY);
     tokio::pin!(due);
     let mut hurried = false;
     let mut seen = 0;
-    while batch.len() < BATCH {
+    loop {
+        while batch.len() < BATCH {
+            match queue.try_recv() {
+                Ok(more) => batch.push(more),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                // Every sender is gone: what is left goes now.
+                Err(mpsc::error::TryRecvError::Disconnected) => return,
+            }
+        }
+        if batch.len() >= BATCH {
+            return;
+        }
         if !hurried && batch[seen..].iter().any(Queued::awaited) {
             hurried = true;
             due.as_mut().reset(last + COMMIT_AWAITED);
         }
         seen = batch.len();
         tokio::select! {
-            () = &mut due => return,
-            n = queue.recv_many(batch, BATCH - batch.len()) => if n == 0 { return },
+            () = &mut due => {}
+            () = hurry.notified() => continue,
         }
+        // Its time: what is there by now goes too.
+        while batch.len() < BATCH
+            && let Ok(more) = queue.try_recv()
+        {
+            batch.push(more);
+        }
+        return;
     }
 }
 
