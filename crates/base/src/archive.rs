@@ -143,7 +143,7 @@ pub struct Bounds {
     pub limit: Option<u64>,
 }
 
-pub use store::stamp;
+pub use store::{observe, stamp};
 
 /// Microseconds since 1970 now.
 pub fn now() -> i64 {

@@ -201,7 +201,11 @@ pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes, at: std
         "binary" => Payload::binary(body),
         "event" => {
             let event = RoomEvent::from(serde_json::from_slice::<Event>(&body)?);
-            let id = headers.and_then(|h| h.get(ID)).map(|v| Arc::from(v.as_str()));
+            let id: Option<Arc<str>> = headers.and_then(|h| h.get(ID)).map(|v| Arc::from(v.as_str()));
+            // Later stamps here rise above it, whatever this node's clock says.
+            if let Some(id) = &id {
+                base::archive::observe(id, base::archive::now());
+            }
             let tags = headers.and_then(|h| h.get(TAGS)).map(|v| Arc::from(v.as_str()));
             Payload::archived(room.clone(), event, at, id).with_client_tags(tags)
         }
@@ -211,7 +215,7 @@ pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes, at: std
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -272,6 +276,29 @@ mod tests {
             assert_eq!(back.payload.client_tags(), payload.client_tags());
             assert_eq!(back.payload.as_event().map(|(_, e)| e.clone()), payload.as_event().map(|(_, e)| e.clone()));
         }
+    }
+
+    /// Held by each test of stamps: one's observed id would otherwise
+    /// lift the stamps another asserts on.
+    pub(crate) static STAMPING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
+    /// An id 20 s past this process's last stamp: what another node whose
+    /// clock is ahead would make.
+    pub(crate) fn an_id_ahead() -> String {
+        let (last, _) = base::archive::stamp(base::archive::now());
+        format!("{:013x}{:08x}", last + 20_000_000, 1)
+    }
+
+    #[test]
+    fn an_archive_id_from_another_node_holds_later_stamps_here_above_it() {
+        let _alone = STAMPING.lock();
+        let room: Arc<str> = Arc::from("lobby");
+        let theirs = an_id_ahead();
+        let payload = Payload::event(room.clone(), RoomEvent::Message { name: "al".into(), text: "hi".into() }).kept_as(std::time::SystemTime::now(), Arc::from(theirs.as_str()));
+        let (headers, bytes) = encode("n2", &payload);
+        decode(&room, Some(&headers), bytes, std::time::SystemTime::now()).unwrap();
+        let (_, ours) = base::archive::stamp(base::archive::now());
+        assert!(ours > theirs, "{ours} after {theirs}");
     }
 
     #[test]

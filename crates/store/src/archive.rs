@@ -32,27 +32,77 @@ pub struct Entry {
 /// the year 2112.
 const LATEST_ID_TIME: i64 = (1 << 52) - 1;
 
-/// The last stamp this process gave: (time, tail).
-static LAST_STAMP: Mutex<(i64, u32)> = Mutex::new((i64::MIN, 0));
+/// How far ahead of this node's clock an id another node made may be and
+/// still move this node's stamps ([`observe`]): more is a clock set wrong,
+/// which would otherwise hold every later stamp here in its future.
+pub const OBSERVED_AHEAD: i64 = 60_000_000;
 
-/// A new entry's time and id, for an entry taken `now` (microseconds):
-/// the id is [`id_of`] that time and a tail, and is above every id this
-/// process made before. Past the last stamp's time, the tail is random
-/// below 2^31 (two nodes writing one database do not collide); at or
-/// before it (a second entry in one microsecond, or a clock set back), the
-/// time stays the last one's and the tail counts up. So an archive's order
-/// (its ids') is the order this process took its entries in, and an
-/// entry's time is always the one its id carries.
+/// Where the ids one process makes stand: the last one's time and tail.
+#[derive(Debug)]
+pub struct Stamps(Mutex<(i64, u32)>);
+
+/// This process's stamps: every archive's ids come from it.
+static STAMPS: Stamps = Stamps::new();
+
+impl Stamps {
+    pub const fn new() -> Stamps {
+        Stamps(Mutex::new((i64::MIN, 0)))
+    }
+
+    /// A new entry's time and id, for an entry taken `now` (microseconds):
+    /// the id is [`id_of`] that time and a tail, and is above every id made
+    /// here before and every one [`Stamps::observe`]d. Past the last
+    /// one's time, the tail is random below 2^31 (two nodes writing one
+    /// database do not collide); at or before it (a second entry in one
+    /// microsecond, or a clock set back), the time stays the last one's and
+    /// the tail counts up. So an archive's order (its ids') is the order
+    /// entries were taken in, and an entry's time is the one its id carries.
+    pub fn stamp(&self, now: i64) -> (i64, String) {
+        let now = now.clamp(0, LATEST_ID_TIME);
+        let mut last = self.0.lock();
+        *last = match *last {
+            (at, _) if now > at => (now, rand::random::<u32>() >> 1),
+            (at, tail) if tail < u32::MAX => (at, tail + 1),
+            // 2^31 entries in a microsecond: the next one.
+            (at, _) => ((at + 1).min(LATEST_ID_TIME), rand::random::<u32>() >> 1),
+        };
+        (last.0, id_of(last.0, last.1))
+    }
+
+    /// Takes note of `id`, an entry's id another node made (a room's
+    /// message through the broker), at `now` here: later stamps are above
+    /// it, so a node whose clock is behind another's does not write entries
+    /// under ids below one its clients were already given, which a client
+    /// catching up `after` that id would never read. An id not in
+    /// [`id_of`]'s form, or more than [`OBSERVED_AHEAD`] ahead, changes
+    /// nothing.
+    pub fn observe(&self, id: &str, now: i64) {
+        if id.len() != 21 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return;
+        }
+        let (Ok(at), Ok(tail)) = (i64::from_str_radix(&id[..13], 16), u32::from_str_radix(&id[13..], 16)) else { return };
+        if at > now.saturating_add(OBSERVED_AHEAD) {
+            return;
+        }
+        let mut last = self.0.lock();
+        *last = (*last).max((at, tail));
+    }
+}
+
+impl Default for Stamps {
+    fn default() -> Stamps {
+        Stamps::new()
+    }
+}
+
+/// This process's [`Stamps::stamp`].
 pub fn stamp(now: i64) -> (i64, String) {
-    let now = now.clamp(0, LATEST_ID_TIME);
-    let mut last = LAST_STAMP.lock();
-    *last = match *last {
-        (at, _) if now > at => (now, rand::random::<u32>() >> 1),
-        (at, tail) if tail < u32::MAX => (at, tail + 1),
-        // 2^31 entries in a microsecond: the next one.
-        (at, _) => ((at + 1).min(LATEST_ID_TIME), rand::random::<u32>() >> 1),
-    };
-    (last.0, id_of(last.0, last.1))
+    STAMPS.stamp(now)
+}
+
+/// This process's [`Stamps::observe`].
+pub fn observe(id: &str, now: i64) {
+    STAMPS.observe(id, now);
 }
 
 /// The id of an entry taken at `at` (microseconds since 1970): that time in
@@ -163,23 +213,44 @@ mod tests {
 
     #[test]
     fn stamps_rise_in_the_order_they_are_taken_and_carry_their_time() {
-        // Other tests take stamps too: only what follows from one
-        // thread's order is asserted.
-        let mut made = vec![stamp(1_800_000_000_000_000)];
+        let stamps = Stamps::new();
+        let mut made = vec![stamps.stamp(1_800_000_000_000_000)];
         // The same microsecond, a clock set back, then a later time.
-        made.push(stamp(1_800_000_000_000_000));
-        made.push(stamp(1_700_000_000_000_000));
-        let later = made[2].0 + 5;
-        made.push(stamp(later));
+        made.push(stamps.stamp(1_800_000_000_000_000));
+        made.push(stamps.stamp(1_700_000_000_000_000));
+        made.push(stamps.stamp(1_800_000_000_000_005));
         for pair in made.windows(2) {
             assert!(pair[0].1 < pair[1].1, "{pair:?}");
-            assert!(pair[0].0 <= pair[1].0, "{pair:?}");
         }
+        let times: Vec<i64> = made.iter().map(|(at, _)| *at).collect();
+        assert_eq!(times, [1_800_000_000_000_000, 1_800_000_000_000_000, 1_800_000_000_000_000, 1_800_000_000_000_005], "a clock set back does not take the time back");
         for (at, id) in &made {
             assert_eq!(id[..13], format!("{at:013x}"));
         }
-        assert!(made[2].0 >= 1_800_000_000_000_000, "a clock set back does not take the time back");
-        assert!(made[3].0 >= later && made[3].0 > made[2].0);
-        assert!(u32::from_str_radix(&made[3].1[13..], 16).unwrap() < 1 << 31, "a new time's tail leaves room to count");
+        let tail = |n: usize| u32::from_str_radix(&made[n].1[13..], 16).unwrap();
+        assert_eq!((tail(1), tail(2)), (tail(0) + 1, tail(0) + 2), "within a microsecond the tail counts");
+        assert!(tail(0) < 1 << 31 && tail(3) < 1 << 31, "a new time's tail leaves room to count");
+    }
+
+    #[test]
+    fn stamps_rise_above_ids_other_nodes_made_unless_those_are_far_ahead() {
+        let stamps = Stamps::new();
+        let now = 1_800_000_000_000_000;
+        // Another node's clock is 2 s ahead: an id of its, then one here.
+        let theirs = id_of(now + 2_000_000, 77);
+        stamps.observe(&theirs, now);
+        let (at, ours) = stamps.stamp(now);
+        assert!(ours > theirs, "{ours} after {theirs}");
+        assert_eq!((at, ours.as_str()), (now + 2_000_000, id_of(now + 2_000_000, 78).as_str()));
+        // An older id moves nothing back.
+        stamps.observe(&id_of(now - 1, 5), now);
+        assert!(stamps.stamp(now).1 > ours);
+        // Far ahead, or not an id made so: ignored.
+        let (_, before) = stamps.stamp(now + 2_000_001);
+        for odd in [id_of(now + OBSERVED_AHEAD + 1, 0), "01".into(), "+00000000000000000001".into(), format!("{before}0"), String::new()] {
+            stamps.observe(&odd, now);
+        }
+        let (at, after) = stamps.stamp(now + 2_000_002);
+        assert_eq!(at, now + 2_000_002, "{before} then {after}");
     }
 }
