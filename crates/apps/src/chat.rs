@@ -5,16 +5,19 @@
 //! answers at once, so a client's messages are handled as they arrive. A
 //! broker that spans nodes may answer later (a name is claimed across the
 //! nodes), and so may one that archives (a message is delivered, then
-//! queued for the archive, and a full queue holds the sender back). With
-//! such a broker a client's messages are handled as they arrive until one
-//! has to wait; from then on they go through a queue to a task of the
-//! client's own, which finishes the one that waits, handles the rest in
-//! order, and leaves the room when the client is gone.
+//! queued for the archive, and a full queue holds the sender back; a join
+//! that opens a room reads its archive). With such a broker a client's
+//! messages are handled as they arrive until one has to wait; then they go
+//! through a queue to a task of the client's own, which finishes the one
+//! that waits and handles the rest in order. Once its queue is empty it
+//! hands the client back, to be handled as its messages arrive again, or
+//! leaves the room if the client is gone.
 
 use std::future::Future;
 use std::sync::Arc;
 
 use futures_util::FutureExt;
+use parking_lot::Mutex;
 use hub::{Broker, Greeting, JoinError, Member, Payload, RoomEvent, Roster, Speaks};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
@@ -33,9 +36,26 @@ pub const QUEUE: usize = 64;
 pub(super) enum Chat {
     /// Handled as each message arrives: where the client is, once joined.
     Inline(Option<Joined>),
-    /// Handled by the client's own task, fed by this queue, since one of
+    /// Handled by the client's own task, fed by its queue, since one of
     /// its messages had to wait.
-    Queued(mpsc::Sender<Utf8Bytes>),
+    Queued(Handed),
+}
+
+/// A client handed to its own task: the task's queue, and what the task
+/// and the client's connection tell each other, under one lock, so that
+/// nothing is queued once the task has found its queue empty and ended.
+#[derive(Debug)]
+pub(super) struct Handed {
+    queue: mpsc::Sender<Utf8Bytes>,
+    shared: Arc<Mutex<Handback>>,
+}
+
+#[derive(Debug, Default)]
+struct Handback {
+    /// Where the client is, once the task found its queue empty and ended.
+    returned: Option<Option<Joined>>,
+    /// The client is gone: the task leaves the room when its queue is empty.
+    ended: bool,
 }
 
 /// Where a joined client is.
@@ -70,8 +90,14 @@ impl Chat {
                     None => *self = Chat::Queued(queue(broker.clone(), client.clone(), handling)),
                 }
             }
-            Chat::Queued(queue) => {
-                if queue.try_send(text).is_err() {
+            Chat::Queued(handed) => {
+                let mut shared = handed.shared.lock();
+                if let Some(joined) = shared.returned.take() {
+                    drop(shared);
+                    *self = Chat::Inline(joined);
+                    return self.on_message(broker, client, text);
+                }
+                if handed.queue.try_send(text).is_err() {
                     client.outbox.close(unavailable("the server is behind with your messages; try again later"));
                 }
             }
@@ -81,26 +107,52 @@ impl Chat {
     /// The client is gone: it leaves its room (a queued client's task does
     /// so once it has handled what was queued).
     pub(super) fn end(&mut self, broker: &Arc<dyn Broker>, client: &Client) {
-        if let Chat::Inline(joined) = self {
-            leave(&**broker, client, joined.take());
-        }
+        let joined = match self {
+            Chat::Inline(joined) => joined.take(),
+            Chat::Queued(handed) => {
+                let mut shared = handed.shared.lock();
+                match shared.returned.take() {
+                    Some(joined) => joined,
+                    None => {
+                        shared.ended = true;
+                        return;
+                    }
+                }
+            }
+        };
+        leave(&**broker, client, joined);
     }
 }
 
-/// A queue to a new task of the client's own, which finishes `waiting`
-/// (the message that had to wait, and where the client is after it), then
-/// handles what the queue brings, in order, and leaves the room once the
-/// queue is closed.
-fn queue(broker: Arc<dyn Broker>, client: Client, waiting: impl Future<Output = Option<Joined>> + Send + 'static) -> mpsc::Sender<Utf8Bytes> {
+/// A new task of the client's own, which finishes `waiting` (the message
+/// that had to wait, and where the client is after it), then handles what
+/// its queue holds, in order. With the queue empty it ends: it hands the
+/// client back, or, if the client is gone, leaves the room. A client stays
+/// with its task only while messages wait, so most of a client's life its
+/// messages cost no wake-up of a task of its own.
+fn queue(broker: Arc<dyn Broker>, client: Client, waiting: impl Future<Output = Option<Joined>> + Send + 'static) -> Handed {
     let (queue, mut inbox) = mpsc::channel::<Utf8Bytes>(QUEUE);
+    let shared = Arc::new(Mutex::new(Handback::default()));
+    let handback = shared.clone();
     tokio::spawn(async move {
         let mut joined = waiting.await;
-        while let Some(text) = inbox.recv().await {
-            on_message(&*broker, &client, &mut joined, &text).await;
+        loop {
+            let next = {
+                let mut shared = handback.lock();
+                match inbox.try_recv() {
+                    Ok(text) => text,
+                    Err(mpsc::error::TryRecvError::Empty) if !shared.ended => {
+                        shared.returned = Some(joined);
+                        return;
+                    }
+                    Err(_) => break,
+                }
+            };
+            on_message(&*broker, &client, &mut joined, &next).await;
         }
         leave(&*broker, &client, joined);
     });
-    queue
+    Handed { queue, shared }
 }
 
 async fn on_message(broker: &dyn Broker, client: &Client, joined: &mut Option<Joined>, text: &str) {
@@ -220,17 +272,19 @@ mod tests {
     /// Rooms that archive their messages (a message is delivered, then
     /// queued for the archive), a client's messages are handled as they
     /// arrive until one waits for room in the archive's queue; the rest
-    /// then queue behind it, in order, in a task of the client's own. On
-    /// one thread, the archive's writer takes nothing until the test waits.
+    /// then queue behind it, in order, in a task of the client's own, which
+    /// hands the client back once its queue is empty, or leaves the room if
+    /// the client is gone. On one thread, the archive's writer takes
+    /// nothing until the test waits.
     #[tokio::test]
-    async fn messages_are_handled_as_they_arrive_until_one_waits_then_queue_behind_it() {
+    async fn messages_are_handled_as_they_arrive_until_one_waits_then_queue_behind_it_until_the_queue_empties() {
         let second = Duration::from_secs(1);
         let bounds = Bounds { queue_limit: 1 << 16, max_message_size: 1 << 16, header_timeout: second, idle_timeout: second, ping_interval: second };
         let context = Arc::new(Context::new(bounds));
         let store: Arc<dyn store::Store> = Arc::new(store::MemoryStore::default());
         let archive = Arc::new(Archive::start(store, 1, Kept::default(), context.clone()));
         let memory = Arc::new(MemoryBroker::new(Hub::with_limits(1, RoomLimits::NONE)));
-        let broker: Arc<dyn Broker> = Arc::new(ArchivedRooms::new(memory, archive, "/chat", context));
+        let broker: Arc<dyn Broker> = Arc::new(ArchivedRooms::new(memory, archive.clone(), "/chat", context));
         let listener = Arc::new(Outbox::new(1 << 16));
         let ear = Member { id: hub::next_member_id(), name: Some(Nickname::parse("ear").unwrap()), outbox: listener.clone(), speaks: Speaks::App };
         broker.join("lobby", ear, 10, Box::new(|_| Vec::new())).await.unwrap();
@@ -252,9 +306,38 @@ mod tests {
         chat.on_message(&broker, &client, say("four"));
         listener.drain(&mut out).await;
         assert_eq!(texts(&out), ["three", "four"], "still in order, through the queue");
+        // Its queue empty, the task hands the client back: handled as its
+        // messages arrive again.
+        assert!(archive.flush().await);
+        let Chat::Queued(handed) = &chat else { panic!("{chat:?}") };
+        for _ in 0..100 {
+            if handed.shared.lock().returned.is_some() {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert!(handed.shared.lock().returned.is_some(), "the task has ended");
+        chat.on_message(&broker, &client, say("five"));
+        assert!(matches!(chat, Chat::Inline(Some(_))), "{chat:?}");
+        assert_eq!(said(&listener), ["five"], "delivered before on_message returned");
         let mut own = Vec::new();
         client.outbox.try_drain(&mut own);
-        assert_eq!(texts(&own), ["one", "two", "three", "four"], "the sender's own copies, in order");
+        assert_eq!(texts(&own), ["one", "two", "three", "four", "five"], "the sender's own copies, in order");
         assert!(!own.iter().filter_map(Payload::as_text).any(|t| t.contains("error")), "no error to the sender");
+
+        // Queued again, then gone: the task handles what is queued, then
+        // leaves the room, since nobody is there to hand the client back to.
+        chat.on_message(&broker, &client, say("six"));
+        assert!(matches!(chat, Chat::Queued(_)), "{chat:?}");
+        chat.end(&broker, &client);
+        let left = |out: &[Payload]| out.iter().any(|p| matches!(p.as_event(), Some((_, RoomEvent::Leave { name, .. })) if &**name == "ann"));
+        let mut out = Vec::new();
+        let heard = async {
+            while !left(&out) {
+                listener.drain(&mut out).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), heard).await.expect("ann leaves");
+        assert_eq!(texts(&out), ["six"], "what was queued, before the leave");
     }
 }
