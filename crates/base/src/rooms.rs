@@ -42,7 +42,12 @@ impl ArchivedRooms {
     /// The name of the archive of `room` of the mount at `prefix`: a
     /// path, as a room's archive is named (`store::is_room`).
     pub fn archive_of(prefix: &str, room: &str) -> String {
-        format!("{prefix}#{room}")
+        // Sized at once: it is made for every message archived.
+        let mut name = String::with_capacity(prefix.len() + 1 + room.len());
+        name.push_str(prefix);
+        name.push('#');
+        name.push_str(room);
+        name
     }
 
     /// The message an archived entry of `room` was (one with no sender, the

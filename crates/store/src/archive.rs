@@ -108,7 +108,12 @@ pub fn observe(id: &str, now: i64) {
 /// The id of an entry taken at `at` (microseconds since 1970): that time in
 /// 13 hexadecimal digits, then `tail` in 8.
 pub fn id_of(at: i64, tail: u32) -> String {
-    format!("{:013x}{tail:08x}", at.clamp(0, LATEST_ID_TIME))
+    use std::fmt::Write;
+    // Sized at once: `format!` grew its string twice for each message
+    // archived (a profile of the chat study's 4 × 20).
+    let mut id = String::with_capacity(21);
+    let _ = write!(id, "{:013x}{tail:08x}", at.clamp(0, LATEST_ID_TIME));
+    id
 }
 
 /// The ids of the entries from `start` to `end` (microseconds, both
