@@ -175,7 +175,9 @@ pub struct Page {
 
 #[async_trait]
 pub trait ArchiveStore {
-    /// Appends `entries`, in order, all or none. Kept once this returns.
+    /// Appends `entries`, all or none; each archive is read in the order
+    /// of its ids, whatever order they were appended in. Kept once this
+    /// returns.
     async fn append(&self, entries: &[Entry]) -> Result<()>;
 
     /// At most `max` entries of `archive` that `filter` keeps, from `from`;
