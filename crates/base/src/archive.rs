@@ -143,7 +143,21 @@ pub struct Bounds {
     pub limit: Option<u64>,
 }
 
-pub use store::{observe, stamp};
+pub use store::id_of;
+
+/// The ids of this process's archive entries.
+static IDS: store::IdClock = store::IdClock::new();
+
+/// A new archive entry's time and id, taken now ([`store::IdClock::next`]).
+pub fn next_id() -> (i64, String) {
+    IDS.next(now())
+}
+
+/// Takes note of an archive id another node made, now
+/// ([`store::IdClock::observe`]): later ids here rise above it.
+pub fn observe_id(id: &str) {
+    IDS.observe(id, now());
+}
 
 /// Microseconds since 1970 now.
 pub fn now() -> i64 {
@@ -202,8 +216,7 @@ async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, hurry: 
 async fn gather(queue: &mut mpsc::Receiver<Queued>, batch: &mut Vec<Queued>, last: Instant, hurry: &Notify) {
     let due = tokio::time::sleep_until(last + COMMIT_EVERY);
     tokio::pin!(due);
-    let mut hurried = false;
-    let mut seen = 0;
+    let (mut hurried, mut seen, mut time) = (false, 0, false);
     loop {
         while batch.len() < BATCH {
             match queue.try_recv() {
@@ -213,7 +226,8 @@ async fn gather(queue: &mut mpsc::Receiver<Queued>, batch: &mut Vec<Queued>, las
                 Err(mpsc::error::TryRecvError::Disconnected) => return,
             }
         }
-        if batch.len() >= BATCH {
+        // Its time, or full: what is there by now goes.
+        if time || batch.len() >= BATCH {
             return;
         }
         if !hurried && batch[seen..].iter().any(Queued::awaited) {
@@ -222,16 +236,9 @@ async fn gather(queue: &mut mpsc::Receiver<Queued>, batch: &mut Vec<Queued>, las
         }
         seen = batch.len();
         tokio::select! {
-            () = &mut due => {}
-            () = hurry.notified() => continue,
+            () = &mut due => time = true,
+            () = hurry.notified() => {}
         }
-        // Its time: what is there by now goes too.
-        while batch.len() < BATCH
-            && let Ok(more) = queue.try_recv()
-        {
-            batch.push(more);
-        }
-        return;
     }
 }
 

@@ -117,7 +117,7 @@ impl Broker for ArchivedRooms {
             Some((_, RoomEvent::Announcement { text })) => (String::new(), text),
             _ => return self.rooms.publish_and_keep(room, payload),
         };
-        let (micros, id) = archive::stamp(archive::now());
+        let (micros, id) = archive::next_id();
         let at = archive::time(micros);
         let entry = Entry { archive: ArchivedRooms::archive_of(&self.prefix, room), id, at: micros, with: name, message: text.to_string() };
         // The payload the sender made, given its id: not built again.

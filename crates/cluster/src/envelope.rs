@@ -202,9 +202,9 @@ pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes, at: std
         "event" => {
             let event = RoomEvent::from(serde_json::from_slice::<Event>(&body)?);
             let id: Option<Arc<str>> = headers.and_then(|h| h.get(ID)).map(|v| Arc::from(v.as_str()));
-            // Later stamps here rise above it, whatever this node's clock says.
+            // Later ids here rise above it, whatever this node's clock says.
             if let Some(id) = &id {
-                base::archive::observe(id, base::archive::now());
+                base::archive::observe_id(id);
             }
             let tags = headers.and_then(|h| h.get(TAGS)).map(|v| Arc::from(v.as_str()));
             Payload::archived(room.clone(), event, at, id).with_client_tags(tags)
@@ -278,26 +278,26 @@ pub(crate) mod tests {
         }
     }
 
-    /// Held by each test of stamps: one's observed id would otherwise
-    /// lift the stamps another asserts on.
+    /// Held by each test of this process's ids: one's observed id would
+    /// otherwise lift the ids another asserts on.
     pub(crate) static STAMPING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 
-    /// An id 20 s past this process's last stamp: what another node whose
+    /// An id 20 s past this process's last one: what another node whose
     /// clock is ahead would make.
     pub(crate) fn an_id_ahead() -> String {
-        let (last, _) = base::archive::stamp(base::archive::now());
-        format!("{:013x}{:08x}", last + 20_000_000, 1)
+        let (last, _) = base::archive::next_id();
+        base::archive::id_of(last + 20_000_000, 1)
     }
 
     #[test]
-    fn an_archive_id_from_another_node_holds_later_stamps_here_above_it() {
+    fn an_archive_id_from_another_node_holds_later_ids_here_above_it() {
         let _alone = STAMPING.lock();
         let room: Arc<str> = Arc::from("lobby");
         let theirs = an_id_ahead();
         let payload = Payload::event(room.clone(), RoomEvent::Message { name: "al".into(), text: "hi".into() }).kept_as(std::time::SystemTime::now(), Arc::from(theirs.as_str()));
         let (headers, bytes) = encode("n2", &payload);
         decode(&room, Some(&headers), bytes, std::time::SystemTime::now()).unwrap();
-        let (_, ours) = base::archive::stamp(base::archive::now());
+        let (_, ours) = base::archive::next_id();
         assert!(ours > theirs, "{ours} after {theirs}");
     }
 

@@ -181,7 +181,7 @@ impl Item {
 
     /// The payload of `room` this stands for, its position counted in
     /// `epoch`; `None` for binary data that is not base64. Its archive id,
-    /// if any, is observed (`store::Stamps::observe`): later stamps here
+    /// if any, is observed (`base::archive::observe_id`): later ids here
     /// rise above it.
     pub fn payload(self, room: &Arc<str>, epoch: &Arc<str>) -> Option<Payload> {
         match self {
@@ -189,7 +189,7 @@ impl Item {
             Item::Binary { data } => STANDARD.decode(data).ok().map(|data| Payload::binary(Bytes::from(data))),
             Item::Event { e, id, tags, at, offset } => {
                 if let Some(id) = &id {
-                    base::archive::observe(id, base::archive::now());
+                    base::archive::observe_id(id);
                 }
                 let at = at.map_or_else(SystemTime::now, |ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms));
                 let payload = Payload::archived(room.clone(), RoomEvent::from(e), at, id).with_client_tags(tags);
@@ -428,13 +428,13 @@ mod tests {
     }
 
     #[test]
-    fn an_archive_id_from_the_host_holds_later_stamps_here_above_it() {
+    fn an_archive_id_from_the_host_holds_later_ids_here_above_it() {
         let _alone = crate::envelope::tests::STAMPING.lock();
         let (room, epoch): (Arc<str>, Arc<str>) = (Arc::from("lobby"), Arc::from("e1"));
         let theirs = crate::envelope::tests::an_id_ahead();
         let item = Item::Event { e: Event::Message { name: "al".into(), text: "hi".into() }, id: Some(Arc::from(theirs.as_str())), tags: None, at: None, offset: None };
         item.payload(&room, &epoch).unwrap();
-        let (_, ours) = base::archive::stamp(base::archive::now());
+        let (_, ours) = base::archive::next_id();
         assert!(ours > theirs, "{ours} after {theirs}");
     }
 

@@ -123,9 +123,9 @@ pub fn payload_tags(tags: Tags, payload: &Payload, account: Option<&str>, batch:
 }
 
 /// A new message's `msgid`, as the archive makes its ids: its time, then
-/// a tail (`store::stamp`).
+/// a tail (`base::archive::next_id`).
 pub fn new_msgid() -> String {
-    base::archive::stamp(base::archive::now()).1
+    base::archive::next_id().1
 }
 
 /// The client-only tags (`+…`) of the tags a client `sent`, if it sent any

@@ -28,7 +28,7 @@ fn at(n: usize) -> i64 {
 
 fn entry(n: usize) -> Entry {
     // Two peers, so that `with` narrows to half; the id starts with the
-    // time, as `store::stamp` makes it.
+    // time, as a `store::IdClock` makes it.
     Entry {
         archive: "ann@localhost".into(),
         id: store::id_of(at(n), n as u32),

@@ -3,7 +3,7 @@
 //! the archive gave it (XEP-0359's stanza-id), when the server took it, and
 //! the other party; archives are read a page at a time, oldest first
 //! (XEP-0313 §3.1), forwards or backwards from an entry. An entry's id
-//! says when it was taken ([`stamp`]), so an archive's order is its ids'.
+//! says when it was taken ([`IdClock`]), so an archive's order is its ids'.
 
 use async_trait::async_trait;
 use parking_lot::Mutex;
@@ -16,7 +16,7 @@ pub struct Entry {
     /// Whose archive: an account's bare JID, or a room's path (see
     /// [`is_room`]).
     pub archive: String,
-    /// Its id in the archive, unique there, made with `at` by [`stamp`]:
+    /// Its id in the archive, unique there, made with `at` by an [`IdClock`]:
     /// an archive is in the order of its ids, and the SQL store finds a
     /// time range by the ids it spans ([`id_bounds`]).
     pub id: String,
@@ -33,45 +33,47 @@ pub struct Entry {
 const LATEST_ID_TIME: i64 = (1 << 52) - 1;
 
 /// How far ahead of this node's clock an id another node made may be and
-/// still move this node's stamps ([`observe`]): more is a clock set wrong,
-/// which would otherwise hold every later stamp here in its future.
+/// still lift this node's ids ([`IdClock::observe`]): more is a clock set
+/// wrong, which would otherwise hold every later id here in its future.
 pub const OBSERVED_AHEAD: i64 = 60_000_000;
 
-/// Where the ids one process makes stand: the last one's time and tail.
+/// Where new entries' ids come from: the last one's time and tail, so that
+/// each is above every one before. A process has one
+/// (`base::archive::next_id`).
 #[derive(Debug)]
-pub struct Stamps(Mutex<(i64, u32)>);
+pub struct IdClock(Mutex<(i64, u32)>);
 
-/// This process's stamps: every archive's ids come from it.
-static STAMPS: Stamps = Stamps::new();
-
-impl Stamps {
-    pub const fn new() -> Stamps {
-        Stamps(Mutex::new((i64::MIN, 0)))
+impl IdClock {
+    pub const fn new() -> IdClock {
+        IdClock(Mutex::new((i64::MIN, 0)))
     }
 
     /// A new entry's time and id, for an entry taken `now` (microseconds):
     /// the id is [`id_of`] that time and a tail, and is above every id made
-    /// here before and every one [`Stamps::observe`]d. Past the last
+    /// here before and every one [`IdClock::observe`]d. Past the last
     /// one's time, the tail is random below 2^31 (two nodes writing one
     /// database do not collide); at or before it (a second entry in one
     /// microsecond, or a clock set back), the time stays the last one's and
     /// the tail counts up. So an archive's order (its ids') is the order
     /// entries were taken in, and an entry's time is the one its id carries.
-    pub fn stamp(&self, now: i64) -> (i64, String) {
+    pub fn next(&self, now: i64) -> (i64, String) {
         let now = now.clamp(0, LATEST_ID_TIME);
-        let mut last = self.0.lock();
-        *last = match *last {
-            (at, _) if now > at => (now, rand::random::<u32>() >> 1),
-            (at, tail) if tail < u32::MAX => (at, tail + 1),
-            // 2^31 entries in a microsecond: the next one.
-            (at, _) => ((at + 1).min(LATEST_ID_TIME), rand::random::<u32>() >> 1),
+        let (at, tail) = {
+            let mut last = self.0.lock();
+            *last = match *last {
+                (at, _) if now > at => (now, rand::random::<u32>() >> 1),
+                (at, tail) if tail < u32::MAX => (at, tail + 1),
+                // 2^31 entries in a microsecond: the next one.
+                (at, _) => ((at + 1).min(LATEST_ID_TIME), rand::random::<u32>() >> 1),
+            };
+            *last
         };
-        (last.0, id_of(last.0, last.1))
+        (at, id_of(at, tail))
     }
 
     /// Takes note of `id`, an entry's id another node made (a room's
-    /// message through the broker), at `now` here: later stamps are above
-    /// it, so a node whose clock is behind another's does not write entries
+    /// message through the broker), at `now` here: later ids are above it,
+    /// so a node whose clock is behind another's does not write entries
     /// under ids below one its clients were already given, which a client
     /// catching up `after` that id would never read. An id not in
     /// [`id_of`]'s form, or more than [`OBSERVED_AHEAD`] ahead, changes
@@ -89,20 +91,10 @@ impl Stamps {
     }
 }
 
-impl Default for Stamps {
-    fn default() -> Stamps {
-        Stamps::new()
+impl Default for IdClock {
+    fn default() -> IdClock {
+        IdClock::new()
     }
-}
-
-/// This process's [`Stamps::stamp`].
-pub fn stamp(now: i64) -> (i64, String) {
-    STAMPS.stamp(now)
-}
-
-/// This process's [`Stamps::observe`].
-pub fn observe(id: &str, now: i64) {
-    STAMPS.observe(id, now);
 }
 
 /// The id of an entry taken at `at` (microseconds since 1970): that time in
@@ -118,7 +110,7 @@ pub fn id_of(at: i64, tail: u32) -> String {
 
 /// The ids of the entries from `start` to `end` (microseconds, both
 /// included) lie at or above the first string and below the second, where
-/// the entries' ids were made by [`stamp`]; `None` where a bound says
+/// the entries' ids were made by an [`IdClock`]; `None` where a bound says
 /// nothing (a time before 1970, or past what an id can carry).
 pub fn id_bounds(start: Option<i64>, end: Option<i64>) -> (Option<String>, Option<String>) {
     let prefix = |at: i64| format!("{at:013x}");
@@ -219,13 +211,13 @@ mod tests {
     }
 
     #[test]
-    fn stamps_rise_in_the_order_they_are_taken_and_carry_their_time() {
-        let stamps = Stamps::new();
-        let mut made = vec![stamps.stamp(1_800_000_000_000_000)];
+    fn ids_rise_in_the_order_they_are_taken_and_carry_their_time() {
+        let clock = IdClock::new();
+        let mut made = vec![clock.next(1_800_000_000_000_000)];
         // The same microsecond, a clock set back, then a later time.
-        made.push(stamps.stamp(1_800_000_000_000_000));
-        made.push(stamps.stamp(1_700_000_000_000_000));
-        made.push(stamps.stamp(1_800_000_000_000_005));
+        made.push(clock.next(1_800_000_000_000_000));
+        made.push(clock.next(1_700_000_000_000_000));
+        made.push(clock.next(1_800_000_000_000_005));
         for pair in made.windows(2) {
             assert!(pair[0].1 < pair[1].1, "{pair:?}");
         }
@@ -240,24 +232,24 @@ mod tests {
     }
 
     #[test]
-    fn stamps_rise_above_ids_other_nodes_made_unless_those_are_far_ahead() {
-        let stamps = Stamps::new();
+    fn ids_rise_above_ones_other_nodes_made_unless_those_are_far_ahead() {
+        let clock = IdClock::new();
         let now = 1_800_000_000_000_000;
         // Another node's clock is 2 s ahead: an id of its, then one here.
         let theirs = id_of(now + 2_000_000, 77);
-        stamps.observe(&theirs, now);
-        let (at, ours) = stamps.stamp(now);
+        clock.observe(&theirs, now);
+        let (at, ours) = clock.next(now);
         assert!(ours > theirs, "{ours} after {theirs}");
         assert_eq!((at, ours.as_str()), (now + 2_000_000, id_of(now + 2_000_000, 78).as_str()));
         // An older id moves nothing back.
-        stamps.observe(&id_of(now - 1, 5), now);
-        assert!(stamps.stamp(now).1 > ours);
+        clock.observe(&id_of(now - 1, 5), now);
+        assert!(clock.next(now).1 > ours);
         // Far ahead, or not an id made so: ignored.
-        let (_, before) = stamps.stamp(now + 2_000_001);
+        let (_, before) = clock.next(now + 2_000_001);
         for odd in [id_of(now + OBSERVED_AHEAD + 1, 0), "01".into(), "+00000000000000000001".into(), format!("{before}0"), String::new()] {
-            stamps.observe(&odd, now);
+            clock.observe(&odd, now);
         }
-        let (at, after) = stamps.stamp(now + 2_000_002);
+        let (at, after) = clock.next(now + 2_000_002);
         assert_eq!(at, now + 2_000_002, "{before} then {after}");
     }
 }

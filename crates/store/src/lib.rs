@@ -28,7 +28,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 pub use account::{Account, AccountStore, Created, Origin, ScramKeys};
-pub use archive::{ArchiveStore, Cursor, Entry, Filter, Page, id_bounds, id_of, is_room, observe, stamp, Stamps};
+pub use archive::{ArchiveStore, Cursor, Entry, Filter, Page, IdClock, id_bounds, id_of, is_room};
 pub use fast::{FastToken, FastTokenStore, PER_CLIENT};
 pub use memory::MemoryStore;
 pub use offline::OfflineStore;

@@ -602,27 +602,20 @@ impl SqlStore {
         if let Some(below) = below {
             conditions.push(format!("id < {}", b.arg(Arg::Text(below))));
         }
-        // An archive's order is its ids' (`stamp`): an entry's place is
-        // its id, once it is known to be there.
-        let ids = [(&filter.after_id, ">"), (&filter.before_id, "<")];
-        for (id, op) in ids {
-            let Some(id) = id else { continue };
-            if !self.has(archive, id).await? {
-                return Ok(None);
-            }
-            conditions.push(format!("id {op} {}", b.arg(Arg::Text(id.clone()))));
-        }
         if !filter.ids.is_empty() {
             let listed: Vec<String> = filter.ids.iter().take(max.max(1)).map(|id| b.arg(Arg::Text(id.clone()))).collect();
             conditions.push(format!("id IN ({})", listed.join(", ")));
         }
-        let (op, order) = match from {
+        let (cursor, order) = match from {
             Cursor::Oldest => (None, "ASC"),
-            Cursor::After(id) => (Some((">", id)), "ASC"),
-            Cursor::Before(Some(id)) => (Some(("<", id)), "DESC"),
+            Cursor::After(id) => (Some(id), "ASC"),
+            Cursor::Before(Some(id)) => (Some(id), "DESC"),
             Cursor::Before(None) => (None, "DESC"),
         };
-        if let Some((op, id)) = op {
+        let cursor = cursor.map(|id| (id, if order == "ASC" { ">" } else { "<" }));
+        // An archive's order is its ids' (`IdClock`): an entry's place is
+        // its id, once it is known to be there.
+        for (id, op) in [filter.after_id.as_ref().map(|id| (id, ">")), filter.before_id.as_ref().map(|id| (id, "<")), cursor].into_iter().flatten() {
             if !self.has(archive, id).await? {
                 return Ok(None);
             }

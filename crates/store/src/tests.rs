@@ -157,7 +157,7 @@ async fn fast_tokens_body(store: &dyn Store) {
     assert!(store.tokens("alice").await.unwrap().is_empty());
 }
 
-/// Entry `n`'s id, made as [`crate::stamp`] makes them (its time first), with
+/// Entry `n`'s id, made as an [`crate::IdClock`] makes them (its time first), with
 /// `n` for the tail.
 fn id(n: i64) -> String {
     crate::id_of(n * 1_000_000, n as u32)

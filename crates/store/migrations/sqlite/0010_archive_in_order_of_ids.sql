@@ -1,5 +1,5 @@
 -- An archive is read in the order of its ids, not of its rows: an id is
--- its entry's time and a tail that counts up (`store::stamp`), so that
+-- its entry's time and a tail that counts up (`store::IdClock`), so that
 -- order is the order the server took its entries in, and a page bounded by
 -- time is a range of the index by id read in order, not a range sorted. No
 -- index by position is needed: each row changes one B-tree fewer. A room's

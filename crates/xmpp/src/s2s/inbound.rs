@@ -190,7 +190,7 @@ impl Xmpp {
             return (copy, None);
         }
         let user = to.bare().to_string();
-        let (at, id) = base::archive::stamp(base::archive::now());
+        let (at, id) = base::archive::next_id();
         copy = copy.child(Element::new("stanza-id", crate::archive::SID).attr("by", &user).attr("id", &id));
         let with = message.get("from").and_then(Jid::parse).map(|j| j.bare().to_string()).unwrap_or_default();
         let entry = store::Entry { archive: user, id, at, with, message: copy.to_xml_standalone() };

@@ -3,7 +3,7 @@
 //! its own archive and of rooms'. The archive's stanzas are
 //! `crate::archive`; its writer and the rooms' archiving are `base`'s.
 
-use base::archive::{Archive, now, stamp};
+use base::archive::{Archive, next_id};
 use base::rooms::ArchivedRooms;
 use store::{Cursor, Entry, Filter};
 use wire::xmpp::Element;
@@ -34,12 +34,12 @@ impl Session {
         sent.attrs.push(("from".into(), self.full_jid()));
         let mut entries = Vec::with_capacity(2);
         if !self.anonymous {
-            let (at, id) = stamp(now());
+            let (at, id) = next_id();
             entries.push(Entry { archive: me.clone(), id, at, with: them.clone(), message: sent.to_xml_standalone() });
         }
         let mut copy = sent;
         if recipient {
-            let (at, id) = stamp(now());
+            let (at, id) = next_id();
             copy = copy.child(Element::new("stanza-id", SID).attr("by", &them).attr("id", &id));
             entries.push(Entry { archive: them, id, at, with: me, message: copy.to_xml_standalone() });
         }
@@ -57,7 +57,7 @@ impl Session {
         sent.attrs.retain(|(n, _)| n != "from");
         sent.attrs.push(("from".into(), self.full_jid()));
         if let (true, Some(me)) = (archived, self.user()) {
-            let (at, id) = stamp(now());
+            let (at, id) = next_id();
             let entry = Entry { archive: me, id, at, with: to.bare().to_string(), message: sent.to_xml_standalone() };
             self.queue_archive(vec![entry]).await;
         }
