@@ -11,8 +11,11 @@
 //! archive query before it reads). A full queue holds senders back, never
 //! drops.
 
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+
+use parking_lot::Mutex;
 
 use store::{Cursor, Entry, Filter, Page, Store};
 use tokio::sync::{Notify, mpsc, oneshot};
@@ -153,6 +156,21 @@ pub fn next_id() -> (i64, String) {
     IDS.next(now())
 }
 
+/// Stripes of [`in_order`], by archive: two archives rarely share one.
+static ORDER: [Mutex<()>; 64] = [const { Mutex::new(()) }; 64];
+
+/// Runs `hand` holding `archive`'s stripe of the order. `hand` takes a new
+/// entry's id ([`next_id`]) and gives its message its place in the order
+/// the archive's readers see live (pushes it to them, or hands it to a
+/// broker that places it when called), so that messages racing into one
+/// archive reach its readers in the order of their ids, which is the order
+/// it is read in. `hand` must not wait.
+pub fn in_order<T>(archive: &str, hand: impl FnOnce() -> T) -> T {
+    let stripe = BuildHasherDefault::<DefaultHasher>::default().hash_one(archive);
+    let _held = ORDER[(stripe % ORDER.len() as u64) as usize].lock();
+    hand()
+}
+
 /// Takes note of an archive id another node made, now
 /// ([`store::IdClock::observe`]): later ids here rise above it.
 pub fn observe_id(id: &str) {
@@ -272,6 +290,29 @@ mod tests {
     #[test]
     fn times_go_both_ways() {
         assert_eq!(micros(time(1_275_868_800_123_456)), 1_275_868_800_123_456);
+    }
+
+    /// Threads that each take an id and push it somewhere shared: in one
+    /// archive's order, the pushes are in the order of the ids.
+    #[test]
+    fn ids_taken_in_an_archives_order_are_pushed_in_that_order() {
+        let pushed = Arc::new(Mutex::new(Vec::new()));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let pushed = pushed.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..5_000 {
+                        in_order("alice@example.org", || pushed.lock().push(next_id().1));
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let pushed = pushed.lock();
+        assert_eq!(pushed.len(), 20_000);
+        assert_eq!(pushed.windows(2).filter(|w| w[0] >= w[1]).count(), 0, "an id pushed after a later one");
     }
 
     #[tokio::test]

@@ -110,6 +110,12 @@ impl Broker for ArchivedRooms {
     /// Delivers a message first, then resolves once it is queued for the
     /// room's archive ([`Archive::flush`] waits until it is kept; a store
     /// that fails is counted, and the message stays delivered).
+    ///
+    /// Its id is taken in the archive's order ([`archive::in_order`]),
+    /// and the broker given it there: a broker places a message in its
+    /// room's order when it is handed it ([`Broker::publish_and_keep`]),
+    /// so two senders racing get their ids in the order the room delivers
+    /// them. Not across nodes: each stamps its own.
     fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<Option<Position>, BrokerError>> {
         let (name, text) = match payload.as_event() {
             Some((_, RoomEvent::Message { name, text })) => (name.to_string(), text),
@@ -117,13 +123,17 @@ impl Broker for ArchivedRooms {
             Some((_, RoomEvent::Announcement { text })) => (String::new(), text),
             _ => return self.rooms.publish_and_keep(room, payload),
         };
-        let (micros, id) = archive::next_id();
-        let at = archive::time(micros);
-        let entry = Entry { archive: ArchivedRooms::archive_of(&self.prefix, room), id, at: micros, with: name, message: text.to_string() };
-        // The payload the sender made, given its id: not built again.
-        let payload = payload.kept_as(at, Arc::from(entry.id.as_str()));
+        let message = text.to_string();
+        let archive = ArchivedRooms::archive_of(&self.prefix, room);
+        let (micros, id, published) = archive::in_order(&archive, || {
+            let (micros, id) = archive::next_id();
+            // The payload the sender made, given its id: not built again.
+            let payload = payload.kept_as(archive::time(micros), Arc::from(id.as_str()));
+            (micros, id, self.rooms.publish_and_keep(room, payload))
+        });
+        let entry = Entry { archive, id, at: micros, with: name, message };
         Box::pin(async move {
-            let position = self.rooms.publish_and_keep(room, payload).await?;
+            let position = published.await?;
             self.archive.queue(vec![entry]).await;
             Ok(position)
         })
@@ -214,6 +224,44 @@ mod tests {
             (format!(r#"{{"name":"alice","room":"lobby","message":"two","offset":1,"epoch":"{epoch}"}}"#).as_str(), Some(ids[1])),
             (format!(r#"{{"name":"alice","room":"lobby","message":"three","offset":2,"epoch":"{epoch}"}}"#).as_str(), Some(ids[2]))
         ], "at new positions, in the new opening's history");
+    }
+
+    /// Senders racing in one room: every member sees the messages in the
+    /// order of their ids, which is the order the archive is read in, so
+    /// a client that catches up after the last id it saw gets neither a
+    /// repeat nor a gap.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn racing_senders_messages_reach_members_in_the_order_of_their_ids() {
+        const SENDERS: usize = 8;
+        const EACH: usize = 2_000;
+        let store: Arc<dyn store::Store> = Arc::new(store::MemoryStore::default());
+        let context = Context::for_tests();
+        let hub = Hub::with_limits(2, RoomLimits::NONE);
+        let archive = Arc::new(Archive::start(store, 1 << 16, crate::archive::Bounds::default(), context.clone()));
+        let rooms = Arc::new(ArchivedRooms::new(Arc::new(MemoryBroker::new(hub)), archive, "/chat", context));
+        let watcher = Member { id: 0, name: None, outbox: Arc::new(Outbox::new(1 << 30)), speaks: hub::Speaks::App };
+        rooms.join("lobby", watcher.clone(), 10, Box::new(|_| Vec::new())).await.unwrap();
+        let start = Arc::new(tokio::sync::Barrier::new(SENDERS));
+        let senders: Vec<_> = (0..SENDERS)
+            .map(|s| {
+                let (rooms, start) = (rooms.clone(), start.clone());
+                tokio::spawn(async move {
+                    start.wait().await;
+                    for i in 0..EACH {
+                        rooms.publish_and_keep("lobby", say(&format!("s{s}"), &i.to_string())).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for sender in senders {
+            sender.await.unwrap();
+        }
+        let mut seen = Vec::new();
+        watcher.outbox.try_drain(&mut seen);
+        let ids: Vec<&str> = seen.iter().filter_map(Payload::id).collect();
+        assert_eq!(ids.len(), SENDERS * EACH);
+        let behind = ids.windows(2).filter(|w| w[0] >= w[1]).count();
+        assert_eq!(behind, 0, "messages seen after one with a later id");
     }
 
     /// Nobody waits for the room's messages to be written, but a room

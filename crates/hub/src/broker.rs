@@ -64,6 +64,10 @@ pub trait Broker: Send + Sync + Debug {
     /// once the broker has it, so that a failure can be told to the sender,
     /// with the message's position in the room's history (`None` if the
     /// room kept it nowhere: it keeps no history, or has no member here).
+    /// A broker that orders its rooms on this node (in memory, a host, an
+    /// uplink to one) gives the message its place in that order when it is
+    /// called, not when the future is awaited; through NATS the stream
+    /// orders it when it takes it.
     fn publish_and_keep<'a>(&'a self, room: &'a str, payload: Payload) -> BoxFuture<'a, Result<Option<Position>, BrokerError>>;
 
     /// The bounds each room keeps to.

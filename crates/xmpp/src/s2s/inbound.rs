@@ -60,10 +60,16 @@ impl Xmpp {
         let kind = message.get("type").unwrap_or("normal");
         match self.router.route_message(to, kind) {
             MessageRoute::To(targets) => {
-                let (copy, entry) = self.archived_from_away(message, to, !self.router.is_anonymous(&to.bare().to_string()));
-                for (outbox, framing) in targets {
-                    let _ = outbox.push(framing.payload(&copy));
-                }
+                let user = to.bare().to_string();
+                let recipient = !self.router.is_anonymous(&user);
+                // Stamped and pushed in the recipient's archive's order.
+                let entry = base::archive::in_order(&user, || {
+                    let (copy, entry) = self.archived_from_away(message, to, recipient);
+                    for (outbox, framing) in targets {
+                        let _ = outbox.push(framing.payload(&copy));
+                    }
+                    entry
+                });
                 self.queue_archived(entry).await;
             }
             MessageRoute::Refused if self.offline.keeps(kind, message) && self.exists(&to.bare()).await => {
