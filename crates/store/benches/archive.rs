@@ -8,8 +8,9 @@
 //! queries of a page of 50 at random places in one account's archive of
 //! ENTRIES (default 1,000,000), forwards after an id and the newest page.
 //! Then a room's archive of 100,000 (`--archive-limit`'s default) from 40
-//! members, which has no index by sender: the newest page of 50 `with` one
-//! of them, and `with` someone who never spoke there, which reads it all.
+//! members, which has no index by sender but is kept in the order of its
+//! ids (`room_archive`): the newest page of 50 `with` one of them, and
+//! `with` someone who never spoke there, which reads it all.
 //! Run it pinned to one core (`taskset -c 1`) to read it as one core's.
 
 use std::time::{Duration, Instant};

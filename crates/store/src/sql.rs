@@ -550,6 +550,15 @@ impl Built {
     }
 }
 
+/// The table that keeps `archive`: a room's, or an account's (migration
+/// 0011).
+fn table_of(archive: &str) -> &'static str {
+    if crate::is_room(archive) { "room_archive" } else { "archive" }
+}
+
+/// Both tables of archives.
+const ARCHIVE_TABLES: [&str; 2] = ["archive", "room_archive"];
+
 fn entry_of(row: &AnyRow) -> Result<Entry> {
     Ok(Entry { archive: row.try_get("archive")?, id: row.try_get("id")?, at: row.try_get("at")?, with: row.try_get("peer")?, message: row.try_get("message")? })
 }
@@ -557,7 +566,8 @@ fn entry_of(row: &AnyRow) -> Result<Entry> {
 impl SqlStore {
     /// Whether `archive` has an entry `id`.
     async fn has(&self, archive: &str, id: &str) -> Result<bool> {
-        let found: Option<i32> = sqlx::query_scalar("SELECT 1 FROM archive WHERE archive = $1 AND id = $2").bind(archive).bind(id).fetch_optional(&self.reader).await?;
+        let sql = format!("SELECT 1 FROM {} WHERE archive = $1 AND id = $2", table_of(archive));
+        let found: Option<i32> = sqlx::query_scalar(&sql).bind(archive).bind(id).fetch_optional(&self.reader).await?;
         Ok(found.is_some())
     }
 
@@ -581,7 +591,8 @@ impl SqlStore {
         if let Some(with) = &filter.with {
             // An account's archive has an index by sender, kept only for
             // accounts' (migration 0008): this term, the index's own,
-            // lets the database use it. A room's is read in order.
+            // lets the database use it. A room's is read in order, from
+            // its own table (migration 0011).
             if !crate::is_room(archive) {
                 conditions.push(self.accounts_only().to_owned());
             }
@@ -623,7 +634,7 @@ impl SqlStore {
         }
         // One more than a page: whether there is more says whether it is complete.
         let limit = b.arg(Arg::Int(i64::try_from(max).unwrap_or(i64::MAX).saturating_add(1)));
-        b.sql = format!("SELECT archive, id, at, peer, message FROM archive WHERE {} ORDER BY id {order} LIMIT {limit}", conditions.join(" AND "));
+        b.sql = format!("SELECT archive, id, at, peer, message FROM {} WHERE {} ORDER BY id {order} LIMIT {limit}", table_of(archive), conditions.join(" AND "));
         Ok(Some((b, order)))
     }
 }
@@ -646,14 +657,17 @@ impl ArchiveStore for SqlStore {
         // changes to undo itself; the transaction is undone whole anyway.
         let sqlite = self.backend == Backend::Sqlite;
         let or_fail = if sqlite { " OR FAIL" } else { "" };
-        for chunk in entries.chunks(ROWS_PER_INSERT) {
+        // Rooms' entries into their table, accounts' into theirs; within
+        // an archive the order of its ids is its order, whatever the rows'.
+        let (rooms, accounts): (Vec<&Entry>, Vec<&Entry>) = entries.iter().partition(|e| crate::is_room(&e.archive));
+        for chunk in rooms.chunks(ROWS_PER_INSERT).chain(accounts.chunks(ROWS_PER_INSERT)) {
             let rows: Vec<String> = (0..chunk.len())
                 .map(|row| {
                     let n = row * 5;
                     if sqlite { "(?, ?, ?, ?, ?)".to_owned() } else { format!("(${}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4, n + 5) }
                 })
                 .collect();
-            let sql = format!("INSERT{or_fail} INTO archive (archive, id, at, peer, message) VALUES {}", rows.join(", "));
+            let sql = format!("INSERT{or_fail} INTO {} (archive, id, at, peer, message) VALUES {}", table_of(&chunk[0].archive), rows.join(", "));
             // Bound from the entries, not copied into the statement first.
             let insert = chunk.iter().fold(sqlx::query(&sql), |q, e| q.bind(e.archive.as_str()).bind(e.id.as_str()).bind(e.at).bind(e.with.as_str()).bind(e.message.as_str()));
             insert.execute(&mut *tx).await?;
@@ -674,19 +688,25 @@ impl ArchiveStore for SqlStore {
     }
 
     async fn trim(&self, before: i64) -> Result<u64> {
-        let done = sqlx::query("DELETE FROM archive WHERE at < $1").bind(before).execute(&self.writer).await?;
-        Ok(done.rows_affected())
+        let mut gone = 0;
+        for table in ARCHIVE_TABLES {
+            gone += sqlx::query(&format!("DELETE FROM {table} WHERE at < $1")).bind(before).execute(&self.writer).await?.rows_affected();
+        }
+        Ok(gone)
     }
 
     async fn cap(&self, keep: u64) -> Result<u64> {
-        let ranked = "SELECT seq, ROW_NUMBER() OVER (PARTITION BY archive ORDER BY id DESC) AS n FROM archive";
-        let sql = format!("DELETE FROM archive WHERE seq IN (SELECT seq FROM ({ranked}) ranked WHERE n > $1)");
-        let done = sqlx::query(&sql).bind(i64::try_from(keep).unwrap_or(i64::MAX)).execute(&self.writer).await?;
-        Ok(done.rows_affected())
+        let mut gone = 0;
+        for table in ARCHIVE_TABLES {
+            let ranked = format!("SELECT archive, id, ROW_NUMBER() OVER (PARTITION BY archive ORDER BY id DESC) AS n FROM {table}");
+            let sql = format!("DELETE FROM {table} WHERE (archive, id) IN (SELECT archive, id FROM ({ranked}) ranked WHERE n > $1)");
+            gone += sqlx::query(&sql).bind(i64::try_from(keep).unwrap_or(i64::MAX)).execute(&self.writer).await?.rows_affected();
+        }
+        Ok(gone)
     }
 
     async fn forget_archive(&self, archive: &str) -> Result<()> {
-        sqlx::query("DELETE FROM archive WHERE archive = $1").bind(archive).execute(&self.writer).await?;
+        sqlx::query(&format!("DELETE FROM {} WHERE archive = $1", table_of(archive))).bind(archive).execute(&self.writer).await?;
         Ok(())
     }
 }
@@ -696,7 +716,7 @@ mod tests {
     use super::*;
 
     /// A `with` query reads an account's archive through its index by sender,
-    /// and a room's, which has none, through its index by id: the query's
+    /// and a room's, which has none, in the order of its own table: the query's
     /// terms must match the partial index's own for SQLite to take it. A
     /// query by time reads the index by id, in order: no range is sorted.
     #[tokio::test]
@@ -716,7 +736,7 @@ mod tests {
         let account = plan("a@l", with()).await;
         assert!(account.contains("INDEX archive_peer") && !account.contains("TEMP B-TREE"), "{account}");
         let room = plan("/chat#lobby", with()).await;
-        assert!(room.contains("INDEX sqlite_autoindex_archive_1") && !room.contains("TEMP B-TREE"), "{room}");
+        assert!(room.contains("SEARCH room_archive USING PRIMARY KEY (archive=?)") && !room.contains("TEMP B-TREE"), "{room}");
         for (start, end) in [(Some(1_700_000_000_000_000), None), (None, Some(1_700_000_000_000_000)), (Some(1), Some(2))] {
             let timed = plan("a@l", Filter { start, end, ..Filter::default() }).await;
             assert!(timed.contains("INDEX sqlite_autoindex_archive_1 (archive=? AND id") && !timed.contains("TEMP B-TREE"), "{timed}");

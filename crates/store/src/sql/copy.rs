@@ -22,12 +22,13 @@ enum Kind {
 
 use Kind::{Blob, Int, MaybeText, Text};
 
-/// A table: its name, the columns copied, and the column its rows are read
-/// in the order of (unique, so that reading resumes after the last row).
+/// A table: its name, the columns copied, and the columns its rows are
+/// read in the order of (unique together, so that reading resumes after
+/// the last row).
 struct Table {
     name: &'static str,
     columns: &'static [(&'static str, Kind)],
-    order: (&'static str, Kind),
+    order: &'static [(&'static str, Kind)],
 }
 
 const TABLES: &[Table] = &[
@@ -43,15 +44,16 @@ const TABLES: &[Table] = &[
             ("sha256_server", Blob),
             ("registered", Int),
         ],
-        order: ("name", Text),
+        order: &[("name", Text)],
     },
-    Table { name: "contact", columns: &[("owner", Text), ("jid", Text), ("name", MaybeText), ("groups", Text), ("sub_to", Int), ("sub_from", Int), ("ask", Int)], order: ("id", Int) },
-    Table { name: "subscription_request", columns: &[("owner", Text), ("requester", Text), ("request", Text)], order: ("id", Int) },
-    Table { name: "roster_version", columns: &[("owner", Text), ("ver", Int)], order: ("owner", Text) },
-    Table { name: "offline_message", columns: &[("owner", Text), ("message", Text)], order: ("id", Int) },
-    Table { name: "room", columns: &[("name", Text), ("state", Text)], order: ("name", Text) },
-    Table { name: "fast_token", columns: &[("account", Text), ("agent", Text), ("mechanism", Text), ("proof", Blob), ("answer", Blob), ("expires", Int), ("keys", Blob), ("early_count", Int)], order: ("proof", Blob) },
-    Table { name: "archive", columns: &[("archive", Text), ("id", Text), ("at", Int), ("peer", Text), ("message", Text)], order: ("seq", Int) },
+    Table { name: "contact", columns: &[("owner", Text), ("jid", Text), ("name", MaybeText), ("groups", Text), ("sub_to", Int), ("sub_from", Int), ("ask", Int)], order: &[("id", Int)] },
+    Table { name: "subscription_request", columns: &[("owner", Text), ("requester", Text), ("request", Text)], order: &[("id", Int)] },
+    Table { name: "roster_version", columns: &[("owner", Text), ("ver", Int)], order: &[("owner", Text)] },
+    Table { name: "offline_message", columns: &[("owner", Text), ("message", Text)], order: &[("id", Int)] },
+    Table { name: "room", columns: &[("name", Text), ("state", Text)], order: &[("name", Text)] },
+    Table { name: "fast_token", columns: &[("account", Text), ("agent", Text), ("mechanism", Text), ("proof", Blob), ("answer", Blob), ("expires", Int), ("keys", Blob), ("early_count", Int)], order: &[("proof", Blob)] },
+    Table { name: "archive", columns: &[("archive", Text), ("id", Text), ("at", Int), ("peer", Text), ("message", Text)], order: &[("seq", Int)] },
+    Table { name: "room_archive", columns: &[("archive", Text), ("id", Text), ("at", Int), ("peer", Text), ("message", Text)], order: &[("archive", Text), ("id", Text)] },
 ];
 
 /// Rows read, and written, at a time.
@@ -93,19 +95,23 @@ pub async fn copy(from: &Choice, to: &Choice) -> Result<Vec<(&'static str, u64)>
     let mut copied = Vec::new();
     for table in TABLES {
         let columns: Vec<&str> = table.columns.iter().map(|(name, _)| *name).collect();
-        let (order, order_kind) = table.order;
-        let mut last: Option<Arg> = None;
+        let order = table.order.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ");
+        let marks = (0..table.order.len()).map(|n| format!("{} AS copy_order_{n}", table.order[n].0)).collect::<Vec<_>>().join(", ");
+        let mut last: Option<Vec<Arg>> = None;
         let mut count = 0u64;
         loop {
             let mut read = Built::default();
             let after = match last.take() {
-                Some(arg) => format!(" WHERE {order} > {}", read.arg(arg)),
+                Some(args) => {
+                    let places: Vec<String> = args.into_iter().map(|arg| read.arg(arg)).collect();
+                    format!(" WHERE ({order}) > ({})", places.join(", "))
+                }
                 None => String::new(),
             };
-            read.sql = format!("SELECT {}, {order} AS copy_order FROM {}{after} ORDER BY {order} LIMIT {CHUNK}", columns.join(", "), table.name);
+            read.sql = format!("SELECT {}, {marks} FROM {}{after} ORDER BY {order} LIMIT {CHUNK}", columns.join(", "), table.name);
             let rows = read.query().fetch_all(&source.reader).await?;
             let Some(final_row) = rows.last() else { break };
-            last = Some(value(final_row, "copy_order", order_kind)?);
+            last = Some(table.order.iter().enumerate().map(|(n, &(_, kind))| value(final_row, &format!("copy_order_{n}"), kind)).collect::<Result<_>>()?);
             for chunk in rows.chunks(ROWS_PER_INSERT) {
                 let mut write = Built::default();
                 let mut tuples = Vec::with_capacity(chunk.len());
