@@ -75,6 +75,42 @@ fn serve_on(store: &[&str]) -> (Child, SocketAddr) {
     (child, xmpp)
 }
 
+/// The server on the store in `dir`, each file it writes held to `bytes`
+/// (`RLIMIT_FSIZE`, with `SIGXFSZ` ignored, so a write past it fails as on
+/// a full disk): the child, its HTTP and XMPP addresses, and the lines it
+/// logs (read as they come, so that it never waits to log).
+fn serve_with_files_up_to(dir: &Path, bytes: u64) -> (Child, SocketAddr, SocketAddr, std::thread::JoinHandle<Vec<String>>) {
+    let command = format!(
+        "trap '' XFSZ; exec prlimit --fsize={bytes} -- {BIN} serve --listen 127.0.0.1:0 --xmpp-listen 127.0.0.1:0 --irc-listen off --xmpp-plain-unencrypted true --xmpp-registration 100 --data-dir {}",
+        dir.display()
+    );
+    let mut child = Command::new("bash").args(["-c", &command]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let errors = BufReader::new(child.stderr.take().unwrap()).lines();
+    let logged = std::thread::spawn(move || errors.map_while(Result::ok).collect());
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut http = None;
+    let xmpp = lines
+        .find_map(|line| {
+            let line = line.unwrap();
+            if let Some(at) = line.strip_prefix("switchboard listening on http://") {
+                http = at.split('/').next().map(|a| a.parse().unwrap());
+            }
+            line.split("serves XMPP for localhost on ").nth(1).map(|at| at.parse().unwrap())
+        })
+        .expect("the server starts");
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, http.expect("its HTTP address first"), xmpp, logged)
+}
+
+/// The value of `metric` on the server at `http`, 0 if it has none yet.
+async fn metric(http: SocketAddr, metric: &str) -> f64 {
+    let mut stream = TcpStream::connect(http).await.unwrap();
+    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").await.unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).await.unwrap();
+    text.lines().find_map(|line| line.strip_prefix(metric)?.strip_prefix(' ')?.parse().ok()).unwrap_or(0.0)
+}
+
 /// A client on a raw socket, reading with the server's own parser.
 struct Client {
     stream: TcpStream,
@@ -318,4 +354,68 @@ async fn store_copy_moves_a_sqlite_store_to_postgres() {
     };
     assert_eq!((kept.get("id"), kept.find("body", "jabber:client").map(Element::text_content)), (Some("moved"), Some("see you on the other side".to_owned())));
     stop(moved, "KILL");
+}
+
+/// A disk that fills while the server runs (each file it writes held to
+/// 512 KiB): what needs the store fails, counted, with an error to whoever
+/// asked (an in-band registration: `internal-server-error`); a room's
+/// messages, whose archiving fails, are all delivered, in order.
+#[tokio::test]
+async fn a_full_disk_fails_what_needs_the_store_and_chat_goes_on() {
+    const ROUNDS: usize = 40;
+    const EACH: usize = 200;
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["kim", "lee"] {
+        assert!(account(dir.path(), &["add", name], Some("pw")).0);
+    }
+    let (server, http, addr, logged) = serve_with_files_up_to(dir.path(), 512 << 10);
+    let mut lee = Client::login(addr, "lee").await;
+    lee.stream.write_all(format!("<presence to='{ROOM}/lee'><x xmlns='http://jabber.org/protocol/muc'/></presence>").as_bytes()).await.unwrap();
+    while lee.stanza().await.find("subject", "jabber:client").is_none() {}
+    // Made by lee, so locked until configured (XEP-0045 §10.1): an instant room.
+    let instant = format!("<iq type='set' id='c' to='{ROOM}'><query xmlns='http://jabber.org/protocol/muc#owner'><x xmlns='jabber:x:data' type='submit'/></query></iq>");
+    assert_eq!(lee.ask(&instant, "c").await.get("type"), Some("result"));
+    let mut kim = Client::login(addr, "kim").await;
+    kim.stream.write_all(format!("<presence to='{ROOM}/kim'><x xmlns='http://jabber.org/protocol/muc'/></presence>").as_bytes()).await.unwrap();
+    while kim.stanza().await.find("subject", "jabber:client").is_none() {}
+    let text = "x".repeat(400);
+    let mut refused = None;
+    let mut sent = 0;
+    for round in 0..ROUNDS {
+        let burst: String = (sent..sent + EACH).map(|n| format!("<message to='{ROOM}' type='groupchat'><body>{n} {text}</body></message>")).collect();
+        kim.stream.write_all(burst.as_bytes()).await.unwrap();
+        // Lee is given every one, in order, whatever the archive does.
+        let mut got = sent;
+        while got < sent + EACH {
+            let stanza = lee.stanza().await;
+            if let Some(body) = stanza.find("body", "jabber:client") {
+                assert_eq!(body.text_content().split(' ').next(), Some(got.to_string().as_str()), "in order, none lost");
+                got += 1;
+            }
+        }
+        sent += EACH;
+        if metric(http, "switchboard_store_failures_total{what=\"archive\"}").await == 0.0 {
+            continue;
+        }
+        // The archive has failed: a registration now may too, once the
+        // database can no longer make room by checkpointing.
+        let mut newcomer = Client::open(addr).await;
+        let form = format!("<iq type='set' id='r'><query xmlns='jabber:iq:register'><username>new{round}</username><password>pw</password></query></iq>");
+        let answer = newcomer.ask(&form, "r").await;
+        if answer.get("type") == Some("error") {
+            refused = Some(answer);
+            break;
+        }
+    }
+    let refused = refused.unwrap_or_else(|| panic!("no registration refused after {sent} messages"));
+    let error = refused.find("error", "jabber:client").unwrap();
+    assert_eq!(error.get("type"), Some("wait"), "{refused:?}");
+    assert!(error.find("internal-server-error", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "{refused:?}");
+    assert!(metric(http, "switchboard_store_failures_total{what=\"accounts\"}").await >= 1.0);
+    // And the room still carries messages.
+    kim.stream.write_all(format!("<message to='{ROOM}' type='groupchat'><body>{sent} after</body></message>").as_bytes()).await.unwrap();
+    while lee.stanza().await.find("body", "jabber:client").is_none_or(|b| b.text_content() != format!("{sent} after")) {}
+    stop(server, "KILL");
+    let logged = logged.join().unwrap();
+    assert!(logged.iter().any(|line| line.contains("archive entries not kept")), "the failure is logged: {logged:?}");
 }
