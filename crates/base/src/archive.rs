@@ -28,13 +28,16 @@ const BATCH: usize = 1024;
 
 /// One transaction at most this often while nobody waits for one: what
 /// gathers meanwhile goes in the next. A commit's cost is mostly the pages
-/// it changes, and a room's archive changes one page of its `with` index
-/// for each member who spoke since the last (docs/storage.md): the chat
-/// study's 2 rooms × 30 users (30,000 messages) on one core
-/// (`shootout/archive-cost.sh`, SQLite) cost the database's thread 0.44 s
-/// of CPU at 20 ms, 0.33 s at 50 ms and 0.25 s at 100 ms. It is how long a
+/// it changes (docs/storage.md): the chat study's 2 rooms × 30 users
+/// (30,000 messages) on one core (`shootout/archive-cost.sh`, SQLite, when
+/// a room's archive had an index by sender) cost the database's thread
+/// 0.44 s of CPU at 20 ms, 0.33 s at 50 ms and 0.25 s at 100 ms. And each
+/// commit's pages pass through the caches of the core that delivers: at
+/// 1 and 4 rooms × 10 users, 250 ms took SQLite's thread from 2.75 to 2.0
+/// µs a message and the server's other threads from 53.4 to 52.3 µs, on
+/// 49.4 without archiving (four rounds interleaved). It is how long a
 /// message that nobody confirms (the chat app's) may wait to be kept.
-pub const COMMIT_EVERY: Duration = Duration::from_millis(100);
+pub const COMMIT_EVERY: Duration = Duration::from_millis(250);
 
 /// One transaction at most this often while someone waits for it: how
 /// long an XMPP acknowledgement (XEP-0198) or an archive query may wait
