@@ -230,10 +230,13 @@ async fn archive_body(store: &dyn Store) {
     assert_eq!(ids(&chosen), [2, 9]);
     assert_eq!(store.page("a@l", &Filter::default(), &Cursor::After(id(100)), 5).await.unwrap(), None, "another archive's id is not this one's");
     assert_eq!(store.page("a@l", &Filter { after_id: Some("nope".into()), ..Filter::default() }, &Cursor::Oldest, 5).await.unwrap(), None);
-    assert_eq!(store.trim(2_000_000).await.unwrap(), 2, "a@l's two oldest");
+    // A room's archive, kept apart from accounts', ages and is capped alike.
+    store.append(&(0..6).map(|n| entry("/chat#den", n, "/chat#den/ann")).collect::<Vec<_>>()).await.unwrap();
+    assert_eq!(store.trim(2_000_000).await.unwrap(), 2 + 2, "a@l's two oldest, and the den's");
     assert_eq!(ids(&page(Filter::default(), Cursor::Oldest, 1).await), [2]);
-    // Eight left in a@l, ten in z@l: each keeps its newest three.
-    assert_eq!(store.cap(3).await.unwrap(), 5 + 7);
+    // Eight left in a@l, ten in z@l, four in the den: each keeps its newest three.
+    assert_eq!(store.cap(3).await.unwrap(), 5 + 7 + 1);
+    assert_eq!(ids(&store.page("/chat#den", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap()), [3, 4, 5]);
     assert_eq!(ids(&page(Filter::default(), Cursor::Oldest, 10).await), [7, 8, 9]);
     assert_eq!(ids(&store.page("z@l", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap()), [107, 108, 109]);
     store.forget_archive("z@l").await.unwrap();
