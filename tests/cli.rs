@@ -112,3 +112,21 @@ fn an_error_is_one_line_with_no_backtrace_even_when_asked_for() {
     assert!(error[0].contains("cannot read /nonexistent/switchboard.toml"), "{stderr}");
     assert!(!stderr.contains("stack backtrace") && !stderr.contains("Stack backtrace"), "{stderr}");
 }
+
+/// A store that cannot be opened stops the server before it says it
+/// listens: whoever waits for that line never sees it for a server that
+/// is about to end.
+#[test]
+fn a_store_that_cannot_be_opened_ends_the_server_before_it_says_it_listens() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("switchboard.db"), b"this is not a database, and it is long enough to be read as a header").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "127.0.0.1:0", "--irc-listen", "off", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(stderr.contains("switchboard.db"), "{stderr}");
+    assert!(!stdout.contains("listening") && !stdout.contains("serves XMPP"), "{stdout}");
+}

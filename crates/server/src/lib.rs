@@ -55,31 +55,35 @@ pub async fn run_cli(args: Args) -> Result<(), Error> {
         .map(|m| if m.prefix.trim_start_matches('/') == m.app.name() { m.prefix.clone() } else { format!("{} ({})", m.prefix, m.app.name()) })
         .collect();
     let scheme = if config.tls.is_some() { "https" } else { "http" };
-    println!("switchboard listening on {scheme}://{local}/ with apps {}", apps.join(", "));
+    let mut said = vec![format!("switchboard listening on {scheme}://{local}/ with apps {}", apps.join(", "))];
     let listeners = Listeners::bind(&config).await?;
+    let at = |listener: &Option<tokio::net::TcpListener>| listener.as_ref().map(|l| l.local_addr().map_err(|e| Error::io(e.to_string()))).transpose();
     for (listener, how) in [(&listeners.xmpp, ""), (&listeners.xmpp_tls, " with direct TLS")] {
-        if let Some(listener) = listener {
-            let at = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
-            println!("switchboard serves XMPP for {} on {at}{how}", config.xmpp.domain);
+        if let Some(at) = at(listener)? {
+            said.push(format!("switchboard serves XMPP for {} on {at}{how}", config.xmpp.domain));
         }
     }
     for (listener, how) in [(&listeners.s2s, ""), (&listeners.s2s_tls, " with direct TLS"), (&listeners.s2s_zero, " configured in advance, with no handshake")] {
-        if let Some(listener) = listener {
-            let at = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
-            println!("switchboard federates {} with other XMPP servers on {at}{how}", config.xmpp.domain);
+        if let Some(at) = at(listener)? {
+            said.push(format!("switchboard federates {} with other XMPP servers on {at}{how}", config.xmpp.domain));
         }
     }
     for (listener, how) in [(&listeners.irc, ""), (&listeners.irc_tls, " with TLS")] {
-        if let Some(listener) = listener {
-            let at = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
-            println!("switchboard serves IRC on {at}{how}");
+        if let Some(at) = at(listener)? {
+            said.push(format!("switchboard serves IRC on {at}{how}"));
         }
     }
-    if let Some(listener) = &listeners.broker {
-        let at = listener.local_addr().map_err(|e| Error::io(e.to_string()))?;
-        println!("switchboard hosts its rooms for other nodes on {at}");
+    if let Some(at) = at(&listeners.broker)? {
+        said.push(format!("switchboard hosts its rooms for other nodes on {at}"));
     }
-    serve_with(listener, listeners, config, stop).await
+    // Said once the store is open: a server that ends before it can serve
+    // never says it listens.
+    server::serve_when_ready(listener, listeners, config, stop, move || {
+        for line in said {
+            println!("{line}");
+        }
+    })
+    .await
 }
 
 /// `switchboard xmpp-account NAME`: reads a password from the first line of

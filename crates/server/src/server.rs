@@ -126,6 +126,19 @@ pub async fn serve_with(
     config: Config,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
+    serve_when_ready(listener, listeners, config, shutdown, || {}).await
+}
+
+/// Serves as [`serve_with`] does, and calls `ready` once the server is
+/// ready to serve: its store open and its persistent rooms taken back,
+/// before it accepts. A server that cannot get there ends without calling it.
+pub async fn serve_when_ready(
+    listener: TcpListener,
+    listeners: Listeners,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send,
+    ready: impl FnOnce(),
+) -> Result<(), Error> {
     let limits = cluster::link::Limits::for_messages(config.server.max_message_size, BROKER_QUEUE);
     let cluster = match (&config.broker.url, &listeners.broker) {
         (Some(url), _) if url.starts_with("node://") => {
@@ -174,6 +187,7 @@ pub async fn serve_with(
             state.tracker.spawn(irc::serve(listener, state.irc.clone(), tls));
         }
     }
+    ready();
     let slots = Arc::new(Semaphore::new(state.config.server.max_connections));
     if let Some(listener) = listeners.api {
         state.tracker.spawn(serve_api(listener, slots.clone(), state.clone()));
