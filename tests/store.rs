@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use base64::Engine;
+use sqlx::Connection;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wire::xmpp::{Element, Limits, StreamEvent, StreamParser};
@@ -76,12 +77,13 @@ fn serve_on(store: &[&str]) -> (Child, SocketAddr) {
 }
 
 /// The server on the store in `dir`, each file it writes held to `bytes`
-/// (`RLIMIT_FSIZE`, with `SIGXFSZ` ignored, so a write past it fails as on
-/// a full disk): the child, its HTTP and XMPP addresses, and the lines it
-/// logs (read as they come, so that it never waits to log).
-fn serve_with_files_up_to(dir: &Path, bytes: u64) -> (Child, SocketAddr, SocketAddr, std::thread::JoinHandle<Vec<String>>) {
+/// if given (`RLIMIT_FSIZE`, with `SIGXFSZ` ignored, so a write past it
+/// fails as on a full disk): the child, its HTTP and XMPP addresses, and
+/// the lines it logs (read as they come, so that it never waits to log).
+fn serve_logged(dir: &Path, bytes: Option<u64>) -> (Child, SocketAddr, SocketAddr, std::thread::JoinHandle<Vec<String>>) {
+    let limit = bytes.map(|bytes| format!("prlimit --fsize={bytes} --")).unwrap_or_default();
     let command = format!(
-        "trap '' XFSZ; exec prlimit --fsize={bytes} -- {BIN} serve --listen 127.0.0.1:0 --xmpp-listen 127.0.0.1:0 --irc-listen off --xmpp-plain-unencrypted true --xmpp-registration 100 --data-dir {}",
+        "trap '' XFSZ; exec {limit} {BIN} serve --listen 127.0.0.1:0 --xmpp-listen 127.0.0.1:0 --irc-listen off --xmpp-plain-unencrypted true --xmpp-registration 100 --data-dir {}",
         dir.display()
     );
     let mut child = Command::new("bash").args(["-c", &command]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
@@ -368,7 +370,7 @@ async fn a_full_disk_fails_what_needs_the_store_and_chat_goes_on() {
     for name in ["kim", "lee"] {
         assert!(account(dir.path(), &["add", name], Some("pw")).0);
     }
-    let (server, http, addr, logged) = serve_with_files_up_to(dir.path(), 512 << 10);
+    let (server, http, addr, logged) = serve_logged(dir.path(), Some(512 << 10));
     let mut lee = Client::login(addr, "lee").await;
     lee.stream.write_all(format!("<presence to='{ROOM}/lee'><x xmlns='http://jabber.org/protocol/muc'/></presence>").as_bytes()).await.unwrap();
     while lee.stanza().await.find("subject", "jabber:client").is_none() {}
@@ -418,4 +420,36 @@ async fn a_full_disk_fails_what_needs_the_store_and_chat_goes_on() {
     stop(server, "KILL");
     let logged = logged.join().unwrap();
     assert!(logged.iter().any(|line| line.contains("archive entries not kept")), "the failure is logged: {logged:?}");
+}
+
+/// A database another program holds locked (SQLite, `BEGIN EXCLUSIVE`):
+/// a write waits SQLite's busy timeout (5 s), then fails, counted, with an
+/// error to whoever asked; logins and a room's messages go on meanwhile,
+/// and writes work again once the lock is let go.
+#[tokio::test]
+async fn a_locked_database_fails_what_writes_and_the_rest_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(account(dir.path(), &["add", "kim"], Some("pw")).0);
+    let (server, http, addr, _logged) = serve_logged(dir.path(), None);
+    let register = |name: &str| format!("<iq type='set' id='r'><query xmlns='jabber:iq:register'><username>{name}</username><password>pw</password></query></iq>");
+    // A write first, so that what the server writes as it starts is done.
+    assert_eq!(Client::open(addr).await.ask(&register("bob"), "r").await.get("type"), Some("result"));
+    let file = dir.path().join("switchboard.db");
+    let mut lock = sqlx::SqliteConnection::connect(&format!("sqlite://{}", file.display())).await.unwrap();
+    sqlx::query("BEGIN EXCLUSIVE").execute(&mut lock).await.unwrap();
+    let answer = Client::open(addr).await.ask(&register("ann"), "r").await;
+    let error = answer.find("error", "jabber:client").unwrap_or_else(|| panic!("{answer:?}"));
+    assert_eq!(error.get("type"), Some("wait"), "{answer:?}");
+    assert!(error.find("internal-server-error", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "{answer:?}");
+    assert!(metric(http, "switchboard_store_failures_total{what=\"accounts\"}").await >= 1.0);
+    // Reads go on: kim logs in, and talks in a room.
+    let mut kim = Client::login(addr, "kim").await;
+    kim.stream.write_all(format!("<presence to='{ROOM}/kim'><x xmlns='http://jabber.org/protocol/muc'/></presence>").as_bytes()).await.unwrap();
+    while kim.stanza().await.find("subject", "jabber:client").is_none() {}
+    kim.stream.write_all(format!("<message to='{ROOM}' type='groupchat'><body>still here</body></message>").as_bytes()).await.unwrap();
+    while kim.stanza().await.find("body", "jabber:client").is_none_or(|b| b.text_content() != "still here") {}
+    sqlx::query("ROLLBACK").execute(&mut lock).await.unwrap();
+    let answer = Client::open(addr).await.ask(&register("ann"), "r").await;
+    assert_eq!(answer.get("type"), Some("result"), "registered once the lock is let go: {answer:?}");
+    stop(server, "KILL");
 }
