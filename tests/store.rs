@@ -64,29 +64,39 @@ fn serve(dir: &Path) -> (Child, SocketAddr) {
 
 /// The server on the store `store` names (its flags).
 fn serve_on(store: &[&str]) -> (Child, SocketAddr) {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "127.0.0.1:0", "--irc-listen", "off", "--xmpp-plain-unencrypted", "true", "--xmpp-registration", "5"])
-        .args(store)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let xmpp = lines.find_map(|line| line.unwrap().split("serves XMPP for localhost on ").nth(1).map(|at| at.parse().unwrap())).unwrap();
-    (child, xmpp)
+    let served = start(store, None);
+    (served.child, served.xmpp)
 }
 
-/// The server on the store in `dir`, each file it writes held to `bytes`
-/// if given (`RLIMIT_FSIZE`, with `SIGXFSZ` ignored, so a write past it
-/// fails as on a full disk): the child, its HTTP and XMPP addresses, and
-/// the lines it logs (read as they come, so that it never waits to log).
-fn serve_logged(dir: &Path, bytes: Option<u64>) -> (Child, SocketAddr, SocketAddr, std::thread::JoinHandle<Vec<String>>) {
-    let limit = bytes.map(|bytes| format!("prlimit --fsize={bytes} --")).unwrap_or_default();
-    let command = format!(
-        "trap '' XFSZ; exec {limit} {BIN} serve --listen 127.0.0.1:0 --xmpp-listen 127.0.0.1:0 --irc-listen off --xmpp-plain-unencrypted true --xmpp-registration 100 --data-dir {}",
-        dir.display()
-    );
-    let mut child = Command::new("bash").args(["-c", &command]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+/// A server `start` started.
+struct Served {
+    child: Child,
+    http: SocketAddr,
+    xmpp: SocketAddr,
+    /// The lines it logs, read as they come, so that it never waits to log.
+    logged: std::thread::JoinHandle<Vec<String>>,
+}
+
+/// `serve` on free ports on the store `store` names (its flags), each
+/// file it writes held to `bytes` if given (`RLIMIT_FSIZE`, with `SIGXFSZ`
+/// ignored, which stays so across `exec`: a write past it fails as on a
+/// full disk).
+fn start(store: &[&str], bytes: Option<u64>) -> Served {
+    let mut command = match bytes {
+        Some(bytes) => {
+            let mut limited = Command::new("bash");
+            limited.args(["-c", "trap '' XFSZ; exec prlimit --fsize=\"$0\" -- \"$@\"", &bytes.to_string(), BIN]);
+            limited
+        }
+        None => Command::new(BIN),
+    };
+    let mut child = command
+        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "127.0.0.1:0", "--irc-listen", "off", "--xmpp-plain-unencrypted", "true", "--xmpp-registration", "100"])
+        .args(store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let errors = BufReader::new(child.stderr.take().unwrap()).lines();
     let logged = std::thread::spawn(move || errors.map_while(Result::ok).collect());
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
@@ -101,7 +111,7 @@ fn serve_logged(dir: &Path, bytes: Option<u64>) -> (Child, SocketAddr, SocketAdd
         })
         .expect("the server starts");
     std::thread::spawn(move || lines.for_each(drop));
-    (child, http.expect("its HTTP address first"), xmpp, logged)
+    Served { child, http: http.expect("its HTTP address first"), xmpp, logged }
 }
 
 /// The value of `metric` on the server at `http`, 0 if it has none yet.
@@ -370,7 +380,7 @@ async fn a_full_disk_fails_what_needs_the_store_and_chat_goes_on() {
     for name in ["kim", "lee"] {
         assert!(account(dir.path(), &["add", name], Some("pw")).0);
     }
-    let (server, http, addr, logged) = serve_logged(dir.path(), Some(512 << 10));
+    let Served { child: server, http, xmpp: addr, logged } = start(&["--data-dir", dir.path().to_str().unwrap()], Some(512 << 10));
     let mut lee = Client::login(addr, "lee").await;
     lee.stream.write_all(format!("<presence to='{ROOM}/lee'><x xmlns='http://jabber.org/protocol/muc'/></presence>").as_bytes()).await.unwrap();
     while lee.stanza().await.find("subject", "jabber:client").is_none() {}
@@ -430,7 +440,7 @@ async fn a_full_disk_fails_what_needs_the_store_and_chat_goes_on() {
 async fn a_locked_database_fails_what_writes_and_the_rest_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     assert!(account(dir.path(), &["add", "kim"], Some("pw")).0);
-    let (server, http, addr, _logged) = serve_logged(dir.path(), None);
+    let Served { child: server, http, xmpp: addr, .. } = start(&["--data-dir", dir.path().to_str().unwrap()], None);
     let register = |name: &str| format!("<iq type='set' id='r'><query xmlns='jabber:iq:register'><username>{name}</username><password>pw</password></query></iq>");
     // A write first, so that what the server writes as it starts is done.
     assert_eq!(Client::open(addr).await.ask(&register("bob"), "r").await.get("type"), Some("result"));

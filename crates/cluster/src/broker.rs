@@ -13,7 +13,7 @@
 //! join and leave events keep that list current, and a node found lost
 //! takes its members with it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, PullConsumer, pull, push};
@@ -374,67 +374,65 @@ async fn snapshot(nats: &Nats, filter: String) -> Result<PullConsumer, async_nat
 
 /// The claims `consumer` (a [`snapshot`] of `filter`) delivers.
 async fn read_claims(nats: &Nats, consumer: &PullConsumer, filter: &str) -> Result<Vec<(String, Claim)>, async_nats::Error> {
-    let mut claims = HashMap::new();
-    let mut read = HashSet::new();
-    let mut pending = consumer.cached_info().num_pending;
-    let mut tries = 0;
-    loop {
-        while pending > 0 {
-            let (any, left) = pull(nats, consumer, &mut claims, &mut read).await?;
-            if !any {
-                // Nothing more is stored: what the count said was pending was
-                // deleted before it was delivered (the count of nats-server 2.9
-                // keeps such entries).
-                break;
-            }
-            pending = left;
-        }
-        // nats-server 2.9 may count a claim renewed after the snapshot
-        // began only after it has delivered the entry before it, and say
-        // nothing is pending: the stream's own list of the room's keys
-        // says whether one was left unread. Pulled again a few times at most.
-        let mut keys = nats.names.stream.info_with_subjects(filter).await?;
-        let mut unread = false;
-        while let Some(key) = keys.next().await {
-            let (subject, _) = key?;
-            unread |= !read.contains(subject.strip_prefix(nats.names.prefix.as_str()).unwrap_or(&subject));
-        }
-        tries += 1;
-        if !unread || tries > SNAPSHOT_RETRIES {
+    // Each key read, with its claim, or `None` where its newest entry read
+    // deletes it.
+    let mut read = HashMap::new();
+    drain(nats, consumer, &mut read, consumer.cached_info().num_pending).await?;
+    // nats-server 2.9 may count a claim renewed after the snapshot began
+    // only after it has delivered the entry before it, and say nothing is
+    // pending: the stream's own list of the room's keys says whether one
+    // was left unread. Pulled again a few times at most.
+    for _ in 0..SNAPSHOT_RETRIES {
+        if !unread_key(nats, filter, &read).await? {
             break;
         }
-        pending = 1;
+        drain(nats, consumer, &mut read, 1).await?;
     }
     // The consumer goes once idle for SNAPSHOT_IDLE: deleting it would
     // cost the join another round trip.
-    Ok(claims.into_iter().collect())
+    Ok(read.into_iter().filter_map(|(key, claim)| Some((key, claim?))).collect())
 }
 
-/// One pull of `consumer`: the claims it brings into `claims` (and their
-/// keys into `read`); whether it brought any, and what the server then
-/// counted as still pending.
-async fn pull(nats: &Nats, consumer: &PullConsumer, claims: &mut HashMap<String, Claim>, read: &mut HashSet<String>) -> Result<(bool, u64), async_nats::Error> {
-    // The server sends what it holds at once, and waits SNAPSHOT_WAIT
-    // for more before it ends the pull.
-    let mut entries = consumer.batch().max_messages(SNAPSHOT_BATCH).expires(SNAPSHOT_WAIT).messages().await?;
-    let (mut any, mut pending) = (false, 0);
-    while let Some(entry) = entries.next().await {
-        let entry = entry?;
-        any = true;
-        pending = entry.info().map_or(0, |info| info.pending);
-        let key = entry.subject.strip_prefix(nats.names.prefix.as_str()).unwrap_or(&entry.subject).to_owned();
-        // A deleted name is a marker with an operation header and no body.
-        if entry.headers.as_ref().is_some_and(|h| h.get("KV-Operation").is_some()) {
-            claims.remove(&key);
-        } else if let Ok(claim) = serde_json::from_slice::<Claim>(&entry.payload) {
-            claims.insert(key.clone(), claim);
+/// Pulls `consumer` into `read` while the server counts entries pending,
+/// `pending` at first.
+async fn drain(nats: &Nats, consumer: &PullConsumer, read: &mut HashMap<String, Option<Claim>>, mut pending: u64) -> Result<(), async_nats::Error> {
+    while pending > 0 {
+        // The server sends what it holds at once, and waits SNAPSHOT_WAIT
+        // for more before it ends the pull.
+        let mut entries = consumer.batch().max_messages(SNAPSHOT_BATCH).expires(SNAPSHOT_WAIT).messages().await?;
+        let mut any = false;
+        while let Some(entry) = entries.next().await {
+            let entry = entry?;
+            any = true;
+            pending = entry.info().map_or(0, |info| info.pending);
+            let key = entry.subject.strip_prefix(nats.names.prefix.as_str()).unwrap_or(&entry.subject).to_owned();
+            // A deleted name is a marker with an operation header and no body.
+            let deleted = entry.headers.as_ref().is_some_and(|h| h.get("KV-Operation").is_some());
+            read.insert(key, if deleted { None } else { serde_json::from_slice::<Claim>(&entry.payload).ok() });
+            if pending == 0 {
+                break;
+            }
         }
-        read.insert(key);
-        if pending == 0 {
+        if !any {
+            // Nothing more is stored: what the count said was pending was
+            // deleted before it was delivered (the count of nats-server 2.9
+            // keeps such entries).
             break;
         }
     }
-    Ok((any, pending))
+    Ok(())
+}
+
+/// Whether the stream holds a key under `filter` that is not in `read`.
+async fn unread_key(nats: &Nats, filter: &str, read: &HashMap<String, Option<Claim>>) -> Result<bool, async_nats::Error> {
+    let mut keys = nats.names.stream.info_with_subjects(filter).await?;
+    while let Some(key) = keys.next().await {
+        let (subject, _) = key?;
+        if !read.contains_key(subject.strip_prefix(nats.names.prefix.as_str()).unwrap_or(&subject)) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 fn unavailable(e: async_nats::Error) -> BrokerError {
