@@ -1,86 +1,96 @@
 #!/usr/bin/env bash
 # What archiving a chat room's messages costs: the chat study's loads
-# (rooms × users, each user sending MESSAGES every 10 ms) against the
-# release server with --room-archive on (SQLite in a fresh data folder, its
-# default) and off, ROUNDS rounds interleaved, the server on core 0
-# (taskset) and the bench on core 1. Prints each load's p50, p99 and server
-# CPU for both, and the ratios on/off of the rounds' medians; then, from
-# /proc, the CPU time of the database's threads over each round (SQLite's,
-# `sqlx-sqlite-wor`), per message sent: steadier than the latency when the
-# machine is not.
+# (rooms × users, each user sending MESSAGES every 10 ms) against two
+# release servers side by side on core 0 (taskset), one with --room-archive
+# on (SQLite in a fresh data folder, its default) and one with it off; the
+# bench on core 1. Each load is run against both, one after the other, in
+# ROUNDS rounds, the order swapped each round: this machine's speed drifts
+# by a quarter over a minute, so a load's two runs are compared with each
+# other, seconds apart, not with runs minutes away. Prints each load's
+# median p50, p99 and server CPU for both, and the median of each round's
+# ratio on/off; then, from /proc, the CPU time of the database's threads
+# (SQLite's, `sqlx-sqlite-wor`) and of the others over each round, per
+# message sent.
 #
 #   shootout/archive-cost.sh
-#   ROOMS=1,2,4 USERS=10,20,30,40,50,60 MESSAGES=500 ROUNDS=3   the loads (the study's, by default)
+#   ROOMS=1,2,4 USERS=10,20,30,40,50,60 MESSAGES=500 ROUNDS=5   the loads (the study's, by default)
 #   STORE=sqlite            or memory: the archive kept in memory (what the path costs without the database)
 #
 # Needs the release build (make build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . shootout/lib.sh
-STORE="${STORE:-sqlite}" ROOMS="${ROOMS:-1,2,4}" USERS="${USERS:-10,20,30,40,50,60}" MESSAGES="${MESSAGES:-500}" ROUNDS="${ROUNDS:-3}"
+STORE="${STORE:-sqlite}" ROOMS="${ROOMS:-1,2,4}" USERS="${USERS:-10,20,30,40,50,60}" MESSAGES="${MESSAGES:-500}" ROUNDS="${ROUNDS:-5}"
 BIN=target/release/switchboard
 [ -x "$BIN" ] || { echo "archive-cost: no $BIN; run make build" >&2; exit 1; }
 OUT="$(mktemp -d)"
-PID=""
-trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$OUT/data"; true' EXIT
+declare -A PIDS PORTS
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$OUT/data-true" "$OUT/data-false"; true' EXIT
+
+for archive in true false; do
+  taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --xmpp-listen off --irc-listen off --store "$STORE" --data-dir "$OUT/data-$archive" --room-archive "$archive" >"$OUT/server-$archive.log" 2>&1 &
+  PIDS[$archive]=$!
+  PORTS[$archive]="$(listening_port "$OUT/server-$archive.log" "$!" "archive-cost: the server")" || exit 1
+done
+
+# Each thread's user and system ticks, by name (database's or not).
+ticks() {
+  for task in /proc/"$1"/task/*; do
+    echo "$(cat "$task/comm" 2>/dev/null) $(awk '{print $14 + $15}' "$task/stat" 2>/dev/null)"
+  done | awk '{ if ($1 == "sqlx-sqlite-wor") db += $2; else rest += $2 } END { print db + 0, rest + 0 }'
+}
 
 for round in $(seq "$ROUNDS"); do
-  for archive in true false; do
-    log="$OUT/$archive-$round.log"
-    rm -rf "$OUT/data"
-    taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --xmpp-listen off --irc-listen off --store "$STORE" --data-dir "$OUT/data" --room-archive "$archive" >"$log" 2>&1 &
-    PID=$!
-    port="$(listening_port "$log" "$PID" "archive-cost: the server")" || exit 1
-    taskset -c 1 "$BIN" bench chat --quiet --target "archive-$archive=http://127.0.0.1:$port/chat" --server-pid "$PID" \
-      --rooms "$ROOMS" --users "$USERS" --messages "$MESSAGES" --out "$OUT/$archive-$round.json" >"$OUT/$archive-$round.bench.log" 2>&1 \
-      || { echo "archive-cost: the bench failed: $(tail -n3 "$OUT/$archive-$round.bench.log")" >&2; exit 1; }
-    # Each thread's user and system ticks, by name, before the server goes.
-    for task in /proc/"$PID"/task/*; do
-      echo "$(cat "$task/comm" 2>/dev/null) $(awk '{print $14 + $15}' "$task/stat" 2>/dev/null)"
-    done >"$OUT/$archive-$round.ticks"
-    kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
+  order="true false"
+  [ $((round % 2)) = 0 ] && order="false true"
+  for rooms in ${ROOMS//,/ }; do
+    for users in ${USERS//,/ }; do
+      for archive in $order; do
+        run="$archive-$round-$rooms-$users"
+        before="$(ticks "${PIDS[$archive]}")"
+        taskset -c 1 "$BIN" bench chat --quiet --target "archive-$archive=http://127.0.0.1:${PORTS[$archive]}/chat" --server-pid "${PIDS[$archive]}" \
+          --rooms "$rooms" --users "$users" --messages "$MESSAGES" --out "$OUT/$run.json" >"$OUT/$run.bench.log" 2>&1 \
+          || { echo "archive-cost: the bench failed: $(tail -n3 "$OUT/$run.bench.log")" >&2; exit 1; }
+        echo "$before $(ticks "${PIDS[$archive]}")" >"$OUT/$run.ticks"
+      done
+    done
   done
 done
 
-python3 - "$OUT" "$ROUNDS" <<'PY'
+python3 - "$OUT" "$ROUNDS" "$ROOMS" "$USERS" <<'PY'
 import json, os, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
-def loads(archive, r):
-    run = json.load(open(f"{out}/{archive}-{r}.json"))["runs"][0]
-    return {(x["rooms"], x["users"]): x for x in run["results"]}
-on = [loads("true", r) for r in range(1, rounds + 1)]
-off = [loads("false", r) for r in range(1, rounds + 1)]
-def med(runs, key, pick):
-    return statistics.median(pick(run[key]) for run in runs)
+loads = [(int(r), int(u)) for r in sys.argv[3].split(",") for u in sys.argv[4].split(",")]
+def result(archive, r, load):
+    return json.load(open(f"{out}/{archive}-{r}-{load[0]}-{load[1]}.json"))["runs"][0]["results"][0]
 p50 = lambda x: x["latency"]["p50_us"]
 p99 = lambda x: x["latency"]["p99_us"]
 cpu = lambda x: x["resources"]["server_cpu_pct"]
 lost = lambda x: x["expected"] - x["received"]
-print(f"medians of {rounds} rounds; latency in µs, server CPU in % of one core")
+print(f"{rounds} rounds, each load against both servers in turn; medians, and the median of the rounds' ratios on/off")
+print("latency in µs, server CPU in % of one core")
 print(f"{'rooms':>5} {'users':>5} | {'p50 on':>7} {'off':>7} {'ratio':>5} | {'p99 on':>7} {'off':>7} {'ratio':>5} | {'CPU on':>6} {'off':>6} {'ratio':>5} | lost on/off")
 worst = [0, 0, 0]
-for key in sorted(on[0]):
-    a = [med(on, key, f) for f in (p50, p99, cpu)]
-    b = [med(off, key, f) for f in (p50, p99, cpu)]
-    r = [x / y if y else float("inf") for x, y in zip(a, b)]
-    worst = [max(w, x) for w, x in zip(worst, r)]
-    print(f"{key[0]:>5} {key[1]:>5} | {a[0]:>7.0f} {b[0]:>7.0f} {r[0]:>5.2f} | {a[1]:>7.0f} {b[1]:>7.0f} {r[1]:>5.2f} | {a[2]:>6.1f} {b[2]:>6.1f} {r[2]:>5.2f} | {sum(lost(run[key]) for run in on)}/{sum(lost(run[key]) for run in off)}")
+for load in loads:
+    on = [result("true", r, load) for r in range(1, rounds + 1)]
+    off = [result("false", r, load) for r in range(1, rounds + 1)]
+    cells = []
+    for f in (p50, p99, cpu):
+        ratios = [f(a) / f(b) if f(b) else float("inf") for a, b in zip(on, off)]
+        cells.append((statistics.median(map(f, on)), statistics.median(map(f, off)), statistics.median(ratios)))
+    worst = [max(w, c[2]) for w, c in zip(worst, cells)]
+    row = " | ".join(f"{a:>{7 if i < 2 else 6}.{0 if i < 2 else 1}f} {b:>{7 if i < 2 else 6}.{0 if i < 2 else 1}f} {r:>5.2f}" for i, (a, b, r) in enumerate(cells))
+    print(f"{load[0]:>5} {load[1]:>5} | {row} | {sum(map(lost, on))}/{sum(map(lost, off))}")
 print(f"largest ratio on/off: p50 {worst[0]:.2f}, p99 {worst[1]:.2f}, server CPU {worst[2]:.2f}")
 tick = 1e6 / os.sysconf("SC_CLK_TCK")
-def thread_us(archive, r):
-    db = rest = 0
-    for line in open(f"{out}/{archive}-{r}.ticks"):
-        name, _, ticks = line.rstrip().rpartition(" ")
-        if not ticks.isdigit():
-            continue
-        if name == "sqlx-sqlite-wor":
-            db += int(ticks)
-        else:
-            rest += int(ticks)
-    sent = sum(x["sent"] for x in loads(archive, r).values())
-    return db * tick / sent, rest * tick / sent
 for archive in ("true", "false"):
-    per = [thread_us(archive, r) for r in range(1, rounds + 1)]
+    per = []
+    for r in range(1, rounds + 1):
+        db = rest = sent = 0
+        for load in loads:
+            b_db, b_rest, a_db, a_rest = map(int, open(f"{out}/{archive}-{r}-{load[0]}-{load[1]}.ticks").read().split())
+            db, rest, sent = db + a_db - b_db, rest + a_rest - b_rest, sent + result(archive, r, load)["sent"]
+        per.append((db * tick / sent, rest * tick / sent))
     print(f"archive {'on ' if archive == 'true' else 'off'}: CPU a message sent, over all loads, by round: database's threads "
           + ", ".join(f"{d:.2f}" for d, _ in per) + " µs; the server's others " + ", ".join(f"{o:.2f}" for _, o in per) + " µs")
 PY
