@@ -15,6 +15,7 @@
 #   shootout/archive-cost.sh
 #   ROOMS=1,2,4 USERS=10,20,30,40,50,60 MESSAGES=500 ROUNDS=5   the loads (the study's, by default)
 #   STORE=sqlite            or memory: the archive kept in memory (what the path costs without the database)
+#   CONTROL=1               both servers without archiving: the ratios when nothing differs, this machine's noise
 #
 # Needs the release build (make build).
 set -euo pipefail
@@ -28,7 +29,9 @@ declare -A PIDS PORTS
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$OUT/data-true" "$OUT/data-false"; true' EXIT
 
 for archive in true false; do
-  taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --xmpp-listen off --irc-listen off --store "$STORE" --data-dir "$OUT/data-$archive" --room-archive "$archive" >"$OUT/server-$archive.log" 2>&1 &
+  archived="$archive"
+  [ -n "${CONTROL:-}" ] && archived=false
+  taskset -c 0 "$BIN" serve --listen 127.0.0.1:0 --xmpp-listen off --irc-listen off --store "$STORE" --data-dir "$OUT/data-$archive" --room-archive "$archived" >"$OUT/server-$archive.log" 2>&1 &
   PIDS[$archive]=$!
   PORTS[$archive]="$(listening_port "$OUT/server-$archive.log" "$!" "archive-cost: the server")" || exit 1
 done
@@ -68,6 +71,8 @@ p99 = lambda x: x["latency"]["p99_us"]
 cpu = lambda x: x["resources"]["server_cpu_pct"]
 lost = lambda x: x["expected"] - x["received"]
 print(f"{rounds} rounds, each load against both servers in turn; medians, and the median of the rounds' ratios on/off")
+if os.environ.get("CONTROL"):
+    print("CONTROL: neither server archives ('on' is a second server without archiving)")
 print("latency in µs, server CPU in % of one core")
 print(f"{'rooms':>5} {'users':>5} | {'p50 on':>7} {'off':>7} {'ratio':>5} | {'p99 on':>7} {'off':>7} {'ratio':>5} | {'CPU on':>6} {'off':>6} {'ratio':>5} | lost on/off")
 worst = [0, 0, 0]
