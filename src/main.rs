@@ -66,10 +66,20 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// Log lines that wait at most for standard error.
+const LOG_LINES: usize = 10_000;
+
 fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Logs reach standard error through a thread of their own: written
+    // where they were made, a pipe nobody read (or a stalled terminal)
+    // stopped the server at the first line it had no room for. While that
+    // thread cannot write, up to LOG_LINES wait and later ones are dropped.
+    // `_written` waits (about a second at most) for what is left as `run`
+    // ends.
+    let (writer, _written) = tracing_appender::non_blocking::NonBlockingBuilder::default().buffered_lines_limit(LOG_LINES).lossy(true).finish(std::io::stderr());
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
     match cli.log_format {
         // Colour codes only where a person reads them, not in a file or a pipe.
         LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),

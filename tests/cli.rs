@@ -130,3 +130,35 @@ fn a_store_that_cannot_be_opened_ends_the_server_before_it_says_it_listens() {
     assert!(stderr.contains("switchboard.db"), "{stderr}");
     assert!(!stdout.contains("listening") && !stdout.contains("serves XMPP"), "{stdout}");
 }
+
+/// A server whose standard error is a pipe nobody reads goes on serving:
+/// its logs are written by a thread of their own, and dropped past a bound
+/// while that thread cannot write, rather than written where they are
+/// made, which stopped the server at the first line the pipe had no room
+/// for.
+#[tokio::test]
+async fn a_server_whose_logs_nobody_reads_goes_on_serving() {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "off", "--irc-listen", "off", "--store", "memory"])
+        // Several lines for each message, more than a pipe holds.
+        .env("RUST_LOG", "trace")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Held open and never read.
+    let _logs = child.stderr.take().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.split("http://").nth(1).unwrap().split('/').next().unwrap().to_owned();
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/echo/websocket")).await.unwrap();
+    for i in 0..2_000 {
+        let text = format!("message {i}");
+        ws.send(Message::text(text.clone())).await.unwrap();
+        // A bound that turns a server stopped on its logs into a failure.
+        let echo = tokio::time::timeout(Duration::from_secs(10), ws.next()).await.unwrap_or_else(|_| panic!("no echo of message {i}: the server stopped"));
+        assert_eq!(echo.unwrap().unwrap(), Message::text(text));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

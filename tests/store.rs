@@ -73,7 +73,8 @@ struct Served {
     child: Child,
     http: SocketAddr,
     xmpp: SocketAddr,
-    /// The lines it logs, read as they come, so that it never waits to log.
+    /// The lines it logs, read as they come, so that none is dropped for
+    /// want of room (past 10,000 waiting, the server drops lines).
     logged: std::thread::JoinHandle<Vec<String>>,
 }
 
