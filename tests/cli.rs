@@ -10,6 +10,18 @@ use tokio_tungstenite::tungstenite::Message;
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
+/// `serve` on a free port, with only its HTTP listener, in memory.
+fn serve() -> Command {
+    let mut command = Command::new(BIN);
+    command.args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "off", "--irc-listen", "off", "--store", "memory"]);
+    command
+}
+
+/// The address in `serve`'s first line (`switchboard listening on http://ADDRESS/ …`).
+fn http_address(line: &str) -> String {
+    line.split("http://").nth(1).unwrap().split('/').next().unwrap().to_owned()
+}
+
 #[test]
 fn a_bad_flag_names_the_flag_and_fails() {
     let out = Command::new(BIN).args(["serve", "--listen", "nowhere"]).output().unwrap();
@@ -28,8 +40,7 @@ fn a_missing_config_file_is_a_clear_error() {
 
 #[tokio::test]
 async fn serve_prints_where_it_listens_and_sigterm_closes_clients_with_1001() {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "off", "--irc-listen", "off", "--store", "memory"])
+    let mut child = serve()
         .env("SWITCHBOARD_LISTEN", "127.0.0.1:1") // the flag wins over the environment
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -39,7 +50,7 @@ async fn serve_prints_where_it_listens_and_sigterm_closes_clients_with_1001() {
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     assert!(line.starts_with("switchboard listening on http://127.0.0.1:"), "{line}");
     assert!(line.contains("/echo, /broadcast, /chat, /count"), "{line}");
-    let addr = line.split("http://").nth(1).unwrap().split('/').next().unwrap().to_owned();
+    let addr = http_address(&line);
 
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/echo/websocket")).await.unwrap();
     ws.send(Message::text("up?")).await.unwrap();
@@ -65,8 +76,7 @@ async fn serve_prints_where_it_listens_and_sigterm_closes_clients_with_1001() {
 /// Starts `serve` with `args`, stops it with SIGTERM once it listens, and
 /// returns what it wrote to standard error (a pipe, not a terminal).
 fn logs_of(args: &[&str]) -> String {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "off", "--irc-listen", "off", "--store", "memory"])
+    let mut child = serve()
         .args(args)
         .env_remove("RUST_LOG")
         .stdout(Stdio::piped())
@@ -100,7 +110,7 @@ fn json_logs_are_one_object_a_line() {
 
 #[test]
 fn an_error_is_one_line_with_no_backtrace_even_when_asked_for() {
-    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+    let out = Command::new(BIN)
         .args(["serve", "--config", "/nonexistent/switchboard.toml"])
         .env("RUST_BACKTRACE", "1")
         .output()
@@ -120,7 +130,7 @@ fn an_error_is_one_line_with_no_backtrace_even_when_asked_for() {
 fn a_store_that_cannot_be_opened_ends_the_server_before_it_says_it_listens() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("switchboard.db"), b"this is not a database, and it is long enough to be read as a header").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+    let out = Command::new(BIN)
         .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "127.0.0.1:0", "--irc-listen", "off", "--data-dir"])
         .arg(dir.path())
         .output()
@@ -138,8 +148,7 @@ fn a_store_that_cannot_be_opened_ends_the_server_before_it_says_it_listens() {
 /// for.
 #[tokio::test]
 async fn a_server_whose_logs_nobody_reads_goes_on_serving() {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--xmpp-listen", "off", "--irc-listen", "off", "--store", "memory"])
+    let mut child = serve()
         // Several lines for each message, more than a pipe holds.
         .env("RUST_LOG", "trace")
         .stdout(Stdio::piped())
@@ -150,7 +159,7 @@ async fn a_server_whose_logs_nobody_reads_goes_on_serving() {
     let _logs = child.stderr.take().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.split("http://").nth(1).unwrap().split('/').next().unwrap().to_owned();
+    let addr = http_address(&line);
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/echo/websocket")).await.unwrap();
     for i in 0..2_000 {
         let text = format!("message {i}");
