@@ -9,7 +9,11 @@
 //!
 //! On plain TCP the reader's first poll waits for the client's first bytes
 //! without reading them (`shared_tcp::Watch`); over TLS there is nothing to
-//! watch, and the first poll makes tungstenite and reads. Once made, a
+//! watch, and the first poll makes tungstenite and reads. Pongs, the
+//! answers to the server's pings, are read without it while they are all
+//! the client sends: an idle connection that answers every ping stays as
+//! small as one that was never pinged. Their payload is not read (the
+//! server's pings are empty, and any pong says the client is there). Once made, a
 //! tungstenite that found nothing to read is asked again only when the
 //! socket is readable: a connection's task is woken for its writer too
 //! (`super::ws_task`), and each read attempt zeroes tungstenite's read
@@ -22,6 +26,7 @@
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use bytes::Bytes;
 use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -134,6 +139,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Stream for &LazyWs<S> {
         if let Some(watch) = &state.watch {
             if !matches!(state.stack, Stack::Made(_)) {
                 std::task::ready!(watch.poll_readable(cx));
+                // An answer to the server's ping: no need for tungstenite yet.
+                match std::task::ready!(watch.poll_take_pong(cx)) {
+                    Ok(true) => return Poll::Ready(Some(Ok(Message::Pong(Bytes::new())))),
+                    Ok(false) => {}
+                    Err(e) => return Poll::Ready(Some(Err(WsError::Io(e)))),
+                }
             } else if state.drained {
                 std::task::ready!(watch.poll_ready(cx));
             }
@@ -263,6 +274,56 @@ mod tests {
         client.write_all(&client_frame(true, false, 0x1, b"two", [5, 6, 7, 8])).await.unwrap();
         assert_eq!((&ws).next().await.unwrap().unwrap(), Message::text("two"));
         assert!(reads.load(Ordering::Relaxed) > before);
+    }
+
+    /// Over loopback TCP: the client's end, and a `LazyWs` over the
+    /// server's, watching it.
+    async fn watched() -> (LazyWs<Sending<SharedTcp>>, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let tcp = SharedTcp::new(listener.accept().await.unwrap().0, Bytes::new());
+        let watch = tcp.watch();
+        (LazyWs::new(Sending::new(tcp, SendQueue::new()), watch, 1 << 20), client)
+    }
+
+    #[tokio::test]
+    async fn pongs_alone_are_read_without_making_it() {
+        let (ws, mut client) = watched().await;
+        for key in [[1, 2, 3, 4], [5, 6, 7, 8]] {
+            client.write_all(&client_frame(true, false, 0xA, b"", key)).await.unwrap();
+            assert!(matches!((&ws).next().await, Some(Ok(Message::Pong(_)))));
+        }
+        client.write_all(&client_frame(true, false, 0xA, &[7; 125], [1, 2, 3, 4])).await.unwrap();
+        assert!(matches!((&ws).next().await, Some(Ok(Message::Pong(_)))));
+        assert!(!ws.is_made(), "three pongs, no tungstenite");
+        let waker = futures_util::task::noop_waker();
+        assert!(Pin::new(&mut &ws).poll_next(&mut Context::from_waker(&waker)).is_pending(), "nothing more");
+
+        // A message after a pong in one write: the pong, then the message
+        // from the frame's first byte.
+        let mut both = client_frame(true, false, 0xA, b"", [1, 2, 3, 4]);
+        both.extend(client_frame(true, false, 0x1, b"hey", [9, 9, 9, 9]));
+        client.write_all(&both).await.unwrap();
+        assert!(matches!((&ws).next().await, Some(Ok(Message::Pong(_)))));
+        assert_eq!((&ws).next().await.unwrap().unwrap(), Message::text("hey"));
+        assert!(ws.is_made());
+    }
+
+    #[tokio::test]
+    async fn a_pong_in_pieces_or_a_ping_is_tungstenites() {
+        let (ws, mut client) = watched().await;
+        let pong = client_frame(true, false, 0xA, b"ab", [1, 2, 3, 4]);
+        client.write_all(&pong[..3]).await.unwrap();
+        let waker = futures_util::task::noop_waker();
+        assert!(Pin::new(&mut &ws).poll_next(&mut Context::from_waker(&waker)).is_pending());
+        assert!(ws.is_made(), "part of a pong: tungstenite reads it");
+        client.write_all(&pong[3..]).await.unwrap();
+        assert_eq!((&ws).next().await.unwrap().unwrap(), Message::Pong(Bytes::from_static(b"ab")));
+
+        let (ws, mut client) = watched().await;
+        client.write_all(&client_frame(true, false, 0x9, b"hi", [1, 2, 3, 4])).await.unwrap();
+        assert_eq!((&ws).next().await.unwrap().unwrap(), Message::Ping(Bytes::from_static(b"hi")));
+        assert!(ws.is_made(), "tungstenite answers a ping");
     }
 
     #[tokio::test]

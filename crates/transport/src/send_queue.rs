@@ -148,6 +148,14 @@ impl SendQueue {
         Ok(())
     }
 
+    /// Gives back the room the queue grew to, if nothing waits in it.
+    pub fn release(&self) {
+        let mut q = self.0.lock();
+        if q.frames.is_empty() {
+            q.frames = VecDeque::new();
+        }
+    }
+
     /// Bytes waiting.
     #[cfg(test)]
     fn len(&self) -> usize {
@@ -343,6 +351,20 @@ mod tests {
         out.write_all(&[0x89, 0x00]).await.unwrap();
         assert_eq!(&out.inner.taken[11..], [0x81, 2, b'h', b'i', 0x89, 0]);
         assert_eq!(out.inner.calls, 2);
+    }
+
+    #[tokio::test]
+    async fn an_empty_queue_gives_back_its_room_and_a_waiting_one_keeps_it() {
+        let (mut out, queue) = narrow(3);
+        let room = || queue.0.lock().frames.capacity();
+        queue.push(&mut vec![Bytes::from_static(b"abc"), Bytes::from_static(b"def")]).unwrap();
+        assert!(poll(|cx| Pin::new(&mut out).poll_flush(cx)).is_pending());
+        queue.release();
+        assert!(room() > 0, "a frame still waits");
+        out.inner.room = 6;
+        out.flush().await.unwrap();
+        queue.release();
+        assert_eq!(room(), 0);
     }
 
     #[tokio::test]

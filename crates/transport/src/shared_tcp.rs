@@ -19,6 +19,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
+use wire::websocket::frame_header;
 
 /// The connection's end of the stream; see the module docs.
 #[derive(Debug)]
@@ -81,6 +82,27 @@ impl Watch {
                 _ => return Poll::Ready(()),
             }
         }
+    }
+
+    /// Reads the client's pong, if what it has sent starts with a whole
+    /// one ([`frame_header::client_pong`]): `Ready(Ok(true))`. Reads
+    /// nothing and is `Ready(Ok(false))` if it starts with anything else
+    /// (or the stream has ended), and pending while there is nothing. An
+    /// idle connection answers the server's pings this way without making
+    /// tungstenite and its read buffer (`super::lazy_ws`); only at a
+    /// frame's start, before anything else has read from the stream.
+    pub fn poll_take_pong(&self, cx: &mut Context<'_>) -> Poll<io::Result<bool>> {
+        let mut bytes = [0u8; frame_header::MAX_CLIENT_CONTROL];
+        let mut peeked = ReadBuf::new(&mut bytes);
+        ready!(self.0.poll_peek(cx, &mut peeked))?;
+        let Some(len) = frame_header::client_pong(peeked.filled()) else { return Poll::Ready(Ok(false)) };
+        // The bytes just peeked are still there and this is the stream's
+        // only reader: all of them are read.
+        Poll::Ready(match self.0.try_read(&mut bytes[..len]) {
+            Ok(read) if read == len => Ok(true),
+            Ok(_) => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "a pong read in part")),
+            Err(e) => Err(e),
+        })
     }
 }
 

@@ -458,6 +458,12 @@ where
                         self.metrics.sent(self.writer.count as usize, self.writer.bytes as usize);
                         self.writer.silent_since = Ms::now();
                         self.writer.sending = false;
+                        if self.writer.count == 0 {
+                            // A ping or a heartbeat, no message: an idle
+                            // connection keeps none of the room it took.
+                            self.writer.frames = Vec::new();
+                            self.queue.release();
+                        }
                         progressed = true;
                     }
                     Poll::Ready(Err(Abandoned::Closed)) => {

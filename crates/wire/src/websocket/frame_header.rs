@@ -11,6 +11,11 @@ use bytes::{BufMut, Bytes, BytesMut};
 pub const TEXT: u8 = 0x1;
 pub const BINARY: u8 = 0x2;
 const PING: u8 = 0x9;
+const PONG: u8 = 0xA;
+
+/// The most bytes a client's control frame takes: a masked header (6 bytes)
+/// and 125 of payload (RFC 6455 §5.5).
+pub const MAX_CLIENT_CONTROL: usize = 6 + 125;
 
 /// The server's ping: empty, unmasked, built without tungstenite (which
 /// keeps no state about pings it did not send).
@@ -96,6 +101,19 @@ impl FrameHeader {
     }
 }
 
+/// The length of the client's pong at the front of `bytes`, when all of one
+/// is there: final, no RSV bit, masked, at most 125 bytes of payload (RFC
+/// 6455 §5.5). `None` for anything else, or for less than a whole pong. An
+/// idle connection's answers to the server's pings are taken with this
+/// before it has a full reader (`transport::lazy_ws`): its payload is not
+/// read, as any pong says the client is there.
+pub fn client_pong(bytes: &[u8]) -> Option<usize> {
+    let header = FrameHeader::parse(bytes)?;
+    let whole = header.fin && !header.rsv1 && !header.rsv23 && header.opcode == PONG && header.mask.is_some() && header.payload <= 125;
+    let len = header.len + header.payload as usize;
+    (whole && bytes.len() >= len).then_some(len)
+}
+
 /// A client's whole frame: FIN, RSV1, `opcode`, the payload masked with
 /// `key`. The bench sends through tungstenite; this is for tests that write a
 /// client's bytes themselves.
@@ -123,6 +141,34 @@ mod tests {
         let h = FrameHeader::parse(&unmasked).expect("whole");
         assert_eq!((h.fin, h.rsv23, h.opcode, h.mask, h.payload, h.len), (true, true, 0x1, None, 2, 2));
         assert_eq!(FrameHeader::parse(&[0x81]), None);
+    }
+
+    #[test]
+    fn a_whole_masked_pong_is_taken_and_nothing_else() {
+        let key = [9, 8, 7, 6];
+        assert_eq!(client_pong(&[0x8a, 0x80, 9, 8, 7, 6]), Some(6), "the answer to an empty ping");
+        let pong = client_frame(true, false, PONG, b"hello", key);
+        let mut then_text = pong.clone();
+        then_text.extend(client_frame(true, false, TEXT, b"hi", key));
+        assert_eq!(client_pong(&then_text), Some(11), "the pong only");
+        assert_eq!(client_pong(&client_frame(true, false, PONG, &[0; 125], key)), Some(MAX_CLIENT_CONTROL));
+        for short in 0..pong.len() {
+            assert_eq!(client_pong(&pong[..short]), None, "{short} bytes: not all of it");
+        }
+        let mut unmasked = Vec::new();
+        put_header(&mut unmasked, true, false, PONG, None, 0);
+        let others = [
+            client_frame(true, false, PING, b"", key),
+            client_frame(true, false, TEXT, b"hi", key),
+            client_frame(false, false, PONG, b"", key),
+            client_frame(true, true, PONG, b"", key),
+            [0xaa, 0x80, 0, 0, 0, 0].to_vec(),
+            client_frame(true, false, PONG, &[0; 126], key),
+            unmasked,
+        ];
+        for frame in others {
+            assert_eq!(client_pong(&frame), None, "{frame:02x?}");
+        }
     }
 
     #[test]
