@@ -7,7 +7,10 @@
 
 use std::future::Future;
 use std::net::IpAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
 
 use futures_util::future::Either;
 use hub::{Drained, Outbox, Payload};
@@ -20,6 +23,10 @@ use wire::irc::{Line, LineError, MAX_LINE, MAX_TAGS, Message};
 
 use crate::Irc;
 use crate::client::{Client, Flow};
+
+/// How long the last words (what was queued, then `ERROR`) may take to
+/// write.
+pub(crate) const LAST_WORDS: Duration = Duration::from_secs(1);
 
 /// Serves one client from `address` until it quits or is closed, holding
 /// its `slot`; with `tls` the connection starts with a TLS handshake. Not
@@ -101,8 +108,21 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
                         // client's task a size class bigger.
                         closed = Box::pin(gather(&client.public.outbox, &mut batch, irc.settings.write_delay)).await;
                     }
-                    if write(&mut socket, &mut client, &mut batch, &metrics).await.is_err() {
-                        break None;
+                    if let Err(unwritten) = write(&mut socket, &mut client, &mut batch, &metrics, irc.context.bounds.ping_interval).await {
+                        // A write left waiting because the client was
+                        // closed (its queue overflowed behind it) says why,
+                        // on a line of its own.
+                        match client.public.outbox.close_reason() {
+                            Some(close) if close.is_slow_consumer() => {
+                                if unwritten.mid_line {
+                                    batch.push(Payload::new("\r\n"));
+                                }
+                                metrics.slow_consumer();
+                                irc.context.metrics.refused("irc", "send_queue");
+                                break Some("SendQ exceeded".to_owned());
+                            }
+                            _ => break None,
+                        }
                     }
                     // The batch's room (the outbox's queue's, which it took:
                     // `Outbox::take`) is let go: idle clients are many.
@@ -245,13 +265,31 @@ async fn finish<W: AsyncWrite + Unpin>(
     outbox.close(hub::Close::new(1000, "closing"));
     let _ = outbox.drain(&mut batch).await;
     batch.push(Payload::new(Line::new(None, "ERROR").trailing(&format!("Closing Link: {} ({reason})", client.address()))));
-    let _ = write(&mut writer, &mut client, &mut batch, &metrics).await;
-    let _ = writer.shutdown().await;
+    // A client that is not reading gets its last words only if its socket
+    // takes them soon.
+    let _ = write(&mut writer, &mut client, &mut batch, &metrics, LAST_WORDS).await;
+    let _ = tokio::time::timeout(LAST_WORDS, writer.shutdown()).await;
+}
+
+/// A write that did not finish: the socket failed, or it was abandoned.
+struct Unwritten {
+    /// Some of it was written: the client's last line is cut.
+    mid_line: bool,
 }
 
 /// Writes what was drained, each room event in the client's form, in one
-/// write.
-async fn write<W: AsyncWrite + Unpin>(writer: &mut W, client: &mut Client, batch: &mut Vec<Payload>, metrics: &base::metrics::ClientMetrics) -> std::io::Result<()> {
+/// write. A write the socket does not take within `patience`, or still
+/// waiting when the client's outbox is closed (it overflowed behind the
+/// write), is abandoned: a client that stops reading must not hold its
+/// connection forever. Not an `async fn`: the lines are made before the
+/// future, which holds only what the write needs.
+fn write<'a, W: AsyncWrite + Unpin>(
+    writer: &'a mut W,
+    client: &'a mut Client,
+    batch: &mut Vec<Payload>,
+    metrics: &base::metrics::ClientMetrics,
+    patience: Duration,
+) -> impl Future<Output = Result<(), Unwritten>> + 'a {
     // The lines are copied into one buffer, even a single payload's shared
     // form: holding that form across the write instead makes the idle
     // task's future 24 bytes bigger, out of its allocation class (measured
@@ -264,9 +302,48 @@ async fn write<W: AsyncWrite + Unpin>(writer: &mut W, client: &mut Client, batch
             count += 1;
         }
     }
-    if out.is_empty() {
-        return Ok(());
+    if !out.is_empty() {
+        metrics.sent(count, out.len());
     }
-    metrics.sent(count, out.len());
-    writer.write_all(&out).await
+    let outbox = &client.public.outbox;
+    async move {
+        // Most writes the socket takes at once. One that must wait is
+        // boxed with what it waits on: inline, its state would be in every
+        // idle client's task.
+        let mut written = 0;
+        if std::future::poll_fn(|cx| Poll::Ready(write_some(&mut *writer, cx, &out, &mut written))).await? {
+            return Ok(());
+        }
+        Box::pin(write_rest(writer, outbox, &out, written, patience)).await
+    }
+}
+
+/// Writes `out` from `written` on until it is all written (`Ok(true)`) or
+/// the socket takes no more for now (`Ok(false)`).
+fn write_some<W: AsyncWrite + Unpin>(writer: &mut W, cx: &mut std::task::Context<'_>, out: &[u8], written: &mut usize) -> Result<bool, Unwritten> {
+    while *written < out.len() {
+        match Pin::new(&mut *writer).poll_write(cx, &out[*written..]) {
+            Poll::Ready(Ok(n)) if n > 0 => *written += n,
+            Poll::Ready(_) => return Err(Unwritten { mid_line: false }),
+            Poll::Pending => return Ok(false),
+        }
+    }
+    Ok(true)
+}
+
+/// The rest of a write that waits: abandoned after `patience`, or once
+/// the client's `outbox` is closed.
+async fn write_rest<W: AsyncWrite + Unpin>(writer: &mut W, outbox: &Outbox, out: &[u8], mut written: usize, patience: Duration) -> Result<(), Unwritten> {
+    let (until, mut timer) = (Ms::now() + patience, Timer::new());
+    std::future::poll_fn(|cx| {
+        if write_some(&mut *writer, cx, out, &mut written)? {
+            return Poll::Ready(Ok(()));
+        }
+        outbox.wake_on_close(cx.waker());
+        if outbox.is_closed() || timer.poll_at(cx, until.instant()).is_ready() {
+            return Poll::Ready(Err(Unwritten { mid_line: written > 0 && out[written - 1] != b'\n' }));
+        }
+        Poll::Pending
+    })
+    .await
 }

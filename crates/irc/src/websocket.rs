@@ -73,7 +73,18 @@ where
     };
     let (server, client) = tokio::io::duplex(PIPE);
     let serve = crate::connection::drive(server, address, irc, "websocket", None);
-    tokio::join!(serve, pump(ws, client, binary));
+    let pump = pump(ws, client, binary);
+    tokio::pin!(serve, pump);
+    tokio::select! {
+        // The client's end: the pipe's end tells the connection.
+        () = &mut pump => serve.await,
+        // The connection's end. What it wrote last goes out if the client
+        // takes it soon: a client that stops reading holds its pump, and its
+        // slot, no longer.
+        () = &mut serve => {
+            let _ = tokio::time::timeout(crate::connection::LAST_WORDS, pump).await;
+        }
+    }
     drop(slot);
 }
 

@@ -10,7 +10,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
-use crate::support::TestServer;
+use crate::support::{TestServer, until};
 use crate::xmpp::Client as Xmpp;
 
 /// A raw IRC client: lines out, lines in, as bytes.
@@ -667,13 +667,15 @@ async fn a_client_in_as_many_channels_as_it_may_be_cannot_join_more() {
     assert_eq!(irc.line().await, ":localhost 405 many #c :You have joined too many channels\r\n");
 }
 
+/// A client that never reads, in a busy room, with a small receive buffer
+/// so that the server's writes back up soon: the server's write to it waits
+/// on a full socket, and must not wait forever, holding the connection; the
+/// room goes on meanwhile.
 #[tokio::test]
-async fn a_client_that_does_not_read_is_closed_and_the_room_goes_on() {
+async fn a_client_that_does_not_read_is_let_go_and_the_room_goes_on() {
     let mut config = server::Config::default();
     config.server.queue_limit = 16 * 1024;
     let server = TestServer::with(config).await;
-    // A client that never reads, in a busy room, with a small receive
-    // buffer so that the server's writes back up soon.
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     let mut stuck = Irc::over(socket.connect(server.irc).await.unwrap());
@@ -681,6 +683,8 @@ async fn a_client_that_does_not_read_is_closed_and_the_room_goes_on() {
     stuck.send("USER s 0 * :S").await;
     stuck.until(" 422 ").await;
     stuck.join("#busy").await;
+    let clients = "switchboard_connections{app=\"irc\",transport=\"tcp\"}";
+    assert_eq!(server.metric(clients).await, Some(1.0));
     let mut chat = server.chat_member("talker", "busy").await;
     let text = "x ".repeat(1000);
     // The chat member gets each of its 2,000 messages: the stuck client
@@ -689,15 +693,45 @@ async fn a_client_that_does_not_read_is_closed_and_the_room_goes_on() {
         chat.send(&json!({ "message": text }).to_string()).await;
         while chat.recv_json().await.get("message").is_none() {}
     }
-    let mut last = String::new();
-    loop {
-        let line = stuck.line().await;
-        if line.is_empty() {
-            break;
-        }
-        last = line;
+    until(|| async { (server.metric(clients).await == Some(0.0)).then_some(()) }).await;
+    assert_eq!(server.metric("switchboard_slow_consumer_disconnects_total{app=\"irc\",transport=\"tcp\"}").await, Some(1.0));
+}
+
+/// Over WebSocket the connection's lines go through a pump to the client:
+/// a client that stops reading holds neither, nor its slot.
+#[tokio::test]
+async fn a_websocket_client_that_does_not_read_gives_back_its_slot() {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut config = server::Config::default();
+    (config.server.queue_limit, config.server.max_connections) = (1 << 20, 2);
+    let server = TestServer::with(config).await;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let tcp = socket.connect(server.addr).await.unwrap();
+    let request = server.url("/irc-websocket").into_client_request().unwrap();
+    let mut stuck = crate::support::Ws(tokio_tungstenite::client_async(request, tokio_tungstenite::MaybeTlsStream::Plain(tcp)).await.unwrap().0);
+    stuck.send("NICK stuck").await;
+    stuck.send("USER s 0 * :S").await;
+    while !stuck.recv().await.contains(" 422 ") {}
+    stuck.send("JOIN #busy").await;
+    while !stuck.recv().await.contains(" 366 ") {}
+    let mut talker = Irc::register(server.irc, "talker").await;
+    talker.join("#busy").await;
+    let line = format!("PRIVMSG #busy :{}", "x ".repeat(200));
+    for _ in 0..20_000 {
+        talker.send(&line).await;
     }
-    assert_eq!(last, "ERROR :Closing Link: 127.0.0.1 (SendQ exceeded)\r\n");
+    talker.send("PING done").await;
+    talker.until("PONG").await;
+    // A third client gets in once the stuck one's slot is free.
+    until(|| async {
+        let mut third = Irc::connect(server.irc).await;
+        third.send("NICK third").await;
+        third.send("USER t 0 * :T").await;
+        (!third.line().await.contains("too many connections")).then_some(())
+    })
+    .await;
+    assert_eq!(server.metric("switchboard_slow_consumer_disconnects_total{app=\"irc\",transport=\"websocket\"}").await, Some(1.0));
 }
 
 #[tokio::test]
