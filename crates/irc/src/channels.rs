@@ -17,8 +17,8 @@ pub struct Channel {
     pub topic: Option<Topic>,
     pub modes: Modes,
     pub members: Vec<Membership>,
-    /// Clients invited since the channel opened (`INVITE`), who may join
-    /// it under `+i`.
+    /// Clients invited (`INVITE`) who may join it under `+i`, each once;
+    /// at most [`MAX_LIST`], the oldest going first.
     pub invited: Vec<hub::MemberId>,
     pub created: SystemTime,
 }
@@ -79,8 +79,9 @@ impl Modes {
         on(&self.bans) && !on(&self.excepts)
     }
 
-    /// As `324` gives them: `+ntk key`, the key and the limit after.
-    pub fn shown(&self) -> Vec<String> {
+    /// As `324` gives them: `+ntk key`, the key and the limit after; the
+    /// key itself only to a member (`*` to others).
+    pub fn shown(&self, to_member: bool) -> Vec<String> {
         let mut flags = String::from("+");
         let mut params = Vec::new();
         for (on, flag) in [(self.invite_only, 'i'), (self.moderated, 'm'), (self.no_outside, 'n'), (self.secret, 's'), (self.topic_ops, 't')] {
@@ -90,7 +91,7 @@ impl Modes {
         }
         if let Some(key) = &self.key {
             flags.push('k');
-            params.push(key.clone());
+            params.push(if to_member { key.clone() } else { "*".to_owned() });
         }
         if let Some(limit) = self.limit {
             flags.push('l');

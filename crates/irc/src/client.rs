@@ -485,6 +485,8 @@ impl Client {
             } else if c.modes.limit.is_some_and(|l| c.members.len() >= l) {
                 Some((ERR_CHANNELISFULL, "Cannot join channel (+l)"))
             } else {
+                // An invitation lets its client in once.
+                c.invited.retain(|id| *id != self.public.id);
                 None
             }
         });
@@ -943,7 +945,12 @@ impl Client {
         let Some(target) = self.find(nick) else {
             return self.send(self.reply(ERR_NOSUCHNICK).arg(nick).trailing("No such nick/channel"));
         };
-        let room = room_of(channel).ok();
+        let Ok(room) = room_of(channel) else {
+            return self.send(self.reply(ERR_NOSUCHCHANNEL).arg(channel).trailing("No such channel"));
+        };
+        // As the channel is written, whatever case it was given in.
+        let channel = &channel_of(&room);
+        let room = Some(room);
         let mine = room.as_ref().is_some_and(|r| self.joined.iter().any(|j| **j == **r));
         let outcome = room.as_deref().and_then(|room| {
             self.irc.channels.with(room, |c| {
@@ -958,6 +965,10 @@ impl Client {
                     return Err((ERR_CHANOPRIVSNEEDED, "You're not channel operator"));
                 }
                 if !c.invited.contains(&target.id) {
+                    // The oldest invitation goes once the list is full.
+                    if c.invited.len() >= crate::channels::MAX_LIST {
+                        c.invited.remove(0);
+                    }
                     c.invited.push(target.id);
                 }
                 Ok(())
@@ -986,7 +997,8 @@ impl Client {
         };
         let channel = channel_of(&room);
         let Some(changes) = params.get(1).filter(|c| !c.is_empty()) else {
-            let (modes, created) = self.irc.channels.with(&room, |c| (c.modes.shown(), c.created)).unwrap_or((Vec::new(), std::time::UNIX_EPOCH));
+            let member = self.joined.iter().any(|j| **j == *room);
+            let (modes, created) = self.irc.channels.with(&room, |c| (c.modes.shown(member), c.created)).unwrap_or((Vec::new(), std::time::UNIX_EPOCH));
             let mut line = self.reply(RPL_CHANNELMODEIS).arg(&channel);
             for piece in &modes {
                 line = line.arg(piece);
@@ -1153,7 +1165,7 @@ impl Client {
                         // Both ways take a parameter; only setting reads it.
                         let given = args.next().copied();
                         let key = given.filter(|_| on);
-                        if on && key.is_none_or(|k| k.trim().is_empty() || k.contains([',', ' '])) {
+                        if on && key.is_none_or(|k| k.trim().is_empty() || k.starts_with(':') || k.contains([',', ' '])) {
                             if given.is_some() {
                                 errors.push(self.reply(ERR_INVALIDKEY).arg(channel).trailing("Key is not well-formed"));
                             }
@@ -1193,7 +1205,7 @@ impl Client {
                         applied_args.push(member.client.nick().to_string());
                     }
                     'b' | 'e' => {
-                        let Some(mask) = args.next().map(|m| full_mask(m)).filter(|m| !m.contains(' ')) else { continue };
+                        let Some(mask) = args.next().map(|m| full_mask(m)).filter(|m| !m.contains(' ') && !m.starts_with(':')) else { continue };
                         let list = if flag == 'b' { &mut c.modes.bans } else { &mut c.modes.excepts };
                         match (on, list.iter().position(|l| l.mask.eq_ignore_ascii_case(&mask))) {
                             (true, None) if list.len() >= crate::channels::MAX_LIST => {

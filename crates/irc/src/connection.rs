@@ -147,14 +147,16 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
                     let drained = buffer.len() < buffer.capacity();
                     let mut lines = 0;
                     let mut used = 0;
-                    while let Some(end) = buffer[used..].iter().position(|&b| b == b'\n') {
+                    // A CR ends a line as an LF does (no line may hold
+                    // either): a bare CR must not reach what a line's
+                    // parameters are copied into, another client's lines.
+                    while let Some(end) = buffer[used..].iter().position(|&b| b == b'\n' || b == b'\r') {
                         let line = &buffer[used..used + end];
                         used += end + 1;
-                        if std::mem::take(&mut discarding) {
+                        if std::mem::take(&mut discarding) || line.is_empty() {
                             continue;
                         }
                         lines += 1;
-                        let line = line.strip_suffix(b"\r").unwrap_or(line);
                         // Boxed: a command's state (a join through the broker, a
                         // login through the store) is large, and idle clients
                         // are many. One allocation a line.

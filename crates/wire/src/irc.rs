@@ -56,6 +56,9 @@ pub enum LineError {
     /// Not UTF-8 (IRC has no declared encoding; this server speaks UTF-8).
     #[error("not UTF-8")]
     NotUtf8,
+    /// A NUL, which no IRC line may carry (CR and LF end a line).
+    #[error("a NUL in the line")]
+    Nul,
 }
 
 /// One line a client sent, read where it lies.
@@ -74,6 +77,9 @@ pub struct Message<'a> {
 impl<'a> Message<'a> {
     /// Reads one line a client sent, without its CR LF.
     pub fn parse(line: &'a [u8]) -> Result<Message<'a>, LineError> {
+        if line.contains(&0) {
+            return Err(LineError::Nul);
+        }
         let line = std::str::from_utf8(line).map_err(|_| LineError::NotUtf8)?;
         let mut rest = line.trim_start_matches(' ');
         let mut tags = None;
@@ -333,7 +339,9 @@ fn unescape(text: &str) -> Result<String, NameError> {
         out.push_str(&rest[..at]);
         let hex = rest.get(at + 1..at + 3).ok_or(NameError::Erroneous)?;
         let byte = u8::from_str_radix(hex, 16).map_err(|_| NameError::Erroneous)?;
-        if !byte.is_ascii() || hex.starts_with('+') {
+        // No name holds a control character: what a name holds reaches
+        // every protocol, and the archive.
+        if !byte.is_ascii() || byte.is_ascii_control() || hex.starts_with('+') {
             return Err(NameError::Erroneous);
         }
         out.push(char::from(byte));
@@ -378,7 +386,7 @@ pub fn channel_of(room: &str) -> String {
 pub fn room_of(channel: &str) -> Result<String, NameError> {
     let escaped = channel.strip_prefix('#').ok_or(NameError::NotAChannel)?;
     let room = unescape(escaped)?.to_lowercase();
-    if room.is_empty() || channel_of(&room) != channel.to_lowercase() {
+    if room.is_empty() || room.len() > crate::app::MAX_NAME_LEN || channel_of(&room) != channel.to_lowercase() {
         return Err(NameError::Erroneous);
     }
     Ok(room)
@@ -505,5 +513,18 @@ mod tests {
         assert_eq!(room_of("#"), Err(NameError::Erroneous));
         assert_eq!(room_of("#a\\61"), Err(NameError::Erroneous));
         assert_eq!(room_of("#a,b"), Err(NameError::Erroneous));
+        // No control character comes in through an escape.
+        for control in ["#a\\00b", "#a\\0db", "#a\\0ab", "#a\\7fb"] {
+            assert_eq!(room_of(control), Err(NameError::Erroneous), "{control:?}");
+        }
+        let longest = "r".repeat(crate::app::MAX_NAME_LEN);
+        assert_eq!(room_of(&format!("#{longest}")).as_deref(), Ok(longest.as_str()));
+        assert_eq!(room_of(&format!("#{longest}r")), Err(NameError::Erroneous), "longer than any room's name");
+    }
+
+    #[test]
+    fn a_line_with_a_nul_is_refused() {
+        assert_eq!(Message::parse(b"PRIVMSG #a :a\0b"), Err(LineError::Nul));
+        assert_eq!(Message::parse(b"\0"), Err(LineError::Nul));
     }
 }

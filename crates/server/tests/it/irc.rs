@@ -398,10 +398,20 @@ async fn channel_commands_answer_with_their_numerics() {
     op.send("MODE #den +b").await;
     assert_eq!(op.line().await, ":localhost 368 olga #den :End of channel ban list\r\n");
 
-    // +k: a join needs the key; +l: at most so many IRC members.
+    // +k: a join needs the key, which only members are shown; +l: at most
+    // so many IRC members.
     let mut late = Irc::register(server.irc, "lee").await;
     late.send("JOIN #den").await;
     assert_eq!(late.line().await, ":localhost 475 lee #den :Cannot join channel (+k)\r\n");
+    late.send("MODE #den").await;
+    assert_eq!(late.line().await, ":localhost 324 lee #den +mnk *\r\n");
+    late.line().await;
+    user.send("MODE #den").await;
+    assert_eq!(user.line().await, ":localhost 324 uma #den +mnk secret\r\n");
+    user.line().await;
+    // A key that would be read as a last parameter is not well-formed.
+    op.send("MODE #den +k ::x").await;
+    assert_eq!(op.line().await, ":localhost 525 olga #den :Key is not well-formed\r\n");
     op.send("MODE #den -k+l * 2").await;
     assert_eq!(op.line().await, ":olga!~u@localhost MODE #den -k+l * 2\r\n");
     late.send("JOIN #den").await;
@@ -418,6 +428,26 @@ async fn channel_commands_answer_with_their_numerics() {
     assert_eq!(late.line().await, ":localhost 321 lee Channel :Users  Name\r\n");
     assert_eq!(late.line().await, ":localhost 322 lee #den 2 :Welcome all\r\n");
     assert_eq!(late.line().await, ":localhost 323 lee :End of /LIST\r\n");
+}
+
+#[tokio::test]
+async fn an_invitation_names_a_channel_and_lets_in_once() {
+    let server = TestServer::start().await;
+    let mut op = Irc::register(server.irc, "olga").await;
+    op.join("#den").await;
+    op.send("MODE #den +i").await;
+    op.line().await;
+    let mut guest = Irc::register(server.irc, "gus").await;
+    op.send("INVITE gus :#den visit evil.example").await;
+    assert!(op.line().await.starts_with(":localhost 403 olga "), "not a channel: nobody is invited");
+    op.send("INVITE gus #DEN").await;
+    assert_eq!(op.line().await, ":localhost 341 olga gus #den\r\n");
+    assert_eq!(guest.line().await, ":olga!~u@localhost INVITE gus #den\r\n");
+    guest.join("#den").await;
+    guest.send("PART #den").await;
+    guest.line().await;
+    guest.send("JOIN #den").await;
+    assert_eq!(guest.line().await, ":localhost 473 gus #den :Cannot join channel (+i)\r\n", "once");
 }
 
 #[tokio::test]
@@ -629,6 +659,28 @@ async fn a_message_that_would_not_fit_one_line_as_relayed_is_refused_and_reaches
     assert_eq!(b.line().await, ":amy!amy@localhost NOTICE #room :n\r\n");
     a.send("PING done").await;
     assert_eq!(a.line().await, ":localhost PONG localhost :done\r\n");
+}
+
+/// A bare CR ends a line, so it never reaches the parameters a server
+/// copies into other clients' lines (a `USER` with CRs in it used to make
+/// its sender's source say `QUIT` to whoever it wrote to); a line with a
+/// NUL is dropped whole.
+#[tokio::test]
+async fn a_bare_cr_ends_a_line_and_a_nul_drops_one() {
+    let server = TestServer::start().await;
+    let mut bob = Irc::register(server.irc, "bob").await;
+    let mut amy = Irc::connect(server.irc).await;
+    amy.send("NICK amy").await;
+    amy.send("USER \rQUIT\r: 0 * :x").await;
+    assert_eq!(amy.line().await, ":localhost 461 amy USER :Not enough parameters\r\n");
+    assert_eq!(amy.line().await, "ERROR :Closing Link: 127.0.0.1 (Client Quit)\r\n");
+
+    let mut amy = Irc::connect(server.irc).await;
+    amy.send("NICK amy\rUSER a 0 * :Amy").await;
+    amy.until(" 422 ").await;
+    amy.send_bytes(b"PRIVMSG bob :a\0b\r\nPRIVMSG bob :one\rPRIVMSG bob :two\n").await;
+    assert_eq!(bob.line().await, ":amy!~a@localhost PRIVMSG bob :one\r\n");
+    assert_eq!(bob.line().await, ":amy!~a@localhost PRIVMSG bob :two\r\n");
 }
 
 #[tokio::test]
@@ -1050,12 +1102,13 @@ async fn client_only_tags_and_msgids_reach_the_clients_that_read_tags() {
     assert_eq!(without_msgid(&bob.line().await), (id.clone(), echo.clone()), "one msgid for all");
     assert_eq!(carol.line().await, ":alice!alice@localhost PRIVMSG #t :hi\r\n");
 
-    // A NUL in a tag would end the tags once relayed: the tag is dropped.
+    // A NUL, which no IRC line may carry (in a tag it would end the tags
+    // once relayed), drops its line: nothing is relayed.
     alice.send_bytes(b"@+a=b\0:evil!e@h PRIVMSG #t :spoof?\r\n").await;
-    let (id, echo) = without_msgid(&alice.line().await);
-    assert_eq!(echo, ":alice!alice@localhost PRIVMSG #t :spoof?\r\n");
-    assert_eq!(without_msgid(&bob.line().await), (id, echo));
-    assert_eq!(carol.line().await, ":alice!alice@localhost PRIVMSG #t :spoof?\r\n");
+    for c in [&mut alice, &mut bob, &mut carol] {
+        c.send("PING x").await;
+        nothing_before_pong(c).await;
+    }
 
     alice.send("@+typing=active;cat=dog TAGMSG #t").await;
     let (id, echo) = without_msgid(&alice.line().await);
