@@ -378,8 +378,8 @@ impl Api {
 
 /// A room name as the chat app takes one.
 fn check_room(room: &str) -> Result<(), ApiError> {
-    if room.is_empty() || room.len() > MAX_NAME_LEN {
-        return Err(ApiError::invalid(format!("invalid room: must be 1 to {MAX_NAME_LEN} bytes")));
+    if !wire::app::is_room_name(room) {
+        return Err(ApiError::invalid(format!("invalid room: must be 1 to {MAX_NAME_LEN} bytes with no control character")));
     }
     Ok(())
 }

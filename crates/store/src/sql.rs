@@ -559,6 +559,14 @@ fn table_of(archive: &str) -> &'static str {
 /// Both tables of archives.
 const ARCHIVE_TABLES: [&str; 2] = ["archive", "room_archive"];
 
+/// Binds `text` as an archive keeps it: PostgreSQL's text holds no NUL,
+/// which a chat message may carry, and one would refuse its whole batch;
+/// both databases keep U+FFFD in its place. Text without one is bound as
+/// it is, not copied.
+fn bind_text<'q>(query: Query<'q>, text: &'q str) -> Query<'q> {
+    if text.contains('\0') { query.bind(text.replace('\0', "\u{fffd}")) } else { query.bind(text) }
+}
+
 fn entry_of(row: &AnyRow) -> Result<Entry> {
     Ok(Entry { archive: row.try_get("archive")?, id: row.try_get("id")?, at: row.try_get("at")?, with: row.try_get("peer")?, message: row.try_get("message")? })
 }
@@ -669,7 +677,10 @@ impl ArchiveStore for SqlStore {
                 .collect();
             let sql = format!("INSERT{or_fail} INTO {} (archive, id, at, peer, message) VALUES {}", table_of(&chunk[0].archive), rows.join(", "));
             // Bound from the entries, not copied into the statement first.
-            let insert = chunk.iter().fold(sqlx::query(&sql), |q, e| q.bind(e.archive.as_str()).bind(e.id.as_str()).bind(e.at).bind(e.with.as_str()).bind(e.message.as_str()));
+            let insert = chunk.iter().fold(sqlx::query(&sql), |q, e| {
+                let q = bind_text(q, &e.archive).bind(e.id.as_str()).bind(e.at);
+                bind_text(bind_text(q, &e.with), &e.message)
+            });
             insert.execute(&mut *tx).await?;
         }
         tx.commit().await?;

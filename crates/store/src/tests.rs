@@ -357,6 +357,22 @@ async fn an_append_with_an_id_already_kept_keeps_none_of_its_batch() {
     }
 }
 
+/// PostgreSQL's text holds no NUL, which a chat message may carry: one
+/// such message must not refuse its batch, everyone's messages of those
+/// 250 ms. Both databases keep it as U+FFFD.
+#[tokio::test]
+async fn a_nul_in_a_message_is_kept_as_a_replacement_character() {
+    let stores = stores().await;
+    for store in &stores.list[1..] {
+        let mut nul = entry("/chat#lobby", 1, "/chat#lobby/ann");
+        nul.message = "a\0b".into();
+        store.append(&[nul, entry("/chat#lobby", 2, "/chat#lobby/bob")]).await.unwrap();
+        let page = store.page("/chat#lobby", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap();
+        assert_eq!(ids(&page), [1, 2], "the batch is kept");
+        assert_eq!(page.entries[0].message, "a\u{fffd}b");
+    }
+}
+
 #[tokio::test]
 async fn a_database_that_cannot_be_opened_is_refused_with_its_address_but_not_its_password() {
     let postgres = PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));

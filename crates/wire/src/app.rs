@@ -19,8 +19,8 @@ pub enum AppError {
     /// The text is not JSON, or not the JSON object the app expects.
     #[error("malformed message: {0}")]
     Malformed(String),
-    /// A chat join whose room is empty or too long.
-    #[error("invalid {field}: must be 1 to {MAX_NAME_LEN} bytes")]
+    /// A chat join whose room is not a room's name ([`is_room_name`]).
+    #[error("invalid {field}: must be 1 to {MAX_NAME_LEN} bytes with no control character")]
     InvalidName { field: &'static str },
     /// A chat join whose name breaks the nickname rules (RFC 8266).
     #[error("invalid name: {0}")]
@@ -82,6 +82,13 @@ pub struct Since {
     pub epoch: String,
 }
 
+/// Whether `room` may name a room, in every protocol: 1 to
+/// [`MAX_NAME_LEN`] bytes, and no control character (a room's name
+/// reaches IRC's lines, XMPP's addresses and the archive).
+pub fn is_room_name(room: &str) -> bool {
+    !room.is_empty() && room.len() <= MAX_NAME_LEN && !room.chars().any(char::is_control)
+}
+
 impl Join {
     /// Parses and validates a join request, and enforces the nickname rules
     /// on its name.
@@ -89,7 +96,7 @@ impl Join {
         let join: Join = serde_json::from_str(text).map_err(|e| {
             AppError::Malformed(format!(r#"expected {{"name":"...","room":"..."}}: {e}"#))
         })?;
-        if join.room.is_empty() || join.room.len() > MAX_NAME_LEN {
+        if !is_room_name(&join.room) {
             return Err(AppError::InvalidName { field: "room" });
         }
         let name = Nickname::parse(&join.name).map_err(AppError::InvalidNickname)?;
@@ -340,6 +347,12 @@ mod tests {
             Join::parse(&format!(r#"{{"name":"a","room":"{long}"}}"#)),
             Err(AppError::InvalidName { field: "room" })
         );
+        assert_eq!(
+            Join::parse(r#"{"name":"a","room":"lob\u0000by"}"#).unwrap_err().to_json(),
+            r#"{"error":"invalid room: must be 1 to 64 bytes with no control character"}"#
+        );
+        assert!(Join::parse(r#"{"name":"a","room":"lob\nby"}"#).is_err());
+        assert!(Join::parse(r#"{"name":"a","room":"Zoë's room"}"#).is_ok());
     }
 
     #[test]

@@ -386,7 +386,7 @@ pub fn channel_of(room: &str) -> String {
 pub fn room_of(channel: &str) -> Result<String, NameError> {
     let escaped = channel.strip_prefix('#').ok_or(NameError::NotAChannel)?;
     let room = unescape(escaped)?.to_lowercase();
-    if room.is_empty() || room.len() > crate::app::MAX_NAME_LEN || channel_of(&room) != channel.to_lowercase() {
+    if !crate::app::is_room_name(&room) || channel_of(&room) != channel.to_lowercase() {
         return Err(NameError::Erroneous);
     }
     Ok(room)
