@@ -130,8 +130,11 @@ impl Archive {
         self.store.page(archive, filter, cursor, max).await
     }
 
-    /// Forgets `archive` whole; a failure is logged and counted.
+    /// Forgets `archive` whole, with what the writer was given for it
+    /// before (which would otherwise be written after); a failure is
+    /// logged and counted.
     pub async fn forget(&self, archive: &str, context: &Context) {
+        self.flush().await;
         if let Err(e) = self.store.forget_archive(archive).await {
             tracing::warn!("archive {archive:?} not forgotten: {e}");
             context.metrics.store_failed("archive");

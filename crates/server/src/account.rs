@@ -60,6 +60,9 @@ pub async fn run_account(args: AccountArgs) -> Result<String, Error> {
             let bare = format!("{name}@{}", config.xmpp.domain);
             store.forget(&bare).await.map_err(Error::store)?;
             store.forget_archive(&bare).await.map_err(Error::store)?;
+            // Messages waiting for it: whoever registers the name next must
+            // not be given them.
+            store.take(&bare).await.map_err(Error::store)?;
             format!("removed {name}\n")
         }
         AccountAction::List => store.names().await.map_err(Error::store)?.iter().map(|name| format!("{name}\n")).collect(),

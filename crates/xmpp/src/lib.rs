@@ -331,11 +331,23 @@ impl Xmpp {
         })
     }
 
-    /// Forgets the archive of `user`, whose account is gone.
-    pub(crate) async fn forget_archive(&self, user: &str) {
-        if let Err(e) = self.store.forget_archive(user).await {
-            tracing::warn!("xmpp: archive of {user} not forgotten: {e}");
-            self.context.metrics.store_failed("archive");
+    /// Forgets what was kept for `user`, whose account is gone: its
+    /// archive (what the writer was given for it first, which would
+    /// otherwise be written after) and the messages waiting for it, which
+    /// whoever registers the name next must not be given.
+    pub(crate) async fn forget_kept(&self, user: &str) {
+        match &self.archive {
+            Some(archive) => archive.forget(user, &self.context).await,
+            None => {
+                if let Err(e) = self.store.forget_archive(user).await {
+                    tracing::warn!("xmpp: archive of {user} not forgotten: {e}");
+                    self.context.metrics.store_failed("archive");
+                }
+            }
+        }
+        if let Err(e) = self.store.take(user).await {
+            tracing::warn!("xmpp: offline messages of {user} not forgotten: {e}");
+            self.context.metrics.store_failed("offline");
         }
     }
 

@@ -134,6 +134,9 @@ pub struct Session {
     sm: Option<Box<StreamManagement>>,
     /// Whether the client has sent available presence.
     available: bool,
+    /// The messages kept while it was offline were given to this session
+    /// (at its first available presence of priority 0 or more).
+    offline_taken: bool,
     /// How another connection asks for this session (see `taken_over`):
     /// made when the session becomes resumable, as only then can it be
     /// asked (a channel is 800 bytes an idle session need not hold).
@@ -220,6 +223,7 @@ impl Session {
             stanzas_in: 0,
             sm: None,
             available: false,
+            offline_taken: false,
             takeover: None,
             directed: None,
             anonymous: false,

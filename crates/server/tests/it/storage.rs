@@ -143,11 +143,66 @@ async fn offline_messages_are_bounded_per_account_and_wait_for_a_non_negative_pr
     assert_eq!(ids, ["one", "two"]);
     // The negative-priority resource was given none of them.
     ben.send("<iq type='get' id='ping'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    no_message_before(&mut ben, "ping").await;
+}
+
+/// A first presence of priority -1 takes no kept message; the session's
+/// next one of 0 or more does.
+#[tokio::test]
+async fn kept_messages_wait_for_the_sessions_first_non_negative_priority() {
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw"), server::AccountEntry::new("ben", "pw")], ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    let server = TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let mut ann = bound_account(addr, "ann", "desk").await;
+    ann.send("<message to='ben@localhost' type='chat' id='kept'><body>hi</body></message>").await;
+    let mut ben = bound_account(addr, "ben", "phone").await;
+    ben.send("<presence><priority>-1</priority></presence>").await;
+    ben.send("<iq type='get' id='ping'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    no_message_before(&mut ben, "ping").await;
+    ben.send("<presence><priority>5</priority></presence>").await;
     loop {
         let stanza = ben.stanza().await;
-        assert_ne!(stanza.name, "message", "{stanza:?}");
-        if stanza.get("id") == Some("ping") {
+        if stanza.name == "message" {
+            assert_eq!(stanza.get("id"), Some("kept"));
             break;
+        }
+    }
+}
+
+/// What was kept for an account goes with it: whoever registers its name
+/// next is not given its offline messages, nor its archive.
+#[tokio::test]
+async fn a_removed_account_leaves_no_offline_message_or_archive_to_its_successor() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::with_xmpp(kept_in(dir.path())).await;
+    let addr = server.xmpp.unwrap();
+    register(addr, "ann").await;
+    register(addr, "wes").await;
+    let mut ann = bound_account(addr, "ann", "desk").await;
+    ann.send("<message to='wes@localhost' type='chat' id='m1'><body>for the first wes</body></message>").await;
+    let mut wes = bound_account(addr, "wes", "phone").await;
+    // Kept for wes, who has sent no presence yet; then archived live too.
+    wes.send("<iq type='get' id='ping'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(wes.stanza().await.get("id"), Some("ping"));
+    wes.send("<iq type='set' id='rm'><query xmlns='jabber:iq:register'><remove/></query></iq>").await;
+    assert_eq!(wes.stanza().await.get("id"), Some("rm"));
+    assert_eq!(wes.stream_error().await, "not-authorized");
+
+    register(addr, "wes").await;
+    let mut wes = bound_account(addr, "wes", "phone").await;
+    wes.send("<presence/>").await;
+    wes.send("<iq type='set' id='q'><query xmlns='urn:xmpp:mam:2' queryid='all'/></iq>").await;
+    no_message_before(&mut wes, "q").await;
+}
+
+/// Reads up to the answer `id`: no message comes before it.
+async fn no_message_before(c: &mut Client, id: &str) {
+    loop {
+        let stanza = c.stanza().await;
+        assert_ne!(stanza.name, "message", "{stanza:?}");
+        if stanza.get("id") == Some(id) {
+            return;
         }
     }
 }

@@ -227,6 +227,8 @@ impl Session {
         };
         let first = available && !self.available;
         self.available = available;
+        // Unavailable again: what is kept meanwhile is its when it comes back.
+        self.offline_taken &= available;
         self.xmpp.router.set_presence(&me, available.then(|| presence.clone()));
         let me_full = me.to_string();
         let mut targets: Vec<Target> =
@@ -264,15 +266,19 @@ impl Session {
             for request in self.xmpp.rosters.pending(&user).await {
                 self.send(&request);
             }
-            // Messages kept while it was offline, to a resource that takes
-            // messages to its bare JID (XEP-0160 §3); an anonymous user has
-            // no account, so none are kept for it.
-            if priority(presence) >= 0 && !self.anonymous {
-                match self.xmpp.offline.take(&user).await {
-                    Ok(messages) => messages.iter().for_each(|message| self.send(message)),
-                    // Still kept: given at the next available presence.
-                    Err(_) => self.xmpp.context.metrics.store_failed("offline"),
+        }
+        // Messages kept while it was offline, to the first presence of this
+        // session that takes messages to its bare JID (XEP-0160 §3: priority
+        // 0 or more, which a first presence of -1 is not); an anonymous
+        // user has no account, so none are kept for it.
+        if available && !self.offline_taken && priority(presence) >= 0 && !self.anonymous {
+            match self.xmpp.offline.take(&user).await {
+                Ok(messages) => {
+                    self.offline_taken = true;
+                    messages.iter().for_each(|message| self.send(message));
                 }
+                // Still kept: given at the next available presence.
+                Err(_) => self.xmpp.context.metrics.store_failed("offline"),
             }
         }
         if !available {

@@ -82,7 +82,7 @@ impl Session {
         }
         if let Some(user) = self.user() {
             self.xmpp.rosters.forget(&user).await;
-            self.xmpp.forget_archive(&user).await;
+            self.xmpp.forget_kept(&user).await;
         }
         self.reply(iq, None);
         Err(super::StreamEnd("not-authorized", "the account was removed".into()))

@@ -159,6 +159,9 @@ impl Session {
     /// client has handled `h` of its stanzas: what `resume` says, to send
     /// first. A parked session that cannot resume ends as a timed-out one.
     pub async fn take_up(&mut self, mut parked: Session, h: u32, sasl2: Option<Box<Resumed>>) -> Result<Vec<String>, StreamEnd> {
+        // `<resumed h=…/>` acknowledges the client's stanzas as `<a/>` does:
+        // only once what they queued for the archive is kept.
+        parked.archived().await;
         let resumed = match parked.resume(h, sasl2.map(|r| *r)) {
             Ok(texts) => texts,
             Err(end) => {
