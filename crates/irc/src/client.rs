@@ -735,8 +735,7 @@ impl Client {
 
     fn say_to_nick(&self, target: &str, said: &Said<'_>) {
         let command = said.command;
-        let found = name_of(target).ok().and_then(|n| Nickname::parse(&n).ok()).and_then(|n| self.irc.nicks.find(&n.key));
-        let Some(to) = found else {
+        let Some(to) = self.find(target) else {
             if command != "NOTICE" {
                 self.send(self.reply(ERR_NOSUCHNICK).arg(target).trailing("No such nick/channel"));
             }
@@ -849,8 +848,12 @@ impl Client {
             .trailing(&format!("0 {}", client.realname))
     }
 
+    /// The registered client called `nick`: one still registering holds
+    /// its nickname but is nobody's to message, invite or look up.
     fn find(&self, nick: &str) -> Option<Arc<Public>> {
-        name_of(nick).ok().and_then(|n| Nickname::parse(&n).ok()).and_then(|n| self.irc.nicks.find(&n.key))
+        let found = name_of(nick).ok().and_then(|n| Nickname::parse(&n).ok()).and_then(|n| self.irc.nicks.find(&n.key))?;
+        let registered = found.state.lock().registered;
+        registered.then_some(found)
     }
 
     /// `channel` as `WHOIS` lists it to this client: with the member's

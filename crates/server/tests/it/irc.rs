@@ -683,6 +683,25 @@ async fn a_bare_cr_ends_a_line_and_a_nul_drops_one() {
     assert_eq!(bob.line().await, ":amy!~a@localhost PRIVMSG bob :two\r\n");
 }
 
+/// A client that has given only `NICK` holds the name, but is nobody yet:
+/// `WHOIS` and messages find no one (its `311` had an empty user field).
+#[tokio::test]
+async fn a_client_still_registering_is_not_found() {
+    let server = TestServer::start().await;
+    let mut half = Irc::connect(server.irc).await;
+    half.send("NICK half").await;
+    let mut bob = Irc::register(server.irc, "bob").await;
+    bob.send("WHOIS half").await;
+    assert_eq!(bob.line().await, ":localhost 401 bob half :No such nick/channel\r\n");
+    assert_eq!(bob.line().await, ":localhost 318 bob half :End of /WHOIS list\r\n");
+    bob.send("PRIVMSG half :hello?").await;
+    assert_eq!(bob.line().await, ":localhost 401 bob half :No such nick/channel\r\n");
+    half.send("USER h 0 * :H").await;
+    half.until(" 422 ").await;
+    bob.send("WHOIS half").await;
+    assert_eq!(bob.line().await, ":localhost 311 bob half ~h localhost * :H\r\n");
+}
+
 #[tokio::test]
 async fn a_client_that_does_not_register_in_time_is_closed() {
     let mut config = server::Config::default();
