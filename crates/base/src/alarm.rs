@@ -191,9 +191,15 @@ impl Wheel {
 }
 
 impl State {
+    /// Frees `slot` of `tick`'s bucket, and the bucket once it holds no
+    /// waker: alarms moved on all at once (clients answering one round of
+    /// pings) would otherwise leave its room held until its tick.
     fn remove(&mut self, tick: u32, slot: u32) {
         if let Some(bucket) = self.buckets.get_mut(&tick) {
             bucket.remove(slot as usize);
+            if bucket.is_empty() {
+                self.buckets.remove(&tick);
+            }
         }
     }
 }
@@ -294,6 +300,25 @@ mod tests {
         let state = wheel().state.lock();
         assert!(state.buckets.get(&set.0).is_none_or(|b| !b.holds(set.1 as usize)), "dropped, it leaves no waker");
         assert_eq!(wakes.0.load(Ordering::Relaxed), 0, "nothing was due");
+    }
+
+    #[test]
+    fn a_bucket_goes_with_its_last_waker() {
+        let (_, waker) = waker();
+        let mut cx = Context::from_waker(&waker);
+        // A tick of its own, a day away: no other test's alarm is there.
+        let at = Instant::now() + Duration::from_secs(86_400) + Duration::from_millis(30);
+        let mut alarms: Vec<Alarm> = (0..3).map(|_| Alarm::new()).collect();
+        for alarm in &mut alarms {
+            assert!(alarm.poll_at(&mut cx, at).is_pending());
+        }
+        let tick = alarms[0].tick;
+        let bucket = || wheel().state.lock().buckets.get(&tick).map(WakerSlots::len);
+        assert_eq!(bucket(), Some(3));
+        alarms.truncate(1);
+        assert_eq!(bucket(), Some(3), "one waker left: its slot stays where it is");
+        alarms.clear();
+        assert_eq!(bucket(), None, "the last waker gone, the bucket goes");
     }
 
     #[test]

@@ -42,6 +42,11 @@ impl WakerSlots {
         self.wakers.iter_mut().filter_map(Option::take).collect()
     }
 
+    /// Whether no waker is kept (every slot is free).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.free.len() == self.wakers.len()
+    }
+
     /// Whether a waker is kept in `slot`.
     #[cfg(test)]
     pub(crate) fn holds(&self, slot: usize) -> bool {
