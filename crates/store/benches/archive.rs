@@ -129,4 +129,17 @@ async fn main() {
         times.sort();
         println!("a room of {ROOM_ENTRIES}, newest page of 50 {name}: p50 {:?}, p99 {:?}", percentile(&times, 0.5), percentile(&times, 0.99));
     }
+
+    // The hourly bounds, which hold the writer while they run: with nothing
+    // past them, then with a little.
+    for (name, before) in [("nothing past it", at(0)), ("the oldest 1,000", at(1000))] {
+        let start = Instant::now();
+        let gone = store.trim(before).await.expect("trimmed");
+        println!("--archive-retention, {name}: {gone} gone in {:?}", start.elapsed());
+    }
+    for (name, keep) in [("nothing past it", entries as u64), ("the oldest 1,000", (entries - 2000) as u64)] {
+        let start = Instant::now();
+        let gone = store.cap(keep).await.expect("capped");
+        println!("--archive-limit, {name}: {gone} gone in {:?}", start.elapsed());
+    }
 }

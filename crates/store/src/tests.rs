@@ -241,6 +241,11 @@ async fn archive_body(store: &dyn Store) {
     assert_eq!(ids(&store.page("z@l", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap()), [107, 108, 109]);
     store.forget_archive("z@l").await.unwrap();
     assert!(store.page("z@l", &Filter::default(), &Cursor::Oldest, 5).await.unwrap().unwrap().entries.is_empty());
+    // A limit of none takes everything; so does retention past any id's time.
+    assert_eq!(store.cap(0).await.unwrap(), 3 + 3, "a@l's and the den's");
+    store.append(&[entry("a@l", 50, "b@l")]).await.unwrap();
+    assert_eq!(store.trim(i64::MAX).await.unwrap(), 1);
+    assert!(store.page("a@l", &Filter::default(), &Cursor::Oldest, 5).await.unwrap().unwrap().entries.is_empty());
 }
 
 #[tokio::test]
