@@ -13,11 +13,12 @@
 //! answers to the server's pings, are read without it while they are all
 //! the client sends: an idle connection that answers every ping stays as
 //! small as one that was never pinged. Their payload is not read (the
-//! server's pings are empty, and any pong says the client is there). Once made, a
-//! tungstenite that found nothing to read is asked again only when the
-//! socket is readable: a connection's task is woken for its writer too
-//! (`super::ws_task`), and each read attempt zeroes tungstenite's read
-//! buffer.
+//! server's pings are empty, and any pong says the client is there).
+//!
+//! Once made, a tungstenite that found nothing to read is asked again only
+//! when the socket is readable: a connection's task is woken for its
+//! writer too (`super::ws_task`), and each read attempt zeroes
+//! tungstenite's read buffer.
 //!
 //! The reader and the writer share one [`LazyWs`] by reference, each through
 //! its own end: [`Stream`] for the reader, [`Sink`] for the writer. Both run in
