@@ -34,7 +34,7 @@ pub use memory::MemoryStore;
 pub use offline::OfflineStore;
 pub use postgres_server::PostgresServer;
 pub use room::RoomStore;
-pub use roster::{Contact, RosterStore, Subscription, Updated};
+pub use roster::{Change, Contact, RosterStore, Subscription, Updated};
 pub use sql::{SqlStore, copy};
 
 /// Everything the server keeps.

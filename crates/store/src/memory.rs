@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use crate::{Account, AccountStore, ArchiveStore, Contact, Created, Cursor, Entry, FastToken, FastTokenStore, Filter, OfflineStore, Origin, Page, Result, RoomStore, RosterStore, Store, Updated};
+use crate::{Account, AccountStore, ArchiveStore, Change, Contact, Created, Cursor, Entry, FastToken, FastTokenStore, Filter, OfflineStore, Origin, Page, Result, RoomStore, RosterStore, Store, Updated};
 
 /// Entries the memory store's archives keep at most, all archives together;
 /// past it the oldest are dropped.
@@ -103,16 +103,16 @@ impl RosterStore for MemoryStore {
         };
         change(&mut roster.contacts[at]);
         roster.version += 1;
-        Ok(Updated::Changed(roster.contacts[at].clone()))
+        Ok(Updated::Changed(Change { contact: roster.contacts[at].clone(), ver: roster.version }))
     }
 
-    async fn remove_contact(&self, user: &str, jid: &str) -> Result<Option<Contact>> {
+    async fn remove_contact(&self, user: &str, jid: &str) -> Result<Option<Change>> {
         let mut rosters = self.rosters.lock();
         let Some(roster) = rosters.get_mut(user) else { return Ok(None) };
         let Some(at) = roster.contacts.iter().position(|c| c.jid == jid) else { return Ok(None) };
         roster.pending.retain(|(from, _)| from != jid);
         roster.version += 1;
-        Ok(Some(roster.contacts.remove(at)))
+        Ok(Some(Change { contact: roster.contacts.remove(at), ver: roster.version }))
     }
 
     async fn hold(&self, user: &str, from: &str, request: &str, limit: usize) -> Result<()> {

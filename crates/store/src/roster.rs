@@ -37,11 +37,19 @@ pub struct Contact {
     pub ask: bool,
 }
 
+/// A change to a roster: the contact as it is now (as it was, once
+/// removed), and the roster's version the change made, read in the same
+/// transaction (a version read after it might be another change's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub contact: Contact,
+    pub ver: u64,
+}
+
 /// What [`RosterStore::update`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Updated {
-    /// The contact as it is now.
-    Changed(Contact),
+    Changed(Change),
     /// There is no such contact, and none was to be added.
     Absent,
     /// The contact was to be added to a roster already at its limit.
@@ -62,7 +70,7 @@ pub trait RosterStore {
     async fn update(&self, user: &str, jid: &str, add: bool, limit: usize, change: &mut (dyn for<'c> FnMut(&'c mut Contact) + Send)) -> Result<Updated>;
 
     /// Takes `jid` off `user`'s roster, with its request waiting for `user`.
-    async fn remove_contact(&self, user: &str, jid: &str) -> Result<Option<Contact>>;
+    async fn remove_contact(&self, user: &str, jid: &str) -> Result<Option<Change>>;
 
     /// Keeps `request` from `from` until `user` answers it: one per
     /// requester (a new one replaces the old), and at most `limit` waiting

@@ -32,7 +32,7 @@ mod threads;
 
 pub use copy::copy;
 
-use crate::{Account, AccountStore, ArchiveStore, Contact, Created, Cursor, Entry, Error, FastToken, FastTokenStore, Filter, OfflineStore, Origin, Page, Result, RoomStore, RosterStore, ScramKeys, Store, Subscription, Updated};
+use crate::{Account, AccountStore, ArchiveStore, Change, Contact, Created, Cursor, Entry, Error, FastToken, FastTokenStore, Filter, OfflineStore, Origin, Page, Result, RoomStore, RosterStore, ScramKeys, Store, Subscription, Updated};
 
 static SQLITE: Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES: Migrator = sqlx::migrate!("./migrations/postgres");
@@ -340,21 +340,21 @@ impl RosterStore for SqlStore {
         .bind(flag(contact.ask))
         .execute(&mut *tx)
         .await?;
-        bump(&mut tx, user).await?;
+        let ver = bump(&mut tx, user).await?;
         tx.commit().await?;
-        Ok(Updated::Changed(contact))
+        Ok(Updated::Changed(Change { contact, ver }))
     }
 
-    async fn remove_contact(&self, user: &str, jid: &str) -> Result<Option<Contact>> {
+    async fn remove_contact(&self, user: &str, jid: &str) -> Result<Option<Change>> {
         let mut tx = self.write(user).await?;
         let row = sqlx::query("SELECT * FROM contact WHERE owner = $1 AND jid = $2").bind(user).bind(jid).fetch_optional(&mut *tx).await?;
         let Some(row) = row else { return Ok(None) };
         let contact = contact_of(&row)?;
         sqlx::query("DELETE FROM contact WHERE owner = $1 AND jid = $2").bind(user).bind(jid).execute(&mut *tx).await?;
         sqlx::query("DELETE FROM subscription_request WHERE owner = $1 AND requester = $2").bind(user).bind(jid).execute(&mut *tx).await?;
-        bump(&mut tx, user).await?;
+        let ver = bump(&mut tx, user).await?;
         tx.commit().await?;
-        Ok(Some(contact))
+        Ok(Some(Change { contact, ver }))
     }
 
     async fn hold(&self, user: &str, from: &str, request: &str, limit: usize) -> Result<()> {
@@ -402,13 +402,14 @@ impl RosterStore for SqlStore {
     }
 }
 
-/// One more to `user`'s roster version, in the transaction that changes it.
-async fn bump(tx: &mut Transaction<'static, Any>, user: &str) -> Result<()> {
-    sqlx::query("INSERT INTO roster_version (owner, ver) VALUES ($1, 1) ON CONFLICT (owner) DO UPDATE SET ver = roster_version.ver + 1")
+/// One more to `user`'s roster version, in the transaction that changes
+/// it; the version it is now.
+async fn bump(tx: &mut Transaction<'static, Any>, user: &str) -> Result<u64> {
+    let ver: i64 = sqlx::query_scalar("INSERT INTO roster_version (owner, ver) VALUES ($1, 1) ON CONFLICT (owner) DO UPDATE SET ver = roster_version.ver + 1 RETURNING ver")
         .bind(user)
-        .execute(&mut **tx)
+        .fetch_one(&mut **tx)
         .await?;
-    Ok(())
+    Ok(u64::try_from(ver).unwrap_or(0))
 }
 
 #[async_trait]

@@ -54,7 +54,7 @@ async fn rosters_body(store: &dyn Store) {
     for i in 0..3 {
         let jid = format!("c{i}@l");
         let Updated::Changed(added) = store.update("a@l", &jid, true, 3, &mut asking).await.unwrap() else { panic!("not added") };
-        assert_eq!(added, Contact { jid, ask: true, ..Contact::default() });
+        assert_eq!(added, Change { contact: Contact { jid, ask: true, ..Contact::default() }, ver: i + 1 }, "with the version it made");
     }
     assert_eq!(store.update("a@l", "more@l", true, 3, &mut |_| {}).await.unwrap(), Updated::Full);
     assert_eq!(store.update("a@l", "absent@l", false, 3, &mut |_| {}).await.unwrap(), Updated::Absent);
@@ -66,7 +66,8 @@ async fn rosters_body(store: &dyn Store) {
         c.ask = false;
     };
     let Updated::Changed(changed) = store.update("a@l", "c1@l", false, 3, &mut both).await.unwrap() else { panic!("not changed") };
-    assert_eq!(store.contact("a@l", "c1@l").await.unwrap(), Some(changed.clone()));
+    assert_eq!(store.contact("a@l", "c1@l").await.unwrap(), Some(changed.contact.clone()));
+    assert_eq!(changed.ver, 4);
     assert_eq!(store.version("a@l").await.unwrap(), 4, "three added, one changed");
     assert_eq!(store.version("nobody@l").await.unwrap(), 0);
     let jids: Vec<String> = store.contacts("a@l").await.unwrap().into_iter().map(|c| c.jid).collect();
@@ -82,7 +83,7 @@ async fn rosters_body(store: &dyn Store) {
     assert!(store.answered("b@l", "a@l").await.unwrap());
     assert!(!store.answered("b@l", "a@l").await.unwrap());
     store.hold("a@l", "c1@l", "<x/>", 2).await.unwrap();
-    assert_eq!(store.remove_contact("a@l", "c1@l").await.unwrap(), Some(changed));
+    assert_eq!(store.remove_contact("a@l", "c1@l").await.unwrap(), Some(Change { contact: changed.contact, ver: 5 }));
     assert_eq!(store.remove_contact("a@l", "c1@l").await.unwrap(), None);
     assert_eq!(store.version("a@l").await.unwrap(), 5, "one removed; a request held or answered is no change");
     assert!(store.pending("a@l").await.unwrap().is_empty(), "a removed contact's request goes with it");

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use store::{Store, Updated};
+use store::{Change, Store, Updated};
 use wire::xmpp::Element;
 
 pub use store::Contact;
@@ -74,20 +74,20 @@ impl Rosters {
 
     /// Changes (or adds, when `add`) the contact `jid` of `user`; the
     /// contact as it is after, if it is there. Kept once this returns.
-    pub async fn update(&self, user: &str, jid: &str, add: bool, mut change: impl FnMut(&mut Contact) + Send) -> Result<Option<Contact>, Refused> {
+    pub async fn update(&self, user: &str, jid: &str, add: bool, mut change: impl FnMut(&mut Contact) + Send) -> Result<Option<Change>, Refused> {
         let updated = self.store.update(user, jid, add, self.limit, &mut change).await.map_err(|e| {
             self.failed(&e);
             Refused::Store
         })?;
         match updated {
-            Updated::Changed(contact) => Ok(Some(contact)),
+            Updated::Changed(change) => Ok(Some(change)),
             Updated::Absent => Ok(None),
             Updated::Full => Err(Refused::Full),
         }
     }
 
     /// Takes the contact `jid` off `user`'s roster.
-    pub async fn remove(&self, user: &str, jid: &str) -> Result<Option<Contact>, store::Error> {
+    pub async fn remove(&self, user: &str, jid: &str) -> Result<Option<Change>, store::Error> {
         self.store.remove_contact(user, jid).await.inspect_err(|e| self.failed(e))
     }
 
@@ -176,7 +176,7 @@ mod tests {
             rosters.update("a@l", &format!("c{i}@l"), true, |_| {}).await.unwrap();
         }
         assert!(matches!(rosters.update("a@l", "more@l", true, |_| {}).await, Err(Refused::Full)));
-        assert!(rosters.update("a@l", "c1@l", true, |c| c.ask = true).await.unwrap().unwrap().ask, "changing one that is there");
+        assert!(rosters.update("a@l", "c1@l", true, |c| c.ask = true).await.unwrap().unwrap().contact.ask, "changing one that is there");
         assert!(rosters.update("a@l", "absent@l", false, |_| {}).await.unwrap().is_none());
         let request = Element::new("presence", ns::CLIENT).attr("type", "subscribe");
         rosters.hold("b@l", "a@l", request.clone()).await;

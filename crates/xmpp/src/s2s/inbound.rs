@@ -127,14 +127,14 @@ impl Xmpp {
                     c.ask = false;
                 });
                 if let Ok(Some(mine)) = changed.await {
-                    push(self, &user, roster::item(&mine)).await;
+                    push(self, &user, roster::item(&mine.contact), mine.ver).await;
                 }
                 deliver(self, &user, &stamped(presence.clone(), &contact, user.clone()));
             }
             Some("unsubscribe") => {
                 rosters.answered(&user, &contact).await;
                 if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| c.subscription.from = false).await {
-                    push(self, &user, roster::item(&mine)).await;
+                    push(self, &user, roster::item(&mine.contact), mine.ver).await;
                 }
                 deliver(self, &user, &stamped(presence.clone(), &contact, user.clone()));
             }
@@ -144,7 +144,7 @@ impl Xmpp {
                     c.ask = false;
                 });
                 if let Ok(Some(mine)) = changed.await {
-                    push(self, &user, roster::item(&mine)).await;
+                    push(self, &user, roster::item(&mine.contact), mine.ver).await;
                 }
                 deliver(self, &user, &stamped(presence.clone(), &contact, user.clone()));
             }

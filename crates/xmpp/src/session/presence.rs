@@ -3,6 +3,7 @@
 //! contacts, presence directed at other users, and messages and iqs carried
 //! to other users' resources.
 
+use store::Change;
 use wire::xmpp::Element;
 
 use super::super::roster::{self, Refused};
@@ -167,11 +168,13 @@ impl Session {
         let contact = jid.bare().to_string();
         if item.get("subscription") == Some("remove") {
             let removed = match self.xmpp.rosters.remove(&user, &contact).await {
-                Ok(Some(removed)) => removed,
+                Ok(Some(Change { contact: removed, ver })) => {
+                    push(&self.xmpp, &user, roster::removed(&contact), ver).await;
+                    removed
+                }
                 Ok(None) => return self.refuse(iq, "cancel", "item-not-found"),
                 Err(_) => return self.refuse(iq, "wait", "internal-server-error"),
             };
-            push(&self.xmpp, &user, roster::removed(&contact)).await;
             self.reply(iq, None);
             // RFC 6121 §2.5.2: removing a contact ends the subscriptions
             // there are, both ways. A request not yet answered is not one: it
@@ -204,7 +207,7 @@ impl Session {
         .await
         {
             Ok(Some(changed)) => {
-                push(&self.xmpp, &user, roster::item(&changed)).await;
+                push(&self.xmpp, &user, roster::item(&changed.contact), changed.ver).await;
                 self.reply(iq, None);
             }
             Ok(None) => {}
@@ -339,7 +342,7 @@ impl Session {
         match kind {
             "subscribe" => {
                 match rosters.update(&user, &contact, true, |c| c.ask = !c.subscription.to).await {
-                    Ok(Some(mine)) => push(&self.xmpp, &user, roster::item(&mine)).await,
+                    Ok(Some(mine)) => push(&self.xmpp, &user, roster::item(&mine.contact), mine.ver).await,
                     Ok(None) => {}
                     Err(Refused::Full) => return self.refuse(presence, "wait", "resource-constraint"),
                     Err(Refused::Store) => return self.refuse(presence, "wait", "internal-server-error"),
@@ -354,7 +357,7 @@ impl Session {
                     // No such user: the request is ignored (RFC 6121 §8.5.1)
                     // and nothing kept; the user's roster stops waiting.
                     if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| c.ask = false).await {
-                        push(&self.xmpp, &user, roster::item(&mine)).await;
+                        push(&self.xmpp, &user, roster::item(&mine.contact), mine.ver).await;
                     }
                     return;
                 }
@@ -376,7 +379,7 @@ impl Session {
                     return;
                 }
                 match rosters.update(&user, &contact, true, |c| c.subscription.from = true).await {
-                    Ok(Some(mine)) => push(&self.xmpp, &user, roster::item(&mine)).await,
+                    Ok(Some(mine)) => push(&self.xmpp, &user, roster::item(&mine.contact), mine.ver).await,
                     Ok(None) => {}
                     Err(Refused::Full) => return self.refuse(presence, "wait", "resource-constraint"),
                     Err(Refused::Store) => return self.refuse(presence, "wait", "internal-server-error"),
@@ -406,7 +409,7 @@ impl Session {
                     })
                     .await
                 {
-                    push(&self.xmpp, &user, roster::item(&mine)).await;
+                    push(&self.xmpp, &user, roster::item(&mine.contact), mine.ver).await;
                 }
                 if remote {
                     return self.to_remote(&stamped, &user);
@@ -417,7 +420,7 @@ impl Session {
                 rosters.answered(&contact, &user).await;
                 let had_from = rosters.contact(&contact, &user).await.is_some_and(|c| c.subscription.from);
                 if let Ok(Some(theirs)) = rosters.update(&contact, &user, false, |c| c.subscription.from = false).await {
-                    push(&self.xmpp, &contact, roster::item(&theirs)).await;
+                    push(&self.xmpp, &contact, roster::item(&theirs.contact), theirs.ver).await;
                 }
                 deliver(&self.xmpp, &contact, &stamped);
                 // The contact's presence is no longer this user's to see, if it was.
@@ -433,7 +436,7 @@ impl Session {
                 // "unsubscribed": this user ends (or refuses) the other's subscription to it.
                 rosters.answered(&user, &contact).await;
                 if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| c.subscription.from = false).await {
-                    push(&self.xmpp, &user, roster::item(&mine)).await;
+                    push(&self.xmpp, &user, roster::item(&mine.contact), mine.ver).await;
                 }
                 if remote {
                     return self.to_remote(&stamped, &user);
@@ -448,7 +451,7 @@ impl Session {
                     })
                     .await
                 {
-                    push(&self.xmpp, &contact, roster::item(&theirs)).await;
+                    push(&self.xmpp, &contact, roster::item(&theirs.contact), theirs.ver).await;
                 }
                 deliver(&self.xmpp, &contact, &stamped);
                 let targets = self.xmpp.router.route(&other);
@@ -507,18 +510,16 @@ pub(crate) fn deliver(xmpp: &super::super::Xmpp, bare: &str, stanza: &Element) {
     }
 }
 
-/// A roster push (RFC 6121 §2.1.6) of `item` to every resource of `user`.
-pub(crate) async fn push(xmpp: &super::super::Xmpp, user: &str, item: Element) {
-    // Its roster's version after the change (RFC 6121 §2.6.3); a store
-    // that cannot say gives none, and the client asks for the whole roster.
-    let ver = xmpp.rosters.version(user).await;
+/// A roster push (RFC 6121 §2.1.6) of `item` to every resource of `user`,
+/// with `ver`, the roster's version the change made (§2.6.3).
+pub(crate) async fn push(xmpp: &super::super::Xmpp, user: &str, item: Element, ver: u64) {
     for (jid, (outbox, framing)) in xmpp.router.resources(user) {
         let id = format!("push-{:08x}", rand::random::<u32>());
         let iq = Element::new("iq", ns::CLIENT)
             .attr("type", "set")
             .attr("id", &id)
             .attr("to", &jid)
-            .child(versioned(Element::new("query", ns::ROSTER), ver).child(item.clone()));
+            .child(versioned(Element::new("query", ns::ROSTER), Some(ver)).child(item.clone()));
         let _ = outbox.push(framing.payload(&iq));
     }
 }
@@ -542,7 +543,7 @@ async fn subscribed(xmpp: &super::super::Xmpp, user: &str, contact: &str, answer
         })
         .await
     {
-        push(xmpp, user, roster::item(&theirs)).await;
+        push(xmpp, user, roster::item(&theirs.contact), theirs.ver).await;
     }
     deliver(xmpp, user, answer);
 }
