@@ -91,7 +91,22 @@ impl Session {
         };
         match kept {
             // Kept for the recipient, and archived as if carried to it.
-            Kept::Stored => self.queue_archive(entries).await,
+            Kept::Stored => {
+                self.queue_archive(entries).await;
+                // The recipient may have come online while this was kept,
+                // and taken what was kept before it: it gets this now, not
+                // at its next login.
+                let bare = to.bare();
+                if let MessageRoute::To(targets) = self.xmpp.router.route_message(&bare, "chat")
+                    && let Ok(kept) = self.xmpp.offline.take(&bare.to_string()).await
+                {
+                    for message in &kept {
+                        for (outbox, framing) in &targets {
+                            let _ = outbox.push(framing.payload(message));
+                        }
+                    }
+                }
+            }
             Kept::Full => {
                 self.xmpp.context.metrics.refused("xmpp", "offline_full");
                 self.refuse(message, "cancel", "service-unavailable");
