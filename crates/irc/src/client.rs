@@ -533,7 +533,11 @@ impl Client {
         let server = self.server().to_owned();
         let nick = nick_of(&name.shown).into_owned();
         let caps = self.caps;
-        let join = self.line_from_me(caps, "JOIN").arg(channel).end();
+        // In the room's form, as its members see it (`nick!nick@server`):
+        // clients size what they send by the source their own JOIN shows,
+        // and a channel's messages are relayed under that form (`fits_relayed`).
+        let tags = Tags::of(caps).text(SystemTime::now(), None, self.account().as_deref(), None, None);
+        let join = Line::tagged(&tags, Some(&render::source(&nick, &server)), "JOIN").arg(channel).end();
         let topic = self.topic_lines(room, channel);
         let prefixes = self.prefixes(room);
         let secret = self.irc.channels.with(room, |c| c.modes.secret).unwrap_or(false);

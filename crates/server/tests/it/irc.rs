@@ -159,7 +159,7 @@ async fn an_irc_user_a_chat_member_and_an_xmpp_occupant_share_one_room() {
     let mut chat = server.chat_member("Alice Smith", "lobby").await;
     let mut irc = Irc::register(server.irc, "bob").await;
     let joined = irc.join("#Lobby").await;
-    assert_eq!(joined[0], ":bob!~u@localhost JOIN #lobby\r\n");
+    assert_eq!(joined[0], ":bob!bob@localhost JOIN #lobby\r\n");
     assert_eq!(joined[1], ":localhost 353 bob = #lobby :Alice\\20Smith @bob\r\n", "the chat member by her IRC nickname; the first IRC member is an operator");
     assert_eq!(joined[2], ":localhost 366 bob #lobby :End of /NAMES list\r\n");
     assert_eq!(chat.recv_json().await, json!({"event": "join", "name": "bob", "room": "lobby"}));
@@ -316,7 +316,7 @@ async fn a_name_taken_in_a_room_by_another_protocol_cannot_join_it_under_that_na
     assert_eq!(irc.line().await, ":localhost 437 Erin #lobby :Your nickname is taken in this channel by a member of another protocol\r\n");
     irc.send("NICK erin_").await;
     assert_eq!(irc.line().await, ":Erin!~u@localhost NICK erin_\r\n");
-    assert_eq!(irc.join("#lobby").await[0], ":erin_!~u@localhost JOIN #lobby\r\n");
+    assert_eq!(irc.join("#lobby").await[0], ":erin_!erin_@localhost JOIN #lobby\r\n");
     // A nickname in use in a room it is in is refused there too.
     irc.send("NICK ERIN").await;
     assert_eq!(irc.line().await, ":localhost 433 erin_ ERIN :Nickname is in use in #lobby\r\n");
@@ -335,7 +335,7 @@ async fn history_comes_as_a_batch_with_times_to_clients_that_ask() {
     irc.send("CAP END").await;
     irc.until(" 422 ").await;
     let joined = irc.join("#lobby").await;
-    assert!(joined[0].starts_with("@time=") && joined[0].ends_with(" :gina!~g@localhost JOIN #lobby\r\n"), "{joined:?}");
+    assert!(joined[0].starts_with("@time=") && joined[0].ends_with(" :gina!gina@localhost JOIN #lobby\r\n"), "{joined:?}");
     let batch = irc.lines_until("BATCH -").await;
     assert_eq!(batch[0], ":localhost BATCH +h1 chathistory #lobby\r\n");
     assert!(batch[1].starts_with("@batch=h1;time=20") && batch[1].ends_with(" :frank!frank@localhost PRIVMSG #lobby :before you came\r\n"), "{batch:?}");
@@ -702,6 +702,24 @@ async fn a_client_still_registering_is_not_found() {
     assert_eq!(bob.line().await, ":localhost 311 bob half ~h localhost * :H\r\n");
 }
 
+/// A client sizes what it sends by the source its own JOIN showed it
+/// (as WeeChat and irssi do): a channel message sized so fits as relayed,
+/// even with a nickname much longer than its user name.
+#[tokio::test]
+async fn a_message_sized_by_the_senders_own_join_is_relayed_whole() {
+    let server = TestServer::start().await;
+    let long = "n".repeat(28);
+    let mut sender = Irc::register(server.irc, &long).await;
+    let join = sender.join("#room").await.remove(0);
+    let source = join.strip_prefix(':').and_then(|l| l.split(' ').next()).unwrap().to_owned();
+    let mut reader = Irc::register(server.irc, "reader").await;
+    reader.join("#room").await;
+    sender.until("reader").await;
+    let text = "x".repeat(512 - format!(":{source} PRIVMSG #room :\r\n").len());
+    sender.send(&format!("PRIVMSG #room :{text}")).await;
+    assert_eq!(reader.line().await, format!(":{source} PRIVMSG #room :{text}\r\n"));
+}
+
 #[tokio::test]
 async fn a_client_that_does_not_register_in_time_is_closed() {
     let mut config = server::Config::default();
@@ -864,7 +882,7 @@ async fn irc_over_websocket_is_one_line_a_message() {
     let mut tcp = Irc::register(server.irc, "tess").await;
     tcp.join("#lobby").await;
     ws.send("JOIN #lobby").await;
-    assert_eq!(ws.recv().await, ":webby!~w@localhost JOIN #lobby");
+    assert_eq!(ws.recv().await, ":webby!webby@localhost JOIN #lobby");
     assert_eq!(ws.recv().await, ":localhost 353 webby = #lobby :@tess webby");
     assert_eq!(ws.recv().await, ":localhost 366 webby #lobby :End of /NAMES list");
     tcp.until("JOIN").await;
