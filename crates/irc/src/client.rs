@@ -395,7 +395,7 @@ impl Client {
             self.reply(RPL_WELCOME).trailing(&format!("Welcome to the {network} IRC Network {}", self.source())),
             self.reply(RPL_YOURHOST).trailing(&format!("Your host is {server}, running version {version}")),
             self.reply(RPL_CREATED).trailing(&format!("This server was created {created}")),
-            self.reply(RPL_MYINFO).arg(&server).arg(&version).arg("iw").arg(CHANNEL_MODES).arg("klov").end(),
+            self.reply(RPL_MYINFO).arg(&server).arg(&version).arg("iow").arg(CHANNEL_MODES).arg("klov").end(),
         ];
         let tokens = [
             format!("AWAYLEN={TEXTLEN}"),
@@ -432,11 +432,13 @@ impl Client {
     /// `LUSERS`: the users and channels of this node.
     fn lusers_lines(&self) -> String {
         let (users, most) = self.irc.users.counts();
-        let invisible = self.irc.nicks.all().iter().filter(|c| c.state.lock().invisible).count().min(users);
+        let all = self.irc.nicks.all();
+        let invisible = all.iter().filter(|c| c.state.lock().invisible).count().min(users);
+        let operators = all.iter().filter(|c| c.state.lock().oper).count().to_string();
         let channels = self.irc.channels.len().to_string();
         [
             self.reply(RPL_LUSERCLIENT).trailing(&format!("There are {} users and {invisible} invisible on 1 servers", users - invisible)),
-            self.reply(RPL_LUSEROP).arg("0").trailing("operator(s) online"),
+            self.reply(RPL_LUSEROP).arg(&operators).trailing("operator(s) online"),
             self.reply(RPL_LUSERCHANNELS).arg(&channels).trailing("channels formed"),
             self.reply(RPL_LUSERME).trailing(&format!("I have {users} clients and 0 servers")),
             self.reply(RPL_LOCALUSERS).arg(&users.to_string()).arg(&most.to_string()).trailing(&format!("Current local users {users}, max {most}")),
@@ -1216,7 +1218,7 @@ impl Client {
                         let list = if flag == 'b' { &mut c.modes.bans } else { &mut c.modes.excepts };
                         match (on, list.iter().position(|l| l.mask.eq_ignore_ascii_case(&mask))) {
                             (true, None) if list.len() >= crate::channels::MAX_LIST => {
-                                errors.push(self.reply(ERR_BANLISTFULL).arg(channel).arg(&mask).trailing("Channel list is full"));
+                                errors.push(self.reply(ERR_BANLISTFULL).arg(channel).arg(&flag.to_string()).trailing("Channel list is full"));
                                 continue;
                             }
                             (true, None) => {
@@ -1330,7 +1332,8 @@ impl Client {
             .map(|c| {
                 let state = c.state.lock();
                 let away = if state.away.is_some() { '-' } else { '+' };
-                format!("{}={away}{}@{}", state.nick, state.nick, self.server())
+                let oper = if state.oper { "*" } else { "" };
+                format!("{}{oper}={away}{}@{}", state.nick, state.user, self.server())
             })
             .collect();
         self.send(self.reply(RPL_USERHOST).trailing(&found.join(" ")));

@@ -92,7 +92,7 @@ async fn registration_is_answered_to_the_byte() {
     assert_eq!(lines[0], ":localhost 001 alice :Welcome to the Switchboard IRC Network alice!~a@localhost\r\n");
     assert!(lines[1].starts_with(":localhost 002 alice :Your host is localhost, running version switchboard-"));
     assert!(lines[2].starts_with(":localhost 003 alice :This server was created "));
-    assert!(lines[3].starts_with(":localhost 004 alice localhost switchboard-") && lines[3].ends_with(" iw beiklmnostv klov\r\n"));
+    assert!(lines[3].starts_with(":localhost 004 alice localhost switchboard-") && lines[3].ends_with(" iow beiklmnostv klov\r\n"));
     let isupport: Vec<&String> = lines.iter().filter(|l| l.contains(" 005 ")).collect();
     for token in [" CASEMAPPING=ascii ", " CHANMODES=be,k,l,imnst ", " CHANTYPES=# ", " EXCEPTS=e ", " MAXLIST=be:100 ", " PREFIX=(ov)@+ "] {
         assert!(isupport.iter().any(|l| l.contains(token)), "{token} in {isupport:?}");
@@ -483,7 +483,7 @@ async fn bans_keep_irc_clients_out_unless_an_exception_lets_them_in() {
         op.send(&format!("MODE #den +b n{n}")).await;
     }
     op.send("MODE #den +b one-too-many").await;
-    assert_eq!(op.until(" 478 ").await, ":localhost 478 olga #den one-too-many!*@* :Channel list is full\r\n");
+    assert_eq!(op.until(" 478 ").await, ":localhost 478 olga #den b :Channel list is full\r\n");
 }
 
 #[tokio::test]
@@ -562,6 +562,11 @@ async fn operators_kill_and_send_wallops() {
     bob.send("WHO alice").await;
     assert_eq!(bob.line().await, ":localhost 352 bob * ~u localhost localhost alice H* :0 Real Name\r\n");
     assert_eq!(bob.line().await, ":localhost 315 bob alice :End of /WHO list\r\n");
+    bob.send("USERHOST alice bob").await;
+    assert_eq!(bob.line().await, ":localhost 302 bob :alice*=+~u@localhost bob=+~u@localhost\r\n", "an operator starred");
+    bob.send("LUSERS").await;
+    let lusers = bob.lines_until(" 266 ").await;
+    assert!(lusers.contains(&":localhost 252 bob 1 :operator(s) online\r\n".to_owned()), "{lusers:?}");
     bob.send("INFO").await;
     assert!(bob.line().await.starts_with(":localhost 371 bob :switchboard-"));
     assert_eq!(bob.until(" 374 ").await, ":localhost 374 bob :End of INFO list\r\n");
