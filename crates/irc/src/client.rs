@@ -196,7 +196,7 @@ impl Client {
             _ => 0,
         }) {
             return match command.as_str() {
-                "NICK" => self.no_nick(),
+                "NICK" | "WHOIS" => self.no_nick(),
                 "PING" => self.send_flow(self.reply(ERR_NOORIGIN).trailing("No origin specified")),
                 _ => self.send_flow(self.reply(ERR_NEEDMOREPARAMS).arg(&command).trailing("Not enough parameters")),
             };
@@ -210,6 +210,8 @@ impl Client {
                 self.password = if right { Password::Given } else { Password::NotGiven };
             }
             "AUTHENTICATE" => self.authenticate(param(0)).await,
+            // `NICK :` gives an empty one: none.
+            "NICK" if param(0).is_empty() => return self.no_nick(),
             "NICK" => self.set_nick(param(0)).await,
             "USER" if self.registered || self.user_given => {
                 self.send(self.reply(ERR_ALREADYREGISTERED).trailing("You may not reregister"));

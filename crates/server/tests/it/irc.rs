@@ -117,8 +117,10 @@ async fn commands_before_registration_and_bad_nicknames_are_refused() {
     let mut irc = Irc::connect(server.irc).await;
     irc.send("JOIN #lobby").await;
     assert_eq!(irc.line().await, ":localhost 451 * :You have not registered\r\n");
-    irc.send("NICK").await;
-    assert_eq!(irc.line().await, ":localhost 431 * :No nickname given\r\n");
+    for none in ["NICK", "NICK :", "WHOIS"] {
+        irc.send(none).await;
+        assert_eq!(irc.line().await, ":localhost 431 * :No nickname given\r\n", "{none}");
+    }
     for bad in ["1abc", "a,b", "#chan", "a\\41", "x!y", &"n".repeat(65)] {
         irc.send(&format!("NICK {bad}")).await;
         assert_eq!(irc.line().await, format!(":localhost 432 * {bad} :Erroneous nickname\r\n"));
