@@ -148,8 +148,13 @@ impl Client {
     /// with the time and this client's account as that one asked
     /// (`server-time`, `account-tag`).
     fn line_from_me(&self, caps: Caps, command: &str) -> Line {
+        self.line_from(&self.source(), caps, command)
+    }
+
+    /// The same, from `source`, one of the forms this client is shown in.
+    fn line_from(&self, source: &str, caps: Caps, command: &str) -> Line {
         let tags = Tags::of(caps).text(SystemTime::now(), None, self.account().as_deref(), None, None);
-        Line::tagged(&tags, Some(&self.source()), command)
+        Line::tagged(&tags, Some(source), command)
     }
 
     /// Its own lines' source: `nick!~user@server`. (A room event shows
@@ -540,8 +545,7 @@ impl Client {
         // In the room's form, as its members see it (`nick!nick@server`):
         // clients size what they send by the source their own JOIN shows,
         // and a channel's messages are relayed under that form (`fits_relayed`).
-        let tags = Tags::of(caps).text(SystemTime::now(), None, self.account().as_deref(), None, None);
-        let join = Line::tagged(&tags, Some(&render::source(&nick, &server)), "JOIN").arg(channel).end();
+        let join = self.line_from(&render::source(&nick, &server), caps, "JOIN").arg(channel).end();
         let topic = self.topic_lines(room, channel);
         let prefixes = self.prefixes(room);
         let secret = self.irc.channels.with(room, |c| c.modes.secret).unwrap_or(false);

@@ -31,11 +31,15 @@ impl Irc {
 
     /// Connects and registers as `nick`, past the welcome.
     pub async fn register(addr: SocketAddr, nick: &str) -> Irc {
-        let mut irc = Irc::connect(addr).await;
-        irc.send(&format!("NICK {nick}")).await;
-        irc.send("USER u 0 * :Real Name").await;
-        irc.until(" 422 ").await;
-        irc
+        Irc::connect(addr).await.registered(nick).await
+    }
+
+    /// Registers as `nick`, past the welcome.
+    async fn registered(mut self, nick: &str) -> Irc {
+        self.send(&format!("NICK {nick}")).await;
+        self.send("USER u 0 * :Real Name").await;
+        self.until(" 422 ").await;
+        self
     }
 
     pub async fn send(&mut self, line: &str) {
@@ -763,6 +767,14 @@ async fn a_client_in_as_many_channels_as_it_may_be_cannot_join_more() {
     assert_eq!(irc.line().await, ":localhost 405 many #c :You have joined too many channels\r\n");
 }
 
+/// A connection to `addr` with a small receive buffer, so that the
+/// server's writes back up soon once it stops reading.
+async fn slow_reader(addr: SocketAddr) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket.connect(addr).await.unwrap()
+}
+
 /// A client that never reads, in a busy room, with a small receive buffer
 /// so that the server's writes back up soon: the server's write to it waits
 /// on a full socket, and must not wait forever, holding the connection; the
@@ -772,12 +784,7 @@ async fn a_client_that_does_not_read_is_let_go_and_the_room_goes_on() {
     let mut config = server::Config::default();
     config.server.queue_limit = 16 * 1024;
     let server = TestServer::with(config).await;
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut stuck = Irc::over(socket.connect(server.irc).await.unwrap());
-    stuck.send("NICK stuck").await;
-    stuck.send("USER s 0 * :S").await;
-    stuck.until(" 422 ").await;
+    let mut stuck = Irc::over(slow_reader(server.irc).await).registered("stuck").await;
     stuck.join("#busy").await;
     let clients = "switchboard_connections{app=\"irc\",transport=\"tcp\"}";
     assert_eq!(server.metric(clients).await, Some(1.0));
@@ -801,9 +808,7 @@ async fn a_websocket_client_that_does_not_read_gives_back_its_slot() {
     let mut config = server::Config::default();
     (config.server.queue_limit, config.server.max_connections) = (1 << 20, 2);
     let server = TestServer::with(config).await;
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let tcp = socket.connect(server.addr).await.unwrap();
+    let tcp = slow_reader(server.addr).await;
     let request = server.url("/irc-websocket").into_client_request().unwrap();
     let mut stuck = crate::support::Ws(tokio_tungstenite::client_async(request, tokio_tungstenite::MaybeTlsStream::Plain(tcp)).await.unwrap().0);
     stuck.send("NICK stuck").await;
