@@ -1,7 +1,7 @@
 //! Several `switchboard serve` nodes sharing rooms through one nats-server
 //! (Debian's, which `make test` installs), or over the link to a node that
-//! hosts them: order, names, history, a node killed, and the broker (or
-//! the host) going away and coming back.
+//! hosts them: order, names, history, a node killed, the broker (or the
+//! host) going away and coming back, and XMPP users on different nodes.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream as StdTcpStream;
@@ -14,6 +14,9 @@ use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+#[path = "support/xmpp.rs"]
+mod xmpp_client;
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 /// Names outlive a lost node this long in these tests.
@@ -144,7 +147,8 @@ impl Node {
     fn with_args(sharing: &impl Sharing, extra: &[&str]) -> Node {
         let shares = sharing.args();
         let mut child = Command::new(BIN)
-            .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory", "--room-history", "5"])
+            .args(["serve", "--listen", "127.0.0.1:0", "--room-history", "5"])
+            .args(if extra.contains(&"--store") { &[][..] } else { &["--store", "memory"][..] })
             .args(&shares)
             .args(if extra.contains(&"--xmpp-listen") { &[][..] } else { &["--xmpp-listen", "off"][..] })
             .args(if extra.contains(&"--irc-listen") { &[][..] } else { &["--irc-listen", "off"][..] })
@@ -782,4 +786,78 @@ async fn a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node_through(sha
             break;
         }
     }
+}
+
+through_each_broker!(
+    xmpp_users_on_two_nodes_reach_each_other_through:
+    xmpp_users_on_two_nodes_reach_each_other,
+    xmpp_users_on_two_nodes_reach_each_other_over_the_link
+);
+
+/// Two nodes on one PostgreSQL (accounts and rosters shared), alice on the
+/// first and bob on the second: messages, iqs, subscriptions and presence
+/// cross between them, a probe finds bob's presence from a new session on
+/// the first node, and a message to bob once he has gone is kept for him.
+async fn xmpp_users_on_two_nodes_reach_each_other_through(sharing: &impl Sharing) {
+    use xmpp_client::Client;
+    let postgres = store::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+    for name in ["alice", "bob"] {
+        let mut add = Command::new(BIN).args(["account", "--store", "postgres", "--database", &postgres.url, "add", name]).stdin(Stdio::piped()).spawn().unwrap();
+        writeln!(add.stdin.take().unwrap(), "pw").unwrap();
+        assert!(add.wait().unwrap().success(), "{name} added");
+    }
+    let args = ["--xmpp-listen", "127.0.0.1:0", "--xmpp-plain-unencrypted", "true", "--store", "postgres", "--database", &postgres.url, "--api-key", API_KEY];
+    let (a, b) = (Node::with_args(sharing, &args), Node::with_args(sharing, &args));
+    a.await_nodes(2).await;
+    b.await_nodes(2).await;
+    let at = |node: &Node| node.xmpp.as_deref().unwrap().parse().unwrap();
+    let mut alice = Client::login(at(&a), "alice").await;
+    let mut bob = Client::login(at(&b), "bob").await;
+    alice.send("<presence/>").await;
+    bob.send("<presence/>").await;
+    let body = |e: &wire::xmpp::Element| e.find("body", "jabber:client").map(|b| b.text_content());
+
+    // A message to a bare JID that only another node holds.
+    alice.send("<message to='bob@localhost' type='chat' id='m1'><body>hello from A</body></message>").await;
+    let got = bob.until(|e| e.name == "message").await;
+    assert_eq!((got.get("from"), body(&got).as_deref()), (Some(alice.jid.as_str()), Some("hello from A")), "{got:?}");
+    // An iq to a full JID there, and its answer back.
+    alice.send(&format!("<iq type='get' id='v1' to='{}'><query xmlns='jabber:iq:version'/></iq>", bob.jid)).await;
+    let asked = bob.until(|e| e.name == "iq").await;
+    assert_eq!((asked.get("id"), asked.get("from")), (Some("v1"), Some(alice.jid.as_str())));
+    bob.send(&format!("<iq type='result' id='v1' to='{}'><query xmlns='jabber:iq:version'><name>b</name></query></iq>", alice.jid)).await;
+    let answered = alice.until(|e| e.get("id") == Some("v1")).await;
+    assert_eq!((answered.get("type"), answered.get("from")), (Some("result"), Some(bob.jid.as_str())));
+
+    // alice asks to see bob's presence; bob approves on his node.
+    alice.send("<presence to='bob@localhost' type='subscribe'/>").await;
+    let request = bob.until(|e| e.name == "presence").await;
+    assert_eq!((request.get("type"), request.get("from")), (Some("subscribe"), Some("alice@localhost")));
+    bob.send("<presence to='alice@localhost' type='subscribed'/>").await;
+    let approved = alice.until(|e| e.name == "presence" && e.get("type") == Some("subscribed")).await;
+    assert_eq!(approved.get("from"), Some("bob@localhost"));
+    let current = alice.until(|e| e.name == "presence" && e.get("type").is_none()).await;
+    assert_eq!(current.get("from"), Some(bob.jid.as_str()), "bob's presence once approved");
+    // A change of bob's presence reaches alice on the other node.
+    bob.send("<presence><show>away</show></presence>").await;
+    let away = alice.until(|e| e.name == "presence" && e.get("from") == Some(bob.jid.as_str())).await;
+    assert_eq!(away.find("show", "jabber:client").map(|s| s.text_content()).as_deref(), Some("away"));
+    // alice's second resource, on the first node, learns bob's presence
+    // from the second node by its probe.
+    let mut desk = Client::login(at(&a), "alice").await;
+    desk.send("<presence/>").await;
+    let probed = desk.until(|e| e.name == "presence" && e.get("from") == Some(bob.jid.as_str())).await;
+    assert_eq!(probed.find("show", "jabber:client").map(|s| s.text_content()).as_deref(), Some("away"));
+
+    // bob goes; alice's next message is kept for him, and his next login,
+    // on alice's node, gets it.
+    bob.send("</stream:stream>").await;
+    let gone = alice.until(|e| e.name == "presence" && e.get("from") == Some(bob.jid.as_str())).await;
+    assert_eq!(gone.get("type"), Some("unavailable"));
+    alice.send("<message to='bob@localhost' type='chat' id='m2'><body>while you were out</body></message>").await;
+    let mut again = Client::login(at(&a), "bob").await;
+    again.send("<presence/>").await;
+    let kept = again.until(|e| e.name == "message").await;
+    assert_eq!(body(&kept).as_deref(), Some("while you were out"));
+    assert!(kept.find("delay", "urn:xmpp:delay").is_some(), "{kept:?}");
 }

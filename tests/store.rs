@@ -8,14 +8,16 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use base64::Engine;
 use sqlx::Connection;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use wire::xmpp::{Element, Limits, StreamEvent, StreamParser};
+use wire::xmpp::{Element, StreamEvent};
+
+#[path = "support/xmpp.rs"]
+mod xmpp_client;
+use xmpp_client::Client;
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
-const HEADER: &str = "<stream:stream to='localhost' version='1.0' xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>";
 
 fn account(dir: &Path, args: &[&str], password: Option<&str>) -> (bool, String, String) {
     let mut child = Command::new(BIN)
@@ -122,68 +124,6 @@ async fn metric(http: SocketAddr, metric: &str) -> f64 {
     let mut text = String::new();
     stream.read_to_string(&mut text).await.unwrap();
     text.lines().find_map(|line| line.strip_prefix(metric)?.strip_prefix(' ')?.parse().ok()).unwrap_or(0.0)
-}
-
-/// A client on a raw socket, reading with the server's own parser.
-struct Client {
-    stream: TcpStream,
-    parser: StreamParser,
-}
-
-impl Client {
-    async fn open(addr: SocketAddr) -> Client {
-        let mut c = Client { stream: TcpStream::connect(addr).await.unwrap(), parser: StreamParser::new(Limits::default()) };
-        c.restart().await;
-        c
-    }
-
-    async fn restart(&mut self) {
-        self.parser.restart();
-        self.stream.write_all(HEADER.as_bytes()).await.unwrap();
-        assert!(matches!(self.event().await, StreamEvent::Open { .. }));
-        assert_eq!(self.stanza().await.name, "features");
-    }
-
-    async fn event(&mut self) -> StreamEvent {
-        loop {
-            if let Some(event) = self.parser.next_event().unwrap() {
-                return event;
-            }
-            let mut buf = [0u8; 4096];
-            let n = tokio::time::timeout(Duration::from_secs(10), self.stream.read(&mut buf)).await.expect("an answer in time").unwrap();
-            assert!(n > 0, "the server closed the stream");
-            self.parser.feed(&buf[..n]);
-        }
-    }
-
-    async fn stanza(&mut self) -> Element {
-        match self.event().await {
-            StreamEvent::Stanza(e) => e,
-            other => panic!("expected a stanza, got {other:?}"),
-        }
-    }
-
-    /// Sends `xml` and returns the answer whose id is `id`.
-    async fn ask(&mut self, xml: &str, id: &str) -> Element {
-        self.stream.write_all(xml.as_bytes()).await.unwrap();
-        loop {
-            let stanza = self.stanza().await;
-            if stanza.get("id") == Some(id) {
-                return stanza;
-            }
-        }
-    }
-
-    async fn login(addr: SocketAddr, name: &str) -> Client {
-        let mut c = Client::open(addr).await;
-        let plain = base64::engine::general_purpose::STANDARD.encode(format!("\0{name}\0pw"));
-        c.stream.write_all(format!("<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{plain}</auth>").as_bytes()).await.unwrap();
-        assert_eq!(c.stanza().await.name, "success", "{name} logs in");
-        c.restart().await;
-        let bound = c.ask("<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>", "b").await;
-        assert_eq!(bound.get("type"), Some("result"));
-        c
-    }
 }
 
 /// Stops `child` with `signal` (`KILL`, or `TERM` for a graceful stop)

@@ -22,12 +22,10 @@ use tokio::sync::oneshot;
 use wire::nickname::Nickname;
 
 use crate::link::{self, Frame, Item, Name};
+use crate::{Deliveries, Disconnects};
 
 /// How long a node that connects has to say who it is.
 const HELLO_WAIT: Duration = Duration::from_secs(10);
-
-/// What another node's disconnect closes here: `here(name, reason)`, how many.
-pub type Disconnects = Arc<dyn Fn(&str, &str) -> usize + Send + Sync>;
 
 /// This node, as the host of the rooms of the nodes linked to it.
 pub struct Host {
@@ -38,7 +36,9 @@ pub struct Host {
     links: Mutex<HashMap<u64, Downlink>>,
     next: AtomicU64,
     disconnects: Mutex<Option<Disconnects>>,
-    /// Disconnects asked of the linked nodes, waiting for their answers.
+    deliveries: Mutex<Option<Deliveries>>,
+    /// Disconnects and deliveries asked of the linked nodes, waiting for
+    /// their answers.
     asked: Mutex<HashMap<u64, oneshot::Sender<usize>>>,
     limits: link::Limits,
 }
@@ -67,6 +67,7 @@ impl Host {
             links: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
             disconnects: Mutex::new(None),
+            deliveries: Mutex::new(None),
             asked: Mutex::new(HashMap::new()),
             limits,
         })
@@ -103,30 +104,81 @@ impl Host {
     /// Asks every linked node but `except` to close the clients of `name`:
     /// how many they closed, of those that answered within `patience`.
     pub async fn disconnect_elsewhere(&self, except: Option<u64>, name: &str, reason: &str, patience: Duration) -> usize {
-        let links: Vec<(u64, Downlink)> = self.links.lock().iter().filter(|(id, _)| Some(**id) != except).map(|(id, l)| (*id, l.clone())).collect();
+        let (name, reason) = (Arc::<str>::from(name), Arc::<str>::from(reason));
+        let answers = self.ask_links(except, |id| Frame::Disconnect { id, name: name.clone(), reason: reason.clone() });
+        self.count(answers, patience, "a disconnect").await
+    }
+
+    /// What a linked node's delivery reaches here.
+    pub fn answer_deliveries(&self, here: Deliveries) {
+        *self.deliveries.lock() = Some(here);
+    }
+
+    /// Hands `body` for `to` to every linked node but `except`, in the
+    /// order of the calls; with `patience`, how many clients it reached
+    /// there, of the nodes that answered within it. A frame longer than a
+    /// link takes is not sent.
+    pub async fn deliver_elsewhere(&self, except: Option<u64>, to: Vec<Arc<str>>, body: Arc<str>, patience: Option<Duration>) -> Result<usize, BrokerError> {
+        let answers = self.send_delivery(except, &to, &body, patience.is_some())?;
+        Ok(match patience {
+            Some(patience) => self.count(answers, patience, "a delivery").await,
+            None => 0,
+        })
+    }
+
+    /// Sends a delivery down every link but `except`, each with an id for
+    /// its answer when `answered`; the answers to wait for.
+    fn send_delivery(&self, except: Option<u64>, to: &[Arc<str>], body: &Arc<str>, answered: bool) -> Result<Vec<(u64, oneshot::Receiver<usize>)>, BrokerError> {
+        let frame = |id| Frame::Deliver { id, to: to.to_vec(), body: body.clone() };
+        // The longest id, as the frames sent will have theirs.
+        if link::line(&frame(u64::MAX)).len() > self.limits.max_line {
+            tracing::warn!("broker: a delivery longer than a link takes ({} bytes) is not sent", body.len());
+            return Err(BrokerError::Unavailable);
+        }
+        if answered {
+            return Ok(self.ask_links(except, frame));
+        }
+        for (_, link) in self.links_but(except) {
+            let _ = link.sender.send(frame(0));
+        }
+        Ok(Vec::new())
+    }
+
+    fn links_but(&self, except: Option<u64>) -> Vec<(u64, Downlink)> {
+        self.links.lock().iter().filter(|(id, _)| Some(**id) != except).map(|(id, l)| (*id, l.clone())).collect()
+    }
+
+    /// Sends `frame(id)` down every link but `except`, each with an id of
+    /// its own; the answers to wait for.
+    fn ask_links(&self, except: Option<u64>, frame: impl Fn(u64) -> Frame) -> Vec<(u64, oneshot::Receiver<usize>)> {
         let mut answers = Vec::new();
-        for (_, link) in links {
+        for (_, link) in self.links_but(except) {
             let id = self.next.fetch_add(1, Ordering::Relaxed);
             let (tx, rx) = oneshot::channel();
             self.asked.lock().insert(id, tx);
-            if link.sender.send(Frame::Disconnect { id, name: Arc::from(name), reason: Arc::from(reason) }).is_ok() {
+            if link.sender.send(frame(id)).is_ok() {
                 answers.push((id, rx));
             } else {
                 self.asked.lock().remove(&id);
             }
         }
+        answers
+    }
+
+    /// The sum of the `answers` that come within `patience`.
+    async fn count(&self, answers: Vec<(u64, oneshot::Receiver<usize>)>, patience: Duration, what: &str) -> usize {
         let deadline = tokio::time::Instant::now() + patience;
-        let mut closed = 0;
+        let mut count = 0;
         for (id, rx) in answers {
             match tokio::time::timeout_at(deadline, rx).await {
-                Ok(Ok(count)) => closed += count,
+                Ok(Ok(n)) => count += n,
                 _ => {
                     self.asked.lock().remove(&id);
-                    tracing::warn!("broker: a linked node did not answer a disconnect within {patience:?}");
+                    tracing::warn!("broker: a linked node did not answer {what} within {patience:?}");
                 }
             }
         }
-        closed
+        count
     }
 
     /// Takes the nodes that link here, until the listener fails.
@@ -222,7 +274,20 @@ impl Host {
                     let _ = sender.send(Frame::Disconnected { id: asked, count: here + elsewhere });
                 });
             }
-            Frame::Disconnected { id: asked, count } => {
+            Frame::Deliver { id: asked, to, body } => {
+                let here = self.deliveries.lock().clone().map_or(0, |here| here(&to, &body));
+                // Handed on now, in the order it came; answered apart.
+                let answers = self.send_delivery(Some(id), &to, &body, asked != 0).unwrap_or_default();
+                if asked != 0 {
+                    let host = self.clone();
+                    let sender = sender.clone();
+                    tokio::spawn(async move {
+                        let elsewhere = host.count(answers, link::DISCONNECT_PATIENCE, "a delivery").await;
+                        let _ = sender.send(Frame::Delivered { id: asked, count: here + elsewhere });
+                    });
+                }
+            }
+            Frame::Disconnected { id: asked, count } | Frame::Delivered { id: asked, count } => {
                 if let Some(tx) = self.asked.lock().remove(&asked) {
                     let _ = tx.send(count);
                 }

@@ -2,7 +2,9 @@
 //! JetStream (see `NatsBroker`; `Nats` is one node's connection to it) or
 //! over a link from each node to one that hosts the rooms (`host::Host`
 //! and `remote::Uplink`, the protocol in `link`). The encoding every node
-//! must share is in `envelope` and `link`.
+//! must share is in `envelope` and `link`. Outside the rooms, a node asks
+//! the others to close a user's clients (`disconnect_elsewhere`) and hands
+//! them a protocol's messages for its clients there (`deliver_elsewhere`).
 
 mod broker;
 mod control;
@@ -19,6 +21,15 @@ use std::time::Duration;
 pub use broker::NatsBroker;
 use hub::{Broker, BrokerError, RoomLimits};
 pub use nats::{ConnectError, Nats, NatsState, Options};
+
+/// What another node's disconnect closes here: `here(name, reason)`, how
+/// many clients.
+pub type Disconnects = Arc<dyn Fn(&str, &str) -> usize + Send + Sync>;
+
+/// What another node's delivery reaches here: `here(to, body)`, how many
+/// clients. `to` are the addresses the body is for and `body` the
+/// protocol's text, neither of which this crate reads.
+pub type Deliveries = Arc<dyn Fn(&[Arc<str>], &str) -> usize + Send + Sync>;
 
 /// How this node shares its rooms with others.
 #[derive(Debug, Clone)]
@@ -85,10 +96,35 @@ impl Cluster {
     pub fn answer_disconnects(&self, here: impl Fn(&str, &str) -> usize + Send + Sync + 'static) {
         match self {
             Cluster::Nats(nats) => {
-                tokio::spawn(nats.clone().answer_disconnects(here));
+                tokio::spawn(nats.clone().answer_disconnects(Arc::new(here)));
             }
             Cluster::Host(host) => host.answer_disconnects(Arc::new(here)),
             Cluster::Uplink(uplink) => uplink.answer_disconnects(Arc::new(here)),
+        }
+    }
+
+    /// Hands `body` for `to` to every other node, each delivering it to
+    /// what it holds of `to` (see [`Cluster::answer_deliveries`]), in the
+    /// order this node hands them. With `patience`, how many clients it
+    /// reached, of the nodes that answered within it; without, 0 at once.
+    /// A body longer than the way to the other nodes takes is not sent.
+    pub async fn deliver_elsewhere(&self, to: Vec<Arc<str>>, body: Arc<str>, patience: Option<Duration>) -> Result<usize, BrokerError> {
+        match self {
+            Cluster::Nats(nats) => nats.deliver_elsewhere(to, body, patience).await,
+            Cluster::Host(host) => host.deliver_elsewhere(None, to, body, patience).await,
+            Cluster::Uplink(uplink) => uplink.deliver_elsewhere(to, body, patience).await,
+        }
+    }
+
+    /// Takes the other nodes' deliveries with `here(to, body)`, which says
+    /// how many clients each reached on this node.
+    pub fn answer_deliveries(&self, here: impl Fn(&[Arc<str>], &str) -> usize + Send + Sync + 'static) {
+        match self {
+            Cluster::Nats(nats) => {
+                tokio::spawn(nats.clone().answer_deliveries(Arc::new(here)));
+            }
+            Cluster::Host(host) => host.answer_deliveries(Arc::new(here)),
+            Cluster::Uplink(uplink) => uplink.answer_deliveries(Arc::new(here)),
         }
     }
 }

@@ -16,7 +16,9 @@
 //! the host (`publish`, or `keep` for one kept in the room's history),
 //! which sends them to the other nodes as events and answers the node with
 //! `own` at the message's place in the room's order, with its position. `ask` and `answer` list rooms and their members;
-//! `disconnect` and `disconnected` close a user's clients on the other end.
+//! `disconnect` and `disconnected` close a user's clients on the other end;
+//! `deliver` and `delivered` carry a protocol's message to its clients
+//! there.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -115,6 +117,16 @@ pub enum Frame {
     Disconnect { id: u64, name: Arc<str>, reason: Arc<str> },
     /// How many were closed.
     Disconnected { id: u64, count: usize },
+    /// A protocol's `body` for the clients `to`, to each node that holds
+    /// some; `id` 0 when no answer is wanted.
+    Deliver {
+        #[serde(default, skip_serializing_if = "is_zero")]
+        id: u64,
+        to: Vec<Arc<str>>,
+        body: Arc<str>,
+    },
+    /// How many clients a delivery reached.
+    Delivered { id: u64, count: usize },
 }
 
 /// A member on some node: its shown name, the protocol it speaks (`app`,
@@ -420,6 +432,12 @@ mod tests {
                 Frame::Answer { id: 1, names: vec![Name { name: "lobby".into(), speaks: None, node: None, count: Some(3) }] },
                 r#"{"t":"answer","id":1,"names":[{"name":"lobby","count":3}]}"#,
             ),
+            (
+                Frame::Deliver { id: 0, to: vec!["b@x".into()], body: "<message to='b@x'/>".into() },
+                r#"{"t":"deliver","to":["b@x"],"body":"<message to='b@x'/>"}"#,
+            ),
+            (Frame::Deliver { id: 3, to: vec![], body: "".into() }, r#"{"t":"deliver","id":3,"to":[],"body":""}"#),
+            (Frame::Delivered { id: 3, count: 2 }, r#"{"t":"delivered","id":3,"count":2}"#),
         ];
         for (frame, line) in cases {
             assert_eq!(serde_json::to_string(&frame).unwrap(), line);

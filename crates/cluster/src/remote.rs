@@ -24,7 +24,7 @@ use wire::nickname::Nickname;
 
 use crate::broker::note_elsewhere;
 use crate::followed::{Following, Room};
-use crate::host::Disconnects;
+use crate::{Deliveries, Disconnects};
 use crate::link::{self, Frame, Item, Name};
 
 /// How long a node waits for its host to take a connection, and to answer it.
@@ -64,6 +64,7 @@ pub struct Uplink {
     next: AtomicU64,
     apps: Mutex<HashMap<Arc<str>, Weak<RemoteBroker>>>,
     disconnects: Mutex<Option<Disconnects>>,
+    deliveries: Mutex<Option<Deliveries>>,
     reconnects: AtomicU64,
 }
 
@@ -94,6 +95,7 @@ impl Uplink {
             next: AtomicU64::new(1),
             apps: Mutex::new(HashMap::new()),
             disconnects: Mutex::new(None),
+            deliveries: Mutex::new(None),
             reconnects: AtomicU64::new(0),
         });
         tokio::spawn(keep_linked(Arc::downgrade(&uplink), ends.frames));
@@ -145,6 +147,31 @@ impl Uplink {
         let answer = self.ask(|id| Frame::Disconnect { id, name: Arc::from(name), reason: Arc::from(reason) })?;
         match tokio::time::timeout(patience, answer).await {
             Ok(Ok(Frame::Disconnected { count, .. })) => Ok(count),
+            _ => Err(BrokerError::Unavailable),
+        }
+    }
+
+    /// What the host's (and through it, the other nodes') deliveries reach here.
+    pub fn answer_deliveries(&self, here: Deliveries) {
+        *self.deliveries.lock() = Some(here);
+    }
+
+    /// Hands `body` for `to` to the other nodes (the host, which hands it
+    /// on), in the order of the calls; with `patience`, how many clients it
+    /// reached, if the host answered within it. A frame longer than the
+    /// link takes is not sent.
+    pub async fn deliver_elsewhere(&self, to: Vec<Arc<str>>, body: Arc<str>, patience: Option<Duration>) -> Result<usize, BrokerError> {
+        let frame = |id| Frame::Deliver { id, to: to.clone(), body: body.clone() };
+        if link::line(&frame(u64::MAX)).len() > self.limits.max_line {
+            tracing::warn!("broker: a delivery longer than the link takes ({} bytes) is not sent", body.len());
+            return Err(BrokerError::Unavailable);
+        }
+        let Some(patience) = patience else {
+            self.send(frame(0))?;
+            return Ok(0);
+        };
+        match tokio::time::timeout(patience, self.ask(frame)?).await {
+            Ok(Ok(Frame::Delivered { count, .. })) => Ok(count),
             _ => Err(BrokerError::Unavailable),
         }
     }
@@ -217,7 +244,7 @@ impl Uplink {
                 let here = self.broker_of(&own.app).and_then(|broker| broker.own(&own.room, &own.payload, own.keep));
                 let _ = own.done.send(here.or(offset));
             }
-            Frame::Claimed { id, .. } | Frame::Answer { id, .. } | Frame::Disconnected { id, .. } => {
+            Frame::Claimed { id, .. } | Frame::Answer { id, .. } | Frame::Disconnected { id, .. } | Frame::Delivered { id, .. } => {
                 if let Some(tx) = self.asked.lock().remove(&id) {
                     let _ = tx.send(frame);
                 }
@@ -225,6 +252,12 @@ impl Uplink {
             Frame::Disconnect { id, name, reason } => {
                 let count = self.disconnects.lock().clone().map_or(0, |here| here(&name, &reason));
                 let _ = self.send(Frame::Disconnected { id, count });
+            }
+            Frame::Deliver { id, to, body } => {
+                let count = self.deliveries.lock().clone().map_or(0, |here| here(&to, &body));
+                if id != 0 {
+                    let _ = self.send(Frame::Delivered { id, count });
+                }
             }
             other => tracing::debug!("broker: a frame a node does not take: {other:?}"),
         }

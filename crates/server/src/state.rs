@@ -218,6 +218,7 @@ impl ServerState {
                 },
                 federation,
                 room_defaults: xmpp::RoomConfig { whois_anyone: config.xmpp.muc_non_anonymous, ..xmpp::RoomConfig::default() },
+                nodes: cluster.clone().map(|cluster| Arc::new(OtherNodes(cluster)) as Arc<dyn xmpp::nodes::OtherNodes>),
             };
             Arc::new(xmpp::Xmpp::new(context.clone(), settings, auth, xmpp_tls, rooms, store.clone()))
         });
@@ -241,6 +242,11 @@ impl ServerState {
             named.push(Box::new(move |name: &str| service.client_named(name).into_iter().collect()));
             Arc::new(api::Clients::new(rooms.clone(), named))
         });
+        // The other nodes' stanzas for this domain's users here.
+        if let (Some(cluster), Some(xmpp)) = (&cluster, &xmpp) {
+            let xmpp = Arc::downgrade(xmpp);
+            cluster.answer_deliveries(move |to, stanza| xmpp.upgrade().map_or(0, |xmpp| xmpp.from_other_node(to, stanza)));
+        }
         if let (Some(cluster), Some(clients)) = (&cluster, &clients) {
             let clients = clients.clone();
             cluster.answer_disconnects(move |name, reason| clients.disconnect(name, reason));
@@ -368,5 +374,16 @@ mod tests {
         let state = ServerState::new(Config::default(), None, Arc::new(store::MemoryStore::default()), Listening::default()).expect("the default configuration");
         let size = irc::connection_future_size(state.irc.clone()).await;
         assert!(size <= 520, "an IRC connection's future is {size} bytes");
+    }
+}
+
+/// XMPP's way to the other nodes: through the cluster.
+#[derive(Debug)]
+struct OtherNodes(cluster::Cluster);
+
+impl xmpp::nodes::OtherNodes for OtherNodes {
+    fn carry(&self, to: Vec<Arc<str>>, stanza: Arc<str>, patience: Option<std::time::Duration>) -> hub::BoxFuture<'static, usize> {
+        let cluster = self.0.clone();
+        Box::pin(async move { cluster.deliver_elsewhere(to, stanza, patience).await.unwrap_or(0) })
     }
 }

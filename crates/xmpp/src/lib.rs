@@ -18,6 +18,7 @@ mod archive;
 pub mod bosh;
 pub mod bridge;
 mod muc;
+pub mod nodes;
 mod offline;
 mod room;
 mod roster;
@@ -113,6 +114,9 @@ pub struct Xmpp {
     federation: Option<Arc<s2s::Federation>>,
     /// Users of other servers in the rooms here.
     guests: s2s::Guests,
+    /// The other nodes, which may hold this domain's users, when this
+    /// node is one of several.
+    nodes: Option<Arc<dyn nodes::OtherNodes>>,
 }
 
 impl std::fmt::Debug for Xmpp {
@@ -167,6 +171,8 @@ pub struct Settings {
     pub federation: Option<Arc<s2s::Federation>>,
     /// How a MUC room is configured until its owner changes it.
     pub room_defaults: room::Config,
+    /// The other nodes, when this node is one of several (`--broker`).
+    pub nodes: Option<Arc<dyn nodes::OtherNodes>>,
 }
 
 /// What is archived, and where (XEP-0313).
@@ -204,7 +210,7 @@ impl Xmpp {
         rooms: Option<Arc<dyn Broker>>,
         store: Arc<dyn store::Store>,
     ) -> Xmpp {
-        let Settings { domain, max_connections, resumption, quotas, login_timeout, inflow, archiving, federation, room_defaults } = settings;
+        let Settings { domain, max_connections, resumption, quotas, login_timeout, inflow, archiving, federation, room_defaults, nodes } = settings;
         let Resumption { timeout: resume_timeout, max_parked } = resumption;
         let Quotas { list: list_limit, rooms: max_rooms, offline } = quotas;
         Xmpp {
@@ -233,6 +239,7 @@ impl Xmpp {
             slots: Arc::new(Semaphore::new(max_connections)),
             federation,
             guests: s2s::Guests::default(),
+            nodes,
         }
     }
 

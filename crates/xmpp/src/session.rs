@@ -480,7 +480,7 @@ impl Session {
             }
             // A user's resource, this one's own included: carried there (RFC 6120 §10.5.4).
             if to.local.is_some() && to.resource.is_some() && to.domain == self.xmpp.domain {
-                return self.route_to_user(iq, to);
+                return Box::pin(self.route_to_user(iq, to)).await;
             }
         }
         if kind == "result" || kind == "error" {

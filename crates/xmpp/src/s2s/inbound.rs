@@ -115,7 +115,7 @@ impl Xmpp {
                 } else {
                     let request = stamped(presence.clone(), &contact, user.clone());
                     rosters.hold(&user, &contact, request.clone()).await;
-                    deliver(self, &user, &request);
+                    deliver(self, &user, &request).await;
                 }
             }
             Some("subscribed") => {
@@ -129,14 +129,14 @@ impl Xmpp {
                 if let Ok(Some(mine)) = changed.await {
                     push(self, &user, roster::item(&mine.contact), mine.ver).await;
                 }
-                deliver(self, &user, &stamped(presence.clone(), &contact, user.clone()));
+                deliver(self, &user, &stamped(presence.clone(), &contact, user.clone())).await;
             }
             Some("unsubscribe") => {
                 rosters.answered(&user, &contact).await;
                 if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| c.subscription.from = false).await {
                     push(self, &user, roster::item(&mine.contact), mine.ver).await;
                 }
-                deliver(self, &user, &stamped(presence.clone(), &contact, user.clone()));
+                deliver(self, &user, &stamped(presence.clone(), &contact, user.clone())).await;
             }
             Some("unsubscribed") => {
                 let changed = rosters.update(&user, &contact, false, |c| {
@@ -146,7 +146,7 @@ impl Xmpp {
                 if let Ok(Some(mine)) = changed.await {
                     push(self, &user, roster::item(&mine.contact), mine.ver).await;
                 }
-                deliver(self, &user, &stamped(presence.clone(), &contact, user.clone()));
+                deliver(self, &user, &stamped(presence.clone(), &contact, user.clone())).await;
             }
             // Updates, unavailability, directed presence and errors.
             _ => {

@@ -65,21 +65,27 @@ impl Session {
     }
 
     /// Carries `message` to `targets` and queues its archive entries (see
-    /// `archived_copy`).
-    pub(super) async fn carry_archived(&mut self, message: &Element, to: &Jid, targets: Vec<Target>, recipient: bool) {
+    /// `archived_copy`): the copy carried.
+    pub(super) async fn carry_archived(&mut self, message: &Element, to: &Jid, targets: Vec<Target>, recipient: bool) -> Element {
         // Stamped and pushed in the recipient's archive's order, so that
         // its resources see messages racing to it in the order of their ids.
-        let entries = base::archive::in_order(&to.bare().to_string(), || {
+        let carried = base::archive::in_order(&to.bare().to_string(), || {
             let Some((copy, entries)) = self.archived_copy(message, to, recipient) else { return Err(targets) };
             // Stamped already: pushed as it is, not stamped again by `carry`.
             for (outbox, framing) in targets {
                 let _ = outbox.push(framing.payload(&copy));
             }
-            Ok(entries)
+            Ok((copy, entries))
         });
-        match entries {
-            Ok(entries) => self.queue_archive(entries).await,
-            Err(targets) => self.carry(message, targets),
+        match carried {
+            Ok((copy, entries)) => {
+                self.queue_archive(entries).await;
+                copy
+            }
+            Err(targets) => {
+                self.carry(message, targets);
+                self.stamped(message)
+            }
         }
     }
 

@@ -16,9 +16,14 @@ impl Session {
     /// Carries `stanza` to `to` (a user's resource, or every resource of a
     /// bare JID), from this session's full JID, each in its own framing;
     /// `service-unavailable` when nobody is there (RFC 6121 §8.5).
-    pub(super) fn route_to_user(&mut self, stanza: &Element, to: &Jid) {
+    pub(super) async fn route_to_user(&mut self, stanza: &Element, to: &Jid) {
         let targets = self.xmpp.router.route(to);
         if targets.is_empty() {
+            let routed = self.stamped(stanza);
+            // Boxed: rare, and its state would sit in every idle stream's task.
+            if Box::pin(self.xmpp.ask_others(to, &routed)).await > 0 {
+                return;
+            }
             return self.refuse(stanza, "cancel", "service-unavailable");
         }
         self.carry(stanza, targets);
@@ -56,18 +61,53 @@ impl Session {
             return self.stamped_to_remote(sent, message);
         }
         let kind = message.get("type").unwrap_or("normal");
+        // A resource another node holds is asked there first.
+        if to.resource.is_some() && self.xmpp.has_other_nodes() && self.xmpp.router.route(to).is_empty() && Box::pin(self.message_elsewhere(message, to)).await {
+            return;
+        }
         match self.xmpp.router.route_message(to, kind) {
             // Boxed, as the rest below: its state would sit in every idle stream's task.
             MessageRoute::To(targets) if self.archives(kind, message, to) => {
                 let recipient = !self.xmpp.router.is_anonymous(&to.bare().to_string());
-                Box::pin(self.carry_archived(message, to, targets, recipient)).await;
+                let copy = Box::pin(self.carry_archived(message, to, targets, recipient)).await;
+                if to.resource.is_none() && self.xmpp.has_other_nodes() {
+                    Box::pin(self.xmpp.tell_others(vec![to.to_string().into()], &copy)).await;
+                }
             }
-            MessageRoute::To(targets) => self.carry(message, targets),
-            // Boxed: rare, and its state would sit in every idle stream's task.
+            MessageRoute::To(targets) => {
+                self.carry(message, targets);
+                if to.resource.is_none() && self.xmpp.has_other_nodes() {
+                    let copy = self.stamped(message);
+                    Box::pin(self.xmpp.tell_others(vec![to.to_string().into()], &copy)).await;
+                }
+            }
+            // Nobody here: another node may hold the user's resources.
+            _ if to.resource.is_none() && self.xmpp.has_other_nodes() && Box::pin(self.message_elsewhere(message, to)).await => {}
             MessageRoute::Refused if self.xmpp.offline.keeps(kind, message) => Box::pin(self.keep_offline(message, to)).await,
             MessageRoute::Refused | MessageRoute::Bounced => self.refuse(message, "cancel", "service-unavailable"),
             MessageRoute::Dropped => {}
         }
+    }
+
+    /// Carries `message` to the resources of `to` that other nodes hold,
+    /// archived as it would be here when it reached one: whether it did.
+    async fn message_elsewhere(&mut self, message: &Element, to: &Jid) -> bool {
+        let kind = message.get("type").unwrap_or("normal");
+        let archived = if self.archives(kind, message, to) { self.archived_copy(message, to, true) } else { None };
+        let (copy, entries) = archived.unwrap_or_else(|| (self.stamped(message), Vec::new()));
+        if self.xmpp.ask_others(to, &copy).await == 0 {
+            return false;
+        }
+        self.queue_archive(entries).await;
+        true
+    }
+
+    /// `stanza` from this session's full JID.
+    pub(super) fn stamped(&self, stanza: &Element) -> Element {
+        let mut routed = stanza.clone();
+        routed.attrs.retain(|(n, _)| n != "from");
+        routed.attrs.push(("from".into(), self.full_jid()));
+        routed
     }
 
     /// Keeps `message` for the account `to` if it has one; otherwise, or
@@ -252,6 +292,8 @@ impl Session {
         let mut targets: Vec<Target> =
             self.xmpp.router.available(&user).into_iter().filter(|r| r.jid != me_full).map(|r| r.target).collect();
         let contacts = self.xmpp.rosters.contacts(&user).await.unwrap_or_default();
+        // The user's other resources and its local contacts on the other nodes.
+        let mut elsewhere: Vec<std::sync::Arc<str>> = vec![user.as_str().into()];
         for jid in contacts.iter().filter(|c| c.subscription.from).filter_map(|c| Jid::parse(&c.jid)) {
             if self.xmpp.is_remote(&jid) {
                 let mut to_contact = presence.clone();
@@ -259,12 +301,17 @@ impl Session {
                 self.to_remote(&to_contact.attr("to", &jid.to_string()), &me_full);
             } else {
                 targets.extend(self.xmpp.router.route(&jid));
+                elsewhere.push(jid.to_string().into());
             }
         }
         self.carry(presence, targets);
+        if self.xmpp.has_other_nodes() {
+            Box::pin(self.xmpp.tell_others(elsewhere, &self.stamped(presence))).await;
+        }
         if first {
             let mut theirs = self.xmpp.router.available(&user);
             theirs.retain(|r| r.jid != me_full);
+            let mut probed: Vec<std::sync::Arc<str>> = vec![user.as_str().into()];
             for contact in contacts.iter().filter(|c| c.subscription.to) {
                 match Jid::parse(&contact.jid) {
                     // Another server's user: its server is asked (RFC 6121 §4.3).
@@ -272,8 +319,15 @@ impl Session {
                         let probe = Element::new("presence", ns::CLIENT).attr("type", "probe").attr("to", &contact.jid);
                         self.to_remote(&probe, &user);
                     }
-                    _ => theirs.extend(self.xmpp.router.available(&contact.jid)),
+                    _ => {
+                        theirs.extend(self.xmpp.router.available(&contact.jid));
+                        probed.push(contact.jid.as_str().into());
+                    }
                 }
+            }
+            // The other nodes answer for the resources they hold.
+            if self.xmpp.has_other_nodes() {
+                Box::pin(self.xmpp.tell_others(probed, &crate::nodes::probe(&me_full))).await;
             }
             for r in theirs {
                 let mut current = r.presence;
@@ -300,7 +354,7 @@ impl Session {
             }
         }
         if !available {
-            self.end_directed();
+            Box::pin(self.end_directed()).await;
         }
     }
 
@@ -333,6 +387,9 @@ impl Session {
         // nobody there it is dropped.
         let targets = self.xmpp.router.route(to);
         self.carry(presence, targets);
+        if self.xmpp.has_other_nodes() {
+            Box::pin(self.xmpp.tell_others(vec![to.to_string().into()], &self.stamped(presence))).await;
+        }
     }
 
     /// A subscription request or answer from this user to the user `to`
@@ -385,7 +442,7 @@ impl Session {
                     return;
                 }
                 rosters.hold(&contact, &user, stamped.clone()).await;
-                deliver(&self.xmpp, &contact, &stamped);
+                deliver(&self.xmpp, &contact, &stamped).await;
             }
             "subscribed" => {
                 // An approval with no request to answer is dropped (§3.1.5).
@@ -414,6 +471,10 @@ impl Session {
                 let targets = self.xmpp.router.route(&other);
                 for r in self.xmpp.router.available(&user) {
                     carry_from(&r.presence, &r.jid, targets.clone());
+                    let mut current = r.presence;
+                    current.attrs.retain(|(n, _)| n != "from");
+                    current.attrs.push(("from".into(), r.jid));
+                    self.xmpp.tell_others(vec![contact.as_str().into()], &current).await;
                 }
             }
             "unsubscribe" => {
@@ -437,7 +498,7 @@ impl Session {
                 if let Ok(Some(theirs)) = rosters.update(&contact, &user, false, |c| c.subscription.from = false).await {
                     push(&self.xmpp, &contact, roster::item(&theirs.contact), theirs.ver).await;
                 }
-                deliver(&self.xmpp, &contact, &stamped);
+                deliver(&self.xmpp, &contact, &stamped).await;
                 // The contact's presence is no longer this user's to see, if it was.
                 if had_from {
                     let mine = self.jid.as_deref().map(|j| self.xmpp.router.route(&j.bare())).unwrap_or_default();
@@ -468,7 +529,7 @@ impl Session {
                 {
                     push(&self.xmpp, &contact, roster::item(&theirs.contact), theirs.ver).await;
                 }
-                deliver(&self.xmpp, &contact, &stamped);
+                deliver(&self.xmpp, &contact, &stamped).await;
                 let targets = self.xmpp.router.route(&other);
                 for r in self.xmpp.router.available(&user) {
                     let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable");
@@ -479,13 +540,14 @@ impl Session {
     }
 
     /// Tells those this session directed presence at that it is gone.
-    pub(super) fn end_directed(&mut self) {
+    pub(super) async fn end_directed(&mut self) {
         for to in self.directed.take().map(|directed| *directed).unwrap_or_default() {
             let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable").attr("to", &to.to_string());
             if self.xmpp.is_remote(&to) {
                 self.to_remote(&gone, &self.full_jid());
             } else {
                 self.carry(&gone, self.xmpp.router.route(&to));
+                self.xmpp.tell_others(vec![to.to_string().into()], &self.stamped(&gone)).await;
             }
         }
     }
@@ -498,7 +560,7 @@ impl Session {
             let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable");
             self.broadcast_presence(&gone).await;
         }
-        self.end_directed();
+        Box::pin(self.end_directed()).await;
         if self.anonymous
             && let Some(user) = self.user()
             && self.xmpp.router.resources(&user).len() <= 1
@@ -518,11 +580,13 @@ fn carry_from(stanza: &Element, from: &str, targets: Vec<Target>) {
     }
 }
 
-/// A stanza already stamped, to every resource of the user `bare`.
-pub(crate) fn deliver(xmpp: &super::super::Xmpp, bare: &str, stanza: &Element) {
+/// A stanza already stamped, to every resource of the user `bare`, here
+/// and on the other nodes.
+pub(crate) async fn deliver(xmpp: &super::super::Xmpp, bare: &str, stanza: &Element) {
     for (_, (outbox, framing)) in xmpp.router.resources(bare) {
         let _ = outbox.push(framing.payload(stanza));
     }
+    xmpp.tell_others(vec![bare.into()], stanza).await;
 }
 
 /// A roster push (RFC 6121 §2.1.6) of `item` to every resource of `user`,
@@ -536,6 +600,12 @@ pub(crate) async fn push(xmpp: &super::super::Xmpp, user: &str, item: Element, v
             .attr("to", &jid)
             .child(versioned(Element::new("query", ns::ROSTER), Some(ver)).child(item.clone()));
         let _ = outbox.push(framing.payload(&iq));
+    }
+    // Each node gives the push to each of its resources as its own.
+    if xmpp.has_other_nodes() {
+        let id = format!("push-{:08x}", rand::random::<u32>());
+        let iq = Element::new("iq", ns::CLIENT).attr("type", "set").attr("id", &id).attr("to", user).child(versioned(Element::new("query", ns::ROSTER), Some(ver)).child(item));
+        xmpp.tell_others(vec![user.into()], &iq).await;
     }
 }
 
@@ -560,5 +630,5 @@ async fn subscribed(xmpp: &super::super::Xmpp, user: &str, contact: &str, answer
     {
         push(xmpp, user, roster::item(&theirs.contact), theirs.ver).await;
     }
-    deliver(xmpp, user, answer);
+    deliver(xmpp, user, answer).await;
 }

@@ -274,6 +274,7 @@ impl Session {
         for (outbox, framing) in self.xmpp.router.route(&invitee) {
             let _ = outbox.push(framing.payload(&invitation));
         }
+        Box::pin(self.xmpp.tell_others(vec![invitee.to_string().into()], &invitation)).await;
         // A persistent room keeps its new member (a failure is logged and counted).
         let _ = self.xmpp.keep_room(room, false).await;
     }
