@@ -797,7 +797,8 @@ through_each_broker!(
 /// Two nodes on one PostgreSQL (accounts and rosters shared), alice on the
 /// first and bob on the second: messages, iqs, subscriptions and presence
 /// cross between them, a probe finds bob's presence from a new session on
-/// the first node, and a message to bob once he has gone is kept for him.
+/// the first node, a message to bob once he has gone is kept for him, and
+/// a subscription ended takes the presence of his resources on both nodes.
 async fn xmpp_users_on_two_nodes_reach_each_other_through(sharing: &impl Sharing) {
     use xmpp_client::Client;
     let postgres = store::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
@@ -860,4 +861,20 @@ async fn xmpp_users_on_two_nodes_reach_each_other_through(sharing: &impl Sharing
     let kept = again.until(|e| e.name == "message").await;
     assert_eq!(body(&kept).as_deref(), Some("while you were out"));
     assert!(kept.find("delay", "urn:xmpp:delay").is_some(), "{kept:?}");
+
+    // bob on both nodes; alice stops seeing him: each of his resources,
+    // on either node, goes unavailable for her.
+    let mut there = Client::login(at(&b), "bob").await;
+    there.send("<presence/>").await;
+    alice.until(|e| e.name == "presence" && e.get("from") == Some(there.jid.as_str())).await;
+    alice.send("<presence to='bob@localhost' type='unsubscribe'/>").await;
+    let mut gone = Vec::new();
+    while gone.len() < 2 {
+        let presence = alice.until(|e| e.name == "presence" && e.get("type") == Some("unavailable")).await;
+        gone.push(presence.get("from").unwrap_or_default().to_owned());
+    }
+    gone.sort();
+    let mut both = vec![again.jid.clone(), there.jid.clone()];
+    both.sort();
+    assert_eq!(gone, both);
 }

@@ -269,20 +269,23 @@ impl Host {
                 let host = self.clone();
                 let sender = sender.clone();
                 tokio::spawn(async move {
-                    let here = host.disconnects.lock().clone().map_or(0, |here| here(&name, &reason));
+                    let here = host.disconnects.lock().clone();
+                    let here = here.map_or(0, |here| here(&name, &reason));
                     let elsewhere = host.disconnect_elsewhere(Some(id), &name, &reason, link::DISCONNECT_PATIENCE).await;
                     let _ = sender.send(Frame::Disconnected { id: asked, count: here + elsewhere });
                 });
             }
             Frame::Deliver { id: asked, to, body } => {
-                let here = self.deliveries.lock().clone().map_or(0, |here| here(&to, &body));
+                // Out of the lock before it runs.
+                let here = self.deliveries.lock().clone();
+                let here = here.map_or(0, |here| here(&to, &body));
                 // Handed on now, in the order it came; answered apart.
                 let answers = self.send_delivery(Some(id), &to, &body, asked != 0).unwrap_or_default();
                 if asked != 0 {
                     let host = self.clone();
                     let sender = sender.clone();
                     tokio::spawn(async move {
-                        let elsewhere = host.count(answers, link::DISCONNECT_PATIENCE, "a delivery").await;
+                        let elsewhere = host.count(answers, link::DELIVER_PATIENCE, "a delivery").await;
                         let _ = sender.send(Frame::Delivered { id: asked, count: here + elsewhere });
                     });
                 }

@@ -226,6 +226,12 @@ fn millis(at: SystemTime) -> u64 {
 /// other nodes' answers before it answers: less than the asking node waits.
 pub const DISCONNECT_PATIENCE: Duration = Duration::from_secs(1);
 
+/// How long a host asked by one node to deliver waits for its other
+/// nodes' answers before it answers with what it has: half of what a
+/// protocol's sender waits (XMPP's, 1 s), so that what the host and the
+/// nodes that answered took is counted.
+pub const DELIVER_PATIENCE: Duration = Duration::from_millis(500);
+
 /// A new random name, for a node or a history: 32 bits, plenty for the
 /// nodes of one host, and 8 bytes each time the link names it.
 pub fn new_node() -> Arc<str> {

@@ -250,11 +250,13 @@ impl Uplink {
                 }
             }
             Frame::Disconnect { id, name, reason } => {
-                let count = self.disconnects.lock().clone().map_or(0, |here| here(&name, &reason));
+                let here = self.disconnects.lock().clone();
+                let count = here.map_or(0, |here| here(&name, &reason));
                 let _ = self.send(Frame::Disconnected { id, count });
             }
             Frame::Deliver { id, to, body } => {
-                let count = self.deliveries.lock().clone().map_or(0, |here| here(&to, &body));
+                let here = self.deliveries.lock().clone();
+                let count = here.map_or(0, |here| here(&to, &body));
                 if id != 0 {
                     let _ = self.send(Frame::Delivered { id, count });
                 }

@@ -10,9 +10,10 @@
 //! What crosses: messages (asked, when this node holds no resource for
 //! them: the answer says whether to keep one offline), iqs to a resource
 //! elsewhere (asked: none there is `service-unavailable`), presence
-//! broadcasts, directed presence and subscription stanzas, probes for a
-//! contact's current presence (answered by presence from the node that
-//! holds it), roster pushes and room invitations.
+//! broadcasts, directed presence and subscription stanzas (with the
+//! presence each node's resources send when a subscription is approved or
+//! ends), probes for a contact's current presence (answered by presence
+//! from the node that holds it), roster pushes and room invitations.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,28 +63,57 @@ impl Xmpp {
     }
 
     /// Takes another node's `stanza` (XML) for `to` as this node's router
-    /// would take one of its own: how many resources here it reached. A
-    /// message goes as RFC 6121 §8.5 says, and is never kept offline here
-    /// (the sending node keeps it when no node took it); an iq to a bare
-    /// JID (a roster push) goes to each resource as its own; a probe is
-    /// answered, through the other nodes, with the current presence of
-    /// each available resource here.
+    /// would take one of its own: how many resources here it reached.
+    ///
+    /// - A message to a bare JID goes as RFC 6121 §8.5 says, and is never
+    ///   kept offline here (the sending node keeps it when no node took
+    ///   it); to a full JID, only to that resource (the sending node falls
+    ///   back to the bare JID when no node has it); a room's invitation to
+    ///   every resource, as here.
+    /// - A user's presence to its own bare JID (a broadcast) goes to its
+    ///   available resources; other presence to every resource.
+    /// - A probe (only nodes send them: a client's is not handed on) is
+    ///   answered with the current presence of each available resource
+    ///   here; the sending node checked the subscription.
+    /// - A subscription ended or approved also sends what RFC 6121 §3 has
+    ///   the resources here send: unavailable presence from the side that
+    ///   no longer shows it, current presence from the approver's.
+    /// - An iq to a bare JID (a roster push) goes to each resource as its own.
     pub fn from_other_node(self: &Arc<Self>, to: &[Arc<str>], stanza: &str) -> usize {
         let Some(stanza) = wire::xmpp::standalone(stanza) else {
             tracing::debug!("xmpp: another node's stanza does not parse");
             return 0;
         };
+        let from = stanza.get("from").and_then(Jid::parse);
+        let from_bare = from.as_ref().map(|f| f.bare().to_string()).unwrap_or_default();
         let mut reached = 0;
         for to in to.iter().filter_map(|to| Jid::parse(to)).filter(|to| to.domain == self.domain && to.local.is_some()) {
+            let bare = to.bare().to_string();
+            let unavailable = || Element::new("presence", ns::CLIENT).attr("type", "unavailable");
             reached += match (stanza.name.as_str(), stanza.get("type")) {
+                ("message", _) if to.resource.is_some() || from.as_ref().is_some_and(|f| f.domain == self.muc_domain) => push(&stanza, self.router.route(&to)),
                 ("message", kind) => match self.router.route_message(&to, kind.unwrap_or("normal")) {
                     MessageRoute::To(targets) => push(&stanza, targets),
                     _ => 0,
                 },
-                ("presence", Some("probe")) => self.answer_probe(&stanza, &to),
+                ("presence", Some("probe")) => self.from_here(&bare, stanza.get("from").unwrap_or_default(), |current| current),
+                ("presence", Some("unsubscribe")) => {
+                    self.from_here(&bare, &from_bare, |_| unavailable());
+                    push(&stanza, self.router.route(&to))
+                }
+                ("presence", Some("unsubscribed")) => {
+                    self.from_here(&from_bare, &bare, |_| unavailable());
+                    push(&stanza, self.router.route(&to))
+                }
+                ("presence", Some("subscribed")) => {
+                    let reached = push(&stanza, self.router.route(&to));
+                    self.from_here(&from_bare, &bare, |current| current);
+                    reached
+                }
+                ("presence", None | Some("unavailable")) if from_bare == bare => push(&stanza, self.router.available(&bare).into_iter().map(|r| r.target).collect()),
                 ("iq", _) if to.resource.is_none() => {
                     let mut reached = 0;
-                    for (jid, (outbox, framing)) in self.router.resources(&to.to_string()) {
+                    for (jid, (outbox, framing)) in self.router.resources(&bare) {
                         let mut own = stanza.clone();
                         own.attrs.retain(|(n, _)| n != "to");
                         own.attrs.push(("to".into(), jid));
@@ -97,25 +127,32 @@ impl Xmpp {
         reached
     }
 
-    /// Answers another node's probe (its `from`, a full JID) for the user
-    /// `to` with the current presence of each of `to`'s available
-    /// resources here: how many there are.
-    fn answer_probe(self: &Arc<Self>, probe: &Element, to: &Jid) -> usize {
-        let Some(prober) = probe.get("from").map(Arc::<str>::from) else { return 0 };
-        let available = self.router.available(&to.bare().to_string());
+    /// Sends, from each available resource of the user `of` this node
+    /// holds, what `make` makes of its current presence to `to` (a JID):
+    /// to `to`'s resources here and on the other nodes. How many resources
+    /// of `of` are here.
+    fn from_here(self: &Arc<Self>, of: &str, to: &str, make: impl Fn(Element) -> Element) -> usize {
+        let available = self.router.available(of);
+        let Some(target) = Jid::parse(to).filter(|_| !available.is_empty()) else { return 0 };
         let count = available.len();
-        if count > 0 {
-            let xmpp = self.clone();
-            tokio::spawn(async move {
-                for r in available {
-                    let mut current = r.presence;
-                    current.attrs.retain(|(n, _)| n != "to" && n != "from");
-                    current.attrs.push(("from".into(), r.jid));
-                    current.attrs.push(("to".into(), prober.to_string()));
-                    xmpp.tell_others(vec![prober.clone()], &current).await;
-                }
-            });
+        let targets = self.router.route(&target);
+        let mut sent = Vec::with_capacity(count);
+        for r in available {
+            let mut stanza = make(r.presence);
+            stanza.attrs.retain(|(n, _)| n != "to" && n != "from");
+            stanza.attrs.push(("from".into(), r.jid));
+            stanza.attrs.push(("to".into(), to.to_owned()));
+            push(&stanza, targets.clone());
+            sent.push(stanza);
         }
+        // Handed on after this delivery (the answer loop takes one at a
+        // time, and does not wait on a send).
+        let (xmpp, to): (Arc<Xmpp>, Arc<str>) = (self.clone(), Arc::from(to));
+        tokio::spawn(async move {
+            for stanza in &sent {
+                xmpp.tell_others(vec![to.clone()], stanza).await;
+            }
+        });
         count
     }
 }

@@ -387,7 +387,9 @@ impl Session {
         // nobody there it is dropped.
         let targets = self.xmpp.router.route(to);
         self.carry(presence, targets);
-        if self.xmpp.has_other_nodes() {
+        // A client's probe is not handed on: only nodes probe each other,
+        // for contacts whose subscription they checked.
+        if self.xmpp.has_other_nodes() && matches!(presence.get("type"), None | Some("unavailable")) {
             Box::pin(self.xmpp.tell_others(vec![to.to_string().into()], &self.stamped(presence))).await;
         }
     }
@@ -505,6 +507,7 @@ impl Session {
                     for r in self.xmpp.router.available(&contact) {
                         let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable");
                         carry_from(&gone, &r.jid, mine.clone());
+                        self.xmpp.tell_others(vec![user.as_str().into()], &gone.attr("from", &r.jid).attr("to", &user)).await;
                     }
                 }
             }
@@ -534,6 +537,7 @@ impl Session {
                 for r in self.xmpp.router.available(&user) {
                     let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable");
                     carry_from(&gone, &r.jid, targets.clone());
+                    self.xmpp.tell_others(vec![contact.as_str().into()], &gone.attr("from", &r.jid).attr("to", &contact)).await;
                 }
             }
         }
