@@ -788,6 +788,81 @@ async fn a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node_through(sha
     }
 }
 
+/// Two nodes serving XMPP on one PostgreSQL, which holds the accounts
+/// alice and bob (password `pw`); each has heard the other.
+async fn two_xmpp_nodes(sharing: &impl Sharing) -> (store::PostgresServer, Node, Node) {
+    let postgres = store::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+    for name in ["alice", "bob"] {
+        let mut add = Command::new(BIN).args(["account", "--store", "postgres", "--database", &postgres.url, "add", name]).stdin(Stdio::piped()).spawn().unwrap();
+        writeln!(add.stdin.take().unwrap(), "pw").unwrap();
+        assert!(add.wait().unwrap().success(), "{name} added");
+    }
+    let args = ["--xmpp-listen", "127.0.0.1:0", "--xmpp-plain-unencrypted", "true", "--store", "postgres", "--database", &postgres.url, "--api-key", API_KEY];
+    let (a, b) = (Node::with_args(sharing, &args), Node::with_args(sharing, &args));
+    a.await_nodes(2).await;
+    b.await_nodes(2).await;
+    (postgres, a, b)
+}
+
+through_each_broker!(
+    a_room_owner_on_one_node_bans_an_occupant_on_another_through:
+    a_room_owner_on_one_node_bans_an_occupant_on_another,
+    a_room_owner_on_one_node_bans_an_occupant_on_another_over_the_link
+);
+
+/// A MUC room's owner on the first node; an occupant on the second sees
+/// the subject the owner sets, is taken out when the owner bans him (301),
+/// and cannot come back; the room's destruction reaches the second node.
+async fn a_room_owner_on_one_node_bans_an_occupant_on_another_through(sharing: &impl Sharing) {
+    use xmpp_client::Client;
+    let (_postgres, a, b) = two_xmpp_nodes(sharing).await;
+    let at = |node: &Node| node.xmpp.as_deref().unwrap().parse().unwrap();
+    let mut alice = Client::login(at(&a), "alice").await;
+    let mut bob = Client::login(at(&b), "bob").await;
+    let join = |nick: &str| format!("<presence to='den@conference.localhost/{nick}'><x xmlns='http://jabber.org/protocol/muc'/></presence>");
+    let from = |nick: &str| format!("den@conference.localhost/{nick}");
+    // alice makes the room, and owns it once she has configured it.
+    alice.send(&join("alice")).await;
+    alice.until(|e| e.name == "presence" && e.get("from") == Some(from("alice").as_str())).await;
+    let configure = "<iq type='set' id='cfg' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><x xmlns='jabber:x:data' type='submit'/></query></iq>";
+    assert_eq!(alice.ask(configure, "cfg").await.get("type"), Some("result"));
+    let mut carol = b.websocket().await;
+    carol.join("carol", "den").await;
+    bob.send(&join("bob")).await;
+    bob.until(|e| e.name == "presence" && e.get("from") == Some(from("bob").as_str())).await;
+    alice.until(|e| e.name == "presence" && e.get("from") == Some(from("bob").as_str())).await;
+
+    alice.send("<message to='den@conference.localhost' type='groupchat'><subject>plans</subject></message>").await;
+    // (Past the empty subject of his entry.)
+    let subject = bob.until(|e| e.name == "message" && e.find("subject", "jabber:client").is_some_and(|s| !s.text_content().is_empty())).await;
+    assert_eq!((subject.get("from"), subject.find("subject", "jabber:client").map(|s| s.text_content()).as_deref()), (Some(from("alice").as_str()), Some("plans")));
+
+    let ban = "<iq type='set' id='ban' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#admin'><item affiliation='outcast' jid='bob@localhost'/></query></iq>";
+    let banned = alice.ask(ban, "ban").await;
+    assert_eq!(banned.get("type"), Some("result"), "{banned:?}");
+    let out = bob.until(|e| e.name == "presence" && e.get("from") == Some(from("bob").as_str())).await;
+    let codes: Vec<String> = out.find("x", "http://jabber.org/protocol/muc#user").unwrap().elements().filter_map(|s| s.get("status").or(s.get("code")).map(str::to_owned)).collect();
+    assert_eq!((out.get("type"), codes), (Some("unavailable"), vec!["110".to_owned(), "301".to_owned()]), "{out:?}");
+    assert_eq!(carol.until("event", "leave").await["name"], "bob");
+    bob.send(&join("bob")).await;
+    let refused = bob.until(|e| e.name == "presence" && e.get("from") == Some(from("bob").as_str())).await;
+    assert_eq!(refused.get("type"), Some("error"), "banned on every node: {refused:?}");
+    assert!(refused.find("error", "jabber:client").and_then(|e| e.find("forbidden", "urn:ietf:params:xml:ns:xmpp-stanzas")).is_some(), "{refused:?}");
+
+    // Another room of alice's, bob in it from his node; she destroys it.
+    alice.send("<presence to='lab@conference.localhost/alice'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    alice.until(|e| e.name == "presence" && e.get("from") == Some("lab@conference.localhost/alice")).await;
+    assert_eq!(alice.ask(&configure.replace("den@", "lab@"), "cfg").await.get("type"), Some("result"));
+    bob.send("<presence to='lab@conference.localhost/bob'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    bob.until(|e| e.name == "presence" && e.get("from") == Some("lab@conference.localhost/bob")).await;
+    alice.until(|e| e.name == "presence" && e.get("from") == Some("lab@conference.localhost/bob")).await;
+    let destroy = "<iq type='set' id='d' to='lab@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><destroy><reason>done</reason></destroy></query></iq>";
+    assert_eq!(alice.ask(destroy, "d").await.get("type"), Some("result"));
+    let ended = bob.until(|e| e.name == "presence" && e.get("from") == Some("lab@conference.localhost/bob")).await;
+    let told = ended.find("x", "http://jabber.org/protocol/muc#user").and_then(|x| x.find("destroy", "http://jabber.org/protocol/muc#user"));
+    assert_eq!((ended.get("type"), told.and_then(|d| d.find("reason", "http://jabber.org/protocol/muc#user")).map(|r| r.text_content()).as_deref()), (Some("unavailable"), Some("done")), "{ended:?}");
+}
+
 through_each_broker!(
     xmpp_users_on_two_nodes_reach_each_other_through:
     xmpp_users_on_two_nodes_reach_each_other,
@@ -801,16 +876,7 @@ through_each_broker!(
 /// a subscription ended takes the presence of his resources on both nodes.
 async fn xmpp_users_on_two_nodes_reach_each_other_through(sharing: &impl Sharing) {
     use xmpp_client::Client;
-    let postgres = store::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
-    for name in ["alice", "bob"] {
-        let mut add = Command::new(BIN).args(["account", "--store", "postgres", "--database", &postgres.url, "add", name]).stdin(Stdio::piped()).spawn().unwrap();
-        writeln!(add.stdin.take().unwrap(), "pw").unwrap();
-        assert!(add.wait().unwrap().success(), "{name} added");
-    }
-    let args = ["--xmpp-listen", "127.0.0.1:0", "--xmpp-plain-unencrypted", "true", "--store", "postgres", "--database", &postgres.url, "--api-key", API_KEY];
-    let (a, b) = (Node::with_args(sharing, &args), Node::with_args(sharing, &args));
-    a.await_nodes(2).await;
-    b.await_nodes(2).await;
+    let (_postgres, a, b) = two_xmpp_nodes(sharing).await;
     let at = |node: &Node| node.xmpp.as_deref().unwrap().parse().unwrap();
     let mut alice = Client::login(at(&a), "alice").await;
     let mut bob = Client::login(at(&b), "bob").await;

@@ -13,7 +13,11 @@
 //! broadcasts, directed presence and subscription stanzas (with the
 //! presence each node's resources send when a subscription is approved or
 //! ends), probes for a contact's current presence (answered by presence
-//! from the node that holds it), roster pushes and room invitations.
+//! from the node that holds it), roster pushes and room invitations; and
+//! for MUC, a room's state (configuration, affiliations, subject) after
+//! each change, or its destruction, which a node that holds the room takes
+//! as its own (`MucRooms::take_shared`), telling its occupants what the
+//! change means for them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +26,12 @@ use hub::BoxFuture;
 use wire::xmpp::Element;
 
 use crate::router::MessageRoute;
+use crate::session::Effect;
 use crate::{Jid, Xmpp, ns};
+
+/// The namespace of a room's state handed between nodes: `<room
+/// name='…'>` with the state as JSON, or with the owner's `<destroy/>`.
+pub const SHARED_ROOM: &str = "urn:switchboard:muc-room";
 
 /// How long a stanza that waits to know whether another node took it
 /// waits for their answers.
@@ -84,6 +93,10 @@ impl Xmpp {
             tracing::debug!("xmpp: another node's stanza does not parse");
             return 0;
         };
+        if stanza.name == "room" && stanza.ns == SHARED_ROOM {
+            self.take_room(&stanza);
+            return 0;
+        }
         let from = stanza.get("from").and_then(Jid::parse);
         let from_bare = from.as_ref().map(|f| f.bare().to_string()).unwrap_or_default();
         let mut reached = 0;
@@ -125,6 +138,54 @@ impl Xmpp {
             };
         }
         reached
+    }
+
+    /// Hands room `name`'s state to the other nodes, after a change.
+    pub(crate) async fn share_room(&self, name: &str) {
+        if !self.has_other_nodes() {
+            return;
+        }
+        if let Some(state) = self.muc.shared(name) {
+            let shared = Element::new("room", SHARED_ROOM).attr("name", name).text(&state);
+            self.tell_others(vec![format!("{name}@{}", self.muc_domain).into()], &shared).await;
+        }
+    }
+
+    /// Tells the other nodes that room `name` was destroyed, as the owner's
+    /// `destroy` says.
+    pub(crate) async fn share_destroyed(&self, name: &str, destroy: &Element) {
+        if self.has_other_nodes() {
+            let shared = Element::new("room", SHARED_ROOM).attr("name", name).child(destroy.clone());
+            self.tell_others(vec![format!("{name}@{}", self.muc_domain).into()], &shared).await;
+        }
+    }
+
+    /// Takes another node's state of a room (`share_room`,
+    /// `share_destroyed`), if this node holds the room, and tells its
+    /// occupants here what it changed for them.
+    fn take_room(&self, shared: &Element) {
+        let Some(name) = shared.get("name").map(Arc::<str>::from) else { return };
+        let room_jid = format!("{name}@{}", self.muc_domain);
+        if let Some(destroy) = shared.find("destroy", ns::MUC_OWNER) {
+            let occupants = self.muc.destroy(&name);
+            return self.tell_destroyed(&name, &room_jid, occupants, destroy);
+        }
+        let taken = match self.muc.take_shared(&name, &shared.text_content()) {
+            Ok(Some(taken)) => taken,
+            Ok(None) => return,
+            Err(e) => return tracing::debug!("xmpp: another node's state of room {name:?} does not read: {e}"),
+        };
+        let mut effects: Vec<Effect> = taken.removed.into_iter().map(|(o, affiliation, code)| Effect::Removed(o, affiliation, vec![code])).collect();
+        effects.extend(taken.changed.into_iter().map(Effect::Changed));
+        self.tell_effects(&name, &room_jid, effects);
+        if taken.before != taken.after {
+            self.announce_config(&name, &room_jid, &taken.before, &taken.after);
+        }
+        if let Some((by, text)) = taken.new_subject {
+            for o in self.muc.with(&name, |r| r.occupants.clone()).unwrap_or_default() {
+                let _ = o.outbox.push(o.framing.payload(&crate::muc::subject(&room_jid, &o.jid.to_string(), Some(&by), &text)));
+            }
+        }
     }
 
     /// Sends, from each available resource of the user `of` this node

@@ -247,6 +247,20 @@ pub struct MucRooms {
     defaults: Config,
 }
 
+/// What another node's state of a room changed here, for the caller to
+/// tell the occupants.
+#[derive(Debug)]
+pub struct Shared {
+    pub before: Config,
+    pub after: Config,
+    /// The subject, when it changed, and who set it.
+    pub new_subject: Option<(Arc<str>, String)>,
+    /// Occupants taken out, with their affiliation and status code.
+    pub removed: Vec<(Occupant, Affiliation, &'static str)>,
+    /// Occupants whose affiliation changed, by nick.
+    pub changed: Vec<Arc<str>>,
+}
+
 /// What an XMPP occupant learns as it enters.
 #[derive(Debug, Clone)]
 pub struct Entered {
@@ -317,6 +331,54 @@ impl MucRooms {
     /// What the store keeps of room `name`, if it is persistent.
     pub fn kept(&self, name: &str) -> Option<String> {
         self.with(name, |room| room.config.persistent.then(|| Kept::of(room).to_json())).flatten()
+    }
+
+    /// Room `name`'s state as another node takes it
+    /// ([`MucRooms::take_shared`]): its configuration, affiliations and
+    /// subject, whether or not it is persistent.
+    pub fn shared(&self, name: &str) -> Option<String> {
+        self.with(name, |room| Kept::of(room).to_json())
+    }
+
+    /// Takes another node's state of room `name` (as
+    /// [`MucRooms::shared`] writes it) if this node holds the room: its
+    /// configuration, affiliations and subject replace these. An occupant
+    /// here who is now banned (301), or not a member of a members-only
+    /// room (321, or 322 when the room became members-only), is taken out;
+    /// one whose affiliation changed takes the role it gives. `None` when
+    /// this node does not hold the room; `Err` when the text is not a
+    /// room's.
+    pub fn take_shared(&self, name: &str, text: &str) -> Result<Option<Shared>, serde_json::Error> {
+        let kept: Kept = serde_json::from_str(text)?;
+        Ok(self.with(name, |room| {
+            let before = std::mem::replace(&mut room.config, kept.config);
+            let was = std::mem::replace(&mut room.affiliations, kept.affiliations);
+            let subject = kept.subject.map(|(by, text)| (Arc::<str>::from(by), text));
+            let new_subject = (room.subject != subject).then(|| subject.clone()).flatten();
+            room.subject = subject;
+            room.locked = false;
+            let (mut removed, mut changed) = (Vec::new(), Vec::new());
+            for o in room.occupants.clone() {
+                let affiliation = room.affiliation(&o.jid);
+                let code = match affiliation {
+                    Affiliation::Outcast => Some("301"),
+                    _ if room.config.members_only && affiliation < Affiliation::Member => Some(if before.members_only { "321" } else { "322" }),
+                    _ => None,
+                };
+                if let Some(code) = code {
+                    room.occupants.retain(|x| x.member != o.member);
+                    room.departed.insert(o.nick.clone(), Departure { affiliation, codes: vec![code] });
+                    removed.push((o, affiliation, code));
+                } else if was.get(&o.jid.bare().to_string()).copied().unwrap_or(Affiliation::None) != affiliation {
+                    let role = room.role_for(affiliation);
+                    if let Some(occupant) = room.occupants.iter_mut().find(|x| x.member == o.member) {
+                        occupant.role = role;
+                    }
+                    changed.push(o.nick.clone());
+                }
+            }
+            Shared { before, after: room.config.clone(), new_subject, removed, changed }
+        }))
     }
 
     /// Takes back a persistent room as the store kept it; `Err` says why

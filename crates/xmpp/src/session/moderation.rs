@@ -14,7 +14,7 @@ use super::Session;
 
 /// What a change does to the room, for the caller to tell outside the
 /// room's lock.
-pub(super) enum Effect {
+pub(crate) enum Effect {
     /// An occupant was taken out (kicked, banned, or no longer a member of
     /// a members-only room): the status codes of its leave.
     Removed(Occupant, Affiliation, Vec<&'static str>),
@@ -58,7 +58,9 @@ impl Session {
         match effects {
             Some(Ok(effects)) => {
                 self.tell(room, &room_jid, effects);
-                match self.xmpp.keep_room(room, false).await {
+                let kept = self.xmpp.keep_room(room, false).await;
+                Box::pin(self.xmpp.share_room(room)).await;
+                match kept {
                     Ok(()) => self.reply(iq, None),
                     Err(_) => self.refuse(iq, "wait", "internal-server-error"),
                 }
@@ -68,11 +70,19 @@ impl Session {
         }
     }
 
+    /// Tells the room what changed (see `Xmpp::tell_effects`).
+    pub(super) fn tell(&self, room: &Arc<str>, room_jid: &str, effects: Vec<Effect>) {
+        self.xmpp.tell_effects(room, room_jid, effects);
+    }
+}
+
+impl crate::Xmpp {
     /// Tells the room what changed: a removed occupant gets its own
     /// unavailable presence and the others see it leave (with its status
-    /// codes); a changed one's new presence goes to every XMPP occupant.
-    pub(super) fn tell(&self, room: &Arc<str>, room_jid: &str, effects: Vec<Effect>) {
-        let Some(rooms) = self.xmpp.rooms.clone() else { return };
+    /// codes); a changed one's new presence goes to every XMPP occupant
+    /// on this node.
+    pub(crate) fn tell_effects(&self, room: &Arc<str>, room_jid: &str, effects: Vec<Effect>) {
+        let Some(rooms) = self.rooms.clone() else { return };
         for effect in effects {
             match effect {
                 Effect::Removed(o, affiliation, codes) => {
@@ -82,12 +92,11 @@ impl Session {
                     let _ = o.outbox.push(o.framing.payload(&muc::presence(room_jid, &o.nick, &o.jid.to_string(), &item, false, &own)));
                     let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::leave(o.nick.clone())));
                 }
-                Effect::Changed(nick) => super::rooms::announce(&self.xmpp.muc, room, room_jid, &nick),
+                Effect::Changed(nick) => super::rooms::announce(&self.muc, room, room_jid, &nick),
             }
         }
     }
 }
-
 
 
 /// One item of a change request, checked against the actor's standing and

@@ -277,6 +277,7 @@ impl Session {
         Box::pin(self.xmpp.tell_others(vec![invitee.to_string().into()], &invitation)).await;
         // A persistent room keeps its new member (a failure is logged and counted).
         let _ = self.xmpp.keep_room(room, false).await;
+        Box::pin(self.xmpp.share_room(room)).await;
     }
 
     /// XEP-0045 §8.1: a new subject, from an occupant allowed to set it,
@@ -300,6 +301,7 @@ impl Session {
         // A persistent room's subject is kept (a failure is logged: the
         // subject has no answer to carry an error).
         let _ = self.xmpp.keep_room(room, false).await;
+        Box::pin(self.xmpp.share_room(room)).await;
         for o in occupants {
             let stanza = muc::subject(&occupancy.room_jid, &o.jid.to_string(), Some(&occupancy.nick), &text);
             let _ = o.outbox.push(o.framing.payload(&stanza));
@@ -392,7 +394,9 @@ impl Session {
             if let Some((archive, prefix)) = &self.xmpp.room_archive {
                 archive.forget(&base::rooms::ArchivedRooms::archive_of(prefix, room), &self.xmpp.context).await;
             }
-            return match self.xmpp.keep_room(room, was).await {
+            let kept = self.xmpp.keep_room(room, was).await;
+            Box::pin(self.xmpp.share_destroyed(room, destroy)).await;
+            return match kept {
                 Ok(()) => self.reply(iq, None),
                 Err(_) => self.refuse(iq, "wait", "internal-server-error"),
             };
@@ -405,7 +409,9 @@ impl Session {
             // XEP-0045 §10.1.3: cancelling a new room's first configuration
             // destroys it; cancelling a later one changes nothing.
             if self.xmpp.muc.with(room, |r| r.locked).unwrap_or(false) {
-                self.destroy(room, &room_jid, &Element::new("destroy", ns::MUC_OWNER));
+                let destroy = Element::new("destroy", ns::MUC_OWNER);
+                self.destroy(room, &room_jid, &destroy);
+                Box::pin(self.xmpp.share_destroyed(room, &destroy)).await;
             }
             return self.reply(iq, None);
         }
@@ -443,18 +449,29 @@ impl Session {
         };
         self.tell(room, &room_jid, effects);
         if !first && before != after {
-            self.announce_config(room, &room_jid, &before, &after);
+            self.xmpp.announce_config(room, &room_jid, &before, &after);
         }
-        match self.xmpp.keep_room(room, before.persistent).await {
+        let kept = self.xmpp.keep_room(room, before.persistent).await;
+        Box::pin(self.xmpp.share_room(room)).await;
+        match kept {
             Ok(()) => self.reply(iq, None),
             Err(_) => self.refuse(iq, "wait", "internal-server-error"),
         }
     }
 
-    /// Tells every XMPP occupant that the room's configuration changed
-    /// (XEP-0045 §10.2.1): 172 when real JIDs are now shown to all, 173 when
-    /// no longer, 104 for any other change.
-    fn announce_config(&self, room: &str, room_jid: &str, before: &Config, after: &Config) {
+    /// Takes every XMPP occupant out of `room` (XEP-0045 §10.9), each told
+    /// with a `<destroy/>`; the others in the chat room see them leave.
+    fn destroy(&mut self, room: &Arc<str>, room_jid: &str, destroy: &Element) {
+        let occupants = self.xmpp.muc.destroy(room);
+        self.xmpp.tell_destroyed(room, room_jid, occupants, destroy);
+    }
+}
+
+impl crate::Xmpp {
+    /// Tells every XMPP occupant on this node that the room's configuration
+    /// changed (XEP-0045 §10.2.1): 172 when real JIDs are now shown to
+    /// all, 173 when no longer, 104 for any other change.
+    pub(crate) fn announce_config(&self, room: &str, room_jid: &str, before: &Config, after: &Config) {
         let mut codes = Vec::new();
         match (before.whois_anyone, after.whois_anyone) {
             (false, true) => codes.push("172"),
@@ -465,7 +482,7 @@ impl Session {
         if others != *before {
             codes.push("104");
         }
-        let occupants = self.xmpp.muc.with(room, |r| r.occupants.clone()).unwrap_or_default();
+        let occupants = self.muc.with(room, |r| r.occupants.clone()).unwrap_or_default();
         for o in occupants {
             let x = codes.iter().fold(Element::new("x", ns::MUC_USER), |x, code| x.child(Element::new("status", ns::MUC_USER).attr("code", code)));
             let message = Element::new("message", ns::CLIENT).attr("type", "groupchat").attr("from", room_jid).attr("to", &o.jid.to_string()).child(x);
@@ -473,11 +490,11 @@ impl Session {
         }
     }
 
-    /// Takes every XMPP occupant out of `room` (XEP-0045 §10.9), each told
-    /// with a `<destroy/>`; the others in the chat room see them leave.
-    fn destroy(&mut self, room: &Arc<str>, room_jid: &str, destroy: &Element) {
-        let Some(rooms) = self.xmpp.rooms.clone() else { return };
-        let occupants = self.xmpp.muc.destroy(room);
+    /// Tells `occupants`, taken out of `room` as it was destroyed
+    /// (`destroy`, the owner's request), with a `<destroy/>`; the others
+    /// in the chat room see them leave.
+    pub(crate) fn tell_destroyed(&self, room: &Arc<str>, room_jid: &str, occupants: Vec<Occupant>, destroy: &Element) {
+        let Some(rooms) = self.rooms.clone() else { return };
         for o in &occupants {
             rooms.leave(room, o.member);
         }
