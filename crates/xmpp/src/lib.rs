@@ -437,13 +437,19 @@ impl Xmpp {
     /// Whether `bare` is a user of this server: an account, or a user
     /// logged in anonymously, who exists while bound.
     async fn exists(&self, bare: &Jid) -> bool {
+        (bare.domain == self.domain && self.router.is_bound(bare)) || self.has_account(bare).await
+    }
+
+    /// Whether `bare` has an account here: what messages are kept offline
+    /// for (a user logged in anonymously never comes back for them).
+    async fn has_account(&self, bare: &Jid) -> bool {
         let Some(local) = bare.local.as_deref() else { return false };
-        // A store that cannot say is taken to have the account: nothing is
-        // refused in a user's name for a failure of the server's.
         if bare.domain != self.domain {
             return false;
         }
-        self.router.is_bound(bare) || self.auth.accounts.exists(local).await.inspect_err(|_| self.context.metrics.store_failed("accounts")).unwrap_or(true)
+        // A store that cannot say is taken to have the account: nothing is
+        // refused in a user's name for a failure of the server's.
+        self.auth.accounts.exists(local).await.inspect_err(|_| self.context.metrics.store_failed("accounts")).unwrap_or(true)
     }
 }
 

@@ -175,6 +175,27 @@ async fn users_of_two_domains_exchange_messages_presence_and_iqs() {
     assert_eq!(metric(&a, &authority, "a.test", "switchboard_s2s_stanzas_total{direction=\"out\"}").await, Some(5.0));
 }
 
+#[tokio::test]
+async fn a_message_from_another_server_to_an_anonymous_user_not_available_is_refused_not_kept() {
+    let authority = Authority::new();
+    let (a, b) = two_domains(&authority).await;
+    let mut alice = online(&a, "a.test", "alice").await;
+    // Bound on b.test with no account, and no presence sent yet.
+    let (mut guest, _, _) = Client::authenticate_at(b.xmpp.unwrap(), "b.test", "<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='ANONYMOUS'/>").await;
+    guest.send("<iq type='set' id='g'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>").await;
+    let bound = guest.answer("g").await;
+    let jid = bound.find("bind", "urn:ietf:params:xml:ns:xmpp-bind").unwrap().find("jid", "urn:ietf:params:xml:ns:xmpp-bind").unwrap().text_content();
+    let bare = jid.split('/').next().unwrap();
+    alice.send(&format!("<message to='{bare}' type='chat' id='x1'><body>for nobody</body></message>")).await;
+    let refused = next_named(&mut alice, "message").await;
+    assert_eq!((refused.get("type"), refused.get("id"), error_condition(&refused).as_str()), (Some("error"), Some("x1"), "service-unavailable"), "{refused:?}");
+    // Once available, it gets messages, and nothing was kept for it.
+    guest.send("<presence/>").await;
+    alice.send(&format!("<message to='{bare}' type='chat' id='x2'><body>now</body></message>")).await;
+    let got = next_named(&mut guest, "message").await;
+    assert_eq!((got.get("id"), body(&got).as_str()), (Some("x2"), "now"));
+}
+
 /// The value of one metric of a server whose listener has TLS with a
 /// certificate of `authority` for `domain`.
 async fn metric(server: &TestServer, authority: &Authority, domain: &str, series: &str) -> Option<f64> {

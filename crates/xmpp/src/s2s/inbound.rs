@@ -72,7 +72,7 @@ impl Xmpp {
                 });
                 self.queue_archived(entry).await;
             }
-            MessageRoute::Refused if self.offline.keeps(kind, message) && self.exists(&to.bare()).await => {
+            MessageRoute::Refused if self.offline.keeps(kind, message) && self.has_account(&to.bare()).await => {
                 let from = message.get("from").unwrap_or_default();
                 let (copy, entry) = self.archived_from_away(message, to, true);
                 match self.offline.keep(&to.bare().to_string(), from, &self.domain, &copy).await {
