@@ -810,7 +810,8 @@ through_each_broker!(
     a_room_owner_on_one_node_bans_an_occupant_on_another_over_the_link
 );
 
-/// A MUC room's owner on the first node; an occupant on the second sees
+/// A MUC room's owner on the first node; an occupant on the second
+/// exchanges private messages with her, is kicked and comes back, sees
 /// the subject the owner sets, is taken out when the owner bans him (301),
 /// and cannot come back; the room's destruction reaches the second node.
 async fn a_room_owner_on_one_node_bans_an_occupant_on_another_through(sharing: &impl Sharing) {
@@ -832,6 +833,34 @@ async fn a_room_owner_on_one_node_bans_an_occupant_on_another_through(sharing: &
     bob.until(|e| e.name == "presence" && e.get("from") == Some(from("bob").as_str())).await;
     alice.until(|e| e.name == "presence" && e.get("from") == Some(from("bob").as_str())).await;
 
+    // Private messages between occupants on the two nodes.
+    alice.send("<message to='den@conference.localhost/bob' type='chat'><body>psst</body></message>").await;
+    let private = bob.until(|e| e.name == "message" && e.find("body", "jabber:client").is_some()).await;
+    assert_eq!((private.get("from"), private.get("to")), (Some(from("alice").as_str()), Some(bob.jid.as_str())), "{private:?}");
+    bob.send("<message to='den@conference.localhost/alice' type='chat'><body>yes?</body></message>").await;
+    let back = alice.until(|e| e.name == "message" && e.find("body", "jabber:client").is_some()).await;
+    assert_eq!((back.get("from"), back.get("to")), (Some(from("bob").as_str()), Some(alice.jid.as_str())), "{back:?}");
+    alice.send("<message to='den@conference.localhost/nobody' type='chat' id='pm'><body>?</body></message>").await;
+    let nobody = alice.until(|e| e.get("id") == Some("pm")).await;
+    assert_eq!(nobody.get("type"), Some("error"));
+
+    // A kick from the owner's node takes bob out on his; he may come back.
+    let codes = |presence: &wire::xmpp::Element| -> Vec<String> {
+        presence.find("x", "http://jabber.org/protocol/muc#user").map(|x| x.elements().filter_map(|s| s.get("code").map(str::to_owned)).collect()).unwrap_or_default()
+    };
+    let kick = "<iq type='set' id='kick' to='den@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#admin'><item nick='bob' role='none'/></query></iq>";
+    let kicked = alice.ask(kick, "kick").await;
+    assert_eq!(kicked.get("type"), Some("result"), "{kicked:?}");
+    let out = bob.until(|e| e.name == "presence" && e.get("from") == Some(from("bob").as_str())).await;
+    assert_eq!((out.get("type"), codes(&out)), (Some("unavailable"), vec!["110".to_owned(), "307".to_owned()]), "{out:?}");
+    assert_eq!(carol.until("event", "leave").await["name"], "bob");
+    bob.send(&join("bob")).await;
+    let back = bob.until(|e| e.name == "presence" && e.get("from") == Some(from("bob").as_str())).await;
+    assert_eq!(back.get("type"), None, "{back:?}");
+    alice.until(|e| e.name == "presence" && e.get("from") == Some(from("bob").as_str()) && e.get("type").is_none()).await;
+    let nobody = alice.ask(&kick.replace("'bob'", "'nobody'"), "kick").await;
+    assert_eq!(nobody.get("type"), Some("error"));
+
     alice.send("<message to='den@conference.localhost' type='groupchat'><subject>plans</subject></message>").await;
     // (Past the empty subject of his entry.)
     let subject = bob.until(|e| e.name == "message" && e.find("subject", "jabber:client").is_some_and(|s| !s.text_content().is_empty())).await;
@@ -841,8 +870,7 @@ async fn a_room_owner_on_one_node_bans_an_occupant_on_another_through(sharing: &
     let banned = alice.ask(ban, "ban").await;
     assert_eq!(banned.get("type"), Some("result"), "{banned:?}");
     let out = bob.until(|e| e.name == "presence" && e.get("from") == Some(from("bob").as_str())).await;
-    let codes: Vec<String> = out.find("x", "http://jabber.org/protocol/muc#user").unwrap().elements().filter_map(|s| s.get("status").or(s.get("code")).map(str::to_owned)).collect();
-    assert_eq!((out.get("type"), codes), (Some("unavailable"), vec!["110".to_owned(), "301".to_owned()]), "{out:?}");
+    assert_eq!((out.get("type"), codes(&out)), (Some("unavailable"), vec!["110".to_owned(), "301".to_owned()]), "{out:?}");
     assert_eq!(carol.until("event", "leave").await["name"], "bob");
     bob.send(&join("bob")).await;
     let refused = bob.until(|e| e.name == "presence" && e.get("from") == Some(from("bob").as_str())).await;

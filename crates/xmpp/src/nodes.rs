@@ -26,7 +26,8 @@ use hub::BoxFuture;
 use wire::xmpp::Element;
 
 use crate::router::MessageRoute;
-use crate::session::Effect;
+use crate::room::{Affiliation, Role};
+use crate::session::{Effect, set_role};
 use crate::{Jid, Xmpp, ns};
 
 /// The namespace of a room's state handed between nodes: `<room
@@ -94,8 +95,14 @@ impl Xmpp {
             return 0;
         };
         if stanza.name == "room" && stanza.ns == SHARED_ROOM {
+            if let Some(role) = stanza.find("role", SHARED_ROOM) {
+                return self.take_role(stanza.get("name").unwrap_or_default(), role);
+            }
             self.take_room(&stanza);
             return 0;
+        }
+        if let Some(to) = to.first().and_then(|to| Jid::parse(to)).filter(|to| to.domain == self.muc_domain) {
+            return self.to_occupant(&stanza, &to);
         }
         let from = stanza.get("from").and_then(Jid::parse);
         let from_bare = from.as_ref().map(|f| f.bare().to_string()).unwrap_or_default();
@@ -138,6 +145,32 @@ impl Xmpp {
             };
         }
         reached
+    }
+
+    /// Another node's private message or iq for the occupant `to` (a room
+    /// JID with a nick): to its real JID, if this node holds it.
+    fn to_occupant(&self, stanza: &Element, to: &Jid) -> usize {
+        let (Some(room), Some(nick)) = (to.local.as_deref(), to.resource.as_deref()) else { return 0 };
+        let Some(target) = self.muc.with(room, |r| r.occupant(nick).cloned()).flatten() else { return 0 };
+        let mut routed = stanza.clone();
+        routed.attrs.retain(|(n, _)| n != "to");
+        routed.attrs.push(("to".into(), target.jid.to_string()));
+        usize::from(target.outbox.push(target.framing.payload(&routed)).is_ok())
+    }
+
+    /// Another node's moderator gives the occupant `asked` names here a
+    /// role (`<role nick='…' role='…' by='the moderator's affiliation'/>`),
+    /// under the rules of `moderation::set_role`: 1 if done here.
+    fn take_role(&self, room: &str, asked: &Element) -> usize {
+        let (Some(nick), Some(role), Some(by)) = (asked.get("nick"), asked.get("role").and_then(Role::parse), asked.get("by").and_then(Affiliation::parse)) else { return 0 };
+        let done = self.muc.with(room, |r| r.occupant(nick).cloned().map(|target| set_role(r, target, role, by))).flatten();
+        match done {
+            Some(Ok(effect)) => {
+                self.tell_effects(&Arc::from(room), &format!("{room}@{}", self.muc_domain), vec![effect]);
+                1
+            }
+            _ => 0,
+        }
     }
 
     /// Hands room `name`'s state to the other nodes, after a change.

@@ -18,7 +18,7 @@ mod mam;
 mod moderation;
 mod presence;
 
-pub(crate) use moderation::Effect;
+pub(crate) use moderation::{Effect, set_role};
 pub(crate) use presence::{deliver, push};
 mod register;
 mod sasl;

@@ -65,8 +65,31 @@ impl Session {
                     Err(_) => self.refuse(iq, "wait", "internal-server-error"),
                 }
             }
+            // One role for an occupant no XMPP occupant here has: the
+            // node that holds it, if any, decides.
+            Some(Err(("cancel", "item-not-found"))) if items.len() == 1 && self.xmpp.has_other_nodes() && items[0].get("role").and_then(Role::parse).is_some() => {
+                Box::pin(self.role_elsewhere(iq, room, items[0], &me)).await;
+            }
             Some(Err((kind, condition))) => self.refuse(iq, kind, condition),
             None => self.refuse(iq, "cancel", "item-not-found"),
+        }
+    }
+
+    /// Asks the other nodes to give the occupant `item` names the role it
+    /// says, for this moderator: done where one node did it, and
+    /// `item-not-found` where none could.
+    async fn role_elsewhere(&mut self, iq: &Element, room: &Arc<str>, item: &Element, me: &Jid) {
+        let standing = self.xmpp.muc.with(room, |r| (r.affiliation(me), r.occupant_by_member(self.id).map_or(Role::None, |o| o.role)));
+        let Some((mine, Role::Moderator)) = standing else {
+            return self.refuse(iq, "auth", "forbidden");
+        };
+        let (Some(nick), Some(role)) = (item.get("nick"), item.get("role")) else { return };
+        let asked = Element::new("room", crate::nodes::SHARED_ROOM).attr("name", room).child(Element::new("role", crate::nodes::SHARED_ROOM).attr("nick", nick).attr("role", role).attr("by", mine.name()));
+        let occupant = Jid { local: Some(room.to_string()), domain: self.xmpp.muc_domain.clone(), resource: Some(nick.to_owned()) };
+        if self.xmpp.ask_others(&occupant, &asked).await > 0 {
+            self.reply(iq, None);
+        } else {
+            self.refuse(iq, "cancel", "item-not-found");
         }
     }
 
@@ -99,6 +122,26 @@ impl crate::Xmpp {
 }
 
 
+/// Gives occupant `target` `role`, as a moderator of affiliation `mine`
+/// asks (a kick, for `Role::None`): nobody changes the role of an admin or
+/// owner but by their affiliation, and only admins and owners make or
+/// unmake moderators.
+pub(crate) fn set_role(room: &mut MucRoom, target: Occupant, role: Role, mine: Affiliation) -> Result<Effect, Refusal> {
+    let theirs = room.affiliation(&target.jid);
+    if (theirs >= Affiliation::Admin && role != target.role) || ((role == Role::Moderator || target.role == Role::Moderator) && mine < Affiliation::Admin) {
+        return Err(("cancel", "not-allowed"));
+    }
+    if role == Role::None {
+        room.occupants.retain(|o| o.member != target.member);
+        room.departed.insert(target.nick.clone(), Departure { affiliation: theirs, codes: vec!["307"] });
+        return Ok(Effect::Removed(target, theirs, vec!["307"]));
+    }
+    if let Some(o) = room.occupants.iter_mut().find(|o| o.member == target.member) {
+        o.role = role;
+    }
+    Ok(Effect::Changed(target.nick))
+}
+
 /// One item of a change request, checked against the actor's standing and
 /// applied to the room.
 pub(super) fn change(room: &mut MucRoom, me: &Jid, id: hub::MemberId, item: &Element, limit: usize) -> Result<Vec<Effect>, Refusal> {
@@ -109,24 +152,10 @@ pub(super) fn change(room: &mut MucRoom, me: &Jid, id: hub::MemberId, item: &Ele
         let nick = item.get("nick").ok_or(("modify", "bad-request"))?;
         // A chat-app member has no role to change.
         let target = room.occupant(nick).cloned().ok_or(("cancel", "item-not-found"))?;
-        let theirs = room.affiliation(&target.jid);
         if my_role != Role::Moderator {
             return Err(("auth", "forbidden"));
         }
-        // Nobody changes the role of an admin or owner but by their affiliation,
-        // and only admins and owners make or unmake moderators.
-        if (theirs >= Affiliation::Admin && role != target.role) || ((role == Role::Moderator || target.role == Role::Moderator) && mine < Affiliation::Admin) {
-            return Err(("cancel", "not-allowed"));
-        }
-        if role == Role::None {
-            room.occupants.retain(|o| o.member != target.member);
-            room.departed.insert(target.nick.clone(), Departure { affiliation: theirs, codes: vec!["307"] });
-            return Ok(vec![Effect::Removed(target, theirs, vec!["307"])]);
-        }
-        if let Some(o) = room.occupants.iter_mut().find(|o| o.member == target.member) {
-            o.role = role;
-        }
-        return Ok(vec![Effect::Changed(target.nick)]);
+        return set_role(room, target, role, mine).map(|effect| vec![effect]);
     }
     let affiliation = item.get("affiliation").and_then(Affiliation::parse).ok_or(("modify", "bad-request"))?;
     let bare = match (item.get("jid").and_then(Jid::parse), item.get("nick")) {

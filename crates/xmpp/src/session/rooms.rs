@@ -194,7 +194,7 @@ impl Session {
             if message.get("type") == Some("groupchat") {
                 return self.refuse(message, "modify", "bad-request");
             }
-            return self.carry_to_occupant(message, &room, &occupancy, nick);
+            return Box::pin(self.carry_to_occupant(message, &room, &occupancy, nick)).await;
         }
         if let Some(invite) = message.find("x", ns::MUC_USER).and_then(|x| x.find("invite", ns::MUC_USER)) {
             return self.invite(message, &room, &occupancy, invite).await;
@@ -309,20 +309,27 @@ impl Session {
     }
 
     /// A stanza from this occupant to occupant `nick` (a private message,
-    /// or an iq): to that occupant's real JID, from this one's room JID.
-    fn carry_to_occupant(&mut self, stanza: &Element, room: &str, occupancy: &Occupancy, nick: &str) {
+    /// or an iq): to that occupant's real JID, from this one's room JID;
+    /// an occupant another node holds gets it from there.
+    async fn carry_to_occupant(&mut self, stanza: &Element, room: &str, occupancy: &Occupancy, nick: &str) {
         let target = self.xmpp.muc.with(room, |r| r.occupant(nick).cloned()).flatten();
-        let Some(target) = target else {
-            // A chat-app member has no JID to carry it to.
-            return self.refuse(stanza, "cancel", "item-not-found");
-        };
         let mut routed = stanza.clone();
         routed.attrs.retain(|(n, _)| n != "from" && n != "to");
         routed.attrs.push(("from".into(), format!("{}/{}", occupancy.room_jid, occupancy.nick)));
-        routed.attrs.push(("to".into(), target.jid.to_string()));
         if stanza.name == "message" {
             routed.children.push(wire::xmpp::Node::Element(Element::new("x", ns::MUC_USER)));
         }
+        let Some(target) = target else {
+            // Addressed to the occupant's room JID; the node that holds it
+            // puts its real JID in.
+            let to = Jid { local: Some(room.to_owned()), domain: self.xmpp.muc_domain.clone(), resource: Some(nick.to_owned()) };
+            if self.xmpp.has_other_nodes() && self.xmpp.ask_others(&to, &routed.clone().attr("to", &to.to_string())).await > 0 {
+                return;
+            }
+            // A chat-app member has no JID to carry it to.
+            return self.refuse(stanza, "cancel", "item-not-found");
+        };
+        routed.attrs.push(("to".into(), target.jid.to_string()));
         let _ = target.outbox.push(target.framing.payload(&routed));
     }
 
@@ -335,7 +342,7 @@ impl Session {
         }
         if let Some(nick) = &to.resource {
             return match self.occupancy(&room) {
-                Some(occupancy) => self.carry_to_occupant(iq, &room, &occupancy, nick),
+                Some(occupancy) => Box::pin(self.carry_to_occupant(iq, &room, &occupancy, nick)).await,
                 // XEP-0045 §6.6: no disco (nor anything) of an occupant for a non-occupant.
                 None => self.refuse(iq, "modify", "bad-request"),
             };
