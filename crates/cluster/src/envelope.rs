@@ -123,6 +123,10 @@ pub enum Event {
         name: Arc<str>,
         tags: Arc<str>,
     },
+    Topic {
+        name: Arc<str>,
+        text: Arc<str>,
+    },
 }
 
 impl From<RoomEvent> for Event {
@@ -134,6 +138,7 @@ impl From<RoomEvent> for Event {
             RoomEvent::Join { name, old_name } => Event::Join { name, old_name },
             RoomEvent::Leave { name, reason, quit, by, new_name } => Event::Leave { name, reason, quit, by, new_name },
             RoomEvent::Tags { name, tags } => Event::Tags { name, tags },
+            RoomEvent::Topic { name, text } => Event::Topic { name, text },
         }
     }
 }
@@ -147,6 +152,7 @@ impl From<Event> for RoomEvent {
             Event::Join { name, old_name } => RoomEvent::Join { name, old_name },
             Event::Leave { name, reason, quit, by, new_name } => RoomEvent::Leave { name, reason, quit, by, new_name },
             Event::Tags { name, tags } => RoomEvent::Tags { name, tags },
+            Event::Topic { name, text } => RoomEvent::Topic { name, text },
         }
     }
 }
@@ -255,6 +261,7 @@ pub(crate) mod tests {
                 br#"{"event":"message","name":"al","text":"typing"}"#,
             ),
             (Payload::event(room.clone(), RoomEvent::Tags { name: "al".into(), tags: "+typing=paused".into() }), "event", br#"{"event":"tags","name":"al","tags":"+typing=paused"}"#),
+            (Payload::event(room.clone(), RoomEvent::Topic { name: "al".into(), text: "plans".into() }), "event", br#"{"event":"topic","name":"al","text":"plans"}"#),
             (Payload::from("plain"), "text", b"plain"),
             (Payload::binary(vec![0u8, 255]), "binary", &[0, 255]),
         ];

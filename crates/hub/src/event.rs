@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use wire::app::{ChatEvent, Presence, TagsTag, chat_message_json_at};
+use wire::app::{ChatEvent, Presence, TagsTag, TopicTag, chat_message_json_at};
 
 use crate::payload::Position;
 
@@ -37,6 +37,11 @@ pub enum RoomEvent {
     /// `+typing=active;+draft/react=…`, values escaped. Neither kept nor
     /// archived; each protocol shows what it has a form for.
     Tags { name: Arc<str>, tags: Arc<str> },
+    /// A member set the room's topic (IRC's `TOPIC`, an XMPP occupant's
+    /// subject); empty text clears it. Each protocol shows it and keeps it
+    /// as the room's topic for those who join after; neither kept in the
+    /// room's history nor archived.
+    Topic { name: Arc<str>, text: Arc<str> },
 }
 
 impl RoomEvent {
@@ -47,7 +52,8 @@ impl RoomEvent {
             | RoomEvent::Notice { name, .. }
             | RoomEvent::Join { name, .. }
             | RoomEvent::Leave { name, .. }
-            | RoomEvent::Tags { name, .. } => Some(name),
+            | RoomEvent::Tags { name, .. }
+            | RoomEvent::Topic { name, .. } => Some(name),
             RoomEvent::Announcement { .. } => None,
         }
     }
@@ -89,6 +95,7 @@ impl RoomEvent {
                 let tags = wire::irc::tags(tags).map(|(key, value)| (key.to_owned(), value.into_owned())).collect();
                 ChatEvent::Tags { event: TagsTag::Tags, name: name.to_string(), room: room.to_owned(), tags }.to_json()
             }
+            RoomEvent::Topic { name, text } => ChatEvent::Topic { event: TopicTag::Topic, name: name.to_string(), room: room.to_owned(), topic: text.to_string() }.to_json(),
         }
     }
 }

@@ -782,20 +782,21 @@ impl Client {
             let lines = self.topic_lines(&room, &channel);
             return self.send(if lines.is_empty() { self.reply(RPL_NOTOPIC).arg(&channel).trailing("No topic is set") } else { lines });
         };
+        let Some(name) = self.name.as_ref().map(|n| n.shown.clone()) else { return };
         let nick: Arc<str> = Arc::from(self.nick());
         let set = self.irc.channels.with(&room, |c| {
             let op = c.members.iter().any(|m| m.client.id == self.public.id && m.op);
             if c.modes.topic_ops && !op {
-                return None;
+                return false;
             }
             c.topic = (!text.is_empty()).then(|| Topic { text: Arc::from(truncated(text)), by: nick.clone(), at: SystemTime::now() });
-            Some(c.members.clone())
+            true
         });
-        match set.flatten() {
-            Some(members) => {
-                members.iter().for_each(|m| m.client.send(self.line_from_me(m.client.caps(), "TOPIC").arg(&channel).trailing(truncated(text))));
-            }
-            None => self.send(self.reply(ERR_CHANOPRIVSNEEDED).arg(&channel).trailing("You're not channel operator")),
+        // Every member, of every protocol and node, is told by the room,
+        // in its order: IRC's as `TOPIC` (`render`).
+        match set {
+            Some(true) => self.publish(&room, RoomEvent::Topic { name, text: Arc::from(truncated(text)) }),
+            _ => self.send(self.reply(ERR_CHANOPRIVSNEEDED).arg(&channel).trailing("You're not channel operator")),
         }
     }
 
@@ -1367,6 +1368,13 @@ impl Client {
                     None
                 }
                 RoomEvent::Announcement { .. } => None,
+                // The room's topic as it now is, for those who ask or join
+                // here after (set again here for the one who set it).
+                RoomEvent::Topic { name, text } => {
+                    let topic = (!text.is_empty()).then(|| Topic { text: Arc::from(truncated(text)), by: Arc::from(wire::irc::nick_of(name).as_ref()), at: SystemTime::now() });
+                    self.irc.channels.with(room, |c| c.topic = topic);
+                    None
+                }
             };
             if let Some(echo) = echo
                 && let Some(at) = self.echoes.iter().position(|(r, e)| r == room && *e == echo)
@@ -1512,7 +1520,7 @@ fn matches_mask(mask: &str, nick: &str) -> bool {
 }
 
 /// At most [`TEXTLEN`] bytes of `text`, cut at a character's edge.
-fn truncated(text: &str) -> &str {
+pub(crate) fn truncated(text: &str) -> &str {
     let mut end = text.len().min(TEXTLEN);
     while !text.is_char_boundary(end) {
         end -= 1;

@@ -174,6 +174,7 @@ pub fn event_lines(payload: &Payload, server: &str, tags: &str) -> Option<String
         // The room's own message comes from the server, as a notice no client answers.
         RoomEvent::Announcement { text } => said(tags, server, &channel, "NOTICE", text),
         RoomEvent::Tags { name, .. } => Line::tagged(tags, Some(&source(&nick_of(name), server)), "TAGMSG").arg(&channel).end(),
+        RoomEvent::Topic { name, text } => Line::tagged(tags, Some(&source(&nick_of(name), server)), "TOPIC").arg(&channel).trailing(crate::client::truncated(text)),
     })
 }
 

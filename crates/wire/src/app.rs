@@ -190,8 +190,24 @@ pub enum ChatEvent {
         room: String,
         tags: std::collections::BTreeMap<String, String>,
     },
+    /// A member set the room's topic, from IRC (`TOPIC`) or XMPP (a MUC
+    /// subject): `{"event":"topic","name":"al","room":"lobby","topic":"plans"}`;
+    /// an empty topic clears it. Never kept in the history.
+    Topic {
+        event: TopicTag,
+        name: String,
+        room: String,
+        topic: String,
+    },
     /// `{"error":"..."}`.
     Error { error: String },
+}
+
+/// The `event` field of a topic event (always `"topic"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TopicTag {
+    Topic,
 }
 
 /// The `event` field of a tags event (always `"tags"`).
@@ -403,6 +419,9 @@ mod tests {
         let typing = ChatEvent::Tags { event: TagsTag::Tags, name: "al".into(), room: "lobby".into(), tags: tags.into_iter().collect() };
         assert_eq!(typing.to_json(), r#"{"event":"tags","name":"al","room":"lobby","tags":{"+draft/react":"a;b c","+typing":"active"}}"#);
         assert_eq!(ChatEvent::parse(&typing.to_json()).unwrap(), typing);
+        let topic = ChatEvent::Topic { event: TopicTag::Topic, name: "al".into(), room: "lobby".into(), topic: "plans \"now\"".into() };
+        assert_eq!(topic.to_json(), r#"{"event":"topic","name":"al","room":"lobby","topic":"plans \"now\""}"#);
+        assert_eq!(ChatEvent::parse(&topic.to_json()).unwrap(), topic);
     }
 
     #[test]

@@ -232,6 +232,8 @@ pub fn render(event: &RoomEvent, room_jid: &str, own_nick: &str, to: &str, shown
         RoomEvent::Announcement { text } => Some(groupchat(room_jid, None, to, text)),
         // Tags and no text: a typing notification is a chat state; others have no form here.
         RoomEvent::Tags { name, tags } => typing_in(tags).map(|state| typing(room_jid, name, to, state)),
+        // The room's topic, set in any protocol: its subject (XEP-0045 §8.1).
+        RoomEvent::Topic { name, text } => Some(subject(room_jid, to, Some(name), text)),
         RoomEvent::Join { name, .. } if &**name == own_nick => None,
         RoomEvent::Join { name, .. } => Some(presence(room_jid, name, to, &shown(name).0, true, &[])),
         RoomEvent::Leave { name, reason, by, new_name, .. } => {

@@ -163,7 +163,18 @@ impl Xmpp {
     /// under the rules of `moderation::set_role`: 1 if done here.
     fn take_role(&self, room: &str, asked: &Element) -> usize {
         let (Some(nick), Some(role), Some(by)) = (asked.get("nick"), asked.get("role").and_then(Role::parse), asked.get("by").and_then(Affiliation::parse)) else { return 0 };
-        let done = self.muc.with(room, |r| r.occupant(nick).cloned().map(|target| set_role(r, target, role, by))).flatten();
+        let limit = self.list_limit;
+        let done = self
+            .muc
+            .with(room, |r| {
+                let target = r.occupant(nick).cloned()?;
+                // As a moderator's change here keeps them.
+                if r.departed.len() >= limit {
+                    r.departed.clear();
+                }
+                Some(set_role(r, target, role, by))
+            })
+            .flatten();
         match done {
             Some(Ok(effect)) => {
                 self.tell_effects(&Arc::from(room), &format!("{room}@{}", self.muc_domain), vec![effect]);
@@ -203,7 +214,7 @@ impl Xmpp {
             let occupants = self.muc.destroy(&name);
             return self.tell_destroyed(&name, &room_jid, occupants, destroy);
         }
-        let taken = match self.muc.take_shared(&name, &shared.text_content()) {
+        let taken = match self.muc.take_shared(&name, &shared.text_content(), self.list_limit) {
             Ok(Some(taken)) => taken,
             Ok(None) => return,
             Err(e) => return tracing::debug!("xmpp: another node's state of room {name:?} does not read: {e}"),
@@ -214,11 +225,7 @@ impl Xmpp {
         if taken.before != taken.after {
             self.announce_config(&name, &room_jid, &taken.before, &taken.after);
         }
-        if let Some((by, text)) = taken.new_subject {
-            for o in self.muc.with(&name, |r| r.occupants.clone()).unwrap_or_default() {
-                let _ = o.outbox.push(o.framing.payload(&crate::muc::subject(&room_jid, &o.jid.to_string(), Some(&by), &text)));
-            }
-        }
+        // A new subject is told by the room's topic event, in its order.
     }
 
     /// Sends, from each available resource of the user `of` this node

@@ -152,6 +152,18 @@ pub struct MucRoom {
     /// How occupants who were taken out (kicked, banned) are shown as they
     /// leave: the item and status codes for their nick's leave event.
     pub departed: HashMap<Arc<str>, Departure>,
+    /// Its state is the room's, not defaults this node started it with
+    /// while the room was held elsewhere: made here by its first occupant,
+    /// read from the store, or taken from another node. Only such a state
+    /// is handed to the other nodes.
+    pub known: bool,
+    /// The version of its configuration and affiliations among the nodes:
+    /// a count of changes, and a random tie-break, so that every node keeps
+    /// the same one of two changes made at once.
+    pub version: (u64, u64),
+    /// What of it was last handed to or taken from the other nodes (a
+    /// hash), so that a change of nothing they hold is not handed on.
+    pub shared: u64,
 }
 
 /// How an occupant who was taken out of a room is shown as it leaves: its
@@ -222,6 +234,8 @@ struct Kept {
     config: Config,
     affiliations: HashMap<String, Affiliation>,
     subject: Option<(String, String)>,
+    #[serde(default)]
+    version: (u64, u64),
 }
 
 impl Kept {
@@ -230,7 +244,22 @@ impl Kept {
             config: room.config.clone(),
             affiliations: room.affiliations.clone(),
             subject: room.subject.as_ref().map(|(by, text)| (by.to_string(), text.clone())),
+            version: room.version,
         }
+    }
+
+    /// A hash of what the nodes share of it: its configuration and
+    /// affiliations (the subject goes as the room's topic events).
+    fn shared_hash(config: &Config, affiliations: &HashMap<String, Affiliation>) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        serde_json::to_string(config).unwrap_or_default().hash(&mut hasher);
+        let mut sorted: Vec<_> = affiliations.iter().collect();
+        sorted.sort();
+        for (jid, affiliation) in sorted {
+            (jid, affiliation.name()).hash(&mut hasher);
+        }
+        hasher.finish()
     }
 
     fn to_json(&self) -> String {
@@ -253,8 +282,6 @@ pub struct MucRooms {
 pub struct Shared {
     pub before: Config,
     pub after: Config,
-    /// The subject, when it changed, and who set it.
-    pub new_subject: Option<(Arc<str>, String)>,
     /// Occupants taken out, with their affiliation and status code.
     pub removed: Vec<(Occupant, Affiliation, &'static str)>,
     /// Occupants whose affiliation changed, by nick.
@@ -304,6 +331,7 @@ impl MucRooms {
         let created = alone && !rooms.contains_key(name);
         let room = rooms.entry(name.clone()).or_insert_with(|| MucRoom { config: self.defaults.clone(), ..MucRoom::default() });
         if created {
+            room.known = true;
             room.locked = true;
             room.affiliations.insert(occupant.jid.bare().to_string(), Affiliation::Owner);
         }
@@ -333,52 +361,72 @@ impl MucRooms {
         self.with(name, |room| room.config.persistent.then(|| Kept::of(room).to_json())).flatten()
     }
 
-    /// Room `name`'s state as another node takes it
-    /// ([`MucRooms::take_shared`]): its configuration, affiliations and
-    /// subject, whether or not it is persistent.
+    /// Room `name`'s state for the other nodes ([`MucRooms::take_shared`]):
+    /// its configuration and affiliations, whether or not it is persistent,
+    /// under a new version. `None` when this node does not hold the room,
+    /// holds only defaults it started it with, or nothing shared changed
+    /// since it was last handed on or taken.
     pub fn shared(&self, name: &str) -> Option<String> {
-        self.with(name, |room| Kept::of(room).to_json())
+        self.with(name, |room| {
+            let hash = Kept::shared_hash(&room.config, &room.affiliations);
+            if !room.known || hash == room.shared {
+                return None;
+            }
+            room.shared = hash;
+            room.version = (room.version.0 + 1, rand::random());
+            Some(Kept::of(room).to_json())
+        })
+        .flatten()
     }
 
-    /// Takes another node's state of room `name` (as
-    /// [`MucRooms::shared`] writes it) if this node holds the room: its
-    /// configuration, affiliations and subject replace these. An occupant
-    /// here who is now banned (301), or not a member of a members-only
-    /// room (321, or 322 when the room became members-only), is taken out;
-    /// one whose affiliation changed takes the role it gives. `None` when
-    /// this node does not hold the room; `Err` when the text is not a
-    /// room's.
-    pub fn take_shared(&self, name: &str, text: &str) -> Result<Option<Shared>, serde_json::Error> {
+    /// Takes another node's state of room `name` (as [`MucRooms::shared`]
+    /// writes it) if this node holds the room and the state is newer than
+    /// its own: its configuration and affiliations replace these (its
+    /// subject stays: the room's topic events carry it). An occupant here
+    /// who is now banned (301), or not a member of a members-only room
+    /// (321, or 322 when the room became members-only), is taken out; one
+    /// whose affiliation changed takes the role it gives. `None` when this
+    /// node does not hold the room or holds a newer state; `Err` when the
+    /// text is not a room's. The status codes of departures are kept for at
+    /// most `limit` nicks, as a moderator's change keeps them.
+    pub fn take_shared(&self, name: &str, text: &str, limit: usize) -> Result<Option<Shared>, serde_json::Error> {
         let kept: Kept = serde_json::from_str(text)?;
-        Ok(self.with(name, |room| {
-            let before = std::mem::replace(&mut room.config, kept.config);
-            let was = std::mem::replace(&mut room.affiliations, kept.affiliations);
-            let subject = kept.subject.map(|(by, text)| (Arc::<str>::from(by), text));
-            let new_subject = (room.subject != subject).then(|| subject.clone()).flatten();
-            room.subject = subject;
-            room.locked = false;
-            let (mut removed, mut changed) = (Vec::new(), Vec::new());
-            for o in room.occupants.clone() {
-                let affiliation = room.affiliation(&o.jid);
-                let code = match affiliation {
-                    Affiliation::Outcast => Some("301"),
-                    _ if room.config.members_only && affiliation < Affiliation::Member => Some(if before.members_only { "321" } else { "322" }),
-                    _ => None,
-                };
-                if let Some(code) = code {
-                    room.occupants.retain(|x| x.member != o.member);
-                    room.departed.insert(o.nick.clone(), Departure { affiliation, codes: vec![code] });
-                    removed.push((o, affiliation, code));
-                } else if was.get(&o.jid.bare().to_string()).copied().unwrap_or(Affiliation::None) != affiliation {
-                    let role = room.role_for(affiliation);
-                    if let Some(occupant) = room.occupants.iter_mut().find(|x| x.member == o.member) {
-                        occupant.role = role;
-                    }
-                    changed.push(o.nick.clone());
+        Ok(self
+            .with(name, |room| {
+                if room.known && kept.version <= room.version {
+                    return None;
                 }
-            }
-            Shared { before, after: room.config.clone(), new_subject, removed, changed }
-        }))
+                room.known = true;
+                room.version = kept.version;
+                room.shared = Kept::shared_hash(&kept.config, &kept.affiliations);
+                let before = std::mem::replace(&mut room.config, kept.config);
+                let was = std::mem::replace(&mut room.affiliations, kept.affiliations);
+                let (mut removed, mut changed) = (Vec::new(), Vec::new());
+                for o in room.occupants.clone() {
+                    let affiliation = room.affiliation(&o.jid);
+                    let code = match affiliation {
+                        Affiliation::Outcast => Some("301"),
+                        _ if room.config.members_only && affiliation < Affiliation::Member => Some(if before.members_only { "321" } else { "322" }),
+                        _ => None,
+                    };
+                    if let Some(code) = code {
+                        room.occupants.retain(|x| x.member != o.member);
+                        if room.departed.len() >= limit {
+                            room.departed.clear();
+                        }
+                        room.departed.insert(o.nick.clone(), Departure { affiliation, codes: vec![code] });
+                        removed.push((o, affiliation, code));
+                    } else if was.get(&o.jid.bare().to_string()).copied().unwrap_or(Affiliation::None) != affiliation {
+                        let role = room.role_for(affiliation);
+                        if let Some(occupant) = room.occupants.iter_mut().find(|x| x.member == o.member) {
+                            occupant.role = role;
+                        }
+                        changed.push(o.nick.clone());
+                    }
+                }
+                Some(Shared { before, after: room.config.clone(), removed, changed })
+            })
+            .flatten())
     }
 
     /// Takes back a persistent room as the store kept it; `Err` says why
@@ -400,6 +448,8 @@ impl MucRooms {
     fn kept_room(text: &str) -> Result<MucRoom, serde_json::Error> {
         let kept: Kept = serde_json::from_str(text)?;
         Ok(MucRoom {
+            known: true,
+            version: kept.version,
             config: Config { persistent: true, ..kept.config },
             subject: kept.subject.map(|(by, text)| (Arc::from(by), text)),
             affiliations: kept.affiliations,

@@ -627,6 +627,12 @@ impl Session {
         let text = match payload.as_event() {
             Some((room, event)) => {
                 let occupancy = self.rooms.get(room)?;
+                // The room's subject as it now is, for those who join here
+                // after (set again here for the occupant who set it).
+                if let RoomEvent::Topic { name, text } = event {
+                    let subject = (!text.is_empty()).then(|| (name.clone(), text.to_string()));
+                    self.xmpp.muc.with(room, |r| r.subject = subject);
+                }
                 let stanza = match (event, &occupancy.renamed_from) {
                     // Its own join's echo, still queued when it changed its
                     // nick: the old nick was its own until then.

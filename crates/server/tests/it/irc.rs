@@ -314,6 +314,54 @@ async fn typing_is_a_tagmsg_on_irc_a_chat_state_on_xmpp_and_a_tags_event_in_the_
 }
 
 #[tokio::test]
+async fn the_topic_is_one_for_the_room_in_every_protocol() {
+    let server = TestServer::with_xmpp(server::Config::default()).await;
+    let mut chat = server.chat_member("dora", "lobby").await;
+    let mut ivan = Irc::register(server.irc, "ivan").await;
+    ivan.join("#lobby").await;
+    let mut jo = Irc::register(server.irc, "jo").await;
+    jo.join("#lobby").await;
+    assert_eq!(ivan.line().await, ":jo!jo@localhost JOIN #lobby\r\n");
+    let mut kim = kim_joins_the_lobby(&server, [&mut ivan, &mut jo], &mut chat).await;
+
+    // The channel's operator sets it: a TOPIC line, the occupant's subject
+    // (IRC's bold, a control character XML forbids, made U+FFFD), the chat
+    // app's topic event.
+    ivan.send("TOPIC #lobby :plans & <dates> \u{2}now\u{2}").await;
+    assert_eq!(ivan.line().await, ":ivan!ivan@localhost TOPIC #lobby :plans & <dates> \u{2}now\u{2}\r\n");
+    assert_eq!(jo.line().await, ":ivan!ivan@localhost TOPIC #lobby :plans & <dates> \u{2}now\u{2}\r\n");
+    let subject = kim.stanza().await;
+    assert_eq!(
+        subject.to_xml("jabber:client"),
+        format!(
+            "<message from=\"lobby@conference.localhost/ivan\" to=\"{}\" type=\"groupchat\"><subject>plans &amp; &lt;dates&gt; \u{FFFD}now\u{FFFD}</subject></message>",
+            subject.get("to").unwrap()
+        )
+    );
+    assert_eq!(chat.recv_json().await, json!({"event": "topic", "name": "ivan", "room": "lobby", "topic": "plans & <dates> \u{2}now\u{2}"}));
+
+    // The occupant changes it (a participant may, by default): each sees it
+    // from kim; the IRC side keeps it as the channel's topic.
+    kim.send("<message to='lobby@conference.localhost' type='groupchat'><subject>new plans</subject></message>").await;
+    assert_eq!(kim.stanza().await.find("subject", "jabber:client").map(|s| s.text_content()).as_deref(), Some("new plans"));
+    assert_eq!(ivan.line().await, ":kim!kim@localhost TOPIC #lobby :new plans\r\n");
+    assert_eq!(chat.recv_json().await, json!({"event": "topic", "name": "kim", "room": "lobby", "topic": "new plans"}));
+    jo.send("TOPIC #lobby").await;
+    assert_eq!(jo.until(" 332 ").await, ":localhost 332 jo #lobby :new plans\r\n");
+    assert!(jo.line().await.starts_with(":localhost 333 jo #lobby kim "));
+    // An occupant who comes in after is told it as it is.
+    let (mut lee, _) = Xmpp::login(server.xmpp.unwrap()).await;
+    lee.send("<presence to='lobby@conference.localhost/lee'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    let told = loop {
+        let stanza = lee.stanza().await;
+        if let Some(subject) = stanza.find("subject", "jabber:client") {
+            break (stanza.get("from").map(str::to_owned), subject.text_content());
+        }
+    };
+    assert_eq!(told, (Some("lobby@conference.localhost/kim".to_owned()), "new plans".to_owned()));
+}
+
+#[tokio::test]
 async fn a_name_taken_in_a_room_by_another_protocol_cannot_join_it_under_that_name() {
     let server = TestServer::start().await;
     let _chat = server.chat_member("erin", "lobby").await;
@@ -379,8 +427,8 @@ async fn channel_commands_answer_with_their_numerics() {
     user.send("TOPIC #den :mine").await;
     assert_eq!(user.line().await, ":localhost 482 uma #den :You're not channel operator\r\n");
     op.send("TOPIC #den :Welcome all").await;
-    assert_eq!(op.line().await, ":olga!~u@localhost TOPIC #den :Welcome all\r\n");
-    assert_eq!(user.line().await, ":olga!~u@localhost TOPIC #den :Welcome all\r\n");
+    assert_eq!(op.line().await, ":olga!olga@localhost TOPIC #den :Welcome all\r\n");
+    assert_eq!(user.line().await, ":olga!olga@localhost TOPIC #den :Welcome all\r\n");
     user.send("TOPIC #den").await;
     assert_eq!(user.line().await, ":localhost 332 uma #den :Welcome all\r\n");
     assert!(user.line().await.starts_with(":localhost 333 uma #den olga "));

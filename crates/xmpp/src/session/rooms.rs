@@ -283,28 +283,25 @@ impl Session {
     /// XEP-0045 §8.1: a new subject, from an occupant allowed to set it,
     /// to every XMPP occupant (the chat app has no subjects).
     async fn set_subject(&mut self, message: &Element, room: &str, occupancy: &Occupancy, text: String) {
-        let allowed = self
-            .xmpp
-            .muc
-            .with(room, |r| {
-                let role = r.occupant_by_member(self.id).map_or(Role::None, |o| o.role);
-                let allowed = role == Role::Moderator || (r.config.change_subject && role >= Role::Participant);
-                if allowed {
-                    r.subject = Some((occupancy.nick.clone(), text.clone()));
-                }
-                allowed.then(|| r.occupants.clone())
-            })
-            .flatten();
-        let Some(occupants) = allowed else {
+        let allowed = self.xmpp.muc.with(room, |r| {
+            let role = r.occupant_by_member(self.id).map_or(Role::None, |o| o.role);
+            let allowed = role == Role::Moderator || (r.config.change_subject && role >= Role::Participant);
+            if allowed {
+                r.subject = (!text.is_empty()).then(|| (occupancy.nick.clone(), text.clone()));
+            }
+            allowed
+        });
+        if allowed != Some(true) {
             return self.refuse(message, "auth", "forbidden");
-        };
+        }
         // A persistent room's subject is kept (a failure is logged: the
         // subject has no answer to carry an error).
         let _ = self.xmpp.keep_room(room, false).await;
-        Box::pin(self.xmpp.share_room(room)).await;
-        for o in occupants {
-            let stanza = muc::subject(&occupancy.room_jid, &o.jid.to_string(), Some(&occupancy.nick), &text);
-            let _ = o.outbox.push(o.framing.payload(&stanza));
+        // Every member, of every protocol and node, is told by the room,
+        // in its order: an occupant as the subject (`muc::render`, which
+        // also keeps it as the room's subject on each node).
+        if let Some(rooms) = &self.xmpp.rooms {
+            let _ = rooms.publish(room, Payload::event(Arc::from(room), RoomEvent::Topic { name: occupancy.nick.clone(), text: Arc::from(text) }));
         }
     }
 
