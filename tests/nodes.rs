@@ -786,6 +786,12 @@ async fn a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node_through(sha
             break;
         }
     }
+    // The channel's topic, set on node A by its operator, is the room's on
+    // node B too.
+    ann.send("TOPIC #lobby :from A").await;
+    assert_eq!(cy.line().await, ":ann!ann@localhost TOPIC #lobby :from A");
+    cy.send("TOPIC #lobby").await;
+    assert_eq!(cy.until(" 332 ").await, ":localhost 332 cy #lobby :from A");
 }
 
 /// Two nodes serving XMPP on one PostgreSQL, which holds the accounts

@@ -159,6 +159,10 @@ impl Broker for ArchivedRooms {
         self.rooms.history(room)
     }
 
+    fn topic(&self, room: &str) -> Option<hub::Topic> {
+        self.rooms.topic(room)
+    }
+
     fn named(&self, key: &str) -> Vec<Arc<Outbox>> {
         self.rooms.named(key)
     }

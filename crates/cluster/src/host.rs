@@ -634,6 +634,10 @@ impl Broker for HostBroker {
         self.hub.history(room)
     }
 
+    fn topic(&self, room: &str) -> Option<hub::Topic> {
+        self.hub.topic(room)
+    }
+
     fn named(&self, key: &str) -> Vec<Arc<Outbox>> {
         self.hub.named(key)
     }

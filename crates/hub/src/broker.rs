@@ -89,6 +89,9 @@ pub trait Broker: Send + Sync + Debug {
     /// (nothing if no member here follows it).
     fn history(&self, room: &str) -> Vec<Payload>;
 
+    /// `room`'s topic as this node last saw it set (see [`crate::Topic`]).
+    fn topic(&self, room: &str) -> Option<crate::Topic>;
+
     /// The outboxes of this node's members, in any room, whose name's
     /// comparison form is `key` (one each).
     fn named(&self, key: &str) -> Vec<Arc<Outbox>>;
@@ -172,6 +175,10 @@ impl Broker for MemoryBroker {
 
     fn history(&self, room: &str) -> Vec<Payload> {
         self.hub.history(room)
+    }
+
+    fn topic(&self, room: &str) -> Option<crate::Topic> {
+        self.hub.topic(room)
     }
 
     fn named(&self, key: &str) -> Vec<Arc<Outbox>> {

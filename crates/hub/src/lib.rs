@@ -19,5 +19,5 @@ pub use bucket::Bucket;
 pub use event::RoomEvent;
 pub use outbox::{Close, Direct, Drained, Outbox, PushError, Sent};
 pub use payload::{Form, IRC_FORMS, Payload, Position};
-pub use rooms::{Delivery, HistoryLimits, Hub, JoinError, Kept, Member, MemberId, RenameError, RoomLimits, RoomSize, Roster, Speaks, next_member_id};
+pub use rooms::{Delivery, HistoryLimits, Hub, JoinError, Kept, Member, MemberId, RenameError, RoomLimits, RoomSize, Roster, Speaks, Topic, next_member_id};
 pub use shards::{Shards, shrink_when_sparse};

@@ -153,6 +153,19 @@ pub struct Roster {
     pub epoch: Arc<str>,
     pub last: u64,
     pub trimmed: u64,
+    /// The room's topic as this node last saw it set.
+    pub topic: Option<Topic>,
+}
+
+/// A room's topic: the member who set it (its name in the room), its
+/// text, and when this node saw it set. It is the last
+/// [`crate::RoomEvent::Topic`] published in the room while the room was
+/// open on this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topic {
+    pub by: Arc<str>,
+    pub text: Arc<str>,
+    pub at: std::time::SystemTime,
 }
 
 impl Roster {
@@ -205,6 +218,7 @@ struct Room {
     trimmed: u64,
     /// Holds that keep the room open with no members here ([`Hub::hold`]).
     holds: usize,
+    topic: Option<Topic>,
 }
 
 /// What a room keeps of its history: its messages, oldest first, the offset
@@ -333,7 +347,7 @@ impl Hub {
         let names = here.chain(elsewhere.iter().cloned()).take(listed).collect();
         let total = entry.members.len() + elsewhere.len();
         let history = entry.history.iter().cloned().collect();
-        let roster = Roster { names, total, history, epoch: entry.epoch.clone(), last: entry.last, trimmed: entry.trimmed };
+        let roster = Roster { names, total, history, epoch: entry.epoch.clone(), last: entry.last, trimmed: entry.trimmed, topic: entry.topic.clone() };
         for payload in greet(&roster) {
             // A refused push has closed the member's session; it leaves on its own.
             let _ = outbox.push(payload);
@@ -352,6 +366,7 @@ impl Hub {
             last: 0,
             trimmed: 0,
             holds: 0,
+            topic: None,
         })
     }
 
@@ -574,6 +589,9 @@ impl Hub {
         if keep {
             entry.keep(payload, self.limits.history);
         }
+        if let Some((_, crate::RoomEvent::Topic { name, text })) = payload.as_event() {
+            entry.topic = (!text.is_empty()).then(|| Topic { by: name.clone(), text: text.clone(), at: std::time::SystemTime::now() });
+        }
         for member in &entry.members {
             match member.outbox.push(payload.clone()) {
                 Ok(()) => delivery.delivered += 1,
@@ -582,6 +600,12 @@ impl Hub {
             }
         }
         delivery
+    }
+
+    /// The room's topic as this node last saw it set, while the room is
+    /// open here.
+    pub fn topic(&self, room: &str) -> Option<Topic> {
+        self.shard(room).lock().get(room).and_then(|r| r.topic.clone())
     }
 
     /// Number of members in a room.

@@ -11,24 +11,15 @@ use parking_lot::Mutex;
 
 use crate::nicks::Public;
 
-/// One channel's IRC state.
+/// One channel's IRC state. Its topic is the room's (`hub::Topic`).
 #[derive(Debug)]
 pub struct Channel {
-    pub topic: Option<Topic>,
     pub modes: Modes,
     pub members: Vec<Membership>,
     /// Clients invited (`INVITE`) who may join it under `+i`, each once;
     /// at most [`MAX_LIST`], the oldest going first.
     pub invited: Vec<hub::MemberId>,
     pub created: SystemTime,
-}
-
-/// A channel's topic, who set it and when.
-#[derive(Debug, Clone)]
-pub struct Topic {
-    pub text: Arc<str>,
-    pub by: Arc<str>,
-    pub at: SystemTime,
 }
 
 /// The channel modes a chat needs.
@@ -137,7 +128,6 @@ impl Channels {
     pub fn open<T>(&self, room: &str, f: impl FnOnce(&mut Channel) -> T) -> T {
         let mut rooms = self.by_room.lock();
         let channel = rooms.entry(Arc::from(room)).or_insert_with(|| Channel {
-            topic: None,
             modes: Modes::default(),
             members: Vec::new(),
             invited: Vec::new(),
@@ -174,10 +164,9 @@ impl Channels {
         self.with(room, |c| c.members.clone()).unwrap_or_default()
     }
 
-    /// The rooms with IRC members, with their topics, and whether each
-    /// is secret (`LIST`).
-    pub fn list(&self) -> Vec<(Arc<str>, Option<Arc<str>>, bool)> {
-        self.by_room.lock().iter().map(|(room, c)| (room.clone(), c.topic.as_ref().map(|t| t.text.clone()), c.modes.secret)).collect()
+    /// The rooms with IRC members, and whether each is secret (`LIST`).
+    pub fn list(&self) -> Vec<(Arc<str>, bool)> {
+        self.by_room.lock().iter().map(|(room, c)| (room.clone(), c.modes.secret)).collect()
     }
 
     /// How many channels have IRC members.

@@ -16,7 +16,6 @@ use wire::nickname::Nickname;
 
 use crate::Irc;
 use crate::cap::{self, Cap, Caps};
-use crate::channels::Topic;
 use crate::nicks::{Public, Shown};
 use crate::numeric::*;
 use crate::render::{self, Tags};
@@ -546,7 +545,7 @@ impl Client {
         // clients size what they send by the source their own JOIN shows,
         // and a channel's messages are relayed under that form (`fits_relayed`).
         let join = self.line_from(&render::source(&nick, &server), caps, "JOIN").arg(channel).end();
-        let topic = self.topic_lines(room, channel);
+        let me = self.nick();
         let prefixes = self.prefixes(room);
         let secret = self.irc.channels.with(room, |c| c.modes.secret).unwrap_or(false);
         let shape = Shape { secret, userhost: caps.has(Cap::UserhostInNames) };
@@ -554,6 +553,8 @@ impl Client {
         let batch = format!("h{}", self.batches);
         let channel = channel.to_owned();
         Box::new(move |roster: &Roster| {
+            // The room's topic as it is under the room's lock, as the rest.
+            let topic = roster.topic.as_ref().map(|t| topic_lines(&server, &me, &channel, t)).unwrap_or_default();
             let mut lines = join + &topic;
             lines.push_str(&names_lines(&server, &nick, &channel, &roster.names, &prefixes, shape));
             let mut greeting = vec![Payload::new(lines)];
@@ -564,15 +565,10 @@ impl Client {
         })
     }
 
+    /// `332` and `333` for the room's topic, if it has one here.
     fn topic_lines(&self, room: &str, channel: &str) -> String {
-        let topic = self.irc.channels.with(room, |c| c.topic.clone()).flatten();
-        match topic {
-            Some(Topic { text, by, at }) => {
-                let at = at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-                self.reply(RPL_TOPIC).arg(channel).trailing(&text) + &self.reply(RPL_TOPICWHOTIME).arg(channel).arg(&by).arg(&at.to_string()).end()
-            }
-            None => String::new(),
-        }
+        let topic = self.irc.rooms.as_ref().and_then(|rooms| rooms.topic(room));
+        topic.map(|t| topic_lines(self.server(), &self.nick(), channel, &t)).unwrap_or_default()
     }
 
     /// The `NAMES` prefixes of `room`'s IRC members who have one, by name.
@@ -783,18 +779,10 @@ impl Client {
             return self.send(if lines.is_empty() { self.reply(RPL_NOTOPIC).arg(&channel).trailing("No topic is set") } else { lines });
         };
         let Some(name) = self.name.as_ref().map(|n| n.shown.clone()) else { return };
-        let nick: Arc<str> = Arc::from(self.nick());
-        let set = self.irc.channels.with(&room, |c| {
-            let op = c.members.iter().any(|m| m.client.id == self.public.id && m.op);
-            if c.modes.topic_ops && !op {
-                return false;
-            }
-            c.topic = (!text.is_empty()).then(|| Topic { text: Arc::from(truncated(text)), by: nick.clone(), at: SystemTime::now() });
-            true
-        });
-        // Every member, of every protocol and node, is told by the room,
-        // in its order: IRC's as `TOPIC` (`render`).
-        match set {
+        let allowed = self.irc.channels.with(&room, |c| !c.modes.topic_ops || c.members.iter().any(|m| m.client.id == self.public.id && m.op));
+        // The room keeps it, and tells every member, of every protocol and
+        // node, in its order: IRC's as `TOPIC` (`render`).
+        match allowed {
             Some(true) => self.publish(&room, RoomEvent::Topic { name, text: Arc::from(truncated(text)) }),
             _ => self.send(self.reply(ERR_CHANOPRIVSNEEDED).arg(&channel).trailing("You're not channel operator")),
         }
@@ -917,12 +905,13 @@ impl Client {
 
     fn list(&self) {
         let mut lines = self.reply(RPL_LISTSTART).arg("Channel").trailing("Users  Name");
-        for (room, topic, secret) in self.irc.channels.list() {
+        for (room, secret) in self.irc.channels.list() {
             if secret && !self.joined.contains(&room) {
                 continue;
             }
             let count = self.room_names(&room).len().to_string();
-            lines.push_str(&self.reply(RPL_LIST).arg(&channel_of(&room)).arg(&count).trailing(topic.as_deref().unwrap_or("")));
+            let topic = self.irc.rooms.as_ref().and_then(|rooms| rooms.topic(&room));
+            lines.push_str(&self.reply(RPL_LIST).arg(&channel_of(&room)).arg(&count).trailing(topic.as_ref().map_or("", |t| truncated(&t.text))));
         }
         lines.push_str(&self.reply(RPL_LISTEND).trailing("End of /LIST"));
         self.send(lines);
@@ -1368,13 +1357,7 @@ impl Client {
                     None
                 }
                 RoomEvent::Announcement { .. } => None,
-                // The room's topic as it now is, for those who ask or join
-                // here after (set again here for the one who set it).
-                RoomEvent::Topic { name, text } => {
-                    let topic = (!text.is_empty()).then(|| Topic { text: Arc::from(truncated(text)), by: Arc::from(wire::irc::nick_of(name).as_ref()), at: SystemTime::now() });
-                    self.irc.channels.with(room, |c| c.topic = topic);
-                    None
-                }
+                RoomEvent::Topic { .. } => None,
             };
             if let Some(echo) = echo
                 && let Some(at) = self.echoes.iter().position(|(r, e)| r == room && *e == echo)
@@ -1517,6 +1500,14 @@ fn other_member(nick: &str) -> Shown {
 /// Whether `nick` matches `mask` as IRC reads it: `*` and `?`, without case (ASCII).
 fn matches_mask(mask: &str, nick: &str) -> bool {
     wire::mask::matches(mask, nick, wire::mask::Case::AsciiInsensitive)
+}
+
+/// `332` and `333` to `nick` for `channel`'s `topic`: its text, and who
+/// set it (as IRC names the member) and when.
+fn topic_lines(server: &str, nick: &str, channel: &str, topic: &hub::Topic) -> String {
+    let at = topic.at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let reply = |numeric| Line::new(Some(server), numeric).arg(nick).arg(channel);
+    reply(RPL_TOPIC).trailing(truncated(&topic.text)) + &reply(RPL_TOPICWHOTIME).arg(&nick_of(&topic.by)).arg(&at.to_string()).end()
 }
 
 /// At most [`TEXTLEN`] bytes of `text`, cut at a character's edge.

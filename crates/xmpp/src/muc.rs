@@ -323,6 +323,7 @@ mod tests {
             epoch: "e".into(),
             last: 0,
             trimmed: 0,
+            topic: None,
         };
         let out: Vec<String> = greeting(&roster, "lobby@conference.localhost", "bob@localhost/r", SystemTime::now(), HistoryRequest::default(), &newcomer("bob"), |_| Item::participant())
             .iter()
@@ -339,7 +340,7 @@ mod tests {
     fn history_is_cut_to_what_the_occupant_asked_for() {
         use hub::Payload;
         let history = ["one", "two", "three"].map(|t| Payload::event("lobby", RoomEvent::Message { name: "al".into(), text: t.into() })).to_vec();
-        let roster = Roster { names: vec![Arc::from("bob")], total: 1, history, epoch: "e".into(), last: 0, trimmed: 0 };
+        let roster = Roster { names: vec![Arc::from("bob")], total: 1, history, epoch: "e".into(), last: 0, trimmed: 0, topic: None };
         let bodies = |asked| -> Vec<String> {
             greeting(&roster, "r@c", "b@l/x", SystemTime::now(), asked, &newcomer("bob"), |_| Item::participant())
                 .iter()
@@ -362,7 +363,7 @@ mod tests {
         use std::time::Duration;
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let kept = |text: &str, ago: u64| Payload::event_at("lobby", RoomEvent::Message { name: "al".into(), text: text.into() }, now - Duration::from_secs(ago));
-        let roster = Roster { names: vec![Arc::from("bob")], total: 1, epoch: "e".into(), last: 0, trimmed: 0, history: vec![kept("old", 3600), kept("recent", 60), kept("new", 1)] };
+        let roster = Roster { names: vec![Arc::from("bob")], total: 1, epoch: "e".into(), last: 0, trimmed: 0, topic: None, history: vec![kept("old", 3600), kept("recent", 60), kept("new", 1)] };
         let out = |asked| greeting(&roster, "r@c", "b@l/x", now, asked, &newcomer("bob"), |_| Item::participant());
         let bodies = |asked| -> Vec<String> { out(asked).iter().filter_map(|e| e.find("body", ns::CLIENT).map(Element::text_content)).collect() };
         assert_eq!(bodies(HistoryRequest { seconds: Some(120), ..HistoryRequest::default() }), ["recent", "new"]);

@@ -359,6 +359,16 @@ async fn the_topic_is_one_for_the_room_in_every_protocol() {
         }
     };
     assert_eq!(told, (Some("lobby@conference.localhost/kim".to_owned()), "new plans".to_owned()));
+
+    // A room no IRC user is in: the first who joins is told the topic the
+    // room has.
+    kim.send("<presence to='den@conference.localhost/kim'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    while kim.stanza().await.find("subject", "jabber:client").is_none() {}
+    kim.send("<message to='den@conference.localhost' type='groupchat'><subject>quiet</subject></message>").await;
+    while kim.stanza().await.find("subject", "jabber:client").is_none() {}
+    jo.send("JOIN #den").await;
+    assert_eq!(jo.until(" 332 ").await, ":localhost 332 jo #den :quiet\r\n");
+    assert!(jo.line().await.starts_with(":localhost 333 jo #den kim "));
 }
 
 #[tokio::test]

@@ -139,7 +139,12 @@ impl Session {
                 codes.push("201");
             }
             let item = Item { affiliation: entered.affiliation, role: entered.role, jid: entered.shows_jids.then(|| me.to_string()), nick: None, shown: own_shown };
-            let subject = entered.subject.as_ref().map(|(by, text)| (Some(&**by), text.as_str()));
+            // The room's topic, set in any protocol, or else what XMPP kept
+            // (a persistent room's subject, from the store).
+            let subject = match &roster.topic {
+                Some(topic) => Some((Some(&*topic.by), &*topic.text)),
+                None => entered.subject.as_ref().map(|(by, text)| (Some(&**by), text.as_str())),
+            };
             let newcomer = Newcomer { nick: &greet_nick, item, codes, subject };
             let to = me.to_string();
             muc::greeting(roster, &greet_room, &to, std::time::SystemTime::now(), asked, &newcomer, |nick| item_of(&xmpp.muc, &name, nick, id))
