@@ -819,7 +819,9 @@ through_each_broker!(
 /// A MUC room's owner on the first node; an occupant on the second
 /// exchanges private messages with her, is kicked and comes back, sees
 /// the subject the owner sets, is taken out when the owner bans him (301),
-/// and cannot come back; the room's destruction reaches the second node.
+/// and cannot come back, nor enter another room of hers that bans him
+/// where his node held nothing of it; the room's destruction reaches the
+/// second node.
 async fn a_room_owner_on_one_node_bans_an_occupant_on_another_through(sharing: &impl Sharing) {
     use xmpp_client::Client;
     let (_postgres, a, b) = two_xmpp_nodes(sharing).await;
@@ -882,6 +884,16 @@ async fn a_room_owner_on_one_node_bans_an_occupant_on_another_through(sharing: &
     let refused = bob.until(|e| e.name == "presence" && e.get("from") == Some(from("bob").as_str())).await;
     assert_eq!(refused.get("type"), Some("error"), "banned on every node: {refused:?}");
     assert!(refused.find("error", "jabber:client").and_then(|e| e.find("forbidden", "urn:ietf:params:xml:ns:xmpp-stanzas")).is_some(), "{refused:?}");
+
+    // A room of alice's nobody on bob's node is in, where she bans him
+    // first: his node asks hers for it as he comes, and keeps him out.
+    alice.send("<presence to='vault@conference.localhost/alice'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    alice.until(|e| e.name == "presence" && e.get("from") == Some("vault@conference.localhost/alice")).await;
+    assert_eq!(alice.ask(&configure.replace("den@", "vault@"), "cfg").await.get("type"), Some("result"));
+    assert_eq!(alice.ask(&ban.replace("den@", "vault@"), "ban").await.get("type"), Some("result"));
+    bob.send("<presence to='vault@conference.localhost/bob'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    let kept_out = bob.until(|e| e.name == "presence" && e.get("from") == Some("vault@conference.localhost/bob")).await;
+    assert_eq!(kept_out.get("type"), Some("error"), "{kept_out:?}");
 
     // Another room of alice's, bob in it from his node; she destroys it.
     alice.send("<presence to='lab@conference.localhost/alice'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;

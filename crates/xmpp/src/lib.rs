@@ -117,6 +117,9 @@ pub struct Xmpp {
     /// The other nodes, which may hold this domain's users, when this
     /// node is one of several.
     nodes: Option<Arc<dyn nodes::OtherNodes>>,
+    /// Rooms whose state this node asked the other nodes for, each woken
+    /// when it comes (`nodes`).
+    fetching: Mutex<HashMap<Arc<str>, Arc<tokio::sync::Notify>>>,
 }
 
 impl std::fmt::Debug for Xmpp {
@@ -240,6 +243,7 @@ impl Xmpp {
             federation,
             guests: s2s::Guests::default(),
             nodes,
+            fetching: Mutex::new(HashMap::new()),
         }
     }
 
@@ -302,13 +306,17 @@ impl Xmpp {
         Ok(loaded)
     }
 
-    /// Takes up persistent room `name` from the store if this node holds
-    /// no state of it (another node on the same database made it since this
-    /// one started); a store that fails is logged and counted, and the
+    /// Takes up room `name` if this node holds no state of it: a
+    /// persistent room from the store (another node on the same database
+    /// made it since this one started), another from a node that holds it
+    /// (`fetch_room`); a store that fails is logged and counted, and the
     /// join goes on as for a new room.
     async fn take_up_room(&self, name: &str) {
-        if !self.store.persistent() || self.muc.with(name, |_| ()).is_some() {
+        if self.muc.with(name, |_| ()).is_some() {
             return;
+        }
+        if !self.store.persistent() {
+            return self.fetch_room(name).await;
         }
         match self.store.room(name).await {
             Ok(Some(state)) => {
@@ -316,7 +324,8 @@ impl Xmpp {
                     tracing::warn!("xmpp: room {name:?} in the store cannot be read: {e}");
                 }
             }
-            Ok(None) => {}
+            // Not persistent: another node may hold it.
+            Ok(None) => self.fetch_room(name).await,
             Err(e) => {
                 tracing::warn!("xmpp: room {name:?} not read from the store: {e}");
                 self.context.metrics.store_failed("rooms");

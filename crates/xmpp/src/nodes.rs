@@ -98,6 +98,9 @@ impl Xmpp {
             if let Some(role) = stanza.find("role", SHARED_ROOM) {
                 return self.take_role(stanza.get("name").unwrap_or_default(), role);
             }
+            if stanza.find("want", SHARED_ROOM).is_some() {
+                return self.give_room(stanza.get("name").unwrap_or_default());
+            }
             self.take_room(&stanza);
             return 0;
         }
@@ -204,15 +207,56 @@ impl Xmpp {
         }
     }
 
+    /// Asks the other nodes for room `name`'s state, which one that holds
+    /// it hands back ([`Xmpp::give_room`]), before a first occupant here
+    /// enters it: so that an owner's configuration and bans made elsewhere
+    /// hold here. Waits at most [`PATIENCE`] for it.
+    pub(crate) async fn fetch_room(&self, name: &str) {
+        if !self.has_other_nodes() || self.muc.with(name, |_| ()).is_some() {
+            return;
+        }
+        let arrived = Arc::new(tokio::sync::Notify::new());
+        self.fetching.lock().insert(Arc::from(name), arrived.clone());
+        let notified = arrived.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let room_jid = Jid { local: Some(name.to_owned()), domain: self.muc_domain.clone(), resource: None };
+        let want = Element::new("room", SHARED_ROOM).attr("name", name).child(Element::new("want", SHARED_ROOM));
+        if self.ask_others(&room_jid, &want).await > 0 {
+            let _ = tokio::time::timeout(PATIENCE, notified).await;
+        }
+        self.fetching.lock().remove(name);
+    }
+
+    /// Another node wants room `name`'s state: handed to the other nodes
+    /// if this node holds it (1), which takes it where it is wanted.
+    fn give_room(self: &Arc<Self>, name: &str) -> usize {
+        let Some(state) = self.muc.current(name) else { return 0 };
+        let xmpp = self.clone();
+        let given = Element::new("room", SHARED_ROOM).attr("name", name).text(&state);
+        let room_jid: Arc<str> = Arc::from(format!("{name}@{}", self.muc_domain));
+        tokio::spawn(async move { xmpp.tell_others(vec![room_jid], &given).await });
+        1
+    }
+
     /// Takes another node's state of a room (`share_room`,
-    /// `share_destroyed`), if this node holds the room, and tells its
-    /// occupants here what it changed for them.
+    /// `share_destroyed`, `give_room`), if this node holds the room (or
+    /// waits for it, `fetch_room`), and tells its occupants here what it
+    /// changed for them.
     fn take_room(&self, shared: &Element) {
         let Some(name) = shared.get("name").map(Arc::<str>::from) else { return };
         let room_jid = format!("{name}@{}", self.muc_domain);
         if let Some(destroy) = shared.find("destroy", ns::MUC_OWNER) {
             let occupants = self.muc.destroy(&name);
             return self.tell_destroyed(&name, &room_jid, occupants, destroy);
+        }
+        let waiting = self.fetching.lock().get(&name).cloned();
+        if let Some(arrived) = waiting {
+            match self.muc.adopt(&name, &shared.text_content()) {
+                Ok(true) => return arrived.notify_one(),
+                Ok(false) => {}
+                Err(e) => return tracing::debug!("xmpp: another node's state of room {name:?} does not read: {e}"),
+            }
         }
         let taken = match self.muc.take_shared(&name, &shared.text_content(), self.list_limit) {
             Ok(Some(taken)) => taken,

@@ -236,6 +236,10 @@ struct Kept {
     subject: Option<(String, String)>,
     #[serde(default)]
     version: (u64, u64),
+    /// Still locked by its first occupant (XEP-0045 §10.1): so only to a
+    /// node that asks for the room (a persistent room never is).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    locked: bool,
 }
 
 impl Kept {
@@ -245,6 +249,7 @@ impl Kept {
             affiliations: room.affiliations.clone(),
             subject: room.subject.as_ref().map(|(by, text)| (by.to_string(), text.clone())),
             version: room.version,
+            locked: room.locked,
         }
     }
 
@@ -443,6 +448,37 @@ impl MucRooms {
         let room = MucRooms::kept_room(text)?;
         self.rooms.lock().entry(Arc::from(name)).or_insert(room);
         Ok(())
+    }
+
+    /// Room `name`'s state as it is, for a node that asks for it
+    /// ([`MucRooms::adopt`]); `None` unless this node holds the room's own
+    /// state (see `MucRoom::known`).
+    pub fn current(&self, name: &str) -> Option<String> {
+        self.with(name, |room| room.known.then(|| Kept::of(room).to_json())).flatten()
+    }
+
+    /// Takes room `name` as another node holds it (its configuration,
+    /// affiliations and subject, as [`MucRooms::current`] writes it),
+    /// unless this node holds the room already; whether it did.
+    pub fn adopt(&self, name: &str, text: &str) -> Result<bool, serde_json::Error> {
+        let kept: Kept = serde_json::from_str(text)?;
+        let mut rooms = self.rooms.lock();
+        if rooms.contains_key(name) {
+            return Ok(false);
+        }
+        let shared = Kept::shared_hash(&kept.config, &kept.affiliations);
+        let room = MucRoom {
+            known: true,
+            locked: kept.locked,
+            version: kept.version,
+            shared,
+            config: kept.config,
+            subject: kept.subject.map(|(by, text)| (Arc::from(by), text)),
+            affiliations: kept.affiliations,
+            ..MucRoom::default()
+        };
+        rooms.insert(Arc::from(name), room);
+        Ok(true)
     }
 
     fn kept_room(text: &str) -> Result<MucRoom, serde_json::Error> {
