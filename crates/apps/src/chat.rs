@@ -203,6 +203,10 @@ async fn join(broker: &dyn Broker, client: &Client, text: &str) -> Result<Joined
             None if !roster.history.is_empty() => greeting.push(Payload::from(history_json(&listed_room, kept, None))),
             None => {}
         }
+        // The room's topic, if one is set, as it was told when it was.
+        if let Some(topic) = roster.topic.as_ref().filter(|t| !t.text.is_empty()) {
+            greeting.push(Payload::from(RoomEvent::Topic { name: topic.by.clone(), text: topic.text.clone() }.chat_json(&listed_room, None)));
+        }
         greeting
     });
     broker.join(&room, member, MAX_MEMBERS_LISTED, greeting).await.map_err(|e| match e {

@@ -160,7 +160,8 @@ pub struct Roster {
 /// A room's topic: the member who set it (its name in the room), its
 /// text, and when this node saw it set. It is the last
 /// [`crate::RoomEvent::Topic`] published in the room while the room was
-/// open on this node.
+/// open on this node; empty text, a topic cleared (where `None` is no
+/// topic seen).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Topic {
     pub by: Arc<str>,
@@ -590,7 +591,7 @@ impl Hub {
             entry.keep(payload, self.limits.history);
         }
         if let Some((_, crate::RoomEvent::Topic { name, text })) = payload.as_event() {
-            entry.topic = (!text.is_empty()).then(|| Topic { by: name.clone(), text: text.clone(), at: std::time::SystemTime::now() });
+            entry.topic = Some(Topic { by: name.clone(), text: text.clone(), at: std::time::SystemTime::now() });
         }
         for member in &entry.members {
             match member.outbox.push(payload.clone()) {

@@ -554,7 +554,7 @@ impl Client {
         let channel = channel.to_owned();
         Box::new(move |roster: &Roster| {
             // The room's topic as it is under the room's lock, as the rest.
-            let topic = roster.topic.as_ref().map(|t| topic_lines(&server, &me, &channel, t)).unwrap_or_default();
+            let topic = roster.topic.as_ref().filter(|t| !t.text.is_empty()).map(|t| topic_lines(&server, &me, &channel, t)).unwrap_or_default();
             let mut lines = join + &topic;
             lines.push_str(&names_lines(&server, &nick, &channel, &roster.names, &prefixes, shape));
             let mut greeting = vec![Payload::new(lines)];
@@ -567,7 +567,7 @@ impl Client {
 
     /// `332` and `333` for the room's topic, if it has one here.
     fn topic_lines(&self, room: &str, channel: &str) -> String {
-        let topic = self.irc.rooms.as_ref().and_then(|rooms| rooms.topic(room));
+        let topic = self.irc.rooms.as_ref().and_then(|rooms| rooms.topic(room)).filter(|t| !t.text.is_empty());
         topic.map(|t| topic_lines(self.server(), &self.nick(), channel, &t)).unwrap_or_default()
     }
 
@@ -783,7 +783,12 @@ impl Client {
         // The room keeps it, and tells every member, of every protocol and
         // node, in its order: IRC's as `TOPIC` (`render`).
         match allowed {
-            Some(true) => self.publish(&room, RoomEvent::Topic { name, text: Arc::from(truncated(text)) }),
+            Some(true) => {
+                let topic = RoomEvent::Topic { name, text: Arc::from(truncated(text)) };
+                if let Some(Err(e)) = self.irc.rooms.as_ref().map(|rooms| rooms.publish(&room, Payload::event(room.clone(), topic))) {
+                    self.send(self.reply(ERR_CANNOTSENDTOCHAN).arg(&channel).trailing(&e.to_string()));
+                }
+            }
             _ => self.send(self.reply(ERR_CHANOPRIVSNEEDED).arg(&channel).trailing("You're not channel operator")),
         }
     }

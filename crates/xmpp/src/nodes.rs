@@ -26,7 +26,7 @@ use hub::BoxFuture;
 use wire::xmpp::Element;
 
 use crate::router::MessageRoute;
-use crate::room::{Affiliation, Role};
+use crate::room::{Affiliation, Role, Taken};
 use crate::session::{Effect, set_role};
 use crate::{Jid, Xmpp, ns};
 
@@ -232,18 +232,24 @@ impl Xmpp {
     /// if this node holds it (1), which takes it where it is wanted.
     fn give_room(self: &Arc<Self>, name: &str) -> usize {
         let Some(state) = self.muc.current(name) else { return 0 };
+        self.hand_on(name, state);
+        1
+    }
+
+    /// Hands room `name`'s `state` to the other nodes, after what this
+    /// node is taking now.
+    fn hand_on(self: &Arc<Self>, name: &str, state: String) {
         let xmpp = self.clone();
         let given = Element::new("room", SHARED_ROOM).attr("name", name).text(&state);
         let room_jid: Arc<str> = Arc::from(format!("{name}@{}", self.muc_domain));
         tokio::spawn(async move { xmpp.tell_others(vec![room_jid], &given).await });
-        1
     }
 
     /// Takes another node's state of a room (`share_room`,
     /// `share_destroyed`, `give_room`), if this node holds the room (or
     /// waits for it, `fetch_room`), and tells its occupants here what it
     /// changed for them.
-    fn take_room(&self, shared: &Element) {
+    fn take_room(self: &Arc<Self>, shared: &Element) {
         let Some(name) = shared.get("name").map(Arc::<str>::from) else { return };
         let room_jid = format!("{name}@{}", self.muc_domain);
         if let Some(destroy) = shared.find("destroy", ns::MUC_OWNER) {
@@ -259,7 +265,9 @@ impl Xmpp {
             }
         }
         let taken = match self.muc.take_shared(&name, &shared.text_content(), self.list_limit) {
-            Ok(Some(taken)) => taken,
+            Ok(Some(Taken::Newer(taken))) => taken,
+            // A node that missed a change catches up.
+            Ok(Some(Taken::Older(mine))) => return self.hand_on(&name, mine),
             Ok(None) => return,
             Err(e) => return tracing::debug!("xmpp: another node's state of room {name:?} does not read: {e}"),
         };

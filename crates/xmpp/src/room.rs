@@ -281,6 +281,15 @@ pub struct MucRooms {
     defaults: Config,
 }
 
+/// What became of another node's state of a room this node holds.
+#[derive(Debug)]
+pub enum Taken {
+    /// It replaced this node's, with these effects.
+    Newer(Box<Shared>),
+    /// This node's is newer: its state, for the other nodes.
+    Older(String),
+}
+
 /// What another node's state of a room changed here, for the caller to
 /// tell the occupants.
 #[derive(Debug)]
@@ -391,18 +400,21 @@ impl MucRooms {
     /// who is now banned (301), or not a member of a members-only room
     /// (321, or 322 when the room became members-only), is taken out; one
     /// whose affiliation changed takes the role it gives. `None` when this
-    /// node does not hold the room or holds a newer state; `Err` when the
-    /// text is not a room's. The status codes of departures are kept for at
+    /// node does not hold the room or holds the same state; `Older` with
+    /// this node's state when it holds a newer one; `Err` when the text is
+    /// not a room's. The status codes of departures are kept for at
     /// most `limit` nicks, as a moderator's change keeps them.
-    pub fn take_shared(&self, name: &str, text: &str, limit: usize) -> Result<Option<Shared>, serde_json::Error> {
+    pub fn take_shared(&self, name: &str, text: &str, limit: usize) -> Result<Option<Taken>, serde_json::Error> {
         let kept: Kept = serde_json::from_str(text)?;
         Ok(self
             .with(name, |room| {
                 if room.known && kept.version <= room.version {
-                    return None;
+                    // A node behind this one is told what this one holds.
+                    return (kept.version < room.version).then(|| Taken::Older(Kept::of(room).to_json()));
                 }
                 room.known = true;
                 room.version = kept.version;
+                room.locked = kept.locked;
                 room.shared = Kept::shared_hash(&kept.config, &kept.affiliations);
                 let before = std::mem::replace(&mut room.config, kept.config);
                 let was = std::mem::replace(&mut room.affiliations, kept.affiliations);
@@ -429,7 +441,7 @@ impl MucRooms {
                         changed.push(o.nick.clone());
                     }
                 }
-                Some(Shared { before, after: room.config.clone(), removed, changed })
+                Some(Taken::Newer(Box::new(Shared { before, after: room.config.clone(), removed, changed })))
             })
             .flatten())
     }

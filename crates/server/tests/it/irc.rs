@@ -369,6 +369,26 @@ async fn the_topic_is_one_for_the_room_in_every_protocol() {
     jo.send("JOIN #den").await;
     assert_eq!(jo.until(" 332 ").await, ":localhost 332 jo #den :quiet\r\n");
     assert!(jo.line().await.starts_with(":localhost 333 jo #den kim "));
+    // A chat-app member, after the members list.
+    let mut eve = server.ws("/chat/websocket").await;
+    eve.send(&json!({"name": "eve", "room": "den"}).to_string()).await;
+    assert_eq!(eve.recv_json().await["event"], "members");
+    assert_eq!(eve.recv_json().await, json!({"event": "topic", "name": "kim", "room": "den", "topic": "quiet"}));
+    // Cleared, from IRC: nobody who comes after is told one, not even
+    // the subject XMPP had.
+    ivan.send("TOPIC #lobby :").await;
+    assert_eq!(jo.until("TOPIC").await, ":ivan!ivan@localhost TOPIC #lobby :\r\n");
+    let (mut lee2, _) = Xmpp::login(server.xmpp.unwrap()).await;
+    lee2.send("<presence to='lobby@conference.localhost/lee2'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    let subject = loop {
+        let stanza = lee2.stanza().await;
+        if let Some(subject) = stanza.find("subject", "jabber:client") {
+            break (stanza.get("from").map(str::to_owned), subject.text_content());
+        }
+    };
+    assert_eq!(subject, (Some("lobby@conference.localhost".to_owned()), String::new()), "an empty subject from the room");
+    jo.send("TOPIC #lobby").await;
+    assert_eq!(jo.until(" 331 ").await, ":localhost 331 jo #lobby :No topic is set\r\n");
 }
 
 #[tokio::test]

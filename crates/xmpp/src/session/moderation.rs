@@ -58,9 +58,9 @@ impl Session {
         match effects {
             Some(Ok(effects)) => {
                 self.tell(room, &room_jid, effects);
-                let kept = self.xmpp.keep_room(room, false).await;
+                // Handed on first: the version the store keeps is the one shared.
                 Box::pin(self.xmpp.share_room(room)).await;
-                match kept {
+                match self.xmpp.keep_room(room, false).await {
                     Ok(()) => self.reply(iq, None),
                     Err(_) => self.refuse(iq, "wait", "internal-server-error"),
                 }

@@ -139,9 +139,10 @@ impl Session {
                 codes.push("201");
             }
             let item = Item { affiliation: entered.affiliation, role: entered.role, jid: entered.shows_jids.then(|| me.to_string()), nick: None, shown: own_shown };
-            // The room's topic, set in any protocol, or else what XMPP kept
-            // (a persistent room's subject, from the store).
+            // The room's topic, set (or cleared) in any protocol, or else
+            // what XMPP kept (a persistent room's subject, from the store).
             let subject = match &roster.topic {
+                Some(topic) if topic.text.is_empty() => None,
                 Some(topic) => Some((Some(&*topic.by), &*topic.text)),
                 None => entered.subject.as_ref().map(|(by, text)| (Some(&**by), text.as_str())),
             };
@@ -281,8 +282,8 @@ impl Session {
         }
         Box::pin(self.xmpp.tell_others(vec![invitee.to_string().into()], &invitation)).await;
         // A persistent room keeps its new member (a failure is logged and counted).
-        let _ = self.xmpp.keep_room(room, false).await;
         Box::pin(self.xmpp.share_room(room)).await;
+        let _ = self.xmpp.keep_room(room, false).await;
     }
 
     /// XEP-0045 §8.1: a new subject, from an occupant allowed to set it,
@@ -299,15 +300,17 @@ impl Session {
         if allowed != Some(true) {
             return self.refuse(message, "auth", "forbidden");
         }
-        // A persistent room's subject is kept (a failure is logged: the
-        // subject has no answer to carry an error).
-        let _ = self.xmpp.keep_room(room, false).await;
         // Every member, of every protocol and node, is told by the room,
         // in its order: an occupant as the subject (`muc::render`, which
         // also keeps it as the room's subject on each node).
-        if let Some(rooms) = &self.xmpp.rooms {
-            let _ = rooms.publish(room, Payload::event(Arc::from(room), RoomEvent::Topic { name: occupancy.nick.clone(), text: Arc::from(text) }));
+        if let Some(rooms) = &self.xmpp.rooms
+            && rooms.publish(room, Payload::event(Arc::from(room), RoomEvent::Topic { name: occupancy.nick.clone(), text: Arc::from(text) })).is_err()
+        {
+            return self.refuse(message, "wait", "remote-server-timeout");
         }
+        // Then a persistent room's subject is kept (a failure is logged:
+        // the subject has no answer to carry an error).
+        let _ = self.xmpp.keep_room(room, false).await;
     }
 
     /// A stanza from this occupant to occupant `nick` (a private message,
@@ -460,9 +463,9 @@ impl Session {
         if !first && before != after {
             self.xmpp.announce_config(room, &room_jid, &before, &after);
         }
-        let kept = self.xmpp.keep_room(room, before.persistent).await;
+        // Handed on first: the version the store keeps is the one shared.
         Box::pin(self.xmpp.share_room(room)).await;
-        match kept {
+        match self.xmpp.keep_room(room, before.persistent).await {
             Ok(()) => self.reply(iq, None),
             Err(_) => self.refuse(iq, "wait", "internal-server-error"),
         }
