@@ -990,3 +990,38 @@ async fn xmpp_users_on_two_nodes_reach_each_other_through(sharing: &impl Sharing
     both.sort();
     assert_eq!(gone, both);
 }
+
+/// A message kept offline for bob while he came online on another node
+/// (the node that kept it asked while he was not yet there) is given to
+/// him when that node says it kept one. The word is sent here as a node
+/// sends it, on NATS's `sb.ctl.deliver`, and the message put in the store
+/// as the node that kept it would have.
+#[tokio::test]
+async fn a_message_kept_while_the_user_came_online_on_another_node_reaches_him_there() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    use xmpp_client::Client;
+    let nats = Nats::start();
+    let (postgres, _a, b) = two_xmpp_nodes(&nats).await;
+    let mut bob = Client::login(b.xmpp.as_deref().unwrap().parse().unwrap(), "bob").await;
+    bob.send("<presence/>").await;
+    // Available once the presence before it was taken.
+    assert_eq!(bob.ask("<iq type='get' id='r'><query xmlns='jabber:iq:roster'/></iq>", "r").await.get("type"), Some("result"));
+    let kept = r#"<message xmlns="jabber:client" from="alice@localhost/desk" to="bob@localhost" type="chat"><body>kept for you</body></message>"#;
+    let insert = format!("INSERT INTO offline_message (owner, message) VALUES ('bob@localhost', '{kept}')");
+    let psql = Command::new("psql").args([postgres.url.as_str(), "-q", "-c", &insert]).status().expect("psql, from Debian's postgresql");
+    assert!(psql.success());
+    let body = json!({"node": "elsewhere", "to": ["bob@localhost"], "body": "<kept xmlns='urn:switchboard:offline-kept'/>"}).to_string();
+    let (read, mut write) = TcpStream::connect(("127.0.0.1", nats.port)).await.unwrap().into_split();
+    let mut read = tokio::io::BufReader::new(read);
+    let mut info = String::new();
+    read.read_line(&mut info).await.unwrap();
+    assert!(info.starts_with("INFO "), "{info}");
+    write.write_all(format!("CONNECT {{\"verbose\":false}}\r\nPUB sb.ctl.deliver {}\r\n{body}\r\nPING\r\n", body.len()).as_bytes()).await.unwrap();
+    let mut pong = String::new();
+    while !pong.starts_with("PONG") {
+        pong.clear();
+        read.read_line(&mut pong).await.unwrap();
+    }
+    let got = bob.until(|e| e.name == "message").await;
+    assert_eq!(got.find("body", "jabber:client").map(|b| b.text_content()).as_deref(), Some("kept for you"));
+}

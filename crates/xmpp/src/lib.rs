@@ -347,6 +347,22 @@ impl Xmpp {
         })
     }
 
+    /// Gives the user `bare`, if it is available here to messages to its
+    /// bare JID, what is kept offline for it: a message kept while it came
+    /// online, after it took what was kept before. Whether it is available
+    /// here.
+    pub(crate) async fn deliver_kept(&self, bare: &Jid) -> bool {
+        let router::MessageRoute::To(targets) = self.router.route_message(bare, "chat") else { return false };
+        if let Ok(kept) = self.offline.take(&bare.to_string()).await {
+            for message in &kept {
+                for (outbox, framing) in &targets {
+                    let _ = outbox.push(framing.payload(message));
+                }
+            }
+        }
+        true
+    }
+
     /// Forgets what was kept for `user`, whose account is gone: its
     /// archive (what the writer was given for it first, which would
     /// otherwise be written after) and the messages waiting for it, which

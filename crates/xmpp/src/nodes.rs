@@ -34,6 +34,10 @@ use crate::{Jid, Xmpp, ns};
 /// name='…'>` with the state as JSON, or with the owner's `<destroy/>`.
 pub const SHARED_ROOM: &str = "urn:switchboard:muc-room";
 
+/// The namespace of a node's word that it kept a message offline for a
+/// user (`<kept/>`): a node where the user is online gives it what is kept.
+pub const KEPT: &str = "urn:switchboard:offline-kept";
+
 /// How long a stanza that waits to know whether another node took it
 /// waits for their answers.
 pub const PATIENCE: Duration = Duration::from_secs(1);
@@ -102,6 +106,13 @@ impl Xmpp {
                 return self.give_room(stanza.get("name").unwrap_or_default());
             }
             self.take_room(&stanza);
+            return 0;
+        }
+        if stanza.name == "kept" && stanza.ns == KEPT {
+            for user in to.iter().filter_map(|to| Jid::parse(to)).filter(|to| to.domain == self.domain) {
+                let xmpp = self.clone();
+                tokio::spawn(async move { xmpp.deliver_kept(&user.bare()).await });
+            }
             return 0;
         }
         if let Some(to) = to.first().and_then(|to| Jid::parse(to)).filter(|to| to.domain == self.muc_domain) {
@@ -313,6 +324,11 @@ impl Xmpp {
 /// `stanza` as it is, to each target: how many took it.
 fn push(stanza: &Element, targets: Vec<crate::Target>) -> usize {
     targets.into_iter().filter(|(outbox, framing)| outbox.push(framing.payload(stanza)).is_ok()).count()
+}
+
+/// A node's word that it kept a message offline for the user it goes to.
+pub(crate) fn kept() -> Element {
+    Element::new("kept", KEPT)
 }
 
 /// A probe from `from` (a full JID) for the presence of the users `to`.

@@ -134,17 +134,11 @@ impl Session {
             Kept::Stored => {
                 self.queue_archive(entries).await;
                 // The recipient may have come online while this was kept,
-                // and taken what was kept before it: it gets this now, not
-                // at its next login.
+                // here or on another node, and taken what was kept before
+                // it: it gets this now, not at its next login.
                 let bare = to.bare();
-                if let MessageRoute::To(targets) = self.xmpp.router.route_message(&bare, "chat")
-                    && let Ok(kept) = self.xmpp.offline.take(&bare.to_string()).await
-                {
-                    for message in &kept {
-                        for (outbox, framing) in &targets {
-                            let _ = outbox.push(framing.payload(message));
-                        }
-                    }
+                if !self.xmpp.deliver_kept(&bare).await && self.xmpp.has_other_nodes() {
+                    Box::pin(self.xmpp.tell_others(vec![bare.to_string().into()], &crate::nodes::kept())).await;
                 }
             }
             Kept::Full => {
