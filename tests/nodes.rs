@@ -792,6 +792,14 @@ async fn a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node_through(sha
     assert_eq!(cy.line().await, ":ann!ann@localhost TOPIC #lobby :from A");
     cy.send("TOPIC #lobby").await;
     assert_eq!(cy.until(" 332 ").await, ":localhost 332 cy #lobby :from A");
+    // A channel node B follows only once cy joins it: its topic, set
+    // before, comes with what B reads of the room.
+    ann.send("JOIN #quiet").await;
+    ann.until(" 366 ").await;
+    ann.send("TOPIC #quiet :set before").await;
+    ann.until("TOPIC #quiet").await;
+    cy.send("JOIN #quiet").await;
+    assert_eq!(cy.until(" 332 ").await, ":localhost 332 cy #quiet :set before");
 }
 
 /// Two nodes serving XMPP on one PostgreSQL, which holds the accounts

@@ -235,6 +235,9 @@ async fn follow(nats: Arc<Nats>, app: String, hub: Arc<Hub>, room: Arc<str>, sta
                 hub.lost_before(&room, received.payload.position().map_or(0, |p| p.offset));
             }
             hub.keep(&room, &received.payload);
+        } else if let Some(received) = decode(&room, &message, &epoch) {
+            // The room's topic, as the last one set says.
+            hub.note_topic(&room, &received.payload);
         }
     }
     match names_elsewhere(&nats, &app, &room).await {

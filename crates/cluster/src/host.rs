@@ -465,7 +465,8 @@ impl HostBroker {
         let kept = self.hub.kept(&room).unwrap_or_default();
         let names = self.members(Some(s), &room, usize::MAX, Some(node));
         let history = kept.history.iter().map(|p| Item::of(p, true)).collect();
-        let _ = sender.send(Frame::Followed { app: self.app.clone(), room, last: kept.last, trimmed: kept.trimmed, history, names });
+        let topic = self.hub.topic(&room).map(|t| Item::of(&Payload::event_at(room.clone(), RoomEvent::Topic { name: t.by, text: t.text }, t.at), true));
+        let _ = sender.send(Frame::Followed { app: self.app.clone(), room, last: kept.last, trimmed: kept.trimmed, history, names, topic });
     }
 
     fn unfollow(&self, link: u64, room: &str) {

@@ -64,6 +64,9 @@ pub enum Frame {
         history: Vec<Item>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         names: Vec<Name>,
+        /// The room's topic: the last topic event, with when it was set.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        topic: Option<Item>,
     },
     /// A name for a member of `room`: `key` is its comparison form.
     Claim { id: u64, app: Arc<str>, room: Arc<str>, key: Arc<str>, name: Arc<str>, speaks: Arc<str> },
@@ -407,7 +410,19 @@ mod tests {
     fn frames_are_one_json_object_a_line() {
         let cases = [
             (Frame::Hello { node: "b".into() }, r#"{"t":"hello","node":"b"}"#),
-            (Frame::Followed { app: "chat".into(), room: "lobby".into(), last: 0, trimmed: 0, history: vec![], names: vec![] }, r#"{"t":"followed","app":"chat","room":"lobby"}"#),
+            (Frame::Followed { app: "chat".into(), room: "lobby".into(), last: 0, trimmed: 0, history: vec![], names: vec![], topic: None }, r#"{"t":"followed","app":"chat","room":"lobby"}"#),
+            (
+                Frame::Followed {
+                    app: "chat".into(),
+                    room: "lobby".into(),
+                    last: 0,
+                    trimmed: 0,
+                    history: vec![],
+                    names: vec![],
+                    topic: Some(Item::Event { e: Event::Topic { name: "al".into(), text: "plans".into() }, id: None, tags: None, at: Some(1_700_000_000_000), offset: None }),
+                },
+                r#"{"t":"followed","app":"chat","room":"lobby","topic":{"k":"event","e":{"event":"topic","name":"al","text":"plans"},"at":1700000000000}}"#,
+            ),
             (Frame::Follow { app: "chat".into(), room: "lobby".into() }, r#"{"t":"follow","app":"chat","room":"lobby"}"#),
             (
                 Frame::Claim { id: 7, app: "chat".into(), room: "lobby".into(), key: "bob".into(), name: "Bob".into(), speaks: "irc".into() },

@@ -229,9 +229,9 @@ impl Uplink {
     /// Acts on one frame from the host.
     fn take(&self, frame: Frame) {
         match frame {
-            Frame::Followed { app, room, last, trimmed, history, names } => {
+            Frame::Followed { app, room, last, trimmed, history, names, topic } => {
                 if let Some(broker) = self.broker_of(&app) {
-                    broker.followed(&room, last, trimmed, history, names);
+                    broker.followed(&room, last, trimmed, history, names, topic);
                 }
             }
             Frame::Event { app, room, node, item, keep } => {
@@ -413,10 +413,13 @@ impl RemoteBroker {
 
     /// The host's answer to a follow: what the room keeps, and who is in it
     /// elsewhere.
-    fn followed(&self, room: &Arc<str>, last: u64, trimmed: u64, history: Vec<Item>, names: Vec<Name>) {
+    fn followed(&self, room: &Arc<str>, last: u64, trimmed: u64, history: Vec<Item>, names: Vec<Name>, topic: Option<Item>) {
         let Some(state) = self.rooms.get(room) else { return };
         let history = history.into_iter().filter_map(|item| item.payload(room, &self.uplink.epoch)).collect();
         self.hub.restore(room, Kept { history, last, trimmed });
+        if let Some(topic) = topic.and_then(|item| item.payload(room, &self.uplink.epoch)) {
+            self.hub.note_topic(room, &topic);
+        }
         let elsewhere: HashMap<Arc<str>, Arc<str>> = names.into_iter().filter_map(|n| Some((n.name, n.node?))).filter(|(_, node)| *node != self.uplink.node).collect();
         let again = state.ready.borrow().is_some();
         if again {

@@ -233,6 +233,13 @@ pub struct Kept {
 }
 
 impl Room {
+    /// Takes `payload`'s topic as the room's, if it is a topic event.
+    fn note_topic(&mut self, payload: &Payload) {
+        if let Some((_, crate::RoomEvent::Topic { name, text })) = payload.as_event() {
+            self.topic = Some(Topic { by: name.clone(), text: text.clone(), at: payload.at() });
+        }
+    }
+
     /// Keeps `payload` as the newest message, at the next position unless
     /// it comes with one, dropping the oldest ones to stay within `limits`.
     /// A room that keeps no history gives no positions, but counts what it
@@ -590,9 +597,7 @@ impl Hub {
         if keep {
             entry.keep(payload, self.limits.history);
         }
-        if let Some((_, crate::RoomEvent::Topic { name, text })) = payload.as_event() {
-            entry.topic = Some(Topic { by: name.clone(), text: text.clone(), at: std::time::SystemTime::now() });
-        }
+        entry.note_topic(payload);
         for member in &entry.members {
             match member.outbox.push(payload.clone()) {
                 Ok(()) => delivery.delivered += 1,
@@ -607,6 +612,16 @@ impl Hub {
     /// open here.
     pub fn topic(&self, room: &str) -> Option<Topic> {
         self.shard(room).lock().get(room).and_then(|r| r.topic.clone())
+    }
+
+    /// Takes `payload`, a topic event set before this node followed the
+    /// room (read from the broker's backlog), as the room's topic, opening
+    /// the room as [`Hub::keep`] does; anything else changes nothing.
+    pub fn note_topic(&self, room: &str, payload: &Payload) {
+        if matches!(payload.as_event(), Some((_, crate::RoomEvent::Topic { .. }))) {
+            let mut rooms = self.shard(room).lock();
+            self.entry(&mut rooms, room).note_topic(payload);
+        }
     }
 
     /// Number of members in a room.
