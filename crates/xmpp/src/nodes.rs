@@ -226,8 +226,8 @@ impl Xmpp {
         if !self.has_other_nodes() || self.muc.with(name, |_| ()).is_some() {
             return;
         }
-        let arrived = Arc::new(tokio::sync::Notify::new());
-        self.fetching.lock().insert(Arc::from(name), arrived.clone());
+        // One wait per room, shared by the joins that wait for it.
+        let arrived = self.fetching.lock().entry(Arc::from(name)).or_insert_with(|| Arc::new(tokio::sync::Notify::new())).clone();
         let notified = arrived.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
@@ -236,7 +236,10 @@ impl Xmpp {
         if self.ask_others(&room_jid, &want).await > 0 {
             let _ = tokio::time::timeout(PATIENCE, notified).await;
         }
-        self.fetching.lock().remove(name);
+        let mut fetching = self.fetching.lock();
+        if fetching.get(name).is_some_and(|waiting| Arc::ptr_eq(waiting, &arrived)) {
+            fetching.remove(name);
+        }
     }
 
     /// Another node wants room `name`'s state: handed to the other nodes
@@ -270,7 +273,7 @@ impl Xmpp {
         let waiting = self.fetching.lock().get(&name).cloned();
         if let Some(arrived) = waiting {
             match self.muc.adopt(&name, &shared.text_content()) {
-                Ok(true) => return arrived.notify_one(),
+                Ok(true) => return arrived.notify_waiters(),
                 Ok(false) => {}
                 Err(e) => return tracing::debug!("xmpp: another node's state of room {name:?} does not read: {e}"),
             }

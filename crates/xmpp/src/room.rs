@@ -253,12 +253,13 @@ impl Kept {
         }
     }
 
-    /// A hash of what the nodes share of it: its configuration and
-    /// affiliations (the subject goes as the room's topic events).
-    fn shared_hash(config: &Config, affiliations: &HashMap<String, Affiliation>) -> u64 {
+    /// A hash of what the nodes share of it: its configuration,
+    /// affiliations and lock (the subject goes as the room's topic events).
+    fn shared_hash(config: &Config, affiliations: &HashMap<String, Affiliation>, locked: bool) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         serde_json::to_string(config).unwrap_or_default().hash(&mut hasher);
+        locked.hash(&mut hasher);
         let mut sorted: Vec<_> = affiliations.iter().collect();
         sorted.sort();
         for (jid, affiliation) in sorted {
@@ -382,7 +383,7 @@ impl MucRooms {
     /// since it was last handed on or taken.
     pub fn shared(&self, name: &str) -> Option<String> {
         self.with(name, |room| {
-            let hash = Kept::shared_hash(&room.config, &room.affiliations);
+            let hash = Kept::shared_hash(&room.config, &room.affiliations, room.locked);
             if !room.known || hash == room.shared {
                 return None;
             }
@@ -415,7 +416,7 @@ impl MucRooms {
                 room.known = true;
                 room.version = kept.version;
                 room.locked = kept.locked;
-                room.shared = Kept::shared_hash(&kept.config, &kept.affiliations);
+                room.shared = Kept::shared_hash(&kept.config, &kept.affiliations, kept.locked);
                 let before = std::mem::replace(&mut room.config, kept.config);
                 let was = std::mem::replace(&mut room.affiliations, kept.affiliations);
                 let (mut removed, mut changed) = (Vec::new(), Vec::new());
@@ -464,9 +465,19 @@ impl MucRooms {
 
     /// Room `name`'s state as it is, for a node that asks for it
     /// ([`MucRooms::adopt`]); `None` unless this node holds the room's own
-    /// state (see `MucRoom::known`).
+    /// state (see `MucRoom::known`) for occupants here or as a persistent
+    /// room.
     pub fn current(&self, name: &str) -> Option<String> {
-        self.with(name, |room| room.known.then(|| Kept::of(room).to_json())).flatten()
+        self.with(name, |room| (room.known && (room.config.persistent || !room.occupants.is_empty())).then(|| Kept::of(room).to_json())).flatten()
+    }
+
+    /// Forgets room `name` if it is temporary and has no occupant here
+    /// (taken up for a join that did not happen).
+    pub fn drop_if_empty(&self, name: &str) {
+        let mut rooms = self.rooms.lock();
+        if rooms.get(name).is_some_and(|r| r.occupants.is_empty() && !r.config.persistent) {
+            rooms.remove(name);
+        }
     }
 
     /// Takes room `name` as another node holds it (its configuration,
@@ -478,7 +489,7 @@ impl MucRooms {
         if rooms.contains_key(name) {
             return Ok(false);
         }
-        let shared = Kept::shared_hash(&kept.config, &kept.affiliations);
+        let shared = Kept::shared_hash(&kept.config, &kept.affiliations, kept.locked);
         let room = MucRoom {
             known: true,
             locked: kept.locked,

@@ -114,10 +114,12 @@ impl Session {
             self.xmpp.context.metrics.refused("xmpp", "max_rooms");
             return self.refuse(presence, "wait", "resource-constraint");
         }
-        // A persistent room another node made or changed since this one started.
+        // A room another node made or changed since this one started.
         self.xmpp.take_up_room(&room).await;
         let password = presence.find("x", ns::MUC).and_then(|x| x.find("password", ns::MUC)).map(Element::text_content);
         if let Some((kind, condition)) = self.xmpp.muc.refusal(&room, &me, password.as_deref()) {
+            // What was taken up for it is not kept for nobody.
+            self.xmpp.muc.drop_if_empty(&room);
             return self.refuse(presence, kind, condition);
         }
         let shown = nickname.shown.clone();
@@ -158,10 +160,15 @@ impl Session {
                 self.rooms.insert(room.clone(), Occupancy { room_jid, nick: shown.clone(), renamed_from: None });
                 let _ = rooms.publish(&room, Payload::event(room.clone(), RoomEvent::join(shown)));
             }
-            Err(JoinError::NameTaken) => self.refuse(presence, "cancel", "conflict"),
-            Err(JoinError::RoomFull) => self.refuse(presence, "wait", "service-unavailable"),
-            Err(JoinError::TooManyJoins) => self.refuse(presence, "wait", "resource-constraint"),
-            Err(JoinError::Broker(_)) => self.refuse(presence, "wait", "remote-server-timeout"),
+            Err(e) => {
+                self.xmpp.muc.drop_if_empty(&room);
+                match e {
+                    JoinError::NameTaken => self.refuse(presence, "cancel", "conflict"),
+                    JoinError::RoomFull => self.refuse(presence, "wait", "service-unavailable"),
+                    JoinError::TooManyJoins => self.refuse(presence, "wait", "resource-constraint"),
+                    JoinError::Broker(_) => self.refuse(presence, "wait", "remote-server-timeout"),
+                }
+            }
         }
     }
 
