@@ -163,6 +163,10 @@ impl Broker for ArchivedRooms {
         self.rooms.topic(room)
     }
 
+    fn seed_topic(&self, room: &str, topic: &Payload) {
+        self.rooms.seed_topic(room, topic);
+    }
+
     fn named(&self, key: &str) -> Vec<Arc<Outbox>> {
         self.rooms.named(key)
     }

@@ -639,6 +639,10 @@ impl Broker for HostBroker {
         self.hub.topic(room)
     }
 
+    fn seed_topic(&self, room: &str, topic: &Payload) {
+        self.hub.seed_topic(room, topic);
+    }
+
     fn named(&self, key: &str) -> Vec<Arc<Outbox>> {
         self.hub.named(key)
     }

@@ -630,6 +630,10 @@ impl Broker for RemoteBroker {
         self.hub.topic(room)
     }
 
+    fn seed_topic(&self, room: &str, topic: &Payload) {
+        self.hub.seed_topic(room, topic);
+    }
+
     fn named(&self, key: &str) -> Vec<Arc<Outbox>> {
         self.hub.named(key)
     }

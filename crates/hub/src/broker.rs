@@ -92,6 +92,11 @@ pub trait Broker: Send + Sync + Debug {
     /// `room`'s topic as this node last saw it set (see [`crate::Topic`]).
     fn topic(&self, room: &str) -> Option<crate::Topic>;
 
+    /// Takes `topic` (a topic event kept elsewhere: a persistent MUC room's
+    /// subject) as `room`'s on this node, if the room is open here and has
+    /// none; nobody is told.
+    fn seed_topic(&self, room: &str, topic: &Payload);
+
     /// The outboxes of this node's members, in any room, whose name's
     /// comparison form is `key` (one each).
     fn named(&self, key: &str) -> Vec<Arc<Outbox>>;
@@ -179,6 +184,10 @@ impl Broker for MemoryBroker {
 
     fn topic(&self, room: &str) -> Option<crate::Topic> {
         self.hub.topic(room)
+    }
+
+    fn seed_topic(&self, room: &str, topic: &Payload) {
+        self.hub.seed_topic(room, topic);
     }
 
     fn named(&self, key: &str) -> Vec<Arc<Outbox>> {

@@ -614,6 +614,16 @@ impl Hub {
         self.shard(room).lock().get(room).and_then(|r| r.topic.clone())
     }
 
+    /// Takes `payload`, a topic event kept elsewhere, as the room's topic
+    /// if the room is open here and has none.
+    pub fn seed_topic(&self, room: &str, payload: &Payload) {
+        if let Some(entry) = self.shard(room).lock().get_mut(room)
+            && entry.topic.is_none()
+        {
+            entry.note_topic(payload);
+        }
+    }
+
     /// Takes `payload`, a topic event set before this node followed the
     /// room (read from the broker's backlog), as the room's topic, opening
     /// the room as [`Hub::keep`] does; anything else changes nothing.

@@ -267,6 +267,11 @@ async fn a_persistent_room_outlives_a_restart_and_a_destroyed_one_does_not() {
     ben.send("<presence to='plans@conference.localhost/ben'/>").await;
     let subject = subject_after_join(&mut ben).await;
     assert_eq!(subject.find("subject", "jabber:client").unwrap().text_content(), "Q4 plans");
+    // The kept subject is the room's topic, in the chat app too.
+    let mut dee = second.ws("/chat/websocket").await;
+    dee.send(&serde_json::json!({"name": "dee", "room": "plans"}).to_string()).await;
+    assert_eq!(dee.recv_json().await["event"], "members");
+    assert_eq!(dee.recv_json().await, serde_json::json!({"event": "topic", "name": "ann", "room": "plans", "topic": "Q4 plans"}));
     // The owner is still its owner: the room was not made anew.
     let mut ann = bound_account(addr, "ann", "desk").await;
     ann.send("<presence to='plans@conference.localhost/ann'/>").await;

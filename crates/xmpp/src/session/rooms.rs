@@ -158,6 +158,13 @@ impl Session {
         match rooms.join(&room, member, usize::MAX, greeting).await {
             Ok(_) => {
                 self.rooms.insert(room.clone(), Occupancy { room_jid, nick: shown.clone(), renamed_from: None });
+                // A persistent room's subject from the store is the room's
+                // topic, for every protocol, until one is set.
+                if rooms.topic(&room).is_none()
+                    && let Some((by, text)) = self.xmpp.muc.with(&room, |r| r.subject.clone()).flatten()
+                {
+                    rooms.seed_topic(&room, &Payload::event(room.clone(), RoomEvent::Topic { name: by, text: Arc::from(text) }));
+                }
                 let _ = rooms.publish(&room, Payload::event(room.clone(), RoomEvent::join(shown)));
             }
             Err(e) => {
