@@ -129,17 +129,12 @@ impl Host {
     /// Sends a delivery down every link but `except`, each with an id for
     /// its answer when `answered`; the answers to wait for.
     fn send_delivery(&self, except: Option<u64>, to: &[Arc<str>], body: &Arc<str>, answered: bool) -> Result<Vec<(u64, oneshot::Receiver<usize>)>, BrokerError> {
-        let frame = |id| Frame::Deliver { id, to: to.to_vec(), body: body.clone() };
-        // The longest id, as the frames sent will have theirs.
-        if link::line(&frame(u64::MAX)).len() > self.limits.max_line {
-            tracing::warn!("broker: a delivery longer than a link takes ({} bytes) is not sent", body.len());
-            return Err(BrokerError::Unavailable);
-        }
+        let line = link::delivery_line(to, body, self.limits).ok_or(BrokerError::Unavailable)?;
         if answered {
-            return Ok(self.ask_links(except, frame));
+            return Ok(self.ask_links(except, |id| Frame::Deliver { id, to: to.to_vec(), body: body.clone() }));
         }
         for (_, link) in self.links_but(except) {
-            let _ = link.sender.send(frame(0));
+            let _ = link.sender.send_line(line.clone());
         }
         Ok(Vec::new())
     }

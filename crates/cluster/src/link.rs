@@ -235,6 +235,19 @@ pub const DISCONNECT_PATIENCE: Duration = Duration::from_secs(1);
 /// nodes that answered took is counted.
 pub const DELIVER_PATIENCE: Duration = Duration::from_millis(500);
 
+/// The line of a delivery of `body` for `to` that wants no answer, unless
+/// the frame, with the longest id an answer could need, is longer than a
+/// link takes (a warning is logged).
+pub fn delivery_line(to: &[Arc<str>], body: &Arc<str>, limits: Limits) -> Option<Arc<str>> {
+    let line = line(&Frame::Deliver { id: 0, to: to.to_vec(), body: body.clone() });
+    // `"id":` and 20 digits and a comma, where an answer is wanted.
+    if line.len() + 26 > limits.max_line {
+        tracing::warn!("broker: a delivery longer than a link takes ({} bytes) is not sent", body.len());
+        return None;
+    }
+    Some(line)
+}
+
 /// A new random name, for a node or a history: 32 bits, plenty for the
 /// nodes of one host, and 8 bytes each time the link names it.
 pub fn new_node() -> Arc<str> {

@@ -161,24 +161,23 @@ impl Uplink {
     /// reached, if the host answered within it. A frame longer than the
     /// link takes is not sent.
     pub async fn deliver_elsewhere(&self, to: Vec<Arc<str>>, body: Arc<str>, patience: Option<Duration>) -> Result<usize, BrokerError> {
-        let frame = |id| Frame::Deliver { id, to: to.clone(), body: body.clone() };
-        if link::line(&frame(u64::MAX)).len() > self.limits.max_line {
-            tracing::warn!("broker: a delivery longer than the link takes ({} bytes) is not sent", body.len());
-            return Err(BrokerError::Unavailable);
-        }
+        let line = link::delivery_line(&to, &body, self.limits).ok_or(BrokerError::Unavailable)?;
         let Some(patience) = patience else {
-            self.send(frame(0))?;
-            return Ok(0);
+            return self.send_line(line).map(|()| 0);
         };
-        match tokio::time::timeout(patience, self.ask(frame)?).await {
+        match tokio::time::timeout(patience, self.ask(|id| Frame::Deliver { id, to, body })?).await {
             Ok(Ok(Frame::Delivered { count, .. })) => Ok(count),
             _ => Err(BrokerError::Unavailable),
         }
     }
 
     fn send(&self, frame: Frame) -> Result<(), BrokerError> {
+        self.send_line(link::line(&frame))
+    }
+
+    fn send_line(&self, line: Arc<str>) -> Result<(), BrokerError> {
         let sender = self.sender.lock().clone().ok_or(BrokerError::Unavailable)?;
-        sender.send(frame).map_err(|e| {
+        sender.send_line(line).map_err(|e| {
             tracing::warn!("broker: cannot send to the host: {e}");
             BrokerError::Unavailable
         })

@@ -478,6 +478,14 @@ impl Xmpp {
     }
 }
 
+/// `stanza` from `from` to `to`, whatever it said.
+pub(crate) fn stamped(mut stanza: wire::xmpp::Element, from: &str, to: String) -> wire::xmpp::Element {
+    stanza.attrs.retain(|(n, _)| n != "from" && n != "to");
+    stanza.attrs.push(("from".into(), from.to_owned()));
+    stanza.attrs.push(("to".into(), to));
+    stanza
+}
+
 /// Accepts XMPP client connections on `listener` until shutdown; with
 /// `direct_tls`, each starts with a TLS handshake (XEP-0368).
 pub async fn serve(listener: TcpListener, xmpp: Arc<Xmpp>, direct_tls: bool) {

@@ -52,6 +52,17 @@ pub trait OtherNodes: Send + Sync + std::fmt::Debug {
 }
 
 impl Xmpp {
+    /// The JID of room `room` of the MUC service, or with `nick`, of that
+    /// occupant of it.
+    pub(crate) fn room_address(&self, room: &str, nick: Option<&str>) -> Jid {
+        Jid { local: Some(room.to_owned()), domain: self.muc_domain.clone(), resource: nick.map(str::to_owned) }
+    }
+
+    /// The JID of room `room` of the MUC service, as text.
+    pub(crate) fn room_jid(&self, room: &str) -> String {
+        self.room_address(room, None).to_string()
+    }
+
     /// Whether other nodes may hold this domain's users.
     pub(crate) fn has_other_nodes(&self) -> bool {
         self.nodes.is_some()
@@ -191,7 +202,7 @@ impl Xmpp {
             .flatten();
         match done {
             Some(Ok(effect)) => {
-                self.tell_effects(&Arc::from(room), &format!("{room}@{}", self.muc_domain), vec![effect]);
+                self.tell_effects(&Arc::from(room), &self.room_jid(room), vec![effect]);
                 1
             }
             _ => 0,
@@ -205,7 +216,7 @@ impl Xmpp {
         }
         if let Some(state) = self.muc.shared(name) {
             let shared = Element::new("room", SHARED_ROOM).attr("name", name).text(&state);
-            self.tell_others(vec![format!("{name}@{}", self.muc_domain).into()], &shared).await;
+            self.tell_others(vec![self.room_jid(name).into()], &shared).await;
         }
     }
 
@@ -214,7 +225,7 @@ impl Xmpp {
     pub(crate) async fn share_destroyed(&self, name: &str, destroy: &Element) {
         if self.has_other_nodes() {
             let shared = Element::new("room", SHARED_ROOM).attr("name", name).child(destroy.clone());
-            self.tell_others(vec![format!("{name}@{}", self.muc_domain).into()], &shared).await;
+            self.tell_others(vec![self.room_jid(name).into()], &shared).await;
         }
     }
 
@@ -231,9 +242,8 @@ impl Xmpp {
         let notified = arrived.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let room_jid = Jid { local: Some(name.to_owned()), domain: self.muc_domain.clone(), resource: None };
         let want = Element::new("room", SHARED_ROOM).attr("name", name).child(Element::new("want", SHARED_ROOM));
-        if self.ask_others(&room_jid, &want).await > 0 {
+        if self.ask_others(&self.room_address(name, None), &want).await > 0 {
             let _ = tokio::time::timeout(PATIENCE, notified).await;
         }
         let mut fetching = self.fetching.lock();
@@ -255,7 +265,7 @@ impl Xmpp {
     fn hand_on(self: &Arc<Self>, name: &str, state: String) {
         let xmpp = self.clone();
         let given = Element::new("room", SHARED_ROOM).attr("name", name).text(&state);
-        let room_jid: Arc<str> = Arc::from(format!("{name}@{}", self.muc_domain));
+        let room_jid: Arc<str> = Arc::from(self.room_jid(name));
         tokio::spawn(async move { xmpp.tell_others(vec![room_jid], &given).await });
     }
 
@@ -265,7 +275,7 @@ impl Xmpp {
     /// changed for them.
     fn take_room(self: &Arc<Self>, shared: &Element) {
         let Some(name) = shared.get("name").map(Arc::<str>::from) else { return };
-        let room_jid = format!("{name}@{}", self.muc_domain);
+        let room_jid = self.room_jid(&name);
         if let Some(destroy) = shared.find("destroy", ns::MUC_OWNER) {
             let occupants = self.muc.destroy(&name);
             return self.tell_destroyed(&name, &room_jid, occupants, destroy);
@@ -305,10 +315,7 @@ impl Xmpp {
         let targets = self.router.route(&target);
         let mut sent = Vec::with_capacity(count);
         for r in available {
-            let mut stanza = make(r.presence);
-            stanza.attrs.retain(|(n, _)| n != "to" && n != "from");
-            stanza.attrs.push(("from".into(), r.jid));
-            stanza.attrs.push(("to".into(), to.to_owned()));
+            let stanza = crate::stamped(make(r.presence), &r.jid, to.to_owned());
             push(&stanza, targets.clone());
             sent.push(stanza);
         }

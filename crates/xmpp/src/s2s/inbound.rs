@@ -18,7 +18,7 @@ use crate::offline::Kept;
 use crate::roster;
 use crate::router::MessageRoute;
 use crate::session::{deliver, push};
-use crate::{Jid, Xmpp};
+use crate::{Jid, Xmpp, stamped};
 
 impl Xmpp {
     /// Delivers `stanza` (in `jabber:client`, with a `from` of another
@@ -227,10 +227,3 @@ fn answer(user: &str, contact: &str, kind: &str) -> Element {
     Element::new("presence", ns::CLIENT).attr("type", kind).attr("from", user).attr("to", contact)
 }
 
-/// `stanza` from `from` to `to`, whatever it said.
-fn stamped(mut stanza: Element, from: &str, to: String) -> Element {
-    stanza.attrs.retain(|(n, _)| n != "from" && n != "to");
-    stanza.attrs.push(("from".into(), from.to_owned()));
-    stanza.attrs.push(("to".into(), to));
-    stanza
-}

@@ -85,7 +85,7 @@ impl Session {
         };
         let (Some(nick), Some(role)) = (item.get("nick"), item.get("role")) else { return };
         let asked = Element::new("room", crate::nodes::SHARED_ROOM).attr("name", room).child(Element::new("role", crate::nodes::SHARED_ROOM).attr("nick", nick).attr("role", role).attr("by", mine.name()));
-        let occupant = Jid { local: Some(room.to_string()), domain: self.xmpp.muc_domain.clone(), resource: Some(nick.to_owned()) };
+        let occupant = self.xmpp.room_address(room, Some(nick));
         if self.xmpp.ask_others(&occupant, &asked).await > 0 {
             self.reply(iq, None);
         } else {

@@ -341,7 +341,7 @@ impl Session {
         let Some(target) = target else {
             // Addressed to the occupant's room JID; the node that holds it
             // puts its real JID in.
-            let to = Jid { local: Some(room.to_owned()), domain: self.xmpp.muc_domain.clone(), resource: Some(nick.to_owned()) };
+            let to = self.xmpp.room_address(room, Some(nick));
             if self.xmpp.has_other_nodes() && self.xmpp.ask_others(&to, &routed.clone().attr("to", &to.to_string())).await > 0 {
                 return;
             }
