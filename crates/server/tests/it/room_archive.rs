@@ -117,7 +117,31 @@ async fn a_rooms_messages_outlive_a_restart_for_its_members_on_every_protocol() 
         crate::support::json(&carol.recv().await).to_string(),
         r#"{"event":"history","room":"lobby","messages":[{"name":"bob","room":"lobby","message":"one"},{"name":"bob","room":"lobby","message":"two"},{"name":"ann","room":"lobby","message":"three"}]}"#
     );
-    // …and an XMPP occupant too, under the same ids.
+    // …a SockJS member (over SockJS's WebSocket) too…
+    let mut dora = second.ws(&format!("/chat/000/{}/websocket", crate::support::session_id())).await;
+    assert_eq!(dora.recv().await, "o");
+    dora.send(&serde_json::to_string(&[r#"{"name":"dora","room":"lobby"}"#]).unwrap()).await;
+    let mut greeted: Vec<serde_json::Value> = Vec::new();
+    while !greeted.iter().any(|m| m["event"] == "history") {
+        let frame = dora.recv().await;
+        let Some(batch) = frame.strip_prefix('a') else { continue };
+        greeted.extend(serde_json::from_str::<Vec<String>>(batch).unwrap().iter().map(|m| crate::support::json(m)));
+    }
+    assert_eq!(greeted.iter().map(|m| m["event"].as_str().unwrap_or_default()).collect::<Vec<_>>(), ["members", "history"]);
+    assert_eq!(greeted[1]["messages"], crate::support::json(r#"[{"name":"bob","room":"lobby","message":"one"},{"name":"bob","room":"lobby","message":"two"},{"name":"ann","room":"lobby","message":"three"}]"#));
+    // …an IRC member that reads times and batches…
+    let mut gil = crate::irc::Irc::connect(second.irc).await;
+    for line in ["CAP REQ :server-time batch", "NICK gil", "USER g 0 * :G", "CAP END"] {
+        gil.send(line).await;
+    }
+    gil.until(" 422 ").await;
+    gil.join("#lobby").await;
+    let batch = gil.lines_until("BATCH -").await;
+    assert_eq!((batch.len(), batch[0].as_str(), batch[4].as_str()), (5, ":localhost BATCH +h1 chathistory #lobby\r\n", ":localhost BATCH -h1\r\n"), "{batch:?}");
+    for (line, said) in batch[1..4].iter().zip(["bob!bob@localhost PRIVMSG #lobby :one", "bob!bob@localhost PRIVMSG #lobby :two", "ann!ann@localhost PRIVMSG #lobby :three"]) {
+        assert!(line.starts_with("@batch=h1;time=20") && line.ends_with(&format!(" :{said}\r\n")), "{batch:?}");
+    }
+    // …and an XMPP occupant, under the same ids.
     let mut ann = bound_account(second.xmpp.unwrap(), "ann", "phone").await;
     let history = join_lobby(&mut ann, "ann").await;
     assert_eq!(history.iter().map(body).collect::<Vec<_>>(), ["one", "two", "three"]);
