@@ -13,7 +13,8 @@
 //! broadcasts, directed presence and subscription stanzas (with the
 //! presence each node's resources send when a subscription is approved or
 //! ends), probes for a contact's current presence (answered by presence
-//! from the node that holds it), roster pushes and room invitations; and
+//! from the node that holds it, over its own stream when the prober is
+//! another server's user), roster pushes and room invitations; and
 //! for MUC, a room's state (configuration, affiliations, subject) after
 //! each change, or its destruction, which a node that holds the room takes
 //! as its own (`MucRooms::take_shared`), telling its occupants what the
@@ -306,12 +307,19 @@ impl Xmpp {
 
     /// Sends, from each available resource of the user `of` this node
     /// holds, what `make` makes of its current presence to `to` (a JID):
-    /// to `to`'s resources here and on the other nodes. How many resources
-    /// of `of` are here.
+    /// to `to`'s resources here and on the other nodes, or to its server
+    /// when it is another's (a probe that came through federation). How
+    /// many resources of `of` are here.
     fn from_here(self: &Arc<Self>, of: &str, to: &str, make: impl Fn(Element) -> Element) -> usize {
         let available = self.router.available(of);
         let Some(target) = Jid::parse(to).filter(|_| !available.is_empty()) else { return 0 };
         let count = available.len();
+        if self.is_remote(&target) {
+            for r in available {
+                let _ = self.send_remote(crate::stamped(make(r.presence), &r.jid, to.to_owned()));
+            }
+            return count;
+        }
         let targets = self.router.route(&target);
         let mut sent = Vec::with_capacity(count);
         for r in available {

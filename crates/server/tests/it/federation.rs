@@ -175,6 +175,84 @@ async fn users_of_two_domains_exchange_messages_presence_and_iqs() {
     assert_eq!(metric(&a, &authority, "a.test", "switchboard_s2s_stanzas_total{direction=\"out\"}").await, Some(5.0));
 }
 
+/// The next stanza named `name` from `from`, past others.
+async fn next_from(c: &mut Client, name: &str, from: &str) -> Element {
+    loop {
+        let stanza = next_named(c, name).await;
+        if stanza.get("from") == Some(from) {
+            return stanza;
+        }
+    }
+}
+
+/// a.test on two nodes over the link, each federating on its own (the
+/// first, which hosts the link, on 127.0.0.2; the second on 127.0.0.4),
+/// and b.test, which reaches a.test through the first: what b.test sends
+/// to alice, online on the second node only, reaches her there, and her
+/// answers reach b.test from her node; a probe that reaches the first
+/// node is answered by the second for her resource there.
+#[tokio::test]
+async fn another_servers_stanzas_reach_a_user_on_another_node_of_the_domain() {
+    let authority = Authority::new();
+    let (a1_s2s, a2_s2s, b_s2s) = (TcpListener::bind("127.0.0.2:0").await.unwrap(), TcpListener::bind("127.0.0.4:0").await.unwrap(), TcpListener::bind("127.0.0.3:0").await.unwrap());
+    let (a1_at, b_at) = (a1_s2s.local_addr().unwrap(), b_s2s.local_addr().unwrap());
+    let broker = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let link = format!("node://{}", broker.local_addr().unwrap());
+    let to_b = [("b.test", b_at), ("conference.b.test", b_at)];
+    let a1 = config("a.test", "alice", authority.certificate("a1", &["a.test", "conference.a.test"]), &authority.trust(), &to_b);
+    let mut a2 = config("a.test", "alice", authority.certificate("a2", &["a.test", "conference.a.test"]), &authority.trust(), &to_b);
+    a2.broker.url = Some(link);
+    let b = config("b.test", "bob", authority.certificate("b", &["b.test", "conference.b.test"]), &authority.trust(), &[("a.test", a1_at), ("conference.a.test", a1_at)]);
+    let a1 = TestServer::federated_host(a1, a1_s2s, broker).await;
+    let a2 = TestServer::federated(a2, a2_s2s).await;
+    let b = TestServer::federated(b, b_s2s).await;
+    let mut alice = online(&a2, "a.test", "alice").await;
+    let mut bob = online(&b, "b.test", "bob").await;
+
+    // To her bare JID, to her resource, and as a chat message to a
+    // resource nobody holds (which goes on as to the bare JID).
+    for (to, id) in [("alice@a.test", "f1"), ("alice@a.test/desk", "f2"), ("alice@a.test/phone", "f3")] {
+        bob.send(&format!("<message to='{to}' type='chat' id='{id}'><body>to {to}</body></message>")).await;
+        let got = next_named(&mut alice, "message").await;
+        assert_eq!((got.get("from"), got.get("id"), body(&got)), (Some("bob@b.test/desk"), Some(id), format!("to {to}")));
+    }
+    // Directed presence.
+    bob.send("<presence to='alice@a.test'><status>here</status></presence>").await;
+    let seen = next_from(&mut alice, "presence", "bob@b.test/desk").await;
+    assert_eq!(seen.find("status", "jabber:client").map(Element::text_content).as_deref(), Some("here"));
+    // An iq to her resource, and her answer back over her node's stream.
+    bob.send("<iq type='get' id='p1' to='alice@a.test/desk'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    let ping = alice.answer("p1").await;
+    assert_eq!(ping.get("from"), Some("bob@b.test/desk"));
+    alice.send("<iq type='result' id='p1' to='bob@b.test/desk'/>").await;
+    let pong = bob.answer("p1").await;
+    assert_eq!((pong.get("type"), pong.get("from")), (Some("result"), Some("alice@a.test/desk")));
+    // No node holds that resource.
+    bob.send("<iq type='get' id='p2' to='alice@a.test/phone'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(error_condition(&bob.answer("p2").await), "service-unavailable");
+
+    // bob subscribes to alice, who approves from a resource on the first
+    // node; her resource on the second shows she is away.
+    let mut laptop = crate::xmpp::bound_account_at(a1.xmpp.unwrap(), "a.test", "alice", "laptop").await;
+    laptop.send("<presence/>").await;
+    bob.send("<presence to='alice@a.test' type='subscribe'/>").await;
+    let asked = next_from(&mut laptop, "presence", "bob@b.test").await;
+    assert_eq!(asked.get("type"), Some("subscribe"));
+    laptop.send("<presence to='bob@b.test' type='subscribed'/>").await;
+    let approved = next_from(&mut bob, "presence", "alice@a.test").await;
+    assert_eq!(approved.get("type"), Some("subscribed"));
+    alice.send("<presence><show>away</show></presence>").await;
+    // Her node has taken it once it answers what she sent after it.
+    alice.send("<iq type='get' id='s1'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(alice.answer("s1").await.get("type"), Some("result"));
+    // bob's second resource probes her presence through the first node:
+    // the second answers for her resource there.
+    let mut phone = crate::xmpp::bound_account_at(b.xmpp.unwrap(), "b.test", "bob", "phone").await;
+    phone.send("<presence/>").await;
+    let probed = next_from(&mut phone, "presence", "alice@a.test/desk").await;
+    assert_eq!(probed.find("show", "jabber:client").map(Element::text_content).as_deref(), Some("away"));
+}
+
 #[tokio::test]
 async fn a_message_from_another_server_to_an_anonymous_user_not_available_is_refused_not_kept() {
     let authority = Authority::new();

@@ -8,6 +8,14 @@
 //! Everything that must be answered is answered over the stream to the
 //! sender's domain. What goes to the MUC service goes to the sender's
 //! guest session (`guests`).
+//!
+//! With several nodes, the node whose stream took a stanza for a user
+//! hands it to the others as it would a stanza of its own users
+//! (`nodes`): a message, directed presence or an iq reaches the user's
+//! resources wherever they are, a message is kept offline only when no
+//! node took it, and a probe is answered by every node that holds an
+//! available resource of the user, each over its own stream to the
+//! prober's domain.
 
 use std::sync::Arc;
 
@@ -42,7 +50,7 @@ impl Xmpp {
         match stanza.name.as_str() {
             "message" => self.remote_message(&stanza, &to).await,
             "presence" => self.remote_presence(&stanza, &from, &to).await,
-            _ => self.remote_iq(&stanza, &to),
+            _ => self.remote_iq(&stanza, &to).await,
         }
     }
 
@@ -58,25 +66,45 @@ impl Xmpp {
 
     async fn remote_message(self: &Arc<Self>, message: &Element, to: &Jid) {
         let kind = message.get("type").unwrap_or("normal");
+        // A resource another node holds is asked there first.
+        if to.resource.is_some() && self.has_other_nodes() && self.router.route(to).is_empty() && self.remote_elsewhere(message, to).await {
+            return;
+        }
         match self.router.route_message(to, kind) {
             MessageRoute::To(targets) => {
                 let user = to.bare().to_string();
                 let recipient = !self.router.is_anonymous(&user);
                 // Stamped and pushed in the recipient's archive's order.
-                let entry = base::archive::in_order(&user, || {
+                let (copy, entry) = base::archive::in_order(&user, || {
                     let (copy, entry) = self.archived_from_away(message, to, recipient);
                     for (outbox, framing) in targets {
                         let _ = outbox.push(framing.payload(&copy));
                     }
-                    entry
+                    (copy, entry)
                 });
+                // The user's resources on the other nodes get it too.
+                if to.resource.is_none() && self.has_other_nodes() {
+                    self.tell_others(vec![to.to_string().into()], &copy).await;
+                }
                 self.queue_archived(entry).await;
             }
+            // Nobody here: another node may hold the user's resources (a
+            // chat message to a resource none holds goes on as to the bare
+            // JID, RFC 6121 §8.5.3.2.1).
+            _ if (to.resource.is_none() || kind == "chat") && self.has_other_nodes() && self.remote_elsewhere(message, &to.bare()).await => {}
             MessageRoute::Refused if self.offline.keeps(kind, message) && self.has_account(&to.bare()).await => {
                 let from = message.get("from").unwrap_or_default();
                 let (copy, entry) = self.archived_from_away(message, to, true);
                 match self.offline.keep(&to.bare().to_string(), from, &self.domain, &copy).await {
-                    Kept::Stored => self.queue_archived(entry).await,
+                    Kept::Stored => {
+                        self.queue_archived(entry).await;
+                        // As a session's message kept meanwhile: the user
+                        // may have come online, here or on another node.
+                        let bare = to.bare();
+                        if !self.deliver_kept(&bare).await && self.has_other_nodes() {
+                            self.tell_others(vec![bare.to_string().into()], &crate::nodes::kept()).await;
+                        }
+                    }
                     Kept::Full => self.answer_remote(message, "cancel", "service-unavailable"),
                     Kept::Failed => self.answer_remote(message, "wait", "internal-server-error"),
                 }
@@ -84,6 +112,18 @@ impl Xmpp {
             MessageRoute::Refused | MessageRoute::Bounced => self.answer_remote(message, "cancel", "service-unavailable"),
             MessageRoute::Dropped => {}
         }
+    }
+
+    /// Carries `message` from another server to the resources of `to`
+    /// that the other nodes hold, archived as it would be here when one
+    /// took it: whether one did.
+    async fn remote_elsewhere(self: &Arc<Self>, message: &Element, to: &Jid) -> bool {
+        let (copy, entry) = self.archived_from_away(message, to, true);
+        if self.ask_others(to, &copy).await == 0 {
+            return false;
+        }
+        self.queue_archived(entry).await;
+        true
     }
 
     /// Presence from a user of another server (RFC 6121 §3, §4): updates
@@ -99,12 +139,16 @@ impl Xmpp {
                     return;
                 }
                 let available = self.router.available(&user);
-                if available.is_empty() {
-                    let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable").attr("from", &user).attr("to", &contact);
-                    let _ = self.send_remote(gone);
-                }
+                let here = available.len();
                 for r in available {
                     let _ = self.send_remote(stamped(r.presence, &r.jid, from.to_string()));
+                }
+                // Each node that holds an available resource of the user
+                // answers for it.
+                let elsewhere = if self.has_other_nodes() { self.ask_others(&to.bare(), &crate::nodes::probe(&from.to_string())).await } else { 0 };
+                if here + elsewhere == 0 {
+                    let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable").attr("from", &user).attr("to", &contact);
+                    let _ = self.send_remote(gone);
                 }
             }
             Some("subscribe") => {
@@ -153,17 +197,21 @@ impl Xmpp {
                 for (outbox, framing) in self.router.route(to) {
                     let _ = outbox.push(framing.payload(presence));
                 }
+                self.tell_others(vec![to.to_string().into()], presence).await;
             }
         }
     }
 
-    /// An iq from another server: to a resource, carried there; to a
-    /// user's bare JID or to the server, a ping is answered and anything
-    /// else refused (RFC 6120 §10.5.3, RFC 6121 §8.5).
-    fn remote_iq(self: &Arc<Self>, iq: &Element, to: &Jid) {
+    /// An iq from another server: to a resource, carried there (on this
+    /// node or another); to a user's bare JID or to the server, a ping is
+    /// answered and anything else refused (RFC 6120 §10.5.3, RFC 6121 §8.5).
+    async fn remote_iq(self: &Arc<Self>, iq: &Element, to: &Jid) {
         if to.resource.is_some() {
             let targets = self.router.route(to);
             if targets.is_empty() {
+                if self.has_other_nodes() && self.ask_others(to, iq).await > 0 {
+                    return;
+                }
                 return self.answer_remote(iq, "cancel", "service-unavailable");
             }
             for (outbox, framing) in targets {

@@ -81,8 +81,10 @@ impl Session {
                     Box::pin(self.xmpp.tell_others(vec![to.to_string().into()], &copy)).await;
                 }
             }
-            // Nobody here: another node may hold the user's resources.
-            _ if to.resource.is_none() && self.xmpp.has_other_nodes() && Box::pin(self.message_elsewhere(message, to)).await => {}
+            // Nobody here: another node may hold the user's resources (a
+            // chat message to a resource none holds goes on as to the bare
+            // JID, RFC 6121 §8.5.3.2.1).
+            _ if (to.resource.is_none() || kind == "chat") && self.xmpp.has_other_nodes() && Box::pin(self.message_elsewhere(message, &to.bare())).await => {}
             MessageRoute::Refused if self.xmpp.offline.keeps(kind, message) => Box::pin(self.keep_offline(message, to)).await,
             MessageRoute::Refused | MessageRoute::Bounced => self.refuse(message, "cancel", "service-unavailable"),
             MessageRoute::Dropped => {}

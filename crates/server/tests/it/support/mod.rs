@@ -102,6 +102,13 @@ impl TestServer {
         TestServer::with_listeners(config, s2s, s2s_tls, None).await
     }
 
+    /// As `federated`, hosting its rooms and users for other nodes (theirs
+    /// `config.broker.url` = `node://` this listener's address) on `broker`.
+    pub async fn federated_host(mut config: Config, s2s: TcpListener, broker: TcpListener) -> TestServer {
+        config.store.kind = server::StoreKind::Memory;
+        TestServer::with_broker(config, Some(s2s), None, None, Some(broker)).await
+    }
+
     /// A server that federates only with the peers `config.zero_peers`
     /// names, whose zero-handshake connections it takes on `zero`.
     pub async fn zero_federated(mut config: Config, zero: TcpListener) -> TestServer {
@@ -110,6 +117,10 @@ impl TestServer {
     }
 
     async fn with_listeners(config: Config, s2s: Option<TcpListener>, s2s_tls: Option<TcpListener>, s2s_zero: Option<TcpListener>) -> TestServer {
+        TestServer::with_broker(config, s2s, s2s_tls, s2s_zero, None).await
+    }
+
+    async fn with_broker(config: Config, s2s: Option<TcpListener>, s2s_tls: Option<TcpListener>, s2s_zero: Option<TcpListener>, broker: Option<TcpListener>) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let xmpp = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let direct_tls = match config.tls {
@@ -120,7 +131,7 @@ impl TestServer {
         let (addr, xmpp_addr, irc_addr) = (listener.local_addr().unwrap(), xmpp.local_addr().unwrap(), irc.local_addr().unwrap());
         let xmpp_tls = direct_tls.as_ref().map(|l| l.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
-        let listeners = server::Listeners { xmpp: Some(xmpp), xmpp_tls: direct_tls, s2s, s2s_tls, s2s_zero, irc: Some(irc), irc_tls: None, api: None, broker: None };
+        let listeners = server::Listeners { xmpp: Some(xmpp), xmpp_tls: direct_tls, s2s, s2s_tls, s2s_zero, irc: Some(irc), irc_tls: None, api: None, broker };
         let task = tokio::spawn(server::serve_with(listener, listeners, config, async move {
             let _ = stopped.await;
         }));
