@@ -144,15 +144,44 @@ async fn what_the_server_confirmed_outlives_sigterm() {
     outlives("TERM").await;
 }
 
+/// Registers `name` in band on a stream of its own.
+async fn register(addr: SocketAddr, name: &str) {
+    let mut c = Client::open(addr).await;
+    let registered = c.ask(&format!("<iq type='set' id='r'><query xmlns='jabber:iq:register'><username>{name}</username><password>pw</password></query></iq>"), "r").await;
+    assert_eq!(registered.get("type"), Some("result"), "{name} registered");
+}
+
+/// Kim registers, adds a contact, sends lee (registered, offline) a
+/// message, and makes a persistent room with a message in it; each
+/// confirmed, the server is stopped with `signal`. After a restart: the
+/// roster is there, lee is given the message at her login with its delay
+/// stamp and not again at the next, and the room greets kim with its
+/// message, once.
 async fn outlives(signal: &str) {
     let dir = tempfile::tempdir().unwrap();
     let (first, addr) = serve(dir.path());
-    let mut c = Client::open(addr).await;
-    let registered = c.ask("<iq type='set' id='r'><query xmlns='jabber:iq:register'><username>kim</username><password>pw</password></query></iq>", "r").await;
-    assert_eq!(registered.get("type"), Some("result"));
+    register(addr, "kim").await;
+    register(addr, "lee").await;
     let mut kim = Client::login(addr, "kim").await;
     let added = kim.ask("<iq type='set' id='add'><query xmlns='jabber:iq:roster'><item jid='lee@localhost' name='Lee'/></query></iq>", "add").await;
     assert_eq!(added.get("type"), Some("result"));
+    // Kept for lee before kim's next stanza is read.
+    kim.send("<message to='lee@localhost' type='chat' id='off'><body>while you were away</body></message>").await;
+    kim.send(&format!("<presence to='{DEN}/kim'><x xmlns='http://jabber.org/protocol/muc'/></presence>")).await;
+    kim.until(|e| e.name == "presence" && e.get("from") == Some(&format!("{DEN}/kim"))).await;
+    let form = format!(
+        "<iq type='set' id='cfg' to='{DEN}'><query xmlns='http://jabber.org/protocol/muc#owner'><x xmlns='jabber:x:data' type='submit'>\
+         <field var='muc#roomconfig_persistentroom'><value>1</value></field></x></query></iq>"
+    );
+    assert_eq!(kim.ask(&form, "cfg").await.get("type"), Some("result"));
+    kim.send(&format!("<message to='{DEN}' type='groupchat'><body>kept in the den</body></message>")).await;
+    kim.until(|e| e.name == "message" && e.get("type") == Some("groupchat") && e.find("body", "jabber:client").is_some()).await;
+    // A query of the room's archive waits for what was queued before it.
+    let query = format!("<iq type='set' id='q' to='{DEN}'><query xmlns='urn:xmpp:mam:2' queryid='q'/></iq>");
+    kim.send(&query).await;
+    let found = kim.until(|e| e.name == "message" && e.find("result", "urn:xmpp:mam:2").is_some()).await;
+    assert!(found.to_xml("jabber:client").contains("kept in the den"), "{found:?}");
+    kim.until(|e| e.get("id") == Some("q")).await;
     // Confirmed, then stopped: with SIGKILL, no shutdown of any kind.
     stop(first, signal);
 
@@ -161,11 +190,45 @@ async fn outlives(signal: &str) {
     let roster = kim.ask("<iq type='get' id='get'><query xmlns='jabber:iq:roster'/></iq>", "get").await;
     let items: Vec<_> = roster.find("query", "jabber:iq:roster").unwrap().elements().map(|i| (i.get("jid").unwrap().to_owned(), i.get("name").unwrap().to_owned())).collect();
     assert_eq!(items, [("lee@localhost".to_owned(), "Lee".to_owned())]);
+    let mut lee = Client::login(addr, "lee").await;
+    lee.send("<presence/>").await;
+    let kept = lee.until(|e| e.name == "message").await;
+    let body = |e: &Element| e.find("body", "jabber:client").map(|b| b.text_content()).unwrap_or_default();
+    assert_eq!((kept.get("id"), body(&kept).as_str()), (Some("off"), "while you were away"));
+    assert!(kept.find("delay", "urn:xmpp:delay").is_some(), "{kept:?}");
+    // Given once: the next login has nothing kept, up to a ping's answer.
+    drop(lee);
+    let mut lee = Client::login(addr, "lee").await;
+    lee.send("<presence/><iq type='get' id='after'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    let mut before = Vec::new();
+    loop {
+        let stanza = lee.stanza().await;
+        if stanza.get("id") == Some("after") {
+            break;
+        }
+        before.push(stanza);
+    }
+    assert!(!before.iter().any(|e| e.name == "message"), "{before:?}");
+    // The room is there, and greets kim with its message, once.
+    kim.send(&format!("<presence to='{DEN}/kim'><x xmlns='http://jabber.org/protocol/muc'/></presence>")).await;
+    let mut history = Vec::new();
+    loop {
+        let stanza = kim.stanza().await;
+        if stanza.find("subject", "jabber:client").is_some() {
+            break;
+        }
+        if stanza.name == "message" {
+            history.push(body(&stanza));
+        }
+    }
+    assert_eq!(history, ["kept in the den"]);
     // An account added beside the running server logs in at once.
-    assert!(account(dir.path(), &["add", "lee"], Some("pw")).0);
-    Client::login(addr, "lee").await;
+    assert!(account(dir.path(), &["add", "ann"], Some("pw")).0);
+    Client::login(addr, "ann").await;
     stop(second, "KILL");
 }
+
+const DEN: &str = "den@conference.localhost";
 
 /// Under a stream of messages, the server is killed (SIGKILL) just after it
 /// acknowledged some (XEP-0198): after a restart, both archives hold every
