@@ -286,10 +286,11 @@ async fn a_persistent_room_outlives_a_restart_and_a_destroyed_one_does_not() {
     assert!(!x.elements().any(|s| s.get("code") == Some("201")), "not created again: {own:?}");
 }
 
-/// Two nodes on one PostgreSQL database share accounts, rosters and
-/// offline messages: a user registered on one logs in on the other.
+/// Two nodes on one PostgreSQL database share accounts, rosters, offline
+/// messages and archives: a user registered on one logs in on the other,
+/// and what one node archived the other reads.
 #[tokio::test]
-async fn two_nodes_on_one_postgres_database_share_accounts_rosters_and_offline_messages() {
+async fn two_nodes_on_one_postgres_database_share_accounts_rosters_offline_messages_and_archives() {
     let postgres = store::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
     let node = || {
         let mut config = server::Config::default();
@@ -317,6 +318,25 @@ async fn two_nodes_on_one_postgres_database_share_accounts_rosters_and_offline_m
     eli.send("<presence/>").await;
     let kept = eli.stanza().await;
     assert_eq!((kept.get("id"), kept.get("from")), (Some("hello"), Some("dana@localhost/b")));
+
+    // The message's entries in both archives, written by node b (a query
+    // there waits for what b queued before it), are read on node a.
+    let expected = [("hello".to_owned(), "from node b".to_owned())];
+    assert_eq!(archived(&mut dana).await, expected, "dana's archive on node b");
+    assert_eq!(archived(&mut on_a).await, expected, "dana's archive on node a");
+    assert_eq!(archived(&mut eli).await, expected, "eli's archive on node a");
+}
+
+/// The ids and bodies of the messages in the archive of `c`'s user.
+async fn archived(c: &mut Client) -> Vec<(String, String)> {
+    c.send("<iq type='set' id='mam'><query xmlns='urn:xmpp:mam:2' queryid='mam'/></iq>").await;
+    let (results, answer) = c.until_answer("mam").await;
+    assert_eq!(answer.get("type"), Some("result"), "{answer:?}");
+    results
+        .iter()
+        .filter_map(|m| m.find("result", "urn:xmpp:mam:2")?.find("forwarded", "urn:xmpp:forward:0")?.find("message", "jabber:client").cloned())
+        .map(|m| (m.get("id").unwrap_or_default().to_owned(), m.find("body", "jabber:client").map(Element::text_content).unwrap_or_default()))
+        .collect()
 }
 
 /// A database that goes away while the server runs fails the requests that
