@@ -6,7 +6,10 @@
 # the framework's three accounts; then the framework's tests that name no
 # specification ("core": logins, connections, messages between users) over
 # STARTTLS with a certificate made here, the framework making its own
-# accounts by in-band registration; then check.py on the runs' logs.
+# accounts by in-band registration; then check.py on the runs' logs. Each
+# server keeps its store as `make run`'s does, in SQLite (a fresh folder per
+# run), so the specifications backed by storage (rosters, the archive,
+# persistent rooms) are tested on it.
 # Installs the framework into build/smack/lib with Maven on first use.
 #
 #   conformance/smack/run.sh             # SWITCHBOARD_BIN picks the binary (default target/debug)
@@ -77,7 +80,8 @@ run_spec() {
   fi
   # The last of a property given twice is the one Java keeps.
   [ -z "$only" ] || framework+=(-Dsinttest.enabledTests="$only")
-  "$BIN" serve "${serve[@]}" --store memory --listen "127.0.0.1:$PORT" --xmpp-listen 127.0.0.1:5222 --irc-listen off --irc-tls-listen off >"$OUT/server-$log.log" 2>&1 &
+  rm -rf "$OUT/data-$log"
+  "$BIN" serve "${serve[@]}" --data-dir "$OUT/data-$log" --listen "127.0.0.1:$PORT" --xmpp-listen 127.0.0.1:5222 --irc-listen off --irc-tls-listen off >"$OUT/server-$log.log" 2>&1 &
   SERVER=$!
   for _ in $(seq 100); do
     grep -q "serves XMPP for" "$OUT/server-$log.log" && break
@@ -89,6 +93,7 @@ run_spec() {
     -Dsinttest.enabledConnections=tcp -Dsinttest.replyTimeout=10000 "${framework[@]}" \
     -cp "$LIB/*" org.igniterealtime.smack.inttest.SmackIntegrationTestFramework >"$OUT/$log.log" 2>&1 || true
   stop
+  rm -rf "$OUT/data-$log"
 }
 
 # Some of the framework's tests race with its own listeners (see
