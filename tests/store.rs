@@ -465,5 +465,23 @@ async fn a_locked_database_fails_what_writes_and_the_rest_goes_on() {
     sqlx::query("ROLLBACK").execute(&mut lock).await.unwrap();
     let answer = Client::open(addr).await.ask(&register("ann"), "r").await;
     assert_eq!(answer.get("type"), Some("result"), "registered once the lock is let go: {answer:?}");
+    // The message the lock held is in the room's archive once it went (a
+    // query waits for what was queued before it), and the writer's
+    // metrics say that nothing waits now and how long its last batch did.
+    kim.stream.write_all(format!("<iq type='set' id='q' to='{ROOM}'><query xmlns='urn:xmpp:mam:2' queryid='q'/></iq>").as_bytes()).await.unwrap();
+    let mut found = Vec::new();
+    loop {
+        let stanza = kim.stanza().await;
+        if stanza.get("id") == Some("q") {
+            assert_eq!(stanza.get("type"), Some("result"), "{stanza:?}");
+            break;
+        }
+        if let Some(body) = stanza.find("result", "urn:xmpp:mam:2").and_then(|r| r.find("forwarded", "urn:xmpp:forward:0")).and_then(|f| f.find("message", "jabber:client")).and_then(|m| m.find("body", "jabber:client")) {
+            found.push(body.text_content());
+        }
+    }
+    assert_eq!(found, ["still here"]);
+    assert_eq!(metric(http, "switchboard_archive_queue").await, 0.0);
+    assert!(metric(http, "switchboard_archive_lag_seconds").await > 0.0);
     stop(server, "KILL");
 }
