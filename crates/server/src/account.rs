@@ -38,7 +38,7 @@ pub enum AccountAction {
 pub async fn run_account(args: AccountArgs) -> Result<String, Error> {
     let serve = Args { config: args.config, store: args.store, ..Args::default() };
     let config = Config::resolve(&serve)?;
-    let store = store::open(&config.store.choice()).await.map_err(Error::store)?;
+    let store = store::open_with(&config.store.choice(), config.store.sqlite_synchronous).await.map_err(Error::store)?;
     if !store.persistent() {
         return Err(Error::config("--store memory keeps nothing: an account made here would be gone at once"));
     }

@@ -447,6 +447,8 @@ settings! {
         data_dir: PathBuf = PathBuf::from("data"), "data-dir", "SWITCHBOARD_DATA_DIR";
         /// The PostgreSQL database of --store postgres, e.g. postgres://switchboard:secret@127.0.0.1/switchboard [default: none]
         database: String, "database", "SWITCHBOARD_DATABASE", arg(hide_env_values = true);
+        /// When a SQLite commit is durable: `normal`, it outlives the server being killed but the last ones may be lost to a power cut or a crash of the operating system; `full`, it outlives those too, for an fsync at every commit (docs/storage.md) [default: normal]
+        sqlite_synchronous: store::Synchronous = store::Synchronous::Normal, "sqlite-synchronous", "SWITCHBOARD_SQLITE_SYNCHRONOUS";
         /// Batches of archive entries (XMPP's, rooms') waiting for the archive's writer at most; past it, senders wait for room (their next message is read once theirs is queued) [default: 10000]
         archive_queue: usize = 10_000, "archive-queue", "SWITCHBOARD_ARCHIVE_QUEUE";
         /// How long archived messages are kept (checked every hour), e.g. 365d [default: none, for good]
@@ -1298,11 +1300,16 @@ websocket = false
         let memory = Args { store: StoreFlags { kind: Some(StoreKind::Memory), ..StoreFlags::default() }, ..Args::default() };
         assert_eq!(Config::resolve(&memory).unwrap().store.choice(), store::Choice::Memory);
         assert_eq!(Config::resolve(&Args::default()).unwrap().store.choice(), store::Choice::Sqlite(PathBuf::from("data")));
+        assert_eq!(Config::resolve(&Args::default()).unwrap().store.sqlite_synchronous, store::Synchronous::Normal);
+        assert_eq!(resolve_file("sqlite_synchronous = \"full\"\n", Args::default()).unwrap().store.sqlite_synchronous, store::Synchronous::Full);
+        let full = Args { store: StoreFlags { sqlite_synchronous: Some(store::Synchronous::Full), ..StoreFlags::default() }, ..Args::default() };
+        assert_eq!(Config::resolve(&full).unwrap().store.sqlite_synchronous, store::Synchronous::Full);
         for (text, expected) in [
             ("store = \"postgres\"\n", "needs --database"),
             ("store = \"postgres\"\ndatabase = \"mysql://x\"\n", "postgres:// URL"),
             ("database = \"postgres://x\"\n", "is for --store postgres"),
             ("store = \"redis\"\n", "sqlite, postgres or memory"),
+            ("sqlite_synchronous = \"off\"\n", "normal or full"),
         ] {
             let err = resolve_file(text, Args::default()).unwrap_err().to_string();
             assert!(err.contains(expected), "{text}: {err}");

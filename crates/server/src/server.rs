@@ -158,7 +158,7 @@ pub async fn serve_when_ready(
         (None, Some(_)) => Some(cluster::Cluster::Host(cluster::host::Host::new(limits))),
         (None, None) => None,
     };
-    let store = store::open(&config.store.choice()).await.map_err(Error::store)?;
+    let store = store::open_with(&config.store.choice(), config.store.sqlite_synchronous).await.map_err(Error::store)?;
     let state = Arc::new(ServerState::new(config, cluster, store, listeners.listening())?);
     if let (Some(cluster::Cluster::Host(host)), Some(listener)) = (&state.cluster, listeners.broker) {
         state.tracker.spawn(host.clone().listen(listener));

@@ -11,11 +11,14 @@
 //! members, which has no index by sender but is kept in the order of its
 //! ids (`room_archive`): the newest page of 50 `with` one of them, and
 //! `with` someone who never spoke there, which reads it all.
+//! Last, what `--sqlite-synchronous full` costs against `normal`, each
+//! on a fresh store: 100 batches of 1,024, and 500 commits of one entry
+//! (a commit someone waits for, as a stream management acknowledgement's).
 //! Run it pinned to one core (`taskset -c 1`) to read it as one core's.
 
 use std::time::{Duration, Instant};
 
-use store::{Choice, Cursor, Entry, Filter};
+use store::{Choice, Cursor, Entry, Filter, Synchronous};
 
 const BATCH: usize = 1024;
 const QUERIES: usize = 1000;
@@ -141,5 +144,25 @@ async fn main() {
         let start = Instant::now();
         let gone = store.cap(keep).await.expect("capped");
         println!("--archive-limit, {name}: {gone} gone in {:?}", start.elapsed());
+    }
+
+    for synchronous in [Synchronous::Normal, Synchronous::Full] {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let store = store::open_with(&Choice::Sqlite(dir.path().to_owned()), synchronous).await.expect("a SQLite store");
+        let all: Vec<Entry> = (0..100 * BATCH + 500).map(entry).collect();
+        let start = Instant::now();
+        for batch in all[..100 * BATCH].chunks(BATCH) {
+            store.append(batch).await.expect("appended");
+        }
+        let batched = all.len() - 500;
+        println!("{synchronous:?}: {batched} entries in batches of {BATCH}: {:.0} entries/s", batched as f64 / start.elapsed().as_secs_f64());
+        let mut times = Vec::with_capacity(500);
+        for one in all[batched..].chunks(1) {
+            let start = Instant::now();
+            store.append(one).await.expect("appended");
+            times.push(start.elapsed());
+        }
+        times.sort();
+        println!("{synchronous:?}: a commit of one entry: p50 {:?}, p99 {:?}", percentile(&times, 0.5), percentile(&times, 0.99));
     }
 }

@@ -81,11 +81,51 @@ pub enum Choice {
     Postgres(String),
 }
 
+/// When a SQLite commit is durable: SQLite's `synchronous` setting, in
+/// its WAL mode (docs/storage.md, *What "kept" promises*).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Synchronous {
+    /// A commit outlives the process being killed; the last ones before a
+    /// power cut or a crash of the operating system may be lost. The log is
+    /// synced at checkpoints only.
+    #[default]
+    Normal,
+    /// A commit outlives a power cut too: the log is synced at every commit.
+    Full,
+}
+
+impl Synchronous {
+    /// The value of SQLite's `PRAGMA synchronous`.
+    fn pragma(self) -> &'static str {
+        match self {
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
+        }
+    }
+}
+
+impl std::str::FromStr for Synchronous {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Synchronous, String> {
+        match text {
+            "normal" => Ok(Synchronous::Normal),
+            "full" => Ok(Synchronous::Full),
+            _ => Err(format!("{text:?} is not a SQLite synchronous setting: normal or full")),
+        }
+    }
+}
+
 /// Opens the store `choice` names, ready for use (its schema brought up to date).
 pub async fn open(choice: &Choice) -> Result<Arc<dyn Store>> {
+    open_with(choice, Synchronous::default()).await
+}
+
+/// As [`open`], a SQLite store committing as `synchronous` says.
+pub async fn open_with(choice: &Choice, synchronous: Synchronous) -> Result<Arc<dyn Store>> {
     Ok(match choice {
         Choice::Memory => Arc::new(MemoryStore::default()),
-        Choice::Sqlite(dir) => Arc::new(SqlStore::sqlite(&SqlStore::file_in(dir)).await?),
+        Choice::Sqlite(dir) => Arc::new(SqlStore::sqlite_with(&SqlStore::file_in(dir), synchronous).await?),
         Choice::Postgres(url) => Arc::new(SqlStore::postgres(url).await?),
     })
 }

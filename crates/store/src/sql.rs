@@ -6,10 +6,11 @@
 //! own migrations (`migrations/sqlite`, `migrations/postgres`), embedded and
 //! run at open.
 //!
-//! SQLite runs in WAL mode with `synchronous = NORMAL`: a transaction that
-//! has committed survives the process being killed; the last ones before a
-//! power cut or an operating-system crash may be lost (SQLite's own account
-//! of WAL). Its writes go through one connection, so that they are serial
+//! SQLite runs in WAL mode with `synchronous = NORMAL` by default: a
+//! transaction that has committed survives the process being killed; the
+//! last ones before a power cut or an operating-system crash may be lost
+//! (SQLite's own account of WAL). `Synchronous::Full` syncs the log at
+//! every commit, so that they are not. Its writes go through one connection, so that they are serial
 //! within the process and a read-then-write transaction (`BEGIN
 //! IMMEDIATE`) is never refused halfway for another's lock; reads go
 //! through a small pool beside it, which WAL lets read while the writer
@@ -32,7 +33,7 @@ mod threads;
 
 pub use copy::copy;
 
-use crate::{Account, AccountStore, ArchiveStore, Change, Contact, Created, Cursor, Entry, Error, FastToken, FastTokenStore, Filter, OfflineStore, Origin, Page, Result, RoomStore, RosterStore, ScramKeys, Store, Subscription, Updated};
+use crate::{Account, AccountStore, ArchiveStore, Change, Contact, Created, Cursor, Entry, Error, FastToken, FastTokenStore, Filter, OfflineStore, Origin, Page, Result, RoomStore, RosterStore, ScramKeys, Store, Subscription, Synchronous, Updated};
 
 static SQLITE: Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES: Migrator = sqlx::migrate!("./migrations/postgres");
@@ -85,6 +86,11 @@ impl SqlStore {
     /// Opens (or makes) the SQLite store in the file `path`, making its
     /// folder if needed, and brings its schema up to date.
     pub async fn sqlite(path: &Path) -> Result<SqlStore> {
+        SqlStore::sqlite_with(path, Synchronous::default()).await
+    }
+
+    /// As [`SqlStore::sqlite`], committing as `synchronous` says.
+    pub async fn sqlite_with(path: &Path, synchronous: Synchronous) -> Result<SqlStore> {
         install_drivers();
         let place = path.display().to_string();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -122,12 +128,12 @@ impl SqlStore {
             .min_connections(1)
             .max_lifetime(None)
             .idle_timeout(None)
-            .after_connect(|conn, _| sqlite_pragmas(conn, false))
+            .after_connect(move |conn, _| sqlite_pragmas(conn, false, synchronous))
             .connect_with(options.clone())
             .await
             .map_err(opened)?;
         SQLITE.run(&writer).await.map_err(|e| Error::new(format!("{place}: {e}")))?;
-        let reader = AnyPoolOptions::new().max_connections(SQLITE_READERS).after_connect(|conn, _| sqlite_pragmas(conn, true)).connect_with(options).await.map_err(opened)?;
+        let reader = AnyPoolOptions::new().max_connections(SQLITE_READERS).after_connect(move |conn, _| sqlite_pragmas(conn, true, synchronous)).connect_with(options).await.map_err(opened)?;
         Ok(SqlStore { backend: Backend::Sqlite, writer, reader })
     }
 
@@ -173,13 +179,14 @@ impl SqlStore {
 /// a tenth of the archive writer's time (perf, the chat study's 4 rooms of
 /// 10 on one core), before its insert became `OR FAIL`. A larger
 /// `wal_autocheckpoint` (10,000 pages) measured no cheaper.
-fn sqlite_pragmas(conn: &mut sqlx::AnyConnection, reading: bool) -> futures_core::future::BoxFuture<'_, std::result::Result<(), sqlx::Error>> {
+fn sqlite_pragmas(conn: &mut sqlx::AnyConnection, reading: bool, synchronous: Synchronous) -> futures_core::future::BoxFuture<'_, std::result::Result<(), sqlx::Error>> {
     let timeout = BUSY_TIMEOUT.as_millis();
     if !reading {
         threads::lower_newest();
     }
+    let synchronous = synchronous.pragma();
     Box::pin(async move {
-        conn.execute(format!("PRAGMA busy_timeout = {timeout}; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY; PRAGMA query_only = {reading}").as_str()).await?;
+        conn.execute(format!("PRAGMA busy_timeout = {timeout}; PRAGMA synchronous = {synchronous}; PRAGMA temp_store = MEMORY; PRAGMA query_only = {reading}").as_str()).await?;
         Ok(())
     })
 }
@@ -761,6 +768,18 @@ mod tests {
     /// and a room's, which has none, in the order of its own table: the query's
     /// terms must match the partial index's own for SQLite to take it. A
     /// query by time reads the index by id, in order: no range is sorted.
+    #[tokio::test]
+    async fn each_sqlite_connection_syncs_as_it_was_told() {
+        for (synchronous, expected) in [(Synchronous::Normal, 1), (Synchronous::Full, 2)] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = SqlStore::sqlite_with(&SqlStore::file_in(dir.path()), synchronous).await.unwrap();
+            for pool in [&store.writer, &store.reader] {
+                let level: i64 = sqlx::query_scalar("PRAGMA synchronous").fetch_one(pool).await.unwrap();
+                assert_eq!(level, expected, "{synchronous:?}");
+            }
+        }
+    }
+
     #[tokio::test]
     async fn archive_queries_read_an_index_on_sqlite() {
         let dir = tempfile::tempdir().unwrap();
