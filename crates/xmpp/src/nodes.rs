@@ -313,13 +313,14 @@ impl Xmpp {
     fn from_here(self: &Arc<Self>, of: &str, to: &str, make: impl Fn(Element) -> Element) -> usize {
         let available = self.router.available(of);
         let Some(target) = Jid::parse(to).filter(|_| !available.is_empty()) else { return 0 };
-        let count = available.len();
         if self.is_remote(&target) {
-            for r in available {
-                let _ = self.send_remote(crate::stamped(make(r.presence), &r.jid, to.to_owned()));
-            }
-            return count;
+            return available.into_iter().filter(|r| self.send_remote(crate::stamped(make(r.presence.clone()), &r.jid, to.to_owned())).is_ok()).count();
         }
+        // Another server's user, and this node does not federate.
+        if !self.serves(&target.domain) {
+            return 0;
+        }
+        let count = available.len();
         let targets = self.router.route(&target);
         let mut sent = Vec::with_capacity(count);
         for r in available {

@@ -207,6 +207,9 @@ async fn another_servers_stanzas_reach_a_user_on_another_node_of_the_domain() {
     let a2 = TestServer::federated(a2, a2_s2s).await;
     let b = TestServer::federated(b, b_s2s).await;
     let mut alice = online(&a2, "a.test", "alice").await;
+    // Her node has taken her presence once it answers what she sent after it.
+    alice.send("<iq type='get' id='s0'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    assert_eq!(alice.answer("s0").await.get("type"), Some("result"));
     let mut bob = online(&b, "b.test", "bob").await;
 
     // To her bare JID, to her resource, and as a chat message to a

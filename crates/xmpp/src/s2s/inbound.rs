@@ -139,17 +139,23 @@ impl Xmpp {
                     return;
                 }
                 let available = self.router.available(&user);
-                let here = available.len();
-                for r in available {
-                    let _ = self.send_remote(stamped(r.presence, &r.jid, from.to_string()));
+                let here = available.iter().filter(|r| self.send_remote(stamped(r.presence.clone(), &r.jid, from.to_string())).is_ok()).count();
+                let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable").attr("from", &user).attr("to", &contact);
+                if !self.has_other_nodes() {
+                    if here == 0 {
+                        let _ = self.send_remote(gone);
+                    }
+                    return;
                 }
                 // Each node that holds an available resource of the user
-                // answers for it.
-                let elsewhere = if self.has_other_nodes() { self.ask_others(&to.bare(), &crate::nodes::probe(&from.to_string())).await } else { 0 };
-                if here + elsewhere == 0 {
-                    let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable").attr("from", &user).attr("to", &contact);
-                    let _ = self.send_remote(gone);
-                }
+                // answers for it. Waited for apart: nothing orders a probe's
+                // answer, and the stream's next stanzas need not wait for it.
+                let (xmpp, bare, probe) = (self.clone(), to.bare(), crate::nodes::probe(&from.to_string()));
+                tokio::spawn(async move {
+                    if here + xmpp.ask_others(&bare, &probe).await == 0 {
+                        let _ = xmpp.send_remote(gone);
+                    }
+                });
             }
             Some("subscribe") => {
                 if !self.exists(&to.bare()).await {
@@ -176,9 +182,22 @@ impl Xmpp {
                 deliver(self, &user, &stamped(presence.clone(), &contact, user.clone())).await;
             }
             Some("unsubscribe") => {
+                // A request still waiting is withdrawn; a subscription that
+                // is not there ends nothing, and is not told of (RFC 6121
+                // §3.3.3): the other nodes would answer it with the user's
+                // resources' unavailable presence.
                 rosters.answered(&user, &contact).await;
+                if !rosters.contact(&user, &contact).await.is_some_and(|c| c.subscription.from) {
+                    return;
+                }
                 if let Ok(Some(mine)) = rosters.update(&user, &contact, false, |c| c.subscription.from = false).await {
                     push(self, &user, roster::item(&mine.contact), mine.ver).await;
+                }
+                // The contact no longer sees this node's resources, as the
+                // other nodes tell it of theirs.
+                for r in self.router.available(&user) {
+                    let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable");
+                    let _ = self.send_remote(stamped(gone, &r.jid, contact.clone()));
                 }
                 deliver(self, &user, &stamped(presence.clone(), &contact, user.clone())).await;
             }
