@@ -200,14 +200,7 @@ async fn outlives(signal: &str) {
     drop(lee);
     let mut lee = Client::login(addr, "lee").await;
     lee.send("<presence/><iq type='get' id='after'><ping xmlns='urn:xmpp:ping'/></iq>").await;
-    let mut before = Vec::new();
-    loop {
-        let stanza = lee.stanza().await;
-        if stanza.get("id") == Some("after") {
-            break;
-        }
-        before.push(stanza);
-    }
+    let (before, _) = lee.until_answer("after").await;
     assert!(!before.iter().any(|e| e.name == "message"), "{before:?}");
     // The room is there, and greets kim with its message, once.
     kim.send(&format!("<presence to='{DEN}/kim'><x xmlns='http://jabber.org/protocol/muc'/></presence>")).await;
@@ -469,17 +462,12 @@ async fn a_locked_database_fails_what_writes_and_the_rest_goes_on() {
     // query waits for what was queued before it), and the writer's
     // metrics say that nothing waits now and how long its last batch did.
     kim.stream.write_all(format!("<iq type='set' id='q' to='{ROOM}'><query xmlns='urn:xmpp:mam:2' queryid='q'/></iq>").as_bytes()).await.unwrap();
-    let mut found = Vec::new();
-    loop {
-        let stanza = kim.stanza().await;
-        if stanza.get("id") == Some("q") {
-            assert_eq!(stanza.get("type"), Some("result"), "{stanza:?}");
-            break;
-        }
-        if let Some(body) = stanza.find("result", "urn:xmpp:mam:2").and_then(|r| r.find("forwarded", "urn:xmpp:forward:0")).and_then(|f| f.find("message", "jabber:client")).and_then(|m| m.find("body", "jabber:client")) {
-            found.push(body.text_content());
-        }
-    }
+    let (results, answer) = kim.until_answer("q").await;
+    assert_eq!(answer.get("type"), Some("result"), "{answer:?}");
+    let found: Vec<String> = results
+        .iter()
+        .filter_map(|stanza| stanza.find("result", "urn:xmpp:mam:2")?.find("forwarded", "urn:xmpp:forward:0")?.find("message", "jabber:client")?.find("body", "jabber:client").map(Element::text_content))
+        .collect();
     assert_eq!(found, ["still here"]);
     assert_eq!(metric(http, "switchboard_archive_queue").await, 0.0);
     assert!(metric(http, "switchboard_archive_lag_seconds").await > 0.0);

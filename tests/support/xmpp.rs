@@ -68,6 +68,18 @@ impl Client {
         }
     }
 
+    /// The stanzas up to the one whose id is `id`, which it returns after them.
+    pub async fn until_answer(&mut self, id: &str) -> (Vec<Element>, Element) {
+        let mut before = Vec::new();
+        loop {
+            let stanza = self.stanza().await;
+            if stanza.get("id") == Some(id) {
+                return (before, stanza);
+            }
+            before.push(stanza);
+        }
+    }
+
     /// Sends `xml` and returns the answer whose id is `id`.
     pub async fn ask(&mut self, xml: &str, id: &str) -> Element {
         self.send(xml).await;

@@ -314,7 +314,7 @@ impl Xmpp {
         let available = self.router.available(of);
         let Some(target) = Jid::parse(to).filter(|_| !available.is_empty()) else { return 0 };
         if self.is_remote(&target) {
-            return available.into_iter().filter(|r| self.send_remote(crate::stamped(make(r.presence.clone()), &r.jid, to.to_owned())).is_ok()).count();
+            return available.into_iter().map(|r| self.send_remote(crate::stamped(make(r.presence), &r.jid, to.to_owned()))).filter(Result::is_ok).count();
         }
         // Another server's user, and this node does not federate.
         if !self.serves(&target.domain) {

@@ -909,14 +909,7 @@ async fn requests_for_acknowledgement_go_with_the_first_batch_then_sparingly() {
 /// The bodies of the messages in `c`'s archive (XEP-0313), oldest first,
 /// each with who it was from.
 async fn archived(c: &mut Client) -> Vec<(String, String)> {
-    c.send("<iq type='set' id='mam'><query xmlns='urn:xmpp:mam:2' queryid='f'/></iq>").await;
-    let (results, fin) = c.until_answer("mam").await;
-    assert_eq!(fin.get("type"), Some("result"), "{fin:?}");
-    results
-        .iter()
-        .filter_map(|m| m.find("result", "urn:xmpp:mam:2")?.find("forwarded", "urn:xmpp:forward:0")?.find("message", "jabber:client").cloned())
-        .map(|m| (m.get("from").unwrap_or_default().to_owned(), body(&m)))
-        .collect()
+    c.archived_messages().await.iter().map(|m| (m.get("from").unwrap_or_default().to_owned(), body(m))).collect()
 }
 
 #[tokio::test]

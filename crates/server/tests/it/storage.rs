@@ -329,14 +329,8 @@ async fn two_nodes_on_one_postgres_database_share_accounts_rosters_offline_messa
 
 /// The ids and bodies of the messages in the archive of `c`'s user.
 async fn archived(c: &mut Client) -> Vec<(String, String)> {
-    c.send("<iq type='set' id='mam'><query xmlns='urn:xmpp:mam:2' queryid='mam'/></iq>").await;
-    let (results, answer) = c.until_answer("mam").await;
-    assert_eq!(answer.get("type"), Some("result"), "{answer:?}");
-    results
-        .iter()
-        .filter_map(|m| m.find("result", "urn:xmpp:mam:2")?.find("forwarded", "urn:xmpp:forward:0")?.find("message", "jabber:client").cloned())
-        .map(|m| (m.get("id").unwrap_or_default().to_owned(), m.find("body", "jabber:client").map(Element::text_content).unwrap_or_default()))
-        .collect()
+    let messages = c.archived_messages().await;
+    messages.iter().map(|m| (m.get("id").unwrap_or_default().to_owned(), m.find("body", "jabber:client").map(Element::text_content).unwrap_or_default())).collect()
 }
 
 /// A database that goes away while the server runs fails the requests that

@@ -121,6 +121,18 @@ impl Client {
         }
     }
 
+    /// The messages of its user's archive (XEP-0313), oldest first, as
+    /// the archive forwards them.
+    pub async fn archived_messages(&mut self) -> Vec<Element> {
+        self.send("<iq type='set' id='mam'><query xmlns='urn:xmpp:mam:2' queryid='mam'/></iq>").await;
+        let (results, answer) = self.until_answer("mam").await;
+        assert_eq!(answer.get("type"), Some("result"), "{answer:?}");
+        results
+            .iter()
+            .filter_map(|m| m.find("result", "urn:xmpp:mam:2")?.find("forwarded", "urn:xmpp:forward:0")?.find("message", "jabber:client").cloned())
+            .collect()
+    }
+
     /// The answer to the iq `id`, past whatever comes before it.
     pub async fn answer(&mut self, id: &str) -> Element {
         self.until_answer(id).await.1

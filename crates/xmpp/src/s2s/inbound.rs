@@ -139,7 +139,7 @@ impl Xmpp {
                     return;
                 }
                 let available = self.router.available(&user);
-                let here = available.iter().filter(|r| self.send_remote(stamped(r.presence.clone(), &r.jid, from.to_string())).is_ok()).count();
+                let here = available.into_iter().map(|r| self.send_remote(stamped(r.presence, &r.jid, from.to_string()))).filter(Result::is_ok).count();
                 let gone = Element::new("presence", ns::CLIENT).attr("type", "unavailable").attr("from", &user).attr("to", &contact);
                 if !self.has_other_nodes() {
                     if here == 0 {
