@@ -165,6 +165,41 @@ pub struct Page {
     pub complete: bool,
 }
 
+/// What an account's archive keeps by default (XEP-0441): every message,
+/// none, or those with contacts on the account's roster.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Keep {
+    #[default]
+    Always,
+    Never,
+    Roster,
+}
+
+impl Keep {
+    /// As XEP-0441's `default` attribute says it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Keep::Always => "always",
+            Keep::Never => "never",
+            Keep::Roster => "roster",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Keep> {
+        [Keep::Always, Keep::Never, Keep::Roster].into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// An account's archiving preferences (XEP-0441): what is kept by
+/// default, and the JIDs (bare or full, in canonical form) whose messages
+/// are always kept and never kept whatever the default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prefs {
+    pub default: Keep,
+    pub always: Vec<String>,
+    pub never: Vec<String>,
+}
+
 #[async_trait]
 pub trait ArchiveStore {
     /// Appends `entries`, all or none; each archive is read in the order
@@ -184,8 +219,15 @@ pub trait ArchiveStore {
     /// many it forgot.
     async fn cap(&self, keep: u64) -> Result<u64>;
 
-    /// Forgets `archive` whole.
+    /// Forgets `archive` whole, and for an account's, its preferences.
     async fn forget_archive(&self, archive: &str) -> Result<()>;
+
+    /// The archiving preferences of the account `user` (a bare JID);
+    /// `None` if it never set any.
+    async fn prefs(&self, user: &str) -> Result<Option<Prefs>>;
+
+    /// Sets `user`'s archiving preferences. Kept once this returns.
+    async fn set_prefs(&self, user: &str, prefs: &Prefs) -> Result<()>;
 }
 
 #[cfg(test)]

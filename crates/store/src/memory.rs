@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use crate::{Account, AccountStore, ArchiveStore, Change, Contact, Created, Cursor, Entry, FastToken, FastTokenStore, Filter, OfflineStore, Origin, Page, Result, RoomStore, RosterStore, Store, Updated};
+use crate::{Account, AccountStore, ArchiveStore, Change, Contact, Created, Cursor, Entry, FastToken, FastTokenStore, Filter, OfflineStore, Origin, Page, Prefs, Result, RoomStore, RosterStore, Store, Updated};
 
 /// Entries the memory store's archives keep at most, all archives together;
 /// past it the oldest are dropped.
@@ -23,6 +23,8 @@ pub struct MemoryStore {
     archive: Mutex<Vec<Entry>>,
     /// Each account's FAST tokens.
     fast: Mutex<HashMap<String, Vec<FastToken>>>,
+    /// Each account's archiving preferences, once it set them.
+    prefs: Mutex<HashMap<String, Prefs>>,
 }
 
 #[derive(Debug, Default)]
@@ -308,6 +310,16 @@ impl ArchiveStore for MemoryStore {
 
     async fn forget_archive(&self, archive: &str) -> Result<()> {
         self.archive.lock().retain(|e| e.archive != archive);
+        self.prefs.lock().remove(archive);
+        Ok(())
+    }
+
+    async fn prefs(&self, user: &str) -> Result<Option<Prefs>> {
+        Ok(self.prefs.lock().get(user).cloned())
+    }
+
+    async fn set_prefs(&self, user: &str, prefs: &Prefs) -> Result<()> {
+        self.prefs.lock().insert(user.to_owned(), prefs.clone());
         Ok(())
     }
 }

@@ -33,7 +33,7 @@ mod threads;
 
 pub use copy::copy;
 
-use crate::{Account, AccountStore, ArchiveStore, Change, Contact, Created, Cursor, Entry, Error, FastToken, FastTokenStore, Filter, OfflineStore, Origin, Page, Result, RoomStore, RosterStore, ScramKeys, Store, Subscription, Synchronous, Updated};
+use crate::{Account, AccountStore, ArchiveStore, Change, Contact, Created, Cursor, Entry, Error, FastToken, FastTokenStore, Filter, Keep, OfflineStore, Origin, Page, Prefs, Result, RoomStore, RosterStore, ScramKeys, Store, Subscription, Synchronous, Updated};
 
 static SQLITE: Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES: Migrator = sqlx::migrate!("./migrations/postgres");
@@ -755,7 +755,36 @@ impl ArchiveStore for SqlStore {
     }
 
     async fn forget_archive(&self, archive: &str) -> Result<()> {
-        sqlx::query(&format!("DELETE FROM {} WHERE archive = $1", table_of(archive))).bind(archive).execute(&self.writer).await?;
+        let mut tx = self.write(archive).await?;
+        sqlx::query(&format!("DELETE FROM {} WHERE archive = $1", table_of(archive))).bind(archive).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM archive_prefs WHERE account = $1").bind(archive).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn prefs(&self, user: &str) -> Result<Option<Prefs>> {
+        let row = sqlx::query("SELECT by_default, always, never FROM archive_prefs WHERE account = $1").bind(user).fetch_optional(&self.reader).await?;
+        let Some(row) = row else { return Ok(None) };
+        let default: String = row.try_get("by_default")?;
+        // One JID a line: a JID in canonical form holds no control character.
+        let list = |column: &str| -> Result<Vec<String>> { Ok(row.try_get::<String, _>(column)?.lines().map(str::to_owned).collect()) };
+        let default = Keep::parse(&default).ok_or_else(|| Error::new(format!("{user}'s archiving default {default:?} is none of XEP-0441's")))?;
+        Ok(Some(Prefs { default, always: list("always")?, never: list("never")? }))
+    }
+
+    async fn set_prefs(&self, user: &str, prefs: &Prefs) -> Result<()> {
+        let mut tx = self.write(user).await?;
+        sqlx::query(
+            "INSERT INTO archive_prefs (account, by_default, always, never) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (account) DO UPDATE SET by_default = excluded.by_default, always = excluded.always, never = excluded.never",
+        )
+        .bind(user)
+        .bind(prefs.default.name())
+        .bind(prefs.always.join("\n"))
+        .bind(prefs.never.join("\n"))
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
         Ok(())
     }
 }

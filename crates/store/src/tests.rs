@@ -249,6 +249,30 @@ async fn archive_body(store: &dyn Store) {
     assert!(store.page("a@l", &Filter::default(), &Cursor::Oldest, 5).await.unwrap().unwrap().entries.is_empty());
 }
 
+async fn prefs_body(store: &dyn Store) {
+    assert_eq!(store.prefs("a@l").await.unwrap(), None, "none set");
+    let prefs = Prefs { default: Keep::Roster, always: vec!["b@l".into(), "c@l/phone".into()], never: vec!["d@l".into()] };
+    store.set_prefs("a@l", &prefs).await.unwrap();
+    store.set_prefs("e@l", &Prefs { default: Keep::Never, ..Prefs::default() }).await.unwrap();
+    assert_eq!(store.prefs("a@l").await.unwrap().as_ref(), Some(&prefs));
+    let emptied = Prefs { default: Keep::Always, always: Vec::new(), never: vec!["d@l".into()] };
+    store.set_prefs("a@l", &emptied).await.unwrap();
+    assert_eq!(store.prefs("a@l").await.unwrap(), Some(emptied), "set again, replaced whole");
+    assert_eq!(store.prefs("e@l").await.unwrap(), Some(Prefs { default: Keep::Never, ..Prefs::default() }), "an empty list comes back empty");
+    // The account's archive forgotten (it is gone), its preferences go with it.
+    store.append(&[entry("a@l", 1, "b@l")]).await.unwrap();
+    store.forget_archive("a@l").await.unwrap();
+    assert_eq!(store.prefs("a@l").await.unwrap(), None);
+    assert!(store.prefs("e@l").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn every_store_keeps_archiving_preferences_alike() {
+    for store in &stores().await.list {
+        prefs_body(&**store).await;
+    }
+}
+
 #[tokio::test]
 async fn every_store_keeps_archives_alike() {
     for store in &stores().await.list {
@@ -298,11 +322,13 @@ async fn kept_when_opened_again(choice: Choice) {
         store.create("alice", &account(1), Origin::Registration, 5).await.unwrap();
         store.update("alice@l", "bob@l", true, 5, &mut |c| c.subscription.to = true).await.unwrap();
         store.hold("alice@l", "cy@l", "<presence/>", 5).await.unwrap();
+        store.set_prefs("alice@l", &Prefs { default: Keep::Never, always: vec!["bob@l".into()], never: Vec::new() }).await.unwrap();
     }
     let again = open(&choice).await.unwrap();
     assert_eq!(again.account("alice").await.unwrap(), Some(account(1)));
     assert_eq!(again.contacts("alice@l").await.unwrap()[0].subscription, Subscription { to: true, from: false });
     assert_eq!(again.pending("alice@l").await.unwrap(), ["<presence/>"]);
+    assert_eq!(again.prefs("alice@l").await.unwrap().map(|p| (p.default, p.always)), Some((Keep::Never, vec!["bob@l".to_owned()])));
     assert_eq!(again.create("zed", &account(2), Origin::Registration, 1).await.unwrap(), Created::Full, "the bound counts what was kept");
 }
 
@@ -419,10 +445,12 @@ async fn a_sqlite_store_is_copied_into_postgres_whole() {
     // Two rooms' archives, more than a chunk of the copy between them.
     let entries: Vec<Entry> = (0..1234).map(|n| entry(["/chat#lobby", "/chat#kitchen", "alice@l"][n as usize % 3], n, "b@l")).collect();
     sqlite.append(&entries).await.unwrap();
+    let prefs = Prefs { default: Keep::Roster, always: vec!["b@l".into()], never: vec!["c@l/x".into(), "d@l".into()] };
+    sqlite.set_prefs("alice@l", &prefs).await.unwrap();
     drop(sqlite);
 
     let copied = copy(&from, &to).await.unwrap();
-    assert_eq!(copied, [("account", 2), ("contact", 2), ("subscription_request", 1), ("roster_version", 1), ("offline_message", 2), ("room", 1), ("fast_token", 1), ("archive", 411), ("room_archive", 823)]);
+    assert_eq!(copied, [("account", 2), ("contact", 2), ("subscription_request", 1), ("roster_version", 1), ("offline_message", 2), ("room", 1), ("fast_token", 1), ("archive_prefs", 1), ("archive", 411), ("room_archive", 823)]);
     let pg = open(&to).await.unwrap();
     assert_eq!(pg.account("alice").await.unwrap(), Some(account(1)));
     assert_eq!(pg.names().await.unwrap(), ["alice", "bob"]);
@@ -434,6 +462,7 @@ async fn a_sqlite_store_is_copied_into_postgres_whole() {
     assert_eq!(pg.take("bob@l").await.unwrap(), ["first", "second"]);
     assert_eq!(pg.rooms().await.unwrap(), [("plans".to_owned(), "{}".to_owned())]);
     assert_eq!(pg.tokens("bob").await.unwrap(), [token("phone", 1, 100)]);
+    assert_eq!(pg.prefs("alice@l").await.unwrap(), Some(prefs));
     let newest = pg.page("alice@l", &Filter::default(), &Cursor::Before(None), 2).await.unwrap().unwrap();
     assert_eq!(ids(&newest), [1229, 1232]);
     let room = pg.page("/chat#lobby", &Filter::default(), &Cursor::Oldest, 2).await.unwrap().unwrap();

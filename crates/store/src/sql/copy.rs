@@ -52,6 +52,7 @@ const TABLES: &[Table] = &[
     Table { name: "offline_message", columns: &[("owner", Text), ("message", Text)], order: &[("id", Int)] },
     Table { name: "room", columns: &[("name", Text), ("state", Text)], order: &[("name", Text)] },
     Table { name: "fast_token", columns: &[("account", Text), ("agent", Text), ("mechanism", Text), ("proof", Blob), ("answer", Blob), ("expires", Int), ("keys", Blob), ("early_count", Int)], order: &[("proof", Blob)] },
+    Table { name: "archive_prefs", columns: &[("account", Text), ("by_default", Text), ("always", Text), ("never", Text)], order: &[("account", Text)] },
     Table { name: "archive", columns: &[("archive", Text), ("id", Text), ("at", Int), ("peer", Text), ("message", Text)], order: &[("seq", Int)] },
     Table { name: "room_archive", columns: &[("archive", Text), ("id", Text), ("at", Int), ("peer", Text), ("message", Text)], order: &[("archive", Text), ("id", Text)] },
 ];
