@@ -236,7 +236,7 @@ settings! {
         muc_non_anonymous: bool = false, "xmpp-muc-non-anonymous", "SWITCHBOARD_XMPP_MUC_NON_ANONYMOUS";
         /// Accounts that XMPP clients may make themselves by in-band registration (XEP-0077), kept in the store (--store); 0 turns it off [default: 0]
         registration: usize = 0, "xmpp-registration", "SWITCHBOARD_XMPP_REGISTRATION";
-        /// Longest list an XMPP user can make the server keep: contacts in a roster, subscription requests waiting for one user, JIDs a session's directed presence is remembered for, affiliations in one room [default: 1000]
+        /// Longest list an XMPP user can make the server keep: contacts in a roster, subscription requests waiting for one user, JIDs a session's directed presence is remembered for, affiliations in one room, JIDs in each list of archiving preferences [default: 1000]
         list_limit: usize = 1000, "xmpp-list-limit", "SWITCHBOARD_XMPP_LIST_LIMIT";
         /// Whether XMPP messages between users (chat and normal, with a body) are kept in each account's archive in the store, for clients to page through (XEP-0313) [default: true]
         archive: bool = true, "xmpp-archive", "SWITCHBOARD_XMPP_ARCHIVE";

@@ -20,6 +20,7 @@ pub mod bridge;
 mod muc;
 pub mod nodes;
 mod offline;
+mod prefs;
 mod room;
 mod roster;
 mod router;
@@ -102,6 +103,8 @@ pub struct Xmpp {
     /// The archive of messages between users (XEP-0313), unless that
     /// archiving is off.
     archive: Option<Arc<base::archive::Archive>>,
+    /// What each user's archive keeps (XEP-0441).
+    prefs: prefs::Preferences,
     /// The rooms' archive, and the prefix its names start with, when the
     /// rooms are archived.
     room_archive: Option<(Arc<base::archive::Archive>, String)>,
@@ -233,6 +236,7 @@ impl Xmpp {
             muc: room::MucRooms::new(room_defaults),
             offline: offline::Offline::new(store.clone(), offline),
             archive: archiving.chats,
+            prefs: prefs::Preferences::new(store.clone()),
             room_archive: archiving.rooms,
             store: store.clone(),
             domain: domain.clone(),
@@ -368,6 +372,7 @@ impl Xmpp {
     /// otherwise be written after) and the messages waiting for it, which
     /// whoever registers the name next must not be given.
     pub(crate) async fn forget_kept(&self, user: &str) {
+        self.prefs.forget(user);
         match &self.archive {
             Some(archive) => archive.forget(user, &self.context).await,
             None => {
@@ -380,6 +385,26 @@ impl Xmpp {
         if let Err(e) = self.store.take(user).await {
             tracing::warn!("xmpp: offline messages of {user} not forgotten: {e}");
             self.context.metrics.store_failed("offline");
+        }
+    }
+
+    /// Whether the archive of `user` (a bare JID) keeps a message with
+    /// `peer`, as its preferences say (`prefs::keeps`): with a default of
+    /// `roster`, whether `peer`'s bare JID is on the user's roster. Not
+    /// when the store cannot say (counted, and logged): a user who asked
+    /// for none is never archived against its word.
+    pub(crate) async fn archive_keeps(&self, user: &str, peer: &Jid) -> bool {
+        let prefs = match self.prefs.of(user).await {
+            Ok(prefs) => prefs,
+            Err(e) => {
+                tracing::warn!("xmpp: archiving preferences of {user} not read: {e}");
+                self.context.metrics.store_failed("archive");
+                return false;
+            }
+        };
+        match prefs::keeps(&prefs, peer) {
+            Some(kept) => kept,
+            None => self.rosters.contact(user, &peer.bare().to_string()).await.is_some(),
         }
     }
 

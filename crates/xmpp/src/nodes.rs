@@ -127,6 +127,12 @@ impl Xmpp {
             }
             return 0;
         }
+        if stanza.name == "prefs" && stanza.ns == crate::prefs::CHANGED {
+            for user in to {
+                self.prefs.forget(user);
+            }
+            return 0;
+        }
         if let Some(to) = to.first().and_then(|to| Jid::parse(to)).filter(|to| to.domain == self.muc_domain) {
             return self.to_occupant(&stanza, &to);
         }

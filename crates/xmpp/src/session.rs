@@ -504,7 +504,7 @@ impl Session {
             (super::archive::MAM, "query", "set") if here => Box::pin(self.on_mam_query(iq, payload)).await,
             (super::archive::MAM, "query", "get") if here && self.xmpp.archive.is_some() => self.reply(iq, Some(super::archive::form())),
             (super::archive::MAM, "metadata", "get") if here => Box::pin(self.on_mam_metadata(iq)).await,
-            (super::archive::MAM, "prefs", "get" | "set") if here && self.xmpp.archive.is_some() => self.on_mam_prefs(iq, payload),
+            (super::archive::MAM, "prefs", "get" | "set") if here && self.xmpp.archive.is_some() => Box::pin(self.on_mam_prefs(iq, payload)).await,
             // Another user's, answered by the server for the account (RFC 6121 §8.5.2.1.3).
             (ns::DISCO_ITEMS, "query", "get") if other_user.is_some_and(|user| user.domain == self.xmpp.domain) => {
                 let items = self.items_of(&other_user.map(Jid::to_string).unwrap_or_default()).await;

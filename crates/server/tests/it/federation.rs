@@ -106,15 +106,6 @@ fn body(stanza: &Element) -> String {
 }
 
 /// The next stanza named `name`, past others (roster pushes, presence …).
-async fn next_named(c: &mut Client, name: &str) -> Element {
-    loop {
-        let stanza = c.stanza().await;
-        if stanza.name == name {
-            return stanza;
-        }
-    }
-}
-
 #[tokio::test]
 async fn users_of_two_domains_exchange_messages_presence_and_iqs() {
     let authority = Authority::new();
@@ -123,21 +114,21 @@ async fn users_of_two_domains_exchange_messages_presence_and_iqs() {
     let mut bob = online(&b, "b.test", "bob").await;
 
     alice.send("<message to='bob@b.test' type='chat' id='m1'><body>hello from a</body></message>").await;
-    let got = next_named(&mut bob, "message").await;
+    let got = bob.next_named("message").await;
     assert_eq!((got.get("from"), got.get("to"), got.get("id"), body(&got).as_str()), (Some("alice@a.test/desk"), Some("bob@b.test"), Some("m1"), "hello from a"));
     bob.send("<message to='alice@a.test/desk' type='chat' id='m2'><body>and back from b</body></message>").await;
-    let got = next_named(&mut alice, "message").await;
+    let got = alice.next_named("message").await;
     assert_eq!((got.get("from"), body(&got).as_str()), (Some("bob@b.test/desk"), "and back from b"));
 
     // A subscription across domains (RFC 6121 §3.1): asked, approved, and
     // then the contact's presence comes.
     alice.send("<presence to='bob@b.test' type='subscribe'/>").await;
-    let asked = next_named(&mut bob, "presence").await;
+    let asked = bob.next_named("presence").await;
     assert_eq!((asked.get("type"), asked.get("from")), (Some("subscribe"), Some("alice@a.test")));
     bob.send("<presence to='alice@a.test' type='subscribed'/>").await;
-    let approved = next_named(&mut alice, "presence").await;
+    let approved = alice.next_named("presence").await;
     assert_eq!((approved.get("type"), approved.get("from")), (Some("subscribed"), Some("bob@b.test")));
-    let current = next_named(&mut alice, "presence").await;
+    let current = alice.next_named("presence").await;
     assert_eq!((current.get("type"), current.get("from")), (None, Some("bob@b.test/desk")));
     alice.send("<iq type='get' id='r1'><query xmlns='jabber:iq:roster'/></iq>").await;
     let roster = alice.answer("r1").await;
@@ -145,7 +136,7 @@ async fn users_of_two_domains_exchange_messages_presence_and_iqs() {
     assert_eq!((item.get("jid"), item.get("subscription")), (Some("bob@b.test"), Some("to")));
     // Bob's next presence reaches his new subscriber on the other server.
     bob.send("<presence><show>away</show></presence>").await;
-    let away = next_named(&mut alice, "presence").await;
+    let away = alice.next_named("presence").await;
     assert_eq!((away.get("from"), away.find("show", "jabber:client").map(Element::text_content)), (Some("bob@b.test/desk"), Some("away".into())));
 
     // An iq to a resource on the other server, answered by it; a ping to the
@@ -178,7 +169,7 @@ async fn users_of_two_domains_exchange_messages_presence_and_iqs() {
 /// The next stanza named `name` from `from`, past others.
 async fn next_from(c: &mut Client, name: &str, from: &str) -> Element {
     loop {
-        let stanza = next_named(c, name).await;
+        let stanza = c.next_named(name).await;
         if stanza.get("from") == Some(from) {
             return stanza;
         }
@@ -216,7 +207,7 @@ async fn another_servers_stanzas_reach_a_user_on_another_node_of_the_domain() {
     // resource nobody holds (which goes on as to the bare JID).
     for (to, id) in [("alice@a.test", "f1"), ("alice@a.test/desk", "f2"), ("alice@a.test/phone", "f3")] {
         bob.send(&format!("<message to='{to}' type='chat' id='{id}'><body>to {to}</body></message>")).await;
-        let got = next_named(&mut alice, "message").await;
+        let got = alice.next_named("message").await;
         assert_eq!((got.get("from"), got.get("id"), body(&got)), (Some("bob@b.test/desk"), Some(id), format!("to {to}")));
     }
     // Directed presence.
@@ -268,12 +259,12 @@ async fn a_message_from_another_server_to_an_anonymous_user_not_available_is_ref
     let jid = bound.find("bind", "urn:ietf:params:xml:ns:xmpp-bind").unwrap().find("jid", "urn:ietf:params:xml:ns:xmpp-bind").unwrap().text_content();
     let bare = jid.split('/').next().unwrap();
     alice.send(&format!("<message to='{bare}' type='chat' id='x1'><body>for nobody</body></message>")).await;
-    let refused = next_named(&mut alice, "message").await;
+    let refused = alice.next_named("message").await;
     assert_eq!((refused.get("type"), refused.get("id"), error_condition(&refused).as_str()), (Some("error"), Some("x1"), "service-unavailable"), "{refused:?}");
     // Once available, it gets messages, and nothing was kept for it.
     guest.send("<presence/>").await;
     alice.send(&format!("<message to='{bare}' type='chat' id='x2'><body>now</body></message>")).await;
-    let got = next_named(&mut guest, "message").await;
+    let got = guest.next_named("message").await;
     assert_eq!((got.get("id"), body(&got).as_str()), (Some("x2"), "now"));
 }
 
@@ -340,7 +331,7 @@ async fn a_certificate_that_does_not_name_its_domain_is_refused_and_the_sender_t
     let mut alice = online(&a, "a.test", "alice").await;
     let _bob = online(&b, "b.test", "bob").await;
     alice.send("<message to='bob@b.test' type='chat' id='m1'><body>let me in</body></message>").await;
-    let refused = next_named(&mut alice, "message").await;
+    let refused = alice.next_named("message").await;
     assert_eq!((refused.get("id"), refused.get("from"), error_condition(&refused).as_str()), (Some("m1"), Some("bob@b.test"), "remote-server-not-found"));
     assert_eq!(body(&refused), "let me in", "the error carries what failed");
     assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_failures_total{reason=\"certificate\"}").await, Some(1.0));
@@ -469,7 +460,7 @@ async fn a_user_of_each_domain_joins_a_room_of_the_other_with_a_chat_app_member_
     // alice leaves: carol sees her go, and b.test holds no guest.
     alice.send("<presence to='lobby@conference.b.test/alice' type='unavailable'/>").await;
     assert_eq!(carol.recv_json().await, serde_json::json!({"event": "leave", "name": "alice", "room": "lobby"}));
-    let gone = next_named(&mut alice, "presence").await;
+    let gone = alice.next_named("presence").await;
     assert_eq!((gone.get("type"), gone.get("from")), (Some("unavailable"), Some("lobby@conference.b.test/alice")));
     crate::support::until(|| async { (metric(&b, &authority, "b.test", "switchboard_s2s_guests").await == Some(0.0)).then_some(()) }).await;
 
@@ -492,13 +483,13 @@ async fn a_peer_that_goes_away_gets_its_senders_told_and_takes_stanzas_again_onc
     let mut alice = online(&a, "a.test", "alice").await;
     let mut bob = online(&b, "b.test", "bob").await;
     alice.send("<message to='bob@b.test' id='m1'><body>one</body></message>").await;
-    assert_eq!(body(&next_named(&mut bob, "message").await), "one");
+    assert_eq!(body(&bob.next_named("message").await), "one");
 
     // b.test stops: a.test's stream to it ends, and a message finds nobody.
     drop(bob);
     b.shutdown().await.unwrap().unwrap();
     alice.send("<message to='bob@b.test' id='m2'><body>two</body></message>").await;
-    let refused = next_named(&mut alice, "message").await;
+    let refused = alice.next_named("message").await;
     assert_eq!((refused.get("id"), error_condition(&refused).as_str()), (Some("m2"), "remote-server-not-found"));
 
     // Back on the same address: the next message goes.
@@ -506,7 +497,7 @@ async fn a_peer_that_goes_away_gets_its_senders_told_and_takes_stanzas_again_onc
     let b = TestServer::federated(config("b.test", "bob", b_cert, &authority.trust(), &[("a.test", a_at)]), TcpListener::bind(b_at).await.unwrap()).await;
     let mut bob = online(&b, "b.test", "bob").await;
     alice.send("<message to='bob@b.test' id='m3'><body>three</body></message>").await;
-    let got = next_named(&mut bob, "message").await;
+    let got = bob.next_named("message").await;
     assert_eq!((got.get("id"), body(&got).as_str()), (Some("m3"), "three"));
 }
 
@@ -606,11 +597,11 @@ async fn dialback_lets_in_a_domain_whose_certificate_does_not_name_it_where_allo
     let mut alice = online(&a, "a.test", "alice").await;
     let mut bob = online(&b, "b.test", "bob").await;
     alice.send("<message to='bob@b.test' id='m1'><body>by dialback</body></message>").await;
-    let got = next_named(&mut bob, "message").await;
+    let got = bob.next_named("message").await;
     assert_eq!((got.get("from"), body(&got).as_str()), (Some("alice@a.test/desk"), "by dialback"));
     // The other way b.test's certificate is enough; a.test's is taken for want of better, as dialback allows.
     bob.send("<message to='alice@a.test/desk' id='m2'><body>and back</body></message>").await;
-    assert_eq!(body(&next_named(&mut alice, "message").await), "and back");
+    assert_eq!(body(&alice.next_named("message").await), "and back");
     let by_dialback = "switchboard_s2s_streams{direction=\"in\",state=\"authenticated\",auth=\"dialback\"}";
     assert_eq!(metric(&b, &authority, "b.test", by_dialback).await, Some(1.0));
 
@@ -684,10 +675,10 @@ async fn another_domains_server_is_found_by_its_srv_record() {
     let mut alice = online(&a, "a.test", "alice").await;
     let mut bob = online(&b, "b.test", "bob").await;
     alice.send("<message to='bob@b.test' id='m1'><body>found you</body></message>").await;
-    assert_eq!(body(&next_named(&mut bob, "message").await), "found you");
+    assert_eq!(body(&bob.next_named("message").await), "found you");
     // A domain the name server does not know is not found.
     alice.send("<message to='carol@c.test' id='m2'><body>anyone?</body></message>").await;
-    let refused = next_named(&mut alice, "message").await;
+    let refused = alice.next_named("message").await;
     assert_eq!((refused.get("id"), error_condition(&refused).as_str()), (Some("m2"), "remote-server-not-found"));
 }
 
@@ -713,9 +704,9 @@ async fn a_server_published_for_direct_tls_is_reached_with_tls_from_the_first_by
     let mut alice = online(&a, "a.test", "alice").await;
     let mut bob = online(&b, "b.test", "bob").await;
     alice.send("<message to='bob@b.test' id='m1'><body>straight to TLS</body></message>").await;
-    assert_eq!(body(&next_named(&mut bob, "message").await), "straight to TLS");
+    assert_eq!(body(&bob.next_named("message").await), "straight to TLS");
     bob.send("<message to='alice@a.test/desk' id='m2'><body>back the same way</body></message>").await;
-    assert_eq!(body(&next_named(&mut alice, "message").await), "back the same way");
+    assert_eq!(body(&alice.next_named("message").await), "back the same way");
     assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_streams{direction=\"in\",state=\"authenticated\",auth=\"external\"}").await, Some(1.0));
 }
 
@@ -737,7 +728,7 @@ async fn a_route_that_says_tls_is_reached_with_tls_from_the_first_byte() {
     let mut alice = online(&a, "a.test", "alice").await;
     let mut bob = online(&b, "b.test", "bob").await;
     alice.send("<message to='bob@b.test' id='m1'><body>by the route, in TLS</body></message>").await;
-    assert_eq!(body(&next_named(&mut bob, "message").await), "by the route, in TLS");
+    assert_eq!(body(&bob.next_named("message").await), "by the route, in TLS");
     assert_eq!(metric(&b, &authority, "b.test", "switchboard_s2s_streams{direction=\"in\",state=\"authenticated\",auth=\"external\"}").await, Some(1.0));
 }
 
@@ -762,7 +753,7 @@ async fn a_certificate_naming_its_domain_as_an_xmpp_addr_or_srv_id_vouches_for_i
         let mut alice = online(&a, "a.test", "alice").await;
         let mut bob = online(&b, "b.test", "bob").await;
         alice.send("<message to='bob@b.test' id='m1'><body>it is me</body></message>").await;
-        assert_eq!(body(&next_named(&mut bob, "message").await), "it is me", "{file}");
+        assert_eq!(body(&bob.next_named("message").await), "it is me", "{file}");
     }
 }
 
@@ -912,6 +903,8 @@ async fn archived(c: &mut Client) -> Vec<(String, String)> {
     c.archived_messages().await.iter().map(|m| (m.get("from").unwrap_or_default().to_owned(), body(m))).collect()
 }
 
+/// Messages between users of two servers are in both users' archives, as
+/// each user's preferences say.
 #[tokio::test]
 async fn messages_between_users_of_two_domains_are_in_both_users_archives() {
     let authority = Authority::new();
@@ -919,12 +912,25 @@ async fn messages_between_users_of_two_domains_are_in_both_users_archives() {
     let mut alice = online(&a, "a.test", "alice").await;
     let mut bob = online(&b, "b.test", "bob").await;
     alice.send("<message to='bob@b.test' type='chat' id='m1'><body>keep this</body></message>").await;
-    let got = next_named(&mut bob, "message").await;
+    let got = bob.next_named("message").await;
     // The copy bob gets carries its id in his archive, given by his server.
     let sid = got.find("stanza-id", "urn:xmpp:sid:0").expect("a stanza-id");
     assert_eq!(sid.get("by"), Some("bob@b.test"));
-    assert_eq!(archived(&mut bob).await, [("alice@a.test/desk".to_owned(), "keep this".to_owned())]);
-    assert_eq!(archived(&mut alice).await, [("alice@a.test/desk".to_owned(), "keep this".to_owned())]);
+    let kept = [("alice@a.test/desk".to_owned(), "keep this".to_owned())];
+    assert_eq!(archived(&mut bob).await, kept);
+    assert_eq!(archived(&mut alice).await, kept);
+    // Each server keeps what its user's preferences say (XEP-0441): bob
+    // never keeps alice's messages, alice keeps none of hers.
+    bob.send("<iq type='set' id='p'><prefs xmlns='urn:xmpp:mam:2' default='always'><never><jid>alice@a.test</jid></never></prefs></iq>").await;
+    alice.send("<iq type='set' id='p'><prefs xmlns='urn:xmpp:mam:2' default='never'/></iq>").await;
+    for c in [&mut alice, &mut bob] {
+        assert_eq!(c.answer("p").await.get("type"), Some("result"));
+    }
+    alice.send("<message to='bob@b.test' type='chat' id='m2'><body>forget this</body></message>").await;
+    let got = bob.next_named("message").await;
+    assert_eq!((body(&got).as_str(), got.find("stanza-id", "urn:xmpp:sid:0")), ("forget this", None));
+    assert_eq!(archived(&mut bob).await, kept);
+    assert_eq!(archived(&mut alice).await, kept);
 }
 
 /// How a zero-handshake pair's connections go: bare, each write deflated,
@@ -1044,9 +1050,9 @@ async fn a_link_that_drops_between_two_zero_handshake_peers_delivers_everything_
     let mut alice = online(&a, "a.test", "alice").await;
     let mut bob = online(&b, "b.test", "bob").await;
     alice.send("<message to='bob@b.test' type='chat' id='m1'><body>one</body></message>").await;
-    assert_eq!(body(&next_named(&mut bob, "message").await), "one");
+    assert_eq!(body(&bob.next_named("message").await), "one");
     bob.send("<message to='alice@a.test/desk' type='chat' id='m2'><body>two</body></message>").await;
-    assert_eq!(body(&next_named(&mut alice, "message").await), "two");
+    assert_eq!(body(&alice.next_named("message").await), "two");
     // The link goes down with "three" on it, then is cut (before a.test has
     // acknowledged "two": its answer waits for a stanza to ride on). a.test
     // sends "three" again on a new connection; b.test comes back for "two",
@@ -1055,11 +1061,11 @@ async fn a_link_that_drops_between_two_zero_handshake_peers_delivers_everything_
     alice.send("<message to='bob@b.test' type='chat' id='m3'><body>three</body></message>").await;
     relay.swallowed.notified().await;
     relay.cut();
-    assert_eq!(body(&next_named(&mut bob, "message").await), "three");
+    assert_eq!(body(&bob.next_named("message").await), "three");
     alice.send("<message to='bob@b.test' type='chat' id='m4'><body>four</body></message>").await;
-    assert_eq!(body(&next_named(&mut bob, "message").await), "four", "three once");
+    assert_eq!(body(&bob.next_named("message").await), "four", "three once");
     bob.send("<message to='alice@a.test/desk' type='chat' id='m5'><body>five</body></message>").await;
-    assert_eq!(body(&next_named(&mut alice, "message").await), "five", "two once");
+    assert_eq!(body(&alice.next_named("message").await), "five", "two once");
 }
 
 #[tokio::test]
@@ -1071,10 +1077,10 @@ async fn peers_configured_in_advance_talk_over_one_connection_with_no_handshake_
         let mut bob = online(&b, "b.test", "bob").await;
         for round in 0..3 {
             alice.send(&format!("<message to='bob@b.test' type='chat' id='a{round}'><body>ping {round}</body></message>")).await;
-            let got = next_named(&mut bob, "message").await;
+            let got = bob.next_named("message").await;
             assert_eq!((got.get("from"), body(&got)), (Some("alice@a.test/desk"), format!("ping {round}")), "{link:?}");
             bob.send(&format!("<message to='alice@a.test/desk' type='chat' id='b{round}'><body>pong {round}</body></message>")).await;
-            let got = next_named(&mut alice, "message").await;
+            let got = alice.next_named("message").await;
             assert_eq!((got.get("from"), body(&got)), (Some("bob@b.test/desk"), format!("pong {round}")));
         }
         // One connection: a.test opened it, b.test answers over it.
@@ -1110,7 +1116,7 @@ async fn a_pinned_peer_must_show_its_certificate_over_tls() {
     // a.test's connection to b.test: b.test's certificate is not the one pinned.
     let mut alice = online(&a, "a.test", "alice").await;
     alice.send("<message to='bob@b.test' type='chat' id='m1'><body>who are you?</body></message>").await;
-    let refused = next_named(&mut alice, "message").await;
+    let refused = alice.next_named("message").await;
     assert_eq!((refused.get("id"), error_condition(&refused).as_str()), (Some("m1"), "remote-server-not-found"));
     assert_eq!(metric(&a, &authority, "a.test", "switchboard_s2s_failures_total{reason=\"zero_pin\"}").await, Some(1.0));
 }
@@ -1176,7 +1182,7 @@ async fn a_zero_handshake_peers_connection_past_its_bound_ends_its_oldest() {
     assert_eq!(wires[0].until("</stream:stream>").await, "</stream:stream>");
     // The newest carries a.test's stanzas; the one kept still answers.
     wires[2].tcp.write_all(message("m1").as_bytes()).await.unwrap();
-    assert_eq!(body(&next_named(&mut bob, "message").await), "m1");
+    assert_eq!(body(&bob.next_named("message").await), "m1");
     wires[1].tcp.write_all(b"<r xmlns='urn:xmpp:sm:3'/>").await.unwrap();
     let answer = wires[1].until("/>").await;
     assert!(answer.starts_with("<a xmlns=\"urn:xmpp:sm:3\" h="), "{answer}");
@@ -1242,7 +1248,7 @@ async fn a_stanza_a_zero_handshake_peer_keeps_ending_the_connection_on_is_given_
         assert!(sent.contains(">refused</body>"), "attempt {attempt}: {sent}");
     }
     // Then its sender is told, and what comes next goes without it.
-    let bounced = next_named(&mut bob, "message").await;
+    let bounced = bob.next_named("message").await;
     assert_eq!((bounced.get("id"), error_condition(&bounced).as_str()), (Some("bad"), "remote-server-timeout"));
     bob.send("<message to='alice@a.test/x' type='chat' id='next'><body>accepted</body></message>").await;
     let mut wire = Wire::accepted(&a_zero).await;
@@ -1279,7 +1285,7 @@ async fn a_zero_handshake_connection_that_breaks_before_the_peer_answers_is_trie
         let (tcp, _) = a_zero.accept().await.unwrap();
         drop(tcp);
     }
-    let bounced = next_named(&mut bob, "message").await;
+    let bounced = bob.next_named("message").await;
     assert_eq!((bounced.get("id"), error_condition(&bounced).as_str()), (Some("m2"), "remote-server-timeout"));
 }
 
@@ -1300,7 +1306,7 @@ async fn a_zero_handshake_connection_that_goes_quiet_leaves_what_waited_to_the_n
     let mut one = None;
     for n in 0..8 {
         bob.send(&format!("<message to='alice@a.test/x' type='chat' id='r{n}'><body>{n}{body}</body></message><iq type='get' id='p{n}'><ping xmlns='urn:xmpp:ping'/></iq>")).await;
-        let pong = next_named(&mut bob, "iq").await;
+        let pong = bob.next_named("iq").await;
         assert_eq!(pong.get("id"), Some(format!("p{n}").as_str()));
         if one.is_none() {
             one = Some(Wire::accepted(&a_zero).await);
@@ -1343,7 +1349,7 @@ async fn stream_management_with_a_zero_handshake_peer_outlives_its_connections()
     let b_id = opening.strip_prefix("<enabled xmlns='urn:xmpp:sm:3' id='").and_then(|rest| rest.strip_suffix("' resume='true'/>")).expect(&opening).to_owned();
     one.tcp.write_all(format!("<enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/>{}{}<r xmlns='urn:xmpp:sm:3'/>", message("m1"), message("m2")).as_bytes()).await.unwrap();
     for id in ["m1", "m2"] {
-        assert_eq!(body(&next_named(&mut bob, "message").await), id);
+        assert_eq!(body(&bob.next_named("message").await), id);
     }
     assert_eq!(one.until("/>").await, "<a xmlns=\"urn:xmpp:sm:3\" h=\"2\"/>");
     // b.test answers over it, asking for an acknowledgement that never comes: the link drops.
@@ -1364,7 +1370,7 @@ async fn stream_management_with_a_zero_handshake_peer_outlives_its_connections()
     assert_eq!(again, sent, "the same bytes again");
     // a.test's third stanza goes on from 2.
     two.tcp.write_all(format!("<a xmlns='urn:xmpp:sm:3' h='1'/>{}<r xmlns='urn:xmpp:sm:3'/>", message("m3")).as_bytes()).await.unwrap();
-    assert_eq!(body(&next_named(&mut bob, "message").await), "m3");
+    assert_eq!(body(&bob.next_named("message").await), "m3");
     assert_eq!(two.until("/>").await, "<a xmlns=\"urn:xmpp:sm:3\" h=\"3\"/>");
 
     // A connection opened while that one still seems alive starts from 3
@@ -1373,15 +1379,15 @@ async fn stream_management_with_a_zero_handshake_peer_outlives_its_connections()
     let mut three = Wire { tcp: TcpStream::connect(b_at).await.unwrap(), held: String::new() };
     assert_eq!(three.until(&format!("id='{b_id}' resume='true'/>")).await, format!("<resume xmlns='urn:xmpp:sm:3' previd='a1' h='3'/><enabled xmlns='urn:xmpp:sm:3' id='{b_id}' resume='true'/>"));
     two.tcp.write_all(message("m4").as_bytes()).await.unwrap();
-    assert_eq!(body(&next_named(&mut bob, "message").await), "m4");
+    assert_eq!(body(&bob.next_named("message").await), "m4");
     three.tcp.write_all(format!("<resume xmlns='urn:xmpp:sm:3' previd='{b_id}' h='1'/><enabled xmlns='urn:xmpp:sm:3' id='a1' resume='true'/>{}{}<r xmlns='urn:xmpp:sm:3'/>", message("m4"), message("m5")).as_bytes()).await.unwrap();
-    assert_eq!(body(&next_named(&mut bob, "message").await), "m5", "m4 once");
+    assert_eq!(body(&bob.next_named("message").await), "m5", "m4 once");
     assert_eq!(three.until("/>").await, "<a xmlns=\"urn:xmpp:sm:3\" h=\"5\"/>");
 
     // a.test restarted: a new id, counted from nothing.
     let mut four = Wire { tcp: TcpStream::connect(b_at).await.unwrap(), held: String::new() };
     four.tcp.write_all(format!("<enabled xmlns='urn:xmpp:sm:3' id='a2' resume='true'/>{}<r xmlns='urn:xmpp:sm:3'/>", message("m6")).as_bytes()).await.unwrap();
-    assert_eq!(body(&next_named(&mut bob, "message").await), "m6");
+    assert_eq!(body(&bob.next_named("message").await), "m6");
     four.until("resume='true'/>").await;
     assert_eq!(four.until("/>").await, "<a xmlns=\"urn:xmpp:sm:3\" h=\"1\"/>");
 }
@@ -1395,7 +1401,7 @@ async fn a_zero_handshake_connection_carries_stanzas_from_its_first_byte_and_onl
     // which stream management (on from the start) answers.
     let mut tcp = TcpStream::connect(b_at).await.unwrap();
     tcp.write_all(b"<message from='alice@a.test/x' to='bob@b.test' type='chat'><body>first byte</body></message><r xmlns='urn:xmpp:sm:3'/>").await.unwrap();
-    assert_eq!(body(&next_named(&mut bob, "message").await), "first byte");
+    assert_eq!(body(&bob.next_named("message").await), "first byte");
     // b.test opens with the id it numbers its stanzas under (it has counted none of a.test's yet).
     let opening = read_until(&mut tcp, "'/>").await;
     assert!(opening.starts_with("<enabled xmlns='urn:xmpp:sm:3' id='") && opening.ends_with("' resume='true'/>") && opening.len() == 68, "{opening}");

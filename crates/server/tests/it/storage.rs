@@ -20,6 +20,17 @@ fn kept_in(dir: &std::path::Path) -> server::Config {
     config
 }
 
+/// A node keeping its store in the PostgreSQL database at `url`, with
+/// registration open.
+fn kept_on(url: &str) -> server::Config {
+    let mut config = server::Config::default();
+    config.store.kind = server::StoreKind::Postgres;
+    config.store.database = Some(url.to_owned());
+    config.xmpp.registration = 10;
+    config.xmpp.plain_unencrypted = true;
+    config
+}
+
 async fn register(addr: SocketAddr, name: &str) {
     let mut c = Client::connect(addr).await;
     c.send(HEADER).await;
@@ -292,14 +303,7 @@ async fn a_persistent_room_outlives_a_restart_and_a_destroyed_one_does_not() {
 #[tokio::test]
 async fn two_nodes_on_one_postgres_database_share_accounts_rosters_offline_messages_and_archives() {
     let postgres = store::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
-    let node = || {
-        let mut config = server::Config::default();
-        config.store.kind = server::StoreKind::Postgres;
-        config.store.database = Some(postgres.url.clone());
-        config.xmpp.registration = 10;
-        config.xmpp.plain_unencrypted = true;
-        config
-    };
+    let node = || kept_on(&postgres.url);
     let (a, b) = (TestServer::with_xmpp_kept(node()).await, TestServer::with_xmpp_kept(node()).await);
     register(a.xmpp.unwrap(), "dana").await;
     register(a.xmpp.unwrap(), "eli").await;
@@ -325,6 +329,43 @@ async fn two_nodes_on_one_postgres_database_share_accounts_rosters_offline_messa
     assert_eq!(archived(&mut dana).await, expected, "dana's archive on node b");
     assert_eq!(archived(&mut on_a).await, expected, "dana's archive on node a");
     assert_eq!(archived(&mut eli).await, expected, "eli's archive on node a");
+}
+
+/// Two nodes on one PostgreSQL database, joined by the node link: a
+/// user's archiving preferences (XEP-0441) set on one hold at once for the
+/// messages the other archives, though it had read them before.
+#[tokio::test]
+async fn archiving_preferences_set_on_one_node_hold_at_once_on_another() {
+    let postgres = store::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let node = || kept_on(&postgres.url);
+    let broker = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut second = node();
+    second.broker.url = Some(format!("node://{}", broker.local_addr().unwrap()));
+    let a = TestServer::host_kept(node(), broker).await;
+    let b = TestServer::with_xmpp_kept(second).await;
+    register(a.xmpp.unwrap(), "dana").await;
+    register(a.xmpp.unwrap(), "eli").await;
+    let mut eli = bound_account(a.xmpp.unwrap(), "eli", "a").await;
+    let mut dana = bound_account(b.xmpp.unwrap(), "dana", "b").await;
+    for (c, id) in [(&mut eli, "e0"), (&mut dana, "d0")] {
+        c.send("<presence/>").await;
+        // Its node has taken its presence once it answers what came after.
+        c.send(&format!("<iq type='get' id='{id}'><ping xmlns='urn:xmpp:ping'/></iq>")).await;
+        c.answer(id).await;
+    }
+    // Node b archives dana's message in eli's archive, as his preferences
+    // (none yet: always) say.
+    dana.send("<message to='eli@localhost' type='chat'><body>kept</body></message>").await;
+    assert!(eli.next_named("message").await.find("stanza-id", "urn:xmpp:sid:0").is_some());
+    eli.send("<iq type='set' id='p'><prefs xmlns='urn:xmpp:mam:2' default='never'/></iq>").await;
+    assert_eq!(eli.answer("p").await.get("type"), Some("result"));
+    // Node a told node b; a message after its word on the link is there after it.
+    eli.send("<message to='dana@localhost/b' type='chat'><body>after</body></message>").await;
+    assert_eq!(dana.next_named("message").await.find("body", "jabber:client").map(Element::text_content).as_deref(), Some("after"));
+    dana.send("<message to='eli@localhost' type='chat'><body>not kept</body></message>").await;
+    let unkept = eli.next_named("message").await;
+    assert!(unkept.find("stanza-id", "urn:xmpp:sid:0").is_none(), "{unkept:?}");
+    assert_eq!(archived(&mut eli).await.into_iter().map(|(_, body)| body).collect::<Vec<_>>(), ["kept"]);
 }
 
 /// The ids and bodies of the messages in the archive of `c`'s user.

@@ -133,6 +133,17 @@ impl Client {
             .collect()
     }
 
+    /// The next stanza named `name` (`message`, `presence`, `iq`), past
+    /// the others.
+    pub async fn next_named(&mut self, name: &str) -> Element {
+        loop {
+            let stanza = self.stanza().await;
+            if stanza.name == name {
+                return stanza;
+            }
+        }
+    }
+
     /// The answer to the iq `id`, past whatever comes before it.
     pub async fn answer(&mut self, id: &str) -> Element {
         self.until_answer(id).await.1

@@ -146,3 +146,76 @@ async fn only_accounts_keep_archives_and_only_chat_and_normal_messages_are_kept(
     assert!(none.iter().all(|s| s.find("result", MAM).is_none()));
     assert_eq!(fin.find("fin", MAM).unwrap().get("complete"), Some("true"));
 }
+
+/// The bodies of the messages `c`'s user's archive keeps.
+async fn archived_bodies(c: &mut Client) -> Vec<String> {
+    c.archived_messages().await.iter().map(|m| m.find("body", "jabber:client").map(Element::text_content).unwrap_or_default()).collect()
+}
+
+/// Archiving preferences (XEP-0441), to the byte: read, set (JIDs in
+/// canonical form, the set answered with what was applied), refused when
+/// malformed or past the list limit; and each archive keeps what its
+/// owner's preferences say, by the most precise listing, then the
+/// default, a default of `roster` asking the roster. A message one
+/// archive does not keep reaches its recipient without an id of it.
+#[tokio::test]
+async fn each_archive_keeps_what_its_owners_preferences_say() {
+    let accounts = ["ann", "ben", "cy"].iter().map(|name| server::AccountEntry::new(name, "pw")).collect();
+    let mut config = server::Config { xmpp_accounts: accounts, ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    config.xmpp.list_limit = 2;
+    let server = crate::support::TestServer::with_xmpp(config).await;
+    let addr = server.xmpp.unwrap();
+    let mut ann = bound_account(addr, "ann", "desk").await;
+    ann.send("<iq type='get' id='p0'><prefs xmlns='urn:xmpp:mam:2'/></iq>").await;
+    assert_eq!(
+        ann.answer("p0").await.to_xml("jabber:client"),
+        "<iq type=\"result\" id=\"p0\" to=\"ann@localhost/desk\"><prefs xmlns=\"urn:xmpp:mam:2\" default=\"always\"><always/><never/></prefs></iq>"
+    );
+    for (id, prefs, condition) in [
+        ("bad1", "<prefs xmlns='urn:xmpp:mam:2' default='sometimes'/>", "bad-request"),
+        ("bad2", "<prefs xmlns='urn:xmpp:mam:2' default='never'><never><jid>@nowhere</jid></never></prefs>", "jid-malformed"),
+        ("bad3", "<prefs xmlns='urn:xmpp:mam:2' default='never'><never><jid>a@l</jid><jid>b@l</jid><jid>c@l</jid></never></prefs>", "not-acceptable"),
+    ] {
+        ann.send(&format!("<iq type='set' id='{id}'>{prefs}</iq>")).await;
+        let refused = ann.answer(id).await;
+        let error = refused.find("error", "jabber:client").unwrap_or_else(|| panic!("{refused:?}"));
+        assert_eq!((error.get("type"), error.find(condition, STANZAS).is_some()), (Some("modify"), true), "{refused:?}");
+    }
+    // Ann keeps her contacts' messages (cy is on her roster, ben is not),
+    // ben's phone's always, cy's laptop's never.
+    ann.send("<iq type='set' id='r'><query xmlns='jabber:iq:roster'><item jid='cy@localhost'/></query></iq>").await;
+    ann.answer("r").await;
+    ann.send("<iq type='set' id='p1'><prefs xmlns='urn:xmpp:mam:2' default='roster'><always><jid>Ben@LOCALHOST/phone</jid></always><never><jid>cy@localhost/laptop</jid></never></prefs></iq>").await;
+    let applied = "<prefs xmlns=\"urn:xmpp:mam:2\" default=\"roster\"><always><jid>ben@localhost/phone</jid></always><never><jid>cy@localhost/laptop</jid></never></prefs>";
+    assert_eq!(ann.answer("p1").await.to_xml("jabber:client"), format!("<iq type=\"result\" id=\"p1\" to=\"ann@localhost/desk\">{applied}</iq>"));
+    ann.send("<iq type='get' id='p2'><prefs xmlns='urn:xmpp:mam:2'/></iq>").await;
+    assert_eq!(ann.answer("p2").await.find("prefs", MAM).unwrap().to_xml("jabber:client"), applied);
+    // Cy keeps nothing but what is with ann.
+    let mut cy = bound_account(addr, "cy", "laptop").await;
+    cy.send("<iq type='set' id='p'><prefs xmlns='urn:xmpp:mam:2' default='never'><always><jid>ann@localhost</jid></always></prefs></iq>").await;
+    assert_eq!(cy.answer("p").await.get("type"), Some("result"));
+    let mut ben = bound_account(addr, "ben", "phone").await;
+    for c in [&mut ann, &mut ben, &mut cy] {
+        c.send("<presence/>").await;
+    }
+
+    ann.send("<message to='ben@localhost' type='chat'><body>ann to ben</body></message>").await;
+    let to_ben = ben.next_named("message").await;
+    assert!(to_ben.find("stanza-id", SID).is_some(), "ben keeps everything: {to_ben:?}");
+    ben.send("<message to='ann@localhost' type='chat'><body>ben to ann</body></message>").await;
+    let from_ben = ann.next_named("message").await;
+    assert_eq!(from_ben.find("stanza-id", SID).and_then(|s| s.get("by")), Some("ann@localhost"), "{from_ben:?}");
+    cy.send("<message to='ann@localhost' type='chat'><body>cy to ann</body></message>").await;
+    let from_cy = ann.next_named("message").await;
+    assert!(from_cy.find("stanza-id", SID).is_none(), "ann never keeps cy's laptop: {from_cy:?}");
+    ann.send("<message to='cy@localhost' type='chat'><body>ann to cy</body></message>").await;
+    cy.next_named("message").await;
+    ben.send("<message to='cy@localhost' type='normal'><body>ben to cy</body></message>").await;
+    let ben_to_cy = cy.next_named("message").await;
+    assert!(ben_to_cy.find("stanza-id", SID).is_none(), "{ben_to_cy:?}");
+
+    assert_eq!(archived_bodies(&mut ann).await, ["ben to ann", "ann to cy"]);
+    assert_eq!(archived_bodies(&mut ben).await, ["ann to ben", "ben to ann", "ben to cy"]);
+    assert_eq!(archived_bodies(&mut cy).await, ["cy to ann", "ann to cy"]);
+}

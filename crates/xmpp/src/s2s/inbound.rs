@@ -73,10 +73,10 @@ impl Xmpp {
         match self.router.route_message(to, kind) {
             MessageRoute::To(targets) => {
                 let user = to.bare().to_string();
-                let recipient = !self.router.is_anonymous(&user);
+                let kept = !self.router.is_anonymous(&user) && self.keeps_from_away(message, to).await;
                 // Stamped and pushed in the recipient's archive's order.
                 let (copy, entry) = base::archive::in_order(&user, || {
-                    let (copy, entry) = self.archived_from_away(message, to, recipient);
+                    let (copy, entry) = self.archived_from_away(message, to, kept);
                     for (outbox, framing) in targets {
                         let _ = outbox.push(framing.payload(&copy));
                     }
@@ -94,7 +94,8 @@ impl Xmpp {
             _ if (to.resource.is_none() || kind == "chat") && self.has_other_nodes() && self.remote_elsewhere(message, &to.bare()).await => {}
             MessageRoute::Refused if self.offline.keeps(kind, message) && self.has_account(&to.bare()).await => {
                 let from = message.get("from").unwrap_or_default();
-                let (copy, entry) = self.archived_from_away(message, to, true);
+                let kept = self.keeps_from_away(message, to).await;
+                let (copy, entry) = self.archived_from_away(message, to, kept);
                 match self.offline.keep(&to.bare().to_string(), from, &self.domain, &copy).await {
                     Kept::Stored => {
                         self.queue_archived(entry).await;
@@ -118,7 +119,8 @@ impl Xmpp {
     /// that the other nodes hold, archived as it would be here when one
     /// took it: whether one did.
     async fn remote_elsewhere(self: &Arc<Self>, message: &Element, to: &Jid) -> bool {
-        let (copy, entry) = self.archived_from_away(message, to, true);
+        let kept = self.keeps_from_away(message, to).await;
+        let (copy, entry) = self.archived_from_away(message, to, kept);
         if self.ask_others(to, &copy).await == 0 {
             return false;
         }
@@ -250,16 +252,24 @@ impl Xmpp {
 }
 
 impl Xmpp {
+    /// Whether the archive of `to`, a user here, keeps `message` from a
+    /// user of another server: a `chat` or `normal` one with a body, with
+    /// archiving on, as the user's preferences say of its sender.
+    async fn keeps_from_away(&self, message: &Element, to: &Jid) -> bool {
+        let kind = message.get("type").unwrap_or("normal");
+        let Some(from) = message.get("from").and_then(Jid::parse) else { return false };
+        self.archive.is_some() && matches!(kind, "chat" | "normal") && message.find("body", ns::CLIENT).is_some() && self.archive_keeps(&to.bare().to_string(), &from).await
+    }
+
     /// `message` from a user of another server to the user `to` here, as
     /// that user gets it: with the id of its entry in the user's archive
-    /// (XEP-0359), when it is archived (a `chat` or `normal` one with a
-    /// body, to an account, `recipient`, with archiving on); and the entry.
-    fn archived_from_away(&self, message: &Element, to: &Jid, recipient: bool) -> (Element, Option<store::Entry>) {
-        let kind = message.get("type").unwrap_or("normal");
+    /// (XEP-0359) when its archive keeps it (`kept`, see
+    /// `keeps_from_away`); and the entry.
+    fn archived_from_away(&self, message: &Element, to: &Jid, kept: bool) -> (Element, Option<store::Entry>) {
         let mut copy = message.clone();
         // Ids only this server gives (XEP-0359 §4): another's claims go.
         copy.children.retain(|c| !matches!(c, wire::xmpp::Node::Element(e) if e.ns == crate::archive::SID && e.name == "stanza-id"));
-        if self.archive.is_none() || !recipient || !matches!(kind, "chat" | "normal") || message.find("body", ns::CLIENT).is_none() {
+        if !kept {
             return (copy, None);
         }
         let user = to.bare().to_string();

@@ -12,6 +12,14 @@ use super::super::archive::{self, SID};
 use super::super::{Jid, Target, ns};
 use super::Session;
 
+/// Which archives keep a message between two users of this server: the
+/// sender's, the recipient's.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Keepers {
+    pub mine: bool,
+    pub theirs: bool,
+}
+
 impl Session {
     /// Whether a message of type `kind` to `to` is archived: a `chat` or
     /// `normal` one with a body, between users of this server, when
@@ -20,11 +28,22 @@ impl Session {
         self.xmpp.archive.is_some() && matches!(kind, "chat" | "normal") && message.find("body", ns::CLIENT).is_some() && to.domain == self.xmpp.domain && to.local.is_some()
     }
 
-    /// `message` as its recipient gets it, and its archive entries: in the
-    /// recipient's archive (`recipient`: it has an account; the copy then
-    /// carries the entry's id, XEP-0359) and in this user's unless it is
-    /// anonymous. `None` when this session archives nothing.
-    pub(super) fn archived_copy(&self, message: &Element, to: &Jid, recipient: bool) -> Option<(Element, Vec<Entry>)> {
+    /// Which archives keep a message from this user to `to`, each as its
+    /// owner's preferences say (XEP-0441): this user's, unless it is
+    /// anonymous, and the recipient's, when it has an account
+    /// (`recipient`).
+    pub(super) async fn keepers(&self, to: &Jid, recipient: bool) -> Keepers {
+        let (Some(me), Some(from)) = (self.user().filter(|_| self.xmpp.archive.is_some()), self.jid.as_deref()) else { return Keepers::default() };
+        let mine = !self.anonymous && self.xmpp.archive_keeps(&me, to).await;
+        let theirs = recipient && self.xmpp.archive_keeps(&to.bare().to_string(), from).await;
+        Keepers { mine, theirs }
+    }
+
+    /// `message` as its recipient gets it, and its archive entries: in
+    /// this user's archive and the recipient's as `keepers` says (the copy
+    /// then carries the recipient's entry's id, XEP-0359). `None` when
+    /// this session archives nothing.
+    pub(super) fn archived_copy(&self, message: &Element, to: &Jid, keepers: Keepers) -> Option<(Element, Vec<Entry>)> {
         let me = self.user().filter(|_| self.xmpp.archive.is_some())?;
         let them = to.bare().to_string();
         let mut sent = message.clone();
@@ -33,12 +52,12 @@ impl Session {
         sent.attrs.retain(|(n, _)| n != "from");
         sent.attrs.push(("from".into(), self.full_jid()));
         let mut entries = Vec::with_capacity(2);
-        if !self.anonymous {
+        if keepers.mine {
             let (at, id) = next_id();
             entries.push(Entry { archive: me.clone(), id, at, with: them.clone(), message: sent.to_xml_standalone() });
         }
         let mut copy = sent;
-        if recipient {
+        if keepers.theirs {
             let (at, id) = next_id();
             copy = copy.child(Element::new("stanza-id", SID).attr("by", &them).attr("id", &id));
             entries.push(Entry { archive: them, id, at, with: me, message: copy.to_xml_standalone() });
@@ -47,8 +66,9 @@ impl Session {
     }
 
     /// Archives `message`, sent by this user to `to`, a user of another
-    /// server, in this user's archive (that user's server keeps its own);
-    /// what it is sent as, stamped with this session's JID.
+    /// server, in this user's archive (that user's server keeps its own)
+    /// if its preferences keep it; what it is sent as, stamped with this
+    /// session's JID.
     pub(super) async fn archive_sent_away(&mut self, message: &Element, to: &Jid) -> Element {
         let kind = message.get("type").unwrap_or("normal");
         let archived = self.xmpp.archive.is_some() && !self.anonymous && matches!(kind, "chat" | "normal") && message.find("body", ns::CLIENT).is_some();
@@ -56,7 +76,9 @@ impl Session {
         sent.children.retain(|c| !matches!(c, wire::xmpp::Node::Element(e) if e.ns == SID && e.name == "stanza-id"));
         sent.attrs.retain(|(n, _)| n != "from");
         sent.attrs.push(("from".into(), self.full_jid()));
-        if let (true, Some(me)) = (archived, self.user()) {
+        if let (true, Some(me)) = (archived, self.user())
+            && self.xmpp.archive_keeps(&me, to).await
+        {
             let (at, id) = next_id();
             let entry = Entry { archive: me, id, at, with: to.bare().to_string(), message: sent.to_xml_standalone() };
             self.queue_archive(vec![entry]).await;
@@ -67,10 +89,11 @@ impl Session {
     /// Carries `message` to `targets` and queues its archive entries (see
     /// `archived_copy`): the copy carried.
     pub(super) async fn carry_archived(&mut self, message: &Element, to: &Jid, targets: Vec<Target>, recipient: bool) -> Element {
+        let keepers = self.keepers(to, recipient).await;
         // Stamped and pushed in the recipient's archive's order, so that
         // its resources see messages racing to it in the order of their ids.
         let carried = base::archive::in_order(&to.bare().to_string(), || {
-            let Some((copy, entries)) = self.archived_copy(message, to, recipient) else { return Err(targets) };
+            let Some((copy, entries)) = self.archived_copy(message, to, keepers) else { return Err(targets) };
             // Stamped already: pushed as it is, not stamped again by `carry`.
             for (outbox, framing) in targets {
                 let _ = outbox.push(framing.payload(&copy));
@@ -174,17 +197,33 @@ impl Session {
         self.reply(iq, Some(archive::fin(&page)));
     }
 
-    /// Archiving preferences (XEP-0313 §6): every message is archived, and
-    /// that is the one preference taken; asking for another (a default of
-    /// `roster` or `never`, JIDs always or never archived) is answered
-    /// `feature-not-implemented`, never quietly ignored.
-    pub(super) fn on_mam_prefs(&mut self, iq: &Element, prefs: &Element) {
-        let listed = |name: &str| prefs.find(name, archive::MAM).is_some_and(|list| list.elements().next().is_some());
-        if iq.get("type") == Some("set") && (prefs.get("default") != Some("always") || listed("always") || listed("never")) {
-            return self.refuse(iq, "cancel", "feature-not-implemented");
+    /// Archiving preferences (XEP-0441), read or set: a set is kept in
+    /// the store before it is answered with what was set, and the other
+    /// nodes are told. Each list holds at most `--xmpp-list-limit` JIDs.
+    pub(super) async fn on_mam_prefs(&mut self, iq: &Element, prefs: &Element) {
+        let Some(me) = self.user() else { return };
+        if iq.get("type") == Some("set") {
+            let asked = match crate::prefs::parse(prefs, self.xmpp.list_limit) {
+                Ok(asked) => asked,
+                Err(condition) => return self.refuse(iq, "modify", condition),
+            };
+            if let Err(e) = self.xmpp.prefs.set(&me, asked).await {
+                tracing::warn!("xmpp: archiving preferences of {me} not kept: {e}");
+                self.xmpp.context.metrics.store_failed("archive");
+                return self.refuse(iq, "wait", "internal-server-error");
+            }
+            if self.xmpp.has_other_nodes() {
+                Box::pin(self.xmpp.tell_others(vec![me.as_str().into()], &Element::new("prefs", crate::prefs::CHANGED))).await;
+            }
         }
-        let current = Element::new("prefs", archive::MAM).attr("default", "always").child(Element::new("always", archive::MAM)).child(Element::new("never", archive::MAM));
-        self.reply(iq, Some(current));
+        match self.xmpp.prefs.of(&me).await {
+            Ok(current) => self.reply(iq, Some(crate::prefs::element(&current))),
+            Err(e) => {
+                tracing::warn!("xmpp: archiving preferences of {me} not read: {e}");
+                self.xmpp.context.metrics.store_failed("archive");
+                self.refuse(iq, "wait", "internal-server-error");
+            }
+        }
     }
 
     /// The archive's first and last entries (XEP-0313 §5.1).

@@ -95,7 +95,7 @@ impl Session {
     /// archived as it would be here when it reached one: whether it did.
     async fn message_elsewhere(&mut self, message: &Element, to: &Jid) -> bool {
         let kind = message.get("type").unwrap_or("normal");
-        let archived = if self.archives(kind, message, to) { self.archived_copy(message, to, true) } else { None };
+        let archived = if self.archives(kind, message, to) { self.archived_copy(message, to, self.keepers(to, true).await) } else { None };
         let (copy, entries) = archived.unwrap_or_else(|| (self.stamped(message), Vec::new()));
         if self.xmpp.ask_others(to, &copy).await == 0 {
             return false;
@@ -121,7 +121,7 @@ impl Session {
             None => Ok(false),
         };
         // Kept as the recipient would have got it live: with its archive id.
-        let archived = if self.archives(message.get("type").unwrap_or("normal"), message, to) { self.archived_copy(message, to, true) } else { None };
+        let archived = if self.archives(message.get("type").unwrap_or("normal"), message, to) { self.archived_copy(message, to, self.keepers(to, true).await) } else { None };
         let (copy, entries) = archived.unwrap_or_else(|| (message.clone(), Vec::new()));
         let kept = match exists {
             Ok(true) => self.xmpp.offline.keep(&to.bare().to_string(), &self.full_jid(), &self.xmpp.domain, &copy).await,

@@ -89,6 +89,13 @@ impl TestServer {
         TestServer::with_listeners(config, None, None, None).await
     }
 
+    /// As `with_xmpp_kept`, hosting its rooms and users for other nodes
+    /// (theirs `config.broker.url` = `node://` this listener's address) on
+    /// `broker`.
+    pub async fn host_kept(config: Config, broker: TcpListener) -> TestServer {
+        TestServer::with_broker(config, None, None, None, Some(broker)).await
+    }
+
     /// A server that serves XMPP, keeping nothing beyond itself, and
     /// federates with other servers on `s2s` (it needs `config.tls`).
     pub async fn federated(config: Config, s2s: TcpListener) -> TestServer {
