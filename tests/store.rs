@@ -429,6 +429,40 @@ async fn a_full_disk_fails_what_needs_the_store_and_chat_goes_on() {
     assert!(logged.iter().any(|line| line.contains("archive entries not kept")), "the failure is logged: {logged:?}");
 }
 
+/// `serve` on the store in `dir`, writing at most `bytes` to any file
+/// when given (what a full disk allows): whether it failed before it
+/// served (within a minute), and what it said.
+fn serve_until_it_stops(dir: &Path, bytes: Option<u64>) -> (bool, String) {
+    let limit = bytes.map_or_else(String::new, |bytes| format!("prlimit --fsize={bytes} --"));
+    let script = format!("trap '' XFSZ; exec timeout 60 {limit} \"$0\" serve --listen 127.0.0.1:0 --xmpp-listen 127.0.0.1:0 --irc-listen off --data-dir \"$1\"");
+    let out = Command::new("bash").args(["-c", &script, BIN]).arg(dir).output().unwrap();
+    let stopped = out.status.code().is_some_and(|code| code != 0 && code != 124);
+    (stopped, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// A database that cannot be opened for writing as the server starts
+/// stops it at once, saying which file and why: one another program holds
+/// locked (after SQLite's busy timeout, 5 s), and one on a disk with no
+/// room for its WAL index or its tables (a limit on the size of the files
+/// the server writes stands for a full disk).
+#[tokio::test]
+async fn a_database_locked_or_full_as_the_server_starts_stops_it_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("switchboard.db");
+    let mut lock = sqlx::SqliteConnection::connect(&format!("sqlite://{}?mode=rwc", file.display())).await.unwrap();
+    sqlx::query("BEGIN EXCLUSIVE").execute(&mut lock).await.unwrap();
+    let (stopped, said) = serve_until_it_stops(dir.path(), None);
+    assert!(stopped && said.contains(&format!("cannot open {}", file.display())) && said.contains("database is locked"), "{said}");
+    drop(lock);
+    for bytes in [8 << 10, 40 << 10] {
+        let dir = tempfile::tempdir().unwrap();
+        let (stopped, said) = serve_until_it_stops(dir.path(), Some(bytes));
+        let file = dir.path().join("switchboard.db");
+        assert!(stopped && said.contains(&file.display().to_string()) && said.contains("disk I/O error"), "{bytes} bytes: {said}");
+        assert!(!said.contains("timed out"), "the database's own error, at once: {said}");
+    }
+}
+
 /// A database another program holds locked (SQLite, `BEGIN EXCLUSIVE`):
 /// a write waits SQLite's busy timeout (5 s), then fails, counted, with an
 /// error to whoever asked; logins and a room's messages go on meanwhile,

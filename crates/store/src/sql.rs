@@ -116,10 +116,12 @@ impl SqlStore {
         let options = AnyConnectOptions::from_url(&file.to_url_lossy()).map_err(|e| Error::new(format!("{place}: {e}")))?;
         let opened = |e: sqlx::Error| Error::new(format!("cannot open {place}: {e}"));
         // One connection first, which fails at once on a file that is not a
-        // database (a pool would retry until its timeout) and sets WAL, a
-        // property of the file, kept once set.
+        // database or a disk that cannot take its WAL index (a pool would
+        // retry until its timeout, saying only that it timed out) and sets
+        // WAL, a property of the file, kept once set.
         let mut first = sqlx::AnyConnection::connect_with(&options).await.map_err(opened)?;
         first.execute("PRAGMA journal_mode = WAL").await.map_err(opened)?;
+        first.execute("SELECT count(*) FROM sqlite_master").await.map_err(opened)?;
         first.close().await.map_err(opened)?;
         // Its one connection opens before any reader's, and is kept for
         // the store's life: its thread is the newest as it opens (`threads`).
