@@ -391,8 +391,9 @@ impl Xmpp {
     /// Whether the archive of `user` (a bare JID) keeps a message with
     /// `peer`, as its preferences say (`prefs::keeps`): with a default of
     /// `roster`, whether `peer`'s bare JID is on the user's roster. Not
-    /// when the store cannot say (counted, and logged): a user who asked
-    /// for none is never archived against its word.
+    /// when the store cannot say (logged, and counted as the archive's or
+    /// the rosters' failure): a user who asked for none is never archived
+    /// against its word.
     pub(crate) async fn archive_keeps(&self, user: &str, peer: &Jid) -> bool {
         let prefs = match self.prefs.of(user).await {
             Ok(prefs) => prefs,
@@ -402,7 +403,7 @@ impl Xmpp {
                 return false;
             }
         };
-        match prefs::keeps(&prefs, peer) {
+        match prefs.keeps(peer) {
             Some(kept) => kept,
             None => self.rosters.contact(user, &peer.bare().to_string()).await.is_some(),
         }

@@ -6,8 +6,9 @@
 //! word from that node (`nodes`) or, were the word lost, at the latest
 //! when what is known here runs out.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -22,40 +23,57 @@ use crate::archive::MAM;
 /// after this at the latest.
 pub const KNOWN_FOR: Duration = Duration::from_secs(60);
 
-/// Users whose preferences are known at once, at most: past it, what is
-/// known is forgotten and read again as needed.
+/// Users whose preferences are known at once, at most, and JIDs listed in
+/// them all: past either, what ran out is forgotten, then everything, and
+/// read again as needed.
 const MOST_KNOWN: usize = 65_536;
+const MOST_LISTED: usize = 1 << 20;
 
 /// The namespace of a node's word that a user's preferences changed
 /// (`<prefs/>`, to the user's bare JID).
 pub const CHANGED: &str = "urn:switchboard:mam-prefs-changed";
 
-/// Each user's preferences as last read or set here.
-pub(crate) struct Preferences {
-    store: Arc<dyn Store>,
-    known: Mutex<HashMap<String, (Arc<Prefs>, Instant)>>,
+/// A user's preferences as known here: the lists as sets, for the
+/// lookups each archived message makes.
+#[derive(Debug)]
+pub struct Known {
+    pub prefs: Prefs,
+    always: HashSet<String>,
+    never: HashSet<String>,
 }
 
-/// Whether `prefs` keep a message with `peer`: the `to` of a message the
-/// user sent, the `from` of one it was sent (XEP-0441 §2.3). A listed
-/// full JID is that JID only; a listed bare JID, all of its resources. The
-/// most precise listing decides; where one JID is listed both ways, never.
-/// `None` when it is the roster's to say (a default of `roster`).
-pub fn keeps(prefs: &Prefs, peer: &Jid) -> Option<bool> {
-    let full = peer.to_string();
-    let bare = peer.bare().to_string();
-    for jid in [&full, &bare] {
-        if prefs.never.contains(jid) {
-            return Some(false);
-        }
-        if prefs.always.contains(jid) {
-            return Some(true);
-        }
+impl Known {
+    pub fn new(prefs: Prefs) -> Known {
+        let set = |jids: &[String]| jids.iter().cloned().collect();
+        Known { always: set(&prefs.always), never: set(&prefs.never), prefs }
     }
-    match prefs.default {
-        Keep::Always => Some(true),
-        Keep::Never => Some(false),
-        Keep::Roster => None,
+
+    fn listed(&self) -> usize {
+        self.prefs.always.len() + self.prefs.never.len()
+    }
+
+    /// Whether these preferences keep a message with `peer`: the `to` of
+    /// a message the user sent, the `from` of one it was sent (XEP-0441
+    /// §2.3). A listed full JID is that JID only; a listed bare JID, all
+    /// of its resources. The most precise listing decides; where one JID
+    /// is listed both ways, never. `None` when it is the roster's to say
+    /// (a default of `roster`).
+    pub fn keeps(&self, peer: &Jid) -> Option<bool> {
+        let full = peer.to_string();
+        let bare = peer.bare().to_string();
+        for jid in [&full, &bare] {
+            if self.never.contains(jid) {
+                return Some(false);
+            }
+            if self.always.contains(jid) {
+                return Some(true);
+            }
+        }
+        match self.prefs.default {
+            Keep::Always => Some(true),
+            Keep::Never => Some(false),
+            Keep::Roster => None,
+        }
     }
 }
 
@@ -73,66 +91,105 @@ pub fn element(prefs: &Prefs) -> Element {
 pub fn parse(prefs: &Element, limit: usize) -> Result<Prefs, &'static str> {
     let default = prefs.get("default").and_then(Keep::parse).ok_or("bad-request")?;
     let list = |name: &str| -> Result<Vec<String>, &'static str> {
-        let mut jids: Vec<String> = Vec::new();
+        let (mut jids, mut seen) = (Vec::new(), HashSet::new());
         for listed in prefs.find(name, MAM).into_iter().flat_map(|list| list.elements()).filter(|e| e.name == "jid" && e.ns == MAM) {
             let jid = Jid::parse(listed.text_content().trim()).ok_or("jid-malformed")?.to_string();
-            if !jids.contains(&jid) {
+            if seen.insert(jid.clone()) {
+                if jids.len() == limit {
+                    return Err("not-acceptable");
+                }
                 jids.push(jid);
             }
-        }
-        if jids.len() > limit {
-            return Err("not-acceptable");
         }
         Ok(jids)
     };
     Ok(Prefs { default, always: list("always")?, never: list("never")? })
 }
 
+/// Each user's preferences as last read or set here.
+pub(crate) struct Preferences {
+    store: Arc<dyn Store>,
+    known: Mutex<Memo>,
+    /// Sets and forgets so far: a read from the store that one overtook
+    /// is not taken as known.
+    changes: AtomicU64,
+}
+
+#[derive(Default)]
+struct Memo {
+    users: HashMap<String, (Arc<Known>, Instant)>,
+    listed: usize,
+}
+
 impl Preferences {
     pub fn new(store: Arc<dyn Store>) -> Preferences {
-        Preferences { store, known: Mutex::new(HashMap::new()) }
+        Preferences { store, known: Mutex::new(Memo::default()), changes: AtomicU64::new(0) }
     }
 
     /// `user`'s preferences (a bare JID): the defaults if it set none.
-    pub async fn of(&self, user: &str) -> store::Result<Arc<Prefs>> {
-        if let Some((prefs, at)) = self.known.lock().get(user)
+    pub async fn of(&self, user: &str) -> store::Result<Arc<Known>> {
+        if let Some((known, at)) = self.known.lock().users.get(user)
             && at.elapsed() < KNOWN_FOR
         {
-            return Ok(prefs.clone());
+            return Ok(known.clone());
         }
-        let prefs = Arc::new(self.store.prefs(user).await?.unwrap_or_default());
-        self.know(user, prefs.clone());
-        Ok(prefs)
+        let before = self.changes.load(Ordering::Acquire);
+        let known = Arc::new(Known::new(self.store.prefs(user).await?.unwrap_or_default()));
+        let mut memo = self.known.lock();
+        // A set or forget while this read: what it read may be older.
+        if self.changes.load(Ordering::Acquire) == before {
+            memo.insert(user, known.clone());
+        }
+        Ok(known)
     }
 
     /// Sets `user`'s preferences: kept in the store, then known here.
     pub async fn set(&self, user: &str, prefs: Prefs) -> store::Result<()> {
-        self.store.set_prefs(user, &prefs).await?;
-        self.know(user, Arc::new(prefs));
-        Ok(())
+        self.changes.fetch_add(1, Ordering::AcqRel);
+        let stored = self.store.set_prefs(user, &prefs).await;
+        let mut memo = self.known.lock();
+        self.changes.fetch_add(1, Ordering::AcqRel);
+        match stored {
+            Ok(()) => memo.insert(user, Arc::new(Known::new(prefs))),
+            Err(_) => memo.remove(user),
+        }
+        stored
     }
 
     /// Forgets what is known of `user`'s preferences: they changed
     /// elsewhere, or the account is gone.
     pub fn forget(&self, user: &str) {
-        self.known.lock().remove(user);
+        let mut memo = self.known.lock();
+        self.changes.fetch_add(1, Ordering::AcqRel);
+        memo.remove(user);
     }
+}
 
-    fn know(&self, user: &str, prefs: Arc<Prefs>) {
-        let mut known = self.known.lock();
-        if known.len() >= MOST_KNOWN && !known.contains_key(user) {
-            known.retain(|_, (_, at)| at.elapsed() < KNOWN_FOR);
-            if known.len() >= MOST_KNOWN {
-                known.clear();
+impl Memo {
+    fn insert(&mut self, user: &str, known: Arc<Known>) {
+        self.remove(user);
+        if self.users.len() >= MOST_KNOWN || self.listed + known.listed() > MOST_LISTED {
+            self.users.retain(|_, (_, at)| at.elapsed() < KNOWN_FOR);
+            self.listed = self.users.values().map(|(known, _)| known.listed()).sum();
+            if self.users.len() >= MOST_KNOWN || self.listed + known.listed() > MOST_LISTED {
+                self.users.clear();
+                self.listed = 0;
             }
         }
-        known.insert(user.to_owned(), (prefs, Instant::now()));
+        self.listed += known.listed();
+        self.users.insert(user.to_owned(), (known, Instant::now()));
+    }
+
+    fn remove(&mut self, user: &str) {
+        if let Some((known, _)) = self.users.remove(user) {
+            self.listed -= known.listed();
+        }
     }
 }
 
 impl std::fmt::Debug for Preferences {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Preferences").field("known", &self.known.lock().len()).finish()
+        f.debug_struct("Preferences").field("known", &self.known.lock().users.len()).finish()
     }
 }
 
@@ -146,20 +203,20 @@ mod tests {
 
     #[test]
     fn the_most_precise_listing_decides_then_never_then_the_default() {
-        let prefs = Prefs {
+        let prefs = Known::new(Prefs {
             default: Keep::Roster,
             always: vec!["romeo@l".into(), "nurse@l/balcony".into(), "both@l".into()],
             never: vec!["romeo@l/phone".into(), "nurse@l".into(), "both@l".into()],
-        };
-        assert_eq!(keeps(&prefs, &jid("romeo@l/laptop")), Some(true), "a bare JID listed covers its resources");
-        assert_eq!(keeps(&prefs, &jid("romeo@l/phone")), Some(false), "a full JID listed is more precise");
-        assert_eq!(keeps(&prefs, &jid("nurse@l/balcony")), Some(true));
-        assert_eq!(keeps(&prefs, &jid("nurse@l/kitchen")), Some(false));
-        assert_eq!(keeps(&prefs, &jid("nurse@l")), Some(false));
-        assert_eq!(keeps(&prefs, &jid("both@l/x")), Some(false), "listed both ways: never");
-        assert_eq!(keeps(&prefs, &jid("tybalt@l")), None, "the roster says");
+        });
+        assert_eq!(prefs.keeps(&jid("romeo@l/laptop")), Some(true), "a bare JID listed covers its resources");
+        assert_eq!(prefs.keeps(&jid("romeo@l/phone")), Some(false), "a full JID listed is more precise");
+        assert_eq!(prefs.keeps(&jid("nurse@l/balcony")), Some(true));
+        assert_eq!(prefs.keeps(&jid("nurse@l/kitchen")), Some(false));
+        assert_eq!(prefs.keeps(&jid("nurse@l")), Some(false));
+        assert_eq!(prefs.keeps(&jid("both@l/x")), Some(false), "listed both ways: never");
+        assert_eq!(prefs.keeps(&jid("tybalt@l")), None, "the roster says");
         for (default, kept) in [(Keep::Always, Some(true)), (Keep::Never, Some(false))] {
-            assert_eq!(keeps(&Prefs { default, ..Prefs::default() }, &jid("tybalt@l/x")), kept);
+            assert_eq!(Known::new(Prefs { default, ..Prefs::default() }).keeps(&jid("tybalt@l/x")), kept);
         }
     }
 
@@ -190,15 +247,15 @@ mod tests {
         let store: Arc<dyn Store> = Arc::new(store::MemoryStore::default());
         store.set_prefs("a@l", &Prefs { default: Keep::Never, ..Prefs::default() }).await.unwrap();
         let preferences = Preferences::new(store.clone());
-        assert_eq!(preferences.of("a@l").await.unwrap().default, Keep::Never);
-        assert_eq!(preferences.of("b@l").await.unwrap().default, Keep::Always, "none set: the defaults");
+        assert_eq!(preferences.of("a@l").await.unwrap().prefs.default, Keep::Never);
+        assert_eq!(preferences.of("b@l").await.unwrap().prefs.default, Keep::Always, "none set: the defaults");
         // Changed behind its back (another node): known here until told.
         store.set_prefs("a@l", &Prefs::default()).await.unwrap();
-        assert_eq!(preferences.of("a@l").await.unwrap().default, Keep::Never);
+        assert_eq!(preferences.of("a@l").await.unwrap().prefs.default, Keep::Never);
         preferences.forget("a@l");
-        assert_eq!(preferences.of("a@l").await.unwrap().default, Keep::Always);
+        assert_eq!(preferences.of("a@l").await.unwrap().prefs.default, Keep::Always);
         preferences.set("b@l", Prefs { default: Keep::Roster, ..Prefs::default() }).await.unwrap();
         assert_eq!(store.prefs("b@l").await.unwrap().map(|p| p.default), Some(Keep::Roster));
-        assert_eq!(preferences.of("b@l").await.unwrap().default, Keep::Roster);
+        assert_eq!(preferences.of("b@l").await.unwrap().prefs.default, Keep::Roster);
     }
 }

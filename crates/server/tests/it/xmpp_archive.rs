@@ -141,6 +141,12 @@ async fn only_accounts_keep_archives_and_only_chat_and_normal_messages_are_kept(
         }
     };
     assert!(back.find("stanza-id", SID).is_none(), "{back:?}");
+    // Its archive keeps nothing, whatever it asks.
+    anon.send("<iq type='get' id='ap'><prefs xmlns='urn:xmpp:mam:2'/></iq>").await;
+    assert_eq!(anon.answer("ap").await.find("prefs", MAM).unwrap().get("default"), Some("never"));
+    anon.send("<iq type='set' id='as'><prefs xmlns='urn:xmpp:mam:2' default='always'/></iq>").await;
+    let refused = anon.answer("as").await;
+    assert!(refused.find("error", "jabber:client").unwrap().find("forbidden", STANZAS).is_some(), "{refused:?}");
     anon.send("<iq type='set' id='aq'><query xmlns='urn:xmpp:mam:2'/></iq>").await;
     let (none, fin) = anon.until_answer("aq").await;
     assert!(none.iter().all(|s| s.find("result", MAM).is_none()));

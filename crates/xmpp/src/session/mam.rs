@@ -200,14 +200,23 @@ impl Session {
     /// Archiving preferences (XEP-0441), read or set: a set is kept in
     /// the store before it is answered with what was set, and the other
     /// nodes are told. Each list holds at most `--xmpp-list-limit` JIDs.
+    /// An anonymous user's archive keeps nothing: it reads `never`, and
+    /// may not change it.
     pub(super) async fn on_mam_prefs(&mut self, iq: &Element, prefs: &Element) {
         let Some(me) = self.user() else { return };
-        if iq.get("type") == Some("set") {
+        let set = iq.get("type") == Some("set");
+        if self.anonymous {
+            if set {
+                return self.refuse(iq, "auth", "forbidden");
+            }
+            return self.reply(iq, Some(crate::prefs::element(&store::Prefs { default: store::Keep::Never, ..store::Prefs::default() })));
+        }
+        let current = if set {
             let asked = match crate::prefs::parse(prefs, self.xmpp.list_limit) {
                 Ok(asked) => asked,
                 Err(condition) => return self.refuse(iq, "modify", condition),
             };
-            if let Err(e) = self.xmpp.prefs.set(&me, asked).await {
+            if let Err(e) = self.xmpp.prefs.set(&me, asked.clone()).await {
                 tracing::warn!("xmpp: archiving preferences of {me} not kept: {e}");
                 self.xmpp.context.metrics.store_failed("archive");
                 return self.refuse(iq, "wait", "internal-server-error");
@@ -215,15 +224,18 @@ impl Session {
             if self.xmpp.has_other_nodes() {
                 Box::pin(self.xmpp.tell_others(vec![me.as_str().into()], &Element::new("prefs", crate::prefs::CHANGED))).await;
             }
-        }
-        match self.xmpp.prefs.of(&me).await {
-            Ok(current) => self.reply(iq, Some(crate::prefs::element(&current))),
-            Err(e) => {
-                tracing::warn!("xmpp: archiving preferences of {me} not read: {e}");
-                self.xmpp.context.metrics.store_failed("archive");
-                self.refuse(iq, "wait", "internal-server-error");
+            asked
+        } else {
+            match self.xmpp.prefs.of(&me).await {
+                Ok(known) => known.prefs.clone(),
+                Err(e) => {
+                    tracing::warn!("xmpp: archiving preferences of {me} not read: {e}");
+                    self.xmpp.context.metrics.store_failed("archive");
+                    return self.refuse(iq, "wait", "internal-server-error");
+                }
             }
-        }
+        };
+        self.reply(iq, Some(crate::prefs::element(&current)));
     }
 
     /// The archive's first and last entries (XEP-0313 §5.1).

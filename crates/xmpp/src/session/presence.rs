@@ -62,7 +62,7 @@ impl Session {
         }
         let kind = message.get("type").unwrap_or("normal");
         // A resource another node holds is asked there first.
-        if to.resource.is_some() && self.xmpp.has_other_nodes() && self.xmpp.router.route(to).is_empty() && Box::pin(self.message_elsewhere(message, to)).await {
+        if to.resource.is_some() && self.xmpp.has_other_nodes() && self.xmpp.router.route(to).is_empty() && Box::pin(self.message_elsewhere(message, to, to)).await {
             return;
         }
         match self.xmpp.router.route_message(to, kind) {
@@ -84,7 +84,7 @@ impl Session {
             // Nobody here: another node may hold the user's resources (a
             // chat message to a resource none holds goes on as to the bare
             // JID, RFC 6121 §8.5.3.2.1).
-            _ if (to.resource.is_none() || kind == "chat") && self.xmpp.has_other_nodes() && Box::pin(self.message_elsewhere(message, &to.bare())).await => {}
+            _ if (to.resource.is_none() || kind == "chat") && self.xmpp.has_other_nodes() && Box::pin(self.message_elsewhere(message, &to.bare(), to)).await => {}
             MessageRoute::Refused if self.xmpp.offline.keeps(kind, message) => Box::pin(self.keep_offline(message, to)).await,
             MessageRoute::Refused | MessageRoute::Bounced => self.refuse(message, "cancel", "service-unavailable"),
             MessageRoute::Dropped => {}
@@ -92,10 +92,12 @@ impl Session {
     }
 
     /// Carries `message` to the resources of `to` that other nodes hold,
-    /// archived as it would be here when it reached one: whether it did.
-    async fn message_elsewhere(&mut self, message: &Element, to: &Jid) -> bool {
+    /// archived as it would be here when it reached one (this user's
+    /// archive keeping it as its preferences say of `sent_to`, the JID the
+    /// message named): whether it did.
+    async fn message_elsewhere(&mut self, message: &Element, to: &Jid, sent_to: &Jid) -> bool {
         let kind = message.get("type").unwrap_or("normal");
-        let archived = if self.archives(kind, message, to) { self.archived_copy(message, to, self.keepers(to, true).await) } else { None };
+        let archived = if self.archives(kind, message, to) { self.archived_copy(message, to, self.keepers(sent_to, true).await) } else { None };
         let (copy, entries) = archived.unwrap_or_else(|| (self.stamped(message), Vec::new()));
         if self.xmpp.ask_others(to, &copy).await == 0 {
             return false;
