@@ -89,6 +89,33 @@ async fn messages_are_archived_with_the_id_their_live_copy_carries_and_read_back
     let missing = ben.until_answer("q4").await.1;
     assert!(missing.find("error", "jabber:client").unwrap().find("item-not-found", STANZAS).is_some(), "{missing:?}");
 
+    // The `#extended` fields: between two ids, chosen ids (in the
+    // archive's order), and a time range to the microsecond of the
+    // entries' stamps; an id not there in after-id is item-not-found.
+    let form = |fields: &str| format!("<query xmlns='urn:xmpp:mam:2'><x xmlns='jabber:x:data' type='submit'><field var='FORM_TYPE'><value>urn:xmpp:mam:2</value></field>{fields}</x></query>");
+    let field = |var: &str, values: &[&str]| format!("<field var='{var}'>{}</field>", values.iter().map(|v| format!("<value>{v}</value>")).collect::<String>());
+    ben.send(&format!("<iq type='set' id='x1'>{}</iq>", form(&(field("after-id", &[&ids[1]]) + &field("before-id", &[&ids[4]]))))).await;
+    assert_eq!(bodies(&ben.until_answer("x1").await.0), ["n2", "n3"]);
+    ben.send(&format!("<iq type='set' id='x2'>{}</iq>", form(&field("ids", &[&ids[3], "unknown", &ids[0]])))).await;
+    assert_eq!(bodies(&ben.until_answer("x2").await.0), ["n0", "n3"]);
+    ben.send("<iq type='set' id='all'><query xmlns='urn:xmpp:mam:2'/></iq>").await;
+    let stamps: Vec<String> = ben
+        .until_answer("all")
+        .await
+        .0
+        .iter()
+        .filter_map(|m| Some(m.find("result", MAM)?.find("forwarded", "urn:xmpp:forward:0")?.find("delay", "urn:xmpp:delay")?.get("stamp")?.to_owned()))
+        .collect();
+    assert_eq!(stamps.len(), 5);
+    ben.send(&format!("<iq type='set' id='x3'>{}</iq>", form(&(field("start", &[&stamps[1]]) + &field("end", &[&stamps[3]]))))).await;
+    // Two entries may share a microsecond: those whose stamps fall inside.
+    let inside: Vec<String> = (0..5).filter(|&n| stamps[1] <= stamps[n] && stamps[n] <= stamps[3]).map(|n| format!("n{n}")).collect();
+    assert!(inside.len() >= 3, "{stamps:?}");
+    assert_eq!(bodies(&ben.until_answer("x3").await.0), inside);
+    ben.send(&format!("<iq type='set' id='x4'>{}</iq>", form(&field("after-id", &["unknown"])))).await;
+    let missing = ben.until_answer("x4").await.1;
+    assert!(missing.find("error", "jabber:client").unwrap().find("item-not-found", STANZAS).is_some(), "{missing:?}");
+
     // Ann's archive has what she sent, with ben, under ids of its own.
     ann.send("<iq type='set' id='a1'><query xmlns='urn:xmpp:mam:2'><x xmlns='jabber:x:data' type='submit'><field var='FORM_TYPE'><value>urn:xmpp:mam:2</value></field><field var='with'><value>ben@localhost</value></field></x></query></iq>").await;
     let (sent, _) = ann.until_answer("a1").await;
