@@ -3,6 +3,7 @@
 //! the room's members whatever protocol they speak, and a room event
 //! becomes the presence or groupchat message an occupant expects.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -20,6 +21,59 @@ pub struct Occupancy {
     /// The nick it had, from a change until the room's events of the
     /// change reach it.
     pub renamed_from: Option<Arc<str>>,
+    /// Its groupchat messages not yet reflected to it, oldest first, at
+    /// most [`AWAITED`]: what their reflection carries back.
+    pub awaited: VecDeque<Sent>,
+}
+
+/// A groupchat message an occupant sent, as its reflection carries it back
+/// to it (XEP-0045 §7.4: the client knows its own message by these): its
+/// text, its `id` and its `<origin-id/>` (XEP-0359).
+#[derive(Debug, Clone)]
+pub struct Sent {
+    pub text: Arc<str>,
+    pub id: Option<String>,
+    pub origin: Option<Element>,
+}
+
+/// Messages of one occupant awaiting their reflection, at most: past it,
+/// the oldest's reflection comes back without its id (a room's events
+/// reach the occupant in its order, so this many only wait on a client
+/// that sends faster than it reads).
+pub const AWAITED: usize = 64;
+
+impl Occupancy {
+    pub fn new(room_jid: String, nick: Arc<str>) -> Occupancy {
+        Occupancy { room_jid, nick, renamed_from: None, awaited: VecDeque::new() }
+    }
+
+    /// Takes note of `message`, with the text `text`, sent to the room.
+    pub fn await_reflection(&mut self, message: &Element, text: Arc<str>) {
+        if self.awaited.len() == AWAITED {
+            self.awaited.pop_front();
+        }
+        let origin = message.elements().find(|e| e.name == "origin-id" && e.ns == super::archive::SID).cloned();
+        self.awaited.push_back(Sent { text, id: message.get("id").map(str::to_owned), origin });
+    }
+
+    /// `message`, a groupchat message with `text` from this occupant's
+    /// nick, as its reflection to it: with the id and origin-id it was
+    /// sent with, when it is the oldest awaited (the same nick on another
+    /// session of the user, which sent it, has its own).
+    pub fn reflected(&mut self, message: Element, text: &str) -> Element {
+        if self.awaited.front().is_none_or(|sent| &*sent.text != text) {
+            return message;
+        }
+        let Some(sent) = self.awaited.pop_front() else { return message };
+        let message = match sent.id {
+            Some(id) => message.attr("id", &id),
+            None => message,
+        };
+        match sent.origin {
+            Some(origin) => message.child(origin),
+            None => message,
+        }
+    }
 }
 
 /// What an occupant's presence says of it: its affiliation and role, and

@@ -88,13 +88,14 @@ async fn a_rooms_messages_outlive_a_restart_for_its_members_on_every_protocol() 
     let history = join_lobby(&mut ann, "ann").await;
     assert_eq!(history.iter().map(body).collect::<Vec<_>>(), ["one", "two"]);
     let mut ids: Vec<String> = history.iter().map(stanza_id).collect();
-    // Its own message's live copy carries its id, to the byte.
+    // Its own message's live copy carries its archive id, and back to it
+    // the id it was sent with (XEP-0045 §7.4), to the byte.
     ann.send(&format!("<message to='{LOBBY}' type='groupchat' id='m3'><body>three</body></message>")).await;
     let echo = next_message(&mut ann).await;
     let id = stanza_id(&echo);
     assert_eq!(
         echo.to_xml("jabber:client"),
-        format!("<message from=\"{LOBBY}/ann\" to=\"ann@localhost/desk\" type=\"groupchat\"><body>three</body><stanza-id xmlns=\"{SID}\" id=\"{id}\" by=\"{LOBBY}\"/></message>")
+        format!("<message from=\"{LOBBY}/ann\" to=\"ann@localhost/desk\" type=\"groupchat\" id=\"m3\"><body>three</body><stanza-id xmlns=\"{SID}\" id=\"{id}\" by=\"{LOBBY}\"/></message>")
     );
     ids.push(id);
     // Bob hears of ann's join, then her message.

@@ -157,6 +157,48 @@ async fn instant_room() -> (TestServer, Client, Client) {
     (server, owner, guest)
 }
 
+/// The next three messages with a body.
+async fn three_messages(c: &mut Client) -> Vec<Element> {
+    let mut got = Vec::new();
+    while got.len() < 3 {
+        let stanza = c.next_named("message").await;
+        if stanza.find("body", "jabber:client").is_some() {
+            got.push(stanza);
+        }
+    }
+    got
+}
+
+/// An occupant's groupchat messages come back to it with the id and the
+/// origin-id (XEP-0359) they were sent with, in order, whatever the room
+/// sends between; others get the room's copy, without them.
+#[tokio::test]
+async fn an_occupants_own_messages_come_back_with_the_ids_it_sent_them_with() {
+    let (_server, mut owner, mut guest) = instant_room().await;
+    guest.send("<presence to='den@conference.localhost/gus'/>").await;
+    joined(&mut guest).await;
+    owner.send("<message to='den@conference.localhost' type='groupchat' id='a1'><body>first</body><origin-id xmlns='urn:xmpp:sid:0' id='o1'/></message>").await;
+    owner.send("<message to='den@conference.localhost' type='groupchat'><body>second</body></message>").await;
+    owner.send("<message to='den@conference.localhost' type='groupchat' id='a3'><body>first</body></message>").await;
+    let back = three_messages(&mut owner).await;
+    let strip = |m: &Element| {
+        let mut m = m.clone();
+        m.children.retain(|c| !matches!(c, wire::xmpp::Node::Element(e) if e.name == "stanza-id"));
+        m.to_xml("jabber:client")
+    };
+    assert_eq!(
+        back.iter().map(strip).collect::<Vec<_>>(),
+        [
+            "<message from=\"den@conference.localhost/olga\" to=\"{to}\" type=\"groupchat\" id=\"a1\"><body>first</body><origin-id xmlns=\"urn:xmpp:sid:0\" id=\"o1\"/></message>",
+            "<message from=\"den@conference.localhost/olga\" to=\"{to}\" type=\"groupchat\"><body>second</body></message>",
+            "<message from=\"den@conference.localhost/olga\" to=\"{to}\" type=\"groupchat\" id=\"a3\"><body>first</body></message>",
+        ]
+        .map(|m| m.replace("{to}", back[0].get("to").unwrap()))
+    );
+    let theirs = three_messages(&mut guest).await;
+    assert!(theirs.iter().all(|m| m.get("id").is_none() && m.find("origin-id", "urn:xmpp:sid:0").is_none()), "{theirs:?}");
+}
+
 /// Answers a ping, so that a test can tell nothing came before the answer.
 async fn nothing_more(c: &mut Client) {
     c.send("<iq type='get' id='p1' to='localhost'><ping xmlns='urn:xmpp:ping'/></iq>").await;

@@ -157,7 +157,7 @@ impl Session {
         });
         match rooms.join(&room, member, usize::MAX, greeting).await {
             Ok(_) => {
-                self.rooms.insert(room.clone(), Occupancy { room_jid, nick: shown.clone(), renamed_from: None });
+                self.rooms.insert(room.clone(), Occupancy::new(room_jid, shown.clone()));
                 // A persistent room's subject from the store is the room's
                 // topic, for every protocol, until one is set.
                 if rooms.topic(&room).is_none()
@@ -245,7 +245,14 @@ impl Session {
             let _ = rooms.publish(&room, Payload::event(room.clone(), event));
             return;
         }
+        // Its reflection to this session carries back its id (XEP-0045 §7.4).
+        if let (RoomEvent::Message { text, .. }, Some(occupancy)) = (&event, self.rooms.get_mut(&room)) {
+            occupancy.await_reflection(message, text.clone());
+        }
         if rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await.is_err() {
+            if let Some(occupancy) = self.rooms.get_mut(&room) {
+                occupancy.awaited.pop_back();
+            }
             return self.refuse(message, "wait", "resource-constraint");
         }
         // Queued for the room's archive, if it has one.
