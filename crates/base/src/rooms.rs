@@ -23,6 +23,14 @@ use crate::archive::{self, Archive};
 /// server) would hold the join, so the room opens with what is written.
 const HISTORY_WAIT: Duration = Duration::from_secs(1);
 
+/// Where a protocol that keeps some rooms' state (XMPP's persistent MUC
+/// rooms, their subject among it) is told of a topic set in another
+/// protocol (IRC's `TOPIC`), to keep it with the room as its own.
+pub trait TopicKeeper: Send + Sync + std::fmt::Debug {
+    /// `by` set the topic of `room` to `text` (empty: cleared).
+    fn topic_set(&self, room: &str, by: &Arc<str>, text: &str);
+}
+
 /// Rooms of `rooms` whose messages are kept in `archive`.
 #[derive(Debug)]
 pub struct ArchivedRooms {

@@ -784,9 +784,17 @@ impl Client {
         // node, in its order: IRC's as `TOPIC` (`render`).
         match allowed {
             Some(true) => {
-                let topic = RoomEvent::Topic { name, text: Arc::from(truncated(text)) };
-                if let Some(Err(e)) = self.irc.rooms.as_ref().map(|rooms| rooms.publish(&room, Payload::event(room.clone(), topic))) {
-                    self.send(self.reply(ERR_CANNOTSENDTOCHAN).arg(&channel).trailing(&e.to_string()));
+                let text: Arc<str> = Arc::from(truncated(text));
+                let topic = RoomEvent::Topic { name: name.clone(), text: text.clone() };
+                match self.irc.rooms.as_ref().map(|rooms| rooms.publish(&room, Payload::event(room.clone(), topic))) {
+                    Some(Err(e)) => self.send(self.reply(ERR_CANNOTSENDTOCHAN).arg(&channel).trailing(&e.to_string())),
+                    // A room that keeps its topic (a persistent MUC room's subject) keeps this one.
+                    Some(Ok(_)) => {
+                        if let Some(topics) = &self.irc.topics {
+                            topics.topic_set(&room, &name, &text);
+                        }
+                    }
+                    None => {}
                 }
             }
             _ => self.send(self.reply(ERR_CHANOPRIVSNEEDED).arg(&channel).trailing("You're not channel operator")),

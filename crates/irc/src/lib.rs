@@ -87,14 +87,17 @@ pub struct Irc {
     gone: parking_lot::Mutex<std::collections::VecDeque<Gone>>,
     /// When the service started (`003`).
     created: SystemTime,
+    /// Who keeps a room's topic with the room, if anyone does.
+    topics: Option<Arc<dyn base::rooms::TopicKeeper>>,
 }
 
 impl Irc {
     /// The service for `settings` over `rooms`, its clients logging in as
     /// `accounts` (failures bounded by `auth_failures`), with TLS from `tls`
-    /// for the TLS listener.
-    pub fn new(context: Arc<Context>, settings: Settings, rooms: Option<Arc<dyn Broker>>, logins: Logins, tls: Option<TlsAcceptor>) -> Irc {
+    /// for the TLS listener; each topic a client sets is told to `topics`.
+    pub fn new(context: Arc<Context>, settings: Settings, rooms: Option<Arc<dyn Broker>>, logins: Logins, tls: Option<TlsAcceptor>, topics: Option<Arc<dyn base::rooms::TopicKeeper>>) -> Irc {
         Irc {
+            topics,
             accounts: logins.accounts,
             auth_failures: logins.failures,
             slots: Arc::new(Semaphore::new(settings.max_connections)),

@@ -164,31 +164,6 @@ impl ServerState {
             }
             _ => None,
         };
-        let irc = {
-            let rooms = chat_rooms.clone();
-            let rates = config.limits;
-            let settings = irc::Settings {
-                server_name: config.irc.server_name.clone(),
-                description: config.irc.description.clone(),
-                network: "Switchboard".to_owned(),
-                max_connections: config.server.max_connections,
-                max_channels: config.irc.max_channels,
-                registration_timeout: config.irc.registration_timeout,
-                password: config.irc.password.clone(),
-                // Checked by the configuration's validation.
-                operators: config.irc.operator_list().unwrap_or_default(),
-                inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
-                plain_unencrypted: config.xmpp.plain_unencrypted,
-                https: config.tls.is_some(),
-                write_delay: config.server.write_delay,
-            };
-            let logins = irc::Logins {
-                // Checked by the configuration's validation.
-                accounts: xmpp::Accounts::new(&config.xmpp_accounts, store.clone()).unwrap_or_default(),
-                failures: AddressRates::per(config.xmpp.auth_failures, std::time::Duration::from_secs(60)),
-            };
-            Arc::new(irc::Irc::new(context.clone(), settings, rooms, logins, irc_tls))
-        };
         let muc_prefix = config.mounts.iter().find(|m| m.app == MountKind::App(AppKind::Chat)).map(|m| m.prefix.clone());
         let xmpp = xmpp_on.then(|| {
             let rooms = chat_rooms.clone();
@@ -222,6 +197,33 @@ impl ServerState {
             };
             Arc::new(xmpp::Xmpp::new(context.clone(), settings, auth, xmpp_tls, rooms, store.clone()))
         });
+        let irc = {
+            let rooms = chat_rooms.clone();
+            let rates = config.limits;
+            let settings = irc::Settings {
+                server_name: config.irc.server_name.clone(),
+                description: config.irc.description.clone(),
+                network: "Switchboard".to_owned(),
+                max_connections: config.server.max_connections,
+                max_channels: config.irc.max_channels,
+                registration_timeout: config.irc.registration_timeout,
+                password: config.irc.password.clone(),
+                // Checked by the configuration's validation.
+                operators: config.irc.operator_list().unwrap_or_default(),
+                inflow: base::limits::Inflow::new(rates.max_message_rate, rates.max_byte_rate),
+                plain_unencrypted: config.xmpp.plain_unencrypted,
+                https: config.tls.is_some(),
+                write_delay: config.server.write_delay,
+            };
+            let logins = irc::Logins {
+                // Checked by the configuration's validation.
+                accounts: xmpp::Accounts::new(&config.xmpp_accounts, store.clone()).unwrap_or_default(),
+                failures: AddressRates::per(config.xmpp.auth_failures, std::time::Duration::from_secs(60)),
+            };
+            // A persistent MUC room keeps the topic an IRC client sets as its subject.
+            let topics = xmpp.clone().map(|xmpp| Arc::new(xmpp::KeptSubjects(xmpp)) as Arc<dyn base::rooms::TopicKeeper>);
+            Arc::new(irc::Irc::new(context.clone(), settings, rooms, logins, irc_tls, topics))
+        };
         let bosh = xmpp.as_ref().map(|xmpp| {
             let settings = xmpp::bosh::Settings {
                 max_sessions: config.bosh.max_sessions,

@@ -205,6 +205,28 @@ pub struct Quotas {
     pub offline: usize,
 }
 
+/// XMPP's persistent MUC rooms keeping, as their subject, the topic set
+/// in another protocol (IRC's `TOPIC`), as an occupant's subject is kept.
+#[derive(Debug)]
+pub struct KeptSubjects(pub Arc<Xmpp>);
+
+impl base::rooms::TopicKeeper for KeptSubjects {
+    fn topic_set(&self, room: &str, by: &Arc<str>, text: &str) {
+        let subject = (!text.is_empty()).then(|| (by.clone(), text.to_owned()));
+        let persistent = self.0.muc.with(room, |r| {
+            r.subject = subject;
+            r.config.persistent
+        });
+        if persistent == Some(true) {
+            let (xmpp, room) = (self.0.clone(), room.to_owned());
+            // Tracked: a server stopping waits for it.
+            self.0.context.tracker.spawn(async move {
+                let _ = xmpp.keep_room(&room, false).await;
+            });
+        }
+    }
+}
+
 impl Xmpp {
     /// The service for `settings`, whose MUC rooms are `rooms` and whose
     /// rosters are kept in `store`.

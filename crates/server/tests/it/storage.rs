@@ -229,8 +229,9 @@ async fn subject_after_join(c: &mut Client) -> Element {
 }
 
 /// A room its owner made persistent (XEP-0045 §10.2) keeps its
-/// configuration, affiliations and subject across a restart, with no
-/// occupant; destroying it forgets it in the store too.
+/// configuration, affiliations and subject (set last by an IRC client's
+/// `TOPIC`) across a restart, with no occupant; destroying it forgets it
+/// in the store too.
 #[tokio::test]
 async fn a_persistent_room_outlives_a_restart_and_a_destroyed_one_does_not() {
     let dir = tempfile::tempdir().unwrap();
@@ -257,6 +258,12 @@ async fn a_persistent_room_outlives_a_restart_and_a_destroyed_one_does_not() {
     ann.send("<iq type='set' id='member' to='plans@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#admin'><item affiliation='member' jid='ben@localhost'/></query></iq>").await;
     assert_eq!(ann.answer("member").await.get("type"), Some("result"));
     ann.send("<message to='plans@conference.localhost' type='groupchat'><subject>Q4 plans</subject></message>").await;
+    while ann.next_named("message").await.find("subject", "jabber:client").is_none() {}
+    // Then an IRC client sets the channel's topic: the room keeps it as its subject.
+    let mut ivy = crate::irc::Irc::register(first.irc, "ivy").await;
+    ivy.join("#plans").await;
+    ivy.send("TOPIC #plans :Q1 plans").await;
+    ivy.until(" TOPIC #plans :Q1 plans").await;
     ann.send("<iq type='set' id='gone' to='scratch@conference.localhost'><query xmlns='http://jabber.org/protocol/muc#owner'><destroy/></query></iq>").await;
     assert_eq!(ann.answer("gone").await.get("type"), Some("result"));
     drop(ann);
@@ -277,12 +284,12 @@ async fn a_persistent_room_outlives_a_restart_and_a_destroyed_one_does_not() {
     let mut ben = bound_account(addr, "ben", "phone").await;
     ben.send("<presence to='plans@conference.localhost/ben'/>").await;
     let subject = subject_after_join(&mut ben).await;
-    assert_eq!(subject.find("subject", "jabber:client").unwrap().text_content(), "Q4 plans");
+    assert_eq!((subject.get("from"), subject.find("subject", "jabber:client").unwrap().text_content().as_str()), (Some("plans@conference.localhost/ivy"), "Q1 plans"));
     // The kept subject is the room's topic, in the chat app too.
     let mut dee = second.ws("/chat/websocket").await;
     dee.send(&serde_json::json!({"name": "dee", "room": "plans"}).to_string()).await;
     assert_eq!(dee.recv_json().await["event"], "members");
-    assert_eq!(dee.recv_json().await, serde_json::json!({"event": "topic", "name": "ann", "room": "plans", "topic": "Q4 plans"}));
+    assert_eq!(dee.recv_json().await, serde_json::json!({"event": "topic", "name": "ivy", "room": "plans", "topic": "Q1 plans"}));
     // The owner is still its owner: the room was not made anew.
     let mut ann = bound_account(addr, "ann", "desk").await;
     ann.send("<presence to='plans@conference.localhost/ann'/>").await;
