@@ -28,6 +28,15 @@ impl Session {
         self.xmpp.archive.is_some() && matches!(kind, "chat" | "normal") && message.find("body", ns::CLIENT).is_some() && to.domain == self.xmpp.domain && to.local.is_some()
     }
 
+    /// `message` as this user sends it to another user: from this
+    /// session's JID, without the ids only this server gives (XEP-0359 §4:
+    /// a client's claims go).
+    fn sent_as(&self, message: &Element) -> Element {
+        let mut sent = self.stamped(message);
+        sent.children.retain(|c| !matches!(c, wire::xmpp::Node::Element(e) if e.ns == SID && e.name == "stanza-id"));
+        sent
+    }
+
     /// Which archives keep a message from this user to `to`, each as its
     /// owner's preferences say (XEP-0441): this user's, unless it is
     /// anonymous, and the recipient's, when it has an account
@@ -46,11 +55,7 @@ impl Session {
     pub(super) fn archived_copy(&self, message: &Element, to: &Jid, keepers: Keepers) -> Option<(Element, Vec<Entry>)> {
         let me = self.user().filter(|_| self.xmpp.archive.is_some())?;
         let them = to.bare().to_string();
-        let mut sent = message.clone();
-        // Ids only this server gives (XEP-0359 §4): a client's claims go.
-        sent.children.retain(|c| !matches!(c, wire::xmpp::Node::Element(e) if e.ns == SID && e.name == "stanza-id"));
-        sent.attrs.retain(|(n, _)| n != "from");
-        sent.attrs.push(("from".into(), self.full_jid()));
+        let sent = self.sent_as(message);
         let mut entries = Vec::with_capacity(2);
         if keepers.mine {
             let (at, id) = next_id();
@@ -72,10 +77,7 @@ impl Session {
     pub(super) async fn archive_sent_away(&mut self, message: &Element, to: &Jid) -> Element {
         let kind = message.get("type").unwrap_or("normal");
         let archived = self.xmpp.archive.is_some() && !self.anonymous && matches!(kind, "chat" | "normal") && message.find("body", ns::CLIENT).is_some();
-        let mut sent = message.clone();
-        sent.children.retain(|c| !matches!(c, wire::xmpp::Node::Element(e) if e.ns == SID && e.name == "stanza-id"));
-        sent.attrs.retain(|(n, _)| n != "from");
-        sent.attrs.push(("from".into(), self.full_jid()));
+        let sent = self.sent_as(message);
         if let (true, Some(me)) = (archived, self.user())
             && self.xmpp.archive_keeps(&me, to).await
         {
