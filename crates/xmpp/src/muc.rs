@@ -58,13 +58,12 @@ impl Occupancy {
 
     /// `message`, a groupchat message with `text` from this occupant's
     /// nick, as its reflection to it: with the id and origin-id it was
-    /// sent with, when it is the oldest awaited (the same nick on another
-    /// session of the user, which sent it, has its own).
+    /// sent with, when one awaited has that text (none: the same nick on
+    /// another session of the user sent it). Those awaited before it will
+    /// not come back (the room lost them): they are forgotten.
     pub fn reflected(&mut self, message: Element, text: &str) -> Element {
-        if self.awaited.front().is_none_or(|sent| &*sent.text != text) {
-            return message;
-        }
-        let Some(sent) = self.awaited.pop_front() else { return message };
+        let Some(at) = self.awaited.iter().position(|sent| &*sent.text == text) else { return message };
+        let Some(sent) = self.awaited.drain(..=at).next_back() else { return message };
         let message = match sent.id {
             Some(id) => message.attr("id", &id),
             None => message,
@@ -320,6 +319,29 @@ pub fn render(event: &RoomEvent, room_jid: &str, own_nick: &str, to: &str, shown
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reflection_carries_back_the_ids_of_the_message_with_its_text() {
+        let mut own = Occupancy::new("den@conference.l".into(), Arc::from("olga"));
+        for (id, text) in [("a1", "lost"), ("a2", "kept"), ("a3", "later")] {
+            let sent = wire::xmpp::standalone(&format!("<message xmlns='jabber:client' id='{id}'><body>{text}</body><origin-id xmlns='urn:xmpp:sid:0' id='o-{id}'/></message>")).unwrap();
+            own.await_reflection(&sent, Arc::from(text));
+        }
+        let reflection = || Element::new("message", ns::CLIENT).attr("type", "groupchat");
+        // Another session of the user's, under the same nick: nothing of this one's.
+        assert_eq!(own.reflected(reflection(), "theirs").get("id"), None);
+        // The room lost the first: the second's reflection forgets it.
+        let kept = own.reflected(reflection(), "kept");
+        assert_eq!((kept.get("id"), kept.find("origin-id", crate::archive::SID).and_then(|o| o.get("id"))), (Some("a2"), Some("o-a2")));
+        assert_eq!(own.awaited.len(), 1);
+        assert_eq!(own.reflected(reflection(), "later").get("id"), Some("a3"));
+        assert_eq!(own.reflected(reflection(), "later").get("id"), None, "once");
+        let plain = wire::xmpp::standalone("<message xmlns='jabber:client' id='x'><body>t</body></message>").unwrap();
+        for _ in 0..AWAITED + 5 {
+            own.await_reflection(&plain, Arc::from("t"));
+        }
+        assert_eq!(own.awaited.len(), AWAITED);
+    }
 
     fn newcomer(nick: &str) -> Newcomer<'_> {
         Newcomer { nick, item: Item::participant(), codes: vec!["110"], subject: None }
