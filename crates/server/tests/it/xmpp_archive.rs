@@ -193,7 +193,7 @@ async fn archived_bodies(c: &mut Client) -> Vec<String> {
 /// archive does not keep reaches its recipient without an id of it.
 #[tokio::test]
 async fn each_archive_keeps_what_its_owners_preferences_say() {
-    let accounts = ["ann", "ben", "cy"].iter().map(|name| server::AccountEntry::new(name, "pw")).collect();
+    let accounts = ["ann", "ben", "cy", "dan"].iter().map(|name| server::AccountEntry::new(name, "pw")).collect();
     let mut config = server::Config { xmpp_accounts: accounts, ..server::Config::default() };
     config.xmpp.plain_unencrypted = true;
     config.xmpp.list_limit = 2;
@@ -251,4 +251,20 @@ async fn each_archive_keeps_what_its_owners_preferences_say() {
     assert_eq!(archived_bodies(&mut ann).await, ["ben to ann", "ann to cy"]);
     assert_eq!(archived_bodies(&mut ben).await, ["ann to ben", "ben to ann", "ben to cy"]);
     assert_eq!(archived_bodies(&mut cy).await, ["cy to ann", "ann to cy"]);
+
+    // A message kept offline (XEP-0160) for a user whose archive keeps
+    // nothing: given at its next login without an archive id, and kept in
+    // no archive (ann's default of roster, and dan is not on her roster).
+    let mut dan = bound_account(addr, "dan", "desk").await;
+    dan.send("<iq type='set' id='p'><prefs xmlns='urn:xmpp:mam:2' default='never'/></iq>").await;
+    assert_eq!(dan.answer("p").await.get("type"), Some("result"));
+    dan.send("</stream:stream>").await;
+    while dan.event().await.is_some() {}
+    ann.send("<message to='dan@localhost' type='chat'><body>while away</body></message>").await;
+    let mut dan = bound_account(addr, "dan", "desk").await;
+    dan.send("<presence/>").await;
+    let kept = dan.next_named("message").await;
+    assert_eq!((kept.find("body", "jabber:client").map(Element::text_content).as_deref(), kept.find("stanza-id", SID)), (Some("while away"), None));
+    assert!(archived_bodies(&mut dan).await.is_empty());
+    assert_eq!(archived_bodies(&mut ann).await, ["ben to ann", "ann to cy"]);
 }
