@@ -213,17 +213,32 @@ pub struct KeptSubjects(pub Arc<Xmpp>);
 impl base::rooms::TopicKeeper for KeptSubjects {
     fn topic_set(&self, room: &str, by: &Arc<str>, text: &str) {
         let subject = (!text.is_empty()).then(|| (by.clone(), text.to_owned()));
-        let persistent = self.0.muc.with(room, |r| {
-            r.subject = subject;
-            r.config.persistent
-        });
-        if persistent == Some(true) {
-            let (xmpp, room) = (self.0.clone(), room.to_owned());
-            // Tracked: a server stopping waits for it.
-            self.0.context.tracker.spawn(async move {
+        // Set at once where the room is known: in the order topics are set.
+        let known = self.0.muc.with(room, |r| r.subject = subject.clone()).is_some();
+        let (xmpp, room) = (self.0.clone(), room.to_owned());
+        // Tracked: a server stopping waits for it.
+        self.0.context.tracker.spawn(async move {
+            if !known {
+                // A persistent room another node made since this one
+                // started is known only to the store.
+                if !xmpp.store.persistent() {
+                    return;
+                }
+                match xmpp.store.room(&room).await {
+                    Ok(Some(state)) if xmpp.muc.restore_if_absent(&room, &state).is_ok() => {
+                        xmpp.muc.with(&room, |r| r.subject = subject);
+                    }
+                    Ok(_) => return,
+                    Err(e) => {
+                        tracing::warn!("xmpp: room {room:?} not read from the store: {e}");
+                        return xmpp.context.metrics.store_failed("rooms");
+                    }
+                }
+            }
+            if xmpp.muc.with(&room, |r| r.config.persistent) == Some(true) {
                 let _ = xmpp.keep_room(&room, false).await;
-            });
-        }
+            }
+        });
     }
 }
 

@@ -5,6 +5,8 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::SystemTime;
 
 use hub::{RoomEvent, Roster};
@@ -22,18 +24,20 @@ pub struct Occupancy {
     /// change reach it.
     pub renamed_from: Option<Arc<str>>,
     /// Its groupchat messages not yet reflected to it, oldest first, at
-    /// most [`AWAITED`]: what their reflection carries back.
-    pub awaited: VecDeque<Sent>,
+    /// most [`AWAITED`]: what their reflection carries back. Shared by the
+    /// copies the session takes to read the rest.
+    pub awaited: Arc<Mutex<VecDeque<Sent>>>,
 }
 
 /// A groupchat message an occupant sent, as its reflection carries it back
-/// to it (XEP-0045 §7.4: the client knows its own message by these): its
-/// text, its `id` and its `<origin-id/>` (XEP-0359).
+/// to it (XEP-0045 §7.4: the client knows its own message by these): a
+/// hash of its text (not the text, which may be long), its `id` and its
+/// `<origin-id/>`'s (XEP-0359).
 #[derive(Debug, Clone)]
 pub struct Sent {
-    pub text: Arc<str>,
-    pub id: Option<String>,
-    pub origin: Option<Element>,
+    text: u64,
+    id: Option<String>,
+    origin: Option<String>,
 }
 
 /// Messages of one occupant awaiting their reflection, at most: past it,
@@ -42,34 +46,56 @@ pub struct Sent {
 /// that sends faster than it reads).
 pub const AWAITED: usize = 64;
 
+/// A text's hash, the same in every process.
+fn text_hash(text: &str) -> u64 {
+    use std::hash::BuildHasher;
+    std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(text)
+}
+
 impl Occupancy {
     pub fn new(room_jid: String, nick: Arc<str>) -> Occupancy {
-        Occupancy { room_jid, nick, renamed_from: None, awaited: VecDeque::new() }
+        Occupancy { room_jid, nick, renamed_from: None, awaited: Arc::default() }
+    }
+
+    /// Whether `name`, a member's name in the room's events, is this
+    /// occupant's: its nick, or the one it had until a change reaches it.
+    pub fn is_own(&self, name: &str) -> bool {
+        *self.nick == *name || self.renamed_from.as_deref() == Some(name)
     }
 
     /// Takes note of `message`, with the text `text`, sent to the room.
-    pub fn await_reflection(&mut self, message: &Element, text: Arc<str>) {
-        if self.awaited.len() == AWAITED {
-            self.awaited.pop_front();
+    pub fn await_reflection(&self, message: &Element, text: &str) {
+        let origin = message.elements().find(|e| e.name == "origin-id" && e.ns == super::archive::SID).and_then(|e| e.get("id")).map(str::to_owned);
+        let mut awaited = self.awaited.lock();
+        if awaited.len() == AWAITED {
+            awaited.pop_front();
         }
-        let origin = message.elements().find(|e| e.name == "origin-id" && e.ns == super::archive::SID).cloned();
-        self.awaited.push_back(Sent { text, id: message.get("id").map(str::to_owned), origin });
+        awaited.push_back(Sent { text: text_hash(text), id: message.get("id").map(str::to_owned), origin });
     }
 
-    /// `message`, a groupchat message with `text` from this occupant's
-    /// nick, as its reflection to it: with the id and origin-id it was
-    /// sent with, when one awaited has that text (none: the same nick on
-    /// another session of the user sent it). Those awaited before it will
-    /// not come back (the room lost them): they are forgotten.
-    pub fn reflected(&mut self, message: Element, text: &str) -> Element {
-        let Some(at) = self.awaited.iter().position(|sent| &*sent.text == text) else { return message };
-        let Some(sent) = self.awaited.drain(..=at).next_back() else { return message };
+    /// Forgets the message last taken note of: the room refused it.
+    pub fn refused(&self) {
+        self.awaited.lock().pop_back();
+    }
+
+    /// `message`, a groupchat message with `text` from this occupant, as
+    /// its reflection to it: with the id and origin-id it was sent with,
+    /// when one awaited has that text. Those awaited before it will not
+    /// come back (the room lost them): they are forgotten.
+    pub fn reflected(&self, message: Element, text: &str) -> Element {
+        let hash = text_hash(text);
+        let sent = {
+            let mut awaited = self.awaited.lock();
+            let Some(at) = awaited.iter().position(|sent| sent.text == hash) else { return message };
+            awaited.drain(..=at).next_back()
+        };
+        let Some(sent) = sent else { return message };
         let message = match sent.id {
             Some(id) => message.attr("id", &id),
             None => message,
         };
         match sent.origin {
-            Some(origin) => message.child(origin),
+            Some(origin) => message.child(Element::new("origin-id", super::archive::SID).attr("id", &origin)),
             None => message,
         }
     }
@@ -322,25 +348,25 @@ mod tests {
 
     #[test]
     fn a_reflection_carries_back_the_ids_of_the_message_with_its_text() {
-        let mut own = Occupancy::new("den@conference.l".into(), Arc::from("olga"));
+        let own = Occupancy::new("den@conference.l".into(), Arc::from("olga"));
         for (id, text) in [("a1", "lost"), ("a2", "kept"), ("a3", "later")] {
             let sent = wire::xmpp::standalone(&format!("<message xmlns='jabber:client' id='{id}'><body>{text}</body><origin-id xmlns='urn:xmpp:sid:0' id='o-{id}'/></message>")).unwrap();
-            own.await_reflection(&sent, Arc::from(text));
+            own.await_reflection(&sent, text);
         }
         let reflection = || Element::new("message", ns::CLIENT).attr("type", "groupchat");
-        // Another session of the user's, under the same nick: nothing of this one's.
+        // A text it did not send (an event under its old nick, say): no ids.
         assert_eq!(own.reflected(reflection(), "theirs").get("id"), None);
         // The room lost the first: the second's reflection forgets it.
         let kept = own.reflected(reflection(), "kept");
         assert_eq!((kept.get("id"), kept.find("origin-id", crate::archive::SID).and_then(|o| o.get("id"))), (Some("a2"), Some("o-a2")));
-        assert_eq!(own.awaited.len(), 1);
+        assert_eq!(own.awaited.lock().len(), 1);
         assert_eq!(own.reflected(reflection(), "later").get("id"), Some("a3"));
         assert_eq!(own.reflected(reflection(), "later").get("id"), None, "once");
         let plain = wire::xmpp::standalone("<message xmlns='jabber:client' id='x'><body>t</body></message>").unwrap();
         for _ in 0..AWAITED + 5 {
-            own.await_reflection(&plain, Arc::from("t"));
+            own.await_reflection(&plain, "t");
         }
-        assert_eq!(own.awaited.len(), AWAITED);
+        assert_eq!(own.awaited.lock().len(), AWAITED);
     }
 
     fn newcomer(nick: &str) -> Newcomer<'_> {

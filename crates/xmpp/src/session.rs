@@ -651,11 +651,10 @@ impl Session {
                     }
                     (RoomEvent::Message { .. } | RoomEvent::Announcement { .. }, _) => {
                         let message = super::muc::render(event, &occupancy.room_jid, &occupancy.nick, &self.full_jid(), |nick| self.shown(room, nick))?;
-                        let own = matches!(event, RoomEvent::Message { name, .. } if *name == occupancy.nick);
                         let message = super::muc::with_stanza_id(message, &occupancy.room_jid, payload.id());
-                        match (event, self.rooms.get_mut(room)) {
+                        match event {
                             // Its own message's reflection (XEP-0045 §7.4).
-                            (RoomEvent::Message { text, .. }, Some(occupancy)) if own => occupancy.reflected(message, text),
+                            RoomEvent::Message { name, text } if occupancy.is_own(name) => occupancy.reflected(message, text),
                             _ => message,
                         }
                     }

@@ -197,6 +197,19 @@ async fn an_occupants_own_messages_come_back_with_the_ids_it_sent_them_with() {
     );
     let theirs = three_messages(&mut guest).await;
     assert!(theirs.iter().all(|m| m.get("id").is_none() && m.find("origin-id", "urn:xmpp:sid:0").is_none()), "{theirs:?}");
+    // A nick change between a message and its reflection: each comes back
+    // with its own id, under the nick it was sent with.
+    owner.send("<message to='den@conference.localhost' type='groupchat' id='b1'><body>ok</body></message>").await;
+    owner.send("<presence to='den@conference.localhost/olly'/>").await;
+    owner.send("<message to='den@conference.localhost' type='groupchat' id='b2'><body>ok</body></message>").await;
+    let mut back = Vec::new();
+    while back.len() < 2 {
+        let stanza = owner.next_named("message").await;
+        if stanza.find("body", "jabber:client").is_some() {
+            back.push((stanza.get("from").unwrap().to_owned(), stanza.get("id").map(str::to_owned)));
+        }
+    }
+    assert_eq!(back, [("den@conference.localhost/olga".to_owned(), Some("b1".to_owned())), ("den@conference.localhost/olly".to_owned(), Some("b2".to_owned()))]);
 }
 
 /// Answers a ping, so that a test can tell nothing came before the answer.

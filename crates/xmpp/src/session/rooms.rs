@@ -246,13 +246,11 @@ impl Session {
             return;
         }
         // Its reflection to this session carries back its id (XEP-0045 §7.4).
-        if let (RoomEvent::Message { text, .. }, Some(occupancy)) = (&event, self.rooms.get_mut(&room)) {
-            occupancy.await_reflection(message, text.clone());
+        if let RoomEvent::Message { text, .. } = &event {
+            occupancy.await_reflection(message, text);
         }
         if rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await.is_err() {
-            if let Some(occupancy) = self.rooms.get_mut(&room) {
-                occupancy.awaited.pop_back();
-            }
+            occupancy.refused();
             return self.refuse(message, "wait", "resource-constraint");
         }
         // Queued for the room's archive, if it has one.
