@@ -88,6 +88,14 @@ impl Xmpp {
         }
     }
 
+    /// Whether another node holds the full JID `full`: asked of each, as
+    /// a client binds it here (RFC 6120 §7.7.2.2: a resource one session
+    /// has is refused to another). Two nodes binding one JID at the same
+    /// moment may both find it free.
+    pub(crate) async fn bound_elsewhere(&self, full: &Jid) -> bool {
+        self.has_other_nodes() && self.ask_others(full, &Element::new("bound", BOUND)).await > 0
+    }
+
     /// Takes another node's `stanza` (XML) for `to` as this node's router
     /// would take one of its own: how many resources here it reached.
     ///
@@ -126,6 +134,9 @@ impl Xmpp {
                 tokio::spawn(async move { xmpp.deliver_kept(&user.bare()).await });
             }
             return 0;
+        }
+        if stanza.name == "bound" && stanza.ns == BOUND {
+            return to.iter().filter_map(|to| Jid::parse(to)).filter(|to| to.resource.is_some()).map(|to| self.router.route(&to).len()).sum();
         }
         if stanza.name == "prefs" && stanza.ns == crate::prefs::CHANGED {
             for user in to {
@@ -350,6 +361,11 @@ impl Xmpp {
 fn push(stanza: &Element, targets: Vec<crate::Target>) -> usize {
     targets.into_iter().filter(|(outbox, framing)| outbox.push(framing.payload(stanza)).is_ok()).count()
 }
+
+/// The namespace of a node's question whether it holds a full JID
+/// (`<bound/>`, to that JID): answered with how many resources it holds
+/// under it, delivering nothing.
+pub const BOUND: &str = "urn:switchboard:bound";
 
 /// A node's word that it kept a message offline for the user it goes to.
 pub(crate) fn kept() -> Element {

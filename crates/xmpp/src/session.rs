@@ -497,7 +497,7 @@ impl Session {
         let other_user = to.as_ref().filter(|to| to.local.is_some() && to.resource.is_none());
         let muc_service = to.as_ref().is_some_and(|to| to.local.is_none() && to.domain == self.xmpp.muc_domain && self.xmpp.rooms.is_some());
         match (payload.ns.as_str(), payload.name.as_str(), kind) {
-            (ns::BIND, "bind", "set") if self.phase == Phase::Binding => self.on_bind(iq, payload),
+            (ns::BIND, "bind", "set") if self.phase == Phase::Binding => Box::pin(self.on_bind(iq, payload)).await,
             (ns::SESSION, "session", "set") if here => self.reply(iq, None),
             (ns::PING, "ping", "get") if here || muc_service => self.reply(iq, None),
             (ns::ROSTER, "query", "get" | "set") if here => self.on_roster(iq, payload).await,
@@ -552,12 +552,15 @@ impl Session {
         }
     }
 
-    fn on_bind(&mut self, iq: &Element, bind: &Element) {
+    /// Binds the resource the client asks for, or one of the server's
+    /// making; a resource a session has, here or on another node, is
+    /// refused with `conflict` (RFC 6120 §7.7.2.2).
+    async fn on_bind(&mut self, iq: &Element, bind: &Element) {
         let Some(bare) = self.jid.as_deref().cloned() else { return };
         let asked = bind.find("resource", ns::BIND).map(Element::text_content).filter(|r| !r.is_empty() && r.len() <= 1023);
         let resource = asked.unwrap_or_else(|| format!("sb-{:08x}", rand::random::<u32>()));
         let full = bare.with_resource(&resource);
-        if !self.xmpp.router.bind(&full, self.outbox.clone(), self.framing, self.anonymous) {
+        if self.xmpp.bound_elsewhere(&full).await || !self.xmpp.router.bind(&full, self.outbox.clone(), self.framing, self.anonymous) {
             return self.refuse(iq, "cancel", "conflict");
         }
         self.jid = Some(Box::new(full.clone()));

@@ -751,3 +751,33 @@ async fn a_websocket_message_over_the_size_limit_ends_the_stream_with_1009_and_i
     }
     assert_eq!(server.metric("switchboard_xmpp_parked_sessions ").await, Some(0.0), "a session that broke the framing is not kept");
 }
+
+/// A resource one session holds on one node is refused to a session of
+/// the same account on another (RFC 6120 §7.7.2.2), as on one node;
+/// another resource binds there.
+#[tokio::test]
+async fn a_resource_bound_on_one_node_is_refused_on_another() {
+    let config = || {
+        let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw")], ..server::Config::default() };
+        config.xmpp.plain_unencrypted = true;
+        config.store.kind = server::StoreKind::Memory;
+        config
+    };
+    let broker = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut second = config();
+    second.broker.url = Some(format!("node://{}", broker.local_addr().unwrap()));
+    let a = TestServer::host_kept(config(), broker).await;
+    let b = TestServer::with_xmpp_kept(second).await;
+    let _desk = bound_account(a.xmpp.unwrap(), "ann", "desk").await;
+    let mut held = Vec::new();
+    for (addr, other) in [(a.xmpp.unwrap(), "phone-a"), (b.xmpp.unwrap(), "phone-b")] {
+        let mut again = login_account(addr, "ann", "pw").await;
+        again.send("<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>desk</resource></bind></iq>").await;
+        let refused = again.answer("b").await;
+        let error = refused.find("error", "jabber:client").unwrap_or_else(|| panic!("{refused:?}"));
+        assert_eq!((error.get("type"), error.find("conflict", "urn:ietf:params:xml:ns:xmpp-stanzas").is_some()), (Some("cancel"), true), "{refused:?}");
+        again.send(&format!("<iq type='set' id='b2'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>{other}</resource></bind></iq>")).await;
+        assert_eq!(again.answer("b2").await.get("type"), Some("result"));
+        held.push(again);
+    }
+}
