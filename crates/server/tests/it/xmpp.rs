@@ -754,11 +754,12 @@ async fn a_websocket_message_over_the_size_limit_ends_the_stream_with_1009_and_i
 
 /// A resource one session holds on one node is refused to a session of
 /// the same account on another (RFC 6120 §7.7.2.2), as on one node;
-/// another resource binds there.
+/// another resource binds there. A chat message to a resource nobody
+/// holds goes on as to the bare JID, on both nodes.
 #[tokio::test]
-async fn a_resource_bound_on_one_node_is_refused_on_another() {
+async fn a_full_jid_is_held_on_one_node_and_a_chat_to_a_missing_one_reaches_every_node() {
     let config = || {
-        let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw")], ..server::Config::default() };
+        let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw"), server::AccountEntry::new("ben", "pw")], ..server::Config::default() };
         config.xmpp.plain_unencrypted = true;
         config.store.kind = server::StoreKind::Memory;
         config
@@ -768,7 +769,7 @@ async fn a_resource_bound_on_one_node_is_refused_on_another() {
     second.broker.url = Some(format!("node://{}", broker.local_addr().unwrap()));
     let a = TestServer::host_kept(config(), broker).await;
     let b = TestServer::with_xmpp_kept(second).await;
-    let _desk = bound_account(a.xmpp.unwrap(), "ann", "desk").await;
+    let mut desk = bound_account(a.xmpp.unwrap(), "ann", "desk").await;
     let mut held = Vec::new();
     for (addr, other) in [(a.xmpp.unwrap(), "phone-a"), (b.xmpp.unwrap(), "phone-b")] {
         let mut again = login_account(addr, "ann", "pw").await;
@@ -779,5 +780,18 @@ async fn a_resource_bound_on_one_node_is_refused_on_another() {
         again.send(&format!("<iq type='set' id='b2'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>{other}</resource></bind></iq>")).await;
         assert_eq!(again.answer("b2").await.get("type"), Some("result"));
         held.push(again);
+    }
+    let mut phone_b = held.pop().unwrap();
+    for (c, id) in [(&mut desk, "s1"), (&mut phone_b, "s2")] {
+        c.send("<presence/>").await;
+        // Its node has taken its presence once it answers what came after.
+        c.send(&format!("<iq type='get' id='{id}'><ping xmlns='urn:xmpp:ping'/></iq>")).await;
+        c.answer(id).await;
+    }
+    let mut ben = bound_account(a.xmpp.unwrap(), "ben", "desk").await;
+    ben.send("<message to='ann@localhost/gone' type='chat' id='m1'><body>to no one</body></message>").await;
+    for c in [&mut desk, &mut phone_b] {
+        let got = c.next_named("message").await;
+        assert_eq!((got.get("id"), got.get("from")), (Some("m1"), Some("ben@localhost/desk")));
     }
 }

@@ -65,20 +65,24 @@ impl Session {
         if to.resource.is_some() && self.xmpp.has_other_nodes() && self.xmpp.router.route(to).is_empty() && Box::pin(self.message_elsewhere(message, to, to)).await {
             return;
         }
+        // To the bare JID, or a chat message to a resource nobody holds,
+        // which goes on as to the bare JID (RFC 6121 §8.5.3.2.1): the
+        // user's resources on the other nodes get it too.
+        let as_bare = self.xmpp.has_other_nodes() && (to.resource.is_none() || (kind == "chat" && self.xmpp.router.route(to).is_empty()));
         match self.xmpp.router.route_message(to, kind) {
             // Boxed, as the rest below: its state would sit in every idle stream's task.
             MessageRoute::To(targets) if self.archives(kind, message, to) => {
                 let recipient = !self.xmpp.router.is_anonymous(&to.bare().to_string());
                 let copy = Box::pin(self.carry_archived(message, to, targets, recipient)).await;
-                if to.resource.is_none() && self.xmpp.has_other_nodes() {
-                    Box::pin(self.xmpp.tell_others(vec![to.to_string().into()], &copy)).await;
+                if as_bare {
+                    Box::pin(self.xmpp.tell_others(vec![to.bare().to_string().into()], &copy)).await;
                 }
             }
             MessageRoute::To(targets) => {
                 self.carry(message, targets);
-                if to.resource.is_none() && self.xmpp.has_other_nodes() {
+                if as_bare {
                     let copy = self.stamped(message);
-                    Box::pin(self.xmpp.tell_others(vec![to.to_string().into()], &copy)).await;
+                    Box::pin(self.xmpp.tell_others(vec![to.bare().to_string().into()], &copy)).await;
                 }
             }
             // Nobody here: another node may hold the user's resources (a
