@@ -755,7 +755,8 @@ async fn a_websocket_message_over_the_size_limit_ends_the_stream_with_1009_and_i
 /// A resource one session holds on one node is refused to a session of
 /// the same account on another (RFC 6120 §7.7.2.2), as on one node;
 /// another resource binds there. A chat message to a resource nobody
-/// holds goes on as to the bare JID, on both nodes.
+/// holds goes on as to the bare JID, on both nodes; one to a user logged
+/// in anonymously on the other node is kept in no archive of its.
 #[tokio::test]
 async fn a_full_jid_is_held_on_one_node_and_a_chat_to_a_missing_one_reaches_every_node() {
     let config = || {
@@ -794,4 +795,13 @@ async fn a_full_jid_is_held_on_one_node_and_a_chat_to_a_missing_one_reaches_ever
         let got = c.next_named("message").await;
         assert_eq!((got.get("id"), got.get("from")), (Some("m1"), Some("ben@localhost/desk")));
     }
+    // A user logged in anonymously on the other node has no archive: its
+    // copy carries no archive id.
+    let (mut anon, anon_jid, _) = Client::anonymous(b.xmpp.unwrap()).await;
+    anon.send("<presence/><iq type='get' id='s3'><ping xmlns='urn:xmpp:ping'/></iq>").await;
+    anon.answer("s3").await;
+    let bare = anon_jid.split('/').next().unwrap();
+    ben.send(&format!("<message to='{bare}' type='chat' id='m2'><body>to nobody kept</body></message>")).await;
+    let got = anon.next_named("message").await;
+    assert_eq!((got.get("id"), got.find("stanza-id", "urn:xmpp:sid:0")), (Some("m2"), None), "{got:?}");
 }

@@ -98,10 +98,19 @@ impl Session {
     /// Carries `message` to the resources of `to` that other nodes hold,
     /// archived as it would be here when it reached one (this user's
     /// archive keeping it as its preferences say of `sent_to`, the JID the
-    /// message named): whether it did.
+    /// message named; the recipient's only if it has an account, which a
+    /// user logged in anonymously on another node has not): whether it did.
     async fn message_elsewhere(&mut self, message: &Element, to: &Jid, sent_to: &Jid) -> bool {
         let kind = message.get("type").unwrap_or("normal");
-        let archived = if self.archives(kind, message, to) { self.archived_copy(message, to, self.keepers(sent_to, true).await) } else { None };
+        let archived = if self.archives(kind, message, to) {
+            let recipient = match to.local.as_deref() {
+                Some(name) => self.xmpp.auth.accounts.exists(name).await.inspect_err(|_| self.xmpp.context.metrics.store_failed("accounts")).unwrap_or(false),
+                None => false,
+            };
+            self.archived_copy(message, to, self.keepers(sent_to, recipient).await)
+        } else {
+            None
+        };
         let (copy, entries) = archived.unwrap_or_else(|| (self.stamped(message), Vec::new()));
         if self.xmpp.ask_others(to, &copy).await == 0 {
             return false;
