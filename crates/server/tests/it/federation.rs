@@ -235,6 +235,15 @@ async fn another_servers_stanzas_reach_a_user_on_another_node_of_the_domain() {
     laptop.send("<presence to='bob@b.test' type='subscribed'/>").await;
     let approved = next_from(&mut bob, "presence", "alice@a.test").await;
     assert_eq!(approved.get("type"), Some("subscribed"));
+    // Her presence follows from both nodes, each over its own stream.
+    let mut seen = std::collections::BTreeSet::new();
+    while seen.len() < 2 {
+        let presence = bob.next_named("presence").await;
+        if presence.get("type").is_none() {
+            seen.insert(presence.get("from").unwrap_or_default().to_owned());
+        }
+    }
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["alice@a.test/desk", "alice@a.test/laptop"]);
     alice.send("<presence><show>away</show></presence>").await;
     // Her node has taken it once it answers what she sent after it.
     alice.send("<iq type='get' id='s1'><ping xmlns='urn:xmpp:ping'/></iq>").await;

@@ -755,8 +755,9 @@ async fn a_websocket_message_over_the_size_limit_ends_the_stream_with_1009_and_i
 /// A resource one session holds on one node is refused to a session of
 /// the same account on another (RFC 6120 §7.7.2.2), as on one node;
 /// another resource binds there. A chat message to a resource nobody
-/// holds goes on as to the bare JID, on both nodes; one to a user logged
-/// in anonymously on the other node is kept in no archive of its.
+/// holds goes on as to the bare JID, on both nodes; an approval brings
+/// the approver's presence from both nodes; a message to a user logged in
+/// anonymously on the other node is kept in no archive of its.
 #[tokio::test]
 async fn a_full_jid_is_held_on_one_node_and_a_chat_to_a_missing_one_reaches_every_node() {
     let config = || {
@@ -795,6 +796,19 @@ async fn a_full_jid_is_held_on_one_node_and_a_chat_to_a_missing_one_reaches_ever
         let got = c.next_named("message").await;
         assert_eq!((got.get("id"), got.get("from")), (Some("m1"), Some("ben@localhost/desk")));
     }
+    // Ann approves ben's request from her desk: ben sees the presence of
+    // her resources on both nodes.
+    ben.send("<presence to='ann@localhost' type='subscribe'/>").await;
+    while desk.next_named("presence").await.get("type") != Some("subscribe") {}
+    desk.send("<presence to='ben@localhost' type='subscribed'/>").await;
+    let mut seen = std::collections::BTreeSet::new();
+    while seen.len() < 2 {
+        let presence = ben.next_named("presence").await;
+        if presence.get("type").is_none() {
+            seen.insert(presence.get("from").unwrap_or_default().to_owned());
+        }
+    }
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["ann@localhost/desk", "ann@localhost/phone-b"]);
     // A user logged in anonymously on the other node has no archive: its
     // copy carries no archive id.
     let (mut anon, anon_jid, _) = Client::anonymous(b.xmpp.unwrap()).await;

@@ -477,6 +477,11 @@ impl Session {
                         current.attrs.retain(|(n, _)| n != "to");
                         self.to_remote(&current.attr("to", &contact), &r.jid);
                     }
+                    // The other nodes send their resources' as they answer
+                    // the contact's probe, over their own streams.
+                    if self.xmpp.has_other_nodes() {
+                        Box::pin(self.xmpp.tell_others(vec![user.as_str().into()], &crate::nodes::probe(&contact))).await;
+                    }
                     return;
                 }
                 subscribed(&self.xmpp, &contact, &user, &stamped).await;
