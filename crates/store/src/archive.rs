@@ -75,19 +75,24 @@ impl IdClock {
     /// message through the broker), at `now` here: later ids are above it,
     /// so a node whose clock is behind another's does not write entries
     /// under ids below one its clients were already given, which a client
-    /// catching up `after` that id would never read. An id not in
+    /// catching up `after` that id would never read. Ids here then go on
+    /// from the microsecond after that id's, at a random tail: the other
+    /// node may still be counting in its microsecond (a second entry in
+    /// it), and counting on from its tail here would make the very ids it
+    /// makes next, which one database refuses as the same. An id not in
     /// [`id_of`]'s form, or more than [`OBSERVED_AHEAD`] ahead, changes
     /// nothing.
     pub fn observe(&self, id: &str, now: i64) {
         if id.len() != 21 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
             return;
         }
-        let (Ok(at), Ok(tail)) = (i64::from_str_radix(&id[..13], 16), u32::from_str_radix(&id[13..], 16)) else { return };
+        let Ok(at) = i64::from_str_radix(&id[..13], 16) else { return };
         if at > now.saturating_add(OBSERVED_AHEAD) {
             return;
         }
+        // The whole microsecond is taken: `next` leaves it.
         let mut last = self.0.lock();
-        *last = (*last).max((at, tail));
+        *last = (*last).max((at, u32::MAX));
     }
 }
 
@@ -282,7 +287,8 @@ mod tests {
         clock.observe(&theirs, now);
         let (at, ours) = clock.next(now);
         assert!(ours > theirs, "{ours} after {theirs}");
-        assert_eq!((at, ours.as_str()), (now + 2_000_000, id_of(now + 2_000_000, 78).as_str()));
+        assert_eq!(at, now + 2_000_001, "the next microsecond: {ours}");
+        assert!(u32::from_str_radix(&ours[13..], 16).unwrap() < 1 << 31, "a random tail: {ours}");
         // An older id moves nothing back.
         clock.observe(&id_of(now - 1, 5), now);
         assert!(clock.next(now).1 > ours);
@@ -293,5 +299,20 @@ mod tests {
         }
         let (at, after) = clock.next(now + 2_000_002);
         assert_eq!(at, now + 2_000_002, "{before} then {after}");
+    }
+
+    #[test]
+    fn a_node_behind_does_not_make_the_ids_another_node_counts_to() {
+        let (ahead, behind) = (IdClock::new(), IdClock::new());
+        let now = 1_800_000_000_000_000;
+        // Two entries in one microsecond on the node ahead; the node 5 ms
+        // behind is given the first, then makes ids of its own before the
+        // second reaches it.
+        let first = ahead.next(now).1;
+        let second = ahead.next(now).1;
+        behind.observe(&first, now - 5_000);
+        let ours: Vec<String> = (0..1000).map(|_| behind.next(now - 5_000).1).collect();
+        assert!(!ours.contains(&second), "{second} made on both nodes");
+        assert!(ours.iter().all(|id| *id > first && id[..13] > first[..13]), "{ours:?} after {first}");
     }
 }
