@@ -18,7 +18,8 @@ pub struct MemoryStore {
     accounts: Mutex<BTreeMap<String, (Account, bool)>>,
     rosters: Mutex<HashMap<String, Roster>>,
     offline: Mutex<HashMap<String, Vec<String>>>,
-    rooms: Mutex<BTreeMap<String, String>>,
+    /// Each room's state and its version.
+    rooms: Mutex<BTreeMap<String, (String, String)>>,
     /// Every archive's entries, in the order of their ids.
     archive: Mutex<Vec<Entry>>,
     /// Each account's FAST tokens.
@@ -208,8 +209,11 @@ impl FastTokenStore for MemoryStore {
 
 #[async_trait]
 impl RoomStore for MemoryStore {
-    async fn save_room(&self, name: &str, state: &str) -> Result<()> {
-        self.rooms.lock().insert(name.to_owned(), state.to_owned());
+    async fn save_room(&self, name: &str, state: &str, version: &str) -> Result<()> {
+        let mut rooms = self.rooms.lock();
+        if rooms.get(name).is_none_or(|(_, kept)| kept.as_str() <= version) {
+            rooms.insert(name.to_owned(), (state.to_owned(), version.to_owned()));
+        }
         Ok(())
     }
 
@@ -219,11 +223,11 @@ impl RoomStore for MemoryStore {
     }
 
     async fn rooms(&self) -> Result<Vec<(String, String)>> {
-        Ok(self.rooms.lock().iter().map(|(name, state)| (name.clone(), state.clone())).collect())
+        Ok(self.rooms.lock().iter().map(|(name, (state, _))| (name.clone(), state.clone())).collect())
     }
 
     async fn room(&self, name: &str) -> Result<Option<String>> {
-        Ok(self.rooms.lock().get(name).cloned())
+        Ok(self.rooms.lock().get(name).map(|(state, _)| state.clone()))
     }
 }
 

@@ -8,9 +8,11 @@ use crate::Result;
 
 #[async_trait]
 pub trait RoomStore {
-    /// Keeps `state` as room `name`'s, in place of what was kept. Kept once
-    /// this returns.
-    async fn save_room(&self, name: &str, state: &str) -> Result<()>;
+    /// Keeps `state`, of `version`, as room `name`'s, in place of what was
+    /// kept, unless what was kept is of a later version: versions compare
+    /// as text (two nodes on one database may write one room's states out
+    /// of their order). Kept, or left for the later one, once this returns.
+    async fn save_room(&self, name: &str, state: &str, version: &str) -> Result<()>;
 
     /// Forgets room `name`.
     async fn remove_room(&self, name: &str) -> Result<()>;

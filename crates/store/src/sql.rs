@@ -505,12 +505,16 @@ impl FastTokenStore for SqlStore {
 
 #[async_trait]
 impl RoomStore for SqlStore {
-    async fn save_room(&self, name: &str, state: &str) -> Result<()> {
-        sqlx::query("INSERT INTO room (name, state) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET state = excluded.state")
-            .bind(name)
-            .bind(state)
-            .execute(&self.writer)
-            .await?;
+    async fn save_room(&self, name: &str, state: &str, version: &str) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO room (name, state, version) VALUES ($1, $2, $3) \
+             ON CONFLICT (name) DO UPDATE SET state = excluded.state, version = excluded.version WHERE room.version <= excluded.version",
+        )
+        .bind(name)
+        .bind(state)
+        .bind(version)
+        .execute(&self.writer)
+        .await?;
         Ok(())
     }
 

@@ -107,11 +107,16 @@ async fn offline_body(store: &dyn Store) {
 
 async fn rooms_body(store: &dyn Store) {
     assert!(store.rooms().await.unwrap().is_empty());
-    store.save_room("lobby", "{\"one\":1}").await.unwrap();
-    store.save_room("attic", "{}").await.unwrap();
-    store.save_room("lobby", "{\"two\":2}").await.unwrap();
+    store.save_room("lobby", "{\"one\":1}", "01").await.unwrap();
+    store.save_room("attic", "{}", "").await.unwrap();
+    store.save_room("lobby", "{\"two\":2}", "02").await.unwrap();
     assert_eq!(store.rooms().await.unwrap(), [("attic".to_owned(), "{}".to_owned()), ("lobby".to_owned(), "{\"two\":2}".to_owned())]);
     assert_eq!(store.room("lobby").await.unwrap().as_deref(), Some("{\"two\":2}"));
+    // An older version written later leaves the newer; the same one replaces.
+    store.save_room("lobby", "{\"one\":1}", "01").await.unwrap();
+    assert_eq!(store.room("lobby").await.unwrap().as_deref(), Some("{\"two\":2}"));
+    store.save_room("lobby", "{\"again\":2}", "02").await.unwrap();
+    assert_eq!(store.room("lobby").await.unwrap().as_deref(), Some("{\"again\":2}"));
     store.remove_room("attic").await.unwrap();
     store.remove_room("nowhere").await.unwrap();
     assert_eq!(store.rooms().await.unwrap().len(), 1);
@@ -440,7 +445,7 @@ async fn a_sqlite_store_is_copied_into_postgres_whole() {
     for text in ["first", "second"] {
         sqlite.keep("bob@l", text, 10).await.unwrap();
     }
-    sqlite.save_room("plans", "{}").await.unwrap();
+    sqlite.save_room("plans", "{}", "0a").await.unwrap();
     sqlite.keep_token("bob", &token("phone", 1, 100), 0, 10).await.unwrap();
     // Two rooms' archives, more than a chunk of the copy between them.
     let entries: Vec<Entry> = (0..1234).map(|n| entry(["/chat#lobby", "/chat#kitchen", "alice@l"][n as usize % 3], n, "b@l")).collect();
@@ -461,6 +466,8 @@ async fn a_sqlite_store_is_copied_into_postgres_whole() {
     assert_eq!(pg.pending("bob@l").await.unwrap(), ["<presence type='subscribe'/>"]);
     assert_eq!(pg.take("bob@l").await.unwrap(), ["first", "second"]);
     assert_eq!(pg.rooms().await.unwrap(), [("plans".to_owned(), "{}".to_owned())]);
+    pg.save_room("plans", "{\"older\":1}", "09").await.unwrap();
+    assert_eq!(pg.room("plans").await.unwrap().as_deref(), Some("{}"), "its version copied too");
     assert_eq!(pg.tokens("bob").await.unwrap(), [token("phone", 1, 100)]);
     assert_eq!(pg.prefs("alice@l").await.unwrap(), Some(prefs));
     let newest = pg.page("alice@l", &Filter::default(), &Cursor::Before(None), 2).await.unwrap().unwrap();

@@ -376,9 +376,9 @@ impl Xmpp {
 
     /// Keeps room `name` in the store if it is persistent, or forgets it
     /// there if it was (`was`) and no longer is (or is gone).
-    async fn keep_room(&self, name: &str, was: bool) -> Result<(), store::Error> {
+    pub(crate) async fn keep_room(&self, name: &str, was: bool) -> Result<(), store::Error> {
         let kept = match self.muc.kept(name) {
-            Some(state) => self.store.save_room(name, &state).await,
+            Some((state, version)) => self.store.save_room(name, &state, &version).await,
             None if was => self.store.remove_room(name).await,
             None => Ok(()),
         };

@@ -164,6 +164,57 @@ pub struct MucRoom {
     /// What of it was last handed to or taken from the other nodes (a
     /// hash), so that a change of nothing they hold is not handed on.
     pub shared: u64,
+    /// Its configuration and affiliations at the last version handed to or
+    /// taken from the other nodes, or read at start: what this node's next
+    /// change is made on. Held only for a room that has been shared or
+    /// kept.
+    pub agreed: Option<Box<Agreed>>,
+    /// While this node's own change is the newest version it knows of, the
+    /// state that change was made on: a change another node made at once
+    /// (the same count of changes, and a tie-break above this one's) is
+    /// merged with this one on it ([`MucRooms::take_shared`]).
+    pub own_base: Option<Box<Agreed>>,
+}
+
+/// A room's configuration and affiliations, as the nodes hold them alike.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Agreed {
+    pub config: Config,
+    pub affiliations: HashMap<String, Affiliation>,
+}
+
+impl Agreed {
+    fn of(room: &MucRoom) -> Box<Agreed> {
+        Box::new(Agreed { config: room.config.clone(), affiliations: room.affiliations.clone() })
+    }
+
+    /// `theirs`, with what `mine` changed from `self` (its base) on top: each
+    /// setting and each affiliation this node changed is this node's, the
+    /// rest theirs. So two owners' changes made at once on two nodes are
+    /// both kept, and where both changed one thing, the node that merges
+    /// (the one whose tie-break lost) keeps its own.
+    fn merge(&self, mine: &Agreed, theirs: Agreed) -> Agreed {
+        let mut affiliations = theirs.affiliations;
+        for jid in self.affiliations.keys().chain(mine.affiliations.keys()) {
+            match (self.affiliations.get(jid), mine.affiliations.get(jid)) {
+                (was, now) if was == now => {}
+                (_, Some(now)) => _ = affiliations.insert(jid.clone(), *now),
+                (_, None) => _ = affiliations.remove(jid),
+            }
+        }
+        let config = match (serde_json::to_value(&self.config), serde_json::to_value(&mine.config), serde_json::to_value(&theirs.config)) {
+            (Ok(serde_json::Value::Object(base)), Ok(serde_json::Value::Object(mine)), Ok(serde_json::Value::Object(mut merged))) => {
+                for (setting, value) in mine {
+                    if base.get(&setting) != Some(&value) {
+                        merged.insert(setting, value);
+                    }
+                }
+                serde_json::from_value(serde_json::Value::Object(merged)).unwrap_or(theirs.config)
+            }
+            _ => theirs.config,
+        };
+        Agreed { config, affiliations }
+    }
 }
 
 /// How an occupant who was taken out of a room is shown as it leaves: its
@@ -289,6 +340,10 @@ pub enum Taken {
     Newer(Box<Shared>),
     /// This node's is newer: its state, for the other nodes.
     Older(String),
+    /// It was made at once with this node's newest change and won the
+    /// tie-break: this node's change was merged on it, with these effects,
+    /// into a newer state, for the other nodes (and the store).
+    Merged(Box<Shared>, String),
 }
 
 /// What another node's state of a room changed here, for the caller to
@@ -371,9 +426,11 @@ impl MucRooms {
         }
     }
 
-    /// What the store keeps of room `name`, if it is persistent.
-    pub fn kept(&self, name: &str) -> Option<String> {
-        self.with(name, |room| room.config.persistent.then(|| Kept::of(room).to_json())).flatten()
+    /// What the store keeps of room `name`, if it is persistent, and its
+    /// version as text that sorts as versions do (the store keeps the
+    /// newest of two nodes' writes).
+    pub fn kept(&self, name: &str) -> Option<(String, String)> {
+        self.with(name, |room| room.config.persistent.then(|| (Kept::of(room).to_json(), format!("{:016x}{:016x}", room.version.0, room.version.1)))).flatten()
     }
 
     /// Room `name`'s state for the other nodes ([`MucRooms::take_shared`]):
@@ -389,6 +446,7 @@ impl MucRooms {
             }
             room.shared = hash;
             room.version = (room.version.0 + 1, rand::random());
+            room.own_base = room.agreed.replace(Agreed::of(room));
             Some(Kept::of(room).to_json())
         })
         .flatten()
@@ -413,12 +471,27 @@ impl MucRooms {
                     // A node behind this one is told what this one holds.
                     return (kept.version < room.version).then(|| Taken::Older(Kept::of(room).to_json()));
                 }
+                // This node's own change, made at once with theirs on the
+                // state both nodes held: merged on theirs.
+                let own_base = room.own_base.take().filter(|_| room.known && kept.version.0 == room.version.0);
+                let theirs = Agreed { config: kept.config, affiliations: kept.affiliations };
+                let taken = match own_base {
+                    Some(base) => base.merge(&Agreed::of(room), theirs.clone()),
+                    None => theirs.clone(),
+                };
+                let merged = Kept::shared_hash(&taken.config, &taken.affiliations, kept.locked) != Kept::shared_hash(&theirs.config, &theirs.affiliations, kept.locked);
                 room.known = true;
-                room.version = kept.version;
                 room.locked = kept.locked;
-                room.shared = Kept::shared_hash(&kept.config, &kept.affiliations, kept.locked);
-                let before = std::mem::replace(&mut room.config, kept.config);
-                let was = std::mem::replace(&mut room.affiliations, kept.affiliations);
+                room.shared = Kept::shared_hash(&taken.config, &taken.affiliations, kept.locked);
+                if merged {
+                    room.version = (kept.version.0 + 1, rand::random());
+                    room.own_base = Some(Box::new(theirs.clone()));
+                } else {
+                    room.version = kept.version;
+                }
+                room.agreed = Some(Box::new(if merged { taken.clone() } else { theirs }));
+                let before = std::mem::replace(&mut room.config, taken.config);
+                let was = std::mem::replace(&mut room.affiliations, taken.affiliations);
                 let (mut removed, mut changed) = (Vec::new(), Vec::new());
                 for o in room.occupants.clone() {
                     let affiliation = room.affiliation(&o.jid);
@@ -442,7 +515,8 @@ impl MucRooms {
                         changed.push(o.nick.clone());
                     }
                 }
-                Some(Taken::Newer(Box::new(Shared { before, after: room.config.clone(), removed, changed })))
+                let shared = Box::new(Shared { before, after: room.config.clone(), removed, changed });
+                Some(if merged { Taken::Merged(shared, Kept::of(room).to_json()) } else { Taken::Newer(shared) })
             })
             .flatten())
     }
@@ -490,7 +564,7 @@ impl MucRooms {
             return Ok(false);
         }
         let shared = Kept::shared_hash(&kept.config, &kept.affiliations, kept.locked);
-        let room = MucRoom {
+        let mut room = MucRoom {
             known: true,
             locked: kept.locked,
             version: kept.version,
@@ -500,20 +574,23 @@ impl MucRooms {
             affiliations: kept.affiliations,
             ..MucRoom::default()
         };
+        room.agreed = Some(Agreed::of(&room));
         rooms.insert(Arc::from(name), room);
         Ok(true)
     }
 
     fn kept_room(text: &str) -> Result<MucRoom, serde_json::Error> {
         let kept: Kept = serde_json::from_str(text)?;
-        Ok(MucRoom {
+        let mut room = MucRoom {
             known: true,
             version: kept.version,
             config: Config { persistent: true, ..kept.config },
             subject: kept.subject.map(|(by, text)| (Arc::from(by), text)),
             affiliations: kept.affiliations,
             ..MucRoom::default()
-        })
+        };
+        room.agreed = Some(Agreed::of(&room));
+        Ok(room)
     }
 
     /// Whether `member` is an XMPP occupant of room `name`.
@@ -576,7 +653,7 @@ mod tests {
             room.config.members_only = true;
             room.subject = Some(("a".into(), "Plans".into()));
         });
-        let kept = rooms.kept("r").unwrap();
+        let (kept, _) = rooms.kept("r").unwrap();
         rooms.exit("r", 1);
         assert!(rooms.with("r", |_| ()).is_some(), "persistent: kept with no occupant");
         let again = MucRooms::default();
@@ -587,6 +664,74 @@ mod tests {
         assert_eq!(entered.subject.map(|(by, text)| (by.to_string(), text)), Some(("a".into(), "Plans".into())));
         assert_eq!(again.refusal("r", &Jid::parse("b@l/z").unwrap(), None), Some(("auth", "registration-required")));
         assert!(again.restore("r", "not json").is_err());
+    }
+
+    #[test]
+    fn two_nodes_changing_one_room_at_once_both_end_with_both_changes() {
+        // One persistent room, as two nodes read it from the store.
+        let kept = {
+            let rooms = MucRooms::default();
+            rooms.enter(&"r".into(), occupant("a", 1, "a@l/x"), true);
+            rooms.with("r", |room| {
+                room.locked = false;
+                room.config.persistent = true;
+            });
+            rooms.kept("r").unwrap().0
+        };
+        let nodes = [MucRooms::default(), MucRooms::default()];
+        for node in &nodes {
+            node.restore("r", &kept).unwrap();
+        }
+        // An owner on each bans someone, and renames the room and makes a
+        // member, at once: each node hands its state to the other.
+        nodes[0].with("r", |room| _ = room.affiliations.insert("x@l".into(), Affiliation::Outcast));
+        nodes[1].with("r", |room| {
+            room.config.name = "Plans".into();
+            room.affiliations.insert("y@l".into(), Affiliation::Member);
+        });
+        let mut wire: Vec<(usize, String)> = (0..2).map(|n| (1 - n, nodes[n].shared("r").unwrap())).collect();
+        let (mut merged, mut turns) = (0, 0);
+        while let Some((to, text)) = wire.pop() {
+            turns += 1;
+            assert!(turns < 10, "the nodes do not settle");
+            match nodes[to].take_shared("r", &text, 64).unwrap() {
+                Some(Taken::Older(mine)) => wire.insert(0, (1 - to, mine)),
+                Some(Taken::Merged(_, mine)) => {
+                    merged += 1;
+                    wire.insert(0, (1 - to, mine));
+                }
+                Some(Taken::Newer(_)) | None => {}
+            }
+        }
+        assert_eq!(merged, 1, "the node whose tie-break lost merges its change on the other's");
+        let held: Vec<_> = nodes.iter().map(|n| n.with("r", |room| (room.version, room.config.clone(), room.affiliations.clone())).unwrap()).collect();
+        assert_eq!(held[0], held[1], "both nodes hold one state");
+        let (version, config, affiliations) = &held[0];
+        assert_eq!(version.0, 2, "one change on top of the two made at once");
+        assert_eq!(config.name, "Plans");
+        assert_eq!(affiliations.get("x@l"), Some(&Affiliation::Outcast));
+        assert_eq!(affiliations.get("y@l"), Some(&Affiliation::Member));
+        assert_eq!(affiliations.get("a@l"), Some(&Affiliation::Owner));
+        // The store keeps whichever write comes last only if it is the newest.
+        let versions: Vec<String> = nodes.iter().map(|n| n.kept("r").unwrap().1).collect();
+        assert_eq!(versions[0], versions[1]);
+        assert_eq!(versions[0].len(), 32);
+    }
+
+    #[test]
+    fn a_change_merged_keeps_what_this_node_changed_and_the_rest_of_theirs() {
+        let affiliations = |pairs: &[(&str, Affiliation)]| pairs.iter().map(|(j, a)| ((*j).to_owned(), *a)).collect::<HashMap<_, _>>();
+        let base = Agreed { config: Config::default(), affiliations: affiliations(&[("o@l", Affiliation::Owner), ("m@l", Affiliation::Member)]) };
+        // This node took m@l's membership away and made the room members-only.
+        let mine = Agreed { config: Config { members_only: true, ..Config::default() }, affiliations: affiliations(&[("o@l", Affiliation::Owner)]) };
+        // The other made m@l an admin, named the room and banned b@l.
+        let theirs = Agreed {
+            config: Config { name: "Plans".into(), ..Config::default() },
+            affiliations: affiliations(&[("o@l", Affiliation::Owner), ("m@l", Affiliation::Admin), ("b@l", Affiliation::Outcast)]),
+        };
+        let merged = base.merge(&mine, theirs);
+        assert_eq!(merged.affiliations, affiliations(&[("o@l", Affiliation::Owner), ("b@l", Affiliation::Outcast)]), "m@l: this node's change");
+        assert_eq!(merged.config, Config { members_only: true, name: "Plans".into(), ..Config::default() });
     }
 
     #[test]

@@ -50,7 +50,7 @@ const TABLES: &[Table] = &[
     Table { name: "subscription_request", columns: &[("owner", Text), ("requester", Text), ("request", Text)], order: &[("id", Int)] },
     Table { name: "roster_version", columns: &[("owner", Text), ("ver", Int)], order: &[("owner", Text)] },
     Table { name: "offline_message", columns: &[("owner", Text), ("message", Text)], order: &[("id", Int)] },
-    Table { name: "room", columns: &[("name", Text), ("state", Text)], order: &[("name", Text)] },
+    Table { name: "room", columns: &[("name", Text), ("state", Text), ("version", Text)], order: &[("name", Text)] },
     Table { name: "fast_token", columns: &[("account", Text), ("agent", Text), ("mechanism", Text), ("proof", Blob), ("answer", Blob), ("expires", Int), ("keys", Blob), ("early_count", Int)], order: &[("proof", Blob)] },
     Table { name: "archive_prefs", columns: &[("account", Text), ("by_default", Text), ("always", Text), ("never", Text)], order: &[("account", Text)] },
     Table { name: "archive", columns: &[("archive", Text), ("id", Text), ("at", Int), ("peer", Text), ("message", Text)], order: &[("seq", Int)] },
