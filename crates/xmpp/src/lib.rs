@@ -270,7 +270,7 @@ impl Xmpp {
             resume_timeout,
             parked: Mutex::new(HashMap::new()),
             live: Mutex::new(HashMap::new()),
-            muc: room::MucRooms::new(room_defaults),
+            muc: if nodes.is_some() { room::MucRooms::shared_with_nodes(room_defaults) } else { room::MucRooms::new(room_defaults) },
             offline: offline::Offline::new(store.clone(), offline),
             archive: archiving.chats,
             prefs: prefs::Preferences::new(store.clone()),

@@ -310,18 +310,18 @@ impl Xmpp {
             Ok(Some(Taken::Newer(taken))) => taken,
             // A node that missed a change catches up.
             Ok(Some(Taken::Older(mine))) => return self.hand_on(&name, mine),
-            // This node's change, made at once with theirs, is merged on it.
+            // This node's change, made at once with theirs, is merged on
+            // it: a new version, which this node keeps (the store keeps the
+            // newest version whichever node's write comes last).
             Ok(Some(Taken::Merged(taken, merged))) => {
                 self.hand_on(&name, merged);
+                let (xmpp, kept, was) = (self.clone(), name.clone(), taken.before.persistent);
+                self.context.tracker.spawn(async move { xmpp.keep_room(&kept, was).await });
                 taken
             }
             Ok(None) => return,
             Err(e) => return tracing::debug!("xmpp: another node's state of room {name:?} does not read: {e}"),
         };
-        // Kept here too, if persistent: the store keeps the newest version
-        // whichever node's write comes last.
-        let (xmpp, kept, was) = (self.clone(), name.clone(), taken.before.persistent);
-        tokio::spawn(async move { xmpp.keep_room(&kept, was).await });
         let mut effects: Vec<Effect> = taken.removed.into_iter().map(|(o, affiliation, code)| Effect::Removed(o, affiliation, vec![code])).collect();
         effects.extend(taken.changed.into_iter().map(Effect::Changed));
         self.tell_effects(&name, &room_jid, effects);

@@ -166,8 +166,7 @@ pub struct MucRoom {
     pub shared: u64,
     /// Its configuration and affiliations at the last version handed to or
     /// taken from the other nodes, or read at start: what this node's next
-    /// change is made on. Held only for a room that has been shared or
-    /// kept.
+    /// change is made on. Held only when other nodes share the rooms.
     pub agreed: Option<Box<Agreed>>,
     /// While this node's own change is the newest version it knows of, the
     /// state that change was made on: a change another node made at once
@@ -176,16 +175,22 @@ pub struct MucRoom {
     pub own_base: Option<Box<Agreed>>,
 }
 
-/// A room's configuration and affiliations, as the nodes hold them alike.
+/// A room's configuration, affiliations and lock, as the nodes hold them
+/// alike.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Agreed {
     pub config: Config,
     pub affiliations: HashMap<String, Affiliation>,
+    pub locked: bool,
 }
 
 impl Agreed {
     fn of(room: &MucRoom) -> Box<Agreed> {
-        Box::new(Agreed { config: room.config.clone(), affiliations: room.affiliations.clone() })
+        Box::new(Agreed { config: room.config.clone(), affiliations: room.affiliations.clone(), locked: room.locked })
+    }
+
+    fn hash(&self) -> u64 {
+        Kept::shared_hash(&self.config, &self.affiliations, self.locked)
     }
 
     /// `theirs`, with what `mine` changed from `self` (its base) on top: each
@@ -213,7 +218,8 @@ impl Agreed {
             }
             _ => theirs.config,
         };
-        Agreed { config, affiliations }
+        // The first configuration unlocks a room; nothing locks it again.
+        Agreed { config, affiliations, locked: theirs.locked && mine.locked }
     }
 }
 
@@ -331,6 +337,9 @@ pub struct MucRooms {
     rooms: Mutex<HashMap<Arc<str>, MucRoom>>,
     /// How a room is configured until its owner changes it.
     defaults: Config,
+    /// Other nodes share the rooms: each keeps what it agreed with them
+    /// (`MucRoom::agreed`).
+    nodes: bool,
 }
 
 /// What became of another node's state of a room this node holds.
@@ -376,7 +385,19 @@ pub struct Entered {
 impl MucRooms {
     /// No rooms yet; each one made starts configured as `defaults`.
     pub fn new(defaults: Config) -> MucRooms {
-        MucRooms { rooms: Mutex::default(), defaults }
+        MucRooms { rooms: Mutex::default(), defaults, nodes: false }
+    }
+
+    /// As [`MucRooms::new`], for a node whose rooms other nodes share.
+    pub fn shared_with_nodes(defaults: Config) -> MucRooms {
+        MucRooms { nodes: true, ..MucRooms::new(defaults) }
+    }
+
+    /// Takes `room`'s state as the one agreed with the other nodes, if any.
+    fn agree(&self, room: &mut MucRoom) {
+        if self.nodes {
+            room.agreed = Some(Agreed::of(room));
+        }
     }
 
     /// How a room is configured until its owner changes it.
@@ -404,6 +425,9 @@ impl MucRooms {
             room.known = true;
             room.locked = true;
             room.affiliations.insert(occupant.jid.bare().to_string(), Affiliation::Owner);
+            if self.nodes {
+                room.agreed = Some(Agreed::of(room));
+            }
         }
         let affiliation = room.affiliation(&occupant.jid);
         occupant.role = room.role_for(affiliation);
@@ -474,22 +498,22 @@ impl MucRooms {
                 // This node's own change, made at once with theirs on the
                 // state both nodes held: merged on theirs.
                 let own_base = room.own_base.take().filter(|_| room.known && kept.version.0 == room.version.0);
-                let theirs = Agreed { config: kept.config, affiliations: kept.affiliations };
+                let theirs = Agreed { config: kept.config, affiliations: kept.affiliations, locked: kept.locked };
                 let taken = match own_base {
                     Some(base) => base.merge(&Agreed::of(room), theirs.clone()),
                     None => theirs.clone(),
                 };
-                let merged = Kept::shared_hash(&taken.config, &taken.affiliations, kept.locked) != Kept::shared_hash(&theirs.config, &theirs.affiliations, kept.locked);
+                let merged = taken.hash() != theirs.hash();
                 room.known = true;
-                room.locked = kept.locked;
-                room.shared = Kept::shared_hash(&taken.config, &taken.affiliations, kept.locked);
+                room.locked = taken.locked;
+                room.shared = taken.hash();
                 if merged {
                     room.version = (kept.version.0 + 1, rand::random());
                     room.own_base = Some(Box::new(theirs.clone()));
                 } else {
                     room.version = kept.version;
                 }
-                room.agreed = Some(Box::new(if merged { taken.clone() } else { theirs }));
+                room.agreed = self.nodes.then(|| Box::new(if merged { taken.clone() } else { theirs }));
                 let before = std::mem::replace(&mut room.config, taken.config);
                 let was = std::mem::replace(&mut room.affiliations, taken.affiliations);
                 let (mut removed, mut changed) = (Vec::new(), Vec::new());
@@ -524,7 +548,8 @@ impl MucRooms {
     /// Takes back a persistent room as the store kept it; `Err` says why
     /// the text is not a room's.
     pub fn restore(&self, name: &str, text: &str) -> Result<(), serde_json::Error> {
-        let room = MucRooms::kept_room(text)?;
+        let mut room = MucRooms::kept_room(text)?;
+        self.agree(&mut room);
         self.rooms.lock().insert(Arc::from(name), room);
         Ok(())
     }
@@ -532,7 +557,8 @@ impl MucRooms {
     /// Takes back room `name` as [`MucRooms::restore`] does, unless a room
     /// of that name is here already (made while the store was read).
     pub fn restore_if_absent(&self, name: &str, text: &str) -> Result<(), serde_json::Error> {
-        let room = MucRooms::kept_room(text)?;
+        let mut room = MucRooms::kept_room(text)?;
+        self.agree(&mut room);
         self.rooms.lock().entry(Arc::from(name)).or_insert(room);
         Ok(())
     }
@@ -574,23 +600,21 @@ impl MucRooms {
             affiliations: kept.affiliations,
             ..MucRoom::default()
         };
-        room.agreed = Some(Agreed::of(&room));
+        self.agree(&mut room);
         rooms.insert(Arc::from(name), room);
         Ok(true)
     }
 
     fn kept_room(text: &str) -> Result<MucRoom, serde_json::Error> {
         let kept: Kept = serde_json::from_str(text)?;
-        let mut room = MucRoom {
+        Ok(MucRoom {
             known: true,
             version: kept.version,
             config: Config { persistent: true, ..kept.config },
             subject: kept.subject.map(|(by, text)| (Arc::from(by), text)),
             affiliations: kept.affiliations,
             ..MucRoom::default()
-        };
-        room.agreed = Some(Agreed::of(&room));
-        Ok(room)
+        })
     }
 
     /// Whether `member` is an XMPP occupant of room `name`.
@@ -678,7 +702,7 @@ mod tests {
             });
             rooms.kept("r").unwrap().0
         };
-        let nodes = [MucRooms::default(), MucRooms::default()];
+        let nodes = [MucRooms::shared_with_nodes(Config::default()), MucRooms::shared_with_nodes(Config::default())];
         for node in &nodes {
             node.restore("r", &kept).unwrap();
         }
@@ -721,17 +745,19 @@ mod tests {
     #[test]
     fn a_change_merged_keeps_what_this_node_changed_and_the_rest_of_theirs() {
         let affiliations = |pairs: &[(&str, Affiliation)]| pairs.iter().map(|(j, a)| ((*j).to_owned(), *a)).collect::<HashMap<_, _>>();
-        let base = Agreed { config: Config::default(), affiliations: affiliations(&[("o@l", Affiliation::Owner), ("m@l", Affiliation::Member)]) };
+        let base = Agreed { config: Config::default(), affiliations: affiliations(&[("o@l", Affiliation::Owner), ("m@l", Affiliation::Member)]), locked: true };
         // This node took m@l's membership away and made the room members-only.
-        let mine = Agreed { config: Config { members_only: true, ..Config::default() }, affiliations: affiliations(&[("o@l", Affiliation::Owner)]) };
+        let mine = Agreed { config: Config { members_only: true, ..Config::default() }, affiliations: affiliations(&[("o@l", Affiliation::Owner)]), locked: false };
         // The other made m@l an admin, named the room and banned b@l.
         let theirs = Agreed {
             config: Config { name: "Plans".into(), ..Config::default() },
             affiliations: affiliations(&[("o@l", Affiliation::Owner), ("m@l", Affiliation::Admin), ("b@l", Affiliation::Outcast)]),
+            locked: true,
         };
         let merged = base.merge(&mine, theirs);
         assert_eq!(merged.affiliations, affiliations(&[("o@l", Affiliation::Owner), ("b@l", Affiliation::Outcast)]), "m@l: this node's change");
         assert_eq!(merged.config, Config { members_only: true, name: "Plans".into(), ..Config::default() });
+        assert!(!merged.locked, "this node's first configuration unlocked it");
     }
 
     #[test]
