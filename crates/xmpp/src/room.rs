@@ -168,11 +168,39 @@ pub struct MucRoom {
     /// taken from the other nodes, or read at start: what this node's next
     /// change is made on. Held only when other nodes share the rooms.
     pub agreed: Option<Box<Agreed>>,
-    /// While this node's own change is the newest version it knows of, the
-    /// state that change was made on: a change another node made at once
-    /// (the same count of changes, and a tie-break above this one's) is
-    /// merged with this one on it ([`MucRooms::take_shared`]).
-    pub own_base: Option<Box<Agreed>>,
+    /// The versions its state comes from, this one's last, at most
+    /// [`SEEN`]: a state that comes from this node's change has that
+    /// change's version here. Kept only when other nodes share the rooms.
+    pub seen: Vec<(u64, u64)>,
+    /// This node's changes no state taken since has come from: the newest
+    /// one's version, and the state the first one was made on. Another
+    /// node's newer state that does not come from them has them merged on
+    /// it ([`MucRooms::take_shared`]).
+    pub own: Option<Box<Own>>,
+}
+
+/// How many versions a room's state remembers it comes from
+/// (`MucRoom::seen`): more changes than this made elsewhere before a
+/// node's own state reaches the others could lose its change.
+pub const SEEN: usize = 32;
+
+/// This node's changes of a room that the other nodes may not have yet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Own {
+    pub version: (u64, u64),
+    pub base: Agreed,
+}
+
+/// `ours` and `theirs` together, in order, with `then` last, the newest
+/// [`SEEN`] of them.
+fn seen_together(ours: &[(u64, u64)], theirs: &[(u64, u64)], then: (u64, u64)) -> Vec<(u64, u64)> {
+    let mut seen: Vec<(u64, u64)> = ours.iter().chain(theirs).copied().filter(|v| *v < then).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    seen.push(then);
+    let over = seen.len().saturating_sub(SEEN);
+    seen.drain(..over);
+    seen
 }
 
 /// A room's configuration, affiliations and lock, as the nodes hold them
@@ -297,6 +325,9 @@ struct Kept {
     /// node that asks for the room (a persistent room never is).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     locked: bool,
+    /// The versions it comes from (`MucRoom::seen`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    seen: Vec<(u64, u64)>,
 }
 
 impl Kept {
@@ -307,6 +338,7 @@ impl Kept {
             subject: room.subject.as_ref().map(|(by, text)| (by.to_string(), text.clone())),
             version: room.version,
             locked: room.locked,
+            seen: room.seen.clone(),
         }
     }
 
@@ -469,8 +501,15 @@ impl MucRooms {
                 return None;
             }
             room.shared = hash;
-            room.version = (room.version.0 + 1, rand::random());
-            room.own_base = room.agreed.replace(Agreed::of(room));
+            let version = (room.version.0 + 1, rand::random());
+            room.seen = seen_together(&room.seen, &[], version);
+            room.version = version;
+            // Merged on another node's state, if one comes that is not
+            // from it, from the state the first of this node's changes
+            // not taken since was made on.
+            let base = room.own.take().map(|own| own.base).or_else(|| room.agreed.take().map(|a| *a));
+            room.own = base.map(|base| Box::new(Own { version, base }));
+            room.agreed = Some(Agreed::of(room));
             Some(Kept::of(room).to_json())
         })
         .flatten()
@@ -495,12 +534,13 @@ impl MucRooms {
                     // A node behind this one is told what this one holds.
                     return (kept.version < room.version).then(|| Taken::Older(Kept::of(room).to_json()));
                 }
-                // This node's own change, made at once with theirs on the
-                // state both nodes held: merged on theirs.
-                let own_base = room.own_base.take().filter(|_| room.known && kept.version.0 == room.version.0);
+                // This node's changes, if theirs does not come from them
+                // (made at once, or before this node's reached theirs):
+                // merged on theirs.
+                let own = room.own.take().filter(|own| room.known && !kept.seen.contains(&own.version));
                 let theirs = Agreed { config: kept.config, affiliations: kept.affiliations, locked: kept.locked };
-                let taken = match own_base {
-                    Some(base) => base.merge(&Agreed::of(room), theirs.clone()),
+                let taken = match &own {
+                    Some(own) => own.base.merge(&Agreed::of(room), theirs.clone()),
                     None => theirs.clone(),
                 };
                 let merged = taken.hash() != theirs.hash();
@@ -508,9 +548,16 @@ impl MucRooms {
                 room.locked = taken.locked;
                 room.shared = taken.hash();
                 if merged {
-                    room.version = (kept.version.0 + 1, rand::random());
-                    room.own_base = Some(Box::new(theirs.clone()));
+                    let version = (kept.version.0 + 1, rand::random());
+                    room.seen = seen_together(&room.seen, &kept.seen, version);
+                    room.version = version;
+                    // Still from the state this node's first change not
+                    // taken since was made on: what it merged on comes from
+                    // there too, and this state may yet meet one that does
+                    // not come from theirs.
+                    room.own = own.map(|own| Box::new(Own { version, base: own.base }));
                 } else {
+                    room.seen = kept.seen;
                     room.version = kept.version;
                 }
                 room.agreed = self.nodes.then(|| Box::new(if merged { taken.clone() } else { theirs }));
@@ -598,6 +645,7 @@ impl MucRooms {
             config: kept.config,
             subject: kept.subject.map(|(by, text)| (Arc::from(by), text)),
             affiliations: kept.affiliations,
+            seen: kept.seen,
             ..MucRoom::default()
         };
         self.agree(&mut room);
@@ -613,6 +661,7 @@ impl MucRooms {
             config: Config { persistent: true, ..kept.config },
             subject: kept.subject.map(|(by, text)| (Arc::from(by), text)),
             affiliations: kept.affiliations,
+            seen: kept.seen,
             ..MucRoom::default()
         })
     }
@@ -690,56 +739,135 @@ mod tests {
         assert!(again.restore("r", "not json").is_err());
     }
 
-    #[test]
-    fn two_nodes_changing_one_room_at_once_both_end_with_both_changes() {
-        // One persistent room, as two nodes read it from the store.
-        let kept = {
-            let rooms = MucRooms::default();
-            rooms.enter(&"r".into(), occupant("a", 1, "a@l/x"), true);
-            rooms.with("r", |room| {
-                room.locked = false;
-                room.config.persistent = true;
-            });
-            rooms.kept("r").unwrap().0
-        };
-        let nodes = [MucRooms::shared_with_nodes(Config::default()), MucRooms::shared_with_nodes(Config::default())];
-        for node in &nodes {
-            node.restore("r", &kept).unwrap();
+    /// Nodes holding one persistent room `r`, as each read it from the
+    /// store, and the states they hand each other, taken in random order.
+    struct Nodes {
+        nodes: Vec<MucRooms>,
+        wire: Vec<(usize, String)>,
+        merges: usize,
+    }
+
+    impl Nodes {
+        fn new(count: usize) -> Nodes {
+            let kept = {
+                let rooms = MucRooms::default();
+                rooms.enter(&"r".into(), occupant("a", 1, "a@l/x"), true);
+                rooms.with("r", |room| {
+                    room.locked = false;
+                    room.config.persistent = true;
+                });
+                rooms.kept("r").unwrap().0
+            };
+            let nodes: Vec<MucRooms> = (0..count).map(|_| MucRooms::shared_with_nodes(Config::default())).collect();
+            for node in &nodes {
+                node.restore("r", &kept).unwrap();
+            }
+            Nodes { nodes, wire: Vec::new(), merges: 0 }
         }
-        // An owner on each bans someone, and renames the room and makes a
-        // member, at once: each node hands its state to the other.
-        nodes[0].with("r", |room| _ = room.affiliations.insert("x@l".into(), Affiliation::Outcast));
-        nodes[1].with("r", |room| {
-            room.config.name = "Plans".into();
-            room.affiliations.insert("y@l".into(), Affiliation::Member);
-        });
-        let mut wire: Vec<(usize, String)> = (0..2).map(|n| (1 - n, nodes[n].shared("r").unwrap())).collect();
-        let (mut merged, mut turns) = (0, 0);
-        while let Some((to, text)) = wire.pop() {
-            turns += 1;
-            assert!(turns < 10, "the nodes do not settle");
-            match nodes[to].take_shared("r", &text, 64).unwrap() {
-                Some(Taken::Older(mine)) => wire.insert(0, (1 - to, mine)),
+
+        /// An owner on `node` changes the room; the node hands it on.
+        fn change(&mut self, node: usize, change: impl FnOnce(&mut MucRoom)) {
+            self.nodes[node].with("r", change);
+            let state = self.nodes[node].shared("r").unwrap();
+            self.hand_on(node, state);
+        }
+
+        fn hand_on(&mut self, from: usize, state: String) {
+            self.wire.extend((0..self.nodes.len()).filter(|&to| to != from).map(|to| (to, state.clone())));
+        }
+
+        /// Delivers one state on the wire, taken at random.
+        fn deliver(&mut self) {
+            let (to, state) = self.wire.swap_remove(rand::random::<u32>() as usize % self.wire.len());
+            match self.nodes[to].take_shared("r", &state, 64).unwrap() {
+                Some(Taken::Older(mine)) => self.hand_on(to, mine),
                 Some(Taken::Merged(_, mine)) => {
-                    merged += 1;
-                    wire.insert(0, (1 - to, mine));
+                    self.merges += 1;
+                    self.hand_on(to, mine);
                 }
                 Some(Taken::Newer(_)) | None => {}
             }
         }
-        assert_eq!(merged, 1, "the node whose tie-break lost merges its change on the other's");
-        let held: Vec<_> = nodes.iter().map(|n| n.with("r", |room| (room.version, room.config.clone(), room.affiliations.clone())).unwrap()).collect();
-        assert_eq!(held[0], held[1], "both nodes hold one state");
-        let (version, config, affiliations) = &held[0];
-        assert_eq!(version.0, 2, "one change on top of the two made at once");
-        assert_eq!(config.name, "Plans");
-        assert_eq!(affiliations.get("x@l"), Some(&Affiliation::Outcast));
-        assert_eq!(affiliations.get("y@l"), Some(&Affiliation::Member));
-        assert_eq!(affiliations.get("a@l"), Some(&Affiliation::Owner));
-        // The store keeps whichever write comes last only if it is the newest.
-        let versions: Vec<String> = nodes.iter().map(|n| n.kept("r").unwrap().1).collect();
-        assert_eq!(versions[0], versions[1]);
-        assert_eq!(versions[0].len(), 32);
+
+        /// Delivers what is on the wire, in random order, until nothing is;
+        /// what every node then holds.
+        fn settle(&mut self) -> (u64, Config, HashMap<String, Affiliation>) {
+            let mut turns = 0;
+            while !self.wire.is_empty() {
+                turns += 1;
+                assert!(turns < 10_000, "the nodes do not settle");
+                self.deliver();
+            }
+            let held: Vec<_> = self.nodes.iter().map(|n| n.with("r", |room| (room.version, room.config.clone(), room.affiliations.clone())).unwrap()).collect();
+            assert!(held.iter().all(|h| *h == held[0]), "the nodes hold one state: {held:?}");
+            let versions: Vec<String> = self.nodes.iter().map(|n| n.kept("r").unwrap().1).collect();
+            assert!(versions.iter().all(|v| *v == versions[0] && v.len() == 32), "{versions:?}");
+            let (version, config, affiliations) = held.into_iter().next().unwrap();
+            (version.0, config, affiliations)
+        }
+    }
+
+    fn ban(jid: &'static str) -> impl FnOnce(&mut MucRoom) {
+        move |room| _ = room.affiliations.insert(jid.into(), Affiliation::Outcast)
+    }
+
+    #[test]
+    fn two_nodes_changing_one_room_at_once_both_end_with_both_changes() {
+        for _ in 0..100 {
+            let mut nodes = Nodes::new(2);
+            nodes.change(0, ban("x@l"));
+            nodes.change(1, |room| {
+                room.config.name = "Plans".into();
+                room.affiliations.insert("y@l".into(), Affiliation::Member);
+            });
+            let (count, config, affiliations) = nodes.settle();
+            assert_eq!(nodes.merges, 1, "the node whose tie-break lost merges its change on the other's");
+            assert_eq!(count, 2, "one change on top of the two made at once");
+            assert_eq!(config.name, "Plans");
+            assert_eq!(affiliations.get("x@l"), Some(&Affiliation::Outcast));
+            assert_eq!(affiliations.get("y@l"), Some(&Affiliation::Member));
+            assert_eq!(affiliations.get("a@l"), Some(&Affiliation::Owner));
+        }
+    }
+
+    #[test]
+    fn a_node_changing_a_room_twice_before_the_others_change_arrives_keeps_all_three() {
+        for _ in 0..100 {
+            let mut nodes = Nodes::new(2);
+            nodes.change(0, ban("x@l"));
+            nodes.change(0, ban("z@l"));
+            nodes.change(1, ban("y@l"));
+            let (_, _, affiliations) = nodes.settle();
+            for jid in ["x@l", "y@l", "z@l"] {
+                assert_eq!(affiliations.get(jid), Some(&Affiliation::Outcast), "{jid}: {affiliations:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn three_nodes_changing_one_room_at_once_all_end_with_every_change() {
+        for _ in 0..100 {
+            let mut nodes = Nodes::new(3);
+            for (node, jid) in [(0, "x@l"), (1, "y@l"), (2, "z@l")] {
+                nodes.change(node, ban(jid));
+            }
+            let (_, _, affiliations) = nodes.settle();
+            for jid in ["x@l", "y@l", "z@l"] {
+                assert_eq!(affiliations.get(jid), Some(&Affiliation::Outcast), "{jid}: {affiliations:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_later_change_made_on_this_nodes_state_is_not_undone_by_it() {
+        let mut nodes = Nodes::new(2);
+        nodes.change(0, |room| room.config.name = "First".into());
+        nodes.settle();
+        // The other node, holding the first change, renames the room again.
+        nodes.change(1, |room| room.config.name = "Second".into());
+        let (count, config, _) = nodes.settle();
+        assert_eq!((count, config.name.as_str()), (2, "Second"));
+        assert_eq!(nodes.merges, 0);
     }
 
     #[test]
