@@ -310,9 +310,9 @@ impl Xmpp {
             Ok(Some(Taken::Newer(taken))) => taken,
             // A node that missed a change catches up.
             Ok(Some(Taken::Older(mine))) => return self.hand_on(&name, mine),
-            // This node's change, made at once with theirs, is merged on
-            // it: a new version, which this node keeps (the store keeps the
-            // newest version whichever node's write comes last).
+            // Theirs and this node's, each with changes the other lacks,
+            // joined: a new version, which this node keeps (the store keeps
+            // the newest version whichever node's write comes last).
             Ok(Some(Taken::Merged(taken, merged))) => {
                 self.hand_on(&name, merged);
                 let (xmpp, kept, was) = (self.clone(), name.clone(), taken.before.persistent);

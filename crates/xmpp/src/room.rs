@@ -168,40 +168,22 @@ pub struct MucRoom {
     /// taken from the other nodes, or read at start: what this node's next
     /// change is made on. Held only when other nodes share the rooms.
     pub agreed: Option<Box<Agreed>>,
-    /// The versions its state comes from, this one's last, at most
-    /// [`SEEN`]: a state that comes from this node's change has that
-    /// change's version here. Kept only when other nodes share the rooms.
-    pub seen: Vec<(u64, u64)>,
-    /// This node's changes no state taken since has come from: the newest
-    /// one's version, and the state the first one was made on. Another
-    /// node's newer state that does not come from them has them merged on
-    /// it ([`MucRooms::take_shared`]).
-    pub own: Option<Box<Own>>,
+    /// Which change last set each of its settings ("c:" and the
+    /// setting's name), affiliations ("a:" and the JID, also where the
+    /// affiliation was taken away) and its lock: the version of that
+    /// change. Nodes join their states setting by setting, the later
+    /// change winning ([`Agreed::join`]), so that changes made at once on
+    /// several nodes all stay. Held only when other nodes share the rooms.
+    pub stamps: Stamps,
 }
 
-/// How many versions a room's state remembers it comes from
-/// (`MucRoom::seen`): more changes than this made elsewhere before a
-/// node's own state reaches the others could lose its change.
-pub const SEEN: usize = 32;
+/// Which change last set each part of a room's state (`MucRoom::stamps`).
+pub type Stamps = HashMap<String, (u64, u64)>;
 
-/// This node's changes of a room that the other nodes may not have yet.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Own {
-    pub version: (u64, u64),
-    pub base: Agreed,
-}
-
-/// `ours` and `theirs` together, in order, with `then` last, the newest
-/// [`SEEN`] of them.
-fn seen_together(ours: &[(u64, u64)], theirs: &[(u64, u64)], then: (u64, u64)) -> Vec<(u64, u64)> {
-    let mut seen: Vec<(u64, u64)> = ours.iter().chain(theirs).copied().filter(|v| *v < then).collect();
-    seen.sort_unstable();
-    seen.dedup();
-    seen.push(then);
-    let over = seen.len().saturating_sub(SEEN);
-    seen.drain(..over);
-    seen
-}
+/// How many affiliations taken away a room remembers the change of (the
+/// oldest are forgotten past it): with more, a node that has not heard of
+/// a change since could give back one taken away.
+pub const FORGOTTEN_AFFILIATIONS: usize = 4096;
 
 /// A room's configuration, affiliations and lock, as the nodes hold them
 /// alike.
@@ -221,33 +203,96 @@ impl Agreed {
         Kept::shared_hash(&self.config, &self.affiliations, self.locked)
     }
 
-    /// `theirs`, with what `mine` changed from `self` (its base) on top: each
-    /// setting and each affiliation this node changed is this node's, the
-    /// rest theirs. So two owners' changes made at once on two nodes are
-    /// both kept, and where both changed one thing, the node that merges
-    /// (the one whose tie-break lost) keeps its own.
-    fn merge(&self, mine: &Agreed, theirs: Agreed) -> Agreed {
-        let mut affiliations = theirs.affiliations;
-        for jid in self.affiliations.keys().chain(mine.affiliations.keys()) {
-            match (self.affiliations.get(jid), mine.affiliations.get(jid)) {
-                (was, now) if was == now => {}
-                (_, Some(now)) => _ = affiliations.insert(jid.clone(), *now),
-                (_, None) => _ = affiliations.remove(jid),
+    /// Its settings by name.
+    fn settings(&self) -> serde_json::Map<String, serde_json::Value> {
+        match serde_json::to_value(&self.config) {
+            Ok(serde_json::Value::Object(settings)) => settings,
+            _ => serde_json::Map::new(),
+        }
+    }
+
+    /// The parts of the state (as `MucRoom::stamps` names them) that
+    /// differ in `now`.
+    fn changed(&self, now: &Agreed) -> Vec<String> {
+        let (was, is) = (self.settings(), now.settings());
+        let mut changed: Vec<String> = was.keys().chain(is.keys()).filter(|k| was.get(*k) != is.get(*k)).map(|k| format!("c:{k}")).collect();
+        let jids = self.affiliations.keys().chain(now.affiliations.keys());
+        changed.extend(jids.filter(|j| self.affiliations.get(*j) != now.affiliations.get(*j)).map(|j| format!("a:{j}")));
+        if self.locked != now.locked {
+            changed.push("locked".into());
+        }
+        changed.sort_unstable();
+        changed.dedup();
+        changed
+    }
+
+    /// Two nodes' states of a room joined part by part: each setting,
+    /// affiliation and the lock as the later change set it (by its
+    /// version in the stamps), and where neither node's stamp is the
+    /// later, as the state with the greater version holds it (of two
+    /// different states at one version, the one whose hash is greater).
+    /// Either node makes the same join, so that nodes that have all taken
+    /// each other's states hold one with every change made.
+    fn join(mine: (&Agreed, &Stamps, (u64, u64)), theirs: (&Agreed, &Stamps, (u64, u64))) -> (Agreed, Stamps) {
+        let ((m, m_stamps, m_version), (t, t_stamps, t_version)) = (mine, theirs);
+        let newer = (t_version, t.hash()) > (m_version, m.hash());
+        let theirs_wins = |part: &str| match (m_stamps.get(part), t_stamps.get(part)) {
+            (a, b) if a != b => b > a,
+            _ => newer,
+        };
+        let (m_settings, t_settings) = (m.settings(), t.settings());
+        let mut settings = serde_json::Map::new();
+        for key in m_settings.keys().chain(t_settings.keys()) {
+            let from = if theirs_wins(&format!("c:{key}")) { &t_settings } else { &m_settings };
+            if let Some(value) = from.get(key).or_else(|| m_settings.get(key)) {
+                settings.insert(key.clone(), value.clone());
             }
         }
-        let config = match (serde_json::to_value(&self.config), serde_json::to_value(&mine.config), serde_json::to_value(&theirs.config)) {
-            (Ok(serde_json::Value::Object(base)), Ok(serde_json::Value::Object(mine)), Ok(serde_json::Value::Object(mut merged))) => {
-                for (setting, value) in mine {
-                    if base.get(&setting) != Some(&value) {
-                        merged.insert(setting, value);
-                    }
-                }
-                serde_json::from_value(serde_json::Value::Object(merged)).unwrap_or(theirs.config)
+        let config = serde_json::from_value(serde_json::Value::Object(settings)).unwrap_or_else(|_| t.config.clone());
+        let mut affiliations = HashMap::new();
+        for jid in m.affiliations.keys().chain(t.affiliations.keys()) {
+            let from = if theirs_wins(&format!("a:{jid}")) { &t.affiliations } else { &m.affiliations };
+            if let Some(affiliation) = from.get(jid) {
+                affiliations.insert(jid.clone(), *affiliation);
             }
-            _ => theirs.config,
-        };
-        // The first configuration unlocks a room; nothing locks it again.
-        Agreed { config, affiliations, locked: theirs.locked && mine.locked }
+        }
+        let locked = if theirs_wins("locked") { t.locked } else { m.locked };
+        let mut stamps = m_stamps.clone();
+        for (part, version) in t_stamps {
+            let kept = stamps.entry(part.clone()).or_insert(*version);
+            *kept = (*kept).max(*version);
+        }
+        (Agreed { config, affiliations, locked }, stamps)
+    }
+}
+
+/// Gives what changed in `room` since it was last handed on or taken (its
+/// state now hashes to `hash`) a new version, and stamps each part changed
+/// with it.
+fn stamp_change(room: &mut MucRoom, hash: u64) {
+    room.shared = hash;
+    let version = (room.version.0.saturating_add(1), rand::random());
+    room.version = version;
+    let now = Agreed::of(room);
+    for part in room.agreed.as_ref().map(|was| was.changed(&now)).unwrap_or_default() {
+        room.stamps.insert(part, version);
+    }
+    forget_oldest(&mut room.stamps, &room.affiliations);
+    room.agreed = Some(now);
+}
+
+/// Forgets the oldest changes of affiliations taken away past
+/// [`FORGOTTEN_AFFILIATIONS`].
+fn forget_oldest(stamps: &mut Stamps, affiliations: &HashMap<String, Affiliation>) {
+    let gone: Vec<(&String, &(u64, u64))> = stamps.iter().filter(|(part, _)| part.strip_prefix("a:").is_some_and(|jid| !affiliations.contains_key(jid))).collect();
+    if gone.len() <= FORGOTTEN_AFFILIATIONS {
+        return;
+    }
+    let mut gone: Vec<((u64, u64), String)> = gone.into_iter().map(|(part, version)| (*version, part.clone())).collect();
+    gone.sort_unstable();
+    let over = gone.len() - FORGOTTEN_AFFILIATIONS;
+    for (_, part) in gone.into_iter().take(over) {
+        stamps.remove(&part);
     }
 }
 
@@ -325,9 +370,9 @@ struct Kept {
     /// node that asks for the room (a persistent room never is).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     locked: bool,
-    /// The versions it comes from (`MucRoom::seen`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    seen: Vec<(u64, u64)>,
+    /// Which change set each part (`MucRoom::stamps`).
+    #[serde(default, skip_serializing_if = "HashMap::is_empty")]
+    stamps: Stamps,
 }
 
 impl Kept {
@@ -338,7 +383,7 @@ impl Kept {
             subject: room.subject.as_ref().map(|(by, text)| (by.to_string(), text.clone())),
             version: room.version,
             locked: room.locked,
-            seen: room.seen.clone(),
+            stamps: room.stamps.clone(),
         }
     }
 
@@ -377,13 +422,14 @@ pub struct MucRooms {
 /// What became of another node's state of a room this node holds.
 #[derive(Debug)]
 pub enum Taken {
-    /// It replaced this node's, with these effects.
+    /// It holds all this node's did and more: it replaced this node's, with
+    /// these effects.
     Newer(Box<Shared>),
-    /// This node's is newer: its state, for the other nodes.
+    /// It holds nothing new to this node: this node's state, for the
+    /// other nodes (theirs missed a change).
     Older(String),
-    /// It was made at once with this node's newest change and won the
-    /// tie-break: this node's change was merged on it, with these effects,
-    /// into a newer state, for the other nodes (and the store).
+    /// Each holds something the other lacks: their join, with these
+    /// effects, under a new version, for the other nodes (and the store).
     Merged(Box<Shared>, String),
 }
 
@@ -500,67 +546,60 @@ impl MucRooms {
             if !room.known || hash == room.shared {
                 return None;
             }
-            room.shared = hash;
-            let version = (room.version.0 + 1, rand::random());
-            room.seen = seen_together(&room.seen, &[], version);
-            room.version = version;
-            // Merged on another node's state, if one comes that is not
-            // from it, from the state the first of this node's changes
-            // not taken since was made on.
-            let base = room.own.take().map(|own| own.base).or_else(|| room.agreed.take().map(|a| *a));
-            room.own = base.map(|base| Box::new(Own { version, base }));
-            room.agreed = Some(Agreed::of(room));
+            stamp_change(room, hash);
             Some(Kept::of(room).to_json())
         })
         .flatten()
     }
 
     /// Takes another node's state of room `name` (as [`MucRooms::shared`]
-    /// writes it) if this node holds the room and the state is newer than
-    /// its own: its configuration and affiliations replace these (its
-    /// subject stays: the room's topic events carry it). An occupant here
+    /// writes it) if this node holds the room, joined with its own
+    /// ([`Agreed::join`]) where it is not the same: the join's
+    /// configuration and affiliations replace these (its subject stays:
+    /// the room's topic events carry it). An occupant here
     /// who is now banned (301), or not a member of a members-only room
     /// (321, or 322 when the room became members-only), is taken out; one
     /// whose affiliation changed takes the role it gives. `None` when this
     /// node does not hold the room or holds the same state; `Older` with
-    /// this node's state when it holds a newer one; `Err` when the text is
+    /// this node's state when theirs holds nothing new to it; `Err` when the text is
     /// not a room's. The status codes of departures are kept for at
     /// most `limit` nicks, as a moderator's change keeps them.
     pub fn take_shared(&self, name: &str, text: &str, limit: usize) -> Result<Option<Taken>, serde_json::Error> {
         let kept: Kept = serde_json::from_str(text)?;
         Ok(self
             .with(name, |room| {
-                if room.known && kept.version <= room.version {
-                    // A node behind this one is told what this one holds.
-                    return (kept.version < room.version).then(|| Taken::Older(Kept::of(room).to_json()));
+                // A change made here and not yet handed on is stamped
+                // first, so that the join keeps it.
+                if room.known && room.agreed.as_ref().is_some_and(|was| **was != *Agreed::of(room)) {
+                    stamp_change(room, Kept::shared_hash(&room.config, &room.affiliations, room.locked));
                 }
-                // This node's changes, if theirs does not come from them
-                // (made at once, or before this node's reached theirs):
-                // merged on theirs.
-                let own = room.own.take().filter(|own| room.known && !kept.seen.contains(&own.version));
                 let theirs = Agreed { config: kept.config, affiliations: kept.affiliations, locked: kept.locked };
-                let taken = match &own {
-                    Some(own) => own.base.merge(&Agreed::of(room), theirs.clone()),
-                    None => theirs.clone(),
+                let (taken, mut stamps) = if room.known {
+                    Agreed::join((&Agreed::of(room), &room.stamps, room.version), (&theirs, &kept.stamps, kept.version))
+                } else {
+                    (theirs.clone(), kept.stamps.clone())
                 };
-                let merged = taken.hash() != theirs.hash();
+                forget_oldest(&mut stamps, &taken.affiliations);
+                let as_theirs = taken == theirs && stamps == kept.stamps;
+                if room.known && taken == *Agreed::of(room) && stamps == room.stamps {
+                    if as_theirs {
+                        // The same state, joined on two nodes: its greater
+                        // version on both.
+                        room.version = room.version.max(kept.version);
+                        return None;
+                    }
+                    // Nothing of theirs is new here: a node behind this one
+                    // is told what this one holds.
+                    return Some(Taken::Older(Kept::of(room).to_json()));
+                }
+                // Theirs, or a join of theirs and this node's, newer than both.
+                let merged = !as_theirs;
+                room.version = if merged { (room.version.0.max(kept.version.0).saturating_add(1), rand::random()) } else { kept.version };
+                room.stamps = stamps;
                 room.known = true;
                 room.locked = taken.locked;
                 room.shared = taken.hash();
-                if merged {
-                    let version = (kept.version.0 + 1, rand::random());
-                    room.seen = seen_together(&room.seen, &kept.seen, version);
-                    room.version = version;
-                    // Still from the state this node's first change not
-                    // taken since was made on: what it merged on comes from
-                    // there too, and this state may yet meet one that does
-                    // not come from theirs.
-                    room.own = own.map(|own| Box::new(Own { version, base: own.base }));
-                } else {
-                    room.seen = kept.seen;
-                    room.version = kept.version;
-                }
-                room.agreed = self.nodes.then(|| Box::new(if merged { taken.clone() } else { theirs }));
+                room.agreed = self.nodes.then(|| Box::new(taken.clone()));
                 let before = std::mem::replace(&mut room.config, taken.config);
                 let was = std::mem::replace(&mut room.affiliations, taken.affiliations);
                 let (mut removed, mut changed) = (Vec::new(), Vec::new());
@@ -645,7 +684,7 @@ impl MucRooms {
             config: kept.config,
             subject: kept.subject.map(|(by, text)| (Arc::from(by), text)),
             affiliations: kept.affiliations,
-            seen: kept.seen,
+            stamps: kept.stamps,
             ..MucRoom::default()
         };
         self.agree(&mut room);
@@ -661,7 +700,7 @@ impl MucRooms {
             config: Config { persistent: true, ..kept.config },
             subject: kept.subject.map(|(by, text)| (Arc::from(by), text)),
             affiliations: kept.affiliations,
-            seen: kept.seen,
+            stamps: kept.stamps,
             ..MucRoom::default()
         })
     }
@@ -800,8 +839,8 @@ mod tests {
             }
             let held: Vec<_> = self.nodes.iter().map(|n| n.with("r", |room| (room.version, room.config.clone(), room.affiliations.clone())).unwrap()).collect();
             assert!(held.iter().all(|h| *h == held[0]), "the nodes hold one state: {held:?}");
-            let versions: Vec<String> = self.nodes.iter().map(|n| n.kept("r").unwrap().1).collect();
-            assert!(versions.iter().all(|v| *v == versions[0] && v.len() == 32), "{versions:?}");
+            let versions: Vec<Option<String>> = self.nodes.iter().map(|n| n.kept("r").map(|kept| kept.1)).collect();
+            assert!(versions.iter().all(|v| *v == versions[0] && v.as_ref().is_none_or(|v| v.len() == 32)), "{versions:?}");
             let (version, config, affiliations) = held.into_iter().next().unwrap();
             (version.0, config, affiliations)
         }
@@ -821,8 +860,8 @@ mod tests {
                 room.affiliations.insert("y@l".into(), Affiliation::Member);
             });
             let (count, config, affiliations) = nodes.settle();
-            assert_eq!(nodes.merges, 1, "the node whose tie-break lost merges its change on the other's");
-            assert_eq!(count, 2, "one change on top of the two made at once");
+            assert!((1..=2).contains(&nodes.merges), "each node joins the other's state to its own, or takes the other's join");
+            assert_eq!(count, 2, "the join of two changes made at once, a count above the state they started from");
             assert_eq!(config.name, "Plans");
             assert_eq!(affiliations.get("x@l"), Some(&Affiliation::Outcast));
             assert_eq!(affiliations.get("y@l"), Some(&Affiliation::Member));
@@ -859,6 +898,60 @@ mod tests {
     }
 
     #[test]
+    fn changes_on_three_nodes_between_deliveries_in_any_order_all_stay() {
+        for _ in 0..200 {
+            let mut nodes = Nodes::new(3);
+            let jids: Vec<&'static str> = vec!["0@l", "1@l", "2@l", "3@l", "4@l", "5@l", "6@l", "7@l"];
+            for jid in &jids {
+                nodes.change(rand::random::<u32>() as usize % 3, ban(jid));
+                for _ in 0..rand::random::<u32>() % 4 {
+                    if !nodes.wire.is_empty() {
+                        nodes.deliver();
+                    }
+                }
+            }
+            let (_, _, affiliations) = nodes.settle();
+            for jid in &jids {
+                assert_eq!(affiliations.get(*jid), Some(&Affiliation::Outcast), "{jid}: {affiliations:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_change_not_yet_handed_on_stays_when_another_nodes_state_comes_first() {
+        for _ in 0..100 {
+            let mut nodes = Nodes::new(2);
+            // Node 0 bans x@l; node 1's change arrives before node 0 hands
+            // its own on.
+            nodes.nodes[0].with("r", ban("x@l"));
+            nodes.change(1, |room| room.config.name = "Plans".into());
+            nodes.deliver();
+            if let Some(state) = nodes.nodes[0].shared("r") {
+                nodes.hand_on(0, state);
+            }
+            let (_, config, affiliations) = nodes.settle();
+            assert_eq!(affiliations.get("x@l"), Some(&Affiliation::Outcast), "{affiliations:?}");
+            assert_eq!(config.name, "Plans");
+        }
+    }
+
+    #[test]
+    fn two_nodes_starting_one_room_apart_come_to_one_state() {
+        for _ in 0..100 {
+            // Each node starts room r for its own first occupant (no answer
+            // from the other in time): two states at one version.
+            let mut nodes = Nodes { nodes: (0..2).map(|_| MucRooms::shared_with_nodes(Config::default())).collect(), wire: Vec::new(), merges: 0 };
+            for (node, jid) in ["a@l/x", "b@l/x"].into_iter().enumerate() {
+                nodes.nodes[node].enter(&"r".into(), occupant(&jid[..1], node as u64, jid), true);
+                let state = nodes.nodes[node].current("r").unwrap();
+                nodes.hand_on(node, state);
+            }
+            let (_, _, affiliations) = nodes.settle();
+            assert_eq!(affiliations.len(), 1, "one owner's room: {affiliations:?}");
+        }
+    }
+
+    #[test]
     fn a_later_change_made_on_this_nodes_state_is_not_undone_by_it() {
         let mut nodes = Nodes::new(2);
         nodes.change(0, |room| room.config.name = "First".into());
@@ -871,21 +964,42 @@ mod tests {
     }
 
     #[test]
-    fn a_change_merged_keeps_what_this_node_changed_and_the_rest_of_theirs() {
+    fn two_states_join_part_by_part_the_later_change_winning_in_either_order() {
         let affiliations = |pairs: &[(&str, Affiliation)]| pairs.iter().map(|(j, a)| ((*j).to_owned(), *a)).collect::<HashMap<_, _>>();
-        let base = Agreed { config: Config::default(), affiliations: affiliations(&[("o@l", Affiliation::Owner), ("m@l", Affiliation::Member)]), locked: true };
-        // This node took m@l's membership away and made the room members-only.
+        let stamps = |parts: &[&str], version: (u64, u64)| parts.iter().map(|p| ((*p).to_owned(), version)).collect::<Stamps>();
+        // From o@l's locked room with m@l a member: this node took m@l's
+        // membership away, made the room members-only and unlocked it.
         let mine = Agreed { config: Config { members_only: true, ..Config::default() }, affiliations: affiliations(&[("o@l", Affiliation::Owner)]), locked: false };
-        // The other made m@l an admin, named the room and banned b@l.
+        let mine_stamps = stamps(&["c:members_only", "a:m@l", "locked"], (2, 1));
+        // The other, at once, made m@l an admin, named the room and banned
+        // b@l; its change's tie-break is the higher.
         let theirs = Agreed {
             config: Config { name: "Plans".into(), ..Config::default() },
             affiliations: affiliations(&[("o@l", Affiliation::Owner), ("m@l", Affiliation::Admin), ("b@l", Affiliation::Outcast)]),
             locked: true,
         };
-        let merged = base.merge(&mine, theirs);
-        assert_eq!(merged.affiliations, affiliations(&[("o@l", Affiliation::Owner), ("b@l", Affiliation::Outcast)]), "m@l: this node's change");
-        assert_eq!(merged.config, Config { members_only: true, name: "Plans".into(), ..Config::default() });
-        assert!(!merged.locked, "this node's first configuration unlocked it");
+        let theirs_stamps = stamps(&["c:name", "a:m@l", "a:b@l"], (2, 5));
+        let here = Agreed::join((&mine, &mine_stamps, (2, 1)), (&theirs, &theirs_stamps, (2, 5)));
+        let there = Agreed::join((&theirs, &theirs_stamps, (2, 5)), (&mine, &mine_stamps, (2, 1)));
+        assert_eq!(here, there, "the same on both nodes");
+        let (joined, joined_stamps) = here;
+        assert_eq!(joined.affiliations, affiliations(&[("o@l", Affiliation::Owner), ("m@l", Affiliation::Admin), ("b@l", Affiliation::Outcast)]), "m@l: the later change's");
+        assert_eq!(joined.config, Config { members_only: true, name: "Plans".into(), ..Config::default() });
+        assert!(!joined.locked, "this node's first configuration unlocked it");
+        assert_eq!(joined_stamps.get("a:m@l"), Some(&(2, 5)));
+        assert_eq!(joined_stamps.len(), 5);
+    }
+
+    #[test]
+    fn affiliations_taken_away_are_remembered_up_to_a_bound_the_oldest_forgotten() {
+        let mut stamps: Stamps = (0..FORGOTTEN_AFFILIATIONS as u64 + 10).map(|n| (format!("a:{n}@l"), (n, 0))).collect();
+        stamps.insert("c:name".into(), (0, 0));
+        stamps.insert("a:kept@l".into(), (0, 0));
+        let affiliations = HashMap::from([("kept@l".to_owned(), Affiliation::Member)]);
+        forget_oldest(&mut stamps, &affiliations);
+        assert_eq!(stamps.len(), FORGOTTEN_AFFILIATIONS + 2);
+        assert!(!stamps.contains_key("a:9@l") && stamps.contains_key("a:10@l"));
+        assert!(stamps.contains_key("c:name") && stamps.contains_key("a:kept@l"), "only affiliations taken away");
     }
 
     #[test]
