@@ -207,23 +207,41 @@ async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, hurry: 
     while queue.recv_many(&mut batch, BATCH).await > 0 {
         gather(&mut queue, &mut batch, last, &hurry).await;
         last = Instant::now();
-        // Moved out of the batch, not copied: each waiter only needs its answer.
+        // Moved out of the batch, not copied: each write is a length of them.
+        let lengths: Vec<usize> = batch.iter().map(|q| q.entries.len()).collect();
         let entries: Vec<Entry> = batch.iter_mut().flat_map(|q| std::mem::take(&mut q.entries)).collect();
         // A flush alone has nothing to write.
         let appended = if entries.is_empty() { Ok(()) } else { store.append(&entries).await };
-        let kept = match appended {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!("{} archive entries not kept: {e}", entries.len());
-                context.metrics.store_failed("archive");
-                false
+        // Each write answers for itself: where the batch failed and held
+        // more than one, each is tried alone, so that one write the store
+        // refuses (an id it holds already) costs only itself.
+        let mut kept = vec![appended.is_ok(); batch.len()];
+        if let Err(e) = appended {
+            let (mut start, mut lost, mut all) = (0, 0, true);
+            let alone = lengths.iter().filter(|n| **n > 0).count() > 1;
+            for (n, kept) in lengths.iter().zip(kept.iter_mut()) {
+                let write = &entries[start..start + n];
+                start += n;
+                *kept = if write.is_empty() {
+                    // A flush: whether every write before it was kept.
+                    all
+                } else {
+                    alone && store.append(write).await.is_ok()
+                };
+                if !write.is_empty() && !*kept {
+                    (lost, all) = (lost + n, false);
+                }
             }
-        };
+            tracing::warn!("{lost} of {} archive entries not kept: {e}", entries.len());
+            context.metrics.store_failed("archive");
+        }
         if let Some(oldest) = batch.first() {
             context.metrics.archive_lag(oldest.queued.elapsed());
         }
-        for done in batch.drain(..).filter_map(|queued| queued.done) {
-            let _ = done.send(kept);
+        for (queued, kept) in batch.drain(..).zip(kept) {
+            if let Some(done) = queued.done {
+                let _ = done.send(kept);
+            }
         }
     }
 }
@@ -331,6 +349,24 @@ mod tests {
         let page = archive.page("a", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap();
         assert_eq!(page.entries.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["1", "2", "3"]);
         assert_eq!(archive.waiting(), 0);
+    }
+
+    /// A batch of three writes, the second with an id the database holds
+    /// already: the other two are kept, and each waiter hears of its own.
+    #[tokio::test]
+    async fn a_write_the_store_refuses_costs_only_itself() {
+        let folder = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(store::SqlStore::sqlite(&folder.path().join("store.db")).await.unwrap());
+        let archive = Archive::start(store, 8, Bounds::default(), Context::for_tests());
+        let entry = |id: &str, message: &str| Entry { archive: "a".into(), id: id.into(), at: now(), with: "b".into(), message: message.into() };
+        assert!(archive.keep(vec![entry("1", "first")]).await);
+        // Queued before the writer's next batch, which takes all three.
+        let (second, third) = tokio::join!(archive.keep(vec![entry("2", "second")]), archive.keep(vec![entry("1", "again"), entry("3", "third")]));
+        let fourth = archive.keep(vec![entry("4", "fourth")]).await;
+        assert_eq!((second, third, fourth), (true, false, true));
+        let page = archive.page("a", &Filter::default(), &Cursor::Oldest, 10).await.unwrap().unwrap();
+        let kept: Vec<(&str, &str)> = page.entries.iter().map(|e| (e.id.as_str(), e.message.as_str())).collect();
+        assert_eq!(kept, [("1", "first"), ("2", "second"), ("4", "fourth")], "the refused write whole, and only it");
     }
 
     /// On tokio's paused clock: each commit is at the pace of whether
