@@ -16,6 +16,7 @@
 
 mod archive;
 pub mod bosh;
+mod claims;
 pub mod bridge;
 mod muc;
 pub mod nodes;
@@ -123,6 +124,9 @@ pub struct Xmpp {
     /// Rooms whose state this node asked the other nodes for, each woken
     /// when it comes (`nodes`).
     fetching: Mutex<HashMap<Arc<str>, Arc<tokio::sync::Notify>>>,
+    /// Full JIDs sessions here are binding while the other nodes are
+    /// asked whether they hold them.
+    claims: claims::Claims,
 }
 
 impl std::fmt::Debug for Xmpp {
@@ -285,6 +289,7 @@ impl Xmpp {
             guests: s2s::Guests::default(),
             nodes,
             fetching: Mutex::new(HashMap::new()),
+            claims: claims::Claims::default(),
         }
     }
 

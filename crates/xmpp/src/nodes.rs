@@ -88,12 +88,29 @@ impl Xmpp {
         }
     }
 
-    /// Whether another node holds the full JID `full`: asked of each, as
-    /// a client binds it here (RFC 6120 §7.7.2.2: a resource one session
-    /// has is refused to another). Two nodes binding one JID at the same
-    /// moment may both find it free.
-    pub(crate) async fn bound_elsewhere(&self, full: &Jid) -> bool {
-        self.has_other_nodes() && self.ask_others(full, &Element::new("bound", BOUND)).await > 0
+    /// Claims the full JID `full` for a session binding it here, unless
+    /// a session here claims it or another node holds it or has a claim
+    /// that goes first (`claims`: of two nodes binding one JID at once,
+    /// exactly one binds it). The claim lasts until it is bound
+    /// ([`Xmpp::bind_claimed`]) or dropped.
+    pub(crate) async fn claim(self: &Arc<Self>, full: &Jid) -> Option<Claim> {
+        if !self.has_other_nodes() {
+            return Some(Claim { xmpp: self.clone(), full: None });
+        }
+        let key = full.to_string();
+        let token = self.claims.claim(&key)?;
+        let claim = Claim { xmpp: self.clone(), full: Some(key) };
+        let question = Element::new("bound", BOUND).attr("token", &token.to_string());
+        (self.ask_others(full, &question).await == 0).then_some(claim)
+    }
+
+    /// Binds what `claim` claimed with `bind` (the router's), unless the
+    /// claim gave way to another node's meanwhile; whether it is bound.
+    pub(crate) fn bind_claimed(&self, mut claim: Claim, bind: impl FnOnce() -> bool) -> bool {
+        match claim.full.take() {
+            Some(full) => self.claims.settle(&full, bind),
+            None => bind(),
+        }
     }
 
     /// Takes another node's `stanza` (XML) for `to` as this node's router
@@ -136,7 +153,9 @@ impl Xmpp {
             return 0;
         }
         if stanza.name == "bound" && stanza.ns == BOUND {
-            return to.iter().filter_map(|to| Jid::parse(to)).filter(|to| to.resource.is_some()).map(|to| self.router.route(&to).len()).sum();
+            let token = stanza.get("token").and_then(|t| t.parse().ok());
+            let full = to.iter().filter_map(|to| Jid::parse(to)).filter(|to| to.resource.is_some());
+            return full.map(|to| self.claims.answer(&to.to_string(), token, || self.router.route(&to).len())).sum();
         }
         if stanza.name == "prefs" && stanza.ns == crate::prefs::CHANGED {
             for user in to {
@@ -369,6 +388,21 @@ impl Xmpp {
 /// `stanza` as it is, to each target: how many took it.
 fn push(stanza: &Element, targets: Vec<crate::Target>) -> usize {
     targets.into_iter().filter(|(outbox, framing)| outbox.push(framing.payload(stanza)).is_ok()).count()
+}
+
+/// A full JID a session here is binding ([`Xmpp::claim`]): held in the
+/// node's answers until bound or dropped.
+pub(crate) struct Claim {
+    xmpp: Arc<Xmpp>,
+    full: Option<String>,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if let Some(full) = self.full.take() {
+            self.xmpp.claims.drop_claim(&full);
+        }
+    }
 }
 
 /// The namespace of a node's question whether it holds a full JID

@@ -560,7 +560,12 @@ impl Session {
         let asked = bind.find("resource", ns::BIND).map(Element::text_content).filter(|r| !r.is_empty() && r.len() <= 1023);
         let resource = asked.unwrap_or_else(|| format!("sb-{:08x}", rand::random::<u32>()));
         let full = bare.with_resource(&resource);
-        if self.xmpp.bound_elsewhere(&full).await || !self.xmpp.router.bind(&full, self.outbox.clone(), self.framing, self.anonymous) {
+        let (outbox, framing, anonymous) = (self.outbox.clone(), self.framing, self.anonymous);
+        let bound = match self.xmpp.claim(&full).await {
+            Some(claim) => self.xmpp.bind_claimed(claim, || self.xmpp.router.bind(&full, outbox, framing, anonymous)),
+            None => false,
+        };
+        if !bound {
             return self.refuse(iq, "cancel", "conflict");
         }
         self.jid = Some(Box::new(full.clone()));

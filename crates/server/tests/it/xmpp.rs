@@ -760,17 +760,7 @@ async fn a_websocket_message_over_the_size_limit_ends_the_stream_with_1009_and_i
 /// anonymously on the other node is kept in no archive of its.
 #[tokio::test]
 async fn a_full_jid_is_held_on_one_node_and_a_chat_to_a_missing_one_reaches_every_node() {
-    let config = || {
-        let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("ann", "pw"), server::AccountEntry::new("ben", "pw")], ..server::Config::default() };
-        config.xmpp.plain_unencrypted = true;
-        config.store.kind = server::StoreKind::Memory;
-        config
-    };
-    let broker = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let mut second = config();
-    second.broker.url = Some(format!("node://{}", broker.local_addr().unwrap()));
-    let a = TestServer::host_kept(config(), broker).await;
-    let b = TestServer::with_xmpp_kept(second).await;
+    let (a, b) = two_nodes(&["ann", "ben"]).await;
     let mut desk = bound_account(a.xmpp.unwrap(), "ann", "desk").await;
     let mut held = Vec::new();
     for (addr, other) in [(a.xmpp.unwrap(), "phone-a"), (b.xmpp.unwrap(), "phone-b")] {
@@ -818,4 +808,38 @@ async fn a_full_jid_is_held_on_one_node_and_a_chat_to_a_missing_one_reaches_ever
     ben.send(&format!("<message to='{bare}' type='chat' id='m2'><body>to nobody kept</body></message>")).await;
     let got = anon.next_named("message").await;
     assert_eq!((got.get("id"), got.find("stanza-id", "urn:xmpp:sid:0")), (Some("m2"), None), "{got:?}");
+}
+
+/// Two sessions of one account on two nodes binding one resource at the
+/// same moment: one of them binds it and the other is refused, round
+/// after round, whichever node's claim goes first.
+#[tokio::test]
+async fn of_two_nodes_binding_one_resource_at_once_one_binds_it() {
+    let (a, b) = two_nodes(&["ann"]).await;
+    for round in 0..20 {
+        let (mut on_a, mut on_b) = (login_account(a.xmpp.unwrap(), "ann", "pw").await, login_account(b.xmpp.unwrap(), "ann", "pw").await);
+        let bind = format!("<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>r{round}</resource></bind></iq>");
+        tokio::join!(on_a.send(&bind), on_b.send(&bind));
+        let (from_a, from_b) = tokio::join!(on_a.answer("b"), on_b.answer("b"));
+        let results = [&from_a, &from_b].iter().filter(|answer| answer.get("type") == Some("result")).count();
+        assert_eq!(results, 1, "round {round}: r{round} bound by one: {from_a:?} {from_b:?}");
+        for answer in [&from_a, &from_b].into_iter().filter(|answer| answer.get("type") == Some("error")) {
+            assert!(answer.find("error", "jabber:client").and_then(|e| e.find("conflict", "urn:ietf:params:xml:ns:xmpp-stanzas")).is_some(), "{answer:?}");
+        }
+    }
+}
+
+/// Two nodes linked directly, the second to the first, each with XMPP
+/// accounts `users` (password "pw") in memory and PLAIN without TLS.
+async fn two_nodes(users: &[&str]) -> (TestServer, TestServer) {
+    let config = || {
+        let mut config = server::Config { xmpp_accounts: users.iter().map(|user| server::AccountEntry::new(user, "pw")).collect(), ..server::Config::default() };
+        config.xmpp.plain_unencrypted = true;
+        config.store.kind = server::StoreKind::Memory;
+        config
+    };
+    let broker = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut second = config();
+    second.broker.url = Some(format!("node://{}", broker.local_addr().unwrap()));
+    (TestServer::host_kept(config(), broker).await, TestServer::with_xmpp_kept(second).await)
 }
