@@ -212,28 +212,36 @@ async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, hurry: 
         let entries: Vec<Entry> = batch.iter_mut().flat_map(|q| std::mem::take(&mut q.entries)).collect();
         // A flush alone has nothing to write.
         let appended = if entries.is_empty() { Ok(()) } else { store.append(&entries).await };
-        // Each write answers for itself: where the batch failed and held
-        // more than one, each is tried alone, so that one write the store
-        // refuses (an id it holds already) costs only itself.
+        // Each write answers for itself: where the database refused the
+        // batch for what a write holds (an id it holds already) and the
+        // batch held more than one, each is tried alone, so that such a
+        // write costs only itself. A database that fails otherwise (gone,
+        // full, locked) is not asked again for each.
         let mut kept = vec![appended.is_ok(); batch.len()];
         if let Err(e) = appended {
             let (mut start, mut lost, mut all) = (0, 0, true);
-            let alone = lengths.iter().filter(|n| **n > 0).count() > 1;
+            let mut alone = e.refused() && lengths.iter().filter(|n| **n > 0).count() > 1;
             for (n, kept) in lengths.iter().zip(kept.iter_mut()) {
                 let write = &entries[start..start + n];
                 start += n;
                 *kept = if write.is_empty() {
                     // A flush: whether every write before it was kept.
                     all
+                } else if alone {
+                    let appended = store.append(write).await;
+                    alone = appended.as_ref().err().is_none_or(store::Error::refused);
+                    appended.is_ok()
                 } else {
-                    alone && store.append(write).await.is_ok()
+                    false
                 };
                 if !write.is_empty() && !*kept {
                     (lost, all) = (lost + n, false);
                 }
             }
-            tracing::warn!("{lost} of {} archive entries not kept: {e}", entries.len());
-            context.metrics.store_failed("archive");
+            if lost > 0 {
+                tracing::warn!("{lost} of {} archive entries not kept: {e}", entries.len());
+                context.metrics.store_failed("archive");
+            }
         }
         if let Some(oldest) = batch.first() {
             context.metrics.archive_lag(oldest.queued.elapsed());

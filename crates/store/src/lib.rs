@@ -45,20 +45,32 @@ pub trait Store: AccountStore + RosterStore + OfflineStore + RoomStore + Archive
 }
 
 /// Why the store could not do what was asked: the database failed (it is
-/// missing, locked, corrupt or full), or holds what this version cannot read.
+/// missing, locked, corrupt or full), holds what this version cannot read,
+/// or refused what was written ([`Error::refused`]).
 #[derive(Debug, thiserror::Error)]
-#[error("store: {0}")]
-pub struct Error(String);
+#[error("store: {what}")]
+pub struct Error {
+    what: String,
+    refused: bool,
+}
 
 impl Error {
     fn new(what: impl std::fmt::Display) -> Error {
-        Error(what.to_string())
+        Error { what: what.to_string(), refused: false }
+    }
+
+    /// Whether the database refused the rows written for what they hold
+    /// (a key it holds already, a constraint), working otherwise: the
+    /// same write would be refused again, and others may be taken.
+    pub fn refused(&self) -> bool {
+        self.refused
     }
 }
 
 impl From<sqlx::Error> for Error {
     fn from(e: sqlx::Error) -> Error {
-        Error::new(e)
+        let refused = e.as_database_error().is_some_and(|d| d.kind() != sqlx::error::ErrorKind::Other);
+        Error { refused, ..Error::new(e) }
     }
 }
 
