@@ -8,8 +8,10 @@
 //! (the lower token), or else marks its claim as given way. A claim binds
 //! only when every answer was none and it has not given way; the check and
 //! the router's bind are one step as to the answers. So of two nodes
-//! binding one JID, whatever the timing, exactly one binds it: the one that
-//! asks second meets either the other's claim or its resource.
+//! binding one JID, whatever the timing, at most one binds it (the one
+//! that asks second meets either the other's claim or its resource), as
+//! long as each answers within the wait; and one does, unless the claim
+//! the other gave way to is abandoned.
 
 use std::collections::HashMap;
 

@@ -91,7 +91,7 @@ impl Xmpp {
     /// Claims the full JID `full` for a session binding it here, unless
     /// a session here claims it or another node holds it or has a claim
     /// that goes first (`claims`: of two nodes binding one JID at once,
-    /// exactly one binds it). The claim lasts until it is bound
+    /// at most one binds it). The claim lasts until it is bound
     /// ([`Xmpp::bind_claimed`]) or dropped.
     pub(crate) async fn claim(self: &Arc<Self>, full: &Jid) -> Option<Claim> {
         if !self.has_other_nodes() {

@@ -558,7 +558,14 @@ impl Session {
     async fn on_bind(&mut self, iq: &Element, bind: &Element) {
         let Some(bare) = self.jid.as_deref().cloned() else { return };
         let asked = bind.find("resource", ns::BIND).map(Element::text_content).filter(|r| !r.is_empty() && r.len() <= 1023);
-        let resource = asked.unwrap_or_else(|| format!("sb-{:08x}", rand::random::<u32>()));
+        // In its canonical form (RFC 7622 §3.4), as every node and router
+        // compares it; one the profile refuses is refused (RFC 6120
+        // §7.7.2.1).
+        let resource = match asked.map(|r| wire::xmpp::jid::resourcepart(&r)) {
+            Some(Some(resource)) => resource,
+            Some(None) => return self.refuse(iq, "modify", "bad-request"),
+            None => format!("sb-{:08x}", rand::random::<u32>()),
+        };
         let full = bare.with_resource(&resource);
         let (outbox, framing, anonymous) = (self.outbox.clone(), self.framing, self.anonymous);
         let bound = match self.xmpp.claim(&full).await {

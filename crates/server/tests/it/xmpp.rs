@@ -829,6 +829,26 @@ async fn of_two_nodes_binding_one_resource_at_once_one_binds_it() {
     }
 }
 
+/// A resource is bound in its canonical form (RFC 7622 §3.4, NFC), so
+/// that one written two ways is one resource on every node; one the
+/// profile refuses (a control character) is refused with bad-request.
+#[tokio::test]
+async fn a_resource_is_bound_in_its_canonical_form_and_held_so_on_every_node() {
+    let (a, b) = two_nodes(&["ann"]).await;
+    let mut on_a = login_account(a.xmpp.unwrap(), "ann", "pw").await;
+    on_a.send("<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>cafe\u{301}</resource></bind></iq>").await;
+    let bound = on_a.answer("b").await;
+    let jid = bound.find("bind", "urn:ietf:params:xml:ns:xmpp-bind").and_then(|b| b.find("jid", "urn:ietf:params:xml:ns:xmpp-bind")).map(|j| j.text_content());
+    assert_eq!(jid.as_deref(), Some("ann@localhost/caf\u{e9}"), "{bound:?}");
+    let mut on_b = login_account(b.xmpp.unwrap(), "ann", "pw").await;
+    for (resource, condition) in [("caf\u{e9}", "conflict"), ("x\u{85}", "bad-request")] {
+        on_b.send(&format!("<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'><resource>{resource}</resource></bind></iq>")).await;
+        let refused = on_b.answer("b").await;
+        let error = refused.find("error", "jabber:client").unwrap_or_else(|| panic!("{resource:?}: {refused:?}"));
+        assert!(error.find(condition, "urn:ietf:params:xml:ns:xmpp-stanzas").is_some(), "{resource:?}: {refused:?}");
+    }
+}
+
 /// Two nodes linked directly, the second to the first, each with XMPP
 /// accounts `users` (password "pw") in memory and PLAIN without TLS.
 async fn two_nodes(users: &[&str]) -> (TestServer, TestServer) {

@@ -74,7 +74,7 @@ pub fn localpart(text: &str) -> Option<String> {
 }
 
 /// A resource in OpaqueString's form.
-fn resourcepart(text: &str) -> Option<String> {
+pub fn resourcepart(text: &str) -> Option<String> {
     let resource = if text.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
         text.to_owned()
     } else {
