@@ -212,37 +212,10 @@ async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, hurry: 
         let entries: Vec<Entry> = batch.iter_mut().flat_map(|q| std::mem::take(&mut q.entries)).collect();
         // A flush alone has nothing to write.
         let appended = if entries.is_empty() { Ok(()) } else { store.append(&entries).await };
-        // Each write answers for itself: where the database refused the
-        // batch for what a write holds (an id it holds already) and the
-        // batch held more than one, each is tried alone, so that such a
-        // write costs only itself. A database that fails otherwise (gone,
-        // full, locked) is not asked again for each.
-        let mut kept = vec![appended.is_ok(); batch.len()];
-        if let Err(e) = appended {
-            let (mut start, mut lost, mut all) = (0, 0, true);
-            let mut alone = e.refused() && lengths.iter().filter(|n| **n > 0).count() > 1;
-            for (n, kept) in lengths.iter().zip(kept.iter_mut()) {
-                let write = &entries[start..start + n];
-                start += n;
-                *kept = if write.is_empty() {
-                    // A flush: whether every write before it was kept.
-                    all
-                } else if alone {
-                    let appended = store.append(write).await;
-                    alone = appended.as_ref().err().is_none_or(store::Error::refused);
-                    appended.is_ok()
-                } else {
-                    false
-                };
-                if !write.is_empty() && !*kept {
-                    (lost, all) = (lost + n, false);
-                }
-            }
-            if lost > 0 {
-                tracing::warn!("{lost} of {} archive entries not kept: {e}", entries.len());
-                context.metrics.store_failed("archive");
-            }
-        }
+        let kept = match appended {
+            Ok(()) => vec![true; batch.len()],
+            Err(e) => each_alone(store.as_ref(), &entries, &lengths, &e, &context).await,
+        };
         if let Some(oldest) = batch.first() {
             context.metrics.archive_lag(oldest.queued.elapsed());
         }
@@ -252,6 +225,40 @@ async fn write(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Queued>, hurry: 
             }
         }
     }
+}
+
+/// Each write's answer, of the `lengths` of `entries` a batch the store
+/// failed to append held (a flush: whether every write before it was
+/// kept). Where the database refused the batch for what a write holds (an
+/// id it holds already) and it held more than one, each is tried alone,
+/// so that such a write costs only itself; a database that fails
+/// otherwise (gone, full, locked) is not asked again for each.
+async fn each_alone(store: &dyn Store, entries: &[Entry], lengths: &[usize], failed: &store::Error, context: &Context) -> Vec<bool> {
+    let (mut rest, mut lost, mut all) = (entries, 0, true);
+    let mut alone = failed.refused() && lengths.iter().filter(|n| **n > 0).count() > 1;
+    let mut kept = Vec::with_capacity(lengths.len());
+    for &n in lengths {
+        let (write, after) = rest.split_at(n);
+        rest = after;
+        let this = if write.is_empty() {
+            all
+        } else if alone {
+            let appended = store.append(write).await;
+            alone = appended.as_ref().err().is_none_or(store::Error::refused);
+            appended.is_ok()
+        } else {
+            false
+        };
+        if !write.is_empty() && !this {
+            (lost, all) = (lost + n, false);
+        }
+        kept.push(this);
+    }
+    if lost > 0 {
+        tracing::warn!("{lost} of {} archive entries not kept: {failed}", entries.len());
+        context.metrics.store_failed("archive");
+    }
+    kept
 }
 
 /// Gathers into `batch` what has arrived when its time comes:

@@ -14,6 +14,7 @@
 //! the other gave way to is abandoned.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -29,17 +30,23 @@ struct Claimed {
     gave_way: bool,
 }
 
+/// A session's claim of a full JID ([`Claims::claim`]): held in this
+/// node's answers until it binds ([`Claim::bind`]) or is dropped.
+pub(crate) struct Claim {
+    held: Option<(Arc<Claims>, String)>,
+}
+
 impl Claims {
     /// Claims `full` under a new token, for the question to the other
     /// nodes; `None` when a session here claims it already.
-    pub(crate) fn claim(&self, full: &str) -> Option<u64> {
+    pub(crate) fn claim(self: &Arc<Self>, full: &str) -> Option<(Claim, u64)> {
         let mut held = self.held.lock();
         if held.contains_key(full) {
             return None;
         }
         let token = rand::random::<u64>();
         held.insert(full.to_owned(), Claimed { token, gave_way: false });
-        Some(token)
+        Some((Claim { held: Some((self.clone(), full.to_owned())) }, token))
     }
 
     /// This node's answer to another's question about `full` (asked with
@@ -58,19 +65,31 @@ impl Claims {
         };
         routed() + usize::from(first)
     }
+}
 
-    /// Ends the claim of `full`, binding it with `bind` unless it gave way;
-    /// whether it is bound.
-    pub(crate) fn settle(&self, full: &str, bind: impl FnOnce() -> bool) -> bool {
-        let mut held = self.held.lock();
-        let gave_way = held.remove(full).is_none_or(|claimed| claimed.gave_way);
-        !gave_way && bind()
+impl Claim {
+    /// No claim: where no other node is asked, a bind needs none.
+    pub(crate) fn unneeded() -> Claim {
+        Claim { held: None }
     }
 
-    /// Ends the claim of `full` without binding (the session went, or an
-    /// answer said the JID is held).
-    pub(crate) fn drop_claim(&self, full: &str) {
-        self.held.lock().remove(full);
+    /// Ends the claim, binding its JID with `bind` unless it gave way;
+    /// whether it is bound.
+    pub(crate) fn bind(mut self, bind: impl FnOnce() -> bool) -> bool {
+        let Some((claims, full)) = self.held.take() else { return bind() };
+        let mut held = claims.held.lock();
+        let gave_way = held.remove(&full).is_none_or(|claimed| claimed.gave_way);
+        !gave_way && bind()
+    }
+}
+
+impl Drop for Claim {
+    /// Ends the claim without binding (the session went, or an answer
+    /// said the JID is held).
+    fn drop(&mut self) {
+        if let Some((claims, full)) = self.held.take() {
+            claims.held.lock().remove(&full);
+        }
     }
 }
 
@@ -82,7 +101,7 @@ mod tests {
     /// holds the JID.
     #[derive(Default)]
     struct Node {
-        claims: Claims,
+        claims: Arc<Claims>,
         bound: Mutex<bool>,
     }
 
@@ -104,14 +123,14 @@ mod tests {
         for order in orders {
             for _ in 0..20 {
                 let nodes = [Node::default(), Node::default()];
-                let (mut next, mut token, mut free) = ([0usize; 2], [None; 2], [true; 2]);
+                let (mut next, mut claim, mut token, mut free) = ([0usize; 2], [None, None], [None; 2], [true; 2]);
                 for &node in &order {
                     let (me, other) = (&nodes[node], &nodes[1 - node]);
                     match [Step::Claim, Step::Asked, Step::Settle][next[node]] {
-                        Step::Claim => token[node] = me.claims.claim("a@l/r"),
+                        Step::Claim => (claim[node], token[node]) = me.claims.claim("a@l/r").unzip(),
                         Step::Asked => free[node] = other.claims.answer("a@l/r", token[node], || usize::from(*other.bound.lock())) == 0,
-                        Step::Settle if free[node] => _ = me.claims.settle("a@l/r", || !std::mem::replace(&mut *me.bound.lock(), true)),
-                        Step::Settle => me.claims.drop_claim("a@l/r"),
+                        Step::Settle if free[node] => _ = claim[node].take().map(|c| c.bind(|| !std::mem::replace(&mut *me.bound.lock(), true))),
+                        Step::Settle => drop(claim[node].take()),
                     }
                     next[node] += 1;
                 }
@@ -124,11 +143,11 @@ mod tests {
 
     #[test]
     fn a_second_claim_of_one_jid_on_one_node_is_refused_until_the_first_ends() {
-        let claims = Claims::default();
-        assert!(claims.claim("a@l/r").is_some());
-        assert_eq!(claims.claim("a@l/r"), None);
+        let claims = Arc::new(Claims::default());
+        let (first, _) = claims.claim("a@l/r").unwrap();
+        assert!(claims.claim("a@l/r").is_none());
         assert!(claims.claim("a@l/s").is_some());
-        assert!(claims.settle("a@l/r", || true));
+        assert!(first.bind(|| true));
         assert!(claims.claim("a@l/r").is_some());
     }
 

@@ -126,7 +126,7 @@ pub struct Xmpp {
     fetching: Mutex<HashMap<Arc<str>, Arc<tokio::sync::Notify>>>,
     /// Full JIDs sessions here are binding while the other nodes are
     /// asked whether they hold them.
-    claims: claims::Claims,
+    claims: Arc<claims::Claims>,
 }
 
 impl std::fmt::Debug for Xmpp {
@@ -289,7 +289,7 @@ impl Xmpp {
             guests: s2s::Guests::default(),
             nodes,
             fetching: Mutex::new(HashMap::new()),
-            claims: claims::Claims::default(),
+            claims: Arc::default(),
         }
     }
 

@@ -27,6 +27,7 @@ use hub::BoxFuture;
 use wire::xmpp::Element;
 
 use crate::router::MessageRoute;
+use crate::claims::Claim;
 use crate::room::{Affiliation, Role, Taken};
 use crate::session::{Effect, set_role};
 use crate::{Jid, Xmpp, ns};
@@ -91,26 +92,15 @@ impl Xmpp {
     /// Claims the full JID `full` for a session binding it here, unless
     /// a session here claims it or another node holds it or has a claim
     /// that goes first (`claims`: of two nodes binding one JID at once,
-    /// at most one binds it). The claim lasts until it is bound
-    /// ([`Xmpp::bind_claimed`]) or dropped.
-    pub(crate) async fn claim(self: &Arc<Self>, full: &Jid) -> Option<Claim> {
+    /// at most one binds it). The claim lasts until it binds
+    /// ([`Claim::bind`]) or is dropped.
+    pub(crate) async fn claim(&self, full: &Jid) -> Option<Claim> {
         if !self.has_other_nodes() {
-            return Some(Claim { xmpp: self.clone(), full: None });
+            return Some(Claim::unneeded());
         }
-        let key = full.to_string();
-        let token = self.claims.claim(&key)?;
-        let claim = Claim { xmpp: self.clone(), full: Some(key) };
+        let (claim, token) = self.claims.claim(&full.to_string())?;
         let question = Element::new("bound", BOUND).attr("token", &token.to_string());
         (self.ask_others(full, &question).await == 0).then_some(claim)
-    }
-
-    /// Binds what `claim` claimed with `bind` (the router's), unless the
-    /// claim gave way to another node's meanwhile; whether it is bound.
-    pub(crate) fn bind_claimed(&self, mut claim: Claim, bind: impl FnOnce() -> bool) -> bool {
-        match claim.full.take() {
-            Some(full) => self.claims.settle(&full, bind),
-            None => bind(),
-        }
     }
 
     /// Takes another node's `stanza` (XML) for `to` as this node's router
@@ -388,21 +378,6 @@ impl Xmpp {
 /// `stanza` as it is, to each target: how many took it.
 fn push(stanza: &Element, targets: Vec<crate::Target>) -> usize {
     targets.into_iter().filter(|(outbox, framing)| outbox.push(framing.payload(stanza)).is_ok()).count()
-}
-
-/// A full JID a session here is binding ([`Xmpp::claim`]): held in the
-/// node's answers until bound or dropped.
-pub(crate) struct Claim {
-    xmpp: Arc<Xmpp>,
-    full: Option<String>,
-}
-
-impl Drop for Claim {
-    fn drop(&mut self) {
-        if let Some(full) = self.full.take() {
-            self.xmpp.claims.drop_claim(&full);
-        }
-    }
 }
 
 /// The namespace of a node's question whether it holds a full JID

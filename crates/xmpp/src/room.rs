@@ -161,12 +161,10 @@ pub struct MucRoom {
     /// a count of changes, and a random tie-break, so that every node keeps
     /// the same one of two changes made at once.
     pub version: (u64, u64),
-    /// What of it was last handed to or taken from the other nodes (a
-    /// hash), so that a change of nothing they hold is not handed on.
-    pub shared: u64,
     /// Its configuration and affiliations at the last version handed to or
     /// taken from the other nodes, or read at start: what this node's next
-    /// change is made on. Held only when other nodes share the rooms.
+    /// change is made on, and a change of nothing in it is not handed on.
+    /// Held only when other nodes share the rooms.
     pub agreed: Option<Box<Agreed>>,
     /// Which change last set each of its settings ("c:" and the
     /// setting's name), affiliations ("a:" and the JID, also where the
@@ -199,8 +197,19 @@ impl Agreed {
         Box::new(Agreed { config: room.config.clone(), affiliations: room.affiliations.clone(), locked: room.locked })
     }
 
+    /// A hash of it, which orders two different states at one version
+    /// ([`Agreed::join`]).
     fn hash(&self) -> u64 {
-        Kept::shared_hash(&self.config, &self.affiliations, self.locked)
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        serde_json::to_string(&self.config).unwrap_or_default().hash(&mut hasher);
+        self.locked.hash(&mut hasher);
+        let mut sorted: Vec<_> = self.affiliations.iter().collect();
+        sorted.sort();
+        for (jid, affiliation) in sorted {
+            (jid, affiliation.name()).hash(&mut hasher);
+        }
+        hasher.finish()
     }
 
     /// Its settings by name.
@@ -266,11 +275,15 @@ impl Agreed {
     }
 }
 
-/// Gives what changed in `room` since it was last handed on or taken (its
-/// state now hashes to `hash`) a new version, and stamps each part changed
-/// with it.
-fn stamp_change(room: &mut MucRoom, hash: u64) {
-    room.shared = hash;
+/// Whether `room`'s configuration, affiliations or lock changed since it
+/// was last handed on or taken (`MucRoom::agreed`).
+fn unshared(room: &MucRoom) -> bool {
+    room.agreed.as_ref().is_some_and(|was| **was != *Agreed::of(room))
+}
+
+/// Gives what changed in `room` since it was last handed on or taken a new
+/// version, and stamps each part changed with it.
+fn stamp_change(room: &mut MucRoom) {
     let version = (room.version.0.saturating_add(1), rand::random());
     room.version = version;
     let now = Agreed::of(room);
@@ -385,21 +398,6 @@ impl Kept {
             locked: room.locked,
             stamps: room.stamps.clone(),
         }
-    }
-
-    /// A hash of what the nodes share of it: its configuration,
-    /// affiliations and lock (the subject goes as the room's topic events).
-    fn shared_hash(config: &Config, affiliations: &HashMap<String, Affiliation>, locked: bool) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        serde_json::to_string(config).unwrap_or_default().hash(&mut hasher);
-        locked.hash(&mut hasher);
-        let mut sorted: Vec<_> = affiliations.iter().collect();
-        sorted.sort();
-        for (jid, affiliation) in sorted {
-            (jid, affiliation.name()).hash(&mut hasher);
-        }
-        hasher.finish()
     }
 
     fn to_json(&self) -> String {
@@ -542,11 +540,10 @@ impl MucRooms {
     /// since it was last handed on or taken.
     pub fn shared(&self, name: &str) -> Option<String> {
         self.with(name, |room| {
-            let hash = Kept::shared_hash(&room.config, &room.affiliations, room.locked);
-            if !room.known || hash == room.shared {
+            if !room.known || !unshared(room) {
                 return None;
             }
-            stamp_change(room, hash);
+            stamp_change(room);
             Some(Kept::of(room).to_json())
         })
         .flatten()
@@ -570,18 +567,19 @@ impl MucRooms {
             .with(name, |room| {
                 // A change made here and not yet handed on is stamped
                 // first, so that the join keeps it.
-                if room.known && room.agreed.as_ref().is_some_and(|was| **was != *Agreed::of(room)) {
-                    stamp_change(room, Kept::shared_hash(&room.config, &room.affiliations, room.locked));
+                if room.known && unshared(room) {
+                    stamp_change(room);
                 }
+                let mine = Agreed::of(room);
                 let theirs = Agreed { config: kept.config, affiliations: kept.affiliations, locked: kept.locked };
                 let (taken, mut stamps) = if room.known {
-                    Agreed::join((&Agreed::of(room), &room.stamps, room.version), (&theirs, &kept.stamps, kept.version))
+                    Agreed::join((&mine, &room.stamps, room.version), (&theirs, &kept.stamps, kept.version))
                 } else {
                     (theirs.clone(), kept.stamps.clone())
                 };
                 forget_oldest(&mut stamps, &taken.affiliations);
                 let as_theirs = taken == theirs && stamps == kept.stamps;
-                if room.known && taken == *Agreed::of(room) && stamps == room.stamps {
+                if room.known && taken == *mine && stamps == room.stamps {
                     if as_theirs {
                         // The same state, joined on two nodes: its greater
                         // version on both.
@@ -598,7 +596,6 @@ impl MucRooms {
                 room.stamps = stamps;
                 room.known = true;
                 room.locked = taken.locked;
-                room.shared = taken.hash();
                 room.agreed = self.nodes.then(|| Box::new(taken.clone()));
                 let before = std::mem::replace(&mut room.config, taken.config);
                 let was = std::mem::replace(&mut room.affiliations, taken.affiliations);
@@ -675,12 +672,10 @@ impl MucRooms {
         if rooms.contains_key(name) {
             return Ok(false);
         }
-        let shared = Kept::shared_hash(&kept.config, &kept.affiliations, kept.locked);
         let mut room = MucRoom {
             known: true,
             locked: kept.locked,
             version: kept.version,
-            shared,
             config: kept.config,
             subject: kept.subject.map(|(by, text)| (Arc::from(by), text)),
             affiliations: kept.affiliations,

@@ -569,7 +569,7 @@ impl Session {
         let full = bare.with_resource(&resource);
         let (outbox, framing, anonymous) = (self.outbox.clone(), self.framing, self.anonymous);
         let bound = match self.xmpp.claim(&full).await {
-            Some(claim) => self.xmpp.bind_claimed(claim, || self.xmpp.router.bind(&full, outbox, framing, anonymous)),
+            Some(claim) => claim.bind(|| self.xmpp.router.bind(&full, outbox, framing, anonymous)),
             None => false,
         };
         if !bound {
