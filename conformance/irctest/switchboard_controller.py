@@ -51,6 +51,7 @@ class SwitchboardController(BaseServerController, DirectoryBasedController):
             Capabilities.ECHO_MESSAGE,
             Capabilities.MESSAGE_TAGS,
             Capabilities.MULTI_PREFIX,
+            Capabilities.MULTILINE,
             Capabilities.SERVER_TIME,
         }
     )

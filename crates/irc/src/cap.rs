@@ -23,13 +23,17 @@ pub enum Cap {
     Sasl = 128,
     /// `@account=` on what a member logged in to an account does.
     AccountTag = 256,
+    /// Messages of several lines, or longer than a line, as one
+    /// `draft/multiline` batch, both ways (with `batch`: see `multiline`).
+    Multiline = 512,
 }
 
 /// Every capability offered, as `CAP LS` lists them.
-pub const OFFERED: [(&str, Cap); 9] = [
+pub const OFFERED: [(&str, Cap); 10] = [
     ("account-tag", Cap::AccountTag),
     ("away-notify", Cap::AwayNotify),
     ("batch", Cap::Batch),
+    ("draft/multiline", Cap::Multiline),
     ("echo-message", Cap::EchoMessage),
     ("message-tags", Cap::MessageTags),
     ("multi-prefix", Cap::MultiPrefix),
@@ -74,11 +78,13 @@ impl Caps {
 }
 
 /// What `CAP LS` says; with `CAP LS 302`, `sasl` lists `mechanisms`
-/// (none when there are no accounts: then it is not offered).
+/// (none when there are no accounts: then it is not offered), and
+/// `draft/multiline` its limits.
 pub fn offered(mechanisms: Option<&str>) -> String {
     let names = OFFERED.iter().filter_map(|(name, cap)| match (cap, mechanisms) {
         (Cap::Sasl, Some("")) => None,
         (Cap::Sasl, Some(mechanisms)) => Some(format!("sasl={mechanisms}")),
+        (Cap::Multiline, Some(_)) => Some(format!("{name}={}", crate::multiline::LIMITS)),
         _ => Some((*name).to_owned()),
     });
     names.collect::<Vec<_>>().join(" ")

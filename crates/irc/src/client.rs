@@ -16,6 +16,7 @@ use wire::nickname::Nickname;
 
 use crate::Irc;
 use crate::cap::{self, Cap, Caps};
+use crate::multiline;
 use crate::nicks::{Public, Shown};
 use crate::numeric::*;
 use crate::render::{self, Tags};
@@ -80,6 +81,8 @@ pub struct Client {
     told: Vec<Told>,
     /// Batches sent so far, for their ids.
     batches: u64,
+    /// A multiline message it is sending.
+    incoming: Option<multiline::Batch>,
     /// Where it connects from (failed logins are counted per address).
     address: IpAddr,
     /// Over TLS: SASL PLAIN is offered.
@@ -117,6 +120,7 @@ impl Client {
             echoes: Vec::new(),
             told: Vec::new(),
             batches: 0,
+            incoming: None,
             address,
             encrypted,
             sasl: None,
@@ -236,6 +240,8 @@ impl Client {
                 return Flow::Close(reason);
             }
             _ if !self.registered => self.send(self.reply(ERR_NOTREGISTERED).trailing("You have not registered")),
+            _ if message.tag("batch").is_some() => self.in_batch(&command, message).await,
+            "BATCH" => self.batch(message).await,
             "JOIN" => self.join_all(param(0), param(1)).await,
             "PART" => self.part_all(param(0), params.get(1).copied().filter(|r| !r.is_empty())),
             "PRIVMSG" | "NOTICE" | "TAGMSG" => self.message(&command, message).await,
@@ -276,6 +282,76 @@ impl Client {
             return Flow::Close("Bad password".to_owned());
         }
         Flow::Go
+    }
+
+    /// `BATCH`: a client opens and ends a multiline message
+    /// (`+ref draft/multiline target`, `-ref`); see `multiline`.
+    async fn batch(&mut self, message: &Message<'_>) {
+        let param = |i: usize| message.param(i).unwrap_or("");
+        let fail = |why| Some(multiline::Fail::Invalid(why));
+        let failed = if let Some(reference) = param(0).strip_prefix('+') {
+            let open = self.incoming.take().is_some_and(|b| !b.broken);
+            let refused = match () {
+                _ if !self.caps.has(Cap::Multiline) => fail("draft/multiline is not enabled"),
+                _ if !param(1).eq_ignore_ascii_case(multiline::BATCH_TYPE) => fail("Only draft/multiline batches are taken"),
+                _ if reference.is_empty() || param(2).is_empty() => fail("A batch needs a reference and a target"),
+                _ if open => fail("One multiline batch at a time"),
+                _ => None,
+            };
+            // What follows under this reference is dropped if it is refused.
+            self.incoming = Some(match refused {
+                Some(_) => multiline::Batch::broken(reference),
+                None => multiline::Batch::open(reference, param(2), message.tags.and_then(render::client_only)),
+            });
+            refused
+        } else if let Some(reference) = param(0).strip_prefix('-') {
+            match self.incoming.take() {
+                Some(batch) if batch.reference == reference && batch.broken => None,
+                Some(batch) if batch.reference == reference => match batch.end() {
+                    Ok(whole) => {
+                        let said = Said { command: "PRIVMSG", text: &whole.text, client_tags: whole.client_tags };
+                        match whole.target.starts_with('#') {
+                            true => self.say_in_room(&whole.target, &said).await,
+                            false => self.say_to_nick(&whole.target, &said),
+                        }
+                        None
+                    }
+                    Err(fail) => Some(fail),
+                },
+                other => {
+                    self.incoming = other;
+                    fail("No such batch is open")
+                }
+            }
+        } else {
+            fail("A batch starts with + and ends with -")
+        };
+        if let Some(fail) = failed {
+            self.send(fail.line(self.server()));
+        }
+    }
+
+    /// A line of a batch (tagged `batch=…`): a line of the multiline
+    /// message under way, or refused with what is left of it.
+    async fn in_batch(&mut self, command: &str, message: &Message<'_>) {
+        let reference = message.tag("batch").unwrap_or_default();
+        let failed = match &mut self.incoming {
+            Some(batch) if batch.reference == *reference && batch.broken => None,
+            Some(batch) if batch.reference == *reference => {
+                let concat = message.tag(multiline::CONCAT).is_some();
+                let taken = batch.take(command, message.param(0).unwrap_or(""), message.param(1).unwrap_or(""), concat);
+                batch.broken = taken.is_err();
+                taken.err()
+            }
+            Some(batch) => {
+                batch.broken = true;
+                Some(multiline::Fail::Invalid("A line of another batch than the one open"))
+            }
+            None => Some(multiline::Fail::Invalid("A line of no open batch")),
+        };
+        if let Some(fail) = failed {
+            self.send(fail.line(self.server()));
+        }
     }
 
     fn send_flow(&self, line: String) -> Flow {
@@ -1473,11 +1549,14 @@ impl Said<'_> {
     fn line_maker<'s>(&'s self, client: &Client, source: &'s str, to: &'s str) -> impl Fn(Caps) -> String + 's {
         let now = SystemTime::now();
         let id = render::new_msgid();
+        let batch = format!("m{id}");
         let account = client.account();
         move |caps: Caps| {
             let tags = Tags::of(caps).text(now, Some(&id), account.as_deref(), None, self.client_tags.as_deref());
-            let line = Line::tagged(&tags, Some(source), self.command).arg(to);
-            if self.command == "TAGMSG" { line.end() } else { line.trailing(self.text) }
+            match self.command {
+                "TAGMSG" => Line::tagged(&tags, Some(source), self.command).arg(to).end(),
+                command => render::message_lines(&tags, source, to, command, self.text, Tags::of(caps).multiline().then_some(&batch)),
+            }
         }
     }
 }
@@ -1494,7 +1573,7 @@ fn history(server: &str, caps: Caps, channel: &str, batch: &str, kept: &[Payload
         // No account: the history is told inside the room's join, where
         // looking members up would take their locks under the room's.
         let tags = render::payload_tags(Tags::of(caps), payload, None, batched.then_some(batch));
-        if let Some(lines) = render::event_lines(payload, server, &tags) {
+        if let Some(lines) = render::event_lines(payload, server, &tags, Tags::of(caps).multiline()) {
             out.push_str(&lines);
         }
     }

@@ -9,12 +9,14 @@
 //! and commands; `render` turns room events into lines, once per form for
 //! every recipient; `channels` holds what IRC keeps of a room beyond the
 //! hub (topic, modes, operators); `nicks` is the node's registry of IRC
-//! nicknames. Names and text cross through `wire::irc`.
+//! nicknames; `multiline` gathers a message a client sends in a batch.
+//! Names and text cross through `wire::irc`.
 
 mod cap;
 mod channels;
 mod client;
 mod connection;
+mod multiline;
 mod nicks;
 mod numeric;
 mod render;

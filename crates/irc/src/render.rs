@@ -4,6 +4,11 @@
 //! Every member is shown as `nick!nick@<server name>`: a room event names
 //! its member, not the connection it came from.
 //!
+//! A message that takes more than one line comes to a client that reads
+//! multiline batches (`draft/multiline` with `batch`) as one batch, made
+//! for that client alone: the shared forms are one per set of tags, and
+//! such messages are few. Other clients get it cut into lines.
+//!
 //! `account-tag` names the account of a member who logged in (SASL) as an
 //! IRC client of this node; members of other protocols and nodes carry no
 //! account in room events, so their lines have none.
@@ -14,9 +19,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use hub::{Form, Payload, RoomEvent};
-use wire::irc::{Line, MAX_LINE, channel_of, escape_tag_value, nick_of, split_text};
+use wire::irc::{Line, MAX_LINE, channel_of, escape_tag_value, multiline_pieces, nick_of, split_text};
 
 use crate::cap::{Cap, Caps};
+use crate::multiline;
 
 /// How a member named `nick` is shown as a line's source.
 pub fn source(nick: &str, server: &str) -> String {
@@ -24,7 +30,8 @@ pub fn source(nick: &str, server: &str) -> String {
 }
 
 /// The tags a client gets on what happened, one bit each: `time`
-/// (`server-time`), `msgid` (`message-tags`), `account` (`account-tag`).
+/// (`server-time`), `msgid` (`message-tags`), `account` (`account-tag`);
+/// and whether it reads multiline batches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tags(u8);
 
@@ -32,15 +39,23 @@ impl Tags {
     const TIME: u8 = 1;
     const MSGID: u8 = 2;
     const ACCOUNT: u8 = 4;
+    /// Not a tag: multiline batches, which need `batch` too.
+    const MULTILINE: u8 = 8;
 
     pub fn of(caps: Caps) -> Tags {
         let bit = |cap, bit| if caps.has(cap) { bit } else { 0 };
-        Tags(bit(Cap::ServerTime, Tags::TIME) | bit(Cap::MessageTags, Tags::MSGID) | bit(Cap::AccountTag, Tags::ACCOUNT))
+        let multiline = if caps.has(Cap::Multiline) && caps.has(Cap::Batch) { Tags::MULTILINE } else { 0 };
+        Tags(bit(Cap::ServerTime, Tags::TIME) | bit(Cap::MessageTags, Tags::MSGID) | bit(Cap::AccountTag, Tags::ACCOUNT) | multiline)
     }
 
-    /// Its form: every set of tags has its own (`hub::IRC_FORMS` of them).
+    /// Its form: every set of tags has its own (`hub::IRC_FORMS` of them);
+    /// a multiline batch has none (see the module docs).
     fn form(self) -> Form {
-        Form::Irc(self.0)
+        Form::Irc(self.0 & !Tags::MULTILINE)
+    }
+
+    pub fn multiline(self) -> bool {
+        self.has(Tags::MULTILINE)
     }
 
     fn has(self, bit: u8) -> bool {
@@ -95,12 +110,26 @@ pub fn lines(payload: &Payload, server: &str, tags: Tags, account_of: impl FnOnc
     if matches!(event, RoomEvent::Tags { .. }) && !tags.has(Tags::MSGID) {
         return None;
     }
-    payload
-        .form(tags.form(), |p| {
-            let account = if tags.has(Tags::ACCOUNT) { event.name().and_then(|name| account_of(name)) } else { None };
-            event_lines(p, server, &payload_tags(tags, p, account.as_deref(), None)).map(Bytes::from)
-        })
-        .cloned()
+    let make = |p: &Payload, multiline| {
+        let account = if tags.has(Tags::ACCOUNT) { event.name().and_then(|name| account_of(name)) } else { None };
+        event_lines(p, server, &payload_tags(tags, p, account.as_deref(), None), multiline).map(Bytes::from)
+    };
+    if tags.multiline() && batched(payload, server) {
+        return make(payload, true);
+    }
+    payload.form(tags.form(), |p| make(p, false)).cloned()
+}
+
+/// Whether `payload` comes to a client that reads multiline batches as
+/// one: a message from a member that takes more than one line.
+fn batched(payload: &Payload, server: &str) -> bool {
+    let Some((room, RoomEvent::Message { name, text })) = payload.as_event() else { return false };
+    !text.starts_with("/me ") && takes_lines(text, room_for_text(&source(&nick_of(name), server), &channel_of(room)))
+}
+
+/// Whether `text` takes more than one line of `room_for` bytes of text.
+fn takes_lines(text: &str, room_for: usize) -> bool {
+    text.len() > room_for.max(4) || text.contains(['\r', '\n', '\0'])
 }
 
 /// The tags of `payload` for a client with `tags`, with `batch` first if it
@@ -147,8 +176,9 @@ pub fn client_only(sent: &str) -> Option<String> {
 }
 
 /// A room event as lines with `tags` (already written), or `None` if it
-/// has none for IRC.
-pub fn event_lines(payload: &Payload, server: &str, tags: &str) -> Option<String> {
+/// has none for IRC; a message that takes more than one line as one
+/// multiline batch if `multiline`.
+pub fn event_lines(payload: &Payload, server: &str, tags: &str, multiline: bool) -> Option<String> {
     let (room, event) = payload.as_event()?;
     let channel = channel_of(room);
     Some(match event {
@@ -169,10 +199,13 @@ pub fn event_lines(payload: &Payload, server: &str, tags: &str) -> Option<String
                 None => line.end(),
             }
         }
-        RoomEvent::Message { name, text } => said(tags, &source(&nick_of(name), server), &channel, "PRIVMSG", text),
-        RoomEvent::Notice { name, text } => said(tags, &source(&nick_of(name), server), &channel, "NOTICE", text),
+        RoomEvent::Message { name, text } => {
+            let batch = multiline.then(|| batch_reference(payload));
+            said(tags, &source(&nick_of(name), server), &channel, "PRIVMSG", text, batch.as_deref())
+        }
+        RoomEvent::Notice { name, text } => said(tags, &source(&nick_of(name), server), &channel, "NOTICE", text, None),
         // The room's own message comes from the server, as a notice no client answers.
-        RoomEvent::Announcement { text } => said(tags, server, &channel, "NOTICE", text),
+        RoomEvent::Announcement { text } => said(tags, server, &channel, "NOTICE", text, None),
         RoomEvent::Tags { name, .. } => Line::tagged(tags, Some(&source(&nick_of(name), server)), "TAGMSG").arg(&channel).end(),
         RoomEvent::Topic { name, text } => Line::tagged(tags, Some(&source(&nick_of(name), server)), "TOPIC").arg(&channel).trailing(crate::client::truncated(text)),
     })
@@ -185,38 +218,70 @@ pub fn room_for_text(from: &str, target: &str) -> usize {
     MAX_LINE.saturating_sub(from.len() + target.len() + 14)
 }
 
-/// A message as `command` (`PRIVMSG` or `NOTICE`) lines from `from` to
-/// `channel`, split to fit IRC's lines; a `PRIVMSG` of `/me …` is an action.
-fn said(tags: &str, from: &str, channel: &str, command: &str, text: &str) -> String {
-    let (text, action) = match text.strip_prefix("/me ").filter(|_| command == "PRIVMSG") {
-        Some(action) => (action, true),
-        None => (text, false),
+/// A room's message as `command` (`PRIVMSG` or `NOTICE`) lines from
+/// `from` to `channel` ([`message_lines`]); a `PRIVMSG` of `/me …` is an
+/// action, cut into lines that are each one.
+fn said(tags: &str, from: &str, channel: &str, command: &str, text: &str, batch: Option<&str>) -> String {
+    let Some(action) = text.strip_prefix("/me ").filter(|_| command == "PRIVMSG") else {
+        return message_lines(tags, from, channel, command, text, batch);
     };
-    // Beside the text, an action's wrapping. The longest names and rooms,
-    // all escaped, leave no room: then `split_text` still cuts the text,
-    // and the line is longer than IRC's 512 bytes rather than lost.
-    let room_for = room_for_text(from, channel).saturating_sub(if action { 9 } else { 0 });
+    // Beside the text, an action's wrapping.
+    let room_for = room_for_text(from, channel).saturating_sub(9);
     let mut out = String::new();
-    for (n, piece) in split_text(text, room_for).into_iter().enumerate() {
-        let body = if action { format!("\u{1}ACTION {piece}\u{1}") } else { piece.to_owned() };
+    for (n, piece) in split_text(action, room_for).into_iter().enumerate() {
+        let body = format!("\u{1}ACTION {piece}\u{1}");
         out.push_str(&Line::tagged(&piece_tags(tags, n), Some(from), command).arg(channel).trailing(&body));
     }
     out
 }
 
+/// A message as `command` lines from `from` to `target`. One that takes
+/// more than one line is, given a `batch` reference (to a client that
+/// reads multiline batches), one `draft/multiline` batch: its tags on the
+/// batch's start, then its lines ([`multiline_pieces`]), each tagged with
+/// the batch, and `draft/multiline-concat` on a piece that goes on the one
+/// before; otherwise it is cut to fit IRC's lines ([`split_text`]), blank
+/// lines dropped. The longest names and rooms, all escaped, leave no room
+/// for text: then the text is still cut, and the line is longer than IRC's
+/// 512 bytes rather than lost.
+pub fn message_lines(tags: &str, from: &str, target: &str, command: &str, text: &str, batch: Option<&str>) -> String {
+    let room_for = room_for_text(from, target);
+    if let (Some(batch), "PRIVMSG", true) = (batch, command, takes_lines(text, room_for)) {
+        let pieces = multiline_pieces(text, room_for);
+        if pieces.iter().any(|(piece, _)| !piece.is_empty()) {
+            let mut out = Line::tagged(tags, Some(from), "BATCH").arg(&format!("+{batch}")).arg(multiline::BATCH_TYPE).arg(target).end();
+            let (alone, goes_on) = (format!("batch={batch}"), format!("batch={batch};{}", multiline::CONCAT));
+            for (piece, concat) in pieces {
+                let tags = if concat { &goes_on } else { &alone };
+                out.push_str(&Line::tagged(tags, Some(from), command).arg(target).trailing(piece));
+            }
+            out.push_str(&Line::new(Some(from), "BATCH").arg(&format!("-{batch}")).end());
+            return out;
+        }
+    }
+    let mut out = String::new();
+    for (n, piece) in split_text(text, room_for).into_iter().enumerate() {
+        out.push_str(&Line::tagged(&piece_tags(tags, n), Some(from), command).arg(target).trailing(piece));
+    }
+    out
+}
+
+/// The reference of the multiline batch `payload` comes in: made from its
+/// `msgid`, which no other message has.
+fn batch_reference(payload: &Payload) -> String {
+    let id = payload.msgid(new_msgid);
+    std::iter::once('m').chain(id.chars().filter(char::is_ascii_alphanumeric).take(64)).collect()
+}
+
 /// The tags of line `n` (from 0) of a message cut into several: the
-/// message's, past the first line with a `msgid` of the line's own (the
-/// message's, `-2`, `-3` …): IRCv3 wants every msgid unique, and a client
-/// may drop a line whose msgid it has seen.
+/// message's on the first; on the others, the message's but its `msgid`
+/// (IRCv3 multiline: a message's id is on its first line alone, so a
+/// client that drops a line whose msgid it has seen keeps them all).
 fn piece_tags(tags: &str, n: usize) -> std::borrow::Cow<'_, str> {
     if n == 0 || !tags.split(';').any(|t| t.starts_with("msgid=")) {
         return std::borrow::Cow::Borrowed(tags);
     }
-    let own = |tag: &str| match tag.strip_prefix("msgid=") {
-        Some(id) => format!("msgid={id}-{}", n + 1),
-        None => tag.to_owned(),
-    };
-    std::borrow::Cow::Owned(tags.split(';').map(own).collect::<Vec<_>>().join(";"))
+    std::borrow::Cow::Owned(tags.split(';').filter(|t| !t.starts_with("msgid=")).collect::<Vec<_>>().join(";"))
 }
 
 /// What an IRC client sent to a room, as the text other protocols get:
@@ -294,10 +359,46 @@ mod tests {
         assert_eq!(lines.len(), 4);
         assert!(lines.iter().all(|l| l.len() <= MAX_LINE && l.starts_with(":bob!bob@irc.test PRIVMSG #lobby :word")));
         assert_eq!(text.matches("word").count(), 300);
-        // Each line its own msgid.
-        let tagged = event_lines(&long, "irc.test", "time=2026-11-29T00:00:00.000Z;msgid=01AB").unwrap();
-        let ids: Vec<&str> = tagged.split("\r\n").filter(|l| !l.is_empty()).map(|l| l.split([';', ' ']).nth(1).unwrap()).collect();
-        assert_eq!(ids, ["msgid=01AB", "msgid=01AB-2", "msgid=01AB-3", "msgid=01AB-4"]);
+        // The message's msgid on its first line alone.
+        let tagged = event_lines(&long, "irc.test", "time=2026-11-29T00:00:00.000Z;msgid=01AB;account=b", false).unwrap();
+        let tags: Vec<&str> = tagged.split("\r\n").filter(|l| !l.is_empty()).map(|l| l.split(' ').next().unwrap()).collect();
+        assert_eq!(tags, ["@time=2026-11-29T00:00:00.000Z;msgid=01AB;account=b", "@time=2026-11-29T00:00:00.000Z;account=b", "@time=2026-11-29T00:00:00.000Z;account=b", "@time=2026-11-29T00:00:00.000Z;account=b"]);
+    }
+
+    #[test]
+    fn a_message_of_several_lines_is_one_multiline_batch_to_a_client_that_reads_them() {
+        let said = message("bob", "hello\n\nhow is everyone? and you");
+        let modern = tags(&[Cap::MessageTags, Cap::Batch, Cap::Multiline]);
+        let text = String::from_utf8(lines(&said, "irc.test", modern, nobody).unwrap().to_vec()).unwrap();
+        assert_eq!(
+            text,
+            "@msgid=m1 :bob!bob@irc.test BATCH +mm1 draft/multiline #lobby\r\n\
+             @batch=mm1 :bob!bob@irc.test PRIVMSG #lobby :hello\r\n\
+             @batch=mm1 :bob!bob@irc.test PRIVMSG #lobby :\r\n\
+             @batch=mm1 :bob!bob@irc.test PRIVMSG #lobby :how is everyone? and you\r\n\
+             :bob!bob@irc.test BATCH -mm1\r\n"
+        );
+        // Without `batch`, or without the capability: lines, the blank one dropped.
+        for caps in [&[Cap::MessageTags, Cap::Multiline][..], &[Cap::MessageTags, Cap::Batch]] {
+            let text = String::from_utf8(lines(&said, "irc.test", tags(caps), nobody).unwrap().to_vec()).unwrap();
+            assert_eq!(text, "@msgid=m1 :bob!bob@irc.test PRIVMSG #lobby :hello\r\n:bob!bob@irc.test PRIVMSG #lobby :how is everyone? and you\r\n");
+        }
+        // A line longer than one IRC line goes on in the next, its space kept.
+        let long = format!("{} {}", "a".repeat(470), "b".repeat(10));
+        let text = String::from_utf8(lines(&message("bob", &long), "irc.test", modern, nobody).unwrap().to_vec()).unwrap();
+        let expected = format!(
+            "@msgid=m1 :bob!bob@irc.test BATCH +mm1 draft/multiline #lobby\r\n\
+             @batch=mm1 :bob!bob@irc.test PRIVMSG #lobby :{} \r\n\
+             @batch=mm1;draft/multiline-concat :bob!bob@irc.test PRIVMSG #lobby :{}\r\n\
+             :bob!bob@irc.test BATCH -mm1\r\n",
+            "a".repeat(470),
+            "b".repeat(10)
+        );
+        assert_eq!(text, expected);
+        // One line is one line; an action is cut into actions.
+        assert_eq!(&lines(&message("bob", "hi"), "irc.test", modern, nobody).unwrap()[..], b"@msgid=m1 :bob!bob@irc.test PRIVMSG #lobby :hi\r\n");
+        let action = String::from_utf8(lines(&message("bob", "/me a\nb"), "irc.test", modern, nobody).unwrap().to_vec()).unwrap();
+        assert_eq!(action, "@msgid=m1 :bob!bob@irc.test PRIVMSG #lobby :\x01ACTION a\x01\r\n:bob!bob@irc.test PRIVMSG #lobby :\x01ACTION b\x01\r\n");
     }
 
     #[test]
@@ -305,7 +406,7 @@ mod tests {
         let name = ".".repeat(64);
         let room = ",".repeat(64);
         let event = RoomEvent::Message { name: Arc::from(name.as_str()), text: Arc::from("x ".repeat(300).as_str()) };
-        let lines = event_lines(&Payload::event(room.as_str(), event), "irc.test", "").unwrap();
+        let lines = event_lines(&Payload::event(room.as_str(), event), "irc.test", "", false).unwrap();
         assert_eq!(lines.matches('x').count(), 300);
         assert!(lines.starts_with(":\\2e"));
     }

@@ -250,6 +250,45 @@ pub fn split_text(text: &str, budget: usize) -> Vec<&str> {
     lines
 }
 
+/// `text` as the lines of an IRCv3 multiline batch (`draft/multiline`),
+/// each with whether it goes on the one before it (the
+/// `draft/multiline-concat` tag): cut at its line breaks (CR LF, LF, CR)
+/// and NULs, blank lines kept, then each line into pieces of at most
+/// `budget` bytes that join back into it, cut after the last space that
+/// fits (the space stays at the end of its piece, as the specification
+/// asks of a client that splits a line), or at a character's edge if none
+/// does.
+pub fn multiline_pieces(text: &str, budget: usize) -> Vec<(&str, bool)> {
+    let budget = budget.max(4);
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    loop {
+        let end = rest.find(['\r', '\n', '\0']).unwrap_or(rest.len());
+        let mut line = &rest[..end];
+        if line.is_empty() {
+            pieces.push(("", false));
+        }
+        let mut goes_on = false;
+        while !line.is_empty() {
+            let mut cut = line.len().min(budget);
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            if cut < line.len() {
+                cut = line[..cut].rfind(' ').filter(|&at| at > 0).map_or(cut, |at| at + 1);
+            }
+            pieces.push((&line[..cut], goes_on));
+            goes_on = true;
+            line = &line[cut..];
+        }
+        if end == rest.len() {
+            return pieces;
+        }
+        let breaks = if rest[end..].starts_with("\r\n") { 2 } else { 1 };
+        rest = &rest[end + breaks..];
+    }
+}
+
 /// A tag value escaped for a line (IRCv3 message tags).
 pub fn escape_tag_value(value: &str) -> Cow<'_, str> {
     if !value.bytes().any(|b| matches!(b, b';' | b' ' | b'\\' | b'\r' | b'\n' | 0)) {
@@ -470,6 +509,30 @@ mod tests {
         for line in split_text(&text, 400) {
             assert!(line.len() <= 400 && !line.is_empty());
         }
+    }
+
+    #[test]
+    fn multiline_text_is_cut_into_pieces_that_join_back() {
+        assert_eq!(multiline_pieces("one\r\n\ntwo\rthree\0four", 100), [("one", false), ("", false), ("two", false), ("three", false), ("four", false)]);
+        assert_eq!(multiline_pieces("hi", 100), [("hi", false)]);
+        assert_eq!(multiline_pieces("", 100), [("", false)]);
+        assert_eq!(multiline_pieces("x\n", 100), [("x", false), ("", false)]);
+        // The space stays at the end of its piece; the next goes on from it.
+        assert_eq!(multiline_pieces("aaaa bbbb cccc", 9), [("aaaa ", false), ("bbbb cccc", true)]);
+        assert_eq!(multiline_pieces("aaaa bbbb cccc", 8), [("aaaa ", false), ("bbbb ", true), ("cccc", true)]);
+        assert_eq!(multiline_pieces("abcdefghij\nk", 4), [("abcd", false), ("efgh", true), ("ij", true), ("k", false)]);
+        assert_eq!(multiline_pieces("ééé", 5), [("éé", false), ("é", true)]);
+        let text = "word ".repeat(200) + "\n" + &"é".repeat(300);
+        let pieces = multiline_pieces(&text, 400);
+        assert!(pieces.iter().all(|(p, _)| p.len() <= 400 && !p.is_empty()));
+        let mut joined = String::new();
+        for (n, (piece, goes_on)) in pieces.iter().enumerate() {
+            if n > 0 && !goes_on {
+                joined.push('\n');
+            }
+            joined.push_str(piece);
+        }
+        assert_eq!(joined, text);
     }
 
     #[test]

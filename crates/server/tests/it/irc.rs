@@ -144,7 +144,7 @@ async fn registration_waits_for_the_end_of_capability_negotiation() {
     let server = TestServer::start().await;
     let mut irc = Irc::connect(server.irc).await;
     irc.send("CAP LS 302").await;
-    assert_eq!(irc.line().await, ":localhost CAP * LS :account-tag away-notify batch echo-message message-tags multi-prefix server-time userhost-in-names\r\n");
+    assert_eq!(irc.line().await, ":localhost CAP * LS :account-tag away-notify batch draft/multiline=max-bytes=4096,max-lines=32 echo-message message-tags multi-prefix server-time userhost-in-names\r\n");
     irc.send("NICK dave").await;
     irc.send("USER d 0 * :D").await;
     irc.send("CAP REQ :server-time nonsense").await;
@@ -1257,4 +1257,154 @@ async fn client_only_tags_and_msgids_reach_the_clients_that_read_tags() {
     nothing_before_pong(&mut bob).await;
     bob.send("TAGMSG").await;
     assert_eq!(bob.line().await, ":localhost 411 bob :No recipient given (TAGMSG)\r\n");
+}
+
+/// The lines of one multiline batch, from its start to its end.
+async fn batch_lines(irc: &mut Irc) -> Vec<String> {
+    let first = irc.line().await;
+    assert!(first.contains(" BATCH +"), "a batch's start: {first:?}");
+    let mut lines = vec![first];
+    lines.extend(irc.lines_until(" BATCH -").await);
+    lines
+}
+
+/// IRCv3 multiline: a message a client sends as a batch of lines reaches
+/// the room whole, as one message in every protocol; a client that reads
+/// multiline batches gets one (the message's tags on its start), another
+/// the lines, blank ones dropped; a chat member's message of several lines
+/// comes the same way; to a nick too.
+#[tokio::test]
+async fn a_multiline_batch_is_one_message_in_every_protocol() {
+    let server = TestServer::start().await;
+    let mut chat = server.chat_member("Dee", "t").await;
+    let caps = "draft/multiline batch message-tags echo-message";
+    let mut alice = register_with(server.irc, "alice", caps).await;
+    alice.join("#t").await;
+    let mut bob = register_with(server.irc, "bob", "draft/multiline batch message-tags").await;
+    bob.join("#t").await;
+    let mut carol = Irc::register(server.irc, "carol").await;
+    carol.join("#t").await;
+    alice.until("carol").await;
+    bob.until("carol").await;
+    for name in ["alice", "bob", "carol"] {
+        assert_eq!(chat.recv_json().await["name"], name);
+    }
+
+    alice.send("@+draft/reply=x BATCH +1 draft/multiline #t").await;
+    alice.send("@batch=1 PRIVMSG #t hello").await;
+    alice.send("@batch=1 PRIVMSG #t :").await;
+    alice.send("@batch=1 PRIVMSG #t :how is ").await;
+    alice.send("@batch=1;draft/multiline-concat PRIVMSG #t :everyone?").await;
+    alice.send("BATCH -1").await;
+    let echo = batch_lines(&mut alice).await;
+    let (id, start) = without_msgid(&echo[0]);
+    let reference = format!("m{id}");
+    assert_eq!(start, format!("@+draft/reply=x :alice!alice@localhost BATCH +{reference} draft/multiline #t\r\n"));
+    let line = |text: &str| format!("@batch={reference} :alice!alice@localhost PRIVMSG #t :{text}\r\n");
+    assert_eq!(echo[1..], [line("hello"), line(""), line("how is everyone?"), format!(":alice!alice@localhost BATCH -{reference}\r\n")]);
+    assert_eq!(batch_lines(&mut bob).await, echo, "one batch for every client that reads them");
+    assert_eq!(carol.line().await, ":alice!alice@localhost PRIVMSG #t :hello\r\n");
+    assert_eq!(carol.line().await, ":alice!alice@localhost PRIVMSG #t :how is everyone?\r\n", "no blank line");
+    assert_eq!(chat.recv_json().await, json!({"name": "alice", "room": "t", "message": "hello\n\nhow is everyone?"}));
+
+    chat.send(&json!({"message": "one\r\ntwo"}).to_string()).await;
+    let lines = batch_lines(&mut bob).await;
+    let (id, start) = without_msgid(&lines[0]);
+    assert_eq!(start, format!(":Dee!Dee@localhost BATCH +m{id} draft/multiline #t\r\n"));
+    assert_eq!(lines[1], format!("@batch=m{id} :Dee!Dee@localhost PRIVMSG #t :one\r\n"));
+    assert_eq!(lines[2], format!("@batch=m{id} :Dee!Dee@localhost PRIVMSG #t :two\r\n"));
+    assert_eq!(lines.len(), 4);
+    assert_eq!(batch_lines(&mut alice).await, lines);
+    assert_eq!(carol.line().await, ":Dee!Dee@localhost PRIVMSG #t :one\r\n");
+    assert_eq!(carol.line().await, ":Dee!Dee@localhost PRIVMSG #t :two\r\n");
+
+    alice.send("BATCH +2 draft/multiline bob").await;
+    alice.send("@batch=2 PRIVMSG bob :a").await;
+    alice.send("@batch=2 PRIVMSG bob :b").await;
+    alice.send("BATCH -2").await;
+    let to_bob = batch_lines(&mut bob).await;
+    let (id, start) = without_msgid(&to_bob[0]);
+    assert_eq!(start, format!(":alice!~u@localhost BATCH +m{id} draft/multiline bob\r\n"));
+    assert_eq!(to_bob[1..3], [format!("@batch=m{id} :alice!~u@localhost PRIVMSG bob :a\r\n"), format!("@batch=m{id} :alice!~u@localhost PRIVMSG bob :b\r\n")]);
+    assert_eq!(batch_lines(&mut alice).await, to_bob, "echoed");
+    alice.send("BATCH +3 draft/multiline carol").await;
+    alice.send("@batch=3 PRIVMSG carol :a").await;
+    alice.send("@batch=3 PRIVMSG carol :b").await;
+    alice.send("BATCH -3").await;
+    assert_eq!(carol.line().await, ":alice!~u@localhost PRIVMSG carol :a\r\n");
+    assert_eq!(carol.line().await, ":alice!~u@localhost PRIVMSG carol :b\r\n");
+}
+
+/// What breaks a multiline batch's rules is answered with `FAIL BATCH`,
+/// and nothing of that batch reaches anyone.
+#[tokio::test]
+async fn a_multiline_batch_that_breaks_a_rule_is_refused_and_reaches_nobody() {
+    let server = TestServer::start().await;
+    let mut alice = register_with(server.irc, "alice", "draft/multiline batch").await;
+    alice.join("#t").await;
+    let mut bob = Irc::register(server.irc, "bob").await;
+    bob.join("#t").await;
+    alice.until("bob").await;
+    let fail = |rest: &str| format!(":localhost FAIL BATCH {rest}\r\n");
+
+    alice.send("BATCH +a draft/multiline #t").await;
+    for _ in 0..33 {
+        alice.send("@batch=a PRIVMSG #t hi").await;
+    }
+    alice.send("BATCH -a").await;
+    assert_eq!(alice.line().await, fail("MULTILINE_MAX_LINES 32 :Multiline batch max-lines exceeded"), "once, then the rest dropped");
+
+    alice.send("BATCH +b draft/multiline #t").await;
+    for _ in 0..11 {
+        alice.send(&format!("@batch=b PRIVMSG #t {}", "x".repeat(400))).await;
+    }
+    alice.send("BATCH -b").await;
+    assert_eq!(alice.line().await, fail("MULTILINE_MAX_BYTES 4096 :Multiline batch max-bytes exceeded"));
+
+    alice.send("BATCH +c draft/multiline #t").await;
+    alice.send("@batch=c PRIVMSG #u hi").await;
+    alice.send("BATCH -c").await;
+    assert_eq!(alice.line().await, fail("MULTILINE_INVALID_TARGET #t #u :Invalid multiline target"));
+
+    alice.send("BATCH +d draft/multiline #t").await;
+    alice.send("@batch=d PRIVMSG #t hi").await;
+    alice.send("@batch=d;draft/multiline-concat PRIVMSG #t :").await;
+    alice.send("BATCH -d").await;
+    assert_eq!(alice.line().await, fail("MULTILINE_INVALID :A blank line cannot go on the one before"));
+
+    alice.send("BATCH +e draft/multiline #t").await;
+    alice.send("@batch=f PRIVMSG #t :hi").await;
+    alice.send("@batch=e PRIVMSG #t :hi").await;
+    alice.send("BATCH -e").await;
+    assert_eq!(alice.line().await, fail("MULTILINE_INVALID :A line of another batch than the one open"));
+
+    alice.send("BATCH +g draft/multiline #t").await;
+    alice.send("@batch=g NOTICE #t :hi").await;
+    alice.send("BATCH -g").await;
+    assert_eq!(alice.line().await, fail("MULTILINE_INVALID :A multiline batch holds PRIVMSG lines only"));
+
+    alice.send("BATCH +h draft/multiline #t").await;
+    alice.send("@batch=h PRIVMSG #t :").await;
+    alice.send("BATCH -h").await;
+    assert_eq!(alice.line().await, fail("MULTILINE_INVALID :A multiline batch of blank lines only, or none"));
+
+    alice.send("BATCH -z").await;
+    assert_eq!(alice.line().await, fail("MULTILINE_INVALID :No such batch is open"));
+    alice.send("BATCH +i chathistory #t").await;
+    assert_eq!(alice.line().await, fail("MULTILINE_INVALID :Only draft/multiline batches are taken"));
+    alice.send("BATCH -i").await;
+    bob.send("BATCH +j draft/multiline #t").await;
+    assert_eq!(bob.line().await, fail("MULTILINE_INVALID :draft/multiline is not enabled"));
+    bob.send("BATCH -j").await;
+
+    // None of it reached bob: the next line is the answer to his ping.
+    bob.send("PING x").await;
+    assert_eq!(bob.line().await, ":localhost PONG localhost :x\r\n");
+    // And a batch after them all goes.
+    alice.send("BATCH +k draft/multiline #t").await;
+    alice.send("@batch=k PRIVMSG #t :after").await;
+    alice.send("@batch=k PRIVMSG #t :all").await;
+    alice.send("BATCH -k").await;
+    assert_eq!(bob.line().await, ":alice!alice@localhost PRIVMSG #t :after\r\n");
+    assert_eq!(bob.line().await, ":alice!alice@localhost PRIVMSG #t :all\r\n");
 }
