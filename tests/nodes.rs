@@ -805,13 +805,19 @@ async fn a_tagmsg_reaches_the_irc_users_of_a_channel_on_another_node_through(sha
 /// Two nodes serving XMPP on one PostgreSQL, which holds the accounts
 /// alice and bob (password `pw`); each has heard the other.
 async fn two_xmpp_nodes(sharing: &impl Sharing) -> (store::PostgresServer, Node, Node) {
+    two_xmpp_nodes_with(sharing, &[]).await
+}
+
+/// As `two_xmpp_nodes`, each node also given `extra` arguments.
+async fn two_xmpp_nodes_with(sharing: &impl Sharing, extra: &[&str]) -> (store::PostgresServer, Node, Node) {
     let postgres = store::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
     for name in ["alice", "bob"] {
         let mut add = Command::new(BIN).args(["account", "--store", "postgres", "--database", &postgres.url, "add", name]).stdin(Stdio::piped()).spawn().unwrap();
         writeln!(add.stdin.take().unwrap(), "pw").unwrap();
         assert!(add.wait().unwrap().success(), "{name} added");
     }
-    let args = ["--xmpp-listen", "127.0.0.1:0", "--xmpp-plain-unencrypted", "true", "--store", "postgres", "--database", &postgres.url, "--api-key", API_KEY];
+    let mut args = vec!["--xmpp-listen", "127.0.0.1:0", "--xmpp-plain-unencrypted", "true", "--store", "postgres", "--database", &postgres.url, "--api-key", API_KEY];
+    args.extend(extra);
     let (a, b) = (Node::with_args(sharing, &args), Node::with_args(sharing, &args));
     a.await_nodes(2).await;
     b.await_nodes(2).await;
@@ -1032,4 +1038,31 @@ async fn a_message_kept_while_the_user_came_online_on_another_node_reaches_him_t
     }
     let got = bob.until(|e| e.name == "message").await;
     assert_eq!(got.find("body", "jabber:client").map(|b| b.text_content()).as_deref(), Some("kept for you"));
+}
+
+through_each_broker!(
+    the_account_of_a_member_on_one_node_is_shown_on_another_through:
+    the_account_of_a_member_on_one_node_is_shown_on_another,
+    the_account_of_a_member_on_one_node_is_shown_on_another_over_the_link
+);
+
+/// IRCv3 account-tag across nodes: what an IRC user logged in to an
+/// account (SASL) does on one node carries the account to the IRC
+/// clients of another that asked for account-tag.
+async fn the_account_of_a_member_on_one_node_is_shown_on_another_through(sharing: &impl Sharing) {
+    let (_postgres, a, b) = two_xmpp_nodes_with(sharing, &["--irc-listen", "127.0.0.1:0"]).await;
+    let mut bob = Irc::register(&b, "bob", "account-tag").await;
+    bob.send("JOIN #lobby").await;
+    bob.until(" 366 ").await;
+    let mut ann = Irc::register(&a, "ann", "").await;
+    // SASL PLAIN after registration, as alice (password `pw`): base64 of "\0alice\0pw".
+    ann.send("AUTHENTICATE PLAIN").await;
+    ann.until("AUTHENTICATE +").await;
+    ann.send("AUTHENTICATE AGFsaWNlAHB3").await;
+    ann.until(" 903 ").await;
+    ann.send("JOIN #lobby").await;
+    ann.until(" 366 ").await;
+    assert_eq!(bob.line().await, "@account=alice :ann!ann@localhost JOIN #lobby");
+    ann.send("PRIVMSG #lobby :hi").await;
+    assert_eq!(bob.line().await, "@account=alice :ann!ann@localhost PRIVMSG #lobby :hi");
 }

@@ -17,7 +17,9 @@
 //!   `{"event":"message","name":"…","text":"…"}`, `{"event":"notice",…}` as
 //!   a message, `{"event":"announcement","text":"…"}` (the room's own), `{"event":"join","name":"…"}` or `{"event":"leave","name":"…"}`
 //!   (with `"reason":"…"` and `"quit":true` when given). A message kept in its room's
-//!   archive also has `Sb-Id`, its id there.
+//!   archive also has `Sb-Id`, its id there; one whose sender gave
+//!   client-only tags, `Sb-Tags`; one whose sender is logged in to an
+//!   account, `Sb-Account`, its name.
 
 use std::sync::Arc;
 
@@ -44,6 +46,8 @@ const ID: &str = "Sb-Id";
 /// Header of a payload's client-only tags (IRCv3 `+…`), as IRC writes
 /// them: escaped, so neither spaces nor line ends.
 const TAGS: &str = "Sb-Tags";
+/// Header of the account a payload's sender is logged in to.
+const ACCOUNT: &str = "Sb-Account";
 
 /// One subject token for any text.
 pub fn token(text: &str) -> String {
@@ -175,6 +179,9 @@ pub fn encode(node: &str, payload: &Payload) -> (HeaderMap, Bytes) {
     if let Some(tags) = payload.client_tags() {
         headers.insert(TAGS, tags);
     }
+    if let Some(account) = payload.account() {
+        headers.insert(ACCOUNT, account);
+    }
     (headers, body)
 }
 
@@ -213,7 +220,8 @@ pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes, at: std
                 base::archive::observe_id(id);
             }
             let tags = headers.and_then(|h| h.get(TAGS)).map(|v| Arc::from(v.as_str()));
-            Payload::archived(room.clone(), event, at, id).with_client_tags(tags)
+            let account = headers.and_then(|h| h.get(ACCOUNT)).map(|v| Arc::from(v.as_str()));
+            Payload::archived(room.clone(), event, at, id).with_client_tags(tags).with_account(account)
         }
         other => return Err(DecodeError::Kind(other.to_owned())),
     };
@@ -256,7 +264,9 @@ pub(crate) mod tests {
             (Payload::event(room.clone(), RoomEvent::Announcement { text: "closing".into() }), "event", br#"{"event":"announcement","text":"closing"}"#),
             (Payload::archived(room.clone(), RoomEvent::Message { name: "al".into(), text: "kept".into() }, std::time::SystemTime::now(), Some("01".into())), "event", br#"{"event":"message","name":"al","text":"kept"}"#),
             (
-                Payload::event(room.clone(), RoomEvent::Message { name: "al".into(), text: "typing".into() }).with_client_tags(Some("+typing=active;+x=a\\sb".into())),
+                Payload::event(room.clone(), RoomEvent::Message { name: "al".into(), text: "typing".into() })
+                    .with_client_tags(Some("+typing=active;+x=a\\sb".into()))
+                    .with_account(Some("Ålice's account".into())),
                 "event",
                 br#"{"event":"message","name":"al","text":"typing"}"#,
             ),
@@ -272,6 +282,7 @@ pub(crate) mod tests {
             assert_eq!(bytes.as_ref(), body);
             assert_eq!(headers.get("Sb-Id").map(|v| v.as_str()), payload.id());
             assert_eq!(headers.get("Sb-Tags").map(|v| v.as_str()), payload.client_tags());
+            assert_eq!(headers.get("Sb-Account").map(|v| v.as_str()), payload.account());
             let at = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
             let back = decode(&room, Some(&headers), bytes, at).unwrap();
             assert_eq!(&*back.node, "n1");
@@ -281,6 +292,7 @@ pub(crate) mod tests {
             assert_eq!(back.payload.ws_message(), payload.ws_message());
             assert_eq!(back.payload.id(), payload.id());
             assert_eq!(back.payload.client_tags(), payload.client_tags());
+            assert_eq!(back.payload.account(), payload.account());
             assert_eq!(back.payload.as_event().map(|(_, e)| e.clone()), payload.as_event().map(|(_, e)| e.clone()));
         }
     }

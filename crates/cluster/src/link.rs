@@ -168,6 +168,9 @@ pub enum Item {
         id: Option<Arc<str>>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tags: Option<Arc<str>>,
+        /// The account its sender is logged in to.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        account: Option<Arc<str>>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         at: Option<u64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -184,6 +187,7 @@ impl Item {
                 e: Event::from(event.clone()),
                 id: payload.id().map(Arc::from),
                 tags: payload.client_tags().map(Arc::from),
+                account: payload.account().map(Arc::from),
                 at: kept.then(|| millis(payload.at())),
                 offset: payload.position().filter(|_| kept).map(|p| p.offset),
             },
@@ -202,12 +206,12 @@ impl Item {
         match self {
             Item::Text { text } => Some(Payload::new(Utf8Bytes::from(&*text))),
             Item::Binary { data } => STANDARD.decode(data).ok().map(|data| Payload::binary(Bytes::from(data))),
-            Item::Event { e, id, tags, at, offset } => {
+            Item::Event { e, id, tags, account, at, offset } => {
                 if let Some(id) = &id {
                     base::archive::observe_id(id);
                 }
                 let at = at.map_or_else(SystemTime::now, |ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms));
-                let payload = Payload::archived(room.clone(), RoomEvent::from(e), at, id).with_client_tags(tags);
+                let payload = Payload::archived(room.clone(), RoomEvent::from(e), at, id).with_client_tags(tags).with_account(account);
                 if let Some(offset) = offset {
                     payload.place(Position { offset, epoch: epoch.clone() });
                 }
@@ -432,7 +436,7 @@ mod tests {
                     trimmed: 0,
                     history: vec![],
                     names: vec![],
-                    topic: Some(Item::Event { e: Event::Topic { name: "al".into(), text: "plans".into() }, id: None, tags: None, at: Some(1_700_000_000_000), offset: None }),
+                    topic: Some(Item::Event { e: Event::Topic { name: "al".into(), text: "plans".into() }, id: None, tags: None, account: None, at: Some(1_700_000_000_000), offset: None }),
                 },
                 r#"{"t":"followed","app":"chat","room":"lobby","topic":{"k":"event","e":{"event":"topic","name":"al","text":"plans"},"at":1700000000000}}"#,
             ),
@@ -447,13 +451,13 @@ mod tests {
                     app: "chat".into(),
                     room: "lobby".into(),
                     node: None,
-                    item: Item::Event { e: Event::Message { name: "al".into(), text: "hi".into() }, id: Some("01".into()), tags: None, at: None, offset: None },
+                    item: Item::Event { e: Event::Message { name: "al".into(), text: "hi".into() }, id: Some("01".into()), tags: None, account: Some("al".into()), at: None, offset: None },
                     keep: true,
                 },
-                r#"{"t":"event","app":"chat","room":"lobby","item":{"k":"event","e":{"event":"message","name":"al","text":"hi"},"id":"01"},"keep":true}"#,
+                r#"{"t":"event","app":"chat","room":"lobby","item":{"k":"event","e":{"event":"message","name":"al","text":"hi"},"id":"01","account":"al"},"keep":true}"#,
             ),
             (
-                Frame::Event { app: "chat".into(), room: "lobby".into(), node: Some("a".into()), item: Item::Event { e: Event::Join { name: "al".into(), old_name: None }, id: None, tags: None, at: None, offset: None }, keep: false },
+                Frame::Event { app: "chat".into(), room: "lobby".into(), node: Some("a".into()), item: Item::Event { e: Event::Join { name: "al".into(), old_name: None }, id: None, tags: None, account: None, at: None, offset: None }, keep: false },
                 r#"{"t":"event","app":"chat","room":"lobby","node":"a","item":{"k":"event","e":{"event":"join","name":"al"}}}"#,
             ),
             (Frame::Own { offset: None }, r#"{"t":"own"}"#),
@@ -484,7 +488,7 @@ mod tests {
         let _alone = crate::envelope::tests::STAMPING.lock();
         let (room, epoch): (Arc<str>, Arc<str>) = (Arc::from("lobby"), Arc::from("e1"));
         let theirs = crate::envelope::tests::an_id_ahead();
-        let item = Item::Event { e: Event::Message { name: "al".into(), text: "hi".into() }, id: Some(Arc::from(theirs.as_str())), tags: None, at: None, offset: None };
+        let item = Item::Event { e: Event::Message { name: "al".into(), text: "hi".into() }, id: Some(Arc::from(theirs.as_str())), tags: None, account: None, at: None, offset: None };
         item.payload(&room, &epoch).unwrap();
         let (_, ours) = base::archive::next_id();
         assert!(ours > theirs, "{ours} after {theirs}");
@@ -495,12 +499,13 @@ mod tests {
         let room: Arc<str> = Arc::from("lobby");
         let epoch: Arc<str> = Arc::from("e1");
         let at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_800_000_000_123);
-        let kept = Payload::archived(room.clone(), RoomEvent::Message { name: "al".into(), text: "hi".into() }, at, Some("01".into())).with_client_tags(Some("+typing=active".into()));
+        let kept = Payload::archived(room.clone(), RoomEvent::Message { name: "al".into(), text: "hi".into() }, at, Some("01".into())).with_client_tags(Some("+typing=active".into()))
+            .with_account(Some("al".into()));
         kept.place(Position { offset: 4, epoch: epoch.clone() });
         for payload in [kept, Payload::from("plain"), Payload::binary(vec![0u8, 255])] {
             let back = Item::of(&payload, true).payload(&room, &epoch).unwrap();
             assert_eq!(back.ws_message(), payload.ws_message());
-            assert_eq!((back.id(), back.client_tags()), (payload.id(), payload.client_tags()));
+            assert_eq!((back.id(), back.client_tags(), back.account()), (payload.id(), payload.client_tags(), payload.account()));
             if payload.as_event().is_some() {
                 assert_eq!(back.at(), at);
                 assert_eq!(back.position(), Some(&Position { offset: 4, epoch: epoch.clone() }), "its place, in the host's history");
@@ -517,7 +522,7 @@ mod tests {
             app: "chat".into(),
             room: "lobby".into(),
             node: None,
-            item: Item::Event { e: Event::Message { name: "alice".into(), text: text.into() }, id: Some(offset.to_string().into()), tags: None, at: None, offset: None },
+            item: Item::Event { e: Event::Message { name: "alice".into(), text: text.into() }, id: Some(offset.to_string().into()), tags: None, account: None, at: None, offset: None },
             keep: true,
         };
         let mut raw = vec![0u8; 4096];

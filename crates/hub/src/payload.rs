@@ -82,6 +82,9 @@ struct Inner {
     /// The client-only tags (IRCv3 `+…`) its sender gave it, as IRC
     /// writes them, if any.
     client_tags: Option<Arc<str>>,
+    /// The account its sender is logged in to here, if any (IRCv3
+    /// `account-tag` names it): a member of any protocol, on any node.
+    account: Option<Arc<str>>,
     /// Its name where a protocol names every message (IRC's `msgid`) and
     /// the archive gave it none: made on first use.
     named: OnceLock<Arc<str>>,
@@ -104,6 +107,7 @@ impl Clone for Inner {
             at: self.at,
             id: self.id.clone(),
             client_tags: self.client_tags.clone(),
+            account: self.account.clone(),
             named: OnceLock::new(),
         }
     }
@@ -142,7 +146,7 @@ impl Payload {
     /// archive under `id` (if it was).
     pub fn archived(room: impl Into<Arc<str>>, event: RoomEvent, at: SystemTime, id: Option<Arc<str>>) -> Payload {
         let data = Data::Event { room: room.into(), event, json: OnceLock::new() };
-        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at, id, client_tags: None, named: OnceLock::new() }))
+        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at, id, client_tags: None, account: None, named: OnceLock::new() }))
     }
 
     /// This payload with the client-only tags its sender gave it: set in
@@ -156,6 +160,19 @@ impl Payload {
     /// The client-only tags (IRCv3 `+…`) its sender gave it, if any.
     pub fn client_tags(&self) -> Option<&str> {
         self.0.client_tags.as_deref()
+    }
+
+    /// This payload with the account its sender is logged in to: set in
+    /// place while nobody else holds it yet, as when it is published.
+    pub fn with_account(self, account: Option<Arc<str>>) -> Payload {
+        let mut payload = self;
+        Arc::make_mut(&mut payload.0).account = account;
+        payload
+    }
+
+    /// The account its sender is logged in to, if any.
+    pub fn account(&self) -> Option<&str> {
+        self.0.account.as_deref()
     }
 
     /// Its name for a protocol that names every message (IRC's `msgid`):
@@ -183,7 +200,7 @@ impl Payload {
     }
 
     fn of(data: Data) -> Payload {
-        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at: SystemTime::now(), id: None, client_tags: None, named: OnceLock::new() }))
+        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at: SystemTime::now(), id: None, client_tags: None, account: None, named: OnceLock::new() }))
     }
 
     /// When it was published.

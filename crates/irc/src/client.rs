@@ -723,8 +723,15 @@ impl Client {
         if let Some(rooms) = &self.irc.rooms {
             // Nobody to tell if the broker cannot take it; the member's
             // state is right either way.
-            let _ = rooms.publish(room, Payload::event(room.clone(), event));
+            let _ = rooms.publish(room, self.event(room, event));
         }
+    }
+
+    /// `event` of `room` as this client publishes it: with the account it
+    /// logged in to (IRCv3 `account-tag`, on every node and in every
+    /// protocol that shows one).
+    fn event(&self, room: &Arc<str>, event: RoomEvent) -> Payload {
+        Payload::event(room.clone(), event).with_account(self.account())
     }
 
     /// `PRIVMSG`, `NOTICE` or `TAGMSG` (IRCv3 message-tags: tags and no
@@ -801,16 +808,16 @@ impl Client {
             // answered, as a notice.
             "TAGMSG" => {
                 let event = RoomEvent::Tags { name: name.shown, tags: tags.unwrap_or_else(|| Arc::from("")) };
-                let _ = rooms.publish(&room, Payload::event(room.clone(), event));
+                let _ = rooms.publish(&room, self.event(&room, event));
             }
             // Neither kept nor answered: nobody is told if it cannot go.
             "NOTICE" => {
                 let event = RoomEvent::Notice { name: name.shown, text: Arc::from(*text) };
-                let _ = rooms.publish(&room, Payload::event(room.clone(), event).with_client_tags(tags));
+                let _ = rooms.publish(&room, self.event(&room, event).with_client_tags(tags));
             }
             _ => {
                 let event = RoomEvent::Message { name: name.shown.clone(), text: Arc::from(render::text_from_irc(text)) };
-                if let Err(e) = rooms.publish_and_keep(&room, Payload::event(room.clone(), event).with_client_tags(tags)).await {
+                if let Err(e) = rooms.publish_and_keep(&room, self.event(&room, event).with_client_tags(tags)).await {
                     self.send(self.reply(ERR_CANNOTSENDTOCHAN).arg(&channel_of(&room)).trailing(&e.to_string()));
                 }
             }
@@ -862,7 +869,7 @@ impl Client {
             Some(true) => {
                 let text: Arc<str> = Arc::from(truncated(text));
                 let topic = RoomEvent::Topic { name: name.clone(), text: text.clone() };
-                match self.irc.rooms.as_ref().map(|rooms| rooms.publish(&room, Payload::event(room.clone(), topic))) {
+                match self.irc.rooms.as_ref().map(|rooms| rooms.publish(&room, self.event(&room, topic))) {
                     Some(Err(e)) => self.send(self.reply(ERR_CANNOTSENDTOCHAN).arg(&channel).trailing(&e.to_string())),
                     // A room that keeps its topic (a persistent MUC room's subject) keeps this one.
                     Some(Ok(_)) => {
@@ -1478,7 +1485,7 @@ impl Client {
                 self.told.push(told);
             }
         }
-        render::lines(payload, self.server(), Tags::of(self.caps), |name| self.irc.nicks.account_of(name))
+        render::lines(payload, self.server(), Tags::of(self.caps))
     }
 }
 
@@ -1570,9 +1577,7 @@ fn history(server: &str, caps: Caps, channel: &str, batch: &str, kept: &[Payload
         out.push_str(&Line::new(Some(server), "BATCH").arg(&format!("+{batch}")).arg("chathistory").arg(channel).end());
     }
     for payload in kept {
-        // No account: the history is told inside the room's join, where
-        // looking members up would take their locks under the room's.
-        let tags = render::payload_tags(Tags::of(caps), payload, None, batched.then_some(batch));
+        let tags = render::payload_tags(Tags::of(caps), payload, batched.then_some(batch));
         if let Some(lines) = render::event_lines(payload, server, &tags, Tags::of(caps).multiline()) {
             out.push_str(&lines);
         }

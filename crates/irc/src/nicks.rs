@@ -112,13 +112,6 @@ impl Nicks {
         self.by_key.lock().get(key).cloned()
     }
 
-    /// The account the client of this node named `name` (as room events
-    /// name members) logged in to, if it did.
-    pub fn account_of(&self, name: &str) -> Option<Arc<str>> {
-        let key = wire::nickname::Nickname::parse(name).ok()?.key;
-        self.find(&key)?.state.lock().account.clone()
-    }
-
     /// Every client with a nickname.
     pub fn all(&self) -> Vec<Arc<Public>> {
         self.by_key.lock().values().cloned().collect()

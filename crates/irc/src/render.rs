@@ -9,13 +9,12 @@
 //! for that client alone: the shared forms are one per set of tags, and
 //! such messages are few. Other clients get it cut into lines.
 //!
-//! `account-tag` names the account of a member who logged in (SASL) as an
-//! IRC client of this node; members of other protocols and nodes carry no
-//! account in room events, so their lines have none.
+//! `account-tag` names the account the member who did it is logged in
+//! to, as its payload carries it (`hub::Payload::account`): an IRC client
+//! that logged in with SASL, an XMPP user of this server's accounts, on
+//! any node.
 
 use std::time::SystemTime;
-
-use std::sync::Arc;
 
 use bytes::Bytes;
 use hub::{Form, Payload, RoomEvent};
@@ -101,8 +100,7 @@ impl Tags {
 
 /// A payload's lines for a client with `tags`: a room event's, made once
 /// for every client with the same tags; any other payload is already lines.
-/// `account_of` names the account of a member, by the name events give it.
-pub fn lines(payload: &Payload, server: &str, tags: Tags, account_of: impl FnOnce(&str) -> Option<Arc<str>>) -> Option<Bytes> {
+pub fn lines(payload: &Payload, server: &str, tags: Tags) -> Option<Bytes> {
     let Some((_, event)) = payload.as_event() else {
         return Some(Bytes::copy_from_slice(payload.data()));
     };
@@ -110,10 +108,7 @@ pub fn lines(payload: &Payload, server: &str, tags: Tags, account_of: impl FnOnc
     if matches!(event, RoomEvent::Tags { .. }) && !tags.has(Tags::MSGID) {
         return None;
     }
-    let make = |p: &Payload, multiline| {
-        let account = if tags.has(Tags::ACCOUNT) { event.name().and_then(|name| account_of(name)) } else { None };
-        event_lines(p, server, &payload_tags(tags, p, account.as_deref(), None), multiline).map(Bytes::from)
-    };
+    let make = |p: &Payload, multiline| event_lines(p, server, &payload_tags(tags, p, None), multiline).map(Bytes::from);
     if tags.multiline() && batched(payload, server) {
         return make(payload, true);
     }
@@ -135,8 +130,9 @@ fn takes_lines(text: &str, room_for: usize) -> bool {
 /// The tags of `payload` for a client with `tags`, with `batch` first if it
 /// is part of one: [`Tags::text`]'s, where a message's `msgid` is its
 /// archive id or, for one the archive has none of, one made here once for
-/// all its recipients on this node.
-pub fn payload_tags(tags: Tags, payload: &Payload, account: Option<&str>, batch: Option<&str>) -> String {
+/// all its recipients on this node, and `account` the account its sender
+/// is logged in to.
+pub fn payload_tags(tags: Tags, payload: &Payload, batch: Option<&str>) -> String {
     let event = payload.as_event().map(|(_, e)| e);
     let said = event.is_some_and(|e| matches!(e, RoomEvent::Message { .. } | RoomEvent::Notice { .. } | RoomEvent::Announcement { .. } | RoomEvent::Tags { .. }));
     let id = match said && tags.has(Tags::MSGID) {
@@ -148,7 +144,7 @@ pub fn payload_tags(tags: Tags, payload: &Payload, account: Option<&str>, batch:
         Some(RoomEvent::Tags { tags, .. }) => Some(&**tags).filter(|t| !t.is_empty()),
         _ => payload.client_tags(),
     };
-    tags.text(payload.at(), id, account, batch, client)
+    tags.text(payload.at(), id, payload.account(), batch, client)
 }
 
 /// A new message's `msgid`, as the archive makes its ids: its time, then
@@ -295,6 +291,7 @@ pub fn text_from_irc(text: &str) -> std::borrow::Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
     use std::time::{Duration, UNIX_EPOCH};
 
     use super::*;
@@ -312,10 +309,6 @@ mod tests {
         Tags::of(Caps(caps.iter().fold(0, |all, cap| all | *cap as u16)))
     }
 
-    fn nobody(_: &str) -> Option<Arc<str>> {
-        None
-    }
-
     fn message(name: &str, text: &str) -> Payload {
         let event = RoomEvent::Message { name: Arc::from(name), text: Arc::from(text) };
         Payload::archived("lobby", event, UNIX_EPOCH + Duration::from_millis(1_800_000_000_123), Some(Arc::from("m1")))
@@ -324,37 +317,35 @@ mod tests {
     #[test]
     fn room_events_are_lines_to_the_byte() {
         let join = Payload::event("two words", RoomEvent::join(Arc::from("Alice Smith")));
-        assert_eq!(&lines(&join, "irc.test", tags(&[]), nobody).unwrap()[..], b":Alice\\20Smith!Alice\\20Smith@irc.test JOIN #two\\20words\r\n");
+        assert_eq!(&lines(&join, "irc.test", tags(&[])).unwrap()[..], b":Alice\\20Smith!Alice\\20Smith@irc.test JOIN #two\\20words\r\n");
         let said = message("bob", "hi\r\nQUIT :bye");
-        assert_eq!(&lines(&said, "irc.test", tags(&[]), nobody).unwrap()[..], b":bob!bob@irc.test PRIVMSG #lobby :hi\r\n:bob!bob@irc.test PRIVMSG #lobby :QUIT :bye\r\n");
+        assert_eq!(&lines(&said, "irc.test", tags(&[])).unwrap()[..], b":bob!bob@irc.test PRIVMSG #lobby :hi\r\n:bob!bob@irc.test PRIVMSG #lobby :QUIT :bye\r\n");
         assert_eq!(
-            &lines(&message("bob", "hi"), "irc.test", tags(&[Cap::ServerTime, Cap::MessageTags]), nobody).unwrap()[..],
+            &lines(&message("bob", "hi"), "irc.test", tags(&[Cap::ServerTime, Cap::MessageTags])).unwrap()[..],
             b"@time=2027-01-15T08:00:00.123Z;msgid=m1 :bob!bob@irc.test PRIVMSG #lobby :hi\r\n"
         );
-        let bob = |name: &str| (name == "bob").then(|| Arc::from("bob account"));
-        assert_eq!(
-            &lines(&message("bob", "hi"), "irc.test", tags(&[Cap::AccountTag]), bob).unwrap()[..],
-            b"@account=bob\\saccount :bob!bob@irc.test PRIVMSG #lobby :hi\r\n"
-        );
-        assert_eq!(&lines(&message("carol", "hi"), "irc.test", tags(&[Cap::AccountTag]), bob).unwrap()[..], b":carol!carol@irc.test PRIVMSG #lobby :hi\r\n");
+        let logged_in = message("bob", "hi").with_account(Some(Arc::from("bob account")));
+        assert_eq!(&lines(&logged_in, "irc.test", tags(&[Cap::AccountTag])).unwrap()[..], b"@account=bob\\saccount :bob!bob@irc.test PRIVMSG #lobby :hi\r\n");
+        assert_eq!(&lines(&logged_in, "irc.test", tags(&[])).unwrap()[..], b":bob!bob@irc.test PRIVMSG #lobby :hi\r\n");
+        assert_eq!(&lines(&message("carol", "hi"), "irc.test", tags(&[Cap::AccountTag])).unwrap()[..], b":carol!carol@irc.test PRIVMSG #lobby :hi\r\n");
         let action = message("bob", "/me waves");
-        assert_eq!(&lines(&action, "irc.test", tags(&[]), nobody).unwrap()[..], b":bob!bob@irc.test PRIVMSG #lobby :\x01ACTION waves\x01\r\n");
+        assert_eq!(&lines(&action, "irc.test", tags(&[])).unwrap()[..], b":bob!bob@irc.test PRIVMSG #lobby :\x01ACTION waves\x01\r\n");
     }
 
     #[test]
     fn each_form_is_made_once_for_every_recipient() {
         let said = message("bob", "hi");
-        let first = lines(&said, "irc.test", tags(&[Cap::ServerTime]), nobody).unwrap();
-        let again = lines(&said, "irc.test", tags(&[Cap::ServerTime]), |_| unreachable!("made once")).unwrap();
+        let first = lines(&said, "irc.test", tags(&[Cap::ServerTime])).unwrap();
+        let again = lines(&said, "irc.test", tags(&[Cap::ServerTime])).unwrap();
         assert_eq!(first.as_ptr(), again.as_ptr());
-        let other = lines(&said, "irc.test", tags(&[Cap::ServerTime, Cap::MessageTags]), nobody).unwrap();
+        let other = lines(&said, "irc.test", tags(&[Cap::ServerTime, Cap::MessageTags])).unwrap();
         assert_ne!(first, other);
     }
 
     #[test]
     fn a_long_message_is_cut_into_lines_that_fit() {
         let long = message("bob", &"word ".repeat(300));
-        let text = String::from_utf8(lines(&long, "irc.test", tags(&[]), nobody).unwrap().to_vec()).unwrap();
+        let text = String::from_utf8(lines(&long, "irc.test", tags(&[])).unwrap().to_vec()).unwrap();
         let lines: Vec<&str> = text.split_inclusive("\r\n").collect();
         assert_eq!(lines.len(), 4);
         assert!(lines.iter().all(|l| l.len() <= MAX_LINE && l.starts_with(":bob!bob@irc.test PRIVMSG #lobby :word")));
@@ -369,7 +360,7 @@ mod tests {
     fn a_message_of_several_lines_is_one_multiline_batch_to_a_client_that_reads_them() {
         let said = message("bob", "hello\n\nhow is everyone? and you");
         let modern = tags(&[Cap::MessageTags, Cap::Batch, Cap::Multiline]);
-        let text = String::from_utf8(lines(&said, "irc.test", modern, nobody).unwrap().to_vec()).unwrap();
+        let text = String::from_utf8(lines(&said, "irc.test", modern).unwrap().to_vec()).unwrap();
         assert_eq!(
             text,
             "@msgid=m1 :bob!bob@irc.test BATCH +mm1 draft/multiline #lobby\r\n\
@@ -380,12 +371,12 @@ mod tests {
         );
         // Without `batch`, or without the capability: lines, the blank one dropped.
         for caps in [&[Cap::MessageTags, Cap::Multiline][..], &[Cap::MessageTags, Cap::Batch]] {
-            let text = String::from_utf8(lines(&said, "irc.test", tags(caps), nobody).unwrap().to_vec()).unwrap();
+            let text = String::from_utf8(lines(&said, "irc.test", tags(caps)).unwrap().to_vec()).unwrap();
             assert_eq!(text, "@msgid=m1 :bob!bob@irc.test PRIVMSG #lobby :hello\r\n:bob!bob@irc.test PRIVMSG #lobby :how is everyone? and you\r\n");
         }
         // A line longer than one IRC line goes on in the next, its space kept.
         let long = format!("{} {}", "a".repeat(470), "b".repeat(10));
-        let text = String::from_utf8(lines(&message("bob", &long), "irc.test", modern, nobody).unwrap().to_vec()).unwrap();
+        let text = String::from_utf8(lines(&message("bob", &long), "irc.test", modern).unwrap().to_vec()).unwrap();
         let expected = format!(
             "@msgid=m1 :bob!bob@irc.test BATCH +mm1 draft/multiline #lobby\r\n\
              @batch=mm1 :bob!bob@irc.test PRIVMSG #lobby :{} \r\n\
@@ -396,8 +387,8 @@ mod tests {
         );
         assert_eq!(text, expected);
         // One line is one line; an action is cut into actions.
-        assert_eq!(&lines(&message("bob", "hi"), "irc.test", modern, nobody).unwrap()[..], b"@msgid=m1 :bob!bob@irc.test PRIVMSG #lobby :hi\r\n");
-        let action = String::from_utf8(lines(&message("bob", "/me a\nb"), "irc.test", modern, nobody).unwrap().to_vec()).unwrap();
+        assert_eq!(&lines(&message("bob", "hi"), "irc.test", modern).unwrap()[..], b"@msgid=m1 :bob!bob@irc.test PRIVMSG #lobby :hi\r\n");
+        let action = String::from_utf8(lines(&message("bob", "/me a\nb"), "irc.test", modern).unwrap().to_vec()).unwrap();
         assert_eq!(action, "@msgid=m1 :bob!bob@irc.test PRIVMSG #lobby :\x01ACTION a\x01\r\n:bob!bob@irc.test PRIVMSG #lobby :\x01ACTION b\x01\r\n");
     }
 

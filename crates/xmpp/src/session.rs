@@ -418,6 +418,12 @@ impl Session {
         self.jid.as_deref().map(Jid::bare)
     }
 
+    /// The account it logged in to: its JID's local part, unless it
+    /// logged in anonymously.
+    pub(crate) fn account(&self) -> Option<Arc<str>> {
+        self.jid.as_deref().filter(|_| !self.anonymous).and_then(|jid| jid.local.as_deref()).map(Arc::from)
+    }
+
     /// The session's outbox.
     pub fn outbox(&self) -> &Arc<Outbox> {
         &self.outbox

@@ -1408,3 +1408,35 @@ async fn a_multiline_batch_that_breaks_a_rule_is_refused_and_reaches_nobody() {
     assert_eq!(bob.line().await, ":alice!alice@localhost PRIVMSG #t :after\r\n");
     assert_eq!(bob.line().await, ":alice!alice@localhost PRIVMSG #t :all\r\n");
 }
+
+/// account-tag names the account of whoever did it, in any protocol: an
+/// XMPP user of this server's accounts who enters a room, speaks, sets its
+/// subject and leaves shows its account to IRC clients that asked.
+#[tokio::test]
+async fn account_tag_names_the_account_of_a_member_of_any_protocol() {
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("sam", "sesame")], ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    let server = TestServer::with_xmpp(config).await;
+    let mut watcher = register_with(server.irc, "watcher", "account-tag").await;
+    watcher.join("#acct").await;
+    let mut plain = Irc::register(server.irc, "plain").await;
+    plain.join("#acct").await;
+    watcher.until("plain").await;
+
+    let mut sam = crate::xmpp::login_account(server.xmpp.unwrap(), "sam", "sesame").await;
+    sam.send("<iq type='set' id='b'><bind xmlns='urn:ietf:params:xml:ns:xmpp-bind'/></iq>").await;
+    sam.stanza().await;
+    sam.send("<presence to='acct@conference.localhost/sammy'><x xmlns='http://jabber.org/protocol/muc'/></presence>").await;
+    assert_eq!(watcher.line().await, "@account=sam :sammy!sammy@localhost JOIN #acct\r\n");
+    assert_eq!(plain.line().await, ":sammy!sammy@localhost JOIN #acct\r\n", "no tags to a client that did not ask");
+    while sam.stanza().await.find("subject", "jabber:client").is_none() {}
+    sam.send("<message to='acct@conference.localhost' type='groupchat'><body>hi</body></message>").await;
+    assert_eq!(watcher.line().await, "@account=sam :sammy!sammy@localhost PRIVMSG #acct :hi\r\n");
+    sam.send("<message to='acct@conference.localhost' type='groupchat'><subject>plans</subject></message>").await;
+    assert_eq!(watcher.line().await, "@account=sam :sammy!sammy@localhost TOPIC #acct :plans\r\n");
+    sam.send("<presence to='acct@conference.localhost/sammy' type='unavailable'/>").await;
+    assert_eq!(watcher.line().await, "@account=sam :sammy!sammy@localhost PART #acct\r\n");
+    // A member logged in to no account: nothing.
+    plain.send("PRIVMSG #acct :me too").await;
+    assert_eq!(watcher.line().await, ":plain!plain@localhost PRIVMSG #acct :me too\r\n");
+}

@@ -16,6 +16,12 @@ use super::Session;
 use super::moderation::{Effect, Refusal, change};
 
 impl Session {
+    /// `event` of `room` as this session publishes it: with the account
+    /// it logged in to (IRC's `account-tag` shows it).
+    fn room_event(&self, room: &Arc<str>, event: RoomEvent) -> Payload {
+        Payload::event(room.clone(), event).with_account(self.account())
+    }
+
     /// The session's place in `room`, if it is still there: an owner who
     /// destroys a room takes every occupant out of it.
     pub(super) fn occupancy(&mut self, room: &str) -> Option<Occupancy> {
@@ -89,7 +95,7 @@ impl Session {
             occupancy.renamed_from = Some(old.clone());
         }
         for event in RoomEvent::rename(old, new) {
-            let _ = rooms.publish(room, Payload::event(room.clone(), event));
+            let _ = rooms.publish(room, self.room_event(room, event));
         }
     }
 
@@ -165,7 +171,7 @@ impl Session {
                 {
                     rooms.seed_topic(&room, &Payload::event(room.clone(), RoomEvent::Topic { name: by, text: Arc::from(text) }));
                 }
-                let _ = rooms.publish(&room, Payload::event(room.clone(), RoomEvent::join(shown)));
+                let _ = rooms.publish(&room, self.room_event(&room, RoomEvent::join(shown)));
             }
             Err(e) => {
                 self.xmpp.muc.drop_if_empty(&room);
@@ -195,7 +201,7 @@ impl Session {
         if self.xmpp.muc.is_occupant(room, self.id) {
             self.xmpp.muc.exit(room, self.id);
             if rooms.leave(room, self.id).is_some() {
-                let _ = rooms.publish(room, Payload::event(room.clone(), RoomEvent::leave(occupancy.nick.clone())));
+                let _ = rooms.publish(room, self.room_event(room, RoomEvent::leave(occupancy.nick.clone())));
             }
         }
         if tell {
@@ -242,14 +248,14 @@ impl Session {
         }
         if matches!(event, RoomEvent::Tags { .. }) {
             // Neither kept nor answered.
-            let _ = rooms.publish(&room, Payload::event(room.clone(), event));
+            let _ = rooms.publish(&room, self.room_event(&room, event));
             return;
         }
         // Its reflection to this session carries back its id (XEP-0045 §7.4).
         if let RoomEvent::Message { text, .. } = &event {
             occupancy.await_reflection(message, text);
         }
-        if rooms.publish_and_keep(&room, Payload::event(room.clone(), event)).await.is_err() {
+        if rooms.publish_and_keep(&room, self.room_event(&room, event)).await.is_err() {
             occupancy.refused();
             return self.refuse(message, "wait", "resource-constraint");
         }
@@ -323,7 +329,7 @@ impl Session {
         // in its order: an occupant as the subject (`muc::render`, which
         // also keeps it as the room's subject on each node).
         if let Some(rooms) = &self.xmpp.rooms
-            && rooms.publish(room, Payload::event(Arc::from(room), RoomEvent::Topic { name: occupancy.nick.clone(), text: Arc::from(text) })).is_err()
+            && rooms.publish(room, self.room_event(&Arc::from(room), RoomEvent::Topic { name: occupancy.nick.clone(), text: Arc::from(text) })).is_err()
         {
             return self.refuse(message, "wait", "remote-server-timeout");
         }
