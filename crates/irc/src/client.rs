@@ -80,9 +80,10 @@ pub struct Client {
     /// one in another shared channel is not told again.
     told: Vec<Told>,
     /// Batches sent so far, for their ids.
-    batches: u64,
-    /// A multiline message it is sending.
-    incoming: Option<multiline::Batch>,
+    batches: u32,
+    /// A multiline message it is sending. Boxed: inline, it would be in
+    /// every idle client's task.
+    incoming: Option<Box<multiline::Batch>>,
     /// Where it connects from (failed logins are counted per address).
     address: IpAddr,
     /// Over TLS: SASL PLAIN is offered.
@@ -300,14 +301,14 @@ impl Client {
             };
             // What follows under this reference is dropped if it is refused.
             self.incoming = Some(match refused {
-                Some(_) => multiline::Batch::broken(reference),
-                None => multiline::Batch::open(reference, param(2), message.tags.and_then(render::client_only)),
+                Some(_) => Box::new(multiline::Batch::broken(reference)),
+                None => Box::new(multiline::Batch::open(reference, param(2), message.tags.and_then(render::client_only))),
             });
             refused
         } else if let Some(reference) = param(0).strip_prefix('-') {
             match self.incoming.take() {
                 Some(batch) if batch.reference == reference && batch.broken => None,
-                Some(batch) if batch.reference == reference => match batch.end() {
+                Some(batch) if batch.reference == reference => match (*batch).end() {
                     Ok(whole) => {
                         let said = Said { command: "PRIVMSG", text: &whole.text, client_tags: whole.client_tags };
                         match whole.target.starts_with('#') {
@@ -625,7 +626,7 @@ impl Client {
         let prefixes = self.prefixes(room);
         let secret = self.irc.channels.with(room, |c| c.modes.secret).unwrap_or(false);
         let shape = Shape { secret, userhost: caps.has(Cap::UserhostInNames) };
-        self.batches += 1;
+        self.batches = self.batches.wrapping_add(1);
         let batch = format!("h{}", self.batches);
         let channel = channel.to_owned();
         Box::new(move |roster: &Roster| {
