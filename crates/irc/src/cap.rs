@@ -26,15 +26,18 @@ pub enum Cap {
     /// Messages of several lines, or longer than a line, as one
     /// `draft/multiline` batch, both ways (with `batch`: see `multiline`).
     Multiline = 512,
+    /// A command tagged `label=…` is answered under that label (with `batch`).
+    LabeledResponse = 1024,
 }
 
 /// Every capability offered, as `CAP LS` lists them.
-pub const OFFERED: [(&str, Cap); 10] = [
+pub const OFFERED: [(&str, Cap); 11] = [
     ("account-tag", Cap::AccountTag),
     ("away-notify", Cap::AwayNotify),
     ("batch", Cap::Batch),
     ("draft/multiline", Cap::Multiline),
     ("echo-message", Cap::EchoMessage),
+    ("labeled-response", Cap::LabeledResponse),
     ("message-tags", Cap::MessageTags),
     ("multi-prefix", Cap::MultiPrefix),
     ("sasl", Cap::Sasl),

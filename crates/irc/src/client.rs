@@ -16,7 +16,7 @@ use wire::nickname::Nickname;
 
 use crate::Irc;
 use crate::cap::{self, Cap, Caps};
-use crate::multiline;
+use crate::{labeled, multiline};
 use crate::nicks::{Public, Shown};
 use crate::numeric::*;
 use crate::render::{self, Tags};
@@ -81,9 +81,9 @@ pub struct Client {
     told: Vec<Told>,
     /// Batches sent so far, for their ids.
     batches: u32,
-    /// A multiline message it is sending. Boxed: inline, it would be in
-    /// every idle client's task.
-    incoming: Option<Box<multiline::Batch>>,
+    /// What it began and has not ended. Boxed, made when needed: inline,
+    /// it would be in every idle client's task.
+    under_way: Option<Box<UnderWay>>,
     /// Where it connects from (failed logins are counted per address).
     address: IpAddr,
     /// Over TLS: SASL PLAIN is offered.
@@ -94,6 +94,37 @@ pub struct Client {
     cap_302: bool,
     /// Whether `PASS` gave the server's password (`--irc-password`).
     password: Password,
+}
+
+/// What a client began and has not ended.
+#[derive(Debug, Default)]
+struct UnderWay {
+    /// A multiline message it is sending, and the label its `BATCH` had.
+    batch: Option<(multiline::Batch, Option<String>)>,
+    /// The labeled command being handled.
+    labeling: Option<Labeling>,
+    /// Its channel messages that await their echo to carry a label: the
+    /// room, the command, the label; oldest first, at most [`ECHOES_LABELED`].
+    echoes: Vec<(Arc<str>, &'static str, String)>,
+}
+
+/// The most channel messages awaiting their labeled echo: an echo that
+/// never comes (a room gone meanwhile) is forgotten once this many follow.
+const ECHOES_LABELED: usize = 16;
+
+/// A labeled command being handled (IRCv3 labeled-response): its label,
+/// and the lines sent to its client meanwhile (`Client::send` holds them
+/// here), which are its answer.
+#[derive(Debug)]
+struct Labeling {
+    label: String,
+    lines: parking_lot::Mutex<String>,
+    /// Answered where the room answers it: the echo of its message
+    /// carries the label.
+    answered: bool,
+    /// The `labeled-response` batch its answer is in, opened at once
+    /// (a `JOIN`: part of the answer, the greeting, comes from the room).
+    batch: Option<String>,
 }
 
 /// Where a client stands with the server's password.
@@ -121,7 +152,7 @@ impl Client {
             echoes: Vec::new(),
             told: Vec::new(),
             batches: 0,
-            incoming: None,
+            under_way: None,
             address,
             encrypted,
             sasl: None,
@@ -177,8 +208,81 @@ impl Client {
         self.public.state.lock().account.clone()
     }
 
+    /// Sends `line` to the client; while a labeled command is handled,
+    /// holds it as part of its answer.
     fn send(&self, line: String) {
+        if let Some(labeling) = self.under_way.as_ref().and_then(|u| u.labeling.as_ref()) {
+            labeling.lines.lock().push_str(&line);
+            return;
+        }
         self.public.send(line);
+    }
+
+    fn under_way(&mut self) -> &mut UnderWay {
+        self.under_way.get_or_insert_with(Box::default)
+    }
+
+    /// Lets go of what is under way if nothing is.
+    fn settle(&mut self) {
+        if self.under_way.as_ref().is_some_and(|u| u.batch.is_none() && u.labeling.is_none() && u.echoes.is_empty()) {
+            self.under_way = None;
+        }
+    }
+
+    /// The label of the labeled command being handled, if it is not
+    /// answered yet.
+    fn unanswered_label(&self) -> Option<&str> {
+        self.under_way.as_ref()?.labeling.as_ref().filter(|l| !l.answered).map(|l| l.label.as_str())
+    }
+
+    /// Starts handling a command labeled `label`.
+    fn begin_label(&mut self, label: String) {
+        self.under_way().labeling = Some(Labeling { label, lines: parking_lot::Mutex::default(), answered: false, batch: None });
+    }
+
+    /// Ends handling a labeled command: what was sent meanwhile goes as its
+    /// answer (`labeled::answer`), or as it was if the room answered it.
+    fn end_label(&mut self) {
+        let Some(labeling) = self.under_way.as_mut().and_then(|u| u.labeling.take()) else { return };
+        let lines = labeling.lines.into_inner();
+        if let Some(reference) = &labeling.batch {
+            let server = self.server();
+            self.send(labeled::inside(&lines, reference) + &labeled::end(server, reference));
+        } else if !labeling.answered {
+            let server = self.irc.server_name().to_owned();
+            let answer = labeled::answer(&lines, &labeling.label, &server, || self.next_batch("l"));
+            self.send(answer);
+        } else if !lines.is_empty() {
+            self.send(lines);
+        }
+        self.settle();
+    }
+
+    /// A new batch's reference: `kind` and a count of the batches this
+    /// client was sent.
+    fn next_batch(&mut self, kind: &str) -> String {
+        self.batches = self.batches.wrapping_add(1);
+        format!("{kind}{}", self.batches)
+    }
+
+    /// Opens at once the batch the answer to the labeled command being
+    /// handled goes in, if it is not answered yet: its reference.
+    fn open_labeled_batch(&mut self) -> Option<String> {
+        let label = self.unanswered_label()?.to_owned();
+        let reference = self.next_batch("l");
+        self.public.send(labeled::start(&label, self.server(), &reference));
+        let labeling = self.under_way().labeling.as_mut()?;
+        labeling.batch = Some(reference.clone());
+        labeling.answered = true;
+        Some(reference)
+    }
+
+    /// Takes note that the labeled command being handled is answered
+    /// where the room answers it.
+    fn answered(&mut self) {
+        if let Some(labeling) = self.under_way.as_mut().and_then(|u| u.labeling.as_mut()) {
+            labeling.answered = true;
+        }
     }
 
     /// A numeric reply, addressed to the client.
@@ -191,8 +295,19 @@ impl Client {
         self.send(self.reply(ERR_INPUTTOOLONG).trailing("Input line was too long"));
     }
 
-    /// Handles one line.
+    /// Handles one line; one with a label (IRCv3 labeled-response, to a
+    /// client that asked for it and for `batch`) is answered under it.
     pub async fn on_line(&mut self, message: &Message<'_>) -> Flow {
+        let labels = self.caps.has(Cap::LabeledResponse) && self.caps.has(Cap::Batch);
+        let label = message.tag("label").filter(|l| labels && !l.is_empty() && l.len() <= labeled::MAX_LABEL);
+        let Some(label) = label else { return self.handle(message).await };
+        self.begin_label(label.into_owned());
+        let flow = self.handle(message).await;
+        self.end_label();
+        flow
+    }
+
+    async fn handle(&mut self, message: &Message<'_>) -> Flow {
         let command = message.command.to_ascii_uppercase();
         let params = &message.params;
         let needs = |count: usize| params.len() < count;
@@ -291,7 +406,7 @@ impl Client {
         let param = |i: usize| message.param(i).unwrap_or("");
         let fail = |why| Some(multiline::Fail::Invalid(why));
         let failed = if let Some(reference) = param(0).strip_prefix('+') {
-            let open = self.incoming.take().is_some_and(|b| !b.broken);
+            let open = self.under_way().batch.take().is_some_and(|(b, _)| !b.broken);
             let refused = match () {
                 _ if !self.caps.has(Cap::Multiline) => fail("draft/multiline is not enabled"),
                 _ if !param(1).eq_ignore_ascii_case(multiline::BATCH_TYPE) => fail("Only draft/multiline batches are taken"),
@@ -300,27 +415,47 @@ impl Client {
                 _ => None,
             };
             // What follows under this reference is dropped if it is refused.
-            self.incoming = Some(match refused {
-                Some(_) => Box::new(multiline::Batch::broken(reference)),
-                None => Box::new(multiline::Batch::open(reference, param(2), message.tags.and_then(render::client_only))),
-            });
+            let batch = match refused {
+                Some(_) => multiline::Batch::broken(reference),
+                None => multiline::Batch::open(reference, param(2), message.tags.and_then(render::client_only)),
+            };
+            // Its label is the whole message's, answered at its end.
+            let label = refused.is_none().then(|| self.unanswered_label().map(str::to_owned)).flatten();
+            if label.is_some() {
+                self.answered();
+            }
+            self.under_way().batch = Some((batch, label));
             refused
         } else if let Some(reference) = param(0).strip_prefix('-') {
-            match self.incoming.take() {
-                Some(batch) if batch.reference == reference && batch.broken => None,
-                Some(batch) if batch.reference == reference => match (*batch).end() {
-                    Ok(whole) => {
-                        let said = Said { command: "PRIVMSG", text: &whole.text, client_tags: whole.client_tags };
-                        match whole.target.starts_with('#') {
-                            true => self.say_in_room(&whole.target, &said).await,
-                            false => self.say_to_nick(&whole.target, &said),
-                        }
-                        None
+            match self.under_way().batch.take() {
+                Some((batch, _)) if batch.reference == reference && batch.broken => None,
+                Some((batch, label)) if batch.reference == reference => {
+                    // Answered under the label its start had, as a command of its own.
+                    let outer = self.under_way().labeling.take();
+                    if let Some(label) = label {
+                        self.begin_label(label);
                     }
-                    Err(fail) => Some(fail),
-                },
+                    let failed = match batch.end() {
+                        Ok(whole) => {
+                            let said = Said { command: "PRIVMSG", text: &whole.text, client_tags: whole.client_tags };
+                            match whole.target.starts_with('#') {
+                                true => self.say_in_room(&whole.target, &said).await,
+                                false => self.say_to_nick(&whole.target, &said),
+                            }
+                            None
+                        }
+                        Err(fail) => Some(fail),
+                    };
+                    if let Some(fail) = &failed {
+                        self.send(fail.line(self.server()));
+                    }
+                    self.end_label();
+                    self.under_way().labeling = outer;
+                    self.settle();
+                    return;
+                }
                 other => {
-                    self.incoming = other;
+                    self.under_way().batch = other;
                     fail("No such batch is open")
                 }
             }
@@ -330,13 +465,14 @@ impl Client {
         if let Some(fail) = failed {
             self.send(fail.line(self.server()));
         }
+        self.settle();
     }
 
     /// A line of a batch (tagged `batch=…`): a line of the multiline
     /// message under way, or refused with what is left of it.
     async fn in_batch(&mut self, command: &str, message: &Message<'_>) {
         let reference = message.tag("batch").unwrap_or_default();
-        let failed = match &mut self.incoming {
+        let failed = match self.under_way.as_mut().and_then(|u| u.batch.as_mut()).map(|(b, _)| b) {
             Some(batch) if batch.reference == *reference && batch.broken => None,
             Some(batch) if batch.reference == *reference => {
                 let concat = message.tag(multiline::CONCAT).is_some();
@@ -540,6 +676,10 @@ impl Client {
             return self.part_all(&all, None);
         }
         let mut keys = keys.split(',');
+        // Labeled, its answer is a batch, opened before the greetings come.
+        if channels.split(',').any(|c| !c.is_empty()) {
+            self.open_labeled_batch();
+        }
         for channel in channels.split(',').filter(|c| !c.is_empty()) {
             self.join(channel, keys.next().filter(|k| !k.is_empty())).await;
         }
@@ -580,7 +720,8 @@ impl Client {
         }
         // In the channel first, so that its names show a first member as operator.
         self.irc.channels.enter(&room, &self.public);
-        let greeting = self.greeting(&room, &channel, &name);
+        let answer_batch = self.under_way.as_ref().and_then(|u| u.labeling.as_ref()).and_then(|l| l.batch.clone());
+        let greeting = self.greeting(&room, &channel, &name, answer_batch);
         let member = Member { id: self.id(), name: Some(name.clone()), outbox: self.public.outbox.clone(), speaks: Speaks::Irc };
         if let Err(e) = rooms.join(&room, member, MAX_LISTED, greeting).await {
             self.irc.channels.exit(&room, self.id());
@@ -613,8 +754,9 @@ impl Client {
 
     /// What a client that joins `room` is sent before anything else of it:
     /// its own `JOIN`, the topic, the names, and, to a client that reads
-    /// times, the room's history as a batch.
-    fn greeting(&mut self, room: &Arc<str>, channel: &str, name: &Nickname) -> Greeting {
+    /// times, the room's history as a batch; all of it inside the batch
+    /// `answer_batch` that answers a labeled `JOIN`, if it was one.
+    fn greeting(&mut self, room: &Arc<str>, channel: &str, name: &Nickname, answer_batch: Option<String>) -> Greeting {
         let server = self.server().to_owned();
         let nick = nick_of(&name.shown).into_owned();
         let caps = self.caps;
@@ -626,19 +768,19 @@ impl Client {
         let prefixes = self.prefixes(room);
         let secret = self.irc.channels.with(room, |c| c.modes.secret).unwrap_or(false);
         let shape = Shape { secret, userhost: caps.has(Cap::UserhostInNames) };
-        self.batches = self.batches.wrapping_add(1);
-        let batch = format!("h{}", self.batches);
+        let batch = self.next_batch("h");
         let channel = channel.to_owned();
         Box::new(move |roster: &Roster| {
             // The room's topic as it is under the room's lock, as the rest.
             let topic = roster.topic.as_ref().filter(|t| !t.text.is_empty()).map(|t| topic_lines(&server, &me, &channel, t)).unwrap_or_default();
             let mut lines = join + &topic;
             lines.push_str(&names_lines(&server, &nick, &channel, &roster.names, &prefixes, shape));
-            let mut greeting = vec![Payload::new(lines)];
-            if caps.has(Cap::ServerTime) && !roster.history.is_empty() {
-                greeting.push(Payload::new(history(&server, caps, &channel, &batch, &roster.history)));
+            let history = (caps.has(Cap::ServerTime) && !roster.history.is_empty()).then(|| history(&server, caps, &channel, &batch, &roster.history));
+            match (answer_batch, history) {
+                (Some(reference), history) => vec![Payload::new(labeled::inside(&(lines + &history.unwrap_or_default()), &reference))],
+                (None, Some(history)) => vec![Payload::new(lines), Payload::new(history)],
+                (None, None) => vec![Payload::new(lines)],
             }
-            greeting
         })
     }
 
@@ -804,6 +946,21 @@ impl Client {
         }
         let room: Arc<str> = Arc::from(room);
         let tags = client_tags.as_deref().map(Arc::from);
+        // Its echo, if it has one, answers a labeled command.
+        let echoed = self.caps.has(Cap::EchoMessage) && (*command != "TAGMSG" || self.caps.has(Cap::MessageTags));
+        if let (true, Some(label)) = (echoed, self.unanswered_label().map(str::to_owned)) {
+            let command = match *command {
+                "PRIVMSG" => "PRIVMSG",
+                "NOTICE" => "NOTICE",
+                _ => "TAGMSG",
+            };
+            let under_way = self.under_way();
+            if under_way.echoes.len() == ECHOES_LABELED {
+                under_way.echoes.remove(0);
+            }
+            under_way.echoes.push((room.clone(), command, label));
+            self.answered();
+        }
         match *command {
             // Tags and no text (a typing notification): neither kept nor
             // answered, as a notice.
@@ -819,6 +976,14 @@ impl Client {
             _ => {
                 let event = RoomEvent::Message { name: name.shown.clone(), text: Arc::from(render::text_from_irc(text)) };
                 if let Err(e) = rooms.publish_and_keep(&room, self.event(&room, event).with_client_tags(tags)).await {
+                    // No echo: the error is the answer.
+                    if let Some(under_way) = self.under_way.as_mut()
+                        && under_way.echoes.last().is_some_and(|(r, c, _)| *r == room && *c == "PRIVMSG")
+                        && let Some(labeling) = under_way.labeling.as_mut()
+                    {
+                        under_way.echoes.pop();
+                        labeling.answered = false;
+                    }
                     self.send(self.reply(ERR_CANNOTSENDTOCHAN).arg(&channel_of(&room)).trailing(&e.to_string()));
                 }
             }
@@ -1486,7 +1651,28 @@ impl Client {
                 self.told.push(told);
             }
         }
-        render::lines(payload, self.server(), Tags::of(self.caps))
+        let lines = render::lines(payload, self.server(), Tags::of(self.caps))?;
+        // Its own message's echo, awaited to carry a label.
+        if let Some((room, event)) = payload.as_event()
+            && self.under_way.as_ref().is_some_and(|u| !u.echoes.is_empty())
+            && self.name.as_ref().is_some_and(|n| event.name() == Some(&n.shown))
+        {
+            let command = match event {
+                RoomEvent::Message { .. } => "PRIVMSG",
+                RoomEvent::Notice { .. } => "NOTICE",
+                RoomEvent::Tags { .. } => "TAGMSG",
+                _ => return Some(lines),
+            };
+            let under_way = self.under_way();
+            if let Some(at) = under_way.echoes.iter().position(|(r, c, _)| r == room && *c == command) {
+                let (_, _, label) = under_way.echoes.remove(at);
+                self.settle();
+                let server = self.irc.server_name().to_owned();
+                let answer = labeled::answer(&String::from_utf8_lossy(&lines), &label, &server, || self.next_batch("l"));
+                return Some(bytes::Bytes::from(answer));
+            }
+        }
+        Some(lines)
     }
 }
 

@@ -9,13 +9,15 @@
 //! and commands; `render` turns room events into lines, once per form for
 //! every recipient; `channels` holds what IRC keeps of a room beyond the
 //! hub (topic, modes, operators); `nicks` is the node's registry of IRC
-//! nicknames; `multiline` gathers a message a client sends in a batch.
+//! nicknames; `multiline` gathers a message a client sends in a batch;
+//! `labeled` answers a labeled command under its label.
 //! Names and text cross through `wire::irc`.
 
 mod cap;
 mod channels;
 mod client;
 mod connection;
+mod labeled;
 mod multiline;
 mod nicks;
 mod numeric;

@@ -46,7 +46,9 @@ pub enum LineError {
     /// A source or tags with no command after them.
     #[error("no command")]
     NoCommand,
-    /// A command that is neither letters nor three digits.
+    /// A command with a character that is not visible ASCII. (One of
+    /// visible ASCII that is neither letters nor three digits, which no
+    /// command is, is read, to be answered as an unknown command.)
     #[error("malformed command")]
     BadCommand,
     /// Longer than [`MAX_LINE`] without its tags, or tags longer than
@@ -104,9 +106,7 @@ impl<'a> Message<'a> {
             return Err(if tags.is_none() && source.is_none() { LineError::Empty } else { LineError::NoCommand });
         }
         let (command, mut rest) = rest.split_once(' ').unwrap_or((rest, ""));
-        let letters = command.bytes().all(|b| b.is_ascii_alphabetic());
-        let numeric = command.len() == 3 && command.bytes().all(|b| b.is_ascii_digit());
-        if !letters && !numeric {
+        if !command.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(LineError::BadCommand);
         }
         let mut params = Vec::new();
@@ -464,8 +464,11 @@ mod tests {
         assert_eq!(Message::parse(b"   "), Err(LineError::Empty));
         assert_eq!(Message::parse(b":source"), Err(LineError::NoCommand));
         assert_eq!(Message::parse(b"@a=b"), Err(LineError::NoCommand));
-        assert_eq!(Message::parse(b"PRIV-MSG x"), Err(LineError::BadCommand));
-        assert_eq!(Message::parse(b"1234 x"), Err(LineError::BadCommand));
+        assert_eq!(Message::parse(b"PRIV\x07MSG x"), Err(LineError::BadCommand));
+        assert_eq!(Message::parse("PRIVMSG\u{e9} x".as_bytes()), Err(LineError::BadCommand));
+        // Read, to be answered as an unknown command.
+        assert_eq!(Message::parse(b"NO_SUCH-COMMAND x").map(|m| m.command), Ok("NO_SUCH-COMMAND"));
+        assert_eq!(Message::parse(b"1234 x").map(|m| m.command), Ok("1234"));
         assert_eq!(Message::parse(b"NICK \xff"), Err(LineError::NotUtf8));
         let long = format!("PRIVMSG #a :{}", "x".repeat(MAX_LINE));
         assert_eq!(Message::parse(long.as_bytes()), Err(LineError::TooLong));

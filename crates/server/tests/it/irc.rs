@@ -144,7 +144,7 @@ async fn registration_waits_for_the_end_of_capability_negotiation() {
     let server = TestServer::start().await;
     let mut irc = Irc::connect(server.irc).await;
     irc.send("CAP LS 302").await;
-    assert_eq!(irc.line().await, ":localhost CAP * LS :account-tag away-notify batch draft/multiline=max-bytes=4096,max-lines=32 echo-message message-tags multi-prefix server-time userhost-in-names\r\n");
+    assert_eq!(irc.line().await, ":localhost CAP * LS :account-tag away-notify batch draft/multiline=max-bytes=4096,max-lines=32 echo-message labeled-response message-tags multi-prefix server-time userhost-in-names\r\n");
     irc.send("NICK dave").await;
     irc.send("USER d 0 * :D").await;
     irc.send("CAP REQ :server-time nonsense").await;
@@ -1439,4 +1439,90 @@ async fn account_tag_names_the_account_of_a_member_of_any_protocol() {
     // A member logged in to no account: nothing.
     plain.send("PRIVMSG #acct :me too").await;
     assert_eq!(watcher.line().await, ":plain!plain@localhost PRIVMSG #acct :me too\r\n");
+}
+
+/// IRCv3 labeled-response: a command tagged with a label is answered
+/// under it in one logical message (a line, a batch, or `ACK`), to a
+/// client that asked for it and for batch; a channel message by its echo,
+/// a `JOIN` by its greeting, a multiline message (labeled at its start) by
+/// its echoed batch.
+#[tokio::test]
+async fn a_labeled_command_is_answered_under_its_label() {
+    let server = TestServer::start().await;
+    let mut ann = register_with(server.irc, "ann", "labeled-response batch echo-message message-tags draft/multiline").await;
+    let mut bob = register_with(server.irc, "bob", "labeled-response batch").await;
+
+    ann.send("@label=p1 PING x").await;
+    assert_eq!(ann.line().await, "@label=p1 :localhost PONG localhost :x\r\n");
+    ann.send("@label=p2 PONG x").await;
+    assert_eq!(ann.line().await, "@label=p2 :localhost ACK\r\n", "no answer: ACK");
+    ann.send("@label=a\\:b FROB").await;
+    assert_eq!(ann.line().await, "@label=a\\:b :localhost 421 ann FROB :Unknown command\r\n", "the label as sent, escaped again");
+    ann.send("@label=u NO_SUCH-COMMAND").await;
+    assert_eq!(ann.line().await, "@label=u :localhost 421 ann NO_SUCH-COMMAND :Unknown command\r\n");
+
+    ann.send("@label=w WHOIS bob").await;
+    let whois = ann.lines_until("BATCH -").await;
+    assert_eq!(whois[0], "@label=w :localhost BATCH +l1 labeled-response\r\n");
+    assert!(whois[1].starts_with("@batch=l1 :localhost 311 ann bob ~u localhost "), "{whois:?}");
+    assert!(whois[1..whois.len() - 1].iter().all(|l| l.starts_with("@batch=l1 :localhost ")), "{whois:?}");
+    assert_eq!(whois.last().unwrap(), ":localhost BATCH -l1\r\n");
+
+    ann.send("@label=j JOIN #t").await;
+    assert_eq!(
+        ann.lines_until("BATCH -").await,
+        [
+            "@label=j :localhost BATCH +l2 labeled-response\r\n",
+            "@batch=l2 :ann!ann@localhost JOIN #t\r\n",
+            "@batch=l2 :localhost 353 ann = #t :@ann\r\n",
+            "@batch=l2 :localhost 366 ann #t :End of /NAMES list\r\n",
+            ":localhost BATCH -l2\r\n",
+        ]
+    );
+    // Part of it refused: the refusal in the same batch.
+    ann.send("@label=j2 JOIN #u,inv@lid").await;
+    assert_eq!(
+        ann.lines_until("BATCH -").await,
+        [
+            "@label=j2 :localhost BATCH +l4 labeled-response\r\n",
+            "@batch=l4 :ann!ann@localhost JOIN #u\r\n",
+            "@batch=l4 :localhost 353 ann = #u :@ann\r\n",
+            "@batch=l4 :localhost 366 ann #u :End of /NAMES list\r\n",
+            "@batch=l4 :localhost 403 ann inv@lid :No such channel\r\n",
+            ":localhost BATCH -l4\r\n",
+        ]
+    );
+    bob.join("#t").await;
+    ann.until("bob!bob@localhost JOIN").await;
+
+    // A channel message: its echo carries the label, and only the sender's.
+    ann.send("@label=m PRIVMSG #t :hi").await;
+    let (_, echo) = without_msgid(&ann.line().await.replacen("@label=m;", "@", 1));
+    assert_eq!(echo, ":ann!ann@localhost PRIVMSG #t :hi\r\n");
+    assert_eq!(bob.line().await, ":ann!ann@localhost PRIVMSG #t :hi\r\n");
+    // A multiline message, labeled at its start: its echoed batch, at its start.
+    ann.send("@label=ml BATCH +b draft/multiline #t").await;
+    ann.send("@batch=b PRIVMSG #t :one").await;
+    ann.send("@batch=b PRIVMSG #t :two").await;
+    ann.send("BATCH -b").await;
+    let batch = batch_lines(&mut ann).await;
+    assert!(batch[0].starts_with("@label=ml;msgid=") && batch[0].contains(" BATCH +m"), "{batch:?}");
+    assert_eq!(batch.len(), 4);
+    assert_eq!(bob.line().await, ":ann!ann@localhost PRIVMSG #t :one\r\n");
+    assert_eq!(bob.line().await, ":ann!ann@localhost PRIVMSG #t :two\r\n");
+    // To itself: the message it gets has no label, its echo has it.
+    ann.send("@label=s PRIVMSG ann :me").await;
+    let (_, delivered) = without_msgid(&ann.line().await);
+    assert_eq!(delivered, ":ann!~u@localhost PRIVMSG ann :me\r\n");
+    assert!(ann.line().await.starts_with("@label=s;msgid="));
+    // A message that goes nowhere answers with its error.
+    ann.send("@label=e PRIVMSG #elsewhere :hi").await;
+    assert_eq!(ann.line().await, "@label=e :localhost 404 ann #elsewhere :Cannot send to channel\r\n");
+
+    // Too long a label, or a client that did not ask: as if none were given.
+    ann.send(&format!("@label={} PING y", "x".repeat(65))).await;
+    assert_eq!(ann.line().await, ":localhost PONG localhost :y\r\n");
+    let mut carol = register_with(server.irc, "carol", "labeled-response").await;
+    carol.send("@label=c PING z").await;
+    assert_eq!(carol.line().await, ":localhost PONG localhost :z\r\n", "labeled-response needs batch");
 }
