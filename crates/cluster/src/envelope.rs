@@ -19,7 +19,8 @@
 //!   (with `"reason":"…"` and `"quit":true` when given). A message kept in its room's
 //!   archive also has `Sb-Id`, its id there; one whose sender gave
 //!   client-only tags, `Sb-Tags`; one whose sender is logged in to an
-//!   account, `Sb-Account`, its name.
+//!   account, `Sb-Account`, its name; one whose sender cut lines without
+//!   a line break, `Sb-Cuts`, where (byte offsets, `3,17`).
 
 use std::sync::Arc;
 
@@ -48,6 +49,8 @@ const ID: &str = "Sb-Id";
 const TAGS: &str = "Sb-Tags";
 /// Header of the account a payload's sender is logged in to.
 const ACCOUNT: &str = "Sb-Account";
+/// Header of where a payload's sender cut lines without a line break.
+const CUTS: &str = "Sb-Cuts";
 
 /// One subject token for any text.
 pub fn token(text: &str) -> String {
@@ -182,7 +185,20 @@ pub fn encode(node: &str, payload: &Payload) -> (HeaderMap, Bytes) {
     if let Some(account) = payload.account() {
         headers.insert(ACCOUNT, account);
     }
+    if !payload.cuts().is_empty() {
+        headers.insert(CUTS, cuts_text(payload.cuts()).as_str());
+    }
     (headers, body)
+}
+
+/// Cuts as the header and the link write them: `3,17`.
+pub fn cuts_text(cuts: &[u32]) -> String {
+    cuts.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// Cuts read back from [`cuts_text`]; what is not a number is skipped.
+pub fn cuts_of(text: &str) -> Arc<[u32]> {
+    text.split(',').filter_map(|n| n.parse().ok()).collect()
 }
 
 /// A NATS message of `room` decoded: the node that sent it and the payload.
@@ -221,7 +237,8 @@ pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes, at: std
             }
             let tags = headers.and_then(|h| h.get(TAGS)).map(|v| Arc::from(v.as_str()));
             let account = headers.and_then(|h| h.get(ACCOUNT)).map(|v| Arc::from(v.as_str()));
-            Payload::archived(room.clone(), event, at, id).with_client_tags(tags).with_account(account)
+            let cuts = headers.and_then(|h| h.get(CUTS)).map(|v| cuts_of(v.as_str()));
+            Payload::archived(room.clone(), event, at, id).with_client_tags(tags).with_account(account).with_cuts(cuts)
         }
         other => return Err(DecodeError::Kind(other.to_owned())),
     };
@@ -266,7 +283,8 @@ pub(crate) mod tests {
             (
                 Payload::event(room.clone(), RoomEvent::Message { name: "al".into(), text: "typing".into() })
                     .with_client_tags(Some("+typing=active;+x=a\\sb".into()))
-                    .with_account(Some("Ålice's account".into())),
+                    .with_account(Some("Ålice's account".into()))
+                    .with_cuts(Some(Arc::from([2u32, 5]))),
                 "event",
                 br#"{"event":"message","name":"al","text":"typing"}"#,
             ),
@@ -283,6 +301,7 @@ pub(crate) mod tests {
             assert_eq!(headers.get("Sb-Id").map(|v| v.as_str()), payload.id());
             assert_eq!(headers.get("Sb-Tags").map(|v| v.as_str()), payload.client_tags());
             assert_eq!(headers.get("Sb-Account").map(|v| v.as_str()), payload.account());
+            assert_eq!(headers.get("Sb-Cuts").map(|v| v.as_str()), (!payload.cuts().is_empty()).then_some("2,5"));
             let at = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
             let back = decode(&room, Some(&headers), bytes, at).unwrap();
             assert_eq!(&*back.node, "n1");
@@ -293,6 +312,7 @@ pub(crate) mod tests {
             assert_eq!(back.payload.id(), payload.id());
             assert_eq!(back.payload.client_tags(), payload.client_tags());
             assert_eq!(back.payload.account(), payload.account());
+            assert_eq!(back.payload.cuts(), payload.cuts());
             assert_eq!(back.payload.as_event().map(|(_, e)| e.clone()), payload.as_event().map(|(_, e)| e.clone()));
         }
     }

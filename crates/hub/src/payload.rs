@@ -85,6 +85,10 @@ struct Inner {
     /// The account its sender is logged in to here, if any (IRCv3
     /// `account-tag` names it): a member of any protocol, on any node.
     account: Option<Arc<str>>,
+    /// Where its sender cut a line of its text in two without a line
+    /// break (IRCv3 multiline's `draft/multiline-concat`), as byte offsets
+    /// into the text, ascending: how IRC clients are to be shown its lines.
+    cuts: Option<Arc<[u32]>>,
     /// Its name where a protocol names every message (IRC's `msgid`) and
     /// the archive gave it none: made on first use.
     named: OnceLock<Arc<str>>,
@@ -108,6 +112,7 @@ impl Clone for Inner {
             id: self.id.clone(),
             client_tags: self.client_tags.clone(),
             account: self.account.clone(),
+            cuts: self.cuts.clone(),
             named: OnceLock::new(),
         }
     }
@@ -146,7 +151,7 @@ impl Payload {
     /// archive under `id` (if it was).
     pub fn archived(room: impl Into<Arc<str>>, event: RoomEvent, at: SystemTime, id: Option<Arc<str>>) -> Payload {
         let data = Data::Event { room: room.into(), event, json: OnceLock::new() };
-        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at, id, client_tags: None, account: None, named: OnceLock::new() }))
+        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at, id, client_tags: None, account: None, cuts: None, named: OnceLock::new() }))
     }
 
     /// This payload with the client-only tags its sender gave it: set in
@@ -175,6 +180,20 @@ impl Payload {
         self.0.account.as_deref()
     }
 
+    /// This payload with where its sender cut lines without a line break
+    /// (empty for nowhere): set in place while nobody else holds it yet,
+    /// as when it is published.
+    pub fn with_cuts(self, cuts: Option<Arc<[u32]>>) -> Payload {
+        let mut payload = self;
+        Arc::make_mut(&mut payload.0).cuts = cuts.filter(|c| !c.is_empty());
+        payload
+    }
+
+    /// Where its sender cut lines of its text without a line break.
+    pub fn cuts(&self) -> &[u32] {
+        self.0.cuts.as_deref().unwrap_or_default()
+    }
+
     /// Its name for a protocol that names every message (IRC's `msgid`):
     /// its archive id, or else one `make` makes the first time it is asked,
     /// the same for every recipient of this payload on this node.
@@ -200,7 +219,7 @@ impl Payload {
     }
 
     fn of(data: Data) -> Payload {
-        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at: SystemTime::now(), id: None, client_tags: None, account: None, named: OnceLock::new() }))
+        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at: SystemTime::now(), id: None, client_tags: None, account: None, cuts: None, named: OnceLock::new() }))
     }
 
     /// When it was published.

@@ -437,7 +437,7 @@ impl Client {
                     }
                     let failed = match batch.end() {
                         Ok(whole) => {
-                            let said = Said { command: "PRIVMSG", text: &whole.text, client_tags: whole.client_tags };
+                            let said = Said { command: "PRIVMSG", text: &whole.text, client_tags: whole.client_tags, cuts: &whole.cuts };
                             match whole.target.starts_with('#') {
                                 true => self.say_in_room(&whole.target, &said).await,
                                 false => self.say_to_nick(&whole.target, &said),
@@ -896,7 +896,7 @@ impl Client {
             }
             return;
         }
-        let said = Said { command, text, client_tags: message.tags.and_then(render::client_only) };
+        let said = Said { command, text, client_tags: message.tags.and_then(render::client_only), cuts: &[] };
         for target in targets.split(',').filter(|t| !t.is_empty()) {
             if command == "PRIVMSG" && !self.fits_relayed(target, text) {
                 self.too_long();
@@ -921,7 +921,7 @@ impl Client {
     }
 
     async fn say_in_room(&mut self, channel: &str, said: &Said<'_>) {
-        let Said { command, text, client_tags } = said;
+        let Said { command, text, client_tags, cuts } = said;
         let notice = *command == "NOTICE";
         let (Ok(room), Some(rooms), Some(name)) = (room_of(channel), self.irc.rooms.clone(), self.name.clone()) else {
             if !notice {
@@ -974,8 +974,12 @@ impl Client {
                 let _ = rooms.publish(&room, self.event(&room, event).with_client_tags(tags));
             }
             _ => {
-                let event = RoomEvent::Message { name: name.shown.clone(), text: Arc::from(render::text_from_irc(text)) };
-                if let Err(e) = rooms.publish_and_keep(&room, self.event(&room, event).with_client_tags(tags)).await {
+                let shown = render::text_from_irc(text);
+                // Cuts count in the text as sent: an action shown otherwise has none.
+                let cuts = matches!(shown, std::borrow::Cow::Borrowed(_)).then(|| Arc::from(*cuts));
+                let event = RoomEvent::Message { name: name.shown.clone(), text: Arc::from(shown) };
+                let payload = self.event(&room, event).with_client_tags(tags).with_cuts(cuts);
+                if let Err(e) = rooms.publish_and_keep(&room, payload).await {
                     // No echo: the error is the answer.
                     if let Some(under_way) = self.under_way.as_mut()
                         && under_way.echoes.last().is_some_and(|(r, c, _)| *r == room && *c == "PRIVMSG")
@@ -1735,6 +1739,9 @@ struct Said<'a> {
     command: &'a str,
     text: &'a str,
     client_tags: Option<String>,
+    /// Where its sender cut lines of it without a line break (a multiline
+    /// message's; see `hub::Payload::cuts`).
+    cuts: &'a [u32],
 }
 
 impl Said<'_> {
@@ -1749,7 +1756,7 @@ impl Said<'_> {
             let tags = Tags::of(caps).text(now, Some(&id), account.as_deref(), None, self.client_tags.as_deref());
             match self.command {
                 "TAGMSG" => Line::tagged(&tags, Some(source), self.command).arg(to).end(),
-                command => render::message_lines(&tags, source, to, command, self.text, Tags::of(caps).multiline().then_some(&batch)),
+                command => render::message_lines(&tags, source, to, command, self.text, self.cuts, Tags::of(caps).multiline().then_some(&batch)),
             }
         }
     }

@@ -28,6 +28,8 @@ pub struct Batch {
     /// The client-only tags its `BATCH` gave: the message's.
     client_tags: Option<String>,
     text: String,
+    /// Where a line went on the one before, in `text`.
+    cuts: Vec<u32>,
     lines: usize,
     /// It broke a rule: what is left of it is dropped, unanswered.
     pub broken: bool,
@@ -39,6 +41,9 @@ pub struct Message {
     pub target: String,
     pub text: String,
     pub client_tags: Option<String>,
+    /// Where a line of it went on the one before, as byte offsets into
+    /// `text`: how IRC clients are to be shown its lines.
+    pub cuts: Vec<u32>,
 }
 
 /// Why a batch is refused.
@@ -67,7 +72,7 @@ impl Fail {
 
 impl Batch {
     pub fn open(reference: &str, target: &str, client_tags: Option<String>) -> Batch {
-        Batch { reference: reference.to_owned(), target: target.to_owned(), client_tags, text: String::new(), lines: 0, broken: false }
+        Batch { reference: reference.to_owned(), target: target.to_owned(), client_tags, text: String::new(), cuts: Vec::new(), lines: 0, broken: false }
     }
 
     /// One that is dropped to its end, unanswered.
@@ -97,6 +102,9 @@ impl Batch {
         }
         if line_break == 1 {
             self.text.push('\n');
+        } else if concat && self.lines > 1 {
+            // Within MAX_BYTES, so it fits.
+            self.cuts.push(self.text.len() as u32);
         }
         self.text.push_str(text);
         Ok(())
@@ -107,7 +115,7 @@ impl Batch {
         if self.text.bytes().all(|b| b == b'\n') {
             return Err(Fail::Invalid("A multiline batch of blank lines only, or none"));
         }
-        Ok(Message { target: self.target, text: self.text, client_tags: self.client_tags })
+        Ok(Message { target: self.target, text: self.text, client_tags: self.client_tags, cuts: self.cuts })
     }
 }
 
@@ -123,7 +131,7 @@ mod tests {
         batch.take("PRIVMSG", "#t", "how is ", false).unwrap();
         batch.take("PRIVMSG", "#t", "everyone?", true).unwrap();
         let message = batch.end().unwrap();
-        assert_eq!(message, Message { target: "#t".into(), text: "hello\n\nhow is everyone?".into(), client_tags: Some("+x=y".into()) });
+        assert_eq!(message, Message { target: "#t".into(), text: "hello\n\nhow is everyone?".into(), client_tags: Some("+x=y".into()), cuts: vec![14] });
     }
 
     #[test]

@@ -119,7 +119,7 @@ pub fn lines(payload: &Payload, server: &str, tags: Tags) -> Option<Bytes> {
 /// one: a message from a member that takes more than one line.
 fn batched(payload: &Payload, server: &str) -> bool {
     let Some((room, RoomEvent::Message { name, text })) = payload.as_event() else { return false };
-    !text.starts_with("/me ") && takes_lines(text, room_for_text(&source(&nick_of(name), server), &channel_of(room)))
+    !text.starts_with("/me ") && (!payload.cuts().is_empty() || takes_lines(text, room_for_text(&source(&nick_of(name), server), &channel_of(room))))
 }
 
 /// Whether `text` takes more than one line of `room_for` bytes of text.
@@ -197,11 +197,11 @@ pub fn event_lines(payload: &Payload, server: &str, tags: &str, multiline: bool)
         }
         RoomEvent::Message { name, text } => {
             let batch = multiline.then(|| batch_reference(payload));
-            said(tags, &source(&nick_of(name), server), &channel, "PRIVMSG", text, batch.as_deref())
+            said(tags, &source(&nick_of(name), server), &channel, "PRIVMSG", text, payload.cuts(), batch.as_deref())
         }
-        RoomEvent::Notice { name, text } => said(tags, &source(&nick_of(name), server), &channel, "NOTICE", text, None),
+        RoomEvent::Notice { name, text } => said(tags, &source(&nick_of(name), server), &channel, "NOTICE", text, &[], None),
         // The room's own message comes from the server, as a notice no client answers.
-        RoomEvent::Announcement { text } => said(tags, server, &channel, "NOTICE", text, None),
+        RoomEvent::Announcement { text } => said(tags, server, &channel, "NOTICE", text, &[], None),
         RoomEvent::Tags { name, .. } => Line::tagged(tags, Some(&source(&nick_of(name), server)), "TAGMSG").arg(&channel).end(),
         RoomEvent::Topic { name, text } => Line::tagged(tags, Some(&source(&nick_of(name), server)), "TOPIC").arg(&channel).trailing(crate::client::truncated(text)),
     })
@@ -217,9 +217,9 @@ pub fn room_for_text(from: &str, target: &str) -> usize {
 /// A room's message as `command` (`PRIVMSG` or `NOTICE`) lines from
 /// `from` to `channel` ([`message_lines`]); a `PRIVMSG` of `/me …` is an
 /// action, cut into lines that are each one.
-fn said(tags: &str, from: &str, channel: &str, command: &str, text: &str, batch: Option<&str>) -> String {
+fn said(tags: &str, from: &str, channel: &str, command: &str, text: &str, cuts: &[u32], batch: Option<&str>) -> String {
     let Some(action) = text.strip_prefix("/me ").filter(|_| command == "PRIVMSG") else {
-        return message_lines(tags, from, channel, command, text, batch);
+        return message_lines(tags, from, channel, command, text, cuts, batch);
     };
     // Beside the text, an action's wrapping.
     let room_for = room_for_text(from, channel).saturating_sub(9);
@@ -231,19 +231,19 @@ fn said(tags: &str, from: &str, channel: &str, command: &str, text: &str, batch:
     out
 }
 
-/// A message as `command` lines from `from` to `target`. One that takes
-/// more than one line is, given a `batch` reference (to a client that
-/// reads multiline batches), one `draft/multiline` batch: its tags on the
-/// batch's start, then its lines ([`multiline_pieces`]), each tagged with
-/// the batch, and `draft/multiline-concat` on a piece that goes on the one
-/// before; otherwise it is cut to fit IRC's lines ([`split_text`]), blank
-/// lines dropped. The longest names and rooms, all escaped, leave no room
-/// for text: then the text is still cut, and the line is longer than IRC's
+/// A message as `command` lines from `from` to `target`, cut where its
+/// sender cut it (`cuts`, see `hub::Payload::cuts`) and to fit IRC's lines
+/// ([`multiline_pieces`]). One that takes more than one line is, given a
+/// `batch` reference (to a client that reads multiline batches), one
+/// `draft/multiline` batch: its tags on the batch's start, then its lines,
+/// each tagged with the batch, and `draft/multiline-concat` on one that
+/// goes on the one before; otherwise its lines go one by one, blank ones
+/// dropped. The longest names and rooms, all escaped, leave no room for
+/// text: then the text is still cut, and the line is longer than IRC's
 /// 512 bytes rather than lost.
-pub fn message_lines(tags: &str, from: &str, target: &str, command: &str, text: &str, batch: Option<&str>) -> String {
-    let room_for = room_for_text(from, target);
-    if let (Some(batch), "PRIVMSG", true) = (batch, command, takes_lines(text, room_for)) {
-        let pieces = multiline_pieces(text, room_for);
+pub fn message_lines(tags: &str, from: &str, target: &str, command: &str, text: &str, cuts: &[u32], batch: Option<&str>) -> String {
+    let pieces = multiline_pieces(text, cuts, room_for_text(from, target));
+    if let (Some(batch), "PRIVMSG", true) = (batch, command, pieces.len() > 1) {
         if pieces.iter().any(|(piece, _)| !piece.is_empty()) {
             let mut out = Line::tagged(tags, Some(from), "BATCH").arg(&format!("+{batch}")).arg(multiline::BATCH_TYPE).arg(target).end();
             let (alone, goes_on) = (format!("batch={batch}"), format!("batch={batch};{}", multiline::CONCAT));
@@ -256,7 +256,7 @@ pub fn message_lines(tags: &str, from: &str, target: &str, command: &str, text: 
         }
     }
     let mut out = String::new();
-    for (n, piece) in split_text(text, room_for).into_iter().enumerate() {
+    for (n, (piece, _)) in pieces.into_iter().filter(|(piece, _)| !piece.is_empty()).enumerate() {
         out.push_str(&Line::tagged(&piece_tags(tags, n), Some(from), command).arg(target).trailing(piece));
     }
     out

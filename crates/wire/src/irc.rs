@@ -253,39 +253,48 @@ pub fn split_text(text: &str, budget: usize) -> Vec<&str> {
 /// `text` as the lines of an IRCv3 multiline batch (`draft/multiline`),
 /// each with whether it goes on the one before it (the
 /// `draft/multiline-concat` tag): cut at its line breaks (CR LF, LF, CR)
-/// and NULs, blank lines kept, then each line into pieces of at most
-/// `budget` bytes that join back into it, cut after the last space that
-/// fits (the space stays at the end of its piece, as the specification
-/// asks of a client that splits a line), or at a character's edge if none
-/// does.
-pub fn multiline_pieces(text: &str, budget: usize) -> Vec<(&str, bool)> {
+/// and NULs, blank lines kept; then at `cuts`, where its sender cut a line
+/// without a line break (byte offsets into `text`; one that is not inside
+/// a line, at a character's edge, is passed over); then each piece into
+/// pieces of at most `budget` bytes that join back into it, cut after the
+/// last space that fits (the space stays at the end of its piece, as the
+/// specification asks of a client that splits a line), or at a
+/// character's edge if none does.
+pub fn multiline_pieces<'t>(text: &'t str, cuts: &[u32], budget: usize) -> Vec<(&'t str, bool)> {
     let budget = budget.max(4);
     let mut pieces = Vec::new();
-    let mut rest = text;
+    let mut start = 0;
     loop {
-        let end = rest.find(['\r', '\n', '\0']).unwrap_or(rest.len());
-        let mut line = &rest[..end];
-        if line.is_empty() {
+        let end = text[start..].find(['\r', '\n', '\0']).map_or(text.len(), |at| start + at);
+        if start == end {
             pieces.push(("", false));
         }
-        let mut goes_on = false;
-        while !line.is_empty() {
-            let mut cut = line.len().min(budget);
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
+        let inside = cuts.iter().map(|&c| c as usize).filter(|&c| c > start && c < end && text.is_char_boundary(c));
+        let mut from = start;
+        for to in inside.chain(std::iter::once(end)) {
+            if to <= from {
+                continue;
             }
-            if cut < line.len() {
-                cut = line[..cut].rfind(' ').filter(|&at| at > 0).map_or(cut, |at| at + 1);
+            let mut piece = &text[from..to];
+            let mut goes_on = from > start;
+            while !piece.is_empty() {
+                let mut cut = piece.len().min(budget);
+                while !piece.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                if cut < piece.len() {
+                    cut = piece[..cut].rfind(' ').filter(|&at| at > 0).map_or(cut, |at| at + 1);
+                }
+                pieces.push((&piece[..cut], goes_on));
+                goes_on = true;
+                piece = &piece[cut..];
             }
-            pieces.push((&line[..cut], goes_on));
-            goes_on = true;
-            line = &line[cut..];
+            from = to;
         }
-        if end == rest.len() {
+        if end == text.len() {
             return pieces;
         }
-        let breaks = if rest[end..].starts_with("\r\n") { 2 } else { 1 };
-        rest = &rest[end + breaks..];
+        start = end + if text[end..].starts_with("\r\n") { 2 } else { 1 };
     }
 }
 
@@ -516,17 +525,21 @@ mod tests {
 
     #[test]
     fn multiline_text_is_cut_into_pieces_that_join_back() {
-        assert_eq!(multiline_pieces("one\r\n\ntwo\rthree\0four", 100), [("one", false), ("", false), ("two", false), ("three", false), ("four", false)]);
-        assert_eq!(multiline_pieces("hi", 100), [("hi", false)]);
-        assert_eq!(multiline_pieces("", 100), [("", false)]);
-        assert_eq!(multiline_pieces("x\n", 100), [("x", false), ("", false)]);
+        assert_eq!(multiline_pieces("one\r\n\ntwo\rthree\0four", &[], 100), [("one", false), ("", false), ("two", false), ("three", false), ("four", false)]);
+        assert_eq!(multiline_pieces("hi", &[], 100), [("hi", false)]);
+        assert_eq!(multiline_pieces("", &[], 100), [("", false)]);
+        assert_eq!(multiline_pieces("x\n", &[], 100), [("x", false), ("", false)]);
         // The space stays at the end of its piece; the next goes on from it.
-        assert_eq!(multiline_pieces("aaaa bbbb cccc", 9), [("aaaa ", false), ("bbbb cccc", true)]);
-        assert_eq!(multiline_pieces("aaaa bbbb cccc", 8), [("aaaa ", false), ("bbbb ", true), ("cccc", true)]);
-        assert_eq!(multiline_pieces("abcdefghij\nk", 4), [("abcd", false), ("efgh", true), ("ij", true), ("k", false)]);
-        assert_eq!(multiline_pieces("ééé", 5), [("éé", false), ("é", true)]);
+        assert_eq!(multiline_pieces("aaaa bbbb cccc", &[], 9), [("aaaa ", false), ("bbbb cccc", true)]);
+        assert_eq!(multiline_pieces("aaaa bbbb cccc", &[], 8), [("aaaa ", false), ("bbbb ", true), ("cccc", true)]);
+        assert_eq!(multiline_pieces("abcdefghij\nk", &[], 4), [("abcd", false), ("efgh", true), ("ij", true), ("k", false)]);
+        assert_eq!(multiline_pieces("ééé", &[], 5), [("éé", false), ("é", true)]);
+        // Where the sender cut its lines; a cut inside a character, at a
+        // line's edge or past the text is passed over.
+        assert_eq!(multiline_pieces("hello\nhow is everyone?", &[13], 100), [("hello", false), ("how is ", false), ("everyone?", true)]);
+        assert_eq!(multiline_pieces("ab\ncdé", &[0, 2, 3, 5, 6, 99], 100), [("ab", false), ("cd", false), ("é", true)]);
         let text = "word ".repeat(200) + "\n" + &"é".repeat(300);
-        let pieces = multiline_pieces(&text, 400);
+        let pieces = multiline_pieces(&text, &[], 400);
         assert!(pieces.iter().all(|(p, _)| p.len() <= 400 && !p.is_empty()));
         let mut joined = String::new();
         for (n, (piece, goes_on)) in pieces.iter().enumerate() {

@@ -1301,10 +1301,12 @@ async fn a_multiline_batch_is_one_message_in_every_protocol() {
     let reference = format!("m{id}");
     assert_eq!(start, format!("@+draft/reply=x :alice!alice@localhost BATCH +{reference} draft/multiline #t\r\n"));
     let line = |text: &str| format!("@batch={reference} :alice!alice@localhost PRIVMSG #t :{text}\r\n");
-    assert_eq!(echo[1..], [line("hello"), line(""), line("how is everyone?"), format!(":alice!alice@localhost BATCH -{reference}\r\n")]);
+    let goes_on = format!("@batch={reference};draft/multiline-concat :alice!alice@localhost PRIVMSG #t :everyone?\r\n");
+    assert_eq!(echo[1..], [line("hello"), line(""), line("how is "), goes_on, format!(":alice!alice@localhost BATCH -{reference}\r\n")], "its lines as the sender cut them");
     assert_eq!(batch_lines(&mut bob).await, echo, "one batch for every client that reads them");
     assert_eq!(carol.line().await, ":alice!alice@localhost PRIVMSG #t :hello\r\n");
-    assert_eq!(carol.line().await, ":alice!alice@localhost PRIVMSG #t :how is everyone?\r\n", "no blank line");
+    assert_eq!(carol.line().await, ":alice!alice@localhost PRIVMSG #t :how is \r\n", "no blank line; the lines as the sender cut them");
+    assert_eq!(carol.line().await, ":alice!alice@localhost PRIVMSG #t :everyone?\r\n");
     assert_eq!(chat.recv_json().await, json!({"name": "alice", "room": "t", "message": "hello\n\nhow is everyone?"}));
 
     chat.send(&json!({"message": "one\r\ntwo"}).to_string()).await;
