@@ -243,17 +243,17 @@ fn said(tags: &str, from: &str, channel: &str, command: &str, text: &str, cuts: 
 /// 512 bytes rather than lost.
 pub fn message_lines(tags: &str, from: &str, target: &str, command: &str, text: &str, cuts: &[u32], batch: Option<&str>) -> String {
     let pieces = multiline_pieces(text, cuts, room_for_text(from, target));
-    if let (Some(batch), "PRIVMSG", true) = (batch, command, pieces.len() > 1) {
-        if pieces.iter().any(|(piece, _)| !piece.is_empty()) {
-            let mut out = Line::tagged(tags, Some(from), "BATCH").arg(&format!("+{batch}")).arg(multiline::BATCH_TYPE).arg(target).end();
-            let (alone, goes_on) = (format!("batch={batch}"), format!("batch={batch};{}", multiline::CONCAT));
-            for (piece, concat) in pieces {
-                let tags = if concat { &goes_on } else { &alone };
-                out.push_str(&Line::tagged(tags, Some(from), command).arg(target).trailing(piece));
-            }
-            out.push_str(&Line::new(Some(from), "BATCH").arg(&format!("-{batch}")).end());
-            return out;
+    if let (Some(batch), "PRIVMSG", true) = (batch, command, pieces.len() > 1)
+        && pieces.iter().any(|(piece, _)| !piece.is_empty())
+    {
+        let mut out = Line::tagged(tags, Some(from), "BATCH").arg(&format!("+{batch}")).arg(multiline::BATCH_TYPE).arg(target).end();
+        let (alone, goes_on) = (format!("batch={batch}"), format!("batch={batch};{}", multiline::CONCAT));
+        for (piece, concat) in pieces {
+            let tags = if concat { &goes_on } else { &alone };
+            out.push_str(&Line::tagged(tags, Some(from), command).arg(target).trailing(piece));
         }
+        out.push_str(&Line::new(Some(from), "BATCH").arg(&format!("-{batch}")).end());
+        return out;
     }
     let mut out = String::new();
     for (n, (piece, _)) in pieces.into_iter().filter(|(piece, _)| !piece.is_empty()).enumerate() {
