@@ -676,8 +676,10 @@ impl Client {
             return self.part_all(&all, None);
         }
         let mut keys = keys.split(',');
-        // Labeled, its answer is a batch, opened before the greetings come.
-        if channels.split(',').any(|c| !c.is_empty()) {
+        // Labeled, its answer is a batch, opened before the greetings come
+        // (none comes for a channel it is in already).
+        let new = |c: &str| !c.is_empty() && room_of(c).map_or(true, |r| !self.joined.iter().any(|j| **j == *r));
+        if channels.split(',').any(new) {
             self.open_labeled_batch();
         }
         for channel in channels.split(',').filter(|c| !c.is_empty()) {

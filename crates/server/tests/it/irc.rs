@@ -1494,6 +1494,9 @@ async fn a_labeled_command_is_answered_under_its_label() {
             ":localhost BATCH -l4\r\n",
         ]
     );
+    // A channel it is in already: nothing comes of it.
+    ann.send("@label=j3 JOIN #t").await;
+    assert_eq!(ann.line().await, "@label=j3 :localhost ACK\r\n");
     bob.join("#t").await;
     ann.until("bob!bob@localhost JOIN").await;
 
