@@ -1531,3 +1531,46 @@ async fn a_labeled_command_is_answered_under_its_label() {
     carol.send("@label=c PING z").await;
     assert_eq!(carol.line().await, ":localhost PONG localhost :z\r\n", "labeled-response needs batch");
 }
+
+/// No line a client can send panics the server or ends a connection
+/// unasked: 2,000 lines made at random (a fixed seed) from the commands,
+/// targets, tags and texts IRC clients send, multiline batches, labels and
+/// channel modes among them, from two clients in one channel. Each still
+/// answers a ping every 20 lines, and a third member of the channel gets
+/// only whole lines. `IRC_FUZZ_SEED` sets another seed (40 were run when
+/// it was written).
+#[tokio::test]
+async fn lines_made_at_random_harm_nobody() {
+    use rand::{Rng, SeedableRng, rngs::StdRng};
+    let server = TestServer::start().await;
+    let caps = "draft/multiline batch labeled-response echo-message message-tags server-time account-tag";
+    let mut a = register_with(server.irc, "a", caps).await;
+    let mut b = register_with(server.irc, "b", caps).await;
+    let mut watcher = register_with(server.irc, "w", "message-tags batch draft/multiline").await;
+    for c in [&mut a, &mut b, &mut watcher] {
+        c.join("#f").await;
+    }
+    let long_label = format!("@label={}", "x".repeat(70));
+    let long_text = format!(":{}", "é ".repeat(200));
+    let tags = ["", "@label=l", "@batch=1", "@batch=1;draft/multiline-concat", "@+typing=active", "@label=x;batch=2", &long_label, "@draft/multiline-concat"];
+    let words = ["PRIVMSG", "NOTICE", "TAGMSG", "BATCH", "JOIN", "PART", "MODE", "TOPIC", "KICK", "INVITE", "WHO", "WHOIS", "NAMES", "AWAY", "CAP", "LIST", "NO_SUCH", "privmsg"];
+    let targets = ["#f", "#g", "a", "b", "w", "#f,#g", "", "*", "+1", "-1", "+2", "-2"];
+    let texts = [":hi", ":", "draft/multiline #f", "draft/multiline b", "#f", ":\u{1}ACTION x\u{1}", ":  spaced  ", "+o a", "+m", "-m", "+b *!*@*", "-b *!*@*", "REQ :draft/multiline", &long_text, ""];
+    let mut rng = StdRng::seed_from_u64(std::env::var("IRC_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(7));
+    let mut pick = |from: &[&str]| from[rng.random_range(0..from.len())].to_owned();
+    for round in 0..100 {
+        for client in [&mut a, &mut b] {
+            for _ in 0..10 {
+                let line = format!("{} {} {} {}", pick(&tags), pick(&words), pick(&targets), pick(&texts));
+                client.send(line.trim()).await;
+            }
+            // Still there, and answering.
+            client.send(&format!("PING r{round}")).await;
+            client.until(&format!("PONG localhost :r{round}")).await;
+        }
+    }
+    watcher.send("PING end").await;
+    for line in watcher.lines_until("PONG localhost :end").await {
+        assert!(line.ends_with("\r\n") && !line[..line.len() - 2].contains(['\r', '\n', '\0']), "{line:?}");
+    }
+}
