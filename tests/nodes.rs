@@ -1046,15 +1046,17 @@ through_each_broker!(
     the_account_of_a_member_on_one_node_is_shown_on_another_over_the_link
 );
 
-/// IRCv3 account-tag across nodes: what an IRC user logged in to an
-/// account (SASL) does on one node carries the account to the IRC
-/// clients of another that asked for account-tag.
+/// IRCv3 across nodes: what an IRC user logged in to an account (SASL)
+/// does on one node carries the account to the IRC clients of another
+/// that asked for account-tag; a multiline message keeps its lines as the
+/// sender cut them there, and its labeled echo comes back through the
+/// broker with the label.
 async fn the_account_of_a_member_on_one_node_is_shown_on_another_through(sharing: &impl Sharing) {
     let (_postgres, a, b) = two_xmpp_nodes_with(sharing, &["--irc-listen", "127.0.0.1:0"]).await;
-    let mut bob = Irc::register(&b, "bob", "account-tag").await;
+    let mut bob = Irc::register(&b, "bob", "account-tag batch draft/multiline").await;
     bob.send("JOIN #lobby").await;
     bob.until(" 366 ").await;
-    let mut ann = Irc::register(&a, "ann", "").await;
+    let mut ann = Irc::register(&a, "ann", "labeled-response batch echo-message draft/multiline").await;
     // SASL PLAIN after registration, as alice (password `pw`): base64 of "\0alice\0pw".
     ann.send("AUTHENTICATE PLAIN").await;
     ann.until("AUTHENTICATE +").await;
@@ -1065,4 +1067,19 @@ async fn the_account_of_a_member_on_one_node_is_shown_on_another_through(sharing
     assert_eq!(bob.line().await, "@account=alice :ann!ann@localhost JOIN #lobby");
     ann.send("PRIVMSG #lobby :hi").await;
     assert_eq!(bob.line().await, "@account=alice :ann!ann@localhost PRIVMSG #lobby :hi");
+    ann.until("PRIVMSG #lobby :hi").await;
+    // A multiline message, labeled: its lines as ann cut them on the other
+    // node too, and the label on ann's echo, which came back through the
+    // broker.
+    ann.send("@label=ml BATCH +1 draft/multiline #lobby").await;
+    ann.send("@batch=1 PRIVMSG #lobby :how are ").await;
+    ann.send("@batch=1;draft/multiline-concat PRIVMSG #lobby :you?").await;
+    ann.send("BATCH -1").await;
+    let start = bob.line().await;
+    let reference = start.split(' ').nth(3).unwrap().strip_prefix('+').unwrap().to_owned();
+    assert_eq!(start, format!("@account=alice :ann!ann@localhost BATCH +{reference} draft/multiline #lobby"));
+    assert_eq!(bob.line().await, format!("@batch={reference} :ann!ann@localhost PRIVMSG #lobby :how are "));
+    assert_eq!(bob.line().await, format!("@batch={reference};draft/multiline-concat :ann!ann@localhost PRIVMSG #lobby :you?"));
+    assert_eq!(bob.line().await, format!(":ann!ann@localhost BATCH -{reference}"));
+    assert_eq!(ann.line().await, format!("@label=ml :ann!ann@localhost BATCH +{reference} draft/multiline #lobby"));
 }
