@@ -109,22 +109,14 @@ pub fn lines(payload: &Payload, server: &str, tags: Tags) -> Option<Bytes> {
         return None;
     }
     let make = |p: &Payload, multiline| event_lines(p, server, &payload_tags(tags, p, None), multiline).map(Bytes::from);
-    if tags.multiline() && batched(payload, server) {
+    let shared = payload.form(tags.form(), |p| make(p, false)).cloned();
+    // A member's message that the shared form has in more than one line
+    // is a batch to a client that reads them.
+    let several = |lines: &Bytes| lines.len() > 1 && lines[..lines.len() - 1].contains(&b'\n');
+    if tags.multiline() && matches!(event, RoomEvent::Message { .. }) && (!payload.cuts().is_empty() || shared.as_ref().is_some_and(several)) {
         return make(payload, true);
     }
-    payload.form(tags.form(), |p| make(p, false)).cloned()
-}
-
-/// Whether `payload` comes to a client that reads multiline batches as
-/// one: a message from a member that takes more than one line.
-fn batched(payload: &Payload, server: &str) -> bool {
-    let Some((room, RoomEvent::Message { name, text })) = payload.as_event() else { return false };
-    !text.starts_with("/me ") && (!payload.cuts().is_empty() || takes_lines(text, room_for_text(&source(&nick_of(name), server), &channel_of(room))))
-}
-
-/// Whether `text` takes more than one line of `room_for` bytes of text.
-fn takes_lines(text: &str, room_for: usize) -> bool {
-    text.len() > room_for.max(4) || text.contains(['\r', '\n', '\0'])
+    shared
 }
 
 /// The tags of `payload` for a client with `tags`, with `batch` first if it
