@@ -314,7 +314,7 @@ impl Client {
         if needs(match command.as_str() {
             "NICK" | "PING" | "JOIN" | "PART" | "TOPIC" | "WHOIS" | "MODE" | "ISON" | "USERHOST" | "CAP" | "AUTHENTICATE" | "PASS" => 1,
             "INVITE" | "KICK" | "OPER" => 2,
-            "KILL" | "WALLOPS" => 1,
+            "KILL" | "WALLOPS" | "MONITOR" => 1,
             "PRIVMSG" | "NOTICE" => 0,
             "USER" => 4,
             _ => 0,
@@ -374,6 +374,7 @@ impl Client {
             "OPER" => self.oper(param(0), param(1)),
             "KILL" => self.kill(param(0), params.get(1).copied().unwrap_or("")),
             "WALLOPS" => self.wallops(param(0)),
+            "MONITOR" => self.monitor(param(0), param(1)),
             "INFO" => {
                 let mut lines = self.reply(RPL_INFO).trailing(&format!("{} {}", version(), self.irc.settings.description));
                 lines.push_str(&self.reply(RPL_INFO).trailing("Rooms shared with chat, SockJS and XMPP clients"));
@@ -555,12 +556,20 @@ impl Client {
             return self.send(line);
         }
         let before = self.registered.then(|| self.source());
+        // Another nickname, not the same one in other letters: its watchers are told.
+        let other = self.name.as_ref().is_some_and(|old| old.key != name.key);
         if self.registered {
             self.remember();
+            if other {
+                self.tell_monitors(false);
+            }
         }
         self.public.state.lock().nick = Arc::from(nick);
         let old_name = self.name.replace(name.clone());
         if let (Some(before), Some(old_name)) = (before, old_name) {
+            if other {
+                self.tell_monitors(true);
+            }
             self.send(Line::new(Some(&before), "NICK").arg(nick).end());
             for room in self.joined.clone() {
                 self.echoes.push((room.clone(), Echo::Leave(old_name.shown.clone())));
@@ -606,6 +615,7 @@ impl Client {
         self.registered = true;
         self.public.state.lock().registered = true;
         self.irc.users.arrive();
+        self.tell_monitors(true);
         let server = self.server().to_owned();
         let network = &self.irc.settings.network;
         let created = humantime::format_rfc3339_seconds(self.irc.created);
@@ -629,6 +639,7 @@ impl Client {
             format!("TARGMAX=KICK:{MAX_KICKS}"),
             format!("MAXLIST=be:{}", crate::channels::MAX_LIST),
             "MODES=4".into(),
+            format!("MONITOR={}", crate::monitor::LIMIT),
             format!("NETWORK={network}"),
             format!("NICKLEN={NICKLEN}"),
             "PREFIX=(ov)@+".into(),
@@ -861,7 +872,99 @@ impl Client {
         if std::mem::take(&mut self.registered) {
             self.remember();
             self.irc.users.leave();
+            self.tell_monitors(false);
         }
+        self.irc.monitors.clear(self.id());
+    }
+
+    /// Tells the clients watching its nickname (`MONITOR`) that it is now
+    /// online (`730`, as `nick!user@host`) or offline (`731`).
+    fn tell_monitors(&self, online: bool) {
+        let Some(name) = &self.name else { return };
+        let watchers = self.irc.monitors.watchers(&name.key);
+        if watchers.is_empty() {
+            return;
+        }
+        let (numeric, shown) = if online { (RPL_MONONLINE, self.source()) } else { (RPL_MONOFFLINE, self.nick()) };
+        for watcher in watchers {
+            watcher.send(Line::new(Some(self.server()), numeric).arg(&watcher.nick()).trailing(&shown));
+        }
+    }
+
+    /// `MONITOR`: `+ nick,…` watches nicknames (and says which are online,
+    /// `730`, and which not, `731`; past the limit, `734`), `- nick,…` no
+    /// longer, `C` none, `L` lists them (`732`, `733`), `S` says of each
+    /// whether it is online.
+    fn monitor(&mut self, sub: &str, targets: &str) {
+        let id = self.id();
+        let status = |client: &Client, watched: &[crate::monitor::Watched]| {
+            let (mut online, mut offline) = (Vec::new(), Vec::new());
+            for (_, nick) in watched {
+                match client.find(nick) {
+                    Some(found) => {
+                        let state = found.state.lock();
+                        online.push(format!("{}!{}@{}", state.nick, state.user, client.server()));
+                    }
+                    None => offline.push(nick.to_string()),
+                }
+            }
+            let mut lines = client.listed(RPL_MONONLINE, &online);
+            lines.push_str(&client.listed(RPL_MONOFFLINE, &offline));
+            lines
+        };
+        match sub.to_ascii_uppercase().as_str() {
+            "+" => {
+                let mut valid = Vec::new();
+                for nick in targets.split(',').filter(|t| !t.is_empty()) {
+                    match name_of(nick).ok().and_then(|n| Nickname::parse(&n).ok()) {
+                        Some(name) if nick.len() <= NICKLEN => valid.push((name.key, Arc::from(nick))),
+                        _ => self.send(self.reply(ERR_ERRONEUSNICKNAME).arg(nick).trailing("Erroneous nickname")),
+                    }
+                }
+                let (_, full) = self.irc.monitors.add(&self.public, valid.clone());
+                if !full.is_empty() {
+                    let listed = full.join(",");
+                    self.send(self.reply(ERR_MONLISTFULL).arg(&crate::monitor::LIMIT.to_string()).arg(&listed).trailing("Monitor list is full."));
+                }
+                // Of each it watches now, whether it is online.
+                valid.retain(|(_, nick)| !full.contains(nick));
+                self.send(status(self, &valid));
+            }
+            "-" => {
+                let keys: Vec<Arc<str>> = targets.split(',').filter_map(|n| name_of(n).ok().and_then(|n| Nickname::parse(&n).ok())).map(|n| n.key).collect();
+                self.irc.monitors.remove(id, &keys);
+            }
+            "C" => self.irc.monitors.clear(id),
+            "L" => {
+                let nicks: Vec<String> = self.irc.monitors.list(id).into_iter().map(|(_, nick)| nick.to_string()).collect();
+                let mut lines = self.listed(RPL_MONLIST, &nicks);
+                lines.push_str(&self.reply(RPL_ENDOFMONLIST).trailing("End of MONITOR list"));
+                self.send(lines);
+            }
+            "S" => self.send(status(self, &self.irc.monitors.list(id))),
+            _ => {}
+        }
+    }
+
+    /// `items` as `numeric` lines, as many to a line as fit, comma
+    /// separated; none for none.
+    fn listed(&self, numeric: &str, items: &[String]) -> String {
+        let mut lines = String::new();
+        let mut line = String::new();
+        for item in items {
+            if !line.is_empty() && line.len() + 1 + item.len() > 400 {
+                lines.push_str(&self.reply(numeric).trailing(&line));
+                line.clear();
+            }
+            if !line.is_empty() {
+                line.push(',');
+            }
+            line.push_str(item);
+        }
+        if !line.is_empty() {
+            lines.push_str(&self.reply(numeric).trailing(&line));
+        }
+        lines
     }
 
     fn publish(&self, room: &Arc<str>, event: RoomEvent) {

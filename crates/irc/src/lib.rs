@@ -10,7 +10,8 @@
 //! every recipient; `channels` holds what IRC keeps of a room beyond the
 //! hub (topic, modes, operators); `nicks` is the node's registry of IRC
 //! nicknames; `multiline` gathers a message a client sends in a batch;
-//! `labeled` answers a labeled command under its label.
+//! `labeled` answers a labeled command under its label; `monitor` holds
+//! who watches which nicknames (`MONITOR`).
 //! Names and text cross through `wire::irc`.
 
 mod cap;
@@ -18,6 +19,7 @@ mod channels;
 mod client;
 mod connection;
 mod labeled;
+mod monitor;
 mod multiline;
 mod nicks;
 mod numeric;
@@ -85,6 +87,7 @@ pub struct Irc {
     tls: Option<TlsAcceptor>,
     slots: Arc<Semaphore>,
     nicks: Nicks,
+    monitors: monitor::Monitors,
     channels: Channels,
     users: Users,
     /// Who had which nickname lately, newest first (`WHOWAS`).
@@ -106,6 +109,7 @@ impl Irc {
             auth_failures: logins.failures,
             slots: Arc::new(Semaphore::new(settings.max_connections)),
             nicks: Nicks::default(),
+            monitors: Default::default(),
             channels: Channels::default(),
             users: Users::default(),
             gone: Default::default(),

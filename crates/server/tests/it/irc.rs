@@ -98,7 +98,7 @@ async fn registration_is_answered_to_the_byte() {
     assert!(lines[2].starts_with(":localhost 003 alice :This server was created "));
     assert!(lines[3].starts_with(":localhost 004 alice localhost switchboard-") && lines[3].ends_with(" iow beiklmnostv klov\r\n"));
     let isupport: Vec<&String> = lines.iter().filter(|l| l.contains(" 005 ")).collect();
-    for token in [" CASEMAPPING=ascii ", " CHANMODES=be,k,l,imnst ", " CHANTYPES=# ", " EXCEPTS=e ", " MAXLIST=be:100 ", " PREFIX=(ov)@+ "] {
+    for token in [" CASEMAPPING=ascii ", " CHANMODES=be,k,l,imnst ", " CHANTYPES=# ", " EXCEPTS=e ", " MAXLIST=be:100 ", " MONITOR=100 ", " PREFIX=(ov)@+ "] {
         assert!(isupport.iter().any(|l| l.contains(token)), "{token} in {isupport:?}");
     }
     assert!(isupport.iter().all(|l| l.ends_with(" :are supported by this server\r\n") && l.len() <= 512));
@@ -1553,8 +1553,8 @@ async fn lines_made_at_random_harm_nobody() {
     let long_label = format!("@label={}", "x".repeat(70));
     let long_text = format!(":{}", "é ".repeat(200));
     let tags = ["", "@label=l", "@batch=1", "@batch=1;draft/multiline-concat", "@+typing=active", "@label=x;batch=2", &long_label, "@draft/multiline-concat"];
-    let words = ["PRIVMSG", "NOTICE", "TAGMSG", "BATCH", "JOIN", "PART", "MODE", "TOPIC", "KICK", "INVITE", "WHO", "WHOIS", "NAMES", "AWAY", "CAP", "LIST", "NO_SUCH", "privmsg"];
-    let targets = ["#f", "#g", "a", "b", "w", "#f,#g", "", "*", "+1", "-1", "+2", "-2"];
+    let words = ["PRIVMSG", "NOTICE", "TAGMSG", "BATCH", "JOIN", "PART", "MODE", "TOPIC", "KICK", "INVITE", "WHO", "WHOIS", "NAMES", "AWAY", "CAP", "LIST", "NO_SUCH", "privmsg", "MONITOR"];
+    let targets = ["#f", "#g", "a", "b", "w", "#f,#g", "", "*", "+1", "-1", "+2", "-2", "+", "-", "L", "S", "C"];
     let texts = [":hi", ":", "draft/multiline #f", "draft/multiline b", "#f", ":\u{1}ACTION x\u{1}", ":  spaced  ", "+o a", "+m", "-m", "+b *!*@*", "-b *!*@*", "REQ :draft/multiline", &long_text, ""];
     let mut rng = StdRng::seed_from_u64(std::env::var("IRC_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(7));
     let mut pick = |from: &[&str]| from[rng.random_range(0..from.len())].to_owned();
@@ -1573,4 +1573,49 @@ async fn lines_made_at_random_harm_nobody() {
     for line in watcher.lines_until("PONG localhost :end").await {
         assert!(line.ends_with("\r\n") && !line[..line.len() - 2].contains(['\r', '\n', '\0']), "{line:?}");
     }
+}
+
+/// IRCv3 MONITOR: a client names the nicknames it wants to know of, and is
+/// told when each comes online (its client registers, or a client takes
+/// it) and goes offline (its client leaves, or gives it up); at most 100.
+#[tokio::test]
+async fn monitor_tells_when_a_watched_nickname_comes_and_goes() {
+    let server = TestServer::start().await;
+    let mut ann = Irc::register(server.irc, "ann").await;
+    let mut bob = Irc::register(server.irc, "bob").await;
+    ann.send("MONITOR + bob,Cy,b*d!u@h").await;
+    assert_eq!(ann.line().await, ":localhost 432 ann b*d!u@h :Erroneous nickname\r\n", "a mask is no nickname");
+    assert_eq!(ann.line().await, ":localhost 730 ann :bob!~u@localhost\r\n");
+    assert_eq!(ann.line().await, ":localhost 731 ann :Cy\r\n");
+
+    let mut cy = Irc::register(server.irc, "cy").await;
+    assert_eq!(ann.line().await, ":localhost 730 ann :cy!~u@localhost\r\n");
+    // The same nickname in other letters: nothing; another: offline.
+    cy.send("NICK CY").await;
+    cy.send("NICK dee").await;
+    assert_eq!(ann.line().await, ":localhost 731 ann :CY\r\n");
+    bob.send("QUIT").await;
+    assert_eq!(ann.line().await, ":localhost 731 ann :bob\r\n");
+    ann.send("MONITOR L").await;
+    assert_eq!(ann.line().await, ":localhost 732 ann :bob,Cy\r\n");
+    assert_eq!(ann.line().await, ":localhost 733 ann :End of MONITOR list\r\n");
+    ann.send("MONITOR - cy").await;
+    ann.send("MONITOR S").await;
+    assert_eq!(ann.line().await, ":localhost 731 ann :bob\r\n", "no answer to -, and cy no longer watched");
+    dee_quits(&mut cy).await;
+    ann.send("MONITOR C").await;
+    ann.send("MONITOR L").await;
+    assert_eq!(ann.line().await, ":localhost 733 ann :End of MONITOR list\r\n");
+
+    let many: Vec<String> = (0..102).map(|n| format!("n{n}")).collect();
+    ann.send(&format!("MONITOR + {}", many.join(","))).await;
+    assert_eq!(ann.line().await, ":localhost 734 ann 100 n100,n101 :Monitor list is full.\r\n");
+    let offline = ann.lines_until(",n99\r\n").await;
+    assert!(offline.iter().all(|l| l.starts_with(":localhost 731 ann :") && l.len() <= 512), "{offline:?}");
+    assert_eq!(offline.iter().map(|l| l.matches(',').count() + 1).sum::<usize>(), 100);
+}
+
+async fn dee_quits(dee: &mut Irc) {
+    dee.send("QUIT").await;
+    while !dee.line().await.is_empty() {}
 }
