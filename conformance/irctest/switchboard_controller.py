@@ -54,6 +54,7 @@ class SwitchboardController(BaseServerController, DirectoryBasedController):
             Capabilities.MULTI_PREFIX,
             Capabilities.MULTILINE,
             Capabilities.SERVER_TIME,
+            Capabilities.SETNAME,
         }
     )
     optional_behaviors = frozenset({OptionalBehaviors.BAN_EXCEPTION_MODE})

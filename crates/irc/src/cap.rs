@@ -28,10 +28,12 @@ pub enum Cap {
     Multiline = 512,
     /// A command tagged `label=…` is answered under that label (with `batch`).
     LabeledResponse = 1024,
+    /// `SETNAME` lines when a member of a shared channel changes its real name.
+    Setname = 2048,
 }
 
 /// Every capability offered, as `CAP LS` lists them.
-pub const OFFERED: [(&str, Cap); 11] = [
+pub const OFFERED: [(&str, Cap); 12] = [
     ("account-tag", Cap::AccountTag),
     ("away-notify", Cap::AwayNotify),
     ("batch", Cap::Batch),
@@ -42,6 +44,7 @@ pub const OFFERED: [(&str, Cap); 11] = [
     ("multi-prefix", Cap::MultiPrefix),
     ("sasl", Cap::Sasl),
     ("server-time", Cap::ServerTime),
+    ("setname", Cap::Setname),
     ("userhost-in-names", Cap::UserhostInNames),
 ];
 

@@ -36,6 +36,8 @@ const CHANNEL_MODES: &str = "beiklmnostv";
 
 /// Most nicknames one `KICK` takes (`TARGMAX`).
 const MAX_KICKS: usize = 4;
+/// Most targets of one `PRIVMSG`, `NOTICE` or `TAGMSG` (`TARGMAX`).
+const MAX_TARGETS: usize = 4;
 
 /// What the connection does after a line.
 #[derive(Debug, PartialEq, Eq)]
@@ -314,7 +316,7 @@ impl Client {
         if needs(match command.as_str() {
             "NICK" | "PING" | "JOIN" | "PART" | "TOPIC" | "WHOIS" | "MODE" | "ISON" | "USERHOST" | "CAP" | "AUTHENTICATE" | "PASS" => 1,
             "INVITE" | "KICK" | "OPER" => 2,
-            "KILL" | "WALLOPS" | "MONITOR" => 1,
+            "KILL" | "WALLOPS" | "MONITOR" | "SETNAME" => 1,
             "PRIVMSG" | "NOTICE" => 0,
             "USER" => 4,
             _ => 0,
@@ -375,6 +377,7 @@ impl Client {
             "KILL" => self.kill(param(0), params.get(1).copied().unwrap_or("")),
             "WALLOPS" => self.wallops(param(0)),
             "MONITOR" => self.monitor(param(0), param(1)),
+            "SETNAME" => self.setname(param(0)),
             "INFO" => {
                 let mut lines = self.reply(RPL_INFO).trailing(&format!("{} {}", version(), self.irc.settings.description));
                 lines.push_str(&self.reply(RPL_INFO).trailing("Rooms shared with chat, SockJS and XMPP clients"));
@@ -636,7 +639,7 @@ impl Client {
             "ELIST=".into(),
             "EXCEPTS=e".into(),
             format!("KICKLEN={TEXTLEN}"),
-            format!("TARGMAX=KICK:{MAX_KICKS}"),
+            format!("TARGMAX=KICK:{MAX_KICKS},NOTICE:{MAX_TARGETS},PRIVMSG:{MAX_TARGETS},TAGMSG:{MAX_TARGETS}"),
             format!("MAXLIST=be:{}", crate::channels::MAX_LIST),
             "MODES=4".into(),
             format!("MONITOR={}", crate::monitor::LIMIT),
@@ -1002,7 +1005,13 @@ impl Client {
             return;
         }
         let said = Said { command, text, client_tags: message.tags.and_then(render::client_only), cuts: &[] };
-        for target in targets.split(',').filter(|t| !t.is_empty()) {
+        for (n, target) in targets.split(',').filter(|t| !t.is_empty()).enumerate() {
+            if n == MAX_TARGETS {
+                if !notice {
+                    self.send(self.reply(ERR_TOOMANYTARGETS).arg(target).trailing(&format!("Too many targets; at most {MAX_TARGETS}")));
+                }
+                break;
+            }
             if command == "PRIVMSG" && !self.fits_relayed(target, text) {
                 self.too_long();
             } else if target.starts_with('#') {
@@ -1667,23 +1676,44 @@ impl Client {
     fn away(&self, text: Option<&str>) {
         let away = text.map(|t| Arc::<str>::from(truncated(t)));
         self.public.state.lock().away = away.clone();
-        let line = |caps| match &away {
+        self.tell_sharing(Cap::AwayNotify, |caps| match &away {
             Some(text) => self.line_from_me(caps, "AWAY").trailing(text),
             None => self.line_from_me(caps, "AWAY").end(),
-        };
-        // Each IRC member of a shared channel that asked, once.
-        let mut told = HashSet::new();
-        for room in &self.joined {
-            for m in self.irc.channels.members(room) {
-                if m.client.id != self.public.id && m.client.has(Cap::AwayNotify) && told.insert(m.client.id) {
-                    m.client.send(line(m.client.caps()));
-                }
-            }
-        }
+        });
         self.send(match away {
             Some(_) => self.reply(RPL_NOWAWAY).trailing("You have been marked as being away"),
             None => self.reply(RPL_UNAWAY).trailing("You are no longer marked as being away"),
         });
+    }
+
+    /// Sends `line` (made for each recipient's capabilities) to each IRC
+    /// member of a channel it shares that asked for `cap`, once.
+    fn tell_sharing(&self, cap: Cap, line: impl Fn(Caps) -> String) {
+        let mut told = HashSet::new();
+        for room in &self.joined {
+            for m in self.irc.channels.members(room) {
+                if m.client.id != self.public.id && m.client.has(cap) && told.insert(m.client.id) {
+                    m.client.send(line(m.client.caps()));
+                }
+            }
+        }
+    }
+
+    /// `SETNAME :real name` (IRCv3 setname): its new real name, told as
+    /// `SETNAME` to itself and to the members of channels it shares, each
+    /// if it asked for `setname`; an empty one, or one longer than
+    /// [`TEXTLEN`], is refused with `FAIL SETNAME INVALID_REALNAME`.
+    fn setname(&self, realname: &str) {
+        if realname.is_empty() || realname.len() > TEXTLEN {
+            let why = format!("A real name is 1 to {TEXTLEN} bytes");
+            return self.send(Line::new(Some(self.server()), "FAIL").arg("SETNAME").arg("INVALID_REALNAME").trailing(&why));
+        }
+        self.public.state.lock().realname = Arc::from(realname);
+        let line = |caps| self.line_from_me(caps, "SETNAME").trailing(realname);
+        self.tell_sharing(Cap::Setname, line);
+        if self.caps.has(Cap::Setname) {
+            self.send(line(self.caps));
+        }
     }
 
     fn ison(&self, nicks: &[&str]) {

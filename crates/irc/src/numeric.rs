@@ -56,6 +56,7 @@ pub const ERR_NOSUCHCHANNEL: &str = "403";
 pub const ERR_WASNOSUCHNICK: &str = "406";
 pub const ERR_CANNOTSENDTOCHAN: &str = "404";
 pub const ERR_TOOMANYCHANNELS: &str = "405";
+pub const ERR_TOOMANYTARGETS: &str = "407";
 pub const ERR_NOORIGIN: &str = "409";
 pub const ERR_INVALIDCAPCMD: &str = "410";
 pub const ERR_NORECIPIENT: &str = "411";

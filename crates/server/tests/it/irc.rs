@@ -144,7 +144,7 @@ async fn registration_waits_for_the_end_of_capability_negotiation() {
     let server = TestServer::start().await;
     let mut irc = Irc::connect(server.irc).await;
     irc.send("CAP LS 302").await;
-    assert_eq!(irc.line().await, ":localhost CAP * LS :account-tag away-notify batch draft/multiline=max-bytes=4096,max-lines=32 echo-message labeled-response message-tags multi-prefix server-time userhost-in-names\r\n");
+    assert_eq!(irc.line().await, ":localhost CAP * LS :account-tag away-notify batch draft/multiline=max-bytes=4096,max-lines=32 echo-message labeled-response message-tags multi-prefix server-time setname userhost-in-names\r\n");
     irc.send("NICK dave").await;
     irc.send("USER d 0 * :D").await;
     irc.send("CAP REQ :server-time nonsense").await;
@@ -1618,4 +1618,38 @@ async fn monitor_tells_when_a_watched_nickname_comes_and_goes() {
 async fn dee_quits(dee: &mut Irc) {
     dee.send("QUIT").await;
     while !dee.line().await.is_empty() {}
+}
+
+/// IRCv3 setname: a new real name, told to itself and to the members of
+/// shared channels that asked, and shown by WHOIS; an empty or too long
+/// one is refused. A message goes to at most four targets (TARGMAX).
+#[tokio::test]
+async fn setname_changes_a_real_name_and_messages_have_at_most_four_targets() {
+    let server = TestServer::start().await;
+    let mut ann = register_with(server.irc, "ann", "setname").await;
+    let mut bob = register_with(server.irc, "bob", "setname").await;
+    let mut cy = Irc::register(server.irc, "cy").await;
+    for c in [&mut ann, &mut bob, &mut cy] {
+        c.join("#s").await;
+    }
+    ann.until("cy").await;
+    bob.until("cy").await;
+    ann.send("SETNAME :Ann Other").await;
+    assert_eq!(ann.line().await, ":ann!~u@localhost SETNAME :Ann Other\r\n");
+    assert_eq!(bob.line().await, ":ann!~u@localhost SETNAME :Ann Other\r\n");
+    cy.send("WHOIS ann").await;
+    assert_eq!(cy.line().await, ":localhost 311 cy ann ~u localhost * :Ann Other\r\n", "none to cy, who did not ask");
+    cy.until(" 318 ").await;
+    ann.send(&format!("SETNAME :{}", "x".repeat(391))).await;
+    assert_eq!(ann.line().await, ":localhost FAIL SETNAME INVALID_REALNAME :A real name is 1 to 390 bytes\r\n");
+
+    ann.send("PRIVMSG bob,cy,ann,#s,bob :hi").await;
+    assert_eq!(bob.line().await, ":ann!~u@localhost PRIVMSG bob :hi\r\n");
+    assert_eq!(cy.line().await, ":ann!~u@localhost PRIVMSG cy :hi\r\n");
+    assert_eq!(ann.line().await, ":ann!~u@localhost PRIVMSG ann :hi\r\n");
+    assert_eq!(ann.line().await, ":localhost 407 ann bob :Too many targets; at most 4\r\n");
+    assert_eq!(bob.line().await, ":ann!ann@localhost PRIVMSG #s :hi\r\n");
+    assert_eq!(cy.line().await, ":ann!ann@localhost PRIVMSG #s :hi\r\n");
+    bob.send("PING x").await;
+    assert_eq!(bob.line().await, ":localhost PONG localhost :x\r\n", "the fifth target got nothing");
 }
