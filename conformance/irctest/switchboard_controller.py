@@ -49,6 +49,7 @@ class SwitchboardController(BaseServerController, DirectoryBasedController):
             Capabilities.AWAY_NOTIFY,
             Capabilities.BATCH,
             Capabilities.ECHO_MESSAGE,
+            Capabilities.EXTENDED_MONITOR,
             Capabilities.LABELED_RESPONSE,
             Capabilities.MESSAGE_TAGS,
             Capabilities.MULTI_PREFIX,

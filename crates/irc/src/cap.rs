@@ -30,15 +30,19 @@ pub enum Cap {
     LabeledResponse = 1024,
     /// `SETNAME` lines when a member of a shared channel changes its real name.
     Setname = 2048,
+    /// What away-notify and setname tell of members of shared channels,
+    /// of the nicknames it watches (`MONITOR`) too.
+    ExtendedMonitor = 4096,
 }
 
 /// Every capability offered, as `CAP LS` lists them.
-pub const OFFERED: [(&str, Cap); 12] = [
+pub const OFFERED: [(&str, Cap); 13] = [
     ("account-tag", Cap::AccountTag),
     ("away-notify", Cap::AwayNotify),
     ("batch", Cap::Batch),
     ("draft/multiline", Cap::Multiline),
     ("echo-message", Cap::EchoMessage),
+    ("extended-monitor", Cap::ExtendedMonitor),
     ("labeled-response", Cap::LabeledResponse),
     ("message-tags", Cap::MessageTags),
     ("multi-prefix", Cap::MultiPrefix),

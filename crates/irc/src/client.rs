@@ -1687,13 +1687,25 @@ impl Client {
     }
 
     /// Sends `line` (made for each recipient's capabilities) to each IRC
-    /// member of a channel it shares that asked for `cap`, once.
+    /// member of a channel it shares that asked for `cap`, and to each
+    /// client watching its nickname that asked for `cap` and
+    /// extended-monitor, once.
     fn tell_sharing(&self, cap: Cap, line: impl Fn(Caps) -> String) {
         let mut told = HashSet::new();
+        let mut tell = |client: &Arc<Public>| {
+            if client.id != self.public.id && client.has(cap) && told.insert(client.id) {
+                client.send(line(client.caps()));
+            }
+        };
         for room in &self.joined {
             for m in self.irc.channels.members(room) {
-                if m.client.id != self.public.id && m.client.has(cap) && told.insert(m.client.id) {
-                    m.client.send(line(m.client.caps()));
+                tell(&m.client);
+            }
+        }
+        if let Some(name) = &self.name {
+            for watcher in self.irc.monitors.watchers(&name.key) {
+                if watcher.has(Cap::ExtendedMonitor) {
+                    tell(&watcher);
                 }
             }
         }

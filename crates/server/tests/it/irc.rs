@@ -144,7 +144,7 @@ async fn registration_waits_for_the_end_of_capability_negotiation() {
     let server = TestServer::start().await;
     let mut irc = Irc::connect(server.irc).await;
     irc.send("CAP LS 302").await;
-    assert_eq!(irc.line().await, ":localhost CAP * LS :account-tag away-notify batch draft/multiline=max-bytes=4096,max-lines=32 echo-message labeled-response message-tags multi-prefix server-time setname userhost-in-names\r\n");
+    assert_eq!(irc.line().await, ":localhost CAP * LS :account-tag away-notify batch draft/multiline=max-bytes=4096,max-lines=32 echo-message extended-monitor labeled-response message-tags multi-prefix server-time setname userhost-in-names\r\n");
     irc.send("NICK dave").await;
     irc.send("USER d 0 * :D").await;
     irc.send("CAP REQ :server-time nonsense").await;
@@ -1578,15 +1578,20 @@ async fn lines_made_at_random_harm_nobody() {
 /// IRCv3 MONITOR: a client names the nicknames it wants to know of, and is
 /// told when each comes online (its client registers, or a client takes
 /// it) and goes offline (its client leaves, or gives it up); at most 100.
+/// With extended-monitor, it is told of their AWAY as if it shared a channel.
 #[tokio::test]
 async fn monitor_tells_when_a_watched_nickname_comes_and_goes() {
     let server = TestServer::start().await;
-    let mut ann = Irc::register(server.irc, "ann").await;
+    let mut ann = register_with(server.irc, "ann", "extended-monitor away-notify").await;
     let mut bob = Irc::register(server.irc, "bob").await;
     ann.send("MONITOR + bob,Cy,b*d!u@h").await;
     assert_eq!(ann.line().await, ":localhost 432 ann b*d!u@h :Erroneous nickname\r\n", "a mask is no nickname");
     assert_eq!(ann.line().await, ":localhost 730 ann :bob!~u@localhost\r\n");
     assert_eq!(ann.line().await, ":localhost 731 ann :Cy\r\n");
+    // extended-monitor: what away-notify tells of a shared channel's
+    // members, of a watched nickname too, with no channel shared.
+    bob.send("AWAY :afk").await;
+    assert_eq!(ann.line().await, ":bob!~u@localhost AWAY :afk\r\n");
 
     let mut cy = Irc::register(server.irc, "cy").await;
     assert_eq!(ann.line().await, ":localhost 730 ann :cy!~u@localhost\r\n");
