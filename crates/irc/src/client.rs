@@ -378,6 +378,7 @@ impl Client {
             "WALLOPS" => self.wallops(param(0)),
             "MONITOR" => self.monitor(param(0), param(1)),
             "SETNAME" => self.setname(param(0)),
+            "HELP" | "HELPOP" => self.help(param(0)),
             "INFO" => {
                 let mut lines = self.reply(RPL_INFO).trailing(&format!("{} {}", version(), self.irc.settings.description));
                 lines.push_str(&self.reply(RPL_INFO).trailing("Rooms shared with chat, SockJS and XMPP clients"));
@@ -1684,6 +1685,20 @@ impl Client {
             Some(_) => self.reply(RPL_NOWAWAY).trailing("You have been marked as being away"),
             None => self.reply(RPL_UNAWAY).trailing("You are no longer marked as being away"),
         });
+    }
+
+    /// `HELP [subject]`: a line on a command, or the index of them.
+    fn help(&self, subject: &str) {
+        let topic = if subject.is_empty() { "index" } else { subject };
+        let Some(lines) = crate::help::lines(subject) else {
+            return self.send(self.reply(ERR_HELPNOTFOUND).arg(topic).trailing("No help available on this topic"));
+        };
+        let mut out = String::new();
+        for (n, line) in lines.iter().enumerate() {
+            out.push_str(&self.reply(if n == 0 { RPL_HELPSTART } else { RPL_HELPTXT }).arg(topic).trailing(line));
+        }
+        out.push_str(&self.reply(RPL_ENDOFHELP).arg(topic).trailing("End of /HELP"));
+        self.send(out);
     }
 
     /// Sends `line` (made for each recipient's capabilities) to each IRC

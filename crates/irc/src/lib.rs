@@ -18,6 +18,7 @@ mod cap;
 mod channels;
 mod client;
 mod connection;
+mod help;
 mod labeled;
 mod monitor;
 mod multiline;

@@ -110,6 +110,14 @@ async fn registration_is_answered_to_the_byte() {
     assert_eq!(irc.line().await, ":localhost 462 alice :You may not reregister\r\n");
     irc.send("FROB x").await;
     assert_eq!(irc.line().await, ":localhost 421 alice FROB :Unknown command\r\n");
+    irc.send("HELP privmsg").await;
+    assert_eq!(irc.line().await, ":localhost 704 alice privmsg :PRIVMSG <target>[,...] :<text>: a message to channels or users, at most 4\r\n");
+    assert_eq!(irc.line().await, ":localhost 706 alice privmsg :End of /HELP\r\n");
+    irc.send("HELP FROB").await;
+    assert_eq!(irc.line().await, ":localhost 524 alice FROB :No help available on this topic\r\n");
+    irc.send("HELP").await;
+    let index = irc.lines_until(" 706 ").await;
+    assert!(index[0].starts_with(":localhost 704 alice index :") && index[1..index.len() - 1].iter().all(|l| l.starts_with(":localhost 705 alice index :")), "{index:?}");
     irc.send("QUIT :bye now").await;
     assert_eq!(irc.line().await, "ERROR :Closing Link: 127.0.0.1 (Quit: bye now)\r\n");
     assert_eq!(irc.line().await, "", "closed");
