@@ -58,7 +58,7 @@ class SwitchboardController(BaseServerController, DirectoryBasedController):
             Capabilities.SETNAME,
         }
     )
-    optional_behaviors = frozenset({OptionalBehaviors.BAN_EXCEPTION_MODE})
+    optional_behaviors = frozenset({OptionalBehaviors.BAN_EXCEPTION_MODE, OptionalBehaviors.INVITE_EXCEPTION_MODE})
 
     def run(
         self,

@@ -43,6 +43,8 @@ pub struct Modes {
     pub bans: Vec<Listed>,
     /// `+e`: masks of the IRC clients a ban does not keep out.
     pub excepts: Vec<Listed>,
+    /// `+I`: masks of the IRC clients who may join under `+i` uninvited.
+    pub invex: Vec<Listed>,
 }
 
 /// Most masks in each of a channel's lists (`MAXLIST`).
@@ -58,7 +60,7 @@ pub struct Listed {
 
 impl Default for Modes {
     fn default() -> Modes {
-        Modes { no_outside: true, topic_ops: true, moderated: false, invite_only: false, secret: false, key: None, limit: None, bans: Vec::new(), excepts: Vec::new() }
+        Modes { no_outside: true, topic_ops: true, moderated: false, invite_only: false, secret: false, key: None, limit: None, bans: Vec::new(), excepts: Vec::new(), invex: Vec::new() }
     }
 }
 
@@ -68,6 +70,22 @@ impl Modes {
     pub fn banned(&self, source: &str) -> bool {
         let on = |list: &[Listed]| list.iter().any(|l| wire::mask::matches(&l.mask, source, wire::mask::Case::AsciiInsensitive));
         on(&self.bans) && !on(&self.excepts)
+    }
+
+    /// Whether `+i` keeps out the client whose lines come from `source`,
+    /// uninvited: no invite exception (`+I`) lets it in.
+    pub fn invite_only_for(&self, source: &str) -> bool {
+        self.invite_only && !self.invex.iter().any(|l| wire::mask::matches(&l.mask, source, wire::mask::Case::AsciiInsensitive))
+    }
+
+    /// The list of masks of `flag` (`b`, `e`, `I`).
+    pub fn list_mut(&mut self, flag: char) -> Option<&mut Vec<Listed>> {
+        match flag {
+            'b' => Some(&mut self.bans),
+            'e' => Some(&mut self.excepts),
+            'I' => Some(&mut self.invex),
+            _ => None,
+        }
     }
 
     /// As `324` gives them: `+ntk key`, the key and the limit after; the

@@ -32,7 +32,7 @@ const USERLEN: usize = 10;
 /// Most members `NAMES` and `WHO` list.
 const MAX_LISTED: usize = 1000;
 /// The channel modes a client may set, and which take a parameter.
-const CHANNEL_MODES: &str = "beiklmnostv";
+const CHANNEL_MODES: &str = "Ibeiklmnostv";
 
 /// Most nicknames one `KICK` takes (`TARGMAX`).
 const MAX_KICKS: usize = 4;
@@ -634,14 +634,15 @@ impl Client {
             format!("AWAYLEN={TEXTLEN}"),
             "CASEMAPPING=ascii".into(),
             format!("CHANLIMIT=#:{}", self.irc.settings.max_channels),
-            "CHANMODES=be,k,l,imnst".into(),
+            "CHANMODES=Ibe,k,l,imnst".into(),
             format!("CHANNELLEN={}", 1 + 3 * wire::app::MAX_NAME_LEN),
             "CHANTYPES=#".into(),
             "ELIST=".into(),
             "EXCEPTS=e".into(),
             format!("KICKLEN={TEXTLEN}"),
             format!("TARGMAX=KICK:{MAX_KICKS},NOTICE:{MAX_TARGETS},PRIVMSG:{MAX_TARGETS},TAGMSG:{MAX_TARGETS}"),
-            format!("MAXLIST=be:{}", crate::channels::MAX_LIST),
+            "INVEX=I".into(),
+            format!("MAXLIST=Ibe:{}", crate::channels::MAX_LIST),
             "MODES=4".into(),
             format!("MONITOR={}", crate::monitor::LIMIT),
             format!("NETWORK={network}"),
@@ -720,7 +721,7 @@ impl Client {
         let refused = self.irc.channels.with(&room, |c| {
             if c.modes.banned(&source) {
                 Some((ERR_BANNEDFROMCHAN, "Cannot join channel (+b)"))
-            } else if c.modes.invite_only && !c.invited.contains(&self.public.id) {
+            } else if c.modes.invite_only_for(&source) && !c.invited.contains(&self.public.id) {
                 Some((ERR_INVITEONLYCHAN, "Cannot join channel (+i)"))
             } else if c.modes.key.as_deref().is_some_and(|k| Some(k) != key) {
                 Some((ERR_BADCHANNELKEY, "Cannot join channel (+k)"))
@@ -1392,10 +1393,10 @@ impl Client {
             let created = created.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
             return self.send(line.end() + &self.reply(RPL_CREATIONTIME).arg(&channel).arg(&created.to_string()).end());
         };
-        if let flag @ ("b" | "e") = changes.trim_start_matches(['+', '-'])
+        if let flag @ ("b" | "e" | "I") = changes.trim_start_matches(['+', '-'])
             && params.len() == 2
         {
-            return self.mask_list(&room, &channel, flag == "b");
+            return self.mask_list(&room, &channel, flag);
         }
         self.change_modes(&room, &channel, changes, &params[2..]);
     }
@@ -1504,14 +1505,16 @@ impl Client {
         self.publish(&room, RoomEvent::Leave { name: name.into(), reason: Some(reason.into()), quit: false, by: Some(me.shown.clone()), new_name: None });
     }
 
-    /// A channel's bans (`MODE #channel +b`) or exceptions (`+e`), to anyone.
-    fn mask_list(&self, room: &str, channel: &str, bans: bool) {
-        let listed = self.irc.channels.with(room, |c| if bans { c.modes.bans.clone() } else { c.modes.excepts.clone() }).unwrap_or_default();
-        let (numeric, end, text) = if bans {
-            (RPL_BANLIST, RPL_ENDOFBANLIST, "End of channel ban list")
-        } else {
-            (RPL_EXCEPTLIST, RPL_ENDOFEXCEPTLIST, "End of channel exception list")
+    /// A channel's bans (`MODE #channel +b`), exceptions (`+e`) or
+    /// invite exceptions (`+I`), to anyone.
+    fn mask_list(&self, room: &str, channel: &str, flag: &str) {
+        let (numeric, end, text) = match flag {
+            "b" => (RPL_BANLIST, RPL_ENDOFBANLIST, "End of channel ban list"),
+            "e" => (RPL_EXCEPTLIST, RPL_ENDOFEXCEPTLIST, "End of channel exception list"),
+            _ => (RPL_INVEXLIST, RPL_ENDOFINVEXLIST, "End of channel invite exception list"),
         };
+        let flag = flag.chars().next().unwrap_or('b');
+        let listed = self.irc.channels.with(room, |c| c.modes.list_mut(flag).map(|l| l.clone())).flatten().unwrap_or_default();
         let mut lines = String::new();
         for l in &listed {
             lines.push_str(&self.reply(numeric).arg(channel).arg(&l.mask).arg(&l.by).arg(&l.at.to_string()).end());
@@ -1590,9 +1593,9 @@ impl Client {
                         applied.push(on, flag);
                         applied_args.push(member.client.nick().to_string());
                     }
-                    'b' | 'e' => {
+                    'b' | 'e' | 'I' => {
                         let Some(mask) = args.next().map(|m| full_mask(m)).filter(|m| !m.contains(' ') && !m.starts_with(':')) else { continue };
-                        let list = if flag == 'b' { &mut c.modes.bans } else { &mut c.modes.excepts };
+                        let Some(list) = c.modes.list_mut(flag) else { continue };
                         match (on, list.iter().position(|l| l.mask.eq_ignore_ascii_case(&mask))) {
                             (true, None) if list.len() >= crate::channels::MAX_LIST => {
                                 errors.push(self.reply(ERR_BANLISTFULL).arg(channel).arg(&flag.to_string()).trailing("Channel list is full"));

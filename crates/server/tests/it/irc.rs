@@ -96,9 +96,9 @@ async fn registration_is_answered_to_the_byte() {
     assert_eq!(lines[0], ":localhost 001 alice :Welcome to the Switchboard IRC Network alice!~a@localhost\r\n");
     assert!(lines[1].starts_with(":localhost 002 alice :Your host is localhost, running version switchboard-"));
     assert!(lines[2].starts_with(":localhost 003 alice :This server was created "));
-    assert!(lines[3].starts_with(":localhost 004 alice localhost switchboard-") && lines[3].ends_with(" iow beiklmnostv klov\r\n"));
+    assert!(lines[3].starts_with(":localhost 004 alice localhost switchboard-") && lines[3].ends_with(" iow Ibeiklmnostv klov\r\n"));
     let isupport: Vec<&String> = lines.iter().filter(|l| l.contains(" 005 ")).collect();
-    for token in [" CASEMAPPING=ascii ", " CHANMODES=be,k,l,imnst ", " CHANTYPES=# ", " EXCEPTS=e ", " MAXLIST=be:100 ", " MONITOR=100 ", " PREFIX=(ov)@+ "] {
+    for token in [" CASEMAPPING=ascii ", " CHANMODES=Ibe,k,l,imnst ", " CHANTYPES=# ", " EXCEPTS=e ", " INVEX=I ", " MAXLIST=Ibe:100 ", " MONITOR=100 ", " PREFIX=(ov)@+ "] {
         assert!(isupport.iter().any(|l| l.contains(token)), "{token} in {isupport:?}");
     }
     assert!(isupport.iter().all(|l| l.ends_with(" :are supported by this server\r\n") && l.len() <= 512));
@@ -540,6 +540,13 @@ async fn an_invitation_names_a_channel_and_lets_in_once() {
     guest.line().await;
     guest.send("JOIN #den").await;
     assert_eq!(guest.line().await, ":localhost 473 gus #den :Cannot join channel (+i)\r\n", "once");
+    // An invite exception (+I) lets in whom its mask matches, uninvited.
+    op.send("MODE #den +I gus").await;
+    assert_eq!(op.until("MODE").await, ":olga!~u@localhost MODE #den +I gus!*@*\r\n");
+    op.send("MODE #den +I").await;
+    assert!(op.line().await.starts_with(":localhost 346 olga #den gus!*@* olga!~u@localhost "));
+    assert_eq!(op.line().await, ":localhost 347 olga #den :End of channel invite exception list\r\n");
+    guest.join("#den").await;
 }
 
 #[tokio::test]
