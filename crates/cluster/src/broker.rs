@@ -321,8 +321,6 @@ fn decode(room: &Arc<str>, message: &async_nats::jetstream::Message, epoch: &Arc
 const SNAPSHOT_IDLE: std::time::Duration = std::time::Duration::from_secs(30);
 const SNAPSHOT_BATCH: usize = 512;
 const SNAPSHOT_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
-/// Pulls of a snapshot again when the stream holds a key it did not bring.
-const SNAPSHOT_RETRIES: usize = 3;
 
 /// An ordered consumer of `stream`'s subjects `filter` from `policy`, and
 /// how many messages it had to deliver when it was made (what is already
@@ -391,13 +389,13 @@ async fn read_claims(nats: &Nats, consumer: &PullConsumer, filter: &str) -> Resu
     drain(nats, consumer, &mut read, consumer.cached_info().num_pending).await?;
     // nats-server 2.9 may count a claim renewed after the snapshot began
     // only after it has delivered the entry before it, and say nothing is
-    // pending: the stream's own list of the room's keys says whether one
-    // was left unread. Pulled again a few times at most.
-    for _ in 0..SNAPSHOT_RETRIES {
-        if !unread_key(nats, filter, &read).await? {
-            break;
-        }
-        drain(nats, consumer, &mut read, 1).await?;
+    // pending: the pull ends there, and what it had delivered after is
+    // gone with it (nothing is acknowledged, so nothing comes again). The
+    // stream's own list of the room's keys says which were left unread;
+    // each is read as the bucket holds it now.
+    for key in unread_keys(nats, filter, &read).await? {
+        let claim = nats.names.get(&key).await?.and_then(|value| serde_json::from_slice::<Claim>(&value).ok());
+        read.insert(key, claim);
     }
     // The consumer goes once idle for SNAPSHOT_IDLE: deleting it would
     // cost the join another round trip.
@@ -434,16 +432,18 @@ async fn drain(nats: &Nats, consumer: &PullConsumer, read: &mut HashMap<String, 
     Ok(())
 }
 
-/// Whether the stream holds a key under `filter` that is not in `read`.
-async fn unread_key(nats: &Nats, filter: &str, read: &HashMap<String, Option<Claim>>) -> Result<bool, async_nats::Error> {
+/// The keys the stream holds under `filter` that are not in `read`.
+async fn unread_keys(nats: &Nats, filter: &str, read: &HashMap<String, Option<Claim>>) -> Result<Vec<String>, async_nats::Error> {
     let mut keys = nats.names.stream.info_with_subjects(filter).await?;
+    let mut unread = Vec::new();
     while let Some(key) = keys.next().await {
         let (subject, _) = key?;
-        if !read.contains_key(subject.strip_prefix(nats.names.prefix.as_str()).unwrap_or(&subject)) {
-            return Ok(true);
+        let key = subject.strip_prefix(nats.names.prefix.as_str()).unwrap_or(&subject);
+        if !read.contains_key(key) {
+            unread.push(key.to_owned());
         }
     }
-    Ok(false)
+    Ok(unread)
 }
 
 fn unavailable(e: async_nats::Error) -> BrokerError {
