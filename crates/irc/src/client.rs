@@ -926,7 +926,7 @@ impl Client {
                         _ => self.send(self.reply(ERR_ERRONEUSNICKNAME).arg(nick).trailing("Erroneous nickname")),
                     }
                 }
-                let (_, full) = self.irc.monitors.add(&self.public, valid.clone());
+                let full = self.irc.monitors.add(&self.public, valid.clone());
                 if !full.is_empty() {
                     let listed = full.join(",");
                     self.send(self.reply(ERR_MONLISTFULL).arg(&crate::monitor::LIMIT.to_string()).arg(&listed).trailing("Monitor list is full."));

@@ -35,13 +35,12 @@ struct Watching {
 
 impl Monitors {
     /// Adds `targets` (key, nickname) to what `watcher` watches, as far as
-    /// [`LIMIT`] allows: those added (not those it watched already), and
-    /// those that did not fit.
-    pub fn add(&self, watcher: &Arc<Public>, targets: Vec<Watched>) -> (Vec<Watched>, Vec<Arc<str>>) {
+    /// [`LIMIT`] allows: the nicknames that did not fit.
+    pub fn add(&self, watcher: &Arc<Public>, targets: Vec<Watched>) -> Vec<Arc<str>> {
         let mut watching = self.0.lock();
         let Watching { by_key, by_watcher } = &mut *watching;
         let list = by_watcher.entry(watcher.id).or_default();
-        let (mut added, mut full) = (Vec::new(), Vec::new());
+        let mut full = Vec::new();
         for (key, nick) in targets {
             if list.iter().any(|(k, _)| *k == key) {
                 continue;
@@ -50,14 +49,13 @@ impl Monitors {
                 full.push(nick);
                 continue;
             }
-            list.push((key.clone(), nick.clone()));
             by_key.entry(key.clone()).or_default().push(watcher.clone());
-            added.push((key, nick));
+            list.push((key, nick));
         }
         if list.is_empty() {
             by_watcher.remove(&watcher.id);
         }
-        (added, full)
+        full
     }
 
     /// Takes the nicknames of `keys` off what `watcher` watches.
@@ -122,16 +120,16 @@ mod tests {
     fn each_client_watches_at_most_the_limit_and_leaves_nothing_behind() {
         let monitors = Monitors::default();
         let (a, b) = (client(1), client(2));
-        let (added, full) = monitors.add(&a, vec![target("Qux"), target("qux"), target("Bar")]);
-        assert_eq!((added.len(), full.len()), (2, 0), "one nickname once");
+        let full = monitors.add(&a, vec![target("Qux"), target("qux"), target("Bar")]);
+        assert_eq!((monitors.list(1).len(), full.len()), (2, 0), "one nickname once");
         monitors.add(&b, vec![target("qux")]);
         assert_eq!(monitors.watchers("qux").len(), 2);
         monitors.remove(2, &[Arc::from("qux")]);
         assert_eq!(monitors.watchers("qux").iter().map(|w| w.id).collect::<Vec<_>>(), [1]);
 
         let many: Vec<_> = (0..LIMIT + 5).map(|n| target(&format!("n{n}"))).collect();
-        let (added, full) = monitors.add(&b, many);
-        assert_eq!((added.len(), full.len()), (LIMIT, 5));
+        let full = monitors.add(&b, many);
+        assert_eq!((monitors.list(2).len(), full.len()), (LIMIT, 5));
         assert_eq!(&*full[0], format!("n{LIMIT}"));
 
         monitors.clear(1);
