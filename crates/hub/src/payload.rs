@@ -79,19 +79,27 @@ struct Inner {
     at: SystemTime,
     /// Its id in its room's archive, if it was archived.
     id: Option<Arc<str>>,
+    /// What its sender gave beside the event, if it gave anything: most
+    /// payloads hold none of it.
+    sent: Option<Box<Sent>>,
+    /// Its name where a protocol names every message (IRC's `msgid`) and
+    /// the archive gave it none: made on first use.
+    named: OnceLock<Arc<str>>,
+}
+
+/// What a payload's sender gave beside its event.
+#[derive(Debug, Clone, Default)]
+struct Sent {
     /// The client-only tags (IRCv3 `+…`) its sender gave it, as IRC
-    /// writes them, if any.
+    /// writes them.
     client_tags: Option<Arc<str>>,
-    /// The account its sender is logged in to here, if any (IRCv3
-    /// `account-tag` names it): a member of any protocol, on any node.
+    /// The account its sender is logged in to (IRCv3 `account-tag` names
+    /// it): a member of any protocol, on any node.
     account: Option<Arc<str>>,
     /// Where its sender cut a line of its text in two without a line
     /// break (IRCv3 multiline's `draft/multiline-concat`), as byte offsets
     /// into the text, ascending: how IRC clients are to be shown its lines.
     cuts: Option<Arc<[u32]>>,
-    /// Its name where a protocol names every message (IRC's `msgid`) and
-    /// the archive gave it none: made on first use.
-    named: OnceLock<Arc<str>>,
 }
 
 /// A copy carries what the payload was given (its data, time, ids and
@@ -110,9 +118,7 @@ impl Clone for Inner {
             forms: Default::default(),
             at: self.at,
             id: self.id.clone(),
-            client_tags: self.client_tags.clone(),
-            account: self.account.clone(),
-            cuts: self.cuts.clone(),
+            sent: self.sent.clone(),
             named: OnceLock::new(),
         }
     }
@@ -151,47 +157,55 @@ impl Payload {
     /// archive under `id` (if it was).
     pub fn archived(room: impl Into<Arc<str>>, event: RoomEvent, at: SystemTime, id: Option<Arc<str>>) -> Payload {
         let data = Data::Event { room: room.into(), event, json: OnceLock::new() };
-        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at, id, client_tags: None, account: None, cuts: None, named: OnceLock::new() }))
+        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at, id, sent: None, named: OnceLock::new() }))
     }
 
-    /// This payload with the client-only tags its sender gave it: set in
-    /// place while nobody else holds it yet, as when it is published.
-    pub fn with_client_tags(self, tags: Option<Arc<str>>) -> Payload {
+    /// This payload with `given`, a part of what its sender gave, put in
+    /// place by `put`: set in place while nobody else holds it yet, as when
+    /// it is published. Nothing given to a payload that holds nothing
+    /// leaves it as it is.
+    fn with_sent<T>(self, given: Option<T>, put: impl FnOnce(&mut Sent, Option<T>)) -> Payload {
         let mut payload = self;
-        Arc::make_mut(&mut payload.0).client_tags = tags;
+        if given.is_none() && payload.0.sent.is_none() {
+            return payload;
+        }
+        put(Arc::make_mut(&mut payload.0).sent.get_or_insert_default(), given);
         payload
+    }
+
+    fn sent(&self) -> Option<&Sent> {
+        self.0.sent.as_deref()
+    }
+
+    /// This payload with the client-only tags its sender gave it.
+    pub fn with_client_tags(self, tags: Option<Arc<str>>) -> Payload {
+        self.with_sent(tags, |sent, tags| sent.client_tags = tags)
     }
 
     /// The client-only tags (IRCv3 `+…`) its sender gave it, if any.
     pub fn client_tags(&self) -> Option<&str> {
-        self.0.client_tags.as_deref()
+        self.sent()?.client_tags.as_deref()
     }
 
-    /// This payload with the account its sender is logged in to: set in
-    /// place while nobody else holds it yet, as when it is published.
+    /// This payload with the account its sender is logged in to.
     pub fn with_account(self, account: Option<Arc<str>>) -> Payload {
-        let mut payload = self;
-        Arc::make_mut(&mut payload.0).account = account;
-        payload
+        self.with_sent(account, |sent, account| sent.account = account)
     }
 
     /// The account its sender is logged in to, if any.
     pub fn account(&self) -> Option<&str> {
-        self.0.account.as_deref()
+        self.sent()?.account.as_deref()
     }
 
     /// This payload with where its sender cut lines without a line break
-    /// (empty for nowhere): set in place while nobody else holds it yet,
-    /// as when it is published.
+    /// (empty for nowhere).
     pub fn with_cuts(self, cuts: Option<Arc<[u32]>>) -> Payload {
-        let mut payload = self;
-        Arc::make_mut(&mut payload.0).cuts = cuts.filter(|c| !c.is_empty());
-        payload
+        self.with_sent(cuts.filter(|c| !c.is_empty()), |sent, cuts| sent.cuts = cuts)
     }
 
     /// Where its sender cut lines of its text without a line break.
     pub fn cuts(&self) -> &[u32] {
-        self.0.cuts.as_deref().unwrap_or_default()
+        self.sent().and_then(|sent| sent.cuts.as_deref()).unwrap_or_default()
     }
 
     /// Its name for a protocol that names every message (IRC's `msgid`):
@@ -219,7 +233,7 @@ impl Payload {
     }
 
     fn of(data: Data) -> Payload {
-        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at: SystemTime::now(), id: None, client_tags: None, account: None, cuts: None, named: OnceLock::new() }))
+        Payload(Arc::new(Inner { data, position: OnceLock::new(), forms: Default::default(), at: SystemTime::now(), id: None, sent: None, named: OnceLock::new() }))
     }
 
     /// When it was published.
