@@ -16,7 +16,7 @@ use wire::nickname::Nickname;
 
 use crate::Irc;
 use crate::cap::{self, Cap, Caps};
-use crate::{labeled, multiline};
+use crate::{labeled, multiline, whox};
 use crate::nicks::{Public, Shown};
 use crate::numeric::*;
 use crate::render::{self, Tags};
@@ -365,7 +365,7 @@ impl Client {
             "PRIVMSG" | "NOTICE" | "TAGMSG" => self.message(&command, message).await,
             "TOPIC" => self.topic(param(0), params.get(1).copied()),
             "NAMES" => self.names(params.first().copied()),
-            "WHO" => self.who(param(0)),
+            "WHO" => self.who(param(0), params.get(1).copied()),
             "WHOIS" => self.whois(params.last().copied().unwrap_or("")),
             "LIST" => self.list(),
             "MODE" => self.mode(&params[..]),
@@ -442,6 +442,7 @@ impl Client {
                     }
                     let failed = match batch.end() {
                         Ok(whole) => {
+                            self.public.state.lock().spoke = self.irc.clock();
                             let said = Said { command: "PRIVMSG", text: &whole.text, client_tags: whole.client_tags, cuts: &whole.cuts };
                             match whole.target.starts_with('#') {
                                 true => self.say_in_room(&whole.target, &said).await,
@@ -617,7 +618,12 @@ impl Client {
             return;
         }
         self.registered = true;
-        self.public.state.lock().registered = true;
+        let now = self.irc.clock();
+        {
+            let mut state = self.public.state.lock();
+            state.registered = true;
+            (state.signon, state.spoke) = (now, now);
+        }
         self.irc.users.arrive();
         self.tell_monitors(true);
         let server = self.server().to_owned();
@@ -651,6 +657,7 @@ impl Client {
             "STATUSMSG=".into(),
             format!("TOPICLEN={TEXTLEN}"),
             "UTF8ONLY".into(),
+            "WHOX".into(),
         ];
         for chunk in tokens.chunks(13) {
             let mut line = self.reply(RPL_ISUPPORT);
@@ -1006,6 +1013,9 @@ impl Client {
             }
             return;
         }
+        if !tagmsg {
+            self.public.state.lock().spoke = self.irc.clock();
+        }
         let said = Said { command, text, client_tags: message.tags.and_then(render::client_only), cuts: &[] };
         for (n, target) in targets.split(',').filter(|t| !t.is_empty()).enumerate() {
             if n == MAX_TARGETS {
@@ -1186,7 +1196,11 @@ impl Client {
         self.irc.rooms.as_ref().map(|r| r.names(room, MAX_LISTED)).unwrap_or_default()
     }
 
-    fn who(&self, mask: &str) {
+    /// `WHO`: the members of a channel this client is in, or the
+    /// registered clients whose nicknames match a mask, as `352` lines, or
+    /// as `354` with the fields `fields` asks for (WHOX, `whox`).
+    fn who(&self, mask: &str, fields: Option<&str>) {
+        let fields = fields.and_then(whox::Fields::parse);
         let mut lines = String::new();
         let multi = self.caps.has(Cap::MultiPrefix);
         if let Ok(room) = room_of(mask) {
@@ -1196,8 +1210,8 @@ impl Client {
                 for name in self.room_names(&room) {
                     let nick = nick_of(&name);
                     let line = match irc.iter().find(|m| *m.client.nick() == *nick) {
-                        Some(m) => self.who_line(&channel, &m.client.state.lock(), m.prefix(multi)),
-                        None => self.who_line(&channel, &other_member(&nick), ""),
+                        Some(m) => self.who_line(&channel, &m.client.state.lock(), m.prefix(multi), fields.as_ref()),
+                        None => self.who_line(&channel, &other_member(&nick, &name), "", fields.as_ref()),
                     };
                     lines.push_str(&line);
                 }
@@ -1210,7 +1224,7 @@ impl Client {
                 let state = client.state.lock().clone();
                 let visible = !is_mask || !state.invisible || client.id == self.public.id || mine.contains(&client.id);
                 if state.registered && visible && matches_mask(mask, &state.nick) {
-                    lines.push_str(&self.who_line("*", &state, ""));
+                    lines.push_str(&self.who_line("*", &state, "", fields.as_ref()));
                 }
             }
         }
@@ -1218,9 +1232,26 @@ impl Client {
         self.send(lines);
     }
 
-    fn who_line(&self, channel: &str, client: &Shown, prefix: &str) -> String {
+    /// One member's `WHO` line: `352`, or `354` with `fields`. A member of
+    /// another protocol is never idle (`other_member`).
+    fn who_line(&self, channel: &str, client: &Shown, prefix: &str, fields: Option<&whox::Fields>) -> String {
         let flags = format!("{}{}{prefix}", if client.away.is_some() { 'G' } else { 'H' }, if client.oper { "*" } else { "" });
         let server = self.server();
+        if let Some(fields) = fields {
+            let idle = if client.registered { self.irc.clock().saturating_sub(client.spoke) } else { 0 };
+            let row = whox::Row {
+                channel,
+                user: &client.user,
+                host: server,
+                server,
+                nick: &client.nick,
+                flags: &flags,
+                idle: u64::from(idle),
+                account: client.account.as_deref(),
+                realname: &client.realname,
+            };
+            return fields.line(self.reply(RPL_WHOSPCRPL), &row);
+        }
         self.reply(RPL_WHOREPLY)
             .arg(channel)
             .arg(&client.user)
@@ -1269,6 +1300,9 @@ impl Client {
                     lines.push_str(&self.reply(RPL_WHOISCHANNELS).arg(&state.nick).trailing(&channels.join(" ")));
                 }
                 lines.push_str(&self.reply(RPL_WHOISSERVER).arg(&state.nick).arg(server).trailing(&self.irc.settings.description));
+                let idle = self.irc.clock().saturating_sub(state.spoke).to_string();
+                let signon = self.irc.unix_time(state.signon).to_string();
+                lines.push_str(&self.reply(RPL_WHOISIDLE).arg(&state.nick).arg(&idle).arg(&signon).trailing("seconds idle, signon time"));
                 if state.oper {
                     lines.push_str(&self.reply(RPL_WHOISOPERATOR).arg(&state.nick).trailing("is an IRC operator"));
                 }
@@ -1948,9 +1982,10 @@ fn history(server: &str, caps: Caps, channel: &str, batch: &str, kept: &[Payload
 }
 
 /// What `WHO` shows of a member of another protocol: a room event's
-/// `nick!nick@server`, no real name.
-fn other_member(nick: &str) -> Shown {
-    Shown { nick: Arc::from(nick), user: Arc::from(nick), ..Shown::default() }
+/// `nick!nick@server`, and as its real name its name as other protocols
+/// show it (`name`, which its nickname may only stand for: docs/irc.md).
+fn other_member(nick: &str, name: &str) -> Shown {
+    Shown { nick: Arc::from(nick), user: Arc::from(nick), realname: Arc::from(name), ..Shown::default() }
 }
 
 /// Whether `nick` matches `mask` as IRC reads it: `*` and `?`, without case (ASCII).

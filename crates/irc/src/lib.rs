@@ -25,6 +25,7 @@ mod multiline;
 mod nicks;
 mod numeric;
 mod render;
+mod whox;
 pub mod websocket;
 
 use std::sync::Arc;
@@ -125,6 +126,19 @@ impl Irc {
     /// The name of the server in its lines.
     pub fn server_name(&self) -> &str {
         &self.settings.server_name
+    }
+
+    /// Seconds since the service started: when a client registered and
+    /// last spoke (`nicks::Shown`), in 4 bytes each.
+    fn clock(&self) -> u32 {
+        let secs = self.created.elapsed().map_or(0, |d| d.as_secs());
+        u32::try_from(secs).unwrap_or(u32::MAX)
+    }
+
+    /// The Unix time of `clock`'s `at`.
+    fn unix_time(&self, at: u32) -> u64 {
+        let created = self.created.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        created + u64::from(at)
     }
 
     /// Where the lines of the client whose nickname stands for `name` go:

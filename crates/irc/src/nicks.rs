@@ -46,6 +46,10 @@ pub struct Shown {
     pub away: Option<Arc<str>>,
     /// The channels it is in.
     pub channels: Vec<String>,
+    /// When it registered and when it last sent a message, in seconds
+    /// of the service's clock (`Irc::clock`): `WHOIS` and `WHO`'s idle time.
+    pub signon: u32,
+    pub spoke: u32,
 }
 
 impl Public {

@@ -22,6 +22,7 @@ pub const RPL_WHOISUSER: &str = "311";
 pub const RPL_WHOISSERVER: &str = "312";
 pub const RPL_WHOWASUSER: &str = "314";
 pub const RPL_ENDOFWHO: &str = "315";
+pub const RPL_WHOISIDLE: &str = "317";
 pub const RPL_ENDOFWHOIS: &str = "318";
 pub const RPL_WHOISCHANNELS: &str = "319";
 pub const RPL_WHOISACCOUNT: &str = "330";
@@ -39,6 +40,8 @@ pub const RPL_LINKS: &str = "364";
 pub const RPL_ENDOFLINKS: &str = "365";
 pub const RPL_ENDOFWHOWAS: &str = "369";
 pub const RPL_WHOREPLY: &str = "352";
+/// A `WHO` reply with the fields asked for (IRCv3 WHOX).
+pub const RPL_WHOSPCRPL: &str = "354";
 pub const RPL_NAMREPLY: &str = "353";
 pub const RPL_ENDOFNAMES: &str = "366";
 pub const RPL_INVEXLIST: &str = "346";

@@ -98,7 +98,7 @@ async fn registration_is_answered_to_the_byte() {
     assert!(lines[2].starts_with(":localhost 003 alice :This server was created "));
     assert!(lines[3].starts_with(":localhost 004 alice localhost switchboard-") && lines[3].ends_with(" iow Ibeiklmnostv klov\r\n"));
     let isupport: Vec<&String> = lines.iter().filter(|l| l.contains(" 005 ")).collect();
-    for token in [" CASEMAPPING=ascii ", " CHANMODES=Ibe,k,l,imnst ", " CHANTYPES=# ", " EXCEPTS=e ", " INVEX=I ", " MAXLIST=Ibe:100 ", " MONITOR=100 ", " PREFIX=(ov)@+ "] {
+    for token in [" CASEMAPPING=ascii ", " CHANMODES=Ibe,k,l,imnst ", " CHANTYPES=# ", " EXCEPTS=e ", " INVEX=I ", " MAXLIST=Ibe:100 ", " MONITOR=100 ", " PREFIX=(ov)@+ ", " WHOX "] {
         assert!(isupport.iter().any(|l| l.contains(token)), "{token} in {isupport:?}");
     }
     assert!(isupport.iter().all(|l| l.ends_with(" :are supported by this server\r\n") && l.len() <= 512));
@@ -516,6 +516,14 @@ async fn channel_commands_answer_with_their_numerics() {
     assert_eq!(op.line().await, ":localhost 352 olga #den ~u localhost localhost olga H@ :0 Real Name\r\n");
     assert_eq!(op.line().await, ":localhost 352 olga #den ~u localhost localhost uma H+ :0 Real Name\r\n");
     assert_eq!(op.line().await, ":localhost 315 olga #den :End of /WHO list\r\n");
+    // WHOX: the fields asked for, in its one order, and the token.
+    op.send("WHO #den %rnfatc,42").await;
+    assert_eq!(op.line().await, ":localhost 354 olga 42 #den olga H@ 0 :Real Name\r\n");
+    assert_eq!(op.line().await, ":localhost 354 olga 42 #den uma H+ 0 :Real Name\r\n");
+    assert_eq!(op.line().await, ":localhost 315 olga #den :End of /WHO list\r\n");
+    op.send("WHO uma %tcuihsnfdao").await;
+    assert_eq!(op.line().await, ":localhost 354 olga 0 * ~u 255.255.255.255 localhost localhost uma H 0 0 n/a\r\n");
+    assert_eq!(op.line().await, ":localhost 315 olga uma :End of /WHO list\r\n");
     late.send("LIST").await;
     assert_eq!(late.line().await, ":localhost 321 lee Channel :Users  Name\r\n");
     assert_eq!(late.line().await, ":localhost 322 lee #den 2 :Welcome all\r\n");
@@ -706,6 +714,13 @@ async fn private_messages_whois_and_away() {
     assert_eq!(a.line().await, ":localhost 311 amy ben ~u localhost * :Real Name\r\n");
     assert_eq!(a.line().await, ":localhost 319 amy ben :#room\r\n");
     assert_eq!(a.line().await, ":localhost 312 amy ben localhost :Switchboard\r\n");
+    // Seconds since ben last spoke (just now), and when it registered.
+    let idle = a.line().await;
+    let fields: Vec<&str> = idle.split(' ').collect();
+    assert_eq!((fields[1], fields[3], fields[6..].join(" ").as_str()), ("317", "ben", ":seconds idle, signon time\r\n"), "{idle}");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let (secs, signon): (u64, u64) = (fields[4].parse().unwrap(), fields[5].parse().unwrap());
+    assert!(secs <= 60 && signon <= now && signon + 60 >= now, "{idle}");
     assert_eq!(a.line().await, ":localhost 301 amy ben :lunch\r\n");
     assert_eq!(a.line().await, ":localhost 318 amy ben :End of /WHOIS list\r\n");
     a.send("WHOIS nobody").await;
