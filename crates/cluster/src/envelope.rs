@@ -49,6 +49,8 @@ const ID: &str = "Sb-Id";
 const TAGS: &str = "Sb-Tags";
 /// Header of the account a payload's sender is logged in to.
 const ACCOUNT: &str = "Sb-Account";
+/// Present on an event its sender, a bot, sent (`hub::Payload::bot`).
+const BOT: &str = "Sb-Bot";
 /// Header of where a payload's sender cut lines without a line break.
 const CUTS: &str = "Sb-Cuts";
 
@@ -188,6 +190,9 @@ pub fn encode(node: &str, payload: &Payload) -> (HeaderMap, Bytes) {
     if !payload.cuts().is_empty() {
         headers.insert(CUTS, cuts_text(payload.cuts()).as_str());
     }
+    if payload.bot() {
+        headers.insert(BOT, "1");
+    }
     (headers, body)
 }
 
@@ -238,7 +243,8 @@ pub fn decode(room: &Arc<str>, headers: Option<&HeaderMap>, body: Bytes, at: std
             let tags = headers.and_then(|h| h.get(TAGS)).map(|v| Arc::from(v.as_str()));
             let account = headers.and_then(|h| h.get(ACCOUNT)).map(|v| Arc::from(v.as_str()));
             let cuts = headers.and_then(|h| h.get(CUTS)).map(|v| cuts_of(v.as_str()));
-            Payload::archived(room.clone(), event, at, id).with_client_tags(tags).with_account(account).with_cuts(cuts)
+            let bot = headers.is_some_and(|h| h.get(BOT).is_some());
+            Payload::archived(room.clone(), event, at, id).with_client_tags(tags).with_account(account).with_cuts(cuts).with_bot(bot)
         }
         other => return Err(DecodeError::Kind(other.to_owned())),
     };
@@ -284,7 +290,8 @@ pub(crate) mod tests {
                 Payload::event(room.clone(), RoomEvent::Message { name: "al".into(), text: "typing".into() })
                     .with_client_tags(Some("+typing=active;+x=a\\sb".into()))
                     .with_account(Some("Ålice's account".into()))
-                    .with_cuts(Some(Arc::from([2u32, 5]))),
+                    .with_cuts(Some(Arc::from([2u32, 5])))
+                    .with_bot(true),
                 "event",
                 br#"{"event":"message","name":"al","text":"typing"}"#,
             ),
@@ -302,6 +309,7 @@ pub(crate) mod tests {
             assert_eq!(headers.get("Sb-Tags").map(|v| v.as_str()), payload.client_tags());
             assert_eq!(headers.get("Sb-Account").map(|v| v.as_str()), payload.account());
             assert_eq!(headers.get("Sb-Cuts").map(|v| v.as_str()), (!payload.cuts().is_empty()).then_some("2,5"));
+            assert_eq!(headers.get("Sb-Bot").map(|v| v.as_str()), payload.bot().then_some("1"));
             let at = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
             let back = decode(&room, Some(&headers), bytes, at).unwrap();
             assert_eq!(&*back.node, "n1");
@@ -313,6 +321,7 @@ pub(crate) mod tests {
             assert_eq!(back.payload.client_tags(), payload.client_tags());
             assert_eq!(back.payload.account(), payload.account());
             assert_eq!(back.payload.cuts(), payload.cuts());
+            assert_eq!(back.payload.bot(), payload.bot());
             assert_eq!(back.payload.as_event().map(|(_, e)| e.clone()), payload.as_event().map(|(_, e)| e.clone()));
         }
     }

@@ -174,6 +174,9 @@ pub enum Item {
         /// Where its sender cut lines without a line break (`3,17`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cuts: Option<Arc<str>>,
+        /// Its sender is a bot.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        bot: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         at: Option<u64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -192,6 +195,7 @@ impl Item {
                 tags: payload.client_tags().map(Arc::from),
                 account: payload.account().map(Arc::from),
                 cuts: (!payload.cuts().is_empty()).then(|| Arc::from(crate::envelope::cuts_text(payload.cuts()))),
+                bot: payload.bot(),
                 at: kept.then(|| millis(payload.at())),
                 offset: payload.position().filter(|_| kept).map(|p| p.offset),
             },
@@ -210,12 +214,12 @@ impl Item {
         match self {
             Item::Text { text } => Some(Payload::new(Utf8Bytes::from(&*text))),
             Item::Binary { data } => STANDARD.decode(data).ok().map(|data| Payload::binary(Bytes::from(data))),
-            Item::Event { e, id, tags, account, cuts, at, offset } => {
+            Item::Event { e, id, tags, account, cuts, bot, at, offset } => {
                 if let Some(id) = &id {
                     base::archive::observe_id(id);
                 }
                 let at = at.map_or_else(SystemTime::now, |ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms));
-                let payload = Payload::archived(room.clone(), RoomEvent::from(e), at, id).with_client_tags(tags).with_account(account).with_cuts(cuts.map(|c| crate::envelope::cuts_of(&c)));
+                let payload = Payload::archived(room.clone(), RoomEvent::from(e), at, id).with_client_tags(tags).with_account(account).with_cuts(cuts.map(|c| crate::envelope::cuts_of(&c))).with_bot(bot);
                 if let Some(offset) = offset {
                     payload.place(Position { offset, epoch: epoch.clone() });
                 }
@@ -440,7 +444,7 @@ mod tests {
                     trimmed: 0,
                     history: vec![],
                     names: vec![],
-                    topic: Some(Item::Event { e: Event::Topic { name: "al".into(), text: "plans".into() }, id: None, tags: None, account: None, cuts: None, at: Some(1_700_000_000_000), offset: None }),
+                    topic: Some(Item::Event { e: Event::Topic { name: "al".into(), text: "plans".into() }, id: None, tags: None, account: None, cuts: None, bot: false, at: Some(1_700_000_000_000), offset: None }),
                 },
                 r#"{"t":"followed","app":"chat","room":"lobby","topic":{"k":"event","e":{"event":"topic","name":"al","text":"plans"},"at":1700000000000}}"#,
             ),
@@ -455,13 +459,13 @@ mod tests {
                     app: "chat".into(),
                     room: "lobby".into(),
                     node: None,
-                    item: Item::Event { e: Event::Message { name: "al".into(), text: "hi".into() }, id: Some("01".into()), tags: None, account: Some("al".into()), cuts: Some("2".into()), at: None, offset: None },
+                    item: Item::Event { e: Event::Message { name: "al".into(), text: "hi".into() }, id: Some("01".into()), tags: None, account: Some("al".into()), cuts: Some("2".into()), bot: true, at: None, offset: None },
                     keep: true,
                 },
-                r#"{"t":"event","app":"chat","room":"lobby","item":{"k":"event","e":{"event":"message","name":"al","text":"hi"},"id":"01","account":"al","cuts":"2"},"keep":true}"#,
+                r#"{"t":"event","app":"chat","room":"lobby","item":{"k":"event","e":{"event":"message","name":"al","text":"hi"},"id":"01","account":"al","cuts":"2","bot":true},"keep":true}"#,
             ),
             (
-                Frame::Event { app: "chat".into(), room: "lobby".into(), node: Some("a".into()), item: Item::Event { e: Event::Join { name: "al".into(), old_name: None }, id: None, tags: None, account: None, cuts: None, at: None, offset: None }, keep: false },
+                Frame::Event { app: "chat".into(), room: "lobby".into(), node: Some("a".into()), item: Item::Event { e: Event::Join { name: "al".into(), old_name: None }, id: None, tags: None, account: None, cuts: None, bot: false, at: None, offset: None }, keep: false },
                 r#"{"t":"event","app":"chat","room":"lobby","node":"a","item":{"k":"event","e":{"event":"join","name":"al"}}}"#,
             ),
             (Frame::Own { offset: None }, r#"{"t":"own"}"#),
@@ -492,7 +496,7 @@ mod tests {
         let _alone = crate::envelope::tests::STAMPING.lock();
         let (room, epoch): (Arc<str>, Arc<str>) = (Arc::from("lobby"), Arc::from("e1"));
         let theirs = crate::envelope::tests::an_id_ahead();
-        let item = Item::Event { e: Event::Message { name: "al".into(), text: "hi".into() }, id: Some(Arc::from(theirs.as_str())), tags: None, account: None, cuts: None, at: None, offset: None };
+        let item = Item::Event { e: Event::Message { name: "al".into(), text: "hi".into() }, id: Some(Arc::from(theirs.as_str())), tags: None, account: None, cuts: None, bot: false, at: None, offset: None };
         item.payload(&room, &epoch).unwrap();
         let (_, ours) = base::archive::next_id();
         assert!(ours > theirs, "{ours} after {theirs}");
@@ -505,12 +509,13 @@ mod tests {
         let at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_800_000_000_123);
         let kept = Payload::archived(room.clone(), RoomEvent::Message { name: "al".into(), text: "hi".into() }, at, Some("01".into())).with_client_tags(Some("+typing=active".into()))
             .with_account(Some("al".into()))
-            .with_cuts(Some(Arc::from([1u32])));
+            .with_cuts(Some(Arc::from([1u32])))
+            .with_bot(true);
         kept.place(Position { offset: 4, epoch: epoch.clone() });
         for payload in [kept, Payload::from("plain"), Payload::binary(vec![0u8, 255])] {
             let back = Item::of(&payload, true).payload(&room, &epoch).unwrap();
             assert_eq!(back.ws_message(), payload.ws_message());
-            assert_eq!((back.id(), back.client_tags(), back.account(), back.cuts()), (payload.id(), payload.client_tags(), payload.account(), payload.cuts()));
+            assert_eq!((back.id(), back.client_tags(), back.account(), back.cuts(), back.bot()), (payload.id(), payload.client_tags(), payload.account(), payload.cuts(), payload.bot()));
             if payload.as_event().is_some() {
                 assert_eq!(back.at(), at);
                 assert_eq!(back.position(), Some(&Position { offset: 4, epoch: epoch.clone() }), "its place, in the host's history");
@@ -527,7 +532,7 @@ mod tests {
             app: "chat".into(),
             room: "lobby".into(),
             node: None,
-            item: Item::Event { e: Event::Message { name: "alice".into(), text: text.into() }, id: Some(offset.to_string().into()), tags: None, account: None, cuts: None, at: None, offset: None },
+            item: Item::Event { e: Event::Message { name: "alice".into(), text: text.into() }, id: Some(offset.to_string().into()), tags: None, account: None, cuts: None, bot: false, at: None, offset: None },
             keep: true,
         };
         let mut raw = vec![0u8; 4096];

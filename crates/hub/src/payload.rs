@@ -100,6 +100,9 @@ struct Sent {
     /// break (IRCv3 multiline's `draft/multiline-concat`), as byte offsets
     /// into the text, ascending: how IRC clients are to be shown its lines.
     cuts: Option<Arc<[u32]>>,
+    /// Its sender marked itself a bot (IRCv3 bot mode, IRC's user mode
+    /// `+B`): IRC clients that read tags are shown a `bot` tag.
+    bot: bool,
 }
 
 /// A copy carries what the payload was given (its data, time, ids and
@@ -206,6 +209,16 @@ impl Payload {
     /// Where its sender cut lines of its text without a line break.
     pub fn cuts(&self) -> &[u32] {
         self.sent().and_then(|sent| sent.cuts.as_deref()).unwrap_or_default()
+    }
+
+    /// This payload marked as sent by a bot, if `bot`.
+    pub fn with_bot(self, bot: bool) -> Payload {
+        self.with_sent(bot.then_some(()), |sent, bot| sent.bot = bot.is_some())
+    }
+
+    /// Whether its sender marked itself a bot.
+    pub fn bot(&self) -> bool {
+        self.sent().is_some_and(|sent| sent.bot)
     }
 
     /// Its name for a protocol that names every message (IRC's `msgid`):

@@ -19,7 +19,7 @@ use crate::cap::{self, Cap, Caps};
 use crate::{labeled, multiline, whox};
 use crate::nicks::{Public, Shown};
 use crate::numeric::*;
-use crate::render::{self, Tags};
+use crate::render::{self, By, Tags};
 
 /// Longest nickname a client may take, in bytes.
 pub const NICKLEN: usize = 64;
@@ -190,7 +190,8 @@ impl Client {
 
     /// The same, from `source`, one of the forms this client is shown in.
     fn line_from(&self, source: &str, caps: Caps, command: &str) -> Line {
-        let tags = Tags::of(caps).text(SystemTime::now(), None, self.account().as_deref(), None, None);
+        let (account, bot) = self.shown_as();
+        let tags = Tags::of(caps).text(SystemTime::now(), None, By { account: account.as_deref(), bot }, None, None);
         Line::tagged(&tags, Some(source), command)
     }
 
@@ -208,6 +209,13 @@ impl Client {
     /// The account it logged in to, if it did.
     fn account(&self) -> Option<Arc<str>> {
         self.public.state.lock().account.clone()
+    }
+
+    /// The account it is logged in to and whether it is a bot: what the
+    /// tags of its lines show of it (`render::By`).
+    fn shown_as(&self) -> (Option<Arc<str>>, bool) {
+        let state = self.public.state.lock();
+        (state.account.clone(), state.bot)
     }
 
     /// Sends `line` to the client; while a labeled command is handled,
@@ -634,10 +642,11 @@ impl Client {
             self.reply(RPL_WELCOME).trailing(&format!("Welcome to the {network} IRC Network {}", self.source())),
             self.reply(RPL_YOURHOST).trailing(&format!("Your host is {server}, running version {version}")),
             self.reply(RPL_CREATED).trailing(&format!("This server was created {created}")),
-            self.reply(RPL_MYINFO).arg(&server).arg(&version).arg("iow").arg(CHANNEL_MODES).arg("klov").end(),
+            self.reply(RPL_MYINFO).arg(&server).arg(&version).arg("Biow").arg(CHANNEL_MODES).arg("klov").end(),
         ];
         let tokens = [
             format!("AWAYLEN={TEXTLEN}"),
+            "BOT=B".into(),
             "CASEMAPPING=ascii".into(),
             format!("CHANLIMIT=#:{}", self.irc.settings.max_channels),
             "CHANMODES=Ibe,k,l,imnst".into(),
@@ -991,7 +1000,8 @@ impl Client {
     /// logged in to (IRCv3 `account-tag`, on every node and in every
     /// protocol that shows one).
     fn event(&self, room: &Arc<str>, event: RoomEvent) -> Payload {
-        Payload::event(room.clone(), event).with_account(self.account())
+        let (account, bot) = self.shown_as();
+        Payload::event(room.clone(), event).with_account(account).with_bot(bot)
     }
 
     /// `PRIVMSG`, `NOTICE` or `TAGMSG` (IRCv3 message-tags: tags and no
@@ -1235,7 +1245,12 @@ impl Client {
     /// One member's `WHO` line: `352`, or `354` with `fields`. A member of
     /// another protocol is never idle (`other_member`).
     fn who_line(&self, channel: &str, client: &Shown, prefix: &str, fields: Option<&whox::Fields>) -> String {
-        let flags = format!("{}{}{prefix}", if client.away.is_some() { 'G' } else { 'H' }, if client.oper { "*" } else { "" });
+        let flags = format!(
+            "{}{}{}{prefix}",
+            if client.away.is_some() { 'G' } else { 'H' },
+            if client.oper { "*" } else { "" },
+            if client.bot { "B" } else { "" }
+        );
         let server = self.server();
         if let Some(fields) = fields {
             let idle = if client.registered { self.irc.clock().saturating_sub(client.spoke) } else { 0 };
@@ -1305,6 +1320,9 @@ impl Client {
                 lines.push_str(&self.reply(RPL_WHOISIDLE).arg(&state.nick).arg(&idle).arg(&signon).trailing("seconds idle, signon time"));
                 if state.oper {
                     lines.push_str(&self.reply(RPL_WHOISOPERATOR).arg(&state.nick).trailing("is an IRC operator"));
+                }
+                if state.bot {
+                    lines.push_str(&self.reply(RPL_WHOISBOT).arg(&state.nick).trailing("is a bot"));
                 }
                 if let Some(account) = &state.account {
                     lines.push_str(&self.reply(RPL_WHOISACCOUNT).arg(&state.nick).arg(account).trailing("is logged in as"));
@@ -1678,12 +1696,12 @@ impl Client {
             None => {
                 let state = self.public.state.lock();
                 let modes: String = std::iter::once('+')
-                    .chain([(state.invisible, 'i'), (state.oper, 'o'), (state.wallops, 'w')].into_iter().filter(|(on, _)| *on).map(|(_, flag)| flag))
+                    .chain([(state.bot, 'B'), (state.invisible, 'i'), (state.oper, 'o'), (state.wallops, 'w')].into_iter().filter(|(on, _)| *on).map(|(_, flag)| flag))
                     .collect();
                 drop(state);
                 self.send(self.reply(RPL_UMODEIS).arg(&modes).end());
             }
-            Some(changes) if changes.chars().all(|c| matches!(c, '+' | '-' | 'i' | 'o' | 'w')) => {
+            Some(changes) if changes.chars().all(|c| matches!(c, '+' | '-' | 'B' | 'i' | 'o' | 'w')) => {
                 // What changed, as the MODE line says it; `+o` only comes of OPER.
                 let (mut on, mut applied) = (true, ModeChanges::default());
                 let mut state = self.public.state.lock();
@@ -1693,6 +1711,7 @@ impl Client {
                             on = c == '+';
                             continue;
                         }
+                        'B' => &mut state.bot,
                         'i' => &mut state.invisible,
                         'w' => &mut state.wallops,
                         _ if on => continue,
@@ -1950,9 +1969,9 @@ impl Said<'_> {
         let now = SystemTime::now();
         let id = render::new_msgid();
         let batch = format!("m{id}");
-        let account = client.account();
+        let (account, bot) = client.shown_as();
         move |caps: Caps| {
-            let tags = Tags::of(caps).text(now, Some(&id), account.as_deref(), None, self.client_tags.as_deref());
+            let tags = Tags::of(caps).text(now, Some(&id), By { account: account.as_deref(), bot }, None, self.client_tags.as_deref());
             match self.command {
                 "TAGMSG" => Line::tagged(&tags, Some(source), self.command).arg(to).end(),
                 command => render::message_lines(&tags, source, to, command, self.text, self.cuts, Tags::of(caps).multiline().then_some(&batch)),

@@ -38,6 +38,8 @@ pub struct Shown {
     pub oper: bool,
     /// User mode `+w`: it gets `WALLOPS`.
     pub wallops: bool,
+    /// User mode `+B` (IRCv3 bot mode, `BOT=B`): it says it is a bot.
+    pub bot: bool,
     /// Registered: before, it is no user `WHO` and `LUSERS` count.
     pub registered: bool,
     /// The account it logged in as (SASL).

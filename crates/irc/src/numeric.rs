@@ -26,6 +26,8 @@ pub const RPL_WHOISIDLE: &str = "317";
 pub const RPL_ENDOFWHOIS: &str = "318";
 pub const RPL_WHOISCHANNELS: &str = "319";
 pub const RPL_WHOISACCOUNT: &str = "330";
+/// IRCv3 bot mode: the nickname is a bot's.
+pub const RPL_WHOISBOT: &str = "335";
 pub const RPL_LISTSTART: &str = "321";
 pub const RPL_LIST: &str = "322";
 pub const RPL_LISTEND: &str = "323";

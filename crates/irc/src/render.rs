@@ -61,12 +61,11 @@ impl Tags {
         self.0 & bit != 0
     }
 
-    /// The tags of something that happened at `at` under `id`, done by a
-    /// member logged in to `account`, with `batch` first if it is part of
-    /// one; last, to a client that reads tags (`message-tags`), the
-    /// client-only tags (`+…`, well-formed: see [`client_only`]) its sender
-    /// gave it.
-    pub fn text(self, at: SystemTime, id: Option<&str>, account: Option<&str>, batch: Option<&str>, client: Option<&str>) -> String {
+    /// The tags of something that happened at `at` under `id`, done by
+    /// `by`, with `batch` first if it is part of one; last, to a client
+    /// that reads tags (`message-tags`), the client-only tags (`+…`,
+    /// well-formed: see [`client_only`]) its sender gave it.
+    pub fn text(self, at: SystemTime, id: Option<&str>, by: By<'_>, batch: Option<&str>, client: Option<&str>) -> String {
         let mut tags = String::new();
         let mut add = |key: &str, value: &str| {
             if !tags.is_empty() {
@@ -85,8 +84,15 @@ impl Tags {
         if let (true, Some(id)) = (self.has(Tags::MSGID), id) {
             add("msgid", id);
         }
-        if let (true, Some(account)) = (self.has(Tags::ACCOUNT), account) {
+        if let (true, Some(account)) = (self.has(Tags::ACCOUNT), by.account) {
             add("account", account);
+        }
+        // A tag with no value: the key alone.
+        if self.has(Tags::MSGID) && by.bot {
+            if !tags.is_empty() {
+                tags.push(';');
+            }
+            tags.push_str("bot");
         }
         if let (true, Some(client)) = (self.has(Tags::MSGID), client) {
             if !tags.is_empty() {
@@ -96,6 +102,15 @@ impl Tags {
         }
         tags
     }
+}
+
+/// Who did what a line tells, as its tags show it: the account it is
+/// logged in to (`account-tag`) and whether it is a bot (IRCv3 bot mode's
+/// `bot`, to a client that reads tags).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct By<'a> {
+    pub account: Option<&'a str>,
+    pub bot: bool,
 }
 
 /// A payload's lines for a client with `tags`: a room event's, made once
@@ -136,7 +151,7 @@ pub fn payload_tags(tags: Tags, payload: &Payload, batch: Option<&str>) -> Strin
         Some(RoomEvent::Tags { tags, .. }) => Some(&**tags).filter(|t| !t.is_empty()),
         _ => payload.client_tags(),
     };
-    tags.text(payload.at(), id, payload.account(), batch, client)
+    tags.text(payload.at(), id, By { account: payload.account(), bot: payload.bot() }, batch, client)
 }
 
 /// A new message's `msgid`, as the archive makes its ids: its time, then
@@ -320,6 +335,9 @@ mod tests {
         assert_eq!(&lines(&logged_in, "irc.test", tags(&[Cap::AccountTag])).unwrap()[..], b"@account=bob\\saccount :bob!bob@irc.test PRIVMSG #lobby :hi\r\n");
         assert_eq!(&lines(&logged_in, "irc.test", tags(&[])).unwrap()[..], b":bob!bob@irc.test PRIVMSG #lobby :hi\r\n");
         assert_eq!(&lines(&message("carol", "hi"), "irc.test", tags(&[Cap::AccountTag])).unwrap()[..], b":carol!carol@irc.test PRIVMSG #lobby :hi\r\n");
+        let bot = message("bot", "beep").with_bot(true).with_account(Some(Arc::from("bots")));
+        assert_eq!(&lines(&bot, "irc.test", tags(&[Cap::MessageTags, Cap::AccountTag])).unwrap()[..], b"@msgid=m1;account=bots;bot :bot!bot@irc.test PRIVMSG #lobby :beep\r\n");
+        assert_eq!(&lines(&bot, "irc.test", tags(&[Cap::AccountTag])).unwrap()[..], b"@account=bots :bot!bot@irc.test PRIVMSG #lobby :beep\r\n", "a tag only to a client that reads tags");
         let action = message("bob", "/me waves");
         assert_eq!(&lines(&action, "irc.test", tags(&[])).unwrap()[..], b":bob!bob@irc.test PRIVMSG #lobby :\x01ACTION waves\x01\r\n");
     }

@@ -96,9 +96,9 @@ async fn registration_is_answered_to_the_byte() {
     assert_eq!(lines[0], ":localhost 001 alice :Welcome to the Switchboard IRC Network alice!~a@localhost\r\n");
     assert!(lines[1].starts_with(":localhost 002 alice :Your host is localhost, running version switchboard-"));
     assert!(lines[2].starts_with(":localhost 003 alice :This server was created "));
-    assert!(lines[3].starts_with(":localhost 004 alice localhost switchboard-") && lines[3].ends_with(" iow Ibeiklmnostv klov\r\n"));
+    assert!(lines[3].starts_with(":localhost 004 alice localhost switchboard-") && lines[3].ends_with(" Biow Ibeiklmnostv klov\r\n"));
     let isupport: Vec<&String> = lines.iter().filter(|l| l.contains(" 005 ")).collect();
-    for token in [" CASEMAPPING=ascii ", " CHANMODES=Ibe,k,l,imnst ", " CHANTYPES=# ", " EXCEPTS=e ", " INVEX=I ", " MAXLIST=Ibe:100 ", " MONITOR=100 ", " PREFIX=(ov)@+ ", " WHOX "] {
+    for token in [" BOT=B ", " CASEMAPPING=ascii ", " CHANMODES=Ibe,k,l,imnst ", " CHANTYPES=# ", " EXCEPTS=e ", " INVEX=I ", " MAXLIST=Ibe:100 ", " MONITOR=100 ", " PREFIX=(ov)@+ ", " WHOX "] {
         assert!(isupport.iter().any(|l| l.contains(token)), "{token} in {isupport:?}");
     }
     assert!(isupport.iter().all(|l| l.ends_with(" :are supported by this server\r\n") && l.len() <= 512));
@@ -737,6 +737,52 @@ async fn private_messages_whois_and_away() {
     assert_eq!(a.line().await, ":localhost 502 amy ben :Cant change mode for other users\r\n");
 }
 
+/// IRCv3 bot mode: `+B` is shown in `WHOIS` (335), in `WHO`'s flags, and
+/// as a `bot` tag (no value) on what the bot says, to clients that read
+/// tags, in a channel, to a nickname and in its own echo.
+#[tokio::test]
+async fn a_bot_says_so_in_its_mode_whois_who_and_tags() {
+    let server = TestServer::start().await;
+    let mut bot = register_with(server.irc, "robo", "echo-message message-tags").await;
+    bot.send("MODE robo +B").await;
+    assert_eq!(bot.line().await, ":robo!~u@localhost MODE robo +B\r\n");
+    bot.send("MODE robo").await;
+    assert_eq!(bot.line().await, ":localhost 221 robo +B\r\n");
+    let mut user = register_with(server.irc, "hu", "message-tags").await;
+    let mut plain = Irc::register(server.irc, "pl").await;
+    user.send("WHOIS robo").await;
+    assert_eq!(user.until(" 335 ").await, ":localhost 335 hu robo :is a bot\r\n");
+    for irc in [&mut bot, &mut user, &mut plain] {
+        irc.join("#robots").await;
+    }
+    bot.until("JOIN").await;
+    bot.until("JOIN").await;
+    user.until("JOIN").await;
+    plain.send("WHO robo").await;
+    assert_eq!(plain.line().await, ":localhost 352 pl * ~u localhost localhost robo HB :0 R\r\n");
+    assert_eq!(plain.line().await, ":localhost 315 pl robo :End of /WHO list\r\n");
+    // The tag, and only it (and the message's id), to a client that reads tags.
+    let tags_of = |line: &str, rest: &str| {
+        let (tags, after) = line.split_once(' ').unwrap();
+        assert_eq!(after, rest, "{line}");
+        let tags: Vec<&str> = tags.trim_start_matches('@').split(';').collect();
+        assert!(tags.len() == 2 && tags[0].starts_with("msgid=") && tags[1] == "bot", "{line}");
+    };
+    bot.send("PRIVMSG #robots :beep").await;
+    tags_of(&user.line().await, ":robo!robo@localhost PRIVMSG #robots :beep\r\n");
+    assert_eq!(plain.line().await, ":robo!robo@localhost PRIVMSG #robots :beep\r\n");
+    tags_of(&bot.line().await, ":robo!robo@localhost PRIVMSG #robots :beep\r\n");
+    bot.send("PRIVMSG hu :boop").await;
+    tags_of(&user.line().await, ":robo!~u@localhost PRIVMSG hu :boop\r\n");
+    tags_of(&bot.line().await, ":robo!~u@localhost PRIVMSG hu :boop\r\n");
+    bot.send("MODE robo -B").await;
+    assert_eq!(bot.line().await, ":robo!~u@localhost MODE robo -B\r\n");
+    bot.send("PRIVMSG pl :plain").await;
+    assert_eq!(plain.line().await, ":robo!~u@localhost PRIVMSG pl :plain\r\n");
+    let echo = bot.line().await;
+    assert!(echo.starts_with("@msgid=") && !echo.contains(";bot") && echo.ends_with(" :robo!~u@localhost PRIVMSG pl :plain\r\n"), "{echo}");
+}
+
 #[tokio::test]
 async fn a_line_too_long_is_answered_and_the_next_one_is_read() {
     let server = TestServer::start().await;
@@ -1064,13 +1110,7 @@ async fn sasl_logs_in_to_the_accounts_xmpp_has() {
     irc.send("WHOIS sammy").await;
     assert_eq!(irc.until(" 330 ").await, ":localhost 330 sammy sammy sam :is logged in as\r\n");
     // account-tag: what a logged-in member says carries its account; others' nothing.
-    let mut watcher = Irc::connect(server.irc).await;
-    watcher.send("CAP REQ account-tag").await;
-    assert_eq!(watcher.line().await, ":localhost CAP * ACK :account-tag\r\n");
-    watcher.send("NICK watcher").await;
-    watcher.send("USER w 0 * :W").await;
-    watcher.send("CAP END").await;
-    watcher.until(" 422 ").await;
+    let mut watcher = register_with(server.irc, "watcher", "account-tag").await;
     watcher.send("JOIN #acct").await;
     watcher.until(" 366 ").await;
     irc.send("JOIN #acct").await;
