@@ -33,13 +33,16 @@ pub enum Cap {
     /// What away-notify and setname tell of members of shared channels,
     /// of the nicknames it watches (`MONITOR`) too.
     ExtendedMonitor = 4096,
+    /// `CHATHISTORY`: a channel's messages read back from its archive.
+    Chathistory = 8192,
 }
 
 /// Every capability offered, as `CAP LS` lists them.
-pub const OFFERED: [(&str, Cap); 13] = [
+pub const OFFERED: [(&str, Cap); 14] = [
     ("account-tag", Cap::AccountTag),
     ("away-notify", Cap::AwayNotify),
     ("batch", Cap::Batch),
+    ("draft/chathistory", Cap::Chathistory),
     ("draft/multiline", Cap::Multiline),
     ("echo-message", Cap::EchoMessage),
     ("extended-monitor", Cap::ExtendedMonitor),

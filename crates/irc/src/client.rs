@@ -16,7 +16,7 @@ use wire::nickname::Nickname;
 
 use crate::Irc;
 use crate::cap::{self, Cap, Caps};
-use crate::{labeled, multiline, whox};
+use crate::{chathistory, labeled, multiline, whox};
 use crate::nicks::{Public, Shown};
 use crate::numeric::*;
 use crate::render::{self, By, Tags};
@@ -386,6 +386,7 @@ impl Client {
             "WALLOPS" => self.wallops(param(0)),
             "MONITOR" => self.monitor(param(0), param(1)),
             "SETNAME" => self.setname(param(0)),
+            "CHATHISTORY" => self.chathistory(&params[..]).await,
             "HELP" | "HELPOP" => self.help(param(0)),
             "INFO" => {
                 let mut lines = self.reply(RPL_INFO).trailing(&format!("{} {}", version(), self.irc.settings.description));
@@ -648,6 +649,7 @@ impl Client {
             format!("AWAYLEN={TEXTLEN}"),
             "BOT=B".into(),
             "CASEMAPPING=ascii".into(),
+            format!("CHATHISTORY={}", chathistory::MAX),
             format!("CHANLIMIT=#:{}", self.irc.settings.max_channels),
             "CHANMODES=Ibe,k,l,imnst".into(),
             format!("CHANNELLEN={}", 1 + 3 * wire::app::MAX_NAME_LEN),
@@ -660,6 +662,7 @@ impl Client {
             format!("MAXLIST=Ibe:{}", crate::channels::MAX_LIST),
             "MODES=4".into(),
             format!("MONITOR={}", crate::monitor::LIMIT),
+            "MSGREFTYPES=msgid,timestamp".into(),
             format!("NETWORK={network}"),
             format!("NICKLEN={NICKLEN}"),
             "PREFIX=(ov)@+".into(),
@@ -1741,6 +1744,97 @@ impl Client {
             Some(_) => self.reply(RPL_NOWAWAY).trailing("You have been marked as being away"),
             None => self.reply(RPL_UNAWAY).trailing("You are no longer marked as being away"),
         });
+    }
+
+    /// `CHATHISTORY <subcommand> <channel> <references…> <limit>`: a
+    /// channel's messages read back from its room's archive (see
+    /// `chathistory`), as a `chathistory` batch; only of a channel the
+    /// client is in (no private messages are archived).
+    async fn chathistory(&mut self, params: &[&str]) {
+        let fail = |code: &str, subcommand: &str, target: Option<&str>, why: &str| {
+            let line = Line::new(Some(self.server()), "FAIL").arg("CHATHISTORY").arg(code).arg(subcommand);
+            target.map_or(line.clone(), |t| line.arg(t)).trailing(why)
+        };
+        let (Some(subcommand), Some(target)) = (params.first(), params.get(1)) else {
+            return self.send(fail("NEED_MORE_PARAMS", params.first().copied().unwrap_or("*"), None, "Insufficient parameters"));
+        };
+        let Some((archive, prefix)) = self.irc.archive.clone() else {
+            return self.send(fail("MESSAGE_ERROR", subcommand, None, "Messages are not archived here"));
+        };
+        if subcommand.eq_ignore_ascii_case("TARGETS") {
+            return match chathistory::targets(&params[1..]) {
+                Ok((between, limit)) => self.chathistory_targets(&archive, &prefix, between, limit).await,
+                Err(refused) => self.send(fail(refused.code, subcommand, None, refused.why)),
+            };
+        }
+        let (query, limit) = match chathistory::Query::parse(subcommand, &params[2..]) {
+            Ok(parsed) => parsed,
+            Err(refused) => return self.send(fail(refused.code, subcommand, None, refused.why)),
+        };
+        let Some(room) = room_of(target).ok().and_then(|r| self.joined.iter().find(|j| ***j == *r).cloned()) else {
+            return self.send(fail("INVALID_TARGET", subcommand, Some(target), "Only the history of a channel you are in is kept"));
+        };
+        let name = base::rooms::ArchivedRooms::archive_of(&prefix, &room);
+        // What was published before this command is in the answer.
+        archive.flush().await;
+        let mut pages = Vec::new();
+        for (filter, cursor, max) in query.reads(limit) {
+            match archive.page(&name, &filter, &cursor, max).await {
+                // A message named that the archive has none of: nothing.
+                Ok(page) => pages.push(page.map(|p| p.entries).unwrap_or_default()),
+                Err(e) => {
+                    tracing::warn!("CHATHISTORY could not read the archive of {room:?}: {e}");
+                    self.irc.context.metrics.store_failed("archive");
+                    return self.send(fail("MESSAGE_ERROR", subcommand, Some(target), "The history cannot be read now"));
+                }
+            }
+        }
+        let entries = match query {
+            chathistory::Query::Around(_) => chathistory::around(pages, limit),
+            _ => pages.concat(),
+        };
+        let kept: Vec<Payload> = entries.iter().map(|e| base::rooms::ArchivedRooms::message(&room, e)).collect();
+        let batch = self.next_batch("c");
+        // In a batch to a client that asked for `batch` (as the
+        // specification's clients do), else as bare lines.
+        self.send(history(self.server(), self.caps, &channel_of(&room), &batch, &kept));
+    }
+
+    /// `CHATHISTORY TARGETS`: the channels this client is in that have
+    /// messages `between` two times, each with the time of its newest
+    /// there, the longest quiet first, at most `limit`, as a
+    /// `draft/chathistory-targets` batch. A channel whose archive cannot
+    /// be read now is left out (logged and counted).
+    async fn chathistory_targets(&mut self, archive: &base::archive::Archive, prefix: &str, between: store::Filter, limit: usize) {
+        let mut newest: Vec<(i64, String)> = Vec::new();
+        archive.flush().await;
+        for room in &self.joined {
+            let name = base::rooms::ArchivedRooms::archive_of(prefix, room);
+            match archive.page(&name, &between, &store::Cursor::Before(None), 1).await {
+                Ok(page) => newest.extend(page.and_then(|p| p.entries.into_iter().next()).map(|e| (e.at, channel_of(room)))),
+                Err(e) => {
+                    tracing::warn!("CHATHISTORY TARGETS could not read the archive of {room:?}: {e}");
+                    self.irc.context.metrics.store_failed("archive");
+                }
+            }
+        }
+        newest.sort();
+        let server = self.server().to_owned();
+        let batched = self.caps.has(Cap::Batch);
+        let batch = self.next_batch("t");
+        let mut lines = String::new();
+        if batched {
+            lines.push_str(&Line::new(Some(&server), "BATCH").arg(&format!("+{batch}")).arg("draft/chathistory-targets").end());
+        }
+        for (at, channel) in newest.iter().take(limit) {
+            let tags = if batched { format!("batch={batch}") } else { String::new() };
+            let time = humantime::format_rfc3339_millis(base::archive::time(*at)).to_string();
+            lines.push_str(&Line::tagged(&tags, Some(&server), "CHATHISTORY").arg("TARGETS").arg(channel).arg(&time).end());
+        }
+        if batched {
+            lines.push_str(&Line::new(Some(&server), "BATCH").arg(&format!("-{batch}")).end());
+        }
+        self.send(lines);
     }
 
     /// `HELP [subject]`: a line on a command, or the index of them.

@@ -16,6 +16,7 @@
 
 mod cap;
 mod channels;
+mod chathistory;
 mod client;
 mod connection;
 mod help;
@@ -98,6 +99,10 @@ pub struct Irc {
     created: SystemTime,
     /// Who keeps a room's topic with the room, if anyone does.
     topics: Option<Arc<dyn base::rooms::TopicKeeper>>,
+    /// The rooms' archive and the chat mount's prefix that names a room's
+    /// archive in it (`base::rooms::ArchivedRooms::archive_of`), if rooms
+    /// are archived: `CHATHISTORY` reads it.
+    archive: Option<(Arc<base::archive::Archive>, String)>,
 }
 
 impl Irc {
@@ -116,11 +121,19 @@ impl Irc {
             users: Users::default(),
             gone: Default::default(),
             created: SystemTime::now(),
+            archive: None,
             context,
             settings,
             rooms,
             tls,
         }
+    }
+
+    /// The service with the rooms' archive, `archive`, where the chat
+    /// mount at `prefix` keeps its rooms' messages.
+    pub fn with_archive(mut self, archive: Option<(Arc<base::archive::Archive>, String)>) -> Irc {
+        self.archive = archive;
+        self
     }
 
     /// The name of the server in its lines.

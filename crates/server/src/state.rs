@@ -222,7 +222,7 @@ impl ServerState {
             };
             // A persistent MUC room keeps the topic an IRC client sets as its subject.
             let topics = xmpp.clone().map(|xmpp| Arc::new(xmpp::KeptSubjects(xmpp)) as Arc<dyn base::rooms::TopicKeeper>);
-            Arc::new(irc::Irc::new(context.clone(), settings, rooms, logins, irc_tls, topics))
+            Arc::new(irc::Irc::new(context.clone(), settings, rooms, logins, irc_tls, topics).with_archive(room_archive.clone().zip(muc_prefix.clone())))
         };
         let bosh = xmpp.as_ref().map(|xmpp| {
             let settings = xmpp::bosh::Settings {

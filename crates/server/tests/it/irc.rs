@@ -152,7 +152,7 @@ async fn registration_waits_for_the_end_of_capability_negotiation() {
     let server = TestServer::start().await;
     let mut irc = Irc::connect(server.irc).await;
     irc.send("CAP LS 302").await;
-    assert_eq!(irc.line().await, ":localhost CAP * LS :account-tag away-notify batch draft/multiline=max-bytes=4096,max-lines=32 echo-message extended-monitor labeled-response message-tags multi-prefix server-time setname userhost-in-names\r\n");
+    assert_eq!(irc.line().await, ":localhost CAP * LS :account-tag away-notify batch draft/chathistory draft/multiline=max-bytes=4096,max-lines=32 echo-message extended-monitor labeled-response message-tags multi-prefix server-time setname userhost-in-names\r\n");
     irc.send("NICK dave").await;
     irc.send("USER d 0 * :D").await;
     irc.send("CAP REQ :server-time nonsense").await;
@@ -781,6 +781,93 @@ async fn a_bot_says_so_in_its_mode_whois_who_and_tags() {
     assert_eq!(plain.line().await, ":robo!~u@localhost PRIVMSG pl :plain\r\n");
     let echo = bot.line().await;
     assert!(echo.starts_with("@msgid=") && !echo.contains(";bot") && echo.ends_with(" :robo!~u@localhost PRIVMSG pl :plain\r\n"), "{echo}");
+}
+
+/// `CHATHISTORY` reads a channel's messages back from its room's archive,
+/// under the ids and times its members were given, each bound exclusive.
+#[tokio::test]
+async fn chathistory_reads_a_channel_back_from_its_archive() {
+    let server = TestServer::start().await;
+    let mut ana = register_with(server.irc, "ana", "batch draft/chathistory echo-message message-tags server-time").await;
+    ana.join("#hist").await;
+    // Each echo as the history gives it: tags first, then the line.
+    let mut said = Vec::new();
+    for n in 0..6 {
+        ana.send(&format!("PRIVMSG #hist :m{n}")).await;
+        let echo = ana.line().await;
+        assert!(echo.ends_with(&format!(" :ana!ana@localhost PRIVMSG #hist :m{n}\r\n")), "{echo}");
+        said.push(echo);
+        // A time names a whole millisecond: each message in one of its
+        // own, for the queries by time below (the clock must move on;
+        // there is nothing to wait for).
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    let msgid = |n: usize| said[n].split(['=', ';', ' ']).nth(3).unwrap().to_owned();
+    let time = |n: usize| said[n].split(['=', ';']).nth(1).unwrap().to_owned();
+    assert!(said[0].starts_with(&format!("@time={};msgid={} ", time(0), msgid(0))), "{}", said[0]);
+    assert!((1..6).all(|n| time(n - 1) < time(n)), "{said:?}");
+    // The batch's lines: `@batch=<ref>;` before each echo's tags.
+    let mut history = async |query: &str| -> Vec<usize> {
+        ana.send(&format!("CHATHISTORY {query}")).await;
+        let open = ana.line().await;
+        let reference = open.strip_prefix(":localhost BATCH +").and_then(|l| l.strip_suffix(" chathistory #hist\r\n")).unwrap_or_else(|| panic!("{open}")).to_owned();
+        let mut got = Vec::new();
+        loop {
+            let line = ana.line().await;
+            if line == format!(":localhost BATCH -{reference}\r\n") {
+                return got;
+            }
+            let n = said.iter().position(|s| line == format!("@batch={reference};{}", &s[1..])).unwrap_or_else(|| panic!("{line}"));
+            got.push(n);
+        }
+    };
+    assert_eq!(history("LATEST #hist * 10").await, [0, 1, 2, 3, 4, 5]);
+    assert_eq!(history("LATEST #hist * 2").await, [4, 5]);
+    assert_eq!(history(&format!("LATEST #hist msgid={} 10", msgid(3))).await, [4, 5]);
+    assert_eq!(history(&format!("BEFORE #hist msgid={} 10", msgid(2))).await, [0, 1]);
+    assert_eq!(history(&format!("BEFORE #hist timestamp={} 1", time(4))).await, [3]);
+    assert_eq!(history(&format!("AFTER #hist timestamp={} 2", time(1))).await, [2, 3]);
+    assert_eq!(history(&format!("BETWEEN #hist msgid={} msgid={} 10", msgid(0), msgid(5))).await, [1, 2, 3, 4]);
+    assert_eq!(history(&format!("BETWEEN #hist msgid={} msgid={} 2", msgid(5), msgid(0))).await, [3, 4], "from the first's side");
+    assert_eq!(history(&format!("AROUND #hist msgid={} 3", msgid(2))).await, [1, 2, 3]);
+    assert_eq!(history(&format!("AROUND #hist msgid={} 1", msgid(2))).await, [2]);
+    assert_eq!(history("AFTER #hist msgid=nothing-of-this-room 10").await, Vec::<usize>::new(), "a message it has none of: nothing");
+    // TARGETS: the channels with messages between two times, by their newest.
+    ana.join("#quiet").await;
+    ana.join("#later").await;
+    ana.send("PRIVMSG #later :last").await;
+    let last = ana.line().await;
+    let last_time = last.split(['=', ';']).nth(1).unwrap().to_owned();
+    let targets = |from: &str, to: &str, limit: usize| format!("CHATHISTORY TARGETS timestamp={from} timestamp={to} {limit}");
+    ana.send(&targets("2020-01-01T00:00:00.000Z", "2262-01-01T00:00:00.000Z", 10)).await;
+    let open = ana.line().await;
+    let reference = open.strip_prefix(":localhost BATCH +").and_then(|l| l.strip_suffix(" draft/chathistory-targets\r\n")).unwrap_or_else(|| panic!("{open}")).to_owned();
+    assert_eq!(ana.line().await, format!("@batch={reference} :localhost CHATHISTORY TARGETS #hist {}\r\n", time(5)));
+    assert_eq!(ana.line().await, format!("@batch={reference} :localhost CHATHISTORY TARGETS #later {last_time}\r\n"));
+    assert_eq!(ana.line().await, format!(":localhost BATCH -{reference}\r\n"));
+    ana.send(&targets("2262-01-01T00:00:00.000Z", &time(5), 1)).await;
+    ana.line().await;
+    assert_eq!(ana.line().await.split(' ').nth(4), Some("#later"), "after #hist's newest, either time first");
+    ana.line().await;
+    ana.send("CHATHISTORY LATEST #elsewhere * 10").await;
+    assert_eq!(ana.line().await, ":localhost FAIL CHATHISTORY INVALID_TARGET LATEST #elsewhere :Only the history of a channel you are in is kept\r\n");
+    ana.send("CHATHISTORY LATEST ana * 10").await;
+    assert_eq!(ana.line().await, ":localhost FAIL CHATHISTORY INVALID_TARGET LATEST ana :Only the history of a channel you are in is kept\r\n");
+    ana.send("CHATHISTORY BEFORE #hist 01ab 10").await;
+    assert_eq!(ana.line().await, ":localhost FAIL CHATHISTORY INVALID_PARAMS BEFORE :Invalid message reference\r\n");
+    ana.send("CHATHISTORY LATEST #hist * many").await;
+    assert_eq!(ana.line().await, ":localhost FAIL CHATHISTORY INVALID_PARAMS LATEST :Invalid limit\r\n");
+    ana.send("CHATHISTORY LATEST").await;
+    assert_eq!(ana.line().await, ":localhost FAIL CHATHISTORY NEED_MORE_PARAMS LATEST :Insufficient parameters\r\n");
+
+    // Rooms not archived: nothing to read.
+    let mut config = server::Config::default();
+    config.rooms.archive = false;
+    let unkept = TestServer::with(config).await;
+    let mut ned = Irc::register(unkept.irc, "ned").await;
+    ned.join("#x").await;
+    ned.send("CHATHISTORY LATEST #x * 10").await;
+    assert_eq!(ned.line().await, ":localhost FAIL CHATHISTORY MESSAGE_ERROR LATEST :Messages are not archived here\r\n");
 }
 
 #[tokio::test]
