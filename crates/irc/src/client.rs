@@ -772,7 +772,9 @@ impl Client {
         }
         let away = {
             let mut state = self.public.state.lock();
-            state.channels.push(channel);
+            let mut channels = std::mem::take(&mut state.channels).into_vec();
+            channels.push(channel);
+            state.channels = channels.into_boxed_slice();
             state.away.clone()
         };
         if let Some(away) = away {
@@ -870,7 +872,10 @@ impl Client {
         self.joined.retain(|r| r != room);
         self.echoes.retain(|(r, _)| r != room);
         let channel = channel_of(room);
-        self.public.state.lock().channels.retain(|c| *c != channel);
+        let mut state = self.public.state.lock();
+        let kept: Box<[String]> = state.channels.iter().filter(|c| **c != channel).cloned().collect();
+        state.channels = kept;
+        drop(state);
         self.irc.channels.exit(room, self.id());
         self.irc.rooms.as_ref().is_some_and(|rooms| rooms.leave(room, self.id()).is_some())
     }
