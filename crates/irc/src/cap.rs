@@ -35,16 +35,19 @@ pub enum Cap {
     ExtendedMonitor = 4096,
     /// `CHATHISTORY`: a channel's messages read back from its archive.
     Chathistory = 8192,
+    /// A `JOIN` names the member's account (or `*`) and real name.
+    ExtendedJoin = 16384,
 }
 
 /// Every capability offered, as `CAP LS` lists them.
-pub const OFFERED: [(&str, Cap); 14] = [
+pub const OFFERED: [(&str, Cap); 15] = [
     ("account-tag", Cap::AccountTag),
     ("away-notify", Cap::AwayNotify),
     ("batch", Cap::Batch),
     ("draft/chathistory", Cap::Chathistory),
     ("draft/multiline", Cap::Multiline),
     ("echo-message", Cap::EchoMessage),
+    ("extended-join", Cap::ExtendedJoin),
     ("extended-monitor", Cap::ExtendedMonitor),
     ("labeled-response", Cap::LabeledResponse),
     ("message-tags", Cap::MessageTags),

@@ -802,7 +802,17 @@ impl Client {
         // In the room's form, as its members see it (`nick!nick@server`):
         // clients size what they send by the source their own JOIN shows,
         // and a channel's messages are relayed under that form (`fits_relayed`).
-        let join = self.line_from(&render::source(&nick, &server), caps, "JOIN").arg(channel).end();
+        let join = self.line_from(&render::source(&nick, &server), caps, "JOIN").arg(channel);
+        let join = match caps.has(Cap::ExtendedJoin) {
+            true => {
+                let (account, realname) = {
+                    let state = self.public.state.lock();
+                    (state.account.clone(), state.realname.clone())
+                };
+                join.arg(account.as_deref().unwrap_or("*")).trailing(&realname)
+            }
+            false => join.end(),
+        };
         let me = self.nick();
         let prefixes = self.prefixes(room);
         let secret = self.irc.channels.with(room, |c| c.modes.secret).unwrap_or(false);
@@ -1918,6 +1928,23 @@ impl Client {
         self.send(self.reply(RPL_USERHOST).trailing(&found.join(" ")));
     }
 
+    /// `JOIN` as IRCv3 extended-join has it, with `tags`: `name` joined
+    /// `room` logged in to `account` (`*` for none), and its real name: an
+    /// IRC user's of this node in the channel, as `WHO` shows it, and any
+    /// other member's name. Made for each client that asked, not shared:
+    /// joins are few beside messages, and a payload keeps a form for each
+    /// set of tags.
+    fn extended_join(&self, tags: &str, room: &str, name: &str, account: Option<&str>) -> String {
+        let nick = nick_of(name);
+        let member = Nickname::parse(name).ok().and_then(|n| self.irc.nicks.find(&n.key));
+        let here = member.filter(|m| self.irc.channels.with(room, |c| c.members.iter().any(|c| c.client.id == m.id)).unwrap_or(false));
+        let realname = here.map(|m| m.state.lock().realname.clone());
+        Line::tagged(tags, Some(&render::source(&nick, self.server())), "JOIN")
+            .arg(&channel_of(room))
+            .arg(account.unwrap_or("*"))
+            .trailing(realname.as_deref().unwrap_or(name))
+    }
+
     /// A room event's lines for this client, or `None` if it is not to get
     /// it (its own join it was told of, its own message without
     /// `echo-message`, a quit it was already told of in another channel).
@@ -1971,6 +1998,12 @@ impl Client {
                 }
                 self.told.push(told);
             }
+        }
+        if self.caps.has(Cap::ExtendedJoin)
+            && let Some((room, RoomEvent::Join { name, old_name: None })) = payload.as_event()
+        {
+            let tags = render::payload_tags(Tags::of(self.caps), payload, None);
+            return Some(bytes::Bytes::from(self.extended_join(&tags, room, name, payload.account())));
         }
         let lines = render::lines(payload, self.server(), Tags::of(self.caps))?;
         // Its own message's echo, awaited to carry a label.

@@ -152,7 +152,7 @@ async fn registration_waits_for_the_end_of_capability_negotiation() {
     let server = TestServer::start().await;
     let mut irc = Irc::connect(server.irc).await;
     irc.send("CAP LS 302").await;
-    assert_eq!(irc.line().await, ":localhost CAP * LS :account-tag away-notify batch draft/chathistory draft/multiline=max-bytes=4096,max-lines=32 echo-message extended-monitor labeled-response message-tags multi-prefix server-time setname userhost-in-names\r\n");
+    assert_eq!(irc.line().await, ":localhost CAP * LS :account-tag away-notify batch draft/chathistory draft/multiline=max-bytes=4096,max-lines=32 echo-message extended-join extended-monitor labeled-response message-tags multi-prefix server-time setname userhost-in-names\r\n");
     irc.send("NICK dave").await;
     irc.send("USER d 0 * :D").await;
     irc.send("CAP REQ :server-time nonsense").await;
@@ -868,6 +868,38 @@ async fn chathistory_reads_a_channel_back_from_its_archive() {
     ned.join("#x").await;
     ned.send("CHATHISTORY LATEST #x * 10").await;
     assert_eq!(ned.line().await, ":localhost FAIL CHATHISTORY MESSAGE_ERROR LATEST :Messages are not archived here\r\n");
+}
+
+/// IRCv3 extended-join: a `JOIN` names the member's account (`*` for none)
+/// and real name to clients that asked, its own `JOIN` too; a member of
+/// another protocol's real name is its name.
+#[tokio::test]
+async fn extended_join_names_the_account_and_the_real_name() {
+    use base64::Engine;
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("sam", "sesame")], ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    let server = TestServer::with(config).await;
+    let mut wat = register_with(server.irc, "wat", "extended-join").await;
+    assert_eq!(wat.join("#x").await[0], ":wat!wat@localhost JOIN #x * :R\r\n");
+    let mut plain = Irc::register(server.irc, "pla").await;
+    plain.join("#x").await;
+    assert_eq!(wat.line().await, ":pla!pla@localhost JOIN #x * :Real Name\r\n");
+    assert_eq!(plain.join("#y").await[0], ":pla!pla@localhost JOIN #y\r\n", "not to a client that did not ask");
+    let mut sam = Irc::connect(server.irc).await;
+    sam.send("CAP REQ sasl").await;
+    sam.send("NICK sammy").await;
+    sam.send("USER s 0 * :Sam S").await;
+    sam.send("AUTHENTICATE PLAIN").await;
+    sam.until("AUTHENTICATE +").await;
+    sam.send(&format!("AUTHENTICATE {}", base64::engine::general_purpose::STANDARD.encode("\0sam\0sesame"))).await;
+    sam.until(" 903 ").await;
+    sam.send("CAP END").await;
+    sam.until(" 422 ").await;
+    sam.join("#x").await;
+    assert_eq!(wat.line().await, ":sammy!sammy@localhost JOIN #x sam :Sam S\r\n");
+    let mut eve = server.ws("/chat/websocket").await;
+    eve.send(&json!({"name": "Eve Smith", "room": "x"}).to_string()).await;
+    assert_eq!(wat.line().await, ":Eve\\20Smith!Eve\\20Smith@localhost JOIN #x * :Eve Smith\r\n");
 }
 
 #[tokio::test]
