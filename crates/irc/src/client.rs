@@ -375,7 +375,7 @@ impl Client {
             "NAMES" => self.names(params.first().copied()),
             "WHO" => self.who(param(0), params.get(1).copied()),
             "WHOIS" => self.whois(params.last().copied().unwrap_or("")),
-            "LIST" => self.list(),
+            "LIST" => self.list(params.first().copied()),
             "MODE" => self.mode(&params[..]),
             "AWAY" => self.away(params.first().copied().filter(|t| !t.is_empty())),
             "ISON" => self.ison(&params[..]),
@@ -654,7 +654,7 @@ impl Client {
             "CHANMODES=Ibe,k,l,imnst".into(),
             format!("CHANNELLEN={}", 1 + 3 * wire::app::MAX_NAME_LEN),
             "CHANTYPES=#".into(),
-            "ELIST=".into(),
+            "ELIST=MNU".into(),
             "EXCEPTS=e".into(),
             format!("KICKLEN={TEXTLEN}"),
             format!("TARGMAX=KICK:{MAX_KICKS},NOTICE:{MAX_TARGETS},PRIVMSG:{MAX_TARGETS},TAGMSG:{MAX_TARGETS}"),
@@ -1355,13 +1355,20 @@ impl Client {
         self.send(lines);
     }
 
-    fn list(&self) {
+    /// `LIST [conditions]`: the channels with IRC members, those a secret
+    /// one's members alone, that meet the conditions (`elist`).
+    fn list(&self, conditions: Option<&str>) {
+        let filter = crate::elist::Filter::parse(conditions);
         let mut lines = self.reply(RPL_LISTSTART).arg("Channel").trailing("Users  Name");
         for (room, secret) in self.irc.channels.list() {
             if secret && !self.joined.contains(&room) {
                 continue;
             }
-            let count = self.room_names(&room).len().to_string();
+            let users = self.room_names(&room).len();
+            if !filter.admits(&channel_of(&room), users) {
+                continue;
+            }
+            let count = users.to_string();
             let topic = self.irc.rooms.as_ref().and_then(|rooms| rooms.topic(&room));
             lines.push_str(&self.reply(RPL_LIST).arg(&channel_of(&room)).arg(&count).trailing(topic.as_ref().map_or("", |t| truncated(&t.text))));
         }

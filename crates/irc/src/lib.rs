@@ -15,6 +15,7 @@
 //! Names and text cross through `wire::irc`.
 
 mod cap;
+mod elist;
 mod channels;
 mod chathistory;
 mod client;

@@ -98,7 +98,7 @@ async fn registration_is_answered_to_the_byte() {
     assert!(lines[2].starts_with(":localhost 003 alice :This server was created "));
     assert!(lines[3].starts_with(":localhost 004 alice localhost switchboard-") && lines[3].ends_with(" Biow Ibeiklmnostv klov\r\n"));
     let isupport: Vec<&String> = lines.iter().filter(|l| l.contains(" 005 ")).collect();
-    for token in [" BOT=B ", " CASEMAPPING=ascii ", " CHANMODES=Ibe,k,l,imnst ", " CHANTYPES=# ", " EXCEPTS=e ", " INVEX=I ", " MAXLIST=Ibe:100 ", " MONITOR=100 ", " PREFIX=(ov)@+ ", " WHOX "] {
+    for token in [" BOT=B ", " CASEMAPPING=ascii ", " CHANMODES=Ibe,k,l,imnst ", " CHANTYPES=# ", " ELIST=MNU ", " EXCEPTS=e ", " INVEX=I ", " MAXLIST=Ibe:100 ", " MONITOR=100 ", " PREFIX=(ov)@+ ", " WHOX "] {
         assert!(isupport.iter().any(|l| l.contains(token)), "{token} in {isupport:?}");
     }
     assert!(isupport.iter().all(|l| l.ends_with(" :are supported by this server\r\n") && l.len() <= 512));
@@ -528,6 +528,14 @@ async fn channel_commands_answer_with_their_numerics() {
     assert_eq!(late.line().await, ":localhost 321 lee Channel :Users  Name\r\n");
     assert_eq!(late.line().await, ":localhost 322 lee #den 2 :Welcome all\r\n");
     assert_eq!(late.line().await, ":localhost 323 lee :End of /LIST\r\n");
+    // ELIST: by mask, not by mask, by user count; a channel meets them all.
+    op.join("#solo").await;
+    for (conditions, listed) in [("#d*", "#den"), ("!#d*", "#solo"), (">1", "#den"), ("<2", "#solo"), ("*o*,>0,<2", "#solo")] {
+        late.send(&format!("LIST {conditions}")).await;
+        assert_eq!(late.line().await, ":localhost 321 lee Channel :Users  Name\r\n");
+        assert!(late.line().await.starts_with(&format!(":localhost 322 lee {listed} ")), "{conditions}");
+        assert_eq!(late.line().await, ":localhost 323 lee :End of /LIST\r\n", "{conditions}");
+    }
 }
 
 #[tokio::test]
