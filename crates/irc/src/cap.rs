@@ -3,7 +3,7 @@
 
 /// One capability this server offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u16)]
+#[repr(u32)]
 pub enum Cap {
     /// `@time=` on every line that reports something that happened.
     ServerTime = 1,
@@ -37,13 +37,21 @@ pub enum Cap {
     Chathistory = 8192,
     /// A `JOIN` names the member's account (or `*`) and real name.
     ExtendedJoin = 16384,
+    /// `ACCOUNT` lines when a member of a shared channel logs in.
+    AccountNotify = 32768,
+    /// `CAP NEW` and `DEL` when the capabilities offered change: they never
+    /// do here, so asking for it changes nothing, as the specification
+    /// allows.
+    CapNotify = 65536,
 }
 
 /// Every capability offered, as `CAP LS` lists them.
-pub const OFFERED: [(&str, Cap); 15] = [
+pub const OFFERED: [(&str, Cap); 17] = [
+    ("account-notify", Cap::AccountNotify),
     ("account-tag", Cap::AccountTag),
     ("away-notify", Cap::AwayNotify),
     ("batch", Cap::Batch),
+    ("cap-notify", Cap::CapNotify),
     ("draft/chathistory", Cap::Chathistory),
     ("draft/multiline", Cap::Multiline),
     ("echo-message", Cap::EchoMessage),
@@ -60,11 +68,11 @@ pub const OFFERED: [(&str, Cap); 15] = [
 
 /// The capabilities a client has enabled.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Caps(pub u16);
+pub struct Caps(pub u32);
 
 impl Caps {
     pub fn has(self, cap: Cap) -> bool {
-        self.0 & cap as u16 != 0
+        self.0 & cap as u32 != 0
     }
 
     /// The capabilities after a `CAP REQ` of `request` (names, each with
@@ -79,9 +87,9 @@ impl Caps {
             };
             let (_, cap) = OFFERED.iter().find(|(n, _)| *n == name)?;
             if off {
-                caps &= !(*cap as u16);
+                caps &= !(*cap as u32);
             } else {
-                caps |= *cap as u16;
+                caps |= *cap as u32;
             }
         }
         Some(Caps(caps))

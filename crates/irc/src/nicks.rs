@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use hub::{MemberId, Outbox, Payload};
 use parking_lot::Mutex;
@@ -19,7 +19,7 @@ pub struct Public {
     pub id: MemberId,
     pub outbox: Arc<Outbox>,
     /// Its capabilities, as lines sent to it are built for them.
-    caps: AtomicU16,
+    caps: AtomicU32,
     pub state: Mutex<Shown>,
 }
 
@@ -59,7 +59,7 @@ pub struct Shown {
 
 impl Public {
     pub fn new(id: MemberId, outbox: Arc<Outbox>) -> Public {
-        Public { id, outbox, caps: AtomicU16::new(0), state: Mutex::new(Shown::default()) }
+        Public { id, outbox, caps: AtomicU32::new(0), state: Mutex::new(Shown::default()) }
     }
 
     pub fn caps(&self) -> Caps {

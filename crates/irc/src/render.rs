@@ -313,7 +313,7 @@ mod tests {
 
     /// The tags of a client with these capabilities.
     fn tags(caps: &[Cap]) -> Tags {
-        Tags::of(Caps(caps.iter().fold(0, |all, cap| all | *cap as u16)))
+        Tags::of(Caps(caps.iter().fold(0, |all, cap| all | *cap as u32)))
     }
 
     fn message(name: &str, text: &str) -> Payload {

@@ -10,6 +10,7 @@ use base64::engine::general_purpose::STANDARD;
 use wire::irc::Line;
 
 use super::Client;
+use crate::cap::Cap;
 use crate::numeric::*;
 
 /// Longest chunk of an `AUTHENTICATE` line; a chunk this long means more follow.
@@ -141,5 +142,11 @@ impl Client {
         self.send(line + &self.reply(RPL_SASLSUCCESS).trailing("SASL authentication successful"));
         self.public.state.lock().account = Some(account.as_str().into());
         self.sasl = None;
+        // account-notify: a client that logs in once registered is told
+        // of to those sharing a channel with it (and, with extended-monitor,
+        // watching it) that asked.
+        if self.registered {
+            self.tell_sharing(Cap::AccountNotify, |caps| self.line_from_me(caps, "ACCOUNT").arg(&account).end());
+        }
     }
 }

@@ -152,7 +152,7 @@ async fn registration_waits_for_the_end_of_capability_negotiation() {
     let server = TestServer::start().await;
     let mut irc = Irc::connect(server.irc).await;
     irc.send("CAP LS 302").await;
-    assert_eq!(irc.line().await, ":localhost CAP * LS :account-tag away-notify batch draft/chathistory draft/multiline=max-bytes=4096,max-lines=32 echo-message extended-join extended-monitor labeled-response message-tags multi-prefix server-time setname userhost-in-names\r\n");
+    assert_eq!(irc.line().await, ":localhost CAP * LS :account-notify account-tag away-notify batch cap-notify draft/chathistory draft/multiline=max-bytes=4096,max-lines=32 echo-message extended-join extended-monitor labeled-response message-tags multi-prefix server-time setname userhost-in-names\r\n");
     irc.send("NICK dave").await;
     irc.send("USER d 0 * :D").await;
     irc.send("CAP REQ :server-time nonsense").await;
@@ -908,6 +908,32 @@ async fn extended_join_names_the_account_and_the_real_name() {
     let mut eve = server.ws("/chat/websocket").await;
     eve.send(&json!({"name": "Eve Smith", "room": "x"}).to_string()).await;
     assert_eq!(wat.line().await, ":Eve\\20Smith!Eve\\20Smith@localhost JOIN #x * :Eve Smith\r\n");
+}
+
+/// IRCv3 account-notify: a client that logs in once registered is told of
+/// as `ACCOUNT` to those sharing a channel with it that asked.
+#[tokio::test]
+async fn logging_in_once_registered_is_told_to_those_who_asked() {
+    use base64::Engine;
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("sam", "sesame")], ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    let server = TestServer::with(config).await;
+    let mut told = register_with(server.irc, "tol", "account-notify").await;
+    told.join("#acc").await;
+    let mut not = Irc::register(server.irc, "not").await;
+    not.join("#acc").await;
+    let mut sam = Irc::register(server.irc, "sammy").await;
+    sam.join("#acc").await;
+    told.until("JOIN").await;
+    told.until("JOIN").await;
+    not.until("JOIN").await;
+    sam.send("AUTHENTICATE PLAIN").await;
+    assert_eq!(sam.line().await, "AUTHENTICATE +\r\n");
+    sam.send(&format!("AUTHENTICATE {}", base64::engine::general_purpose::STANDARD.encode("\0sam\0sesame"))).await;
+    assert_eq!(sam.line().await, ":localhost 900 sammy sammy!~u@localhost sam :You are now logged in as sam\r\n");
+    assert_eq!(told.line().await, ":sammy!~u@localhost ACCOUNT sam\r\n");
+    sam.send("PRIVMSG #acc :hi").await;
+    assert_eq!(not.line().await, ":sammy!sammy@localhost PRIVMSG #acc :hi\r\n", "nothing before to one that did not ask");
 }
 
 #[tokio::test]
