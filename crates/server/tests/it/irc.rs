@@ -884,8 +884,7 @@ async fn chathistory_reads_a_channel_back_from_its_archive() {
 #[tokio::test]
 async fn extended_join_names_the_account_and_the_real_name() {
     use base64::Engine;
-    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("sam", "sesame")], ..server::Config::default() };
-    config.xmpp.plain_unencrypted = true;
+    let config = sam_in_the_clear();
     let server = TestServer::with(config).await;
     let mut wat = register_with(server.irc, "wat", "extended-join").await;
     assert_eq!(wat.join("#x").await[0], ":wat!wat@localhost JOIN #x * :R\r\n");
@@ -915,8 +914,7 @@ async fn extended_join_names_the_account_and_the_real_name() {
 #[tokio::test]
 async fn logging_in_once_registered_is_told_to_those_who_asked() {
     use base64::Engine;
-    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("sam", "sesame")], ..server::Config::default() };
-    config.xmpp.plain_unencrypted = true;
+    let config = sam_in_the_clear();
     let server = TestServer::with(config).await;
     let mut told = register_with(server.irc, "tol", "account-notify").await;
     told.join("#acc").await;
@@ -1404,6 +1402,14 @@ async fn links_lists_the_one_server_with_its_description() {
     assert_eq!(irc.until(" 312 ").await, ":localhost 312 lin lin localhost :a test server\r\n", "WHOIS tells the same");
 }
 
+/// A server with one account, sam (password sesame), that offers SASL
+/// PLAIN without TLS.
+fn sam_in_the_clear() -> server::Config {
+    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("sam", "sesame")], ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    config
+}
+
 /// Connects, asks for `caps` and registers as `nick` (user `u`).
 async fn register_with(addr: SocketAddr, nick: &str, caps: &str) -> Irc {
     let mut irc = Irc::connect(addr).await;
@@ -1639,8 +1645,7 @@ async fn a_multiline_batch_that_breaks_a_rule_is_refused_and_reaches_nobody() {
 /// subject and leaves shows its account to IRC clients that asked.
 #[tokio::test]
 async fn account_tag_names_the_account_of_a_member_of_any_protocol() {
-    let mut config = server::Config { xmpp_accounts: vec![server::AccountEntry::new("sam", "sesame")], ..server::Config::default() };
-    config.xmpp.plain_unencrypted = true;
+    let config = sam_in_the_clear();
     let server = TestServer::with_xmpp(config).await;
     let mut watcher = register_with(server.irc, "watcher", "account-tag").await;
     watcher.join("#acct").await;
