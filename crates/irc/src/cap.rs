@@ -42,7 +42,7 @@ pub enum Cap {
     /// `CAP NEW` and `DEL` when the capabilities offered change: they never
     /// do here, so asking for it changes nothing, as the specification
     /// allows.
-    CapNotify = 65536,
+    OfferedChanges = 65536,
 }
 
 /// Every capability offered, as `CAP LS` lists them.
@@ -51,7 +51,7 @@ pub const OFFERED: [(&str, Cap); 17] = [
     ("account-tag", Cap::AccountTag),
     ("away-notify", Cap::AwayNotify),
     ("batch", Cap::Batch),
-    ("cap-notify", Cap::CapNotify),
+    ("cap-notify", Cap::OfferedChanges),
     ("draft/chathistory", Cap::Chathistory),
     ("draft/multiline", Cap::Multiline),
     ("echo-message", Cap::EchoMessage),

@@ -31,6 +31,8 @@ pub struct Modes {
     pub topic_ops: bool,
     /// `+m`: only operators and voiced members may speak.
     pub moderated: bool,
+    /// `+C`: no CTCP to the channel but `ACTION` (`/me`).
+    pub no_ctcp: bool,
     /// `+i`: only invited clients may join.
     pub invite_only: bool,
     /// `+s`: not listed, nor shown in `WHOIS`, to those outside.
@@ -60,7 +62,7 @@ pub struct Listed {
 
 impl Default for Modes {
     fn default() -> Modes {
-        Modes { no_outside: true, topic_ops: true, moderated: false, invite_only: false, secret: false, key: None, limit: None, bans: Vec::new(), excepts: Vec::new(), invex: Vec::new() }
+        Modes { no_outside: true, topic_ops: true, moderated: false, no_ctcp: false, invite_only: false, secret: false, key: None, limit: None, bans: Vec::new(), excepts: Vec::new(), invex: Vec::new() }
     }
 }
 
@@ -93,7 +95,7 @@ impl Modes {
     pub fn shown(&self, to_member: bool) -> Vec<String> {
         let mut flags = String::from("+");
         let mut params = Vec::new();
-        for (on, flag) in [(self.invite_only, 'i'), (self.moderated, 'm'), (self.no_outside, 'n'), (self.secret, 's'), (self.topic_ops, 't')] {
+        for (on, flag) in [(self.no_ctcp, 'C'), (self.invite_only, 'i'), (self.moderated, 'm'), (self.no_outside, 'n'), (self.secret, 's'), (self.topic_ops, 't')] {
             if on {
                 flags.push(flag);
             }

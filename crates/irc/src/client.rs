@@ -32,7 +32,7 @@ const USERLEN: usize = 10;
 /// Most members `NAMES` and `WHO` list.
 const MAX_LISTED: usize = 1000;
 /// The channel modes a client may set, and which take a parameter.
-const CHANNEL_MODES: &str = "Ibeiklmnostv";
+const CHANNEL_MODES: &str = "CIbeiklmnostv";
 
 /// Most nicknames one `KICK` takes (`TARGMAX`).
 const MAX_KICKS: usize = 4;
@@ -323,7 +323,7 @@ impl Client {
         let needs = |count: usize| params.len() < count;
         if needs(match command.as_str() {
             "NICK" | "PING" | "JOIN" | "PART" | "TOPIC" | "WHOIS" | "MODE" | "ISON" | "USERHOST" | "CAP" | "AUTHENTICATE" | "PASS" => 1,
-            "INVITE" | "KICK" | "OPER" => 2,
+            "KICK" | "OPER" => 2,
             "KILL" | "WALLOPS" | "MONITOR" | "SETNAME" => 1,
             "PRIVMSG" | "NOTICE" => 0,
             "USER" => 4,
@@ -380,6 +380,8 @@ impl Client {
             "AWAY" => self.away(params.first().copied().filter(|t| !t.is_empty())),
             "ISON" => self.ison(&params[..]),
             "USERHOST" => self.userhost(&params[..]),
+            "INVITE" if params.is_empty() => self.invitations(),
+            "INVITE" if params.len() < 2 => self.send(self.reply(ERR_NEEDMOREPARAMS).arg("INVITE").trailing("Not enough parameters")),
             "INVITE" => self.invite(param(0), param(1)),
             "OPER" => self.oper(param(0), param(1)),
             "KILL" => self.kill(param(0), params.get(1).copied().unwrap_or("")),
@@ -651,13 +653,13 @@ impl Client {
             "CASEMAPPING=ascii".into(),
             format!("CHATHISTORY={}", chathistory::MAX),
             format!("CHANLIMIT=#:{}", self.irc.settings.max_channels),
-            "CHANMODES=Ibe,k,l,imnst".into(),
+            "CHANMODES=Ibe,k,l,Cimnst".into(),
             format!("CHANNELLEN={}", 1 + 3 * wire::app::MAX_NAME_LEN),
             "CHANTYPES=#".into(),
             "ELIST=MNU".into(),
             "EXCEPTS=e".into(),
             format!("KICKLEN={TEXTLEN}"),
-            format!("TARGMAX=KICK:{MAX_KICKS},NOTICE:{MAX_TARGETS},PRIVMSG:{MAX_TARGETS},TAGMSG:{MAX_TARGETS}"),
+            format!("TARGMAX=KICK:{MAX_KICKS},NAMES:{MAX_TARGETS},NOTICE:{MAX_TARGETS},PRIVMSG:{MAX_TARGETS},TAGMSG:{MAX_TARGETS}"),
             "INVEX=I".into(),
             format!("MAXLIST=Ibe:{}", crate::channels::MAX_LIST),
             "MODES=4".into(),
@@ -744,7 +746,7 @@ impl Client {
                 Some((ERR_INVITEONLYCHAN, "Cannot join channel (+i)"))
             } else if c.modes.key.as_deref().is_some_and(|k| Some(k) != key) {
                 Some((ERR_BADCHANNELKEY, "Cannot join channel (+k)"))
-            } else if c.modes.limit.is_some_and(|l| c.members.len() >= l) {
+            } else if c.modes.limit.is_some_and(|l| c.members.len() >= l) && !c.invited.contains(&self.public.id) {
                 Some((ERR_CHANNELISFULL, "Cannot join channel (+l)"))
             } else {
                 // An invitation lets its client in once.
@@ -1084,17 +1086,25 @@ impl Client {
             return;
         };
         let inside = self.joined.iter().any(|r| **r == *room);
-        let allowed = self
+        // A CTCP request or reply but an action (`/me`).
+        let ctcp = text.starts_with('\u{1}') && !text.starts_with("\u{1}ACTION ");
+        let refused = self
             .irc
             .channels
             .with(&room, |c| {
                 let me = c.members.iter().find(|m| m.client.id == self.public.id);
-                (inside || !c.modes.no_outside) && (!c.modes.moderated || me.is_some_and(|m| m.op || m.voice))
+                if (!inside && c.modes.no_outside) || (c.modes.moderated && !me.is_some_and(|m| m.op || m.voice)) {
+                    Some("Cannot send to channel")
+                } else if c.modes.no_ctcp && ctcp {
+                    Some("Cannot send CTCP to channel (+C)")
+                } else {
+                    None
+                }
             })
-            .unwrap_or(inside);
-        if !allowed {
+            .unwrap_or(if inside { None } else { Some("Cannot send to channel") });
+        if let Some(why) = refused {
             if !notice {
-                self.send(self.reply(ERR_CANNOTSENDTOCHAN).arg(&channel_of(&room)).trailing("Cannot send to channel"));
+                self.send(self.reply(ERR_CANNOTSENDTOCHAN).arg(&channel_of(&room)).trailing(why));
             }
             return;
         }
@@ -1208,16 +1218,21 @@ impl Client {
         }
     }
 
-    fn names(&self, channel: Option<&str>) {
-        let room = channel.and_then(|c| room_of(c).ok()).filter(|r| self.joined.iter().any(|j| **j == **r));
-        let Some(room) = room else {
-            let shown = channel.unwrap_or("*");
-            return self.send(self.reply(RPL_ENDOFNAMES).arg(shown).trailing("End of /NAMES list"));
-        };
-        let names = self.room_names(&room);
-        let secret = self.irc.channels.with(&room, |c| c.modes.secret).unwrap_or(false);
-        let shape = Shape { secret, userhost: self.caps.has(Cap::UserhostInNames) };
-        self.send(names_lines(self.server(), &self.nick(), &channel_of(&room), &names, &self.prefixes(&room), shape));
+    /// `NAMES #a,#b`: the names of each channel given that this client is
+    /// in (at most [`MAX_TARGETS`]; others have none to it), then one `366`
+    /// naming them as given.
+    fn names(&self, channels: Option<&str>) {
+        let given = channels.filter(|c| !c.is_empty()).unwrap_or("*");
+        let mut lines = String::new();
+        for channel in given.split(',').filter(|c| !c.is_empty()).take(MAX_TARGETS) {
+            let Some(room) = room_of(channel).ok().filter(|r| self.joined.iter().any(|j| **j == **r)) else { continue };
+            let names = self.room_names(&room);
+            let secret = self.irc.channels.with(&room, |c| c.modes.secret).unwrap_or(false);
+            let shape = Shape { secret, userhost: self.caps.has(Cap::UserhostInNames) };
+            lines.push_str(&name_replies(self.server(), &self.nick(), &channel_of(&room), &names, &self.prefixes(&room), shape));
+        }
+        lines.push_str(&self.reply(RPL_ENDOFNAMES).arg(given).trailing("End of /NAMES list"));
+        self.send(lines);
     }
 
     fn room_names(&self, room: &str) -> Vec<Arc<str>> {
@@ -1405,6 +1420,19 @@ impl Client {
     }
 
     /// `INVITE nick #channel`: lets `nick` join the channel under `+i`.
+    /// `INVITE` alone: the channels this client is invited to and has not
+    /// joined yet (`336`), then `337`.
+    fn invitations(&self) {
+        let mut lines = String::new();
+        for (room, _) in self.irc.channels.list() {
+            if self.irc.channels.with(&room, |c| c.invited.contains(&self.public.id)).unwrap_or(false) {
+                lines.push_str(&self.reply(RPL_INVITELIST).arg(&channel_of(&room)).end());
+            }
+        }
+        lines.push_str(&self.reply(RPL_ENDOFINVITELIST).trailing("End of /INVITE list"));
+        self.send(lines);
+    }
+
     fn invite(&self, nick: &str, channel: &str) {
         let Some(target) = self.find(nick) else {
             return self.send(self.reply(ERR_NOSUCHNICK).arg(nick).trailing("No such nick/channel"));
@@ -1614,8 +1642,9 @@ impl Client {
                 match flag {
                     '+' => on = true,
                     '-' => on = false,
-                    'n' | 't' | 'm' | 'i' | 's' => {
+                    'n' | 't' | 'm' | 'i' | 's' | 'C' => {
                         let field = match flag {
+                            'C' => &mut c.modes.no_ctcp,
                             'n' => &mut c.modes.no_outside,
                             't' => &mut c.modes.topic_ops,
                             'i' => &mut c.modes.invite_only,
@@ -2048,6 +2077,11 @@ struct Shape {
 
 /// `353` lines for `names`, as many as fit in a line each, then `366`.
 fn names_lines(server: &str, nick: &str, channel: &str, names: &[Arc<str>], prefixes: &[(Arc<str>, &str)], shape: Shape) -> String {
+    name_replies(server, nick, channel, names, prefixes, shape) + &Line::new(Some(server), RPL_ENDOFNAMES).arg(nick).arg(channel).trailing("End of /NAMES list")
+}
+
+/// `channel`'s `353` lines, without the `366` that ends them.
+fn name_replies(server: &str, nick: &str, channel: &str, names: &[Arc<str>], prefixes: &[(Arc<str>, &str)], shape: Shape) -> String {
     let head = Line::new(Some(server), RPL_NAMREPLY).arg(nick).arg(if shape.secret { "@" } else { "=" }).arg(channel);
     let room = MAX_LINE.saturating_sub(head.clone().end().len() + 2);
     let mut out = String::new();
@@ -2069,7 +2103,7 @@ fn names_lines(server: &str, nick: &str, channel: &str, names: &[Arc<str>], pref
     if !batch.is_empty() {
         out.push_str(&head.trailing(&batch));
     }
-    out + &Line::new(Some(server), RPL_ENDOFNAMES).arg(nick).arg(channel).trailing("End of /NAMES list")
+    out
 }
 
 /// Mode changes as a `MODE` line writes them (`+nt-k`): a sign only where

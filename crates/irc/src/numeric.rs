@@ -37,6 +37,9 @@ pub const RPL_NOTOPIC: &str = "331";
 pub const RPL_TOPIC: &str = "332";
 pub const RPL_TOPICWHOTIME: &str = "333";
 pub const RPL_INVITING: &str = "341";
+/// `INVITE` alone: a channel the client is invited to, then the end.
+pub const RPL_INVITELIST: &str = "336";
+pub const RPL_ENDOFINVITELIST: &str = "337";
 pub const RPL_VERSION: &str = "351";
 pub const RPL_LINKS: &str = "364";
 pub const RPL_ENDOFLINKS: &str = "365";

@@ -96,9 +96,9 @@ async fn registration_is_answered_to_the_byte() {
     assert_eq!(lines[0], ":localhost 001 alice :Welcome to the Switchboard IRC Network alice!~a@localhost\r\n");
     assert!(lines[1].starts_with(":localhost 002 alice :Your host is localhost, running version switchboard-"));
     assert!(lines[2].starts_with(":localhost 003 alice :This server was created "));
-    assert!(lines[3].starts_with(":localhost 004 alice localhost switchboard-") && lines[3].ends_with(" Biow Ibeiklmnostv klov\r\n"));
+    assert!(lines[3].starts_with(":localhost 004 alice localhost switchboard-") && lines[3].ends_with(" Biow CIbeiklmnostv klov\r\n"));
     let isupport: Vec<&String> = lines.iter().filter(|l| l.contains(" 005 ")).collect();
-    for token in [" BOT=B ", " CASEMAPPING=ascii ", " CHANMODES=Ibe,k,l,imnst ", " CHANTYPES=# ", " ELIST=MNU ", " EXCEPTS=e ", " INVEX=I ", " MAXLIST=Ibe:100 ", " MONITOR=100 ", " PREFIX=(ov)@+ ", " WHOX "] {
+    for token in [" BOT=B ", " CASEMAPPING=ascii ", " CHANMODES=Ibe,k,l,Cimnst ", " CHANTYPES=# ", " ELIST=MNU ", " EXCEPTS=e ", " INVEX=I ", " MAXLIST=Ibe:100 ", " MONITOR=100 ", " PREFIX=(ov)@+ ", " WHOX "] {
         assert!(isupport.iter().any(|l| l.contains(token)), "{token} in {isupport:?}");
     }
     assert!(isupport.iter().all(|l| l.ends_with(" :are supported by this server\r\n") && l.len() <= 512));
@@ -474,6 +474,17 @@ async fn channel_commands_answer_with_their_numerics() {
     op.send("MODE #den").await;
     assert_eq!(op.line().await, ":localhost 324 olga #den +nt\r\n");
     assert!(op.line().await.starts_with(":localhost 329 olga #den "));
+    // +C: no CTCP but an action.
+    op.send("MODE #den +C").await;
+    assert_eq!(op.line().await, ":olga!~u@localhost MODE #den +C\r\n");
+    assert_eq!(user.line().await, ":olga!~u@localhost MODE #den +C\r\n");
+    user.send("PRIVMSG #den :\u{1}VERSION\u{1}").await;
+    assert_eq!(user.line().await, ":localhost 404 uma #den :Cannot send CTCP to channel (+C)\r\n");
+    user.send("PRIVMSG #den :\u{1}ACTION waves\u{1}").await;
+    assert_eq!(op.line().await, ":uma!uma@localhost PRIVMSG #den :\u{1}ACTION waves\u{1}\r\n");
+    op.send("MODE #den -C").await;
+    assert_eq!(op.line().await, ":olga!~u@localhost MODE #den -C\r\n");
+    assert_eq!(user.line().await, ":olga!~u@localhost MODE #den -C\r\n");
     op.send("MODE #den +mk-t secret").await;
     assert_eq!(op.line().await, ":olga!~u@localhost MODE #den +mk-t secret\r\n");
     assert_eq!(user.line().await, ":olga!~u@localhost MODE #den +mk-t secret\r\n");
@@ -512,6 +523,14 @@ async fn channel_commands_answer_with_their_numerics() {
     op.send("NAMES #den").await;
     assert_eq!(op.line().await, ":localhost 353 olga = #den :@olga +uma\r\n");
     assert_eq!(op.line().await, ":localhost 366 olga #den :End of /NAMES list\r\n");
+    // Several channels: the names of those it is in, then one end naming all.
+    op.join("#two").await;
+    op.send("NAMES #den,#nowhere,#two").await;
+    assert_eq!(op.line().await, ":localhost 353 olga = #den :@olga +uma\r\n");
+    assert_eq!(op.line().await, ":localhost 353 olga = #two :@olga\r\n");
+    assert_eq!(op.line().await, ":localhost 366 olga #den,#nowhere,#two :End of /NAMES list\r\n");
+    op.send("PART #two").await;
+    op.line().await;
     op.send("WHO #den").await;
     assert_eq!(op.line().await, ":localhost 352 olga #den ~u localhost localhost olga H@ :0 Real Name\r\n");
     assert_eq!(op.line().await, ":localhost 352 olga #den ~u localhost localhost uma H+ :0 Real Name\r\n");
@@ -551,7 +570,15 @@ async fn an_invitation_names_a_channel_and_lets_in_once() {
     op.send("INVITE gus #DEN").await;
     assert_eq!(op.line().await, ":localhost 341 olga gus #den\r\n");
     assert_eq!(guest.line().await, ":olga!~u@localhost INVITE gus #den\r\n");
+    // INVITE alone lists the channels it is invited to and has not joined.
+    guest.send("INVITE").await;
+    assert_eq!(guest.line().await, ":localhost 336 gus #den\r\n");
+    assert_eq!(guest.line().await, ":localhost 337 gus :End of /INVITE list\r\n");
+    guest.send("INVITE olga").await;
+    assert_eq!(guest.line().await, ":localhost 461 gus INVITE :Not enough parameters\r\n");
     guest.join("#den").await;
+    guest.send("INVITE").await;
+    assert_eq!(guest.line().await, ":localhost 337 gus :End of /INVITE list\r\n", "used");
     guest.send("PART #den").await;
     guest.line().await;
     guest.send("JOIN #den").await;
@@ -563,6 +590,16 @@ async fn an_invitation_names_a_channel_and_lets_in_once() {
     assert!(op.line().await.starts_with(":localhost 346 olga #den gus!*@* olga!~u@localhost "));
     assert_eq!(op.line().await, ":localhost 347 olga #den :End of channel invite exception list\r\n");
     guest.join("#den").await;
+    // An invitation lets in past the limit (+l) too.
+    op.send("MODE #den -i+l 2").await;
+    assert_eq!(op.until("MODE").await, ":olga!~u@localhost MODE #den -i+l 2\r\n");
+    let mut tia = Irc::register(server.irc, "tia").await;
+    tia.send("JOIN #den").await;
+    assert_eq!(tia.line().await, ":localhost 471 tia #den :Cannot join channel (+l)\r\n");
+    op.send("INVITE tia #den").await;
+    assert_eq!(op.until(" 341 ").await, ":localhost 341 olga tia #den\r\n");
+    tia.line().await;
+    tia.join("#den").await;
 }
 
 #[tokio::test]
