@@ -78,6 +78,9 @@ class SwitchboardController(BaseServerController, DirectoryBasedController):
             raise NotImplementedByController("Websocket")
         if ssl:
             raise NotImplementedByController("TLS")
+        # REGISTER asks for no email (draft/account-registration).
+        if self.test_config.account_registration_requires_email:
+            raise NotImplementedByController("email-required registration")
         assert self.proc is None
         self.port = port
         self.hostname = hostname
@@ -100,6 +103,8 @@ class SwitchboardController(BaseServerController, DirectoryBasedController):
             "--max-byte-rate", "100000000",
             # The suite talks over plain TCP on the loopback interface.
             "--xmpp-plain-unencrypted", "true",
+            # Its account-registration tests make accounts with REGISTER.
+            "--xmpp-registration", "1000",
         ]
         if password is not None:
             command += ["--irc-password", password]

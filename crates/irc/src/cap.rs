@@ -43,15 +43,18 @@ pub enum Cap {
     /// do here, so asking for it changes nothing, as the specification
     /// allows.
     OfferedChanges = 65536,
+    /// `REGISTER`: a client makes an account (`--xmpp-registration`).
+    AccountRegistration = 131_072,
 }
 
 /// Every capability offered, as `CAP LS` lists them.
-pub const OFFERED: [(&str, Cap); 17] = [
+pub const OFFERED: [(&str, Cap); 18] = [
     ("account-notify", Cap::AccountNotify),
     ("account-tag", Cap::AccountTag),
     ("away-notify", Cap::AwayNotify),
     ("batch", Cap::Batch),
     ("cap-notify", Cap::OfferedChanges),
+    ("draft/account-registration", Cap::AccountRegistration),
     ("draft/chathistory", Cap::Chathistory),
     ("draft/multiline", Cap::Multiline),
     ("echo-message", Cap::EchoMessage),
@@ -103,9 +106,15 @@ impl Caps {
 
 /// What `CAP LS` says; with `CAP LS 302`, `sasl` lists `mechanisms`
 /// (none when there are no accounts: then it is not offered), and
-/// `draft/multiline` its limits.
-pub fn offered(mechanisms: Option<&str>) -> String {
+/// `draft/multiline` its limits. `draft/account-registration` is offered
+/// when the client may register (`registers`): accounts can be made, and
+/// a password sent as it is would be safe (TLS, or allowed in the clear).
+pub fn offered(mechanisms: Option<&str>, registers: bool) -> String {
     let names = OFFERED.iter().filter_map(|(name, cap)| match (cap, mechanisms) {
+        (Cap::AccountRegistration, _) if !registers => None,
+        // Before the connection completes too, with any account name;
+        // no email is asked for.
+        (Cap::AccountRegistration, Some(_)) => Some(format!("{name}=before-connect,custom-account-name")),
         (Cap::Sasl, Some("")) => None,
         (Cap::Sasl, Some(mechanisms)) => Some(format!("sasl={mechanisms}")),
         (Cap::Multiline, Some(_)) => Some(format!("{name}={}", crate::multiline::LIMITS)),

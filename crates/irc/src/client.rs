@@ -3,6 +3,7 @@
 //! outbox, as lines; what it says in a room goes to the room through the
 //! broker, as a room event every protocol renders for its own clients.
 
+mod register;
 mod sasl;
 
 use std::collections::HashSet;
@@ -327,6 +328,7 @@ impl Client {
             "KILL" | "WALLOPS" | "MONITOR" | "SETNAME" => 1,
             "PRIVMSG" | "NOTICE" => 0,
             "USER" => 4,
+            "REGISTER" => 3,
             _ => 0,
         }) {
             return match command.as_str() {
@@ -344,6 +346,7 @@ impl Client {
                 self.password = if right { Password::Given } else { Password::NotGiven };
             }
             "AUTHENTICATE" => self.authenticate(param(0)).await,
+            "REGISTER" => self.register(param(0), param(2)).await,
             // `NICK :` gives an empty one: none.
             "NICK" if param(0).is_empty() => return self.no_nick(),
             "NICK" => self.set_nick(param(0)).await,
@@ -525,13 +528,13 @@ impl Client {
                 self.negotiating |= !self.registered;
                 self.cap_302 |= arg.parse::<u32>().is_ok_and(|v| v >= 302);
                 let mechanisms = self.mechanisms().join(",");
-                self.send(line("LS").trailing(&cap::offered(self.cap_302.then_some(mechanisms.as_str()))));
+                self.send(line("LS").trailing(&cap::offered(self.cap_302.then_some(mechanisms.as_str()), self.registers())));
             }
             "LIST" => self.send(line("LIST").trailing(&self.caps.names())),
             "REQ" => {
                 self.negotiating |= !self.registered;
                 // `sasl` is not offered without accounts to log in to.
-                let unoffered = arg.split_ascii_whitespace().any(|c| c == "sasl") && self.mechanisms().is_empty();
+                let unoffered = arg.split_ascii_whitespace().any(|c| (c == "sasl" && self.mechanisms().is_empty()) || (c == "draft/account-registration" && !self.registers()));
                 match self.caps.after(arg).filter(|_| !unoffered) {
                     Some(caps) => {
                         self.caps = caps;

@@ -234,7 +234,7 @@ settings! {
         max_rooms: usize = 100, "xmpp-max-rooms", "SWITCHBOARD_XMPP_MAX_ROOMS";
         /// Whether a MUC room starts non-anonymous (muc#roomconfig_whois `anyone`: every occupant sees the others' real JIDs and may read the room's owner and admin lists) rather than semi-anonymous (only moderators see real JIDs); its owner may change it [default: false]
         muc_non_anonymous: bool = false, "xmpp-muc-non-anonymous", "SWITCHBOARD_XMPP_MUC_NON_ANONYMOUS";
-        /// Accounts that XMPP clients may make themselves by in-band registration (XEP-0077), kept in the store (--store); 0 turns it off [default: 0]
+        /// Accounts that XMPP and IRC clients may make themselves (XMPP's in-band registration, XEP-0077; IRC's REGISTER), kept in the store (--store); 0 turns it off [default: 0]
         registration: usize = 0, "xmpp-registration", "SWITCHBOARD_XMPP_REGISTRATION";
         /// Longest list an XMPP user can make the server keep: contacts in a roster, subscription requests waiting for one user, JIDs a session's directed presence is remembered for, affiliations in one room, JIDs in each list of archiving preferences [default: 1000]
         list_limit: usize = 1000, "xmpp-list-limit", "SWITCHBOARD_XMPP_LIST_LIMIT";

@@ -217,7 +217,11 @@ impl ServerState {
             };
             let logins = irc::Logins {
                 // Checked by the configuration's validation.
-                accounts: xmpp::Accounts::new(&config.xmpp_accounts, store.clone()).unwrap_or_default(),
+                accounts: {
+                    let accounts = xmpp::Accounts::new(&config.xmpp_accounts, store.clone()).unwrap_or_default();
+                    // IRC's REGISTER makes accounts as XMPP's in-band registration does, under the same bound.
+                    if config.xmpp.registration > 0 { accounts.open(config.xmpp.registration) } else { accounts }
+                },
                 failures: AddressRates::per(config.xmpp.auth_failures, std::time::Duration::from_secs(60)),
             };
             // A persistent MUC room keeps the topic an IRC client sets as its subject.

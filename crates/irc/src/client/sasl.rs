@@ -39,7 +39,7 @@ impl Client {
         self.sasl.get_or_insert_with(Box::default)
     }
 
-    fn plain_allowed(&self) -> bool {
+    pub(super) fn plain_allowed(&self) -> bool {
         self.encrypted || self.irc.settings.plain_unencrypted
     }
 
@@ -140,6 +140,11 @@ impl Client {
     fn logged_in(&mut self, account: String) {
         let line = self.reply(RPL_LOGGEDIN).arg(&self.source()).arg(&account).trailing(&format!("You are now logged in as {account}"));
         self.send(line + &self.reply(RPL_SASLSUCCESS).trailing("SASL authentication successful"));
+        self.now_logged_in(account);
+    }
+
+    /// It is logged in to `account` (its `900` sent).
+    pub(super) fn now_logged_in(&mut self, account: String) {
         self.public.state.lock().account = Some(account.as_str().into());
         self.sasl = None;
         // account-notify: a client that logs in once registered is told

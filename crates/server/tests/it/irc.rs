@@ -971,6 +971,59 @@ async fn logging_in_once_registered_is_told_to_those_who_asked() {
     assert_eq!(not.line().await, ":sammy!sammy@localhost PRIVMSG #acc :hi\r\n", "nothing before to one that did not ask");
 }
 
+/// IRCv3 account-registration: `REGISTER` makes an account as XMPP's
+/// in-band registration does, and logs the client in to it; offered only
+/// where accounts may be made and the password is safe on the way.
+#[tokio::test]
+async fn register_makes_an_account_and_logs_in_to_it() {
+    use base64::Engine;
+    let server = TestServer::start().await;
+    let mut closed = Irc::register(server.irc, "clo").await;
+    closed.send("REGISTER * * pw").await;
+    assert_eq!(closed.line().await, ":localhost FAIL REGISTER TEMPORARILY_UNAVAILABLE * :Accounts are not made here\r\n");
+
+    let mut config = sam_in_the_clear();
+    config.xmpp.registration = 2;
+    let server = TestServer::with(config).await;
+    let mut irc = Irc::connect(server.irc).await;
+    irc.send("CAP LS 302").await;
+    assert!(irc.line().await.contains(" draft/account-registration=before-connect,custom-account-name "));
+    irc.send("CAP REQ draft/account-registration").await;
+    assert_eq!(irc.line().await, ":localhost CAP * ACK :draft/account-registration\r\n");
+    irc.send("REGISTER * * pw").await;
+    assert_eq!(irc.line().await, ":localhost FAIL REGISTER NEED_NICK * :Choose a nickname first\r\n");
+    irc.send("NICK Reg").await;
+    irc.send("REGISTER sam * pw").await;
+    assert_eq!(irc.line().await, ":localhost FAIL REGISTER ACCOUNT_EXISTS sam :That account exists\r\n");
+    irc.send("REGISTER * *").await;
+    assert_eq!(irc.line().await, ":localhost 461 Reg REGISTER :Not enough parameters\r\n");
+    // Before the connection completes: the account is its nickname's, case-mapped.
+    irc.send("REGISTER * * secret").await;
+    assert_eq!(irc.line().await, ":localhost REGISTER SUCCESS reg :Account created\r\n");
+    assert_eq!(irc.line().await, ":localhost 900 Reg Reg!Reg@localhost reg :You are now logged in as reg\r\n");
+    irc.send("REGISTER other * pw").await;
+    assert_eq!(irc.line().await, ":localhost FAIL REGISTER ALREADY_AUTHENTICATED reg :You are already logged in\r\n");
+    irc.send("USER r 0 * :R").await;
+    irc.send("CAP END").await;
+    irc.until(" 422 ").await;
+    irc.send("WHOIS Reg").await;
+    assert_eq!(irc.until(" 330 ").await, ":localhost 330 Reg Reg reg :is logged in as\r\n");
+    // The account is the server's: SASL logs in to it.
+    let mut again = Irc::connect(server.irc).await;
+    again.send("AUTHENTICATE PLAIN").await;
+    assert_eq!(again.line().await, "AUTHENTICATE +\r\n");
+    again.send(&format!("AUTHENTICATE {}", base64::engine::general_purpose::STANDARD.encode("\0reg\0secret"))).await;
+    assert!(again.line().await.starts_with(":localhost 900 * "));
+    // Another name than its nickname's; then the bound.
+    let mut other = Irc::register(server.irc, "oth").await;
+    other.send("REGISTER ann * pw").await;
+    assert_eq!(other.line().await, ":localhost REGISTER SUCCESS ann :Account created\r\n");
+    assert_eq!(other.line().await, ":localhost 900 oth oth!~u@localhost ann :You are now logged in as ann\r\n");
+    let mut third = Irc::register(server.irc, "thi").await;
+    third.send("REGISTER * * pw").await;
+    assert_eq!(third.line().await, ":localhost FAIL REGISTER TEMPORARILY_UNAVAILABLE * :No more accounts are made now\r\n");
+}
+
 #[tokio::test]
 async fn a_line_too_long_is_answered_and_the_next_one_is_read() {
     let server = TestServer::start().await;
