@@ -21,7 +21,8 @@ use crate::archive::{self, Archive};
 /// How long a room opened again waits for the archive's writer before it
 /// reads its history: a writer that far behind (a full queue on a busy
 /// server) would hold the join, so the room opens with what is written.
-const HISTORY_WAIT: Duration = Duration::from_secs(1);
+/// IRC's `CHATHISTORY` waits as long, then reads what is written.
+pub const HISTORY_WAIT: Duration = Duration::from_secs(1);
 
 /// Where a protocol that keeps some rooms' state (XMPP's persistent MUC
 /// rooms, their subject among it) is told of a topic set in another

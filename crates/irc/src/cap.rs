@@ -108,10 +108,12 @@ impl Caps {
 /// (none when there are no accounts: then it is not offered), and
 /// `draft/multiline` its limits. `draft/account-registration` is offered
 /// when the client may register (`registers`): accounts can be made, and
-/// a password sent as it is would be safe (TLS, or allowed in the clear).
-pub fn offered(mechanisms: Option<&str>, registers: bool) -> String {
+/// a password sent as it is would be safe (TLS, or allowed in the clear);
+/// `draft/chathistory` when rooms are `archived`.
+pub fn offered(mechanisms: Option<&str>, registers: bool, archived: bool) -> String {
     let names = OFFERED.iter().filter_map(|(name, cap)| match (cap, mechanisms) {
         (Cap::AccountRegistration, _) if !registers => None,
+        (Cap::Chathistory, _) if !archived => None,
         // Before the connection completes too, with any account name;
         // no email is asked for.
         (Cap::AccountRegistration, Some(_)) => Some(format!("{name}=before-connect,custom-account-name")),

@@ -85,15 +85,15 @@ impl Ref {
         }
     }
 
-    /// Whether this one is no later than `other`, where both say: ids are
-    /// in the archive's order, and a time against an id is taken to come
-    /// first.
+    /// Whether this one is no later than `other`: ids are in the archive's
+    /// order, and an id against a time by the time it carries
+    /// (`store::id_time`; one that carries none is taken to come first).
     fn not_after(&self, other: &Ref) -> bool {
         match (self, other) {
             (Ref::Msgid(a), Ref::Msgid(b)) => a <= b,
             (Ref::Time(a), Ref::Time(b)) => a <= b,
-            (Ref::Time(_), Ref::Msgid(_)) => true,
-            (Ref::Msgid(_), Ref::Time(_)) => false,
+            (Ref::Time(at), Ref::Msgid(id)) => store::id_time(id).is_none_or(|t| *at <= t),
+            (Ref::Msgid(id), Ref::Time(at)) => store::id_time(id).is_none_or(|t| t < *at),
         }
     }
 }
@@ -164,9 +164,10 @@ impl Query {
 }
 
 /// `TARGETS <timestamp> <timestamp> <limit>`'s read of each channel's
-/// archive, between the two times, either first (bounds exclusive): its
-/// newest message there, if any. And the limit.
-pub fn targets(rest: &[&str]) -> Result<(Filter, usize), Refused> {
+/// archive, between the two times (bounds exclusive): its newest message
+/// there, if any; the limit; and whether the later time came first, so
+/// that the limit counts from it, as `BETWEEN`'s does.
+pub fn targets(rest: &[&str]) -> Result<(Filter, usize, bool), Refused> {
     let time = |n: usize| match rest.get(n).and_then(|r| Ref::parse(r)) {
         Some(Ref::Time(at)) => Ok(at),
         _ => Err(refused("INVALID_PARAMS", "TARGETS takes two timestamps")),
@@ -176,7 +177,7 @@ pub fn targets(rest: &[&str]) -> Result<(Filter, usize), Refused> {
     let mut filter = Filter::default();
     Ref::Time(a.min(b)).after(&mut filter);
     Ref::Time(a.max(b)).before(&mut filter);
-    Ok((filter, limit))
+    Ok((filter, limit, a > b))
 }
 
 /// `AROUND`'s three pages (before, the message, after) as one, oldest
@@ -221,8 +222,13 @@ mod tests {
         let (before, _, _) = Query::Before(Ref::Time(5_000)).reads(3).remove(0);
         assert_eq!(before.end, Some(4_999));
 
-        let (between, limit) = targets(&["timestamp=1970-01-01T00:00:00.009Z", "timestamp=1970-01-01T00:00:00.002Z", "5"]).unwrap();
-        assert_eq!((between.start, between.end, limit), (Some(3_000), Some(8_999), 5), "either first, both exclusive");
+        let (between, limit, backwards) = targets(&["timestamp=1970-01-01T00:00:00.009Z", "timestamp=1970-01-01T00:00:00.002Z", "5"]).unwrap();
+        assert_eq!((between.start, between.end, limit, backwards), (Some(3_000), Some(8_999), 5, true), "either first, both exclusive");
+
+        // An id against a time: by the time it carries.
+        let id = store::id_of(5_000, 7);
+        assert!(Ref::Time(4_000).not_after(&Ref::Msgid(id.clone())) && !Ref::Time(6_000).not_after(&Ref::Msgid(id.clone())));
+        assert!(Ref::Msgid(id.clone()).not_after(&Ref::Time(6_000)) && !Ref::Msgid(id).not_after(&Ref::Time(5_000)));
         assert_eq!(targets(&["msgid=a", "timestamp=1970-01-01T00:00:00.009Z", "5"]).unwrap_err().code, "INVALID_PARAMS");
     }
 

@@ -208,6 +208,11 @@ impl Client {
     }
 
     /// The account it logged in to, if it did.
+    /// Whether it gave the server's password, if the server has one.
+    fn password_given(&self) -> bool {
+        self.irc.settings.password.is_none() || self.password == Password::Given
+    }
+
     fn account(&self) -> Option<Arc<str>> {
         self.public.state.lock().account.clone()
     }
@@ -528,13 +533,14 @@ impl Client {
                 self.negotiating |= !self.registered;
                 self.cap_302 |= arg.parse::<u32>().is_ok_and(|v| v >= 302);
                 let mechanisms = self.mechanisms().join(",");
-                self.send(line("LS").trailing(&cap::offered(self.cap_302.then_some(mechanisms.as_str()), self.registers())));
+                self.send(line("LS").trailing(&cap::offered(self.cap_302.then_some(mechanisms.as_str()), self.registers(), self.irc.archive.is_some())));
             }
             "LIST" => self.send(line("LIST").trailing(&self.caps.names())),
             "REQ" => {
                 self.negotiating |= !self.registered;
                 // `sasl` is not offered without accounts to log in to.
-                let unoffered = arg.split_ascii_whitespace().any(|c| (c == "sasl" && self.mechanisms().is_empty()) || (c == "draft/account-registration" && !self.registers()));
+                let unoffered = arg.split_ascii_whitespace().any(|c| (c == "sasl" && self.mechanisms().is_empty()) || (c == "draft/account-registration" && !self.registers())
+                    || (c == "draft/chathistory" && self.irc.archive.is_none()));
                 match self.caps.after(arg).filter(|_| !unoffered) {
                     Some(caps) => {
                         self.caps = caps;
@@ -626,7 +632,7 @@ impl Client {
         if self.name.is_none() {
             return;
         }
-        if self.irc.settings.password.is_some() && self.password != Password::Given {
+        if !self.password_given() {
             self.send(self.reply(ERR_PASSWDMISMATCH).trailing("Password incorrect"));
             self.password = Password::Refused;
             return;
@@ -676,6 +682,9 @@ impl Client {
             "UTF8ONLY".into(),
             "WHOX".into(),
         ];
+        // CHATHISTORY reads the rooms' archive: without one, it is not offered.
+        let archived = self.irc.archive.is_some();
+        let tokens: Vec<String> = tokens.into_iter().filter(|t| archived || !(t.starts_with("CHATHISTORY=") || t.starts_with("MSGREFTYPES="))).collect();
         for chunk in tokens.chunks(13) {
             let mut line = self.reply(RPL_ISUPPORT);
             for token in chunk {
@@ -1282,7 +1291,7 @@ impl Client {
     /// another protocol is never idle (`other_member`).
     fn who_line(&self, channel: &str, client: &Shown, prefix: &str, fields: Option<&whox::Fields>) -> String {
         let flags = format!(
-            "{}{}{}{prefix}",
+            "{}{}{prefix}{}",
             if client.away.is_some() { 'G' } else { 'H' },
             if client.oper { "*" } else { "" },
             if client.bot { "B" } else { "" }
@@ -1813,11 +1822,11 @@ impl Client {
             return self.send(fail("NEED_MORE_PARAMS", params.first().copied().unwrap_or("*"), None, "Insufficient parameters"));
         };
         let Some((archive, prefix)) = self.irc.archive.clone() else {
-            return self.send(fail("MESSAGE_ERROR", subcommand, None, "Messages are not archived here"));
+            return self.send(fail("MESSAGE_ERROR", subcommand, Some(target), "Messages are not archived here"));
         };
         if subcommand.eq_ignore_ascii_case("TARGETS") {
             return match chathistory::targets(&params[1..]) {
-                Ok((between, limit)) => self.chathistory_targets(&archive, &prefix, between, limit).await,
+                Ok((between, limit, backwards)) => self.chathistory_targets(&archive, &prefix, between, limit, backwards).await,
                 Err(refused) => self.send(fail(refused.code, subcommand, None, refused.why)),
             };
         }
@@ -1829,8 +1838,9 @@ impl Client {
             return self.send(fail("INVALID_TARGET", subcommand, Some(target), "Only the history of a channel you are in is kept"));
         };
         let name = base::rooms::ArchivedRooms::archive_of(&prefix, &room);
-        // What was published before this command is in the answer.
-        archive.flush().await;
+        // What was published before this command is in the answer, unless
+        // the writer is far behind.
+        let _ = tokio::time::timeout(base::rooms::HISTORY_WAIT, archive.flush()).await;
         let mut pages = Vec::new();
         for (filter, cursor, max) in query.reads(limit) {
             match archive.page(&name, &filter, &cursor, max).await {
@@ -1856,12 +1866,13 @@ impl Client {
 
     /// `CHATHISTORY TARGETS`: the channels this client is in that have
     /// messages `between` two times, each with the time of its newest
-    /// there, the longest quiet first, at most `limit`, as a
-    /// `draft/chathistory-targets` batch. A channel whose archive cannot
-    /// be read now is left out (logged and counted).
-    async fn chathistory_targets(&mut self, archive: &base::archive::Archive, prefix: &str, between: store::Filter, limit: usize) {
+    /// there, at most `limit` counted from the first time given (the
+    /// newest if it was the later, `backwards`), the longest quiet first,
+    /// as a `draft/chathistory-targets` batch. A channel whose archive
+    /// cannot be read now is left out (logged and counted).
+    async fn chathistory_targets(&mut self, archive: &base::archive::Archive, prefix: &str, between: store::Filter, limit: usize, backwards: bool) {
         let mut newest: Vec<(i64, String)> = Vec::new();
-        archive.flush().await;
+        let _ = tokio::time::timeout(base::rooms::HISTORY_WAIT, archive.flush()).await;
         for room in &self.joined {
             let name = base::rooms::ArchivedRooms::archive_of(prefix, room);
             match archive.page(&name, &between, &store::Cursor::Before(None), 1).await {
@@ -1873,6 +1884,7 @@ impl Client {
             }
         }
         newest.sort();
+        let skip = if backwards { newest.len().saturating_sub(limit) } else { 0 };
         let server = self.server().to_owned();
         let batched = self.caps.has(Cap::Batch);
         let batch = self.next_batch("t");
@@ -1880,7 +1892,7 @@ impl Client {
         if batched {
             lines.push_str(&Line::new(Some(&server), "BATCH").arg(&format!("+{batch}")).arg("draft/chathistory-targets").end());
         }
-        for (at, channel) in newest.iter().take(limit) {
+        for (at, channel) in newest.iter().skip(skip).take(limit) {
             let tags = if batched { format!("batch={batch}") } else { String::new() };
             let time = humantime::format_rfc3339_millis(base::archive::time(*at)).to_string();
             lines.push_str(&Line::tagged(&tags, Some(&server), "CHATHISTORY").arg("TARGETS").arg(channel).arg(&time).end());
@@ -1975,11 +1987,16 @@ impl Client {
     /// set of tags.
     fn extended_join(&self, tags: &str, room: &str, name: &str, account: Option<&str>) -> String {
         let nick = nick_of(name);
+        let channel = channel_of(room);
+        // The IRC user of this node by that name, if it is in the channel
+        // (a member of another protocol may have the same name elsewhere).
         let member = Nickname::parse(name).ok().and_then(|n| self.irc.nicks.find(&n.key));
-        let here = member.filter(|m| self.irc.channels.with(room, |c| c.members.iter().any(|c| c.client.id == m.id)).unwrap_or(false));
-        let realname = here.map(|m| m.state.lock().realname.clone());
+        let realname = member.and_then(|m| {
+            let state = m.state.lock();
+            state.channels.contains(&channel).then(|| state.realname.clone())
+        });
         Line::tagged(tags, Some(&render::source(&nick, self.server())), "JOIN")
-            .arg(&channel_of(room))
+            .arg(&channel)
             .arg(account.unwrap_or("*"))
             .trailing(realname.as_deref().unwrap_or(name))
     }

@@ -83,10 +83,7 @@ impl IdClock {
     /// [`id_of`]'s form, or more than [`OBSERVED_AHEAD`] ahead, changes
     /// nothing.
     pub fn observe(&self, id: &str, now: i64) {
-        if id.len() != 21 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return;
-        }
-        let Ok(at) = i64::from_str_radix(&id[..13], 16) else { return };
+        let Some(at) = id_time(id) else { return };
         if at > now.saturating_add(OBSERVED_AHEAD) {
             return;
         }
@@ -94,6 +91,14 @@ impl IdClock {
         let mut last = self.0.lock();
         *last = (*last).max((at, u32::MAX));
     }
+}
+
+/// The time (microseconds) an id in [`id_of`]'s form carries.
+pub fn id_time(id: &str) -> Option<i64> {
+    if id.len() != 21 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    i64::from_str_radix(&id[..13], 16).ok()
 }
 
 impl Default for IdClock {

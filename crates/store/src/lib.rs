@@ -28,7 +28,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 pub use account::{Account, AccountStore, Created, Origin, ScramKeys};
-pub use archive::{ArchiveStore, Cursor, Entry, Filter, IdClock, Keep, Page, Prefs, id_bounds, id_of, is_room};
+pub use archive::{ArchiveStore, Cursor, Entry, Filter, IdClock, Keep, Page, Prefs, id_bounds, id_of, id_time, is_room};
 pub use fast::{FastToken, FastTokenStore, PER_CLIENT};
 pub use memory::MemoryStore;
 pub use offline::OfflineStore;

@@ -27,6 +27,11 @@ impl Client {
         if !self.registers() {
             return self.send(fail("TEMPORARILY_UNAVAILABLE", account, "Registration needs TLS"));
         }
+        // A server with a password (`--irc-password`) makes accounts only
+        // for those who gave it.
+        if !self.password_given() {
+            return self.send(fail("TEMPORARILY_UNAVAILABLE", account, "Give the server's password first (PASS)"));
+        }
         if let Some(current) = self.account() {
             return self.send(fail("ALREADY_AUTHENTICATED", &current, "You are already logged in"));
         }

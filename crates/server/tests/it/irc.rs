@@ -890,9 +890,16 @@ async fn chathistory_reads_a_channel_back_from_its_archive() {
     assert_eq!(ana.line().await, format!("@batch={reference} :localhost CHATHISTORY TARGETS #hist {}\r\n", time(5)));
     assert_eq!(ana.line().await, format!("@batch={reference} :localhost CHATHISTORY TARGETS #later {last_time}\r\n"));
     assert_eq!(ana.line().await, format!(":localhost BATCH -{reference}\r\n"));
-    ana.send(&targets("2262-01-01T00:00:00.000Z", &time(5), 1)).await;
+    // The limit counts from the first time given.
+    for (from, to, first) in [("2020-01-01T00:00:00.000Z", "2262-01-01T00:00:00.000Z", "#hist"), ("2262-01-01T00:00:00.000Z", "2020-01-01T00:00:00.000Z", "#later")] {
+        ana.send(&targets(from, to, 1)).await;
+        ana.line().await;
+        assert_eq!(ana.line().await.split(' ').nth(4), Some(first), "from {from}");
+        ana.line().await;
+    }
+    ana.send(&targets("2262-01-01T00:00:00.000Z", &time(5), 10)).await;
     ana.line().await;
-    assert_eq!(ana.line().await.split(' ').nth(4), Some("#later"), "after #hist's newest, either time first");
+    assert_eq!(ana.line().await.split(' ').nth(4), Some("#later"), "after #hist's newest");
     ana.line().await;
     ana.send("CHATHISTORY LATEST #elsewhere * 10").await;
     assert_eq!(ana.line().await, ":localhost FAIL CHATHISTORY INVALID_TARGET LATEST #elsewhere :Only the history of a channel you are in is kept\r\n");
@@ -912,7 +919,9 @@ async fn chathistory_reads_a_channel_back_from_its_archive() {
     let mut ned = Irc::register(unkept.irc, "ned").await;
     ned.join("#x").await;
     ned.send("CHATHISTORY LATEST #x * 10").await;
-    assert_eq!(ned.line().await, ":localhost FAIL CHATHISTORY MESSAGE_ERROR LATEST :Messages are not archived here\r\n");
+    assert_eq!(ned.line().await, ":localhost FAIL CHATHISTORY MESSAGE_ERROR LATEST #x :Messages are not archived here\r\n");
+    ned.send("CAP LS 302").await;
+    assert!(!ned.line().await.contains("chathistory"), "not offered");
 }
 
 /// IRCv3 extended-join: a `JOIN` names the member's account (`*` for none)
@@ -1022,6 +1031,19 @@ async fn register_makes_an_account_and_logs_in_to_it() {
     let mut third = Irc::register(server.irc, "thi").await;
     third.send("REGISTER * * pw").await;
     assert_eq!(third.line().await, ":localhost FAIL REGISTER TEMPORARILY_UNAVAILABLE * :No more accounts are made now\r\n");
+
+    // A server with a password makes accounts only for those who gave it.
+    let mut config = sam_in_the_clear();
+    config.xmpp.registration = 2;
+    config.irc.password = Some("letmein".into());
+    let server = TestServer::with(config).await;
+    let mut irc = Irc::connect(server.irc).await;
+    irc.send("NICK pas").await;
+    irc.send("REGISTER * * pw").await;
+    assert_eq!(irc.line().await, ":localhost FAIL REGISTER TEMPORARILY_UNAVAILABLE * :Give the server's password first (PASS)\r\n");
+    irc.send("PASS letmein").await;
+    irc.send("REGISTER * * pw").await;
+    assert_eq!(irc.line().await, ":localhost REGISTER SUCCESS pas :Account created\r\n");
 }
 
 #[tokio::test]
