@@ -104,16 +104,42 @@ impl Caps {
     }
 }
 
-/// What `CAP LS` says; with `CAP LS 302`, `sasl` lists `mechanisms`
-/// (none when there are no accounts: then it is not offered), and
-/// `draft/multiline` its limits. `draft/account-registration` is offered
-/// when the client may register (`registers`): accounts can be made, and
-/// a password sent as it is would be safe (TLS, or allowed in the clear);
-/// `draft/chathistory` when rooms are `archived`.
-pub fn offered(mechanisms: Option<&str>, registers: bool, archived: bool) -> String {
+/// Which of the capabilities that need something of the server it offers
+/// one client: `sasl` where there are accounts to log in to,
+/// `draft/account-registration` where the client may make one (accounts
+/// can be made, and a password sent as it is would be safe: TLS, or
+/// allowed in the clear), `draft/chathistory` where rooms are archived.
+#[derive(Debug, Clone, Copy)]
+pub struct Offer {
+    pub sasl: bool,
+    pub registration: bool,
+    pub history: bool,
+}
+
+impl Offer {
+    /// Whether `cap` is offered: a `CAP REQ` of one that is not is refused.
+    pub fn offers(self, cap: Cap) -> bool {
+        match cap {
+            Cap::Sasl => self.sasl,
+            Cap::AccountRegistration => self.registration,
+            Cap::Chathistory => self.history,
+            _ => true,
+        }
+    }
+
+    /// Whether a `CAP REQ` of `request` names a capability not offered.
+    pub fn refuses(self, request: &str) -> bool {
+        request.split_ascii_whitespace().filter_map(|name| OFFERED.iter().find(|(n, _)| *n == name)).any(|(_, cap)| !self.offers(*cap))
+    }
+}
+
+/// What `CAP LS` says of what `offer` offers; with `CAP LS 302`, `sasl`
+/// lists `mechanisms` (none when there are no accounts: then it is not
+/// offered), `draft/multiline` its limits and
+/// `draft/account-registration` what it allows.
+pub fn offered(offer: Offer, mechanisms: Option<&str>) -> String {
     let names = OFFERED.iter().filter_map(|(name, cap)| match (cap, mechanisms) {
-        (Cap::AccountRegistration, _) if !registers => None,
-        (Cap::Chathistory, _) if !archived => None,
+        (Cap::AccountRegistration | Cap::Chathistory, _) if !offer.offers(*cap) => None,
         // Before the connection completes too, with any account name;
         // no email is asked for.
         (Cap::AccountRegistration, Some(_)) => Some(format!("{name}=before-connect,custom-account-name")),

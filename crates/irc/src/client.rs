@@ -207,12 +207,12 @@ impl Client {
         format!("{}!{user}@{}", self.nick(), self.server())
     }
 
-    /// The account it logged in to, if it did.
     /// Whether it gave the server's password, if the server has one.
     fn password_given(&self) -> bool {
         self.irc.settings.password.is_none() || self.password == Password::Given
     }
 
+    /// The account it logged in to, if it did.
     fn account(&self) -> Option<Arc<str>> {
         self.public.state.lock().account.clone()
     }
@@ -525,6 +525,12 @@ impl Client {
         self.send_flow(self.reply(ERR_NONICKNAMEGIVEN).trailing("No nickname given"))
     }
 
+    /// What of the capabilities that need something of the server it
+    /// offers this client.
+    fn offer(&self) -> cap::Offer {
+        cap::Offer { sasl: !self.mechanisms().is_empty(), registration: self.registers(), history: self.irc.archive.is_some() }
+    }
+
     fn cap(&mut self, sub: &str, arg: &str) {
         let nick = self.nick();
         let line = |sub: &str| Line::new(Some(self.irc.server_name()), "CAP").arg(&nick).arg(sub);
@@ -533,14 +539,12 @@ impl Client {
                 self.negotiating |= !self.registered;
                 self.cap_302 |= arg.parse::<u32>().is_ok_and(|v| v >= 302);
                 let mechanisms = self.mechanisms().join(",");
-                self.send(line("LS").trailing(&cap::offered(self.cap_302.then_some(mechanisms.as_str()), self.registers(), self.irc.archive.is_some())));
+                self.send(line("LS").trailing(&cap::offered(self.offer(), self.cap_302.then_some(mechanisms.as_str()))));
             }
             "LIST" => self.send(line("LIST").trailing(&self.caps.names())),
             "REQ" => {
                 self.negotiating |= !self.registered;
-                // `sasl` is not offered without accounts to log in to.
-                let unoffered = arg.split_ascii_whitespace().any(|c| (c == "sasl" && self.mechanisms().is_empty()) || (c == "draft/account-registration" && !self.registers())
-                    || (c == "draft/chathistory" && self.irc.archive.is_none()));
+                let unoffered = self.offer().refuses(arg);
                 match self.caps.after(arg).filter(|_| !unoffered) {
                     Some(caps) => {
                         self.caps = caps;
@@ -660,7 +664,6 @@ impl Client {
             format!("AWAYLEN={TEXTLEN}"),
             "BOT=B".into(),
             "CASEMAPPING=ascii".into(),
-            format!("CHATHISTORY={}", chathistory::MAX),
             format!("CHANLIMIT=#:{}", self.irc.settings.max_channels),
             "CHANMODES=Ibe,k,l,Cimnst".into(),
             format!("CHANNELLEN={}", 1 + 3 * wire::app::MAX_NAME_LEN),
@@ -673,7 +676,6 @@ impl Client {
             format!("MAXLIST=Ibe:{}", crate::channels::MAX_LIST),
             "MODES=4".into(),
             format!("MONITOR={}", crate::monitor::LIMIT),
-            "MSGREFTYPES=msgid,timestamp".into(),
             format!("NETWORK={network}"),
             format!("NICKLEN={NICKLEN}"),
             "PREFIX=(ov)@+".into(),
@@ -682,9 +684,11 @@ impl Client {
             "UTF8ONLY".into(),
             "WHOX".into(),
         ];
+        let mut tokens = Vec::from(tokens);
         // CHATHISTORY reads the rooms' archive: without one, it is not offered.
-        let archived = self.irc.archive.is_some();
-        let tokens: Vec<String> = tokens.into_iter().filter(|t| archived || !(t.starts_with("CHATHISTORY=") || t.starts_with("MSGREFTYPES="))).collect();
+        if self.irc.archive.is_some() {
+            tokens.extend([format!("CHATHISTORY={}", chathistory::MAX), "MSGREFTYPES=msgid,timestamp".into()]);
+        }
         for chunk in tokens.chunks(13) {
             let mut line = self.reply(RPL_ISUPPORT);
             for token in chunk {
@@ -786,9 +790,7 @@ impl Client {
         }
         let away = {
             let mut state = self.public.state.lock();
-            let mut channels = std::mem::take(&mut state.channels).into_vec();
-            channels.push(channel);
-            state.channels = channels.into_boxed_slice();
+            state.enter(channel);
             state.away.clone()
         };
         if let Some(away) = away {
@@ -896,10 +898,7 @@ impl Client {
         self.joined.retain(|r| r != room);
         self.echoes.retain(|(r, _)| r != room);
         let channel = channel_of(room);
-        let mut state = self.public.state.lock();
-        let kept: Box<[String]> = state.channels.iter().filter(|c| **c != channel).cloned().collect();
-        state.channels = kept;
-        drop(state);
+        self.public.state.lock().exit(&channel);
         self.irc.channels.exit(room, self.id());
         self.irc.rooms.as_ref().is_some_and(|rooms| rooms.leave(room, self.id()).is_some())
     }
@@ -1431,7 +1430,6 @@ impl Client {
         self.send(lines);
     }
 
-    /// `INVITE nick #channel`: lets `nick` join the channel under `+i`.
     /// `INVITE` alone: the channels this client is invited to and has not
     /// joined yet (`336`), then `337`.
     fn invitations(&self) {
@@ -1445,6 +1443,7 @@ impl Client {
         self.send(lines);
     }
 
+    /// `INVITE nick #channel`: lets `nick` join the channel under `+i`.
     fn invite(&self, nick: &str, channel: &str) {
         let Some(target) = self.find(nick) else {
             return self.send(self.reply(ERR_NOSUCHNICK).arg(nick).trailing("No such nick/channel"));
@@ -1816,7 +1815,10 @@ impl Client {
     async fn chathistory(&mut self, params: &[&str]) {
         let fail = |code: &str, subcommand: &str, target: Option<&str>, why: &str| {
             let line = Line::new(Some(self.server()), "FAIL").arg("CHATHISTORY").arg(code).arg(subcommand);
-            target.map_or(line.clone(), |t| line.arg(t)).trailing(why)
+            match target {
+                Some(target) => line.arg(target).trailing(why),
+                None => line.trailing(why),
+            }
         };
         let (Some(subcommand), Some(target)) = (params.first(), params.get(1)) else {
             return self.send(fail("NEED_MORE_PARAMS", params.first().copied().unwrap_or("*"), None, "Insufficient parameters"));
@@ -1886,19 +1888,15 @@ impl Client {
         newest.sort();
         let skip = if backwards { newest.len().saturating_sub(limit) } else { 0 };
         let server = self.server().to_owned();
-        let batched = self.caps.has(Cap::Batch);
-        let batch = self.next_batch("t");
         let mut lines = String::new();
-        if batched {
-            lines.push_str(&Line::new(Some(&server), "BATCH").arg(&format!("+{batch}")).arg("draft/chathistory-targets").end());
-        }
         for (at, channel) in newest.iter().skip(skip).take(limit) {
-            let tags = if batched { format!("batch={batch}") } else { String::new() };
             let time = humantime::format_rfc3339_millis(base::archive::time(*at)).to_string();
-            lines.push_str(&Line::tagged(&tags, Some(&server), "CHATHISTORY").arg("TARGETS").arg(channel).arg(&time).end());
+            lines.push_str(&Line::new(Some(&server), "CHATHISTORY").arg("TARGETS").arg(channel).arg(&time).end());
         }
-        if batched {
-            lines.push_str(&Line::new(Some(&server), "BATCH").arg(&format!("-{batch}")).end());
+        if self.caps.has(Cap::Batch) {
+            let batch = self.next_batch("t");
+            let open = Line::new(Some(&server), "BATCH").arg(&format!("+{batch}")).arg("draft/chathistory-targets").end();
+            lines = open + &labeled::inside(&lines, &batch) + &labeled::end(&server, &batch);
         }
         self.send(lines);
     }
@@ -2188,7 +2186,7 @@ fn history(server: &str, caps: Caps, channel: &str, batch: &str, kept: &[Payload
         }
     }
     if batched {
-        out.push_str(&Line::new(Some(server), "BATCH").arg(&format!("-{batch}")).end());
+        out.push_str(&labeled::end(server, batch));
     }
     out
 }

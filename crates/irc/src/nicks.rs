@@ -57,6 +57,20 @@ pub struct Shown {
     pub spoke: u32,
 }
 
+impl Shown {
+    /// It is in `channel` too.
+    pub fn enter(&mut self, channel: String) {
+        let mut channels = std::mem::take(&mut self.channels).into_vec();
+        channels.push(channel);
+        self.channels = channels.into_boxed_slice();
+    }
+
+    /// It is no longer in `channel`.
+    pub fn exit(&mut self, channel: &str) {
+        self.channels = self.channels.iter().filter(|c| *c != channel).cloned().collect();
+    }
+}
+
 impl Public {
     pub fn new(id: MemberId, outbox: Arc<Outbox>) -> Public {
         Public { id, outbox, caps: AtomicU32::new(0), state: Mutex::new(Shown::default()) }

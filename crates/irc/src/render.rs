@@ -87,18 +87,14 @@ impl Tags {
         if let (true, Some(account)) = (self.has(Tags::ACCOUNT), by.account) {
             add("account", account);
         }
-        // A tag with no value: the key alone.
-        if self.has(Tags::MSGID) && by.bot {
+        // Written as they are: a tag with no value (the key alone), and the
+        // client-only tags, already well-formed.
+        let bot = by.bot.then_some("bot");
+        for written in [bot, client].into_iter().flatten().filter(|_| self.has(Tags::MSGID)) {
             if !tags.is_empty() {
                 tags.push(';');
             }
-            tags.push_str("bot");
-        }
-        if let (true, Some(client)) = (self.has(Tags::MSGID), client) {
-            if !tags.is_empty() {
-                tags.push(';');
-            }
-            tags.push_str(client);
+            tags.push_str(written);
         }
         tags
     }
