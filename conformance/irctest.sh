@@ -47,13 +47,11 @@ cargo build --manifest-path "$root/Cargo.toml" --bin switchboard
 # REGISTER before the connection completes; Switchboard allows it, as
 # XMPP's in-band registration comes before authentication (the suite's
 # test of registering before connecting passes).
-# Tests marked private_chathistory read back private messages, which
-# Switchboard does not archive (CHATHISTORY reads channels).
 cd "$suite"
 status=0
 SWITCHBOARD_BIN="$root/target/debug/switchboard" PYTHONPATH="$root/conformance/irctest" "$suite/venv/bin/pytest" \
     --controller switchboard_controller \
-    -m "(RFC1459 or RFC2812 or modern or ircdocs or IRCv3) and not (deprecated or strict or private_chathistory)" -k "not Ergo and not Sable and not testLinksWithServices and not testWhoxAccount and not RegisterBeforeConnectDisallowedTestCase" \
+    -m "(RFC1459 or RFC2812 or modern or ircdocs or IRCv3) and not (deprecated or strict)" -k "not Ergo and not Sable and not testLinksWithServices and not testWhoxAccount and not RegisterBeforeConnectDisallowedTestCase" \
     --junit-xml "$out/junit.xml" -q -rfE -p no:cacheprovider "$@" || status=$?
 echo "irctest against Switchboard: junit in $out/junit.xml"
 exit $status

@@ -46,6 +46,15 @@ pub const COMMIT_EVERY: Duration = Duration::from_millis(250);
 /// at 5 ms, 1.45 to 2.35; at 20 ms, 1.1 to 1.6.
 pub const COMMIT_AWAITED: Duration = Duration::from_millis(20);
 
+/// Whether an account's archive keeps a message with another party: its
+/// owner's archiving preferences (XEP-0441), which XMPP keeps and which
+/// IRC's private messages go by too.
+pub trait Keeps: Send + Sync + std::fmt::Debug {
+    /// Whether the archive of `owner` (a bare JID) keeps a message
+    /// exchanged with `peer` (a JID).
+    fn keeps<'a>(&'a self, owner: &'a str, peer: &'a str) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>>;
+}
+
 /// Entries waiting for the writer: when they were queued, and who waits
 /// for their commit, if anyone does.
 struct Queued {

@@ -17,7 +17,8 @@ use wire::nickname::Nickname;
 
 use crate::Irc;
 use crate::cap::{self, Cap, Caps};
-use crate::{chathistory, labeled, multiline, whox};
+use crate::{chathistory, labeled, multiline, private, whox};
+use crate::private::{Party, PrivateArchive};
 use crate::nicks::{Public, Shown};
 use crate::numeric::*;
 use crate::render::{self, By, Tags};
@@ -465,7 +466,7 @@ impl Client {
                             let said = Said { command: "PRIVMSG", text: &whole.text, client_tags: whole.client_tags, cuts: &whole.cuts };
                             match whole.target.starts_with('#') {
                                 true => self.say_in_room(&whole.target, &said).await,
-                                false => self.say_to_nick(&whole.target, &said),
+                                false => self.say_to_nick(&whole.target, &said).await,
                             }
                             None
                         }
@@ -528,7 +529,7 @@ impl Client {
     /// What of the capabilities that need something of the server it
     /// offers this client.
     fn offer(&self) -> cap::Offer {
-        cap::Offer { sasl: !self.mechanisms().is_empty(), registration: self.registers(), history: self.irc.archive.is_some() }
+        cap::Offer { sasl: !self.mechanisms().is_empty(), registration: self.registers(), history: self.irc.archive.is_some() || self.irc.private.is_some() }
     }
 
     fn cap(&mut self, sub: &str, arg: &str) {
@@ -685,8 +686,9 @@ impl Client {
             "WHOX".into(),
         ];
         let mut tokens = Vec::from(tokens);
-        // CHATHISTORY reads the rooms' archive: without one, it is not offered.
-        if self.irc.archive.is_some() {
+        // CHATHISTORY reads the rooms' and the accounts' archives: without
+        // either, it is not offered.
+        if self.irc.archive.is_some() || self.irc.private.is_some() {
             tokens.extend([format!("CHATHISTORY={}", chathistory::MAX), "MSGREFTYPES=msgid,timestamp".into()]);
         }
         for chunk in tokens.chunks(13) {
@@ -1070,7 +1072,7 @@ impl Client {
             } else if target.starts_with('#') {
                 self.say_in_room(target, &said).await;
             } else {
-                self.say_to_nick(target, &said);
+                self.say_to_nick(target, &said).await;
             }
         }
     }
@@ -1169,7 +1171,10 @@ impl Client {
         }
     }
 
-    fn say_to_nick(&self, target: &str, said: &Said<'_>) {
+    /// A message to the client `target`. A `PRIVMSG` is kept in the
+    /// archives of those of the two logged in to an account, under the
+    /// `msgid` and time both are given (`private`).
+    async fn say_to_nick(&self, target: &str, said: &Said<'_>) {
         let command = said.command;
         let Some(to) = self.find(target) else {
             if command != "NOTICE" {
@@ -1179,14 +1184,34 @@ impl Client {
         };
         let to_nick = to.nick();
         let source = self.source();
-        let line = said.line_maker(self, &source, &to_nick);
         // A TAGMSG only to a client that reads tags.
         let gets = |caps: Caps| command != "TAGMSG" || caps.has(Cap::MessageTags);
-        if gets(to.caps()) {
-            to.send(line(to.caps()));
-        }
-        if self.caps.has(Cap::EchoMessage) && gets(self.caps) {
-            self.send(line(self.caps));
+        let deliver = |stamp: (SystemTime, String)| {
+            let line = said.line_maker(self, &source, &to_nick, stamp);
+            if gets(to.caps()) {
+                to.send(line(to.caps()));
+            }
+            if self.caps.has(Cap::EchoMessage) && gets(self.caps) {
+                self.send(line(self.caps));
+            }
+        };
+        match self.private_parties(&to, target).filter(|_| command == "PRIVMSG") {
+            Some((private, from, them)) => {
+                let keepers = private.keepers(&from, &them).await;
+                if keepers == (false, false) {
+                    deliver(new_stamp());
+                } else {
+                    // Pushed in the order of the ids taken, as XMPP's chats are.
+                    let (at, id) = base::archive::in_order(&them.jid, || {
+                        let (at, id) = base::archive::next_id();
+                        deliver((base::archive::time(at), id.clone()));
+                        (at, id)
+                    });
+                    let text = render::text_from_irc(said.text);
+                    private.archive.queue(private::entries(&from, &them, &text, at, &id, keepers)).await;
+                }
+            }
+            None => deliver(new_stamp()),
         }
         let away = to.state.lock().away.clone();
         if let (Some(away), "PRIVMSG") = (away, command) {
@@ -1327,6 +1352,18 @@ impl Client {
         let found = name_of(nick).ok().and_then(|n| Nickname::parse(&n).ok()).and_then(|n| self.irc.nicks.find(&n.key))?;
         let registered = found.state.lock().registered;
         registered.then_some(found)
+    }
+
+    /// Where a private message to `to` (named `target`) is kept, with its
+    /// two parties; `None` where private messages are not kept.
+    fn private_parties(&self, to: &Public, target: &str) -> Option<(&PrivateArchive, Party, Party)> {
+        let private = self.irc.private.as_ref()?;
+        let name = self.name.as_ref()?;
+        let from = private.party(self.account().as_deref(), &name.key, &self.nick());
+        let key = name_of(target).ok().and_then(|n| Nickname::parse(&n).ok())?.key;
+        let account = to.state.lock().account.clone();
+        let them = private.party(account.as_deref(), &key, &to.nick());
+        Some((private, from, them))
     }
 
     /// `channel` as `WHOIS` lists it to this client: with the member's
@@ -1811,10 +1848,12 @@ impl Client {
     /// `CHATHISTORY <subcommand> <channel> <references…> <limit>`: a
     /// channel's messages read back from its room's archive (see
     /// `chathistory`), as a `chathistory` batch; only of a channel the
-    /// client is in (no private messages are archived).
+    /// client is in. Of a nickname: the private messages of the client's
+    /// account (`private_history`).
     async fn chathistory(&mut self, params: &[&str]) {
+        let server = self.server().to_owned();
         let fail = |code: &str, subcommand: &str, target: Option<&str>, why: &str| {
-            let line = Line::new(Some(self.server()), "FAIL").arg("CHATHISTORY").arg(code).arg(subcommand);
+            let line = Line::new(Some(&server), "FAIL").arg("CHATHISTORY").arg(code).arg(subcommand);
             match target {
                 Some(target) => line.arg(target).trailing(why),
                 None => line.trailing(why),
@@ -1823,12 +1862,12 @@ impl Client {
         let (Some(subcommand), Some(target)) = (params.first(), params.get(1)) else {
             return self.send(fail("NEED_MORE_PARAMS", params.first().copied().unwrap_or("*"), None, "Insufficient parameters"));
         };
-        let Some((archive, prefix)) = self.irc.archive.clone() else {
+        if self.irc.archive.is_none() && self.irc.private.is_none() {
             return self.send(fail("MESSAGE_ERROR", subcommand, Some(target), "Messages are not archived here"));
-        };
+        }
         if subcommand.eq_ignore_ascii_case("TARGETS") {
             return match chathistory::targets(&params[1..]) {
-                Ok((between, limit, backwards)) => self.chathistory_targets(&archive, &prefix, between, limit, backwards).await,
+                Ok((between, limit, backwards)) => self.chathistory_targets(between, limit, backwards).await,
                 Err(refused) => self.send(fail(refused.code, subcommand, None, refused.why)),
             };
         }
@@ -1836,28 +1875,21 @@ impl Client {
             Ok(parsed) => parsed,
             Err(refused) => return self.send(fail(refused.code, subcommand, None, refused.why)),
         };
+        if !target.starts_with('#') {
+            return match self.private_history(target, &query, limit).await {
+                Ok(lines) => self.send(lines),
+                Err((code, why)) => self.send(fail(code, subcommand, Some(target), why)),
+            };
+        }
+        let Some((archive, prefix)) = self.irc.archive.clone() else {
+            return self.send(fail("MESSAGE_ERROR", subcommand, Some(target), "Channels' messages are not archived here"));
+        };
         let Some(room) = room_of(target).ok().and_then(|r| self.joined.iter().find(|j| ***j == *r).cloned()) else {
             return self.send(fail("INVALID_TARGET", subcommand, Some(target), "Only the history of a channel you are in is kept"));
         };
         let name = base::rooms::ArchivedRooms::archive_of(&prefix, &room);
-        // What was published before this command is in the answer, unless
-        // the writer is far behind.
-        let _ = tokio::time::timeout(base::rooms::HISTORY_WAIT, archive.flush()).await;
-        let mut pages = Vec::new();
-        for (filter, cursor, max) in query.reads(limit) {
-            match archive.page(&name, &filter, &cursor, max).await {
-                // A message named that the archive has none of: nothing.
-                Ok(page) => pages.push(page.map(|p| p.entries).unwrap_or_default()),
-                Err(e) => {
-                    tracing::warn!("CHATHISTORY could not read the archive of {room:?}: {e}");
-                    self.irc.context.metrics.store_failed("archive");
-                    return self.send(fail("MESSAGE_ERROR", subcommand, Some(target), "The history cannot be read now"));
-                }
-            }
-        }
-        let entries = match query {
-            chathistory::Query::Around(_) => chathistory::around(pages, limit),
-            _ => pages.concat(),
+        let Ok(entries) = self.read_history(&archive, &name, None, &query, limit).await else {
+            return self.send(fail("MESSAGE_ERROR", subcommand, Some(target), "The history cannot be read now"));
         };
         let kept: Vec<Payload> = entries.iter().map(|e| base::rooms::ArchivedRooms::message(&room, e)).collect();
         let batch = self.next_batch("c");
@@ -1866,21 +1898,108 @@ impl Client {
         self.send(history(self.server(), self.caps, &channel_of(&room), &batch, &kept));
     }
 
-    /// `CHATHISTORY TARGETS`: the channels this client is in that have
-    /// messages `between` two times, each with the time of its newest
-    /// there, at most `limit` counted from the first time given (the
-    /// newest if it was the later, `backwards`), the longest quiet first,
-    /// as a `draft/chathistory-targets` batch. A channel whose archive
-    /// cannot be read now is left out (logged and counted).
-    async fn chathistory_targets(&mut self, archive: &base::archive::Archive, prefix: &str, between: store::Filter, limit: usize, backwards: bool) {
-        let mut newest: Vec<(i64, String)> = Vec::new();
+    /// Reads `query`'s messages, at most `limit`, from the archive
+    /// `name` (only those exchanged `with` one party, if given), oldest
+    /// first. What was published before the command is in the answer,
+    /// unless the writer is [`base::rooms::HISTORY_WAIT`] behind. A
+    /// failure is logged and counted.
+    async fn read_history(&self, archive: &base::archive::Archive, name: &str, with: Option<&str>, query: &chathistory::Query, limit: usize) -> Result<Vec<store::Entry>, ()> {
         let _ = tokio::time::timeout(base::rooms::HISTORY_WAIT, archive.flush()).await;
-        for room in &self.joined {
-            let name = base::rooms::ArchivedRooms::archive_of(prefix, room);
-            match archive.page(&name, &between, &store::Cursor::Before(None), 1).await {
-                Ok(page) => newest.extend(page.and_then(|p| p.entries.into_iter().next()).map(|e| (e.at, channel_of(room)))),
+        let mut pages = Vec::new();
+        for (mut filter, cursor, max) in query.reads(limit) {
+            filter.with = with.map(str::to_owned);
+            match archive.page(name, &filter, &cursor, max).await {
+                // A message named that the archive has none of: nothing.
+                Ok(page) => pages.push(page.map(|p| p.entries).unwrap_or_default()),
                 Err(e) => {
-                    tracing::warn!("CHATHISTORY TARGETS could not read the archive of {room:?}: {e}");
+                    tracing::warn!("CHATHISTORY could not read the archive {name:?}: {e}");
+                    self.irc.context.metrics.store_failed("archive");
+                    return Err(());
+                }
+            }
+        }
+        Ok(match query {
+            chathistory::Query::Around(_) => chathistory::around(pages, limit),
+            _ => pages.concat(),
+        })
+    }
+
+    /// `CHATHISTORY <subcommand> <nickname> …`: the private messages this
+    /// client's account exchanged with `target` (see `private`), as a
+    /// `chathistory` batch naming `target` as given; or why not, as a
+    /// `FAIL`'s code and text. `target` is the client of that nickname
+    /// here, else the account of that name.
+    async fn private_history(&mut self, target: &str, query: &chathistory::Query, limit: usize) -> Result<String, (&'static str, &'static str)> {
+        let Some(private) = self.irc.private.clone() else { return Err(("MESSAGE_ERROR", "Private messages are not archived here")) };
+        let Some(account) = self.account() else { return Err(("INVALID_TARGET", "Private messages are kept for accounts only")) };
+        let partner = match self.find(target) {
+            Some(them) => self.private_parties(&them, target).map(|(_, _, them)| them.jid),
+            None => base::accounts::account_name(target).map(|name| private.archive_of(&name)),
+        };
+        let Some(partner) = partner else { return Err(("INVALID_TARGET", "No such nick")) };
+        let entries = self.read_history(&private.archive, &private.archive_of(&account), Some(&partner), query, limit).await;
+        let entries = entries.map_err(|()| ("MESSAGE_ERROR", "The history cannot be read now"))?;
+        let batch = self.next_batch("c");
+        let (server, batched) = (self.server(), self.caps.has(Cap::Batch));
+        let mut out = String::new();
+        if batched {
+            out.push_str(&Line::new(Some(server), "BATCH").arg(&format!("+{batch}")).arg("chathistory").arg(target).end());
+        }
+        for entry in &entries {
+            let Some(kept) = private::read(entry) else { continue };
+            let by = By { account: kept.account.as_deref(), bot: false };
+            let tags = Tags::of(self.caps).text(base::archive::time(entry.at), Some(&entry.id), by, batched.then_some(batch.as_str()), None);
+            out.push_str(&render::said(&tags, &render::source(&kept.from, server), &kept.to, "PRIVMSG", &kept.text, &[], None));
+        }
+        if batched {
+            out.push_str(&labeled::end(server, &batch));
+        }
+        Ok(out)
+    }
+
+    /// `CHATHISTORY TARGETS`: the channels this client is in and the
+    /// nicknames its account exchanged private messages with whose newest
+    /// message came `between` two times, each with that time, at most
+    /// `limit` counted from the first time given (the newest if it was the
+    /// later, `backwards`), the longest quiet first, as a
+    /// `draft/chathistory-targets` batch. An archive that cannot be read
+    /// now is left out (logged and counted).
+    async fn chathistory_targets(&mut self, between: store::Filter, limit: usize, backwards: bool) {
+        let mut newest: Vec<(i64, String)> = Vec::new();
+        // Newest first from the window's start: a target whose newest
+        // message is past the window is not in it.
+        let since = store::Filter { start: between.start, ..store::Filter::default() };
+        let within = |at: i64| between.end.is_none_or(|end| at <= end);
+        if let Some((archive, prefix)) = &self.irc.archive {
+            let _ = tokio::time::timeout(base::rooms::HISTORY_WAIT, archive.flush()).await;
+            for room in &self.joined {
+                let name = base::rooms::ArchivedRooms::archive_of(prefix, room);
+                match archive.page(&name, &since, &store::Cursor::Before(None), 1).await {
+                    Ok(page) => newest.extend(page.and_then(|p| p.entries.into_iter().next()).filter(|e| within(e.at)).map(|e| (e.at, channel_of(room)))),
+                    Err(e) => {
+                        tracing::warn!("CHATHISTORY TARGETS could not read the archive of {room:?}: {e}");
+                        self.irc.context.metrics.store_failed("archive");
+                    }
+                }
+            }
+        }
+        if let (Some(private), Some(account)) = (&self.irc.private, self.account()) {
+            let _ = tokio::time::timeout(base::rooms::HISTORY_WAIT, private.archive.flush()).await;
+            let name = private.archive_of(&account);
+            match private.archive.page(&name, &since, &store::Cursor::Before(None), private::TARGETS_READ).await {
+                Ok(page) => {
+                    let mut seen = HashSet::new();
+                    for entry in page.map(|p| p.entries).unwrap_or_default().iter().rev() {
+                        if seen.insert(entry.with.clone())
+                            && within(entry.at)
+                            && let Some(kept) = private::read(entry)
+                        {
+                            newest.push((entry.at, kept.partner().to_owned()));
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("CHATHISTORY TARGETS could not read the archive {name:?}: {e}");
                     self.irc.context.metrics.store_failed("archive");
                 }
             }
@@ -2156,9 +2275,7 @@ struct Said<'a> {
 impl Said<'_> {
     /// Its line from `source` to `to` for a recipient with the
     /// capabilities given, under one new `msgid` for all of them.
-    fn line_maker<'s>(&'s self, client: &Client, source: &'s str, to: &'s str) -> impl Fn(Caps) -> String + 's {
-        let now = SystemTime::now();
-        let id = render::new_msgid();
+    fn line_maker<'s>(&'s self, client: &Client, source: &'s str, to: &'s str, (now, id): (SystemTime, String)) -> impl Fn(Caps) -> String + 's {
         let batch = format!("m{id}");
         let (account, bot) = client.shown_as();
         move |caps: Caps| {
@@ -2169,6 +2286,11 @@ impl Said<'_> {
             }
         }
     }
+}
+
+/// The time and `msgid` of a message no archive keeps.
+fn new_stamp() -> (SystemTime, String) {
+    (SystemTime::now(), render::new_msgid())
 }
 
 /// A room's history as a `chathistory` batch (or bare lines to a client

@@ -26,6 +26,7 @@ mod monitor;
 mod multiline;
 mod nicks;
 mod numeric;
+mod private;
 mod render;
 mod whox;
 pub mod websocket;
@@ -44,6 +45,7 @@ use tokio_rustls::TlsAcceptor;
 
 use channels::Channels;
 use nicks::Nicks;
+pub use private::PrivateArchive;
 
 /// What the server's configuration sets for IRC.
 #[derive(Debug, Clone)]
@@ -104,6 +106,9 @@ pub struct Irc {
     /// archive in it (`base::rooms::ArchivedRooms::archive_of`), if rooms
     /// are archived: `CHATHISTORY` reads it.
     archive: Option<(Arc<base::archive::Archive>, String)>,
+    /// Where private messages are kept, if they are: `CHATHISTORY` of a
+    /// nickname reads it (`private`).
+    private: Option<PrivateArchive>,
 }
 
 impl Irc {
@@ -123,6 +128,7 @@ impl Irc {
             gone: Default::default(),
             created: SystemTime::now(),
             archive: None,
+            private: None,
             context,
             settings,
             rooms,
@@ -134,6 +140,12 @@ impl Irc {
     /// mount at `prefix` keeps its rooms' messages.
     pub fn with_archive(mut self, archive: Option<(Arc<base::archive::Archive>, String)>) -> Irc {
         self.archive = archive;
+        self
+    }
+
+    /// Keeps private messages between clients in their accounts' archives.
+    pub fn with_private_archive(mut self, private: Option<PrivateArchive>) -> Irc {
+        self.private = private;
         self
     }
 

@@ -220,7 +220,7 @@ pub fn room_for_text(from: &str, target: &str) -> usize {
 /// A room's message as `command` (`PRIVMSG` or `NOTICE`) lines from
 /// `from` to `channel` ([`message_lines`]); a `PRIVMSG` of `/me …` is an
 /// action, cut into lines that are each one.
-fn said(tags: &str, from: &str, channel: &str, command: &str, text: &str, cuts: &[u32], batch: Option<&str>) -> String {
+pub fn said(tags: &str, from: &str, channel: &str, command: &str, text: &str, cuts: &[u32], batch: Option<&str>) -> String {
     let Some(action) = text.strip_prefix("/me ").filter(|_| command == "PRIVMSG") else {
         return message_lines(tags, from, channel, command, text, cuts, batch);
     };

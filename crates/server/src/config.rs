@@ -238,7 +238,7 @@ settings! {
         registration: usize = 0, "xmpp-registration", "SWITCHBOARD_XMPP_REGISTRATION";
         /// Longest list an XMPP user can make the server keep: contacts in a roster, subscription requests waiting for one user, JIDs a session's directed presence is remembered for, affiliations in one room, JIDs in each list of archiving preferences [default: 1000]
         list_limit: usize = 1000, "xmpp-list-limit", "SWITCHBOARD_XMPP_LIST_LIMIT";
-        /// Whether XMPP messages between users (chat and normal, with a body) are kept in each account's archive in the store, for clients to page through (XEP-0313) [default: true]
+        /// Whether messages between users (XMPP chat and normal messages with a body, IRC private messages) are kept in each account's archive in the store, as its archiving preferences say, for clients to page through (XEP-0313, IRC CHATHISTORY) [default: true]
         archive: bool = true, "xmpp-archive", "SWITCHBOARD_XMPP_ARCHIVE";
         /// Messages kept in the store for one account while it has no available resource (XEP-0160), each at most a stanza's size, given to it with their delay stamp when it next sends available presence; past it the sender is answered service-unavailable; 0 keeps none [default: 100]
         offline_limit: usize = 100, "xmpp-offline-limit", "SWITCHBOARD_XMPP_OFFLINE_LIMIT";

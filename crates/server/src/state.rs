@@ -115,9 +115,11 @@ impl ServerState {
             bounds,
             nodelay: config.server.tcp_nodelay,
         });
-        // One writer for every archive: XMPP's accounts' and the rooms'.
+        // One writer for every archive: accounts' (XMPP's chats, IRC's
+        // private messages) and the rooms'.
         let xmpp_archive = xmpp_on && config.xmpp.archive;
-        let archive = (xmpp_archive || config.rooms.archive).then(|| {
+        let irc_archive = irc_on && config.xmpp.archive;
+        let archive = (xmpp_archive || irc_archive || config.rooms.archive).then(|| {
             let bounds = base::archive::Bounds { retention: config.store.archive_retention, limit: Some(config.store.archive_limit).filter(|&l| l > 0) };
             Arc::new(base::archive::Archive::start(store.clone(), config.store.archive_queue, bounds, context.clone()))
         });
@@ -226,7 +228,17 @@ impl ServerState {
             };
             // A persistent MUC room keeps the topic an IRC client sets as its subject.
             let topics = xmpp.clone().map(|xmpp| Arc::new(xmpp::KeptSubjects(xmpp)) as Arc<dyn base::rooms::TopicKeeper>);
-            Arc::new(irc::Irc::new(context.clone(), settings, rooms, logins, irc_tls, topics).with_archive(room_archive.clone().zip(muc_prefix.clone())))
+            // Private messages are kept in the accounts' archives, as their
+            // owners' preferences say: XMPP's, or the store's with XMPP off.
+            let private = archive.clone().filter(|_| irc_archive).map(|archive| {
+                let keeps: Arc<dyn base::archive::Keeps> = match &xmpp {
+                    Some(xmpp) => Arc::new(xmpp::ArchivePolicy::of(xmpp.clone())),
+                    None => Arc::new(xmpp::ArchivePolicy::stored(store.clone(), context.clone())),
+                };
+                irc::PrivateArchive { archive, domain: config.xmpp.domain.clone(), keeps }
+            });
+            let service = irc::Irc::new(context.clone(), settings, rooms, logins, irc_tls, topics).with_archive(room_archive.clone().zip(muc_prefix.clone()));
+            Arc::new(service.with_private_archive(private))
         };
         let bosh = xmpp.as_ref().map(|xmpp| {
             let settings = xmpp::bosh::Settings {

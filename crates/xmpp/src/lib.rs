@@ -209,6 +209,62 @@ pub struct Quotas {
     pub offline: usize,
 }
 
+/// Whether the archive of `user` keeps a message with `peer`: see
+/// [`Xmpp::archive_keeps`].
+async fn keeps(prefs: &prefs::Preferences, rosters: &roster::Rosters, context: &base::Context, user: &str, peer: &Jid) -> bool {
+    let prefs = match prefs.of(user).await {
+        Ok(prefs) => prefs,
+        Err(e) => {
+            tracing::warn!("xmpp: archiving preferences of {user} not read: {e}");
+            context.metrics.store_failed("archive");
+            return false;
+        }
+    };
+    match prefs.keeps(peer) {
+        Some(kept) => kept,
+        None => rosters.contact(user, &peer.bare().to_string()).await.is_some(),
+    }
+}
+
+/// The accounts' archiving preferences (XEP-0441) as another protocol's
+/// messages between users (IRC's private messages) go by them: the XMPP
+/// service's, which knows each user's a minute and forgets it at another
+/// node's word; or, with no XMPP service here, read from the store the
+/// same way.
+#[derive(Debug)]
+pub struct ArchivePolicy(Policy);
+
+#[derive(Debug)]
+enum Policy {
+    Service(Arc<Xmpp>),
+    Stored { prefs: prefs::Preferences, rosters: roster::Rosters, context: Arc<base::Context> },
+}
+
+impl ArchivePolicy {
+    /// The XMPP service's.
+    pub fn of(xmpp: Arc<Xmpp>) -> ArchivePolicy {
+        ArchivePolicy(Policy::Service(xmpp))
+    }
+
+    /// With no XMPP service: the preferences and rosters of `store`.
+    pub fn stored(store: Arc<dyn store::Store>, context: Arc<base::Context>) -> ArchivePolicy {
+        let rosters = roster::Rosters::new(store.clone(), context.clone(), 0);
+        ArchivePolicy(Policy::Stored { prefs: prefs::Preferences::new(store), rosters, context })
+    }
+}
+
+impl base::archive::Keeps for ArchivePolicy {
+    fn keeps<'a>(&'a self, owner: &'a str, peer: &'a str) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+        Box::pin(async move {
+            let Some(peer) = Jid::parse(peer) else { return false };
+            match &self.0 {
+                Policy::Service(xmpp) => xmpp.archive_keeps(owner, &peer).await,
+                Policy::Stored { prefs, rosters, context } => keeps(prefs, rosters, context, owner, &peer).await,
+            }
+        })
+    }
+}
+
 /// XMPP's persistent MUC rooms keeping, as their subject, the topic set
 /// in another protocol (IRC's `TOPIC`), as an occupant's subject is kept.
 #[derive(Debug)]
@@ -437,18 +493,7 @@ impl Xmpp {
     /// the rosters' failure): a user who asked for none is never archived
     /// against its word.
     pub(crate) async fn archive_keeps(&self, user: &str, peer: &Jid) -> bool {
-        let prefs = match self.prefs.of(user).await {
-            Ok(prefs) => prefs,
-            Err(e) => {
-                tracing::warn!("xmpp: archiving preferences of {user} not read: {e}");
-                self.context.metrics.store_failed("archive");
-                return false;
-            }
-        };
-        match prefs.keeps(peer) {
-            Some(kept) => kept,
-            None => self.rosters.contact(user, &peer.bare().to_string()).await.is_some(),
-        }
+        keeps(&self.prefs, &self.rosters, &self.context, user, peer).await
     }
 
     /// What XMPP holds for clients that are not connected: sessions

@@ -904,7 +904,7 @@ async fn chathistory_reads_a_channel_back_from_its_archive() {
     ana.send("CHATHISTORY LATEST #elsewhere * 10").await;
     assert_eq!(ana.line().await, ":localhost FAIL CHATHISTORY INVALID_TARGET LATEST #elsewhere :Only the history of a channel you are in is kept\r\n");
     ana.send("CHATHISTORY LATEST ana * 10").await;
-    assert_eq!(ana.line().await, ":localhost FAIL CHATHISTORY INVALID_TARGET LATEST ana :Only the history of a channel you are in is kept\r\n");
+    assert_eq!(ana.line().await, ":localhost FAIL CHATHISTORY INVALID_TARGET LATEST ana :Private messages are kept for accounts only\r\n");
     ana.send("CHATHISTORY BEFORE #hist 01ab 10").await;
     assert_eq!(ana.line().await, ":localhost FAIL CHATHISTORY INVALID_PARAMS BEFORE :Invalid message reference\r\n");
     ana.send("CHATHISTORY LATEST #hist * many").await;
@@ -912,16 +912,150 @@ async fn chathistory_reads_a_channel_back_from_its_archive() {
     ana.send("CHATHISTORY LATEST").await;
     assert_eq!(ana.line().await, ":localhost FAIL CHATHISTORY NEED_MORE_PARAMS LATEST :Insufficient parameters\r\n");
 
-    // Rooms not archived: nothing to read.
-    let mut config = server::Config::default();
-    config.rooms.archive = false;
-    let unkept = TestServer::with(config).await;
-    let mut ned = Irc::register(unkept.irc, "ned").await;
-    ned.join("#x").await;
-    ned.send("CHATHISTORY LATEST #x * 10").await;
-    assert_eq!(ned.line().await, ":localhost FAIL CHATHISTORY MESSAGE_ERROR LATEST #x :Messages are not archived here\r\n");
-    ned.send("CAP LS 302").await;
-    assert!(!ned.line().await.contains("chathistory"), "not offered");
+    // A window that ends before a channel's newest message does not list it.
+    ana.send(&targets("2020-01-01T00:00:00.000Z", &time(4), 10)).await;
+    ana.line().await;
+    assert!(ana.line().await.contains(" BATCH -"), "#hist's newest is later");
+
+    // Rooms not archived: only private messages to read; neither: nothing.
+    for (private, why) in [(true, "Channels' messages are not archived here"), (false, "Messages are not archived here")] {
+        let mut config = server::Config::default();
+        config.rooms.archive = false;
+        config.xmpp.archive = private;
+        let unkept = TestServer::with(config).await;
+        let mut ned = Irc::register(unkept.irc, "ned").await;
+        ned.join("#x").await;
+        ned.send("CHATHISTORY LATEST #x * 10").await;
+        assert_eq!(ned.line().await, format!(":localhost FAIL CHATHISTORY MESSAGE_ERROR LATEST #x :{why}\r\n"));
+        ned.send("CAP LS 302").await;
+        assert_eq!(ned.line().await.contains("draft/chathistory"), private, "offered for private messages only");
+    }
+}
+
+/// Connects, asks for `caps` and `sasl`, logs in to `account` (password
+/// `pw`) with SASL PLAIN and registers as `nick`.
+async fn logged_in(addr: SocketAddr, nick: &str, account: &str, caps: &str) -> Irc {
+    use base64::Engine;
+    let mut irc = Irc::connect(addr).await;
+    irc.send(&format!("CAP REQ :sasl {caps}")).await;
+    irc.send(&format!("NICK {nick}")).await;
+    irc.send("USER u 0 * :R").await;
+    irc.send("AUTHENTICATE PLAIN").await;
+    irc.until("AUTHENTICATE +").await;
+    irc.send(&format!("AUTHENTICATE {}", base64::engine::general_purpose::STANDARD.encode(format!("\0{account}\0pw")))).await;
+    irc.until(" 903 ").await;
+    irc.send("CAP END").await;
+    irc.until(" 422 ").await;
+    irc
+}
+
+/// Private messages are kept in the archives of those of their parties
+/// logged in to an account, as XMPP's chats are, under the `msgid` and
+/// time both were given, as each owner's preferences say; `CHATHISTORY`
+/// of a nickname reads them back, and the account's XMPP clients page
+/// through them (XEP-0313).
+#[tokio::test]
+async fn chathistory_reads_private_messages_back_from_the_accounts_archives() {
+    let accounts = ["sam", "kim", "lee"].iter().map(|name| server::AccountEntry::new(name, "pw")).collect();
+    let mut config = server::Config { xmpp_accounts: accounts, ..server::Config::default() };
+    config.xmpp.plain_unencrypted = true;
+    let server = TestServer::with_xmpp(config).await;
+    let caps = "batch draft/chathistory echo-message message-tags server-time";
+    let mut sam = logged_in(server.irc, "sammy", "sam", caps).await;
+    let mut kim = logged_in(server.irc, "kim", "kim", caps).await;
+    let mut gus = register_with(server.irc, "gus", caps).await;
+    // Each message as its sender's echo and its recipient's copy: one
+    // time and one msgid, and the tags as history gives them.
+    let mut said = Vec::new();
+    for (from, to, text) in [("sammy", "kim", "one"), ("kim", "sammy", "two"), ("gus", "sammy", "three"), ("sammy", "sammy", "self")] {
+        let sender = match from {
+            "sammy" => &mut sam,
+            "kim" => &mut kim,
+            _ => &mut gus,
+        };
+        sender.send(&format!("PRIVMSG {to} :{text}")).await;
+        let echo = sender.line().await;
+        let recipient = match to {
+            "sammy" => &mut sam,
+            _ => &mut kim,
+        };
+        let copy = recipient.line().await;
+        let (tags, line) = echo.split_once(' ').unwrap();
+        assert!(line.ends_with(&format!(" PRIVMSG {to} :{text}\r\n")), "{echo}");
+        assert_eq!(copy, echo, "one time and one msgid for both");
+        said.push(format!("{tags} :{from}!{from}@localhost PRIVMSG {to} :{text}\r\n"));
+        // Times apart, for TARGETS's order below (the clock must move on;
+        // there is nothing to wait for).
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    // The batch's lines, each as its echo with `batch=<ref>` first.
+    async fn history(irc: &mut Irc, query: &str, target: &str) -> Vec<String> {
+        irc.send(&format!("CHATHISTORY {query}")).await;
+        let open = irc.line().await;
+        let reference = open.strip_prefix(":localhost BATCH +").and_then(|l| l.strip_suffix(&format!(" chathistory {target}\r\n"))).unwrap_or_else(|| panic!("{open}")).to_owned();
+        let mut got = Vec::new();
+        loop {
+            let line = irc.line().await;
+            if line == format!(":localhost BATCH -{reference}\r\n") {
+                return got;
+            }
+            got.push(line.strip_prefix(&format!("@batch={reference};")).map(|rest| format!("@{rest}")).unwrap_or_else(|| panic!("{line}")));
+        }
+    }
+    assert_eq!(history(&mut sam, "LATEST kim * 10", "kim").await, [said[0].clone(), said[1].clone()]);
+    assert_eq!(history(&mut kim, "LATEST SAMMY * 10", "SAMMY").await, [said[0].clone(), said[1].clone()], "the nickname as given");
+    assert_eq!(history(&mut sam, "LATEST gus * 10", "gus").await, [said[2].clone()], "kept though gus has no account");
+    assert_eq!(history(&mut sam, "LATEST sammy * 10", "sammy").await, [said[3].clone()], "to oneself, once");
+    let msgid = said[1].split(['=', ';', ' ']).nth(3).unwrap().to_owned();
+    assert_eq!(history(&mut kim, &format!("BEFORE sammy msgid={msgid} 10"), "sammy").await, [said[0].clone()]);
+    gus.send("CHATHISTORY LATEST sammy * 10").await;
+    assert_eq!(gus.line().await, ":localhost FAIL CHATHISTORY INVALID_TARGET LATEST sammy :Private messages are kept for accounts only\r\n");
+    // An account no client has now: by its name.
+    sam.send("QUIT").await;
+    assert_eq!(history(&mut kim, "LATEST sam * 10", "sam").await, [said[0].clone(), said[1].clone()]);
+    kim.send("CHATHISTORY LATEST #no,such * 10").await;
+    assert_eq!(kim.line().await, ":localhost FAIL CHATHISTORY INVALID_TARGET LATEST #no,such :Only the history of a channel you are in is kept\r\n");
+
+    // TARGETS: the nicknames and channels whose newest message is between
+    // the two times, each by that newest, the longest quiet first.
+    let mut sam = logged_in(server.irc, "sammy", "sam", caps).await;
+    let time = |n: usize| said[n].split(['=', ';']).nth(1).unwrap().to_owned();
+    let targets = async |irc: &mut Irc, from: &str, to: &str| -> Vec<String> {
+        irc.send(&format!("CHATHISTORY TARGETS timestamp={from} timestamp={to} 10")).await;
+        let open = irc.line().await;
+        let reference = open.strip_prefix(":localhost BATCH +").and_then(|l| l.strip_suffix(" draft/chathistory-targets\r\n")).unwrap_or_else(|| panic!("{open}")).to_owned();
+        irc.lines_until(&format!("BATCH -{reference}")).await.iter().rev().skip(1).rev().map(|l| l.split(' ').skip(3).collect::<Vec<_>>().join(" ")).collect()
+    };
+    let all = targets(&mut sam, "2020-01-01T00:00:00.000Z", "2262-01-01T00:00:00.000Z").await;
+    assert_eq!(all, [format!("TARGETS kim {}\r\n", time(1)), format!("TARGETS gus {}\r\n", time(2)), format!("TARGETS sammy {}\r\n", time(3))]);
+    let before_gus = targets(&mut sam, "2020-01-01T00:00:00.000Z", &time(2)).await;
+    assert_eq!(before_gus, [format!("TARGETS kim {}\r\n", time(1))]);
+    let during = targets(&mut sam, &time(0), &time(2)).await;
+    assert_eq!(during, [format!("TARGETS kim {}\r\n", time(1))], "a target whose newest message is later is not listed: {during:?}");
+    let early = targets(&mut sam, "2020-01-01T00:00:00.000Z", &time(1)).await;
+    assert!(early.is_empty(), "kim's newest is at the end: {early:?}");
+
+    // Sam's XMPP client pages through the same archive: IRC's messages as chats.
+    let mut desk = crate::xmpp::bound_account(server.xmpp.unwrap(), "sam", "desk").await;
+    let archived = desk.archived_messages().await;
+    let kept: Vec<String> = archived.iter().map(|m| m.to_xml("jabber:client")).collect();
+    assert_eq!(
+        kept[0],
+        "<message type=\"chat\" from=\"sam@localhost\" to=\"kim@localhost\"><body>one</body><irc xmlns=\"urn:switchboard:irc\" from=\"sammy\" to=\"kim\"/></message>"
+    );
+    assert_eq!(kept.len(), 4, "{kept:?}");
+    assert!(kept[2].contains(" from=\"localhost/irc:gus\" to=\"sam@localhost\""), "{}", kept[2]);
+
+    // Kim keeps nothing with lee: each archive follows its owner's preferences.
+    let mut phone = crate::xmpp::bound_account(server.xmpp.unwrap(), "kim", "phone").await;
+    phone.send("<iq type='set' id='p'><prefs xmlns='urn:xmpp:mam:2' default='always'><never><jid>lee@localhost</jid></never></prefs></iq>").await;
+    assert_eq!(phone.answer("p").await.get("type"), Some("result"));
+    let mut lee = logged_in(server.irc, "lee", "lee", caps).await;
+    lee.send("PRIVMSG kim :unkept").await;
+    lee.line().await;
+    kim.line().await;
+    assert_eq!(history(&mut kim, "LATEST lee * 10", "lee").await, Vec::<String>::new());
+    assert_eq!(history(&mut lee, "LATEST kim * 10", "kim").await.len(), 1, "lee's own archive keeps it");
 }
 
 /// IRCv3 extended-join: a `JOIN` names the member's account (`*` for none)
