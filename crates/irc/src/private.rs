@@ -28,8 +28,9 @@ use wire::xmpp::{Element, Jid, ns};
 /// messages name is not listed.
 pub const TARGETS_READ: usize = 1000;
 
-/// The namespace of the element that keeps a message's nicknames.
-pub const NS: &str = "urn:switchboard:irc";
+/// The namespace of the element that keeps a message's nicknames; XMPP
+/// takes it out of what clients and other servers send.
+pub const NS: &str = ns::IRC;
 
 /// Where private messages are kept: the archives' writer, the XMPP domain
 /// an account's JID is of, and whose archive keeps what.
@@ -118,10 +119,10 @@ pub fn read(entry: &Entry) -> Option<Kept> {
     let (from, to) = (jid("from"), jid("to"));
     let local = |jid: &Option<Jid>| jid.as_ref().and_then(|j| j.local.clone());
     let nick = |jid: &Option<Jid>| local(jid).map(|l| wire::irc::nick_of(&l).into_owned()).unwrap_or_else(|| "*".to_owned());
-    let (from_nick, to_nick) = match message.find("irc", NS) {
-        Some(irc) => (irc.get("from").unwrap_or("*").to_owned(), irc.get("to").unwrap_or("*").to_owned()),
-        None => (nick(&from), nick(&to)),
-    };
+    // Only nicknames IRC could have shown: what becomes a line's source
+    // and target must be one word.
+    let kept = |attr: &str| message.find("irc", NS).and_then(|irc| irc.get(attr)).filter(|n| wire::irc::name_of(n).is_ok()).map(str::to_owned);
+    let (from_nick, to_nick) = (kept("from").unwrap_or_else(|| nick(&from)), kept("to").unwrap_or_else(|| nick(&to)));
     let mine = from.as_ref().is_some_and(|f| f.bare().to_string() == entry.archive);
     Some(Kept { from: from_nick, to: to_nick, account: local(&from), text, mine })
 }
@@ -174,6 +175,9 @@ mod tests {
         };
         let kept = read(&entry).unwrap();
         assert_eq!((kept.from.as_str(), kept.to.as_str(), kept.mine, kept.partner()), ("al", "bo", false, "al"));
+        let forged = Entry { message: entry.message.replace("</message>", "<irc xmlns=\"urn:switchboard:irc\" from=\"a b\" to=\"bo\"/></message>"), ..entry.clone() };
+        let kept = read(&forged).unwrap();
+        assert_eq!((kept.from.as_str(), kept.to.as_str()), ("al", "bo"), "a nickname IRC could not show is not taken");
         let bodiless = Entry { message: "<message xmlns=\"jabber:client\" from=\"al@example.org\"/>".into(), ..entry };
         assert_eq!(read(&bodiless), None);
     }

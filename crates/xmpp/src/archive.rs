@@ -19,6 +19,13 @@ pub const MAM: &str = "urn:xmpp:mam:2";
 pub const MAM_EXTENDED: &str = "urn:xmpp:mam:2#extended";
 /// XEP-0359's namespace.
 pub const SID: &str = "urn:xmpp:sid:0";
+
+/// Takes from `message` what only this server writes into an archived
+/// message: stanza ids (XEP-0359 §4) and the nicknames of an IRC private
+/// message (`ns::IRC`). A client's or another server's claims go.
+pub(crate) fn strip_claims(message: &mut Element) {
+    message.children.retain(|c| !matches!(c, wire::xmpp::Node::Element(e) if (e.ns == SID && e.name == "stanza-id") || e.ns == wire::xmpp::ns::IRC));
+}
 /// XEP-0297's namespace.
 pub const FORWARD: &str = "urn:xmpp:forward:0";
 

@@ -1046,8 +1046,18 @@ async fn chathistory_reads_private_messages_back_from_the_accounts_archives() {
     assert_eq!(kept.len(), 4, "{kept:?}");
     assert!(kept[2].contains(" from=\"localhost/irc:gus\" to=\"sam@localhost\""), "{}", kept[2]);
 
-    // Kim keeps nothing with lee: each archive follows its owner's preferences.
+    // Kim's XMPP chat with sam reads back to IRC, its parties by their
+    // JIDs' local parts; nicknames a client claims are not taken.
     let mut phone = crate::xmpp::bound_account(server.xmpp.unwrap(), "kim", "phone").await;
+    desk.send("<presence/>").await;
+    phone.send("<message to='sam@localhost' type='chat'><body>over xmpp</body><irc xmlns='urn:switchboard:irc' from='liar' to='sammy'/></message>").await;
+    let got = desk.next_named("message").await;
+    assert!(got.find("irc", "urn:switchboard:irc").is_none(), "{got:?}");
+    let read = history(&mut sam, "LATEST kim * 10", "kim").await;
+    assert_eq!(read.len(), 3, "{read:?}");
+    assert!(read[2].ends_with(" :kim!kim@localhost PRIVMSG sam :over xmpp\r\n"), "{}", read[2]);
+
+    // Kim keeps nothing with lee: each archive follows its owner's preferences.
     phone.send("<iq type='set' id='p'><prefs xmlns='urn:xmpp:mam:2' default='always'><never><jid>lee@localhost</jid></never></prefs></iq>").await;
     assert_eq!(phone.answer("p").await.get("type"), Some("result"));
     let mut lee = logged_in(server.irc, "lee", "lee", caps).await;

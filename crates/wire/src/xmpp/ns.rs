@@ -46,3 +46,6 @@ pub const DELAY: &str = "urn:xmpp:delay";
 pub const DATA: &str = "jabber:x:data";
 pub const REGISTER: &str = "jabber:iq:register";
 pub const RSM: &str = "http://jabber.org/protocol/rsm";
+/// Switchboard's own: the nicknames of an IRC private message kept in an
+/// account's archive (`<irc from="…" to="…"/>`), which only the server writes.
+pub const IRC: &str = "urn:switchboard:irc";

@@ -267,8 +267,8 @@ impl Xmpp {
     /// `keeps_from_away`); and the entry.
     fn archived_from_away(&self, message: &Element, to: &Jid, kept: bool) -> (Element, Option<store::Entry>) {
         let mut copy = message.clone();
-        // Ids only this server gives (XEP-0359 §4): another's claims go.
-        copy.children.retain(|c| !matches!(c, wire::xmpp::Node::Element(e) if e.ns == crate::archive::SID && e.name == "stanza-id"));
+        // What only this server writes (ids, XEP-0359 §4): another's claims go.
+        crate::archive::strip_claims(&mut copy);
         if !kept {
             return (copy, None);
         }

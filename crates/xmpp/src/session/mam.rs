@@ -29,11 +29,11 @@ impl Session {
     }
 
     /// `message` as this user sends it to another user: from this
-    /// session's JID, without the ids only this server gives (XEP-0359 §4:
-    /// a client's claims go).
+    /// session's JID, without what only this server writes (ids,
+    /// XEP-0359 §4; `archive::strip_claims`): a client's claims go.
     fn sent_as(&self, message: &Element) -> Element {
         let mut sent = self.stamped(message);
-        sent.children.retain(|c| !matches!(c, wire::xmpp::Node::Element(e) if e.ns == SID && e.name == "stanza-id"));
+        archive::strip_claims(&mut sent);
         sent
     }
 
