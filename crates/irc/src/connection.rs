@@ -93,16 +93,29 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
         let mut discarding = false;
         let mut batch = Vec::new();
         let reason = 'serve: loop {
-            tokio::select! {
-                drained = client.public.outbox.drain(&mut batch) => {
+            // What woke the client, handled once the select is over: inside
+            // its handlers, the select's output would be kept across their
+            // waits, in every idle client's task.
+            let woke = tokio::select! {
+                drained = client.public.outbox.drain(&mut batch) => Woke::Drained {
                     // Whether the client was closed, in a byte across the
-                    // waits (the close itself is read again from the outbox):
-                    // what this handler keeps across two waits is in every
-                    // idle client's task. With `--write-delay`, what is
-                    // queued within it goes in the same write.
-                    let gathers = matches!(drained, Drained::Messages) && !irc.settings.write_delay.is_zero();
-                    let mut closed = matches!(drained, Drained::Closed(_));
-                    drop(drained);
+                    // waits (the close itself is read again from the outbox).
+                    // With `--write-delay`, what is queued within it goes in
+                    // the same write.
+                    gathers: matches!(drained, Drained::Messages) && !irc.settings.write_delay.is_zero(),
+                    closed: matches!(drained, Drained::Closed(_)),
+                },
+                read = socket.read_buf(&mut buffer), if paused.is_none() => Woke::Read(matches!(read, Ok(n) if n > 0)),
+                () = {
+                    let deadline = next_deadline(&irc, &client, pinged, quiet_since);
+                    let at = paused.map_or(deadline, |resume| resume.min(deadline));
+                    let timer = &mut timer;
+                    std::future::poll_fn(move |cx| timer.poll_at(cx, at.instant()))
+                } => Woke::Timer,
+                () = std::future::poll_fn(|cx| shutdown.poll(cx)) => break Some("Server shutting down".to_owned()),
+            };
+            match woke {
+                Woke::Drained { gathers, mut closed } => {
                     if gathers {
                         // Boxed: a timer inline would make every idle
                         // client's task a size class bigger.
@@ -136,10 +149,8 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
                         break Some(close.reason.into_owned());
                     }
                 }
-                read = socket.read_buf(&mut buffer), if paused.is_none() => {
-                    if !matches!(read, Ok(n) if n > 0) {
-                        break None;
-                    }
+                Woke::Read(false) => break None,
+                Woke::Read(true) => {
                     // A read that filled the buffer left more behind: the buffer
                     // grows (`read_buf` doubles it). One that did not drained the
                     // socket: once its lines are read, the buffer is let go, so
@@ -180,12 +191,7 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
                     }
                     paused = inflow.charge(lines, used).map(Ms::at);
                 }
-                () = {
-                    let deadline = next_deadline(&irc, &client, pinged, quiet_since);
-                    let at = paused.map_or(deadline, |resume| resume.min(deadline));
-                    let timer = &mut timer;
-                    std::future::poll_fn(move |cx| timer.poll_at(cx, at.instant()))
-                } => {
+                Woke::Timer => {
                     let now = Ms::now();
                     if paused.is_some_and(|resume| resume <= now) {
                         paused = None;
@@ -204,7 +210,6 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
                     pinged = true;
                     client.public.send(Line::new(None, "PING").arg(irc.server_name()).end());
                 }
-                () = std::future::poll_fn(|cx| shutdown.poll(cx)) => break Some("Server shutting down".to_owned()),
             }
         };
         client.end(reason.as_deref().unwrap_or("Connection closed"));
@@ -217,6 +222,16 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
         // Held to the end.
         drop(slot);
     }
+}
+
+/// What woke an IRC client's connection.
+enum Woke {
+    /// Its outbox had something: messages to gather first, or its close.
+    Drained { gathers: bool, closed: bool },
+    /// The socket was read: whether it gave bytes (not its end or an error).
+    Read(bool),
+    /// Its timer fired.
+    Timer,
 }
 
 /// One line from the client, parsed (the parsed line is kept in the boxed
