@@ -77,9 +77,9 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
     async move {
         // Boxed: with it inline, the task's cell would be a size class bigger
         // than the 640 bytes it fits in (see the server's test of its size).
-        let mut inflow = Box::new(irc.settings.inflow.clone());
+        let mut inflow = Box::new(client.irc.settings.inflow.clone());
         // Registered once, not on every turn of the loop as a fresh wait would be.
-        let mut shutdown = irc.context.shutdown.waiter();
+        let mut shutdown = client.irc.context.shutdown.waiter();
         // Until the client registers, when it connected: its registration's
         // time runs from then, whatever it sends.
         let (mut quiet_since, mut pinged) = (Ms::now(), false);
@@ -91,23 +91,18 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
         let mut buffer: Vec<u8> = Vec::new();
         // Inside a line longer than any may be: the rest of it is dropped.
         let mut discarding = false;
-        let mut batch = Vec::new();
+        // The client's last line was cut by a write that failed: its last
+        // words begin on a line of their own.
+        let mut cut_line = false;
         let reason = 'serve: loop {
             // What woke the client, handled once the select is over: inside
             // its handlers, the select's output would be kept across their
             // waits, in every idle client's task.
             let woke = tokio::select! {
-                drained = client.public.outbox.drain(&mut batch) => Woke::Drained {
-                    // Whether the client was closed, in a byte across the
-                    // waits (the close itself is read again from the outbox).
-                    // With `--write-delay`, what is queued within it goes in
-                    // the same write.
-                    gathers: matches!(drained, Drained::Messages) && !irc.settings.write_delay.is_zero(),
-                    closed: matches!(drained, Drained::Closed(_)),
-                },
+                () = std::future::poll_fn(|cx| client.public.outbox.poll_queued(cx)) => Woke::Queued,
                 read = socket.read_buf(&mut buffer), if paused.is_none() => Woke::Read(matches!(read, Ok(n) if n > 0)),
                 () = {
-                    let deadline = next_deadline(&irc, &client, pinged, quiet_since);
+                    let deadline = next_deadline(&client, pinged, quiet_since);
                     let at = paused.map_or(deadline, |resume| resume.min(deadline));
                     let timer = &mut timer;
                     std::future::poll_fn(move |cx| timer.poll_at(cx, at.instant()))
@@ -115,35 +110,44 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
                 () = std::future::poll_fn(|cx| shutdown.poll(cx)) => break Some("Server shutting down".to_owned()),
             };
             match woke {
-                Woke::Drained { gathers, mut closed } => {
+                Woke::Queued => {
+                    // Taken into a batch made only now: one kept across the
+                    // select would be in every idle client's task. (The
+                    // batch's room, the outbox's queue's, is let go once it
+                    // is written: idle clients are many.)
+                    let mut batch = Vec::new();
+                    let Some(drained) = client.public.outbox.try_drain(&mut batch) else { continue };
+                    // Whether the client was closed, in a byte across the
+                    // waits (the close itself is read again from the outbox).
+                    // With `--write-delay`, what is queued within it goes in
+                    // the same write.
+                    let gathers = matches!(drained, Drained::Messages) && !client.irc.settings.write_delay.is_zero();
+                    let mut closed = matches!(drained, Drained::Closed(_));
+                    drop(drained);
                     if gathers {
                         // Boxed: a timer inline would make every idle
                         // client's task a size class bigger.
-                        closed = Box::pin(gather(&client.public.outbox, &mut batch, irc.settings.write_delay)).await;
+                        closed = Box::pin(gather(&client.public.outbox, &mut batch, client.irc.settings.write_delay)).await;
                     }
-                    if let Err(unwritten) = write(&mut socket, &mut client, &mut batch, &metrics, irc.context.bounds.ping_interval).await {
+                    let patience = client.irc.context.bounds.ping_interval;
+                    if let Err(unwritten) = write(&mut socket, &mut client, &mut batch, &metrics, patience).await {
                         // A write left waiting because the client was
                         // closed (its queue overflowed behind it) says why,
                         // on a line of its own.
                         match client.public.outbox.close_reason() {
                             Some(close) if close.is_slow_consumer() => {
-                                if unwritten.mid_line {
-                                    batch.push(Payload::new("\r\n"));
-                                }
+                                cut_line = unwritten.mid_line;
                                 metrics.slow_consumer();
-                                irc.context.metrics.refused("irc", "send_queue");
+                                client.irc.context.metrics.refused("irc", "send_queue");
                                 break Some("SendQ exceeded".to_owned());
                             }
                             _ => break None,
                         }
                     }
-                    // The batch's room (the outbox's queue's, which it took:
-                    // `Outbox::take`) is let go: idle clients are many.
-                    batch = Vec::new();
                     if closed && let Some(close) = client.public.outbox.close_reason() {
                         if close.is_slow_consumer() {
                             metrics.slow_consumer();
-                            irc.context.metrics.refused("irc", "send_queue");
+                            client.irc.context.metrics.refused("irc", "send_queue");
                             break Some("SendQ exceeded".to_owned());
                         }
                         break Some(close.reason.into_owned());
@@ -196,19 +200,19 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
                     if paused.is_some_and(|resume| resume <= now) {
                         paused = None;
                     }
-                    if now < next_deadline(&irc, &client, pinged, quiet_since) {
+                    if now < next_deadline(&client, pinged, quiet_since) {
                         continue;
                     }
                     if !client.registered {
-                        irc.context.metrics.refused("irc", "registration_timeout");
+                        client.irc.context.metrics.refused("irc", "registration_timeout");
                         break Some("Registration timed out".to_owned());
                     }
                     if pinged {
-                        irc.context.metrics.refused("irc", "ping_timeout");
-                        break Some(format!("Ping timeout: {}", humantime::format_duration(2 * irc.context.bounds.ping_interval)));
+                        client.irc.context.metrics.refused("irc", "ping_timeout");
+                        break Some(format!("Ping timeout: {}", humantime::format_duration(2 * client.irc.context.bounds.ping_interval)));
                     }
                     pinged = true;
-                    client.public.send(Line::new(None, "PING").arg(irc.server_name()).end());
+                    client.public.send(Line::new(None, "PING").arg(client.irc.server_name()).end());
                 }
             }
         };
@@ -217,7 +221,7 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
             // Boxed: it runs once, and its state would otherwise make every
             // idle client's task as big as its last words.
             let outbox = client.public.outbox.clone();
-            Box::pin(finish(socket, client, outbox, batch, metrics, reason)).await;
+            Box::pin(finish(socket, client, outbox, cut_line, metrics, reason)).await;
         }
         // Held to the end.
         drop(slot);
@@ -226,8 +230,8 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
 
 /// What woke an IRC client's connection.
 enum Woke {
-    /// Its outbox had something: messages to gather first, or its close.
-    Drained { gathers: bool, closed: bool },
+    /// Its outbox has something: messages, or its close.
+    Queued,
     /// The socket was read: whether it gave bytes (not its end or an error).
     Read(bool),
     /// Its timer fired.
@@ -261,7 +265,8 @@ async fn gather(outbox: &Outbox, batch: &mut Vec<Payload>, delay: std::time::Dur
 /// time, else a `PING` once it has been quiet for `--ping-interval`, else
 /// its end once it stays quiet for another. Worked out again where needed,
 /// not kept across the wait.
-fn next_deadline(irc: &Irc, client: &Client, pinged: bool, quiet_since: Ms) -> Ms {
+fn next_deadline(client: &Client, pinged: bool, quiet_since: Ms) -> Ms {
+    let irc = &client.irc;
     let ping_interval = irc.context.bounds.ping_interval;
     match (client.registered, pinged) {
         (false, _) => quiet_since + irc.settings.registration_timeout,
@@ -270,16 +275,19 @@ fn next_deadline(irc: &Irc, client: &Client, pinged: bool, quiet_since: Ms) -> M
     }
 }
 
-/// Writes what was queued, then why the link closes, and closes it.
+/// Writes what was queued (after a line end, if a failed write cut the
+/// client's last line: `cut_line`), then why the link closes, and closes it.
 async fn finish<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut client: Client,
     outbox: Arc<Outbox>,
-    mut batch: Vec<Payload>,
+    cut_line: bool,
     metrics: base::metrics::ClientMetrics,
     reason: String,
 ) {
     outbox.close(hub::Close::new(1000, "closing"));
+    // A line a failed write cut ends before anything more.
+    let mut batch = if cut_line { vec![Payload::new("\r\n")] } else { Vec::new() };
     let _ = outbox.drain(&mut batch).await;
     batch.push(Payload::new(Line::new(None, "ERROR").trailing(&format!("Closing Link: {} ({reason})", client.address()))));
     // A client that is not reading gets its last words only if its socket
@@ -323,15 +331,21 @@ fn write<'a, W: AsyncWrite + Unpin>(
         metrics.sent(count, out.len());
     }
     let outbox = &client.public.outbox;
+    // Most writes the socket takes at once: tried here, before the future,
+    // so that the future holds no state of that try. (Tried without the
+    // task's waker: one the socket does not take whole is tried again, at
+    // once, by `write_rest` with it.) One that must wait is boxed with
+    // what it waits on: inline, its state would be in the task's while it
+    // writes.
+    let mut written = 0;
+    let first = write_some(&mut *writer, &mut std::task::Context::from_waker(std::task::Waker::noop()), &out, &mut written);
+    // In milliseconds: 8 bytes less of the future.
+    let patience = u32::try_from(patience.as_millis()).unwrap_or(u32::MAX);
     async move {
-        // Most writes the socket takes at once. One that must wait is
-        // boxed with what it waits on: inline, its state would be in every
-        // idle client's task.
-        let mut written = 0;
-        if std::future::poll_fn(|cx| Poll::Ready(write_some(&mut *writer, cx, &out, &mut written))).await? {
+        if first? {
             return Ok(());
         }
-        Box::pin(write_rest(writer, outbox, &out, written, patience)).await
+        Box::pin(write_rest(writer, outbox, &out, written, Duration::from_millis(patience.into()))).await
     }
 }
 
