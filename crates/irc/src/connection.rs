@@ -76,7 +76,7 @@ pub(crate) fn drive<S: AsyncRead + AsyncWrite + Unpin + Send>(mut socket: S, add
     let mut client = Client::new(irc.clone(), Arc::new(Outbox::new(irc.context.bounds.queue_limit)), address, encrypted);
     async move {
         // Boxed: with it inline, the task's cell would be a size class bigger
-        // than the 640 bytes it fits in (see the server's test of its size).
+        // than the 512 bytes it fits in (see the server's test of its size).
         let mut inflow = Box::new(client.irc.settings.inflow.clone());
         // Registered once, not on every turn of the loop as a fresh wait would be.
         let mut shutdown = client.irc.context.shutdown.waiter();

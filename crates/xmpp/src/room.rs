@@ -456,6 +456,10 @@ pub struct Entered {
     pub shows_jids: bool,
     /// Everyone may see real JIDs (status 100).
     pub non_anonymous: bool,
+    /// Kept out after all, by what the room came to say of it since the
+    /// join was let in (another node's state: a ban, members only): the
+    /// error's type and condition. It did not enter.
+    pub refused: Option<(&'static str, &'static str)>,
 }
 
 impl MucRooms {
@@ -506,12 +510,22 @@ impl MucRooms {
             }
         }
         let affiliation = room.affiliation(&occupant.jid);
+        // Checked again under the lock it enters under: another node's
+        // state may have come since the join was let in.
+        let refused = match affiliation {
+            Affiliation::Outcast => Some(("auth", "forbidden")),
+            _ if room.config.members_only && affiliation < Affiliation::Member => Some(("auth", "registration-required")),
+            _ => None,
+        };
+        if refused.is_some() {
+            return Entered { created, affiliation, role: Role::None, subject: None, shows_jids: false, non_anonymous: false, refused };
+        }
         occupant.role = room.role_for(affiliation);
         room.departed.remove(&occupant.nick);
         let role = occupant.role;
         room.occupants.retain(|o| o.member != occupant.member);
         room.occupants.push(occupant);
-        Entered { created, affiliation, role, subject: room.subject.clone(), shows_jids: room.shows_jids_to(role), non_anonymous: room.config.whois_anyone }
+        Entered { created, affiliation, role, subject: room.subject.clone(), shows_jids: room.shows_jids_to(role), non_anonymous: room.config.whois_anyone, refused: None }
     }
 
     /// Forgets the XMPP occupant `member` of room `name`; a temporary
@@ -746,6 +760,26 @@ mod tests {
         rooms.exit("r", 2);
         assert!(rooms.with("r", |_| ()).is_none());
         assert!(!rooms.enter(&name, occupant("c", 3, "c@l/z"), false).created, "not alone: the chat room has members");
+    }
+
+    /// A ban or members-only that came (from another node's state) after
+    /// a join was let in keeps the occupant out as it enters.
+    #[test]
+    fn an_occupant_banned_since_its_join_was_let_in_does_not_enter() {
+        let rooms = MucRooms::default();
+        let name: Arc<str> = "r".into();
+        rooms.enter(&name, occupant("a", 1, "a@l/x"), true);
+        rooms.with("r", |room| room.locked = false);
+        let b = Jid::parse("b@l/y").unwrap();
+        assert_eq!(rooms.refusal("r", &b, None), None, "let in");
+        rooms.with("r", |room| room.affiliations.insert("b@l".into(), Affiliation::Outcast));
+        let entered = rooms.enter(&name, occupant("b", 2, "b@l/y"), false);
+        assert_eq!((entered.refused, entered.affiliation), (Some(("auth", "forbidden")), Affiliation::Outcast));
+        assert!(!rooms.is_occupant("r", 2));
+        rooms.with("r", |room| room.config.members_only = true);
+        assert_eq!(rooms.enter(&name, occupant("c", 3, "c@l/z"), false).refused, Some(("auth", "registration-required")));
+        assert!(!rooms.is_occupant("r", 3));
+        assert_eq!(rooms.enter(&name, occupant("a", 4, "a@l/w"), false).refused, None, "its owner enters");
     }
 
     #[test]

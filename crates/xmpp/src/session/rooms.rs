@@ -135,10 +135,17 @@ impl Session {
         let asked = muc::HistoryRequest::of(presence);
         let own_shown = shown_of(presence);
         let (xmpp, framing, id, name, greet_room, greet_nick) = (self.xmpp.clone(), self.framing, self.id, room.clone(), room_jid.clone(), shown.clone());
+        // Kept out as it enters after all (see `MucRooms::enter`): why.
+        let kept_out: Arc<parking_lot::Mutex<Option<(&'static str, &'static str)>>> = Arc::default();
+        let kept_out_there = kept_out.clone();
         // Under the room's lock: whether it is new is decided once.
         let greeting: Greeting = Box::new(move |roster| {
             let alone = roster.names.iter().all(|n| *n == greet_nick);
             let entered = xmpp.muc.enter(&name, occupant, alone);
+            if let Some(refused) = entered.refused {
+                *kept_out_there.lock() = Some(refused);
+                return Vec::new();
+            }
             let mut codes = vec!["110"];
             if entered.non_anonymous {
                 codes.push("100");
@@ -162,6 +169,13 @@ impl Session {
                 .collect()
         });
         match rooms.join(&room, member, usize::MAX, greeting).await {
+            // In the chat room, not in the MUC room: out again, unseen (its
+            // join was never told).
+            Ok(_) if let Some((kind, condition)) = kept_out.lock().take() => {
+                rooms.leave(&room, self.id);
+                self.xmpp.muc.drop_if_empty(&room);
+                self.refuse(presence, kind, condition);
+            }
             Ok(_) => {
                 self.rooms.insert(room.clone(), Occupancy::new(room_jid, shown.clone()));
                 // A persistent room's subject from the store is the room's
