@@ -19,7 +19,7 @@ use crate::Irc;
 use crate::cap::{self, Cap, Caps};
 use crate::{chathistory, labeled, multiline, private, whox};
 use crate::private::{Party, PrivateArchive};
-use crate::nicks::{Public, Shown};
+use crate::nicks::{self, Public, Shown};
 use crate::numeric::*;
 use crate::render::{self, By, Tags};
 
@@ -83,6 +83,7 @@ pub struct Client {
     /// Quits and changes of name it was told of lately, so that the same
     /// one in another shared channel is not told again. Boxed, made on the
     /// first: 16 bytes in every client's task where a `Vec` took 24.
+    #[allow(clippy::box_collection)] // For its size in the task (above), not for the heap.
     told: Option<Box<Vec<Told>>>,
     /// Batches sent so far, for their ids.
     batches: u32,
@@ -807,7 +808,7 @@ impl Client {
                 }
             }
         }
-        self.joined = self.joined.iter().cloned().chain([room.clone()]).collect();
+        nicks::push(&mut self.joined, room.clone());
         self.under_way().awaited.push((room.clone(), Echo::Join(name.shown.clone())));
         self.publish(&room, RoomEvent::join(name.shown));
     }
@@ -900,7 +901,7 @@ impl Client {
     /// Takes this client out of `room` everywhere it is kept, saying
     /// nothing; whether the room had it as a member.
     fn step_out(&mut self, room: &Arc<str>) -> bool {
-        self.joined = self.joined.iter().filter(|r| *r != room).cloned().collect();
+        nicks::retain(&mut self.joined, |r| r != room);
         if let Some(under_way) = self.under_way.as_mut() {
             under_way.awaited.retain(|(r, _)| r != room);
             self.settle();
@@ -1182,7 +1183,7 @@ impl Client {
     /// `msgid` and time both are given (`private`).
     async fn say_to_nick(&self, target: &str, said: &Said<'_>) {
         let command = said.command;
-        let Some(to) = self.find(target) else {
+        let Some((to, key)) = self.find_keyed(target) else {
             if command != "NOTICE" {
                 self.send(self.reply(ERR_NOSUCHNICK).arg(target).trailing("No such nick/channel"));
             }
@@ -1201,7 +1202,7 @@ impl Client {
                 self.send(line(self.caps));
             }
         };
-        match self.private_parties(&to, target).filter(|_| command == "PRIVMSG") {
+        match self.private_parties(&to, &key, &to_nick).filter(|_| command == "PRIVMSG") {
             Some((private, from, them)) => {
                 let keepers = private.keepers(&from, &them).await;
                 if keepers == (false, false) {
@@ -1355,20 +1356,26 @@ impl Client {
     /// The registered client called `nick`: one still registering holds
     /// its nickname but is nobody's to message, invite or look up.
     fn find(&self, nick: &str) -> Option<Arc<Public>> {
-        let found = name_of(nick).ok().and_then(|n| Nickname::parse(&n).ok()).and_then(|n| self.irc.nicks.find(&n.key))?;
-        let registered = found.state.lock().registered;
-        registered.then_some(found)
+        self.find_keyed(nick).map(|(found, _)| found)
     }
 
-    /// Where a private message to `to` (named `target`) is kept, with its
-    /// two parties; `None` where private messages are not kept.
-    fn private_parties(&self, to: &Public, target: &str) -> Option<(&PrivateArchive, Party, Party)> {
+    /// [`Client::find`], with the key of the nickname it was found by.
+    fn find_keyed(&self, nick: &str) -> Option<(Arc<Public>, Arc<str>)> {
+        let key = name_of(nick).ok().and_then(|n| Nickname::parse(&n).ok())?.key;
+        let found = self.irc.nicks.find(&key)?;
+        let registered = found.state.lock().registered;
+        registered.then_some((found, key))
+    }
+
+    /// Where a private message to `to` (its nickname's key `key`, shown as
+    /// `nick`) is kept, with its two parties; `None` where private messages
+    /// are not kept.
+    fn private_parties(&self, to: &Public, key: &str, nick: &str) -> Option<(&PrivateArchive, Party, Party)> {
         let private = self.irc.private.as_ref()?;
         let name = self.name.as_ref()?;
         let from = private.party(self.account().as_deref(), &name.key, &self.nick());
-        let key = name_of(target).ok().and_then(|n| Nickname::parse(&n).ok())?.key;
         let account = to.state.lock().account.clone();
-        let them = private.party(account.as_deref(), &key, &to.nick());
+        let them = private.party(account.as_deref(), key, nick);
         Some((private, from, them))
     }
 
@@ -1938,29 +1945,23 @@ impl Client {
     async fn private_history(&mut self, target: &str, query: &chathistory::Query, limit: usize) -> Result<String, (&'static str, &'static str)> {
         let Some(private) = self.irc.private.clone() else { return Err(("MESSAGE_ERROR", "Private messages are not archived here")) };
         let Some(account) = self.account() else { return Err(("INVALID_TARGET", "Private messages are kept for accounts only")) };
-        let partner = match self.find(target) {
-            Some(them) => self.private_parties(&them, target).map(|(_, _, them)| them.jid),
+        let partner = match self.find_keyed(target) {
+            Some((them, key)) => self.private_parties(&them, &key, &them.nick()).map(|(_, _, them)| them.jid),
             None => base::accounts::account_name(target).map(|name| private.archive_of(&name)),
         };
         let Some(partner) = partner else { return Err(("INVALID_TARGET", "No such nick")) };
         let entries = self.read_history(&private.archive, &private.archive_of(&account), Some(&partner), query, limit).await;
         let entries = entries.map_err(|()| ("MESSAGE_ERROR", "The history cannot be read now"))?;
         let batch = self.next_batch("c");
-        let (server, batched) = (self.server(), self.caps.has(Cap::Batch));
-        let mut out = String::new();
-        if batched {
-            out.push_str(&Line::new(Some(server), "BATCH").arg(&format!("+{batch}")).arg("chathistory").arg(target).end());
-        }
-        for entry in &entries {
-            let Some(kept) = private::read(entry) else { continue };
-            let by = By { account: kept.account.as_deref(), bot: false };
-            let tags = Tags::of(self.caps).text(base::archive::time(entry.at), Some(&entry.id), by, batched.then_some(batch.as_str()), None);
-            out.push_str(&render::said(&tags, &render::source(&kept.from, server), &kept.to, "PRIVMSG", &kept.text, &[], None));
-        }
-        if batched {
-            out.push_str(&labeled::end(server, &batch));
-        }
-        Ok(out)
+        let (server, caps) = (self.server(), self.caps);
+        Ok(history_batch(server, caps, target, &batch, |batch, out| {
+            for entry in &entries {
+                let Some(kept) = private::read(entry) else { continue };
+                let by = By { account: kept.account.as_deref(), bot: false };
+                let tags = Tags::of(caps).text(base::archive::time(entry.at), Some(&entry.id), by, batch, None);
+                out.push_str(&render::said(&tags, &render::source(&kept.from, server), &kept.to, "PRIVMSG", &kept.text, &[], None));
+            }
+        }))
     }
 
     /// `CHATHISTORY TARGETS`: the channels this client is in and the
@@ -1976,8 +1977,14 @@ impl Client {
         // message is past the window is not in it.
         let since = store::Filter { start: between.start, ..store::Filter::default() };
         let within = |at: i64| between.end.is_none_or(|end| at <= end);
-        if let Some((archive, prefix)) = &self.irc.archive {
+        // One writer serves both archives where both are kept: it is waited
+        // for once.
+        let rooms = self.irc.archive.as_ref().map(|(archive, _)| archive);
+        let accounts = self.irc.private.as_ref().map(|p| &p.archive).filter(|a| !rooms.is_some_and(|r| Arc::ptr_eq(r, a)));
+        for archive in rooms.into_iter().chain(accounts) {
             let _ = tokio::time::timeout(base::rooms::HISTORY_WAIT, archive.flush()).await;
+        }
+        if let Some((archive, prefix)) = &self.irc.archive {
             for room in &self.joined {
                 let name = base::rooms::ArchivedRooms::archive_of(prefix, room);
                 match archive.page(&name, &since, &store::Cursor::Before(None), 1).await {
@@ -1990,7 +1997,6 @@ impl Client {
             }
         }
         if let (Some(private), Some(account)) = (&self.irc.private, self.account()) {
-            let _ = tokio::time::timeout(base::rooms::HISTORY_WAIT, private.archive.flush()).await;
             let name = private.archive_of(&account);
             match private.archive.page(&name, &since, &store::Cursor::Before(None), private::TARGETS_READ).await {
                 Ok(page) => {
@@ -2309,17 +2315,26 @@ fn new_stamp() -> (SystemTime, String) {
 /// A room's history as a `chathistory` batch (or bare lines to a client
 /// without `batch`), each line with its time.
 fn history(server: &str, caps: Caps, channel: &str, batch: &str, kept: &[Payload]) -> String {
+    history_batch(server, caps, channel, batch, |batch, out| {
+        for payload in kept {
+            let tags = render::payload_tags(Tags::of(caps), payload, batch);
+            if let Some(lines) = render::event_lines(payload, server, &tags, Tags::of(caps).multiline()) {
+                out.push_str(&lines);
+            }
+        }
+    })
+}
+
+/// A `chathistory` batch of `target` (or bare lines to a client without
+/// `batch`): its start, what `lines` writes (given the batch's reference
+/// to tag its lines with, if there is a batch), its end.
+fn history_batch(server: &str, caps: Caps, target: &str, batch: &str, lines: impl FnOnce(Option<&str>, &mut String)) -> String {
     let batched = caps.has(Cap::Batch);
     let mut out = String::new();
     if batched {
-        out.push_str(&Line::new(Some(server), "BATCH").arg(&format!("+{batch}")).arg("chathistory").arg(channel).end());
+        out.push_str(&Line::new(Some(server), "BATCH").arg(&format!("+{batch}")).arg("chathistory").arg(target).end());
     }
-    for payload in kept {
-        let tags = render::payload_tags(Tags::of(caps), payload, batched.then_some(batch));
-        if let Some(lines) = render::event_lines(payload, server, &tags, Tags::of(caps).multiline()) {
-            out.push_str(&lines);
-        }
-    }
+    lines(batched.then_some(batch), &mut out);
     if batched {
         out.push_str(&labeled::end(server, batch));
     }

@@ -60,15 +60,28 @@ pub struct Shown {
 impl Shown {
     /// It is in `channel` too.
     pub fn enter(&mut self, channel: String) {
-        let mut channels = std::mem::take(&mut self.channels).into_vec();
-        channels.push(channel);
-        self.channels = channels.into_boxed_slice();
+        push(&mut self.channels, channel);
     }
 
     /// It is no longer in `channel`.
     pub fn exit(&mut self, channel: &str) {
-        self.channels = self.channels.iter().filter(|c| *c != channel).cloned().collect();
+        retain(&mut self.channels, |c| c != channel);
     }
+}
+
+/// Adds `item` to the end of a boxed slice, a list kept 8 bytes smaller
+/// than a `Vec` where it sits in every client (made again each time).
+pub fn push<T>(list: &mut Box<[T]>, item: T) {
+    let mut items = std::mem::take(list).into_vec();
+    items.push(item);
+    *list = items.into_boxed_slice();
+}
+
+/// Keeps in a boxed slice (see [`push`]) only what `keep` keeps.
+pub fn retain<T>(list: &mut Box<[T]>, keep: impl FnMut(&T) -> bool) {
+    let mut items = std::mem::take(list).into_vec();
+    items.retain(keep);
+    *list = items.into_boxed_slice();
 }
 
 impl Public {

@@ -68,7 +68,7 @@ impl PrivateArchive {
     /// The party shown as `nick` (whose key is `key`), logged in to `account` if any.
     pub fn party(&self, account: Option<&str>, key: &str, nick: &str) -> Party {
         match account {
-            Some(account) => Party { jid: format!("{account}@{}", self.domain), account: true, nick: nick.to_owned() },
+            Some(account) => Party { jid: self.archive_of(account), account: true, nick: nick.to_owned() },
             None => Party { jid: format!("{}/irc:{key}", self.domain), account: false, nick: nick.to_owned() },
         }
     }

@@ -336,13 +336,13 @@ impl MucRoom {
     pub fn refusal(&self, jid: &Jid, password: Option<&str>) -> Option<(&'static str, &'static str)> {
         let affiliation = self.affiliation(jid);
         if affiliation == Affiliation::Outcast {
-            return Some(("auth", "forbidden"));
+            return self.kept_out(affiliation);
         }
         if self.locked && affiliation != Affiliation::Owner {
             return Some(("cancel", "item-not-found"));
         }
-        if self.config.members_only && affiliation < Affiliation::Member {
-            return Some(("auth", "registration-required"));
+        if let Some(refused) = self.kept_out(affiliation) {
+            return Some(refused);
         }
         if self.config.password.is_some() && affiliation < Affiliation::Admin && self.config.password.as_deref() != password {
             return Some(("auth", "not-authorized"));
@@ -351,6 +351,16 @@ impl MucRoom {
             return Some(("wait", "service-unavailable"));
         }
         None
+    }
+
+    /// Whether an occupant of `affiliation` is kept out by it alone: banned,
+    /// or not a member of a members-only room.
+    fn kept_out(&self, affiliation: Affiliation) -> Option<(&'static str, &'static str)> {
+        match affiliation {
+            Affiliation::Outcast => Some(("auth", "forbidden")),
+            _ if self.config.members_only && affiliation < Affiliation::Member => Some(("auth", "registration-required")),
+            _ => None,
+        }
     }
 
     /// The role an occupant of `affiliation` enters with (XEP-0045 §5.1.2).
@@ -512,11 +522,7 @@ impl MucRooms {
         let affiliation = room.affiliation(&occupant.jid);
         // Checked again under the lock it enters under: another node's
         // state may have come since the join was let in.
-        let refused = match affiliation {
-            Affiliation::Outcast => Some(("auth", "forbidden")),
-            _ if room.config.members_only && affiliation < Affiliation::Member => Some(("auth", "registration-required")),
-            _ => None,
-        };
+        let refused = room.kept_out(affiliation);
         if refused.is_some() {
             return Entered { created, affiliation, role: Role::None, subject: None, shows_jids: false, non_anonymous: false, refused };
         }
