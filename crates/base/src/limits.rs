@@ -1,6 +1,6 @@
-//! Rates a client may not pass, as token buckets (`hub::Bucket`): what one
-//! connection sends ([`Inflow`]) and how many new sessions one address opens
-//! ([`AddressRates`]).
+//! Rates a client may not pass, as token buckets: what one connection
+//! sends ([`Inflow`]) and how many new sessions one address opens
+//! ([`AddressRates`], with `hub::Bucket`).
 //!
 //! A reader that waits for what [`Inflow::charge`] says before reading on
 //! holds its client to the rate by back-pressure (TCP fills up on the
@@ -8,31 +8,63 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::time::Duration;
 
 use hub::{Bucket, Shards};
 use tokio::time::Instant;
 
 /// What one client may send: messages and bytes a second, each with a
-/// burst of one second's worth.
+/// burst of one second's worth. Kept as each rate's theoretical arrival
+/// time (the generic cell rate algorithm, which is a token bucket counted
+/// the other way round): when the client will have sent no more than its
+/// rates allow, in nanoseconds of [`epoch`]. A full bucket is a time past.
+/// 24 bytes, where two `hub::Bucket`s took 80: every connected client
+/// holds one.
 #[derive(Debug, Clone)]
 pub struct Inflow {
-    messages: Bucket,
-    bytes: Bucket,
+    message_rate: u32,
+    byte_rate: u32,
+    messages_due: u64,
+    bytes_due: u64,
 }
+
+/// The burst each rate allows, as the time the rate takes to earn it.
+const BURST_NS: u64 = 1_000_000_000;
 
 impl Inflow {
     /// The bounds of a client of a mount with these rates.
     pub fn new(message_rate: u32, byte_rate: u32) -> Inflow {
-        Inflow { messages: Bucket::new(message_rate, message_rate), bytes: Bucket::new(byte_rate, byte_rate) }
+        Inflow { message_rate: message_rate.max(1), byte_rate: byte_rate.max(1), messages_due: 0, bytes_due: 0 }
     }
 
     /// Charges `messages` messages of `bytes` bytes in all, and returns when
     /// the client may be read again, if it must wait.
     pub fn charge(&mut self, messages: usize, bytes: usize) -> Option<Instant> {
-        let now = Instant::now();
-        let wait = self.messages.take(messages as f64, now).max(self.bytes.take(bytes as f64, now));
-        (!wait.is_zero()).then(|| now + wait)
+        let now = since_epoch(Instant::now());
+        let due = charge(&mut self.messages_due, now, messages, self.message_rate).max(charge(&mut self.bytes_due, now, bytes, self.byte_rate));
+        // In debt past the burst: read again once it is paid back to it.
+        (due > now + BURST_NS).then(|| epoch() + Duration::from_nanos(due - BURST_NS))
     }
+}
+
+/// Moves a rate's arrival time on by what `cost` takes at `rate` a second,
+/// from now if it is past (what a full bucket had earned is not kept), and
+/// gives it.
+fn charge(due: &mut u64, now: u64, cost: usize, rate: u32) -> u64 {
+    let took = (cost as u128 * 1_000_000_000).div_ceil(u128::from(rate));
+    *due = (*due).max(now).saturating_add(u64::try_from(took).unwrap_or(u64::MAX));
+    *due
+}
+
+/// What [`Inflow`]'s times count from: the first time one was asked (tokio's
+/// clock, so tests drive it paused).
+fn epoch() -> Instant {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn since_epoch(at: Instant) -> u64 {
+    u64::try_from(at.saturating_duration_since(epoch()).as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Most addresses a limiter remembers; past it, the full buckets (addresses
@@ -95,6 +127,16 @@ mod tests {
         assert_eq!(inflow.charge(1, 10), Some(start + Duration::from_millis(100)));
         let mut inflow = Inflow::new(10, 1000);
         assert_eq!(inflow.charge(1, 3000), Some(start + Duration::from_secs(2)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quiet_client_earns_back_its_burst_and_no_more() {
+        let mut inflow = Inflow::new(10, 1000);
+        assert_eq!(inflow.charge(15, 10), Some(Instant::now() + Duration::from_millis(500)));
+        tokio::time::advance(Duration::from_secs(60)).await;
+        let back = Instant::now();
+        assert_eq!(inflow.charge(10, 1000), None, "a whole burst again after a pause");
+        assert_eq!(inflow.charge(1, 0), Some(back + Duration::from_millis(100)), "but not two");
     }
 
     #[tokio::test(start_paused = true)]
