@@ -19,7 +19,7 @@ use crate::Irc;
 use crate::cap::{self, Cap, Caps};
 use crate::{chathistory, labeled, multiline, private, whox};
 use crate::private::{Party, PrivateArchive};
-use crate::nicks::{self, Public, Shown};
+use crate::nicks::{self, Names, Public, Shown};
 use crate::numeric::*;
 use crate::render::{self, By, Tags};
 
@@ -204,7 +204,8 @@ impl Client {
     /// every member as `nick!nick@server`: it names a member, not a
     /// connection.)
     fn source(&self) -> String {
-        let user = self.public.state.lock().user.clone();
+        let names = self.public.state.lock().names.clone();
+        let user = names.user();
         if user.is_empty() {
             return render::source(&self.nick(), self.server());
         }
@@ -218,14 +219,14 @@ impl Client {
 
     /// The account it logged in to, if it did.
     fn account(&self) -> Option<Arc<str>> {
-        self.public.state.lock().account.clone()
+        self.public.state.lock().account().cloned()
     }
 
     /// The account it is logged in to and whether it is a bot: what the
     /// tags of its lines show of it (`render::By`).
     fn shown_as(&self) -> (Option<Arc<str>>, bool) {
         let state = self.public.state.lock();
-        (state.account.clone(), state.bot)
+        (state.account().cloned(), state.bot)
     }
 
     /// Sends `line` to the client; while a labeled command is handled,
@@ -366,8 +367,7 @@ impl Client {
                 let user: String = param(0).chars().filter(|c| !matches!(c, '@' | '!')).take(USERLEN).collect();
                 self.user_given = true;
                 let mut state = self.public.state.lock();
-                state.user = Arc::from(format!("~{user}"));
-                state.realname = Arc::from(truncated(param(3)));
+                state.names = Names::new(&format!("~{user}"), truncated(param(3)));
                 drop(state);
                 self.try_register();
             }
@@ -597,7 +597,8 @@ impl Client {
                 self.tell_monitors(false);
             }
         }
-        self.public.state.lock().nick = Arc::from(nick);
+        // The name's own text when the nickname shows it unchanged (most do).
+        self.public.state.lock().nick = if *name.shown == *nick { name.shown.clone() } else { Arc::from(nick) };
         let old_name = self.name.replace(name.clone());
         if let (Some(before), Some(old_name)) = (before, old_name) {
             if other {
@@ -797,7 +798,7 @@ impl Client {
         let away = {
             let mut state = self.public.state.lock();
             state.enter(channel);
-            state.away.clone()
+            state.away().cloned()
         };
         if let Some(away) = away {
             // away-notify: who joins away is announced as away.
@@ -829,9 +830,9 @@ impl Client {
             true => {
                 let (account, realname) = {
                     let state = self.public.state.lock();
-                    (state.account.clone(), state.realname.clone())
+                    (state.account().cloned(), state.names.clone())
                 };
-                join.arg(account.as_deref().unwrap_or("*")).trailing(&realname)
+                join.arg(account.as_deref().unwrap_or("*")).trailing(realname.realname())
             }
             false => join.end(),
         };
@@ -964,7 +965,7 @@ impl Client {
                 match client.find(nick) {
                     Some(found) => {
                         let state = found.state.lock();
-                        online.push(format!("{}!{}@{}", state.nick, state.user, client.server()));
+                        online.push(format!("{}!{}@{}", state.nick, state.names.user(), client.server()));
                     }
                     None => offline.push(nick.to_string()),
                 }
@@ -1220,7 +1221,7 @@ impl Client {
             }
             None => deliver(new_stamp()),
         }
-        let away = to.state.lock().away.clone();
+        let away = to.state.lock().away().cloned();
         if let (Some(away), "PRIVMSG") = (away, command) {
             self.send(self.reply(RPL_AWAY).arg(&to_nick).trailing(&away));
         }
@@ -1323,7 +1324,7 @@ impl Client {
     fn who_line(&self, channel: &str, client: &Shown, prefix: &str, fields: Option<&whox::Fields>) -> String {
         let flags = format!(
             "{}{}{prefix}{}",
-            if client.away.is_some() { 'G' } else { 'H' },
+            if client.away().is_some() { 'G' } else { 'H' },
             if client.oper { "*" } else { "" },
             if client.bot { "B" } else { "" }
         );
@@ -1332,25 +1333,25 @@ impl Client {
             let idle = if client.registered { self.irc.clock().saturating_sub(client.spoke) } else { 0 };
             let row = whox::Row {
                 channel,
-                user: &client.user,
+                user: client.names.user(),
                 host: server,
                 server,
                 nick: &client.nick,
                 flags: &flags,
                 idle: u64::from(idle),
-                account: client.account.as_deref(),
-                realname: &client.realname,
+                account: client.account().map(|a| &**a),
+                realname: client.names.realname(),
             };
             return fields.line(self.reply(RPL_WHOSPCRPL), &row);
         }
         self.reply(RPL_WHOREPLY)
             .arg(channel)
-            .arg(&client.user)
+            .arg(client.names.user())
             .arg(server)
             .arg(server)
             .arg(&client.nick)
             .arg(&flags)
-            .trailing(&format!("0 {}", client.realname))
+            .trailing(&format!("0 {}", client.names.realname()))
     }
 
     /// The registered client called `nick`: one still registering holds
@@ -1374,7 +1375,7 @@ impl Client {
         let private = self.irc.private.as_ref()?;
         let name = self.name.as_ref()?;
         let from = private.party(self.account().as_deref(), &name.key, &self.nick());
-        let account = to.state.lock().account.clone();
+        let account = to.state.lock().account().cloned();
         let them = private.party(account.as_deref(), key, nick);
         Some((private, from, them))
     }
@@ -1403,7 +1404,7 @@ impl Client {
             Some(client) => {
                 let state = client.state.lock().clone();
                 let server = self.server();
-                lines.push_str(&self.reply(RPL_WHOISUSER).arg(&state.nick).arg(&state.user).arg(server).arg("*").trailing(&state.realname));
+                lines.push_str(&self.reply(RPL_WHOISUSER).arg(&state.nick).arg(state.names.user()).arg(server).arg("*").trailing(state.names.realname()));
                 let channels: Vec<String> = state.channels.iter().filter_map(|c| self.whois_channel(c, client.id)).collect();
                 if !channels.is_empty() {
                     lines.push_str(&self.reply(RPL_WHOISCHANNELS).arg(&state.nick).trailing(&channels.join(" ")));
@@ -1418,10 +1419,10 @@ impl Client {
                 if state.bot {
                     lines.push_str(&self.reply(RPL_WHOISBOT).arg(&state.nick).trailing("is a bot"));
                 }
-                if let Some(account) = &state.account {
+                if let Some(account) = state.account() {
                     lines.push_str(&self.reply(RPL_WHOISACCOUNT).arg(&state.nick).arg(account).trailing("is logged in as"));
                 }
-                if let Some(away) = &state.away {
+                if let Some(away) = state.away() {
                     lines.push_str(&self.reply(RPL_AWAY).arg(&state.nick).trailing(away));
                 }
             }
@@ -1455,7 +1456,7 @@ impl Client {
     /// Remembers its nickname for `WHOWAS`.
     fn remember(&self) {
         let state = self.public.state.lock();
-        self.irc.remember(state.nick.clone(), state.user.clone(), state.realname.clone());
+        self.irc.remember(state.nick.clone(), state.names.clone());
     }
 
     /// `WHOWAS nick [count]`: who had `nick` (a mask too), newest first;
@@ -1469,7 +1470,7 @@ impl Client {
         let mut lines = String::new();
         for g in &gone {
             let server = self.server();
-            lines.push_str(&self.reply(RPL_WHOWASUSER).arg(&g.nick).arg(&g.user).arg(server).arg("*").trailing(&g.realname));
+            lines.push_str(&self.reply(RPL_WHOWASUSER).arg(&g.nick).arg(g.names.user()).arg(server).arg("*").trailing(g.names.realname()));
             let at = humantime::format_rfc3339_seconds(g.at).to_string();
             lines.push_str(&self.reply(RPL_WHOISSERVER).arg(&g.nick).arg(server).trailing(&at));
         }
@@ -1847,7 +1848,7 @@ impl Client {
 
     fn away(&self, text: Option<&str>) {
         let away = text.map(|t| Arc::<str>::from(truncated(t)));
-        self.public.state.lock().away = away.clone();
+        self.public.state.lock().set_away(away.clone());
         self.tell_sharing(Cap::AwayNotify, |caps| match &away {
             Some(text) => self.line_from_me(caps, "AWAY").trailing(text),
             None => self.line_from_me(caps, "AWAY").end(),
@@ -2080,7 +2081,10 @@ impl Client {
             let why = format!("A real name is 1 to {TEXTLEN} bytes");
             return self.send(Line::new(Some(self.server()), "FAIL").arg("SETNAME").arg("INVALID_REALNAME").trailing(&why));
         }
-        self.public.state.lock().realname = Arc::from(realname);
+        {
+            let mut state = self.public.state.lock();
+            state.names = state.names.renamed(realname);
+        }
         let line = |caps| self.line_from_me(caps, "SETNAME").trailing(realname);
         self.tell_sharing(Cap::Setname, line);
         if self.caps.has(Cap::Setname) {
@@ -2100,9 +2104,9 @@ impl Client {
             .filter_map(|n| self.find(n))
             .map(|c| {
                 let state = c.state.lock();
-                let away = if state.away.is_some() { '-' } else { '+' };
+                let away = if state.away().is_some() { '-' } else { '+' };
                 let oper = if state.oper { "*" } else { "" };
-                format!("{}{oper}={away}{}@{}", state.nick, state.user, self.server())
+                format!("{}{oper}={away}{}@{}", state.nick, state.names.user(), self.server())
             })
             .collect();
         self.send(self.reply(RPL_USERHOST).trailing(&found.join(" ")));
@@ -2122,12 +2126,12 @@ impl Client {
         let member = Nickname::parse(name).ok().and_then(|n| self.irc.nicks.find(&n.key));
         let realname = member.and_then(|m| {
             let state = m.state.lock();
-            state.channels.contains(&channel).then(|| state.realname.clone())
+            state.channels.contains(&channel).then(|| state.names.clone())
         });
         Line::tagged(tags, Some(&render::source(&nick, self.server())), "JOIN")
             .arg(&channel)
             .arg(account.unwrap_or("*"))
-            .trailing(realname.as_deref().unwrap_or(name))
+            .trailing(realname.as_ref().map_or(name, Names::realname))
     }
 
     /// A room event's lines for this client, or `None` if it is not to get
@@ -2345,7 +2349,9 @@ fn history_batch(server: &str, caps: Caps, target: &str, batch: &str, lines: imp
 /// `nick!nick@server`, and as its real name its name as other protocols
 /// show it (`name`, which its nickname may only stand for: docs/irc.md).
 fn other_member(nick: &str, name: &str) -> Shown {
-    Shown { nick: Arc::from(nick), user: Arc::from(nick), realname: Arc::from(name), ..Shown::default() }
+    let mut shown = Shown::default();
+    (shown.nick, shown.names) = (Arc::from(nick), Names::new(nick, name));
+    shown
 }
 
 /// Whether `nick` matches `mask` as IRC reads it: `*` and `?`, without case (ASCII).

@@ -183,19 +183,18 @@ const GONE_KEPT: usize = 1000;
 #[derive(Debug, Clone)]
 struct Gone {
     nick: Arc<str>,
-    user: Arc<str>,
-    realname: Arc<str>,
+    names: nicks::Names,
     at: SystemTime,
 }
 
 impl Irc {
     /// Remembers that a client had `nick` until now.
-    fn remember(&self, nick: Arc<str>, user: Arc<str>, realname: Arc<str>) {
+    fn remember(&self, nick: Arc<str>, names: nicks::Names) {
         let mut gone = self.gone.lock();
         if gone.len() == GONE_KEPT {
             gone.pop_back();
         }
-        gone.push_front(Gone { nick, user, realname, at: SystemTime::now() });
+        gone.push_front(Gone { nick, names, at: SystemTime::now() });
     }
 }
 

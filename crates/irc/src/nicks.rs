@@ -28,10 +28,9 @@ pub struct Public {
 pub struct Shown {
     /// Its nickname, as IRC shows it.
     pub nick: Arc<str>,
-    /// The user name it gave in `USER`, as `WHO` and `WHOIS` show it
-    /// (`~` first: no ident is asked).
-    pub user: Arc<str>,
-    pub realname: Arc<str>,
+    /// The user name and real name it gave (`USER`, `SETNAME`), in one
+    /// allocation.
+    pub names: Names,
     /// User mode `+i`: `WHO` with a mask does not list it to strangers.
     pub invisible: bool,
     /// User mode `+o`: an IRC operator (`OPER`).
@@ -42,13 +41,13 @@ pub struct Shown {
     pub bot: bool,
     /// Registered: before, it is no user `WHO` and `LUSERS` count.
     pub registered: bool,
-    /// The account it logged in as (SASL).
-    pub account: Option<Arc<str>>,
-    /// Its away message, if it is away.
-    pub away: Option<Arc<str>>,
+    /// Its account and away message, boxed and made when it has either:
+    /// with both inline, every client's `Public` would be a size class
+    /// bigger (see [`Public`]).
+    marks: Option<Box<Marks>>,
     /// The channels it is in: a boxed slice, 8 bytes less than a `Vec`
     /// in every client's `Public`, which sits at the top of an allocator's
-    /// size class (160 bytes with its `Arc`'s counts); a join or a part
+    /// size class (128 bytes with its `Arc`'s counts); a join or a part
     /// makes it again.
     pub channels: Box<[String]>,
     /// When it registered and when it last sent a message, in seconds
@@ -66,6 +65,66 @@ impl Shown {
     /// It is no longer in `channel`.
     pub fn exit(&mut self, channel: &str) {
         retain(&mut self.channels, |c| c != channel);
+    }
+
+    /// The account it logged in as (SASL).
+    pub fn account(&self) -> Option<&Arc<str>> {
+        self.marks.as_ref().and_then(|m| m.account.as_ref())
+    }
+
+    /// Its away message, if it is away.
+    pub fn away(&self) -> Option<&Arc<str>> {
+        self.marks.as_ref().and_then(|m| m.away.as_ref())
+    }
+
+    pub fn set_account(&mut self, account: Option<Arc<str>>) {
+        self.mark(|m| m.account = account);
+    }
+
+    pub fn set_away(&mut self, away: Option<Arc<str>>) {
+        self.mark(|m| m.away = away);
+    }
+
+    fn mark(&mut self, change: impl FnOnce(&mut Marks)) {
+        let mut marks = self.marks.take().unwrap_or_default();
+        change(&mut marks);
+        if marks.account.is_some() || marks.away.is_some() {
+            self.marks = Some(marks);
+        }
+    }
+}
+
+/// What a client's [`Shown::marks`] hold.
+#[derive(Debug, Clone, Default)]
+struct Marks {
+    account: Option<Arc<str>>,
+    away: Option<Arc<str>>,
+}
+
+/// A client's user name (`~` first: no ident is asked) and real name, as
+/// `WHO` and `WHOIS` show them: one string, the user name (a word) before
+/// the first space, where two strings took two allocations in every client.
+#[derive(Debug, Clone, Default)]
+pub struct Names(Arc<str>);
+
+impl Names {
+    /// `user` must hold no space (a `USER` parameter or a nickname cannot).
+    pub fn new(user: &str, realname: &str) -> Names {
+        debug_assert!(!user.contains(' '), "{user:?}");
+        Names(Arc::from(format!("{user} {realname}")))
+    }
+
+    pub fn user(&self) -> &str {
+        self.0.split_once(' ').map_or(&self.0, |(user, _)| user)
+    }
+
+    pub fn realname(&self) -> &str {
+        self.0.split_once(' ').map_or("", |(_, realname)| realname)
+    }
+
+    /// The same user name with another real name.
+    pub fn renamed(&self, realname: &str) -> Names {
+        Names::new(self.user(), realname)
     }
 }
 
@@ -159,10 +218,30 @@ mod tests {
     use super::*;
 
     /// Every client holds one `Public` in an `Arc`: with the `Arc`'s 16
-    /// bytes of counts, 144 bytes fill jemalloc's 160-byte class; a byte
-    /// more and every client costs 32 bytes more (the 192-byte class).
+    /// bytes of counts, 112 bytes fill jemalloc's 128-byte class; a byte
+    /// more and every client costs 32 bytes more (the 160-byte class).
     #[test]
     fn a_clients_public_part_fits_its_size_class() {
-        assert!(std::mem::size_of::<Public>() <= 144, "Public is {} bytes", std::mem::size_of::<Public>());
+        assert!(std::mem::size_of::<Public>() <= 112, "Public is {} bytes", std::mem::size_of::<Public>());
+    }
+
+    #[test]
+    fn names_keep_a_user_name_and_a_real_name_apart() {
+        let names = Names::new("~al", "Al  Smith ");
+        assert_eq!((names.user(), names.realname()), ("~al", "Al  Smith "));
+        assert_eq!(names.renamed("").realname(), "");
+        assert_eq!(names.renamed(" x").user(), "~al");
+        assert_eq!((Names::default().user(), Names::default().realname()), ("", ""));
+    }
+
+    #[test]
+    fn marks_are_held_only_while_there_is_one() {
+        let mut shown = Shown::default();
+        shown.set_away(Some("lunch".into()));
+        shown.set_account(Some("al".into()));
+        shown.set_away(None);
+        assert_eq!(shown.account().map(|a| &**a), Some("al"));
+        shown.set_account(None);
+        assert!(shown.marks.is_none() && shown.away().is_none());
     }
 }

@@ -57,7 +57,10 @@ impl Nickname {
             .case_mapping_rule(shown.as_ref())
             .and_then(|lower| profile.normalization_rule(lower))
             .map_err(|_| NicknameError::Disallowed)?;
-        Ok(Nickname { key: Arc::from(key.as_ref()), shown: Arc::from(shown.as_ref()) })
+        let shown: Arc<str> = Arc::from(shown.as_ref());
+        // A name already in its comparison form (most are) is held once.
+        let key = if *key == *shown { shown.clone() } else { Arc::from(key.as_ref()) };
+        Ok(Nickname { key, shown })
     }
 }
 

@@ -145,7 +145,7 @@ impl Client {
 
     /// It is logged in to `account` (its `900` sent).
     pub(super) fn now_logged_in(&mut self, account: String) {
-        self.public.state.lock().account = Some(account.as_str().into());
+        self.public.state.lock().set_account(Some(account.as_str().into()));
         self.sasl = None;
         // account-notify: a client that logs in once registered is told
         // of to those sharing a channel with it (and, with extended-monitor,
