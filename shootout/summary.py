@@ -45,6 +45,15 @@ IDLE_XMPP_BYTES = 2048
 # The IRC part (issue 31): Debian's IRC servers beside Switchboard's IRC; the goal
 # is Switchboard ahead of each on every figure.
 IRC_SERVERS = ["switchboard", "ircu", "ngircd", "inspircd", "hybrid"]
+# Servers that allocate a client's structures for every connection they may
+# ever hold, at start, and how many (peers/ircu/README.md: Debian's ircu
+# preallocates MAXCONNECTIONS, 1,048,572, Client and Connection pairs). Their
+# RSS before any client is mostly those slots, so an idle client's cost is
+# what it adds plus its slot's share of that RSS: counted without it, a
+# server would look cheaper the more it preallocates. The share counts the
+# process's other memory at rest too (a few MB over a million slots: a few
+# bytes a slot in the server's disfavour).
+PREALLOCATED_SLOTS = {"ircu": 1_048_572}
 
 
 # The chat-server study (issue 14): its seven servers as they run here, with
@@ -725,6 +734,13 @@ def irc_part(d, irc_status, summary):
         if res.get("server_rss_per_connection_bytes"):
             f["idle_clients"] = res.get("opened")
             f["rss_per_idle_client_bytes"] = res["server_rss_per_connection_bytes"]
+            slots, before = PREALLOCATED_SLOTS.get(s), res.get("server_rss_before_bytes")
+            if slots and before:
+                f["rss_added_per_idle_client_bytes"] = res["server_rss_per_connection_bytes"]
+                f["rss_preallocated_per_slot_bytes"] = before / slots
+                f["rss_per_idle_client_bytes"] += before / slots
+                note.append(f"idle: {fmt(f['rss_added_per_idle_client_bytes'] / 1024, 2)} KiB added a client"
+                            f" + {fmt(before / slots / 1024, 2)} KiB a slot of {fmt(slots)} preallocated")
         elif i:
             note.append("idle: " + (i.get("error") or res.get("first_drop") or "no figure")[:80])
         if irc_status.get(s, ("ok", ""))[0] == "failed" and not f:
@@ -737,7 +753,8 @@ def irc_part(d, irc_status, summary):
     out.append(table(["server", "broadcast recv/s", "with mean < good", "chat mean ms", "chat server CPU %", "ping p50 µs",
                       "register ms", "KiB per idle client", "note"], rows))
     out.append("  (broadcast: max sustainable received msgs/s, and the most with a mean under --good-mean; chat: means over"
-               " the grid's loads; server CPU is shown, not a goal)")
+               " the grid's loads; server CPU is shown, not a goal; per idle client: what one adds to RSS, and for a server"
+               " that preallocates every connection's structures at start, its slot's share of that)")
     # Higher is better for the broadcast figures, lower for the others.
     goals = [("broadcast_received_per_s", max), ("broadcast_good_mean_per_s", max), ("chat_mean_ms_all", min),
              ("ping_p50_us", min), ("rss_per_idle_client_bytes", min)]
