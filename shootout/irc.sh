@@ -5,7 +5,8 @@
 # For each server in turn, started fresh and pinned to the CPUs shootout/run.sh
 # chose for servers, with the bench on its own (run alone: core 0 and core 1),
 # every client a plain RFC 1459 client (`--transport irc`, docs/bench.md):
-# - pingpong: registration time and PING/PONG round trips;
+# - pingpong: registration time and PING/PONG round trips, after the rest, in
+#   rounds (IRC_PING_ROUNDS, 3), each server fresh in each;
 # - chat: the chat-server study's grid (rooms × users per room), each room a
 #   channel, latency from the scheduled send;
 # - broadcast: the ramp shootout/run.sh uses, every client in one channel and
@@ -41,6 +42,7 @@ IDLE_SKIP="${IRC_IDLE_SKIP-hybrid}"
 # round trips would take an hour.
 PING_SKIP="${IRC_PING_SKIP-ircu}"
 PINGS=(--count 2000)   # a round trip is tens of µs: 200 of them leave p50 to noise
+PING_ROUNDS="${IRC_PING_ROUNDS:-3}"
 if [ "$QUICK" = 1 ]; then
   # As shootout/run.sh's quick profile.
   CHAT=(--rooms 1,2,4 --users 20,40,60 --messages 30 --interval 10ms --drain 1s)
@@ -118,15 +120,6 @@ run() {
   fi
   say "$name: pid $PID, IRC on 127.0.0.1:$IRC_PORT"
   local failures=""
-  if [[ " $PING_SKIP " == *" $name "* ]]; then
-    say "$name: no ping run (IRC_PING_SKIP)"
-  else
-    # Every server warms up alike first (a fresh process's first round
-    # trips pay for its page faults), then the measured run.
-    bench "$name" "$name-irc-warmup" pingpong --count 500 || failures="$failures warmup"
-    rm -f "$OUT/bench/$name-irc-warmup.json"   # not a figure: kept out of the report
-    bench "$name" "$name-irc-pingpong" pingpong "${PINGS[@]}" || failures="$failures pingpong"
-  fi
   say "$name: chat"
   bench "$name" "$name-irc-chat" chat "${CHAT[@]}" || failures="$failures chat"
   say "$name: broadcast sweep"
@@ -145,6 +138,39 @@ run() {
   part_status "$name" irc "$failures"
 }
 
+# ping NAME ROUND: one round of round trips against a fresh server. Every
+# server warms up alike first (a fresh process's first round trips pay for
+# its page faults), then the measured run.
+ping() {
+  local name="$1" round="$2" failures=""
+  if ! start "$name"; then
+    say "$name: FAILED: $START_ERROR"
+    part_status "$name" irc " ping-start"
+    return
+  fi
+  bench "$name" "$name-irc-warmup" pingpong --count 500 || failures="$failures warmup"
+  rm -f "$OUT/bench/$name-irc-warmup.json"   # not a figure: kept out of the report
+  bench "$name" "$name-irc-pingpong-$round" pingpong "${PINGS[@]}" || failures="$failures pingpong"
+  stop_server
+  # Only a failure is written: a later line for a server overrides its run's.
+  [ -z "$failures" ] || part_status "$name" irc "$failures"
+}
+
 [ -x "$BIN" ] || { say "FAILED: $BIN missing"; exit 1; }
 for s in $SERVERS; do run "$s"; done
+# The round trips in rounds, the servers taken in turn in each: one run a
+# server, minutes apart from the others', moved by 10 to 30 µs from one
+# sitting to the next, more than the servers differ by. The summary
+# compares the rounds' medians and calls two servers tied when their
+# rounds overlap.
+for round in $(seq "$PING_ROUNDS"); do
+  for s in $SERVERS; do
+    if [[ " $PING_SKIP " == *" $s "* ]]; then
+      [ "$round" = 1 ] && say "$s: no ping run (IRC_PING_SKIP)"
+      continue
+    fi
+    say "$s: ping, round $round of $PING_ROUNDS"
+    ping "$s" "$round"
+  done
+done
 say "done"

@@ -15,6 +15,7 @@ import argparse
 import glob
 import json
 import os
+import statistics
 
 BASELINE = "switchboard"
 # The performance bar (issue 6): Switchboard's max sustainable received msgs/s on
@@ -679,7 +680,15 @@ def irc_part(d, irc_status, summary):
         f = load(os.path.join(d, "bench", f"{server}-irc-{kind}.json"))
         return ((f or {}).get("runs") or [None])[0]
 
-    servers = [s for s in IRC_SERVERS if any(run_of(s, k) for k in ("pingpong", "chat", "broadcast", "idle")) or s in irc_status]
+    def ping_rounds(server):
+        """Each round's PING/PONG result (one file a round; a single
+        `pingpong` file, as older runs wrote, is one round)."""
+        paths = sorted(glob.glob(os.path.join(d, "bench", f"{server}-irc-pingpong-*.json")))
+        paths += [os.path.join(d, "bench", f"{server}-irc-pingpong.json")]
+        results = [(((load(p) or {}).get("runs") or [{}])[0].get("results") or [{}])[0] for p in paths]
+        return [r for r in results if (r.get("round_trip") or {}).get("count")]
+
+    servers = [s for s in IRC_SERVERS if any(run_of(s, k) for k in ("chat", "broadcast", "idle")) or ping_rounds(s) or s in irc_status]
     if not servers:
         return []
     x = summary.setdefault("irc", {"servers": {}, "goal": {}})
@@ -725,10 +734,13 @@ def irc_part(d, irc_status, summary):
                 note.append(f"chat: {late} sends late (the bench was behind)")
         elif c:
             note.append("chat: " + (c.get("error") or "no result")[:80])
-        p = ((run_of(s, "pingpong") or {}).get("results") or [{}])[0]
-        if (p.get("round_trip") or {}).get("count"):
-            f["ping_p50_us"] = p["round_trip"]["p50_us"]
-            f["register_ms"] = p.get("connect_us", 0) / 1000
+        pings = ping_rounds(s)
+        if pings:
+            f["ping_p50_us_rounds"] = [p["round_trip"]["p50_us"] for p in pings]
+            f["ping_p50_us"] = statistics.median(f["ping_p50_us_rounds"])
+            f["register_ms"] = statistics.median(p.get("connect_us", 0) for p in pings) / 1000
+            if len(pings) > 1:
+                note.append("ping p50 by round: " + ", ".join(fmt(x) for x in f["ping_p50_us_rounds"]) + " µs")
         i = run_of(s, "idle") or {}
         res = (i.get("results") or [{}])[0]
         if res.get("server_rss_per_connection_bytes"):
@@ -755,15 +767,35 @@ def irc_part(d, irc_status, summary):
     out.append("  (broadcast: max sustainable received msgs/s, and the most with a mean under --good-mean; chat: means over"
                " the grid's loads; server CPU is shown, not a goal; per idle client: what one adds to RSS, and for a server"
                " that preallocates every connection's structures at start, its slot's share of that)")
-    # Higher is better for the broadcast figures, lower for the others.
+    # The issue's figures: higher is better for the broadcast ones, lower for
+    # the others.
     goals = [("broadcast_received_per_s", max), ("broadcast_good_mean_per_s", max), ("chat_mean_ms_all", min),
-             ("ping_p50_us", min), ("rss_per_idle_client_bytes", min)]
+             ("rss_per_idle_client_bytes", min)]
     ours = figures.get("switchboard", {})
-    misses, ties, ahead, compared = [], [], [], 0
+    # The ping round trip is compared beside them, not counted in the goal
+    # (the issue names the three figures above): by rounds, ahead or behind
+    # only when every round of one is below every round of the other.
+    beside = []
+    for peer in [s for s in servers if s != "switchboard"]:
+        a, b = ours.get("ping_p50_us_rounds"), figures[peer].get("ping_p50_us_rounds")
+        if not a or not b:
+            continue
+        both = f"switchboard {', '.join(fmt(x) for x in a)} µs, {peer} {', '.join(fmt(x) for x in b)} µs"
+        if max(a) < min(b):
+            beside.append(f"ping p50 ahead of {peer}: {both}")
+        elif min(a) > max(b):
+            beside.append(f"ping p50 behind {peer}: {both}")
+        else:
+            beside.append(f"ping p50 tied with {peer} (the rounds overlap): {both}")
+    x["ping_beside_the_goal"] = beside
+    misses, ties, ahead, uncompared, compared = [], [], [], [], 0
     for peer in [s for s in servers if s != "switchboard"]:
         for key, better in goals:
             a, b = ours.get(key), figures[peer].get(key)
             if b is None:
+                # The peer gave no figure (it has none, or its run failed):
+                # said, not counted.
+                uncompared.append(f"{key} of {peer}")
                 continue
             compared += 1
             if a is not None and a == b:
@@ -782,13 +814,19 @@ def irc_part(d, irc_status, summary):
                 misses.append(f"{key}: {peer} {fmt(b, 2)}, switchboard {fmt(a, 2)}")
     holds = compared > 0 and not misses and not ties
     x["goal"] = {"compared": compared, "misses": misses, "ties": ties, "ahead_at_a_tie": ahead, "holds": holds}
-    out.append(f"  goal: switchboard ahead of every IRC peer on every figure ({compared} comparisons): " + ("HOLDS" if holds else "MISSED"))
+    x["goal"]["not_compared"] = uncompared
+    out.append(f"  goal: switchboard ahead of every IRC peer on broadcast, chat latency and RSS per idle client ({compared} comparisons): "
+               + ("HOLDS" if holds else "MISSED"))
+    if uncompared:
+        out.append("    not compared, no figure from the peer: " + ", ".join(uncompared))
     for m in misses:
         out.append(f"    behind: {m}")
     for t in ties:
         out.append(f"    tied, cannot tell: {t}")
     for t in ahead:
         out.append(f"    tied on the rate, ahead at it: {t}")
+    for t in beside:
+        out.append(f"  beside the goal, {t}")
     failed = [f"{s}: {st[1]}" for s, st in irc_status.items() if st[0] == "failed"]
     if failed:
         out.append("  IRC failures: " + "; ".join(failed))

@@ -828,11 +828,11 @@ impl Client {
         let join = self.line_from(&render::source(&nick, &server), caps, "JOIN").arg(channel);
         let join = match caps.has(Cap::ExtendedJoin) {
             true => {
-                let (account, realname) = {
+                let (account, names) = {
                     let state = self.public.state.lock();
                     (state.account().cloned(), state.names.clone())
                 };
-                join.arg(account.as_deref().unwrap_or("*")).trailing(realname.realname())
+                join.arg(account.as_deref().unwrap_or("*")).trailing(names.realname())
             }
             false => join.end(),
         };
@@ -2124,14 +2124,14 @@ impl Client {
         // The IRC user of this node by that name, if it is in the channel
         // (a member of another protocol may have the same name elsewhere).
         let member = Nickname::parse(name).ok().and_then(|n| self.irc.nicks.find(&n.key));
-        let realname = member.and_then(|m| {
+        let names = member.and_then(|m| {
             let state = m.state.lock();
             state.channels.contains(&channel).then(|| state.names.clone())
         });
         Line::tagged(tags, Some(&render::source(&nick, self.server())), "JOIN")
             .arg(&channel)
             .arg(account.unwrap_or("*"))
-            .trailing(realname.as_ref().map_or(name, Names::realname))
+            .trailing(names.as_ref().map_or(name, Names::realname))
     }
 
     /// A room event's lines for this client, or `None` if it is not to get
