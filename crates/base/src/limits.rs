@@ -13,11 +13,13 @@ use std::time::Duration;
 use hub::{Bucket, Shards};
 use tokio::time::Instant;
 
+use crate::time::Ms;
+
 /// What one client may send: messages and bytes a second, each with a
 /// burst of one second's worth. Kept as each rate's theoretical arrival
 /// time (the generic cell rate algorithm, which is a token bucket counted
 /// the other way round): when the client will have sent no more than its
-/// rates allow, in nanoseconds of [`epoch`]. A full bucket is a time past.
+/// rates allow, in nanoseconds of `Ms::base`. A full bucket is a time past.
 /// 24 bytes, where two `hub::Bucket`s took 80: every connected client
 /// holds one.
 #[derive(Debug, Clone)]
@@ -40,10 +42,10 @@ impl Inflow {
     /// Charges `messages` messages of `bytes` bytes in all, and returns when
     /// the client may be read again, if it must wait.
     pub fn charge(&mut self, messages: usize, bytes: usize) -> Option<Instant> {
-        let now = since_epoch(Instant::now());
+        let now = since_base(Instant::now());
         let due = charge(&mut self.messages_due, now, messages, self.message_rate).max(charge(&mut self.bytes_due, now, bytes, self.byte_rate));
         // In debt past the burst: read again once it is paid back to it.
-        (due > now + BURST_NS).then(|| epoch() + Duration::from_nanos(due - BURST_NS))
+        (due > now + BURST_NS).then(|| Ms::base() + Duration::from_nanos(due - BURST_NS))
     }
 }
 
@@ -56,15 +58,10 @@ fn charge(due: &mut u64, now: u64, cost: usize, rate: u32) -> u64 {
     *due
 }
 
-/// What [`Inflow`]'s times count from: the first time one was asked (tokio's
-/// clock, so tests drive it paused).
-fn epoch() -> Instant {
-    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-fn since_epoch(at: Instant) -> u64 {
-    u64::try_from(at.saturating_duration_since(epoch()).as_nanos()).unwrap_or(u64::MAX)
+/// `at` in nanoseconds of the process's one base instant (`Ms::base`,
+/// tokio's clock, so tests drive it paused).
+fn since_base(at: Instant) -> u64 {
+    u64::try_from(at.saturating_duration_since(Ms::base()).as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Most addresses a limiter remembers; past it, the full buckets (addresses
